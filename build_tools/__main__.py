@@ -1,0 +1,97 @@
+"""Command line of the build tools; nox sessions call these (run from the repository root).
+
+    python -m build_tools build [--out dist] [--series 0.4.13] [--cxx g++] [--jobs N] [--if-stale]
+    python -m build_tools fetch                 # download + verify every pinned upstream file
+    python -m build_tools check-patches         # every series applies to its pristine source; headers complete
+    python -m build_tools pristine jax DEST     # write the pristine tree a series applies to (for editing patches)
+    python -m build_tools native [--out DIR]    # only the native library
+    python -m build_tools clean                 # remove build/ and dist/
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from build_tools import build, fetch, native, patches
+from build_tools.pins import load
+
+
+def _errors() -> tuple:
+    from build_tools.wheels import WheelError
+
+    return (build.BuildError, fetch.FetchError, native.NativeBuildError, patches.PatchError, WheelError, KeyError)
+
+
+def check_patches(series_name: str | None) -> int:
+    series = load().get_series(series_name)
+    failures = 0
+    for artifact in (series.jax, series.jaxlib):
+        problems = patches.check_headers(artifact)
+        with tempfile.TemporaryDirectory(prefix=f"check-{artifact.package}-") as tmp:
+            tree = patches.extract_pristine(artifact, Path(tmp) / "tree")
+            try:
+                applied = patches.apply_series(artifact, tree)
+            except patches.PatchError as e:
+                problems.append(str(e))
+                applied = []
+        for p in problems:
+            print(f"[check-patches] FAIL {p}")
+        failures += len(problems)
+        if not problems:
+            print(f"[check-patches] ok: {len(applied)} patch(es) of patches/{artifact.package}/{artifact.version} "
+                  f"apply cleanly to {artifact.filename}")
+    return 1 if failures else 0
+
+
+def main(argv: list) -> int:
+    parser = argparse.ArgumentParser(prog="python -m build_tools", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    b = sub.add_parser("build")
+    b.add_argument("--out", type=Path, default=build.DIST)
+    b.add_argument("--series")
+    b.add_argument("--cxx", help="development compiler instead of zig (also $JAX_IPU_CXX); wheel is not portable")
+    b.add_argument("--jobs", type=int)
+    b.add_argument("--if-stale", action="store_true", help="do nothing if dist/ was built from the current inputs")
+    f = sub.add_parser("fetch")
+    f.add_argument("--series")
+    c = sub.add_parser("check-patches")
+    c.add_argument("--series")
+    p = sub.add_parser("pristine")
+    p.add_argument("project", choices=["jax", "jaxlib"])
+    p.add_argument("dest", type=Path)
+    p.add_argument("--series")
+    n = sub.add_parser("native")
+    n.add_argument("--out", type=Path, default=build.BUILD / "native")
+    n.add_argument("--series")
+    n.add_argument("--cxx")
+    sub.add_parser("clean")
+    args = parser.parse_args(argv)
+
+    try:
+        if args.command == "build":
+            build.build(args.out, args.series, args.cxx, args.jobs, args.if_stale)
+        elif args.command == "fetch":
+            for artifact in load().get_series(args.series).artifacts:
+                print(f"[fetch] ok {fetch.fetch(artifact)}")
+        elif args.command == "check-patches":
+            return check_patches(args.series)
+        elif args.command == "pristine":
+            series = load().get_series(args.series)
+            print(patches.extract_pristine(getattr(series, args.project), args.dest))
+        elif args.command == "native":
+            native.build_library(load().get_series(args.series), args.out, cxx=args.cxx)
+        elif args.command == "clean":
+            for removed in build.clean():
+                print(f"removed {removed}")
+    except _errors() as e:
+        print(f"\nerror: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,133 @@
+"""The whole build: pinned upstream files -> patched trees -> native library -> two wheels in dist/, checked.
+
+A stamp (build/<series>/stamp.json) records a digest of every input and the sums of the wheels written, so
+``--if-stale`` (used by ``nox -s tests``) reuses dist/ when nothing changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+from typing import Dict, List, Optional
+
+from build_tools import native, patches, wheels
+from build_tools.fetch import fetch, sha256_of
+from build_tools.pins import REPO, Artifact, Pins, Series, load
+
+BUILD = REPO / "build"
+DIST = REPO / "dist"
+# Everything that can change a wheel. Build outputs and caches are excluded below.
+INPUT_PATHS = ("build_tools", "patches", "jax_ipu_shim", "noxfile.py")
+IGNORED_PARTS = {"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"}
+
+
+class BuildError(RuntimeError):
+    pass
+
+
+def stamp_path(series: Series) -> Path:
+    return BUILD / series.name / "stamp.json"
+
+
+def inputs_digest(cxx: Optional[str]) -> str:
+    h = hashlib.sha256()
+    for top in INPUT_PATHS:
+        root = REPO / top
+        files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file()) if root.exists() else []
+        for p in files:
+            rel = p.relative_to(REPO)
+            if IGNORED_PARTS & set(rel.parts) or p.suffix in (".pyc", ".so", ".o"):
+                continue
+            h.update(str(rel).encode() + b"\0" + p.read_bytes() + b"\0")
+    h.update(("cxx=" + (cxx or os.environ.get("JAX_IPU_CXX") or "zig")).encode())
+    return h.hexdigest()
+
+
+def is_up_to_date(series: Series, out_dir: Path, cxx: Optional[str]) -> bool:
+    path = stamp_path(series)
+    if not path.exists():
+        return False
+    stamp = json.loads(path.read_text())
+    if stamp.get("inputs") != inputs_digest(cxx) or stamp.get("dist") != str(out_dir.resolve()):
+        return False
+    for name, digest in stamp.get("wheels", {}).items():
+        wheel = out_dir / name
+        if not wheel.exists() or sha256_of(wheel) != digest:
+            return False
+    return bool(stamp.get("wheels"))
+
+
+def check_version_patch(artifact: Artifact, tree: Path, expected: str) -> None:
+    """The version patch carries the label as text; make sure it agrees with the pin."""
+    version_py = tree / artifact.package / "version.py"
+    m = re.search(r'^__version__ = "([^"]+)"', version_py.read_text(), flags=re.M)
+    found = m.group(1) if m else None
+    if found != expected:
+        raise BuildError(
+            f"{artifact.package}/version.py says __version__ = {found!r} after patching, but build_tools/pins.toml gives "
+            f"{expected!r}. Refresh the version patch in {patches.series_dir(artifact).relative_to(REPO)} "
+            f"(patches/README.md)."
+        )
+
+
+def build(out_dir: Path = DIST, series_name: Optional[str] = None, cxx: Optional[str] = None,
+          jobs: Optional[int] = None, if_stale: bool = False) -> Dict[str, object]:
+    pins: Pins = load()
+    series = pins.get_series(series_name)
+    if if_stale and is_up_to_date(series, out_dir, cxx):
+        stamp = json.loads(stamp_path(series).read_text())
+        print(f"[build] dist/ is up to date with the sources ({', '.join(stamp['wheels'])}); not rebuilding", flush=True)
+        return stamp
+    started = time.monotonic()
+    digest = inputs_digest(cxx)
+    for artifact in series.artifacts:
+        fetch(artifact)
+
+    work = BUILD / series.name
+    work.mkdir(parents=True, exist_ok=True)
+    jax_tree = patches.patched_tree(series.jax, work / "jax-sdist")
+    jaxlib_tree = patches.patched_tree(series.jaxlib, work / "jaxlib-py")
+    check_version_patch(series.jax, jax_tree, pins.labelled(series.jax.version))
+    check_version_patch(series.jaxlib, jaxlib_tree, pins.labelled(series.jaxlib.version))
+    print("[build] patch series applied", flush=True)
+
+    library = native.build_library(series, work / "lib", cxx=cxx, jobs=jobs)
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for old in list(out_dir.glob("jax-*.whl")) + list(out_dir.glob("jaxlib-*.whl")):
+        old.unlink()
+    jaxlib_wheel = wheels.build_jaxlib_wheel(pins, series, jaxlib_tree, library, out_dir)
+    print(f"[build] wrote {jaxlib_wheel}", flush=True)
+    jax_wheel = wheels.build_jax_wheel(pins, series, jax_tree, out_dir)
+    print(f"[build] wrote {jax_wheel}", flush=True)
+    tag, line = wheels.check_platform(jaxlib_wheel, series, strict=native.is_portable(cxx))
+    print(f"[build] auditwheel: {jaxlib_wheel.name} {line}", flush=True)
+
+    stamp = {
+        "series": series.name,
+        "inputs": digest,
+        "dist": str(out_dir.resolve()),
+        "portable": native.is_portable(cxx),
+        "auditwheel": line,
+        "platform_tag": tag,
+        "wheels": {w.name: sha256_of(w) for w in (jax_wheel, jaxlib_wheel)},
+        "seconds": round(time.monotonic() - started, 1),
+    }
+    stamp_path(series).write_text(json.dumps(stamp, indent=2) + "\n")
+    for w in (jax_wheel, jaxlib_wheel):
+        print(f"[build] {w.name}: {w.stat().st_size / 1e6:.1f} MB", flush=True)
+    return stamp
+
+
+def clean() -> List[Path]:
+    removed = []
+    for p in (BUILD, DIST):
+        if p.exists():
+            shutil.rmtree(p)
+            removed.append(p)
+    return removed

@@ -1,0 +1,162 @@
+"""Builds jax_ipu/lib/libjax_ipu.so: the emulator and the PJRT layer, one portable shared library.
+
+Compiler: ``python -m ziglang c++ -target x86_64-linux-gnu.<glibc>`` (libc++ linked statically; the result is tagged
+manylinux2014 by auditwheel). ``--cxx`` / ``$JAX_IPU_CXX`` (e.g. ``g++``) gives a quick development build that is not
+portable. Objects compile in parallel and are cached by a content hash (source, every header the shim owns, the
+generated PJRT header, the pinned TF headers, compiler and flags), so an unchanged rebuild only links.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+from build_tools.fetch import cache_dir, extract_header_tree
+from build_tools.pins import REPO, Series
+
+SHIM = REPO / "jax_ipu_shim"
+SOURCE_DIRS = (SHIM / "emulator" / "src", SHIM / "pjrt")
+EXPORTS_MAP = SHIM / "pjrt" / "exports.map"
+GENERATOR = REPO / "build_tools" / "gen_pjrt_api.py"
+LIBRARY_NAME = "libjax_ipu.so"
+CXXFLAGS = ["-std=c++17", "-O2", "-fPIC", "-Wall"]
+HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".inc", ".def")
+
+
+class NativeBuildError(RuntimeError):
+    pass
+
+
+def compiler(series: Series, cxx: Optional[str]) -> List[str]:
+    """The compiler command: zig targeting the pinned glibc, or the development override."""
+    cxx = cxx or os.environ.get("JAX_IPU_CXX")
+    if cxx:
+        return shlex.split(cxx)
+    return [sys.executable, "-m", "ziglang", "c++", "-target", f"x86_64-linux-gnu.{series.glibc}"]
+
+
+def is_portable(cxx: Optional[str]) -> bool:
+    return not (cxx or os.environ.get("JAX_IPU_CXX"))
+
+
+def sources() -> List[Path]:
+    found = sorted(p for d in SOURCE_DIRS if d.is_dir() for p in d.rglob("*.cc"))
+    if not found:
+        raise NativeBuildError(f"no C++ sources (*.cc) under {', '.join(str(d.relative_to(REPO)) for d in SOURCE_DIRS)}")
+    return found
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    # zig's own cache (its libc++ build for the target takes minutes once) lives in ours, so one directory caches all.
+    env.setdefault("ZIG_GLOBAL_CACHE_DIR", str(cache_dir() / "zig"))
+    env.setdefault("ZIG_LOCAL_CACHE_DIR", str(cache_dir() / "zig-local"))
+    return env
+
+
+def _run(cmd: List[str], what: str) -> str:
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=_env())
+    if proc.returncode != 0:
+        raise NativeBuildError(f"{what} failed (exit {proc.returncode}):\n$ {shlex.join(cmd)}\n{proc.stdout}")
+    return proc.stdout
+
+
+def generate_pjrt_header(series: Series, tf_include: Path, gen_dir: Path) -> Path:
+    if not GENERATOR.exists():
+        raise NativeBuildError(f"{GENERATOR.relative_to(REPO)} is missing: it generates the PJRT_Api table header")
+    gen_dir.mkdir(parents=True, exist_ok=True)
+    out = gen_dir / series.pjrt_header.extra["generated"]
+    header = tf_include / series.pjrt_header.extra["header"]
+    _run([sys.executable, str(GENERATOR), "--header", str(header), "--out", str(out)], "gen_pjrt_api.py")
+    if not out.exists():
+        raise NativeBuildError(f"gen_pjrt_api.py exited 0 but did not write {out}")
+    return out
+
+
+def _tree_digest(roots: List[Path], suffixes: tuple) -> str:
+    h = hashlib.sha256()
+    for root in roots:
+        if not root.exists():
+            continue
+        files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in suffixes)
+        for p in files:
+            h.update(str(p).encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _compiler_identity(cxx: List[str]) -> str:
+    try:
+        return _run(cxx + ["--version"], "compiler --version")
+    except (NativeBuildError, OSError) as e:
+        raise NativeBuildError(f"C++ compiler not usable: {shlex.join(cxx)}: {e}") from e
+
+
+def build_library(series: Series, out_dir: Path, cxx: Optional[str] = None, jobs: Optional[int] = None) -> Path:
+    """Compiles and links the library into ``out_dir/libjax_ipu.so``; returns its path."""
+    if not EXPORTS_MAP.exists():
+        raise NativeBuildError(f"{EXPORTS_MAP.relative_to(REPO)} is missing: the linker version script (exports)")
+    srcs = sources()
+    cxx_cmd = compiler(series, cxx)
+    tf_include = extract_header_tree(series.pjrt_header)
+    gen_dir = cache_dir() / "generated" / series.name
+    generate_pjrt_header(series, tf_include, gen_dir)
+    includes = [SHIM / "emulator" / "include", tf_include, gen_dir, SHIM]
+    flags = CXXFLAGS + [f"-I{p}" for p in includes]
+
+    headers = _tree_digest([SHIM], HEADER_SUFFIXES) + _tree_digest([gen_dir], HEADER_SUFFIXES)
+    base_key = "\0".join([_compiler_identity(cxx_cmd), shlex.join(cxx_cmd), shlex.join(flags), headers,
+                          series.pjrt_header.sha256])
+    obj_cache = cache_dir() / "objects"
+    obj_cache.mkdir(parents=True, exist_ok=True)
+
+    def compile_one(src: Path) -> Path:
+        key = hashlib.sha256((base_key + "\0" + str(src) + "\0").encode() + src.read_bytes()).hexdigest()
+        obj = obj_cache / f"{src.stem}-{key[:24]}.o"
+        if obj.exists():
+            return obj
+        tmp = obj.with_suffix(f".{os.getpid()}.tmp.o")
+        _run(cxx_cmd + flags + ["-c", str(src), "-o", str(tmp)], f"compiling {src.relative_to(REPO)}")
+        os.replace(tmp, obj)
+        print(f"[native] compiled {src.relative_to(REPO)}", flush=True)
+        return obj
+
+    jobs = jobs or os.cpu_count() or 2
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(compile_one, s): s for s in srcs}
+        errors = []
+        objs = {}
+        for fut in concurrent.futures.as_completed(futures):
+            try:
+                objs[futures[fut]] = fut.result()
+            except NativeBuildError as e:
+                errors.append(str(e))
+        if errors:
+            raise NativeBuildError(f"{len(errors)} of {len(srcs)} C++ sources failed to compile:\n\n" + "\n\n".join(errors))
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    lib = out_dir / LIBRARY_NAME
+    tmp_lib = out_dir / (LIBRARY_NAME + ".tmp")
+    link = cxx_cmd + ["-shared", "-o", str(tmp_lib)] + [str(objs[s]) for s in srcs]
+    link += [f"-Wl,--version-script={EXPORTS_MAP}", f"-Wl,-soname,{LIBRARY_NAME}"]
+    if not is_portable(cxx):
+        link += ["-static-libstdc++", "-static-libgcc"]
+    _run(link, "linking libjax_ipu.so")
+    os.replace(tmp_lib, lib)
+    print(f"[native] linked {lib} ({lib.stat().st_size} bytes) from {len(srcs)} sources", flush=True)
+    return lib
+
+
+def exported_symbols(lib: Path) -> List[str]:
+    """Dynamic symbols the library defines (for checks); empty if no nm-like tool is around."""
+    nm = shutil.which("nm") or shutil.which("llvm-nm")
+    if not nm:
+        return []
+    out = subprocess.run([nm, "-D", "--defined-only", str(lib)], stdout=subprocess.PIPE, text=True).stdout
+    return sorted(ln.split()[-1] for ln in out.splitlines() if ln.strip())

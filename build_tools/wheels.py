@@ -1,0 +1,236 @@
+"""Writes the two wheels: jax from the patched sdist, jaxlib repacked from the upstream wheel plus our backend.
+
+Both are written by one deterministic writer: entries sorted (``*.dist-info/`` last, RECORD last), fixed timestamps,
+normalised permissions, RECORD regenerated with sha256 and sizes. The same inputs give the same bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import hashlib
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
+
+from build_tools.fetch import fetch
+from build_tools.pins import REPO, Pins, Series
+
+SHIM_PYTHON = REPO / "jax_ipu_shim" / "python"
+# Our packages as they sit in jax_ipu_shim/python/. jax_plugins is a namespace package: it must have no __init__.py.
+OUR_PACKAGES = ("jax_ipu", "jax_plugins")
+LIBRARY_IN_WHEEL = "jax_ipu/lib/libjax_ipu.so"
+ZIP_DATE = (1980, 1, 1, 0, 0, 0)
+SKIP_DIRS = {"__pycache__", ".mypy_cache", ".pytest_cache"}
+SKIP_SUFFIXES = (".pyc", ".pyo", ".so", ".o")
+LEGACY_MANYLINUX = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
+
+
+class WheelError(RuntimeError):
+    pass
+
+
+# ---------------------------------------------------------------------------------------------------------- writing
+
+def record_hash(data: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+Entry = Tuple[str, Callable[[], bytes], bool]  # (archive name, reader, executable)
+
+
+def write_wheel(path: Path, entries: Iterable[Entry], dist_info: str) -> Path:
+    """Writes ``entries`` (plus a fresh RECORD) to ``path`` deterministically."""
+    items = sorted(entries, key=lambda e: (e[0].startswith(dist_info + "/"), e[0]))
+    dupes = [n for n, count in collections.Counter(e[0] for e in items).items() if count > 1]
+    if dupes:
+        raise WheelError(f"{path.name}: duplicate entries {sorted(dupes)}")
+    record_name = f"{dist_info}/RECORD"
+    record_lines = []
+    tmp = path.with_name(path.name + ".tmp")
+    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as zf:
+        for name, read, executable in items:
+            if name == record_name:
+                continue
+            data = read()
+            info = zipfile.ZipInfo(name, date_time=ZIP_DATE)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = (0o100755 if executable else 0o100644) << 16
+            info.create_system = 3
+            zf.writestr(info, data, compresslevel=6)
+            record_lines.append(f"{name},{record_hash(data)},{len(data)}")
+        record_lines.append(f"{record_name},,")
+        info = zipfile.ZipInfo(record_name, date_time=ZIP_DATE)
+        info.external_attr = 0o100644 << 16
+        info.create_system = 3
+        zf.writestr(info, "\n".join(record_lines) + "\n", compress_type=zipfile.ZIP_DEFLATED, compresslevel=6)
+    os.replace(tmp, path)
+    return path
+
+
+def _replace_version_in_metadata(text: str, new_version: str) -> str:
+    out, n = re.subn(r"^Version: .*$", f"Version: {new_version}", text, count=1, flags=re.M)
+    if n != 1:
+        raise WheelError("METADATA has no 'Version:' line")
+    return out
+
+
+def _our_package_files() -> List[Tuple[str, Path]]:
+    """(name in wheel, file) for jax_ipu/ and jax_plugins/ in jax_ipu_shim/python/, checking the layout first."""
+    ns_init = SHIM_PYTHON / "jax_plugins" / "__init__.py"
+    if ns_init.exists():
+        raise WheelError(f"{ns_init.relative_to(REPO)} must not exist: jax_plugins is a namespace package shared with "
+                         "other plugins (an __init__.py there hides them)")
+    for required in ("jax_ipu/__init__.py", "jax_plugins/ipu/__init__.py"):
+        if not (SHIM_PYTHON / required).exists():
+            raise WheelError(f"jax_ipu_shim/python/{required} is missing; the jaxlib wheel would ship no working plugin")
+    files = []
+    for pkg in OUR_PACKAGES:
+        for root, dirs, names in os.walk(SHIM_PYTHON / pkg):
+            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
+            for n in sorted(names):
+                if n.endswith(SKIP_SUFFIXES):
+                    continue
+                p = Path(root) / n
+                files.append((p.relative_to(SHIM_PYTHON).as_posix(), p))
+    return files
+
+
+def build_jaxlib_wheel(pins: Pins, series: Series, patched_py: Path, library: Path, out_dir: Path) -> Path:
+    """Upstream jaxlib wheel + patched Python files + our packages + the native library, relabelled."""
+    art = series.jaxlib
+    upstream = fetch(art)
+    version = pins.labelled(art.version)
+    old_di = f"jaxlib-{art.version}.dist-info"
+    new_di = f"jaxlib-{version}.dist-info"
+    ours = _our_package_files()
+    entries: List[Entry] = []
+    zf = zipfile.ZipFile(upstream)
+    upstream_names = set()
+    for info in zf.infolist():
+        name = info.filename
+        if info.is_dir():
+            continue
+        upstream_names.add(name)
+        executable = bool((info.external_attr >> 16) & 0o111)
+        if name.startswith(old_di + "/"):
+            base = name[len(old_di) + 1:]
+            if base == "RECORD":
+                continue
+            data = zf.read(info)
+            if base == "METADATA":
+                data = _replace_version_in_metadata(data.decode(), version).encode()
+            elif base == "top_level.txt":
+                tops = set(data.decode().split()) | set(OUR_PACKAGES)
+                data = ("\n".join(sorted(tops)) + "\n").encode()
+            entries.append((f"{new_di}/{base}", (lambda d=data: d), False))
+        elif name.endswith(".py") and (patched_py / name).exists():
+            entries.append((name, (lambda p=patched_py / name: p.read_bytes()), executable))
+        else:
+            entries.append((name, (lambda i=info: zf.read(i)), executable))
+    for name, path in ours:
+        if name in upstream_names:
+            raise WheelError(f"{name} from jax_ipu_shim/python would overwrite a file of upstream jaxlib")
+        entries.append((name, (lambda p=path: p.read_bytes()), False))
+    entries.append((LIBRARY_IN_WHEEL, (lambda: library.read_bytes()), True))
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _, _, py, abi, plat = art.filename[: -len(".whl")].split("-")
+    wheel = out_dir / f"jaxlib-{version}-{py}-{abi}-{plat}.whl"
+    try:
+        write_wheel(wheel, entries, new_di)
+    finally:
+        zf.close()
+    return wheel
+
+
+def build_jax_wheel(pins: Pins, series: Series, patched_sdist: Path, out_dir: Path) -> Path:
+    """``pip wheel`` of the patched sdist tree (its version comes from the patched jax/version.py), then normalised."""
+    version = pins.labelled(series.jax.version)
+    with tempfile.TemporaryDirectory(prefix="jax-wheel-") as tmp:
+        env = dict(os.environ, SOURCE_DATE_EPOCH="315532800", PYTHONDONTWRITEBYTECODE="1")
+        cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--disable-pip-version-check",
+               "-w", tmp, str(patched_sdist)]
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        built = sorted(Path(tmp).glob("jax-*.whl"))
+        if proc.returncode != 0 or len(built) != 1:
+            raise WheelError(f"building the jax wheel failed (exit {proc.returncode}):\n{proc.stdout[-5000:]}")
+        expected = f"jax-{version}-py3-none-any.whl"
+        if built[0].name != expected:
+            raise WheelError(f"pip built {built[0].name}, expected {expected}: is the version patch applied?")
+        di = f"jax-{version}.dist-info"
+        with zipfile.ZipFile(built[0]) as zf:
+            entries: List[Entry] = [
+                (i.filename, (lambda d=zf.read(i): d), bool((i.external_attr >> 16) & 0o111))
+                for i in zf.infolist() if not i.is_dir() and i.filename != f"{di}/RECORD"
+            ]
+        out_dir.mkdir(parents=True, exist_ok=True)
+        return write_wheel(out_dir / expected, entries, di)
+
+
+# ------------------------------------------------------------------------------------------------------- inspecting
+
+def read_record(wheel: Path) -> Dict[str, Tuple[str, str]]:
+    with zipfile.ZipFile(wheel) as zf:
+        record = next(n for n in zf.namelist() if n.endswith(".dist-info/RECORD"))
+        rows = [ln.rsplit(",", 2) for ln in zf.read(record).decode().splitlines() if ln]
+    return {name: (h, size) for name, h, size in rows}
+
+
+def verify_record(wheel: Path) -> List[str]:
+    """Problems with RECORD: missing or extra entries, wrong sha256 or size."""
+    problems = []
+    record = read_record(wheel)
+    with zipfile.ZipFile(wheel) as zf:
+        names = [i.filename for i in zf.infolist() if not i.is_dir()]
+        for name in names:
+            if name not in record:
+                problems.append(f"{name} not in RECORD")
+                continue
+            h, size = record[name]
+            if name.endswith("/RECORD"):
+                continue
+            data = zf.read(name)
+            if h != record_hash(data) or size != str(len(data)):
+                problems.append(f"{name}: RECORD says {h},{size}; file is {record_hash(data)},{len(data)}")
+    problems += [f"RECORD lists missing file {n}" for n in sorted(set(record) - set(names))]
+    return problems
+
+
+def _glibc_of_tag(tag: str) -> Optional[Tuple[int, int]]:
+    for legacy, ver in LEGACY_MANYLINUX.items():
+        if tag.startswith(legacy + "_"):
+            return ver
+    m = re.match(r"manylinux_(\d+)_(\d+)_", tag)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def auditwheel_show(wheel: Path) -> Tuple[str, str]:
+    """Runs ``auditwheel show``; returns (platform tag, the sentence that says it)."""
+    cmd = [sys.executable, "-m", "auditwheel", "show", str(wheel)]
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    text = " ".join(proc.stdout.split())
+    m = re.search(r'is consistent with the following platform tag: "([^"]+)"', text)
+    if proc.returncode != 0 or not m:
+        raise WheelError(f"auditwheel show {wheel.name} failed (exit {proc.returncode}):\n{proc.stdout}")
+    return m.group(1), m.group(0)
+
+
+def check_platform(wheel: Path, series: Series, strict: bool = True) -> Tuple[str, str]:
+    """Fails if auditwheel finds the wheel needs a newer platform than the pin (e.g. manylinux_2_34 > manylinux2014)."""
+    tag, line = auditwheel_show(wheel)
+    found, allowed = _glibc_of_tag(tag), _glibc_of_tag(series.platform_tag)
+    if found is None or allowed is None or found > allowed:
+        msg = (f"{wheel.name}: auditwheel says the wheel is {tag}, newer than the pinned {series.platform_tag} "
+               f"(glibc {series.glibc}); it would not install on older systems such as Ubuntu 20.04. "
+               f"Build the native library with zig (the default; not --cxx/JAX_IPU_CXX), and check which library needs "
+               f"newer symbols with: auditwheel show {wheel}")
+        if strict:
+            raise WheelError(msg)
+        print(f"[wheels] WARNING (development compiler): {msg}", flush=True)
+    return tag, line

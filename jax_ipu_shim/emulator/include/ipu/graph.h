@@ -1,0 +1,111 @@
+// The lowered program: value slots with tile mappings, compute sets grouped in supersteps, and the program tree.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ipu/emulator.h"
+#include "ipu/mapping.h"
+
+namespace ipu {
+
+// The storage of one run: where every slot's data is, plus per-kernel scratch. One per run() call.
+struct RunState {
+  std::vector<uint8_t*> ptr;               // slot -> data
+  std::unique_ptr<uint8_t[]> arena;        // backing store of the arena slots
+  std::vector<std::vector<uint8_t>> scratch;  // per-kernel scratch buffers (indexed by a kernel's scratch id)
+  std::vector<int64_t> dynamic;            // per-kernel run-time integers (dynamic slice offsets)
+  RunProfile profile;
+
+  template <class T>
+  T* at(int slot) const { return reinterpret_cast<T*>(ptr[static_cast<size_t>(slot)]); }
+};
+
+// The codelet of a compute set: computes the output elements [begin, end), which are always whole tiles' ranges.
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  // Runs once per execution of the step, before the compute set, on one thread (reads dynamic offsets, etc).
+  virtual void prepare(RunState&) const {}
+  virtual void compute(RunState& state, int64_t begin, int64_t end) const = 0;
+};
+
+struct Cost {
+  uint64_t compute = 0;
+  uint64_t exchange = 0;
+  uint64_t sync = 0;
+  uint64_t total() const { return compute + exchange + sync; }
+  void addTo(RunProfile* p, uint64_t supersteps) const {
+    p->compute_cycles += compute;
+    p->exchange_cycles += exchange;
+    p->sync_cycles += sync;
+    p->total_cycles += total();
+    p->supersteps += supersteps;
+  }
+};
+
+// One BSP superstep: sync, exchange of the operand elements each tile lacks, then a compute set.
+struct Superstep {
+  std::string name;
+  bool computes = true;  // false: a superstep whose effect is folded into the next one's kernel (reduce partials)
+  TileMapping work;      // the output elements each tile computes
+  double cost_weight = 1;  // host work per output element, to decide whether to spread over host threads
+  Cost cost;
+};
+
+enum class NodeKind { Sequence, Execute, Copy, While, Case };
+
+// A node of the program tree (Poplar's Sequence / Execute / Copy / RepeatWhileTrue / Switch).
+struct Node {
+  NodeKind kind = NodeKind::Sequence;
+  std::string name;
+  std::vector<std::unique_ptr<Node>> children;  // Sequence: steps; While: {cond, body}; Case: branches
+  std::unique_ptr<Kernel> kernel;               // Execute
+  std::vector<Superstep> supersteps;            // Execute
+  std::vector<std::pair<int, int>> copies;      // Copy: (source slot, destination slot)
+  std::vector<int> temps;                       // Copy: staging slots when sources and destinations overlap
+  Cost cost;                                    // Copy: its cost; While/Case: the cost of each decision
+  int slot = -1;                                // While: the predicate; Case: the index
+  double flops = 0;
+};
+
+// A value's storage and placement.
+struct Slot {
+  enum class Storage { Param, Constant, Arena };
+  TensorType type;
+  TileMapping mapping;
+  Storage storage = Storage::Arena;
+  int index = 0;      // Param: parameter number; Constant: index into Graph::constants
+  size_t offset = 0;  // Arena: byte offset
+  int64_t def = -1;   // first program step that writes it
+  int64_t last_use = -1;
+  bool always_live = false;
+};
+
+// Per program step: transient bytes per tile (exchange receive buffers) while the step runs.
+struct StepRecord {
+  std::vector<std::pair<int, int64_t>> transient;
+};
+
+struct Graph {
+  DeviceDescription device;
+  std::vector<Slot> slots;
+  std::vector<std::vector<uint8_t>> constants;
+  std::vector<StepRecord> steps;
+  std::vector<std::pair<int64_t, int64_t>> loops;  // [first step, last step] of each while loop, inner first
+  std::vector<int64_t> vertex_bytes;               // per tile: vertex state (permanent in Poplar)
+  std::vector<std::set<int>> codelets;             // per tile: codelet types used
+  std::vector<std::string> codelet_names;
+  size_t arena_bytes = 0;
+  int num_scratch = 0;
+  int num_dynamic = 0;
+  std::unique_ptr<Node> root;
+  std::vector<int> param_slots;
+  std::vector<int> result_slots;
+};
+
+}  // namespace ipu

@@ -1,0 +1,63 @@
+// The "jax-ipu-program" v1 document as C++ structures (see jax_ipu_shim/README.md), parsed and checked for form.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ipu/json.h"
+
+namespace ipu {
+
+// A value's declaration. The dtype is kept as spelled so that unsupported types can be named in errors.
+struct ValueDecl {
+  int64_t id = 0;
+  std::string dtype;
+  std::vector<int64_t> shape;
+  std::string mlirType() const;
+};
+
+struct Region;
+
+struct Op {
+  std::string op;    // "add"
+  std::string mlir;  // "stablehlo.add"
+  std::string loc;   // optional source location
+  std::vector<int64_t> operands;
+  std::vector<ValueDecl> results;
+  json::Value attrs;  // an object (possibly empty)
+  std::vector<Region> regions;
+};
+
+// A function body or an op's region: params, ops, and the operands of its terminator.
+struct Region {
+  std::vector<ValueDecl> params;
+  std::vector<Op> body;
+  std::vector<int64_t> results;
+};
+
+struct Function {
+  std::string name;
+  Region region;
+};
+
+struct Program {
+  std::string name;
+  std::string entry;
+  std::vector<Function> functions;
+  std::vector<std::pair<int, int>> aliases;
+  const Function* find(const std::string& name) const;
+};
+
+// Throws Error(InvalidArgument) naming the first thing that is malformed.
+Program parseProgram(const std::string& text);
+
+// Attribute accessors; each throws Error(InvalidArgument) naming the op and attribute when missing or mistyped.
+int64_t attrInt(const Op& op, const char* name);
+bool attrBool(const Op& op, const char* name, bool default_value);
+std::string attrString(const Op& op, const char* name, const std::string& default_value = "\x01");
+std::vector<int64_t> attrInts(const Op& op, const char* name, bool required = true);
+bool hasAttr(const Op& op, const char* name);
+
+}  // namespace ipu

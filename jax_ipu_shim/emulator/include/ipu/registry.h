@@ -1,0 +1,48 @@
+// The op registry: the one table of which ops the emulator implements and for which element types.
+#pragma once
+
+#include <string>
+
+#include "ipu/emulator.h"
+#include "ipu/program.h"
+
+namespace ipu {
+
+enum class OpKind {
+  // unary elementwise
+  Abs, Negate, Sign, Exp, Expm1, Log, Log1p, Sqrt, Rsqrt, Cbrt, Tanh, Logistic, Sine, Cosine, Tan, Floor, Ceil,
+  RoundEven, RoundAfz, IsFinite, Not, Popcnt, Clz, Erf, Erfc, Sinh, Cosh, Asin, Acos, Atan, Asinh, Acosh, Atanh,
+  ErfInv,
+  // binary elementwise
+  Add, Subtract, Multiply, Divide, Remainder, Power, Maximum, Minimum, Atan2, And, Or, Xor, ShiftLeft,
+  ShiftRightArithmetic, ShiftRightLogical,
+  // the rest
+  Compare, Select, Clamp, Convert, Constant, Iota, BroadcastInDim, Reshape, Transpose, Slice, DynamicSlice,
+  DynamicUpdateSlice, Concatenate, Pad, DotGeneral, Reduce, Call, While, Case,
+};
+
+enum class OpFamily { Unary, Binary, Compare, Select, Clamp, Convert, Shape, Dot, Reduce, Control };
+
+// Which value's element type the dtype set of an entry constrains.
+enum class TypeRole { Operand0, Operand1, Result0, None };
+
+constexpr unsigned dtypeBit(DType d) { return 1u << static_cast<unsigned>(d); }
+
+struct OpInfo {
+  const char* name;  // without dialect prefix
+  OpKind kind;
+  OpFamily family;
+  unsigned dtypes;  // bitmask of dtypeBit()
+  TypeRole role;
+  int min_operands;
+  int max_operands;  // -1: any number
+};
+
+const OpInfo* findOp(const std::string& name);
+const OpInfo& opInfo(OpKind kind);
+std::string dtypeList(unsigned mask);  // "f16, f32"
+
+// "stablehlo.cosine(tensor<4xi32>) -> tensor<4xi32>" given the operand declarations.
+std::string opSignature(const Op& op, const std::vector<const ValueDecl*>& operands);
+
+}  // namespace ipu

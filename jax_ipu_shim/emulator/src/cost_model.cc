@@ -1,0 +1,118 @@
+// The per-vertex cycle estimates. Every worker gets a contiguous share of the tile's elements in whole vectors; a
+// tile's cycles are 6 x the slowest worker's (the barrel-threaded pipeline runs each worker every 6th cycle) plus
+// the supervisor's overhead. Figures marked (doc) come from docs/ipu-model.md, the rest are calibrated assumptions.
+#include "ipu/cost_model.h"
+
+#include <algorithm>
+
+namespace ipu {
+namespace cost {
+
+namespace {
+
+struct VectorCost {
+  uint64_t fixed;       // per worker: call, pointer setup, loop prologue
+  double per_vector;    // cycles per 64-bit vector (2 x f32, 4 x f16) or per element for 32-bit integers
+};
+
+int vectorWidth(DType dtype) {
+  switch (dtype) {
+    case DType::F16: return 4;
+    case DType::F32: return 2;
+    default: return 1;  // integers and bools go through the scalar pipeline
+  }
+}
+
+VectorCost elementwiseCost(OpKind kind, DType dtype) {
+  const bool f16 = dtype == DType::F16;
+  const bool flt = isFloat(dtype);
+  switch (kind) {
+    case OpKind::Add: case OpKind::Subtract: case OpKind::Multiply:
+      return flt ? VectorCost{29, 3} : VectorCost{29, 7};  // (doc) 3 per vector; integer add ~7 per element
+    case OpKind::Maximum: case OpKind::Minimum: case OpKind::Compare: case OpKind::Select: case OpKind::Clamp:
+    case OpKind::And: case OpKind::Or: case OpKind::Xor: case OpKind::ShiftLeft:
+    case OpKind::ShiftRightArithmetic: case OpKind::ShiftRightLogical:
+      return flt ? VectorCost{29, 3} : VectorCost{29, 4};  // (doc) max ~3 per 2 f32
+    case OpKind::Divide:
+      return f16 ? VectorCost{29, 21} : flt ? VectorCost{29, 10} : VectorCost{29, 40};  // (doc) float; int: software
+    case OpKind::Remainder: return flt ? VectorCost{29, 30} : VectorCost{29, 40};
+    case OpKind::Power: return VectorCost{40, 60};
+    case OpKind::Atan2: return VectorCost{40, 120};
+    case OpKind::Exp: case OpKind::Expm1: return VectorCost{33, 6};  // (doc)
+    case OpKind::Log: case OpKind::Log1p: return VectorCost{33, 8};
+    case OpKind::Tanh: return VectorCost{17, 12};  // (doc)
+    case OpKind::Logistic: return VectorCost{17, 14};
+    case OpKind::Sqrt: case OpKind::Rsqrt: return VectorCost{17, 10};  // (doc)
+    case OpKind::Cbrt: return VectorCost{17, 40};
+    case OpKind::Sine: case OpKind::Cosine: case OpKind::Tan:
+      return VectorCost{17, 2300.0 * vectorWidth(dtype)};  // (doc) ~2,300 per element: software routines
+    case OpKind::Erf: case OpKind::Erfc: case OpKind::ErfInv: case OpKind::Sinh: case OpKind::Cosh:
+    case OpKind::Asin: case OpKind::Acos: case OpKind::Atan: case OpKind::Asinh: case OpKind::Acosh:
+    case OpKind::Atanh:
+      return VectorCost{17, 200.0 * vectorWidth(dtype)};  // software polynomial, per element
+    case OpKind::Convert: return VectorCost{17, f16 ? 2.0 : 2.0};  // (doc) f16<->f32 ~2 per 4 elements
+    default: return flt ? VectorCost{17, 3} : VectorCost{17, 4};  // (doc) simple unary: relu-like, 3 per vector
+  }
+}
+
+// 6 x the slowest worker's cycles + the supervisor's, for `elements` elements in vectors of `width`.
+uint64_t tileCycles(int64_t elements, int width, int workers, uint64_t fixed, double per_vector) {
+  if (elements <= 0) return 0;
+  const int64_t vectors = (elements + width - 1) / width;
+  const int64_t per_worker = (vectors + workers - 1) / workers;
+  const double worker = static_cast<double>(fixed) + per_vector * static_cast<double>(per_worker);
+  return static_cast<uint64_t>(worker + 0.5) * static_cast<uint64_t>(workers) + kSupervisorCycles;
+}
+
+}  // namespace
+
+uint64_t elementwise(OpKind kind, DType dtype, int64_t elements, int workers) {
+  // The type that sets the vector width is the operand's; the caller passes the widest one.
+  VectorCost c = elementwiseCost(kind, dtype);
+  return tileCycles(elements, vectorWidth(dtype), workers, c.fixed, c.per_vector);
+}
+
+uint64_t copy(int64_t bytes, int workers) {
+  return tileCycles(bytes, 8, workers, 20, 1);  // one 64-bit load/store pair per cycle and worker
+}
+
+uint64_t reduce(DType dtype, int64_t inputs, int64_t outputs, int workers) {
+  // Accumulators are 4 wide in f32 and 8 in f16 (doc); integers reduce one element per 2 cycles.
+  const int width = dtype == DType::F16 ? 8 : dtype == DType::F32 ? 4 : 1;
+  const double per = isFloat(dtype) ? 1.0 : 2.0;
+  if (inputs <= 0) return 0;
+  return tileCycles(inputs, width, workers, 30, per) + static_cast<uint64_t>(outputs) * 2;  // + storing outputs
+}
+
+uint64_t matmul(DType dtype, int64_t outputs, int64_t depth, int workers) {
+  if (outputs <= 0) return 0;
+  const double macs = static_cast<double>(outputs) * static_cast<double>(std::max<int64_t>(depth, 1));
+  // AMP: 64 MAC/cycle/tile in f16, 16 in f32 (derived from the peaks). Integers and bools have no AMP path:
+  // the vector unit does one MAC per worker every 2 cycles.
+  const double per_tile_macs_per_cycle = dtype == DType::F16 ? 64 : dtype == DType::F32 ? 16 : 0.5;
+  const uint64_t per_output = dtype == DType::F16 ? 4 : 8;  // (doc) per output position, per worker
+  const uint64_t worker_fixed = 40;                          // (doc)
+  const int64_t per_worker_outputs = (outputs + workers - 1) / workers;
+  return static_cast<uint64_t>(macs / per_tile_macs_per_cycle) +
+         (worker_fixed + per_output * static_cast<uint64_t>(per_worker_outputs)) * static_cast<uint64_t>(workers) +
+         kSupervisorCycles;
+}
+
+uint64_t exchange(int64_t bytes, double bytes_per_cycle) {
+  if (bytes <= 0) return 0;
+  return static_cast<uint64_t>((static_cast<double>(bytes) + bytes_per_cycle - 1) / bytes_per_cycle);
+}
+
+double flopsPerElement(OpKind kind) {
+  switch (kind) {
+    case OpKind::Convert: case OpKind::Select: case OpKind::Not: case OpKind::And: case OpKind::Or:
+    case OpKind::Xor: case OpKind::ShiftLeft: case OpKind::ShiftRightArithmetic: case OpKind::ShiftRightLogical:
+    case OpKind::Popcnt: case OpKind::Clz: case OpKind::IsFinite: case OpKind::Negate: case OpKind::Abs:
+      return 0;
+    case OpKind::Clamp: return 2;
+    default: return 1;
+  }
+}
+
+}  // namespace cost
+}  // namespace ipu

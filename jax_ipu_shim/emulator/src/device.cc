@@ -1,0 +1,79 @@
+// The hardware parameters of each IPU version: the one place they are written down (see docs/ipu-model.md).
+#include <cstdio>
+#include <string>
+
+#include "ipu/emulator.h"
+#include "ipu/json.h"
+
+namespace ipu {
+
+namespace {
+
+struct ChipSpec {
+  const char* version;
+  int tiles;
+  int64_t bytes_per_tile;
+  int64_t clock_hz;
+};
+
+// Mk1 GC2: 1216 tiles x 256 KiB, ~1.6 GHz (derived from its 124.5 TFLOPS fp16 peak).
+// Mk2 GC200: 1472 tiles x 638,976 bytes (the figure in Poplar's out-of-memory message). Its peak (250 TFLOPS fp16 =
+// 1472 tiles x 64 MAC x 2 flops x f) implies f ~ 1.33 GHz, but Graphcore's own JAX client reports
+// tile_clock_frequency = 1,850,000,000, and users compare against that, so that is what we report and use.
+// Bow (ipu21): the GC200 die at 1.85 GHz.
+const ChipSpec kChips[] = {
+    {"ipu1", 1216, 256 * 1024, 1600000000},
+    {"ipu2", 1472, 638976, 1850000000},
+    {"ipu21", 1472, 638976, 1850000000},
+};
+
+constexpr int kWorkerContexts = 6;               // hardware worker threads per tile (plus one supervisor)
+constexpr double kExchangeBytesPerCycle = 4.0;   // per tile, derived from 8 TB/s over 1472 tiles at ~1.33 GHz
+
+}  // namespace
+
+DeviceDescription DeviceDescription::forVersion(const std::string& version, int num_tiles) {
+  std::string known;
+  for (const ChipSpec& chip : kChips) {
+    known += known.empty() ? "" : ", ";
+    known += chip.version;
+    if (version != chip.version) continue;
+    if (num_tiles < 0 || num_tiles > chip.tiles) {
+      throw Error(ErrorCode::InvalidArgument,
+                  "Invalid number of IPU Model tiles " + std::to_string(num_tiles) + " for " + version +
+                      ": must be between 1 and " + std::to_string(chip.tiles) + " (or 0 for all " +
+                      std::to_string(chip.tiles) + " tiles of the chip)");
+    }
+    DeviceDescription d;
+    d.version = chip.version;
+    d.tiles_per_chip = chip.tiles;
+    d.num_tiles = num_tiles == 0 ? chip.tiles : num_tiles;
+    d.bytes_per_tile = chip.bytes_per_tile;
+    d.num_worker_contexts = kWorkerContexts;
+    d.tile_clock_frequency = chip.clock_hz;
+    d.exchange_bytes_per_cycle = kExchangeBytesPerCycle;
+    return d;
+  }
+  throw Error(ErrorCode::InvalidArgument,
+              "Unknown IPU version '" + version + "': expected one of " + known);
+}
+
+std::string DeviceDescription::toJson() const {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", exchange_bytes_per_cycle);
+  return std::string("{") + "\"version\": " + json::quote(version) + ", \"num_tiles\": " + std::to_string(num_tiles) +
+         ", \"tiles_per_chip\": " + std::to_string(tiles_per_chip) +
+         ", \"bytes_per_tile\": " + std::to_string(bytes_per_tile) +
+         ", \"num_worker_contexts\": " + std::to_string(num_worker_contexts) +
+         ", \"tile_clock_frequency\": " + std::to_string(tile_clock_frequency) +
+         ", \"exchange_bytes_per_cycle\": " + buf +
+         ", \"total_memory_bytes\": " + std::to_string(bytes_per_tile * num_tiles) + "}";
+}
+
+std::string RunProfile::toJson() const {
+  return "{\"total_cycles\": " + std::to_string(total_cycles) + ", \"compute_cycles\": " +
+         std::to_string(compute_cycles) + ", \"exchange_cycles\": " + std::to_string(exchange_cycles) +
+         ", \"sync_cycles\": " + std::to_string(sync_cycles) + ", \"supersteps\": " + std::to_string(supersteps) + "}";
+}
+
+}  // namespace ipu

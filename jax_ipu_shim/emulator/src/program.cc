@@ -1,0 +1,189 @@
+// Parsing of the program document: every field is type-checked here so that later stages can trust the form.
+#include "ipu/program.h"
+
+#include "ipu/dtype.h"
+#include "ipu/emulator.h"
+
+namespace ipu {
+
+namespace {
+
+[[noreturn]] void malformed(const std::string& what) {
+  throw Error(ErrorCode::InvalidArgument, "Malformed IPU program: " + what);
+}
+
+const json::Value& field(const json::Value& obj, const char* key, json::Value::Kind kind, const std::string& where) {
+  const json::Value* v = obj.find(key);
+  if (!v) malformed(where + " has no \"" + key + "\"");
+  if (v->kind != kind) {
+    malformed("\"" + std::string(key) + "\" of " + where + " must be " + json::Value::kindName(kind) + ", not " +
+              json::Value::kindName(v->kind));
+  }
+  return *v;
+}
+
+int64_t toInt(const json::Value& v, const std::string& where) {
+  if (v.kind != json::Value::Kind::Number || !v.is_integer) malformed(where + " must be an integer");
+  return v.integer;
+}
+
+std::vector<int64_t> toInts(const json::Value& v, const std::string& where) {
+  if (!v.isArray()) malformed(where + " must be an array of integers");
+  std::vector<int64_t> out;
+  for (const auto& e : v.array) out.push_back(toInt(e, where));
+  return out;
+}
+
+ValueDecl parseDecl(const json::Value& v, const std::string& where) {
+  if (!v.isObject()) malformed(where + " must be an object {id, dtype, shape}");
+  ValueDecl d;
+  d.id = toInt(field(v, "id", json::Value::Kind::Number, where), where + ".id");
+  d.dtype = field(v, "dtype", json::Value::Kind::String, where).string;
+  if (!isKnownDTypeName(d.dtype)) malformed(where + " has unknown dtype '" + d.dtype + "'");
+  d.shape = toInts(field(v, "shape", json::Value::Kind::Array, where), where + ".shape");
+  for (int64_t dim : d.shape)
+    if (dim < 0) malformed(where + " has a negative dimension in its shape");
+  // Guard the element count against overflow: no IPU holds more than 2^40 elements.
+  double count = 1;
+  for (int64_t dim : d.shape) count *= static_cast<double>(dim);
+  if (count > 1099511627776.0) malformed(where + " is too large to be a tensor of an IPU program");
+  return d;
+}
+
+Region parseRegion(const json::Value& v, const std::string& where, int depth);
+
+Op parseOp(const json::Value& v, const std::string& where, int depth) {
+  if (!v.isObject()) malformed(where + " must be an object");
+  Op op;
+  op.op = field(v, "op", json::Value::Kind::String, where).string;
+  std::string name = where + " (" + op.op + ")";
+  const json::Value* mlir = v.find("mlir");
+  op.mlir = mlir && mlir->isString() ? mlir->string : "stablehlo." + op.op;
+  if (const json::Value* loc = v.find("loc")) {
+    if (loc->isString()) op.loc = loc->string;
+  }
+  if (const json::Value* operands = v.find("operands")) op.operands = toInts(*operands, name + ".operands");
+  if (const json::Value* results = v.find("results")) {
+    if (!results->isArray()) malformed(name + ".results must be an array");
+    for (size_t i = 0; i < results->array.size(); ++i)
+      op.results.push_back(parseDecl(results->array[i], name + ".results[" + std::to_string(i) + "]"));
+  }
+  if (const json::Value* attrs = v.find("attrs")) {
+    if (attrs->kind != json::Value::Kind::Null && !attrs->isObject()) malformed(name + ".attrs must be an object");
+    op.attrs = *attrs;
+  }
+  op.attrs.kind = json::Value::Kind::Object;
+  if (const json::Value* regions = v.find("regions")) {
+    if (!regions->isArray()) malformed(name + ".regions must be an array");
+    for (size_t i = 0; i < regions->array.size(); ++i)
+      op.regions.push_back(parseRegion(regions->array[i], name + ".regions[" + std::to_string(i) + "]", depth + 1));
+  }
+  return op;
+}
+
+Region parseRegion(const json::Value& v, const std::string& where, int depth) {
+  if (depth > 64) malformed(where + " nests regions too deeply");
+  if (!v.isObject()) malformed(where + " must be an object {params, body, results}");
+  Region r;
+  if (const json::Value* params = v.find("params")) {
+    if (!params->isArray()) malformed(where + ".params must be an array");
+    for (size_t i = 0; i < params->array.size(); ++i)
+      r.params.push_back(parseDecl(params->array[i], where + ".params[" + std::to_string(i) + "]"));
+  }
+  const json::Value& body = field(v, "body", json::Value::Kind::Array, where);
+  for (size_t i = 0; i < body.array.size(); ++i)
+    r.body.push_back(parseOp(body.array[i], where + ".body[" + std::to_string(i) + "]", depth));
+  r.results = toInts(field(v, "results", json::Value::Kind::Array, where), where + ".results");
+  return r;
+}
+
+}  // namespace
+
+std::string ValueDecl::mlirType() const { return mlirTensorType(dtype, shape); }
+
+const Function* Program::find(const std::string& fn) const {
+  for (const Function& f : functions)
+    if (f.name == fn) return &f;
+  return nullptr;
+}
+
+Program parseProgram(const std::string& text) {
+  json::Value doc = json::parse(text);
+  if (!doc.isObject()) malformed("the document must be a JSON object");
+  const json::Value* format = doc.find("format");
+  if (!format || !format->isString() || format->string != "jax-ipu-program")
+    malformed("\"format\" must be \"jax-ipu-program\"");
+  const json::Value* version = doc.find("version");
+  if (!version || !version->is_integer || version->integer != 1)
+    malformed("\"version\" must be 1 (this emulator reads version 1 of the program format)");
+  Program p;
+  if (const json::Value* name = doc.find("name")) p.name = name->isString() ? name->string : "";
+  p.entry = field(doc, "entry", json::Value::Kind::String, "the program").string;
+  const json::Value& fns = field(doc, "functions", json::Value::Kind::Array, "the program");
+  for (size_t i = 0; i < fns.array.size(); ++i) {
+    const json::Value& f = fns.array[i];
+    std::string where = "functions[" + std::to_string(i) + "]";
+    if (!f.isObject()) malformed(where + " must be an object");
+    Function fn;
+    fn.name = field(f, "name", json::Value::Kind::String, where).string;
+    if (p.find(fn.name)) malformed("function '" + fn.name + "' is defined twice");
+    fn.region = parseRegion(f, "function '" + fn.name + "'", 0);
+    p.functions.push_back(std::move(fn));
+  }
+  if (!p.find(p.entry)) malformed("the entry function '" + p.entry + "' is not among \"functions\"");
+  if (const json::Value* aliases = doc.find("aliases")) {
+    if (aliases->isArray()) {
+      for (const auto& pair : aliases->array) {
+        std::vector<int64_t> ab = toInts(pair, "an alias");
+        if (ab.size() != 2) malformed("each alias must be [param_index, result_index]");
+        const Region& entry = p.find(p.entry)->region;
+        if (ab[0] < 0 || ab[0] >= static_cast<int64_t>(entry.params.size()) || ab[1] < 0 ||
+            ab[1] >= static_cast<int64_t>(entry.results.size()))
+          malformed("alias [" + std::to_string(ab[0]) + ", " + std::to_string(ab[1]) + "] is out of range");
+        p.aliases.emplace_back(static_cast<int>(ab[0]), static_cast<int>(ab[1]));
+      }
+    } else if (aliases->kind != json::Value::Kind::Null) {
+      malformed("\"aliases\" must be an array of [param_index, result_index] pairs");
+    }
+  }
+  if (p.name.empty()) p.name = p.entry;
+  return p;
+}
+
+namespace {
+const json::Value& attr(const Op& op, const char* name) {
+  const json::Value* v = op.attrs.find(name);
+  if (!v) malformed(op.mlir + " is missing attribute \"" + name + "\"");
+  return *v;
+}
+}  // namespace
+
+bool hasAttr(const Op& op, const char* name) { return op.attrs.find(name) != nullptr; }
+
+int64_t attrInt(const Op& op, const char* name) {
+  return toInt(attr(op, name), "attribute \"" + std::string(name) + "\" of " + op.mlir);
+}
+
+bool attrBool(const Op& op, const char* name, bool default_value) {
+  const json::Value* v = op.attrs.find(name);
+  if (!v || v->kind == json::Value::Kind::Null) return default_value;
+  if (v->kind != json::Value::Kind::Bool)
+    malformed("attribute \"" + std::string(name) + "\" of " + op.mlir + " must be a boolean");
+  return v->boolean;
+}
+
+std::string attrString(const Op& op, const char* name, const std::string& default_value) {
+  const json::Value* v = op.attrs.find(name);
+  if (!v && default_value != "\x01") return default_value;
+  if (!v) attr(op, name);
+  if (!v->isString()) malformed("attribute \"" + std::string(name) + "\" of " + op.mlir + " must be a string");
+  return v->string;
+}
+
+std::vector<int64_t> attrInts(const Op& op, const char* name, bool required) {
+  const json::Value* v = op.attrs.find(name);
+  if (!v && !required) return {};
+  return toInts(attr(op, name), "attribute \"" + std::string(name) + "\" of " + op.mlir);
+}
+
+}  // namespace ipu

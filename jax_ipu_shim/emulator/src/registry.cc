@@ -1,0 +1,134 @@
+#include "ipu/registry.h"
+
+namespace ipu {
+
+namespace {
+
+constexpr unsigned B = dtypeBit(DType::Bool);
+constexpr unsigned H = dtypeBit(DType::F16);
+constexpr unsigned F = dtypeBit(DType::F32);
+constexpr unsigned I = dtypeBit(DType::I32);
+constexpr unsigned U = dtypeBit(DType::U32);
+constexpr unsigned FLOAT = H | F;
+constexpr unsigned INT = I | U;
+constexpr unsigned NUM = FLOAT | INT;
+constexpr unsigned ALL = NUM | B;
+
+using K = OpKind;
+using Fam = OpFamily;
+using R = TypeRole;
+
+const OpInfo kOps[] = {
+    {"abs", K::Abs, Fam::Unary, FLOAT | I, R::Operand0, 1, 1},
+    {"negate", K::Negate, Fam::Unary, NUM, R::Operand0, 1, 1},
+    {"sign", K::Sign, Fam::Unary, FLOAT | I, R::Operand0, 1, 1},
+    {"exponential", K::Exp, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+    {"exponential_minus_one", K::Expm1, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+    {"log", K::Log, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+    {"log_plus_one", K::Log1p, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+    {"sqrt", K::Sqrt, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+    {"rsqrt", K::Rsqrt, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+    {"cbrt", K::Cbrt, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+    {"tanh", K::Tanh, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+    {"logistic", K::Logistic, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+    {"sine", K::Sine, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+    {"cosine", K::Cosine, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+    {"tan", K::Tan, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+    {"floor", K::Floor, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+    {"ceil", K::Ceil, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+    {"round_nearest_even", K::RoundEven, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+    {"round_nearest_afz", K::RoundAfz, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+    {"is_finite", K::IsFinite, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+    {"not", K::Not, Fam::Unary, B | INT, R::Operand0, 1, 1},
+    {"popcnt", K::Popcnt, Fam::Unary, INT, R::Operand0, 1, 1},
+    {"count_leading_zeros", K::Clz, Fam::Unary, INT, R::Operand0, 1, 1},
+    {"erf", K::Erf, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+    {"erfc", K::Erfc, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+    {"sinh", K::Sinh, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+    {"cosh", K::Cosh, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+    {"asin", K::Asin, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+    {"acos", K::Acos, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+    {"atan", K::Atan, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+    {"asinh", K::Asinh, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+    {"acosh", K::Acosh, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+    {"atanh", K::Atanh, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+    {"erf_inv", K::ErfInv, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+
+    {"add", K::Add, Fam::Binary, NUM, R::Operand0, 2, 2},
+    {"subtract", K::Subtract, Fam::Binary, NUM, R::Operand0, 2, 2},
+    {"multiply", K::Multiply, Fam::Binary, NUM, R::Operand0, 2, 2},
+    {"divide", K::Divide, Fam::Binary, NUM, R::Operand0, 2, 2},
+    {"remainder", K::Remainder, Fam::Binary, NUM, R::Operand0, 2, 2},
+    {"power", K::Power, Fam::Binary, NUM, R::Operand0, 2, 2},
+    {"maximum", K::Maximum, Fam::Binary, ALL, R::Operand0, 2, 2},
+    {"minimum", K::Minimum, Fam::Binary, ALL, R::Operand0, 2, 2},
+    {"atan2", K::Atan2, Fam::Binary, FLOAT, R::Operand0, 2, 2},
+    {"and", K::And, Fam::Binary, B | INT, R::Operand0, 2, 2},
+    {"or", K::Or, Fam::Binary, B | INT, R::Operand0, 2, 2},
+    {"xor", K::Xor, Fam::Binary, B | INT, R::Operand0, 2, 2},
+    {"shift_left", K::ShiftLeft, Fam::Binary, INT, R::Operand0, 2, 2},
+    {"shift_right_arithmetic", K::ShiftRightArithmetic, Fam::Binary, INT, R::Operand0, 2, 2},
+    {"shift_right_logical", K::ShiftRightLogical, Fam::Binary, INT, R::Operand0, 2, 2},
+
+    {"compare", K::Compare, Fam::Compare, ALL, R::Operand0, 2, 2},
+    {"select", K::Select, Fam::Select, ALL, R::Operand1, 3, 3},
+    {"clamp", K::Clamp, Fam::Clamp, NUM, R::Operand1, 3, 3},
+    {"convert", K::Convert, Fam::Convert, ALL, R::Operand0, 1, 1},
+    {"constant", K::Constant, Fam::Shape, ALL, R::Result0, 0, 0},
+    {"iota", K::Iota, Fam::Shape, ALL, R::Result0, 0, 0},
+    {"broadcast_in_dim", K::BroadcastInDim, Fam::Shape, ALL, R::Operand0, 1, 1},
+    {"reshape", K::Reshape, Fam::Shape, ALL, R::Operand0, 1, 1},
+    {"transpose", K::Transpose, Fam::Shape, ALL, R::Operand0, 1, 1},
+    {"slice", K::Slice, Fam::Shape, ALL, R::Operand0, 1, 1},
+    {"dynamic_slice", K::DynamicSlice, Fam::Shape, ALL, R::Operand0, 1, -1},
+    {"dynamic_update_slice", K::DynamicUpdateSlice, Fam::Shape, ALL, R::Operand0, 2, -1},
+    {"concatenate", K::Concatenate, Fam::Shape, ALL, R::Operand0, 1, -1},
+    {"pad", K::Pad, Fam::Shape, ALL, R::Operand0, 2, 2},
+    {"dot_general", K::DotGeneral, Fam::Dot, ALL, R::Operand0, 2, 2},
+    {"reduce", K::Reduce, Fam::Reduce, ALL, R::Operand0, 2, -1},
+    {"call", K::Call, Fam::Control, ALL, R::None, 0, -1},
+    {"while", K::While, Fam::Control, ALL, R::None, 0, -1},
+    {"case", K::Case, Fam::Control, ALL, R::None, 1, 1},
+};
+
+}  // namespace
+
+const OpInfo* findOp(const std::string& name) {
+  for (const OpInfo& info : kOps)
+    if (name == info.name) return &info;
+  return nullptr;
+}
+
+const OpInfo& opInfo(OpKind kind) {
+  for (const OpInfo& info : kOps)
+    if (info.kind == kind) return info;
+  return kOps[0];
+}
+
+std::string dtypeList(unsigned mask) {
+  std::string out;
+  for (DType d : {DType::Bool, DType::F16, DType::F32, DType::I32, DType::U32}) {
+    if (!(mask & dtypeBit(d))) continue;
+    if (!out.empty()) out += ", ";
+    out += dtypeName(d);
+  }
+  return out;
+}
+
+std::string opSignature(const Op& op, const std::vector<const ValueDecl*>& operands) {
+  std::string s = op.mlir + "(";
+  for (size_t i = 0; i < operands.size(); ++i) {
+    if (i) s += ", ";
+    s += operands[i] ? operands[i]->mlirType() : "?";
+  }
+  s += ") -> ";
+  if (op.results.size() != 1) s += "(";
+  for (size_t i = 0; i < op.results.size(); ++i) {
+    if (i) s += ", ";
+    s += op.results[i].mlirType();
+  }
+  if (op.results.size() != 1) s += ")";
+  return s;
+}
+
+}  // namespace ipu

@@ -1,0 +1,278 @@
+// PJRT_Buffer: an array on an emulated IPU. Transfers to and from the host are counted on the device.
+#include <cstring>
+#include <numeric>
+
+#include "plugin.h"
+
+namespace jax_ipu {
+
+namespace {
+
+struct TypeInfo {
+  PJRT_Buffer_Type type;
+  const char* name;
+  size_t size;
+  int xla_primitive_type;  // xla::PrimitiveType
+};
+
+// Every element type PJRT can name. Buffers hold any of them; programs accept only what the emulator computes on.
+constexpr TypeInfo kTypes[] = {
+    {PJRT_Buffer_Type_PRED, "bool", 1, 1},      {PJRT_Buffer_Type_S8, "int8", 1, 2},
+    {PJRT_Buffer_Type_S16, "int16", 2, 3},      {PJRT_Buffer_Type_S32, "int32", 4, 4},
+    {PJRT_Buffer_Type_S64, "int64", 8, 5},      {PJRT_Buffer_Type_U8, "uint8", 1, 6},
+    {PJRT_Buffer_Type_U16, "uint16", 2, 7},     {PJRT_Buffer_Type_U32, "uint32", 4, 8},
+    {PJRT_Buffer_Type_U64, "uint64", 8, 9},     {PJRT_Buffer_Type_F16, "float16", 2, 10},
+    {PJRT_Buffer_Type_F32, "float32", 4, 11},   {PJRT_Buffer_Type_F64, "float64", 8, 12},
+    {PJRT_Buffer_Type_BF16, "bfloat16", 2, 16}, {PJRT_Buffer_Type_C64, "complex64", 8, 15},
+    {PJRT_Buffer_Type_C128, "complex128", 16, 18}, {PJRT_Buffer_Type_F8E5M2, "float8_e5m2", 1, 19},
+    {PJRT_Buffer_Type_F8E4M3FN, "float8_e4m3fn", 1, 20},
+};
+
+const TypeInfo* Find(PJRT_Buffer_Type type) {
+  for (const TypeInfo& info : kTypes) {
+    if (info.type == type) return &info;
+  }
+  return nullptr;
+}
+
+size_t ByteSize(const PJRT_Buffer* buffer) { return NumElements(buffer->dims) * ElementSize(buffer->type); }
+
+// Copies a strided host array into dense row-major bytes.
+void GatherStrided(const uint8_t* src, const std::vector<int64_t>& dims, const int64_t* byte_strides,
+                   size_t element_size, uint8_t* dst) {
+  const size_t rank = dims.size();
+  std::vector<int64_t> index(rank, 0);
+  const int64_t count = NumElements(dims);
+  for (int64_t n = 0; n < count; ++n) {
+    int64_t offset = 0;
+    for (size_t d = 0; d < rank; ++d) offset += index[d] * byte_strides[d];
+    std::memcpy(dst + n * element_size, src + offset, element_size);
+    for (size_t d = rank; d-- > 0;) {
+      if (++index[d] < dims[d]) break;
+      index[d] = 0;
+    }
+  }
+}
+
+std::shared_ptr<std::vector<uint8_t>> LiveData(PJRT_Buffer* buffer, const char* what) {
+  std::lock_guard<std::mutex> lock(buffer->mutex);
+  if (!buffer->data) {
+    throw ipu::Error(ipu::ErrorCode::InvalidArgument,
+                     std::string(what) + ": the ipu buffer has been deleted or donated");
+  }
+  return buffer->data;
+}
+
+}  // namespace
+
+size_t ElementSize(PJRT_Buffer_Type type) {
+  const TypeInfo* info = Find(type);
+  return info ? info->size : 0;
+}
+
+const char* TypeName(PJRT_Buffer_Type type) {
+  const TypeInfo* info = Find(type);
+  return info ? info->name : "invalid";
+}
+
+int XlaPrimitiveType(PJRT_Buffer_Type type) {
+  const TypeInfo* info = Find(type);
+  return info ? info->xla_primitive_type : 0;
+}
+
+bool ToIpuDType(PJRT_Buffer_Type type, ipu::DType* out) {
+  switch (type) {
+    case PJRT_Buffer_Type_PRED: *out = ipu::DType::Bool; return true;
+    case PJRT_Buffer_Type_F16: *out = ipu::DType::F16; return true;
+    case PJRT_Buffer_Type_F32: *out = ipu::DType::F32; return true;
+    case PJRT_Buffer_Type_S32: *out = ipu::DType::I32; return true;
+    case PJRT_Buffer_Type_U32: *out = ipu::DType::U32; return true;
+    default: return false;
+  }
+}
+
+PJRT_Buffer_Type FromIpuDType(ipu::DType dtype) {
+  switch (dtype) {
+    case ipu::DType::Bool: return PJRT_Buffer_Type_PRED;
+    case ipu::DType::F16: return PJRT_Buffer_Type_F16;
+    case ipu::DType::F32: return PJRT_Buffer_Type_F32;
+    case ipu::DType::I32: return PJRT_Buffer_Type_S32;
+    case ipu::DType::U32: return PJRT_Buffer_Type_U32;
+  }
+  return PJRT_Buffer_Type_INVALID;
+}
+
+int64_t NumElements(const std::vector<int64_t>& dims) {
+  return std::accumulate(dims.begin(), dims.end(), int64_t{1}, std::multiplies<int64_t>());
+}
+
+PJRT_Buffer* NewBuffer(PJRT_Device* device, PJRT_Buffer_Type type, std::vector<int64_t> dims,
+                       std::shared_ptr<std::vector<uint8_t>> data) {
+  auto* buffer = new PJRT_Buffer();
+  buffer->device = device;
+  buffer->type = type;
+  buffer->dims = std::move(dims);
+  buffer->data = std::move(data);
+  return buffer;
+}
+
+}  // namespace jax_ipu
+
+using namespace jax_ipu;
+
+PJRT_Error* PJRT_Client_BufferFromHostBuffer_Impl(PJRT_Client_BufferFromHostBuffer_Args* args) {
+  return Guard("PJRT_Client_BufferFromHostBuffer", [&]() -> PJRT_Error* {
+    const size_t element_size = ElementSize(args->type);
+    if (element_size == 0) {
+      return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
+                       "element type " + std::to_string(args->type) + " cannot be stored on the ipu backend");
+    }
+    std::vector<int64_t> dims(args->dims, args->dims + args->num_dims);
+    for (int64_t d : dims) {
+      if (d < 0) return MakeError(PJRT_Error_Code_INVALID_ARGUMENT, "negative dimension in host buffer");
+    }
+    const size_t bytes = NumElements(dims) * element_size;
+    auto data = std::make_shared<std::vector<uint8_t>>(bytes);
+    const auto* src = static_cast<const uint8_t*>(args->data);
+    bool dense = args->num_byte_strides == 0;
+    if (!dense) {
+      if (args->num_byte_strides != dims.size()) {
+        return MakeError(PJRT_Error_Code_INVALID_ARGUMENT, "byte_strides and dims differ in length");
+      }
+      int64_t expected = static_cast<int64_t>(element_size);
+      dense = true;
+      for (size_t d = dims.size(); d-- > 0;) {
+        if (dims[d] > 1 && args->byte_strides[d] != expected) dense = false;
+        expected *= dims[d];
+      }
+    }
+    if (bytes > 0) {
+      if (dense) {
+        std::memcpy(data->data(), src, bytes);
+      } else {
+        GatherStrided(src, dims, args->byte_strides, element_size, data->data());
+      }
+    }
+    PJRT_Device* device = args->device ? args->device : args->client->device_pointers.front();
+    {
+      std::lock_guard<std::mutex> lock(device->transfer_mutex);
+      device->bytes_to_device += bytes;
+    }
+    args->buffer = NewBuffer(device, args->type, std::move(dims), std::move(data));
+    // The host data was copied before returning: the caller may free it at once.
+    args->done_with_host_buffer = ReadyEvent();
+    return nullptr;
+  });
+}
+
+PJRT_Error* PJRT_Buffer_Destroy_Impl(PJRT_Buffer_Destroy_Args* args) {
+  delete args->buffer;
+  return nullptr;
+}
+
+PJRT_Error* PJRT_Buffer_OnDeviceTrimmedShape_Impl(PJRT_Buffer_OnDeviceTrimmedShape_Args* args) {
+  return Guard("PJRT_Buffer_OnDeviceTrimmedShape", [&]() -> PJRT_Error* {
+    const size_t layout_offset = offsetof(PJRT_Buffer_OnDeviceTrimmedShape_Args, layout);
+    if (PJRT_Error* e = CheckStructSize("PJRT_Buffer_OnDeviceTrimmedShape", args->struct_size,
+                                        layout_offset + sizeof(Int64List))) {
+      return e;
+    }
+    PJRT_Buffer* buffer = args->buffer;
+    const int64_t rank = static_cast<int64_t>(buffer->dims.size());
+    args->element_type = XlaPrimitiveType(buffer->type);
+    // jaxlib 0.4.13's layout struct is larger than TF 2.13's: zero all of it, up to the caller's size.
+    std::memset(reinterpret_cast<char*>(args) + layout_offset, 0, args->struct_size - layout_offset);
+    // Lists longer than the inline capacity live on the heap; jaxlib delete[]s them.
+    int64_t* dims = rank > TPU_C_API_MAX_INLINED ? new int64_t[rank] : args->dimensions.inlined;
+    bool* dynamic = rank > TPU_C_API_MAX_INLINED ? new bool[rank] : args->dynamic_dimensions.inlined;
+    int64_t* minor_to_major = rank > TPU_C_API_MAX_INLINED ? new int64_t[rank] : args->layout.minor_to_major.inlined;
+    for (int64_t i = 0; i < rank; ++i) {
+      dims[i] = buffer->dims[i];
+      dynamic[i] = false;
+      minor_to_major[i] = rank - 1 - i;
+    }
+    if (rank > TPU_C_API_MAX_INLINED) {
+      args->dimensions.heap = dims;
+      args->dynamic_dimensions.heap = dynamic;
+      args->layout.minor_to_major.heap = minor_to_major;
+    }
+    args->dimensions.size = rank;
+    args->dynamic_dimensions.size = rank;
+    args->layout.minor_to_major.size = rank;
+    args->has_layout = true;
+    return nullptr;
+  });
+}
+
+PJRT_Error* PJRT_Buffer_OnDeviceSizeInBytes_Impl(PJRT_Buffer_OnDeviceSizeInBytes_Args* args) {
+  args->on_device_size_in_bytes = ByteSize(args->buffer);
+  return nullptr;
+}
+
+PJRT_Error* PJRT_Buffer_Device_Impl(PJRT_Buffer_Device_Args* args) {
+  args->device = args->buffer->device;
+  return nullptr;
+}
+
+PJRT_Error* PJRT_Buffer_Delete_Impl(PJRT_Buffer_Delete_Args* args) {
+  std::lock_guard<std::mutex> lock(args->buffer->mutex);
+  args->buffer->data.reset();
+  return nullptr;
+}
+
+PJRT_Error* PJRT_Buffer_IsDeleted_Impl(PJRT_Buffer_IsDeleted_Args* args) {
+  std::lock_guard<std::mutex> lock(args->buffer->mutex);
+  args->is_deleted = !args->buffer->data;
+  return nullptr;
+}
+
+PJRT_Error* PJRT_Buffer_CopyToDevice_Impl(PJRT_Buffer_CopyToDevice_Args* args) {
+  return Guard("PJRT_Buffer_CopyToDevice", [&]() -> PJRT_Error* {
+    auto data = LiveData(args->buffer, "copy to device");
+    PJRT_Device* dst = args->dst_device;
+    {
+      std::lock_guard<std::mutex> lock(dst->transfer_mutex);
+      dst->bytes_to_device += data->size();
+    }
+    // Arrays are immutable, so the copy may share the bytes.
+    args->dst_buffer = NewBuffer(dst, args->buffer->type, args->buffer->dims, std::move(data));
+    return nullptr;
+  });
+}
+
+PJRT_Error* PJRT_Buffer_ToHostBuffer_Impl(PJRT_Buffer_ToHostBuffer_Args* args) {
+  return Guard("PJRT_Buffer_ToHostBuffer", [&]() -> PJRT_Error* {
+    auto data = LiveData(args->src, "transfer to host");
+    if (args->dst == nullptr) {
+      args->dst_size = data->size();
+      return nullptr;
+    }
+    if (args->dst_size < data->size()) {
+      return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
+                       "host buffer of " + std::to_string(args->dst_size) + " bytes is too small for " +
+                           std::to_string(data->size()));
+    }
+    if (!data->empty()) std::memcpy(args->dst, data->data(), data->size());
+    {
+      std::lock_guard<std::mutex> lock(args->src->device->transfer_mutex);
+      args->src->device->bytes_from_device += data->size();
+    }
+    args->event = ReadyEvent();
+    return nullptr;
+  });
+}
+
+PJRT_Error* PJRT_Buffer_IsOnCpu_Impl(PJRT_Buffer_IsOnCpu_Args* args) {
+  args->is_on_cpu = false;
+  return nullptr;
+}
+
+PJRT_Error* PJRT_Buffer_ReadyEvent_Impl(PJRT_Buffer_ReadyEvent_Args* args) {
+  args->event = ReadyEvent();
+  return nullptr;
+}
+
+PJRT_Error* PJRT_Buffer_UnsafePointer_Impl(PJRT_Buffer_UnsafePointer_Args*) {
+  return MakeError(PJRT_Error_Code_UNIMPLEMENTED,
+                   "unsafe_buffer_pointer() is not available on the ipu backend: IPU memory is not host-addressable");
+}

@@ -1,0 +1,93 @@
+"""Reads MLIR attributes into plain Python values, absorbing differences between jaxlib's MLIR bindings.
+
+jaxlib 0.4.13 hands out generic ``ir.Attribute`` objects, spells dimension lists as ``dense<...> : tensor<Nxi64>``
+and iterates ``op.attributes`` as ``NamedAttribute``; newer series downcast attributes, spell dimension lists as
+``array<i64: ...>`` and iterate names. Everything version-specific about attributes lives here.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List
+
+from jax._src.lib.mlir import ir
+
+
+def named(attrs: Any) -> Dict[str, Any]:
+    """An op's (or an attribute dictionary's) attributes as {name: attribute}, whatever iteration yields."""
+    # Look values up by name: NamedAttribute.attr downcasts, which fails on e.g. complex constants in 0.4.13.
+    names = [item if isinstance(item, str) else item.name for item in attrs]
+    return {name: attrs[name] for name in names}
+
+
+def _is(cls: Any, attr: Any) -> bool:
+    return hasattr(cls, "isinstance") and cls.isinstance(attr)
+
+
+def int_list(attr: Any) -> List[int]:
+    """A list of ints from DenseIntElementsAttr, DenseI64ArrayAttr/DenseI32ArrayAttr, DenseBoolArrayAttr or ArrayAttr."""
+    if _is(ir.DenseIntElementsAttr, attr):
+        dense = ir.DenseIntElementsAttr(attr)
+        return [int(dense[i]) for i in range(len(dense))]
+    for cls_name in ("DenseI64ArrayAttr", "DenseI32ArrayAttr", "DenseBoolArrayAttr"):
+        cls = getattr(ir, cls_name, None)
+        if cls is not None and _is(cls, attr):
+            return [int(v) for v in cls(attr)]
+    if _is(ir.ArrayAttr, attr):
+        return [integer(a) for a in ir.ArrayAttr(attr)]
+    # Last resort: the printed form, e.g. "array<i64: 1, 2>" or "dense<[1, 2]> : tensor<2xi64>".
+    text = str(attr)
+    body = text.split(":", 1)[1] if text.startswith("array<") else text.split(":", 1)[0]
+    return [int(v) for v in re.findall(r"-?\d+", body)]
+
+
+def integer(attr: Any) -> int:
+    if _is(ir.IntegerAttr, attr):
+        return int(ir.IntegerAttr(attr).value)
+    return int(str(attr).split(":")[0].strip())
+
+
+def boolean(attr: Any) -> bool:
+    if _is(ir.BoolAttr, attr):
+        return bool(ir.BoolAttr(attr).value)
+    return str(attr).strip() == "true"
+
+
+def enum(attr: Any) -> str:
+    """The value of an enum attribute from its printed form, e.g. ``#stablehlo<comparison_direction GT>`` -> "GT"."""
+    text = str(attr).strip()
+    match = re.match(r"#\w+<\s*\w+\s+(\w+)\s*>$", text)
+    if match:
+        return match.group(1)
+    return text.strip('"')
+
+
+def symbol(attr: Any) -> str:
+    """A symbol reference, e.g. ``@argmax`` -> "argmax"."""
+    if _is(ir.FlatSymbolRefAttr, attr):
+        return str(ir.FlatSymbolRefAttr(attr).value)
+    return str(attr).strip().lstrip("@").strip('"')
+
+
+def string(attr: Any) -> str:
+    if _is(ir.StringAttr, attr):
+        return str(ir.StringAttr(attr).value)
+    return str(attr).strip('"')
+
+
+DOT_FIELDS = (
+    "lhs_batching_dimensions",
+    "rhs_batching_dimensions",
+    "lhs_contracting_dimensions",
+    "rhs_contracting_dimensions",
+)
+
+
+def dot_dimension_numbers(attr: Any) -> Dict[str, List[int]]:
+    """``#stablehlo.dot<lhs_batching_dimensions = [0], ...>`` -> {field: [dims]}; absent fields are empty."""
+    text = str(attr)
+    found = {name: [int(v) for v in re.findall(r"-?\d+", dims)]
+             for name, dims in re.findall(r"(\w+)\s*=\s*\[([^\]]*)\]", text)}
+    if not text.startswith("#") or any(name not in DOT_FIELDS for name in found):
+        raise ValueError(f"cannot read dot dimension numbers from {text}")
+    return {name: found.get(name, []) for name in DOT_FIELDS}

@@ -1,0 +1,53 @@
+"""Which attributes each op carries into the program, and how to read them (one table, no if-chains)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict
+
+from . import attributes as A
+from . import types as T
+
+# {op: {MLIR attribute: reader}}. A reader's value is stored under the attribute's name, except that a dict
+# (constant value + splat, the four dot dimension lists) is merged into the op's attrs.
+OP_ATTRS: Dict[str, Dict[str, Callable[[Any], Any]]] = {
+    "compare": {"comparison_direction": A.enum, "compare_type": A.enum},
+    "constant": {"value": T.constant},
+    "iota": {"iota_dimension": A.integer},
+    "broadcast_in_dim": {"broadcast_dimensions": A.int_list},
+    "transpose": {"permutation": A.int_list},
+    "slice": {"start_indices": A.int_list, "limit_indices": A.int_list, "strides": A.int_list},
+    "dynamic_slice": {"slice_sizes": A.int_list},
+    "concatenate": {"dimension": A.integer},
+    "pad": {"edge_padding_low": A.int_list, "edge_padding_high": A.int_list, "interior_padding": A.int_list},
+    "dot_general": {"dot_dimension_numbers": A.dot_dimension_numbers},
+    "reduce": {"dimensions": A.int_list},
+    "call": {"callee": A.symbol},
+}
+
+# Ops the program format defines; anything else is passed through (name, operands, results) for the emulator to refuse.
+UNARY = (
+    "abs negate sign exponential exponential_minus_one log log_plus_one sqrt rsqrt cbrt tanh logistic sine cosine tan "
+    "floor ceil round_nearest_even round_nearest_afz is_finite not popcnt count_leading_zeros "
+    "erf erfc sinh cosh asin acos atan asinh acosh atanh erf_inv"
+).split()
+BINARY = (
+    "add subtract multiply divide remainder power maximum minimum atan2 and or xor "
+    "shift_left shift_right_arithmetic shift_right_logical"
+).split()
+OTHER = (
+    "compare select clamp convert constant iota broadcast_in_dim reshape transpose slice dynamic_slice "
+    "dynamic_update_slice concatenate pad dot_general reduce call while case"
+).split()
+KNOWN_OPS = frozenset(UNARY + BINARY + OTHER)
+
+# Reduce bodies that are one of these binary ops of the two block arguments get a `computation` attr.
+REDUCE_COMPUTATIONS = frozenset("add multiply maximum minimum and or".split())
+
+
+def read_attrs(op_name: str, mlir_attrs: Dict[str, Any]) -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    for name, read in OP_ATTRS.get(op_name, {}).items():
+        if name in mlir_attrs:
+            value = read(mlir_attrs[name])
+            out.update(value if isinstance(value, dict) else {name: value})
+    return out

@@ -1,0 +1,213 @@
+"""The ipu backend's configuration, read from the flags users of Graphcore's JAX and TensorFlow already write.
+
+Sources, highest precedence first:
+
+- JAX options (``jax.config.update("jax_ipu_model_num_tiles", 16)``) and their environment spellings
+  ``JAX_IPU_USE_MODEL``, ``JAX_IPU_MODEL_NUM_TILES``, ``JAX_IPU_MODEL_VERSION``, ``JAX_IPU_DEVICE_COUNT``,
+  ``JAX_IPU_VISIBLE_DEVICES``;
+- ``TF_POPLAR_FLAGS``: space-separated ``--flag[=value]`` (``--use_ipu_model --ipu_model_tiles=8``);
+- the older ``XLA_IPU_PLATFORM_DEVICE_COUNT``.
+
+Nothing here imports jax, so the configuration can be read and tested on its own. A malformed value raises
+``ValueError`` naming the flag, where it came from, and what is accepted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import shlex
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+
+logger = logging.getLogger(__name__)
+
+# The one list of chip versions the IPU Model emulates; the emulator holds their hardware parameters.
+VERSIONS = ("ipu1", "ipu2", "ipu21")
+DEFAULT_VERSION = "ipu2"
+MAX_DEVICES = 64
+
+_TRUE = ("y", "yes", "t", "true", "on", "1")
+_FALSE = ("n", "no", "f", "false", "off", "0")
+
+
+@dataclasses.dataclass(frozen=True)
+class IpuConfig:
+    """What the backend is created with."""
+
+    use_model: bool = True
+    version: str = DEFAULT_VERSION
+    num_tiles: int = 0  # 0: every tile of the chip
+    num_devices: int = 1
+    visible_devices: Optional[Tuple[int, ...]] = None
+    executable_cache_path: Optional[str] = None
+    # field -> the flag that set it ("TF_POPLAR_FLAGS --ipu_model_tiles=8"), for error messages
+    sources: Mapping[str, str] = dataclasses.field(default_factory=dict, compare=False)
+
+    def client_options(self) -> Dict[str, Any]:
+        """Options for the PJRT client (``PJRT_Client_Create``)."""
+        return {"version": self.version, "num_tiles": self.num_tiles, "num_devices": self.num_devices}
+
+
+# ------------------------------------------------------------------------------------------- value parsers
+
+
+def parse_bool(value: Any, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise ValueError(f"{where}: invalid boolean {value!r}; use one of yes/true/t/1 or no/false/f/0")
+
+
+def parse_tiles(value: Any, where: str) -> int:
+    number = _parse_int(value, where)
+    if number < 1:
+        raise ValueError(f"{where}: the IPU Model needs at least 1 tile, got {number}")
+    return number
+
+
+def parse_device_count(value: Any, where: str) -> int:
+    number = _parse_int(value, where)
+    if number == -1:  # Graphcore's spelling for "all": the IPU Model has one unless told otherwise
+        return 1
+    if not 1 <= number <= MAX_DEVICES:
+        raise ValueError(f"{where}: device count must be -1 (all) or 1..{MAX_DEVICES}, got {number}")
+    return number
+
+
+def parse_version(value: Any, where: str) -> str:
+    text = str(value).strip().lower()
+    if text not in VERSIONS:
+        raise ValueError(f"{where}: unknown IPU version {value!r}; use one of {', '.join(VERSIONS)}")
+    return text
+
+
+def parse_visible_devices(value: Any, where: str) -> Optional[Tuple[int, ...]]:
+    text = str(value).strip()
+    if text in ("", "all"):
+        return None
+    try:
+        ids = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise ValueError(f"{where}: expected a comma-separated list of device ids like '0,1', got {value!r}") from None
+    if any(i < 0 for i in ids) or len(set(ids)) != len(ids):
+        raise ValueError(f"{where}: device ids must be distinct and non-negative, got {value!r}")
+    return ids
+
+
+def _parse_int(value: Any, where: str) -> int:
+    if isinstance(value, bool):
+        raise ValueError(f"{where}: expected an integer, got {value!r}")
+    if isinstance(value, int):
+        return value
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        raise ValueError(f"{where}: expected an integer, got {value!r}") from None
+
+
+# ------------------------------------------------------------------------------------------- TF_POPLAR_FLAGS
+
+# flag -> (IpuConfig field or None if accepted and ignored, parser)
+_POPLAR_FLAGS: Dict[str, Tuple[Optional[str], Callable[[Any, str], Any]]] = {
+    "use_ipu_model": ("use_model", parse_bool),
+    "ipu_model_tiles": ("num_tiles", parse_tiles),
+    "ipu_model_version": ("version", parse_version),
+    "executable_cache_path": ("executable_cache_path", lambda v, where: str(v)),
+    "show_progress_bar": (None, parse_bool),
+    "max_compilation_threads": (None, lambda v, where: _parse_int(v, where)),
+    "max_infeed_threads": (None, lambda v, where: _parse_int(v, where)),
+}
+# Flags whose bare form (no "=value") means true.
+_BARE_TRUE = ("use_ipu_model", "show_progress_bar")
+
+
+def parse_tf_poplar_flags(text: str) -> Dict[str, Tuple[Any, str]]:
+    """Parses ``TF_POPLAR_FLAGS`` into IpuConfig fields, each with the flag that set it.
+
+    Unknown flags are logged and ignored: users carry flags for Poplar features the emulator has no use for.
+    """
+    fields: Dict[str, Tuple[Any, str]] = {}
+    try:
+        words = shlex.split(text)
+    except ValueError as e:
+        raise ValueError(f"TF_POPLAR_FLAGS={text!r}: {e}") from None
+    for word in words:
+        if not word.startswith("--"):
+            raise ValueError(f"TF_POPLAR_FLAGS: {word!r} is not a flag; flags look like --ipu_model_tiles=8")
+        name, has_value, value = word[2:].partition("=")
+        where = f"TF_POPLAR_FLAGS {word}"
+        if name not in _POPLAR_FLAGS:
+            logger.warning("TF_POPLAR_FLAGS: ignoring %s, which the ipu emulator does not use", word)
+            continue
+        if not has_value:
+            if name not in _BARE_TRUE:
+                raise ValueError(f"{where}: needs a value, e.g. --{name}=...")
+            value = "true"
+        field, parse = _POPLAR_FLAGS[name]
+        parsed = parse(value, where)
+        if field is not None:
+            fields[field] = (parsed, where)
+    return fields
+
+
+# ------------------------------------------------------------------------------------------- JAX options
+
+# JAX option -> (IpuConfig field, parser). Defined as jax config options by the plugin; read from the
+# environment in upper case whether or not jax is imported.
+JAX_OPTIONS: Dict[str, Tuple[str, Callable[[Any, str], Any]]] = {
+    "jax_ipu_use_model": ("use_model", parse_bool),
+    "jax_ipu_model_num_tiles": ("num_tiles", parse_tiles),
+    "jax_ipu_model_version": ("version", parse_version),
+    "jax_ipu_device_count": ("num_devices", parse_device_count),
+    "jax_ipu_visible_devices": ("visible_devices", parse_visible_devices),
+}
+
+
+def read(jax_options: Optional[Mapping[str, Any]] = None, environ: Optional[Mapping[str, str]] = None) -> IpuConfig:
+    """Reads the configuration. ``jax_options`` holds values set through ``jax.config`` (None: unset)."""
+    env = os.environ if environ is None else environ
+    fields: Dict[str, Any] = {}
+    sources: Dict[str, str] = {}
+
+    legacy_count = env.get("XLA_IPU_PLATFORM_DEVICE_COUNT")
+    if legacy_count:
+        where = f"XLA_IPU_PLATFORM_DEVICE_COUNT={legacy_count}"
+        fields["num_devices"] = parse_device_count(legacy_count, where)
+        sources["num_devices"] = where
+    poplar_flags = env.get("TF_POPLAR_FLAGS", "")
+    if poplar_flags.strip():
+        for field, (value, where) in parse_tf_poplar_flags(poplar_flags).items():
+            fields[field] = value
+            sources[field] = where
+
+    for option, (field, parse) in JAX_OPTIONS.items():
+        value = (jax_options or {}).get(option)
+        where = f"jax option {option}={value!r}"
+        if value is None:
+            env_value = env.get(option.upper())
+            if env_value is None or env_value == "":
+                continue
+            value, where = env_value, f"{option.upper()}={env_value}"
+        fields[field] = parse(value, where)
+        sources[field] = where
+
+    config = IpuConfig(sources=sources, **fields)
+    if not config.use_model:
+        raise ValueError(
+            "JAX_IPU_USE_MODEL / --use_ipu_model is false, but this build has no IPU hardware support: the ipu "
+            "backend always runs on the IPU Model emulator. Unset the flag or set it to true."
+        )
+    if config.visible_devices is not None:
+        missing = [i for i in config.visible_devices if i >= config.num_devices]
+        if missing:
+            raise ValueError(
+                f"JAX_IPU_VISIBLE_DEVICES names device {missing[0]} but only {config.num_devices} IPU(s) exist; "
+                "raise JAX_IPU_DEVICE_COUNT"
+            )
+        config = dataclasses.replace(config, num_devices=len(config.visible_devices))
+    return config

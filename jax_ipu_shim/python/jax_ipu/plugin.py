@@ -1,0 +1,177 @@
+"""Registers the ipu backend with jax and connects jax's compiler calls to our front end.
+
+jax imports ``jax_plugins.ipu`` and calls :func:`initialize` while it imports itself. We register a backend
+factory rather than a fixed client so that flags are read when the backend is first used, after the user's
+``jax.config.update(...)`` calls, and so that a malformed flag surfaces as jax's
+"Unable to initialize backend 'ipu': ..." naming the flag.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import re
+import traceback
+from typing import Any, Dict, List
+
+from jax_ipu import _native
+from jax_ipu import config as ipu_config
+
+logger = logging.getLogger(__name__)
+
+PLATFORM = "ipu"
+# Below cpu's 0: cpu stays the default backend unless JAX_PLATFORMS / JAX_PLATFORM_NAME say otherwise.
+PRIORITY = -100
+
+# PJRT_Error_Code values the front end can report.
+_INVALID_ARGUMENT = 3
+_INTERNAL = 13
+_UNIMPLEMENTED = 12
+
+_COMPILER_FN = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p
+)
+_callback_keepalive: List[Any] = []
+
+
+def initialize() -> None:
+    from jax._src import xla_bridge
+
+    _define_jax_options()
+    xla_bridge.register_backend_factory(
+        PLATFORM, _make_client, priority=PRIORITY, fail_quietly=False, experimental=True
+    )
+    _add_device_properties()
+
+
+def _define_jax_options() -> None:
+    """Defines jax_ipu_* options. Values stay raw here (environment spellings included) and are validated by
+    ``jax_ipu.config.read`` when the backend is created, so that a typo cannot break ``import jax``."""
+    from jax._src.config import config as jax_config
+
+    for option in ipu_config.JAX_OPTIONS:
+        if option in jax_config.values:
+            continue
+        jax_config.define_string_or_object_state(
+            option, None, help=f"ipu backend: see jax_ipu.config ({option.upper()} in the environment)."
+        )
+
+
+def _jax_option_values() -> Dict[str, Any]:
+    from jax._src.config import config as jax_config
+
+    return {option: getattr(jax_config, option) for option in ipu_config.JAX_OPTIONS}
+
+
+def _make_client():
+    from jax._src.lib import xla_client
+
+    config = ipu_config.read(jax_options=_jax_option_values())
+    lib = _native.load()
+    _check_device(lib, config)
+    _register_compiler(lib)
+    if not xla_client.pjrt_plugin_loaded(PLATFORM):
+        xla_client.load_pjrt_plugin_dynamically(PLATFORM, _native.library_path())
+    return xla_client.make_c_api_client(PLATFORM, config.client_options())
+
+
+def _check_device(lib: ctypes.CDLL, config: ipu_config.IpuConfig) -> None:
+    """Validates version and tile count against the emulator's device table, naming the flag that set them."""
+    lib.JaxIpu_DeviceInfo.restype = ctypes.c_void_p
+    lib.JaxIpu_DeviceInfo.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)]
+    error = ctypes.c_void_p()
+    info = lib.JaxIpu_DeviceInfo(config.version.encode(), config.num_tiles, ctypes.byref(error))
+    if info:
+        _native.take_string(lib, info)
+        return
+    message = _native.take_string(lib, error.value)
+    where = config.sources.get("num_tiles") or config.sources.get("version") or "ipu configuration"
+    raise ValueError(f"{where}: {message}")
+
+
+def _register_compiler(lib: ctypes.CDLL) -> None:
+    if _callback_keepalive:
+        return
+    lib.JaxIpu_SetCompiler.argtypes = [_COMPILER_FN]
+    lib.JaxIpu_CompileResult_SetProgram.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
+    lib.JaxIpu_CompileResult_SetError.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+    lib.JaxIpu_CompileResult_AddDevice.argtypes = [ctypes.c_void_p, ctypes.c_int]
+
+    def compile_callback(module_ptr, module_size, options_ptr, options_size, result):
+        # Never let an exception escape into C: report it as the compile's error instead.
+        try:
+            module = ctypes.string_at(module_ptr, module_size)
+            options = ctypes.string_at(options_ptr, options_size) if options_size else b""
+            program = _compile(module, options)
+            for device_id in _device_ids(options):
+                lib.JaxIpu_CompileResult_AddDevice(result, device_id)
+            data = program.encode("utf-8")
+            lib.JaxIpu_CompileResult_SetProgram(result, data, len(data))
+        except BaseException as e:  # noqa: BLE001 - everything must be reported, nothing may cross into C
+            code, message = _describe(e)
+            data = message.encode("utf-8", errors="replace")
+            lib.JaxIpu_CompileResult_SetError(result, code, data, len(data))
+        return 0
+
+    callback = _COMPILER_FN(compile_callback)
+    _callback_keepalive.append(callback)
+    lib.JaxIpu_SetCompiler(callback)
+
+
+def _compile(module: bytes, options: bytes) -> str:
+    from jax_ipu.compiler import compile_to_program
+
+    return compile_to_program(module, options)
+
+
+def _describe(error: BaseException):
+    from jax_ipu.compiler import CompileError
+
+    if isinstance(error, CompileError):
+        return _UNIMPLEMENTED, str(error)
+    if isinstance(error, (ValueError, TypeError)):
+        return _INVALID_ARGUMENT, f"ipu compiler: {error}"
+    detail = "".join(traceback.format_exception_only(type(error), error)).strip()
+    logger.debug("ipu compiler failure", exc_info=error)
+    return _INTERNAL, f"ipu compiler front end failed: {detail}"
+
+
+def _device_ids(options: bytes) -> List[int]:
+    """The devices of the compile options' device assignment, e.g. for ``jit(f, device=jax.devices("ipu")[1])``."""
+    if not options:
+        return []
+    from jax._src.lib import xla_client
+
+    assignment = xla_client.CompileOptions.ParseFromString(options).device_assignment
+    if assignment is None:
+        return []
+    # DeviceAssignment shows itself as "Computations: 1 Replicas: 1\nComputation 0: 1 \n".
+    ids: List[int] = []
+    for line in str(assignment).splitlines():
+        match = re.match(r"\s*Computation \d+:(.*)", line)
+        if match:
+            ids.extend(int(word) for word in match.group(1).split())
+    return ids
+
+
+def _add_device_properties() -> None:
+    """``device.is_ipu_model`` as a bool: PJRT attributes carry no booleans, so it arrives as an int."""
+    from jax._src.lib import xla_client
+
+    device_class = xla_client.Device
+    if getattr(device_class, "_jax_ipu_properties", False):
+        return
+    original_getattr = device_class.__getattr__
+
+    def __getattr__(self, name):  # noqa: N807 - replaces the class's own
+        value = original_getattr(self, name)
+        if name == "is_ipu_model" and self.platform == PLATFORM:
+            return bool(value)
+        return value
+
+    try:
+        device_class.__getattr__ = __getattr__
+        device_class._jax_ipu_properties = True
+    except (AttributeError, TypeError) as e:  # pragma: no cover - a jaxlib whose Device class is sealed
+        logger.debug("ipu: could not refine device properties: %s", e)
+

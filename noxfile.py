@@ -1,0 +1,141 @@
+"""Sessions for building and testing jax-ipu. The same sessions run on a laptop, in .ci/run and in GitHub Actions.
+
+    nox -s build_wheels                 # dist/: jax-<v>+ipu.N and jaxlib-<v>+ipu.N wheels
+    nox -s build_wheels -- --docker     # the same inside docker/Dockerfile (Ubuntu 20.04 + Python 3.8)
+    nox -s build_wheels -- --cxx g++    # development build with another compiler (not portable)
+    nox -s tests                        # build or reuse dist/, toolchain tests, then the installed-wheel suites
+    nox -s check_patches                # every patch series applies to its pinned upstream source
+
+Pins (versions, sums, Python, glibc, label) come from build_tools/pins.toml only.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import nox
+
+REPO = Path(__file__).resolve().parent
+sys.path.insert(0, str(REPO))
+
+from build_tools.pins import load  # noqa: E402
+
+PINS = load()
+SERIES = PINS.get_series()
+PYTHON = SERIES.python  # the Python the wheels are for, e.g. "3.8"
+REQUIREMENTS = "build_tools/requirements.txt"
+# Suites that run against the installed wheels, from a directory outside the source tree. Missing ones are skipped.
+INSTALLED_SUITES = ("tests/toolchain/installed", "tests/emulator", "tests/conformance", "tests/backend")
+
+nox.options.sessions = ["build_wheels"]
+nox.options.error_on_missing_interpreters = True
+
+
+def _python_works(exe: str | None) -> bool:
+    if not exe:
+        return False
+    return subprocess.run([exe, "-c", "pass"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
+
+
+def _make_python_findable(version: str) -> None:
+    """Puts a working python<version> first on PATH (a pyenv shim that refuses to answer does not count)."""
+    exe = f"python{version}"
+    if _python_works(shutil.which(exe)):
+        return
+    pyenv_root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+    for bindir in sorted(glob.glob(os.path.join(pyenv_root, "versions", f"{version}.*", "bin")), reverse=True):
+        if _python_works(os.path.join(bindir, exe)):
+            os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+            return
+
+
+_make_python_findable(PYTHON)
+
+
+def _install_tools(session: nox.Session) -> None:
+    session.install("--only-binary=:all:", "--require-hashes", "-r", REQUIREMENTS)
+
+
+def _split_docker(posargs: list) -> tuple:
+    rest = [a for a in posargs if a != "--docker"]
+    return len(rest) != len(posargs), rest
+
+
+def _run_in_docker(session: nox.Session, name: str, args: list) -> None:
+    """Runs ``nox -s <name> -- <args>`` inside the image of docker/Dockerfile, with the repo and cache mounted."""
+    docker = shutil.which("docker")
+    if not docker:
+        session.error("--docker: no `docker` command on PATH. Install Docker, or build without --docker.")
+    probe = subprocess.run([docker, "info", "--format", "{{.ServerVersion}}"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    if probe.returncode != 0:
+        reason = (probe.stderr.strip().splitlines() or ["no output"])[-1]
+        session.error(f"--docker: no Docker engine reachable (`docker info` failed: {reason}). Start a Docker daemon "
+                      "(or point DOCKER_HOST at one), or run the session without --docker to build on this host.")
+    image = f"jax-ipu-build:{SERIES.name}-py{PYTHON}"
+    session.run(docker, "build", "-t", image, "-f", str(REPO / "docker" / "Dockerfile"),
+                "--build-arg", f"BASE_IMAGE={PINS.docker['base_image']}",
+                "--build-arg", f"PYTHON_VERSION={PYTHON}",
+                "--build-arg", f"NOX_VERSION={PINS.tools['nox']}",
+                str(REPO / "docker"), external=True)
+    cache = os.environ.get("JAX_IPU_CACHE") or os.path.expanduser("~/.cache/jax-ipu")
+    os.makedirs(cache, exist_ok=True)
+    user = [] if os.getuid() == 0 else ["--user", f"{os.getuid()}:{os.getgid()}"]
+    session.run(docker, "run", "--rm", *user, "-e", "HOME=/tmp/home", "-e", "JAX_IPU_CACHE=/cache", "-e", "CI",
+                "-v", f"{REPO}:/src", "-v", f"{cache}:/cache", "-w", "/src", image,
+                "nox", "--envdir", "/tmp/nox", "-s", name, "--", *args, external=True)
+
+
+@nox.session(venv_backend="venv", reuse_venv=True)
+def build_wheels(session: nox.Session) -> None:
+    """Build dist/*.whl (extra args go to `python -m build_tools build`, e.g. --cxx g++ or --jobs 2)."""
+    docker, args = _split_docker(session.posargs)
+    if docker:
+        _run_in_docker(session, "build_wheels", args)
+        return
+    _install_tools(session)
+    session.run("python", "-m", "build_tools", "build", *args)
+
+
+@nox.session(venv_backend="venv", reuse_venv=True)
+def check_patches(session: nox.Session) -> None:
+    """Prove every patch series applies cleanly to its pinned upstream source and has What/Why/When to drop."""
+    _install_tools(session)
+    session.run("python", "-m", "build_tools", "check-patches")
+
+
+@nox.session(venv_backend="venv", reuse_venv=True)
+def tests(session: nox.Session) -> None:
+    """Build (or reuse) dist/, run tests/toolchain on the host, then the installed-wheel suites on Python 3.8."""
+    docker, args = _split_docker(session.posargs)
+    if docker:
+        _run_in_docker(session, "tests", args)
+        return
+    _install_tools(session)
+    session.run("python", "-m", "build_tools", "build", "--if-stale", *args)
+    session.run("python", "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(REPO / "tests" / "toolchain"),
+                str(REPO / "tests" / "toolchain"), "--ignore", str(REPO / "tests" / "toolchain" / "installed"))
+    session.notify("installed_tests")
+
+
+@nox.session(python=PYTHON, venv_backend="venv", reuse_venv=False)
+def installed_tests(session: nox.Session) -> None:
+    """A fresh Python 3.8 venv, `pip install dist/*.whl pytest`, and the suites run from outside the source tree."""
+    wheels = sorted(str(p) for p in (REPO / "dist").glob("*.whl"))
+    names = [Path(w).name for w in wheels]
+    if not any(n.startswith("jax-") for n in names) or not any(n.startswith("jaxlib-") for n in names):
+        session.error(f"dist/ lacks the jax and jaxlib wheels (found: {names or 'nothing'}); run `nox -s build_wheels`")
+    session.install(*wheels, f"pytest=={PINS.tools['pytest']}")
+    suites = [str(REPO / s) for s in INSTALLED_SUITES if (REPO / s).is_dir()]
+    session.log(f"installed-wheel suites: {', '.join(os.path.relpath(s, REPO) for s in suites)}")
+    with tempfile.TemporaryDirectory(prefix="jax-ipu-tests-") as outside:
+        session.chdir(outside)
+        # pytest exits 5 when it collected nothing: that fails the session like any other non-zero exit.
+        session.run("python", "-m", "pytest", "--rootdir", outside, "-p", "no:cacheprovider", *suites, *session.posargs)
+        session.chdir(str(REPO))

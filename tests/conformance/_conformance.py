@@ -1,0 +1,93 @@
+"""The conformance harness: run a function on the ipu backend and on cpu with the same inputs, and compare.
+
+Tolerances are stated per dtype and per kind of op (see EXACT, TRANSCENDENTAL). Set JAX_IPU_CONFORMANCE_BACKEND=cpu to
+debug the harness itself (cpu against cpu); the default, and what the suite is for, is "ipu".
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any, Dict
+
+import jax
+import numpy as np
+
+BACKEND = os.environ.get("JAX_IPU_CONFORMANCE_BACKEND", "ipu")
+REFERENCE = "cpu"
+
+# Tolerances: exact for bool/ints and for exactly rounded float ops (add, multiply, divide, compare, convert, ...);
+# f16 arithmetic is done in f32 and rounded once, so it is exact where f32 is.
+EXACT: Dict[str, float] = {"rtol": 0.0, "atol": 0.0}
+TRANSCENDENTAL = {  # a few ulp of the result
+    "float32": {"rtol": 1e-5, "atol": 1e-6},
+    "float16": {"rtol": 2e-3, "atol": 1e-3},
+}
+
+FLOAT_DTYPES = ("float32", "float16")
+INT_DTYPES = ("int32", "uint32")
+ALL_DTYPES = ("float32", "float16", "int32", "uint32", "bool")
+
+# Values that find edge-case bugs: signed zeros, infinities, NaN, extremes, halves (rounding), shift counts >= 32.
+SPECIAL = {
+    "float32": [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 2.5, 3.5, -7.75, 123.456, 1e-30, 3.4e38, -3.4e38,
+                np.inf, -np.inf, np.nan],
+    "float16": [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 2.5, 3.5, -7.75, 123.4, 1e-3, 65504.0, -65504.0,
+                np.inf, -np.inf, np.nan],
+    "int32": [0, 1, -1, 2, -2, 7, -7, 31, 32, 33, 12345, -12345, 2**31 - 1, -2**31],
+    "uint32": [0, 1, 2, 7, 31, 32, 33, 12345, 2**31 - 1, 2**31, 2**32 - 1],
+    "bool": [False, True],
+}
+
+# Shapes an elementwise op meets: scalar, empty, one element, odd sizes, a matrix, and one big enough to spread
+# unevenly over every tile of a chip (1472 tiles).
+SHAPES = [(), (0,), (3, 0), (1,), (7,), (37, 53), (100_003,)]
+
+
+def special(dtype: str) -> np.ndarray:
+    return np.array(SPECIAL[dtype], dtype=dtype)
+
+
+def random(dtype: str, shape: Any, seed: int = 0, low: float = -4.0, high: float = 4.0) -> np.ndarray:
+    """Random values of a dtype; floats in [low, high), ints over their whole range, bools half true."""
+    rng = np.random.default_rng(seed)
+    if dtype == "bool":
+        return rng.random(shape) < 0.5
+    if dtype in INT_DTYPES:
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
+    return rng.uniform(low, high, size=shape).astype(dtype)
+
+
+def small_ints(dtype: str, shape: Any, seed: int = 0) -> np.ndarray:
+    """Ints (or floats) in [-50, 50) ([0, 100) unsigned): sums and products of these stay far from overflow."""
+    rng = np.random.default_rng(seed)
+    offset = 0 if dtype in ("uint32", "bool") else -50
+    return (rng.integers(0, 100, size=shape) + offset).astype(dtype)
+
+
+def check(f, *args, rtol: float = 0.0, atol: float = 0.0, **jit_kwargs) -> None:
+    """Runs ``f`` under jit on the ipu backend and on cpu with the same args; compares structure, dtypes, shapes, values.
+
+    NaNs must match NaNs. With rtol == atol == 0 (exact), the signs of zeros must match too.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "backend and device argument on jit is deprecated", DeprecationWarning)
+        got = jax.jit(f, backend=BACKEND, **jit_kwargs)(*args)
+        want = jax.jit(f, backend=REFERENCE, **jit_kwargs)(*args)
+    got_leaves, got_tree = jax.tree_util.tree_flatten(got)
+    want_leaves, want_tree = jax.tree_util.tree_flatten(want)
+    assert got_tree == want_tree
+    for index, (g, w) in enumerate(zip(got_leaves, want_leaves)):
+        g, w = np.asarray(g), np.asarray(w)
+        where = f"output {index} ({w.dtype}{list(w.shape)})"
+        assert g.dtype == w.dtype, f"{where}: ipu gave dtype {g.dtype}"
+        assert g.shape == w.shape, f"{where}: ipu gave shape {g.shape}"
+        if w.dtype == np.bool_ or np.issubdtype(w.dtype, np.integer):
+            np.testing.assert_array_equal(g, w, err_msg=where)
+            continue
+        np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol,
+                                   equal_nan=True, err_msg=where)
+        if rtol == 0.0 and atol == 0.0:
+            zeros = w == 0
+            np.testing.assert_array_equal(np.signbit(g[zeros]), np.signbit(w[zeros]), err_msg=f"{where}: sign of zero")

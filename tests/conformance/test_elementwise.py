@@ -1,0 +1,208 @@
+"""Elementwise ops (unary, binary, compare, select, clamp, convert) on every supported dtype, ipu against cpu."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from _conformance import (ALL_DTYPES, EXACT, FLOAT_DTYPES, INT_DTYPES, SHAPES, TRANSCENDENTAL, check, random,
+                          special)
+from jax import lax
+
+
+def unary_check(op, dtype, low=-4.0, high=4.0, **tolerance):
+    """One compile per op and dtype: the special values, a transposed matrix, and an array of every shape in SHAPES."""
+    xs = [special(dtype)] + [random(dtype, shape, seed=i, low=low, high=high) for i, shape in enumerate(SHAPES)]
+    check(lambda *xs: [op(xs[6].T)] + [op(x) for x in xs], *xs, **tolerance)
+
+
+# --- unary ------------------------------------------------------------------------------------------------------
+
+EXACT_FLOAT_UNARY = {
+    "abs": jnp.abs, "negate": jnp.negative, "sign": jnp.sign, "floor": jnp.floor, "ceil": jnp.ceil,
+    "round_nearest_even": jnp.round, "round_nearest_afz": lambda x: lax.round(x, lax.RoundingMethod.AWAY_FROM_ZERO),
+    "is_finite": jnp.isfinite, "sqrt": jnp.sqrt,
+}
+# (function, input range): arguments where the functions are well defined and not enormous; the special values
+# still bring NaN, infinities, zeros and out-of-domain arguments.
+TRANSCENDENTAL_UNARY = {
+    "exponential": (jnp.exp, (-20, 20)), "exponential_minus_one": (jnp.expm1, (-5, 5)),
+    "log": (jnp.log, (0.01, 100)), "log_plus_one": (jnp.log1p, (-0.9, 10)), "rsqrt": (lax.rsqrt, (0.01, 100)),
+    "cbrt": (jnp.cbrt, (-100, 100)), "tanh": (jnp.tanh, (-10, 10)), "logistic": (jax.nn.sigmoid, (-10, 10)),
+    "sine": (jnp.sin, (-10, 10)), "cosine": (jnp.cos, (-10, 10)), "tan": (jnp.tan, (-1.5, 1.5)),
+    "erf": (lax.erf, (-4, 4)), "erfc": (lax.erfc, (-4, 4)), "sinh": (jnp.sinh, (-5, 5)), "cosh": (jnp.cosh, (-5, 5)),
+    "asin": (jnp.arcsin, (-1, 1)), "acos": (jnp.arccos, (-1, 1)), "atan": (jnp.arctan, (-10, 10)),
+    "asinh": (jnp.arcsinh, (-10, 10)), "acosh": (jnp.arccosh, (1, 10)), "atanh": (jnp.arctanh, (-0.99, 0.99)),
+    "erf_inv": (lax.erf_inv, (-0.99, 0.99)),
+}
+INT_UNARY = {
+    "abs": jnp.abs, "negate": jnp.negative, "sign": jnp.sign, "not": jnp.invert,
+    "popcnt": lax.population_count, "count_leading_zeros": lax.clz,
+}
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("name", sorted(EXACT_FLOAT_UNARY))
+def test_exact_float_unary(name, dtype):
+    unary_check(EXACT_FLOAT_UNARY[name], dtype, low=-1000.0, high=1000.0, **EXACT)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("name", sorted(TRANSCENDENTAL_UNARY))
+def test_transcendental_unary(name, dtype):
+    op, (low, high) = TRANSCENDENTAL_UNARY[name]
+    unary_check(op, dtype, low=low, high=high, **TRANSCENDENTAL[dtype])
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES)
+@pytest.mark.parametrize("name", sorted(INT_UNARY))
+def test_int_unary(name, dtype):
+    unary_check(INT_UNARY[name], dtype)
+
+
+def test_bool_not():
+    unary_check(jnp.logical_not, "bool")
+    unary_check(jnp.invert, "bool")
+
+
+# --- binary: every special value against every other (through broadcasting), plus shapes ---------------------------
+
+FLOAT_BINARY = {
+    "add": (jnp.add, True), "subtract": (jnp.subtract, True), "multiply": (jnp.multiply, True),
+    "divide": (lax.div, True), "remainder": (lax.rem, True), "maximum": (jnp.maximum, True),
+    "minimum": (jnp.minimum, True), "power": (lax.pow, False), "atan2": (jnp.arctan2, False),
+}
+INT_BINARY = {
+    "add": jnp.add, "subtract": jnp.subtract, "multiply": jnp.multiply, "divide": lax.div, "remainder": lax.rem,
+    "maximum": jnp.maximum, "minimum": jnp.minimum, "and": jnp.bitwise_and, "or": jnp.bitwise_or,
+    "xor": jnp.bitwise_xor, "shift_left": lax.shift_left, "shift_right_arithmetic": lax.shift_right_arithmetic,
+    "shift_right_logical": lax.shift_right_logical,
+}
+BOOL_BINARY = {"and": jnp.logical_and, "or": jnp.logical_or, "xor": jnp.logical_xor,
+               "maximum": jnp.maximum, "minimum": jnp.minimum}
+
+
+def binary_check(op, dtype, **tolerance):
+    s = special(dtype)
+    a, b = random(dtype, (37, 53), seed=1), random(dtype, (37, 53), seed=2)
+    big_a, big_b = random(dtype, (100_003,), seed=3), random(dtype, (100_003,), seed=4)
+    scalar = special(dtype)[-1]
+    empty = random(dtype, (3, 0), seed=5)
+
+    def f(s, a, b, big_a, big_b, scalar, empty):
+        return [
+            op(s[:, None], s[None, :]),  # all pairs of special values (broadcast_in_dim)
+            op(a, b), op(a.T, b.T), op(a, b[0]), op(scalar, a), op(a[:, :1], scalar),  # shapes and broadcasting
+            op(big_a, big_b), op(empty, empty), op(scalar, scalar),
+        ]
+
+    check(f, s, a, b, big_a, big_b, scalar, empty, **tolerance)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("name", sorted(FLOAT_BINARY))
+def test_float_binary(name, dtype):
+    op, exact = FLOAT_BINARY[name]
+    binary_check(op, dtype, **(EXACT if exact else TRANSCENDENTAL[dtype]))
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES)
+@pytest.mark.parametrize("name", sorted(INT_BINARY))
+def test_int_binary(name, dtype):
+    binary_check(INT_BINARY[name], dtype)
+
+
+@pytest.mark.parametrize("name", sorted(BOOL_BINARY))
+def test_bool_binary(name):
+    binary_check(BOOL_BINARY[name], "bool")
+
+
+def test_jnp_integer_division_and_shift_operators():
+    # What users write: floor division and modulo (sign fix-ups around divide/remainder), >> and << operators.
+    s = special("int32")
+    check(lambda x, y: (x // y, x % y, x >> (y & 31), x << (y & 31), jnp.floor_divide(x, 3)), s[:, None], s[None, :])
+
+
+# --- compare, select, clamp ---------------------------------------------------------------------------------------
+
+DIRECTIONS = {"EQ": jnp.equal, "NE": jnp.not_equal, "GE": jnp.greater_equal, "GT": jnp.greater,
+              "LE": jnp.less_equal, "LT": jnp.less}
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_compare_all_directions(dtype):
+    def f(s, a, b, scalar):
+        return [cmp(x, y) for cmp in DIRECTIONS.values()
+                for x, y in ((s[:, None], s[None, :]), (a, b), (a.T, scalar), (scalar, scalar))]
+
+    check(f, special(dtype), random(dtype, (7, 9), seed=1), random(dtype, (7, 9), seed=2), special(dtype)[-1])
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_select(dtype):
+    def f(pred, a, b, scalar_pred, big_pred, big_a, big_b):
+        return (jnp.where(pred, a, b), lax.select(scalar_pred, a, b), jnp.where(pred, a, b[0]),
+                lax.select(big_pred, big_a, big_b), jnp.where(pred[:0], a[:0], b[:0]))
+
+    check(f, random("bool", (37, 53), seed=1), random(dtype, (37, 53), seed=2), random(dtype, (37, 53), seed=3),
+          np.bool_(True), random("bool", (100_003,), seed=4), random(dtype, (100_003,), seed=5),
+          random(dtype, (100_003,), seed=6))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "uint32"])
+def test_clamp(dtype):
+    def f(x, lo, hi, s):
+        return (lax.clamp(lo[0, 0], x, hi[0, 0]), lax.clamp(lo, x, hi), jnp.clip(x, lo[0, 0], hi[0, 0]),
+                lax.clamp(s[1], s, s[-2]))
+
+    lo, hi = np.minimum(*[random(dtype, (37, 53), seed=i) for i in (1, 2)]), None
+    hi = np.maximum(*[random(dtype, (37, 53), seed=i) for i in (1, 2)])
+    check(f, random(dtype, (37, 53), seed=3), lo, hi, special(dtype))
+
+
+# --- convert: every pair of the five dtypes ---------------------------------------------------------------------
+
+CONVERT_INPUTS = {
+    # out-of-range floats saturate when converted to ints; NaN goes to 0; fractions truncate toward zero
+    "float32": np.array([0.0, -0.0, 0.4, 0.5, 0.6, 1.5, -1.5, 2.5, -2.7, 255.9, 65504.0, 65520.0, 1e5, -1e5,
+                         2.1e9, 3e9, 4.3e9, 5e9, -3e9, 3.4e38, -3.4e38, np.inf, -np.inf, np.nan, 1e-8, 16777217.0],
+                        np.float32),
+    "float16": np.array([0.0, -0.0, 0.4, 0.5, 1.5, -1.5, 2.5, -2.7, 255.9, 65504.0, -65504.0, 6e-8,
+                         np.inf, -np.inf, np.nan], np.float16),
+    "int32": np.array([0, 1, -1, 7, 65504, 65520, 70000, 16777217, 2**31 - 1, -2**31, -5], np.int32),
+    "uint32": np.array([0, 1, 7, 65520, 16777217, 2**31 - 1, 2**31, 2**32 - 1], np.uint32),
+    "bool": np.array([False, True]),
+}
+
+
+@pytest.mark.parametrize("source", ALL_DTYPES)
+def test_convert_to_every_dtype(source):
+    x = CONVERT_INPUTS[source]
+    big = random(source, (100_003,), seed=1, low=-1e5, high=1e5)
+
+    def f(x, big):
+        return [lax.convert_element_type(v, target) for target in ALL_DTYPES for v in (x, big, x[:0])]
+
+    check(f, x, big)
+
+
+def test_astype_idioms():
+    x = random("float32", (37, 53), seed=1, low=-10, high=10)
+    check(lambda x: (x.astype(jnp.int32), x.astype(jnp.uint32), x.astype(jnp.float16), x.astype(bool),
+                     (x > 0).astype(jnp.float32), jnp.int32(3) * x), x)
+
+
+# --- a few compositions users write ------------------------------------------------------------------------------
+
+
+def test_nn_activations():
+    x = random("float32", (37, 53), seed=1, low=-10, high=10)
+    check(lambda x: (jax.nn.relu(x), jax.nn.sigmoid(x), jax.nn.softmax(x), jax.nn.softmax(x, axis=0),
+                     jax.nn.gelu(x), jax.nn.log_softmax(x), jax.nn.silu(x)), x, **TRANSCENDENTAL["float32"])
+
+
+def test_polynomial_and_powers():
+    x = random("float32", (1001,), seed=1, low=-3, high=3)
+    check(lambda x: (x ** 2, x ** 3, jnp.square(x), 1 / x, jnp.reciprocal(x), 3 * x * x - 2 * x + 1), x,
+          **TRANSCENDENTAL["float32"])

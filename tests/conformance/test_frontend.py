@@ -1,0 +1,396 @@
+"""Unit tests of the compiler front end: StableHLO modules from jax in, "jax-ipu-program" JSON out.
+
+They need jax but not the ipu backend: modules come from ``jax.jit(f).lower(...)`` on cpu or are written by hand.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+
+from jax_ipu.compiler import CompileError, compile_to_program
+
+NUMPY_DTYPES = {"bool": np.bool_, "f16": "<f2", "f32": "<f4", "f64": "<f8", "i8": "i1", "u8": "u1", "i16": "<i2",
+                "u16": "<u2", "i32": "<i4", "u32": "<u4", "i64": "<i8", "u64": "<u8", "c64": "<c8", "bf16": "<u2"}
+
+
+def lower(f, *args):
+    return jax.jit(f).lower(*args).compiler_ir("stablehlo")
+
+
+def bytecode(module) -> bytes:
+    buffer = io.BytesIO()
+    module.operation.write_bytecode(buffer)
+    return buffer.getvalue()
+
+
+def program(f, *args, text: bool = False) -> dict:
+    module = lower(f, *args)
+    data = str(module).encode() if text else bytecode(module)
+    return json.loads(compile_to_program(data))
+
+
+def from_text(mlir: str) -> dict:
+    return json.loads(compile_to_program(mlir.encode()))
+
+
+def function(prog: dict, name: str = "main") -> dict:
+    return next(fn for fn in prog["functions"] if fn["name"] == name)
+
+
+def ops(body: list, recursive: bool = True) -> list:
+    found = []
+    for op in body:
+        found.append(op)
+        if recursive:
+            for region in op["regions"]:
+                found.extend(ops(region["body"]))
+    return found
+
+
+def only(prog: dict, name: str) -> dict:
+    matches = [op for fn in prog["functions"] for op in ops(fn["body"]) if op["op"] == name]
+    assert len(matches) == 1, [op["op"] for fn in prog["functions"] for op in ops(fn["body"])]
+    return matches[0]
+
+
+def constant_array(op: dict) -> np.ndarray:
+    result = op["results"][0]
+    data = np.frombuffer(base64.b64decode(op["attrs"]["value"]), dtype=NUMPY_DTYPES[result["dtype"]])
+    if op["attrs"]["splat"]:
+        assert data.size == 1
+        return np.broadcast_to(data[0], result["shape"])
+    return data.reshape(result["shape"])
+
+
+def strip_locations(value):
+    if isinstance(value, dict):
+        return {k: strip_locations(v) for k, v in value.items() if k != "loc"}
+    if isinstance(value, list):
+        return [strip_locations(v) for v in value]
+    return value
+
+
+# --- the document ----------------------------------------------------------------------------------------------
+
+
+def test_document_shape_and_elementwise_op():
+    prog = program(lambda x, y: x + y, np.ones(3, np.float32), np.ones(3, np.float32))
+    assert (prog["format"], prog["version"], prog["name"], prog["entry"]) == ("jax-ipu-program", 1, "jit__lambda_", "main")
+    main = function(prog)
+    assert main["params"] == [{"id": 0, "dtype": "f32", "shape": [3]}, {"id": 1, "dtype": "f32", "shape": [3]}]
+    (add,) = main["body"]
+    assert add["op"] == "add" and add["mlir"] == "stablehlo.add"
+    assert add["operands"] == [0, 1] and add["attrs"] == {} and add["regions"] == []
+    assert add["results"] == [{"id": 2, "dtype": "f32", "shape": [3]}]
+    assert main["results"] == [2]
+    assert add["loc"].startswith("test_frontend.py:")
+    assert "aliases" not in prog
+
+
+def test_bytecode_and_text_agree():
+    def f(x, i):
+        return jnp.sum(jnp.where(x > 0, x, 0.0) @ x.T, axis=1), lax.fori_loop(0, i, lambda k, c: c + k, 0)
+
+    args = (np.ones((3, 4), np.float32), 5)
+    assert strip_locations(program(f, *args)) == strip_locations(program(f, *args, text=True))
+
+
+def test_accepts_str_and_bytearray():
+    text = str(lower(lambda x: -x, np.ones(2, np.float32)))
+    assert json.loads(compile_to_program(text))["functions"] == json.loads(compile_to_program(bytearray(text.encode())))[
+        "functions"]
+
+
+@pytest.mark.parametrize("mlir_type, dtype", [
+    ("i1", "bool"), ("f16", "f16"), ("f32", "f32"), ("bf16", "bf16"), ("f64", "f64"), ("i8", "i8"), ("ui8", "u8"),
+    ("i16", "i16"), ("ui16", "u16"), ("i32", "i32"), ("ui32", "u32"), ("i64", "i64"), ("ui64", "u64"),
+    ("complex<f32>", "c64"), ("complex<f64>", "c128"),
+])
+def test_dtype_names(mlir_type, dtype):
+    prog = from_text(f"""
+      func.func public @main(%a: tensor<2x0x3x{mlir_type}>, %s: tensor<{mlir_type}>) -> tensor<2x0x3x{mlir_type}> {{
+        %0 = stablehlo.broadcast_in_dim %s, dims = [] : (tensor<{mlir_type}>) -> tensor<2x0x3x{mlir_type}>
+        return %0 : tensor<2x0x3x{mlir_type}>
+      }}""")
+    main = function(prog)
+    assert main["params"] == [{"id": 0, "dtype": dtype, "shape": [2, 0, 3]}, {"id": 1, "dtype": dtype, "shape": []}]
+    assert main["body"][0]["results"][0] == {"id": 2, "dtype": dtype, "shape": [2, 0, 3]}
+
+
+def test_aliases_from_donation_attributes():
+    prog = from_text("""
+      module @jit_step {
+        func.func public @main(%a: tensor<3xf32> {tf.aliasing_output = 1 : i32}, %b: tensor<3xf32>,
+                               %c: tensor<3xi32> {jax.arg_info = "c", tf.aliasing_output = 0 : i32})
+            -> (tensor<3xi32>, tensor<3xf32>) {
+          %0 = stablehlo.add %a, %b : tensor<3xf32>
+          return %c, %0 : tensor<3xi32>, tensor<3xf32>
+        }
+      }""")
+    assert prog["name"] == "jit_step"
+    assert prog["aliases"] == [[0, 1], [2, 0]]
+    assert function(prog)["results"] == [2, 3]
+
+
+# --- constants -------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [
+    np.array([1.5, -0.0, np.inf, -np.inf, np.nan, 3.4e38], np.float32),
+    np.array([[1.0, -0.0, 65504.0], [np.nan, -np.inf, 6e-8]], np.float16),
+    np.array([True, False, True, True], np.bool_),
+    np.array([0, 1, 4294967295, 2**31], np.uint32),
+    np.array([-2**31, 2**31 - 1, 0, -1], np.int32),
+    np.arange(1000, dtype=np.float32).reshape(10, 100),
+    np.zeros((0,), np.float32),
+    np.zeros((3, 0), np.bool_),
+], ids=["f32", "f16", "bool", "u32", "i32", "large", "empty", "empty_bool"])
+def test_constants_round_trip(value):
+    prog = program(lambda: jnp.asarray(value))
+    const = only(prog, "constant")
+    assert const["results"][0]["shape"] == list(value.shape)
+    np.testing.assert_array_equal(constant_array(const), value)
+    assert const["attrs"]["splat"] is False
+
+
+@pytest.mark.parametrize("mlir, dtype, fill", [
+    ("dense<-2.5> : tensor<1000x1000xf32>", np.float32, -2.5),
+    ("dense<1.000000e-01> : tensor<1000x1000xf16>", np.float16, 0.1),
+    ("dense<-7> : tensor<1000x1000xi32>", np.int32, -7),
+    ("dense<4294967295> : tensor<1000x1000xui32>", np.uint32, 4294967295),
+    ("dense<true> : tensor<1000x1000xi1>", np.bool_, True),
+])
+def test_splat_constants_hold_one_element(mlir, dtype, fill):
+    tensor_type = mlir.rsplit(":", 1)[1].strip()
+    const = only(from_text(f"""
+      func.func public @main() -> {tensor_type} {{
+        %0 = stablehlo.constant {mlir}
+        return %0 : {tensor_type}
+      }}"""), "constant")
+    assert const["attrs"]["splat"] is True
+    assert len(base64.b64decode(const["attrs"]["value"])) == np.dtype(dtype).itemsize
+    assert const["results"][0]["shape"] == [1000, 1000]
+    assert constant_array(const)[0, 0] == np.array(fill, dtype)
+
+
+@pytest.mark.parametrize("mlir, dtype, expected", [
+    ("dense<[1.0, -2.5, 0x7FC0]> : tensor<3xbf16>", "bf16", np.array([0x3F80, 0xC020, 0x7FC0], np.uint16)),
+    ("dense<[(1.0, 2.0), (-3.0, 0.5)]> : tensor<2xcomplex<f32>>", "c64", np.array([1 + 2j, -3 + 0.5j], np.complex64)),
+    ("dense<[1, -1]> : tensor<2xi64>", "i64", np.array([1, -1], np.int64)),
+    ("dense<[true, false]> : tensor<2xi1>", "bool", np.array([True, False])),
+    ("dense<7> : tensor<ui8>", "u8", np.array(7, np.uint8)),
+])
+def test_constants_of_every_dtype(mlir, dtype, expected):
+    tensor_type = mlir.rsplit(":", 1)[1].strip()
+    prog = from_text(f"""
+      func.func public @main() -> {tensor_type} {{
+        %0 = stablehlo.constant {mlir}
+        return %0 : {tensor_type}
+      }}""")
+    const = only(prog, "constant")
+    assert const["results"][0]["dtype"] == dtype
+    np.testing.assert_array_equal(constant_array(const), expected)
+
+
+# --- op attributes ---------------------------------------------------------------------------------------------
+
+
+def test_compare_attrs():
+    prog = program(lambda x, y, a, b: (x < y, a != b), np.ones(2, np.float32), np.ones(2, np.float32),
+                   np.ones(2, np.uint32), np.ones(2, np.uint32))
+    compares = [op for op in function(prog)["body"] if op["op"] == "compare"]
+    assert [c["attrs"] for c in compares] == [
+        {"comparison_direction": "LT", "compare_type": "FLOAT"},
+        {"comparison_direction": "NE", "compare_type": "UNSIGNED"},
+    ]
+    assert compares[0]["results"][0]["dtype"] == "bool"
+
+
+def test_dot_general_dimension_numbers():
+    prog = program(lambda a, b: jnp.einsum("bij,bkj->bik", a, b), np.ones((2, 3, 4), np.float32),
+                   np.ones((2, 5, 4), np.float32))
+    dot = only(prog, "dot_general")
+    assert dot["attrs"] == {"lhs_batching_dimensions": [0], "rhs_batching_dimensions": [0],
+                            "lhs_contracting_dimensions": [2], "rhs_contracting_dimensions": [2]}
+    assert dot["results"][0]["shape"] == [2, 3, 5]
+
+
+def test_matmul_without_batch_dims():
+    dot = only(program(lambda v, m: v @ m, np.ones(4, np.float32), np.ones((4, 6), np.float32)), "dot_general")
+    assert dot["attrs"]["lhs_batching_dimensions"] == [] and dot["attrs"]["lhs_contracting_dimensions"] == [0]
+
+
+def test_shape_op_attrs():
+    def f(x, i):
+        return (jnp.broadcast_to(x[:, None, :], (3, 2, 4)), x.T, lax.slice(x, (0, 1), (3, 4), (2, 3)), jnp.concatenate([x, x], axis=1),
+                lax.pad(x, 0.0, [(1, -1, 0), (-2, 3, 2)]), jnp.arange(5), lax.dynamic_slice(x, (i, 0), (2, 3)),
+                lax.dynamic_update_slice(x, jnp.ones((1, 2)), (i, i)), x.reshape(12))
+
+    body = ops(function(program(f, np.ones((3, 4), np.float32), 1))["body"])
+    by_op = {}
+    for op in body:
+        by_op.setdefault(op["op"], []).append(op["attrs"])
+    assert {"broadcast_dimensions": [0, 2]} in by_op["broadcast_in_dim"]
+    assert by_op["transpose"] == [{"permutation": [1, 0]}]
+    assert by_op["slice"] == [{"start_indices": [0, 1], "limit_indices": [3, 4], "strides": [2, 3]}]
+    assert by_op["concatenate"] == [{"dimension": 1}]
+    assert by_op["pad"] == [{"edge_padding_low": [1, -2], "edge_padding_high": [-1, 3], "interior_padding": [0, 2]}]
+    assert by_op["iota"] == [{"iota_dimension": 0}]
+    assert by_op["dynamic_slice"] == [{"slice_sizes": [2, 3]}]
+    assert by_op["dynamic_update_slice"] == [{}]
+    assert by_op["reshape"] and all(attrs == {} for attrs in by_op["reshape"])
+
+
+# --- regions and functions -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("reduce_fn, computation", [
+    (jnp.sum, "add"), (jnp.prod, "multiply"), (jnp.max, "maximum"), (jnp.min, "minimum"),
+    (lambda x: jnp.all(x > 0), "and"), (lambda x: jnp.any(x > 0), "or"),
+])
+def test_reduce_computation_and_body(reduce_fn, computation):
+    red = only(program(lambda x: reduce_fn(x, axis=(0, 2)) if computation in ("add", "multiply", "maximum", "minimum")
+                       else reduce_fn(x), np.ones((2, 3, 4), np.float32)), "reduce")
+    assert red["attrs"]["computation"] == computation
+    assert len(red["operands"]) == 2 and len(red["regions"]) == 1
+    (body,) = red["regions"]
+    assert len(body["params"]) == 2 and [op["op"] for op in body["body"]] == [computation]
+    assert body["results"] == [body["body"][0]["results"][0]["id"]]
+    assert body["body"][0]["operands"] in ([p["id"] for p in body["params"]], [p["id"] for p in body["params"]][::-1])
+
+
+def test_reduce_dimensions():
+    red = only(program(lambda x: jnp.sum(x, axis=(0, 2)), np.ones((2, 3, 4), np.float32)), "reduce")
+    assert red["attrs"]["dimensions"] == [0, 2]
+    assert red["results"][0]["shape"] == [3]
+
+
+def test_variadic_reduce_keeps_only_its_body():
+    red = only(program(lambda x: jnp.argmax(x, axis=1), np.ones((2, 5), np.float32)), "reduce")
+    assert "computation" not in red["attrs"]
+    assert len(red["operands"]) == 4 and len(red["results"]) == 2
+    assert len(red["regions"][0]["params"]) == 4 and len(red["regions"][0]["results"]) == 2
+
+
+def test_while_and_case_regions():
+    def f(x, i):
+        y = lax.fori_loop(0, 3, lambda k, c: c * 2.0, x)
+        return lax.switch(i, [lambda: y, lambda: y + x, lambda: -y])
+
+    prog = program(f, np.ones(3, np.float32), 1)
+    loop, case = only(prog, "while"), only(prog, "case")
+    cond, body = loop["regions"]
+    assert len(cond["params"]) == len(body["params"]) == len(loop["operands"]) == len(loop["results"])
+    cond_result = next(r for op in cond["body"] for r in op["results"] if r["id"] == cond["results"][0])
+    assert cond_result["dtype"] == "bool" and cond_result["shape"] == []
+    assert len(body["results"]) == len(loop["results"])
+    assert len(case["regions"]) == 3 and all(r["params"] == [] for r in case["regions"])
+    # the branches read `y` and `x` from the enclosing function (implicit capture)
+    outer_ids = {p["id"] for p in function(prog)["params"]} | {r["id"] for r in loop["results"]}
+    captured = {i for r in case["regions"] for op in r["body"] for i in op["operands"]}
+    assert captured & outer_ids
+
+
+def test_value_ids_are_unique_within_a_function():
+    def f(x):
+        return lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] + jnp.sum(c[1])), (0, x))
+
+    for fn in program(f, np.ones(4, np.float32))["functions"]:
+        ids = [p["id"] for p in fn["params"]]
+        for op in ops(fn["body"]):
+            ids += [r["id"] for r in op["results"]] + [p["id"] for r in op["regions"] for p in r["params"]]
+        assert len(ids) == len(set(ids))
+
+
+def test_calls_to_private_functions():
+    inner = jax.jit(lambda x: jnp.sin(x) * 2)
+    outer = jax.jit(lambda x: inner(inner(x)) + 1)
+
+    prog = program(lambda x: outer(x) - inner(x), np.ones(3, np.float32))
+    names = [fn["name"] for fn in prog["functions"]]
+    assert names[0] == "main" and len(names) == len(set(names)) >= 3
+    calls = [op for fn in prog["functions"] for op in fn["body"] if op["op"] == "call"]
+    assert calls and all(op["mlir"] == "func.call" and op["attrs"]["callee"] in names for op in calls)
+
+
+# --- what the front end passes on or refuses -------------------------------------------------------------------
+
+
+def test_unknown_ops_pass_through_for_the_emulator_to_refuse():
+    prog = program(jnp.sort, np.ones(5, np.float32))
+    sort = only(prog, "sort")
+    assert sort["mlir"] == "stablehlo.sort" and sort["attrs"] == {} and sort["regions"] == []
+    assert sort["results"][0] == {"id": 1, "dtype": "f32", "shape": [5]}
+
+
+def test_chlo_ops_keep_their_dialect_in_mlir():
+    erf_inv = only(program(lax.erf_inv, np.ones(2, np.float32)), "erf_inv")
+    assert erf_inv["mlir"] == "chlo.erf_inv"
+
+
+def test_tokens_are_refused_naming_the_op():
+    with pytest.raises(CompileError, match=r"stablehlo\.create_token .*!stablehlo\.token.* not supported on the ipu backend"):
+        from_text("""
+          func.func public @main(%a: tensor<f32>) -> tensor<f32> {
+            %t = stablehlo.create_token : !stablehlo.token
+            return %a : tensor<f32>
+          }""")
+
+
+def test_tuple_params_are_refused():
+    with pytest.raises(CompileError, match=r"tuple<tensor<f32>>.* not supported on the ipu backend"):
+        from_text("""
+          func.func public @main(%a: tuple<tensor<f32>>) -> tuple<tensor<f32>> {
+            return %a : tuple<tensor<f32>>
+          }""")
+
+
+def test_garbage_is_a_compile_error():
+    assert issubclass(CompileError, ValueError)
+    with pytest.raises(CompileError, match="cannot parse"):
+        compile_to_program(b"not a module")
+
+
+# --- the attribute-reading layer (absorbs jaxlib binding differences) ---------------------------------------------
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("dense<[1, -2, 3]> : tensor<3xi64>", [1, -2, 3]),
+    ("dense<0> : tensor<2xi64>", [0, 0]),
+    ("dense<> : tensor<0xi64>", []),
+    ("array<i64: 4, -5>", [4, -5]),
+    ("array<i64>", []),
+    ("[1, 2]", [1, 2]),
+])
+def test_int_lists_in_both_spellings(text, expected):
+    from jax._src.interpreters import mlir as jmlir
+    from jax._src.lib.mlir import ir
+
+    from jax_ipu.compiler import attributes
+
+    with jmlir.make_ir_context():
+        assert attributes.int_list(ir.Attribute.parse(text)) == expected
+
+
+def test_enum_and_dot_dimension_text():
+    from jax_ipu.compiler import attributes
+
+    assert attributes.enum("#stablehlo<comparison_direction GE>") == "GE"
+    assert attributes.enum("#stablehlo<comparison_type TOTALORDER>") == "TOTALORDER"
+    assert attributes.dot_dimension_numbers(
+        "#stablehlo.dot<lhs_batching_dimensions = [0, 1], rhs_batching_dimensions = [0, 1], "
+        "lhs_contracting_dimensions = [3], rhs_contracting_dimensions = [2]>"
+    ) == {"lhs_batching_dimensions": [0, 1], "rhs_batching_dimensions": [0, 1], "lhs_contracting_dimensions": [3],
+          "rhs_contracting_dimensions": [2]}
+    assert attributes.dot_dimension_numbers("#stablehlo.dot<lhs_contracting_dimensions = [1], "
+                                            "rhs_contracting_dimensions = [0]>")["lhs_batching_dimensions"] == []
+    with pytest.raises(ValueError):
+        attributes.dot_dimension_numbers("#stablehlo.dot<lhs_bogus_dimensions = [1]>")
