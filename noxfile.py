@@ -77,7 +77,7 @@ def _run_in_docker(session: nox.Session, name: str, args: list) -> None:
     if probe.returncode != 0:
         reason = (probe.stderr.strip().splitlines() or ["no output"])[-1]
         session.error(f"--docker: no Docker engine reachable (`docker info` failed: {reason}). Start a Docker daemon "
-                      "(or point DOCKER_HOST at one), or run the session without --docker to build on this host.")
+                      "(or point DOCKER_HOST at one), or run the session without --docker to build on this host")
     image = f"jax-ipu-build:{SERIES.name}-py{PYTHON}"
     session.run(docker, "build", "-t", image, "-f", str(REPO / "docker" / "Dockerfile"),
                 "--build-arg", f"BASE_IMAGE={PINS.docker['base_image']}",

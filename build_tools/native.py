@@ -144,7 +144,8 @@ def build_library(series: Series, out_dir: Path, cxx: Optional[str] = None, jobs
     lib = out_dir / LIBRARY_NAME
     tmp_lib = out_dir / (LIBRARY_NAME + ".tmp")
     link = cxx_cmd + ["-shared", "-o", str(tmp_lib)] + [str(objs[s]) for s in srcs]
-    link += [f"-Wl,--version-script={EXPORTS_MAP}", f"-Wl,-soname,{LIBRARY_NAME}"]
+    # --no-undefined: a symbol no object defines fails the link here, not dlopen() in the user's process.
+    link += [f"-Wl,--version-script={EXPORTS_MAP}", f"-Wl,-soname,{LIBRARY_NAME}", "-Wl,--no-undefined"]
     if not is_portable(cxx):
         link += ["-static-libstdc++", "-static-libgcc"]
     _run(link, "linking libjax_ipu.so")

@@ -67,7 +67,8 @@ def small_ints(dtype: str, shape: Any, seed: int = 0) -> np.ndarray:
 
 
 def check(f, *args, rtol: float = 0.0, atol: float = 0.0, **jit_kwargs) -> None:
-    """Runs ``f`` under jit on the ipu backend and on cpu with the same args; compares structure, dtypes, shapes, values.
+    """Runs ``f`` under jit on the ipu backend and on cpu with the same args; compares structure, dtypes, shapes and
+    values.
 
     NaNs must match NaNs. With rtol == atol == 0 (exact), the signs of zeros must match too.
     """

@@ -83,7 +83,8 @@ def strip_locations(value):
 
 def test_document_shape_and_elementwise_op():
     prog = program(lambda x, y: x + y, np.ones(3, np.float32), np.ones(3, np.float32))
-    assert (prog["format"], prog["version"], prog["name"], prog["entry"]) == ("jax-ipu-program", 1, "jit__lambda_", "main")
+    header = (prog["format"], prog["version"], prog["name"], prog["entry"])
+    assert header == ("jax-ipu-program", 1, "jit__lambda_", "main")
     main = function(prog)
     assert main["params"] == [{"id": 0, "dtype": "f32", "shape": [3]}, {"id": 1, "dtype": "f32", "shape": [3]}]
     (add,) = main["body"]
@@ -105,8 +106,8 @@ def test_bytecode_and_text_agree():
 
 def test_accepts_str_and_bytearray():
     text = str(lower(lambda x: -x, np.ones(2, np.float32)))
-    assert json.loads(compile_to_program(text))["functions"] == json.loads(compile_to_program(bytearray(text.encode())))[
-        "functions"]
+    from_bytearray = json.loads(compile_to_program(bytearray(text.encode())))
+    assert json.loads(compile_to_program(text))["functions"] == from_bytearray["functions"]
 
 
 @pytest.mark.parametrize("mlir_type, dtype", [
@@ -230,7 +231,8 @@ def test_matmul_without_batch_dims():
 
 def test_shape_op_attrs():
     def f(x, i):
-        return (jnp.broadcast_to(x[:, None, :], (3, 2, 4)), x.T, lax.slice(x, (0, 1), (3, 4), (2, 3)), jnp.concatenate([x, x], axis=1),
+        return (jnp.broadcast_to(x[:, None, :], (3, 2, 4)), x.T, lax.slice(x, (0, 1), (3, 4), (2, 3)),
+                jnp.concatenate([x, x], axis=1),
                 lax.pad(x, 0.0, [(1, -1, 0), (-2, 3, 2)]), jnp.arange(5), lax.dynamic_slice(x, (i, 0), (2, 3)),
                 lax.dynamic_update_slice(x, jnp.ones((1, 2)), (i, i)), x.reshape(12))
 
@@ -337,7 +339,8 @@ def test_chlo_ops_keep_their_dialect_in_mlir():
 
 
 def test_tokens_are_refused_naming_the_op():
-    with pytest.raises(CompileError, match=r"stablehlo\.create_token .*!stablehlo\.token.* not supported on the ipu backend"):
+    message = r"stablehlo\.create_token .*!stablehlo\.token.* not supported on the ipu backend"
+    with pytest.raises(CompileError, match=message):
         from_text("""
           func.func public @main(%a: tensor<f32>) -> tensor<f32> {
             %t = stablehlo.create_token : !stablehlo.token

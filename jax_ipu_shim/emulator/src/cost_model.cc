@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "ipu/dtype.h"
+
 namespace ipu {
 namespace cost {
 

@@ -186,13 +186,14 @@ def read(jax_options: Optional[Mapping[str, Any]] = None, environ: Optional[Mapp
             sources[field] = where
 
     for option, (field, parse) in JAX_OPTIONS.items():
+        env_value = env.get(option.upper())
         value = (jax_options or {}).get(option)
-        where = f"jax option {option}={value!r}"
-        if value is None:
-            env_value = env.get(option.upper())
+        if value is None or value == env_value:  # jax seeds its options from the environment
             if env_value is None or env_value == "":
                 continue
             value, where = env_value, f"{option.upper()}={env_value}"
+        else:
+            where = f"jax option {option}={value!r}"
         fields[field] = parse(value, where)
         sources[field] = where
 

@@ -106,6 +106,7 @@ struct Graph {
   std::unique_ptr<Node> root;
   std::vector<int> param_slots;
   std::vector<int> result_slots;
+  std::vector<TensorType> result_types;  // as declared (a reshaped result shares its operand's slot)
 };
 
 }  // namespace ipu

@@ -25,7 +25,7 @@ def _is(cls: Any, attr: Any) -> bool:
 
 
 def int_list(attr: Any) -> List[int]:
-    """A list of ints from DenseIntElementsAttr, DenseI64ArrayAttr/DenseI32ArrayAttr, DenseBoolArrayAttr or ArrayAttr."""
+    """A list of ints from DenseIntElementsAttr, Dense{I64,I32,Bool}ArrayAttr or ArrayAttr (or their printed form)."""
     if _is(ir.DenseIntElementsAttr, attr):
         dense = ir.DenseIntElementsAttr(attr)
         return [int(dense[i]) for i in range(len(dense))]

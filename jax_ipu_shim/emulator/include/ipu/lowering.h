@@ -1,0 +1,96 @@
+// Lowering of a parsed program onto a device's tiles: slots, supersteps and the program tree.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "ipu/graph.h"
+#include "ipu/program.h"
+#include "ipu/registry.h"
+
+namespace ipu {
+
+// What the family lowerings see of one op: its operands' slots and types, and its declared result types.
+struct OpContext {
+  const Op* op = nullptr;
+  const OpInfo* info = nullptr;
+  std::vector<int> in;              // operand slots
+  std::vector<TensorType> in_types;
+  std::vector<TensorType> out_types;
+  std::string signature;            // "stablehlo.add(tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>"
+  Node* seq = nullptr;              // the sequence the op's steps are appended to
+};
+
+// Value ids of one function instance (a call inlines its callee with a fresh environment).
+struct Env {
+  std::unordered_map<int64_t, int> slots;
+  std::unordered_map<int64_t, const ValueDecl*> decls;
+};
+
+// Lowers op by op, Poplar-style: every result gets a tile mapping, every op becomes supersteps (exchange, then a
+// compute set partitioned by the output's tile mapping), and control flow becomes a program tree.
+class Lowerer {
+ public:
+  Lowerer(const Program& program, const DeviceDescription& device, Graph* graph);
+  void lowerEntry();
+
+  // ---- used by the family lowerings ----
+  const DeviceDescription& device() const { return device_; }
+  Graph& graph() { return *graph_; }
+  int newSlot(const TensorType& type);                 // linear mapping
+  int newSlotLike(const TensorType& type, int like);   // the mapping of `like` when it has as many elements
+  int newConstant(const TensorType& type, std::vector<uint8_t> bytes);
+  int newScratch() { return graph_->num_scratch++; }
+  int newDynamic(int count) { int i = graph_->num_dynamic; graph_->num_dynamic += count; return i; }
+
+  // Per-tile bytes each tile of `work` receives to read operand `slot` at the same element indices.
+  void exchangeSameIndex(std::vector<int64_t>* recv, const TileMapping& work, int slot) const;
+  // ... to read one element of `slot` (a scalar operand broadcast to every tile).
+  void exchangeScalar(std::vector<int64_t>* recv, const TileMapping& work, int slot) const;
+  // ... to read the elements src(i) for each output i (distinct elements counted once per tile); src < 0: none.
+  void exchangeGather(std::vector<int64_t>* recv, const TileMapping& work, int slot,
+                      const std::function<int64_t(int64_t)>& src) const;
+
+  // A superstep over `work`: cost = max over tiles of compute(tile, elements) + exchange(recv[tile]) + sync.
+  // Also records the tiles' vertex state, codelet and receive buffers for the memory report.
+  Superstep superstep(const std::string& codelet, const TileMapping& work, const std::vector<int64_t>& recv,
+                      const std::function<uint64_t(int, int64_t)>& compute_cycles, bool computes = true);
+  // Appends an Execute node that runs `supersteps` with `kernel`; operands are used and results defined by it.
+  Node* emitExecute(OpContext& ctx, std::unique_ptr<Kernel> kernel, std::vector<Superstep> supersteps,
+                    const std::vector<int>& results, double flops);
+  // Appends a Copy node (staged through temporaries when a destination is also a source).
+  Node* emitCopy(Node* seq, const std::vector<std::pair<int, int>>& copies, const std::string& name);
+
+  int64_t currentStep() const { return static_cast<int64_t>(graph_->steps.size()); }
+  void use(int slot);
+  void define(int slot);
+  [[noreturn]] void invalid(const OpContext& ctx, const std::string& why) const;
+  [[noreturn]] void unimplemented(const OpContext& ctx, const std::string& why) const;
+
+  // Lowers a region's ops into `seq` with the given environment; returns the slots of its results.
+  std::vector<int> lowerRegion(const Region& region, Env* env, Node* seq);
+
+ private:
+  void lowerOp(const Op& op, Env* env, Node* seq);
+  std::vector<int> lowerFamily(OpContext& ctx, Env* env);
+
+  // Family lowerings (one file each).
+  std::vector<int> lowerElementwise(OpContext& ctx);
+  std::vector<int> lowerShapeOp(OpContext& ctx);
+  std::vector<int> lowerReduce(OpContext& ctx);
+  std::vector<int> lowerDot(OpContext& ctx);
+  std::vector<int> lowerCall(OpContext& ctx);
+  std::vector<int> lowerWhile(OpContext& ctx, Env* env);
+  std::vector<int> lowerCase(OpContext& ctx, Env* env);
+
+  const Program& program_;
+  DeviceDescription device_;
+  Graph* graph_;
+  StepRecord pending_;  // transient bytes of the step being built
+  std::vector<std::string> call_stack_;
+};
+
+}  // namespace ipu

@@ -1,0 +1,116 @@
+// The C API of the README: no exception crosses it; strings returned are malloc'ed for JaxIpu_FreeString.
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+
+#include "ipu/emulator.h"
+
+#define JAXIPU_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+// What a C handle points at: the executable and the profile of its most recent run.
+struct Handle {
+  std::unique_ptr<ipu::Executable> executable;
+  std::mutex mu;
+  ipu::RunProfile last;
+};
+
+char* copyString(const std::string& s) {
+  char* out = static_cast<char*>(std::malloc(s.size() + 1));
+  if (out) std::memcpy(out, s.c_str(), s.size() + 1);
+  return out;
+}
+
+const char* codeName(ipu::ErrorCode code) {
+  switch (code) {
+    case ipu::ErrorCode::InvalidArgument: return "INVALID_ARGUMENT";
+    case ipu::ErrorCode::Unimplemented: return "UNIMPLEMENTED";
+    case ipu::ErrorCode::ResourceExhausted: return "RESOURCE_EXHAUSTED";
+    case ipu::ErrorCode::Internal: return "INTERNAL";
+  }
+  return "INTERNAL";
+}
+
+// Error strings start with the code name and a colon so that callers can map them onto their error codes.
+void setError(char** error, const std::string& message) {
+  if (error) *error = copyString(message);
+}
+
+template <class F>
+auto guarded(char** error, F f, decltype(f()) failure) -> decltype(f()) {
+  if (error) *error = nullptr;
+  try {
+    return f();
+  } catch (const ipu::Error& e) {
+    setError(error, std::string(codeName(e.code())) + ": " + e.what());
+  } catch (const std::bad_alloc&) {
+    setError(error, "RESOURCE_EXHAUSTED: host out of memory");
+  } catch (const std::exception& e) {
+    setError(error, std::string("INTERNAL: ") + e.what());
+  } catch (...) {
+    setError(error, "INTERNAL: unknown error");
+  }
+  return failure;
+}
+
+}  // namespace
+
+JAXIPU_EXPORT char* JaxIpu_DeviceInfo(const char* version, int num_tiles, char** error) {
+  return guarded(error, [&]() -> char* {
+    return copyString(ipu::DeviceDescription::forVersion(version ? version : "ipu2", num_tiles).toJson());
+  }, nullptr);
+}
+
+JAXIPU_EXPORT void* JaxIpu_Compile(const char* program_json, size_t size, const char* version, int num_tiles,
+                                   char** error) {
+  return guarded(error, [&]() -> void* {
+    if (!program_json) throw ipu::Error(ipu::ErrorCode::InvalidArgument, "Malformed IPU program: no program given");
+    ipu::DeviceDescription device = ipu::DeviceDescription::forVersion(version ? version : "ipu2", num_tiles);
+    auto handle = std::make_unique<Handle>();
+    handle->executable = ipu::Executable::compile(std::string(program_json, size), device);
+    return handle.release();
+  }, nullptr);
+}
+
+JAXIPU_EXPORT char* JaxIpu_ExecutableInfo(void* executable) {
+  if (!executable) return nullptr;
+  char* error = nullptr;
+  char* out = guarded(&error, [&]() -> char* {
+    return copyString(static_cast<Handle*>(executable)->executable->infoJson());
+  }, nullptr);
+  std::free(error);
+  return out;
+}
+
+JAXIPU_EXPORT int JaxIpu_Run(void* executable, const void* const* inputs, void* const* outputs, char** error) {
+  return guarded(error, [&]() -> int {
+    if (!executable) throw ipu::Error(ipu::ErrorCode::InvalidArgument, "JaxIpu_Run: null executable");
+    Handle* h = static_cast<Handle*>(executable);
+    const size_t n_in = h->executable->inputTypes().size(), n_out = h->executable->outputTypes().size();
+    if ((n_in && !inputs) || (n_out && !outputs))
+      throw ipu::Error(ipu::ErrorCode::InvalidArgument, "JaxIpu_Run: null input or output array");
+    std::vector<const void*> in(inputs, inputs + n_in);
+    std::vector<void*> out(outputs, outputs + n_out);
+    ipu::RunProfile profile = h->executable->run(in, out);
+    std::lock_guard<std::mutex> lock(h->mu);
+    h->last = profile;
+    return 0;
+  }, 1);
+}
+
+JAXIPU_EXPORT char* JaxIpu_LastRunProfile(void* executable) {
+  if (!executable) return nullptr;
+  Handle* h = static_cast<Handle*>(executable);
+  try {
+    std::lock_guard<std::mutex> lock(h->mu);
+    return copyString(h->last.toJson());
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+JAXIPU_EXPORT void JaxIpu_Destroy(void* executable) { delete static_cast<Handle*>(executable); }
+
+JAXIPU_EXPORT void JaxIpu_FreeString(char* s) { std::free(s); }

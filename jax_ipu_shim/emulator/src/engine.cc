@@ -1,0 +1,183 @@
+#include "ipu/engine.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+namespace ipu {
+
+namespace {
+// Below this much work (elements x per-element weight) a compute set runs on the calling thread: waking the pool
+// would cost more than it saves.
+constexpr double kParallelThreshold = 32768;
+}  // namespace
+
+struct Job {
+  const std::function<void(int64_t)>* fn;
+  int64_t n;
+  std::atomic<int64_t> next{0};
+  std::atomic<int64_t> done{0};
+  std::mutex mu;
+  std::condition_variable finished;
+  std::exception_ptr error;
+};
+
+struct ThreadPool::Impl {
+  std::mutex mu;
+  std::condition_variable wake;
+  std::deque<std::shared_ptr<Job>> queue;
+
+  // Claims and runs items of `job` until none are left.
+  static void work(Job& job) {
+    while (true) {
+      const int64_t i = job.next.fetch_add(1);
+      if (i >= job.n) return;
+      try {
+        (*job.fn)(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(job.mu);
+        if (!job.error) job.error = std::current_exception();
+      }
+      if (job.done.fetch_add(1) + 1 == job.n) {
+        std::lock_guard<std::mutex> lock(job.mu);
+        job.finished.notify_all();
+      }
+    }
+  }
+
+  void workerLoop() {
+    while (true) {
+      std::shared_ptr<Job> job;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        wake.wait(lock, [&] { return !queue.empty(); });
+        job = queue.front();
+        if (job->next.load() >= job->n) {  // fully claimed: retire it
+          queue.pop_front();
+          continue;
+        }
+      }
+      work(*job);
+    }
+  }
+};
+
+ThreadPool::ThreadPool(int threads) : impl_(new Impl), threads_(std::max(1, threads)) {
+  for (int i = 1; i < threads_; ++i) std::thread([impl = impl_] { impl->workerLoop(); }).detach();
+}
+
+ThreadPool& ThreadPool::instance() {
+  // Never destroyed: its threads sleep until the process exits.
+  static ThreadPool* pool = [] {
+    int n = static_cast<int>(std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
+    if (const char* env = std::getenv("JAX_IPU_HOST_THREADS")) {
+      const int v = std::atoi(env);
+      if (v >= 1 && v <= 256) n = v;
+    }
+    return new ThreadPool(n);
+  }();
+  return *pool;
+}
+
+void ThreadPool::parallelFor(int64_t n, const std::function<void(int64_t)>& fn) {
+  if (n <= 0) return;
+  if (threads_ == 1 || n == 1) {
+    for (int64_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  auto job = std::make_shared<Job>();
+  job->fn = &fn;
+  job->n = n;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->queue.push_back(job);
+  }
+  impl_->wake.notify_all();
+  Impl::work(*job);
+  {
+    std::unique_lock<std::mutex> lock(job->mu);
+    job->finished.wait(lock, [&] { return job->done.load() == job->n; });
+  }
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    auto it = std::find(impl_->queue.begin(), impl_->queue.end(), job);
+    if (it != impl_->queue.end()) impl_->queue.erase(it);
+  }
+  if (job->error) std::rethrow_exception(job->error);
+}
+
+void Executor::run(const Node& node) {
+  switch (node.kind) {
+    case NodeKind::Sequence:
+      for (const auto& child : node.children) run(*child);
+      return;
+    case NodeKind::Execute: execute(node); return;
+    case NodeKind::Copy: copy(node); return;
+    case NodeKind::While:
+      while (true) {
+        run(*node.children[0]);
+        node.cost.addTo(&state_.profile, 1);
+        if (!*state_.at<const uint8_t>(node.slot)) return;
+        run(*node.children[1]);
+      }
+    case NodeKind::Case: {
+      const DType dt = graph_.slots[static_cast<size_t>(node.slot)].type.dtype;
+      int64_t index = dt == DType::U32 ? static_cast<int64_t>(*state_.at<const uint32_t>(node.slot))
+                                       : static_cast<int64_t>(*state_.at<const int32_t>(node.slot));
+      const int64_t branches = static_cast<int64_t>(node.children.size());
+      if (index < 0 || index >= branches) index = branches - 1;
+      node.cost.addTo(&state_.profile, 1);
+      run(*node.children[static_cast<size_t>(index)]);
+      return;
+    }
+  }
+}
+
+void Executor::execute(const Node& node) {
+  const Kernel* kernel = node.kernel.get();
+  if (kernel) kernel->prepare(state_);
+  for (const Superstep& step : node.supersteps) {
+    step.cost.addTo(&state_.profile, 1);
+    if (!step.computes || !kernel) continue;
+    const TileMapping& w = step.work;
+    const int tiles = w.tilesUsed();
+    ThreadPool& pool = ThreadPool::instance();
+    if (tiles <= 1 || pool.threads() == 1 || static_cast<double>(w.num_elements) * step.cost_weight < kParallelThreshold) {
+      for (int t = 0; t < tiles; ++t) kernel->compute(state_, w.begin(t), w.end(t));
+      continue;
+    }
+    // Chunks of whole tiles, a few per host thread for balance.
+    const int chunks = std::min(tiles, pool.threads() * 4);
+    const int per_chunk = (tiles + chunks - 1) / chunks;
+    RunState& state = state_;
+    pool.parallelFor(chunks, [&](int64_t c) {
+      const int t0 = static_cast<int>(c) * per_chunk;
+      const int t1 = std::min(tiles, t0 + per_chunk);
+      if (t0 < t1) kernel->compute(state, w.begin(t0), w.end(t1 - 1));
+    });
+  }
+}
+
+void Executor::copy(const Node& node) {
+  if (node.copies.empty()) return;
+  node.cost.addTo(&state_.profile, 1);
+  auto move = [&](int dst, int src) {
+    const size_t n = graph_.slots[static_cast<size_t>(src)].type.numBytes();
+    if (n) std::memcpy(state_.ptr[static_cast<size_t>(dst)], state_.ptr[static_cast<size_t>(src)], n);
+  };
+  if (node.temps.empty()) {
+    for (const auto& c : node.copies) move(c.second, c.first);
+    return;
+  }
+  for (size_t i = 0; i < node.copies.size(); ++i) move(node.temps[i], node.copies[i].first);
+  for (size_t i = 0; i < node.copies.size(); ++i) move(node.copies[i].second, node.temps[i]);
+}
+
+}  // namespace ipu

@@ -1,0 +1,186 @@
+// Executable: compile = parse, lower, check memory; run = bind storage, execute the program tree, copy results.
+#include <cstring>
+#include <new>
+
+#include "ipu/dtype.h"
+#include "ipu/engine.h"
+#include "ipu/json.h"
+#include "ipu/lowering.h"
+#include "ipu/memory.h"
+
+namespace ipu {
+
+namespace {
+
+struct Totals {
+  uint64_t cycles = 0;
+  uint64_t supersteps = 0;
+  double flops = 0;
+};
+
+// Static estimate: every step once (loop bodies once, the costliest branch of a case).
+Totals staticTotals(const Node& node) {
+  Totals t;
+  switch (node.kind) {
+    case NodeKind::Sequence:
+      for (const auto& c : node.children) {
+        Totals x = staticTotals(*c);
+        t.cycles += x.cycles;
+        t.supersteps += x.supersteps;
+        t.flops += x.flops;
+      }
+      break;
+    case NodeKind::Execute:
+      for (const Superstep& s : node.supersteps) t.cycles += s.cost.total();
+      t.supersteps = node.supersteps.size();
+      t.flops = node.flops;
+      break;
+    case NodeKind::Copy:
+      if (!node.copies.empty()) {
+        t.cycles = node.cost.total();
+        t.supersteps = 1;
+      }
+      break;
+    case NodeKind::While:
+      for (const auto& c : node.children) {
+        Totals x = staticTotals(*c);
+        t.cycles += x.cycles;
+        t.supersteps += x.supersteps;
+        t.flops += x.flops;
+      }
+      t.cycles += node.cost.total();
+      t.supersteps += 1;
+      break;
+    case NodeKind::Case:
+      for (const auto& c : node.children) {
+        Totals x = staticTotals(*c);
+        if (x.cycles >= t.cycles) t = x;
+      }
+      t.cycles += node.cost.total();
+      t.supersteps += 1;
+      break;
+  }
+  return t;
+}
+
+std::string typeJson(const TensorType& t) {
+  std::string s = "{\"dtype\": \"" + std::string(dtypeName(t.dtype)) + "\", \"shape\": [";
+  for (size_t i = 0; i < t.shape.size(); ++i) s += (i ? ", " : "") + std::to_string(t.shape[i]);
+  return s + "], \"bytes\": " + std::to_string(t.numBytes()) + "}";
+}
+
+class ExecutableImpl : public Executable {
+ public:
+  ExecutableImpl(const Program& program, const DeviceDescription& device) : name_(program.name) {
+    Lowerer lowerer(program, device, &graph_);
+    lowerer.lowerEntry();
+    aliases_ = program.aliases;
+    for (int slot : graph_.param_slots) inputs_.push_back(graph_.slots[static_cast<size_t>(slot)].type);
+    outputs_ = graph_.result_types;
+    memory_ = computeMemory(graph_);
+    checkMemory(memory_, device);
+    totals_ = staticTotals(*graph_.root);
+  }
+
+  const std::string& name() const override { return name_; }
+  const DeviceDescription& device() const override { return graph_.device; }
+  const std::vector<TensorType>& inputTypes() const override { return inputs_; }
+  const std::vector<TensorType>& outputTypes() const override { return outputs_; }
+  const std::vector<std::pair<int, int>>& aliases() const override { return aliases_; }
+  const MemoryReport& memory() const override { return memory_; }
+  uint64_t estimatedCycles() const override { return totals_.cycles; }
+  double flops() const override { return totals_.flops; }
+
+  std::string infoJson() const override {
+    std::string s = "{\"name\": " + json::quote(name_) + ", \"device\": " + graph_.device.toJson() + ", \"inputs\": [";
+    for (size_t i = 0; i < inputs_.size(); ++i) s += (i ? ", " : "") + typeJson(inputs_[i]);
+    s += "], \"outputs\": [";
+    for (size_t i = 0; i < outputs_.size(); ++i) s += (i ? ", " : "") + typeJson(outputs_[i]);
+    s += "], \"aliases\": [";
+    for (size_t i = 0; i < aliases_.size(); ++i)
+      s += (i ? ", [" : "[") + std::to_string(aliases_[i].first) + ", " + std::to_string(aliases_[i].second) + "]";
+    int tiles_used = 0;
+    std::vector<std::pair<int64_t, int>> top;
+    for (size_t t = 0; t < memory_.bytes_per_tile.size(); ++t) {
+      if (memory_.bytes_per_tile[t] > 0) ++tiles_used;
+      top.emplace_back(-memory_.bytes_per_tile[t], static_cast<int>(t));
+    }
+    std::sort(top.begin(), top.end());
+    s += "], \"memory\": {\"bytes_per_tile_limit\": " + std::to_string(graph_.device.bytes_per_tile) +
+         ", \"worst_tile\": " + std::to_string(memory_.worst_tile) +
+         ", \"worst_bytes\": " + std::to_string(memory_.worst_bytes) +
+         ", \"total_bytes\": " + std::to_string(memory_.total_bytes) + ", \"tiles_used\": " + std::to_string(tiles_used) +
+         ", \"top_tiles\": [";
+    for (size_t i = 0; i < top.size() && i < 8 && top[i].first < 0; ++i)
+      s += (i ? ", [" : "[") + std::to_string(top[i].second) + ", " + std::to_string(-top[i].first) + "]";
+    s += "]}, \"estimated_cycles\": " + std::to_string(totals_.cycles) +
+         ", \"estimated_seconds\": " + std::to_string(static_cast<double>(totals_.cycles) / static_cast<double>(graph_.device.tile_clock_frequency)) +
+         ", \"static_supersteps\": " + std::to_string(totals_.supersteps) +
+         ", \"flops\": " + std::to_string(totals_.flops) + ", \"codelets\": [";
+    for (size_t i = 0; i < graph_.codelet_names.size(); ++i) s += (i ? ", " : "") + json::quote(graph_.codelet_names[i]);
+    return s + "]}";
+  }
+
+  RunProfile run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs) const override {
+    if (inputs.size() != inputs_.size() || outputs.size() != outputs_.size())
+      throw Error(ErrorCode::InvalidArgument, "Executable '" + name_ + "' takes " + std::to_string(inputs_.size()) +
+                                                  " inputs and " + std::to_string(outputs_.size()) + " outputs, not " +
+                                                  std::to_string(inputs.size()) + " and " + std::to_string(outputs.size()));
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (!inputs[i] && inputs_[i].numBytes() > 0) throw Error(ErrorCode::InvalidArgument, "input " + std::to_string(i) + " is null");
+    for (size_t i = 0; i < outputs.size(); ++i)
+      if (!outputs[i] && outputs_[i].numBytes() > 0) throw Error(ErrorCode::InvalidArgument, "output " + std::to_string(i) + " is null");
+    try {
+      RunState state;
+      state.arena.reset(new uint8_t[std::max<size_t>(graph_.arena_bytes, 1)]);
+      state.ptr.resize(graph_.slots.size());
+      for (size_t i = 0; i < graph_.slots.size(); ++i) {
+        const Slot& s = graph_.slots[i];
+        switch (s.storage) {
+          case Slot::Storage::Param: state.ptr[i] = const_cast<uint8_t*>(static_cast<const uint8_t*>(inputs[static_cast<size_t>(s.index)])); break;
+          case Slot::Storage::Constant: state.ptr[i] = const_cast<uint8_t*>(graph_.constants[static_cast<size_t>(s.index)].data()); break;
+          case Slot::Storage::Arena: state.ptr[i] = state.arena.get() + s.offset; break;
+        }
+      }
+      state.scratch.resize(static_cast<size_t>(graph_.num_scratch));
+      state.dynamic.assign(static_cast<size_t>(graph_.num_dynamic), 0);
+      Executor(graph_, &state).run(*graph_.root);
+      // Outputs may share buffers with inputs (donation): stage through host memory when they do.
+      bool overlap = false;
+      for (void* o : outputs)
+        for (const void* in : inputs) overlap = overlap || (o && o == in);
+      std::vector<std::vector<uint8_t>> staged(overlap ? outputs.size() : 0);
+      for (size_t j = 0; j < outputs.size(); ++j) {
+        const uint8_t* src = state.ptr[static_cast<size_t>(graph_.result_slots[j])];
+        if (overlap) staged[j].assign(src, src + outputs_[j].numBytes());
+        else if (outputs_[j].numBytes()) std::memcpy(outputs[j], src, outputs_[j].numBytes());
+      }
+      for (size_t j = 0; j < staged.size(); ++j)
+        if (!staged[j].empty()) std::memcpy(outputs[j], staged[j].data(), staged[j].size());
+      return state.profile;
+    } catch (const std::bad_alloc&) {
+      throw Error(ErrorCode::ResourceExhausted, "Host out of memory while running '" + name_ + "' on the IPU emulator");
+    }
+  }
+
+ private:
+  std::string name_;
+  Graph graph_;
+  std::vector<TensorType> inputs_, outputs_;
+  std::vector<std::pair<int, int>> aliases_;
+  MemoryReport memory_;
+  Totals totals_;
+};
+
+}  // namespace
+
+std::unique_ptr<Executable> Executable::compile(const std::string& program_json, const DeviceDescription& device) {
+  try {
+    Program program = parseProgram(program_json);
+    return std::make_unique<ExecutableImpl>(program, device);
+  } catch (const std::bad_alloc&) {
+    throw Error(ErrorCode::ResourceExhausted, "Host out of memory while compiling for the IPU emulator");
+  }
+}
+
+}  // namespace ipu

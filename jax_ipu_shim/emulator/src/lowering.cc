@@ -1,0 +1,336 @@
+// The lowering driver: checks each op against the registry, dispatches to its family, and keeps the bookkeeping
+// (slots, steps, liveness, exchange and vertex accounting) that all families share.
+#include "ipu/lowering.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "ipu/cost_model.h"
+#include "ipu/dtype.h"
+
+namespace ipu {
+
+namespace {
+std::string atLoc(const Op* op) { return op && !op->loc.empty() ? " (at " + op->loc + ")" : ""; }
+size_t align64(size_t n) { return (n + 63) & ~static_cast<size_t>(63); }
+}  // namespace
+
+Lowerer::Lowerer(const Program& program, const DeviceDescription& device, Graph* graph)
+    : program_(program), device_(device), graph_(graph) {
+  graph_->device = device;
+  graph_->vertex_bytes.assign(static_cast<size_t>(device.num_tiles), 0);
+  graph_->codelets.assign(static_cast<size_t>(device.num_tiles), {});
+  graph_->root = std::make_unique<Node>();
+  graph_->root->name = "main";
+}
+
+void Lowerer::invalid(const OpContext& ctx, const std::string& why) const {
+  throw Error(ErrorCode::InvalidArgument, "Malformed IPU program: " + ctx.signature + ": " + why + atLoc(ctx.op));
+}
+
+void Lowerer::unimplemented(const OpContext& ctx, const std::string& why) const {
+  throw Error(ErrorCode::Unimplemented,
+              "Unsupported operation " + ctx.signature + " on the IPU: " + why + atLoc(ctx.op));
+}
+
+int Lowerer::newSlot(const TensorType& type) {
+  Slot s;
+  s.type = type;
+  s.mapping = TileMapping::linear(type.numElements(), dtypeSize(type.dtype), device_.num_tiles);
+  s.offset = graph_->arena_bytes;
+  graph_->arena_bytes += align64(type.numBytes());
+  graph_->slots.push_back(s);
+  return static_cast<int>(graph_->slots.size() - 1);
+}
+
+int Lowerer::newSlotLike(const TensorType& type, int like) {
+  int slot = newSlot(type);
+  const Slot& model = graph_->slots[static_cast<size_t>(like)];
+  if (model.mapping.num_elements == type.numElements()) graph_->slots[static_cast<size_t>(slot)].mapping = model.mapping;
+  return slot;
+}
+
+int Lowerer::newConstant(const TensorType& type, std::vector<uint8_t> bytes) {
+  Slot s;
+  s.type = type;
+  s.mapping = TileMapping::linear(type.numElements(), dtypeSize(type.dtype), device_.num_tiles);
+  s.storage = Slot::Storage::Constant;
+  s.index = static_cast<int>(graph_->constants.size());
+  s.always_live = true;
+  graph_->constants.push_back(std::move(bytes));
+  graph_->slots.push_back(s);
+  return static_cast<int>(graph_->slots.size() - 1);
+}
+
+void Lowerer::use(int slot) {
+  Slot& s = graph_->slots[static_cast<size_t>(slot)];
+  s.last_use = std::max(s.last_use, currentStep());
+}
+
+void Lowerer::define(int slot) {
+  Slot& s = graph_->slots[static_cast<size_t>(slot)];
+  if (s.def < 0) s.def = currentStep();
+  s.last_use = std::max(s.last_use, currentStep());
+}
+
+void Lowerer::exchangeSameIndex(std::vector<int64_t>* recv, const TileMapping& work, int slot) const {
+  const Slot& s = graph_->slots[static_cast<size_t>(slot)];
+  if (s.mapping.per_tile == work.per_tile && s.mapping.num_elements == work.num_elements) return;  // all local
+  const int64_t eb = static_cast<int64_t>(dtypeSize(s.type.dtype));
+  recv->resize(static_cast<size_t>(device_.num_tiles), 0);
+  for (int t = 0; t < work.tilesUsed(); ++t) {
+    const int64_t b = work.begin(t), e = work.end(t);
+    (*recv)[static_cast<size_t>(t)] += (e - b - s.mapping.overlap(t, b, e)) * eb;
+  }
+}
+
+void Lowerer::exchangeScalar(std::vector<int64_t>* recv, const TileMapping& work, int slot) const {
+  const Slot& s = graph_->slots[static_cast<size_t>(slot)];
+  recv->resize(static_cast<size_t>(device_.num_tiles), 0);
+  for (int t = 1; t < work.tilesUsed(); ++t) (*recv)[static_cast<size_t>(t)] += static_cast<int64_t>(dtypeSize(s.type.dtype));
+}
+
+void Lowerer::exchangeGather(std::vector<int64_t>* recv, const TileMapping& work, int slot,
+                             const std::function<int64_t(int64_t)>& src) const {
+  const Slot& s = graph_->slots[static_cast<size_t>(slot)];
+  const int64_t eb = static_cast<int64_t>(dtypeSize(s.type.dtype));
+  recv->resize(static_cast<size_t>(device_.num_tiles), 0);
+  std::vector<int> stamp(static_cast<size_t>(s.mapping.num_elements), -1);  // last tile that counted an element
+  for (int t = 0; t < work.tilesUsed(); ++t) {
+    for (int64_t i = work.begin(t); i < work.end(t); ++i) {
+      const int64_t j = src(i);
+      if (j < 0 || j >= s.mapping.num_elements || stamp[static_cast<size_t>(j)] == t) continue;
+      stamp[static_cast<size_t>(j)] = t;
+      if (s.mapping.tileOf(j) != t) (*recv)[static_cast<size_t>(t)] += eb;
+    }
+  }
+}
+
+Superstep Lowerer::superstep(const std::string& codelet, const TileMapping& work, const std::vector<int64_t>& recv,
+                             const std::function<uint64_t(int, int64_t)>& compute_cycles, bool computes) {
+  Superstep step;
+  step.name = codelet;
+  step.work = work;
+  step.computes = computes;
+  int codelet_id = -1;
+  for (size_t i = 0; i < graph_->codelet_names.size(); ++i)
+    if (graph_->codelet_names[i] == codelet) codelet_id = static_cast<int>(i);
+  if (codelet_id < 0) {
+    graph_->codelet_names.push_back(codelet);
+    codelet_id = static_cast<int>(graph_->codelet_names.size() - 1);
+  }
+  const int tiles = std::min(device_.num_tiles, std::max(work.tilesUsed(), static_cast<int>(recv.size())));
+  uint64_t worst = 0;
+  bool any = false;
+  for (int t = 0; t < tiles; ++t) {
+    const int64_t elems = t < work.tilesUsed() ? work.elementsOn(t) : 0;
+    const int64_t bytes = static_cast<size_t>(t) < recv.size() ? recv[static_cast<size_t>(t)] : 0;
+    if (elems == 0 && bytes == 0) continue;
+    const uint64_t c = elems > 0 ? compute_cycles(t, elems) : 0;
+    const uint64_t x = cost::exchange(bytes, device_.exchange_bytes_per_cycle);
+    if (!any || c + x > worst) {
+      worst = c + x;
+      step.cost.compute = c;
+      step.cost.exchange = x;
+      any = true;
+    }
+    if (elems > 0) {
+      graph_->vertex_bytes[static_cast<size_t>(t)] += cost::kVertexStateBytes;
+      graph_->codelets[static_cast<size_t>(t)].insert(codelet_id);
+    }
+    if (bytes > 0) pending_.transient.emplace_back(t, bytes);
+  }
+  step.cost.sync = cost::kSyncCycles;
+  return step;
+}
+
+Node* Lowerer::emitExecute(OpContext& ctx, std::unique_ptr<Kernel> kernel, std::vector<Superstep> supersteps,
+                           const std::vector<int>& results, double flops) {
+  for (int slot : ctx.in) use(slot);
+  for (int slot : results) define(slot);
+  graph_->steps.push_back(std::move(pending_));
+  pending_ = StepRecord();
+  auto node = std::make_unique<Node>();
+  node->kind = NodeKind::Execute;
+  node->name = ctx.op ? ctx.op->mlir : "execute";
+  node->kernel = std::move(kernel);
+  node->supersteps = std::move(supersteps);
+  node->flops = flops;
+  Node* raw = node.get();
+  ctx.seq->children.push_back(std::move(node));
+  return raw;
+}
+
+Node* Lowerer::emitCopy(Node* seq, const std::vector<std::pair<int, int>>& copies, const std::string& name) {
+  auto node = std::make_unique<Node>();
+  node->kind = NodeKind::Copy;
+  node->name = name;
+  std::unordered_set<int> dsts;
+  for (const auto& c : copies)
+    if (c.first != c.second) {
+      node->copies.push_back(c);
+      dsts.insert(c.second);
+    }
+  bool overlap = false;
+  for (const auto& c : node->copies) overlap = overlap || dsts.count(c.first);
+  if (overlap)
+    for (const auto& c : node->copies) node->temps.push_back(newSlot(graph_->slots[static_cast<size_t>(c.first)].type));
+  // Cost: an on-tile copy of each tile's share, plus the exchange when source and destination are mapped apart.
+  std::vector<int64_t> recv;
+  std::vector<int64_t> bytes(static_cast<size_t>(device_.num_tiles), 0);
+  for (const auto& c : node->copies) {
+    const Slot& d = graph_->slots[static_cast<size_t>(c.second)];
+    exchangeSameIndex(&recv, d.mapping, c.first);
+    for (int t = 0; t < d.mapping.tilesUsed(); ++t)
+      bytes[static_cast<size_t>(t)] += d.mapping.elementsOn(t) * static_cast<int64_t>(dtypeSize(d.type.dtype));
+  }
+  uint64_t worst = 0;
+  for (int t = 0; t < device_.num_tiles; ++t) {
+    const uint64_t c = bytes[static_cast<size_t>(t)] ? cost::copy(bytes[static_cast<size_t>(t)], device_.num_worker_contexts) : 0;
+    const uint64_t x = recv.empty() ? 0 : cost::exchange(recv[static_cast<size_t>(t)], device_.exchange_bytes_per_cycle);
+    if (c + x > worst) {
+      worst = c + x;
+      node->cost.compute = c;
+      node->cost.exchange = x;
+    }
+    if (!recv.empty() && recv[static_cast<size_t>(t)] > 0) pending_.transient.emplace_back(t, recv[static_cast<size_t>(t)]);
+  }
+  node->cost.sync = node->copies.empty() ? 0 : cost::kSyncCycles;
+  for (const auto& c : node->copies) use(c.first);
+  for (const auto& c : node->copies) define(c.second);
+  for (int t : node->temps) define(t);
+  graph_->steps.push_back(std::move(pending_));
+  pending_ = StepRecord();
+  Node* raw = node.get();
+  seq->children.push_back(std::move(node));
+  return raw;
+}
+
+std::vector<int> Lowerer::lowerRegion(const Region& region, Env* env, Node* seq) {
+  for (const Op& op : region.body) lowerOp(op, env, seq);
+  std::vector<int> results;
+  for (int64_t id : region.results) {
+    auto it = env->slots.find(id);
+    if (it == env->slots.end())
+      throw Error(ErrorCode::InvalidArgument,
+                  "Malformed IPU program: a region returns %" + std::to_string(id) + ", which is not defined");
+    results.push_back(it->second);
+  }
+  return results;
+}
+
+void Lowerer::lowerOp(const Op& op, Env* env, Node* seq) {
+  OpContext ctx;
+  ctx.op = &op;
+  ctx.seq = seq;
+  std::vector<const ValueDecl*> decls;
+  for (int64_t id : op.operands) {
+    auto it = env->slots.find(id);
+    if (it == env->slots.end())
+      throw Error(ErrorCode::InvalidArgument, "Malformed IPU program: operand %" + std::to_string(id) + " of " +
+                                                  op.mlir + " is not defined before its use" + atLoc(&op));
+    ctx.in.push_back(it->second);
+    decls.push_back(env->decls.at(id));
+  }
+  ctx.signature = opSignature(op, decls);
+  // Element types first: an unsupported dtype is the most useful thing to tell the user.
+  std::vector<const ValueDecl*> all = decls;
+  for (const ValueDecl& r : op.results) all.push_back(&r);
+  for (const ValueDecl* d : all) {
+    DType dtype;
+    if (!parseDType(d->dtype, &dtype))
+      throw Error(ErrorCode::Unimplemented, "Unsupported element type " + d->dtype + " in " + ctx.signature +
+                                                " : " + unsupportedDTypeAdvice(d->dtype) + atLoc(&op));
+  }
+  for (const ValueDecl* d : decls) {
+    TensorType t;
+    parseDType(d->dtype, &t.dtype);
+    t.shape = d->shape;
+    ctx.in_types.push_back(t);
+  }
+  for (const ValueDecl& d : op.results) {
+    TensorType t;
+    parseDType(d.dtype, &t.dtype);
+    t.shape = d.shape;
+    ctx.out_types.push_back(t);
+  }
+  ctx.info = findOp(op.op);
+  if (!ctx.info) unimplemented(ctx, "the emulator does not implement " + op.mlir);
+  const int n = static_cast<int>(op.operands.size());
+  if (n < ctx.info->min_operands || (ctx.info->max_operands >= 0 && n > ctx.info->max_operands))
+    invalid(ctx, "wrong number of operands (" + std::to_string(n) + ")");
+  const TensorType* checked = nullptr;
+  switch (ctx.info->role) {
+    case TypeRole::Operand0: checked = n > 0 ? &ctx.in_types[0] : nullptr; break;
+    case TypeRole::Operand1: checked = n > 1 ? &ctx.in_types[1] : nullptr; break;
+    case TypeRole::Result0: checked = ctx.out_types.empty() ? nullptr : &ctx.out_types[0]; break;
+    case TypeRole::None: break;
+  }
+  if (ctx.info->role == TypeRole::Result0 && !checked) invalid(ctx, "the op must have a result");
+  if (checked && !(ctx.info->dtypes & dtypeBit(checked->dtype)))
+    unimplemented(ctx, std::string(ctx.info->name) + " is implemented for " + dtypeList(ctx.info->dtypes));
+
+  std::vector<int> results = lowerFamily(ctx, env);
+  if (results.size() != op.results.size()) invalid(ctx, "wrong number of results");
+  for (size_t i = 0; i < results.size(); ++i) {
+    const int64_t id = op.results[i].id;
+    if (env->slots.count(id)) invalid(ctx, "value %" + std::to_string(id) + " is defined twice");
+    env->slots[id] = results[i];
+    env->decls[id] = &op.results[i];
+  }
+}
+
+std::vector<int> Lowerer::lowerFamily(OpContext& ctx, Env* env) {
+  switch (ctx.info->family) {
+    case OpFamily::Unary: case OpFamily::Binary: case OpFamily::Compare: case OpFamily::Select:
+    case OpFamily::Clamp: case OpFamily::Convert:
+      return lowerElementwise(ctx);
+    case OpFamily::Shape: return lowerShapeOp(ctx);
+    case OpFamily::Reduce: return lowerReduce(ctx);
+    case OpFamily::Dot: return lowerDot(ctx);
+    case OpFamily::Control:
+      if (ctx.info->kind == OpKind::Call) return lowerCall(ctx);
+      if (ctx.info->kind == OpKind::While) return lowerWhile(ctx, env);
+      return lowerCase(ctx, env);
+  }
+  unimplemented(ctx, "unknown op family");
+}
+
+void Lowerer::lowerEntry() {
+  const Function* entry = program_.find(program_.entry);
+  Env env;
+  const Region& region = entry->region;
+  for (size_t i = 0; i < region.params.size(); ++i) {
+    const ValueDecl& p = region.params[i];
+    Slot s;
+    if (!parseDType(p.dtype, &s.type.dtype))
+      throw Error(ErrorCode::Unimplemented, "Unsupported element type " + p.dtype + " in parameter " +
+                                                std::to_string(i) + " (" + p.mlirType() + ") of " + entry->name +
+                                                " : " + unsupportedDTypeAdvice(p.dtype));
+    s.type.shape = p.shape;
+    s.mapping = TileMapping::linear(s.type.numElements(), dtypeSize(s.type.dtype), device_.num_tiles);
+    s.storage = Slot::Storage::Param;
+    s.index = static_cast<int>(i);
+    s.always_live = true;
+    graph_->slots.push_back(s);
+    const int slot = static_cast<int>(graph_->slots.size() - 1);
+    if (env.slots.count(p.id))
+      throw Error(ErrorCode::InvalidArgument, "Malformed IPU program: parameter %" + std::to_string(p.id) + " of " +
+                                                  entry->name + " is declared twice");
+    env.slots[p.id] = slot;
+    env.decls[p.id] = &p;
+    graph_->param_slots.push_back(slot);
+  }
+  call_stack_.push_back(entry->name);
+  graph_->result_slots = lowerRegion(region, &env, graph_->root.get());
+  for (int slot : graph_->result_slots) graph_->slots[static_cast<size_t>(slot)].always_live = true;
+  for (int64_t id : region.results) {
+    const ValueDecl* d = env.decls.at(id);
+    TensorType t;
+    parseDType(d->dtype, &t.dtype);
+    t.shape = d->shape;
+    graph_->result_types.push_back(t);
+  }
+}
+
+}  // namespace ipu

@@ -1,0 +1,296 @@
+// Reductions over any set of dimensions. Poplar's two-stage plan: each tile first reduces the input elements it
+// holds into partials (one per output it touches); a second superstep exchanges the partials to the tiles that
+// hold the outputs and reduces them there (with the init value folded in once). A reduction whose input and
+// output sit on one tile is a single superstep.
+#include <cmath>
+
+#include "ipu/cost_model.h"
+#include "ipu/dtype.h"
+#include "ipu/lowering.h"
+
+namespace ipu {
+
+namespace {
+
+const char* const kComputations[] = {"add", "multiply", "maximum", "minimum", "and", "or"};
+
+inline float maxXla(float a, float b) { return (a >= b || std::isnan(a)) ? a : b; }
+inline float minXla(float a, float b) { return (a <= b || std::isnan(a)) ? a : b; }
+
+// The geometry of one reduction: result coordinates and reduced coordinates, each with its input strides.
+struct ReduceGeometry {
+  std::vector<int64_t> out_shape, out_strides;  // kept dims of the input, in order
+  std::vector<int64_t> red_shape, red_strides;  // reduced dims, in order
+  bool inner_reduced = false;                   // the input's innermost dimension is reduced
+  int64_t reduced_count = 1;
+};
+
+// Advances a multi-index over `shape`, keeping `offset` = sum idx_d * strides_d. Returns false on wrap-around.
+inline bool advance(std::vector<int64_t>& idx, const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
+                    int64_t& offset) {
+  for (size_t d = shape.size(); d-- > 0;) {
+    offset += strides[d];
+    if (++idx[d] < shape[d]) return true;
+    offset -= shape[d] * strides[d];
+    idx[d] = 0;
+  }
+  return false;
+}
+
+inline int64_t offsetOf(int64_t i, const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
+                        std::vector<int64_t>* idx) {
+  idx->assign(shape.size(), 0);
+  int64_t off = 0;
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] == 0) return 0;
+    (*idx)[d] = i % shape[d];
+    i /= shape[d];
+    off += (*idx)[d] * strides[d];
+  }
+  return off;
+}
+
+template <class S, class F>
+class ReduceKernel : public Kernel {
+ public:
+  ReduceKernel(int in, int init, int out, ReduceGeometry g, F f) : in_(in), init_(init), out_(out), g_(std::move(g)), f_(f) {}
+
+  void compute(RunState& s, int64_t b, int64_t e) const override {
+    const S* x = s.at<const S>(in_);
+    const S init = *s.at<const S>(init_);
+    S* o = s.at<S>(out_);
+    if (g_.reduced_count == 0) {
+      for (int64_t i = b; i < e; ++i) o[i] = init;
+      return;
+    }
+    std::vector<int64_t> oidx, ridx(g_.red_shape.size(), 0);
+    if (g_.inner_reduced) {  // output-major: each output walks its reduced elements, innermost contiguous
+      int64_t base = offsetOf(b, g_.out_shape, g_.out_strides, &oidx);
+      const int64_t inner = g_.red_shape.back();
+      const int64_t inner_stride = g_.red_strides.back();
+      for (int64_t i = b; i < e; ++i) {
+        S acc = init;
+        std::fill(ridx.begin(), ridx.end(), 0);
+        int64_t roff = 0;
+        do {
+          const S* p = x + base + roff;
+          for (int64_t k = 0; k < inner; ++k) acc = f_(acc, p[k * inner_stride]);
+          ridx.back() = inner - 1;
+          roff += (inner - 1) * inner_stride;
+        } while (advance(ridx, g_.red_shape, g_.red_strides, roff));
+        o[i] = acc;
+        advance(oidx, g_.out_shape, g_.out_strides, base);
+      }
+      return;
+    }
+    // reduced-major: sweep the outputs (innermost contiguous) once per reduced coordinate.
+    std::vector<S> acc(static_cast<size_t>(e - b), init);
+    int64_t roff = 0;
+    do {
+      int64_t base = offsetOf(b, g_.out_shape, g_.out_strides, &oidx);
+      for (int64_t i = b; i < e; ++i) {
+        acc[static_cast<size_t>(i - b)] = f_(acc[static_cast<size_t>(i - b)], x[base + roff]);
+        advance(oidx, g_.out_shape, g_.out_strides, base);
+      }
+    } while (advance(ridx, g_.red_shape, g_.red_strides, roff));
+    std::copy(acc.begin(), acc.end(), o + b);
+  }
+
+ private:
+  int in_, init_, out_;
+  ReduceGeometry g_;
+  F f_;
+};
+
+// Runs the kernels of a variadic reduce (each input reduced independently) one after another.
+class MultiKernel : public Kernel {
+ public:
+  explicit MultiKernel(std::vector<std::unique_ptr<Kernel>> parts) : parts_(std::move(parts)) {}
+  void compute(RunState& s, int64_t b, int64_t e) const override {
+    for (const auto& k : parts_) k->compute(s, b, e);
+  }
+
+ private:
+  std::vector<std::unique_ptr<Kernel>> parts_;
+};
+
+template <class S, class F>
+std::unique_ptr<Kernel> make(int in, int init, int out, const ReduceGeometry& g, F f) {
+  return std::make_unique<ReduceKernel<S, F>>(in, init, out, g, f);
+}
+
+template <class F>
+std::unique_ptr<Kernel> floatReduce(DType dt, int in, int init, int out, const ReduceGeometry& g, F f) {
+  if (dt == DType::F32) return make<float>(in, init, out, g, f);
+  // f16: each step computed in f32 and rounded, as XLA:CPU does per op.
+  return make<uint16_t>(in, init, out, g, [f](uint16_t a, uint16_t b) { return floatToHalf(f(halfToFloat(a), halfToFloat(b))); });
+}
+
+template <class T>
+std::unique_ptr<Kernel> intReduce(const std::string& c, int in, int init, int out, const ReduceGeometry& g) {
+  if (c == "add") return make<T>(in, init, out, g, [](T a, T b) { return static_cast<T>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b)); });
+  if (c == "multiply") return make<T>(in, init, out, g, [](T a, T b) { return static_cast<T>(static_cast<uint32_t>(a) * static_cast<uint32_t>(b)); });
+  if (c == "maximum") return make<T>(in, init, out, g, [](T a, T b) { return a > b ? a : b; });
+  if (c == "minimum") return make<T>(in, init, out, g, [](T a, T b) { return a < b ? a : b; });
+  if (c == "and") return make<T>(in, init, out, g, [](T a, T b) { return static_cast<T>(a & b); });
+  if (c == "or") return make<T>(in, init, out, g, [](T a, T b) { return static_cast<T>(a | b); });
+  return nullptr;
+}
+
+std::unique_ptr<Kernel> reduceKernel(const std::string& c, DType dt, int in, int init, int out, const ReduceGeometry& g) {
+  switch (dt) {
+    case DType::F16: case DType::F32:
+      if (c == "add") return floatReduce(dt, in, init, out, g, [](float a, float b) { return a + b; });
+      if (c == "multiply") return floatReduce(dt, in, init, out, g, [](float a, float b) { return a * b; });
+      if (c == "maximum") return floatReduce(dt, in, init, out, g, [](float a, float b) { return maxXla(a, b); });
+      if (c == "minimum") return floatReduce(dt, in, init, out, g, [](float a, float b) { return minXla(a, b); });
+      return nullptr;
+    case DType::I32: return intReduce<int32_t>(c, in, init, out, g);
+    case DType::U32: return intReduce<uint32_t>(c, in, init, out, g);
+    case DType::Bool:  // pred: add is or, multiply is and (XLA's convention)
+      if (c == "add" || c == "or" || c == "maximum") return make<uint8_t>(in, init, out, g, [](uint8_t a, uint8_t b) { return uint8_t(a | b); });
+      if (c == "multiply" || c == "and" || c == "minimum") return make<uint8_t>(in, init, out, g, [](uint8_t a, uint8_t b) { return uint8_t(a & b); });
+      return nullptr;
+  }
+  return nullptr;
+}
+
+// The computation of a reduce body made of one op per input combining (acc_i, x_i), or "" if it is not that.
+std::string inferComputation(const Op& op, size_t n) {
+  if (op.regions.size() != 1) return "";
+  const Region& body = op.regions[0];
+  if (body.params.size() != 2 * n || body.results.size() != n || body.body.size() != n) return "";
+  std::string kind;
+  for (size_t i = 0; i < n; ++i) {
+    const Op* def = nullptr;
+    for (const Op& b : body.body)
+      if (b.results.size() == 1 && b.results[0].id == body.results[i]) def = &b;
+    if (!def || def->operands.size() != 2) return "";
+    if (!kind.empty() && def->op != kind) return "";
+    kind = def->op;
+    const int64_t a = body.params[i].id, x = body.params[n + i].id;
+    if (!((def->operands[0] == a && def->operands[1] == x) || (def->operands[0] == x && def->operands[1] == a))) return "";
+  }
+  for (const char* c : kComputations)
+    if (kind == c) return kind;
+  return "";
+}
+
+}  // namespace
+
+std::vector<int> Lowerer::lowerReduce(OpContext& ctx) {
+  const Op& op = *ctx.op;
+  if (ctx.in.size() % 2 != 0) invalid(ctx, "reduce takes N inputs and N init values");
+  const size_t n = ctx.in.size() / 2;
+  if (ctx.out_types.size() != n) invalid(ctx, "reduce must have one result per input");
+  std::string computation = attrString(op, "computation", "");
+  if (computation.empty()) computation = inferComputation(op, n);
+  if (computation.empty()) {
+    std::string body;
+    if (!op.regions.empty())
+      for (const Op& b : op.regions[0].body) body += (body.empty() ? "" : ", ") + b.mlir;
+    unimplemented(ctx, "reduce is implemented for bodies that combine each input with one add, multiply, maximum, "
+                       "minimum, and or or (argmax-style variadic bodies are not implemented yet); this body computes " +
+                           (body.empty() ? std::string("nothing recognisable") : body));
+  }
+  const TensorType& in0 = ctx.in_types[0];
+  const size_t rank = in0.shape.size();
+  std::vector<int64_t> dims = attrInts(op, "dimensions");
+  std::vector<bool> reduced(rank, false);
+  for (int64_t d : dims) {
+    if (d < 0 || d >= static_cast<int64_t>(rank) || reduced[static_cast<size_t>(d)]) invalid(ctx, "dimensions are out of range or repeated");
+    reduced[static_cast<size_t>(d)] = true;
+  }
+  ReduceGeometry g;
+  std::vector<int64_t> strides(rank, 1);
+  for (size_t d = rank; d-- > 1;) strides[d - 1] = strides[d] * in0.shape[d];
+  for (size_t d = 0; d < rank; ++d) {
+    if (reduced[d]) {
+      g.red_shape.push_back(in0.shape[d]);
+      g.red_strides.push_back(strides[d]);
+      g.reduced_count *= in0.shape[d];
+    } else {
+      g.out_shape.push_back(in0.shape[d]);
+      g.out_strides.push_back(strides[d]);
+    }
+  }
+  g.inner_reduced = rank > 0 && reduced[rank - 1];
+  if (g.red_shape.empty()) {  // nothing reduced: a single (empty) reduced coordinate
+    g.red_shape.push_back(1);
+    g.red_strides.push_back(0);
+  }
+
+  std::vector<std::unique_ptr<Kernel>> parts;
+  std::vector<int> outs;
+  for (size_t i = 0; i < n; ++i) {
+    const TensorType& in = ctx.in_types[i];
+    const TensorType& init = ctx.in_types[n + i];
+    const TensorType& out = ctx.out_types[i];
+    if (in.shape != in0.shape) invalid(ctx, "all inputs must have the same shape");
+    if (!init.shape.empty() || init.dtype != in.dtype || out.dtype != in.dtype || out.shape != g.out_shape)
+      invalid(ctx, "init values must be scalars of the input's type and results the input's shape without the reduced dimensions");
+    outs.push_back(newSlot(out));
+    auto k = reduceKernel(computation, in.dtype, ctx.in[i], ctx.in[n + i], outs.back(), g);
+    if (!k) unimplemented(ctx, "a reduce with computation " + computation + " is not implemented for " + dtypeName(in.dtype));
+    parts.push_back(std::move(k));
+  }
+
+  // The partials each input tile produces, and where they go.
+  const DType dt = in0.dtype;
+  const TileMapping in_map = graph().slots[static_cast<size_t>(ctx.in[0])].mapping;
+  const TileMapping out_map = graph().slots[static_cast<size_t>(outs[0])].mapping;
+  const int64_t partial_bytes = static_cast<int64_t>(dt == DType::Bool ? 1 : 4) * static_cast<int64_t>(n);  // f16 partials are f32
+  const int tiles = device().num_tiles;
+  std::vector<int64_t> partials_made(static_cast<size_t>(tiles), 0), partials_taken(static_cast<size_t>(tiles), 0);
+  std::vector<int64_t> recv(static_cast<size_t>(tiles), 0);
+  std::vector<int> stamp(static_cast<size_t>(out_map.num_elements), -1);
+  std::vector<int64_t> idx;
+  std::vector<int64_t> out_row_strides(g.out_shape.size(), 1);
+  for (size_t d = g.out_shape.size(); d-- > 1;) out_row_strides[d - 1] = out_row_strides[d] * g.out_shape[d];
+  bool cross_tile = false;
+  for (int t = 0; t < in_map.tilesUsed(); ++t) {
+    for (int64_t i = in_map.begin(t); i < in_map.end(t); ++i) {
+      // output index of input element i: its kept coordinates, row-major over the result
+      int64_t rest = i, o = 0;
+      for (size_t d = rank, k = g.out_shape.size(); d-- > 0;) {
+        const int64_t c = rest % in0.shape[d];
+        rest /= in0.shape[d];
+        if (!reduced[d]) o += c * out_row_strides[--k];
+      }
+      if (stamp[static_cast<size_t>(o)] == t) continue;
+      stamp[static_cast<size_t>(o)] = t;
+      ++partials_made[static_cast<size_t>(t)];
+      const int dest = out_map.tileOf(o);
+      ++partials_taken[static_cast<size_t>(dest)];
+      if (dest != t) {
+        recv[static_cast<size_t>(dest)] += partial_bytes;
+        cross_tile = true;
+      }
+    }
+  }
+  cross_tile = cross_tile || in_map.tilesUsed() > 1;
+
+  std::vector<Superstep> steps;
+  const int workers = device().num_worker_contexts;
+  const std::string codelet = "reduce" + computation + "<" + dtypeName(dt) + ">";
+  const int64_t in_elems = in0.numElements();
+  const double weight = std::max<double>(1, static_cast<double>(in_elems) / std::max<int64_t>(1, out_map.num_elements));
+  if (out_map.num_elements > 0 && cross_tile) {
+    steps.push_back(superstep(codelet + ".partials", in_map, {}, [&](int t, int64_t m) {
+      return cost::reduce(dt, m * static_cast<int64_t>(n), partials_made[static_cast<size_t>(t)], workers);
+    }, false));
+    steps.push_back(superstep(codelet, out_map, recv, [&](int t, int64_t m) {
+      return cost::reduce(dt, partials_taken[static_cast<size_t>(t)] * static_cast<int64_t>(n), m, workers);
+    }));
+  } else if (out_map.num_elements > 0) {
+    steps.push_back(superstep(codelet, out_map, {}, [&](int, int64_t m) {
+      return cost::reduce(dt, in_elems * static_cast<int64_t>(n), m, workers);
+    }));
+  }
+  if (!steps.empty()) steps.back().cost_weight = weight;
+  std::unique_ptr<Kernel> kernel = parts.size() == 1 ? std::move(parts[0]) : std::make_unique<MultiKernel>(std::move(parts));
+  emitExecute(ctx, std::move(kernel), std::move(steps), outs, isFloat(dt) ? static_cast<double>(in_elems * static_cast<int64_t>(n)) : 0);
+  return outs;
+}
+
+}  // namespace ipu

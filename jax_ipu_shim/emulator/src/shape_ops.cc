@@ -1,0 +1,498 @@
+// Data-movement ops (broadcast, transpose, slice, dynamic slices, concatenate, pad, iota, constant, reshape).
+// Poplar would express most as views; we materialise each as a copy into a linearly mapped result, so its cost is
+// the exchange that brings the source elements to the tiles that hold the result, plus an on-tile copy.
+#include <cstring>
+
+#include "ipu/cost_model.h"
+#include "ipu/dtype.h"
+#include "ipu/lowering.h"
+
+namespace ipu {
+
+namespace {
+
+std::vector<int64_t> rowMajorStrides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
+  return s;
+}
+
+void unravel(int64_t i, const std::vector<int64_t>& shape, std::vector<int64_t>* idx) {
+  idx->assign(shape.size(), 0);
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] == 0) return;
+    (*idx)[d] = i % shape[d];
+    i /= shape[d];
+  }
+}
+
+// Reads run-time start indices (scalars of i32 or u32) and clamps each into [0, limit_d] as XLA does.
+void readStarts(const RunState& s, const std::vector<int>& slots, const std::vector<bool>& is_unsigned,
+                const std::vector<int64_t>& limits, int64_t* out) {
+  for (size_t d = 0; d < slots.size(); ++d) {
+    int64_t v = is_unsigned[d] ? static_cast<int64_t>(*s.at<const uint32_t>(slots[d]))
+                               : static_cast<int64_t>(*s.at<const int32_t>(slots[d]));
+    out[d] = std::max<int64_t>(0, std::min(v, limits[d]));
+  }
+}
+
+int64_t stridedSource(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides, int64_t base,
+                      int64_t i) {
+  std::vector<int64_t> idx;
+  unravel(i, shape, &idx);
+  for (size_t d = 0; d < idx.size(); ++d) base += idx[d] * strides[d];
+  return base;
+}
+
+// A dynamic_slice's run-time offset: clamped start indices read from scalar operands.
+struct DynamicOffset {
+  int dyn = -1;  // index into RunState::dynamic; -1: no dynamic offset
+  std::vector<int> starts;
+  std::vector<bool> is_unsigned;
+  std::vector<int64_t> limits, in_strides;
+};
+
+// out[i] = in[base + dynamic offset + sum_d idx_d(i) * stride_d]: broadcast, transpose, slice and dynamic_slice.
+template <class T>
+class StridedGatherKernel : public Kernel {
+ public:
+  StridedGatherKernel(int in, int out, std::vector<int64_t> shape, std::vector<int64_t> strides, int64_t base,
+                      DynamicOffset dynamic)
+      : in_(in), out_(out), shape_(std::move(shape)), strides_(std::move(strides)), base_(base),
+        dyn_(std::move(dynamic)) {}
+
+  void prepare(RunState& s) const override {
+    if (dyn_.dyn < 0) return;
+    std::vector<int64_t> start(dyn_.starts.size());
+    readStarts(s, dyn_.starts, dyn_.is_unsigned, dyn_.limits, start.data());
+    int64_t offset = 0;
+    for (size_t d = 0; d < start.size(); ++d) offset += start[d] * dyn_.in_strides[d];
+    s.dynamic[static_cast<size_t>(dyn_.dyn)] = offset;
+  }
+
+  void compute(RunState& s, int64_t b, int64_t e) const override {
+    const T* x = s.at<const T>(in_);
+    T* o = s.at<T>(out_);
+    const int64_t base = base_ + (dyn_.dyn >= 0 ? s.dynamic[static_cast<size_t>(dyn_.dyn)] : 0);
+    const size_t rank = shape_.size();
+    if (rank == 0) {
+      if (b < e) o[0] = x[base];
+      return;
+    }
+    std::vector<int64_t> idx;
+    unravel(b, shape_, &idx);
+    int64_t src = base;
+    for (size_t d = 0; d < rank; ++d) src += idx[d] * strides_[d];
+    const size_t last = rank - 1;
+    const int64_t inner_stride = strides_[last];
+    for (int64_t i = b; i < e;) {
+      const int64_t len = std::min(e - i, shape_[last] - idx[last]);
+      if (inner_stride == 1) {
+        std::memcpy(o + i, x + src, static_cast<size_t>(len) * sizeof(T));
+      } else {
+        for (int64_t k = 0; k < len; ++k) o[i + k] = x[src + k * inner_stride];
+      }
+      i += len;
+      src += len * inner_stride;
+      idx[last] += len;
+      for (size_t d = last; d > 0 && idx[d] == shape_[d]; --d) {  // carry
+        src -= shape_[d] * strides_[d];
+        idx[d] = 0;
+        ++idx[d - 1];
+        src += strides_[d - 1];
+      }
+    }
+  }
+
+ private:
+  int in_, out_;
+  std::vector<int64_t> shape_, strides_;
+  int64_t base_;
+  DynamicOffset dyn_;
+};
+
+// Padding: interior padding between elements, edge padding that may be negative (cropping).
+template <class T>
+class PadKernel : public Kernel {
+ public:
+  PadKernel(int in, int value, int out, std::vector<int64_t> in_shape, std::vector<int64_t> out_shape,
+            std::vector<int64_t> low, std::vector<int64_t> interior)
+      : in_(in), value_(value), out_(out), in_shape_(std::move(in_shape)), out_shape_(std::move(out_shape)),
+        low_(std::move(low)), interior_(std::move(interior)), in_strides_(rowMajorStrides(in_shape_)) {}
+
+  int64_t sourceOf(const std::vector<int64_t>& idx) const {
+    int64_t src = 0;
+    for (size_t d = 0; d < idx.size(); ++d) {
+      int64_t q = idx[d] - low_[d];
+      if (q < 0 || q % (interior_[d] + 1) != 0) return -1;
+      q /= interior_[d] + 1;
+      if (q >= in_shape_[d]) return -1;
+      src += q * in_strides_[d];
+    }
+    return src;
+  }
+  int64_t sourceOf(int64_t i) const {
+    std::vector<int64_t> idx;
+    unravel(i, out_shape_, &idx);
+    return sourceOf(idx);
+  }
+
+  void compute(RunState& s, int64_t b, int64_t e) const override {
+    const T* x = s.at<const T>(in_);
+    const T pad = *s.at<const T>(value_);
+    T* o = s.at<T>(out_);
+    std::vector<int64_t> idx;
+    unravel(b, out_shape_, &idx);
+    for (int64_t i = b; i < e; ++i) {
+      const int64_t src = sourceOf(idx);
+      o[i] = src < 0 ? pad : x[src];
+      for (size_t d = idx.size(); d-- > 0;) {
+        if (++idx[d] < out_shape_[d]) break;
+        idx[d] = 0;
+      }
+    }
+  }
+
+ private:
+  int in_, value_, out_;
+  std::vector<int64_t> in_shape_, out_shape_, low_, interior_, in_strides_;
+};
+
+// Concatenation along one dimension: the result seen as [outer][sum of sizes][inner], copied in runs.
+template <class T>
+class ConcatKernel : public Kernel {
+ public:
+  ConcatKernel(std::vector<int> ins, int out, std::vector<int64_t> sizes, int64_t inner)
+      : ins_(std::move(ins)), out_(out), sizes_(std::move(sizes)), inner_(inner) {
+    int64_t total = 0;
+    for (int64_t s : sizes_) {
+      offsets_.push_back(total);
+      total += s;
+    }
+    row_ = total * inner_;
+  }
+
+  // (operand, index within it) of output element i.
+  std::pair<int, int64_t> sourceOf(int64_t i) const {
+    const int64_t r = i / row_, c = i % row_;
+    for (size_t j = 0; j < sizes_.size(); ++j)
+      if (c < (offsets_[j] + sizes_[j]) * inner_)
+        return {static_cast<int>(j), r * sizes_[j] * inner_ + (c - offsets_[j] * inner_)};
+    return {-1, -1};
+  }
+
+  void compute(RunState& s, int64_t b, int64_t e) const override {
+    T* o = s.at<T>(out_);
+    for (int64_t i = b; i < e;) {
+      const int64_t r = i / row_, c = i % row_;
+      size_t j = 0;
+      while (c >= (offsets_[j] + sizes_[j]) * inner_) ++j;
+      const int64_t run_end = (offsets_[j] + sizes_[j]) * inner_;
+      const int64_t len = std::min(e - i, run_end - c);
+      const T* x = s.at<const T>(ins_[j]) + r * sizes_[j] * inner_ + (c - offsets_[j] * inner_);
+      std::memcpy(o + i, x, static_cast<size_t>(len) * sizeof(T));
+      i += len;
+    }
+  }
+
+ private:
+  std::vector<int> ins_;
+  int out_;
+  std::vector<int64_t> sizes_, offsets_;
+  int64_t inner_, row_ = 1;
+};
+
+// dynamic_update_slice: the operand, with the update written at clamped run-time start indices.
+template <class T>
+class UpdateSliceKernel : public Kernel {
+ public:
+  UpdateSliceKernel(int x, int update, int out, std::vector<int64_t> shape, std::vector<int64_t> update_shape,
+                    std::vector<int> starts, std::vector<bool> is_unsigned, int dyn)
+      : x_(x), update_(update), out_(out), shape_(std::move(shape)), update_shape_(std::move(update_shape)),
+        update_strides_(rowMajorStrides(update_shape_)), starts_(std::move(starts)),
+        unsigned_(std::move(is_unsigned)), dyn_(dyn) {
+    for (size_t d = 0; d < shape_.size(); ++d) limits_.push_back(shape_[d] - update_shape_[d]);
+  }
+
+  void prepare(RunState& s) const override {
+    readStarts(s, starts_, unsigned_, limits_, s.dynamic.data() + dyn_);
+  }
+
+  void compute(RunState& s, int64_t b, int64_t e) const override {
+    const T* x = s.at<const T>(x_);
+    const T* u = s.at<const T>(update_);
+    T* o = s.at<T>(out_);
+    const int64_t* start = s.dynamic.data() + dyn_;
+    std::vector<int64_t> idx;
+    unravel(b, shape_, &idx);
+    for (int64_t i = b; i < e; ++i) {
+      int64_t src = 0;
+      bool inside = true;
+      for (size_t d = 0; d < idx.size() && inside; ++d) {
+        const int64_t q = idx[d] - start[d];
+        inside = q >= 0 && q < update_shape_[d];
+        src += q * update_strides_[d];
+      }
+      o[i] = inside ? u[src] : x[i];
+      for (size_t d = idx.size(); d-- > 0;) {
+        if (++idx[d] < shape_[d]) break;
+        idx[d] = 0;
+      }
+    }
+  }
+
+ private:
+  int x_, update_, out_;
+  std::vector<int64_t> shape_, update_shape_, update_strides_, limits_;
+  std::vector<int> starts_;
+  std::vector<bool> unsigned_;
+  int dyn_;
+};
+
+template <class T>
+class IotaKernel : public Kernel {
+ public:
+  IotaKernel(int out, int64_t stride, int64_t size) : out_(out), stride_(stride), size_(size) {}
+  void compute(RunState& s, int64_t b, int64_t e) const override {
+    T* o = s.at<T>(out_);
+    for (int64_t i = b; i < e; ++i) {
+      const int64_t v = (i / stride_) % size_;
+      if constexpr (std::is_same<T, uint16_t>::value) o[i] = floatToHalf(static_cast<float>(v));
+      else if constexpr (std::is_same<T, uint8_t>::value) o[i] = v != 0;
+      else o[i] = static_cast<T>(v);
+    }
+  }
+
+ private:
+  int out_;
+  int64_t stride_, size_;
+};
+
+// Instantiates a kernel template for the storage type of `dtype` (moves are by element size, except iota).
+template <template <class> class K, class... Args>
+std::unique_ptr<Kernel> bySize(DType dtype, Args&&... args) {
+  switch (dtypeSize(dtype)) {
+    case 1: return std::make_unique<K<uint8_t>>(std::forward<Args>(args)...);
+    case 2: return std::make_unique<K<uint16_t>>(std::forward<Args>(args)...);
+    default: return std::make_unique<K<uint32_t>>(std::forward<Args>(args)...);
+  }
+}
+
+}  // namespace
+
+std::vector<int> Lowerer::lowerShapeOp(OpContext& ctx) {
+  const OpKind kind = ctx.info->kind;
+  const Op& op = *ctx.op;
+  if (ctx.out_types.size() != 1) invalid(ctx, "expected one result");
+  const TensorType& out = ctx.out_types[0];
+  const int64_t n = out.numElements();
+  const size_t rank = out.shape.size();
+
+  if (kind == OpKind::Constant) {
+    std::vector<uint8_t> bytes;
+    if (!json::base64Decode(attrString(op, "value"), &bytes)) invalid(ctx, "attribute \"value\" is not valid base64");
+    const size_t eb = dtypeSize(out.dtype);
+    if (attrBool(op, "splat", false)) {
+      if (bytes.size() != eb) invalid(ctx, "a splat value must hold exactly one element");
+      std::vector<uint8_t> full(out.numBytes());
+      for (size_t i = 0; i < full.size(); i += eb) std::memcpy(full.data() + i, bytes.data(), eb);
+      bytes.swap(full);
+    } else if (bytes.size() != out.numBytes()) {
+      invalid(ctx, "\"value\" holds " + std::to_string(bytes.size()) + " bytes but the result needs " +
+                       std::to_string(out.numBytes()));
+    }
+    if (out.dtype == DType::Bool)
+      for (uint8_t& b : bytes) b = b != 0;
+    return {newConstant(out, std::move(bytes))};
+  }
+  const TensorType* in = ctx.in_types.empty() ? nullptr : &ctx.in_types[0];
+  if (in && in->dtype != out.dtype) invalid(ctx, "the result's element type differs from the operand's");
+  if (kind == OpKind::Reshape) {
+    if (in->numElements() != n) invalid(ctx, "reshape changes the number of elements");
+    return {ctx.in[0]};  // a view: same bytes, same tile mapping
+  }
+
+  const int o = newSlot(out);
+  const TileMapping work = graph().slots[static_cast<size_t>(o)].mapping;
+  const int64_t eb = static_cast<int64_t>(dtypeSize(out.dtype));
+  std::vector<int64_t> recv;
+  std::unique_ptr<Kernel> kernel;
+  const std::vector<int64_t> in_strides = in ? rowMajorStrides(in->shape) : std::vector<int64_t>{};
+
+  auto gather = [&](const std::vector<int64_t>& strides, int64_t base, DynamicOffset dynamic = {}) {
+    exchangeGather(&recv, work, ctx.in[0], [&](int64_t i) { return stridedSource(out.shape, strides, base, i); });
+    return bySize<StridedGatherKernel>(out.dtype, ctx.in[0], o, out.shape, strides, base, std::move(dynamic));
+  };
+
+  switch (kind) {
+    case OpKind::BroadcastInDim: {
+      const std::vector<int64_t> dims = attrInts(op, "broadcast_dimensions");
+      if (dims.size() != in->shape.size()) invalid(ctx, "broadcast_dimensions must name one result dimension per operand dimension");
+      std::vector<int64_t> strides(rank, 0);
+      std::vector<bool> seen(rank, false);
+      for (size_t i = 0; i < dims.size(); ++i) {
+        if (dims[i] < 0 || dims[i] >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(dims[i])])
+          invalid(ctx, "broadcast_dimensions are out of range or repeated");
+        seen[static_cast<size_t>(dims[i])] = true;
+        const int64_t d = in->shape[i];
+        if (d != 1 && d != out.shape[static_cast<size_t>(dims[i])])
+          invalid(ctx, "operand dimension " + std::to_string(i) + " is neither 1 nor the result's size");
+        strides[static_cast<size_t>(dims[i])] = d == 1 ? 0 : in_strides[i];
+      }
+      kernel = gather(strides, 0);
+      break;
+    }
+    case OpKind::Transpose: {
+      const std::vector<int64_t> perm = attrInts(op, "permutation");
+      if (perm.size() != rank || in->shape.size() != rank) invalid(ctx, "permutation has the wrong length");
+      std::vector<bool> seen(rank, false);
+      std::vector<int64_t> strides(rank);
+      for (size_t d = 0; d < rank; ++d) {
+        if (perm[d] < 0 || perm[d] >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(perm[d])])
+          invalid(ctx, "permutation is not a permutation");
+        seen[static_cast<size_t>(perm[d])] = true;
+        if (out.shape[d] != in->shape[static_cast<size_t>(perm[d])]) invalid(ctx, "result shape does not match the permutation");
+        strides[d] = in_strides[static_cast<size_t>(perm[d])];
+      }
+      kernel = gather(strides, 0);
+      break;
+    }
+    case OpKind::Slice: {
+      const std::vector<int64_t> start = attrInts(op, "start_indices"), limit = attrInts(op, "limit_indices");
+      std::vector<int64_t> step = attrInts(op, "strides", false);
+      if (step.empty()) step.assign(rank, 1);
+      if (start.size() != rank || limit.size() != rank || step.size() != rank || in->shape.size() != rank)
+        invalid(ctx, "start_indices, limit_indices and strides must have one entry per dimension");
+      std::vector<int64_t> strides(rank);
+      int64_t base = 0;
+      for (size_t d = 0; d < rank; ++d) {
+        if (start[d] < 0 || start[d] > limit[d] || limit[d] > in->shape[d] || step[d] < 1)
+          invalid(ctx, "slice bounds are out of range in dimension " + std::to_string(d));
+        if (out.shape[d] != (limit[d] - start[d] + step[d] - 1) / step[d])
+          invalid(ctx, "result shape does not match the slice");
+        base += start[d] * in_strides[d];
+        strides[d] = in_strides[d] * step[d];
+      }
+      if (n == 0) base = 0;
+      kernel = gather(strides, base);
+      break;
+    }
+    case OpKind::DynamicSlice: {
+      const std::vector<int64_t> sizes = attrInts(op, "slice_sizes");
+      if (ctx.in.size() != rank + 1 || in->shape.size() != rank || sizes.size() != rank)
+        invalid(ctx, "dynamic_slice needs one scalar start index and one slice size per dimension");
+      DynamicOffset dynamic;
+      for (size_t d = 0; d < rank; ++d) {
+        const TensorType& st = ctx.in_types[d + 1];
+        if (!st.shape.empty() || !isInteger(st.dtype)) invalid(ctx, "start indices must be integer scalars");
+        if (sizes[d] < 0 || sizes[d] > in->shape[d] || sizes[d] != out.shape[d]) invalid(ctx, "slice_sizes do not fit");
+        dynamic.starts.push_back(ctx.in[d + 1]);
+        dynamic.is_unsigned.push_back(st.dtype == DType::U32);
+        dynamic.limits.push_back(in->shape[d] - sizes[d]);
+      }
+      dynamic.dyn = newDynamic(1);
+      dynamic.in_strides = in_strides;
+      kernel = gather(in_strides, 0, std::move(dynamic));  // exchange estimated at start indices 0
+      break;
+    }
+    case OpKind::DynamicUpdateSlice: {
+      const TensorType& upd = ctx.in_types[1];
+      if (ctx.in.size() != rank + 2 || in->shape != out.shape || upd.shape.size() != rank || upd.dtype != out.dtype)
+        invalid(ctx, "dynamic_update_slice needs an operand, an update of the same rank and one start per dimension");
+      std::vector<int> starts;
+      std::vector<bool> is_unsigned;
+      for (size_t d = 0; d < rank; ++d) {
+        const TensorType& st = ctx.in_types[d + 2];
+        if (!st.shape.empty() || !isInteger(st.dtype)) invalid(ctx, "start indices must be integer scalars");
+        if (upd.shape[d] > out.shape[d]) invalid(ctx, "the update is larger than the operand");
+        starts.push_back(ctx.in[d + 2]);
+        is_unsigned.push_back(st.dtype == DType::U32);
+      }
+      const int dyn = newDynamic(static_cast<int>(rank));
+      kernel = bySize<UpdateSliceKernel>(out.dtype, ctx.in[0], ctx.in[1], o, out.shape, upd.shape, starts, is_unsigned, dyn);
+      exchangeSameIndex(&recv, work, ctx.in[0]);
+      const std::vector<int64_t> ustr = rowMajorStrides(upd.shape);
+      const std::vector<int64_t> ostr = rowMajorStrides(out.shape);
+      exchangeGather(&recv, work, ctx.in[1], [&](int64_t i) {  // estimated at start indices 0
+        int64_t src = 0;
+        for (size_t d = 0; d < rank; ++d) {
+          const int64_t q = (i / ostr[d]) % std::max<int64_t>(1, out.shape[d]);
+          if (q >= upd.shape[d]) return int64_t(-1);
+          src += q * ustr[d];
+        }
+        return src;
+      });
+      break;
+    }
+    case OpKind::Concatenate: {
+      const int64_t dim = attrInt(op, "dimension");
+      if (dim < 0 || dim >= static_cast<int64_t>(rank)) invalid(ctx, "dimension is out of range");
+      std::vector<int64_t> sizes;
+      int64_t total = 0;
+      for (const TensorType& t : ctx.in_types) {
+        if (t.shape.size() != rank || t.dtype != out.dtype) invalid(ctx, "operands must have the result's rank and type");
+        for (size_t d = 0; d < rank; ++d)
+          if (static_cast<int64_t>(d) != dim && t.shape[d] != out.shape[d]) invalid(ctx, "operand shapes differ outside the concatenated dimension");
+        sizes.push_back(t.shape[static_cast<size_t>(dim)]);
+        total += sizes.back();
+      }
+      if (total != out.shape[static_cast<size_t>(dim)]) invalid(ctx, "result size along the dimension is not the sum of the operands'");
+      int64_t inner = 1;
+      for (size_t d = static_cast<size_t>(dim) + 1; d < rank; ++d) inner *= out.shape[d];
+      kernel = bySize<ConcatKernel>(out.dtype, ctx.in, o, sizes, inner);
+      if (n > 0) {
+        ConcatKernel<uint8_t> probe(ctx.in, o, sizes, inner);  // same index arithmetic for every element size
+        for (size_t j = 0; j < ctx.in.size(); ++j)
+          exchangeGather(&recv, work, ctx.in[j], [&](int64_t i) {
+            auto src = probe.sourceOf(i);
+            return src.first == static_cast<int>(j) ? src.second : int64_t(-1);
+          });
+      }
+      break;
+    }
+    case OpKind::Pad: {
+      const std::vector<int64_t> lo = attrInts(op, "edge_padding_low"), hi = attrInts(op, "edge_padding_high");
+      std::vector<int64_t> interior = attrInts(op, "interior_padding", false);
+      if (interior.empty()) interior.assign(rank, 0);
+      if (lo.size() != rank || hi.size() != rank || interior.size() != rank || in->shape.size() != rank)
+        invalid(ctx, "padding attributes must have one entry per dimension");
+      if (!ctx.in_types[1].shape.empty() || ctx.in_types[1].dtype != out.dtype) invalid(ctx, "the padding value must be a scalar of the operand's type");
+      for (size_t d = 0; d < rank; ++d) {
+        if (interior[d] < 0) invalid(ctx, "interior padding must be non-negative");
+        const int64_t size = lo[d] + hi[d] + in->shape[d] + std::max<int64_t>(0, in->shape[d] - 1) * interior[d];
+        if (size != out.shape[d]) invalid(ctx, "result shape does not match the padding");
+      }
+      kernel = bySize<PadKernel>(out.dtype, ctx.in[0], ctx.in[1], o, in->shape, out.shape, lo, interior);
+      PadKernel<uint8_t> probe(ctx.in[0], ctx.in[1], o, in->shape, out.shape, lo, interior);
+      exchangeGather(&recv, work, ctx.in[0], [&](int64_t i) { return probe.sourceOf(i); });
+      if (n > 0) exchangeScalar(&recv, work, ctx.in[1]);
+      break;
+    }
+    case OpKind::Iota: {
+      const int64_t dim = attrInt(op, "iota_dimension");
+      if (dim < 0 || dim >= static_cast<int64_t>(rank)) invalid(ctx, "iota_dimension is out of range");
+      const int64_t stride = rowMajorStrides(out.shape)[static_cast<size_t>(dim)];
+      const int64_t size = std::max<int64_t>(1, out.shape[static_cast<size_t>(dim)]);
+      switch (out.dtype) {
+        case DType::Bool: kernel = std::make_unique<IotaKernel<uint8_t>>(o, stride, size); break;
+        case DType::F16: kernel = std::make_unique<IotaKernel<uint16_t>>(o, stride, size); break;
+        case DType::F32: kernel = std::make_unique<IotaKernel<float>>(o, stride, size); break;
+        case DType::I32: kernel = std::make_unique<IotaKernel<int32_t>>(o, stride, size); break;
+        case DType::U32: kernel = std::make_unique<IotaKernel<uint32_t>>(o, stride, size); break;
+      }
+      break;
+    }
+    default: unimplemented(ctx, "no lowering for " + op.mlir);
+  }
+
+  std::vector<Superstep> steps;
+  const int workers = device().num_worker_contexts;
+  if (n > 0) {
+    const std::string codelet = (kind == OpKind::Iota ? "iota<" : "copy<") + std::string(dtypeName(out.dtype)) + ">";
+    steps.push_back(superstep(codelet, work, recv, [&](int, int64_t m) { return cost::copy(m * eb, workers); }));
+  }
+  emitExecute(ctx, std::move(kernel), std::move(steps), {o}, 0);
+  return {o};
+}
+
+}  // namespace ipu

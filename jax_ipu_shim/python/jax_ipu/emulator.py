@@ -1,0 +1,263 @@
+"""The IPU emulator through its C API (``JaxIpu_*`` in libjax_ipu.so), with numpy arrays in and out.
+
+This module does not import jax: it is what the emulator's unit tests and tools use directly.
+
+    exe = compile(program_dict_or_json, version="ipu2", num_tiles=0)
+    outputs = exe.run(x, y)          # numpy arrays in the program's parameter order
+    exe.info, exe.last_profile       # memory / cycle estimates, profile of the last run
+
+``Program`` builds program documents (the "jax-ipu-program" v1 format) for tests and tools.
+"""
+
+from __future__ import annotations
+
+import base64
+import ctypes
+import functools
+import json
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from jax_ipu import _native
+
+__all__ = ["EmulatorError", "Executable", "Program", "Builder", "compile", "device_info", "NUMPY_DTYPES"]
+
+# The program format's element types and their numpy equivalents.
+NUMPY_DTYPES: Dict[str, Any] = {
+    "bool": np.dtype(np.bool_),
+    "f16": np.dtype(np.float16),
+    "f32": np.dtype(np.float32),
+    "i32": np.dtype(np.int32),
+    "u32": np.dtype(np.uint32),
+}
+_DTYPE_NAMES = {v: k for k, v in NUMPY_DTYPES.items()}
+
+
+_ERROR_CODES = ("INVALID_ARGUMENT", "UNIMPLEMENTED", "RESOURCE_EXHAUSTED", "INTERNAL")
+
+
+class EmulatorError(RuntimeError):
+    """An error reported by the emulator. ``code`` is INVALID_ARGUMENT, UNIMPLEMENTED, RESOURCE_EXHAUSTED or INTERNAL."""
+
+    def __init__(self, message: str) -> None:
+        code, sep, rest = message.partition(": ")
+        if sep and code in _ERROR_CODES:
+            self.code = code
+            self.message = rest
+        else:
+            self.code = "INTERNAL"
+            self.message = message
+        super().__init__(self.message)
+
+
+@functools.lru_cache(maxsize=None)
+def _lib() -> ctypes.CDLL:
+    lib = _native.load()
+    lib.JaxIpu_DeviceInfo.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)]
+    lib.JaxIpu_DeviceInfo.restype = ctypes.c_void_p
+    lib.JaxIpu_Compile.argtypes = [
+        ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)
+    ]
+    lib.JaxIpu_Compile.restype = ctypes.c_void_p
+    lib.JaxIpu_ExecutableInfo.argtypes = [ctypes.c_void_p]
+    lib.JaxIpu_ExecutableInfo.restype = ctypes.c_void_p
+    lib.JaxIpu_Run.argtypes = [
+        ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p),
+        ctypes.POINTER(ctypes.c_void_p)
+    ]
+    lib.JaxIpu_Run.restype = ctypes.c_int
+    lib.JaxIpu_LastRunProfile.argtypes = [ctypes.c_void_p]
+    lib.JaxIpu_LastRunProfile.restype = ctypes.c_void_p
+    lib.JaxIpu_Destroy.argtypes = [ctypes.c_void_p]
+    lib.JaxIpu_Destroy.restype = None
+    lib.JaxIpu_FreeString.argtypes = [ctypes.c_void_p]
+    lib.JaxIpu_FreeString.restype = None
+    return lib
+
+
+def _take(pointer: Optional[int]) -> str:
+    return _native.take_string(_lib(), pointer)
+
+
+def _raise_if(error: ctypes.c_void_p) -> None:
+    if error.value:
+        raise EmulatorError(_take(error.value))
+
+
+def device_info(version: str = "ipu2", num_tiles: int = 0) -> dict:
+    """The device description (tiles, bytes per tile, clock, ...) of an IPU version."""
+    error = ctypes.c_void_p()
+    out = _lib().JaxIpu_DeviceInfo(version.encode(), int(num_tiles), ctypes.byref(error))
+    _raise_if(error)
+    return json.loads(_take(out))
+
+
+class Executable:
+    """A program compiled for the emulated IPU. ``run`` may be called from several threads at once."""
+
+    def __init__(self, handle: int) -> None:
+        self._handle: Optional[int] = handle
+        self.info: dict = json.loads(_take(_lib().JaxIpu_ExecutableInfo(handle)))
+        self.input_types: List[Tuple[Any, Tuple[int, ...]]] = [
+            (NUMPY_DTYPES[t["dtype"]], tuple(t["shape"])) for t in self.info["inputs"]
+        ]
+        self.output_types: List[Tuple[Any, Tuple[int, ...]]] = [
+            (NUMPY_DTYPES[t["dtype"]], tuple(t["shape"])) for t in self.info["outputs"]
+        ]
+
+    def run(self, *args: Any) -> List[np.ndarray]:
+        if self._handle is None:
+            raise EmulatorError("INVALID_ARGUMENT: the executable has been destroyed")
+        if len(args) != len(self.input_types):
+            raise EmulatorError(
+                f"INVALID_ARGUMENT: expected {len(self.input_types)} inputs, got {len(args)}")
+        inputs = []
+        for i, (arg, (dtype, shape)) in enumerate(zip(args, self.input_types)):
+            a = _contiguous(np.asarray(arg, dtype=dtype))
+            if a.shape != shape:
+                raise EmulatorError(f"INVALID_ARGUMENT: input {i} has shape {a.shape}, expected {shape}")
+            inputs.append(a)
+        outputs = [np.empty(shape, dtype=dtype) for dtype, shape in self.output_types]
+        in_ptrs = (ctypes.c_void_p * max(1, len(inputs)))(*[a.ctypes.data for a in inputs])
+        out_ptrs = (ctypes.c_void_p * max(1, len(outputs)))(*[o.ctypes.data for o in outputs])
+        error = ctypes.c_void_p()
+        status = _lib().JaxIpu_Run(self._handle, in_ptrs, out_ptrs, ctypes.byref(error))
+        if status != 0:
+            _raise_if(error)
+            raise EmulatorError("INTERNAL: JaxIpu_Run failed without a message")
+        return outputs
+
+    @property
+    def last_profile(self) -> dict:
+        """Cycles of the most recent run: total, compute, exchange, sync, supersteps."""
+        return json.loads(_take(_lib().JaxIpu_LastRunProfile(self._handle)))
+
+    def close(self) -> None:
+        if self._handle is not None:
+            _lib().JaxIpu_Destroy(self._handle)
+            self._handle = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown
+            pass
+
+
+def compile(program: Union[dict, str, bytes, "Program"], version: str = "ipu2", num_tiles: int = 0) -> Executable:
+    """Compiles a program document (dict, JSON text or ``Program``) for an IPU version and tile count."""
+    if isinstance(program, Program):
+        program = program.to_dict()
+    if isinstance(program, dict):
+        program = json.dumps(program)
+    data = program.encode() if isinstance(program, str) else bytes(program)
+    error = ctypes.c_void_p()
+    handle = _lib().JaxIpu_Compile(data, len(data), version.encode(), int(num_tiles), ctypes.byref(error))
+    _raise_if(error)
+    if not handle:
+        raise EmulatorError("INTERNAL: JaxIpu_Compile returned no executable")
+    return Executable(handle)
+
+
+def _contiguous(a: np.ndarray) -> np.ndarray:
+    # (np.ascontiguousarray would turn 0-d arrays into 1-d ones)
+    return a if a.flags.c_contiguous else a.copy(order="C")
+
+
+def _decl(ident: int, dtype: str, shape: Sequence[int]) -> dict:
+    return {"id": ident, "dtype": dtype, "shape": [int(d) for d in shape]}
+
+
+class Builder:
+    """The body of a function or region being built: params, ops and results. Ids are unique per Program."""
+
+    def __init__(self, program: "Program") -> None:
+        self._program = program
+        self.params: List[dict] = []
+        self.body: List[dict] = []
+        self.results: List[int] = []
+
+    def param(self, dtype: str, shape: Sequence[int] = ()) -> int:
+        ident = self._program._next_id()
+        self.params.append(_decl(ident, dtype, shape))
+        return ident
+
+    def op_multi(self, op: str, operands: Sequence[int], results: Sequence[Tuple[str, Sequence[int]]],
+                 attrs: Optional[dict] = None, regions: Sequence["Builder"] = (), loc: Optional[str] = None,
+                 mlir: Optional[str] = None) -> List[int]:
+        ids = [self._program._next_id() for _ in results]
+        entry: Dict[str, Any] = {
+            "op": op,
+            "mlir": mlir or ("stablehlo." + op),
+            "operands": list(operands),
+            "results": [_decl(i, d, s) for i, (d, s) in zip(ids, results)],
+            "attrs": dict(attrs or {}),
+            "regions": [r.to_dict() for r in regions],
+        }
+        if loc:
+            entry["loc"] = loc
+        self.body.append(entry)
+        return ids
+
+    def op(self, op: str, operands: Sequence[int], dtype: str, shape: Sequence[int] = (),
+           attrs: Optional[dict] = None, **kwargs: Any) -> int:
+        return self.op_multi(op, operands, [(dtype, shape)], attrs, **kwargs)[0]
+
+    def constant(self, value: Any, dtype: Optional[str] = None, splat: bool = False) -> int:
+        np_dtype = NUMPY_DTYPES[dtype] if dtype else np.asarray(value).dtype
+        a = _contiguous(np.asarray(value, dtype=np_dtype))
+        name = _DTYPE_NAMES[a.dtype]
+        raw = a.astype(np.uint8).tobytes() if name == "bool" else a.tobytes()
+        shape = a.shape
+        if splat:
+            raw = a.reshape(-1)[:1].tobytes() if name != "bool" else a.reshape(-1)[:1].astype(np.uint8).tobytes()
+        return self.op("constant", [], name, shape, {"value": base64.b64encode(raw).decode(), "splat": splat})
+
+    def splat(self, value: Any, dtype: str, shape: Sequence[int]) -> int:
+        a = np.asarray(value, dtype=NUMPY_DTYPES[dtype]).reshape(1)
+        raw = a.astype(np.uint8).tobytes() if dtype == "bool" else a.tobytes()
+        return self.op("constant", [], dtype, shape, {"value": base64.b64encode(raw).decode(), "splat": True})
+
+    def ret(self, *ids: int) -> None:
+        self.results = list(ids)
+
+    def region(self) -> "Builder":
+        return Builder(self._program)
+
+    def to_dict(self) -> dict:
+        return {"params": self.params, "body": self.body, "results": self.results}
+
+
+class Program:
+    """Builds a "jax-ipu-program" v1 document: ``main`` is the entry function's body."""
+
+    def __init__(self, name: str = "jit_f") -> None:
+        self.name = name
+        self._ids = 0
+        self.functions: Dict[str, Builder] = {}
+        self.main = self.function("main")
+        self.aliases: List[List[int]] = []
+
+    def _next_id(self) -> int:
+        self._ids += 1
+        return self._ids - 1
+
+    def function(self, name: str) -> Builder:
+        builder = Builder(self)
+        self.functions[name] = builder
+        return builder
+
+    def to_dict(self) -> dict:
+        functions = []
+        for name, body in self.functions.items():
+            f = body.to_dict()
+            f["name"] = name
+            functions.append(f)
+        return {
+            "format": "jax-ipu-program", "version": 1, "name": self.name, "entry": "main",
+            "functions": functions, "aliases": self.aliases,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())

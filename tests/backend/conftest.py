@@ -1,0 +1,33 @@
+"""Helpers for tests that need a fresh process: jax creates its backends once per process, from the flags
+in force at that moment."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from typing import Dict, Optional
+
+import pytest
+
+# Flags that would change the backend under test; each subprocess starts from a clean slate plus its own.
+_IPU_FLAGS = ("TF_POPLAR_FLAGS", "XLA_IPU_PLATFORM_DEVICE_COUNT", "JAX_PLATFORMS", "JAX_PLATFORM_NAME")
+
+
+def run_python(code: str, env: Optional[Dict[str, str]] = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    environ = {k: v for k, v in os.environ.items() if k not in _IPU_FLAGS and not k.startswith("JAX_IPU_")}
+    environ.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=environ,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture
+def python():
+    return run_python

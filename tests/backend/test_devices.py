@@ -1,0 +1,154 @@
+"""`jax.devices("ipu")`: what a device shows, and how flags change it."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+
+def test_one_ipu2_device_with_graphcore_properties():
+    (device,) = jax.devices("ipu")
+    assert repr(device) == "IpuDevice(id=0, num_tiles=1472, version=ipu2)"
+    assert str(device) == repr(device)
+    assert device.id == 0
+    assert device.platform == "ipu"
+    assert device.is_ipu_model is True
+    assert device.version == "ipu2"
+    assert device.num_tiles == 1472
+    assert device.num_worker_contexts == 6
+    assert device.bytes_per_tile == 638976
+    assert device.tile_clock_frequency == 1_850_000_000
+    assert device.device_kind == "Graphcore-IPUModel(ipu2)-NumTiles(1472)"
+
+
+def test_cpu_stays_the_default_backend():
+    assert jax.default_backend() == "cpu"
+    assert jnp.ones(3).device().platform == "cpu"
+    assert jax.devices()[0].platform == "cpu"
+
+
+def test_jit_backend_ipu_runs_on_the_ipu():
+    out = jax.jit(lambda x: x * 2, backend="ipu")(np.arange(4, dtype=np.float32))
+    assert out.device() == jax.devices("ipu")[0]
+    np.testing.assert_array_equal(np.asarray(out), [0, 2, 4, 6])
+
+
+def test_device_put_round_trip():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    on_ipu = jax.device_put(x, jax.devices("ipu")[0])
+    assert on_ipu.device().platform == "ipu"
+    np.testing.assert_array_equal(np.asarray(on_ipu), x)
+    # A non-contiguous host view is gathered correctly.
+    np.testing.assert_array_equal(np.asarray(jax.device_put(x.T, jax.devices("ipu")[0])), x.T)
+
+
+@pytest.mark.parametrize(
+    "env, tiles",
+    [
+        ({"JAX_IPU_MODEL_NUM_TILES": "16"}, 16),
+        ({"TF_POPLAR_FLAGS": "--use_ipu_model --ipu_model_tiles=8"}, 8),
+        ({"TF_POPLAR_FLAGS": "--ipu_model_tiles=8", "JAX_IPU_MODEL_NUM_TILES": "32"}, 32),
+    ],
+)
+def test_tile_count_flags(python, env, tiles):
+    result = python(
+        """
+        import jax
+        d = jax.devices("ipu")[0]
+        print(repr(d), d.num_tiles, d.device_kind)
+        """,
+        env,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [
+        "IpuDevice(id=0,", f"num_tiles={tiles},", "version=ipu2)", str(tiles),
+        f"Graphcore-IPUModel(ipu2)-NumTiles({tiles})",
+    ]
+
+
+def test_jax_config_option_sets_tiles_before_first_use(python):
+    result = python(
+        """
+        import jax
+        jax.config.update("jax_ipu_model_num_tiles", 24)
+        print(jax.devices("ipu")[0].num_tiles)
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "24"
+
+
+def test_several_devices_and_placement(python):
+    result = python(
+        """
+        import jax, numpy as np
+        devices = jax.devices("ipu")
+        print(len(devices), [d.id for d in devices])
+        out = jax.jit(lambda x: x + 1, device=devices[1])(np.ones(3, np.float32))
+        print(out.device().id, np.asarray(out).tolist())
+        """,
+        {"JAX_IPU_DEVICE_COUNT": "2"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["2 [0, 1]", "1 [2.0, 2.0, 2.0]"]
+
+
+def test_platform_name_ipu_makes_ipu_the_default(python):
+    result = python(
+        """
+        import jax, jax.numpy as jnp
+        print(jax.default_backend(), (jnp.arange(3) * 2).device().platform)
+        """,
+        {"JAX_PLATFORM_NAME": "ipu"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ipu ipu"
+
+
+def test_jax_platforms_cpu_skips_the_ipu(python):
+    result = python(
+        """
+        import jax
+        print(jax.devices()[0].platform)
+        try:
+            jax.devices("ipu")
+        except RuntimeError as e:
+            print("no ipu:", "ipu" in str(e))
+        """,
+        {"JAX_PLATFORMS": "cpu"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["cpu", "no ipu: True"]
+
+
+@pytest.mark.parametrize(
+    "env, names",
+    [
+        ({"JAX_IPU_MODEL_NUM_TILES": "abc"}, ["JAX_IPU_MODEL_NUM_TILES=abc", "expected an integer"]),
+        ({"TF_POPLAR_FLAGS": "--ipu_model_tiles=0"}, ["--ipu_model_tiles=0", "at least 1 tile"]),
+        ({"TF_POPLAR_FLAGS": "--ipu_model_tiles=5000"}, ["--ipu_model_tiles=5000", "5000"]),
+        ({"TF_POPLAR_FLAGS": "--ipu_model_version=ipu9"}, ["--ipu_model_version=ipu9", "ipu2"]),
+        ({"JAX_IPU_USE_MODEL": "maybe"}, ["JAX_IPU_USE_MODEL=maybe", "yes/true"]),
+        ({"JAX_IPU_DEVICE_COUNT": "0"}, ["JAX_IPU_DEVICE_COUNT=0", "device count"]),
+        ({"TF_POPLAR_FLAGS": "ipu_model_tiles=8"}, ["TF_POPLAR_FLAGS", "not a flag"]),
+    ],
+)
+def test_malformed_flags_name_the_flag(python, env, names):
+    result = python(
+        """
+        import jax
+        try:
+            jax.devices("ipu")
+        except RuntimeError as e:
+            print(e)
+        else:
+            print("no error")
+        """,
+        env,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Unable to initialize backend 'ipu'" in result.stdout
+    for name in names:
+        assert name in result.stdout

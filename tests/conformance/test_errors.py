@@ -1,0 +1,50 @@
+"""What users see for things the ipu backend does not run: a clean compile-time error naming the op or dtype."""
+
+from __future__ import annotations
+
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from _conformance import BACKEND, check
+from jax import lax
+
+pytestmark = pytest.mark.skipif(BACKEND != "ipu", reason="error tests need the ipu backend (harness debug mode)")
+
+
+def compile_on_ipu(f, *args):
+    """Lowers and compiles only: the errors below must come at compile time, before anything runs."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return jax.jit(f, backend="ipu").lower(*args).compile()
+
+
+def test_unsupported_op_names_the_op_and_its_types():
+    with pytest.raises(RuntimeError, match=r"stablehlo\.sort") as error:  # XlaRuntimeError is a RuntimeError
+        compile_on_ipu(jnp.sort, np.arange(5, dtype=np.float32))
+    assert "tensor<5xf32>" in str(error.value)
+
+
+def test_unsupported_gather_names_the_op():
+    with pytest.raises(RuntimeError, match=r"stablehlo\.gather"):
+        compile_on_ipu(lambda x, i: x[i], np.ones(5, np.float32), np.array([0, 2], np.int32))
+
+
+@pytest.mark.parametrize("dtype, name", [(jnp.bfloat16, r"bf16"), (jnp.int8, r"\bi8\b"), (jnp.uint8, r"\bu8\b"),
+                                         (jnp.int16, r"\bi16\b"), (jnp.complex64, r"c64|complex")])
+def test_unsupported_dtype_names_the_dtype(dtype, name):
+    with pytest.raises(RuntimeError, match=name):
+        compile_on_ipu(lambda x, y: x + y, jnp.ones(3, dtype), jnp.ones(3, dtype))
+
+
+def test_tokens_are_refused_by_the_front_end():
+    with pytest.raises(RuntimeError, match=r"stablehlo\.create_token.*not supported on the ipu backend"):
+        compile_on_ipu(lambda x: (lax.create_token(x), x), np.ones(3, np.float32))
+
+
+def test_the_process_survives_errors():
+    with pytest.raises(RuntimeError):
+        compile_on_ipu(jnp.sort, np.ones(4, np.float32))
+    check(lambda x: x + 1, np.arange(4, dtype=np.float32))

@@ -1,0 +1,259 @@
+"""Elementwise ops against numpy, per dtype, including the edge cases whose XLA:CPU semantics are pinned down."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import TOLERANCE, assert_same, dtype_name, run_op
+
+F32_SPECIALS = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 1e-40, 3.4e38, -3.4e38, np.inf, -np.inf, np.nan], np.float32)
+
+FLOAT_UNARY = {
+    "abs": np.abs, "negate": np.negative, "exponential": np.exp, "exponential_minus_one": np.expm1,
+    "log": np.log, "log_plus_one": np.log1p, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x),
+    "cbrt": np.cbrt, "tanh": np.tanh, "logistic": lambda x: 1 / (1 + np.exp(-x)), "sine": np.sin,
+    "cosine": np.cos, "tan": np.tan, "floor": np.floor, "ceil": np.ceil, "round_nearest_even": np.rint,
+    "sinh": np.sinh, "cosh": np.cosh, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
+    "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
+}
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+@pytest.mark.parametrize("op", sorted(FLOAT_UNARY))
+def test_float_unary(op, dtype, rng):
+    np_dtype = np.float32 if dtype == "f32" else np.float16
+    x = rng.uniform(-3, 3, size=257).astype(np_dtype)
+    if op in ("log", "sqrt", "rsqrt", "acosh"):
+        x = np.abs(x) + np_dtype(1)
+    if op in ("asin", "acos", "atanh"):
+        x = (x / np_dtype(3.5)).astype(np_dtype)
+    with np.errstate(all="ignore"):
+        expected = FLOAT_UNARY[op](x.astype(np.float32)).astype(np_dtype)
+    np.testing.assert_allclose(run_op(op, [x]), expected, **TOLERANCE[dtype])
+
+
+def test_float_unary_specials():
+    x = F32_SPECIALS
+    with np.errstate(all="ignore"):
+        assert_same(run_op("abs", [x]), np.abs(x))
+        assert_same(run_op("floor", [x]), np.floor(x))
+        assert_same(run_op("round_nearest_even", [np.array([0.5, 1.5, 2.5, -0.5, -2.5], np.float32)]),
+                    np.array([0, 2, 2, -0.0, -2], np.float32))
+        assert_same(run_op("round_nearest_afz", [np.array([0.5, 1.5, 2.5, -0.5, -2.5], np.float32)]),
+                    np.array([1, 2, 3, -1, -3], np.float32))
+        assert_same(run_op("is_finite", [x], "bool"), np.isfinite(x))
+        np.testing.assert_allclose(run_op("exponential", [x]), np.exp(x), rtol=3e-7)
+
+
+def test_sign_float():
+    out = run_op("sign", [np.array([-0.0, 0.0, -3, 2, np.nan, -np.inf], np.float32)])
+    assert np.signbit(out[0]) and out[0] == 0 and not np.signbit(out[1])
+    assert_same(out[2:], np.array([-1, 1, np.nan, -1], np.float32))
+
+
+def test_erf_family():
+    x = np.linspace(-0.99, 0.99, 101).astype(np.float32)
+    erf = run_op("erf", [x])
+    back = run_op("erf_inv", [erf])
+    np.testing.assert_allclose(back, x, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(run_op("erfc", [x]), 1 - erf, rtol=1e-5, atol=1e-6)
+    edge = run_op("erf_inv", [np.array([1, -1, 0, 2], np.float32)])
+    assert edge[0] == np.inf and edge[1] == -np.inf and edge[2] == 0 and np.isnan(edge[3])
+
+
+def test_f16_rounding_overflow_and_subnormals():
+    a = np.array([65504, 60000, 1e-7, 6e-8, 0.1, 2049], np.float16)
+    b = np.array([65504, 10000, 1e-7, 6e-8, 0.2, 1], np.float16)
+    expected = (a.astype(np.float32) + b.astype(np.float32)).astype(np.float16)
+    out = run_op("add", [a, b])
+    assert_same(out, expected)
+    assert out[0] == np.inf and out[1] == np.inf  # overflow to infinity
+    assert_same(run_op("multiply", [a, b]), (a.astype(np.float32) * b.astype(np.float32)).astype(np.float16))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32, np.uint32])
+@pytest.mark.parametrize("op,fn", [("add", np.add), ("subtract", np.subtract), ("multiply", np.multiply),
+                                   ("maximum", np.maximum), ("minimum", np.minimum)])
+def test_binary(op, fn, dtype, rng):
+    a = (rng.normal(size=1001) * 100).astype(dtype)
+    b = (rng.normal(size=1001) * 100).astype(dtype)
+    with np.errstate(all="ignore"):
+        expected = fn(a.astype(np.float32), b.astype(np.float32)).astype(dtype) if dtype == np.float16 else fn(a, b)
+    assert_same(run_op(op, [a, b], num_tiles=13), expected)
+
+
+def test_float_divide_remainder_power_atan2(rng):
+    a = rng.normal(size=500).astype(np.float32) * 10
+    b = rng.normal(size=500).astype(np.float32) * 3
+    assert_same(run_op("divide", [a, b]), a / b)
+    assert_same(run_op("remainder", [a, b]), np.fmod(a, b))
+    np.testing.assert_allclose(run_op("power", [np.abs(a), b]), np.power(np.abs(a), b), rtol=1e-5)
+    np.testing.assert_allclose(run_op("atan2", [a, b]), np.arctan2(a, b), rtol=1e-6, atol=1e-7)
+
+
+def test_max_min_propagate_nan():
+    a = np.array([np.nan, 1, np.nan, -0.0], np.float32)
+    b = np.array([1, np.nan, np.nan, 0.0], np.float32)
+    mx = run_op("maximum", [a, b])
+    mn = run_op("minimum", [a, b])
+    assert np.isnan(mx[:3]).all() and np.isnan(mn[:3]).all()
+
+
+def test_int_division_semantics():
+    imin = np.iinfo(np.int32).min
+    a = np.array([7, -7, 7, -7, 5, imin, imin, 0], np.int32)
+    b = np.array([2, 2, -2, -2, 0, -1, 1, 0], np.int32)
+    assert_same(run_op("divide", [a, b]), np.array([3, -3, -3, 3, -1, imin, imin, -1], np.int32))
+    assert_same(run_op("remainder", [a, b]), np.array([1, -1, 1, -1, 5, 0, 0, 0], np.int32))
+    ua = np.array([7, 5, 0xFFFFFFFF], np.uint32)
+    ub = np.array([2, 0, 0], np.uint32)
+    assert_same(run_op("divide", [ua, ub]), np.array([3, 0xFFFFFFFF, 0xFFFFFFFF], np.uint32))
+    assert_same(run_op("remainder", [ua, ub]), np.array([1, 5, 0xFFFFFFFF], np.uint32))
+
+
+def test_int_wraparound_and_abs_negate():
+    imax, imin = np.iinfo(np.int32).max, np.iinfo(np.int32).min
+    a = np.array([imax, imin, -5], np.int32)
+    assert_same(run_op("add", [a, np.array([1, -1, 5], np.int32)]), np.array([imin, imax, 0], np.int32))
+    assert_same(run_op("abs", [a]), np.array([imax, imin, 5], np.int32))
+    assert_same(run_op("negate", [a]), np.array([-imax, imin, 5], np.int32))
+    assert_same(run_op("negate", [np.array([1, 0], np.uint32)]), np.array([0xFFFFFFFF, 0], np.uint32))
+    assert_same(run_op("sign", [np.array([-9, 0, 4], np.int32)]), np.array([-1, 0, 1], np.int32))
+
+
+def test_integer_power():
+    base = np.array([2, 3, -2, 1, -1, -1, 5, 0, 2], np.int32)
+    exp = np.array([10, 3, 3, -5, -3, -4, -1, 0, 31], np.int32)
+    assert_same(run_op("power", [base, exp]), np.array([1024, 27, -8, 1, -1, 1, 0, 1, imin()], np.int32))
+    assert_same(run_op("power", [np.array([3, 2], np.uint32), np.array([4, 32], np.uint32)]),
+                np.array([81, 0], np.uint32))
+
+
+def imin() -> int:
+    return int(np.iinfo(np.int32).min)
+
+
+def test_shifts():
+    a = np.array([1, -8, -8, 0x40000000, 5], np.int32)
+    s = np.array([3, 1, 40, 1, -1], np.int32)
+    assert_same(run_op("shift_left", [a, s]), np.array([8, -16, 0, imin(), 0], np.int32))
+    assert_same(run_op("shift_right_arithmetic", [a, s]), np.array([0, -4, -1, 0x20000000, 0], np.int32))
+    assert_same(run_op("shift_right_logical", [a, s]), np.array([0, 0x7FFFFFFC, 0, 0x20000000, 0], np.int32))
+    u = np.array([0x80000000, 8], np.uint32)
+    assert_same(run_op("shift_right_arithmetic", [u, np.array([4, 32], np.uint32)]),
+                np.array([0xF8000000, 0], np.uint32))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.bool_])
+def test_bitwise(dtype, rng):
+    a = rng.integers(0, 2 ** 31, size=100).astype(dtype)
+    b = rng.integers(0, 2 ** 31, size=100).astype(dtype)
+    assert_same(run_op("and", [a, b]), a & b)
+    assert_same(run_op("or", [a, b]), a | b)
+    assert_same(run_op("xor", [a, b]), a ^ b)
+    assert_same(run_op("not", [a]), ~a)
+
+
+def test_popcnt_clz():
+    a = np.array([0, 1, -1, 0x00F00000, 255], np.int32)
+    assert_same(run_op("popcnt", [a]), np.array([0, 1, 32, 4, 8], np.int32))
+    assert_same(run_op("count_leading_zeros", [a]), np.array([32, 31, 0, 8, 24], np.int32))
+
+
+DIRECTIONS = {"EQ": np.equal, "NE": np.not_equal, "GE": np.greater_equal, "GT": np.greater,
+              "LE": np.less_equal, "LT": np.less}
+
+
+@pytest.mark.parametrize("direction", sorted(DIRECTIONS))
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32, np.uint32, np.bool_])
+def test_compare(direction, dtype, rng):
+    a = rng.integers(-3, 3, size=64).astype(dtype)
+    b = rng.integers(-3, 3, size=64).astype(dtype)
+    if dtype in (np.float32, np.float16):
+        a[:4] = [np.nan, 1, np.nan, -0.0]
+        b[:4] = [1, np.nan, np.nan, 0.0]
+    attrs = {"comparison_direction": direction,
+             "compare_type": "FLOAT" if dtype in (np.float32, np.float16) else "NOTYPE"}
+    assert_same(run_op("compare", [a, b], "bool", attrs=attrs), DIRECTIONS[direction](a, b))
+
+
+def test_compare_totalorder_and_unsigned():
+    a = np.array([-0.0, np.nan, -np.inf, 1, np.nan], np.float32)
+    b = np.array([0.0, np.inf, -1, 1, np.nan], np.float32)
+    lt = run_op("compare", [a, b], "bool", attrs={"comparison_direction": "LT", "compare_type": "TOTALORDER"})
+    assert_same(lt, np.array([True, False, True, False, False]))
+    eq = run_op("compare", [a, b], "bool", attrs={"comparison_direction": "EQ", "compare_type": "TOTALORDER"})
+    assert_same(eq, np.array([False, False, False, True, True]))
+    i = np.array([-1, 1], np.int32)
+    j = np.array([1, 2], np.int32)
+    assert_same(run_op("compare", [i, j], "bool", attrs={"comparison_direction": "LT", "compare_type": "UNSIGNED"}),
+                np.array([False, True]))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32, np.uint32, np.bool_])
+def test_select(dtype, rng):
+    p = rng.integers(0, 2, size=(3, 5)).astype(bool)
+    a = rng.integers(0, 9, size=(3, 5)).astype(dtype)
+    b = rng.integers(0, 9, size=(3, 5)).astype(dtype)
+    assert_same(run_op("select", [p, a, b], out_dtype=_name(dtype), out_shape=(3, 5)), np.where(p, a, b))
+    assert_same(run_op("select", [np.array(False), a, b], out_dtype=_name(dtype), out_shape=(3, 5)), b)
+
+
+def _name(dtype) -> str:
+    return dtype_name(np.zeros(0, dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32, np.uint32])
+def test_clamp(dtype, rng):
+    x = rng.integers(-10, 10, size=50).astype(dtype)
+    lo = np.array(-3, dtype) if dtype != np.uint32 else np.array(2, dtype)
+    hi = rng.integers(3, 8, size=50).astype(dtype)
+    assert_same(run_op("clamp", [lo, x, hi], out_dtype=_name(dtype), out_shape=(50,)), np.minimum(np.maximum(x, lo), hi))
+
+
+CONVERT_DTYPES = [np.float32, np.float16, np.int32, np.uint32, np.bool_]
+
+
+@pytest.mark.parametrize("src", CONVERT_DTYPES)
+@pytest.mark.parametrize("dst", CONVERT_DTYPES)
+def test_convert(src, dst):
+    x = np.array([0, 1, 2, 3, 100, 2049, 7], src)
+    expected = x.astype(dst) if src != np.float16 or dst != np.bool_ else x != 0
+    assert_same(run_op("convert", [x], _name(dst)), expected.astype(dst))
+
+
+def test_convert_float_to_int_saturates():
+    x = np.array([np.nan, np.inf, -np.inf, 3e9, -3e9, -1.7, 2.9, 4.3e9, -0.5], np.float32)
+    assert_same(run_op("convert", [x], "i32"), np.array([0, 2 ** 31 - 1, -2 ** 31, 2 ** 31 - 1, -2 ** 31, -1, 2,
+                                                           2 ** 31 - 1, 0], np.int32))
+    assert_same(run_op("convert", [x], "u32"), np.array([0, 2 ** 32 - 1, 0, 3000000000, 0, 0, 2, 2 ** 32 - 1, 0],
+                                                          np.uint32))
+    assert_same(run_op("convert", [x], "bool"), x != 0)
+    h = np.array([1e5, -1e5, 1 / 3, 1e-8, 70000], np.float32)
+    assert_same(run_op("convert", [h], "f16"), h.astype(np.float16))
+    big = np.array([2 ** 24 + 1, -(2 ** 31), 70000], np.int32)
+    assert_same(run_op("convert", [big], "f32"), big.astype(np.float32))
+    assert_same(run_op("convert", [big], "f16"), big.astype(np.float16))
+
+
+@pytest.mark.parametrize("shape", [(), (0,), (3, 0, 2)])
+def test_scalars_and_empty(shape):
+    a = np.full(shape, 2.5, np.float32)
+    assert_same(run_op("add", [a, a]), a + a)
+    np.testing.assert_allclose(run_op("exponential", [a]), np.exp(a), rtol=3e-7)
+    assert_same(run_op("compare", [a, a], "bool", attrs={"comparison_direction": "EQ"}), a == a)
+    assert_same(run_op("convert", [a], "i32"), a.astype(np.int32))
+
+
+@pytest.mark.parametrize("tiles", [1, 7, 13, 1472])
+def test_uneven_tile_spread(tiles, rng):
+    a = rng.normal(size=1000).astype(np.float32)
+    b = rng.normal(size=1000).astype(np.float32)
+    assert_same(run_op("multiply", [a, b], num_tiles=tiles), a * b)
+
+
+def test_large_parallel(rng):
+    a = rng.normal(size=(1000, 1000)).astype(np.float32)
+    assert_same(run_op("add", [a, a]), a + a)
+    np.testing.assert_allclose(run_op("tanh", [a]), np.tanh(a), rtol=3e-6, atol=1e-6)

@@ -1,0 +1,107 @@
+"""Runs in a fresh Python 3.8 venv where only `pip install dist/*.whl pytest` happened, from outside the source tree."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import site
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _pinned(key: str) -> str:
+    # Python 3.8 has no tomllib; these two keys are simple strings in pins.toml.
+    match = re.search(rf'^{key} = "([^"]+)"', (REPO / "build_tools" / "pins.toml").read_text(), flags=re.M)
+    assert match, key
+    return match.group(1)
+
+
+LABELLED = "{}+{}".format(_pinned("default_series"), _pinned("label"))
+
+
+def _is_installed(path: str) -> bool:
+    """In this interpreter's site-packages (the nox venv may itself live inside the repository)."""
+    resolved = str(Path(path).resolve())
+    return any(resolved.startswith(str(Path(d).resolve()) + os.sep) for d in site.getsitepackages())
+
+
+def test_import_jax_and_versions() -> None:
+    import jax
+    import jaxlib.version
+    from jax._src import lib
+
+    assert jax.__version__ == LABELLED
+    assert jaxlib.version.__version__ == LABELLED
+    upstream = tuple(int(x) for x in LABELLED.split("+")[0].split("."))
+    assert jax.__version_info__ == upstream
+    assert lib.version == upstream  # jax's own jaxlib version check parsed the labelled version
+
+
+def test_distribution_metadata() -> None:
+    from importlib import metadata
+
+    assert metadata.version("jax") == LABELLED
+    assert metadata.version("jaxlib") == LABELLED
+
+
+def test_packages_come_from_the_installed_wheels() -> None:
+    for name in ("jax", "jaxlib", "jax_ipu"):
+        spec = importlib.util.find_spec(name)
+        assert spec and spec.origin and _is_installed(spec.origin), f"{name} imported from {spec and spec.origin}"
+    plugins = importlib.util.find_spec("jax_plugins")
+    assert plugins and plugins.origin in (None, "namespace"), "jax_plugins must be a namespace package"
+    assert importlib.util.find_spec("jax_plugins.ipu") is not None
+
+
+def test_native_library_is_installed() -> None:
+    spec = importlib.util.find_spec("jax_ipu")
+    assert spec and spec.submodule_search_locations
+    lib = Path(list(spec.submodule_search_locations)[0]) / "lib" / "libjax_ipu.so"
+    assert lib.is_file() and lib.stat().st_size > 0
+
+
+def test_donation_lists_ipu() -> None:
+    from jax._src.interpreters import mlir
+
+    assert "ipu" in mlir._platforms_with_donation and "cpu" in mlir._platforms_with_donation
+
+
+def test_cpu_still_works() -> None:
+    import jax
+    import jax.numpy as jnp
+
+    out = jax.jit(lambda x: x * 2, backend="cpu")(jnp.arange(3))
+    assert out.tolist() == [0, 2, 4]
+
+
+README_EXAMPLE = textwrap.dedent("""
+    from functools import partial
+    import jax
+    import numpy as np
+
+    @partial(jax.jit, backend="ipu")
+    def ipu_function(data):
+        return data**2 + 1
+
+    data = np.array([1, -2, 3], np.float32)
+    output = ipu_function(data)
+    print(output, output.device())
+    print("platform:", output.device().platform)
+""")
+
+
+def test_readme_example_runs_on_ipu(tmp_path: Path) -> None:
+    script = tmp_path / "example.py"
+    script.write_text(README_EXAMPLE)
+    proc = subprocess.run([sys.executable, str(script)], cwd=str(tmp_path), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, universal_newlines=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout
+    assert "[ 2.  5. 10.]" in proc.stdout, proc.stdout
+    assert "platform: ipu" in proc.stdout, proc.stdout

@@ -1,0 +1,64 @@
+"""Each patch series applies cleanly to its pristine pinned source, and says what, why and when to drop."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from build_tools import patches
+from build_tools.pins import Pins, Series
+
+
+@pytest.fixture(scope="module")
+def patched(series: Series, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    trees = {}
+    for artifact in (series.jax, series.jaxlib):
+        tree = patches.extract_pristine(artifact, tmp_path_factory.mktemp(artifact.package) / "tree")
+        patches.apply_series(artifact, tree)
+        trees[artifact.package] = tree
+    return trees
+
+
+@pytest.mark.parametrize("project", ["jax", "jaxlib"])
+def test_series_applies_cleanly(series: Series, project: str, tmp_path: Path) -> None:
+    artifact = getattr(series, project)
+    tree = patches.extract_pristine(artifact, tmp_path / "tree")
+    applied = patches.apply_series(artifact, tree)
+    assert applied, f"patches/{project}/{artifact.version}/series lists no patches (the version label needs one)"
+
+
+@pytest.mark.parametrize("project", ["jax", "jaxlib"])
+def test_patch_headers(series: Series, project: str) -> None:
+    assert patches.check_headers(getattr(series, project)) == []
+
+
+def _namespace_of(version_py: Path) -> dict:
+    namespace: dict = {}
+    exec(compile(version_py.read_text(), str(version_py), "exec"), namespace)
+    return namespace
+
+
+@pytest.mark.parametrize("project", ["jax", "jaxlib"])
+def test_version_label_keeps_tuple_semantics(pins: Pins, series: Series, patched: dict, project: str) -> None:
+    ns = _namespace_of(patched[project] / project / "version.py")
+    upstream = getattr(series, project).version
+    assert ns["__version__"] == pins.labelled(upstream)
+    assert ns["__version_info__"] == tuple(int(x) for x in upstream.split("."))
+    assert ns["_version_as_tuple"](pins.labelled(upstream)) == ns["_version_as_tuple"](upstream)
+    assert ns["_minimum_jaxlib_version_info"] <= ns["__version_info__"]
+
+
+def test_donation_keeps_upstream_platforms(patched: dict) -> None:
+    text = (patched["jax"] / "jax/_src/interpreters/mlir.py").read_text()
+    platforms = re.search(r"^_platforms_with_donation = (\[.*\])$", text, flags=re.M)
+    assert platforms and eval(platforms.group(1)) == ["cpu", "cuda", "rocm", "tpu", "ipu"]
+
+
+def test_test_util_knows_ipu_and_keeps_other_branches(patched: dict) -> None:
+    text = (patched["jax"] / "jax/_src/test_util.py").read_text()
+    for device in ("tpu", "iree", "ipu"):
+        assert f'device_under_test() == "{device}"' in text
+    ipu_branch = text.split('device_under_test() == "ipu":', 1)[1].split("else:", 1)[0]
+    assert "np.float32" in ipu_branch and "np.float64" not in ipu_branch and "complex" not in ipu_branch

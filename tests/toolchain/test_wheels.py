@@ -1,0 +1,107 @@
+"""The wheels in dist/: names, tags, versions, contents, RECORD, portability, reproducibility."""
+
+from __future__ import annotations
+
+import email.parser
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from build_tools import native, wheels
+from build_tools.pins import Pins, Series
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _metadata(wheel: Path, name: str) -> email.message.Message:
+    with zipfile.ZipFile(wheel) as zf:
+        member = next(n for n in zf.namelist() if n.endswith(f".dist-info/{name}"))
+        return email.parser.Parser().parsestr(zf.read(member).decode())
+
+
+def _names(wheel: Path) -> list:
+    with zipfile.ZipFile(wheel) as zf:
+        return zf.namelist()
+
+
+def test_jaxlib_name_tag_and_version(pins: Pins, series: Series, jaxlib_wheel: Path) -> None:
+    version = pins.labelled(series.jaxlib.version)
+    tag = "-".join(series.jaxlib.filename[: -len(".whl")].split("-")[2:])
+    assert jaxlib_wheel.name == f"jaxlib-{version}-{tag}.whl"
+    assert _metadata(jaxlib_wheel, "METADATA")["Version"] == version
+    assert _metadata(jaxlib_wheel, "WHEEL").get_all("Tag") == [tag]
+    assert all(n.startswith(f"jaxlib-{version}.dist-info/") for n in _names(jaxlib_wheel) if ".dist-info/" in n)
+
+
+def test_jax_name_and_version(pins: Pins, series: Series, jax_wheel: Path) -> None:
+    version = pins.labelled(series.jax.version)
+    assert jax_wheel.name == f"jax-{version}-py3-none-any.whl"
+    assert _metadata(jax_wheel, "METADATA")["Version"] == version
+    with zipfile.ZipFile(jax_wheel) as zf:
+        assert f'__version__ = "{version}"' in zf.read("jax/version.py").decode()
+        assert '"tpu", "ipu"]' in zf.read("jax/_src/interpreters/mlir.py").decode()
+
+
+def test_jaxlib_carries_our_backend(pins: Pins, jaxlib_wheel: Path) -> None:
+    names = set(_names(jaxlib_wheel))
+    assert wheels.LIBRARY_IN_WHEEL in names
+    assert {"jax_ipu/__init__.py", "jax_plugins/ipu/__init__.py", "jaxlib/xla_extension.so"} <= names
+    assert "jax_plugins/__init__.py" not in names, "jax_plugins must stay a namespace package"
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+    with zipfile.ZipFile(jaxlib_wheel) as zf:
+        assert f'__version__ = "{pins.labelled("0.4.13")}"' in zf.read("jaxlib/version.py").decode()
+        for name, path in wheels._our_package_files():
+            assert zf.read(name) == path.read_bytes(), f"{name} differs from jax_ipu_shim/python/{name}"
+        top_level = zf.read(next(n for n in names if n.endswith(".dist-info/top_level.txt"))).decode().split()
+        assert {"jaxlib", "jax_ipu", "jax_plugins"} <= set(top_level)
+
+
+@pytest.mark.parametrize("which", ["jax", "jaxlib"])
+def test_record_is_valid(which: str, request: pytest.FixtureRequest) -> None:
+    wheel = request.getfixturevalue(f"{which}_wheel")
+    assert wheels.verify_record(wheel) == []
+
+
+@pytest.mark.parametrize("which", ["jax", "jaxlib"])
+def test_entries_are_normalised(which: str, request: pytest.FixtureRequest) -> None:
+    wheel = request.getfixturevalue(f"{which}_wheel")
+    with zipfile.ZipFile(wheel) as zf:
+        infos = zf.infolist()
+    assert {i.date_time for i in infos} == {wheels.ZIP_DATE}
+    names = [i.filename for i in infos]
+    dist_info = [n for n in names if ".dist-info/" in n]
+    assert names[-len(dist_info):] == dist_info and names[-1].endswith("/RECORD")
+    assert names[: -len(dist_info)] == sorted(names[: -len(dist_info)])
+
+
+def test_auditwheel_accepts_the_pinned_platform(series: Series, jaxlib_wheel: Path) -> None:
+    tag, line = wheels.check_platform(jaxlib_wheel, series, strict=True)
+    assert wheels._glibc_of_tag(tag) <= wheels._glibc_of_tag(series.platform_tag), line
+
+
+def test_library_exports_only_the_plugin_api(jaxlib_wheel: Path, tmp_path: Path) -> None:
+    with zipfile.ZipFile(jaxlib_wheel) as zf:
+        lib = tmp_path / "libjax_ipu.so"
+        lib.write_bytes(zf.read(wheels.LIBRARY_IN_WHEEL))
+    exported = native.exported_symbols(lib)
+    if not exported:
+        pytest.skip("no nm on PATH to list dynamic symbols")
+    assert "GetPjrtApi" in exported
+    assert [s for s in exported if s != "GetPjrtApi" and not s.startswith("JaxIpu_")] == []
+
+
+def test_writer_is_reproducible(tmp_path: Path) -> None:
+    entries = [("pkg/b.py", lambda: b"b = 2\n", False), ("pkg/a.py", lambda: b"a = 1\n", False),
+               ("demo-1.0.dist-info/METADATA", lambda: b"Name: demo\nVersion: 1.0\n", False),
+               ("pkg/lib.so", lambda: b"\x7fELF", True)]
+    first = wheels.write_wheel(tmp_path / "a.whl", entries, "demo-1.0.dist-info").read_bytes()
+    second = wheels.write_wheel(tmp_path / "b.whl", list(reversed(entries)), "demo-1.0.dist-info").read_bytes()
+    assert first == second
+    assert wheels.verify_record(tmp_path / "a.whl") == []
+
+
+def test_platform_check_rejects_newer_glibc(series: Series, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(wheels, "auditwheel_show", lambda w: ("manylinux_2_34_x86_64", "platform tag: manylinux_2_34"))
+    with pytest.raises(wheels.WheelError, match="newer than the pinned manylinux2014"):
+        wheels.check_platform(Path("x.whl"), series)
