@@ -62,6 +62,8 @@ void canonicalize(const In* x, Acc* y, const OperandLayout& l) {
   }
 }
 
+// Each tile's outputs as rows of [batch, M, N]: accumulate lhs[k] * rhs[k, n] over k in the accumulator type
+// (f32 for f16/f32, wrapping u32 for integers, OR of ANDs for bool), then convert once to the result type.
 template <class In, class Acc, class Out>
 class DotKernel : public Kernel {
  public:

@@ -11,6 +11,10 @@
 #include <mutex>
 #include <thread>
 
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
+
 namespace ipu {
 
 namespace {
@@ -18,6 +22,16 @@ namespace {
 // would cost more than it saves.
 constexpr double kParallelThreshold = 32768;
 }  // namespace
+
+#if defined(__SSE2__)
+// MXCSR: FTZ (bit 15) flushes subnormal results, DAZ (bit 6) reads subnormal inputs as zero.
+constexpr unsigned kFlushDenormals = 0x8040;
+ScopedFlushDenormals::ScopedFlushDenormals() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | kFlushDenormals); }
+ScopedFlushDenormals::~ScopedFlushDenormals() { _mm_setcsr(saved_); }
+#else
+ScopedFlushDenormals::ScopedFlushDenormals() : saved_(0) {}
+ScopedFlushDenormals::~ScopedFlushDenormals() {}
+#endif
 
 struct Job {
   const std::function<void(int64_t)>* fn;
@@ -70,7 +84,12 @@ struct ThreadPool::Impl {
 };
 
 ThreadPool::ThreadPool(int threads) : impl_(new Impl), threads_(std::max(1, threads)) {
-  for (int i = 1; i < threads_; ++i) std::thread([impl = impl_] { impl->workerLoop(); }).detach();
+  for (int i = 1; i < threads_; ++i) {
+    std::thread([impl = impl_] {
+      ScopedFlushDenormals flush;  // for the thread's whole life: it only ever runs kernels
+      impl->workerLoop();
+    }).detach();
+  }
 }
 
 ThreadPool& ThreadPool::instance() {

@@ -69,6 +69,7 @@ std::string typeJson(const TensorType& t) {
   return s + "], \"bytes\": " + std::to_string(t.numBytes()) + "}";
 }
 
+// A lowered program; immutable after construction, so run() only touches its own RunState.
 class ExecutableImpl : public Executable {
  public:
   ExecutableImpl(const Program& program, const DeviceDescription& device) : name_(program.name) {
@@ -144,7 +145,10 @@ class ExecutableImpl : public Executable {
       }
       state.scratch.resize(static_cast<size_t>(graph_.num_scratch));
       state.dynamic.assign(static_cast<size_t>(graph_.num_dynamic), 0);
-      Executor(graph_, &state).run(*graph_.root);
+      {
+        ScopedFlushDenormals flush;
+        Executor(graph_, &state).run(*graph_.root);
+      }
       // Outputs may share buffers with inputs (donation): stage through host memory when they do.
       bool overlap = false;
       for (void* o : outputs)

@@ -50,6 +50,7 @@ inline int64_t offsetOf(int64_t i, const std::vector<int64_t>& shape, const std:
   return off;
 }
 
+// Each output tile's outputs, accumulated in input order from the init value; f16 rounds after every step.
 template <class S, class F>
 class ReduceKernel : public Kernel {
  public:

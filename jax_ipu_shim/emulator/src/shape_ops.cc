@@ -249,6 +249,7 @@ class UpdateSliceKernel : public Kernel {
   int dyn_;
 };
 
+// iota: each element's coordinate along one dimension, converted to the element type.
 template <class T>
 class IotaKernel : public Kernel {
  public:

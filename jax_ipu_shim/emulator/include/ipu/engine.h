@@ -7,6 +7,19 @@
 
 namespace ipu {
 
+// Subnormal f32 results flush to zero and subnormal inputs read as zero while one is alive on a thread, as on
+// XLA:CPU (which runs its kernels the same way), so that results match it bit for bit.
+class ScopedFlushDenormals {
+ public:
+  ScopedFlushDenormals();
+  ~ScopedFlushDenormals();
+  ScopedFlushDenormals(const ScopedFlushDenormals&) = delete;
+  ScopedFlushDenormals& operator=(const ScopedFlushDenormals&) = delete;
+
+ private:
+  unsigned saved_;
+};
+
 // A process-wide pool of host threads. Tiles' work is split into chunks of whole tiles and the chunks run in
 // parallel; the calling thread takes part. Several runs may share the pool at once.
 class ThreadPool {
