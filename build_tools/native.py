@@ -26,7 +26,7 @@ SOURCE_DIRS = (SHIM / "emulator" / "src", SHIM / "pjrt")
 EXPORTS_MAP = SHIM / "pjrt" / "exports.map"
 GENERATOR = REPO / "build_tools" / "gen_pjrt_api.py"
 LIBRARY_NAME = "libjax_ipu.so"
-CXXFLAGS = ["-std=c++17", "-O2", "-fPIC", "-Wall"]
+CXXFLAGS = ["-std=c++17", "-O2", "-fPIC", "-Wall", "-Wextra", "-fvisibility=hidden"]
 HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".inc", ".def")
 
 
@@ -146,6 +146,7 @@ def build_library(series: Series, out_dir: Path, cxx: Optional[str] = None, jobs
     link = cxx_cmd + ["-shared", "-o", str(tmp_lib)] + [str(objs[s]) for s in srcs]
     # --no-undefined: a symbol no object defines fails the link here, not dlopen() in the user's process.
     link += [f"-Wl,--version-script={EXPORTS_MAP}", f"-Wl,-soname,{LIBRARY_NAME}", "-Wl,--no-undefined"]
+    link += ["-Wl,--strip-all"]  # users get no debug info from a wheel; keep it small
     if not is_portable(cxx):
         link += ["-static-libstdc++", "-static-libgcc"]
     _run(link, "linking libjax_ipu.so")

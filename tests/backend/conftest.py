@@ -12,11 +12,13 @@ from typing import Dict, Optional
 import pytest
 
 # Flags that would change the backend under test; each subprocess starts from a clean slate plus its own.
-_IPU_FLAGS = ("TF_POPLAR_FLAGS", "XLA_IPU_PLATFORM_DEVICE_COUNT", "JAX_PLATFORMS", "JAX_PLATFORM_NAME")
+_IPU_FLAGS = ("TF_POPLAR_FLAGS", "XLA_IPU_PLATFORM_DEVICE_COUNT", "JAX_PLATFORMS", "JAX_PLATFORM_NAME",
+              "JAX_IPU_USE_MODEL", "JAX_IPU_MODEL_NUM_TILES", "JAX_IPU_MODEL_VERSION", "JAX_IPU_DEVICE_COUNT",
+              "JAX_IPU_VISIBLE_DEVICES")
 
 
 def run_python(code: str, env: Optional[Dict[str, str]] = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    environ = {k: v for k, v in os.environ.items() if k not in _IPU_FLAGS and not k.startswith("JAX_IPU_")}
+    environ = {k: v for k, v in os.environ.items() if k not in _IPU_FLAGS}
     environ.update(env or {})
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],

@@ -6,7 +6,7 @@ import threading
 
 import numpy as np
 
-from conftest import assert_same
+from emulator_helpers import assert_same
 from jax_ipu import emulator as E
 
 

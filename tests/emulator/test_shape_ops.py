@@ -7,7 +7,7 @@ import base64
 import numpy as np
 import pytest
 
-from conftest import assert_same, dtype_name, run_op
+from emulator_helpers import assert_same, dtype_name, run_op
 from jax_ipu import emulator as E
 
 ALL = [np.float32, np.float16, np.int32, np.uint32, np.bool_]

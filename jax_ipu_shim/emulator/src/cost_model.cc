@@ -74,6 +74,10 @@ uint64_t elementwise(OpKind kind, DType dtype, int64_t elements, int workers) {
   return tileCycles(elements, vectorWidth(dtype), workers, c.fixed, c.per_vector);
 }
 
+double elementwisePerElement(OpKind kind, DType dtype) {
+  return elementwiseCost(kind, dtype).per_vector / vectorWidth(dtype);
+}
+
 uint64_t copy(int64_t bytes, int workers) {
   return tileCycles(bytes, 8, workers, 20, 1);  // one 64-bit load/store pair per cycle and worker
 }
@@ -84,6 +88,11 @@ uint64_t reduce(DType dtype, int64_t inputs, int64_t outputs, int workers) {
   const double per = isFloat(dtype) ? 1.0 : 2.0;
   if (inputs <= 0) return 0;
   return tileCycles(inputs, width, workers, 30, per) + static_cast<uint64_t>(outputs) * 2;  // + storing outputs
+}
+
+uint64_t reduceBody(double body_cycles, int64_t inputs, int64_t outputs, int workers) {
+  if (inputs <= 0) return 0;
+  return tileCycles(inputs, 1, workers, 30, body_cycles) + static_cast<uint64_t>(outputs) * 2;  // + storing outputs
 }
 
 uint64_t matmul(DType dtype, int64_t outputs, int64_t depth, int workers) {

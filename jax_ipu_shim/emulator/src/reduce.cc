@@ -2,20 +2,25 @@
 // holds into partials (one per output it touches); a second superstep exchanges the partials to the tiles that
 // hold the outputs and reduces them there (with the init value folded in once). A reduction whose input and
 // output sit on one tile is a single superstep.
-#include <cmath>
+//
+// A body that combines each input with one add/multiply/maximum/minimum/and/or gets a vector kernel per input; any
+// other body (argmax's compare/select bodies, ...) is compiled into a ScalarProgram that combines all inputs at once.
+// Either way each output is accumulated sequentially from the init value over its reduced elements in row-major
+// order, as XLA:CPU does.
+#include <algorithm>
+#include <cstring>
 
 #include "ipu/cost_model.h"
 #include "ipu/dtype.h"
 #include "ipu/lowering.h"
+#include "ipu/scalar_ops.h"
+#include "ipu/scalar_program.h"
 
 namespace ipu {
 
 namespace {
 
 const char* const kComputations[] = {"add", "multiply", "maximum", "minimum", "and", "or"};
-
-inline float maxXla(float a, float b) { return (a >= b || std::isnan(a)) ? a : b; }
-inline float minXla(float a, float b) { return (a <= b || std::isnan(a)) ? a : b; }
 
 // The geometry of one reduction: result coordinates and reduced coordinates, each with its input strides.
 struct ReduceGeometry {
@@ -120,41 +125,98 @@ std::unique_ptr<Kernel> make(int in, int init, int out, const ReduceGeometry& g,
   return std::make_unique<ReduceKernel<S, F>>(in, init, out, g, f);
 }
 
-template <class F>
-std::unique_ptr<Kernel> floatReduce(DType dt, int in, int init, int out, const ReduceGeometry& g, F f) {
-  if (dt == DType::F32) return make<float>(in, init, out, g, f);
-  // f16: each step computed in f32 and rounded, as XLA:CPU does per op.
-  return make<uint16_t>(in, init, out, g, [f](uint16_t a, uint16_t b) { return floatToHalf(f(halfToFloat(a), halfToFloat(b))); });
-}
-
-template <class T>
-std::unique_ptr<Kernel> intReduce(const std::string& c, int in, int init, int out, const ReduceGeometry& g) {
-  if (c == "add") return make<T>(in, init, out, g, [](T a, T b) { return static_cast<T>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b)); });
-  if (c == "multiply") return make<T>(in, init, out, g, [](T a, T b) { return static_cast<T>(static_cast<uint32_t>(a) * static_cast<uint32_t>(b)); });
-  if (c == "maximum") return make<T>(in, init, out, g, [](T a, T b) { return a > b ? a : b; });
-  if (c == "minimum") return make<T>(in, init, out, g, [](T a, T b) { return a < b ? a : b; });
-  if (c == "and") return make<T>(in, init, out, g, [](T a, T b) { return static_cast<T>(a & b); });
-  if (c == "or") return make<T>(in, init, out, g, [](T a, T b) { return static_cast<T>(a | b); });
-  return nullptr;
-}
-
+// The vector kernel of a single-op computation on `dt`, or null. f16 steps are computed in f32 and rounded, as
+// XLA:CPU does per op; for bool, add is or and multiply is and (XLA's convention).
 std::unique_ptr<Kernel> reduceKernel(const std::string& c, DType dt, int in, int init, int out, const ReduceGeometry& g) {
-  switch (dt) {
-    case DType::F16: case DType::F32:
-      if (c == "add") return floatReduce(dt, in, init, out, g, [](float a, float b) { return a + b; });
-      if (c == "multiply") return floatReduce(dt, in, init, out, g, [](float a, float b) { return a * b; });
-      if (c == "maximum") return floatReduce(dt, in, init, out, g, [](float a, float b) { return maxXla(a, b); });
-      if (c == "minimum") return floatReduce(dt, in, init, out, g, [](float a, float b) { return minXla(a, b); });
-      return nullptr;
-    case DType::I32: return intReduce<int32_t>(c, in, init, out, g);
-    case DType::U32: return intReduce<uint32_t>(c, in, init, out, g);
-    case DType::Bool:  // pred: add is or, multiply is and (XLA's convention)
-      if (c == "add" || c == "or" || c == "maximum") return make<uint8_t>(in, init, out, g, [](uint8_t a, uint8_t b) { return uint8_t(a | b); });
-      if (c == "multiply" || c == "and" || c == "minimum") return make<uint8_t>(in, init, out, g, [](uint8_t a, uint8_t b) { return uint8_t(a & b); });
-      return nullptr;
-  }
-  return nullptr;
+  if (std::find_if(std::begin(kComputations), std::end(kComputations), [&](const char* k) { return c == k; }) ==
+      std::end(kComputations))
+    return nullptr;
+  OpKind kind = findOp(c)->kind;
+  if (dt == DType::Bool && kind == OpKind::Add) kind = OpKind::Or;
+  if (dt == DType::Bool && kind == OpKind::Multiply) kind = OpKind::And;
+  if (isFloat(dt) && (kind == OpKind::And || kind == OpKind::Or)) return nullptr;
+  std::unique_ptr<Kernel> kernel;
+  scalar::visitBinary(kind, dt, [&](auto f, auto t) { kernel = make<typename decltype(t)::type>(in, init, out, g, f); });
+  return kernel;
 }
+
+inline void copyElement(uint8_t* dst, const uint8_t* src, size_t size) {
+  switch (size) {
+    case 1: *dst = *src; break;
+    case 2: std::memcpy(dst, src, 2); break;
+    default: std::memcpy(dst, src, 4); break;
+  }
+}
+
+// A variadic reduce with a general body: every step loads the N accumulators (kept in the outputs) and the N input
+// elements into the body's registers, runs the body and stores its N results as the new accumulators.
+class BodyReduceKernel : public Kernel {
+ public:
+  struct Operand {
+    int in, init, out;
+    size_t size;
+  };
+  BodyReduceKernel(std::vector<Operand> ops, ReduceGeometry g, ScalarProgram body)
+      : ops_(std::move(ops)), g_(std::move(g)), body_(std::move(body)) {}
+
+  void compute(RunState& s, int64_t b, int64_t e) const override {
+    for (const Operand& op : ops_)
+      for (int64_t i = b; i < e; ++i) copyElement(s.ptr[static_cast<size_t>(op.out)] + i * static_cast<int64_t>(op.size), s.ptr[static_cast<size_t>(op.init)], op.size);
+    if (g_.reduced_count == 0) return;
+    constexpr int kInlineRegisters = 64;
+    uint32_t inline_regs[kInlineRegisters] = {};
+    std::vector<uint32_t> heap_regs;  // only for bodies of more than 64 values
+    uint32_t* regs = inline_regs;
+    if (body_.numRegisters() > kInlineRegisters) {
+      heap_regs.assign(static_cast<size_t>(body_.numRegisters()), 0);
+      regs = heap_regs.data();
+    }
+    body_.loadConstants(regs);
+    std::vector<int64_t> oidx, ridx(g_.red_shape.size(), 0);
+    if (g_.inner_reduced) {  // output-major: each output walks its reduced elements in row-major order
+      int64_t base = offsetOf(b, g_.out_shape, g_.out_strides, &oidx);
+      for (int64_t i = b; i < e; ++i) {
+        std::fill(ridx.begin(), ridx.end(), 0);
+        int64_t roff = 0;
+        do step(s, regs, i, base + roff);
+        while (advance(ridx, g_.red_shape, g_.red_strides, roff));
+        advance(oidx, g_.out_shape, g_.out_strides, base);
+      }
+      return;
+    }
+    // reduced-major: sweep the outputs once per reduced coordinate (the same order per output).
+    int64_t roff = 0;
+    do {
+      int64_t base = offsetOf(b, g_.out_shape, g_.out_strides, &oidx);
+      for (int64_t i = b; i < e; ++i) {
+        step(s, regs, i, base + roff);
+        advance(oidx, g_.out_shape, g_.out_strides, base);
+      }
+    } while (advance(ridx, g_.red_shape, g_.red_strides, roff));
+  }
+
+ private:
+  void step(RunState& s, uint32_t* regs, int64_t i, int64_t x) const {
+    const size_t n = ops_.size();
+    uint8_t* r = reinterpret_cast<uint8_t*>(regs);
+    for (size_t k = 0; k < n; ++k) {
+      const Operand& op = ops_[k];
+      const int64_t size = static_cast<int64_t>(op.size);
+      copyElement(r + 4 * k, s.ptr[static_cast<size_t>(op.out)] + i * size, op.size);
+      copyElement(r + 4 * (n + k), s.ptr[static_cast<size_t>(op.in)] + x * size, op.size);
+    }
+    body_.run(regs);
+    for (size_t k = 0; k < n; ++k) {
+      const Operand& op = ops_[k];
+      copyElement(s.ptr[static_cast<size_t>(op.out)] + i * static_cast<int64_t>(op.size),
+                  r + 4 * static_cast<size_t>(body_.resultRegister(k)), op.size);
+    }
+  }
+
+  std::vector<Operand> ops_;
+  ReduceGeometry g_;
+  ScalarProgram body_;
+};
 
 // The computation of a reduce body made of one op per input combining (acc_i, x_i), or "" if it is not that.
 std::string inferComputation(const Op& op, size_t n) {
@@ -186,14 +248,6 @@ std::vector<int> Lowerer::lowerReduce(OpContext& ctx) {
   if (ctx.out_types.size() != n) invalid(ctx, "reduce must have one result per input");
   std::string computation = attrString(op, "computation", "");
   if (computation.empty()) computation = inferComputation(op, n);
-  if (computation.empty()) {
-    std::string body;
-    if (!op.regions.empty())
-      for (const Op& b : op.regions[0].body) body += (body.empty() ? "" : ", ") + b.mlir;
-    unimplemented(ctx, "reduce is implemented for bodies that combine each input with one add, multiply, maximum, "
-                       "minimum, and or or (argmax-style variadic bodies are not implemented yet); this body computes " +
-                           (body.empty() ? std::string("nothing recognisable") : body));
-  }
   const TensorType& in0 = ctx.in_types[0];
   const size_t rank = in0.shape.size();
   std::vector<int64_t> dims = attrInts(op, "dimensions");
@@ -221,7 +275,6 @@ std::vector<int> Lowerer::lowerReduce(OpContext& ctx) {
     g.red_strides.push_back(0);
   }
 
-  std::vector<std::unique_ptr<Kernel>> parts;
   std::vector<int> outs;
   for (size_t i = 0; i < n; ++i) {
     const TensorType& in = ctx.in_types[i];
@@ -230,17 +283,54 @@ std::vector<int> Lowerer::lowerReduce(OpContext& ctx) {
     if (in.shape != in0.shape) invalid(ctx, "all inputs must have the same shape");
     if (!init.shape.empty() || init.dtype != in.dtype || out.dtype != in.dtype || out.shape != g.out_shape)
       invalid(ctx, "init values must be scalars of the input's type and results the input's shape without the reduced dimensions");
-    outs.push_back(newSlot(out));
-    auto k = reduceKernel(computation, in.dtype, ctx.in[i], ctx.in[n + i], outs.back(), g);
-    if (!k) unimplemented(ctx, "a reduce with computation " + computation + " is not implemented for " + dtypeName(in.dtype));
+    outs.push_back(i == 0 ? newSlot(out) : newSlotLike(out, outs[0]));  // the outputs sit together
+  }
+
+  // A single-op computation: one vector kernel per input. Anything else: the body, interpreted.
+  std::unique_ptr<Kernel> kernel;
+  std::vector<std::unique_ptr<Kernel>> parts;
+  for (size_t i = 0; i < n && !computation.empty(); ++i) {
+    auto k = reduceKernel(computation, ctx.in_types[i].dtype, ctx.in[i], ctx.in[n + i], outs[i], g);
+    if (!k) {
+      parts.clear();
+      break;
+    }
     parts.push_back(std::move(k));
+  }
+  const bool general = parts.empty();
+  ScalarProgram body;
+  std::string codelet;
+  if (!general) {
+    kernel = parts.size() == 1 ? std::move(parts[0]) : std::make_unique<MultiKernel>(std::move(parts));
+    codelet = "reduce" + computation + "<" + dtypeName(in0.dtype) + ">";
+  } else {
+    if (op.regions.size() != 1) invalid(ctx, "reduce must have one body region");
+    std::vector<DType> types;
+    for (size_t i = 0; i < n; ++i) types.push_back(ctx.in_types[i].dtype);
+    std::vector<DType> params = types;
+    params.insert(params.end(), types.begin(), types.end());
+    try {
+      body = ScalarProgram::compile(op.regions[0], params, types);
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::Unimplemented) unimplemented(ctx, e.what());
+      invalid(ctx, std::string("in the body: ") + e.what());
+    }
+    std::vector<BodyReduceKernel::Operand> operands;
+    std::string type_list;
+    for (size_t i = 0; i < n; ++i) {
+      operands.push_back({ctx.in[i], ctx.in[n + i], outs[i], dtypeSize(types[i])});
+      type_list += (i ? "," : "") + std::string(dtypeName(types[i]));
+    }
+    codelet = "reduce{" + body.summary() + "}<" + type_list + ">";
+    kernel = std::make_unique<BodyReduceKernel>(std::move(operands), g, body);
   }
 
   // The partials each input tile produces, and where they go.
   const DType dt = in0.dtype;
   const TileMapping in_map = graph().slots[static_cast<size_t>(ctx.in[0])].mapping;
   const TileMapping out_map = graph().slots[static_cast<size_t>(outs[0])].mapping;
-  const int64_t partial_bytes = static_cast<int64_t>(dt == DType::Bool ? 1 : 4) * static_cast<int64_t>(n);  // f16 partials are f32
+  int64_t partial_bytes = 0;  // one partial per input; f16 partials are f32
+  for (size_t i = 0; i < n; ++i) partial_bytes += ctx.in_types[i].dtype == DType::Bool ? 1 : 4;
   const int tiles = device().num_tiles;
   std::vector<int64_t> partials_made(static_cast<size_t>(tiles), 0), partials_taken(static_cast<size_t>(tiles), 0);
   std::vector<int64_t> recv(static_cast<size_t>(tiles), 0);
@@ -273,24 +363,30 @@ std::vector<int> Lowerer::lowerReduce(OpContext& ctx) {
 
   std::vector<Superstep> steps;
   const int workers = device().num_worker_contexts;
-  const std::string codelet = "reduce" + computation + "<" + dtypeName(dt) + ">";
+  // Per-tile cycles of reducing `inputs` elements (of every input) into `outputs`.
+  const double body_cycles = body.cyclesPerElement();
+  auto cycles = [&](int64_t inputs, int64_t outputs) {
+    return general ? cost::reduceBody(body_cycles, inputs, outputs, workers)
+                   : cost::reduce(dt, inputs * static_cast<int64_t>(n), outputs, workers);
+  };
   const int64_t in_elems = in0.numElements();
   const double weight = std::max<double>(1, static_cast<double>(in_elems) / std::max<int64_t>(1, out_map.num_elements));
   if (out_map.num_elements > 0 && cross_tile) {
     steps.push_back(superstep(codelet + ".partials", in_map, {}, [&](int t, int64_t m) {
-      return cost::reduce(dt, m * static_cast<int64_t>(n), partials_made[static_cast<size_t>(t)], workers);
+      return cycles(m, partials_made[static_cast<size_t>(t)]);
     }, false));
     steps.push_back(superstep(codelet, out_map, recv, [&](int t, int64_t m) {
-      return cost::reduce(dt, partials_taken[static_cast<size_t>(t)] * static_cast<int64_t>(n), m, workers);
+      return cycles(partials_taken[static_cast<size_t>(t)], m);
     }));
   } else if (out_map.num_elements > 0) {
     steps.push_back(superstep(codelet, out_map, {}, [&](int, int64_t m) {
-      return cost::reduce(dt, in_elems * static_cast<int64_t>(n), m, workers);
+      return cycles(in_elems, m);
     }));
   }
-  if (!steps.empty()) steps.back().cost_weight = weight;
-  std::unique_ptr<Kernel> kernel = parts.size() == 1 ? std::move(parts[0]) : std::make_unique<MultiKernel>(std::move(parts));
-  emitExecute(ctx, std::move(kernel), std::move(steps), outs, isFloat(dt) ? static_cast<double>(in_elems * static_cast<int64_t>(n)) : 0);
+  if (!steps.empty()) steps.back().cost_weight = weight * (general ? std::max<double>(1, static_cast<double>(body.numInstructions())) : 1);
+  const double flops = general ? body.flopsPerElement() * static_cast<double>(in_elems)
+                               : isFloat(dt) ? static_cast<double>(in_elems * static_cast<int64_t>(n)) : 0;
+  emitExecute(ctx, std::move(kernel), std::move(steps), outs, flops);
   return outs;
 }
 

@@ -1,0 +1,61 @@
+// A region of scalar elementwise ops (a reduce body) compiled into straight-line code over a register file.
+//
+// Built once at compile time; running it touches no JSON and allocates nothing. Each register holds one element in
+// its storage form (ipu/scalar_ops.h) in its low bytes. The op semantics are the shared functors of scalar_ops.h,
+// so an interpreted body computes exactly what the vector kernels compute.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ipu/emulator.h"
+#include "ipu/program.h"
+
+namespace ipu {
+
+struct ScalarInstr;
+using ScalarExec = void (*)(uint32_t* regs, const ScalarInstr& instr);
+
+// dst = op(a[, b[, c]]): `exec` is the op instantiated for its storage types.
+struct ScalarInstr {
+  ScalarExec exec = nullptr;
+  int32_t dst = 0, a = 0, b = 0, c = 0;
+};
+
+class ScalarProgram {
+ public:
+  // Compiles `region`, whose params must be scalars of `param_types` (they get registers 0, 1, ...) and whose results
+  // must be scalars of `result_types`. Allowed ops: every unary, binary, compare, select, clamp and convert the
+  // registry has for the types used, and scalar constants. Throws Error(Unimplemented) naming any other op (or an
+  // unsupported type), Error(InvalidArgument) for a malformed region; the message is the reason alone.
+  static ScalarProgram compile(const Region& region, const std::vector<DType>& param_types,
+                               const std::vector<DType>& result_types);
+
+  int numRegisters() const { return num_registers_; }
+  // Writes the constants into their registers; once per register file (no instruction overwrites them).
+  void loadConstants(uint32_t* regs) const {
+    for (const auto& c : constants_) regs[c.first] = c.second;
+  }
+  void run(uint32_t* regs) const {
+    for (const ScalarInstr& i : code_) i.exec(regs, i);
+  }
+  int resultRegister(size_t i) const { return results_[i]; }
+  size_t numInstructions() const { return code_.size(); }
+  // Sum of the instructions' per-element cycles (cost::elementwisePerElement) and floating-point operations.
+  double cyclesPerElement() const { return cycles_; }
+  double flopsPerElement() const { return flops_; }
+  const std::string& summary() const { return summary_; }  // the ops in order: "compare,compare,or,..."
+
+ private:
+  std::vector<ScalarInstr> code_;
+  std::vector<std::pair<int, uint32_t>> constants_;  // (register, bits)
+  std::vector<int> results_;
+  int num_registers_ = 0;
+  double cycles_ = 0;
+  double flops_ = 0;
+  std::string summary_;
+};
+
+}  // namespace ipu

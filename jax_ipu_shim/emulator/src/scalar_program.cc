@@ -1,0 +1,210 @@
+// Compilation of scalar regions (reduce bodies) into ScalarProgram instructions; see ipu/scalar_program.h.
+#include "ipu/scalar_program.h"
+
+#include <cstring>
+#include <unordered_map>
+
+#include "ipu/cost_model.h"
+#include "ipu/dtype.h"
+#include "ipu/json.h"
+#include "ipu/registry.h"
+#include "ipu/scalar_ops.h"
+
+namespace ipu {
+
+namespace {
+
+template <class T>
+inline T load(const uint32_t* regs, int32_t r) {
+  T v;
+  std::memcpy(&v, regs + r, sizeof(T));
+  return v;
+}
+template <class T>
+inline void store(uint32_t* regs, int32_t r, T v) {
+  std::memcpy(regs + r, &v, sizeof(T));
+}
+
+// One instantiation per (functor, storage types): the functor is stateless, so the call inlines into the trampoline.
+template <class F, class A, class O>
+void exec1(uint32_t* r, const ScalarInstr& i) {
+  store<O>(r, i.dst, F{}(load<A>(r, i.a)));
+}
+template <class F, class A, class B, class O>
+void exec2(uint32_t* r, const ScalarInstr& i) {
+  store<O>(r, i.dst, F{}(load<A>(r, i.a), load<B>(r, i.b)));
+}
+template <class F, class A, class B, class C, class O>
+void exec3(uint32_t* r, const ScalarInstr& i) {
+  store<O>(r, i.dst, F{}(load<A>(r, i.a), load<B>(r, i.b), load<C>(r, i.c)));
+}
+
+[[noreturn]] void fail(ErrorCode code, const std::string& why) { throw Error(code, why); }
+
+struct Value {
+  int reg;
+  DType dtype;
+  const ValueDecl* decl;
+};
+
+}  // namespace
+
+ScalarProgram ScalarProgram::compile(const Region& region, const std::vector<DType>& param_types,
+                                     const std::vector<DType>& result_types) {
+  ScalarProgram p;
+  std::unordered_map<int64_t, Value> env;
+  if (region.params.size() != param_types.size())
+    fail(ErrorCode::InvalidArgument, "the body must take " + std::to_string(param_types.size()) + " scalar arguments");
+  for (size_t i = 0; i < region.params.size(); ++i) {
+    const ValueDecl& d = region.params[i];
+    DType dt;
+    if (!parseDType(d.dtype, &dt) || dt != param_types[i] || !d.shape.empty())
+      fail(ErrorCode::InvalidArgument, "body argument " + std::to_string(i) + " must be a " +
+                                           TensorType{param_types[i], {}}.str() + ", not " + d.mlirType());
+    if (!env.emplace(d.id, Value{p.num_registers_++, dt, &d}).second)
+      fail(ErrorCode::InvalidArgument, "body argument %" + std::to_string(d.id) + " is declared twice");
+  }
+
+  for (const Op& op : region.body) {
+    std::vector<const ValueDecl*> decls;
+    std::vector<Value> args;
+    for (int64_t id : op.operands) {
+      auto it = env.find(id);
+      if (it == env.end())
+        fail(ErrorCode::InvalidArgument,
+             "operand %" + std::to_string(id) + " of " + op.mlir + " in the body is not defined before its use");
+      args.push_back(it->second);
+      decls.push_back(it->second.decl);
+    }
+    const std::string sig = opSignature(op, decls);
+    const OpInfo* info = findOp(op.op);
+    if (!info) fail(ErrorCode::Unimplemented, "the emulator does not implement " + op.mlir + " (in the body: " + sig + ")");
+    const OpFamily family = info->family;
+    const bool elementwise = family == OpFamily::Unary || family == OpFamily::Binary || family == OpFamily::Compare ||
+                             family == OpFamily::Select || family == OpFamily::Clamp || family == OpFamily::Convert;
+    if (!elementwise && info->kind != OpKind::Constant)
+      fail(ErrorCode::Unimplemented,
+           "a reduce body may use elementwise ops (unary, binary, compare, select, clamp, convert) and scalar "
+           "constants; " + op.mlir + " is not implemented in a reduce body (" + sig + ")");
+    if (op.results.size() != 1) fail(ErrorCode::InvalidArgument, sig + " in the body must have one result");
+    const ValueDecl& res = op.results[0];
+    DType out;
+    if (!parseDType(res.dtype, &out))
+      fail(ErrorCode::Unimplemented,
+           "Unsupported element type " + res.dtype + " in " + sig + " : " + unsupportedDTypeAdvice(res.dtype));
+    const int n = static_cast<int>(args.size());
+    if (n < info->min_operands || (info->max_operands >= 0 && n > info->max_operands))
+      fail(ErrorCode::InvalidArgument, sig + " in the body has the wrong number of operands");
+    if (!res.shape.empty()) fail(ErrorCode::InvalidArgument, sig + " in the body must compute a scalar");
+    for (const ValueDecl* d : decls)
+      if (!d->shape.empty()) fail(ErrorCode::InvalidArgument, sig + " in the body must take scalars");
+    // The registry's element types for the op (as lowerOp checks them outside bodies).
+    DType checked = out;
+    if (info->role == TypeRole::Operand0) checked = args[0].dtype;
+    if (info->role == TypeRole::Operand1) checked = args[1].dtype;
+    if (!(info->dtypes & dtypeBit(checked)))
+      fail(ErrorCode::Unimplemented, std::string(info->name) + " is implemented for " + dtypeList(info->dtypes) +
+                                         " (in the body: " + sig + ")");
+
+    const int dst = p.num_registers_++;
+    if (!env.emplace(res.id, Value{dst, out, &res}).second)
+      fail(ErrorCode::InvalidArgument, "value %" + std::to_string(res.id) + " is defined twice in the body");
+
+    if (info->kind == OpKind::Constant) {
+      std::vector<uint8_t> bytes;
+      if (!json::base64Decode(attrString(op, "value"), &bytes))
+        fail(ErrorCode::InvalidArgument, sig + ": attribute \"value\" is not valid base64");
+      if (bytes.size() != dtypeSize(out)) fail(ErrorCode::InvalidArgument, sig + ": the value must hold one element");
+      uint32_t bits = 0;
+      std::memcpy(&bits, bytes.data(), bytes.size());
+      if (out == DType::Bool) bits = bits ? 1u : 0u;
+      p.constants_.emplace_back(dst, bits);
+      continue;
+    }
+
+    // Element types, as lowerElementwise requires them.
+    const size_t main = (family == OpFamily::Select || family == OpFamily::Clamp) ? 1 : 0;
+    const DType dt = args[main].dtype;
+    DType expected_out = dt;
+    if (family == OpFamily::Compare || info->kind == OpKind::IsFinite) expected_out = DType::Bool;
+    if (family == OpFamily::Convert) expected_out = out;
+    if (out != expected_out)
+      fail(ErrorCode::InvalidArgument, sig + ": the result's element type should be " + dtypeName(expected_out));
+    for (size_t i = 0; i < args.size() && family != OpFamily::Convert; ++i) {
+      const DType want = (family == OpFamily::Select && i == 0) ? DType::Bool : dt;
+      if (args[i].dtype != want)
+        fail(ErrorCode::InvalidArgument, sig + ": operand " + std::to_string(i) + " should have element type " +
+                                             dtypeName(want));
+    }
+
+    ScalarInstr ins;
+    ins.dst = dst;
+    ins.a = args[0].reg;
+    ins.b = n > 1 ? args[1].reg : 0;
+    ins.c = n > 2 ? args[2].reg : 0;
+    switch (family) {
+      case OpFamily::Unary:
+        scalar::visitUnary(info->kind, dt, [&](auto f, auto a, auto r) {
+          ins.exec = &exec1<decltype(f), typename decltype(a)::type, typename decltype(r)::type>;
+        });
+        break;
+      case OpFamily::Binary:
+        scalar::visitBinary(info->kind, dt, [&](auto f, auto t) {
+          using T = typename decltype(t)::type;
+          ins.exec = &exec2<decltype(f), T, T, T>;
+        });
+        break;
+      case OpFamily::Compare: {
+        scalar::Direction d;
+        const std::string dir = attrString(op, "comparison_direction");
+        if (!scalar::parseDirection(dir, &d))
+          fail(ErrorCode::InvalidArgument, sig + ": unknown comparison_direction '" + dir + "'");
+        scalar::visitCompare(d, attrString(op, "compare_type", "NOTYPE"), dt, [&](auto f, auto t) {
+          using T = typename decltype(t)::type;
+          ins.exec = &exec2<decltype(f), T, T, uint8_t>;
+        });
+        break;
+      }
+      case OpFamily::Select:
+        scalar::visitSelect(dt, [&](auto f, auto t) {
+          using T = typename decltype(t)::type;
+          ins.exec = &exec3<decltype(f), uint8_t, T, T, T>;
+        });
+        break;
+      case OpFamily::Clamp:
+        scalar::visitClamp(dt, [&](auto f, auto t) {
+          using T = typename decltype(t)::type;
+          ins.exec = &exec3<decltype(f), T, T, T, T>;
+        });
+        break;
+      case OpFamily::Convert:
+        scalar::visitConvert(dt, out, [&](auto f, auto a, auto r) {
+          ins.exec = &exec1<decltype(f), typename decltype(a)::type, typename decltype(r)::type>;
+        });
+        break;
+      default: break;
+    }
+    if (!ins.exec)
+      fail(ErrorCode::Unimplemented, std::string(info->name) + " is implemented for " + dtypeList(info->dtypes) +
+                                         " (in the body: " + sig + ")");
+    p.code_.push_back(ins);
+    p.cycles_ += cost::elementwisePerElement(info->kind, dt);
+    if (isFloat(dt)) p.flops_ += cost::flopsPerElement(info->kind);
+    p.summary_ += (p.summary_.empty() ? "" : ",") + std::string(info->name);
+  }
+
+  if (region.results.size() != result_types.size())
+    fail(ErrorCode::InvalidArgument, "the body must return " + std::to_string(result_types.size()) + " values");
+  for (size_t i = 0; i < region.results.size(); ++i) {
+    auto it = env.find(region.results[i]);
+    if (it == env.end())
+      fail(ErrorCode::InvalidArgument, "the body returns %" + std::to_string(region.results[i]) + ", which is not defined");
+    if (it->second.dtype != result_types[i] || !it->second.decl->shape.empty())
+      fail(ErrorCode::InvalidArgument, "body result " + std::to_string(i) + " must be a " +
+                                           TensorType{result_types[i], {}}.str() + ", not " + it->second.decl->mlirType());
+    p.results_.push_back(it->second.reg);
+  }
+  return p;
+}
+
+}  // namespace ipu
