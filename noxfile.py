@@ -5,6 +5,7 @@
     nox -s build_wheels -- --cxx g++    # development build with another compiler (not portable)
     nox -s tests                        # build or reuse dist/, toolchain tests, then the installed-wheel suites
     nox -s check_patches                # every patch series applies to its pinned upstream source
+    nox -s lint                         # ruff on our own Python (never on upstream code or patches)
 
 Pins (versions, sums, Python, glibc, label) come from build_tools/pins.toml only.
 """
@@ -108,6 +109,13 @@ def check_patches(session: nox.Session) -> None:
     """Prove every patch series applies cleanly to its pinned upstream source and has What/Why/When to drop."""
     _install_tools(session)
     session.run("python", "-m", "build_tools", "check-patches")
+
+
+@nox.session(venv_backend="venv", reuse_venv=True)
+def lint(session: nox.Session) -> None:
+    """ruff (pyflakes, pycodestyle, isort, bugbear) over our Python; configuration in pyproject.toml."""
+    session.install("--only-binary=:all:", "--require-hashes", "-r", "build_tools/lint-requirements.txt")
+    session.run("ruff", "check", "jax_ipu_shim/python", "build_tools", "tests", "noxfile.py", *session.posargs)
 
 
 @nox.session(venv_backend="venv", reuse_venv=True)

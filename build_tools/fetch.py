@@ -17,7 +17,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from build_tools.pins import Artifact, PINS_FILE
+from build_tools.pins import PINS_FILE, Artifact
 
 SDIST_BUILD_REQUIRES = ("setuptools", "wheel")
 

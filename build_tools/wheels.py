@@ -149,6 +149,11 @@ def build_jaxlib_wheel(pins: Pins, series: Series, patched_py: Path, library: Pa
     return wheel
 
 
+
+def _constant(data: bytes) -> Callable[[], bytes]:
+    """An Entry's reader for bytes already in memory."""
+    return lambda: data
+
 def build_jax_wheel(pins: Pins, series: Series, patched_sdist: Path, out_dir: Path) -> Path:
     """``pip wheel`` of the patched sdist tree (its version comes from the patched jax/version.py), then normalised."""
     version = pins.labelled(series.jax.version)
@@ -166,7 +171,7 @@ def build_jax_wheel(pins: Pins, series: Series, patched_sdist: Path, out_dir: Pa
         di = f"jax-{version}.dist-info"
         with zipfile.ZipFile(built[0]) as zf:
             entries: List[Entry] = [
-                (i.filename, (lambda d=zf.read(i): d), bool((i.external_attr >> 16) & 0o111))
+                (i.filename, _constant(zf.read(i)), bool((i.external_attr >> 16) & 0o111))
                 for i in zf.infolist() if not i.is_dir() and i.filename != f"{di}/RECORD"
             ]
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 
 import jax
-import jax_ipu
 import numpy as np
+
+import jax_ipu
 
 OOM = re.compile(r"Out of memory on tile (\d+): (\d+) bytes used but tiles only have 638976 bytes of memory")
 

@@ -6,8 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _conformance import (ALL_DTYPES, EXACT, FLOAT_DTYPES, INT_DTYPES, SHAPES, TRANSCENDENTAL, check, random,
-                          special)
+from _conformance import ALL_DTYPES, EXACT, FLOAT_DTYPES, INT_DTYPES, SHAPES, TRANSCENDENTAL, check, random, special
 from jax import lax
 
 

@@ -53,14 +53,16 @@ def test_wheel_download_asks_pip_for_the_pinned_tags(series: Series) -> None:
     assert "--no-binary" in fetch._pip_download_args(series.jax)
 
 
-def test_build_tools_are_hash_locked_at_pinned_versions(pins: Pins) -> None:
-    text = (REPO / "build_tools" / "requirements.txt").read_text()
+@pytest.mark.parametrize("file, tools", [("requirements.txt", ("ziglang", "auditwheel", "pytest")),
+                                         ("lint-requirements.txt", ("ruff",))])
+def test_build_tools_are_hash_locked_at_pinned_versions(pins: Pins, file: str, tools: tuple) -> None:
+    text = (REPO / "build_tools" / file).read_text()
     requirements = re.findall(r"^([A-Za-z0-9_.-]+)==([^\s;\\]+)[^\n]*\\\n\s+--hash=sha256:[0-9a-f]{64}", text, flags=re.M)
     plain = [ln for ln in text.splitlines() if ln and not ln.startswith(("#", " ")) and "\\" not in ln]
-    assert not plain, f"requirements without --hash: {plain}"
+    assert not plain, f"{file}: requirements without --hash: {plain}"
     versions = dict(requirements)
-    for tool in ("ziglang", "auditwheel", "pytest"):
-        assert versions.get(tool) == pins.tools[tool], f"{tool}: requirements.txt and pins.toml disagree"
+    for tool in tools:
+        assert versions.get(tool) == pins.tools[tool], f"{tool}: {file} and pins.toml disagree"
 
 
 def test_sums_live_only_in_pins_toml(series: Series) -> None:

@@ -8,7 +8,6 @@ import re
 import site
 from pathlib import Path
 
-
 REPO = Path(__file__).resolve().parents[3]
 
 
