@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-
 from emulator_helpers import assert_same
+
 from jax_ipu import emulator as E
 
 
@@ -18,7 +18,7 @@ def counting_loop(limit_is_param=True):
     x = m.param("f32", (1000,))
     zero = m.constant(np.int32(0))
     cond = m.region()
-    ci, cx = cond.param("i32"), cond.param("f32", (1000,))
+    ci, _cx = cond.param("i32"), cond.param("f32", (1000,))
     cond.ret(cond.op("compare", [ci, n], "bool", (), {"comparison_direction": "LT", "compare_type": "SIGNED"}))
     body = m.region()
     bi, bx = body.param("i32"), body.param("f32", (1000,))
@@ -54,7 +54,7 @@ def test_while_swaps_carried_values():
     m = p.main
     a, b, k = m.param("f32", (3,)), m.param("f32", (3,)), m.param("i32")
     cond = m.region()
-    ca, cb, ck = cond.param("f32", (3,)), cond.param("f32", (3,)), cond.param("i32")
+    _ca, _cb, ck = cond.param("f32", (3,)), cond.param("f32", (3,)), cond.param("i32")
     cond.ret(cond.op("compare", [ck, cond.constant(np.int32(0))], "bool", (), {"comparison_direction": "GT"}))
     body = m.region()
     ba, bb, bk = body.param("f32", (3,)), body.param("f32", (3,)), body.param("i32")

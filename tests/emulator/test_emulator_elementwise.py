@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from emulator_helpers import TOLERANCE, assert_same, dtype_name, run_op
 
 F32_SPECIALS = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 1e-40, 3.4e38, -3.4e38, np.inf, -np.inf, np.nan], np.float32)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from emulator_helpers import assert_same, dtype_name
+
 from jax_ipu import emulator as E
 
 COMPARE_TYPE = {"f32": "FLOAT", "f16": "FLOAT", "i32": "SIGNED", "u32": "UNSIGNED"}

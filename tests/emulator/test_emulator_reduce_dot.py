@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from emulator_helpers import assert_same, dtype_name
+
 from jax_ipu import emulator as E
 
 INIT = {"add": 0, "multiply": 1, "maximum": -np.inf, "minimum": np.inf, "and": -1, "or": 0}

@@ -6,8 +6,8 @@ import base64
 
 import numpy as np
 import pytest
-
 from emulator_helpers import assert_same, dtype_name, run_op
+
 from jax_ipu import emulator as E
 
 ALL = [np.float32, np.float16, np.int32, np.uint32, np.bool_]
@@ -95,9 +95,9 @@ def _reference_pad(x, value, lo, hi, interior):
     shape = [s + (s - 1) * i if s else 0 for s, i in zip(x.shape, interior)]
     inner = np.full(shape, value, x.dtype)
     inner[tuple(slice(None, None, i + 1) for i in interior)] = x
-    pads = [(max(l, 0), max(h, 0)) for l, h in zip(lo, hi)]
+    pads = [(max(low, 0), max(high, 0)) for low, high in zip(lo, hi)]
     padded = np.pad(inner, pads, constant_values=value)
-    crop = tuple(slice(max(-l, 0), padded.shape[d] - max(-h, 0)) for d, (l, h) in enumerate(zip(lo, hi)))
+    crop = tuple(slice(max(-low, 0), padded.shape[d] - max(-high, 0)) for d, (low, high) in enumerate(zip(lo, hi)))
     return padded[crop]
 
 

@@ -1,6 +1,15 @@
-// dot_general as Poplar plans a matmul: the result is mapped linearly over tiles and each tile computes its own
-// outputs on the AMP, after an exchange brings it the lhs rows and rhs columns those outputs need.
-// Operands are first rearranged into canonical [batch, M, K] and [batch, K, N] layouts (the exchange's job).
+// dot_general as poplin plans a matmul. Plan policy: over grids pB*pM x pN x pK <= tiles of the [batch*M, N, K]
+// iteration space (powers of two, tile-count divisors and whole dimensions), take the one with the fewest estimated
+// cycles (AMP compute + exchange + syncs of both supersteps) whose per-tile working set (received operand blocks +
+// f32 partials + the partials received for the reduction) is at most half a tile, else the smallest working set.
+// Superstep 1: each tile receives an lhs block and an rhs block and computes a partial output block on the AMP;
+// superstep 2 (when pK > 1 or the blocks are not where the output lives): each tile of the output's linear mapping
+// receives the pK partials of its elements and reduces them, converting once to the result type.
+// Operands are first viewed (or, when their layout or type requires it, copied) in canonical [batch, M, K] and
+// [batch, K, N] layouts; the host kernel runs every block as a register-blocked, vectorised GEMM.
+#include <algorithm>
+#include <type_traits>
+
 #include "ipu/cost_model.h"
 #include "ipu/dtype.h"
 #include "ipu/lowering.h"
@@ -62,50 +71,395 @@ void canonicalize(const In* x, Acc* y, const OperandLayout& l) {
   }
 }
 
-// Each tile's outputs as rows of [batch, M, N]: accumulate lhs[k] * rhs[k, n] over k in the accumulator type
-// (f32 for f16/f32, wrapping u32 for integers, OR of ANDs for bool), then convert once to the result type.
+// ---- host GEMM kernels. C[m x n] = A[m x k] B[k x n] with row strides lda, ldb, ldc. Every output element is a
+// running sum over k in increasing order, so the host blocking (of k too) never changes a result. ----
+
+constexpr int kMR = 6;     // rows of C per micro-kernel
+constexpr int kNR = 16;    // columns of C per micro-kernel (two 32-byte vectors)
+constexpr int64_t kKC = 256;  // depth per pass: a 16 KB panel of B stays in L1
+
+// A GCC vector of 8 floats (not an intrinsic: the compiler lowers it to the target's vector width); a micro-kernel
+// keeps 2 x MR of them as accumulators in registers.
+typedef float Vec8 __attribute__((vector_size(32)));
+
+template <int MR, bool kLoadC>
+inline __attribute__((always_inline)) void microF32(const float* A, int64_t lda, const float* B, int64_t ldb,
+                                                     float* C, int64_t ldc, int64_t kc) {
+  Vec8 lo[MR], hi[MR];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+    if (kLoadC) {
+      __builtin_memcpy(&lo[r], C + r * ldc, sizeof(Vec8));
+      __builtin_memcpy(&hi[r], C + r * ldc + 8, sizeof(Vec8));
+    } else {
+      lo[r] = Vec8{};
+      hi[r] = Vec8{};
+    }
+  }
+  for (int64_t k = 0; k < kc; ++k) {
+    Vec8 b0, b1;
+    __builtin_memcpy(&b0, B + k * ldb, sizeof(Vec8));
+    __builtin_memcpy(&b1, B + k * ldb + 8, sizeof(Vec8));
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      const float a = A[r * lda + k];
+      lo[r] += a * b0;
+      hi[r] += a * b1;
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r) {
+    __builtin_memcpy(C + r * ldc, &lo[r], sizeof(Vec8));
+    __builtin_memcpy(C + r * ldc + 8, &hi[r], sizeof(Vec8));
+  }
+}
+
+template <bool kLoadC>
+inline __attribute__((always_inline)) void microF32Rows(int mr, const float* A, int64_t lda, const float* B,
+                                                         int64_t ldb, float* C, int64_t ldc, int64_t kc) {
+  switch (mr) {
+    case 6: microF32<6, kLoadC>(A, lda, B, ldb, C, ldc, kc); return;
+    case 5: microF32<5, kLoadC>(A, lda, B, ldb, C, ldc, kc); return;
+    case 4: microF32<4, kLoadC>(A, lda, B, ldb, C, ldc, kc); return;
+    case 3: microF32<3, kLoadC>(A, lda, B, ldb, C, ldc, kc); return;
+    case 2: microF32<2, kLoadC>(A, lda, B, ldb, C, ldc, kc); return;
+    default: microF32<1, kLoadC>(A, lda, B, ldb, C, ldc, kc); return;
+  }
+}
+
+inline __attribute__((always_inline)) void gemmF32Body(const float* A, int64_t lda, const float* B, int64_t ldb,
+                                                        float* C, int64_t ldc, int64_t m, int64_t n, int64_t k) {
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i) std::fill(C + i * ldc, C + i * ldc + n, 0.0f);
+    return;
+  }
+  alignas(64) float pad[kKC * kNR];  // a column panel of B, packed (and zero-padded to 16 columns)
+  alignas(64) float tmp[kMR * kNR];  // the matching C rows
+  for (int64_t k0 = 0; k0 < k; k0 += kKC) {
+    const int64_t kc = std::min(kKC, k - k0);
+    const bool first = k0 == 0;
+    for (int64_t j0 = 0; j0 < n; j0 += kNR) {
+      const int64_t nr = std::min<int64_t>(kNR, n - j0);
+      const float* bp = B + k0 * ldb + j0;
+      int64_t ldbp = ldb;
+      if (nr < kNR || m > kMR) {  // pack: contiguous rows avoid cache-set conflicts of a large ldb
+        for (int64_t kk = 0; kk < kc; ++kk) {
+          float* row = pad + kk * kNR;
+          for (int64_t j = 0; j < nr; ++j) row[j] = bp[kk * ldb + j];
+          for (int64_t j = nr; j < kNR; ++j) row[j] = 0.0f;
+        }
+        bp = pad;
+        ldbp = kNR;
+      }
+      for (int64_t i0 = 0; i0 < m; i0 += kMR) {
+        const int mr = static_cast<int>(std::min<int64_t>(kMR, m - i0));
+        const float* ap = A + i0 * lda + k0;
+        float* cp = C + i0 * ldc + j0;
+        if (nr == kNR) {
+          if (first) microF32Rows<false>(mr, ap, lda, bp, ldbp, cp, ldc, kc);
+          else microF32Rows<true>(mr, ap, lda, bp, ldbp, cp, ldc, kc);
+          continue;
+        }
+        if (!first)
+          for (int r = 0; r < mr; ++r) std::copy(cp + r * ldc, cp + r * ldc + nr, tmp + r * kNR);
+        if (first) microF32Rows<false>(mr, ap, lda, bp, ldbp, tmp, kNR, kc);
+        else microF32Rows<true>(mr, ap, lda, bp, ldbp, tmp, kNR, kc);
+        for (int r = 0; r < mr; ++r) std::copy(tmp + r * kNR, tmp + r * kNR + nr, cp + r * ldc);
+      }
+    }
+  }
+}
+
+void gemmF32Portable(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t m,
+                     int64_t n, int64_t k) {
+  gemmF32Body(A, lda, B, ldb, C, ldc, m, n, k);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// The same code compiled for AVX2 (no FMA: products and sums round as in the portable build), chosen at run time.
+__attribute__((target("avx2"))) void gemmF32Avx2(const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
+                                                 int64_t ldc, int64_t m, int64_t n, int64_t k) {
+  gemmF32Body(A, lda, B, ldb, C, ldc, m, n, k);
+}
+#endif
+
+void gemmF32(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t m, int64_t n,
+             int64_t k) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool avx2 = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0;
+  }();
+  if (avx2) return gemmF32Avx2(A, lda, B, ldb, C, ldc, m, n, k);
+#endif
+  gemmF32Portable(A, lda, B, ldb, C, ldc, m, n, k);
+}
+
+// Integers (wrapping u32) and bools (OR of ANDs): i-k-j over rows of B, skipping zero multipliers (exact for these).
+template <class Acc>
+void gemmExact(const Acc* A, int64_t lda, const Acc* B, int64_t ldb, Acc* C, int64_t ldc, int64_t m, int64_t n,
+               int64_t k) {
+  for (int64_t i = 0; i < m; ++i) {
+    Acc* __restrict c = C + i * ldc;
+    std::fill(c, c + n, Acc(0));
+    for (int64_t kk = 0; kk < k; ++kk) {
+      const Acc x = A[i * lda + kk];
+      if (x == 0) continue;
+      const Acc* __restrict b = B + kk * ldb;
+      if constexpr (std::is_same<Acc, uint8_t>::value) {
+        for (int64_t j = 0; j < n; ++j) c[j] = static_cast<uint8_t>(c[j] | b[j]);  // x is 1
+      } else {
+        for (int64_t j = 0; j < n; ++j) c[j] += x * b[j];
+      }
+    }
+  }
+}
+
+inline void gemm(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t m,
+                 int64_t n, int64_t k) {
+  gemmF32(A, lda, B, ldb, C, ldc, m, n, k);
+}
+inline void gemm(const uint32_t* A, int64_t lda, const uint32_t* B, int64_t ldb, uint32_t* C, int64_t ldc, int64_t m,
+                 int64_t n, int64_t k) {
+  gemmExact(A, lda, B, ldb, C, ldc, m, n, k);
+}
+inline void gemm(const uint8_t* A, int64_t lda, const uint8_t* B, int64_t ldb, uint8_t* C, int64_t ldc, int64_t m,
+                 int64_t n, int64_t k) {
+  gemmExact(A, lda, B, ldb, C, ldc, m, n, k);
+}
+
+// ---- the plan ----
+
+int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// One dimension cut into `parts` blocks of `block` elements (the last may be shorter).
+struct Split {
+  int64_t parts = 1, block = 0;
+  int64_t begin(int64_t i) const { return i * block; }
+  int64_t size(int64_t i, int64_t dim) const { return std::max<int64_t>(0, std::min(dim, (i + 1) * block) - i * block); }
+};
+
+Split makeSplit(int64_t dim, int64_t parts) {
+  Split s;
+  if (dim <= 0) return s;  // one empty block
+  s.block = ceilDiv(dim, std::max<int64_t>(1, std::min(parts, dim)));
+  s.parts = ceilDiv(dim, s.block);
+  return s;
+}
+
+struct DotPlan {
+  int64_t B = 1, M = 1, N = 1, K = 1;
+  Split b, m, n, k;
+  int64_t blocks() const { return b.parts * m.parts * n.parts * k.parts; }
+  // Block p -> its index along each dimension (k fastest: the pK partials of an output block are neighbours).
+  void coords(int64_t p, int64_t* ib, int64_t* im, int64_t* in, int64_t* ik) const {
+    *ik = p % k.parts;
+    p /= k.parts;
+    *in = p % n.parts;
+    p /= n.parts;
+    *im = p % m.parts;
+    *ib = p / m.parts;
+  }
+};
+
+// Candidate part counts for a dimension: powers of two, divisors of the tile count, and the whole dimension.
+std::vector<int64_t> candidates(int64_t dim, int64_t tiles) {
+  std::vector<int64_t> c;
+  const int64_t cap = std::max<int64_t>(1, std::min(dim, tiles));
+  for (int64_t p = 1; p <= cap; p *= 2) c.push_back(p);
+  for (int64_t p = tiles; p >= 1; p /= 2)
+    if (p <= cap) c.push_back(p);
+  c.push_back(cap);
+  std::vector<int64_t> parts;
+  for (int64_t p : c) parts.push_back(makeSplit(dim, p).parts);
+  std::sort(parts.begin(), parts.end());
+  parts.erase(std::unique(parts.begin(), parts.end()), parts.end());
+  return parts;
+}
+
+// Elements of the region [b0,b1) x [r0,r1) x [c0,c1) of a row-major [*, R, C] array lying in flat range [lo, hi).
+int64_t regionOverlap(int64_t R, int64_t C, int64_t b0, int64_t b1, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+                      int64_t lo, int64_t hi) {
+  if (lo >= hi || R <= 0 || C <= 0 || r0 >= r1 || c0 >= c1) return 0;
+  const int64_t first_row = lo / C, last_row = (hi - 1) / C;
+  b0 = std::max(b0, first_row / R);
+  b1 = std::min(b1, last_row / R + 1);
+  int64_t total = 0;
+  for (int64_t bi = b0; bi < b1; ++bi) {
+    const int64_t rs = std::max(bi * R + r0, first_row), re = std::min(bi * R + r1 - 1, last_row);
+    for (int64_t row = rs; row <= re; ++row) {
+      const int64_t s = std::max(row * C + c0, lo), e = std::min(row * C + c1, hi);
+      if (e > s) total += e - s;
+    }
+  }
+  return total;
+}
+
+struct PlanInputs {
+  int64_t B, M, N, K;
+  DType dt;
+  int64_t in_bytes, acc_bytes;
+  int tiles, workers;
+  double bytes_per_cycle;
+  int64_t out_per_tile;  // elements per tile of the output's linear mapping
+  int out_tiles;
+  int64_t cap;           // per-tile working-set limit
+};
+
+// The estimated cycles of a plan (interior blocks, no operand locality) and its per-tile working set.
+void estimate(const PlanInputs& in, const DotPlan& p, uint64_t* cycles, int64_t* working) {
+  const int64_t bb = std::max<int64_t>(p.b.block, 1), bm = std::max<int64_t>(p.m.block, 1);
+  const int64_t bn = std::max<int64_t>(p.n.block, 1), bk = p.k.block;
+  const int64_t recv1 = (bb * bm * bk + bb * bk * bn) * in.in_bytes;
+  const int64_t part = bb * bm * bn * in.acc_bytes;
+  const uint64_t c1 = cost::matmul(in.dt, bb * bm * bn, bk, in.workers) + cost::exchange(recv1, in.bytes_per_cycle) +
+                      cost::kSyncCycles;
+  const bool second = p.k.parts > 1 || p.blocks() > 1 || in.out_tiles > 1;
+  const int64_t recv2 = second ? in.out_per_tile * p.k.parts * in.acc_bytes : 0;
+  uint64_t c2 = 0;
+  if (second)
+    c2 = cost::exchange(recv2, in.bytes_per_cycle) + cost::kSyncCycles +
+         (p.k.parts > 1 ? cost::reduce(in.dt == DType::F16 ? DType::F32 : in.dt, in.out_per_tile * p.k.parts,
+                                       in.out_per_tile, in.workers)
+                        : cost::copy(in.out_per_tile * in.acc_bytes, in.workers));
+  *cycles = c1 + c2;
+  *working = std::max(recv1 + part, part + recv2) + 2 * cost::kVertexStateBytes;
+}
+
+DotPlan choosePlan(const PlanInputs& in) {
+  DotPlan best;
+  best.B = in.B, best.M = in.M, best.N = in.N, best.K = in.K;
+  bool have_fit = false;
+  uint64_t best_cycles = 0;
+  int64_t best_working = 0, best_blocks = 0;
+  const int64_t T = in.tiles;
+  const std::vector<int64_t> cb = candidates(in.B, T), cm = candidates(in.M, T), cn = candidates(in.N, T);
+  const std::vector<int64_t> ck = in.K > 0 ? candidates(in.K, T) : std::vector<int64_t>{1};
+  bool first = true;
+  for (int64_t pb : cb)
+    for (int64_t pm : cm) {
+      if (pb * pm > T) break;
+      for (int64_t pn : cn) {
+        if (pb * pm * pn > T) break;
+        for (int64_t pk : ck) {
+          if (pb * pm * pn * pk > T) break;
+          DotPlan p = best;
+          p.b = makeSplit(in.B, pb), p.m = makeSplit(in.M, pm), p.n = makeSplit(in.N, pn), p.k = makeSplit(in.K, pk);
+          uint64_t cycles;
+          int64_t working;
+          estimate(in, p, &cycles, &working);
+          const bool fits = working <= in.cap;
+          bool better;
+          if (first) better = true;
+          else if (fits != have_fit) better = fits;
+          else if (fits) better = cycles < best_cycles || (cycles == best_cycles && p.blocks() < best_blocks);
+          else better = working < best_working || (working == best_working && cycles < best_cycles);
+          if (better) {
+            best = p;
+            best_cycles = cycles;
+            best_working = working;
+            best_blocks = p.blocks();
+            have_fit = fits;
+            first = false;
+          }
+        }
+      }
+    }
+  return best;
+}
+
+// Superstep 1: block p's partial [b, m, n] over its k range, into the output (pK = 1, same type) or the partials.
+// Superstep 2: the pK partials of each output element summed in k order and converted once to the result type.
 template <class In, class Acc, class Out>
 class DotKernel : public Kernel {
  public:
-  DotKernel(int lhs, int rhs, int out, OperandLayout l, OperandLayout r, int64_t m, int64_t k, int64_t n,
-            int scratch_l, int scratch_r)
-      : lhs_(lhs), rhs_(rhs), out_(out), l_(std::move(l)), r_(std::move(r)), m_(m), k_(k), n_(n),
-        scratch_l_(scratch_l), scratch_r_(scratch_r) {}
+  DotKernel(int lhs, int rhs, int out, OperandLayout l, OperandLayout r, DotPlan plan, int scratch_l, int scratch_r,
+            int scratch_p)
+      : lhs_(lhs), rhs_(rhs), out_(out), l_(std::move(l)), r_(std::move(r)), plan_(plan), scratch_l_(scratch_l),
+        scratch_r_(scratch_r), scratch_p_(scratch_p) {}
 
   void prepare(RunState& s) const override {
     stage(s, lhs_, l_, scratch_l_);
     stage(s, rhs_, r_, scratch_r_);
+    if (!direct()) {
+      const size_t n = static_cast<size_t>(plan_.k.parts * plan_.B * plan_.M * plan_.N);
+      std::vector<uint8_t>& buf = s.scratch[static_cast<size_t>(scratch_p_)];
+      if (buf.size() < n * sizeof(Acc)) buf.resize(n * sizeof(Acc));
+    }
   }
 
-  void compute(RunState& s, int64_t b, int64_t e) const override {
-    const Acc* lhs = operand(s, lhs_, l_, scratch_l_);
-    const Acc* rhs = operand(s, rhs_, r_, scratch_r_);
-    Out* o = s.at<Out>(out_);
-    std::vector<Acc> acc;
-    for (int64_t i = b; i < e;) {
-      const int64_t row = i / n_, n0 = i % n_, n1 = std::min(n_, n0 + (e - i));
-      const int64_t batch = row / m_;
-      const Acc* lrow = lhs + row * k_;
-      const Acc* rbatch = rhs + batch * k_ * n_;
-      acc.assign(static_cast<size_t>(n1 - n0), Acc(0));
-      Acc* a = acc.data();
-      const int64_t len = n1 - n0;
-      for (int64_t k = 0; k < k_; ++k) {
-        const Acc x = lrow[k];
-        const Acc* r = rbatch + k * n_ + n0;
-        if constexpr (std::is_same<Acc, uint8_t>::value) {
-          for (int64_t j = 0; j < len; ++j) a[j] = static_cast<uint8_t>(a[j] | (x & r[j]));
-        } else {
-          for (int64_t j = 0; j < len; ++j) a[j] += x * r[j];
-        }
-      }
-      for (int64_t j = 0; j < len; ++j) o[i + j] = fromAcc<Out>(a[j]);
-      i += len;
-    }
+  void compute(RunState& s, int64_t b, int64_t e) const override { computeStep(s, 0, b, e); }
+
+  void computeStep(RunState& s, size_t step, int64_t b, int64_t e) const override {
+    if (step == 0) blocks(s, b, e);
+    else reduce(s, b, e);
   }
 
  private:
   static constexpr bool kSameType = std::is_same<In, Acc>::value || (std::is_same<In, int32_t>::value && std::is_same<Acc, uint32_t>::value);
+  static constexpr bool kOutIsAcc = std::is_same<Out, Acc>::value || (std::is_same<Out, int32_t>::value && std::is_same<Acc, uint32_t>::value);
+  bool direct() const { return kOutIsAcc && plan_.k.parts == 1; }
+
+  // The host computes superstep 1 in its own blocks: only the plan's k split decides which partial an output's
+  // products are summed into (and so the rounding); its batch/M/N split does not change any result. The tiles
+  // [p0, p1) of a call stand for the same fraction of the host blocks, so that calls covering all tiles once cover
+  // all host blocks once.
+  static constexpr int64_t kHostRows = 96, kHostCols = 256;
+  int64_t hostRowBlocks() const { return std::max<int64_t>(1, ceilDiv(plan_.M, kHostRows)); }
+  int64_t hostColBlocks() const { return std::max<int64_t>(1, ceilDiv(plan_.N, kHostCols)); }
+
+  void blocks(RunState& s, int64_t p0, int64_t p1) const {
+    const DotPlan& P = plan_;
+    const Acc* lhs = operand(s, lhs_, l_, scratch_l_);
+    const Acc* rhs = operand(s, rhs_, r_, scratch_r_);
+    const int64_t outs = P.B * P.M * P.N;
+    Acc* part = direct() ? reinterpret_cast<Acc*>(s.at<Out>(out_))
+                         : reinterpret_cast<Acc*>(s.scratch[static_cast<size_t>(scratch_p_)].data());
+    Out* out = s.at<Out>(out_);
+    const int64_t hm = hostRowBlocks(), hn = hostColBlocks();
+    const int64_t items = P.k.parts * P.B * hm * hn, tiles = P.blocks();
+    const int64_t i0 = p0 * items / tiles, i1 = p1 * items / tiles;
+    for (int64_t it = i0; it < i1; ++it) {
+      int64_t x = it;
+      const int64_t in = x % hn;
+      x /= hn;
+      const int64_t im = x % hm;
+      x /= hm;
+      const int64_t bi = x % P.B, ik = x / P.B;
+      const int64_t m0 = im * kHostRows, n0 = in * kHostCols, k0 = P.k.begin(ik);
+      const int64_t mb = std::min(P.M, m0 + kHostRows) - m0, nn = std::min(P.N, n0 + kHostCols) - n0;
+      const int64_t kb = P.K > 0 ? P.k.size(ik, P.K) : 0;
+      if (mb <= 0 || nn <= 0) continue;
+      const int64_t o = (bi * P.M + m0) * P.N + n0;
+      Acc* c = part + ik * outs + o;
+      gemm(lhs + (bi * P.M + m0) * P.K + k0, P.K, rhs + (bi * P.K + k0) * P.N + n0, P.N, c, P.N, mb, nn, kb);
+      if (!direct() && P.k.parts == 1)  // pK = 1 but another result type: convert the block now
+        for (int64_t i = 0; i < mb; ++i)
+          for (int64_t j = 0; j < nn; ++j) out[o + i * P.N + j] = fromAcc<Out>(c[i * P.N + j]);
+    }
+  }
+
+  void reduce(RunState& s, int64_t b, int64_t e) const {
+    if (plan_.k.parts == 1) return;  // superstep 2 only moved the results
+    const int64_t outs = plan_.B * plan_.M * plan_.N;
+    const Acc* part = reinterpret_cast<const Acc*>(s.scratch[static_cast<size_t>(scratch_p_)].data());
+    Out* out = s.at<Out>(out_);
+    constexpr int64_t kChunk = 1024;
+    Acc acc[kChunk];
+    for (int64_t c0 = b; c0 < e; c0 += kChunk) {
+      const int64_t len = std::min(kChunk, e - c0);
+      std::copy(part + c0, part + c0 + len, acc);
+      for (int64_t kp = 1; kp < plan_.k.parts; ++kp) {
+        const Acc* src = part + kp * outs + c0;
+        if constexpr (std::is_same<Acc, uint8_t>::value) {
+          for (int64_t j = 0; j < len; ++j) acc[j] = static_cast<uint8_t>(acc[j] | src[j]);
+        } else {
+          for (int64_t j = 0; j < len; ++j) acc[j] += src[j];
+        }
+      }
+      for (int64_t j = 0; j < len; ++j) out[c0 + j] = fromAcc<Out>(acc[j]);
+    }
+  }
 
   void stage(RunState& s, int slot, const OperandLayout& l, int scratch) const {
     if (kSameType && l.identity()) return;
@@ -123,8 +477,8 @@ class DotKernel : public Kernel {
 
   int lhs_, rhs_, out_;
   OperandLayout l_, r_;
-  int64_t m_, k_, n_;
-  int scratch_l_, scratch_r_;
+  DotPlan plan_;
+  int scratch_l_, scratch_r_, scratch_p_;
 };
 
 }  // namespace
@@ -189,46 +543,102 @@ std::vector<int> Lowerer::lowerDot(OpContext& ctx) {
   if (lhs.dtype != rhs.dtype) unimplemented(ctx, "dot_general needs operands of one element type");
 
   const int o = newSlot(out);
-  const int sl = newScratch(), sr = newScratch();
-  std::unique_ptr<Kernel> kernel;
+  const int sl = newScratch(), sr = newScratch(), sp = newScratch();
   const DType dt = lhs.dtype;
+  const int workers = device().num_worker_contexts;
+  const TileMapping omap = graph().slots[static_cast<size_t>(o)].mapping;
+  const int64_t in_bytes = static_cast<int64_t>(dtypeSize(dt));
+  const int64_t acc_bytes = dt == DType::Bool ? 1 : 4;
+
+  PlanInputs pin{batch, m, n, k, dt, in_bytes, acc_bytes, device().num_tiles, workers,
+                 device().exchange_bytes_per_cycle, omap.per_tile, omap.tilesUsed(),
+                 static_cast<int64_t>(device().bytes_per_tile / 2)};
+  const DotPlan plan = choosePlan(pin);
+
+  std::unique_ptr<Kernel> kernel;
   if (dt == DType::F32 && out.dtype == DType::F32)
-    kernel = std::make_unique<DotKernel<float, float, float>>(ctx.in[0], ctx.in[1], o, ll, rl, m, k, n, sl, sr);
+    kernel = std::make_unique<DotKernel<float, float, float>>(ctx.in[0], ctx.in[1], o, ll, rl, plan, sl, sr, sp);
   else if (dt == DType::F16 && out.dtype == DType::F16)
-    kernel = std::make_unique<DotKernel<uint16_t, float, uint16_t>>(ctx.in[0], ctx.in[1], o, ll, rl, m, k, n, sl, sr);
+    kernel = std::make_unique<DotKernel<uint16_t, float, uint16_t>>(ctx.in[0], ctx.in[1], o, ll, rl, plan, sl, sr, sp);
   else if (dt == DType::F16 && out.dtype == DType::F32)
-    kernel = std::make_unique<DotKernel<uint16_t, float, float>>(ctx.in[0], ctx.in[1], o, ll, rl, m, k, n, sl, sr);
+    kernel = std::make_unique<DotKernel<uint16_t, float, float>>(ctx.in[0], ctx.in[1], o, ll, rl, plan, sl, sr, sp);
   else if (dt == DType::I32 && out.dtype == DType::I32)
-    kernel = std::make_unique<DotKernel<int32_t, uint32_t, int32_t>>(ctx.in[0], ctx.in[1], o, ll, rl, m, k, n, sl, sr);
+    kernel = std::make_unique<DotKernel<int32_t, uint32_t, int32_t>>(ctx.in[0], ctx.in[1], o, ll, rl, plan, sl, sr, sp);
   else if (dt == DType::U32 && out.dtype == DType::U32)
-    kernel = std::make_unique<DotKernel<uint32_t, uint32_t, uint32_t>>(ctx.in[0], ctx.in[1], o, ll, rl, m, k, n, sl, sr);
+    kernel = std::make_unique<DotKernel<uint32_t, uint32_t, uint32_t>>(ctx.in[0], ctx.in[1], o, ll, rl, plan, sl, sr, sp);
   else if (dt == DType::Bool && out.dtype == DType::Bool)
-    kernel = std::make_unique<DotKernel<uint8_t, uint8_t, uint8_t>>(ctx.in[0], ctx.in[1], o, ll, rl, m, k, n, sl, sr);
+    kernel = std::make_unique<DotKernel<uint8_t, uint8_t, uint8_t>>(ctx.in[0], ctx.in[1], o, ll, rl, plan, sl, sr, sp);
   else
     unimplemented(ctx, std::string("dot_general is implemented for f16, f32, i32, u32 and bool operands with a result of "
                                    "the same type (or f32 from f16); not ") + dtypeName(dt) + " -> " + dtypeName(out.dtype));
 
-  // Exchange: each tile needs the lhs rows and rhs columns of its outputs, less what it already holds.
-  const TileMapping work = graph().slots[static_cast<size_t>(o)].mapping;
-  const TileMapping lmap = graph().slots[static_cast<size_t>(ctx.in[0])].mapping;
-  const TileMapping rmap = graph().slots[static_cast<size_t>(ctx.in[1])].mapping;
-  const int64_t eb = static_cast<int64_t>(dtypeSize(dt));
-  std::vector<int64_t> recv(static_cast<size_t>(device().num_tiles), 0);
-  for (int t = 0; t < work.tilesUsed() && n > 0; ++t) {
-    const int64_t b = work.begin(t), e = work.end(t);
-    const int64_t rows = (e - 1) / n - b / n + 1;
-    const int64_t batches = (e - 1) / (m * n) - b / (m * n) + 1;
-    const int64_t cols = std::min(n, e - b) * batches;
-    const int64_t need_l = rows * k, need_r = cols * k;
-    recv[static_cast<size_t>(t)] = (std::max<int64_t>(0, need_l - lmap.elementsOn(t)) +
-                                    std::max<int64_t>(0, need_r - rmap.elementsOn(t))) * eb;
-  }
   std::vector<Superstep> steps;
-  const int workers = device().num_worker_contexts;
-  if (work.num_elements > 0) {
-    steps.push_back(superstep(std::string("matmul<") + dtypeName(dt) + ">", work, recv,
-                              [&](int, int64_t outs) { return cost::matmul(dt, outs, k, workers); }));
-    steps.back().cost_weight = static_cast<double>(std::max<int64_t>(1, k));
+  const int64_t outs = batch * m * n;
+  if (outs > 0) {
+    // Superstep 1: tile p computes block p. It receives the parts of its lhs and rhs blocks it does not hold (an
+    // operand already in canonical layout is read in place where the tile has it) and keeps an f32 partial block.
+    const TileMapping lmap = graph().slots[static_cast<size_t>(ctx.in[0])].mapping;
+    const TileMapping rmap = graph().slots[static_cast<size_t>(ctx.in[1])].mapping;
+    const bool l_local = ll.identity(), r_local = rl.identity();
+    const int64_t P = plan.blocks();
+    const size_t tiles = static_cast<size_t>(device().num_tiles);
+    std::vector<int64_t> recv1(tiles, 0), part(tiles, 0), recv2(tiles, 0), macs(tiles, 0), bouts(tiles, 0);
+    for (int64_t p = 0; p < P; ++p) {
+      const int t = static_cast<int>(p);
+      int64_t ib, im, in, ik;
+      plan.coords(p, &ib, &im, &in, &ik);
+      const int64_t b0 = plan.b.begin(ib), m0 = plan.m.begin(im), n0 = plan.n.begin(in), k0 = plan.k.begin(ik);
+      const int64_t nb = plan.b.size(ib, batch), mb = plan.m.size(im, m), nn = plan.n.size(in, n);
+      const int64_t kb = k > 0 ? plan.k.size(ik, k) : 0;
+      int64_t l_need = nb * mb * kb, r_need = nb * kb * nn;
+      if (l_local) l_need -= regionOverlap(m, k, b0, b0 + nb, m0, m0 + mb, k0, k0 + kb, lmap.begin(t), lmap.end(t));
+      if (r_local) r_need -= regionOverlap(k, n, b0, b0 + nb, k0, k0 + kb, n0, n0 + nn, rmap.begin(t), rmap.end(t));
+      recv1[static_cast<size_t>(t)] = (l_need + r_need) * in_bytes;
+      bouts[static_cast<size_t>(t)] = nb * mb * nn;
+      macs[static_cast<size_t>(t)] = kb;
+      part[static_cast<size_t>(t)] = nb * mb * nn * acc_bytes;
+    }
+    // Superstep 2: each tile of the output's mapping receives the pK partials of its elements, less those it made.
+    bool second = plan.k.parts > 1;
+    for (int t = 0; t < omap.tilesUsed(); ++t) {
+      const int64_t lo = omap.begin(t), hi = omap.end(t);
+      int64_t local = 0;
+      if (t < P) {
+        int64_t ib, im, in, ik;
+        plan.coords(t, &ib, &im, &in, &ik);
+        local = regionOverlap(m, n, plan.b.begin(ib), plan.b.begin(ib) + plan.b.size(ib, batch), plan.m.begin(im),
+                              plan.m.begin(im) + plan.m.size(im, m), plan.n.begin(in),
+                              plan.n.begin(in) + plan.n.size(in, n), lo, hi);
+      }
+      recv2[static_cast<size_t>(t)] = ((hi - lo) * plan.k.parts - local) * acc_bytes;
+      second = second || recv2[static_cast<size_t>(t)] > 0;
+    }
+    const size_t mark = pending_.transient.size();
+    TileMapping blocks;
+    blocks.num_elements = P;
+    blocks.per_tile = 1;
+    steps.push_back(superstep(std::string("matmul<") + dtypeName(dt) + ">", blocks, recv1,
+                              [&](int t, int64_t) {
+                                return cost::matmul(dt, bouts[static_cast<size_t>(t)], macs[static_cast<size_t>(t)], workers);
+                              }));
+    steps.back().cost_weight = static_cast<double>(std::max<int64_t>(1, outs / P * std::max<int64_t>(1, k / plan.k.parts)));
+    if (second) {
+      const int64_t pk = plan.k.parts;
+      const DType rdt = dt == DType::F16 ? DType::F32 : dt;
+      steps.push_back(superstep(std::string("matmulReduce<") + dtypeName(dt) + ">", omap, recv2,
+                                [&](int, int64_t e) {
+                                  return pk > 1 ? cost::reduce(rdt, e * pk, e, workers) : cost::copy(e * acc_bytes, workers);
+                                },
+                                /*computes=*/pk > 1));
+      steps.back().cost_weight = static_cast<double>(pk);
+    }
+    // Memory: while superstep 1 runs a tile holds its received blocks and its partial; during superstep 2 the
+    // partial and the partials it receives. (superstep() recorded only the receive buffers.)
+    pending_.transient.resize(mark);
+    for (size_t t = 0; t < tiles; ++t) {
+      const int64_t bytes = std::max(recv1[t] + part[t], (part[t] + recv2[t]) * (second ? 1 : 0));
+      if (bytes > 0) pending_.transient.emplace_back(static_cast<int>(t), bytes);
+    }
   }
   const double flops = 2.0 * static_cast<double>(batch) * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   emitExecute(ctx, std::move(kernel), std::move(steps), {o}, isFloat(dt) ? flops : 0);

@@ -162,14 +162,15 @@ void Executor::run(const Node& node) {
 void Executor::execute(const Node& node) {
   const Kernel* kernel = node.kernel.get();
   if (kernel) kernel->prepare(state_);
-  for (const Superstep& step : node.supersteps) {
+  for (size_t si = 0; si < node.supersteps.size(); ++si) {
+    const Superstep& step = node.supersteps[si];
     step.cost.addTo(&state_.profile, 1);
     if (!step.computes || !kernel) continue;
     const TileMapping& w = step.work;
     const int tiles = w.tilesUsed();
     ThreadPool& pool = ThreadPool::instance();
     if (tiles <= 1 || pool.threads() == 1 || static_cast<double>(w.num_elements) * step.cost_weight < kParallelThreshold) {
-      for (int t = 0; t < tiles; ++t) kernel->compute(state_, w.begin(t), w.end(t));
+      for (int t = 0; t < tiles; ++t) kernel->computeStep(state_, si, w.begin(t), w.end(t));
       continue;
     }
     // Chunks of whole tiles, a few per host thread for balance.
@@ -179,7 +180,7 @@ void Executor::execute(const Node& node) {
     pool.parallelFor(chunks, [&](int64_t c) {
       const int t0 = static_cast<int>(c) * per_chunk;
       const int t1 = std::min(tiles, t0 + per_chunk);
-      if (t0 < t1) kernel->compute(state, w.begin(t0), w.end(t1 - 1));
+      if (t0 < t1) kernel->computeStep(state, si, w.begin(t0), w.end(t1 - 1));
     });
   }
 }

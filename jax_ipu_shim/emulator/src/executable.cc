@@ -1,5 +1,7 @@
 // Executable: compile = parse, lower, check memory; run = bind storage, execute the program tree, copy results.
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <new>
 
 #include "ipu/dtype.h"
@@ -133,7 +135,10 @@ class ExecutableImpl : public Executable {
       if (!outputs[i] && outputs_[i].numBytes() > 0) throw Error(ErrorCode::InvalidArgument, "output " + std::to_string(i) + " is null");
     try {
       RunState state;
-      state.arena.reset(new uint8_t[std::max<size_t>(graph_.arena_bytes, 1)]);
+      Buffers reused = takeBuffers();  // a previous run's storage: fresh pages would cost a fault each, every run
+      state.arena = std::move(reused.arena);
+      if (!state.arena) state.arena.reset(new uint8_t[std::max<size_t>(graph_.arena_bytes, 1)]);
+      state.scratch = std::move(reused.scratch);
       state.ptr.resize(graph_.slots.size());
       for (size_t i = 0; i < graph_.slots.size(); ++i) {
         const Slot& s = graph_.slots[i];
@@ -161,6 +166,7 @@ class ExecutableImpl : public Executable {
       }
       for (size_t j = 0; j < staged.size(); ++j)
         if (!staged[j].empty()) std::memcpy(outputs[j], staged[j].data(), staged[j].size());
+      giveBuffers(Buffers{std::move(state.arena), std::move(state.scratch)});
       return state.profile;
     } catch (const std::bad_alloc&) {
       throw Error(ErrorCode::ResourceExhausted, "Host out of memory while running '" + name_ + "' on the IPU emulator");
@@ -168,6 +174,25 @@ class ExecutableImpl : public Executable {
   }
 
  private:
+  // Host storage of one run, kept for the next (at most a couple: runs of one executable may overlap).
+  struct Buffers {
+    std::unique_ptr<uint8_t[]> arena;
+    std::vector<std::vector<uint8_t>> scratch;
+  };
+  Buffers takeBuffers() const {
+    std::lock_guard<std::mutex> lock(buffers_mu_);
+    if (buffers_.empty()) return Buffers{};
+    Buffers b = std::move(buffers_.back());
+    buffers_.pop_back();
+    return b;
+  }
+  void giveBuffers(Buffers b) const {
+    std::lock_guard<std::mutex> lock(buffers_mu_);
+    if (buffers_.size() < 2) buffers_.push_back(std::move(b));
+  }
+
+  mutable std::mutex buffers_mu_;
+  mutable std::vector<Buffers> buffers_;
   std::string name_;
   Graph graph_;
   std::vector<TensorType> inputs_, outputs_;

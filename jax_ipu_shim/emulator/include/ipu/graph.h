@@ -32,6 +32,11 @@ class Kernel {
   // Runs once per execution of the step, before the compute set, on one thread (reads dynamic offsets, etc).
   virtual void prepare(RunState&) const {}
   virtual void compute(RunState& state, int64_t begin, int64_t end) const = 0;
+  // The same for superstep `step` of the Execute node (kernels whose supersteps compute different things, such as
+  // a matmul's partials and then their reduction, override this one).
+  virtual void computeStep(RunState& state, size_t /*step*/, int64_t begin, int64_t end) const {
+    compute(state, begin, end);
+  }
 };
 
 struct Cost {

@@ -1,0 +1,142 @@
+"""dot_general's matmul plan: big matmuls fit, blocks and k-split partials give numpy's results, memory and OOM."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from emulator_helpers import assert_same, dtype_name
+
+from jax_ipu import emulator as E
+
+TILE_BYTES = 638976
+
+
+def dot_program(lhs, rhs, out_dtype, lb=(), rb=(), lc=(1,), rc=(0,), out_shape=None):
+    p = E.Program()
+    a = p.main.param(dtype_name(lhs), lhs.shape)
+    b = p.main.param(dtype_name(rhs), rhs.shape)
+    if out_shape is None:
+        batch = [lhs.shape[d] for d in lb]
+        lfree = [s for d, s in enumerate(lhs.shape) if d not in lb and d not in lc]
+        rfree = [s for d, s in enumerate(rhs.shape) if d not in rb and d not in rc]
+        out_shape = tuple(batch + lfree + rfree)
+    p.main.ret(p.main.op("dot_general", [a, b], out_dtype, out_shape, {
+        "lhs_batching_dimensions": list(lb), "rhs_batching_dimensions": list(rb),
+        "lhs_contracting_dimensions": list(lc), "rhs_contracting_dimensions": list(rc)}))
+    return p
+
+
+def matmul(a, b, out_dtype=None, num_tiles=0, **dims):
+    exe = E.compile(dot_program(a, b, out_dtype or dtype_name(a), **dims), num_tiles=num_tiles)
+    return exe.run(a, b)[0], exe
+
+
+def close_f32(out, ref, a, b):
+    # f32 sums in another order (blocks, k-split partials): within a few ulps of the sum of magnitudes
+    scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64)
+    assert np.all(np.abs(out.astype(np.float64) - ref) <= 1e-5 * scale + 1e-30)
+
+
+def test_large_matmul_fits_and_is_right(rng):
+    a = rng.normal(size=(128, 2048)).astype(np.float32)
+    b = rng.normal(size=(2048, 2048)).astype(np.float32)  # 16 MB of weights: Poplar fits this on one IPU
+    out, exe = matmul(a, b)
+    close_f32(out, a.astype(np.float64) @ b.astype(np.float64), a, b)
+    mem = exe.info["memory"]
+    assert mem["worst_bytes"] < TILE_BYTES // 2
+    profile = exe.last_profile
+    assert profile["supersteps"] == 2  # partial blocks, then the k-split reduction into the output's mapping
+    assert profile["total_cycles"] == profile["compute_cycles"] + profile["exchange_cycles"] + profile["sync_cycles"]
+    assert exe.info["estimated_cycles"] == profile["total_cycles"]
+
+
+def test_vector_times_big_matrix(rng):
+    a = rng.normal(size=(1, 4096)).astype(np.float32)
+    b = rng.normal(size=(4096, 4096)).astype(np.float32)
+    out, exe = matmul(a, b)
+    close_f32(out, a.astype(np.float64) @ b.astype(np.float64), a, b)
+    assert exe.info["memory"]["worst_bytes"] < TILE_BYTES // 2
+
+
+def test_mlp_layer_worst_tile_is_small(rng):
+    a = rng.normal(size=(128, 784)).astype(np.float32)
+    b = rng.normal(size=(784, 1024)).astype(np.float32)
+    out, exe = matmul(a, b)
+    close_f32(out, a.astype(np.float64) @ b.astype(np.float64), a, b)
+    assert exe.info["memory"]["worst_bytes"] < 0.5 * TILE_BYTES
+    # more tiles than the matmul needs make it cheaper than on a few
+    _, few = matmul(a, b, num_tiles=64)
+    assert exe.info["estimated_cycles"] * 4 < few.info["estimated_cycles"]
+
+
+@pytest.mark.parametrize("tiles", [1, 7, 13])
+def test_plans_on_few_tiles(tiles, rng):
+    a = rng.normal(size=(100, 300)).astype(np.float32)
+    b = rng.normal(size=(300, 90)).astype(np.float32)
+    out, exe = matmul(a, b, num_tiles=tiles)
+    close_f32(out, a.astype(np.float64) @ b.astype(np.float64), a, b)
+    assert exe.info["memory"]["worst_bytes"] <= TILE_BYTES
+    i = rng.integers(-(2 ** 31), 2 ** 31 - 1, size=(37, 260)).astype(np.int32)
+    j = rng.integers(-(2 ** 31), 2 ** 31 - 1, size=(260, 21)).astype(np.int32)
+    with np.errstate(over="ignore"):
+        assert_same(matmul(i, j, num_tiles=tiles)[0], i @ j)
+
+
+def test_one_tile_reads_operands_in_place():
+    a = np.ones((64, 64), np.float32)
+    out, exe = matmul(a, a, num_tiles=1)
+    assert_same(out, np.full((64, 64), 64, np.float32))
+    # lhs + rhs + result, plus one f32 partial block: nothing is received
+    assert exe.info["memory"]["worst_bytes"] < 4 * 16384 + 4096
+    assert exe.last_profile["exchange_cycles"] == 0
+
+
+def test_batch_dims_and_transposed_layouts(rng):
+    a = rng.normal(size=(70, 4, 33)).astype(np.float32)   # [k, batch, m]
+    b = rng.normal(size=(4, 45, 70)).astype(np.float32)   # [batch, n, k]
+    out, _ = matmul(a, b, lb=[1], rb=[0], lc=[0], rc=[2], num_tiles=13)
+    ref = np.einsum("kbm,bnk->bmn", a.astype(np.float64), b.astype(np.float64))
+    scale = np.einsum("kbm,bnk->bmn", np.abs(a).astype(np.float64), np.abs(b).astype(np.float64))
+    assert out.shape == (4, 33, 45)
+    assert np.all(np.abs(out - ref) <= 1e-5 * scale)
+    x = rng.normal(size=(6, 50, 600)).astype(np.float32)
+    y = rng.normal(size=(6, 600, 40)).astype(np.float32)
+    out, _ = matmul(x, y, lb=[0], rb=[0], lc=[2], rc=[1])
+    np.testing.assert_allclose(out, np.matmul(x.astype(np.float64), y.astype(np.float64)), rtol=1e-4, atol=1e-4)
+
+
+def test_each_dtype_with_a_k_split(rng):
+    k = 3000  # deep enough that the plan splits k over tiles and reduces partials
+    a16 = rng.normal(size=(20, k)).astype(np.float16)
+    b16 = rng.normal(size=(k, 24)).astype(np.float16)
+    ref = a16.astype(np.float64) @ b16.astype(np.float64)
+    out16, exe = matmul(a16, b16)
+    assert exe.last_profile["supersteps"] == 2
+    assert out16.dtype == np.float16
+    np.testing.assert_allclose(out16.astype(np.float64), ref, rtol=2e-3, atol=0.05)
+    out32, _ = matmul(a16, b16, out_dtype="f32")
+    close_f32(out32, ref, a16, b16)
+    i = rng.integers(-(2 ** 31), 2 ** 31 - 1, size=(9, k)).astype(np.int32)
+    j = rng.integers(-(2 ** 31), 2 ** 31 - 1, size=(k, 11)).astype(np.int32)
+    with np.errstate(over="ignore"):
+        assert_same(matmul(i, j)[0], i @ j)
+        u = i.view(np.uint32)
+        v = j.view(np.uint32)
+        assert_same(matmul(u, v)[0], u @ v)
+    p = rng.random(size=(7, k)) < 0.02
+    q = rng.random(size=(k, 13)) < 0.02
+    expected = (p.astype(np.int32) @ q.astype(np.int32)) > 0
+    assert expected.any() and not expected.all()
+    assert_same(matmul(p, q)[0], expected)
+
+
+def test_matmul_that_cannot_fit_is_out_of_memory(rng):
+    a = np.zeros((512, 512), np.float32)  # 3 MB of operands and result over 4 tiles of 624 KiB
+    with pytest.raises(E.EmulatorError) as e:
+        E.compile(dot_program(a, a, "f32"), num_tiles=4)
+    assert e.value.code == "RESOURCE_EXHAUSTED"
+    first = str(e.value).split("\n")[0]
+    assert first.startswith("Out of memory on tile ")
+    assert first.endswith(" bytes used but tiles only have 638976 bytes of memory")
+    used = int(first.split(": ")[1].split(" bytes")[0])
+    assert used > TILE_BYTES
