@@ -93,15 +93,23 @@ def _run_in_docker(session: nox.Session, name: str, args: list) -> None:
                 "nox", "--envdir", "/tmp/nox", "-s", name, "--", *args, external=True)
 
 
+def _on_host(session: nox.Session, name: str) -> list | None:
+    """The session's arguments with the build tools installed, or None once `--docker` ran the whole session
+    inside docker/Dockerfile instead."""
+    docker, args = _split_docker(session.posargs)
+    if docker:
+        _run_in_docker(session, name, args)
+        return None
+    _install_tools(session)
+    return args
+
+
 @nox.session(venv_backend="venv", reuse_venv=True)
 def build_wheels(session: nox.Session) -> None:
     """Build dist/*.whl (extra args go to `python -m build_tools build`, e.g. --cxx g++ or --jobs 2)."""
-    docker, args = _split_docker(session.posargs)
-    if docker:
-        _run_in_docker(session, "build_wheels", args)
-        return
-    _install_tools(session)
-    session.run("python", "-m", "build_tools", "build", *args)
+    args = _on_host(session, "build_wheels")
+    if args is not None:
+        session.run("python", "-m", "build_tools", "build", *args)
 
 
 @nox.session(venv_backend="venv", reuse_venv=True)
@@ -121,11 +129,9 @@ def lint(session: nox.Session) -> None:
 @nox.session(venv_backend="venv", reuse_venv=True)
 def tests(session: nox.Session) -> None:
     """Build (or reuse) dist/, run tests/toolchain on the host, then the installed-wheel suites on Python 3.8."""
-    docker, args = _split_docker(session.posargs)
-    if docker:
-        _run_in_docker(session, "tests", args)
+    args = _on_host(session, "tests")
+    if args is None:
         return
-    _install_tools(session)
     session.run("python", "-m", "build_tools", "build", "--if-stale", *args)
     session.run("python", "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(REPO / "tests" / "toolchain"),
                 str(REPO / "tests" / "toolchain"), "--ignore", str(REPO / "tests" / "toolchain" / "installed"))
