@@ -133,3 +133,16 @@ def test_empty_shape_ops():
     assert_same(run_op("transpose", [x], out_shape=(3, 0), attrs={"permutation": [1, 0]}), x.T)
     assert_same(run_op("broadcast_in_dim", [x], out_shape=(2, 0, 3), attrs={"broadcast_dimensions": [1, 2]}),
                 np.zeros((2, 0, 3), np.float32))
+
+
+def test_bitcast_convert_is_a_reinterpretation():
+    x = np.array([0.0, -0.0, 1.5, np.inf, np.nan, -3.25e-3], np.float32)
+    as_int = run_op("bitcast_convert", [x], out_dtype="i32")
+    np.testing.assert_array_equal(as_int, x.view(np.int32))
+    back = run_op("bitcast_convert", [as_int], out_dtype="f32", num_tiles=3)
+    np.testing.assert_array_equal(back.view(np.uint32), x.view(np.uint32))
+
+
+def test_bitcast_convert_between_widths_is_refused():
+    with pytest.raises(E.EmulatorError, match=r"bitcast_convert is implemented between element types of the same"):
+        run_op("bitcast_convert", [np.ones(4, np.float32)], out_dtype="f16")

@@ -74,6 +74,7 @@ const OpInfo kOps[] = {
     {"select", K::Select, Fam::Select, ALL, R::Operand1, 3, 3},
     {"clamp", K::Clamp, Fam::Clamp, NUM, R::Operand1, 3, 3},
     {"convert", K::Convert, Fam::Convert, ALL, R::Operand0, 1, 1},
+    {"bitcast_convert", K::BitcastConvert, Fam::Shape, ALL, R::Operand0, 1, 1},
     {"constant", K::Constant, Fam::Shape, ALL, R::Result0, 0, 0},
     {"iota", K::Iota, Fam::Shape, ALL, R::Result0, 0, 0},
     {"broadcast_in_dim", K::BroadcastInDim, Fam::Shape, ALL, R::Operand0, 1, 1},

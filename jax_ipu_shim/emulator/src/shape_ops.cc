@@ -1,4 +1,5 @@
-// Data-movement ops (broadcast, transpose, slice, dynamic slices, concatenate, pad, iota, constant, reshape).
+// Data-movement ops (broadcast, transpose, slice, dynamic slices, concatenate, pad, iota, constant, reshape,
+// bitcast_convert).
 // Poplar would express most as views; we materialise each as a copy into a linearly mapped result, so its cost is
 // the exchange that brings the source elements to the tiles that hold the result, plus an on-tile copy.
 #include <cstring>
@@ -307,7 +308,15 @@ std::vector<int> Lowerer::lowerShapeOp(OpContext& ctx) {
     return {newConstant(out, std::move(bytes))};
   }
   const TensorType* in = ctx.in_types.empty() ? nullptr : &ctx.in_types[0];
-  if (in && in->dtype != out.dtype) invalid(ctx, "the result's element type differs from the operand's");
+  if (kind == OpKind::BitcastConvert) {
+    // The same bits read as another type of the same width (jax.random turns u32 bits into f32 this way).
+    if (dtypeSize(in->dtype) != dtypeSize(out.dtype) || in->shape != out.shape) {
+      unimplemented(ctx, "bitcast_convert is implemented between element types of the same width (f32, i32, u32), "
+                         "shape unchanged");
+    }
+  } else if (in && in->dtype != out.dtype) {
+    invalid(ctx, "the result's element type differs from the operand's");
+  }
   if (kind == OpKind::Reshape) {
     if (in->numElements() != n) invalid(ctx, "reshape changes the number of elements");
     return {ctx.in[0]};  // a view: same bytes, same tile mapping
@@ -343,6 +352,9 @@ std::vector<int> Lowerer::lowerShapeOp(OpContext& ctx) {
       kernel = gather(strides, 0);
       break;
     }
+    case OpKind::BitcastConvert:
+      kernel = gather(in_strides, 0);  // kernels move bytes by element size: a plain copy
+      break;
     case OpKind::Transpose: {
       const std::vector<int64_t> perm = attrInts(op, "permutation");
       if (perm.size() != rank || in->shape.size() != rank) invalid(ctx, "permutation has the wrong length");

@@ -17,7 +17,7 @@ enum class OpKind {
   Add, Subtract, Multiply, Divide, Remainder, Power, Maximum, Minimum, Atan2, And, Or, Xor, ShiftLeft,
   ShiftRightArithmetic, ShiftRightLogical,
   // the rest
-  Compare, Select, Clamp, Convert, Constant, Iota, BroadcastInDim, Reshape, Transpose, Slice, DynamicSlice,
+  Compare, Select, Clamp, Convert, BitcastConvert, Constant, Iota, BroadcastInDim, Reshape, Transpose, Slice, DynamicSlice,
   DynamicUpdateSlice, Concatenate, Pad, DotGeneral, Reduce, Call, While, Case,
 };
 

@@ -35,7 +35,7 @@ BINARY = (
     "shift_left shift_right_arithmetic shift_right_logical"
 ).split()
 OTHER = (
-    "compare select clamp convert constant iota broadcast_in_dim reshape transpose slice dynamic_slice "
+    "compare select clamp convert bitcast_convert constant iota broadcast_in_dim reshape transpose slice dynamic_slice "
     "dynamic_update_slice concatenate pad dot_general reduce call while case"
 ).split()
 KNOWN_OPS = frozenset(UNARY + BINARY + OTHER)
