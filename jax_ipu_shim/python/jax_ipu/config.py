@@ -22,8 +22,8 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 logger = logging.getLogger(__name__)
 
-# The one list of chip versions the IPU Model emulates; the emulator holds their hardware parameters.
-VERSIONS = ("ipu1", "ipu2", "ipu21")
+# Which chip versions exist, and their tile counts, is the emulator's device table's to say (checked when the
+# backend is created); here a version is only a name.
 DEFAULT_VERSION = "ipu2"
 MAX_DEVICES = 64
 
@@ -81,8 +81,8 @@ def parse_device_count(value: Any, where: str) -> int:
 
 def parse_version(value: Any, where: str) -> str:
     text = str(value).strip().lower()
-    if text not in VERSIONS:
-        raise ValueError(f"{where}: unknown IPU version {value!r}; use one of {', '.join(VERSIONS)}")
+    if not text.isalnum():
+        raise ValueError(f"{where}: expected an IPU version name such as ipu2, got {value!r}")
     return text
 
 

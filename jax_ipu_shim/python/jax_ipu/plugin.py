@@ -76,17 +76,16 @@ def _make_client():
 
 
 def _check_device(lib: ctypes.CDLL, config: ipu_config.IpuConfig) -> None:
-    """Validates version and tile count against the emulator's device table, naming the flag that set them."""
+    """Validates version, then tile count, against the emulator's device table, naming the flag that set each."""
     lib.JaxIpu_DeviceInfo.restype = ctypes.c_void_p
     lib.JaxIpu_DeviceInfo.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)]
-    error = ctypes.c_void_p()
-    info = lib.JaxIpu_DeviceInfo(config.version.encode(), config.num_tiles, ctypes.byref(error))
-    if info:
+    for field, num_tiles in (("version", 0), ("num_tiles", config.num_tiles)):
+        error = ctypes.c_void_p()
+        info = lib.JaxIpu_DeviceInfo(config.version.encode(), num_tiles, ctypes.byref(error))
+        if not info:
+            message = re.sub(r"^[A-Z_]+: ", "", _native.take_string(lib, error.value))  # drop the status code
+            raise ValueError(f"{config.sources.get(field, 'ipu ' + field)}: {message}")
         _native.take_string(lib, info)
-        return
-    message = _native.take_string(lib, error.value)
-    where = config.sources.get("num_tiles") or config.sources.get("version") or "ipu configuration"
-    raise ValueError(f"{where}: {message}")
 
 
 def _register_compiler(lib: ctypes.CDLL) -> None:
