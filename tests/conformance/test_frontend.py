@@ -327,10 +327,11 @@ def test_calls_to_private_functions():
 
 
 def test_unknown_ops_pass_through_for_the_emulator_to_refuse():
-    prog = program(jnp.sort, np.ones(5, np.float32))
-    sort = only(prog, "sort")
-    assert sort["mlir"] == "stablehlo.sort" and sort["attrs"] == {} and sort["regions"] == []
-    assert sort["results"][0] == {"id": 1, "dtype": "f32", "shape": [5]}
+    prog = program(lambda x, w: lax.conv(x, w, (1,), "VALID"), np.ones((1, 1, 5), np.float32),
+                   np.ones((1, 1, 3), np.float32))
+    conv = only(prog, "convolution")
+    assert conv["mlir"] == "stablehlo.convolution" and conv["attrs"] == {} and conv["regions"] == []
+    assert conv["results"][0] == {"id": 2, "dtype": "f32", "shape": [1, 1, 3]}
 
 
 def test_chlo_ops_keep_their_dialect_in_mlir():
