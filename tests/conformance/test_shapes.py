@@ -6,7 +6,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _conformance import ALL_DTYPES, check, random
+from _conformance import ALL_DTYPES, EXACT, check, random
 from jax import lax
 
 
@@ -67,3 +67,11 @@ def test_iota_via_arange():
     check(lambda: (jnp.arange(10), jnp.arange(100_003), jnp.arange(0.0, 3.0, 0.25), jnp.arange(5, dtype=jnp.uint32),
                    jnp.arange(7, dtype=jnp.float16), lax.broadcasted_iota(jnp.int32, (3, 4), 1),
                    lax.broadcasted_iota(jnp.float32, (3, 4, 2), 0), jnp.eye(5), jnp.tri(4, 6), jnp.arange(0)))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_reverse_flip_and_negative_steps(dtype):
+    x = random(dtype, (37, 53), seed=5)
+    v = random(dtype, (100_003,), seed=6)
+    check(lambda x, v: (jnp.flip(x), jnp.flip(x, 1), x[::-1], v[::-1], lax.rev(x, (0, 1)), jnp.flip(v[:0])), x, v,
+          **EXACT)

@@ -146,3 +146,10 @@ def test_bitcast_convert_is_a_reinterpretation():
 def test_bitcast_convert_between_widths_is_refused():
     with pytest.raises(E.EmulatorError, match=r"bitcast_convert is implemented between element types of the same"):
         run_op("bitcast_convert", [np.ones(4, np.float32)], out_dtype="f16")
+
+
+@pytest.mark.parametrize("dims", [(0,), (1,), (0, 2), (0, 1, 2)])
+def test_reverse(dims):
+    x = np.arange(2 * 5 * 3, dtype=np.int32).reshape(2, 5, 3)
+    np.testing.assert_array_equal(run_op("reverse", [x], attrs={"dimensions": list(dims)}, num_tiles=7),
+                                  np.flip(x, dims))

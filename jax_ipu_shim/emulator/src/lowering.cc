@@ -281,6 +281,7 @@ void Lowerer::lowerOp(const Op& op, Env* env, Node* seq) {
 }
 
 std::vector<int> Lowerer::lowerFamily(OpContext& ctx, Env* env) {
+  if (ctx.info->kind == OpKind::Gather || ctx.info->kind == OpKind::Scatter) return lowerGatherScatter(ctx);
   switch (ctx.info->family) {
     case OpFamily::Unary: case OpFamily::Binary: case OpFamily::Compare: case OpFamily::Select:
     case OpFamily::Clamp: case OpFamily::Convert:
@@ -288,6 +289,7 @@ std::vector<int> Lowerer::lowerFamily(OpContext& ctx, Env* env) {
     case OpFamily::Shape: return lowerShapeOp(ctx);
     case OpFamily::Reduce: return lowerReduce(ctx);
     case OpFamily::Dot: return lowerDot(ctx);
+    case OpFamily::Sort: return lowerSort(ctx);
     case OpFamily::Control:
       if (ctx.info->kind == OpKind::Call) return lowerCall(ctx);
       if (ctx.info->kind == OpKind::While) return lowerWhile(ctx, env);

@@ -80,9 +80,12 @@ const OpInfo kOps[] = {
     {"broadcast_in_dim", K::BroadcastInDim, Fam::Shape, ALL, R::Operand0, 1, 1},
     {"reshape", K::Reshape, Fam::Shape, ALL, R::Operand0, 1, 1},
     {"transpose", K::Transpose, Fam::Shape, ALL, R::Operand0, 1, 1},
+    {"reverse", K::Reverse, Fam::Shape, ALL, R::Operand0, 1, 1},
     {"slice", K::Slice, Fam::Shape, ALL, R::Operand0, 1, 1},
     {"dynamic_slice", K::DynamicSlice, Fam::Shape, ALL, R::Operand0, 1, -1},
     {"dynamic_update_slice", K::DynamicUpdateSlice, Fam::Shape, ALL, R::Operand0, 2, -1},
+    {"gather", K::Gather, Fam::Shape, ALL, R::Operand0, 2, 2},
+    {"scatter", K::Scatter, Fam::Shape, ALL, R::Operand0, 3, -1},
     {"concatenate", K::Concatenate, Fam::Shape, ALL, R::Operand0, 1, -1},
     {"pad", K::Pad, Fam::Shape, ALL, R::Operand0, 2, 2},
     {"dot_general", K::DotGeneral, Fam::Dot, ALL, R::Operand0, 2, 2},
@@ -90,6 +93,8 @@ const OpInfo kOps[] = {
     {"call", K::Call, Fam::Control, ALL, R::None, 0, -1},
     {"while", K::While, Fam::Control, ALL, R::None, 0, -1},
     {"case", K::Case, Fam::Control, ALL, R::None, 1, 1},
+    {"sort", K::Sort, Fam::Sort, ALL, R::Operand0, 1, -1},
+    {"top_k", K::TopK, Fam::Sort, ALL, R::Operand0, 1, 1},
 };
 
 }  // namespace

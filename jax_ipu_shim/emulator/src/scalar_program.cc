@@ -41,10 +41,36 @@ void exec3(uint32_t* r, const ScalarInstr& i) {
 
 [[noreturn]] void fail(ErrorCode code, const std::string& why) { throw Error(code, why); }
 
+// 16-bit integers (i16/u16) exist only inside bodies (jax's f16 total-order sort comparator bitcasts f16 to them).
+// They live sign- (i16) or zero-extended (u16) in an i32/u32 register and are renormalized after any op that can
+// leave the 16-bit range, so compare, select, maximum and minimum work on them unchanged.
+void sext16(uint32_t* r, const ScalarInstr& i) { store<int32_t>(r, i.dst, static_cast<int16_t>(load<uint16_t>(r, i.a))); }
+void zext16(uint32_t* r, const ScalarInstr& i) { store<uint32_t>(r, i.dst, load<uint16_t>(r, i.a)); }
+void low16(uint32_t* r, const ScalarInstr& i) { store<uint16_t>(r, i.dst, load<uint16_t>(r, i.a)); }
+void copy32(uint32_t* r, const ScalarInstr& i) { store<uint32_t>(r, i.dst, load<uint32_t>(r, i.a)); }
+
+bool bodyDType(const std::string& name, DType* dt, int* narrow) {
+  *narrow = 0;
+  if (parseDType(name, dt)) return true;
+  if (name != "i16" && name != "u16") return false;
+  *dt = name == "i16" ? DType::I32 : DType::U32;
+  *narrow = 16;
+  return true;
+}
+
+// The ops a 16-bit integer may flow through, and whether their result needs renormalizing.
+bool narrowOk(OpKind k, bool* renormalize) {
+  *renormalize = k == OpKind::Add || k == OpKind::Subtract || k == OpKind::Multiply || k == OpKind::And ||
+                 k == OpKind::Or || k == OpKind::Xor || k == OpKind::Not || k == OpKind::Negate;
+  return *renormalize || k == OpKind::Compare || k == OpKind::Select || k == OpKind::Maximum ||
+         k == OpKind::Minimum || k == OpKind::Constant || k == OpKind::BitcastConvert;
+}
+
 struct Value {
   int reg;
   DType dtype;
   const ValueDecl* decl;
+  int narrow = 0;  // 16: an i16/u16 held extended in an i32/u32 register
 };
 
 }  // namespace
@@ -61,7 +87,7 @@ ScalarProgram ScalarProgram::compile(const Region& region, const std::vector<DTy
     if (!parseDType(d.dtype, &dt) || dt != param_types[i] || !d.shape.empty())
       fail(ErrorCode::InvalidArgument, "body argument " + std::to_string(i) + " must be a " +
                                            TensorType{param_types[i], {}}.str() + ", not " + d.mlirType());
-    if (!env.emplace(d.id, Value{p.num_registers_++, dt, &d}).second)
+    if (!env.emplace(d.id, Value{p.num_registers_++, dt, &d, 0}).second)
       fail(ErrorCode::InvalidArgument, "body argument %" + std::to_string(d.id) + " is declared twice");
   }
 
@@ -82,16 +108,23 @@ ScalarProgram ScalarProgram::compile(const Region& region, const std::vector<DTy
     const OpFamily family = info->family;
     const bool elementwise = family == OpFamily::Unary || family == OpFamily::Binary || family == OpFamily::Compare ||
                              family == OpFamily::Select || family == OpFamily::Clamp || family == OpFamily::Convert;
-    if (!elementwise && info->kind != OpKind::Constant)
+    if (!elementwise && info->kind != OpKind::Constant && info->kind != OpKind::BitcastConvert)
       fail(ErrorCode::Unimplemented,
-           "a reduce body may use elementwise ops (unary, binary, compare, select, clamp, convert) and scalar "
-           "constants; " + op.mlir + " is not implemented in a reduce body (" + sig + ")");
+           "a body may use elementwise ops (unary, binary, compare, select, clamp, convert, bitcast_convert) and "
+           "scalar constants; " + op.mlir + " is not implemented in a reduce body or sort comparator (" + sig + ")");
     if (op.results.size() != 1) fail(ErrorCode::InvalidArgument, sig + " in the body must have one result");
     const ValueDecl& res = op.results[0];
     DType out;
-    if (!parseDType(res.dtype, &out))
+    int out_narrow = 0;
+    if (!bodyDType(res.dtype, &out, &out_narrow))
       fail(ErrorCode::Unimplemented,
            "Unsupported element type " + res.dtype + " in " + sig + " : " + unsupportedDTypeAdvice(res.dtype));
+    bool renormalize = false, any_narrow = out_narrow != 0;
+    for (const Value& v : args) any_narrow = any_narrow || v.narrow;
+    if (any_narrow && !narrowOk(info->kind, &renormalize))
+      fail(ErrorCode::Unimplemented, "16-bit integers are supported in a body only by compare, select, maximum, "
+                                     "minimum, add, subtract, multiply, and, or, xor, not, negate, constant and "
+                                     "bitcast_convert (in the body: " + sig + ")");
     const int n = static_cast<int>(args.size());
     if (n < info->min_operands || (info->max_operands >= 0 && n > info->max_operands))
       fail(ErrorCode::InvalidArgument, sig + " in the body has the wrong number of operands");
@@ -107,18 +140,33 @@ ScalarProgram ScalarProgram::compile(const Region& region, const std::vector<DTy
                                          " (in the body: " + sig + ")");
 
     const int dst = p.num_registers_++;
-    if (!env.emplace(res.id, Value{dst, out, &res}).second)
+    if (!env.emplace(res.id, Value{dst, out, &res, out_narrow}).second)
       fail(ErrorCode::InvalidArgument, "value %" + std::to_string(res.id) + " is defined twice in the body");
 
     if (info->kind == OpKind::Constant) {
       std::vector<uint8_t> bytes;
       if (!json::base64Decode(attrString(op, "value"), &bytes))
         fail(ErrorCode::InvalidArgument, sig + ": attribute \"value\" is not valid base64");
-      if (bytes.size() != dtypeSize(out)) fail(ErrorCode::InvalidArgument, sig + ": the value must hold one element");
+      if (bytes.size() != (out_narrow ? 2 : dtypeSize(out)))
+        fail(ErrorCode::InvalidArgument, sig + ": the value must hold one element");
       uint32_t bits = 0;
       std::memcpy(&bits, bytes.data(), bytes.size());
       if (out == DType::Bool) bits = bits ? 1u : 0u;
+      if (out_narrow && out == DType::I32) bits = static_cast<uint32_t>(static_cast<int32_t>(static_cast<int16_t>(bits)));
       p.constants_.emplace_back(dst, bits);
+      continue;
+    }
+
+    if (info->kind == OpKind::BitcastConvert) {  // a reinterpretation of the register's bits: no cycles
+      const size_t in_bytes = args[0].narrow ? 2 : dtypeSize(args[0].dtype);
+      if (in_bytes != (out_narrow ? 2 : dtypeSize(out)) || out == DType::Bool || args[0].dtype == DType::Bool)
+        fail(ErrorCode::InvalidArgument, sig + ": bitcast_convert needs element types of one width");
+      ScalarInstr ins;
+      ins.dst = dst;
+      ins.a = args[0].reg;
+      ins.exec = in_bytes == 4 ? &copy32 : out == DType::F16 ? &low16 : out == DType::I32 ? &sext16 : &zext16;
+      p.code_.push_back(ins);
+      p.summary_ += (p.summary_.empty() ? "" : ",") + std::string(info->name);
       continue;
     }
 
@@ -132,7 +180,7 @@ ScalarProgram ScalarProgram::compile(const Region& region, const std::vector<DTy
       fail(ErrorCode::InvalidArgument, sig + ": the result's element type should be " + dtypeName(expected_out));
     for (size_t i = 0; i < args.size() && family != OpFamily::Convert; ++i) {
       const DType want = (family == OpFamily::Select && i == 0) ? DType::Bool : dt;
-      if (args[i].dtype != want)
+      if (args[i].dtype != want || (want != DType::Bool && args[i].narrow != args[main].narrow))
         fail(ErrorCode::InvalidArgument, sig + ": operand " + std::to_string(i) + " should have element type " +
                                              dtypeName(want));
     }
@@ -188,6 +236,12 @@ ScalarProgram ScalarProgram::compile(const Region& region, const std::vector<DTy
       fail(ErrorCode::Unimplemented, std::string(info->name) + " is implemented for " + dtypeList(info->dtypes) +
                                          " (in the body: " + sig + ")");
     p.code_.push_back(ins);
+    if (renormalize) {
+      ScalarInstr fix;
+      fix.dst = fix.a = dst;
+      fix.exec = out == DType::I32 ? &sext16 : &zext16;
+      p.code_.push_back(fix);
+    }
     p.cycles_ += cost::elementwisePerElement(info->kind, dt);
     if (isFloat(dt)) p.flops_ += cost::flopsPerElement(info->kind);
     p.summary_ += (p.summary_.empty() ? "" : ",") + std::string(info->name);
@@ -199,7 +253,7 @@ ScalarProgram ScalarProgram::compile(const Region& region, const std::vector<DTy
     auto it = env.find(region.results[i]);
     if (it == env.end())
       fail(ErrorCode::InvalidArgument, "the body returns %" + std::to_string(region.results[i]) + ", which is not defined");
-    if (it->second.dtype != result_types[i] || !it->second.decl->shape.empty())
+    if (it->second.dtype != result_types[i] || it->second.narrow || !it->second.decl->shape.empty())
       fail(ErrorCode::InvalidArgument, "body result " + std::to_string(i) + " must be a " +
                                            TensorType{result_types[i], {}}.str() + ", not " + it->second.decl->mlirType());
     p.results_.push_back(it->second.reg);

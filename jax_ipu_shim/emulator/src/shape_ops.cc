@@ -1,4 +1,4 @@
-// Data-movement ops (broadcast, transpose, slice, dynamic slices, concatenate, pad, iota, constant, reshape,
+// Data-movement ops (broadcast, transpose, reverse, slice, dynamic slices, concatenate, pad, iota, constant, reshape,
 // bitcast_convert).
 // Poplar would express most as views; we materialise each as a copy into a linearly mapped result, so its cost is
 // the exchange that brings the source elements to the tiles that hold the result, plus an on-tile copy.
@@ -355,6 +355,22 @@ std::vector<int> Lowerer::lowerShapeOp(OpContext& ctx) {
     case OpKind::BitcastConvert:
       kernel = gather(in_strides, 0);  // kernels move bytes by element size: a plain copy
       break;
+    case OpKind::Reverse: {
+      // Read each reversed dimension from its far end: a negative stride from a shifted base.
+      std::vector<int64_t> strides = in_strides;
+      int64_t base = 0;
+      std::vector<bool> seen(rank, false);
+      for (int64_t d : attrInts(op, "dimensions")) {
+        if (d < 0 || d >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(d)])
+          invalid(ctx, "dimensions are out of range or repeated");
+        seen[static_cast<size_t>(d)] = true;
+        if (in->shape[static_cast<size_t>(d)] > 0) base += (in->shape[static_cast<size_t>(d)] - 1) * in_strides[static_cast<size_t>(d)];
+        strides[static_cast<size_t>(d)] = -in_strides[static_cast<size_t>(d)];
+      }
+      if (in->shape != out.shape) invalid(ctx, "reverse keeps the operand's shape");
+      kernel = gather(strides, base);
+      break;
+    }
     case OpKind::Transpose: {
       const std::vector<int64_t> perm = attrInts(op, "permutation");
       if (perm.size() != rank || in->shape.size() != rank) invalid(ctx, "permutation has the wrong length");

@@ -80,8 +80,10 @@ class Lowerer {
   // Family lowerings (one file each).
   std::vector<int> lowerElementwise(OpContext& ctx);
   std::vector<int> lowerShapeOp(OpContext& ctx);
+  std::vector<int> lowerGatherScatter(OpContext& ctx);  // gather_scatter.cc
   std::vector<int> lowerReduce(OpContext& ctx);
   std::vector<int> lowerDot(OpContext& ctx);
+  std::vector<int> lowerSort(OpContext& ctx);  // sort.cc
   std::vector<int> lowerCall(OpContext& ctx);
   std::vector<int> lowerWhile(OpContext& ctx, Env* env);
   std::vector<int> lowerCase(OpContext& ctx, Env* env);

@@ -16,12 +16,15 @@ enum class OpKind {
   // binary elementwise
   Add, Subtract, Multiply, Divide, Remainder, Power, Maximum, Minimum, Atan2, And, Or, Xor, ShiftLeft,
   ShiftRightArithmetic, ShiftRightLogical,
+  Gather, Scatter,  // indexed data movement (gather_scatter.cc)
   // the rest
-  Compare, Select, Clamp, Convert, BitcastConvert, Constant, Iota, BroadcastInDim, Reshape, Transpose, Slice, DynamicSlice,
+  Compare, Select, Clamp, Convert, BitcastConvert, Constant, Iota, BroadcastInDim, Reshape, Transpose, Reverse, Slice, DynamicSlice,
   DynamicUpdateSlice, Concatenate, Pad, DotGeneral, Reduce, Call, While, Case,
+  Sort, TopK,
 };
 
-enum class OpFamily { Unary, Binary, Compare, Select, Clamp, Convert, Shape, Dot, Reduce, Control };
+enum class OpFamily { Unary, Binary, Compare, Select, Clamp, Convert, Shape, Dot, Reduce, Control,
+                      Sort };
 
 // Which value's element type the dtype set of an entry constrains.
 enum class TypeRole { Operand0, Operand1, Result0, None };

@@ -28,7 +28,8 @@ class ScalarProgram {
  public:
   // Compiles `region`, whose params must be scalars of `param_types` (they get registers 0, 1, ...) and whose results
   // must be scalars of `result_types`. Allowed ops: every unary, binary, compare, select, clamp and convert the
-  // registry has for the types used, and scalar constants. Throws Error(Unimplemented) naming any other op (or an
+  // registry has for the types used, scalar constants and bitcast_convert (also to/from i16/u16, which exist only
+  // inside bodies: jax's f16 sort comparators use them). Throws Error(Unimplemented) naming any other op (or an
   // unsupported type), Error(InvalidArgument) for a malformed region; the message is the reason alone.
   static ScalarProgram compile(const Region& region, const std::vector<DType>& param_types,
                                const std::vector<DType>& result_types);

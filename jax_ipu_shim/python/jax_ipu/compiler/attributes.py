@@ -91,3 +91,50 @@ def dot_dimension_numbers(attr: Any) -> Dict[str, List[int]]:
     if not text.startswith("#") or any(name not in DOT_FIELDS for name in found):
         raise ValueError(f"cannot read dot dimension numbers from {text}")
     return {name: found.get(name, []) for name in DOT_FIELDS}
+
+
+GATHER_LISTS = ("offset_dims", "collapsed_slice_dims", "start_index_map")
+SCATTER_LISTS = ("update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims")
+# Newer StableHLO's batching dimensions: accepted only when empty (jax 0.4.13 never prints them).
+_BATCHING = ("operand_batching_dims", "start_indices_batching_dims", "input_batching_dims",
+             "scatter_indices_batching_dims")
+
+
+def _index_dimension_numbers(attr: Any, prefix: str, lists: Any) -> Dict[str, Any]:
+    text = str(attr).strip()
+    if not text.startswith(prefix + "<") or not text.endswith(">"):
+        raise ValueError(f"cannot read {prefix} dimension numbers from {text}")
+    body = text[len(prefix) + 1:-1]
+    fields: Dict[str, Any] = {}
+    for name, dims, scalar in re.findall(r"(\w+)\s*=\s*(?:\[([^\]]*)\]|(-?\d+))", body):
+        if name in fields:
+            raise ValueError(f"{name} appears twice in {text}")
+        fields[name] = int(scalar) if scalar else [int(v) for v in re.findall(r"-?\d+", dims)]
+    residue = re.sub(r"(\w+)\s*=\s*(?:\[[^\]]*\]|-?\d+)", "", body).replace(",", "").strip()
+    unknown = [name for name in fields if name not in lists + ("index_vector_dim",) + _BATCHING]
+    if residue or unknown:
+        raise ValueError(f"cannot read {prefix} dimension numbers from {text}")
+    # The printer leaves out default values: empty lists and index_vector_dim = 0.
+    if not isinstance(fields.get("index_vector_dim", 0), int):
+        raise ValueError(f"index_vector_dim must be an integer in {text}")
+    for name in _BATCHING:
+        if fields.get(name):
+            raise ValueError(f"{name} (batching dimensions) are not supported: {text}")
+    out: Dict[str, Any] = {}
+    for name in lists:
+        value = fields.get(name, [])
+        if not isinstance(value, list):
+            raise ValueError(f"{name} must be a list in {text}")
+        out[name] = value
+    out["index_vector_dim"] = fields.get("index_vector_dim", 0)
+    return out
+
+
+def gather_dimension_numbers(attr: Any) -> Dict[str, Any]:
+    """``#stablehlo.gather<offset_dims = [1], ..., index_vector_dim = 1>`` -> {field: value}; absent lists are []."""
+    return _index_dimension_numbers(attr, "#stablehlo.gather", GATHER_LISTS)
+
+
+def scatter_dimension_numbers(attr: Any) -> Dict[str, Any]:
+    """``#stablehlo.scatter<update_window_dims = [1], ..., index_vector_dim = 1>`` -> {field: value}."""
+    return _index_dimension_numbers(attr, "#stablehlo.scatter", SCATTER_LISTS)

@@ -15,12 +15,18 @@ OP_ATTRS: Dict[str, Dict[str, Callable[[Any], Any]]] = {
     "iota": {"iota_dimension": A.integer},
     "broadcast_in_dim": {"broadcast_dimensions": A.int_list},
     "transpose": {"permutation": A.int_list},
+    "reverse": {"dimensions": A.int_list},
     "slice": {"start_indices": A.int_list, "limit_indices": A.int_list, "strides": A.int_list},
     "dynamic_slice": {"slice_sizes": A.int_list},
     "concatenate": {"dimension": A.integer},
     "pad": {"edge_padding_low": A.int_list, "edge_padding_high": A.int_list, "interior_padding": A.int_list},
     "dot_general": {"dot_dimension_numbers": A.dot_dimension_numbers},
     "reduce": {"dimensions": A.int_list},
+    "gather": {"dimension_numbers": A.gather_dimension_numbers, "slice_sizes": A.int_list, "indices_are_sorted": A.boolean},
+    "scatter": {"scatter_dimension_numbers": A.scatter_dimension_numbers, "indices_are_sorted": A.boolean,
+                "unique_indices": A.boolean},
+    "sort": {"dimension": A.integer, "is_stable": A.boolean},
+    "top_k": {"k": A.integer},
     "call": {"callee": A.symbol},
 }
 
@@ -35,13 +41,15 @@ BINARY = (
     "shift_left shift_right_arithmetic shift_right_logical"
 ).split()
 OTHER = (
-    "compare select clamp convert bitcast_convert constant iota broadcast_in_dim reshape transpose slice dynamic_slice "
-    "dynamic_update_slice concatenate pad dot_general reduce call while case"
+    "compare select clamp convert bitcast_convert constant iota broadcast_in_dim reshape transpose reverse slice dynamic_slice "
+    "dynamic_update_slice concatenate pad dot_general reduce call while case gather scatter sort top_k"
 ).split()
 KNOWN_OPS = frozenset(UNARY + BINARY + OTHER)
 
 # Reduce bodies that are one of these binary ops of the two block arguments get a `computation` attr.
 REDUCE_COMPUTATIONS = frozenset("add multiply maximum minimum and or".split())
+# Scatter update bodies get the same names (and "assign" when the body returns the update).
+SCATTER_COMPUTATIONS = REDUCE_COMPUTATIONS
 
 
 def read_attrs(op_name: str, mlir_attrs: Dict[str, Any]) -> Dict[str, Any]:

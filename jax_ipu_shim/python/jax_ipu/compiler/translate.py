@@ -174,10 +174,41 @@ class _Translator:
             computation = _reduce_computation(op)
             if computation:
                 attrs["computation"] = computation
+        if name == "scatter" and known:
+            computation = _scatter_computation(op)
+            if computation:
+                attrs["computation"] = computation
         loc = _loc(op)
         if loc:
             entry["loc"] = loc
         return entry
+
+
+def _scatter_computation(op: Any) -> Optional[str]:
+    """The scatter computation: "assign" when a single-operand scatter's body returns the update; the op name when it
+    returns ``op(current, update)`` with the arguments in that order (a swapped body is left to the interpreter)."""
+    if len(op.results) != 1 or len(op.regions) != 1:
+        return None
+    block = op.regions[0].blocks[0]
+    args = list(block.arguments)
+    body = [inner.operation for inner in block.operations]
+    if len(args) != 2 or not body or body[-1].name != "stablehlo.return":
+        return None
+    ret = body[-1]
+    if len(body) == 1:
+        return "assign" if list(ret.operands) == [args[1]] else None
+    if len(body) != 2:
+        return None
+    combine = body[0]
+    name = combine.name.split(".", 1)[-1]
+    if (
+        not combine.name.startswith("stablehlo.")
+        or name not in O.SCATTER_COMPUTATIONS
+        or list(combine.operands) != [args[0], args[1]]
+        or list(ret.operands) != [combine.results[0]]
+    ):
+        return None
+    return name
 
 
 def _reduce_computation(op: Any) -> Optional[str]:

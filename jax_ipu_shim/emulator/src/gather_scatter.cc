@@ -1,0 +1,456 @@
+// gather and scatter: data movement at run-time indices, with XLA's semantics.
+//
+// gather: each batch position of the indices selects a slice of the operand; its start indices are clamped so the
+// slice stays inside the operand (XLA, and StableHLO's reference). The result is linearly mapped; the elements
+// come from wherever the indices point, so the exchange is estimated as every gathered byte crossing tiles.
+//
+// scatter: the result starts as the operand (mapped like it) and each update window is combined into it in the
+// order of the scatter indices (row-major), with the update computation: a recognised single op, "assign" (the
+// update replaces the element: the last update wins), or any other body interpreted as a ScalarProgram. A window
+// that does not fit entirely inside the operand is skipped, as XLA's scatter expander does.
+#include <algorithm>
+#include <cstring>
+
+#include "ipu/cost_model.h"
+#include "ipu/dtype.h"
+#include "ipu/lowering.h"
+#include "ipu/scalar_ops.h"
+#include "ipu/scalar_program.h"
+
+namespace ipu {
+
+namespace {
+
+std::vector<int64_t> stridesOf(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
+  return s;
+}
+
+// Walks the multi-index of a row-major shape from element `b`, keeping two linear combinations of it.
+struct DualWalker {
+  const std::vector<int64_t>& shape;
+  const std::vector<int64_t>& s1;
+  const std::vector<int64_t>& s2;
+  std::vector<int64_t> idx;
+  int64_t a = 0, c = 0;
+
+  DualWalker(const std::vector<int64_t>& sh, const std::vector<int64_t>& x, const std::vector<int64_t>& y, int64_t b)
+      : shape(sh), s1(x), s2(y), idx(sh.size(), 0) {
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (shape[d] == 0) return;
+      idx[d] = b % shape[d];
+      b /= shape[d];
+      a += idx[d] * s1[d];
+      c += idx[d] * s2[d];
+    }
+  }
+  void next() {
+    for (size_t d = shape.size(); d-- > 0;) {
+      a += s1[d];
+      c += s2[d];
+      if (++idx[d] < shape[d]) return;
+      a -= shape[d] * s1[d];
+      c -= shape[d] * s2[d];
+      idx[d] = 0;
+    }
+  }
+};
+
+// Where the index vectors are: for batch position g (row-major over the batch shape), component k sits at
+// base(g) + k * k_stride in the indices tensor.
+struct IndexLayout {
+  std::vector<int64_t> batch_shape;    // the indices' shape without index_vector_dim
+  std::vector<int64_t> batch_strides;  // the indices' strides of those dimensions
+  int64_t k_stride = 0;
+  int64_t count = 1;  // number of batch positions
+  bool is_unsigned = false;
+};
+
+IndexLayout indexLayout(const TensorType& indices, int64_t ivd) {
+  IndexLayout l;
+  const std::vector<int64_t> st = stridesOf(indices.shape);
+  for (size_t d = 0; d < indices.shape.size(); ++d) {
+    if (static_cast<int64_t>(d) == ivd) {
+      l.k_stride = st[d];
+      continue;
+    }
+    l.batch_shape.push_back(indices.shape[d]);
+    l.batch_strides.push_back(st[d]);
+    l.count *= indices.shape[d];
+  }
+  l.is_unsigned = indices.dtype == DType::U32;
+  return l;
+}
+
+// Per batch position: the linear operand offset of its slice / window start, or -1 for a skipped scatter window.
+// starts[d] = index component k for d = dims_map[k]; clamped into [0, limit[d]] (gather) or checked (scatter).
+struct StartPlan {
+  int indices = -1;
+  int scratch = -1;
+  IndexLayout layout;
+  std::vector<int64_t> dims_map;  // index component -> operand dimension
+  std::vector<int64_t> limit;     // per operand dimension: operand size - slice/window size
+  std::vector<int64_t> operand_strides;
+  bool clamp = true;
+
+  void compute(RunState& s) const {
+    std::vector<uint8_t>& buf = s.scratch[static_cast<size_t>(scratch)];
+    buf.resize(static_cast<size_t>(layout.count) * sizeof(int64_t));
+    int64_t* out = reinterpret_cast<int64_t*>(buf.data());
+    const uint8_t* raw = s.ptr[static_cast<size_t>(indices)];
+    const std::vector<int64_t> zero(layout.batch_shape.size(), 0);
+    DualWalker w(layout.batch_shape, layout.batch_strides, zero, 0);
+    std::vector<int64_t> start(limit.size());
+    for (int64_t g = 0; g < layout.count; ++g, w.next()) {
+      std::fill(start.begin(), start.end(), 0);
+      for (size_t k = 0; k < dims_map.size(); ++k) {
+        const int64_t at = w.a + static_cast<int64_t>(k) * layout.k_stride;
+        int32_t v32;
+        std::memcpy(&v32, raw + at * 4, 4);
+        start[static_cast<size_t>(dims_map[k])] =
+            layout.is_unsigned ? static_cast<int64_t>(static_cast<uint32_t>(v32)) : static_cast<int64_t>(v32);
+      }
+      int64_t off = 0;
+      bool valid = true;
+      for (size_t d = 0; d < start.size(); ++d) {
+        int64_t v = start[d];
+        if (clamp) v = std::max<int64_t>(0, std::min(v, limit[d]));
+        else valid = valid && v >= 0 && v <= limit[d];
+        off += v * operand_strides[d];
+      }
+      out[g] = valid ? off : -1;
+    }
+  }
+  const int64_t* starts(const RunState& s) const {
+    return reinterpret_cast<const int64_t*>(s.scratch[static_cast<size_t>(scratch)].data());
+  }
+};
+
+// out[i] = x[start[g(i)] + offset(i)], g and offset linear in the output's multi-index.
+template <class T>
+class GatherKernel : public Kernel {
+ public:
+  GatherKernel(int x, int out, StartPlan plan, std::vector<int64_t> out_shape, std::vector<int64_t> batch_strides,
+               std::vector<int64_t> offset_strides)
+      : x_(x), out_(out), plan_(std::move(plan)), shape_(std::move(out_shape)), bs_(std::move(batch_strides)),
+        os_(std::move(offset_strides)) {}
+  void prepare(RunState& s) const override { plan_.compute(s); }
+  void compute(RunState& s, int64_t b, int64_t e) const override {
+    const T* x = s.at<const T>(x_);
+    T* o = s.at<T>(out_);
+    const int64_t* start = plan_.starts(s);
+    DualWalker w(shape_, bs_, os_, b);
+    for (int64_t i = b; i < e; ++i, w.next()) o[i] = x[start[w.a] + w.c];
+  }
+
+ private:
+  int x_, out_;
+  StartPlan plan_;
+  std::vector<int64_t> shape_, bs_, os_;
+};
+
+// The shared walk of a scatter: copies the operand's [b, e) and calls apply(target, update index) for every update
+// element whose target lies in [b, e), in update order.
+class ScatterBase : public Kernel {
+ public:
+  ScatterBase(int x, int upd, int out, size_t elem, StartPlan plan, std::vector<int64_t> upd_shape,
+              std::vector<int64_t> batch_strides, std::vector<int64_t> window_strides)
+      : x_(x), upd_(upd), out_(out), elem_(elem), plan_(std::move(plan)), shape_(std::move(upd_shape)),
+        bs_(std::move(batch_strides)), ws_(std::move(window_strides)) {
+    count_ = shapeElements(shape_);
+  }
+  void prepare(RunState& s) const override { plan_.compute(s); }
+
+ protected:
+  template <class F>
+  void walk(RunState& s, int64_t b, int64_t e, const F& apply) const {
+    std::memcpy(s.ptr[static_cast<size_t>(out_)] + b * static_cast<int64_t>(elem_),
+                s.ptr[static_cast<size_t>(x_)] + b * static_cast<int64_t>(elem_), static_cast<size_t>(e - b) * elem_);
+    const int64_t* start = plan_.starts(s);
+    DualWalker w(shape_, bs_, ws_, 0);
+    for (int64_t u = 0; u < count_; ++u, w.next()) {
+      const int64_t base = start[w.a];
+      if (base < 0) continue;
+      const int64_t t = base + w.c;
+      if (t >= b && t < e) apply(t, u);
+    }
+  }
+  int x_, upd_, out_;
+  size_t elem_;
+  StartPlan plan_;
+  std::vector<int64_t> shape_, bs_, ws_;
+  int64_t count_ = 0;
+};
+
+template <class S, class F>
+class ScatterKernel : public ScatterBase {
+ public:
+  template <class... A>
+  ScatterKernel(F f, A&&... a) : ScatterBase(std::forward<A>(a)...), f_(f) {}
+  void compute(RunState& s, int64_t b, int64_t e) const override {
+    S* o = s.at<S>(out_);
+    const S* u = s.at<const S>(upd_);
+    walk(s, b, e, [&](int64_t t, int64_t k) { o[t] = f_(o[t], u[k]); });
+  }
+
+ private:
+  F f_;
+};
+
+struct Assign {
+  template <class T>
+  T operator()(T, T b) const { return b; }
+};
+
+// A general update computation: (current, update) loaded into registers 0 and 1, the body run, its result stored.
+class BodyScatterKernel : public ScatterBase {
+ public:
+  template <class... A>
+  BodyScatterKernel(ScalarProgram body, A&&... a) : ScatterBase(std::forward<A>(a)...), body_(std::move(body)) {}
+  void compute(RunState& s, int64_t b, int64_t e) const override {
+    std::vector<uint32_t> regs(static_cast<size_t>(std::max(2, body_.numRegisters())), 0);
+    body_.loadConstants(regs.data());
+    uint8_t* r = reinterpret_cast<uint8_t*>(regs.data());
+    uint8_t* o = s.ptr[static_cast<size_t>(out_)];
+    const uint8_t* u = s.ptr[static_cast<size_t>(upd_)];
+    const int64_t es = static_cast<int64_t>(elem_);
+    const size_t res = static_cast<size_t>(body_.resultRegister(0));
+    walk(s, b, e, [&](int64_t t, int64_t k) {
+      std::memcpy(r, o + t * es, elem_);
+      std::memcpy(r + 4, u + k * es, elem_);
+      body_.run(regs.data());
+      std::memcpy(o + t * es, r + 4 * res, elem_);
+    });
+  }
+
+ private:
+  ScalarProgram body_;
+};
+
+bool sortedUnique(const std::vector<int64_t>& v, int64_t limit) {
+  for (size_t i = 0; i < v.size(); ++i)
+    if (v[i] < 0 || v[i] >= limit || (i > 0 && v[i] <= v[i - 1])) return false;
+  return true;
+}
+
+bool contains(const std::vector<int64_t>& v, int64_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+std::string list(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+const char* const kScatterComputations[] = {"add", "multiply", "maximum", "minimum", "and", "or"};
+
+}  // namespace
+
+std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
+  const Op& op = *ctx.op;
+  const bool is_gather = ctx.info->kind == OpKind::Gather;
+  if (!is_gather && ctx.in.size() != 3)
+    unimplemented(ctx, "scatter is implemented for one operand and one updates tensor (not variadic)");
+  if (ctx.out_types.size() != 1) invalid(ctx, "expected one result");
+  const TensorType& x = ctx.in_types[0];
+  const TensorType& ind = ctx.in_types[1];
+  const TensorType& out = ctx.out_types[0];
+  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  if (!isInteger(ind.dtype))
+    unimplemented(ctx, std::string(ctx.info->name) + " is implemented for i32 and u32 indices");
+  if (out.dtype != x.dtype) invalid(ctx, "the result's element type differs from the operand's");
+  const int64_t ivd = attrInt(op, "index_vector_dim");
+  const int64_t ind_rank = static_cast<int64_t>(ind.shape.size());
+  if (ivd < 0 || ivd > ind_rank) invalid(ctx, "index_vector_dim " + std::to_string(ivd) + " is out of range");
+  const int64_t k_len = ivd < ind_rank ? ind.shape[static_cast<size_t>(ivd)] : 1;
+  const std::vector<int64_t> x_strides = stridesOf(x.shape);
+  const int64_t eb = static_cast<int64_t>(dtypeSize(x.dtype));
+  const int workers = device().num_worker_contexts;
+
+  StartPlan plan;
+  plan.indices = ctx.in[1];
+  plan.scratch = newScratch();
+  plan.layout = indexLayout(ind, ivd);
+  plan.operand_strides = x_strides;
+  plan.clamp = is_gather;
+  const char* map_name = is_gather ? "start_index_map" : "scatter_dims_to_operand_dims";
+  plan.dims_map = attrInts(op, map_name);
+  if (static_cast<int64_t>(plan.dims_map.size()) != k_len)
+    invalid(ctx, std::string(map_name) + " " + list(plan.dims_map) + " must have one entry per index component (" +
+                     std::to_string(k_len) + ")");
+  for (size_t k = 0; k < plan.dims_map.size(); ++k)
+    if (plan.dims_map[k] < 0 || plan.dims_map[k] >= rank || contains({plan.dims_map.begin(), plan.dims_map.begin() + static_cast<std::ptrdiff_t>(k)}, plan.dims_map[k]))
+      invalid(ctx, std::string(map_name) + " " + list(plan.dims_map) + " has an out-of-range or repeated dimension");
+
+  const int o = is_gather ? newSlot(out) : newSlotLike(out, ctx.in[0]);
+  const TileMapping work = graph().slots[static_cast<size_t>(o)].mapping;
+  const int64_t n = out.numElements();
+  std::vector<int64_t> recv(static_cast<size_t>(device().num_tiles), 0);
+  std::unique_ptr<Kernel> kernel;
+  std::vector<Superstep> steps;
+  double flops = 0;
+
+  if (is_gather) {
+    const std::vector<int64_t> offset_dims = attrInts(op, "offset_dims");
+    const std::vector<int64_t> collapsed = attrInts(op, "collapsed_slice_dims");
+    const std::vector<int64_t> sizes = attrInts(op, "slice_sizes");
+    const int64_t out_rank = static_cast<int64_t>(out.shape.size());
+    if (static_cast<int64_t>(sizes.size()) != rank) invalid(ctx, "slice_sizes " + list(sizes) + " must have one entry per operand dimension");
+    if (!sortedUnique(collapsed, rank)) invalid(ctx, "collapsed_slice_dims " + list(collapsed) + " must be sorted, unique operand dimensions");
+    if (!sortedUnique(offset_dims, out_rank)) invalid(ctx, "offset_dims " + list(offset_dims) + " must be sorted, unique result dimensions");
+    if (static_cast<int64_t>(offset_dims.size() + collapsed.size()) != rank)
+      invalid(ctx, "offset_dims and collapsed_slice_dims must together cover the operand's dimensions");
+    if (out_rank != static_cast<int64_t>(plan.layout.batch_shape.size() + offset_dims.size()))
+      invalid(ctx, "the result's rank is not the batch rank plus the number of offset_dims");
+    for (int64_t d = 0; d < rank; ++d) {
+      const int64_t sz = sizes[static_cast<size_t>(d)];
+      if (sz < 0 || sz > x.shape[static_cast<size_t>(d)]) invalid(ctx, "slice_sizes " + list(sizes) + " do not fit the operand");
+      if (contains(collapsed, d) && sz != 1) invalid(ctx, "collapsed_slice_dims must have slice size 1");
+      plan.limit.push_back(x.shape[static_cast<size_t>(d)] - sz);
+    }
+    // Result dims: offset dims take the non-collapsed operand dims in order, batch dims the indices' batch dims.
+    std::vector<int64_t> bstr(static_cast<size_t>(out_rank), 0), ostr(static_cast<size_t>(out_rank), 0);
+    const std::vector<int64_t> batch_row = stridesOf(plan.layout.batch_shape);
+    size_t next_batch = 0;
+    int64_t next_operand = 0;
+    for (int64_t d = 0; d < out_rank; ++d) {
+      int64_t expect;
+      if (contains(offset_dims, d)) {
+        while (contains(collapsed, next_operand)) ++next_operand;
+        expect = sizes[static_cast<size_t>(next_operand)];
+        ostr[static_cast<size_t>(d)] = x_strides[static_cast<size_t>(next_operand)];
+        ++next_operand;
+      } else {
+        expect = plan.layout.batch_shape[next_batch];
+        bstr[static_cast<size_t>(d)] = batch_row[next_batch];
+        ++next_batch;
+      }
+      if (out.shape[static_cast<size_t>(d)] != expect)
+        invalid(ctx, "result dimension " + std::to_string(d) + " should have size " + std::to_string(expect));
+    }
+    kernel = [&]() -> std::unique_ptr<Kernel> {
+      switch (eb) {
+        case 1: return std::make_unique<GatherKernel<uint8_t>>(ctx.in[0], o, plan, out.shape, bstr, ostr);
+        case 2: return std::make_unique<GatherKernel<uint16_t>>(ctx.in[0], o, plan, out.shape, bstr, ostr);
+        default: return std::make_unique<GatherKernel<uint32_t>>(ctx.in[0], o, plan, out.shape, bstr, ostr);
+      }
+    }();
+    // Dynamic exchange: every gathered byte counted as received, plus the index vectors each tile reads.
+    for (int t = 0; t < work.tilesUsed(); ++t) recv[static_cast<size_t>(t)] += work.elementsOn(t) * eb;
+    if (n > 0 && plan.layout.count > 0) {
+      const std::vector<int64_t> zero(static_cast<size_t>(out_rank), 0);
+      for (int64_t k = 0; k < k_len; ++k)
+        exchangeGather(&recv, work, ctx.in[1], [&](int64_t i) {
+          DualWalker w(out.shape, bstr, zero, i);  // w.a: the batch position of element i
+          int64_t at = k * plan.layout.k_stride, g = w.a;
+          for (size_t d = plan.layout.batch_shape.size(); d-- > 0;) {
+            at += (g % plan.layout.batch_shape[d]) * plan.layout.batch_strides[d];
+            g /= plan.layout.batch_shape[d];
+          }
+          return at;
+        });
+    }
+    if (n > 0)
+      steps.push_back(superstep("gather<" + std::string(dtypeName(out.dtype)) + ">", work, recv,
+                                [&](int, int64_t m) { return cost::copy(m * eb, workers); }));
+  } else {
+    const TensorType& upd = ctx.in_types[2];
+    if (upd.dtype != x.dtype) invalid(ctx, "the updates' element type differs from the operand's");
+    if (out.shape != x.shape) invalid(ctx, "the result's shape differs from the operand's");
+    const std::vector<int64_t> window_dims = attrInts(op, "update_window_dims");
+    const std::vector<int64_t> inserted = attrInts(op, "inserted_window_dims");
+    const int64_t upd_rank = static_cast<int64_t>(upd.shape.size());
+    if (!sortedUnique(window_dims, upd_rank)) invalid(ctx, "update_window_dims " + list(window_dims) + " must be sorted, unique update dimensions");
+    if (!sortedUnique(inserted, rank)) invalid(ctx, "inserted_window_dims " + list(inserted) + " must be sorted, unique operand dimensions");
+    if (static_cast<int64_t>(window_dims.size() + inserted.size()) != rank)
+      invalid(ctx, "update_window_dims and inserted_window_dims must together cover the operand's dimensions");
+    if (upd_rank != static_cast<int64_t>(plan.layout.batch_shape.size() + window_dims.size()))
+      invalid(ctx, "the updates' rank is not the batch rank plus the number of update_window_dims");
+    std::vector<int64_t> bstr(static_cast<size_t>(upd_rank), 0), wstr(static_cast<size_t>(upd_rank), 0);
+    std::vector<int64_t> wsize(static_cast<size_t>(rank), 1);
+    const std::vector<int64_t> batch_row = stridesOf(plan.layout.batch_shape);
+    size_t next_batch = 0;
+    int64_t next_operand = 0;
+    for (int64_t d = 0; d < upd_rank; ++d) {
+      const int64_t size = upd.shape[static_cast<size_t>(d)];
+      if (contains(window_dims, d)) {
+        while (contains(inserted, next_operand)) ++next_operand;
+        if (size > x.shape[static_cast<size_t>(next_operand)])
+          invalid(ctx, "update window dimension " + std::to_string(d) + " is larger than the operand's");
+        wsize[static_cast<size_t>(next_operand)] = size;
+        wstr[static_cast<size_t>(d)] = x_strides[static_cast<size_t>(next_operand)];
+        ++next_operand;
+      } else {
+        if (size != plan.layout.batch_shape[next_batch])
+          invalid(ctx, "update dimension " + std::to_string(d) + " does not match the indices' batch dimensions");
+        bstr[static_cast<size_t>(d)] = batch_row[next_batch];
+        ++next_batch;
+      }
+    }
+    for (int64_t d = 0; d < rank; ++d) plan.limit.push_back(x.shape[static_cast<size_t>(d)] - wsize[static_cast<size_t>(d)]);
+
+    std::string computation = attrString(op, "computation", "");
+    const bool known = computation == "assign" ||
+                       std::find_if(std::begin(kScatterComputations), std::end(kScatterComputations),
+                                    [&](const char* c) { return computation == c; }) != std::end(kScatterComputations);
+    if (!computation.empty() && !known)
+      invalid(ctx, "unknown computation \"" + computation + "\" (expected assign, add, multiply, maximum, minimum, and, or)");
+    const DType dt = x.dtype;
+    OpKind kind = OpKind::Add;
+    if (computation == "assign") {
+      switch (eb) {
+        case 1: kernel = std::make_unique<ScatterKernel<uint8_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], o, dtypeSize(dt), plan, upd.shape, bstr, wstr); break;
+        case 2: kernel = std::make_unique<ScatterKernel<uint16_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], o, dtypeSize(dt), plan, upd.shape, bstr, wstr); break;
+        default: kernel = std::make_unique<ScatterKernel<uint32_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], o, dtypeSize(dt), plan, upd.shape, bstr, wstr); break;
+      }
+    } else if (!computation.empty()) {
+      kind = findOp(computation)->kind;
+      if (dt == DType::Bool && kind == OpKind::Add) kind = OpKind::Or;
+      if (dt == DType::Bool && kind == OpKind::Multiply) kind = OpKind::And;
+      if (!(isFloat(dt) && (kind == OpKind::And || kind == OpKind::Or)))
+        scalar::visitBinary(kind, dt, [&](auto f, auto t) {
+          using S = typename decltype(t)::type;
+          kernel = std::make_unique<ScatterKernel<S, decltype(f)>>(f, ctx.in[0], ctx.in[2], o, dtypeSize(dt), plan,
+                                                                    upd.shape, bstr, wstr);
+        });
+    }
+    ScalarProgram body;
+    std::string codelet = "scatter" + computation;
+    if (!kernel) {  // no computation attr, or one with no vector kernel for this type: the body, interpreted
+      if (op.regions.size() != 1) invalid(ctx, "scatter must have one update computation region");
+      try {
+        body = ScalarProgram::compile(op.regions[0], {dt, dt}, {dt});
+      } catch (const Error& e) {
+        if (e.code() == ErrorCode::Unimplemented) unimplemented(ctx, e.what());
+        invalid(ctx, std::string("in the update computation: ") + e.what());
+      }
+      codelet = "scatter{" + body.summary() + "}";
+      kernel = std::make_unique<BodyScatterKernel>(body, ctx.in[0], ctx.in[2], o, dtypeSize(dt), plan, upd.shape, bstr, wstr);
+    }
+    codelet += "<" + std::string(dtypeName(dt)) + ">";
+    // Exchange: the operand's share (local: the result is mapped like it), and the updates with their indices
+    // estimated as landing evenly over the result's tiles (a tile receives its share of both).
+    exchangeSameIndex(&recv, work, ctx.in[0]);
+    const int64_t upd_n = upd.numElements();
+    const int64_t moved = upd_n * eb + ind.numElements() * 4;
+    for (int t = 0; t < work.tilesUsed() && work.tilesUsed() > 1; ++t)
+      recv[static_cast<size_t>(t)] += (moved * work.elementsOn(t) + n - 1) / n;
+    const bool general = body.numInstructions() > 0 || computation.empty();
+    const double body_cycles = body.cyclesPerElement();
+    if (n > 0)
+      steps.push_back(superstep(codelet, work, recv, [&](int, int64_t m) {
+        const int64_t share = (upd_n * m + n - 1) / n;
+        const uint64_t combine = general ? cost::reduceBody(std::max(1.0, body_cycles), share, 0, workers)
+                                 : computation == "assign" ? cost::copy(share * eb, workers)
+                                                           : cost::elementwise(kind, dt, share, workers);
+        return cost::copy(m * eb, workers) + combine;
+      }));
+    if (!steps.empty()) steps.back().cost_weight = std::max<double>(1, static_cast<double>(upd_n) / std::max<int64_t>(1, n));
+    flops = general ? body.flopsPerElement() * static_cast<double>(upd_n)
+                    : (isFloat(dt) && computation != "assign") ? static_cast<double>(upd_n) : 0;
+  }
+  emitExecute(ctx, std::move(kernel), std::move(steps), {o}, flops);
+  return {o};
+}
+
+}  // namespace ipu

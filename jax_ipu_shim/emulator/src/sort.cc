@@ -1,0 +1,369 @@
+// stablehlo.sort: N operands of one shape sorted together along `dimension` by a comparator region.
+//
+// Semantics are XLA:CPU's (its runtime KeyValueSort): every 1-D slice along the dimension sorts an int64 index array
+// 0..n-1 with std::stable_sort when is_stable, else std::sort (the same libstdc++ algorithms, so ties land where
+// XLA:CPU puts them; an unstable sort also starts each slice from the previous slice's permutation, as XLA:CPU's
+// does), calling the comparator with (lhs_0, rhs_0, lhs_1, rhs_1, ...); then every operand is permuted
+// by the sorted indices. The comparator is compiled into a ScalarProgram (the reduce-body interpreter), so it computes
+// exactly what the elementwise ops compute, including jax's total-order float comparator (bitcasts to i32/u32, or to
+// i16/u16 for f16).
+//
+// Placement, as popops sorts per slice: the slices are spread over the tiles (whole slices per tile); superstep 1
+// exchanges each slice's elements to its tile and sorts there (~ n log2 n comparator calls per slice, slices shared
+// among the tile's workers). The outputs are mapped slice-wise when the slices are contiguous (sorting the innermost
+// dimension); otherwise they keep a linear mapping and superstep 2 exchanges the sorted elements back to it.
+// A slice too big for a quarter of a tile's memory is sorted in place across the tiles that hold it instead, as a
+// distributed bitonic sort: a local sort on every tile, then log2(P)(log2(P)+1)/2 merge supersteps in which every
+// tile exchanges its block with a partner tile and keeps the lower or upper half.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <type_traits>
+
+#include "ipu/cost_model.h"
+#include "ipu/dtype.h"
+#include "ipu/lowering.h"
+#include "ipu/scalar_program.h"
+
+namespace ipu {
+
+namespace {
+
+// Slice s of a shape viewed as [outer, n, inner]: element j at base(s) + j * inner.
+struct SortGeometry {
+  int64_t n = 0, inner = 1;
+  int64_t base(int64_t s) const { return (s / inner) * n * inner + s % inner; }
+};
+
+inline void copyElement(uint8_t* dst, const uint8_t* src, size_t size) {
+  switch (size) {
+    case 1: *dst = *src; break;
+    case 2: std::memcpy(dst, src, 2); break;
+    default: std::memcpy(dst, src, 4); break;
+  }
+}
+
+class SortKernel : public Kernel {
+ public:
+  struct Operand {
+    int in, out;
+    size_t size;
+  };
+  // `sort_step`: the superstep that sorts. Its work is over slices, or (distributed) over elements, a call then
+  // sorting the slices whose first element lies in its range.
+  SortKernel(std::vector<Operand> ops, SortGeometry g, ScalarProgram cmp, bool stable, size_t sort_step,
+             bool distributed, int64_t slices)
+      : ops_(std::move(ops)), g_(g), cmp_(std::move(cmp)), stable_(stable), sort_step_(sort_step),
+        distributed_(distributed), slices_(slices) {}
+
+  void computeStep(RunState& s, size_t step, int64_t b, int64_t e) const override {
+    if (step != sort_step_) return;
+    // XLA:CPU starts an unstable sort of each slice from the previous slice's final permutation (it resets the
+    // indices to iota only when stable), so ties depend on all earlier slices: the call holding slice 0 sorts all.
+    if (!stable_ && slices_ > 1) {
+      if ((distributed_ ? 0 : b) <= 0 && 0 < e) compute(s, 0, slices_);
+      return;
+    }
+    if (!distributed_) return compute(s, b, e);
+    for (int64_t sl = 0; sl < slices_; ++sl)
+      if (g_.base(sl) >= b && g_.base(sl) < e) compute(s, sl, sl + 1);
+  }
+
+  void compute(RunState& s, int64_t b, int64_t e) const override {
+    constexpr int kInlineRegisters = 64;
+    uint32_t inline_regs[kInlineRegisters] = {};
+    std::vector<uint32_t> heap_regs;  // only for comparators of more than 64 values
+    uint32_t* regs = inline_regs;
+    if (cmp_.numRegisters() > kInlineRegisters) {
+      heap_regs.assign(static_cast<size_t>(cmp_.numRegisters()), 0);
+      regs = heap_regs.data();
+    }
+    cmp_.loadConstants(regs);
+    uint8_t* r = reinterpret_cast<uint8_t*>(regs);
+    const size_t result = 4 * static_cast<size_t>(cmp_.resultRegister(0));
+    std::vector<const uint8_t*> in(ops_.size());
+    std::vector<uint8_t*> out(ops_.size());
+    for (size_t k = 0; k < ops_.size(); ++k) {
+      in[k] = s.ptr[static_cast<size_t>(ops_[k].in)];
+      out[k] = s.ptr[static_cast<size_t>(ops_[k].out)];
+    }
+    std::vector<int64_t> idx(static_cast<size_t>(g_.n));
+    const int64_t stride = g_.inner;
+    for (int64_t sl = b; sl < e; ++sl) {
+      const int64_t base = g_.base(sl);
+      if (stable_ || sl == b) std::iota(idx.begin(), idx.end(), int64_t{0});
+      auto less = [&](int64_t x, int64_t y) {
+        for (size_t k = 0; k < ops_.size(); ++k) {
+          const int64_t size = static_cast<int64_t>(ops_[k].size);
+          copyElement(r + 8 * k, in[k] + (base + x * stride) * size, ops_[k].size);
+          copyElement(r + 8 * k + 4, in[k] + (base + y * stride) * size, ops_[k].size);
+        }
+        cmp_.run(regs);
+        return r[result] != 0;
+      };
+      if (stable_) std::stable_sort(idx.begin(), idx.end(), less);
+      else std::sort(idx.begin(), idx.end(), less);
+      for (size_t k = 0; k < ops_.size(); ++k) {
+        const int64_t size = static_cast<int64_t>(ops_[k].size);
+        for (int64_t j = 0; j < g_.n; ++j)
+          copyElement(out[k] + (base + j * stride) * size, in[k] + (base + idx[static_cast<size_t>(j)] * stride) * size,
+                      ops_[k].size);
+      }
+    }
+  }
+
+ private:
+  std::vector<Operand> ops_;
+  SortGeometry g_;
+  ScalarProgram cmp_;
+  bool stable_;
+  size_t sort_step_;
+  bool distributed_;
+  int64_t slices_;
+};
+
+// chlo.top_k: the k largest elements of each last-dimension slice, largest first, and their indices. XLA:CPU's
+// order: a total order on the raw bits (-NaN < -inf < ... < -0.0 < 0.0 < ... < inf < NaN), ties to the smaller index;
+// as that is a strict total order, std::partial_sort gives exactly XLA's result.
+template <class S>
+int64_t topKKey(const uint8_t* p) {
+  S v;
+  std::memcpy(&v, p, sizeof(S));
+  if constexpr (std::is_same<S, float>::value) {
+    uint32_t x;
+    std::memcpy(&x, &v, 4);
+    return static_cast<int32_t>(x) < 0 ? static_cast<int32_t>(0x7FFFFFFFu - x) : static_cast<int32_t>(x);
+  } else if constexpr (std::is_same<S, HalfStorage>::value) {
+    return static_cast<int16_t>(v) < 0 ? static_cast<int16_t>(static_cast<uint16_t>(0x7FFFu - v)) : static_cast<int16_t>(v);
+  } else {
+    return static_cast<int64_t>(v);
+  }
+}
+
+class TopKKernel : public Kernel {
+ public:
+  TopKKernel(int in, int values, int indices, size_t size, DType dtype, int64_t n, int64_t k)
+      : in_(in), values_(values), indices_(indices), size_(size), dtype_(dtype), n_(n), k_(k) {}
+  void compute(RunState& s, int64_t b, int64_t e) const override {
+    switch (dtype_) {
+      case DType::F32: return run<float>(s, b, e);
+      case DType::F16: return run<HalfStorage>(s, b, e);
+      case DType::I32: return run<int32_t>(s, b, e);
+      case DType::U32: return run<uint32_t>(s, b, e);
+      default: return run<uint8_t>(s, b, e);
+    }
+  }
+
+ private:
+  template <class S>
+  void run(RunState& s, int64_t b, int64_t e) const {
+    const uint8_t* in = s.ptr[static_cast<size_t>(in_)];
+    uint8_t* values = s.ptr[static_cast<size_t>(values_)];
+    int32_t* indices = s.at<int32_t>(indices_);
+    std::vector<int32_t> idx(static_cast<size_t>(n_));
+    std::vector<int64_t> key(static_cast<size_t>(n_));
+    for (int64_t sl = b; sl < e; ++sl) {
+      const uint8_t* x = in + sl * n_ * static_cast<int64_t>(size_);
+      for (int64_t j = 0; j < n_; ++j) key[static_cast<size_t>(j)] = topKKey<S>(x + j * static_cast<int64_t>(size_));
+      std::iota(idx.begin(), idx.end(), 0);
+      std::partial_sort(idx.begin(), idx.begin() + k_, idx.end(), [&](int32_t a, int32_t c) {
+        const int64_t ka = key[static_cast<size_t>(a)], kc = key[static_cast<size_t>(c)];
+        return ka == kc ? a < c : ka > kc;
+      });
+      for (int64_t j = 0; j < k_; ++j) {
+        const int32_t i = idx[static_cast<size_t>(j)];
+        copyElement(values + (sl * k_ + j) * static_cast<int64_t>(size_), x + i * static_cast<int64_t>(size_), size_);
+        indices[sl * k_ + j] = i;
+      }
+    }
+  }
+
+  int in_, values_, indices_;
+  size_t size_;
+  DType dtype_;
+  int64_t n_, k_;
+};
+
+}  // namespace
+
+// top_k's placement is sort's (whole last-dimension slices per tile); the outputs stay on the tiles that compute
+// them. Cost: ~n ceil(log2(k + 1)) key comparisons per slice (a heap of k) plus computing n keys.
+std::vector<int> lowerTopK(Lowerer& L, OpContext& ctx) {
+  const TensorType& in = ctx.in_types[0];
+  if (ctx.out_types.size() != 2) L.invalid(ctx, "top_k has two results (values, indices)");
+  if (in.shape.empty()) L.invalid(ctx, "top_k needs an operand of rank 1 or more");
+  const int64_t k = attrInt(*ctx.op, "k");
+  const int64_t n = in.shape.back();
+  std::vector<int64_t> out_shape = in.shape;
+  out_shape.back() = k;
+  if (k < 0 || k > n) L.invalid(ctx, "k must be in [0, " + std::to_string(n) + "]");
+  if (ctx.out_types[0].shape != out_shape || ctx.out_types[0].dtype != in.dtype || ctx.out_types[1].shape != out_shape ||
+      ctx.out_types[1].dtype != DType::I32)
+    L.invalid(ctx, "the results must be the operand's type and i32 with the last dimension k");
+  const size_t size = dtypeSize(in.dtype);
+  const int64_t slices = n == 0 ? (in.numElements() == 0 ? shapeElements({in.shape.begin(), in.shape.end() - 1}) : 0)
+                                : in.numElements() / n;
+  const int tiles = L.device().num_tiles;
+  const TileMapping work = TileMapping::linear(slices, std::max<size_t>(1, static_cast<size_t>(n) * size), tiles);
+  const int values = L.newSlot(ctx.out_types[0]);
+  const int indices = L.newSlot(ctx.out_types[1]);
+  for (int slot : {values, indices}) {
+    TileMapping& m = L.graph().slots[static_cast<size_t>(slot)].mapping;
+    m.per_tile = std::max<int64_t>(1, work.per_tile * k);
+  }
+  std::vector<int64_t> recv(static_cast<size_t>(tiles), 0);
+  const TileMapping& in_map = L.graph().slots[static_cast<size_t>(ctx.in[0])].mapping;
+  for (int t = 0; t < work.tilesUsed(); ++t) {
+    const int64_t b = work.begin(t) * n, e = work.end(t) * n;
+    recv[static_cast<size_t>(t)] += (e - b - in_map.overlap(t, b, e)) * static_cast<int64_t>(size);
+  }
+  const int workers = L.device().num_worker_contexts;
+  const double per_slice = static_cast<double>(n) * (std::ceil(std::log2(static_cast<double>(k) + 1)) * 6.0 + 4.0);
+  std::vector<Superstep> steps;
+  if (slices > 0 && n > 0)
+    steps.push_back(L.superstep(std::string("topk<") + dtypeName(in.dtype) + ">", work, recv, [&](int, int64_t m) {
+      const double worker = 30.0 + per_slice * static_cast<double>((m + workers - 1) / workers);
+      return static_cast<uint64_t>(worker + 0.5) * static_cast<uint64_t>(workers) + cost::kSupervisorCycles;
+    }));
+  if (!steps.empty()) steps.back().cost_weight = std::max(1.0, per_slice);
+  L.emitExecute(ctx, std::make_unique<TopKKernel>(ctx.in[0], values, indices, size, in.dtype, n, k), std::move(steps),
+                {values, indices}, 0);
+  return {values, indices};
+}
+
+std::vector<int> Lowerer::lowerSort(OpContext& ctx) {
+  if (ctx.info->kind == OpKind::TopK) return lowerTopK(*this, ctx);
+  const Op& op = *ctx.op;
+  const size_t n_ops = ctx.in.size();
+  if (ctx.out_types.size() != n_ops) invalid(ctx, "sort must have one result per operand");
+  const TensorType& in0 = ctx.in_types[0];
+  const int64_t rank = static_cast<int64_t>(in0.shape.size());
+  int64_t dim = attrInt(op, "dimension");
+  if (dim < 0) dim += rank;
+  if (dim < 0 || dim >= rank) invalid(ctx, "dimension is out of range");
+  const bool stable = attrBool(op, "is_stable", false);
+  for (size_t k = 0; k < n_ops; ++k) {
+    if (ctx.in_types[k].shape != in0.shape) invalid(ctx, "all operands must have the same shape");
+    if (ctx.out_types[k].shape != in0.shape || ctx.out_types[k].dtype != ctx.in_types[k].dtype)
+      invalid(ctx, "each result must have its operand's type");
+  }
+  if (op.regions.size() != 1) invalid(ctx, "sort must have one comparator region");
+  std::vector<DType> params;
+  for (size_t k = 0; k < n_ops; ++k) params.insert(params.end(), 2, ctx.in_types[k].dtype);
+  ScalarProgram cmp;
+  try {
+    cmp = ScalarProgram::compile(op.regions[0], params, {DType::Bool});
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::Unimplemented) unimplemented(ctx, std::string("in the comparator: ") + e.what());
+    invalid(ctx, std::string("in the comparator: ") + e.what());
+  }
+
+  SortGeometry g;
+  g.n = in0.shape[static_cast<size_t>(dim)];
+  for (int64_t d = dim + 1; d < rank; ++d) g.inner *= in0.shape[static_cast<size_t>(d)];
+  const int64_t elements = in0.numElements();
+  const int64_t slices = g.n == 0 ? 0 : elements / g.n;
+  int64_t slice_bytes = 0;
+  std::vector<SortKernel::Operand> operands;
+  std::string types;
+  std::vector<int> outs;
+  for (size_t k = 0; k < n_ops; ++k) {
+    const size_t size = dtypeSize(ctx.in_types[k].dtype);
+    slice_bytes += g.n * static_cast<int64_t>(size);
+    outs.push_back(k == 0 ? newSlot(ctx.out_types[k]) : newSlotLike(ctx.out_types[k], outs[0]));
+    operands.push_back({ctx.in[k], outs[k], size});
+    types += (k ? "," : "") + std::string(dtypeName(ctx.in_types[k].dtype));
+  }
+  const int tiles = device().num_tiles;
+  const int workers = device().num_worker_contexts;
+  const TileMapping slice_work = TileMapping::linear(slices, static_cast<size_t>(std::max<int64_t>(1, slice_bytes)), tiles);
+  // A tile holds every slice it sorts twice (in and out) at once; more than a quarter of its memory: distributed.
+  const bool distributed = 2 * slice_work.per_tile * slice_bytes > device().bytes_per_tile / 4;
+  if (!distributed && g.inner == 1) {  // contiguous slices: the outputs stay on the tiles that sort them
+    for (int slot : outs) {
+      TileMapping& m = graph().slots[static_cast<size_t>(slot)].mapping;
+      m.num_elements = elements;
+      m.per_tile = std::max<int64_t>(1, slice_work.per_tile * g.n);
+    }
+  }
+  const TileMapping& out_map = graph().slots[static_cast<size_t>(outs[0])].mapping;
+  const TileMapping work = distributed ? out_map : slice_work;
+
+  // Exchange: each tile receives the operand elements of its slices it does not hold, and (non-contiguous slices)
+  // each output tile receives the sorted elements it holds from the tiles that sorted them. Distributed: each tile
+  // first receives the operand elements at its output positions.
+  std::vector<int64_t> recv(static_cast<size_t>(tiles), 0), back(static_cast<size_t>(tiles), 0);
+  if (distributed) {
+    for (size_t k = 0; k < n_ops; ++k) exchangeSameIndex(&recv, out_map, ctx.in[k]);
+  } else {
+    for (int t = 0; t < work.tilesUsed(); ++t) {
+      for (int64_t s = work.begin(t); s < work.end(t); ++s) {
+        const int64_t base = g.base(s);
+        for (int64_t j = 0; j < g.n; ++j) {
+          const int64_t x = base + j * g.inner;
+          for (size_t k = 0; k < n_ops; ++k) {
+            const int64_t size = static_cast<int64_t>(operands[k].size);
+            if (graph().slots[static_cast<size_t>(ctx.in[k])].mapping.tileOf(x) != t) recv[static_cast<size_t>(t)] += size;
+            const int owner = graph().slots[static_cast<size_t>(outs[k])].mapping.tileOf(x);
+            if (owner != t) back[static_cast<size_t>(owner)] += size;
+          }
+        }
+      }
+    }
+  }
+
+  // Cycles: a worker sorts whole slices (or its share of a tile's block), ~m ceil(log2 m) comparator calls for m
+  // elements, each loading 2N scalars and running the comparator, then permutes N operands; a tile's cycles are
+  // 6 x its busiest worker's plus the supervisor's.
+  const double per_compare = cmp.cyclesPerElement() + 2.0 * static_cast<double>(n_ops) + 4.0;
+  auto sortCycles = [&](int64_t m) {
+    const double log_m = m > 1 ? std::ceil(std::log2(static_cast<double>(m))) : 0;
+    return static_cast<double>(m) * (log_m * per_compare + 2.0 * static_cast<double>(n_ops));
+  };
+  auto tileCycles = [&](int64_t units, double per_unit) {
+    const int64_t per_worker = (units + workers - 1) / workers;
+    const double worker = 30.0 + per_unit * static_cast<double>(per_worker);
+    return static_cast<uint64_t>(worker + 0.5) * static_cast<uint64_t>(workers) + cost::kSupervisorCycles;
+  };
+  const std::string codelet = "sort{" + cmp.summary() + "}<" + types + ">";
+  std::vector<Superstep> steps;
+  double comparisons = static_cast<double>(slices) * sortCycles(g.n) / per_compare;
+  if (slices > 0 && !distributed) {
+    steps.push_back(superstep(codelet, work, recv, [&](int, int64_t m) { return tileCycles(m, sortCycles(g.n)); }));
+    steps.back().cost_weight = std::max(1.0, sortCycles(g.n));
+    if (std::any_of(back.begin(), back.end(), [](int64_t v) { return v > 0; }))
+      steps.push_back(superstep(codelet + ".writeback", out_map, back, [&](int t, int64_t) {
+        return cost::copy(back[static_cast<size_t>(t)], workers);
+      }));
+  } else if (slices > 0) {
+    // Local sort: each worker sorts 1/6 of the block, then the block is merged (log2 6 passes of m compares).
+    const int p = out_map.tilesUsed();
+    const int64_t log_p = p > 1 ? static_cast<int64_t>(std::ceil(std::log2(static_cast<double>(p)))) : 0;
+    const int64_t rounds = log_p * (log_p + 1) / 2;
+    steps.push_back(superstep(codelet + ".local", work, recv, [&](int, int64_t m) {
+      return tileCycles(workers, sortCycles((m + workers - 1) / workers)) +
+             static_cast<uint64_t>(3.0 * per_compare * static_cast<double>(m));
+    }, rounds == 0));
+    std::vector<int64_t> block(static_cast<size_t>(tiles), 0);  // each tile receives its partner's block
+    for (int t = 0; t < p; ++t)
+      for (size_t k = 0; k < n_ops; ++k) block[static_cast<size_t>(t)] += out_map.elementsOn(t) * static_cast<int64_t>(operands[k].size);
+    size_t one_round = 0;  // the rounds reuse one receive buffer: its bytes are transient once
+    for (int64_t r = 0; r < rounds; ++r) {
+      steps.push_back(superstep(codelet + ".merge", work, block, [&](int, int64_t m) {
+        return tileCycles(m, per_compare);
+      }, r + 1 == rounds));
+      if (r == 0) one_round = pending_.transient.size();
+    }
+    if (rounds > 0) pending_.transient.resize(one_round);
+    comparisons += static_cast<double>(rounds) * static_cast<double>(elements);
+    for (Superstep& st : steps) st.cost_weight = std::max(1.0, sortCycles(g.n) / static_cast<double>(std::max<int64_t>(1, g.n)));
+  }
+  const double flops = cmp.flopsPerElement() * comparisons;
+  const size_t sort_step = distributed && !steps.empty() ? steps.size() - 1 : 0;
+  emitExecute(ctx, std::make_unique<SortKernel>(std::move(operands), g, std::move(cmp), stable, sort_step, distributed, slices),
+              std::move(steps), outs, flops);
+  return outs;
+}
+
+}  // namespace ipu
