@@ -1,10 +1,10 @@
 // stablehlo.sort: N operands of one shape sorted together along `dimension` by a comparator region.
 //
 // Semantics are XLA:CPU's (its runtime KeyValueSort): every 1-D slice along the dimension sorts an int64 index array
-// 0..n-1 with std::stable_sort when is_stable, else std::sort (the same libstdc++ algorithms, so ties land where
-// XLA:CPU puts them; an unstable sort also starts each slice from the previous slice's permutation, as XLA:CPU's
-// does), calling the comparator with (lhs_0, rhs_0, lhs_1, rhs_1, ...); then every operand is permuted
-// by the sorted indices. The comparator is compiled into a ScalarProgram (the reduce-body interpreter), so it computes
+// 0..n-1, calling the comparator with (lhs_0, rhs_0, lhs_1, rhs_1, ...); then every operand is permuted by the
+// sorted indices. The sort is always stable: for is_stable (what jax emits) that is required, and for an unstable
+// sort it is one of the allowed orders (XLA:CPU's own tie order there comes from its C++ library's std::sort and is
+// not reproducible across libraries). The comparator is compiled into a ScalarProgram (the reduce-body interpreter), so it computes
 // exactly what the elementwise ops compute, including jax's total-order float comparator (bitcasts to i32/u32, or to
 // i16/u16 for f16).
 //
@@ -52,19 +52,13 @@ class SortKernel : public Kernel {
   };
   // `sort_step`: the superstep that sorts. Its work is over slices, or (distributed) over elements, a call then
   // sorting the slices whose first element lies in its range.
-  SortKernel(std::vector<Operand> ops, SortGeometry g, ScalarProgram cmp, bool stable, size_t sort_step,
-             bool distributed, int64_t slices)
-      : ops_(std::move(ops)), g_(g), cmp_(std::move(cmp)), stable_(stable), sort_step_(sort_step),
-        distributed_(distributed), slices_(slices) {}
+  SortKernel(std::vector<Operand> ops, SortGeometry g, ScalarProgram cmp, size_t sort_step, bool distributed,
+             int64_t slices)
+      : ops_(std::move(ops)), g_(g), cmp_(std::move(cmp)), sort_step_(sort_step), distributed_(distributed),
+        slices_(slices) {}
 
   void computeStep(RunState& s, size_t step, int64_t b, int64_t e) const override {
     if (step != sort_step_) return;
-    // XLA:CPU starts an unstable sort of each slice from the previous slice's final permutation (it resets the
-    // indices to iota only when stable), so ties depend on all earlier slices: the call holding slice 0 sorts all.
-    if (!stable_ && slices_ > 1) {
-      if ((distributed_ ? 0 : b) <= 0 && 0 < e) compute(s, 0, slices_);
-      return;
-    }
     if (!distributed_) return compute(s, b, e);
     for (int64_t sl = 0; sl < slices_; ++sl)
       if (g_.base(sl) >= b && g_.base(sl) < e) compute(s, sl, sl + 1);
@@ -92,7 +86,7 @@ class SortKernel : public Kernel {
     const int64_t stride = g_.inner;
     for (int64_t sl = b; sl < e; ++sl) {
       const int64_t base = g_.base(sl);
-      if (stable_ || sl == b) std::iota(idx.begin(), idx.end(), int64_t{0});
+      std::iota(idx.begin(), idx.end(), int64_t{0});
       auto less = [&](int64_t x, int64_t y) {
         for (size_t k = 0; k < ops_.size(); ++k) {
           const int64_t size = static_cast<int64_t>(ops_[k].size);
@@ -102,8 +96,7 @@ class SortKernel : public Kernel {
         cmp_.run(regs);
         return r[result] != 0;
       };
-      if (stable_) std::stable_sort(idx.begin(), idx.end(), less);
-      else std::sort(idx.begin(), idx.end(), less);
+      std::stable_sort(idx.begin(), idx.end(), less);
       for (size_t k = 0; k < ops_.size(); ++k) {
         const int64_t size = static_cast<int64_t>(ops_[k].size);
         for (int64_t j = 0; j < g_.n; ++j)
@@ -117,7 +110,6 @@ class SortKernel : public Kernel {
   std::vector<Operand> ops_;
   SortGeometry g_;
   ScalarProgram cmp_;
-  bool stable_;
   size_t sort_step_;
   bool distributed_;
   int64_t slices_;
@@ -242,7 +234,6 @@ std::vector<int> Lowerer::lowerSort(OpContext& ctx) {
   int64_t dim = attrInt(op, "dimension");
   if (dim < 0) dim += rank;
   if (dim < 0 || dim >= rank) invalid(ctx, "dimension is out of range");
-  const bool stable = attrBool(op, "is_stable", false);
   for (size_t k = 0; k < n_ops; ++k) {
     if (ctx.in_types[k].shape != in0.shape) invalid(ctx, "all operands must have the same shape");
     if (ctx.out_types[k].shape != in0.shape || ctx.out_types[k].dtype != ctx.in_types[k].dtype)
@@ -361,7 +352,7 @@ std::vector<int> Lowerer::lowerSort(OpContext& ctx) {
   }
   const double flops = cmp.flopsPerElement() * comparisons;
   const size_t sort_step = distributed && !steps.empty() ? steps.size() - 1 : 0;
-  emitExecute(ctx, std::make_unique<SortKernel>(std::move(operands), g, std::move(cmp), stable, sort_step, distributed, slices),
+  emitExecute(ctx, std::make_unique<SortKernel>(std::move(operands), g, std::move(cmp), sort_step, distributed, slices),
               std::move(steps), outs, flops);
   return outs;
 }
