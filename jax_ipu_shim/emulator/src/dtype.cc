@@ -34,6 +34,12 @@ int64_t shapeElements(const std::vector<int64_t>& shape) {
   return n;
 }
 
+std::vector<int64_t> rowMajorStrides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
+  return s;
+}
+
 int64_t TensorType::numElements() const { return shapeElements(shape); }
 size_t TensorType::numBytes() const { return static_cast<size_t>(numElements()) * dtypeSize(dtype); }
 std::string TensorType::str() const { return mlirTensorType(dtypeName(dtype), shape); }

@@ -21,11 +21,6 @@ namespace ipu {
 
 namespace {
 
-std::vector<int64_t> stridesOf(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
-  return s;
-}
 
 // Walks the multi-index of a row-major shape from element `b`, keeping two linear combinations of it.
 struct DualWalker {
@@ -69,7 +64,7 @@ struct IndexLayout {
 
 IndexLayout indexLayout(const TensorType& indices, int64_t ivd) {
   IndexLayout l;
-  const std::vector<int64_t> st = stridesOf(indices.shape);
+  const std::vector<int64_t> st = rowMajorStrides(indices.shape);
   for (size_t d = 0; d < indices.shape.size(); ++d) {
     if (static_cast<int64_t>(d) == ivd) {
       l.k_stride = st[d];
@@ -263,7 +258,7 @@ std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
   const int64_t ind_rank = static_cast<int64_t>(ind.shape.size());
   if (ivd < 0 || ivd > ind_rank) invalid(ctx, "index_vector_dim " + std::to_string(ivd) + " is out of range");
   const int64_t k_len = ivd < ind_rank ? ind.shape[static_cast<size_t>(ivd)] : 1;
-  const std::vector<int64_t> x_strides = stridesOf(x.shape);
+  const std::vector<int64_t> x_strides = rowMajorStrides(x.shape);
   const int64_t eb = static_cast<int64_t>(dtypeSize(x.dtype));
   const int workers = device().num_worker_contexts;
 
@@ -310,7 +305,7 @@ std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
     }
     // Result dims: offset dims take the non-collapsed operand dims in order, batch dims the indices' batch dims.
     std::vector<int64_t> bstr(static_cast<size_t>(out_rank), 0), ostr(static_cast<size_t>(out_rank), 0);
-    const std::vector<int64_t> batch_row = stridesOf(plan.layout.batch_shape);
+    const std::vector<int64_t> batch_row = rowMajorStrides(plan.layout.batch_shape);
     size_t next_batch = 0;
     int64_t next_operand = 0;
     for (int64_t d = 0; d < out_rank; ++d) {
@@ -368,7 +363,7 @@ std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
       invalid(ctx, "the updates' rank is not the batch rank plus the number of update_window_dims");
     std::vector<int64_t> bstr(static_cast<size_t>(upd_rank), 0), wstr(static_cast<size_t>(upd_rank), 0);
     std::vector<int64_t> wsize(static_cast<size_t>(rank), 1);
-    const std::vector<int64_t> batch_row = stridesOf(plan.layout.batch_shape);
+    const std::vector<int64_t> batch_row = rowMajorStrides(plan.layout.batch_shape);
     size_t next_batch = 0;
     int64_t next_operand = 0;
     for (int64_t d = 0; d < upd_rank; ++d) {

@@ -140,13 +140,6 @@ std::unique_ptr<Kernel> reduceKernel(const std::string& c, DType dt, int in, int
   return kernel;
 }
 
-inline void copyElement(uint8_t* dst, const uint8_t* src, size_t size) {
-  switch (size) {
-    case 1: *dst = *src; break;
-    case 2: std::memcpy(dst, src, 2); break;
-    default: std::memcpy(dst, src, 4); break;
-  }
-}
 
 // A variadic reduce with a general body: every step loads the N accumulators (kept in the outputs) and the N input
 // elements into the body's registers, runs the body and stores its N results as the new accumulators.

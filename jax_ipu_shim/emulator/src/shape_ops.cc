@@ -12,11 +12,6 @@ namespace ipu {
 
 namespace {
 
-std::vector<int64_t> rowMajorStrides(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
-  return s;
-}
 
 void unravel(int64_t i, const std::vector<int64_t>& shape, std::vector<int64_t>* idx) {
   idx->assign(shape.size(), 0);

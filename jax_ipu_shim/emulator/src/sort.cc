@@ -36,13 +36,6 @@ struct SortGeometry {
   int64_t base(int64_t s) const { return (s / inner) * n * inner + s % inner; }
 };
 
-inline void copyElement(uint8_t* dst, const uint8_t* src, size_t size) {
-  switch (size) {
-    case 1: *dst = *src; break;
-    case 2: std::memcpy(dst, src, 2); break;
-    default: std::memcpy(dst, src, 4); break;
-  }
-}
 
 class SortKernel : public Kernel {
  public:

@@ -32,5 +32,7 @@ inline bool isFloat(DType d) { return d == DType::F16 || d == DType::F32; }
 inline bool isInteger(DType d) { return d == DType::I32 || d == DType::U32; }
 
 int64_t shapeElements(const std::vector<int64_t>& shape);
+// Element strides of a dense row-major array of this shape.
+std::vector<int64_t> rowMajorStrides(const std::vector<int64_t>& shape);
 
 }  // namespace ipu

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -58,5 +59,14 @@ class ScalarProgram {
   double flops_ = 0;
   std::string summary_;
 };
+
+// Copies one element of 1, 2 or 4 bytes (the sizes of the IPU types) between a tensor and a program register.
+inline void copyElement(uint8_t* dst, const uint8_t* src, size_t size) {
+  switch (size) {
+    case 1: *dst = *src; break;
+    case 2: std::memcpy(dst, src, 2); break;
+    default: std::memcpy(dst, src, 4); break;
+  }
+}
 
 }  // namespace ipu
