@@ -204,9 +204,8 @@ class BodyScatterKernel : public ScatterBase {
   template <class... A>
   BodyScatterKernel(ScalarProgram body, A&&... a) : ScatterBase(std::forward<A>(a)...), body_(std::move(body)) {}
   void compute(RunState& s, int64_t b, int64_t e) const override {
-    std::vector<uint32_t> regs(static_cast<size_t>(std::max(2, body_.numRegisters())), 0);
-    body_.loadConstants(regs.data());
-    uint8_t* r = reinterpret_cast<uint8_t*>(regs.data());
+    ScalarRegisters regs(body_, 2);
+    uint8_t* r = regs.bytes();
     uint8_t* o = s.ptr[static_cast<size_t>(out_)];
     const uint8_t* u = s.ptr[static_cast<size_t>(upd_)];
     const int64_t es = static_cast<int64_t>(elem_);

@@ -156,15 +156,8 @@ class BodyReduceKernel : public Kernel {
     for (const Operand& op : ops_)
       for (int64_t i = b; i < e; ++i) copyElement(s.ptr[static_cast<size_t>(op.out)] + i * static_cast<int64_t>(op.size), s.ptr[static_cast<size_t>(op.init)], op.size);
     if (g_.reduced_count == 0) return;
-    constexpr int kInlineRegisters = 64;
-    uint32_t inline_regs[kInlineRegisters] = {};
-    std::vector<uint32_t> heap_regs;  // only for bodies of more than 64 values
-    uint32_t* regs = inline_regs;
-    if (body_.numRegisters() > kInlineRegisters) {
-      heap_regs.assign(static_cast<size_t>(body_.numRegisters()), 0);
-      regs = heap_regs.data();
-    }
-    body_.loadConstants(regs);
+    ScalarRegisters file(body_);
+    uint32_t* regs = file.data();
     std::vector<int64_t> oidx, ridx(g_.red_shape.size(), 0);
     if (g_.inner_reduced) {  // output-major: each output walks its reduced elements in row-major order
       int64_t base = offsetOf(b, g_.out_shape, g_.out_strides, &oidx);

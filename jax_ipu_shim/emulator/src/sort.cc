@@ -58,15 +58,8 @@ class SortKernel : public Kernel {
   }
 
   void compute(RunState& s, int64_t b, int64_t e) const override {
-    constexpr int kInlineRegisters = 64;
-    uint32_t inline_regs[kInlineRegisters] = {};
-    std::vector<uint32_t> heap_regs;  // only for comparators of more than 64 values
-    uint32_t* regs = inline_regs;
-    if (cmp_.numRegisters() > kInlineRegisters) {
-      heap_regs.assign(static_cast<size_t>(cmp_.numRegisters()), 0);
-      regs = heap_regs.data();
-    }
-    cmp_.loadConstants(regs);
+    ScalarRegisters file(cmp_);
+    uint32_t* regs = file.data();
     uint8_t* r = reinterpret_cast<uint8_t*>(regs);
     const size_t result = 4 * static_cast<size_t>(cmp_.resultRegister(0));
     std::vector<const uint8_t*> in(ops_.size());

@@ -5,6 +5,7 @@
 // so an interpreted body computes exactly what the vector kernels compute.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -58,6 +59,30 @@ class ScalarProgram {
   double cycles_ = 0;
   double flops_ = 0;
   std::string summary_;
+};
+
+// One kernel call's register file for a ScalarProgram, constants loaded: on the stack for the usual small bodies,
+// on the heap only past kInline registers. At least `min_registers` (callers that address fixed slots).
+class ScalarRegisters {
+ public:
+  explicit ScalarRegisters(const ScalarProgram& program, int min_registers = 0) {
+    const int n = std::max(program.numRegisters(), min_registers);
+    if (n > kInline) {
+      heap_.assign(static_cast<size_t>(n), 0);
+      regs_ = heap_.data();
+    }
+    program.loadConstants(regs_);
+  }
+  ScalarRegisters(const ScalarRegisters&) = delete;
+  ScalarRegisters& operator=(const ScalarRegisters&) = delete;
+  uint32_t* data() { return regs_; }
+  uint8_t* bytes() { return reinterpret_cast<uint8_t*>(regs_); }
+
+ private:
+  static constexpr int kInline = 64;
+  uint32_t inline_[kInline] = {};
+  std::vector<uint32_t> heap_;
+  uint32_t* regs_ = inline_;
 };
 
 // Copies one element of 1, 2 or 4 bytes (the sizes of the IPU types) between a tensor and a program register.
