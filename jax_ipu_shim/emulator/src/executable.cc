@@ -18,6 +18,12 @@ struct Totals {
   uint64_t cycles = 0;
   uint64_t supersteps = 0;
   double flops = 0;
+  Totals& operator+=(const Totals& x) {
+    cycles += x.cycles;
+    supersteps += x.supersteps;
+    flops += x.flops;
+    return *this;
+  }
 };
 
 // Static estimate: every step once (loop bodies once, the costliest branch of a case).
@@ -25,12 +31,7 @@ Totals staticTotals(const Node& node) {
   Totals t;
   switch (node.kind) {
     case NodeKind::Sequence:
-      for (const auto& c : node.children) {
-        Totals x = staticTotals(*c);
-        t.cycles += x.cycles;
-        t.supersteps += x.supersteps;
-        t.flops += x.flops;
-      }
+      for (const auto& c : node.children) t += staticTotals(*c);
       break;
     case NodeKind::Execute:
       for (const Superstep& s : node.supersteps) t.cycles += s.cost.total();
@@ -44,12 +45,7 @@ Totals staticTotals(const Node& node) {
       }
       break;
     case NodeKind::While:
-      for (const auto& c : node.children) {
-        Totals x = staticTotals(*c);
-        t.cycles += x.cycles;
-        t.supersteps += x.supersteps;
-        t.flops += x.flops;
-      }
+      for (const auto& c : node.children) t += staticTotals(*c);
       t.cycles += node.cost.total();
       t.supersteps += 1;
       break;
