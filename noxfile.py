@@ -152,4 +152,10 @@ def installed_tests(session: nox.Session) -> None:
         session.chdir(outside)
         # pytest exits 5 when it collected nothing: that fails the session like any other non-zero exit.
         session.run("python", "-m", "pytest", "--rootdir", outside, "-p", "no:cacheprovider", *suites, *session.posargs)
+        # The conformance suite again on an IPU Model of 7 tiles: every tensor then spreads unevenly over few tiles,
+        # which exercises other tile mappings, exchanges and matmul plans than the full chip does.
+        if not session.posargs:
+            session.log("conformance on a 7-tile IPU Model")
+            session.run("python", "-m", "pytest", "--rootdir", outside, "-p", "no:cacheprovider", "-q",
+                        str(REPO / "tests" / "conformance"), env={"JAX_IPU_MODEL_NUM_TILES": "7"})
         session.chdir(str(REPO))
