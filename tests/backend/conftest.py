@@ -30,6 +30,11 @@ def run_python(code: str, env: Optional[Dict[str, str]] = None, timeout: float =
     )
 
 
+def pytest_configure(config):
+    # `jit(..., backend="ipu")` is the idiom Graphcore's users write (and the seeds show); jax 0.4.13 deprecates it.
+    config.addinivalue_line("filterwarnings", "ignore:backend and device argument on jit is deprecated")
+
+
 @pytest.fixture
 def python():
     return run_python

@@ -67,25 +67,22 @@ def _make_client():
     from jax._src.lib import xla_client
 
     config = ipu_config.read(jax_options=_jax_option_values())
-    lib = _native.load()
-    _check_device(lib, config)
-    _register_compiler(lib)
+    _check_device(config)
+    _register_compiler(_native.load())
     if not xla_client.pjrt_plugin_loaded(PLATFORM):
         xla_client.load_pjrt_plugin_dynamically(PLATFORM, _native.library_path())
     return xla_client.make_c_api_client(PLATFORM, config.client_options())
 
 
-def _check_device(lib: ctypes.CDLL, config: ipu_config.IpuConfig) -> None:
+def _check_device(config: ipu_config.IpuConfig) -> None:
     """Validates version, then tile count, against the emulator's device table, naming the flag that set each."""
-    lib.JaxIpu_DeviceInfo.restype = ctypes.c_void_p
-    lib.JaxIpu_DeviceInfo.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)]
+    from jax_ipu import emulator
+
     for field, num_tiles in (("version", 0), ("num_tiles", config.num_tiles)):
-        error = ctypes.c_void_p()
-        info = lib.JaxIpu_DeviceInfo(config.version.encode(), num_tiles, ctypes.byref(error))
-        if not info:
-            message = re.sub(r"^[A-Z_]+: ", "", _native.take_string(lib, error.value))  # drop the status code
-            raise ValueError(f"{config.sources.get(field, 'ipu ' + field)}: {message}")
-        _native.take_string(lib, info)
+        try:
+            emulator.device_info(config.version, num_tiles)
+        except emulator.EmulatorError as error:
+            raise ValueError(f"{config.sources.get(field, 'ipu ' + field)}: {error.message}") from None
 
 
 def _register_compiler(lib: ctypes.CDLL) -> None:
