@@ -327,11 +327,35 @@ def test_calls_to_private_functions():
 
 
 def test_unknown_ops_pass_through_for_the_emulator_to_refuse():
-    prog = program(lambda x, w: lax.conv(x, w, (1,), "VALID"), np.ones((1, 1, 5), np.float32),
-                   np.ones((1, 1, 3), np.float32))
-    conv = only(prog, "convolution")
-    assert conv["mlir"] == "stablehlo.convolution" and conv["attrs"] == {} and conv["regions"] == []
-    assert conv["results"][0] == {"id": 2, "dtype": "f32", "shape": [1, 1, 3]}
+    # An unknown op keeps its name, operands and results; its attrs and its regions (here the window body) are dropped.
+    prog = program(lambda x: lax.reduce_window(x, 0., lax.add, (2,), (1,), "VALID"), np.ones(5, np.float32))
+    window = only(prog, "reduce_window")
+    assert window["mlir"] == "stablehlo.reduce_window" and window["attrs"] == {} and window["regions"] == []
+    assert len(window["operands"]) == 2 and window["operands"][0] == 0
+    assert window["results"][0]["dtype"] == "f32" and window["results"][0]["shape"] == [4]
+
+
+def test_convolution_attrs():
+    f = lambda x, w: lax.conv_general_dilated(x, w, (2, 1), ((1, 2), (-1, 0)), lhs_dilation=(1, 2),  # noqa: E731
+                                              rhs_dilation=(3, 1), dimension_numbers=("NHWC", "OIHW", "CNHW"),
+                                              feature_group_count=2)
+    conv = only(program(f, np.ones((2, 9, 8, 4), np.float32), np.ones((6, 2, 3, 3), np.float32)), "convolution")
+    assert conv["regions"] == [] and conv["attrs"] == {
+        "input_batch_dimension": 0, "input_feature_dimension": 3, "input_spatial_dimensions": [1, 2],
+        "kernel_input_feature_dimension": 1, "kernel_output_feature_dimension": 0, "kernel_spatial_dimensions": [2, 3],
+        "output_batch_dimension": 1, "output_feature_dimension": 0, "output_spatial_dimensions": [2, 3],
+        "window_strides": [2, 1], "padding": [[1, 2], [-1, 0]], "lhs_dilation": [1, 2], "rhs_dilation": [3, 1],
+        "window_reversal": [False, False], "feature_group_count": 2, "batch_group_count": 1}
+    # Absent window fields stay absent (the emulator's defaults: stride 1, no padding or dilation, no reversal).
+    text = """func.func @main(%x: tensor<1x2x5xf32>, %w: tensor<3x2x2xf32>) -> tensor<1x3x4xf32> {
+      %0 = stablehlo.convolution(%x, %w) dim_numbers = [b, f, 0]x[o, i, 0]->[b, f, 0], window = {}
+           {batch_group_count = 1 : i64, feature_group_count = 1 : i64}
+           : (tensor<1x2x5xf32>, tensor<3x2x2xf32>) -> tensor<1x3x4xf32>
+      return %0 : tensor<1x3x4xf32>
+    }"""
+    attrs = only(from_text(text), "convolution")["attrs"]
+    assert attrs["input_spatial_dimensions"] == [2] and attrs["feature_group_count"] == 1
+    assert not {"window_strides", "padding", "lhs_dilation", "rhs_dilation", "window_reversal"} & set(attrs)
 
 
 def test_chlo_ops_keep_their_dialect_in_mlir():
@@ -398,3 +422,36 @@ def test_enum_and_dot_dimension_text():
                                             "rhs_contracting_dimensions = [0]>")["lhs_batching_dimensions"] == []
     with pytest.raises(ValueError):
         attributes.dot_dimension_numbers("#stablehlo.dot<lhs_bogus_dimensions = [1]>")
+
+
+def test_conv_dimension_numbers_text():
+    from jax._src.interpreters import mlir as jmlir
+    from jax._src.lib.mlir import ir
+
+    from jax_ipu.compiler import attributes
+
+    assert attributes.conv_dimension_numbers("#stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>") == {
+        "input_batch_dimension": 0, "input_feature_dimension": 3, "input_spatial_dimensions": [1, 2],
+        "kernel_input_feature_dimension": 2, "kernel_output_feature_dimension": 3, "kernel_spatial_dimensions": [0, 1],
+        "output_batch_dimension": 0, "output_feature_dimension": 3, "output_spatial_dimensions": [1, 2]}
+    # spatial dims listed out of order, and the 0-D (no spatial dims) case
+    assert attributes.conv_dimension_numbers("#stablehlo.conv<[f, 1, b, 0]x[1, o, 0, i]->[1, 0, f, b]>")[
+        "input_spatial_dimensions"] == [3, 1]
+    assert attributes.conv_dimension_numbers("#stablehlo.conv<[b, f]x[i, o]->[f, b]>")["output_batch_dimension"] == 1
+    raw = ("#stablehlo.conv<raw input_batch_dimension = 0, input_feature_dimension = 1, input_spatial_dimensions = [2], "
+           "kernel_input_feature_dimension = 1, kernel_output_feature_dimension = 0, kernel_spatial_dimensions = [2], "
+           "output_batch_dimension = 0, output_feature_dimension = 1, output_spatial_dimensions = [2]>")
+    assert attributes.conv_dimension_numbers(raw)["kernel_output_feature_dimension"] == 0
+    for bad in ("#stablehlo.conv<[b, 0, f]x[0, i]->[b, 0, f]>", "#stablehlo.conv<[b, 0, 0, f]x[0, 1, i, o]->[b, 0, 1, f]>",
+                "#stablehlo.conv<[b, 1, f]x[1, i, o]->[b, 1, f]>", "#stablehlo.dot<[b, f]x[i, o]->[b, f]>",
+                "#stablehlo.conv<[b, 0, f]x[0, i, o]->[b, 0, 0]>", "#stablehlo.conv<raw input_batch_dimension = 0>"):
+        with pytest.raises(ValueError):
+            attributes.conv_dimension_numbers(bad)
+    with jmlir.make_ir_context():
+        assert attributes.padding_pairs(ir.Attribute.parse("dense<[[1, -2], [0, 3]]> : tensor<2x2xi64>")) == [[1, -2], [0, 3]]
+        assert attributes.padding_pairs(ir.Attribute.parse("dense<0> : tensor<1x2xi64>")) == [[0, 0]]
+        assert attributes.padding_pairs(ir.Attribute.parse("dense<> : tensor<0x2xi64>")) == []
+        assert attributes.bool_list(ir.Attribute.parse("dense<[true, false]> : tensor<2xi1>")) == [True, False]
+        assert attributes.bool_list(ir.Attribute.parse("dense<false> : tensor<2xi1>")) == [False, False]
+        with pytest.raises(ValueError):
+            attributes.padding_pairs(ir.Attribute.parse("dense<[1, 2, 3]> : tensor<3xi64>"))

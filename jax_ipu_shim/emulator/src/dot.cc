@@ -16,6 +16,7 @@
 #include "ipu/cost_model.h"
 #include "ipu/dtype.h"
 #include "ipu/lowering.h"
+#include "ipu/matmul.h"
 
 namespace ipu {
 
@@ -658,6 +659,21 @@ std::vector<int> Lowerer::lowerDot(OpContext& ctx) {
   const double flops = 2.0 * static_cast<double>(batch) * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   emitExecute(ctx, std::move(kernel), std::move(steps), {o}, isFloat(dt) ? flops : 0);
   return {o};
+}
+
+MatmulPlan planMatmul(int64_t B, int64_t M, int64_t N, int64_t K, DType dt, int64_t in_bytes, int64_t acc_bytes,
+                      int tiles, int workers, double bytes_per_cycle, int64_t out_per_tile, int out_tiles, int64_t cap) {
+  const DotPlan p = choosePlan(PlanInputs{B, M, N, K, dt, in_bytes, acc_bytes, tiles, workers, bytes_per_cycle,
+                                          out_per_tile, out_tiles, cap});
+  MatmulPlan out;
+  out.b = {p.b.parts, p.b.block}, out.m = {p.m.parts, p.m.block}, out.n = {p.n.parts, p.n.block};
+  out.k = {p.k.parts, p.k.block};
+  return out;
+}
+
+void hostGemmF32(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t m, int64_t n,
+                 int64_t k) {
+  gemmF32(A, lda, B, ldb, C, ldc, m, n, k);
 }
 
 }  // namespace ipu

@@ -89,6 +89,7 @@ const OpInfo kOps[] = {
     {"concatenate", K::Concatenate, Fam::Shape, ALL, R::Operand0, 1, -1},
     {"pad", K::Pad, Fam::Shape, ALL, R::Operand0, 2, 2},
     {"dot_general", K::DotGeneral, Fam::Dot, ALL, R::Operand0, 2, 2},
+    {"convolution", K::Convolution, Fam::Conv, ALL, R::Operand0, 2, 2},
     {"reduce", K::Reduce, Fam::Reduce, ALL, R::Operand0, 2, -1},
     {"call", K::Call, Fam::Control, ALL, R::None, 0, -1},
     {"while", K::While, Fam::Control, ALL, R::None, 0, -1},

@@ -21,10 +21,11 @@ enum class OpKind {
   Compare, Select, Clamp, Convert, BitcastConvert, Constant, Iota, BroadcastInDim, Reshape, Transpose, Reverse, Slice, DynamicSlice,
   DynamicUpdateSlice, Concatenate, Pad, DotGeneral, Reduce, Call, While, Case,
   Sort, TopK,
+  Convolution,  // conv.cc
 };
 
 enum class OpFamily { Unary, Binary, Compare, Select, Clamp, Convert, Shape, Dot, Reduce, Control,
-                      Sort };
+                      Sort, Conv };
 
 // Which value's element type the dtype set of an entry constrains.
 enum class TypeRole { Operand0, Operand1, Result0, None };

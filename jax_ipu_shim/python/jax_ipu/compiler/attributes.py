@@ -138,3 +138,63 @@ def gather_dimension_numbers(attr: Any) -> Dict[str, Any]:
 def scatter_dimension_numbers(attr: Any) -> Dict[str, Any]:
     """``#stablehlo.scatter<update_window_dims = [1], ..., index_vector_dim = 1>`` -> {field: value}."""
     return _index_dimension_numbers(attr, "#stablehlo.scatter", SCATTER_LISTS)
+
+
+CONV_FIELDS = (
+    "input_batch_dimension", "input_feature_dimension", "input_spatial_dimensions",
+    "kernel_input_feature_dimension", "kernel_output_feature_dimension", "kernel_spatial_dimensions",
+    "output_batch_dimension", "output_feature_dimension", "output_spatial_dimensions",
+)
+# In the short form, the letters of each tensor's dimension list: (batch-like, feature-like) fields per letter.
+_CONV_LETTERS = (("b", "f"), ("i", "o"), ("b", "f"))
+
+
+def conv_dimension_numbers(attr: Any) -> Dict[str, Any]:
+    """``#stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>`` (or the ``raw`` form) -> {field: value}."""
+    text = str(attr).strip()
+    if not text.startswith("#stablehlo.conv<") or not text.endswith(">"):
+        raise ValueError(f"cannot read convolution dimension numbers from {text}")
+    body = text[len("#stablehlo.conv<"):-1].strip()
+    if body.startswith("raw"):
+        fields: Dict[str, Any] = {}
+        for name, dims, scalar in re.findall(r"(\w+)\s*=\s*(?:\[([^\]]*)\]|(-?\d+))", body):
+            fields[name] = int(scalar) if scalar else [int(v) for v in re.findall(r"-?\d+", dims)]
+        if sorted(fields) != sorted(CONV_FIELDS):
+            raise ValueError(f"cannot read convolution dimension numbers from {text}")
+        return {name: fields[name] for name in CONV_FIELDS}
+    match = re.fullmatch(r"\[([^\]]*)\]\s*x\s*\[([^\]]*)\]\s*->\s*\[([^\]]*)\]", body)
+    if not match:
+        raise ValueError(f"cannot read convolution dimension numbers from {text}")
+    out: Dict[str, Any] = {}
+    for (first, second), dims, names in zip(_CONV_LETTERS, match.groups(), (CONV_FIELDS[0:3], CONV_FIELDS[3:6], CONV_FIELDS[6:9])):
+        letters = [d.strip() for d in dims.split(",")] if dims.strip() else []
+        spatial: Dict[int, int] = {}
+        found: Dict[str, int] = {}
+        for position, letter in enumerate(letters):
+            if letter in (first, second) and letter not in found:
+                found[letter] = position
+            elif re.fullmatch(r"\d+", letter) and int(letter) not in spatial:
+                spatial[int(letter)] = position
+            else:
+                raise ValueError(f"cannot read convolution dimension numbers from {text}")
+        if len(found) != 2 or sorted(spatial) != list(range(len(spatial))):
+            raise ValueError(f"cannot read convolution dimension numbers from {text}")
+        out[names[0]] = found[first]
+        out[names[1]] = found[second]
+        out[names[2]] = [spatial[i] for i in range(len(spatial))]
+    if not (len(out["input_spatial_dimensions"]) == len(out["kernel_spatial_dimensions"])
+            == len(out["output_spatial_dimensions"])):
+        raise ValueError(f"convolution dimension numbers of different spatial ranks: {text}")
+    return out
+
+
+def padding_pairs(attr: Any) -> List[List[int]]:
+    """``dense<[[1, 1], [2, 2]]> : tensor<2x2xi64>`` -> [[1, 1], [2, 2]] (pairs of low, high)."""
+    flat = int_list(attr)
+    if len(flat) % 2:
+        raise ValueError(f"padding must hold (low, high) pairs: {attr}")
+    return [flat[i:i + 2] for i in range(0, len(flat), 2)]
+
+
+def bool_list(attr: Any) -> List[bool]:
+    return [bool(v) for v in int_list(attr)]

@@ -8,7 +8,7 @@ from . import attributes as A
 from . import types as T
 
 # {op: {MLIR attribute: reader}}. A reader's value is stored under the attribute's name, except that a dict
-# (constant value + splat, the four dot dimension lists) is merged into the op's attrs.
+# (constant value + splat, the four dot dimension lists, the nine conv dimension numbers) is merged into the op's attrs.
 OP_ATTRS: Dict[str, Dict[str, Callable[[Any], Any]]] = {
     "compare": {"comparison_direction": A.enum, "compare_type": A.enum},
     "constant": {"value": T.constant},
@@ -28,6 +28,9 @@ OP_ATTRS: Dict[str, Dict[str, Callable[[Any], Any]]] = {
     "sort": {"dimension": A.integer, "is_stable": A.boolean},
     "top_k": {"k": A.integer},
     "call": {"callee": A.symbol},
+    "convolution": {"dimension_numbers": A.conv_dimension_numbers, "window_strides": A.int_list, "padding": A.padding_pairs,
+                    "lhs_dilation": A.int_list, "rhs_dilation": A.int_list, "window_reversal": A.bool_list,
+                    "feature_group_count": A.integer, "batch_group_count": A.integer},
 }
 
 # Ops the program format defines; anything else is passed through (name, operands, results) for the emulator to refuse.
@@ -42,7 +45,7 @@ BINARY = (
 ).split()
 OTHER = (
     "compare select clamp convert bitcast_convert constant iota broadcast_in_dim reshape transpose reverse slice dynamic_slice "
-    "dynamic_update_slice concatenate pad dot_general reduce call while case gather scatter sort top_k"
+    "dynamic_update_slice concatenate pad dot_general reduce call while case gather scatter sort top_k convolution"
 ).split()
 KNOWN_OPS = frozenset(UNARY + BINARY + OTHER)
 

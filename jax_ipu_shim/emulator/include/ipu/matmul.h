@@ -1,0 +1,30 @@
+// The matmul planner and host f32 GEMM of dot.cc, for the other ops poplibs plans as matmuls (convolution).
+#pragma once
+
+#include <cstdint>
+
+#include "ipu/dtype.h"
+
+namespace ipu {
+
+// One dimension cut into `parts` blocks of `block` elements (the last may be shorter).
+struct MatmulSplit {
+  int64_t parts = 1, block = 0;
+};
+
+// dot.cc's plan of a [B, M, N, K] matmul: the grid pB*pM x pN x pK over tiles (see dot.cc for the policy).
+struct MatmulPlan {
+  MatmulSplit b, m, n, k;
+  int64_t blocks() const { return b.parts * m.parts * n.parts * k.parts; }
+};
+
+// in_bytes/acc_bytes: operand and accumulator element sizes; out_per_tile/out_tiles: the output's linear mapping;
+// cap: the per-tile working-set limit.
+MatmulPlan planMatmul(int64_t B, int64_t M, int64_t N, int64_t K, DType dt, int64_t in_bytes, int64_t acc_bytes,
+                      int tiles, int workers, double bytes_per_cycle, int64_t out_per_tile, int out_tiles, int64_t cap);
+
+// C[m x n] = A[m x k] B[k x n] (row strides lda, ldb, ldc), each element a running f32 sum over k in order.
+void hostGemmF32(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t m, int64_t n,
+                 int64_t k);
+
+}  // namespace ipu

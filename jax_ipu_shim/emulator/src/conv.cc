@@ -1,0 +1,417 @@
+// convolution as poplin plans it: a matmul per group. Per group g (feature_group_count * batch_group_count of them,
+// at most one > 1) the convolution is the GEMM [M = out_batch * out_spatial] x [N = out_features / groups] over
+// [K = kernel_in_features * kernel_spatial] of the input windows (im2col) and the kernel; dot.cc's planner chooses
+// the grid of the [groups, M, N, K] iteration space.
+// Superstep 1: each tile receives the input elements of its windows and its kernel block and computes a partial
+// block (f32 for floats, wrapping u32 for ints, OR of ANDs for bool) into a canonical [kparts, groups, M, N] buffer.
+// Superstep 2: each tile of the output's linear mapping receives the pK partials of its elements, sums them in k
+// order and converts once to the result type, in the output's layout.
+// Semantics are StableHLO's: the input is dilated (lhs_dilation) and padded (negative padding crops); the window is
+// dilated (rhs_dilation) and reversed where window_reversal says; strides step the window; out-of-range positions
+// read zero. Host kernel: im2col of 96 rows at a time into a scratch buffer, then dot.cc's f32 GEMM (exact loops for
+// ints and bool).
+#include <algorithm>
+#include <type_traits>
+
+#include "ipu/cost_model.h"
+#include "ipu/dtype.h"
+#include "ipu/lowering.h"
+#include "ipu/matmul.h"
+
+namespace ipu {
+
+namespace {
+
+int64_t ceilDivC(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+inline float toAccC(float x, float*) { return x; }
+inline float toAccC(uint16_t x, float*) { return halfToFloat(x); }
+inline uint32_t toAccC(int32_t x, uint32_t*) { return static_cast<uint32_t>(x); }
+inline uint32_t toAccC(uint32_t x, uint32_t*) { return x; }
+inline uint8_t toAccC(uint8_t x, uint8_t*) { return x; }
+
+template <class Out, class Acc>
+inline Out fromAccC(Acc a) {
+  if constexpr (std::is_same<Out, uint16_t>::value) return floatToHalf(a);
+  else return static_cast<Out>(a);
+}
+
+// Everything about one convolution the kernel needs, with the operands' strides.
+struct ConvGeom {
+  int64_t rank = 0;                 // spatial rank
+  int64_t in_batch = 0, out_batch = 0, groups = 1, fgc = 1, bgc = 1;
+  int64_t cig = 0, cog = 0;         // kernel input features; output features per group
+  std::vector<int64_t> in_size, k_size, out_size, stride, pad_lo, lhs_dil, rhs_dil, dilated;
+  std::vector<bool> reverse;
+  // element strides: input batch/feature/spatial; kernel in/out/spatial; output batch/feature/spatial
+  int64_t is_b = 0, is_f = 0, ks_i = 0, ks_o = 0, os_b = 0, os_f = 0;
+  std::vector<int64_t> is_s, ks_s, os_s;
+  int64_t out_spatial = 1, k_spatial = 1;
+  int64_t M() const { return out_batch * out_spatial; }
+  int64_t K() const { return cig * k_spatial; }
+};
+
+// Per spatial dim d: for output position o and window position k, the input index read, or -1 (padding, a hole of
+// the lhs dilation, or outside the input).
+std::vector<std::vector<int64_t>> windowTables(const ConvGeom& g) {
+  std::vector<std::vector<int64_t>> t(static_cast<size_t>(g.rank));
+  for (size_t d = 0; d < t.size(); ++d) {
+    const int64_t O = g.out_size[d], Kd = g.k_size[d];
+    t[d].assign(static_cast<size_t>(O * Kd), -1);
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t k = 0; k < Kd; ++k) {
+        const int64_t q = o * g.stride[d] + k * g.rhs_dil[d] - g.pad_lo[d];
+        if (q < 0 || q >= g.dilated[d] || q % g.lhs_dil[d] != 0) continue;
+        t[d][static_cast<size_t>(o * Kd + k)] = q / g.lhs_dil[d];
+      }
+  }
+  return t;
+}
+
+template <class Acc>
+void gemmConv(const Acc* A, const Acc* B, Acc* C, int64_t m, int64_t n, int64_t k) {
+  if constexpr (std::is_same<Acc, float>::value) {
+    hostGemmF32(A, k, B, n, C, n, m, n, k);
+  } else {
+    for (int64_t i = 0; i < m; ++i) {
+      Acc* c = C + i * n;
+      std::fill(c, c + n, Acc(0));
+      for (int64_t kk = 0; kk < k; ++kk) {
+        const Acc x = A[i * k + kk];
+        if (x == 0) continue;
+        const Acc* b = B + kk * n;
+        if constexpr (std::is_same<Acc, uint8_t>::value) {
+          for (int64_t j = 0; j < n; ++j) c[j] = static_cast<uint8_t>(c[j] | b[j]);
+        } else {
+          for (int64_t j = 0; j < n; ++j) c[j] += x * b[j];
+        }
+      }
+    }
+  }
+}
+
+template <class In, class Acc, class Out>
+class ConvKernel : public Kernel {
+ public:
+  ConvKernel(int lhs, int rhs, int out, ConvGeom g, int64_t kparts, int64_t kblock, int64_t plan_blocks,
+             int scratch_w, int scratch_p)
+      : lhs_(lhs), rhs_(rhs), out_(out), g_(std::move(g)), kparts_(kparts), kblock_(kblock),
+        plan_blocks_(plan_blocks), scratch_w_(scratch_w), scratch_p_(scratch_p), tables_(windowTables(g_)) {}
+
+  // The kernel as [groups][K][N] in the accumulator type (window reversal applied), and room for the partials.
+  void prepare(RunState& s) const override {
+    const int64_t K = g_.K(), N = g_.cog;
+    std::vector<uint8_t>& wb = s.scratch[static_cast<size_t>(scratch_w_)];
+    wb.resize(static_cast<size_t>(g_.groups * K * N) * sizeof(Acc));
+    Acc* w = reinterpret_cast<Acc*>(wb.data());
+    const In* src = s.at<const In>(rhs_);
+    std::vector<int64_t> ks(static_cast<size_t>(g_.rank), 0);
+    for (int64_t kf = 0; kf < g_.k_spatial; ++kf) {
+      int64_t off = 0, rem = kf;
+      for (int64_t d = g_.rank; d-- > 0;) {
+        const size_t du = static_cast<size_t>(d);
+        int64_t k = rem % g_.k_size[du];
+        rem /= g_.k_size[du];
+        if (g_.reverse[du]) k = g_.k_size[du] - 1 - k;
+        off += k * g_.ks_s[du];
+      }
+      for (int64_t gi = 0; gi < g_.groups; ++gi)
+        for (int64_t ci = 0; ci < g_.cig; ++ci)
+          for (int64_t j = 0; j < N; ++j)
+            w[(gi * K + ci * g_.k_spatial + kf) * N + j] =
+                toAccC(src[off + ci * g_.ks_i + (gi * N + j) * g_.ks_o], static_cast<Acc*>(nullptr));
+    }
+    std::vector<uint8_t>& pb = s.scratch[static_cast<size_t>(scratch_p_)];
+    const size_t bytes = static_cast<size_t>(kparts_ * g_.groups * g_.M() * N) * sizeof(Acc);
+    if (pb.size() < bytes) pb.resize(bytes);
+  }
+
+  void compute(RunState& s, int64_t b, int64_t e) const override { computeStep(s, 0, b, e); }
+
+  void computeStep(RunState& s, size_t step, int64_t b, int64_t e) const override {
+    if (step == 0) blocks(s, b, e);
+    else reduce(s, b, e);
+  }
+
+ private:
+  static constexpr int64_t kHostRows = 96;
+
+  // Host items: (k part, group, 96-row block); the plan's tiles [p0, p1) stand for the same fraction of them.
+  void blocks(RunState& s, int64_t p0, int64_t p1) const {
+    const int64_t M = g_.M(), N = g_.cog, K = g_.K();
+    const int64_t hm = std::max<int64_t>(1, ceilDivC(M, kHostRows));
+    const int64_t items = kparts_ * g_.groups * hm;
+    const int64_t i0 = p0 * items / plan_blocks_, i1 = p1 * items / plan_blocks_;
+    const Acc* w = reinterpret_cast<const Acc*>(s.scratch[static_cast<size_t>(scratch_w_)].data());
+    Acc* part = reinterpret_cast<Acc*>(s.scratch[static_cast<size_t>(scratch_p_)].data());
+    const In* x = s.at<const In>(lhs_);
+    std::vector<Acc> a;
+    std::vector<int64_t> offs(static_cast<size_t>(g_.k_spatial));
+    std::vector<int64_t> os(static_cast<size_t>(g_.rank));
+    for (int64_t it = i0; it < i1; ++it) {
+      const int64_t im = it % hm, gi = (it / hm) % g_.groups, ik = it / hm / g_.groups;
+      const int64_t m0 = im * kHostRows, mb = std::min(M, m0 + kHostRows) - m0;
+      const int64_t k0 = std::min(K, ik * kblock_), kb = std::min(K, k0 + kblock_) - k0;
+      if (mb <= 0) continue;
+      a.assign(static_cast<size_t>(mb * std::max<int64_t>(kb, 1)), Acc(0));
+      const int64_t fbase = g_.fgc > 1 ? gi * g_.cig : 0;
+      const int64_t bbase = g_.bgc > 1 ? gi * g_.out_batch : 0;
+      for (int64_t r = 0; r < mb; ++r) {
+        const int64_t row = m0 + r, n = row / g_.out_spatial;
+        int64_t rem = row % g_.out_spatial;
+        for (int64_t d = g_.rank; d-- > 0;) {
+          os[static_cast<size_t>(d)] = rem % g_.out_size[static_cast<size_t>(d)];
+          rem /= g_.out_size[static_cast<size_t>(d)];
+        }
+        // offs[kf]: the spatial offset of window position kf in the input, or -1.
+        for (int64_t kf = 0; kf < g_.k_spatial; ++kf) {
+          int64_t off = 0, kr = kf;
+          for (int64_t d = g_.rank; d-- > 0 && off >= 0;) {
+            const size_t du = static_cast<size_t>(d);
+            const int64_t k = kr % g_.k_size[du];
+            kr /= g_.k_size[du];
+            const int64_t idx = tables_[du][static_cast<size_t>(os[du] * g_.k_size[du] + k)];
+            off = idx < 0 ? -1 : off + idx * g_.is_s[du];
+          }
+          offs[static_cast<size_t>(kf)] = off;
+        }
+        const int64_t base = (bbase + n) * g_.is_b + fbase * g_.is_f;
+        Acc* arow = a.data() + r * kb;
+        for (int64_t c = k0; c < k0 + kb; ++c) {
+          const int64_t ci = c / g_.k_spatial, off = offs[static_cast<size_t>(c % g_.k_spatial)];
+          if (off >= 0) arow[c - k0] = toAccC(x[base + ci * g_.is_f + off], static_cast<Acc*>(nullptr));
+        }
+      }
+      gemmConv(a.data(), w + (gi * K + k0) * N, part + ((ik * g_.groups + gi) * M + m0) * N, mb, N, kb);
+    }
+  }
+
+  // Output elements [b, e) in the output's layout: the sum of their pK partials, converted once.
+  void reduce(RunState& s, int64_t b, int64_t e) const {
+    const int64_t M = g_.M(), N = g_.cog, plane = g_.groups * M * N;
+    const Acc* part = reinterpret_cast<const Acc*>(s.scratch[static_cast<size_t>(scratch_p_)].data());
+    Out* out = s.at<Out>(out_);
+    for (int64_t i = b; i < e; ++i) {
+      int64_t n = (i / g_.os_b) % g_.out_batch, o = (i / g_.os_f) % (g_.groups * N), srow = 0;
+      for (int64_t d = 0; d < g_.rank; ++d) {
+        const size_t du = static_cast<size_t>(d);
+        srow = srow * g_.out_size[du] + (i / g_.os_s[du]) % g_.out_size[du];
+      }
+      const int64_t gi = o / N, j = o % N;
+      const int64_t idx = (gi * M + n * g_.out_spatial + srow) * N + j;
+      Acc acc = part[idx];
+      for (int64_t kp = 1; kp < kparts_; ++kp) {
+        if constexpr (std::is_same<Acc, uint8_t>::value) acc = static_cast<uint8_t>(acc | part[kp * plane + idx]);
+        else acc += part[kp * plane + idx];
+      }
+      out[i] = fromAccC<Out>(acc);
+    }
+  }
+
+  int lhs_, rhs_, out_;
+  ConvGeom g_;
+  int64_t kparts_, kblock_, plan_blocks_;
+  int scratch_w_, scratch_p_;
+  std::vector<std::vector<int64_t>> tables_;
+};
+
+}  // namespace
+
+std::vector<int> Lowerer::lowerConv(OpContext& ctx) {
+  const Op& op = *ctx.op;
+  const TensorType& lhs = ctx.in_types[0];
+  const TensorType& rhs = ctx.in_types[1];
+  if (ctx.out_types.size() != 1) invalid(ctx, "expected one result");
+  const TensorType& out = ctx.out_types[0];
+  const size_t rank = lhs.shape.size();
+  if (rank < 2 || rhs.shape.size() != rank || out.shape.size() != rank)
+    invalid(ctx, "input, kernel and result must have one rank of at least 2");
+  const int64_t S = static_cast<int64_t>(rank) - 2;
+  auto dim = [&](const char* name) { return attrInt(op, name); };
+  auto dims = [&](const char* name) { return attrInts(op, name); };
+  const int64_t ib = dim("input_batch_dimension"), ifd = dim("input_feature_dimension");
+  const int64_t ki = dim("kernel_input_feature_dimension"), ko = dim("kernel_output_feature_dimension");
+  const int64_t ob = dim("output_batch_dimension"), ofd = dim("output_feature_dimension");
+  const std::vector<int64_t> isd = dims("input_spatial_dimensions"), ksd = dims("kernel_spatial_dimensions"),
+                             osd = dims("output_spatial_dimensions");
+  auto checkPerm = [&](int64_t a, int64_t b, const std::vector<int64_t>& sp, const char* what) {
+    std::vector<bool> used(rank, false);
+    std::vector<int64_t> all = sp;
+    all.push_back(a);
+    all.push_back(b);
+    if (static_cast<int64_t>(sp.size()) != S) invalid(ctx, std::string(what) + " spatial dimensions do not match the rank");
+    for (int64_t d : all) {
+      if (d < 0 || d >= static_cast<int64_t>(rank) || used[static_cast<size_t>(d)])
+        invalid(ctx, std::string(what) + " dimension numbers are out of range or repeated");
+      used[static_cast<size_t>(d)] = true;
+    }
+  };
+  checkPerm(ib, ifd, isd, "input");
+  checkPerm(ki, ko, ksd, "kernel");
+  checkPerm(ob, ofd, osd, "output");
+  auto window = [&](const char* name, int64_t dflt) {
+    std::vector<int64_t> v = attrInts(op, name, false);
+    if (v.empty() && S > 0) v.assign(static_cast<size_t>(S), dflt);
+    if (static_cast<int64_t>(v.size()) != S) invalid(ctx, std::string(name) + " must have one entry per spatial dimension");
+    return v;
+  };
+  ConvGeom g;
+  g.rank = S;
+  g.stride = window("window_strides", 1);
+  g.lhs_dil = window("lhs_dilation", 1);
+  g.rhs_dil = window("rhs_dilation", 1);
+  std::vector<int64_t> rev(static_cast<size_t>(S), 0);
+  if (const json::Value* r = op.attrs.find("window_reversal")) {
+    bool ok = r->isArray() && static_cast<int64_t>(r->array.size()) == S;
+    for (size_t d = 0; ok && d < r->array.size(); ++d) {
+      const json::Value& v = r->array[d];
+      ok = v.kind == json::Value::Kind::Bool || v.is_integer;
+      if (ok) rev[d] = v.kind == json::Value::Kind::Bool ? v.boolean : v.integer != 0;
+    }
+    if (!ok) invalid(ctx, "window_reversal must be one bool per spatial dimension");
+  }
+  for (size_t d = 0; d < static_cast<size_t>(S); ++d) {
+    if (g.stride[d] < 1 || g.lhs_dil[d] < 1 || g.rhs_dil[d] < 1) invalid(ctx, "strides and dilations must be positive");
+    g.reverse.push_back(rev[d] != 0);
+  }
+  std::vector<int64_t> pad_hi(static_cast<size_t>(S), 0);
+  g.pad_lo.assign(static_cast<size_t>(S), 0);
+  if (const json::Value* p = op.attrs.find("padding")) {
+    bool ok = p->isArray() && static_cast<int64_t>(p->array.size()) == S;
+    for (size_t d = 0; ok && d < p->array.size(); ++d) {
+      const json::Value& pair = p->array[d];
+      ok = pair.isArray() && pair.array.size() == 2 && pair.array[0].is_integer && pair.array[1].is_integer;
+      if (ok) g.pad_lo[d] = pair.array[0].integer, pad_hi[d] = pair.array[1].integer;
+    }
+    if (!ok) invalid(ctx, "padding must be one [low, high] pair of integers per spatial dimension");
+  }
+  g.fgc = attrInt(op, "feature_group_count");
+  g.bgc = attrInt(op, "batch_group_count");
+  if (g.fgc < 1 || g.bgc < 1 || (g.fgc > 1 && g.bgc > 1))
+    invalid(ctx, "feature_group_count and batch_group_count must be positive and not both above 1");
+  g.groups = g.fgc * g.bgc;
+  const int64_t N = lhs.shape[static_cast<size_t>(ib)], C = lhs.shape[static_cast<size_t>(ifd)];
+  g.cig = rhs.shape[static_cast<size_t>(ki)];
+  const int64_t Co = rhs.shape[static_cast<size_t>(ko)];
+  if (C != g.cig * g.fgc) invalid(ctx, "input features must be kernel input features times feature_group_count");
+  if (Co % g.groups != 0) invalid(ctx, "kernel output features must divide by the group counts");
+  if (N % g.bgc != 0) invalid(ctx, "the input batch must divide by batch_group_count");
+  g.cog = Co / g.groups;
+  g.in_batch = N;
+  g.out_batch = N / g.bgc;
+  std::vector<int64_t> expect(rank);
+  expect[static_cast<size_t>(ob)] = g.out_batch;
+  expect[static_cast<size_t>(ofd)] = Co;
+  for (size_t d = 0; d < static_cast<size_t>(S); ++d) {
+    const int64_t in = lhs.shape[static_cast<size_t>(isd[d])], k = rhs.shape[static_cast<size_t>(ksd[d])];
+    const int64_t dil = in == 0 ? 0 : (in - 1) * g.lhs_dil[d] + 1;
+    const int64_t padded = g.pad_lo[d] + dil + pad_hi[d];
+    const int64_t win = k == 0 ? 0 : (k - 1) * g.rhs_dil[d] + 1;
+    const int64_t o = padded < win ? 0 : (padded - win) / g.stride[d] + 1;
+    g.in_size.push_back(in);
+    g.k_size.push_back(k);
+    g.dilated.push_back(dil);
+    g.out_size.push_back(o);
+    expect[static_cast<size_t>(osd[d])] = o;
+    g.out_spatial *= o;
+    g.k_spatial *= k;
+  }
+  if (expect != out.shape) invalid(ctx, "the result shape should be " + mlirTensorType(dtypeName(out.dtype), expect));
+  if (lhs.dtype != rhs.dtype) unimplemented(ctx, "convolution needs operands of one element type");
+  const std::vector<int64_t> ist = rowMajorStrides(lhs.shape), kst = rowMajorStrides(rhs.shape),
+                             ost = rowMajorStrides(out.shape);
+  g.is_b = ist[static_cast<size_t>(ib)], g.is_f = ist[static_cast<size_t>(ifd)];
+  g.ks_i = kst[static_cast<size_t>(ki)], g.ks_o = kst[static_cast<size_t>(ko)];
+  g.os_b = ost[static_cast<size_t>(ob)], g.os_f = ost[static_cast<size_t>(ofd)];
+  for (size_t d = 0; d < static_cast<size_t>(S); ++d) {
+    g.is_s.push_back(ist[static_cast<size_t>(isd[d])]);
+    g.ks_s.push_back(kst[static_cast<size_t>(ksd[d])]);
+    g.os_s.push_back(ost[static_cast<size_t>(osd[d])]);
+  }
+
+  const int o = newSlot(out);
+  const int sw = newScratch(), sp = newScratch();
+  const DType dt = lhs.dtype;
+  const int workers = device().num_worker_contexts;
+  const TileMapping omap = graph().slots[static_cast<size_t>(o)].mapping;
+  const int64_t in_bytes = static_cast<int64_t>(dtypeSize(dt));
+  const int64_t acc_bytes = dt == DType::Bool ? 1 : 4;
+  const int64_t M = g.M(), K = g.K(), Ng = g.cog, G = g.groups;
+  const MatmulPlan plan = planMatmul(G, M, Ng, K, dt, in_bytes, acc_bytes, device().num_tiles, workers,
+                                     device().exchange_bytes_per_cycle, omap.per_tile, omap.tilesUsed(),
+                                     static_cast<int64_t>(device().bytes_per_tile / 2));
+  const int64_t kparts = K > 0 ? plan.k.parts : 1, kblock = K > 0 ? plan.k.block : 0;
+  const int64_t P = std::max<int64_t>(1, plan.blocks());
+
+  std::unique_ptr<Kernel> kernel;
+#define IPU_CONV(I, A, O) std::make_unique<ConvKernel<I, A, O>>(ctx.in[0], ctx.in[1], o, g, kparts, kblock, P, sw, sp)
+  if (dt == DType::F32 && out.dtype == DType::F32) kernel = IPU_CONV(float, float, float);
+  else if (dt == DType::F16 && out.dtype == DType::F16) kernel = IPU_CONV(uint16_t, float, uint16_t);
+  else if (dt == DType::F16 && out.dtype == DType::F32) kernel = IPU_CONV(uint16_t, float, float);
+  else if (dt == DType::I32 && out.dtype == DType::I32) kernel = IPU_CONV(int32_t, uint32_t, int32_t);
+  else if (dt == DType::U32 && out.dtype == DType::U32) kernel = IPU_CONV(uint32_t, uint32_t, uint32_t);
+  else if (dt == DType::Bool && out.dtype == DType::Bool) kernel = IPU_CONV(uint8_t, uint8_t, uint8_t);
+  else
+    unimplemented(ctx, std::string("convolution is implemented for f16, f32, i32, u32 and bool operands with a result "
+                                   "of the same type (or f32 from f16); not ") + dtypeName(dt) + " -> " + dtypeName(out.dtype));
+#undef IPU_CONV
+
+  std::vector<Superstep> steps;
+  const int64_t outs = out.numElements();
+  if (outs > 0) {
+    // Superstep 1: block p = (group, M block, N block, K block). It receives the input elements its windows read
+    // (about mb rows' share of the input plane per input feature of its K block; at most mb * kb) and its kernel block.
+    const size_t tiles = static_cast<size_t>(device().num_tiles);
+    std::vector<int64_t> recv1(tiles, 0), part(tiles, 0), recv2(tiles, 0), macs(tiles, 0), bouts(tiles, 0);
+    int64_t in_spatial = 1;
+    for (int64_t s : g.in_size) in_spatial *= s;
+    auto split = [](const MatmulSplit& s, int64_t i, int64_t dimsz) {
+      return std::max<int64_t>(0, std::min(dimsz, (i + 1) * s.block) - i * s.block);
+    };
+    for (int64_t p = 0; p < P && p < static_cast<int64_t>(tiles); ++p) {
+      int64_t x = p;
+      const int64_t ik = x % plan.k.parts;
+      x /= plan.k.parts;
+      const int64_t in = x % plan.n.parts;
+      x /= plan.n.parts;
+      const int64_t im = x % plan.m.parts, igb = x / plan.m.parts;
+      const int64_t nb = split(plan.b, igb, G), mb = split(plan.m, im, M), nn = split(plan.n, in, Ng);
+      const int64_t kb = K > 0 ? split(plan.k, ik, K) : 0;
+      const int64_t feats = g.k_spatial > 0 ? std::min(g.cig, ceilDivC(kb, g.k_spatial) + 1) : 0;
+      const int64_t rows_share = g.out_spatial > 0 ? ceilDivC(mb * in_spatial, g.out_spatial) : 0;
+      const int64_t windows = std::min(mb * kb, rows_share * feats + mb * g.k_spatial);
+      const size_t t = static_cast<size_t>(p);
+      recv1[t] = (nb * windows + nb * kb * nn) * in_bytes;
+      bouts[t] = nb * mb * nn;
+      macs[t] = kb;
+      part[t] = nb * mb * nn * acc_bytes;
+    }
+    for (int t = 0; t < omap.tilesUsed(); ++t)
+      recv2[static_cast<size_t>(t)] = omap.elementsOn(t) * kparts * acc_bytes;
+    const size_t mark = pending_.transient.size();
+    TileMapping blocks;
+    blocks.num_elements = P;
+    blocks.per_tile = 1;
+    steps.push_back(superstep(std::string("conv<") + dtypeName(dt) + ">", blocks, recv1, [&](int t, int64_t) {
+      return cost::matmul(dt, bouts[static_cast<size_t>(t)], macs[static_cast<size_t>(t)], workers);
+    }));
+    steps.back().cost_weight = static_cast<double>(std::max<int64_t>(1, G * M * Ng / P * std::max<int64_t>(1, K / kparts)));
+    const DType rdt = dt == DType::F16 ? DType::F32 : dt;
+    steps.push_back(superstep(std::string("convReduce<") + dtypeName(dt) + ">", omap, recv2, [&](int, int64_t e) {
+      return kparts > 1 ? cost::reduce(rdt, e * kparts, e, workers) : cost::copy(e * acc_bytes, workers);
+    }));
+    steps.back().cost_weight = static_cast<double>(kparts + g.rank + 2);
+    // Memory: superstep 1 holds the received windows and kernel block and the partial; superstep 2 the partial and
+    // the partials received.
+    pending_.transient.resize(mark);
+    for (size_t t = 0; t < tiles; ++t) {
+      const int64_t bytes = std::max(recv1[t] + part[t], part[t] + recv2[t]);
+      if (bytes > 0) pending_.transient.emplace_back(static_cast<int>(t), bytes);
+    }
+  }
+  const double flops = 2.0 * static_cast<double>(G) * static_cast<double>(M) * static_cast<double>(Ng) * static_cast<double>(K);
+  emitExecute(ctx, std::move(kernel), std::move(steps), {o}, isFloat(dt) ? flops : 0);
+  return {o};
+}
+
+}  // namespace ipu

@@ -1,0 +1,146 @@
+"""convolution (lax.conv_general_dilated, lax.conv, jnp.convolve/correlate, gradients of convolutions): ipu against cpu.
+
+Float tolerances: the order of each window's sum may differ from XLA:CPU's, so atol ~ 1e-5 * the output's scale
+(f32) and a few f16 ulp of the scale (f16). Ints wrap and bools are an OR of ANDs: exact."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from _conformance import check, random, small_ints
+from jax import lax
+
+
+def tol(dtype, scale):
+    if dtype == "float32":
+        return {"rtol": 1e-5, "atol": 1e-5 * scale}
+    if dtype == "float16":
+        return {"rtol": 1e-2, "atol": 1e-2 * scale}
+    return {}
+
+
+def conv(**kw):
+    return lambda x, w: lax.conv_general_dilated(x, w, **kw)
+
+
+CASES_2D = [
+    # (lhs shape, rhs shape, kwargs)
+    ((2, 3, 9, 9), (4, 3, 3, 3), dict(window_strides=(1, 1), padding="VALID")),
+    ((2, 3, 9, 8), (4, 3, 3, 2), dict(window_strides=(2, 3), padding="SAME")),
+    ((1, 2, 7, 11), (5, 2, 3, 3), dict(window_strides=(1, 2), padding=((1, 2), (0, 3)))),
+    ((1, 2, 7, 11), (5, 2, 2, 3), dict(window_strides=(1, 1), padding=((-1, 2), (2, -3)))),
+    ((2, 3, 9, 9), (4, 3, 3, 3), dict(window_strides=(2, 2), padding="SAME", rhs_dilation=(1, 2))),
+    ((2, 3, 5, 6), (4, 3, 3, 2), dict(window_strides=(1, 1), padding=((2, 2), (1, 1)), lhs_dilation=(2, 3))),
+    ((2, 3, 5, 6), (4, 3, 3, 2), dict(window_strides=(2, 1), padding=((1, 0), (0, 2)), lhs_dilation=(2, 1),
+                                      rhs_dilation=(2, 2))),
+    ((2, 6, 7, 7), (9, 2, 3, 3), dict(window_strides=(1, 1), padding="SAME", feature_group_count=3)),
+    ((2, 4, 8, 8), (4, 1, 3, 3), dict(window_strides=(2, 2), padding="SAME", feature_group_count=4)),  # depthwise
+    ((4, 3, 6, 5), (6, 3, 2, 2), dict(window_strides=(1, 1), padding="VALID", batch_group_count=2)),
+    ((1, 1, 1, 1), (1, 1, 1, 1), dict(window_strides=(1, 1), padding="VALID")),
+    ((3, 2, 4, 4), (2, 2, 5, 5), dict(window_strides=(1, 1), padding="VALID")),  # empty output
+]
+
+
+@pytest.mark.parametrize("case", range(len(CASES_2D)))
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_conv_2d_nchw(case, dtype):
+    xs, ws, kw = CASES_2D[case]
+    x, w = random(dtype, xs, seed=1), random(dtype, ws, seed=2)
+    check(conv(**kw), x, w, **tol(dtype, 16.0 * np.prod(ws[1:])))
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint32", "bool"])
+def test_conv_exact_types(dtype):
+    x, w = small_ints(dtype, (2, 4, 7, 6), seed=1), small_ints(dtype, (6, 2, 3, 2), seed=2)
+    check(conv(window_strides=(2, 1), padding="SAME", feature_group_count=2, rhs_dilation=(1, 2)), x, w)
+    big_x, big_w = random(dtype, (1, 3, 9), seed=3), random(dtype, (2, 3, 4), seed=4)  # ints wrap
+    check(conv(window_strides=(1,), padding=((2, 1),), lhs_dilation=(2,)), big_x, big_w)
+
+
+def test_conv_f16_to_f32():
+    x, w = random("float16", (2, 3, 9, 9), seed=1), random("float16", (4, 3, 3, 3), seed=2)
+    check(lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "SAME", preferred_element_type=jnp.float32), x, w,
+          **tol("float32", 16.0 * 27))
+
+
+@pytest.mark.parametrize("dims", [("NHWC", "HWIO", "NHWC"), ("NCHW", "OIHW", "NCHW"), ("NHWC", "OHWI", "NCHW"),
+                                  ("CHWN", "IHWO", "HWNC")])
+def test_conv_layouts(dims):
+
+
+    lhs_shape = {"NHWC": (2, 9, 8, 6), "NCHW": (2, 6, 9, 8), "CHWN": (6, 9, 8, 2)}[dims[0]]
+    rhs_shape = {"HWIO": (3, 2, 3, 4), "OIHW": (4, 3, 3, 2), "OHWI": (4, 3, 2, 3), "IHWO": (3, 3, 2, 4)}[dims[1]]
+    x, w = random("float32", lhs_shape, seed=5), random("float32", rhs_shape, seed=6)
+    check(conv(window_strides=(2, 1), padding="SAME", rhs_dilation=(1, 2), feature_group_count=2,
+               dimension_numbers=dims), x, w, **tol("float32", 16.0 * 18))
+
+
+def test_conv_1d_and_3d():
+    x1, w1 = random("float32", (3, 5, 17), seed=1), random("float32", (4, 5, 4), seed=2)
+    check(conv(window_strides=(3,), padding=((2, 5),), rhs_dilation=(2,)), x1, w1, **tol("float32", 16.0 * 20))
+    x3, w3 = random("float32", (2, 3, 5, 6, 7), seed=3), random("float32", (4, 3, 2, 3, 2), seed=4)
+    check(conv(window_strides=(1, 2, 1), padding=((1, 0), (1, 1), (0, 2)), lhs_dilation=(1, 1, 2)), x3, w3, **tol("float32", 16.0 * 36))
+    x3b = random("float32", (2, 5, 6, 7, 4), seed=5)
+    w3b = random("float32", (2, 2, 2, 2, 6), seed=6)
+    check(conv(window_strides=(1, 1, 2), padding="VALID", feature_group_count=2,
+               dimension_numbers=("NDHWC", "DHWIO", "NDHWC")), x3b, w3b, **tol("float32", 16.0 * 16))
+
+
+def test_lax_conv_and_numpy_convolve():
+    x, w = random("float32", (2, 3, 10, 10), seed=1), random("float32", (5, 3, 3, 3), seed=2)
+    check(lambda x, w: (lax.conv(x, w, (1, 1), "SAME"), lax.conv(x, w, (2, 2), "VALID")), x, w,
+          **tol("float32", 16.0 * 27))
+    a, v = random("float32", (23,), seed=3), random("float32", (5,), seed=4)
+    check(lambda a, v: (jnp.convolve(a, v), jnp.convolve(a, v, mode="same"), jnp.convolve(a, v, mode="valid"),
+                        jnp.correlate(a, v), jnp.correlate(a, v, mode="full"), jnp.convolve(v, a)), a, v,
+          **tol("float32", 16.0 * 5))
+
+
+def test_conv_large_spreads_over_tiles():
+    x, w = random("float32", (4, 16, 32, 32), seed=1), random("float32", (32, 16, 3, 3), seed=2)
+    check(conv(window_strides=(1, 1), padding="SAME"), x, w, **tol("float32", 16.0 * 144))
+
+
+def _cnn(params, x):
+    w1, w2, w3, dense = params
+    dn = ("NHWC", "HWIO", "NHWC")
+    h = jnp.tanh(lax.conv_general_dilated(x, w1, (1, 1), "SAME", dimension_numbers=dn))
+    h = jnp.tanh(lax.conv_general_dilated(h, w2, (2, 2), "SAME", dimension_numbers=dn, feature_group_count=2))
+    h = jnp.tanh(lax.conv_general_dilated(h, w3, (1, 1), ((1, 0), (0, 1)), rhs_dilation=(2, 1), dimension_numbers=dn))
+    return h.reshape(h.shape[0], -1) @ dense
+
+
+def _params():
+    return (random("float32", (3, 3, 3, 8), seed=1, low=-0.5, high=0.5),
+            random("float32", (3, 3, 4, 8), seed=2, low=-0.5, high=0.5),
+            random("float32", (2, 2, 8, 4), seed=3, low=-0.5, high=0.5),
+            random("float32", (3 * 4 * 4, 10), seed=4, low=-0.5, high=0.5))
+
+
+def test_small_cnn_forward_and_grads():
+    x = random("float32", (2, 8, 8, 3), seed=5, low=-1.0, high=1.0)
+    params = _params()
+    check(_cnn, params, x, rtol=1e-5, atol=1e-4)
+
+    def loss(params, x):
+        return jnp.sum(_cnn(params, x) ** 2)
+
+    check(jax.grad(loss, argnums=(0, 1)), params, x, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("kw", [
+    dict(window_strides=(2, 1), padding=((1, 2), (0, 1)), rhs_dilation=(1, 2), feature_group_count=2),
+    dict(window_strides=(1, 2), padding=((1, 1), (2, 0)), lhs_dilation=(2, 1)),
+    dict(window_strides=(3, 2), padding="VALID", rhs_dilation=(2, 1), batch_group_count=2),
+])
+def test_conv_grads(kw):
+    fg, bg = kw.get("feature_group_count", 1), kw.get("batch_group_count", 1)
+    x = random("float32", (2 * bg, 2 * fg, 9, 9), seed=1, low=-1.0, high=1.0)
+    w = random("float32", (6, 2, 3, 3), seed=2, low=-1.0, high=1.0)
+
+    def loss(x, w):
+        return jnp.sum(jnp.sin(lax.conv_general_dilated(x, w, **kw)))
+
+    check(jax.grad(loss, argnums=(0, 1)), x, w, rtol=1e-5, atol=1e-4)
