@@ -22,19 +22,7 @@ namespace ipu {
 
 namespace {
 
-int64_t ceilDivC(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-inline float toAccC(float x, float*) { return x; }
-inline float toAccC(uint16_t x, float*) { return halfToFloat(x); }
-inline uint32_t toAccC(int32_t x, uint32_t*) { return static_cast<uint32_t>(x); }
-inline uint32_t toAccC(uint32_t x, uint32_t*) { return x; }
-inline uint8_t toAccC(uint8_t x, uint8_t*) { return x; }
-
-template <class Out, class Acc>
-inline Out fromAccC(Acc a) {
-  if constexpr (std::is_same<Out, uint16_t>::value) return floatToHalf(a);
-  else return static_cast<Out>(a);
-}
 
 // Everything about one convolution the kernel needs, with the operands' strides.
 struct ConvGeom {
@@ -119,7 +107,7 @@ class ConvKernel : public Kernel {
         for (int64_t ci = 0; ci < g_.cig; ++ci)
           for (int64_t j = 0; j < N; ++j)
             w[(gi * K + ci * g_.k_spatial + kf) * N + j] =
-                toAccC(src[off + ci * g_.ks_i + (gi * N + j) * g_.ks_o], static_cast<Acc*>(nullptr));
+                toAcc(src[off + ci * g_.ks_i + (gi * N + j) * g_.ks_o], static_cast<Acc*>(nullptr));
     }
     std::vector<uint8_t>& pb = s.scratch[static_cast<size_t>(scratch_p_)];
     const size_t bytes = static_cast<size_t>(kparts_ * g_.groups * g_.M() * N) * sizeof(Acc);
@@ -139,7 +127,7 @@ class ConvKernel : public Kernel {
   // Host items: (k part, group, 96-row block); the plan's tiles [p0, p1) stand for the same fraction of them.
   void blocks(RunState& s, int64_t p0, int64_t p1) const {
     const int64_t M = g_.M(), N = g_.cog, K = g_.K();
-    const int64_t hm = std::max<int64_t>(1, ceilDivC(M, kHostRows));
+    const int64_t hm = std::max<int64_t>(1, ceilDiv(M, kHostRows));
     const int64_t items = kparts_ * g_.groups * hm;
     const int64_t i0 = p0 * items / plan_blocks_, i1 = p1 * items / plan_blocks_;
     const Acc* w = reinterpret_cast<const Acc*>(s.scratch[static_cast<size_t>(scratch_w_)].data());
@@ -179,7 +167,7 @@ class ConvKernel : public Kernel {
         Acc* arow = a.data() + r * kb;
         for (int64_t c = k0; c < k0 + kb; ++c) {
           const int64_t ci = c / g_.k_spatial, off = offs[static_cast<size_t>(c % g_.k_spatial)];
-          if (off >= 0) arow[c - k0] = toAccC(x[base + ci * g_.is_f + off], static_cast<Acc*>(nullptr));
+          if (off >= 0) arow[c - k0] = toAcc(x[base + ci * g_.is_f + off], static_cast<Acc*>(nullptr));
         }
       }
       gemmConv(a.data(), w + (gi * K + k0) * N, part + ((ik * g_.groups + gi) * M + m0) * N, mb, N, kb);
@@ -204,7 +192,7 @@ class ConvKernel : public Kernel {
         if constexpr (std::is_same<Acc, uint8_t>::value) acc = static_cast<uint8_t>(acc | part[kp * plane + idx]);
         else acc += part[kp * plane + idx];
       }
-      out[i] = fromAccC<Out>(acc);
+      out[i] = fromAcc<Out>(acc);
     }
   }
 
@@ -377,8 +365,8 @@ std::vector<int> Lowerer::lowerConv(OpContext& ctx) {
       const int64_t im = x % plan.m.parts, igb = x / plan.m.parts;
       const int64_t nb = split(plan.b, igb, G), mb = split(plan.m, im, M), nn = split(plan.n, in, Ng);
       const int64_t kb = K > 0 ? split(plan.k, ik, K) : 0;
-      const int64_t feats = g.k_spatial > 0 ? std::min(g.cig, ceilDivC(kb, g.k_spatial) + 1) : 0;
-      const int64_t rows_share = g.out_spatial > 0 ? ceilDivC(mb * in_spatial, g.out_spatial) : 0;
+      const int64_t feats = g.k_spatial > 0 ? std::min(g.cig, ceilDiv(kb, g.k_spatial) + 1) : 0;
+      const int64_t rows_share = g.out_spatial > 0 ? ceilDiv(mb * in_spatial, g.out_spatial) : 0;
       const int64_t windows = std::min(mb * kb, rows_share * feats + mb * g.k_spatial);
       const size_t t = static_cast<size_t>(p);
       recv1[t] = (nb * windows + nb * kb * nn) * in_bytes;

@@ -33,17 +33,6 @@ struct OperandLayout {
   }
 };
 
-inline float toAcc(float x, float*) { return x; }
-inline float toAcc(uint16_t x, float*) { return halfToFloat(x); }
-inline uint32_t toAcc(int32_t x, uint32_t*) { return static_cast<uint32_t>(x); }
-inline uint32_t toAcc(uint32_t x, uint32_t*) { return x; }
-inline uint8_t toAcc(uint8_t x, uint8_t*) { return x; }
-
-template <class Out, class Acc>
-inline Out fromAcc(Acc a) {
-  if constexpr (std::is_same<Out, uint16_t>::value) return floatToHalf(a);
-  else return static_cast<Out>(a);
-}
 
 // Copies an operand into canonical order, converting to the accumulator type.
 template <class In, class Acc>
@@ -246,7 +235,6 @@ inline void gemm(const uint8_t* A, int64_t lda, const uint8_t* B, int64_t ldb, u
 
 // ---- the plan ----
 
-int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // One dimension cut into `parts` blocks of `block` elements (the last may be shorter).
 struct Split {

@@ -2,10 +2,29 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "ipu/dtype.h"
 
 namespace ipu {
+
+inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Element type -> accumulator of matmul-like ops (the pointer only picks the overload): f32 for f32 and f16 (rounded
+// once at the end), wrapping u32 for i32/u32, and u8 (OR of ANDs) for bool.
+inline float toAcc(float x, float*) { return x; }
+inline float toAcc(uint16_t x, float*) { return halfToFloat(x); }
+inline uint32_t toAcc(int32_t x, uint32_t*) { return static_cast<uint32_t>(x); }
+inline uint32_t toAcc(uint32_t x, uint32_t*) { return x; }
+inline uint8_t toAcc(uint8_t x, uint8_t*) { return x; }
+
+// Accumulator -> element type, rounding f16 once.
+template <class Out, class Acc>
+inline Out fromAcc(Acc a) {
+  if constexpr (std::is_same<Out, uint16_t>::value) return floatToHalf(a);
+  else return static_cast<Out>(a);
+}
+
 
 // One dimension cut into `parts` blocks of `block` elements (the last may be shorter).
 struct MatmulSplit {
