@@ -82,7 +82,7 @@ std::vector<int> Lowerer::lowerWhile(OpContext& ctx, Env* env) {
   };
 
   auto loop = std::make_unique<Node>();
-  loop->kind = NodeKind::While;
+  loop->kind = NodeKind::RepeatWhileTrue;
   loop->name = op.mlir;
   loop->cost = decisionCost();
   loop->children.push_back(std::make_unique<Node>());
@@ -114,7 +114,7 @@ std::vector<int> Lowerer::lowerCase(OpContext& ctx, Env* env) {
   std::vector<int> outs;
   for (const TensorType& t : ctx.out_types) outs.push_back(newSlot(t));
   auto node = std::make_unique<Node>();
-  node->kind = NodeKind::Case;
+  node->kind = NodeKind::Switch;
   node->name = op.mlir;
   node->slot = ctx.in[0];
   node->cost = decisionCost();

@@ -27,6 +27,16 @@ const ChipSpec kChips[] = {
     {"ipu21", 1472, 638976, 1850000000},
 };
 
+// IPU-Links: 10 links, 320 GB/s per chip (ipu-model.md); one direction of a chip-to-chip transfer gets half.
+constexpr double kIpuLinkBytesPerSecond = 320e9 / 2;
+// Host link: PCIe Gen4 x16, 64 GB/s (ipu-model.md), taken as 32 GB/s each way.
+constexpr double kHostLinkBytesPerSecond = 64e9 / 2;
+// Calibrated (unpublished): the fixed cost of starting a transfer over a link (a sync plus the first packet).
+constexpr uint64_t kLinkLatencyCycles = 1000;
+constexpr uint64_t kHostLatencyCycles = 2000;
+// poplibs models a sync between IPUs as 15 ns per hop, x2 (there and back).
+constexpr double kInterIpuSyncSecondsPerHop = 15e-9 * 2;
+
 constexpr int kWorkerContexts = 6;               // hardware worker threads per tile (plus one supervisor)
 constexpr double kExchangeBytesPerCycle = 4.0;   // per tile, derived from 8 TB/s over 1472 tiles at ~1.33 GHz
 
@@ -52,10 +62,29 @@ DeviceDescription DeviceDescription::forVersion(const std::string& version, int 
     d.num_worker_contexts = kWorkerContexts;
     d.tile_clock_frequency = chip.clock_hz;
     d.exchange_bytes_per_cycle = kExchangeBytesPerCycle;
+    d.link_bytes_per_cycle = kIpuLinkBytesPerSecond / static_cast<double>(chip.clock_hz);
+    d.host_bytes_per_cycle = kHostLinkBytesPerSecond / static_cast<double>(chip.clock_hz);
     return d;
   }
   throw Error(ErrorCode::InvalidArgument,
               "Unknown IPU version '" + version + "': expected one of " + known);
+}
+
+uint64_t DeviceDescription::linkCycles(int64_t bytes) const {
+  if (bytes <= 0) return 0;
+  return kLinkLatencyCycles + static_cast<uint64_t>(static_cast<double>(bytes) / link_bytes_per_cycle + 0.999999);
+}
+
+uint64_t DeviceDescription::hostTransferCycles(int64_t bytes) const {
+  if (bytes <= 0) return 0;
+  return kHostLatencyCycles + static_cast<uint64_t>(static_cast<double>(bytes) / host_bytes_per_cycle + 0.999999);
+}
+
+uint64_t DeviceDescription::interIpuSyncCycles(int ipus) const {
+  if (ipus <= 1) return 0;
+  // Chips in a ring: the farthest is ipus / 2 hops away.
+  const double seconds = kInterIpuSyncSecondsPerHop * static_cast<double>(ipus / 2);
+  return static_cast<uint64_t>(seconds * static_cast<double>(tile_clock_frequency) + 0.999999);
 }
 
 std::string DeviceDescription::toJson() const {

@@ -132,21 +132,39 @@ void ThreadPool::parallelFor(int64_t n, const std::function<void(int64_t)>& fn) 
   if (job->error) std::rethrow_exception(job->error);
 }
 
+const char* nodeKindName(NodeKind kind) {
+  switch (kind) {
+    case NodeKind::Sequence: return "Sequence";
+    case NodeKind::Execute: return "Execute";
+    case NodeKind::Copy: return "Copy";
+    case NodeKind::RepeatWhileTrue: return "RepeatWhileTrue";
+    case NodeKind::Switch: return "Switch";
+    case NodeKind::StreamCopy: return "StreamCopy";
+    case NodeKind::HostCall: return "HostCall";
+  }
+  return "?";
+}
+
 void Executor::run(const Node& node) {
   switch (node.kind) {
+    case NodeKind::StreamCopy:
+    case NodeKind::HostCall:
+      if (node.kernel) node.kernel->prepare(state_);
+      node.cost.addTo(&state_.profile, 1);
+      return;
     case NodeKind::Sequence:
       for (const auto& child : node.children) run(*child);
       return;
     case NodeKind::Execute: execute(node); return;
     case NodeKind::Copy: copy(node); return;
-    case NodeKind::While:
+    case NodeKind::RepeatWhileTrue:
       while (true) {
         run(*node.children[0]);
         node.cost.addTo(&state_.profile, 1);
         if (!*state_.at<const uint8_t>(node.slot)) return;
         run(*node.children[1]);
       }
-    case NodeKind::Case: {
+    case NodeKind::Switch: {
       const DType dt = graph_.slots[static_cast<size_t>(node.slot)].type.dtype;
       int64_t index = dt == DType::U32 ? static_cast<int64_t>(*state_.at<const uint32_t>(node.slot))
                                        : static_cast<int64_t>(*state_.at<const int32_t>(node.slot));

@@ -38,18 +38,23 @@ Totals staticTotals(const Node& node) {
       t.supersteps = node.supersteps.size();
       t.flops = node.flops;
       break;
+    case NodeKind::StreamCopy:
+    case NodeKind::HostCall:
+      t.cycles = node.cost.total();
+      t.supersteps = 1;
+      break;
     case NodeKind::Copy:
       if (!node.copies.empty()) {
         t.cycles = node.cost.total();
         t.supersteps = 1;
       }
       break;
-    case NodeKind::While:
+    case NodeKind::RepeatWhileTrue:
       for (const auto& c : node.children) t += staticTotals(*c);
       t.cycles += node.cost.total();
       t.supersteps += 1;
       break;
-    case NodeKind::Case:
+    case NodeKind::Switch:
       for (const auto& c : node.children) {
         Totals x = staticTotals(*c);
         if (x.cycles >= t.cycles) t = x;
@@ -70,7 +75,8 @@ std::string typeJson(const TensorType& t) {
 // A lowered program; immutable after construction, so run() only touches its own RunState.
 class ExecutableImpl : public Executable {
  public:
-  ExecutableImpl(const Program& program, const DeviceDescription& device) : name_(program.name) {
+  ExecutableImpl(const Program& program, const DeviceDescription& device, std::string json)
+      : name_(program.name), json_(std::move(json)) {
     Lowerer lowerer(program, device, &graph_);
     lowerer.lowerEntry();
     aliases_ = program.aliases;
@@ -120,7 +126,10 @@ class ExecutableImpl : public Executable {
     return s + "]}";
   }
 
-  RunProfile run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs) const override {
+  const std::string& programJson() const override { return json_; }
+
+  RunProfile run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
+                 const RunOptions& options) const override {
     if (inputs.size() != inputs_.size() || outputs.size() != outputs_.size())
       throw Error(ErrorCode::InvalidArgument, "Executable '" + name_ + "' takes " + std::to_string(inputs_.size()) +
                                                   " inputs and " + std::to_string(outputs_.size()) + " outputs, not " +
@@ -131,6 +140,7 @@ class ExecutableImpl : public Executable {
       if (!outputs[i] && outputs_[i].numBytes() > 0) throw Error(ErrorCode::InvalidArgument, "output " + std::to_string(i) + " is null");
     try {
       RunState state;
+      state.options = &options;
       Buffers reused = takeBuffers();  // a previous run's storage: fresh pages would cost a fault each, every run
       state.arena = std::move(reused.arena);
       if (!state.arena) state.arena.reset(new uint8_t[std::max<size_t>(graph_.arena_bytes, 1)]);
@@ -190,6 +200,7 @@ class ExecutableImpl : public Executable {
   mutable std::mutex buffers_mu_;
   mutable std::vector<Buffers> buffers_;
   std::string name_;
+  std::string json_;
   Graph graph_;
   std::vector<TensorType> inputs_, outputs_;
   std::vector<std::pair<int, int>> aliases_;
@@ -202,7 +213,7 @@ class ExecutableImpl : public Executable {
 std::unique_ptr<Executable> Executable::compile(const std::string& program_json, const DeviceDescription& device) {
   try {
     Program program = parseProgram(program_json);
-    return std::make_unique<ExecutableImpl>(program, device);
+    return std::make_unique<ExecutableImpl>(program, device, program_json);
   } catch (const std::bad_alloc&) {
     throw Error(ErrorCode::ResourceExhausted, "Host out of memory while compiling for the IPU emulator");
   }

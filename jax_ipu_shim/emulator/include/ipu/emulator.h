@@ -3,9 +3,11 @@
 // This is all that the PJRT layer (and any other client) may include. It knows nothing of JAX, MLIR or PJRT.
 #pragma once
 
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -49,6 +51,15 @@ struct DeviceDescription {
   int num_worker_contexts = 0;     // hardware worker threads per tile
   int64_t tile_clock_frequency = 0;  // Hz
   double exchange_bytes_per_cycle = 0;  // per tile
+  double link_bytes_per_cycle = 0;      // IPU-Links, per chip, one direction (chip to chip)
+  double host_bytes_per_cycle = 0;      // the host link (PCIe), per chip
+
+  // Cycles (at this chip's clock) to move `bytes` over the IPU-Links to another IPU, or over the host link;
+  // each includes a fixed latency. Sources and calibrations are in device.cc.
+  uint64_t linkCycles(int64_t bytes) const;
+  uint64_t hostTransferCycles(int64_t bytes) const;
+  // A sync across `ipus` chips (poplibs: 15 ns per hop, x2).
+  uint64_t interIpuSyncCycles(int ipus) const;
 
   // num_tiles == 0 means all tiles of the chip. Throws Error(InvalidArgument) for an unknown version or a tile
   // count outside 1..tiles_per_chip, naming the value and what is allowed.
@@ -64,14 +75,82 @@ struct MemoryReport {
   int64_t total_bytes = 0;
 };
 
-// Cycle estimate of one execution, split the way a BSP superstep is.
+// One step of the program tree as it ran: a compute set, exchange/copy, sync, stream copy, host callback or
+// collective, with the op and source location it was lowered from. Steps that run several times (loop bodies)
+// are one entry whose counters add up.
+struct StepProfile {
+  int id = 0;              // program order (the step's index in the program tree, depth first)
+  std::string type;        // "Execute", "Copy", "RepeatWhileTrue", "Switch", "StreamCopy", "HostCall", "Collective"...
+  std::string name;        // the codelet / op, e.g. "stablehlo.add"
+  std::string loc;         // source location, e.g. "model.py:12" (may be empty)
+  uint64_t executions = 0;
+  uint64_t compute_cycles = 0;
+  uint64_t exchange_cycles = 0;
+  uint64_t sync_cycles = 0;
+  uint64_t supersteps = 0;
+};
+
+// Cycle estimate of one execution, split the way a BSP superstep is, with the per-step trace.
 struct RunProfile {
   uint64_t total_cycles = 0;
   uint64_t compute_cycles = 0;
   uint64_t exchange_cycles = 0;
   uint64_t sync_cycles = 0;
   uint64_t supersteps = 0;
+  std::vector<StepProfile> steps;  // only steps that ran, in program order
   std::string toJson() const;
+};
+
+// ---- What a run talks to outside its own IPU ----
+
+// The host side of a device's data streams and host functions (Poplar: connectStream, host callbacks).
+// Implemented by the runtime that owns the device (the PJRT layer); called on the run's thread. A method may
+// block (an infeed waits for data as an IPU waits on its host); it throws Error to fail the run.
+class HostInterface {
+ public:
+  virtual ~HostInterface() = default;
+  // Host-to-device StreamCopy: fills dst[i] (types[i].numBytes() bytes each) with the next infeed entry.
+  virtual void infeed(const std::string& program, const std::vector<TensorType>& types,
+                      const std::vector<void*>& dst) = 0;
+  // Device-to-host StreamCopy: appends one outfeed entry (copied before returning).
+  virtual void outfeed(const std::string& program, const std::vector<TensorType>& types,
+                       const std::vector<const void*>& src) = 0;
+  // A host function (jax.debug.print, pure_callback, io_callback): `id` names it as the program does.
+  virtual void callback(int64_t id, const std::vector<TensorType>& in_types, const std::vector<const void*>& in,
+                        const std::vector<TensorType>& out_types, const std::vector<void*>& out) = 0;
+};
+
+// The replicas of one launch over several IPUs: collectives meet here. The launcher makes one per launch and
+// hands it to every replica's run. Every replica calls the same sequence of exchange()/barrier() calls.
+class ReplicaGroup {
+ public:
+  explicit ReplicaGroup(int num_replicas);
+  int size() const { return size_; }
+  // Posts `mine` for this replica, waits for every replica to post, and returns all posts in replica order.
+  // The caller must not change what it posted until the next barrier() returns.
+  std::vector<const void*> exchange(int replica, const void* mine);
+  // Waits until every replica has arrived.
+  void barrier(int replica);
+  // Fails the group: every replica waiting now or later throws Error(Internal) with `why`. Called by a replica
+  // whose run fails, so that the others never wait forever.
+  void abort(const std::string& why);
+
+ private:
+  void arrive(std::unique_lock<std::mutex>& lock);
+  const int size_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int arrived_ = 0;
+  uint64_t generation_ = 0;
+  std::vector<const void*> posts_;
+  std::vector<const void*> published_;
+  std::string aborted_;
+};
+
+struct RunOptions {
+  int replica = 0;                   // this run's replica (stablehlo.replica_id)
+  ReplicaGroup* replicas = nullptr;  // null: a single replica
+  HostInterface* host = nullptr;     // null: a program with streams or host calls fails, naming them
 };
 
 // A program lowered onto a device's tiles. Immutable after compile; run() may be called from several threads.
@@ -97,7 +176,22 @@ class Executable {
 
   // inputs[i] points at inputTypes()[i].numBytes() bytes; outputs[j] at outputTypes()[j].numBytes() writable bytes.
   // Throws Error on failure; never aborts.
-  virtual RunProfile run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs) const = 0;
+  // An output may be the same buffer as an input (donation): the run then updates it in place.
+  virtual RunProfile run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
+                         const RunOptions& options) const = 0;
+  RunProfile run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs) const {
+    return run(inputs, outputs, RunOptions());
+  }
+
+  // The program it was compiled from ("jax-ipu-program" JSON): compile(programJson(), device()) rebuilds it
+  // (serialised executables).
+  virtual const std::string& programJson() const = 0;
+  // Host I/O the program does, so that a runtime can tell whether a reader could ever be served.
+  virtual bool hasInfeed() const { return false; }
+  virtual bool hasOutfeed() const { return false; }
+  virtual bool hasHostCalls() const { return false; }
+  // Replicas it was compiled for (stablehlo collectives need exactly that many IPUs).
+  virtual int numReplicas() const { return 1; }
 };
 
 }  // namespace ipu

@@ -19,6 +19,7 @@ struct RunState {
   std::unique_ptr<uint8_t[]> arena;        // backing store of the arena slots
   std::vector<std::vector<uint8_t>> scratch;  // per-kernel scratch buffers (indexed by a kernel's scratch id)
   std::vector<int64_t> dynamic;            // per-kernel run-time integers (dynamic slice offsets)
+  const RunOptions* options = nullptr;     // replica, replica group, host streams and callbacks of this run
   RunProfile profile;
 
   template <class T>
@@ -62,19 +63,22 @@ struct Superstep {
   Cost cost;
 };
 
-enum class NodeKind { Sequence, Execute, Copy, While, Case };
+// Poplar's program classes. StreamCopy (host streams) and HostCall (host callbacks) run their node's kernel's
+// prepare() on the run's thread, which talks to RunState::options->host.
+enum class NodeKind { Sequence, Execute, Copy, RepeatWhileTrue, Switch, StreamCopy, HostCall };
+const char* nodeKindName(NodeKind kind);  // "Sequence", "Execute", ...
 
-// A node of the program tree (Poplar's Sequence / Execute / Copy / RepeatWhileTrue / Switch).
+// A node of the program tree (Poplar's Sequence / Execute / Copy / RepeatWhileTrue / Switch / StreamCopy / Call).
 struct Node {
   NodeKind kind = NodeKind::Sequence;
   std::string name;
-  std::vector<std::unique_ptr<Node>> children;  // Sequence: steps; While: {cond, body}; Case: branches
-  std::unique_ptr<Kernel> kernel;               // Execute
+  std::vector<std::unique_ptr<Node>> children;  // Sequence: steps; RepeatWhileTrue: {cond, body}; Switch: branches
+  std::unique_ptr<Kernel> kernel;               // Execute, StreamCopy, HostCall
   std::vector<Superstep> supersteps;            // Execute
   std::vector<std::pair<int, int>> copies;      // Copy: (source slot, destination slot)
   std::vector<int> temps;                       // Copy: staging slots when sources and destinations overlap
-  Cost cost;                                    // Copy: its cost; While/Case: the cost of each decision
-  int slot = -1;                                // While: the predicate; Case: the index
+  Cost cost;                                    // Copy, StreamCopy, HostCall: its cost; RepeatWhileTrue/Switch: each decision
+  int slot = -1;                                // RepeatWhileTrue: the predicate; Switch: the index
   double flops = 0;
 };
 
