@@ -19,7 +19,7 @@ def test_one_ipu2_device_with_graphcore_properties():
     assert device.num_tiles == 1472
     assert device.num_worker_contexts == 6
     assert device.bytes_per_tile == 638976
-    assert device.tile_clock_frequency == 1_850_000_000
+    assert device.tile_clock_frequency == 1_330_000_000
     assert device.device_kind == "Graphcore-IPUModel(ipu2)-NumTiles(1472)"
 
 
