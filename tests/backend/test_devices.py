@@ -19,7 +19,7 @@ def test_one_ipu2_device_with_graphcore_properties():
     assert device.num_tiles == 1472
     assert device.num_worker_contexts == 6
     assert device.bytes_per_tile == 638976
-    assert device.tile_clock_frequency == 1_850_000_000
+    assert device.tile_clock_frequency == 1_330_000_000
     assert device.device_kind == "Graphcore-IPUModel(ipu2)-NumTiles(1472)"
 
 
@@ -133,6 +133,9 @@ def test_jax_platforms_cpu_skips_the_ipu(python):
         ({"JAX_IPU_USE_MODEL": "maybe"}, ["JAX_IPU_USE_MODEL=maybe", "yes/true"]),
         ({"JAX_IPU_DEVICE_COUNT": "0"}, ["JAX_IPU_DEVICE_COUNT=0", "device count"]),
         ({"TF_POPLAR_FLAGS": "ipu_model_tiles=8"}, ["TF_POPLAR_FLAGS", "not a flag"]),
+        ({"JAX_IPU_HOST_THREADS": "abc"}, ["JAX_IPU_HOST_THREADS=abc", "expected an integer"]),
+        ({"JAX_IPU_HOST_THREADS": "0"}, ["JAX_IPU_HOST_THREADS=0", "1..256"]),
+        ({"JAX_IPU_HOST_THREADS": "300"}, ["JAX_IPU_HOST_THREADS=300", "1..256"]),
     ],
 )
 def test_malformed_flags_name_the_flag(python, env, names):
@@ -152,3 +155,29 @@ def test_malformed_flags_name_the_flag(python, env, names):
     assert "Unable to initialize backend 'ipu'" in result.stdout
     for name in names:
         assert name in result.stdout
+
+
+def test_host_threads_flag_runs_programs(python):
+    result = python(
+        """
+        import jax, numpy as np
+        x = np.arange(100000, dtype=np.float32)
+        print(float(np.asarray(jax.jit(lambda a: a * 2, backend="ipu")(x)).sum()) == float((x * 2).sum()))
+        """,
+        {"JAX_IPU_HOST_THREADS": "2"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "True"
+
+
+def test_ipu21_is_a_faster_clock_than_ipu2(python):
+    result = python(
+        """
+        import jax
+        d = jax.devices("ipu")[0]
+        print(d.version, d.tile_clock_frequency)
+        """,
+        {"JAX_IPU_MODEL_VERSION": "ipu21"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["ipu21", "1850000000"]

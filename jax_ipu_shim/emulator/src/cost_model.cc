@@ -1,9 +1,11 @@
 // The per-vertex cycle estimates. Every worker gets a contiguous share of the tile's elements in whole vectors; a
 // tile's cycles are 6 x the slowest worker's (the barrel-threaded pipeline runs each worker every 6th cycle) plus
-// the supervisor's overhead. Figures marked (doc) come from docs/ipu-model.md, the rest are calibrated assumptions.
+// the supervisor's overhead. Figures marked (doc) come from /work/shared/docs/ipu-model.md (poplibs' estimators);
+// every other number here is calibrated (unpublished, chosen to be plausible).
 #include "ipu/cost_model.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "ipu/dtype.h"
 
@@ -107,6 +109,56 @@ uint64_t matmul(DType dtype, int64_t outputs, int64_t depth, int workers) {
   return static_cast<uint64_t>(macs / per_tile_macs_per_cycle) +
          (worker_fixed + per_output * static_cast<uint64_t>(per_worker_outputs)) * static_cast<uint64_t>(workers) +
          kSupervisorCycles;
+}
+
+namespace {
+
+// 6 x the busiest worker's cycles + the supervisor's, for `units` units of `per_unit` cycles each shared among the
+// workers, 30 cycles fixed per worker (call, loop setup; calibrated).
+uint64_t workerUnits(int64_t units, double per_unit, int workers) {
+  const int64_t per_worker = (units + workers - 1) / workers;
+  const double worker = 30.0 + per_unit * static_cast<double>(per_worker);
+  return static_cast<uint64_t>(worker + 0.5) * static_cast<uint64_t>(workers) + kSupervisorCycles;
+}
+
+double ceilLog2(double x) { return x > 1 ? std::ceil(std::log2(x)) : 0; }
+
+}  // namespace
+
+double sortCompareCycles(double comparator_cycles, int operands) {
+  return comparator_cycles + 2.0 * static_cast<double>(operands) + 4.0;
+}
+
+double sortSliceCycles(int64_t n, double compare_cycles, int operands) {
+  const double m = static_cast<double>(n);
+  return m * (ceilLog2(m) * compare_cycles + 2.0 * static_cast<double>(operands));
+}
+
+uint64_t sortSlices(int64_t slices, int64_t n, double compare_cycles, int operands, int workers) {
+  return workerUnits(slices, sortSliceCycles(n, compare_cycles, operands), workers);
+}
+
+uint64_t sortBlock(int64_t elements, double compare_cycles, int operands, int workers) {
+  const int64_t per_worker = (elements + workers - 1) / workers;
+  return workerUnits(workers, sortSliceCycles(per_worker, compare_cycles, operands), workers) +
+         static_cast<uint64_t>(ceilLog2(static_cast<double>(workers)) * compare_cycles * static_cast<double>(elements));
+}
+
+uint64_t sortMergeRound(int64_t elements, double compare_cycles, int workers) {
+  return workerUnits(elements, compare_cycles, workers);
+}
+
+int64_t bitonicMergeRounds(int tiles) {
+  const int64_t log_p = static_cast<int64_t>(ceilLog2(static_cast<double>(tiles)));
+  return log_p * (log_p + 1) / 2;
+}
+
+double topKSliceCycles(int64_t n, int64_t k) {
+  return static_cast<double>(n) * (ceilLog2(static_cast<double>(k) + 1) * 6.0 + 4.0);
+}
+
+uint64_t topK(int64_t slices, int64_t n, int64_t k, int workers) {
+  return workerUnits(slices, topKSliceCycles(n, k), workers);
 }
 
 uint64_t exchange(int64_t bytes, double bytes_per_cycle) {

@@ -17,13 +17,14 @@ struct ChipSpec {
 };
 
 // Mk1 GC2: 1216 tiles x 256 KiB, ~1.6 GHz (derived from its 124.5 TFLOPS fp16 peak).
-// Mk2 GC200: 1472 tiles x 638,976 bytes (the figure in Poplar's out-of-memory message). Its peak (250 TFLOPS fp16 =
-// 1472 tiles x 64 MAC x 2 flops x f) implies f ~ 1.33 GHz, but Graphcore's own JAX client reports
-// tile_clock_frequency = 1,850,000,000, and users compare against that, so that is what we report and use.
-// Bow (ipu21): the GC200 die at 1.85 GHz.
+// Mk2 GC200: 1472 tiles x 638,976 bytes (the figure in Poplar's out-of-memory message), ~1.33 GHz (derived from its
+// peak: 250 TFLOPS fp16 = 1472 tiles x 64 MAC x 2 flops x f, f = 250e12 / (1472 x 128) = 1.327 GHz; ipu-model.md).
+// Graphcore's JAX client reported 1,850,000,000 for it, but that is the Bow's clock: with it a GC200 and a Bow would
+// be the same chip, which they are not (the Bow is the GC200 die, clocked higher).
+// Bow (ipu21): the GC200 die at 1.85 GHz (ipu-model.md).
 const ChipSpec kChips[] = {
     {"ipu1", 1216, 256 * 1024, 1600000000},
-    {"ipu2", 1472, 638976, 1850000000},
+    {"ipu2", 1472, 638976, 1330000000},
     {"ipu21", 1472, 638976, 1850000000},
 };
 
@@ -100,9 +101,21 @@ std::string DeviceDescription::toJson() const {
 }
 
 std::string RunProfile::toJson() const {
-  return "{\"total_cycles\": " + std::to_string(total_cycles) + ", \"compute_cycles\": " +
-         std::to_string(compute_cycles) + ", \"exchange_cycles\": " + std::to_string(exchange_cycles) +
-         ", \"sync_cycles\": " + std::to_string(sync_cycles) + ", \"supersteps\": " + std::to_string(supersteps) + "}";
+  std::string s = "{\"total_cycles\": " + std::to_string(total_cycles) + ", \"compute_cycles\": " +
+                  std::to_string(compute_cycles) + ", \"exchange_cycles\": " + std::to_string(exchange_cycles) +
+                  ", \"sync_cycles\": " + std::to_string(sync_cycles) + ", \"supersteps\": " +
+                  std::to_string(supersteps) + ", \"steps\": [";
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const StepProfile& p = steps[i];
+    s += (i ? ", " : "") + std::string("{\"id\": ") + std::to_string(p.id) + ", \"type\": " + json::quote(p.type) +
+         ", \"name\": " + json::quote(p.name) + ", \"loc\": " + json::quote(p.loc) +
+         ", \"executions\": " + std::to_string(p.executions) +
+         ", \"cycles\": " + std::to_string(p.compute_cycles + p.exchange_cycles + p.sync_cycles) +
+         ", \"compute_cycles\": " + std::to_string(p.compute_cycles) +
+         ", \"exchange_cycles\": " + std::to_string(p.exchange_cycles) +
+         ", \"sync_cycles\": " + std::to_string(p.sync_cycles) + ", \"supersteps\": " + std::to_string(p.supersteps) + "}";
+  }
+  return s + "]}";
 }
 
 }  // namespace ipu

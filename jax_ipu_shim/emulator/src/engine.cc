@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -9,6 +10,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #if defined(__SSE2__)
@@ -92,16 +94,34 @@ ThreadPool::ThreadPool(int threads) : impl_(new Impl), threads_(std::max(1, thre
   }
 }
 
+namespace {
+
+// $JAX_IPU_HOST_THREADS: an integer in 1..256 (surrounding blanks allowed, empty = unset), else min(hardware, 8).
+// jax_ipu.config checks the same when the backend is created; this catches programs run without it.
+int hostThreads() {
+  const int fallback = static_cast<int>(std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
+  const char* env = std::getenv("JAX_IPU_HOST_THREADS");
+  if (!env) return fallback;
+  std::string text(env);
+  const size_t b = text.find_first_not_of(" \t\n"), e = text.find_last_not_of(" \t\n");
+  text = b == std::string::npos ? "" : text.substr(b, e - b + 1);
+  if (text.empty()) return fallback;
+  char* end = nullptr;
+  errno = 0;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0' || v < 1 || v > 256)
+    throw Error(ErrorCode::InvalidArgument,
+                "JAX_IPU_HOST_THREADS=" + std::string(env) + ": expected an integer from 1 to 256 (the host threads " +
+                    "that run the emulated tiles); unset it to use min(hardware threads, 8)");
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
 ThreadPool& ThreadPool::instance() {
-  // Never destroyed: its threads sleep until the process exits.
-  static ThreadPool* pool = [] {
-    int n = static_cast<int>(std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
-    if (const char* env = std::getenv("JAX_IPU_HOST_THREADS")) {
-      const int v = std::atoi(env);
-      if (v >= 1 && v <= 256) n = v;
-    }
-    return new ThreadPool(n);
-  }();
+  // Never destroyed: its threads sleep until the process exits. A malformed $JAX_IPU_HOST_THREADS throws here, on
+  // every use, and the pool is not made.
+  static ThreadPool* pool = new ThreadPool(hostThreads());
   return *pool;
 }
 
@@ -145,22 +165,51 @@ const char* nodeKindName(NodeKind kind) {
   return "?";
 }
 
+namespace {
+
+// The counters of a RunProfile (its totals, or one step's).
+struct Counters {
+  uint64_t compute = 0, exchange = 0, sync = 0, supersteps = 0;
+  static Counters of(const RunProfile& p) { return {p.compute_cycles, p.exchange_cycles, p.sync_cycles, p.supersteps}; }
+};
+
+// Adds what the totals gained since `before` to the node's step, and counts one execution of it. Everything a node
+// charges goes through the totals first, so that the steps always add up to them exactly.
+void record(RunState& state, const Node& node, const Counters& before) {
+  if (node.id < 0) return;
+  RunProfile& p = state.profile;
+  if (static_cast<size_t>(node.id) >= p.steps.size()) p.steps.resize(static_cast<size_t>(node.id) + 1);
+  StepProfile& step = p.steps[static_cast<size_t>(node.id)];
+  step.executions += 1;
+  step.compute_cycles += p.compute_cycles - before.compute;
+  step.exchange_cycles += p.exchange_cycles - before.exchange;
+  step.sync_cycles += p.sync_cycles - before.sync;
+  step.supersteps += p.supersteps - before.supersteps;
+}
+
+}  // namespace
+
 void Executor::run(const Node& node) {
+  const Counters before = Counters::of(state_.profile);
   switch (node.kind) {
+    case NodeKind::Sequence:
+      for (const auto& child : node.children) run(*child);
+      return;
+    case NodeKind::Execute: execute(node); break;
+    case NodeKind::Copy: copy(node); break;
     case NodeKind::StreamCopy:
     case NodeKind::HostCall:
       if (node.kernel) node.kernel->prepare(state_);
       node.cost.addTo(&state_.profile, 1);
-      return;
-    case NodeKind::Sequence:
-      for (const auto& child : node.children) run(*child);
-      return;
-    case NodeKind::Execute: execute(node); return;
-    case NodeKind::Copy: copy(node); return;
+      break;
     case NodeKind::RepeatWhileTrue:
+      // Each decision (reading the predicate, broadcasting it) is one execution of the node's own step; the cond and
+      // body steps record themselves.
       while (true) {
         run(*node.children[0]);
+        const Counters decision = Counters::of(state_.profile);
         node.cost.addTo(&state_.profile, 1);
+        record(state_, node, decision);
         if (!*state_.at<const uint8_t>(node.slot)) return;
         run(*node.children[1]);
       }
@@ -171,10 +220,12 @@ void Executor::run(const Node& node) {
       const int64_t branches = static_cast<int64_t>(node.children.size());
       if (index < 0 || index >= branches) index = branches - 1;
       node.cost.addTo(&state_.profile, 1);
+      record(state_, node, before);
       run(*node.children[static_cast<size_t>(index)]);
       return;
     }
   }
+  record(state_, node, before);
 }
 
 void Executor::execute(const Node& node) {

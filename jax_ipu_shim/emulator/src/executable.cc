@@ -1,4 +1,6 @@
 // Executable: compile = parse, lower, check memory; run = bind storage, execute the program tree, copy results.
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -66,6 +68,22 @@ Totals staticTotals(const Node& node) {
   return t;
 }
 
+// One execution of a step, as the static per-step table lists it.
+Cost stepCost(const Node& node, uint64_t* supersteps) {
+  if (node.kind != NodeKind::Execute) {
+    *supersteps = 1;
+    return node.cost;
+  }
+  Cost c;
+  for (const Superstep& s : node.supersteps) {
+    c.compute += s.cost.compute;
+    c.exchange += s.cost.exchange;
+    c.sync += s.cost.sync;
+  }
+  *supersteps = node.supersteps.size();
+  return c;
+}
+
 std::string typeJson(const TensorType& t) {
   std::string s = "{\"dtype\": \"" + std::string(dtypeName(t.dtype)) + "\", \"shape\": [";
   for (size_t i = 0; i < t.shape.size(); ++i) s += (i ? ", " : "") + std::to_string(t.shape[i]);
@@ -85,6 +103,13 @@ class ExecutableImpl : public Executable {
     memory_ = computeMemory(graph_);
     checkMemory(memory_, device);
     totals_ = staticTotals(*graph_.root);
+    // When a param's bytes are last read, for writing results straight into a donated input's buffer. A param
+    // returned as a result is read when the run copies its results out, after every step.
+    const int64_t after_all = static_cast<int64_t>(graph_.steps.size()) + 1;
+    for (int slot : graph_.param_slots) param_last_.push_back(liveRange(graph_, graph_.slots[static_cast<size_t>(slot)]).second);
+    for (int slot : graph_.result_slots)
+      for (size_t i = 0; i < graph_.param_slots.size(); ++i)
+        if (graph_.param_slots[i] == slot) param_last_[i] = after_all;
   }
 
   const std::string& name() const override { return name_; }
@@ -119,10 +144,29 @@ class ExecutableImpl : public Executable {
     for (size_t i = 0; i < top.size() && i < 8 && top[i].first < 0; ++i)
       s += (i ? ", [" : "[") + std::to_string(top[i].second) + ", " + std::to_string(-top[i].first) + "]";
     s += "]}, \"estimated_cycles\": " + std::to_string(totals_.cycles) +
-         ", \"estimated_seconds\": " + std::to_string(static_cast<double>(totals_.cycles) / static_cast<double>(graph_.device.tile_clock_frequency)) +
+         ", \"estimated_seconds\": " + seconds(totals_.cycles) +
          ", \"static_supersteps\": " + std::to_string(totals_.supersteps) +
          ", \"flops\": " + std::to_string(totals_.flops) + ", \"codelets\": [";
     for (size_t i = 0; i < graph_.codelet_names.size(); ++i) s += (i ? ", " : "") + json::quote(graph_.codelet_names[i]);
+    // Host memory of a run: the arena holds every intermediate value, placed by live range.
+    size_t slot_bytes = 0;
+    for (const Slot& slot : graph_.slots)
+      if (slot.storage == Slot::Storage::Arena) slot_bytes += slot.type.numBytes();
+    s += "], \"host\": {\"arena_bytes\": " + std::to_string(graph_.arena_bytes) +
+         ", \"peak_live_bytes\": " + std::to_string(graph_.peak_live_bytes) +
+         ", \"intermediate_bytes\": " + std::to_string(slot_bytes) +
+         ", \"scratch_buffers\": " + std::to_string(graph_.num_scratch) + "}, \"steps\": [";
+    // The static per-step table: one execution of every step (loop bodies once, every branch of a Switch).
+    for (size_t i = 0; i < graph_.step_nodes.size(); ++i) {
+      const Node& n = *graph_.step_nodes[i];
+      uint64_t supersteps = 0;
+      const Cost c = stepCost(n, &supersteps);
+      s += (i ? ", " : "") + std::string("{\"id\": ") + std::to_string(n.id) + ", \"type\": " +
+           json::quote(nodeKindName(n.kind)) + ", \"name\": " + json::quote(n.name) + ", \"loc\": " + json::quote(n.loc) +
+           ", \"cycles\": " + std::to_string(c.total()) + ", \"compute_cycles\": " + std::to_string(c.compute) +
+           ", \"exchange_cycles\": " + std::to_string(c.exchange) + ", \"sync_cycles\": " + std::to_string(c.sync) +
+           ", \"supersteps\": " + std::to_string(supersteps) + ", \"flops\": " + std::to_string(n.flops) + "}";
+    }
     return s + "]}";
   }
 
@@ -156,22 +200,19 @@ class ExecutableImpl : public Executable {
       }
       state.scratch.resize(static_cast<size_t>(graph_.num_scratch));
       state.dynamic.assign(static_cast<size_t>(graph_.num_dynamic), 0);
+      std::vector<bool> bound(outputs.size(), false);
+      for (size_t j = 0; j < outputs.size(); ++j)
+        if (bindable(j, inputs, outputs)) {
+          state.ptr[static_cast<size_t>(graph_.result_slots[j])] = static_cast<uint8_t*>(outputs[j]);
+          bound[j] = true;
+        }
+      state.profile.steps.resize(graph_.step_nodes.size());
       {
         ScopedFlushDenormals flush;
         Executor(graph_, &state).run(*graph_.root);
       }
-      // Outputs may share buffers with inputs (donation): stage through host memory when they do.
-      bool overlap = false;
-      for (void* o : outputs)
-        for (const void* in : inputs) overlap = overlap || (o && o == in);
-      std::vector<std::vector<uint8_t>> staged(overlap ? outputs.size() : 0);
-      for (size_t j = 0; j < outputs.size(); ++j) {
-        const uint8_t* src = state.ptr[static_cast<size_t>(graph_.result_slots[j])];
-        if (overlap) staged[j].assign(src, src + outputs_[j].numBytes());
-        else if (outputs_[j].numBytes()) std::memcpy(outputs[j], src, outputs_[j].numBytes());
-      }
-      for (size_t j = 0; j < staged.size(); ++j)
-        if (!staged[j].empty()) std::memcpy(outputs[j], staged[j].data(), staged[j].size());
+      keepStepsThatRan(&state.profile);
+      copyResults(state, outputs, bound);
       giveBuffers(Buffers{std::move(state.arena), std::move(state.scratch)});
       return state.profile;
     } catch (const std::bad_alloc&) {
@@ -180,6 +221,68 @@ class ExecutableImpl : public Executable {
   }
 
  private:
+  std::string seconds(uint64_t cycles) const {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(cycles) / static_cast<double>(graph_.device.tile_clock_frequency));
+    return buf;
+  }
+
+  // Whether result j can be computed straight in its output buffer instead of the arena: the output buffer is no
+  // other output's, the slot is not written first by an earlier result, and when the buffer is a donated input's,
+  // every read of that input comes before the result's first write.
+  bool bindable(size_t j, const std::vector<const void*>& inputs, const std::vector<void*>& outputs) const {
+    const int r = graph_.result_slots[j];
+    const Slot& slot = graph_.slots[static_cast<size_t>(r)];
+    if (slot.storage != Slot::Storage::Arena || slot.def < 0 || outputs_[j].numBytes() == 0 || !outputs[j]) return false;
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      if (k != j && outputs[k] == outputs[j]) return false;
+      if (k < j && graph_.result_slots[k] == r) return false;
+    }
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i] == outputs[j] && param_last_[i] >= slot.def) return false;
+    return true;
+  }
+
+  // Copies the results that were not computed in place into their output buffers. An output buffer may be a donated
+  // input that another result is read from (a param returned as a result): only such results are staged.
+  void copyResults(const RunState& state, const std::vector<void*>& outputs, const std::vector<bool>& bound) const {
+    std::vector<std::vector<uint8_t>> staged(outputs.size());
+    for (size_t j = 0; j < outputs.size(); ++j) {
+      const uint8_t* src = state.ptr[static_cast<size_t>(graph_.result_slots[j])];
+      const size_t n = outputs_[j].numBytes();
+      if (bound[j] || n == 0) continue;
+      for (size_t k = 0; k < outputs.size(); ++k)
+        if (k != j && !bound[k] && outputs[k] == src) {
+          staged[j].assign(src, src + n);
+          break;
+        }
+    }
+    for (size_t j = 0; j < outputs.size(); ++j) {
+      const uint8_t* src = state.ptr[static_cast<size_t>(graph_.result_slots[j])];
+      const size_t n = outputs_[j].numBytes();
+      if (bound[j] || n == 0 || !staged[j].empty() || src == outputs[j]) continue;
+      std::memcpy(outputs[j], src, n);
+    }
+    for (size_t j = 0; j < outputs.size(); ++j)
+      if (!staged[j].empty()) std::memcpy(outputs[j], staged[j].data(), staged[j].size());
+  }
+
+  // The run's steps: those that ran, in program order, with their names and source locations.
+  void keepStepsThatRan(RunProfile* p) const {
+    std::vector<StepProfile> ran;
+    for (size_t i = 0; i < p->steps.size() && i < graph_.step_nodes.size(); ++i) {
+      if (!p->steps[i].executions) continue;
+      StepProfile s = p->steps[i];
+      const Node& n = *graph_.step_nodes[i];
+      s.id = n.id;
+      s.type = nodeKindName(n.kind);
+      s.name = n.name;
+      s.loc = n.loc;
+      ran.push_back(std::move(s));
+    }
+    p->steps = std::move(ran);
+  }
+
   // Host storage of one run, kept for the next (at most a couple: runs of one executable may overlap).
   struct Buffers {
     std::unique_ptr<uint8_t[]> arena;
@@ -206,6 +309,7 @@ class ExecutableImpl : public Executable {
   std::vector<std::pair<int, int>> aliases_;
   MemoryReport memory_;
   Totals totals_;
+  std::vector<int64_t> param_last_;  // per input: the last step that reads it (past the end if it is a result)
 };
 
 }  // namespace

@@ -7,12 +7,20 @@
 
 #include "ipu/cost_model.h"
 #include "ipu/dtype.h"
+#include "ipu/memory.h"
 
 namespace ipu {
 
 namespace {
 std::string atLoc(const Op* op) { return op && !op->loc.empty() ? " (at " + op->loc + ")" : ""; }
-size_t align64(size_t n) { return (n + 63) & ~static_cast<size_t>(63); }
+
+// Gives the nodes an op was lowered to its source location, and its name where they have none (nodes of nested ops
+// have theirs already).
+void stamp(Node* node, const Op& op) {
+  if (node->loc.empty()) node->loc = op.loc;
+  if (node->name.empty()) node->name = op.mlir;
+  for (auto& child : node->children) stamp(child.get(), op);
+}
 }  // namespace
 
 Lowerer::Lowerer(const Program& program, const DeviceDescription& device, Graph* graph)
@@ -37,8 +45,6 @@ int Lowerer::newSlot(const TensorType& type) {
   Slot s;
   s.type = type;
   s.mapping = TileMapping::linear(type.numElements(), dtypeSize(type.dtype), device_.num_tiles);
-  s.offset = graph_->arena_bytes;
-  graph_->arena_bytes += align64(type.numBytes());
   graph_->slots.push_back(s);
   return static_cast<int>(graph_->slots.size() - 1);
 }
@@ -270,7 +276,10 @@ void Lowerer::lowerOp(const Op& op, Env* env, Node* seq) {
   if (checked && !(ctx.info->dtypes & dtypeBit(checked->dtype)))
     unimplemented(ctx, std::string(ctx.info->name) + " is implemented for " + dtypeList(ctx.info->dtypes));
 
+  const size_t first_node = seq->children.size();
+  op_scratch_ = 0;
   std::vector<int> results = lowerFamily(ctx, env);
+  for (size_t i = first_node; i < seq->children.size(); ++i) stamp(seq->children[i].get(), op);
   if (results.size() != op.results.size()) invalid(ctx, "wrong number of results");
   for (size_t i = 0; i < results.size(); ++i) {
     const int64_t id = op.results[i].id;
@@ -334,6 +343,17 @@ void Lowerer::lowerEntry() {
     t.shape = d->shape;
     graph_->result_types.push_back(t);
   }
+  numberSteps(graph_->root.get());
+  layoutArena(graph_);
+}
+
+void Lowerer::numberSteps(Node* node) {
+  const bool step = node->kind != NodeKind::Sequence && !(node->kind == NodeKind::Copy && node->copies.empty());
+  if (step) {
+    node->id = static_cast<int>(graph_->step_nodes.size());
+    graph_->step_nodes.push_back(node);
+  }
+  for (auto& child : node->children) numberSteps(child.get());
 }
 
 }  // namespace ipu

@@ -14,7 +14,17 @@ void forEachTile(const Slot& s, F f) {
   for (int t = 0; t < s.mapping.tilesUsed(); ++t) f(t, s.mapping.elementsOn(t) * eb);
 }
 
+size_t align64(size_t n) { return (n + 63) & ~static_cast<size_t>(63); }
+
 }  // namespace
+
+std::pair<int64_t, int64_t> liveRange(const Graph& g, const Slot& s) {
+  const int64_t first = s.storage == Slot::Storage::Param ? -1 : s.def;
+  int64_t last = std::max(first, s.last_use);
+  for (const auto& loop : g.loops)  // inner loops first, so extensions compose outwards
+    if (first < loop.first && last >= loop.first && last <= loop.second) last = loop.second;
+  return {first, last};
+}
 
 MemoryReport computeMemory(const Graph& g) {
   const size_t tiles = static_cast<size_t>(g.device.num_tiles);
@@ -31,9 +41,7 @@ MemoryReport computeMemory(const Graph& g) {
       continue;
     }
     if (s.def < 0) continue;  // never written (e.g. unused staging)
-    int64_t last = std::max(s.def, s.last_use);
-    for (const auto& loop : g.loops)  // inner loops first, so extensions compose outwards
-      if (s.def < loop.first && last >= loop.first && last <= loop.second) last = loop.second;
+    const int64_t last = liveRange(g, s).second;
     adds[static_cast<size_t>(std::min<int64_t>(s.def, static_cast<int64_t>(steps)))].push_back(static_cast<int>(i));
     removes[static_cast<size_t>(std::min<int64_t>(last, static_cast<int64_t>(steps)))].push_back(static_cast<int>(i));
   }
@@ -83,6 +91,71 @@ void checkMemory(const MemoryReport& r, const DeviceDescription& device) {
                   " (at least " + std::to_string(ideal_tiles) + " tiles' worth). Use more tiles (JAX_IPU_MODEL_NUM_TILES or " +
                   "TF_POPLAR_FLAGS=--ipu_model_tiles=N, up to " + std::to_string(device.tiles_per_chip) +
                   "), or a smaller batch.");
+}
+
+void layoutArena(Graph* g) {
+  const int64_t end = static_cast<int64_t>(g->steps.size());  // results are read after the last step
+  struct Block {
+    size_t slot, bytes, offset;
+    int64_t first, last;
+  };
+  std::vector<Block> blocks;
+  for (size_t i = 0; i < g->slots.size(); ++i) {
+    Slot& s = g->slots[i];
+    if (s.storage != Slot::Storage::Arena) continue;
+    s.offset = 0;
+    const size_t bytes = align64(s.type.numBytes());
+    if (bytes == 0) continue;
+    Block b{i, bytes, 0, 0, end};
+    if (s.def >= 0) {  // a slot no step defines keeps bytes of its own for the whole run, to be safe
+      const auto range = liveRange(*g, s);
+      b.first = range.first;
+      b.last = s.always_live ? end : range.second;
+    }
+    blocks.push_back(b);
+  }
+
+  // Peak of the bytes live at once: the bound for the layout (a sweep over range starts and ends).
+  std::vector<std::pair<int64_t, int64_t>> events;  // (step, +bytes at first / -bytes after last)
+  for (const Block& b : blocks) {
+    events.emplace_back(b.first, static_cast<int64_t>(b.bytes));
+    events.emplace_back(b.last + 1, -static_cast<int64_t>(b.bytes));
+  }
+  std::sort(events.begin(), events.end());  // at one step, ends (negative) before starts
+  int64_t live = 0, peak = 0;
+  for (const auto& e : events) peak = std::max(peak, live += e.second);
+  g->peak_live_bytes = static_cast<size_t>(peak);
+
+  // Biggest first (then in program order): each goes to the lowest offset that no placed block live at the same
+  // time occupies.
+  std::vector<size_t> order(blocks.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (blocks[a].bytes != blocks[b].bytes) return blocks[a].bytes > blocks[b].bytes;
+    return blocks[a].first != blocks[b].first ? blocks[a].first < blocks[b].first : a < b;
+  });
+  std::vector<size_t> placed;
+  std::vector<std::pair<size_t, size_t>> taken;  // (offset, end) of the placed blocks live with the current one
+  size_t arena = 0;
+  for (size_t i : order) {
+    Block& b = blocks[i];
+    taken.clear();
+    for (size_t j : placed) {
+      const Block& p = blocks[j];
+      if (p.first <= b.last && b.first <= p.last) taken.emplace_back(p.offset, p.offset + p.bytes);
+    }
+    std::sort(taken.begin(), taken.end());
+    size_t offset = 0;
+    for (const auto& t : taken) {
+      if (offset + b.bytes <= t.first) break;
+      offset = std::max(offset, t.second);
+    }
+    b.offset = offset;
+    g->slots[b.slot].offset = offset;
+    arena = std::max(arena, offset + b.bytes);
+    placed.push_back(i);
+  }
+  g->arena_bytes = arena;
 }
 
 }  // namespace ipu

@@ -16,7 +16,6 @@
 // distributed bitonic sort: a local sort on every tile, then log2(P)(log2(P)+1)/2 merge supersteps in which every
 // tile exchanges its block with a partner tile and keeps the lower or upper half.
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <numeric>
 #include <type_traits>
@@ -197,14 +196,12 @@ std::vector<int> lowerTopK(Lowerer& L, OpContext& ctx) {
     recv[static_cast<size_t>(t)] += (e - b - in_map.overlap(t, b, e)) * static_cast<int64_t>(size);
   }
   const int workers = L.device().num_worker_contexts;
-  const double per_slice = static_cast<double>(n) * (std::ceil(std::log2(static_cast<double>(k) + 1)) * 6.0 + 4.0);
   std::vector<Superstep> steps;
   if (slices > 0 && n > 0)
     steps.push_back(L.superstep(std::string("topk<") + dtypeName(in.dtype) + ">", work, recv, [&](int, int64_t m) {
-      const double worker = 30.0 + per_slice * static_cast<double>((m + workers - 1) / workers);
-      return static_cast<uint64_t>(worker + 0.5) * static_cast<uint64_t>(workers) + cost::kSupervisorCycles;
+      return cost::topK(m, n, k, workers);
     }));
-  if (!steps.empty()) steps.back().cost_weight = std::max(1.0, per_slice);
+  if (!steps.empty()) steps.back().cost_weight = std::max(1.0, cost::topKSliceCycles(n, k));
   L.emitExecute(ctx, std::make_unique<TopKKernel>(ctx.in[0], values, indices, size, in.dtype, n, k), std::move(steps),
                 {values, indices}, 0);
   return {values, indices};
@@ -290,37 +287,30 @@ std::vector<int> Lowerer::lowerSort(OpContext& ctx) {
     }
   }
 
-  // Cycles: a worker sorts whole slices (or its share of a tile's block), ~m ceil(log2 m) comparator calls for m
-  // elements, each loading 2N scalars and running the comparator, then permutes N operands; a tile's cycles are
-  // 6 x its busiest worker's plus the supervisor's.
-  const double per_compare = cmp.cyclesPerElement() + 2.0 * static_cast<double>(n_ops) + 4.0;
-  auto sortCycles = [&](int64_t m) {
-    const double log_m = m > 1 ? std::ceil(std::log2(static_cast<double>(m))) : 0;
-    return static_cast<double>(m) * (log_m * per_compare + 2.0 * static_cast<double>(n_ops));
-  };
-  auto tileCycles = [&](int64_t units, double per_unit) {
-    const int64_t per_worker = (units + workers - 1) / workers;
-    const double worker = 30.0 + per_unit * static_cast<double>(per_worker);
-    return static_cast<uint64_t>(worker + 0.5) * static_cast<uint64_t>(workers) + cost::kSupervisorCycles;
-  };
+  // Cycles (cost_model.h): a worker sorts whole slices (or its share of a tile's block), ~m ceil(log2 m)
+  // compare-exchange steps for m elements, each running the comparator on 2N loaded scalars, then permutes N
+  // operands; a tile's cycles are 6 x its busiest worker's plus the supervisor's.
+  const int operand_count = static_cast<int>(n_ops);
+  const double per_compare = cost::sortCompareCycles(cmp.cyclesPerElement(), operand_count);
+  const double slice_cycles = cost::sortSliceCycles(g.n, per_compare, operand_count);
   const std::string codelet = "sort{" + cmp.summary() + "}<" + types + ">";
   std::vector<Superstep> steps;
-  double comparisons = static_cast<double>(slices) * sortCycles(g.n) / per_compare;
+  double comparisons = static_cast<double>(slices) * slice_cycles / per_compare;
   if (slices > 0 && !distributed) {
-    steps.push_back(superstep(codelet, work, recv, [&](int, int64_t m) { return tileCycles(m, sortCycles(g.n)); }));
-    steps.back().cost_weight = std::max(1.0, sortCycles(g.n));
+    steps.push_back(superstep(codelet, work, recv, [&](int, int64_t m) {
+      return cost::sortSlices(m, g.n, per_compare, operand_count, workers);
+    }));
+    steps.back().cost_weight = std::max(1.0, slice_cycles);
     if (std::any_of(back.begin(), back.end(), [](int64_t v) { return v > 0; }))
       steps.push_back(superstep(codelet + ".writeback", out_map, back, [&](int t, int64_t) {
         return cost::copy(back[static_cast<size_t>(t)], workers);
       }));
   } else if (slices > 0) {
-    // Local sort: each worker sorts 1/6 of the block, then the block is merged (log2 6 passes of m compares).
+    // Local sort: each worker sorts 1/6 of the block, then the block is merged; then the bitonic merge rounds.
     const int p = out_map.tilesUsed();
-    const int64_t log_p = p > 1 ? static_cast<int64_t>(std::ceil(std::log2(static_cast<double>(p)))) : 0;
-    const int64_t rounds = log_p * (log_p + 1) / 2;
+    const int64_t rounds = cost::bitonicMergeRounds(p);
     steps.push_back(superstep(codelet + ".local", work, recv, [&](int, int64_t m) {
-      return tileCycles(workers, sortCycles((m + workers - 1) / workers)) +
-             static_cast<uint64_t>(3.0 * per_compare * static_cast<double>(m));
+      return cost::sortBlock(m, per_compare, operand_count, workers);
     }, rounds == 0));
     std::vector<int64_t> block(static_cast<size_t>(tiles), 0);  // each tile receives its partner's block
     for (int t = 0; t < p; ++t)
@@ -328,13 +318,13 @@ std::vector<int> Lowerer::lowerSort(OpContext& ctx) {
     size_t one_round = 0;  // the rounds reuse one receive buffer: its bytes are transient once
     for (int64_t r = 0; r < rounds; ++r) {
       steps.push_back(superstep(codelet + ".merge", work, block, [&](int, int64_t m) {
-        return tileCycles(m, per_compare);
+        return cost::sortMergeRound(m, per_compare, workers);
       }, r + 1 == rounds));
       if (r == 0) one_round = pending_.transient.size();
     }
     if (rounds > 0) pending_.transient.resize(one_round);
     comparisons += static_cast<double>(rounds) * static_cast<double>(elements);
-    for (Superstep& st : steps) st.cost_weight = std::max(1.0, sortCycles(g.n) / static_cast<double>(std::max<int64_t>(1, g.n)));
+    for (Superstep& st : steps) st.cost_weight = std::max(1.0, slice_cycles / static_cast<double>(std::max<int64_t>(1, g.n)));
   }
   const double flops = cmp.flopsPerElement() * comparisons;
   const size_t sort_step = distributed && !steps.empty() ? steps.size() - 1 : 0;

@@ -6,7 +6,8 @@ Sources, highest precedence first:
   ``JAX_IPU_USE_MODEL``, ``JAX_IPU_MODEL_NUM_TILES``, ``JAX_IPU_MODEL_VERSION``, ``JAX_IPU_DEVICE_COUNT``,
   ``JAX_IPU_VISIBLE_DEVICES``;
 - ``TF_POPLAR_FLAGS``: space-separated ``--flag[=value]`` (``--use_ipu_model --ipu_model_tiles=8``);
-- the older ``XLA_IPU_PLATFORM_DEVICE_COUNT``.
+- the older ``XLA_IPU_PLATFORM_DEVICE_COUNT``;
+- ``JAX_IPU_HOST_THREADS`` (environment only: the host threads that run the emulated tiles, 1..256).
 
 Nothing here imports jax, so the configuration can be read and tested on its own. A malformed value raises
 ``ValueError`` naming the flag, where it came from, and what is accepted.
@@ -26,6 +27,7 @@ logger = logging.getLogger(__name__)
 # backend is created); here a version is only a name.
 DEFAULT_VERSION = "ipu2"
 MAX_DEVICES = 64
+MAX_HOST_THREADS = 256  # the emulator's own limit (engine.cc checks the same)
 
 _TRUE = ("y", "yes", "t", "true", "on", "1")
 _FALSE = ("n", "no", "f", "false", "off", "0")
@@ -41,6 +43,7 @@ class IpuConfig:
     num_devices: int = 1
     visible_devices: Optional[Tuple[int, ...]] = None
     executable_cache_path: Optional[str] = None
+    host_threads: int = 0  # 0: the emulator's default, min(hardware threads, 8)
     # field -> the flag that set it ("TF_POPLAR_FLAGS --ipu_model_tiles=8"), for error messages
     sources: Mapping[str, str] = dataclasses.field(default_factory=dict, compare=False)
 
@@ -84,6 +87,13 @@ def parse_version(value: Any, where: str) -> str:
     if not text.isalnum():
         raise ValueError(f"{where}: expected an IPU version name such as ipu2, got {value!r}")
     return text
+
+
+def parse_host_threads(value: Any, where: str) -> int:
+    number = _parse_int(value, where)
+    if not 1 <= number <= MAX_HOST_THREADS:
+        raise ValueError(f"{where}: host threads must be 1..{MAX_HOST_THREADS}, got {number}")
+    return number
 
 
 def parse_visible_devices(value: Any, where: str) -> Optional[Tuple[int, ...]]:
@@ -184,6 +194,14 @@ def read(jax_options: Optional[Mapping[str, Any]] = None, environ: Optional[Mapp
         for field, (value, where) in parse_tf_poplar_flags(poplar_flags).items():
             fields[field] = value
             sources[field] = where
+
+    # Read by the emulator itself from the environment when it first runs a program; checked here so that a typo
+    # fails when the backend is created, naming the flag.
+    host_threads = env.get("JAX_IPU_HOST_THREADS", "")
+    if host_threads.strip():
+        where = f"JAX_IPU_HOST_THREADS={host_threads}"
+        fields["host_threads"] = parse_host_threads(host_threads, where)
+        sources["host_threads"] = where
 
     for option, (field, parse) in JAX_OPTIONS.items():
         env_value = env.get(option.upper())

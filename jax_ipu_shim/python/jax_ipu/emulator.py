@@ -4,7 +4,13 @@ This module does not import jax: it is what the emulator's unit tests and tools 
 
     exe = compile(program_dict_or_json, version="ipu2", num_tiles=0)
     outputs = exe.run(x, y)          # numpy arrays in the program's parameter order
+    exe.run(x, y, out=[x])           # results written into given arrays (an input's: updated in place)
     exe.info, exe.last_profile       # memory / cycle estimates, profile of the last run
+
+``exe.info`` has the device, inputs and outputs, tile memory, the static cycle estimate, ``host`` (the run's
+host arena: ``arena_bytes``, ``peak_live_bytes`` of intermediate values live at once, ``intermediate_bytes`` of
+all of them) and ``steps``, the static per-step table (one execution of every program step). ``last_profile``
+has the totals of the last run and its ``steps``: each step that ran, with its executions and cycles.
 
 ``Program`` builds program documents (the "jax-ipu-program" v1 format) for tests and tools.
 """
@@ -106,7 +112,12 @@ class Executable:
             (NUMPY_DTYPES[t["dtype"]], tuple(t["shape"])) for t in self.info["outputs"]
         ]
 
-    def run(self, *args: Any) -> List[np.ndarray]:
+    def run(self, *args: Any, out: Optional[Sequence[np.ndarray]] = None) -> List[np.ndarray]:
+        """Runs the program on numpy arrays and returns its results.
+
+        ``out``: C-contiguous arrays of the results' dtypes and shapes to write the results into (one per result);
+        an input array given here is updated in place, as a donated buffer is.
+        """
         if self._handle is None:
             raise EmulatorError("INVALID_ARGUMENT: the executable has been destroyed")
         if len(args) != len(self.input_types):
@@ -118,7 +129,18 @@ class Executable:
             if a.shape != shape:
                 raise EmulatorError(f"INVALID_ARGUMENT: input {i} has shape {a.shape}, expected {shape}")
             inputs.append(a)
-        outputs = [np.empty(shape, dtype=dtype) for dtype, shape in self.output_types]
+        if out is None:
+            outputs = [np.empty(shape, dtype=dtype) for dtype, shape in self.output_types]
+        else:
+            outputs = list(out)
+            if len(outputs) != len(self.output_types):
+                raise EmulatorError(
+                    f"INVALID_ARGUMENT: out has {len(outputs)} arrays, the program has {len(self.output_types)} results")
+            for j, (o, (dtype, shape)) in enumerate(zip(outputs, self.output_types)):
+                if not isinstance(o, np.ndarray) or o.dtype != dtype or o.shape != shape or \
+                        not o.flags.c_contiguous or not o.flags.writeable:
+                    raise EmulatorError(f"INVALID_ARGUMENT: out[{j}] must be a writable C-contiguous {dtype} array "
+                                        f"of shape {shape}")
         in_ptrs = (ctypes.c_void_p * max(1, len(inputs)))(*[a.ctypes.data for a in inputs])
         out_ptrs = (ctypes.c_void_p * max(1, len(outputs)))(*[o.ctypes.data for o in outputs])
         error = ctypes.c_void_p()

@@ -1,4 +1,9 @@
 // Cycle and memory cost figures: per-vertex estimates in the shape of poplibs' cycle estimators.
+//
+// Every figure says where it comes from: "ipu-model.md" (/work/shared/docs: published figures and the shapes of
+// poplibs' estimators), "derived" (arithmetic on those), or "calibrated" (unpublished: chosen to be plausible and
+// to keep estimates consistent across ops; change them freely). Link, host-link and inter-IPU sync figures are
+// per chip and live in device.cc with the rest of the hardware table.
 #pragma once
 
 #include <cstdint>
@@ -9,31 +14,74 @@
 namespace ipu {
 namespace cost {
 
-// Calibrated assumptions (unpublished figures; see docs/ipu-model.md for the published ones).
-constexpr uint64_t kSyncCycles = 100;            // one on-chip sync; poplibs models only inter-IPU sync (15 ns/hop)
-constexpr uint64_t kSupervisorCycles = 50;       // per vertex: launching the workers of a multi-vertex
-constexpr uint64_t kControlCycles = 30;          // reading a predicate / index for RepeatWhileTrue and Switch
-constexpr int64_t kVertexStateBytes = 32;        // per vertex: pointers to its operand regions and sizes
-constexpr int64_t kCodeletCodeBytes = 384;       // per codelet type present on a tile (poplibs codelets: a few 100 B)
+// Calibrated: one on-chip sync. Not published; poplibs models only the inter-IPU sync (15 ns per hop, x2,
+// DeviceDescription::interIpuSyncCycles).
+constexpr uint64_t kSyncCycles = 100;
+// ipu-model.md: a supervisor overhead of roughly 10-50 cycles per vertex (launching the workers of a multi-vertex);
+// we take the top of that range.
+constexpr uint64_t kSupervisorCycles = 50;
+// Calibrated: reading the predicate / index of a RepeatWhileTrue or Switch on the supervisor (the broadcast to
+// every tile is a sync, charged as kSyncCycles).
+constexpr uint64_t kControlCycles = 30;
+// Calibrated: vertex state per vertex (pointers to its operand regions and their sizes).
+constexpr int64_t kVertexStateBytes = 32;
+// Calibrated: code of each codelet type present on a tile (poplibs codelets are a few hundred bytes).
+constexpr int64_t kCodeletCodeBytes = 384;
 
-// Cycles of one tile running an elementwise op (unary, binary, compare, select, clamp, convert, copy) over
-// `elements` outputs of type `dtype` spread over the tile's workers: 6 x slowest worker + supervisor.
+// ipu-model.md (poplibs elementwise estimators): cycles of one tile running an elementwise op (unary, binary,
+// compare, select, clamp, convert, copy) over `elements` outputs of type `dtype` spread over the tile's workers:
+// 6 x the slowest worker (fixed + per 64-bit vector) + supervisor. Per-op figures are marked (doc) or calibrated
+// in cost_model.cc.
 uint64_t elementwise(OpKind kind, DType dtype, int64_t elements, int workers);
 // The cycles per element that elementwise() charges for an op (its per-vector figure over the vector width): what
-// one instruction of a scalar reduce body costs per element.
+// one instruction of a scalar reduce body or sort comparator costs per element.
 double elementwisePerElement(OpKind kind, DType dtype);
-// A copy of `bytes` bytes on one tile (shape ops: the rearrangement after the exchange).
+// Derived (ipu-model.md: one 64-bit vector op per worker per cycle): a copy of `bytes` bytes on one tile, one 64-bit
+// load/store per worker per cycle, 20 cycles fixed per worker (calibrated). Shape ops' rearrangement after the
+// exchange, Copy programs.
 uint64_t copy(int64_t bytes, int workers);
-// Reducing `inputs` elements into `outputs` accumulators on one tile.
+// ipu-model.md (accumulators 4 wide in f32, 8 in f16; one vector per cycle); integers 2 cycles per element and
+// 2 cycles per output stored (calibrated): reducing `inputs` elements into `outputs` accumulators on one tile.
 uint64_t reduce(DType dtype, int64_t inputs, int64_t outputs, int workers);
-// Reducing `inputs` elements into `outputs` accumulators on one tile with a general (interpreted) body that costs
-// `body_cycles` per element combined: scalar code, one element per step.
+// Calibrated (scalar code, one element per step): reducing `inputs` elements into `outputs` accumulators on one
+// tile with a general (interpreted) body that costs `body_cycles` per element combined.
 uint64_t reduceBody(double body_cycles, int64_t inputs, int64_t outputs, int workers);
-// A matmul on one tile: `outputs` output positions with `depth` MACs each, on the AMP for f16/f32.
+// ipu-model.md (matmul is a 1x1 convolution on the AMP: 64 MAC/cycle/tile in f16, 16 in f32, derived from the
+// peaks; per worker ~40 cycles + 4 (f16) or 8 (f32) per output position): a matmul on one tile of `outputs` output
+// positions with `depth` MACs each. Integers have no AMP path (calibrated: one MAC per worker every 2 cycles).
 uint64_t matmul(DType dtype, int64_t outputs, int64_t depth, int workers);
+// ipu-model.md: exchange cycles = ceil(bytes / bytes-per-cycle) for one tile receiving `bytes`.
 uint64_t exchange(int64_t bytes, double bytes_per_cycle);
-// Floating-point operations an elementwise op performs per element (for the FLOP count).
+// Floating-point operations an elementwise op performs per element, for the FLOP count (XLA's convention: one per
+// arithmetic op; data movement and bit operations count none).
 double flopsPerElement(OpKind kind);
+
+// ---- Sort and top_k (poplibs shape: popops sorts each slice on one tile; a slice too big for a tile is sorted
+// across tiles as a distributed bitonic sort). A merge or bitonic sort of m elements is ~m ceil(log2 m)
+// compare-exchange steps; the exchanges (slices gathered onto their tiles, partner blocks swapped) are costed by the
+// supersteps that carry them, like any exchange.
+
+// Calibrated: cycles of one compare-exchange step: the comparator (`comparator_cycles`, the cost of its scalar
+// program), loading the 2 elements compared of each of `operands` operands, and 4 cycles of loop and swap.
+double sortCompareCycles(double comparator_cycles, int operands);
+// One worker sorting one slice of `n` elements: n ceil(log2 n) compare-exchange steps, then permuting the operands
+// (2 cycles per element and operand: a load and a store).
+double sortSliceCycles(int64_t n, double compare_cycles, int operands);
+// One tile sorting `slices` whole slices of `n` elements, the slices shared among its workers (6 x the busiest
+// worker + supervisor; 30 cycles fixed per worker, calibrated).
+uint64_t sortSlices(int64_t slices, int64_t n, double compare_cycles, int operands, int workers);
+// Distributed sort, first superstep: one tile sorting its block of `elements` (each worker sorts 1/workers of it,
+// then the block is merged: ceil(log2 6) = 3 passes of compare-exchanges over the block).
+uint64_t sortBlock(int64_t elements, double compare_cycles, int operands, int workers);
+// Distributed sort, one merge round: a tile compares its block of `elements` with its partner's and keeps half.
+uint64_t sortMergeRound(int64_t elements, double compare_cycles, int workers);
+// Merge rounds of a bitonic sort over `tiles` blocks: log2(P) (log2(P) + 1) / 2, P rounded up to a power of 2.
+int64_t bitonicMergeRounds(int tiles);
+// top_k, one slice of `n`: keeping the best k in a heap, ~n (6 ceil(log2(k+1)) + 4) cycles (calibrated: a compare,
+// a load and a sift of ceil(log2(k+1)) levels at ~6 cycles each).
+double topKSliceCycles(int64_t n, int64_t k);
+// One tile running top_k over `slices` whole slices, shared among its workers.
+uint64_t topK(int64_t slices, int64_t n, int64_t k, int workers);
 
 }  // namespace cost
 }  // namespace ipu

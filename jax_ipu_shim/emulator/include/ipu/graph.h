@@ -13,13 +13,17 @@
 
 namespace ipu {
 
-// The storage of one run: where every slot's data is, plus per-kernel scratch. One per run() call.
+// The storage of one run: where every slot's data is, plus kernel scratch. One per run() call.
 struct RunState {
   std::vector<uint8_t*> ptr;               // slot -> data
   std::unique_ptr<uint8_t[]> arena;        // backing store of the arena slots
-  std::vector<std::vector<uint8_t>> scratch;  // per-kernel scratch buffers (indexed by a kernel's scratch id)
+  // Kernel scratch buffers, indexed by a kernel's scratch id. A scratch buffer holds something only while its
+  // node runs: ids are reused by every op (see Lowerer::newScratch), so that scratch does not grow per op.
+  std::vector<std::vector<uint8_t>> scratch;
   std::vector<int64_t> dynamic;            // per-kernel run-time integers (dynamic slice offsets)
   const RunOptions* options = nullptr;     // replica, replica group, host streams and callbacks of this run
+  // Totals, and while running the counters of every step indexed by Node::id (the executable keeps the steps
+  // that ran, with their names, when the run ends).
   RunProfile profile;
 
   template <class T>
@@ -72,6 +76,8 @@ const char* nodeKindName(NodeKind kind);  // "Sequence", "Execute", ...
 struct Node {
   NodeKind kind = NodeKind::Sequence;
   std::string name;
+  std::string loc;  // source location of the op it was lowered from ("model.py:12"; may be empty)
+  int id = -1;      // step id: program order (depth first) among the steps; -1 for Sequences and empty Copies
   std::vector<std::unique_ptr<Node>> children;  // Sequence: steps; RepeatWhileTrue: {cond, body}; Switch: branches
   std::unique_ptr<Kernel> kernel;               // Execute, StreamCopy, HostCall
   std::vector<Superstep> supersteps;            // Execute
@@ -89,7 +95,7 @@ struct Slot {
   TileMapping mapping;
   Storage storage = Storage::Arena;
   int index = 0;      // Param: parameter number; Constant: index into Graph::constants
-  size_t offset = 0;  // Arena: byte offset
+  size_t offset = 0;  // Arena: byte offset, assigned after lowering from the slot's live range (layoutArena)
   int64_t def = -1;   // first program step that writes it
   int64_t last_use = -1;
   bool always_live = false;
@@ -109,10 +115,12 @@ struct Graph {
   std::vector<int64_t> vertex_bytes;               // per tile: vertex state (permanent in Poplar)
   std::vector<std::set<int>> codelets;             // per tile: codelet types used
   std::vector<std::string> codelet_names;
-  size_t arena_bytes = 0;
+  size_t arena_bytes = 0;       // host bytes of a run's arena: slots whose live ranges overlap never share bytes
+  size_t peak_live_bytes = 0;   // the most arena bytes live at any one step (what arena_bytes is bounded by)
   int num_scratch = 0;
   int num_dynamic = 0;
   std::unique_ptr<Node> root;
+  std::vector<const Node*> step_nodes;  // Node::id -> node
   std::vector<int> param_slots;
   std::vector<int> result_slots;
   std::vector<TensorType> result_types;  // as declared (a reshaped result shares its operand's slot)

@@ -1,6 +1,7 @@
 // Lowering of a parsed program onto a device's tiles: slots, supersteps and the program tree.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <string>
@@ -40,10 +41,15 @@ class Lowerer {
   // ---- used by the family lowerings ----
   const DeviceDescription& device() const { return device_; }
   Graph& graph() { return *graph_; }
-  int newSlot(const TensorType& type);                 // linear mapping
+  int newSlot(const TensorType& type);                 // linear mapping; its arena offset is set after lowering
   int newSlotLike(const TensorType& type, int like);   // the mapping of `like` when it has as many elements
   int newConstant(const TensorType& type, std::vector<uint8_t> bytes);
-  int newScratch() { return graph_->num_scratch++; }
+  // A kernel scratch buffer. Scratch holds something only while its node runs, so every op numbers its scratch from
+  // 0 again: a run has as many scratch buffers as the op that needs the most, not one per op.
+  int newScratch() {
+    graph_->num_scratch = std::max(graph_->num_scratch, op_scratch_ + 1);
+    return op_scratch_++;
+  }
   int newDynamic(int count) { int i = graph_->num_dynamic; graph_->num_dynamic += count; return i; }
 
   // Per-tile bytes each tile of `work` receives to read operand `slot` at the same element indices.
@@ -75,6 +81,7 @@ class Lowerer {
 
  private:
   void lowerOp(const Op& op, Env* env, Node* seq);
+  void numberSteps(Node* node);
   std::vector<int> lowerFamily(OpContext& ctx, Env* env);
 
   // Family lowerings (one file each).
@@ -94,6 +101,7 @@ class Lowerer {
   Graph* graph_;
   StepRecord pending_;  // transient bytes of the step being built
   std::vector<std::string> call_stack_;
+  int op_scratch_ = 0;  // scratch ids the op being lowered has taken
 };
 
 }  // namespace ipu

@@ -1,16 +1,29 @@
-// Per-tile memory accounting of a lowered program.
+// Memory of a lowered program: per-tile accounting (the IPU Model's report) and the host arena of a run.
 #pragma once
+
+#include <utility>
 
 #include "ipu/graph.h"
 
 namespace ipu {
 
+// The program steps [first, last] during which a slot's storage must be kept: from its definition to its last use,
+// extended to the end of each loop that reads it but does not define it (the next iteration reads it again).
+// Loop-carried values are defined by the loop's init copy, so they live over the whole loop. `first` is -1 for a
+// slot defined before the program (params).
+std::pair<int64_t, int64_t> liveRange(const Graph& graph, const Slot& slot);
+
 // Bytes per tile at the program's peak: always-live tensors (params, results, constants) + tensors live at each
-// step (from definition to last use; values read inside a loop stay live to the loop's end) + that step's exchange
-// receive buffers + vertex state + code of each codelet type on the tile.
+// step (their liveRange) + that step's exchange receive buffers + vertex state + code of each codelet type on the
+// tile.
 MemoryReport computeMemory(const Graph& graph);
 
 // Throws Error(ResourceExhausted) in Poplar's words when a tile is over its memory.
 void checkMemory(const MemoryReport& report, const DeviceDescription& device);
+
+// Places the arena slots in a run's host arena: two slots share bytes only if their live ranges do not overlap
+// (results live to the end of the program). Greedy by size, first fit over the offsets free during a slot's range.
+// Sets Slot::offset, Graph::arena_bytes and Graph::peak_live_bytes.
+void layoutArena(Graph* graph);
 
 }  // namespace ipu

@@ -1,0 +1,93 @@
+"""The per-step trace of a jitted function: which ops and source lines the cycles went to."""
+
+from __future__ import annotations
+
+import inspect
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import jax_ipu
+from jax_ipu import runtime
+
+TRIPS = 5
+
+
+def model(a, b):
+    c = a @ b  # trace: matmul
+    d = c + 1.0  # trace: add
+
+    def body(i, x):
+        return x * 0.5 - i  # trace: loop body
+
+    return jax.lax.fori_loop(0, TRIPS, body, d)  # trace: loop
+
+
+def line_of(marker: str) -> str:
+    lines, first = inspect.getsourcelines(model)
+    (offset,) = [i for i, text in enumerate(lines) if f"# trace: {marker}" in text]
+    return f"{__file__.rsplit('/', 1)[-1]}:{first + offset}"
+
+
+def run_model():
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(64, 32)).astype(np.float32)
+    b = rng.normal(size=(32, 48)).astype(np.float32)
+    out = jax.jit(model, backend="ipu")(a, b)
+    expected = jax.jit(model, backend="cpu")(a, b)
+    np.testing.assert_allclose(np.asarray(out), np.asarray(expected), rtol=1e-5, atol=1e-5)
+    return jax_ipu.last_execution()
+
+
+def test_steps_name_the_ops_and_lines_they_came_from():
+    profile = run_model()
+    steps = profile["steps"]
+    at = {}
+    for s in steps:
+        at.setdefault((s["name"], s["loc"]), []).append(s)
+    (matmul,) = at[("stablehlo.dot_general", line_of("matmul"))]
+    assert matmul["type"] == "Execute" and matmul["executions"] == 1 and matmul["compute_cycles"] > 0
+    (add,) = at[("stablehlo.add", line_of("add"))]
+    assert add["executions"] == 1
+    # The loop body's ops ran once per iteration; its cond and the decision once more.
+    body = [s for s in steps if s["loc"] == line_of("loop body")]
+    assert {s["name"] for s in body} >= {"stablehlo.multiply", "stablehlo.subtract"}
+    assert all(s["executions"] == TRIPS for s in body if s["type"] == "Execute")
+    (decision,) = [s for s in steps if s["type"] == "RepeatWhileTrue"]
+    assert decision["executions"] == TRIPS + 1
+    assert decision["name"] == "stablehlo.while"
+    # Program order: the matmul's step comes before the add's, which comes before the loop's.
+    assert matmul["id"] < add["id"] < decision["id"] < min(s["id"] for s in body)
+
+
+def test_steps_add_up_to_the_totals():
+    profile = run_model()
+    steps = profile["steps"]
+    assert len(steps) > 4
+    for key in ("compute_cycles", "exchange_cycles", "sync_cycles", "supersteps"):
+        assert sum(s[key] for s in steps) == profile[key], key
+    assert sum(s["cycles"] for s in steps) == profile["total_cycles"] > 0
+
+
+def test_format_trace_is_a_table_of_the_last_run():
+    profile = run_model()
+    text = runtime.format_trace()
+    assert text.splitlines()[0].startswith(f"{profile['program']}: {profile['total_cycles']} cycles")
+    assert any("stablehlo.dot_general" in line and line_of("matmul") in line for line in text.splitlines())
+    assert len(runtime.format_trace(top=3).splitlines()) == 5
+
+
+def test_a_switch_traces_the_branch_that_ran():
+    def pick(i, x):
+        return jax.lax.switch(i, [lambda v: v * 2.0, lambda v: jnp.sin(v)], x)
+
+    x = np.linspace(-1, 1, 16, dtype=np.float32)
+    f = jax.jit(pick, backend="ipu")
+    for branch in (0, 1):
+        np.testing.assert_allclose(np.asarray(f(branch, x)), np.asarray(pick(branch, x)), rtol=1e-6)
+        steps = jax_ipu.last_execution()["steps"]
+        assert [s["executions"] for s in steps if s["type"] == "Switch"] == [1]
+        names = {s["name"] for s in steps}
+        assert ("stablehlo.sine" in names) == (branch == 1)
+        assert ("stablehlo.multiply" in names) == (branch == 0)
