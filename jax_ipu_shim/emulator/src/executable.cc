@@ -6,6 +6,7 @@
 
 #include "ipu/dtype.h"
 #include "ipu/engine.h"
+#include "ipu/host_io.h"
 #include "ipu/json.h"
 #include "ipu/lowering.h"
 #include "ipu/memory.h"
@@ -85,6 +86,7 @@ class ExecutableImpl : public Executable {
     memory_ = computeMemory(graph_);
     checkMemory(memory_, device);
     totals_ = staticTotals(*graph_.root);
+    host_io_ = hostIOUse(*graph_.root);
   }
 
   const std::string& name() const override { return name_; }
@@ -127,6 +129,9 @@ class ExecutableImpl : public Executable {
   }
 
   const std::string& programJson() const override { return json_; }
+  bool hasInfeed() const override { return host_io_.infeed; }
+  bool hasOutfeed() const override { return host_io_.outfeed; }
+  bool hasHostCalls() const override { return host_io_.callbacks; }
 
   RunProfile run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
                  const RunOptions& options) const override {
@@ -206,6 +211,7 @@ class ExecutableImpl : public Executable {
   std::vector<std::pair<int, int>> aliases_;
   MemoryReport memory_;
   Totals totals_;
+  HostIOUse host_io_;
 };
 
 }  // namespace
