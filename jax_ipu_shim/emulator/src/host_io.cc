@@ -115,6 +115,9 @@ int64_t totalBytes(const std::vector<TensorType>& types) {
   return n;
 }
 
+// Poplar's host stream buffers hold at most 128 MB (ipu-model.md).
+constexpr int64_t kMaxStreamBytes = int64_t{128} << 20;
+
 void walk(const Node& node, HostIOUse* use) {
   const Kernel* k = node.kernel.get();
   if (k && dynamic_cast<const InfeedKernel*>(k)) use->infeed = true;
@@ -146,6 +149,13 @@ std::vector<int> Lowerer::lowerHostIO(OpContext& ctx) {
     for (const TensorType& t : types)
       if (!isToken(t.dtype)) invalid(ctx, std::string(what_values) + " must be tokens");
   };
+  auto checkStream = [&](int64_t bytes) {
+    if (bytes > kMaxStreamBytes)
+      throw Error(ErrorCode::ResourceExhausted,
+                  "Out of memory. Single stream of length " + std::to_string(bytes) + " in " + ctx.signature +
+                      ": a host stream buffer holds at most " + std::to_string(kMaxStreamBytes) +
+                      " bytes; feed smaller batches" + (op.loc.empty() ? "" : " (at " + op.loc + ")"));
+  };
   // A StreamCopy or HostCall step: uses the operands, defines `results`, costs `cycles` over the host link.
   auto emit = [&](NodeKind kind, std::unique_ptr<Kernel> kernel, const std::vector<int>& results, uint64_t cycles) {
     Node* node = emitExecute(ctx, std::move(kernel), {}, results, 0);
@@ -175,6 +185,7 @@ std::vector<int> Lowerer::lowerHostIO(OpContext& ctx) {
       }
       std::vector<int> results = slots;
       results.push_back(newSlot(token_type));
+      checkStream(totalBytes(types));
       const uint64_t cycles = device().hostTransferCycles(totalBytes(types));
       emit(NodeKind::StreamCopy, std::make_unique<InfeedKernel>(what, program_.name, types, slots), results, cycles);
       return results;
@@ -189,6 +200,7 @@ std::vector<int> Lowerer::lowerHostIO(OpContext& ctx) {
       for (const TensorType& t : types)
         if (isToken(t.dtype)) invalid(ctx, "only the last operand may be a token");
       const int token = newSlot(token_type);
+      checkStream(totalBytes(types));
       const uint64_t cycles = device().hostTransferCycles(totalBytes(types));
       emit(NodeKind::StreamCopy, std::make_unique<OutfeedKernel>(what, program_.name, types, slots), {token}, cycles);
       return {token};
