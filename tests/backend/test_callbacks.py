@@ -3,8 +3,6 @@ jax.experimental.io_callback fire once per call, in order, inside loops too, wit
 
 from __future__ import annotations
 
-from functools import partial
-
 import jax
 import jax.numpy as jnp
 import numpy as np

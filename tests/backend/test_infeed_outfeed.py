@@ -138,7 +138,7 @@ def test_outfeed_read_on_another_thread(ipu):
     """A reader thread waits on the outfeed before the program runs; outfeed of a tuple of two dtypes."""
     @partial(jax.jit, backend="ipu")
     def f(x):
-        token = lax.outfeed(lax.create_token(), (x * 2, (x > 0).astype(jnp.int32)))
+        lax.outfeed(lax.create_token(), (x * 2, (x > 0).astype(jnp.int32)))
         return x + 1
 
     x = np.array([-1.0, 0.5, 3.0], np.float32)
