@@ -143,18 +143,13 @@ std::vector<int> Lowerer::lowerHostIO(OpContext& ctx) {
     if (isToken(t.dtype) && !t.shape.empty()) invalid(ctx, "a token has no shape");
   for (const TensorType& t : ctx.out_types)
     if (isToken(t.dtype) && !t.shape.empty()) invalid(ctx, "a token has no shape");
-  auto tokens_only = [&](const std::vector<TensorType>& types, size_t count, const char* what_values) {
-    if (count != static_cast<size_t>(-1) && types.size() != count)
-      invalid(ctx, std::string("takes ") + std::to_string(count) + " " + what_values);
+  auto all_tokens = [&](const std::vector<TensorType>& types, const std::string& which) {
     for (const TensorType& t : types)
-      if (!isToken(t.dtype)) invalid(ctx, std::string(what_values) + " must be tokens");
+      if (!isToken(t.dtype)) invalid(ctx, which + " must be tokens");
   };
-  auto checkStream = [&](int64_t bytes) {
-    if (bytes > kMaxStreamBytes)
-      throw Error(ErrorCode::ResourceExhausted,
-                  "Out of memory. Single stream of length " + std::to_string(bytes) + " in " + ctx.signature +
-                      ": a host stream buffer holds at most " + std::to_string(kMaxStreamBytes) +
-                      " bytes; feed smaller batches" + (op.loc.empty() ? "" : " (at " + op.loc + ")"));
+  auto token_result = [&] {
+    if (ctx.out_types.size() != 1) invalid(ctx, "the op has one result, a token");
+    all_tokens(ctx.out_types, "its result");
   };
   // A StreamCopy or HostCall step: uses the operands, defines `results`, costs `cycles` over the host link.
   auto emit = [&](NodeKind kind, std::unique_ptr<Kernel> kernel, const std::vector<int>& results, uint64_t cycles) {
@@ -162,47 +157,50 @@ std::vector<int> Lowerer::lowerHostIO(OpContext& ctx) {
     node->kind = kind;
     node->cost.exchange = cycles;
   };
+  // A StreamCopy of `data` (the values without the token), which one host stream buffer must hold.
+  auto stream_copy = [&](std::unique_ptr<Kernel> kernel, const std::vector<TensorType>& data,
+                         const std::vector<int>& results) {
+    for (const TensorType& t : data)
+      if (isToken(t.dtype)) invalid(ctx, "only the last value may be a token");
+    const int64_t bytes = totalBytes(data);
+    if (bytes > kMaxStreamBytes)
+      throw Error(ErrorCode::ResourceExhausted,
+                  "Out of memory. Single stream of length " + std::to_string(bytes) + " in " + ctx.signature +
+                      ": a host stream buffer holds at most " + std::to_string(kMaxStreamBytes) +
+                      " bytes; feed smaller batches" + (op.loc.empty() ? "" : " (at " + op.loc + ")"));
+    emit(NodeKind::StreamCopy, std::move(kernel), results, device().hostTransferCycles(bytes));
+  };
 
   switch (ctx.info->kind) {
     case OpKind::CreateToken:
-      tokens_only(ctx.out_types, 1, "results");
+      token_result();
       return {newSlot(token_type)};
 
     case OpKind::AfterAll:
-      tokens_only(ctx.in_types, static_cast<size_t>(-1), "operands");
-      tokens_only(ctx.out_types, 1, "results");
+      all_tokens(ctx.in_types, "its operands");
+      token_result();
       return {newSlot(token_type)};
 
     case OpKind::Infeed: {
       // (token) -> (data..., token)
-      tokens_only(ctx.in_types, 1, "operands");
+      all_tokens(ctx.in_types, "its operand");
       if (ctx.out_types.empty() || !isToken(ctx.out_types.back().dtype)) invalid(ctx, "the last result must be a token");
-      std::vector<TensorType> types(ctx.out_types.begin(), ctx.out_types.end() - 1);
-      std::vector<int> slots;
-      for (const TensorType& t : types) {
-        if (isToken(t.dtype)) invalid(ctx, "only the last result may be a token");
-        slots.push_back(newSlot(t));
-      }
-      std::vector<int> results = slots;
-      results.push_back(newSlot(token_type));
-      checkStream(totalBytes(types));
-      const uint64_t cycles = device().hostTransferCycles(totalBytes(types));
-      emit(NodeKind::StreamCopy, std::make_unique<InfeedKernel>(what, program_.name, types, slots), results, cycles);
+      std::vector<TensorType> data(ctx.out_types.begin(), ctx.out_types.end() - 1);
+      std::vector<int> slots, results;
+      for (const TensorType& t : ctx.out_types) results.push_back(newSlot(t));
+      slots.assign(results.begin(), results.end() - 1);
+      stream_copy(std::make_unique<InfeedKernel>(what, program_.name, data, slots), data, results);
       return results;
     }
 
     case OpKind::Outfeed: {
       // (data..., token) -> token
       if (ctx.in_types.empty() || !isToken(ctx.in_types.back().dtype)) invalid(ctx, "the last operand must be a token");
-      tokens_only(ctx.out_types, 1, "results");
-      std::vector<TensorType> types(ctx.in_types.begin(), ctx.in_types.end() - 1);
+      token_result();
+      std::vector<TensorType> data(ctx.in_types.begin(), ctx.in_types.end() - 1);
       std::vector<int> slots(ctx.in.begin(), ctx.in.end() - 1);
-      for (const TensorType& t : types)
-        if (isToken(t.dtype)) invalid(ctx, "only the last operand may be a token");
       const int token = newSlot(token_type);
-      checkStream(totalBytes(types));
-      const uint64_t cycles = device().hostTransferCycles(totalBytes(types));
-      emit(NodeKind::StreamCopy, std::make_unique<OutfeedKernel>(what, program_.name, types, slots), {token}, cycles);
+      stream_copy(std::make_unique<OutfeedKernel>(what, program_.name, data, slots), data, {token});
       return {token};
     }
 
