@@ -195,6 +195,26 @@ def test_fori_loop_of_two_infeeds_and_an_outfeed(ipu):
     assert int(total) == sum(int(b) for _, b in feeds)
 
 
+def test_a_program_waiting_on_an_empty_infeed_keeps_waiting(ipu):
+    """As on an IPU: no error and no result until something is fed, then the right result."""
+    @partial(jax.jit, backend="ipu")
+    def f(x):
+        y, _ = lax.infeed(lax.create_token(), shape=ShapedArray((4,), jnp.float32))
+        return x * y
+
+    x = np.arange(4, dtype=np.float32)
+    results = []
+    waiter = threading.Thread(target=lambda: results.append(np.asarray(f(x))))
+    waiter.start()
+    waiter.join(timeout=1.5)
+    assert waiter.is_alive() and not results, "the program did not wait for its infeed"
+    y = np.full(4, 3, np.float32)
+    ipu.transfer_to_infeed(y)
+    waiter.join(timeout=60)
+    assert not waiter.is_alive()
+    np.testing.assert_array_equal(results[0], x * y)
+
+
 def test_tokens_through_cond_and_after_all(ipu):
     @partial(jax.jit, backend="ipu")
     def f(x):
