@@ -98,6 +98,7 @@ PJRT_Buffer_Type FromIpuDType(ipu::DType dtype) {
     case ipu::DType::F32: return PJRT_Buffer_Type_F32;
     case ipu::DType::I32: return PJRT_Buffer_Type_S32;
     case ipu::DType::U32: return PJRT_Buffer_Type_U32;
+    case ipu::DType::Token: break;  // tokens never leave a program: jax passes bool[0] dummies instead
   }
   return PJRT_Buffer_Type_INVALID;
 }

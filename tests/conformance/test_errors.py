@@ -39,9 +39,17 @@ def test_unsupported_dtype_names_the_dtype(dtype, name):
         compile_on_ipu(lambda x, y: x + y, jnp.ones(3, dtype), jnp.ones(3, dtype))
 
 
-def test_tokens_are_refused_by_the_front_end():
-    with pytest.raises(RuntimeError, match=r"stablehlo\.create_token.*not supported on the ipu backend"):
-        compile_on_ipu(lambda x: (lax.outfeed(lax.create_token(), x), x + 1)[1], np.ones(3, np.float32))
+def test_custom_calls_other_than_host_callbacks_are_refused():
+    # jax's cpu callback custom call (a tuple result and an XLA descriptor) means nothing to the ipu.
+    from jax_ipu.compiler import CompileError, compile_to_program
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        module = jax.jit(lambda x: jax.pure_callback(np.sin, jax.ShapeDtypeStruct((3,), np.float32), x),
+                         backend="cpu").lower(np.ones(3, np.float32)).compiler_ir("stablehlo")
+
+    with pytest.raises(CompileError, match=r"stablehlo\.custom_call.*tuple<tensor<3xf32>>"):
+        compile_to_program(str(module).encode())
 
 
 def test_the_process_survives_errors():

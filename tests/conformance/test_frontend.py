@@ -363,13 +363,40 @@ def test_chlo_ops_keep_their_dialect_in_mlir():
     assert erf_inv["mlir"] == "chlo.erf_inv"
 
 
-def test_tokens_are_refused_naming_the_op():
-    message = r"stablehlo\.create_token .*!stablehlo\.token.* not supported on the ipu backend"
-    with pytest.raises(CompileError, match=message):
+def test_tokens_infeed_and_outfeed():
+    prog = from_text("""
+      func.func public @main(%a: tensor<f32>) -> tensor<f32> {
+        %t = stablehlo.create_token : !stablehlo.token
+        %u = stablehlo.after_all %t, %t : !stablehlo.token
+        %x:2 = "stablehlo.infeed"(%u) {infeed_config = "", layout = [[1, 0]]} : (!stablehlo.token) -> (tensor<3x4xf32>, !stablehlo.token)
+        %o = "stablehlo.outfeed"(%x#0, %x#1) {outfeed_config = ""} : (tensor<3x4xf32>, !stablehlo.token) -> !stablehlo.token
+        return %a : tensor<f32>
+      }""")
+    create, after, infeed, outfeed = function(prog)["body"]
+    assert create["results"] == [{"id": 1, "dtype": "token", "shape": []}]
+    assert after["operands"] == [1, 1] and after["results"][0]["dtype"] == "token"
+    assert infeed["op"] == "infeed" and infeed["attrs"] == {"infeed_config": ""}  # layout left out
+    assert [r["dtype"] for r in infeed["results"]] == ["f32", "token"] and infeed["results"][0]["shape"] == [3, 4]
+    assert outfeed["operands"] == [infeed["results"][0]["id"], infeed["results"][1]["id"]]
+
+
+def test_host_callback_custom_call_keeps_its_target_and_id():
+    prog = from_text("""
+      func.func public @main(%a: tensor<2xf32>) -> tensor<2xf32> {
+        %t = stablehlo.create_token : !stablehlo.token
+        %r:2 = stablehlo.custom_call @jax_ipu_host_callback(%t, %a) {api_version = 2 : i32, backend_config = "42", has_side_effect = true} : (!stablehlo.token, tensor<2xf32>) -> (!stablehlo.token, tensor<2xf32>)
+        return %r#1 : tensor<2xf32>
+      }""")
+    call = function(prog)["body"][1]
+    assert call["attrs"] == {"call_target_name": "jax_ipu_host_callback", "backend_config": "42", "has_side_effect": True}
+    assert [r["dtype"] for r in call["results"]] == ["token", "f32"]
+
+
+def test_tokens_in_the_entry_signature_are_refused():
+    with pytest.raises(CompileError, match=r"`main` takes or returns a !stablehlo\.token"):
         from_text("""
-          func.func public @main(%a: tensor<f32>) -> tensor<f32> {
-            %t = stablehlo.create_token : !stablehlo.token
-            return %a : tensor<f32>
+          func.func public @main(%t: !stablehlo.token) -> !stablehlo.token {
+            return %t : !stablehlo.token
           }""")
 
 

@@ -13,6 +13,7 @@ size_t dtypeSize(DType dtype) {
     case DType::F32:
     case DType::I32:
     case DType::U32: return 4;
+    case DType::Token: return 0;
   }
   return 4;
 }
@@ -24,6 +25,7 @@ const char* dtypeName(DType dtype) {
     case DType::F32: return "f32";
     case DType::I32: return "i32";
     case DType::U32: return "u32";
+    case DType::Token: return "token";
   }
   return "?";
 }
@@ -46,7 +48,8 @@ std::string TensorType::str() const { return mlirTensorType(dtypeName(dtype), sh
 
 bool parseDType(const std::string& name, DType* out) {
   static const struct { const char* name; DType dtype; } kTypes[] = {
-      {"bool", DType::Bool}, {"f16", DType::F16}, {"f32", DType::F32}, {"i32", DType::I32}, {"u32", DType::U32}};
+      {"bool", DType::Bool}, {"f16", DType::F16}, {"f32", DType::F32}, {"i32", DType::I32}, {"u32", DType::U32},
+      {"token", DType::Token}};
   for (const auto& t : kTypes) {
     if (name == t.name) {
       *out = t.dtype;
@@ -96,6 +99,7 @@ std::string mlirElementName(const std::string& name) {
 }
 
 std::string mlirTensorType(const std::string& dtype_name, const std::vector<int64_t>& shape) {
+  if (dtype_name == "token") return "!stablehlo.token";
   std::string s = "tensor<";
   for (int64_t d : shape) s += std::to_string(d) + "x";
   return s + mlirElementName(dtype_name) + ">";

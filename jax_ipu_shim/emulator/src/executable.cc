@@ -8,6 +8,7 @@
 
 #include "ipu/dtype.h"
 #include "ipu/engine.h"
+#include "ipu/host_io.h"
 #include "ipu/json.h"
 #include "ipu/lowering.h"
 #include "ipu/memory.h"
@@ -110,6 +111,7 @@ class ExecutableImpl : public Executable {
     for (int slot : graph_.result_slots)
       for (size_t i = 0; i < graph_.param_slots.size(); ++i)
         if (graph_.param_slots[i] == slot) param_last_[i] = after_all;
+    host_io_ = hostIOUse(*graph_.root);
   }
 
   const std::string& name() const override { return name_; }
@@ -171,6 +173,9 @@ class ExecutableImpl : public Executable {
   }
 
   const std::string& programJson() const override { return json_; }
+  bool hasInfeed() const override { return host_io_.infeed; }
+  bool hasOutfeed() const override { return host_io_.outfeed; }
+  bool hasHostCalls() const override { return host_io_.callbacks; }
 
   RunProfile run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
                  const RunOptions& options) const override {
@@ -310,6 +315,7 @@ class ExecutableImpl : public Executable {
   MemoryReport memory_;
   Totals totals_;
   std::vector<int64_t> param_last_;  // per input: the last step that reads it (past the end if it is a result)
+  HostIOUse host_io_;
 };
 
 }  // namespace

@@ -96,6 +96,12 @@ const OpInfo kOps[] = {
     {"case", K::Case, Fam::Control, ALL, R::None, 1, 1},
     {"sort", K::Sort, Fam::Sort, ALL, R::Operand0, 1, -1},
     {"top_k", K::TopK, Fam::Sort, ALL, R::Operand0, 1, 1},
+    // Host I/O (host_io.cc): tokens order them; their operands and results may be of any type.
+    {"create_token", K::CreateToken, Fam::HostIO, ALL, R::None, 0, 0},
+    {"after_all", K::AfterAll, Fam::HostIO, ALL, R::None, 0, -1},
+    {"infeed", K::Infeed, Fam::HostIO, ALL, R::None, 1, 1},
+    {"outfeed", K::Outfeed, Fam::HostIO, ALL, R::None, 1, -1},
+    {"custom_call", K::CustomCall, Fam::HostIO, ALL, R::None, 0, -1},
 };
 
 }  // namespace

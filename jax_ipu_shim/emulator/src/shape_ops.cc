@@ -503,6 +503,7 @@ std::vector<int> Lowerer::lowerShapeOp(OpContext& ctx) {
         case DType::F32: kernel = std::make_unique<IotaKernel<float>>(o, stride, size); break;
         case DType::I32: kernel = std::make_unique<IotaKernel<int32_t>>(o, stride, size); break;
         case DType::U32: kernel = std::make_unique<IotaKernel<uint32_t>>(o, stride, size); break;
+        case DType::Token: unimplemented(ctx, "tokens are not computed on");
       }
       break;
     }

@@ -42,6 +42,7 @@ def initialize() -> None:
         PLATFORM, _make_client, priority=PRIORITY, fail_quietly=False, experimental=True
     )
     _add_device_properties()
+    _add_host_streams()
 
 
 def _define_jax_options() -> None:
@@ -69,6 +70,7 @@ def _make_client():
     config = ipu_config.read(jax_options=_jax_option_values())
     _check_device(config)
     _register_compiler(_native.load())
+    _add_host_callbacks(_native.load())
     if not xla_client.pjrt_plugin_loaded(PLATFORM):
         xla_client.load_pjrt_plugin_dynamically(PLATFORM, _native.library_path())
     return xla_client.make_c_api_client(PLATFORM, config.client_options())
@@ -171,3 +173,21 @@ def _add_device_properties() -> None:
     except (AttributeError, TypeError) as e:  # pragma: no cover - a jaxlib whose Device class is sealed
         logger.debug("ipu: could not refine device properties: %s", e)
 
+
+def _add_host_streams() -> None:
+    """``device.transfer_to_infeed`` / ``transfer_from_outfeed`` for ipu devices (jaxlib's raise UNIMPLEMENTED)."""
+    from jax_ipu import feeds
+
+    try:
+        feeds.install_device_methods()
+    except (AttributeError, TypeError) as e:  # pragma: no cover - a jaxlib whose Device class is sealed
+        logger.warning("ipu: could not add infeed/outfeed to jaxlib's Device: %s", e)
+
+
+def _add_host_callbacks(lib: ctypes.CDLL) -> None:
+    """jax.debug.print, pure_callback and io_callback on the ipu. Done when the backend is created, not in
+    initialize(): jax calls initialize() while it is still importing the modules this needs."""
+    from jax_ipu import callbacks
+
+    callbacks.install_lowering()
+    callbacks.install_runtime(lib)

@@ -17,7 +17,7 @@ using HalfStorage = uint16_t;
 uint16_t floatToHalf(float value);
 float halfToFloat(uint16_t bits);  // exact (table lookup)
 
-// Parses a program's dtype spelling. Returns false for spellings that are not one of the five IPU types.
+// Parses a program's dtype spelling. Returns false for spellings that are not one of the five IPU types or "token".
 bool parseDType(const std::string& name, DType* out);
 // True for every dtype spelling the program format knows, supported or not ("f64", "c64", ...).
 bool isKnownDTypeName(const std::string& name);
@@ -30,6 +30,7 @@ std::string mlirTensorType(const std::string& dtype_name, const std::vector<int6
 
 inline bool isFloat(DType d) { return d == DType::F16 || d == DType::F32; }
 inline bool isInteger(DType d) { return d == DType::I32 || d == DType::U32; }
+inline bool isToken(DType d) { return d == DType::Token; }
 
 int64_t shapeElements(const std::vector<int64_t>& shape);
 // Element strides of a dense row-major array of this shape.

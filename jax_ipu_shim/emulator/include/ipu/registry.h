@@ -22,10 +22,11 @@ enum class OpKind {
   DynamicUpdateSlice, Concatenate, Pad, DotGeneral, Reduce, Call, While, Case,
   Sort, TopK,
   Convolution,  // conv.cc
+  CreateToken, AfterAll, Infeed, Outfeed, CustomCall,  // host_io.cc
 };
 
 enum class OpFamily { Unary, Binary, Compare, Select, Clamp, Convert, Shape, Dot, Reduce, Control,
-                      Sort, Conv };
+                      Sort, Conv, HostIO };
 
 // Which value's element type the dtype set of an entry constrains.
 enum class TypeRole { Operand0, Operand1, Result0, None };

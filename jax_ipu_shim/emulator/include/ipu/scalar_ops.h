@@ -498,6 +498,7 @@ bool visitCompare(Direction d, const std::string& type, DType dt, V&& v) {
       if (type == "UNSIGNED") is_signed = false;
       return is_signed ? with(Tag<uint32_t>{}, SignedKey{}) : with(Tag<uint32_t>{}, IdentityKey<uint32_t>{});
     }
+    case DType::Token: return false;  // tokens are never computed on
   }
   return false;
 }
@@ -535,6 +536,7 @@ bool visitConvert(DType from, DType to, V&& v) {
       case DType::F32: v(ConvertOp<float, From>{}, from_tag, Tag<float>{}); break;
       case DType::I32: v(ConvertOp<int32_t, From>{}, from_tag, Tag<int32_t>{}); break;
       case DType::U32: v(ConvertOp<uint32_t, From>{}, from_tag, Tag<uint32_t>{}); break;
+      case DType::Token: return false;
     }
     return true;
   };
@@ -544,6 +546,7 @@ bool visitConvert(DType from, DType to, V&& v) {
     case DType::F32: return target(Tag<float>{});
     case DType::I32: return target(Tag<int32_t>{});
     case DType::U32: return target(Tag<uint32_t>{});
+    case DType::Token: return false;
   }
   return false;
 }

@@ -28,6 +28,10 @@ OP_ATTRS: Dict[str, Dict[str, Callable[[Any], Any]]] = {
     "sort": {"dimension": A.integer, "is_stable": A.boolean},
     "top_k": {"k": A.integer},
     "call": {"callee": A.symbol},
+    # infeed's `layout` (always major-to-minor from jax) is left out: the program's arrays are dense row-major.
+    "infeed": {"infeed_config": A.string},
+    "outfeed": {"outfeed_config": A.string},
+    "custom_call": {"call_target_name": A.string, "backend_config": A.string, "has_side_effect": A.boolean},
     "convolution": {"dimension_numbers": A.conv_dimension_numbers, "window_strides": A.int_list, "padding": A.padding_pairs,
                     "lhs_dilation": A.int_list, "rhs_dilation": A.int_list, "window_reversal": A.bool_list,
                     "feature_group_count": A.integer, "batch_group_count": A.integer},
@@ -45,7 +49,8 @@ BINARY = (
 ).split()
 OTHER = (
     "compare select clamp convert bitcast_convert constant iota broadcast_in_dim reshape transpose reverse slice dynamic_slice "
-    "dynamic_update_slice concatenate pad dot_general reduce call while case gather scatter sort top_k convolution"
+    "dynamic_update_slice concatenate pad dot_general reduce call while case gather scatter sort top_k convolution "
+    "create_token after_all infeed outfeed custom_call"
 ).split()
 KNOWN_OPS = frozenset(UNARY + BINARY + OTHER)
 

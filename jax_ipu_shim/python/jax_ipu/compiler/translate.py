@@ -73,6 +73,11 @@ class _Translator:
         module_attrs = A.named(self.module.operation.attributes)
         name = A.string(module_attrs["sym_name"]) if "sym_name" in module_attrs else "main"
         program: Dict[str, Any] = {"format": FORMAT, "version": VERSION, "name": name, "entry": "main"}
+        signature = ir.FunctionType(ir.TypeAttr(self.funcs["main"].attributes["function_type"]).value)
+        if any(T.tensor_type(t) == (T.TOKEN, []) for t in list(signature.inputs) + list(signature.results)):
+            # jax passes bool[0] dummies in their place (replace_tokens_with_dummy): this module is not jax's.
+            raise CompileError("the entry function `main` takes or returns a !stablehlo.token; tokens can only be "
+                               "used inside an ipu program (pass bool[0] arrays across its boundary, as jax does)")
         program["functions"] = [self._function(n, self.funcs[n]) for n in self._reachable("main")]
         aliases = self._aliases(self.funcs["main"])
         if aliases:

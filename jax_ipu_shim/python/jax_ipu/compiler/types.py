@@ -27,9 +27,16 @@ DTYPES: Dict[str, Tuple[str, Optional[str]]] = {
 
 TensorType = Tuple[str, List[int]]  # (dtype, shape)
 
+# StableHLO's token (orders infeed, outfeed and host callbacks): a 0-byte scalar "token" in the program.
+TOKEN = "token"
+_TOKEN_TYPE = "!stablehlo.token"
+
 
 def tensor_type(mlir_type: Any) -> Optional[TensorType]:
-    """(dtype, shape) of a statically shaped ranked tensor of a known element type; None for anything else."""
+    """(dtype, shape) of a statically shaped ranked tensor of a known element type, or ("token", []) for a
+    token; None for anything else."""
+    if str(mlir_type) == _TOKEN_TYPE:
+        return TOKEN, []
     if not ir.RankedTensorType.isinstance(mlir_type):
         return None
     ranked = ir.RankedTensorType(mlir_type)

@@ -1,0 +1,200 @@
+"""Host callbacks on the ipu: ``jax.debug.print``/``jax.debug.callback``, ``jax.pure_callback`` and ``io_callback``.
+
+jax lowers all of them through ``mlir.emit_python_callback``. Our jax patch (patches/jax/0.4.13/0004) lets a plugin
+emit them for its platform: for "ipu" we emit ``stablehlo.custom_call @jax_ipu_host_callback`` with the callback's
+id in ``backend_config``, flat results and an optional token first in and out. The emulator runs it as a HostCall
+step; the PJRT layer calls the ``JaxIpu_HostCallbackFn`` installed here, on a device worker thread, with pointers to
+the operands and the results to fill. The registry (id -> callable, operand and result types) lives here and an entry
+lives as long as the executable that uses it (jax keeps the keepalive we return).
+
+Nothing here imports jax at module level: ``import jax_ipu`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import itertools
+import logging
+import threading
+import traceback
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+PLATFORM = "ipu"
+CALL_TARGET = "jax_ipu_host_callback"
+
+# int (*)(int64_t id, size_t num_in, const void* const* in, size_t num_out, void* const* out, char* error,
+#         size_t error_size): 0 on success, else nonzero with a NUL-terminated message in `error`.
+HOST_CALLBACK_FN = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.c_int64, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t,
+    ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_size_t,
+)
+
+Aval = Tuple[Tuple[int, ...], np.dtype]
+
+
+class _Entry:
+    __slots__ = ("callback", "operands", "results")
+
+    def __init__(self, callback: Callable[..., Any], operands: List[Aval], results: List[Aval]) -> None:
+        self.callback = callback
+        self.operands = operands
+        self.results = results
+
+
+_registry: Dict[int, _Entry] = {}
+_registry_lock = threading.Lock()
+_next_id = itertools.count(1)
+_installed: List[Any] = []  # the ctypes function object, kept alive for the life of the process
+
+
+class _Keepalive:
+    """Owned by the executable that calls callback ``ident``; unregisters it when the executable goes."""
+
+    def __init__(self, ident: int) -> None:
+        self.ident = ident
+
+    def __del__(self) -> None:
+        try:
+            with _registry_lock:
+                _registry.pop(self.ident, None)
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+
+def register(callback: Callable[..., Any], operand_avals: Sequence[Any],
+             result_avals: Sequence[Any]) -> Tuple[int, _Keepalive]:
+    """Registers a host callback; returns its id and the object that keeps it registered."""
+    entry = _Entry(callback, [_aval(a) for a in operand_avals], [_aval(a) for a in result_avals])
+    with _registry_lock:
+        ident = next(_next_id)
+        _registry[ident] = entry
+    return ident, _Keepalive(ident)
+
+
+def _aval(aval: Any) -> Aval:
+    return tuple(int(d) for d in aval.shape), np.dtype(aval.dtype)
+
+
+# ---------------------------------------------------------------------------------------------------- lowering
+
+def emit_python_callback(ctx: Any, callback: Callable[..., Any], token: Optional[Any], operands: Sequence[Any],
+                         operand_avals: Sequence[Any], result_avals: Sequence[Any], has_side_effect: bool, *,
+                         sharding: Any = None, operand_layouts: Any = None, result_layouts: Any = None):
+    """jax's ``emit_python_callback`` for the ipu: returns (results, token, keepalive) as jax's does."""
+    from jax._src.interpreters import mlir
+    from jax._src.lib.mlir import ir
+    from jax._src.lib.mlir.dialects import hlo
+
+    # One IPU runs the call (no sharding to honour), and the program's arrays are always dense row-major.
+    del ctx, sharding, operand_layouts, result_layouts
+    ident, keepalive = register(callback, operand_avals, result_avals)
+    result_types = [t for aval in result_avals for t in mlir.aval_to_ir_types(aval)]
+    operands = list(operands)
+    if token is not None:
+        operands = [token] + operands
+        result_types = list(mlir.token_type()) + result_types
+    call = hlo.CustomCallOp(
+        result_types, operands, call_target_name=ir.StringAttr.get(CALL_TARGET),
+        has_side_effect=ir.BoolAttr.get(bool(has_side_effect)), backend_config=ir.StringAttr.get(str(ident)),
+        api_version=mlir.i32_attr(2), called_computations=ir.ArrayAttr.get([]),
+    )
+    results = list(call.results)
+    if token is not None:
+        token, results = results[0], results[1:]
+    return results, token, keepalive
+
+
+def install_lowering() -> None:
+    """Registers our emitter for "ipu" (needs the jax patch) and debug_callback's lowering for "ipu"."""
+    from jax._src import debugging
+    from jax._src.interpreters import mlir
+
+    emitters = getattr(mlir, "_platform_callback_emitters", None)
+    if emitters is None:
+        logger.warning("ipu: this jax lacks the jax-ipu patch that lets plugins emit host callbacks; "
+                       "jax.debug.print and pure_callback will not work on the ipu")
+        return
+    emitters[PLATFORM] = emit_python_callback
+    mlir.register_lowering(debugging.debug_callback_p, debugging.debug_callback_lowering, platform=PLATFORM)
+
+
+# ---------------------------------------------------------------------------------------------------- runtime
+
+def _invoke(ident: int, num_in: int, ins: Any, num_out: int, outs: Any, error: Optional[int], error_size: int) -> int:
+    """The JaxIpu_HostCallbackFn: runs on a device worker thread (ctypes takes the GIL). Never raises."""
+    try:
+        with _registry_lock:
+            entry = _registry.get(int(ident))
+        if entry is None:
+            raise RuntimeError(f"host callback {ident} is not registered (its executable was deleted)")
+        if num_in != len(entry.operands) or num_out != len(entry.results):
+            raise RuntimeError(f"host callback {ident} takes {len(entry.operands)} operands and returns "
+                               f"{len(entry.results)} results, but the device passed {num_in} and {num_out}")
+        args = [_read(ins[i], shape, dtype) for i, (shape, dtype) in enumerate(entry.operands)]
+        results = entry.callback(*args)
+        _write(entry.results, results, outs)
+        return 0
+    except BaseException as e:  # noqa: BLE001 - nothing may cross into C; the run fails with this message
+        _set_error(error, error_size, f"{type(e).__name__}: {e}\n{traceback.format_exc()}")
+        return 1
+
+
+def _read(pointer: Optional[int], shape: Tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    # A copy: the device reuses its buffers once the callback returns, and a callback may keep what it got.
+    array = np.empty(shape, dtype)
+    if array.nbytes:
+        ctypes.memmove(array.ctypes.data, pointer, array.nbytes)
+    return array
+
+
+def _write(avals: List[Aval], results: Any, outs: Any) -> None:
+    results = list(results) if results is not None else []
+    if len(results) != len(avals):
+        raise RuntimeError(f"Mismatched number of outputs from callback. Expected: {len(avals)}, "
+                           f"Actual: {len(results)}")
+    checked = []
+    for i, ((shape, dtype), value) in enumerate(zip(avals, results)):
+        array = np.asarray(value)
+        if array.shape != shape:
+            raise RuntimeError(f"Incorrect output shape for return value {i}: Expected: {shape}, Actual: {array.shape}")
+        if array.dtype != dtype:
+            raise RuntimeError(f"Incorrect output dtype for return value {i}: Expected: {dtype}, Actual: {array.dtype}")
+        checked.append(np.ascontiguousarray(array))
+    for i, array in enumerate(checked):  # all checked first: a failing call writes nothing
+        if array.nbytes:
+            ctypes.memmove(outs[i], array.ctypes.data, array.nbytes)
+
+
+def _set_error(error: Optional[int], size: int, message: str) -> None:
+    if not error or size == 0:
+        return
+    data = message.encode("utf-8", errors="replace")[: size - 1]
+    ctypes.memmove(error, data, len(data))
+    ctypes.memset(error + len(data), 0, 1)
+
+
+def install_runtime(lib: ctypes.CDLL) -> None:
+    """Gives the native library our host callback function, and waits for queued work at exit (once)."""
+    if _installed:
+        return
+    set_callback = getattr(lib, "JaxIpu_SetHostCallback", None)
+    synchronize = getattr(lib, "JaxIpu_Synchronize", None)
+    if set_callback is None:
+        logger.warning("ipu: the native library has no JaxIpu_SetHostCallback; host callbacks will fail")
+        return
+    set_callback.argtypes = [HOST_CALLBACK_FN]
+    set_callback.restype = None
+    function = HOST_CALLBACK_FN(_invoke)
+    _installed.append(function)
+    set_callback(function)
+    if synchronize is not None:
+        synchronize.argtypes = []
+        synchronize.restype = None
+        # Work still queued at exit may call back into Python: let it finish while the interpreter is whole
+        # (ctypes releases the GIL for the wait). Registered after jax's own atexit handlers, so it runs first.
+        atexit.register(synchronize)

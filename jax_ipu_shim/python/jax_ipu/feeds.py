@@ -1,0 +1,162 @@
+"""Host streams of an ipu device: ``device.transfer_to_infeed(...)`` and ``device.transfer_from_outfeed(shape)``.
+
+jaxlib's C API client raises UNIMPLEMENTED for both, so :func:`install_device_methods` replaces them on jaxlib's
+``Device`` class (methods cannot be set on an instance): ipu devices go to the native library's C functions
+``JaxIpu_InfeedPush`` / ``JaxIpu_OutfeedPop``, every other device to jaxlib's own methods.
+
+Each infeed entry is the flattened leaves of one ``transfer_to_infeed`` value, in the order ``lax.infeed`` flattens
+its ``shape``; each ``lax.outfeed`` appends one entry that ``transfer_from_outfeed`` takes, oldest first.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any, Callable, List, Tuple
+
+import numpy as np
+
+from jax_ipu import _native
+
+PLATFORM = "ipu"
+
+# The program format's element types: the only ones an ipu stream carries.
+DTYPE_NAMES = {
+    np.dtype(np.bool_): "bool",
+    np.dtype(np.float16): "f16",
+    np.dtype(np.float32): "f32",
+    np.dtype(np.int32): "i32",
+    np.dtype(np.uint32): "u32",
+}
+_SUPPORTED = "bool, float16, float32, int32, uint32"
+
+
+def _dtype_name(dtype: Any, what: str) -> str:
+    name = DTYPE_NAMES.get(np.dtype(dtype))
+    if name is None:
+        raise TypeError(f"{what} has dtype {np.dtype(dtype).name}, which an ipu host stream cannot carry: "
+                        f"supported dtypes are {_SUPPORTED}")
+    return name
+
+
+def _as_array(leaf: Any) -> np.ndarray:
+    # Python scalars take jax's default (32-bit) types; arrays keep theirs and are checked.
+    if isinstance(leaf, bool):
+        return np.asarray(leaf, np.bool_)
+    if isinstance(leaf, int):
+        return np.asarray(leaf, np.int32)
+    if isinstance(leaf, float):
+        return np.asarray(leaf, np.float32)
+    array = np.asarray(leaf)
+    return array if array.flags.c_contiguous else array.copy(order="C")
+
+
+class _Arrays:
+    """ctypes views of a list of arrays: dtype names, ranks, dimension arrays and data pointers."""
+
+    def __init__(self, arrays: List[np.ndarray], what: str) -> None:
+        n = len(arrays)
+        names = [_dtype_name(a.dtype, f"{what} {i}").encode() for i, a in enumerate(arrays)]
+        self._dims = [(ctypes.c_int64 * max(1, a.ndim))(*a.shape) for a in arrays]
+        self.n = ctypes.c_size_t(n)
+        self.dtypes = (ctypes.c_char_p * n)(*names)
+        self.ranks = (ctypes.c_int * n)(*[a.ndim for a in arrays])
+        self.dims = (ctypes.POINTER(ctypes.c_int64) * n)(
+            *[ctypes.cast(d, ctypes.POINTER(ctypes.c_int64)) for d in self._dims])
+        self.data = (ctypes.c_void_p * n)(*[a.ctypes.data for a in arrays])
+
+
+def _lib() -> ctypes.CDLL:
+    lib = _native.load()
+    for name in ("JaxIpu_InfeedPush", "JaxIpu_OutfeedPop"):
+        if not hasattr(lib, name):
+            raise NotImplementedError(f"this libjax_ipu.so has no {name}: ipu host streams need a newer build")
+    lib.JaxIpu_InfeedPush.argtypes = [
+        ctypes.c_int, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+        ctypes.POINTER(ctypes.c_void_p)]
+    lib.JaxIpu_InfeedPush.restype = ctypes.c_int
+    lib.JaxIpu_OutfeedPop.argtypes = [
+        ctypes.c_int, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+        ctypes.c_double, ctypes.POINTER(ctypes.c_void_p)]
+    lib.JaxIpu_OutfeedPop.restype = ctypes.c_int
+    return lib
+
+
+def _check(lib: ctypes.CDLL, status: int, error: ctypes.c_void_p, what: str) -> None:
+    if status == 0:
+        return
+    from jax._src.lib import xla_client
+
+    message = _native.take_string(lib, error.value) or f"{what} failed without a message"
+    raise xla_client.XlaRuntimeError(message)
+
+
+def transfer_to_infeed(device: Any, value: Any) -> None:
+    """Appends one infeed entry to an ipu device: an array, a tuple, or any pytree of arrays (flattened in the
+    order ``lax.infeed`` flattens its ``shape``)."""
+    from jax import tree_util
+
+    arrays = [_as_array(leaf) for leaf in tree_util.tree_leaves(value)]
+    views = _Arrays(arrays, "transfer_to_infeed: leaf")
+    lib = _lib()
+    error = ctypes.c_void_p()
+    status = lib.JaxIpu_InfeedPush(int(device.id), views.n, views.dtypes, views.ranks, views.dims, views.data,
+                                   ctypes.byref(error))
+    _check(lib, status, error, "transfer_to_infeed")
+
+
+def _flatten_shape(shape: Any) -> Tuple[List[Tuple[Tuple[int, ...], np.dtype]], Callable[[List[Any]], Any]]:
+    """Leaves (dims, dtype) of an xla_client.Shape (array or nested tuple) and how to rebuild the value."""
+    if shape.is_tuple():
+        parts = [_flatten_shape(s) for s in shape.tuple_shapes()]
+        leaves = [leaf for part, _ in parts for leaf in part]
+
+        def rebuild(arrays: List[Any]) -> Any:
+            out, start = [], 0
+            for part, build in parts:
+                out.append(build(arrays[start:start + len(part)]))
+                start += len(part)
+            return tuple(out)
+        return leaves, rebuild
+    return [(tuple(int(d) for d in shape.dimensions()), np.dtype(shape.numpy_dtype()))], lambda arrays: arrays[0]
+
+
+def transfer_from_outfeed(device: Any, shape: Any) -> Any:
+    """Takes the oldest outfeed entry of an ipu device, waiting for one: numpy arrays shaped like ``shape``
+    (an ``xla_client.Shape``: an array shape gives an array, a tuple shape a tuple)."""
+    leaves, rebuild = _flatten_shape(shape)
+    arrays = [np.empty(dims, dtype) for dims, dtype in leaves]
+    views = _Arrays(arrays, "transfer_from_outfeed: shape element")
+    lib = _lib()
+    error = ctypes.c_void_p()
+    # Blocks (the GIL released) until an entry arrives; the library fails the wait if none ever could.
+    status = lib.JaxIpu_OutfeedPop(int(device.id), views.n, views.dtypes, views.ranks, views.dims, views.data,
+                                   ctypes.c_double(-1.0), ctypes.byref(error))
+    _check(lib, status, error, "transfer_from_outfeed")
+    return rebuild(arrays)
+
+
+def install_device_methods() -> None:
+    """Routes ``transfer_to_infeed`` / ``transfer_from_outfeed`` of ipu devices here (once)."""
+    from jax._src.lib import xla_client
+
+    device_class = xla_client.Device
+    if getattr(device_class, "_jax_ipu_feeds", False):
+        return
+    original_to_infeed = device_class.transfer_to_infeed
+    original_from_outfeed = device_class.transfer_from_outfeed
+
+    def to_infeed(self, literal):
+        if self.platform == PLATFORM:
+            return transfer_to_infeed(self, literal)
+        return original_to_infeed(self, literal)
+
+    def from_outfeed(self, shape):
+        if self.platform == PLATFORM:
+            return transfer_from_outfeed(self, shape)
+        return original_from_outfeed(self, shape)
+
+    to_infeed.__doc__ = original_to_infeed.__doc__
+    from_outfeed.__doc__ = original_from_outfeed.__doc__
+    device_class.transfer_to_infeed = to_infeed
+    device_class.transfer_from_outfeed = from_outfeed
+    device_class._jax_ipu_feeds = True

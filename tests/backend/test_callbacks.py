@@ -1,0 +1,179 @@
+"""Host callbacks inside ipu-jitted code: jax.debug.print / jax.debug.callback, jax.pure_callback and
+jax.experimental.io_callback fire once per call, in order, inside loops too, with the values cpu computes."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+from jax.experimental import io_callback
+
+
+def run_on(backend, f, *args):
+    """Runs f jitted on `backend`, waits for its results and its callbacks."""
+    out = jax.jit(f, backend=backend)(*args)
+    jax.block_until_ready(out)
+    jax.effects_barrier()
+    return out
+
+
+def lines(capsys):
+    return capsys.readouterr().out.splitlines()
+
+
+def test_debug_print_prints_the_same_lines_as_cpu_once_per_call(capsys):
+    def f(x, y):
+        jax.debug.print("x={x} y={y}", x=x, y=y)
+        z = x * y
+        jax.debug.print("sum {}", z.sum())
+        return z
+
+    x = np.array([1.5, -2.0, 3.25], np.float32)
+    y = np.int32(3)
+    run_on("cpu", f, x, y)
+    expected = lines(capsys)
+    assert expected == ["x=[ 1.5  -2.    3.25] y=3", "sum 8.25"]
+    for _ in range(2):
+        run_on("ipu", f, x, y)
+        assert lines(capsys) == expected
+
+
+def test_debug_print_in_fori_loop_and_scan_once_per_iteration_in_order(capsys):
+    def f(x):
+        def body(i, c):
+            jax.debug.print("step {i}: {c}", i=i, c=c)
+            return c * 2 + i.astype(jnp.float32)
+        c = lax.fori_loop(0, 5, body, x)
+
+        def scan_body(carry, v):
+            jax.debug.print("scan {v} {carry}", v=v, carry=carry, ordered=True)
+            return carry + v, carry * v
+        carry, ys = lax.scan(scan_body, c, jnp.arange(4, dtype=jnp.float32))
+        return carry, ys
+
+    x = np.float32(0.5)
+    cpu_out = run_on("cpu", f, x)
+    expected = lines(capsys)
+    assert len(expected) == 9 and expected[0] == "step 0: 0.5" and expected[5].startswith("scan 0.0 ")
+    ipu_out = run_on("ipu", f, x)
+    assert lines(capsys) == expected
+    for got, want in zip(jax.tree_util.tree_leaves(ipu_out), jax.tree_util.tree_leaves(cpu_out)):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+
+
+def test_debug_callback_gets_numpy_arrays_of_every_dtype():
+    seen = []
+
+    def f(a, b, c, d, e):
+        jax.debug.callback(lambda *args: seen.append(args), a, b, c, d, e)
+        return a
+
+    args = (np.linspace(0, 1, 6, dtype=np.float32).reshape(2, 3), np.array([-3, 4], np.int32),
+            np.array([True, False]), np.array([0.5, -1.0], np.float16), np.array([2**31 + 5], np.uint32))
+    run_on("ipu", f, *args)
+    assert len(seen) == 1
+    for got, want in zip(seen[0], args):
+        assert isinstance(got, np.ndarray) and got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+
+def test_pure_callback_results_match_numpy():
+    def host_fn(x, y):
+        return np.sin(x) * y, (x > 0).sum(dtype=np.int32).reshape(1)
+
+    def f(x, y):
+        shapes = (jax.ShapeDtypeStruct(x.shape, x.dtype), jax.ShapeDtypeStruct((1,), jnp.int32))
+        a, b = jax.pure_callback(host_fn, shapes, x * 2, y)
+        return a + 1, b * 10
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 5)).astype(np.float32)
+    y = np.float32(3)
+    a, b = run_on("ipu", f, x, y)
+    want_a, want_b = host_fn(x * 2, y)
+    np.testing.assert_allclose(np.asarray(a), want_a + 1, rtol=1e-6)
+    np.testing.assert_array_equal(np.asarray(b), want_b * 10)
+
+
+def test_pure_callback_inside_a_loop_under_grad_matches_cpu():
+    def f(w):
+        def body(i, acc):
+            host = jax.pure_callback(lambda v: np.cos(v).astype(np.float32), jax.ShapeDtypeStruct((), jnp.float32),
+                                     i.astype(jnp.float32))
+            return acc + jnp.sum(w * host)
+        return lax.fori_loop(0, 4, body, jnp.float32(0))
+
+    w = np.array([1.0, 2.0, -0.5], np.float32)
+    np.testing.assert_allclose(np.asarray(run_on("ipu", jax.grad(f), w)), np.asarray(run_on("cpu", jax.grad(f), w)),
+                               rtol=1e-6)
+    np.testing.assert_allclose(float(run_on("ipu", f, w)), float(run_on("cpu", f, w)), rtol=1e-6)
+
+
+def test_pure_callback_with_a_wrong_result_fails_the_call():
+    f = jax.jit(lambda x: jax.pure_callback(lambda v: v.astype(np.float64), jax.ShapeDtypeStruct((3,), jnp.float32), x),
+                backend="ipu")
+    with pytest.raises(Exception, match=r"Incorrect output dtype for return value 0: Expected: float32, Actual: float64"):
+        jax.block_until_ready(f(np.zeros(3, np.float32)))
+
+
+@pytest.mark.parametrize("ordered", [True, False])
+def test_io_callback_fires_in_order(ordered):
+    log = []
+
+    def record(i, x):
+        log.append((int(i), float(x)))
+        return np.float32(len(log))
+
+    def f(x):
+        def body(i, acc):
+            count = io_callback(record, jax.ShapeDtypeStruct((), jnp.float32), i, acc, ordered=ordered)
+            return acc + count
+        return lax.fori_loop(0, 6, body, x)
+
+    x = np.float32(0.25)
+    out = run_on("ipu", f, x)
+    # Each call sees the accumulator of the calls before it: the calls ran once each, in program order.
+    acc, expected = 0.25, []
+    for i in range(6):
+        expected.append((i, acc))
+        acc += len(expected)
+    assert log == expected
+    assert float(out) == acc
+
+
+def test_callback_errors_name_the_exception():
+    def boom(x):
+        raise ValueError("no host for you")
+
+    f = jax.jit(lambda x: jax.pure_callback(boom, jax.ShapeDtypeStruct((), jnp.float32), x), backend="ipu")
+    with pytest.raises(Exception, match="ValueError: no host for you"):
+        jax.block_until_ready(f(np.float32(1)))
+
+
+DROPPED = """
+import jax, jax.numpy as jnp, numpy as np
+from jax.experimental import io_callback
+
+def f(x):
+    jax.debug.print("dropped {x}", x=x)
+    y = jax.pure_callback(lambda v: v * 2, jax.ShapeDtypeStruct((3,), jnp.float32), x)
+    io_callback(lambda v: print("io", v.sum()), None, y, ordered=True)
+    return y + 1
+
+g = jax.jit(f, backend="ipu")
+for i in range(3):
+    g(np.full(3, i, np.float32))   # results never read
+print("main done", flush=True)
+"""
+
+
+def test_callbacks_whose_results_are_never_read_do_not_deadlock(python):
+    result = python(DROPPED, timeout=120)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout.splitlines()
+    assert out.count("main done") == 1
+    # Every callback fired, in order, even though nothing waited for them before the process exited.
+    calls = [line for line in out if line != "main done"]
+    assert calls == ["dropped [0. 0. 0.]", "io 0.0", "dropped [1. 1. 1.]", "io 6.0", "dropped [2. 2. 2.]", "io 12.0"]
