@@ -4,7 +4,6 @@
 #include "plugin.h"
 
 namespace jax_ipu {
-ipu::HostInterface* TempHostInterface(int device_id);  // TEMP(io): host_io_temp.cc
 namespace {
 
 PJRT_NamedValue FloatValue(const std::string& name, double value) {
@@ -71,7 +70,7 @@ std::vector<PJRT_Buffer*> RunOnDevice(const ipu::Executable& program, PJRT_Devic
     outputs.push_back(std::make_shared<std::vector<uint8_t>>(type.numBytes()));
     output_pointers.push_back(outputs.back()->data());
   }
-  const ipu::RunProfile profile = program.run(input_pointers, output_pointers, ipu::RunOptions{0, nullptr, TempHostInterface(device->description.id)});
+  const ipu::RunProfile profile = program.run(input_pointers, output_pointers);
   {
     std::lock_guard<std::mutex> lock(device->transfer_mutex);
     device->last_program = program.name();
