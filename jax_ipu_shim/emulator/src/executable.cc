@@ -76,7 +76,7 @@ std::string typeJson(const TensorType& t) {
 class ExecutableImpl : public Executable {
  public:
   ExecutableImpl(const Program& program, const DeviceDescription& device, std::string json)
-      : name_(program.name), json_(std::move(json)) {
+      : name_(program.name), json_(std::move(json)), replicas_(program.replicas) {
     Lowerer lowerer(program, device, &graph_);
     lowerer.lowerEntry();
     aliases_ = program.aliases;
@@ -127,6 +127,7 @@ class ExecutableImpl : public Executable {
   }
 
   const std::string& programJson() const override { return json_; }
+  int numReplicas() const override { return replicas_; }
 
   RunProfile run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
                  const RunOptions& options) const override {
@@ -201,6 +202,7 @@ class ExecutableImpl : public Executable {
   mutable std::vector<Buffers> buffers_;
   std::string name_;
   std::string json_;
+  int replicas_;
   Graph graph_;
   std::vector<TensorType> inputs_, outputs_;
   std::vector<std::pair<int, int>> aliases_;

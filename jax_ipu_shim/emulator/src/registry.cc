@@ -96,6 +96,13 @@ const OpInfo kOps[] = {
     {"case", K::Case, Fam::Control, ALL, R::None, 1, 1},
     {"sort", K::Sort, Fam::Sort, ALL, R::Operand0, 1, -1},
     {"top_k", K::TopK, Fam::Sort, ALL, R::Operand0, 1, 1},
+    {"all_reduce", K::AllReduce, Fam::Collective, ALL, R::Operand0, 1, 1},
+    {"all_gather", K::AllGather, Fam::Collective, ALL, R::Operand0, 1, 1},
+    {"reduce_scatter", K::ReduceScatter, Fam::Collective, ALL, R::Operand0, 1, 1},
+    {"collective_permute", K::CollectivePermute, Fam::Collective, ALL, R::Operand0, 1, 1},
+    {"all_to_all", K::AllToAll, Fam::Collective, ALL, R::Operand0, 1, 1},
+    {"replica_id", K::ReplicaId, Fam::Collective, U, R::Result0, 0, 0},
+    {"partition_id", K::PartitionId, Fam::Collective, U, R::Result0, 0, 0},
 };
 
 }  // namespace

@@ -22,10 +22,12 @@ enum class OpKind {
   DynamicUpdateSlice, Concatenate, Pad, DotGeneral, Reduce, Call, While, Case,
   Sort, TopK,
   Convolution,  // conv.cc
+  // collectives over the IPU-Links between replicas (collective.cc)
+  AllReduce, AllGather, ReduceScatter, CollectivePermute, AllToAll, ReplicaId, PartitionId,
 };
 
 enum class OpFamily { Unary, Binary, Compare, Select, Clamp, Convert, Shape, Dot, Reduce, Control,
-                      Sort, Conv };
+                      Sort, Conv, Collective };
 
 // Which value's element type the dtype set of an entry constrains.
 enum class TypeRole { Operand0, Operand1, Result0, None };
