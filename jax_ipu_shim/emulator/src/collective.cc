@@ -256,6 +256,8 @@ class CollectiveKernel : public Kernel {
         op(dst + static_cast<size_t>(d) * eb, src + static_cast<size_t>(so) * eb, count);
       });
     };
+    auto copy = [&](uint8_t* a, const uint8_t* x, int64_t count) { std::memcpy(a, x, static_cast<size_t>(count) * eb); };
+    if (members.size() == 1) return each(source(members[0]), copy);  // passed through, as XLA drops such a reduction
     if (!p_.general) {
       const int64_t count = shapeElements(p_.out_shape);
       for (int64_t i = 0; i < count; ++i) std::memcpy(dst + static_cast<size_t>(i) * eb, &p_.identity, eb);
@@ -266,9 +268,7 @@ class CollectiveKernel : public Kernel {
     uint8_t* r = file.bytes();
     uint32_t* regs = file.data();
     const size_t result = 4 * static_cast<size_t>(p_.body.resultRegister(0));
-    each(source(members[0]), [&](uint8_t* a, const uint8_t* x, int64_t count) {
-      std::memcpy(a, x, static_cast<size_t>(count) * eb);
-    });
+    each(source(members[0]), copy);
     for (size_t k = 1; k < members.size(); ++k) {
       each(source(members[k]), [&](uint8_t* a, const uint8_t* x, int64_t count) {
         for (int64_t i = 0; i < count; ++i) {
