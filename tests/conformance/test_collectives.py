@@ -204,9 +204,10 @@ def _cycles(backend: str, n: int) -> Dict[str, Any]:
     if backend != "ipu":
         return {}
     import jax
-    import jax_ipu
     from jax import lax
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    import jax_ipu
 
     devices = jax.devices(backend)[:n]
     cycles = {}
@@ -317,6 +318,76 @@ def test_sharded_jit_names_pmap(runs):
 def test_replicas_at_different_collectives_fail_instead_of_waiting(runs):
     message = runs("ipu", 2)[1]["mismatch"]
     assert "every replica must run the same collectives" in message, message
+
+
+# ---------------------------------------------------------------------------------------------- the front end alone
+
+NESTED = """
+module @pmap_f attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 4 : i32} {
+  func.func public @main(%x: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<ui32>) {
+    %0 = "stablehlo.all_reduce"(%x) ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %s = stablehlo.maximum %a, %b : tensor<f32>
+      stablehlo.return %s : tensor<f32>
+    }) {replica_groups = dense<[[0, 2, -1], [1, 3, -1]]> : tensor<2x3xi64>} : (tensor<2x8xf32>) -> tensor<2x8xf32>
+    %1 = "stablehlo.cross-replica-sum"(%0) {replica_groups = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>}
+         : (tensor<2x8xf32>) -> tensor<2x8xf32>
+    %2 = "stablehlo.slice"(%1) {start_indices = dense<0> : tensor<2xi64>, limit_indices = dense<[1, 8]> : tensor<2xi64>,
+         strides = dense<1> : tensor<2xi64>} : (tensor<2x8xf32>) -> tensor<1x8xf32>
+    %3 = stablehlo.reshape %2 : (tensor<1x8xf32>) -> tensor<8xf32>
+    %4 = "stablehlo.collective_permute"(%3) {source_target_pairs = dense<[[0, 1], [1, 0]]> : tensor<2x2xi64>,
+         channel_handle = #stablehlo.channel_handle<handle = 3, type = 1>} : (tensor<8xf32>) -> tensor<8xf32>
+    %5 = stablehlo.broadcast %4, sizes = [2] : (tensor<8xf32>) -> tensor<2x8xf32>
+    %6 = "stablehlo.all_to_all"(%5) {split_dimension = 1 : i64, concat_dimension = 0 : i64, split_count = 2 : i64,
+         replica_groups = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>} : (tensor<2x8xf32>) -> tensor<4x4xf32>
+    %7 = stablehlo.reshape %6 : (tensor<4x4xf32>) -> tensor<16xf32>
+    %8 = "stablehlo.reduce_scatter"(%7) ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %s = stablehlo.add %a, %b : tensor<f32>
+      stablehlo.return %s : tensor<f32>
+    }) {scatter_dimension = 0 : i64, replica_groups = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>,
+        channel_handle = #stablehlo.channel_handle<handle = 4, type = 1>, use_global_device_ids}
+        : (tensor<16xf32>) -> tensor<8xf32>
+    %9 = stablehlo.replica_id : tensor<ui32>
+    return %5, %8, %4, %9 : tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<ui32>
+  }
+}
+"""
+
+
+def test_front_end_writes_replicas_and_collective_attrs():
+    from jax_ipu.compiler import compile_to_program
+
+    program = json.loads(compile_to_program(NESTED))
+    assert program["replicas"] == 4
+    ops = {op["op"] + ("" if op["mlir"].split(".")[1] == op["op"] else "<-" + op["mlir"]): op
+           for op in program["functions"][0]["body"]}
+    assert ops["all_reduce"]["attrs"] == {"replica_groups": [[0, 2], [1, 3]], "computation": "maximum"}
+    assert len(ops["all_reduce"]["regions"]) == 1
+    assert ops["all_reduce<-stablehlo.cross-replica-sum"]["attrs"] == {"replica_groups": [[0, 1], [2, 3]],
+                                                                       "computation": "add"}
+    assert ops["collective_permute"]["attrs"] == {"source_target_pairs": [[0, 1], [1, 0]], "channel_id": 3,
+                                                  "channel_type": 1}
+    assert ops["broadcast_in_dim<-stablehlo.broadcast"]["attrs"] == {"broadcast_dimensions": [1]}
+    assert ops["all_to_all"]["attrs"] == {"split_dimension": 1, "concat_dimension": 0, "split_count": 2,
+                                          "replica_groups": [[0, 1], [2, 3]]}
+    assert ops["reduce_scatter"]["attrs"] == {"scatter_dimension": 0, "replica_groups": [[0, 1], [2, 3]],
+                                              "channel_id": 4, "channel_type": 1, "use_global_device_ids": True,
+                                              "computation": "add"}
+    assert ops["replica_id"]["results"][0] == {"id": ops["replica_id"]["results"][0]["id"], "dtype": "u32", "shape": []}
+
+
+def test_front_end_reads_the_compile_options():
+    from jax._src.lib import xla_client
+
+    from jax_ipu.compiler import CompileError, compile_to_program
+
+    options = xla_client.CompileOptions()
+    options.num_replicas = 2
+    assert json.loads(compile_to_program(NESTED, options.SerializeAsString()))["replicas"] == 2
+    options.num_replicas, options.num_partitions = 1, 2
+    with pytest.raises(CompileError, match=r"num_partitions=2.*Use jax.pmap over the ipu devices"):
+        compile_to_program(NESTED, options.SerializeAsString())
 
 
 if __name__ == "__main__":
