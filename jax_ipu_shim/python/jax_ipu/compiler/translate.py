@@ -34,7 +34,7 @@ def compile_to_program(module_bytes: bytes, compile_options: bytes = b"") -> str
         if partitions > 1:
             raise CompileError(
                 f"a jit sharded over {partitions} ipu devices (num_partitions={partitions}, e.g. jax.jit with "
-                "shardings over a Mesh, or pjit) is not supported by the ipu backend: each IPU runs a whole "
+                "shardings over a Mesh, pjit or shard_map) is not supported by the ipu backend: each IPU runs a whole "
                 "program. Use jax.pmap over the ipu devices to run on several IPUs (with psum, pmean, all_gather, "
                 "ppermute, all_to_all, ... between them), or jit on one ipu device."
             )
