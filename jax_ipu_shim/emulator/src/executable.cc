@@ -95,7 +95,7 @@ std::string typeJson(const TensorType& t) {
 class ExecutableImpl : public Executable {
  public:
   ExecutableImpl(const Program& program, const DeviceDescription& device, std::string json)
-      : name_(program.name), json_(std::move(json)) {
+      : name_(program.name), json_(std::move(json)), replicas_(program.replicas) {
     Lowerer lowerer(program, device, &graph_);
     lowerer.lowerEntry();
     aliases_ = program.aliases;
@@ -176,6 +176,7 @@ class ExecutableImpl : public Executable {
   bool hasInfeed() const override { return host_io_.infeed; }
   bool hasOutfeed() const override { return host_io_.outfeed; }
   bool hasHostCalls() const override { return host_io_.callbacks; }
+  int numReplicas() const override { return replicas_; }
 
   RunProfile run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
                  const RunOptions& options) const override {
@@ -309,6 +310,7 @@ class ExecutableImpl : public Executable {
   mutable std::vector<Buffers> buffers_;
   std::string name_;
   std::string json_;
+  int replicas_;
   Graph graph_;
   std::vector<TensorType> inputs_, outputs_;
   std::vector<std::pair<int, int>> aliases_;

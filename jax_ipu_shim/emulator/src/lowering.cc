@@ -301,6 +301,7 @@ std::vector<int> Lowerer::lowerFamily(OpContext& ctx, Env* env) {
     case OpFamily::Sort: return lowerSort(ctx);
     case OpFamily::Conv: return lowerConv(ctx);
     case OpFamily::HostIO: return lowerHostIO(ctx);
+    case OpFamily::Collective: return lowerCollective(ctx);
     case OpFamily::Control:
       if (ctx.info->kind == OpKind::Call) return lowerCall(ctx);
       if (ctx.info->kind == OpKind::While) return lowerWhile(ctx, env);

@@ -146,6 +146,11 @@ Program parseProgram(const std::string& text) {
       malformed("\"aliases\" must be an array of [param_index, result_index] pairs");
     }
   }
+  if (const json::Value* replicas = doc.find("replicas")) {
+    const int64_t n = toInt(*replicas, "\"replicas\"");
+    if (n < 1 || n > 1024) malformed("\"replicas\" must be between 1 and 1024, not " + std::to_string(n));
+    p.replicas = static_cast<int>(n);
+  }
   if (p.name.empty()) p.name = p.entry;
   return p;
 }

@@ -102,6 +102,13 @@ const OpInfo kOps[] = {
     {"infeed", K::Infeed, Fam::HostIO, ALL, R::None, 1, 1},
     {"outfeed", K::Outfeed, Fam::HostIO, ALL, R::None, 1, -1},
     {"custom_call", K::CustomCall, Fam::HostIO, ALL, R::None, 0, -1},
+    {"all_reduce", K::AllReduce, Fam::Collective, ALL, R::Operand0, 1, 1},
+    {"all_gather", K::AllGather, Fam::Collective, ALL, R::Operand0, 1, 1},
+    {"reduce_scatter", K::ReduceScatter, Fam::Collective, ALL, R::Operand0, 1, 1},
+    {"collective_permute", K::CollectivePermute, Fam::Collective, ALL, R::Operand0, 1, 1},
+    {"all_to_all", K::AllToAll, Fam::Collective, ALL, R::Operand0, 1, 1},
+    {"replica_id", K::ReplicaId, Fam::Collective, U, R::Result0, 0, 0},
+    {"partition_id", K::PartitionId, Fam::Collective, U, R::Result0, 0, 0},
 };
 
 }  // namespace

@@ -47,6 +47,7 @@ struct Program {
   std::string entry;
   std::vector<Function> functions;
   std::vector<std::pair<int, int>> aliases;
+  int replicas = 1;  // IPUs the program runs on at once, one replica each (its collectives span them)
   const Function* find(const std::string& name) const;
 };
 

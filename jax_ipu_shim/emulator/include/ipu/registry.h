@@ -23,10 +23,12 @@ enum class OpKind {
   Sort, TopK,
   Convolution,  // conv.cc
   CreateToken, AfterAll, Infeed, Outfeed, CustomCall,  // host_io.cc
+  // collectives over the IPU-Links between replicas (collective.cc)
+  AllReduce, AllGather, ReduceScatter, CollectivePermute, AllToAll, ReplicaId, PartitionId,
 };
 
 enum class OpFamily { Unary, Binary, Compare, Select, Clamp, Convert, Shape, Dot, Reduce, Control,
-                      Sort, Conv, HostIO };
+                      Sort, Conv, HostIO, Collective };
 
 // Which value's element type the dtype set of an entry constrains.
 enum class TypeRole { Operand0, Operand1, Result0, None };

@@ -198,3 +198,33 @@ def padding_pairs(attr: Any) -> List[List[int]]:
 
 def bool_list(attr: Any) -> List[bool]:
     return [bool(v) for v in int_list(attr)]
+
+
+def replica_groups(attr: Any) -> List[List[int]]:
+    """``dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>`` -> [[0, 1], [2, 3]]; the -1s that pad uneven groups are dropped."""
+    return [[v for v in row if v != -1] for row in int_rows(attr)]
+
+
+def int_rows(attr: Any) -> List[List[int]]:
+    """The rows of a 2-D dense int attribute (``source_target_pairs``, ``replica_groups``)."""
+    flat = int_list(attr)
+    shape = list(ir.RankedTensorType(attr.type).shape) if hasattr(attr, "type") else []
+    if len(shape) != 2:
+        match = re.search(r"tensor<(\d+)x(\d+)x", str(attr))
+        shape = [int(match.group(1)), int(match.group(2))] if match else []
+    if len(shape) != 2 or shape[0] * shape[1] != len(flat):
+        raise ValueError(f"expected a 2-D integer attribute, not {attr}")
+    return [flat[i * shape[1]:(i + 1) * shape[1]] for i in range(shape[0])]
+
+
+def channel_handle(attr: Any) -> Dict[str, int]:
+    """``#stablehlo.channel_handle<handle = 1, type = 1>`` -> {"channel_id": 1, "channel_type": 1}."""
+    fields = dict(re.findall(r"(\w+)\s*=\s*(-?\d+)", str(attr)))
+    if "handle" not in fields:
+        raise ValueError(f"cannot read a channel handle from {attr}")
+    return {"channel_id": int(fields["handle"]), "channel_type": int(fields.get("type", 0))}
+
+
+def flag(attr: Any) -> bool:
+    """A unit attribute (present = true) or a bool attribute."""
+    return boolean(attr) if _is(ir.BoolAttr, attr) else True

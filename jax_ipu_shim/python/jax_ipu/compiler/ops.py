@@ -7,6 +7,11 @@ from typing import Any, Callable, Dict
 from . import attributes as A
 from . import types as T
 
+# The attributes every collective between replicas may carry.
+_COLLECTIVE: Dict[str, Callable[[Any], Any]] = {
+    "replica_groups": A.replica_groups, "channel_handle": A.channel_handle, "use_global_device_ids": A.flag,
+}
+
 # {op: {MLIR attribute: reader}}. A reader's value is stored under the attribute's name, except that a dict
 # (constant value + splat, the four dot dimension lists, the nine conv dimension numbers) is merged into the op's attrs.
 OP_ATTRS: Dict[str, Dict[str, Callable[[Any], Any]]] = {
@@ -35,6 +40,14 @@ OP_ATTRS: Dict[str, Dict[str, Callable[[Any], Any]]] = {
     "convolution": {"dimension_numbers": A.conv_dimension_numbers, "window_strides": A.int_list, "padding": A.padding_pairs,
                     "lhs_dilation": A.int_list, "rhs_dilation": A.int_list, "window_reversal": A.bool_list,
                     "feature_group_count": A.integer, "batch_group_count": A.integer},
+    # collectives between replicas
+    "all_reduce": {**_COLLECTIVE},
+    "cross-replica-sum": {"replica_groups": A.replica_groups},
+    "all_gather": {"all_gather_dim": A.integer, **_COLLECTIVE},
+    "reduce_scatter": {"scatter_dimension": A.integer, **_COLLECTIVE},
+    "all_to_all": {"split_dimension": A.integer, "concat_dimension": A.integer, "split_count": A.integer, **_COLLECTIVE},
+    "collective_permute": {"source_target_pairs": A.int_rows, "channel_handle": A.channel_handle},
+    "broadcast": {"broadcast_sizes": A.int_list},
 }
 
 # Ops the program format defines; anything else is passed through (name, operands, results) for the emulator to refuse.
@@ -52,9 +65,12 @@ OTHER = (
     "dynamic_update_slice concatenate pad dot_general reduce call while case gather scatter sort top_k convolution "
     "create_token after_all infeed outfeed custom_call"
 ).split()
-KNOWN_OPS = frozenset(UNARY + BINARY + OTHER)
+COLLECTIVES = "all_reduce all_gather reduce_scatter collective_permute all_to_all replica_id partition_id".split()
+# Older spellings jax still emits, and the program op each becomes (see translate._respell).
+RESPELLED = {"cross-replica-sum": "all_reduce", "broadcast": "broadcast_in_dim"}
+KNOWN_OPS = frozenset(UNARY + BINARY + OTHER + COLLECTIVES + list(RESPELLED))
 
-# Reduce bodies that are one of these binary ops of the two block arguments get a `computation` attr.
+# Reduce (and all_reduce / reduce_scatter) bodies that are one of these binary ops of the two block arguments get a `computation` attr.
 REDUCE_COMPUTATIONS = frozenset("add multiply maximum minimum and or".split())
 # Scatter update bodies get the same names (and "assign" when the body returns the update).
 SCATTER_COMPUTATIONS = REDUCE_COMPUTATIONS

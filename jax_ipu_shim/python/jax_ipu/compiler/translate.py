@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from jax._src.interpreters import mlir as jmlir
 from jax._src.lib.mlir import ir
@@ -24,13 +24,36 @@ _FILE_LINE = re.compile(r'"([^"]+)":(\d+):\d+')
 def compile_to_program(module_bytes: bytes, compile_options: bytes = b"") -> str:
     """Translates a StableHLO module (MLIR bytecode or text) into the IPU program's JSON document.
 
-    ``compile_options`` (a serialized CompileOptionsProto) is accepted for the PJRT layer's convenience; nothing
-    in it changes the program today. Raises CompileError for a module the program format cannot express.
+    ``compile_options`` (a serialized CompileOptionsProto, as PJRT passes it) gives the number of replicas (one per
+    IPU, e.g. for ``pmap``); without it the module's ``mhlo.num_replicas`` does. Raises CompileError for a module
+    the program format cannot express, and for a program partitioned over several IPUs (a sharded ``jit``).
     """
-    del compile_options
     with jmlir.make_ir_context():
         module = _parse(module_bytes)
-        return json.dumps(_Translator(module).program(), separators=(",", ":"))
+        replicas, partitions = _replication(module, compile_options)
+        if partitions > 1:
+            raise CompileError(
+                f"a jit sharded over {partitions} ipu devices (num_partitions={partitions}, e.g. jax.jit with "
+                "shardings over a Mesh, pjit or shard_map) is not supported by the ipu backend: each IPU runs a whole "
+                "program. Use jax.pmap over the ipu devices to run on several IPUs (with psum, pmean, all_gather, "
+                "ppermute, all_to_all, ... between them), or jit on one ipu device."
+            )
+        program = _Translator(module).program()
+        program["replicas"] = replicas
+        return json.dumps(program, separators=(",", ":"))
+
+
+def _replication(module: Any, compile_options: bytes) -> Tuple[int, int]:
+    """(num_replicas, num_partitions) from the compile options, else from the module's attributes, else (1, 1)."""
+    if compile_options:
+        from jax._src.lib import xla_client
+
+        options = xla_client.CompileOptions.ParseFromString(compile_options)
+        return max(1, int(options.num_replicas)), max(1, int(options.num_partitions))
+    attrs = A.named(module.operation.attributes)
+    return tuple(  # type: ignore[return-value]
+        max(1, A.integer(attrs[name])) if name in attrs else 1 for name in ("mhlo.num_replicas", "mhlo.num_partitions")
+    )
 
 
 def _parse(module_bytes: Any) -> Any:
@@ -155,6 +178,8 @@ class _Translator:
     def _op(self, op: Any) -> Dict[str, Any]:
         mlir_name = op.name
         name = "call" if mlir_name == "func.call" else mlir_name.split(".", 1)[-1]
+        if mlir_name.startswith("stablehlo.") and name in O.RESPELLED:
+            return self._respell(op, name)
         types = _types_text(op)
         for value in list(op.operands) + list(op.results):
             if T.tensor_type(value.type) is None:
@@ -175,7 +200,7 @@ class _Translator:
             "attrs": attrs,
             "regions": regions,
         }
-        if name == "reduce" and known:
+        if name in ("reduce", "all_reduce", "reduce_scatter") and known:
             computation = _reduce_computation(op)
             if computation:
                 attrs["computation"] = computation
@@ -183,6 +208,33 @@ class _Translator:
             computation = _scatter_computation(op)
             if computation:
                 attrs["computation"] = computation
+        loc = _loc(op)
+        if loc:
+            entry["loc"] = loc
+        return entry
+
+    def _respell(self, op: Any, name: str) -> Dict[str, Any]:
+        """An op in an older spelling jax still emits (nested pmap), as the program op it means."""
+        entry = self._op_entry(op, O.RESPELLED[name])
+        attrs = O.read_attrs(name, A.named(op.attributes))
+        if name == "cross-replica-sum":  # an all_reduce with an add body
+            attrs["computation"] = "add"
+        else:  # broadcast: new leading dimensions of the given sizes
+            sizes, rank = attrs.pop("broadcast_sizes"), len(T.tensor_type(op.operands[0].type)[1])
+            attrs["broadcast_dimensions"] = list(range(len(sizes), len(sizes) + rank))
+        entry["attrs"] = attrs
+        return entry
+
+    def _op_entry(self, op: Any, name: str) -> Dict[str, Any]:
+        """An op's entry without attrs or regions, its values checked and numbered."""
+        types = _types_text(op)
+        for value in list(op.operands) + list(op.results):
+            if T.tensor_type(value.type) is None:
+                raise unsupported(op.name, types, f"{value.type} cannot be expressed as an IPU tensor")
+        entry: Dict[str, Any] = {
+            "op": name, "mlir": op.name, "operands": [self._use(v) for v in op.operands],
+            "results": [self._define(v, op.name) for v in op.results], "attrs": {}, "regions": [],
+        }
         loc = _loc(op)
         if loc:
             entry["loc"] = loc
