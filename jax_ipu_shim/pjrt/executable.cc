@@ -1,7 +1,5 @@
 // PJRT_Executable and PJRT_LoadedExecutable: a program lowered onto IPU tiles, and running it.
 #include <cstring>
-#include <exception>
-#include <thread>
 
 #include "plugin.h"
 
@@ -54,7 +52,7 @@ std::shared_ptr<std::vector<uint8_t>> Argument(const ipu::Executable& program, s
 
 // Runs `program` once on `device`: returns its output buffers and releases the inputs it was donated.
 std::vector<PJRT_Buffer*> RunOnDevice(const ipu::Executable& program, PJRT_Device* device, PJRT_Buffer* const* args,
-                                      size_t num_args, const ipu::RunOptions& options) {
+                                      size_t num_args) {
   const size_t num_inputs = program.inputTypes().size();
   if (num_args != num_inputs) {
     throw ipu::Error(ipu::ErrorCode::InvalidArgument, program.name() + " takes " + std::to_string(num_inputs) +
@@ -72,7 +70,7 @@ std::vector<PJRT_Buffer*> RunOnDevice(const ipu::Executable& program, PJRT_Devic
     outputs.push_back(std::make_shared<std::vector<uint8_t>>(type.numBytes()));
     output_pointers.push_back(outputs.back()->data());
   }
-  const ipu::RunProfile profile = program.run(input_pointers, output_pointers, options);
+  const ipu::RunProfile profile = program.run(input_pointers, output_pointers);
   {
     std::lock_guard<std::mutex> lock(device->transfer_mutex);
     device->last_program = program.name();
@@ -112,7 +110,7 @@ PJRT_Error* PJRT_Executable_Name_Impl(PJRT_Executable_Name_Args* args) {
 }
 
 PJRT_Error* PJRT_Executable_NumReplicas_Impl(PJRT_Executable_NumReplicas_Args* args) {
-  args->num_replicas = static_cast<size_t>(args->executable->program->numReplicas());
+  args->num_replicas = 1;
   return nullptr;
 }
 
@@ -215,54 +213,16 @@ PJRT_Error* PJRT_LoadedExecutable_Execute_Impl(PJRT_LoadedExecutable_Execute_Arg
                            std::to_string(args->num_devices));
     }
     // Run every device before handing out anything, so that a failure leaves no half-made outputs.
-    // The replicas run at once, one thread each, meeting in one ReplicaGroup; a failed replica aborts the group
-    // and each ends with an end-of-program exchange (null), so that none waits forever on another.
-    std::vector<std::vector<PJRT_Buffer*>> results(devices.size());
-    std::vector<std::exception_ptr> errors(devices.size());
-    ipu::ReplicaGroup group(static_cast<int>(devices.size()));
-    auto replica = [&](size_t d) {
-      try {
-        const ipu::RunOptions options{static_cast<int>(d), devices.size() > 1 ? &group : nullptr, nullptr};
-        results[d] = RunOnDevice(*loaded->program, devices[d], args->argument_lists[d], args->num_args, options);
-      } catch (...) {
-        errors[d] = std::current_exception();
-        try {
-          std::rethrow_exception(errors[d]);
-        } catch (const std::exception& e) {
-          group.abort("replica " + std::to_string(d) + " failed: " + e.what());
-        } catch (...) {
-          group.abort("replica " + std::to_string(d) + " failed");
-        }
-        return;
+    std::vector<std::vector<PJRT_Buffer*>> results;
+    try {
+      for (size_t d = 0; d < devices.size(); ++d) {
+        results.push_back(RunOnDevice(*loaded->program, devices[d], args->argument_lists[d], args->num_args));
       }
-      if (devices.size() > 1) {
-        try {
-          group.exchange(static_cast<int>(d), nullptr);
-        } catch (...) {  // another replica failed: its error is reported
-        }
-      }
-    };
-    std::vector<std::thread> threads;
-    for (size_t d = 1; d < devices.size(); ++d) threads.emplace_back(replica, d);
-    replica(0);
-    for (std::thread& t : threads) t.join();
-    // The first failure that is not just another replica's abort is the one to report.
-    std::exception_ptr error;
-    for (const std::exception_ptr& e : errors) {
-      if (!e) continue;
-      if (!error) error = e;
-      try {
-        std::rethrow_exception(e);
-      } catch (const ipu::Error& x) {
-        if (x.code() != ipu::ErrorCode::Internal) { error = e; break; }
-      } catch (...) {
-      }
-    }
-    if (error) {
+    } catch (...) {
       for (auto& list : results) {
         for (PJRT_Buffer* b : list) delete b;
       }
-      std::rethrow_exception(error);
+      throw;
     }
     for (size_t d = 0; d < devices.size(); ++d) {
       for (size_t j = 0; j < results[d].size(); ++j) args->output_lists[d][j] = results[d][j];
