@@ -89,12 +89,6 @@ PJRT_Error* PJRT_Executable_GetCostAnalysis_Impl(PJRT_Executable_GetCostAnalysis
   });
 }
 
-PJRT_Error* PJRT_Executable_OptimizedProgram_Impl(PJRT_Executable_OptimizedProgram_Args*) {
-  return MakeError(PJRT_Error_Code_UNIMPLEMENTED,
-                   "the ipu backend has no optimized HLO to show (as_text()); its program is a Poplar-style "
-                   "tile program");
-}
-
 PJRT_Error* PJRT_LoadedExecutable_Destroy_Impl(PJRT_LoadedExecutable_Destroy_Args* args) {
   delete args->executable;
   return nullptr;
