@@ -4,7 +4,12 @@
 // output buffers with their shapes and a pending definition, queues one run per device and returns. Each run
 // happens later on its device's worker; its outcome (or its error) completes the outputs' definition, which
 // is where the user sees it: block_until_ready(), np.asarray(y), or a later program that reads y.
+//
+// Cheap programs are the exception (as XLA's CPU client runs cheap computations inline): when a program's last
+// run took less host time than handing it to the worker and waiting for it would, its inputs are all defined,
+// it does no host I/O and its IPU is idle, it runs at once on the caller's thread. Nothing else can tell.
 #include <algorithm>
+#include <chrono>
 
 #include "plugin.h"
 
@@ -28,7 +33,23 @@ struct Replica {
   std::vector<std::shared_ptr<Completion>> inputs_defined;
   std::vector<Bytes> outputs;
   std::shared_ptr<Completion> done;  // defines every output; also the launch's device-complete event
+  std::shared_ptr<std::atomic<int64_t>> last_run_ns;  // the executable's
 };
+
+// Host time below which a run is cheaper on the caller's thread than a round trip through the worker.
+constexpr int64_t kInlineRunNs = 20000;
+
+bool RunsInline(const PJRT_LoadedExecutable& loaded, const Replica& r) {
+  const ipu::Executable& program = *loaded.program;
+  const int64_t last = loaded.last_run_ns->load(std::memory_order_relaxed);
+  if (last < 0 || last > kInlineRunNs) return false;
+  if (program.hasInfeed() || program.hasOutfeed() || program.hasHostCalls() || r.group) return false;
+  if (!r.device->queue->Idle()) return false;
+  for (const auto& defined : r.inputs_defined) {
+    if (!defined->IsReady()) return false;
+  }
+  return true;
+}
 
 // Checks that `buffer` is what parameter `index` of `program` takes; adds its bytes and definition to `replica`.
 void AddArgument(const ipu::Executable& program, size_t index, PJRT_Buffer* buffer, Replica* replica) {
@@ -95,7 +116,10 @@ void Run(Replica& r) {
       options.replica = r.index;
       options.replicas = r.group.get();
       options.host = r.device->host.get();
+      const auto start = std::chrono::steady_clock::now();
       profile = program.run(in, out, options);
+      const auto host_time = std::chrono::steady_clock::now() - start;
+      r.last_run_ns->store(std::chrono::duration_cast<std::chrono::nanoseconds>(host_time).count());
     } catch (const ipu::Error& e) {
       code = ToPjrtCode(e.code());
       message = e.what();
@@ -168,13 +192,17 @@ PJRT_Error* PJRT_LoadedExecutable_Execute_Impl(PJRT_LoadedExecutable_Execute_Arg
       r->index = static_cast<int>(d);
       r->group = group;
       r->done = std::make_shared<Completion>();
+      r->last_run_ns = loaded->last_run_ns;
       for (size_t i = 0; i < num_inputs; ++i) AddArgument(program, i, args->argument_lists[d][i], r.get());
       for (size_t j = 0; j < program.outputTypes().size(); ++j) {
         r->outputs.push_back(std::make_shared<std::vector<uint8_t>>());  // sized by the run, on the worker
       }
       replicas.push_back(std::move(r));
     }
-    for (PJRT_Device* device : devices) device->queue->Start();
+    const bool run_inline = n == 1 && RunsInline(*loaded, *replicas[0]);
+    if (!run_inline) {
+      for (PJRT_Device* device : devices) device->queue->Start();
+    }
     // The outputs exist, with their shapes, before their runs do (which may finish before Execute returns).
     std::vector<std::vector<std::unique_ptr<PJRT_Buffer>>> results(n);
     for (size_t d = 0; d < n; ++d) {
@@ -196,10 +224,12 @@ PJRT_Error* PJRT_LoadedExecutable_Execute_Impl(PJRT_LoadedExecutable_Execute_Arg
           std::lock_guard<std::mutex> buffer_lock(donated->mutex);
           donated->data.reset();
         }
+        if (run_inline) break;
         if (program.hasOutfeed()) devices[d]->host->CountOutfeedProgram(+1);
         devices[d]->queue->Enqueue([r = replicas[d]] { Run(*r); });
       }
     }
+    if (run_inline) Run(*replicas[0]);
     for (size_t d = 0; d < n; ++d) {
       for (size_t j = 0; j < results[d].size(); ++j) args->output_lists[d][j] = results[d][j].release();
       if (args->device_complete_events != nullptr) args->device_complete_events[d] = NewEvent(replicas[d]->done);

@@ -104,6 +104,8 @@ class WorkQueue : public std::enable_shared_from_this<WorkQueue> {
   void Enqueue(std::function<void()> item);
   // Blocks until everything queued before the call has run.
   void Drain();
+  // Nothing queued or running (a hint: another thread may queue work right after).
+  bool Idle() const { return pending_.load(std::memory_order_acquire) == 0; }
   void Stop();
 
  private:
@@ -114,6 +116,9 @@ class WorkQueue : public std::enable_shared_from_this<WorkQueue> {
   std::condition_variable idle_cv_;  // an item finished
   std::deque<std::function<void()>> items_;
   uint64_t enqueued_ = 0, finished_ = 0;
+  std::atomic<size_t> queued_{0};   // items_.size(), readable without the lock
+  std::atomic<uint64_t> pending_{0};  // queued or running
+  bool sleeping_ = false;          // the worker waits on cv_ (else it is busy or about to look again)
   bool stopping_ = false;
   std::thread thread_;
 };
@@ -271,6 +276,8 @@ struct PJRT_LoadedExecutable {
   PJRT_Client* client = nullptr;
   std::vector<PJRT_Device*> devices;  // where it runs; one replica per device
   bool deleted = false;
+  // Host time of its latest run (ns; -1: never run), shared with queued runs. See launch.cc (cheap programs).
+  std::shared_ptr<std::atomic<int64_t>> last_run_ns = std::make_shared<std::atomic<int64_t>>(-1);
 };
 
 struct PJRT_SerializedExecutable {

@@ -1,11 +1,15 @@
 // WorkQueue: one IPU's work (runs, transfers) in the order it was queued, on the device's own worker thread.
 #include <pthread.h>
 
+#include <chrono>
 #include <cstdio>
 
 #include "plugin.h"
 
 namespace jax_ipu {
+
+// How long an idle worker looks for new work before it sleeps.
+constexpr std::chrono::microseconds kSpin(50);
 
 void WorkQueue::Start() {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -17,12 +21,16 @@ void WorkQueue::Start() {
 
 void WorkQueue::Enqueue(std::function<void()> item) {
   Start();
+  bool sleeping;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     items_.push_back(std::move(item));
     ++enqueued_;
+    pending_.fetch_add(1, std::memory_order_release);
+    queued_.store(items_.size(), std::memory_order_release);
+    sleeping = sleeping_;
   }
-  cv_.notify_one();
+  if (sleeping) cv_.notify_one();  // a spinning worker sees the item without a wake-up call
 }
 
 void WorkQueue::Drain() {
@@ -54,10 +62,23 @@ void WorkQueue::Loop() {
     std::function<void()> item;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      cv_.wait(lock, [this] { return stopping_ || !items_.empty(); });
+      if (items_.empty() && !stopping_) {
+        // Dispatch comes in bursts of small programs: waiting a little for the next one costs less than
+        // sleeping and being woken for each (two system calls and a context switch per run).
+        lock.unlock();
+        const auto until = std::chrono::steady_clock::now() + kSpin;
+        while (queued_.load(std::memory_order_acquire) == 0 && std::chrono::steady_clock::now() < until) {
+          std::this_thread::yield();
+        }
+        lock.lock();
+        sleeping_ = true;
+        cv_.wait(lock, [this] { return stopping_ || !items_.empty(); });
+        sleeping_ = false;
+      }
       if (items_.empty()) return;  // stopping, and everything queued has run
       item = std::move(items_.front());
       items_.pop_front();
+      queued_.store(items_.size(), std::memory_order_release);
     }
     try {
       item();
@@ -69,6 +90,7 @@ void WorkQueue::Loop() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       ++finished_;
+      pending_.fetch_sub(1, std::memory_order_release);
     }
     idle_cv_.notify_all();
   }
