@@ -3,6 +3,7 @@ waits on or reads a result."""
 
 from __future__ import annotations
 
+import os
 import time
 from functools import partial
 
@@ -173,3 +174,67 @@ def test_a_failed_run_surfaces_where_the_result_is_waited_on_or_read(python):
     assert len(errors) == 4, result.stdout
     for message in errors:
         assert message == "XlaRuntimeError: RESOURCE_EXHAUSTED: ipu device 0: out of host memory running jit__lambda_"
+
+
+def _streams_lib():
+    import ctypes
+
+    from jax_ipu import _native
+
+    lib = _native.load()
+    c_char_pp, c_int64_pp = ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.POINTER(ctypes.c_int64))
+    arrays = [ctypes.c_int, ctypes.c_size_t, c_char_pp, ctypes.POINTER(ctypes.c_int), c_int64_pp]
+    lib.JaxIpu_InfeedPush.argtypes = arrays + [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p)]
+    lib.JaxIpu_OutfeedPop.argtypes = arrays + [
+        ctypes.POINTER(ctypes.c_void_p), ctypes.c_double, ctypes.POINTER(ctypes.c_void_p)]
+    return lib
+
+
+def _call_streams(name, dtype, shape, data, *extra):
+    """Calls JaxIpu_InfeedPush/OutfeedPop on device 0 with one array; returns the error text ('' if none)."""
+    import ctypes
+
+    from jax_ipu import _native
+
+    lib = _streams_lib()
+    dims = (ctypes.c_int64 * len(shape))(*shape)
+    error = ctypes.c_void_p()
+    rc = getattr(lib, name)(
+        0, 1, (ctypes.c_char_p * 1)(dtype.encode()), (ctypes.c_int * 1)(len(shape)),
+        (ctypes.POINTER(ctypes.c_int64) * 1)(ctypes.cast(dims, ctypes.POINTER(ctypes.c_int64))),
+        (ctypes.c_void_p * 1)(data.ctypes.data), *extra, ctypes.byref(error))
+    message = _native.take_string(lib, error.value)
+    assert (rc == 0) == (message == ""), (rc, message)
+    return message
+
+
+def test_outfeed_read_that_could_never_be_served_fails_at_once_instead_of_hanging():
+    ipu()  # the backend (and its client) exists
+    out = np.zeros((2, 3), np.float32)
+    start = time.perf_counter()
+    message = _call_streams("JaxIpu_OutfeedPop", "f32", (2, 3), out, -1.0)  # no timeout: must not wait forever
+    assert time.perf_counter() - start < 5
+    assert message == (
+        "ipu device 0: the outfeed is empty and no program that outfeeds is queued or running on the device, so "
+        "an outfeed of (f32[2,3]) could never arrive: run the program that calls lax.outfeed first")
+
+
+def test_infeed_push_checks_dtypes_and_counts_bytes(python):
+    # In a process of its own: an entry left in the infeed would be read by the next program that infeeds.
+    result = python(
+        """
+        import numpy as np
+        import test_async as t
+        from jax_ipu import runtime
+        print(t._call_streams("JaxIpu_InfeedPush", "i32", (1,), np.zeros(1, np.int32)))
+        t.ipu()
+        print(t._call_streams("JaxIpu_InfeedPush", "f64", (3,), np.zeros(3, np.float64)))
+        print(repr(t._call_streams("JaxIpu_InfeedPush", "i32", (4,), np.arange(4, dtype=np.int32))))
+        print(runtime.device_stats(t.ipu())["infeed_bytes"])
+        """,
+        {"PYTHONPATH": os.path.dirname(os.path.abspath(__file__))},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "the ipu backend has not been created yet",
+        "array 0 has dtype 'f64', which the ipu streams do not carry (bool, f16, f32, i32, u32)", "''", "16"]
