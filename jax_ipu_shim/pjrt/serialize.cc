@@ -11,7 +11,7 @@
 //
 // Loading lowers the program again for the client's IPU (the emulator's lowering is deterministic), so a loaded
 // executable runs and costs exactly as the original. A blob for another chip or tile count is refused.
-#include <sstream>
+#include <algorithm>
 
 #include "plugin.h"
 
@@ -36,51 +36,85 @@ ipu::Error Malformed(const std::string& what) {
 }
 
 std::string Serialize(const ipu::Executable& program, const std::vector<int>& device_ids) {
-  std::ostringstream out;
   const ipu::DeviceDescription& device = program.device();
-  out << kMagic << " " << kFormatVersion << "\n";
-  out << "device " << device.version << " " << device.num_tiles << "\n";
-  out << "replicas " << NumReplicas(program, device_ids.size()) << "\n";
-  out << "devices";
-  for (int id : device_ids) out << " " << id;
-  out << "\n";
+  std::string out = std::string(kMagic) + " " + std::to_string(kFormatVersion) + "\n";
+  out += "device " + device.version + " " + std::to_string(device.num_tiles) + "\n";
+  out += "replicas " + std::to_string(NumReplicas(program, device_ids.size())) + "\n";
+  out += "devices";
+  for (int id : device_ids) out += " " + std::to_string(id);
   const std::string& json = program.programJson();
-  out << "program " << json.size() << "\n" << json;
-  return out.str();
+  return out + "\nprogram " + std::to_string(json.size()) + "\n" + json;
 }
 
-// Reads one "key values..." header line.
-std::istringstream Line(std::istream& in, const std::string& key) {
-  std::string line;
-  if (!std::getline(in, line)) throw Malformed("the header ends before its '" + key + "' line");
-  std::istringstream fields(line);
-  std::string word;
-  fields >> word;
-  if (word != key) throw Malformed("expected a '" + key + "' line, found '" + line.substr(0, 40) + "'");
-  return fields;
+// The header, one line at a time: "key word word...".
+class HeaderReader {
+ public:
+  explicit HeaderReader(const std::string& blob) : blob_(blob) {}
+
+  // The words of the next line, which must start with `key`.
+  std::vector<std::string> Line(const std::string& key) {
+    const size_t end = blob_.find('\n', pos_);
+    if (end == std::string::npos) throw Malformed("the header ends before its '" + key + "' line");
+    const std::string line = blob_.substr(pos_, end - pos_);
+    pos_ = end + 1;
+    std::vector<std::string> words;
+    for (size_t i = 0; i < line.size();) {
+      const size_t space = std::min(line.find(' ', i), line.size());
+      if (space > i) words.push_back(line.substr(i, space - i));
+      i = space + 1;
+    }
+    if (words.empty() || words[0] != key) {
+      throw Malformed("expected a '" + key + "' line, found '" + line.substr(0, 40) + "'");
+    }
+    words.erase(words.begin());
+    return words;
+  }
+  std::string Rest() const { return blob_.substr(pos_); }
+
+ private:
+  const std::string& blob_;
+  size_t pos_ = 0;
+};
+
+int64_t Number(const std::string& word, const std::string& what) {
+  size_t used = 0;
+  int64_t value = -1;
+  try {
+    value = std::stoll(word, &used);
+  } catch (...) {
+    used = 0;
+  }
+  if (used != word.size() || value < 0) throw Malformed("bad " + what + " '" + word + "'");
+  return value;
 }
 
 Header Parse(const std::string& blob) {
-  std::istringstream in(blob);
-  std::string magic;
-  if (!std::getline(in, magic) || magic.rfind(std::string(kMagic) + " ", 0) != 0) {
+  HeaderReader in(blob);
+  std::vector<std::string> magic;
+  try {
+    magic = in.Line(kMagic);
+  } catch (const ipu::Error&) {
     throw Malformed("it does not start with '" + std::string(kMagic) + "'");
   }
-  int version = 0;
-  if (!(std::istringstream(magic.substr(std::string(kMagic).size())) >> version) || version != kFormatVersion) {
-    throw Malformed("its format version is '" + magic.substr(std::string(kMagic).size() + 1) +
-                    "', this jax-ipu reads version " + std::to_string(kFormatVersion));
+  if (magic.size() != 1 || magic[0] != std::to_string(kFormatVersion)) {
+    throw Malformed("its format version is '" + (magic.empty() ? "" : magic[0]) + "', this jax-ipu reads version " +
+                    std::to_string(kFormatVersion));
   }
   Header h;
-  if (!(Line(in, "device") >> h.version >> h.num_tiles)) throw Malformed("bad 'device' line");
-  if (!(Line(in, "replicas") >> h.replicas) || h.replicas < 1) throw Malformed("bad 'replicas' line");
-  auto ids = Line(in, "devices");
-  for (int id; ids >> id;) h.device_ids.push_back(id);
-  size_t size = 0;
-  if (!(Line(in, "program") >> size)) throw Malformed("bad 'program' line");
-  const size_t start = static_cast<size_t>(in.tellg());
-  if (in.tellg() < 0 || blob.size() - start != size) throw Malformed("the program is cut short or has trailing bytes");
-  h.program = blob.substr(start);
+  const auto device = in.Line("device");
+  if (device.size() != 2) throw Malformed("bad 'device' line");
+  h.version = device[0];
+  h.num_tiles = static_cast<int>(Number(device[1], "tile count"));
+  const auto replicas = in.Line("replicas");
+  if (replicas.size() != 1) throw Malformed("bad 'replicas' line");
+  h.replicas = static_cast<int>(Number(replicas[0], "replica count"));
+  for (const std::string& id : in.Line("devices")) h.device_ids.push_back(static_cast<int>(Number(id, "device id")));
+  const auto program = in.Line("program");
+  if (program.size() != 1) throw Malformed("bad 'program' line");
+  h.program = in.Rest();
+  if (h.program.size() != static_cast<size_t>(Number(program[0], "program size"))) {
+    throw Malformed("the program is cut short or has trailing bytes");
+  }
   return h;
 }
 
