@@ -1,4 +1,5 @@
-// PJRT_Buffer: an array on an emulated IPU. Transfers to and from the host are counted on the device.
+// PJRT_Buffer: an array on an emulated IPU, defined by queued work. Transfers (host link, IPU-Links) are counted
+// on the devices.
 #include <cstring>
 #include <numeric>
 
@@ -54,7 +55,7 @@ void GatherStrided(const uint8_t* src, const std::vector<int64_t>& dims, const i
   }
 }
 
-std::shared_ptr<std::vector<uint8_t>> LiveData(PJRT_Buffer* buffer, const char* what) {
+Bytes LiveData(PJRT_Buffer* buffer, const char* what) {
   std::lock_guard<std::mutex> lock(buffer->mutex);
   if (!buffer->data) {
     throw ipu::Error(ipu::ErrorCode::InvalidArgument,
@@ -107,13 +108,14 @@ int64_t NumElements(const std::vector<int64_t>& dims) {
   return std::accumulate(dims.begin(), dims.end(), int64_t{1}, std::multiplies<int64_t>());
 }
 
-PJRT_Buffer* NewBuffer(PJRT_Device* device, PJRT_Buffer_Type type, std::vector<int64_t> dims,
-                       std::shared_ptr<std::vector<uint8_t>> data) {
+PJRT_Buffer* NewBuffer(PJRT_Device* device, PJRT_Buffer_Type type, std::vector<int64_t> dims, Bytes data,
+                       std::shared_ptr<Completion> defined) {
   auto* buffer = new PJRT_Buffer();
   buffer->device = device;
   buffer->type = type;
   buffer->dims = std::move(dims);
   buffer->data = std::move(data);
+  buffer->defined = std::move(defined);
   return buffer;
 }
 
@@ -155,12 +157,13 @@ PJRT_Error* PJRT_Client_BufferFromHostBuffer_Impl(PJRT_Client_BufferFromHostBuff
       }
     }
     PJRT_Device* device = args->device ? args->device : args->client->device_pointers.front();
-    {
-      std::lock_guard<std::mutex> lock(device->transfer_mutex);
-      device->bytes_to_device += bytes;
-    }
-    args->buffer = NewBuffer(device, args->type, std::move(dims), std::move(data));
-    // The host data was copied before returning: the caller may free it at once.
+    const uint64_t cycles = device->description.hardware.hostTransferCycles(static_cast<int64_t>(bytes));
+    CountOnDevice(device, [&](DeviceCounters& c) {
+      c.bytes_to_device += bytes;
+      c.host_transfer_cycles += cycles;
+    });
+    // The host data is copied before returning (jax may free it at once), so the buffer is born defined.
+    args->buffer = NewBuffer(device, args->type, std::move(dims), std::move(data), Completion::Ready());
     args->done_with_host_buffer = ReadyEvent();
     return nullptr;
   });
@@ -229,36 +232,77 @@ PJRT_Error* PJRT_Buffer_IsDeleted_Impl(PJRT_Buffer_IsDeleted_Args* args) {
 
 PJRT_Error* PJRT_Buffer_CopyToDevice_Impl(PJRT_Buffer_CopyToDevice_Args* args) {
   return Guard("PJRT_Buffer_CopyToDevice", [&]() -> PJRT_Error* {
-    auto data = LiveData(args->buffer, "copy to device");
-    PJRT_Device* dst = args->dst_device;
-    {
-      std::lock_guard<std::mutex> lock(dst->transfer_mutex);
-      dst->bytes_to_device += data->size();
-    }
-    // Arrays are immutable, so the copy may share the bytes.
-    args->dst_buffer = NewBuffer(dst, args->buffer->type, args->buffer->dims, std::move(data));
+    PJRT_Buffer* src = args->buffer;
+    Bytes data = LiveData(src, "copy to device");
+    PJRT_Device* from = src->device;
+    PJRT_Device* to = args->dst_device;
+    auto copy = std::make_shared<std::vector<uint8_t>>();
+    auto done = std::make_shared<Completion>();
+    // On the source IPU's queue, after the work that defines the source: IPU to IPU over the IPU-Links, never
+    // through the host. Both ends count the bytes and the link's cycles.
+    Enqueue(from, [data, copy, done, defined = src->defined, from, to]() mutable {
+      defined->Wait();
+      if (defined->code() != 0) return done->SetFrom(*defined);
+      try {
+        *copy = *data;
+      } catch (const std::bad_alloc&) {
+        return done->Set(PJRT_Error_Code_RESOURCE_EXHAUSTED, "copy to ipu device " +
+                                                                 std::to_string(to->local_hardware_id) +
+                                                                 ": out of host memory");
+      }
+      data.reset();
+      if (from != to) {
+        const int64_t bytes = static_cast<int64_t>(copy->size());
+        for (PJRT_Device* end : {from, to}) {
+          const uint64_t cycles = end->description.hardware.linkCycles(bytes);
+          CountOnDevice(end, [&](DeviceCounters& c) {
+            c.bytes_over_links += bytes;
+            c.link_cycles += cycles;
+          });
+        }
+      }
+      done->Set(static_cast<PJRT_Error_Code>(0), "");
+    });
+    args->dst_buffer = NewBuffer(to, src->type, src->dims, std::move(copy), std::move(done));
     return nullptr;
   });
 }
 
 PJRT_Error* PJRT_Buffer_ToHostBuffer_Impl(PJRT_Buffer_ToHostBuffer_Args* args) {
   return Guard("PJRT_Buffer_ToHostBuffer", [&]() -> PJRT_Error* {
-    auto data = LiveData(args->src, "transfer to host");
+    PJRT_Buffer* src = args->src;
+    const size_t bytes = ByteSize(src);
+    Bytes data = LiveData(src, "transfer to host");
     if (args->dst == nullptr) {
-      args->dst_size = data->size();
+      args->dst_size = bytes;
       return nullptr;
     }
-    if (args->dst_size < data->size()) {
+    if (args->dst_size < bytes) {
       return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
                        "host buffer of " + std::to_string(args->dst_size) + " bytes is too small for " +
-                           std::to_string(data->size()));
+                           std::to_string(bytes));
     }
-    if (!data->empty()) std::memcpy(args->dst, data->data(), data->size());
-    {
-      std::lock_guard<std::mutex> lock(args->src->device->transfer_mutex);
-      args->src->device->bytes_from_device += data->size();
-    }
-    args->event = ReadyEvent();
+    // Copied once the buffer is defined: at once if it is, else on the thread that defines it. jaxlib keeps
+    // `dst` alive until the event completes. A failed definition fails the transfer with its error.
+    auto done = std::make_shared<Completion>();
+    void* dst = args->dst;
+    PJRT_Device* device = src->device;
+    src->defined->OnReady([data, dst, bytes, device, done](PJRT_Error_Code code, const std::string& message) {
+      if (code != 0) return done->Set(code, message);
+      if (data->size() != bytes) {
+        return done->Set(PJRT_Error_Code_INTERNAL, "transfer to host: the ipu buffer holds " +
+                                                       std::to_string(data->size()) + " bytes, not " +
+                                                       std::to_string(bytes));
+      }
+      if (bytes > 0) std::memcpy(dst, data->data(), bytes);
+      const uint64_t cycles = device->description.hardware.hostTransferCycles(static_cast<int64_t>(bytes));
+      CountOnDevice(device, [&](DeviceCounters& c) {
+        c.bytes_from_device += bytes;
+        c.host_transfer_cycles += cycles;
+      });
+      done->Set(static_cast<PJRT_Error_Code>(0), "");
+    });
+    args->event = NewEvent(std::move(done));
     return nullptr;
   });
 }
@@ -269,7 +313,7 @@ PJRT_Error* PJRT_Buffer_IsOnCpu_Impl(PJRT_Buffer_IsOnCpu_Args* args) {
 }
 
 PJRT_Error* PJRT_Buffer_ReadyEvent_Impl(PJRT_Buffer_ReadyEvent_Args* args) {
-  args->event = ReadyEvent();
+  args->event = NewEvent(args->buffer->defined);
   return nullptr;
 }
 

@@ -61,6 +61,11 @@ std::unique_ptr<PJRT_Client> CreateClient(const PJRT_NamedValue* options, size_t
   return client;
 }
 
+void Enqueue(PJRT_Device* device, std::function<void()> item) {
+  std::lock_guard<std::mutex> lock(device->client->launch_mutex);
+  device->queue->Enqueue(std::move(item));
+}
+
 PJRT_Device* LookupDevice(PJRT_Client* client, int id) {
   if (id < 0 || static_cast<size_t>(id) >= client->devices.size()) {
     throw ipu::Error(ipu::ErrorCode::InvalidArgument,
@@ -71,6 +76,13 @@ PJRT_Device* LookupDevice(PJRT_Client* client, int id) {
 }
 
 }  // namespace jax_ipu
+
+PJRT_Client::~PJRT_Client() {
+  // Runs waiting on an empty infeed fail (nobody is left to feed them); everything queued still runs, so no
+  // event is left pending and no work is lost.
+  for (auto& device : devices) device->host->Close();
+  for (auto& device : devices) device->queue->Stop();
+}
 
 using namespace jax_ipu;
 

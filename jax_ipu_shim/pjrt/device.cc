@@ -6,6 +6,8 @@ namespace jax_ipu {
 void InitDevice(PJRT_Device* device, PJRT_Client* client, int id, const ipu::DeviceDescription& hardware) {
   device->client = client;
   device->local_hardware_id = id;
+  device->host = std::make_shared<HostStreams>(id);
+  device->queue = std::make_shared<WorkQueue>("ipu" + std::to_string(id));
   PJRT_DeviceDescription& d = device->description;
   d.id = id;
   d.hardware = hardware;

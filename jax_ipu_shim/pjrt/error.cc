@@ -1,4 +1,6 @@
 // PJRT_Error: a status code and a message, owned by the caller until PJRT_Error_Destroy.
+#include <cstdlib>
+#include <cstring>
 #include <exception>
 
 #include "plugin.h"
@@ -36,6 +38,12 @@ PJRT_Error* Guard(const char* function, const std::function<PJRT_Error*()>& body
   } catch (...) {
     return MakeError(PJRT_Error_Code_INTERNAL, std::string(function) + ": unknown failure");
   }
+}
+
+char* CopyString(const std::string& s) {
+  char* out = static_cast<char*>(std::malloc(s.size() + 1));
+  if (out != nullptr) std::memcpy(out, s.c_str(), s.size() + 1);
+  return out;
 }
 
 PJRT_Error* CheckStructSize(const char* function, size_t given, size_t needed) {

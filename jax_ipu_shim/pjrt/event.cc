@@ -1,13 +1,68 @@
-// PJRT_Event: completion of enqueued work. Work completes before its call returns, so events are born ready.
+// PJRT_Event: completion of queued work (a run on an IPU, a transfer). Callbacks run on the thread that completes
+// the work (a device's worker), or at once on the caller's thread if it is already complete.
 #include "plugin.h"
 
 namespace jax_ipu {
-PJRT_Event* ReadyEvent() { return new PJRT_Event(); }
 
-static PJRT_Error* EventStatus(const PJRT_Event* event) {
-  if (event->code == 0) return nullptr;
-  return MakeError(event->code, event->message);
+std::shared_ptr<Completion> Completion::Ready() {
+  auto c = std::make_shared<Completion>();
+  c->ready_ = true;
+  return c;
 }
+
+std::shared_ptr<Completion> Completion::Failed(PJRT_Error_Code code, std::string message) {
+  auto c = std::make_shared<Completion>();
+  c->ready_ = true;
+  c->code_ = code;
+  c->message_ = std::move(message);
+  return c;
+}
+
+void Completion::Set(PJRT_Error_Code code, std::string message) {
+  std::vector<Callback> callbacks;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (ready_) return;
+    code_ = code;
+    message_ = std::move(message);
+    ready_ = true;
+    callbacks.swap(callbacks_);
+  }
+  cv_.notify_all();
+  // code_ and message_ no longer change: callbacks may read them without the lock.
+  for (Callback& callback : callbacks) callback(code_, message_);
+}
+
+bool Completion::IsReady() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return ready_;
+}
+
+void Completion::Wait() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  cv_.wait(lock, [this] { return ready_; });
+}
+
+PJRT_Error* Completion::ToError() {
+  Wait();
+  return code_ == 0 ? nullptr : MakeError(code_, message_);
+}
+
+void Completion::OnReady(Callback callback) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!ready_) {
+      callbacks_.push_back(std::move(callback));
+      return;
+    }
+  }
+  callback(code_, message_);
+}
+
+PJRT_Event* NewEvent(std::shared_ptr<Completion> completion) { return new PJRT_Event{std::move(completion)}; }
+
+PJRT_Event* ReadyEvent() { return NewEvent(Completion::Ready()); }
+
 }  // namespace jax_ipu
 
 using namespace jax_ipu;
@@ -18,16 +73,20 @@ PJRT_Error* PJRT_Event_Destroy_Impl(PJRT_Event_Destroy_Args* args) {
 }
 
 PJRT_Error* PJRT_Event_IsReady_Impl(PJRT_Event_IsReady_Args* args) {
-  args->is_ready = true;
+  args->is_ready = args->event->completion->IsReady();
   return nullptr;
 }
 
-PJRT_Error* PJRT_Event_Error_Impl(PJRT_Event_Error_Args* args) { return EventStatus(args->event); }
+PJRT_Error* PJRT_Event_Error_Impl(PJRT_Event_Error_Args* args) { return args->event->completion->ToError(); }
 
-PJRT_Error* PJRT_Event_Await_Impl(PJRT_Event_Await_Args* args) { return EventStatus(args->event); }
+PJRT_Error* PJRT_Event_Await_Impl(PJRT_Event_Await_Args* args) { return args->event->completion->ToError(); }
 
 PJRT_Error* PJRT_Event_OnReady_Impl(PJRT_Event_OnReady_Args* args) {
-  // Ownership of the error passes to the callback.
-  args->callback(EventStatus(args->event), args->user_arg);
+  PJRT_Event_OnReadyCallback callback = args->callback;
+  void* user_arg = args->user_arg;
+  // The callback owns the error it is given; jaxlib may destroy the event inside it.
+  args->event->completion->OnReady([callback, user_arg](PJRT_Error_Code code, const std::string& message) {
+    callback(code == 0 ? nullptr : MakeError(code, message), user_arg);
+  });
   return nullptr;
 }

@@ -5,11 +5,15 @@
 // the user's process.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ipu/emulator.h"
@@ -30,6 +34,9 @@ PJRT_Error_Code ToPjrtCode(ipu::ErrorCode code);
 // Runs `body`, turning any exception into a PJRT_Error (ipu::Error keeps its code, anything else is INTERNAL).
 PJRT_Error* Guard(const char* function, const std::function<PJRT_Error*()>& body);
 
+// A malloc'ed copy for the caller to free with JaxIpu_FreeString (null if out of memory).
+char* CopyString(const std::string& s);
+
 // The caller's struct must be at least as large as the part of it we read and write.
 PJRT_Error* CheckStructSize(const char* function, size_t given, size_t needed);
 
@@ -37,16 +44,127 @@ PJRT_Error* CheckStructSize(const char* function, size_t given, size_t needed);
 
 // ----------------------------------------------------------------------------------------------- events
 
-// Work completes before the call that returns an event does, so events are born ready. An event still carries
-// a status so that asynchronous execution can be added behind the same interface.
+namespace jax_ipu {
+
+// The outcome of one piece of asynchronous work (a run, a transfer): pending until set() once, then ok or failed
+// with a code and message. Shared by the work, the buffers it defines and every PJRT_Event handed out for it,
+// so that destroying an event never cancels what waits on it.
+class Completion {
+ public:
+  using Callback = std::function<void(PJRT_Error_Code code, const std::string& message)>;
+  static std::shared_ptr<Completion> Ready();
+  static std::shared_ptr<Completion> Failed(PJRT_Error_Code code, std::string message);
+
+  // Completes (code 0: ok) and then calls every OnReady callback on this thread, outside the lock.
+  void Set(PJRT_Error_Code code, std::string message);
+  void SetFrom(const Completion& other) { Set(other.code_, other.message_); }  // `other` must be ready
+  bool IsReady();
+  void Wait();
+  // After Wait(): 0 if ok, else the error.
+  PJRT_Error_Code code() const { return code_; }
+  const std::string& message() const { return message_; }
+  PJRT_Error* ToError();  // waits; null if ok, else a new PJRT_Error carrying the failure
+  // Calls `callback` once ready: at once, on this thread, if it already is.
+  void OnReady(Callback callback);
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool ready_ = false;
+  PJRT_Error_Code code_ = static_cast<PJRT_Error_Code>(0);
+  std::string message_;
+  std::vector<Callback> callbacks_;
+};
+
+}  // namespace jax_ipu
+
+// What jaxlib holds and destroys: a handle on a completion.
 struct PJRT_Event {
-  PJRT_Error_Code code = static_cast<PJRT_Error_Code>(0);  // 0: ok
-  std::string message;
+  std::shared_ptr<jax_ipu::Completion> completion;
 };
 
 namespace jax_ipu {
+PJRT_Event* NewEvent(std::shared_ptr<Completion> completion);
 PJRT_Event* ReadyEvent();
-}
+}  // namespace jax_ipu
+
+// ----------------------------------------------------------------------------------------------- work queues
+
+namespace jax_ipu {
+
+// One IPU's stream of work, run in order by one worker thread (Poplar: an engine runs one program at a time on a
+// device). The thread starts with the first item; Stop() runs everything still queued, then joins it.
+// Always made with std::make_shared: the thread holds the queue alive.
+class WorkQueue : public std::enable_shared_from_this<WorkQueue> {
+ public:
+  explicit WorkQueue(std::string name) : name_(std::move(name)) {}
+  ~WorkQueue() { Stop(); }
+  // Starts the worker thread if it is not running (throws if it cannot, or if the queue is stopping).
+  void Start();
+  void Enqueue(std::function<void()> item);
+  // Blocks until everything queued before the call has run.
+  void Drain();
+  // Nothing queued or running (a hint: another thread may queue work right after).
+  bool Idle() const { return pending_.load(std::memory_order_acquire) == 0; }
+  void Stop();
+
+ private:
+  void Loop();
+  std::string name_;
+  std::mutex mutex_;
+  std::condition_variable cv_;       // work arrived, or stop
+  std::condition_variable idle_cv_;  // an item finished
+  std::deque<std::function<void()>> items_;
+  uint64_t enqueued_ = 0, finished_ = 0;
+  std::atomic<size_t> queued_{0};   // items_.size(), readable without the lock
+  std::atomic<uint64_t> pending_{0};  // queued or running
+  bool sleeping_ = false;          // the worker waits on cv_ (else it is busy or about to look again)
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+// The host side of one IPU's data streams and host functions (ipu::HostInterface), shared by the runs on its
+// worker and the JaxIpu_InfeedPush/OutfeedPop callers (which may outlive the client: hence shared, and Close()).
+class HostStreams : public ipu::HostInterface {
+ public:
+  explicit HostStreams(int device_id) : device_id_(device_id) {}
+  struct Array {
+    ipu::TensorType type;
+    std::vector<uint8_t> bytes;
+  };
+  using Entry = std::vector<Array>;
+
+  void PushInfeed(Entry entry);
+  // The oldest outfeed entry if it matches `want` (copied into `dst`). Throws ipu::Error (the entry stays queued)
+  // on a type mismatch, a timeout (seconds >= 0), or when nothing could ever arrive.
+  void PopOutfeed(const std::vector<ipu::TensorType>& want, const std::vector<void*>& dst, double timeout_seconds);
+  // A program that outfeeds was queued (+1) or has finished (-1): while any is, an empty outfeed may still fill.
+  void CountOutfeedProgram(int delta);
+  // The client is going away: waits fail instead of hanging.
+  void Close();
+
+  void infeed(const std::string& program, const std::vector<ipu::TensorType>& types,
+              const std::vector<void*>& dst) override;
+  void outfeed(const std::string& program, const std::vector<ipu::TensorType>& types,
+               const std::vector<const void*>& src) override;
+  void callback(int64_t id, const std::vector<ipu::TensorType>& in_types, const std::vector<const void*>& in,
+                const std::vector<ipu::TensorType>& out_types, const std::vector<void*>& out) override;
+
+  std::atomic<uint64_t> infeed_bytes{0}, outfeed_bytes{0};  // pushed by the host, pushed by programs
+
+ private:
+  const int device_id_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<Entry> infeed_, outfeed_;
+  int outfeed_programs_ = 0;
+  bool closed_ = false;
+};
+
+std::string ShapeString(const ipu::TensorType& type);  // f32[3,4]
+std::string ShapesString(const std::vector<ipu::TensorType>& types);  // (f32[3,4], i32[])
+
+}  // namespace jax_ipu
 
 // ----------------------------------------------------------------------------------------------- devices
 
@@ -62,15 +180,24 @@ struct PJRT_DeviceDescription {
   std::vector<std::string> attribute_strings;
 };
 
+// Counters JaxIpu_DeviceStats reports, under PJRT_Device::stats_mutex.
+struct DeviceCounters {
+  uint64_t bytes_to_device = 0;    // host link, in
+  uint64_t bytes_from_device = 0;  // host link, out
+  uint64_t host_transfer_cycles = 0;
+  uint64_t bytes_over_links = 0;   // IPU-Links, sent or received
+  uint64_t link_cycles = 0;
+};
+
 struct PJRT_Device {
   PJRT_DeviceDescription description;
   PJRT_Client* client = nullptr;
   int local_hardware_id = 0;
-  // Host transfers, counted in the one place they pass through.
-  std::mutex transfer_mutex;
-  uint64_t bytes_to_device = 0;
-  uint64_t bytes_from_device = 0;
-  // The most recent execution on this device, for jax_ipu.last_execution().
+  std::shared_ptr<jax_ipu::HostStreams> host;
+  std::shared_ptr<jax_ipu::WorkQueue> queue;
+  std::mutex stats_mutex;
+  DeviceCounters counters;
+  // The most recent execution that finished on this device, for jax_ipu.last_execution().
   std::string last_program;
   ipu::RunProfile last_profile;
   uint64_t executions = 0;
@@ -87,44 +214,58 @@ struct PJRT_Client {
   std::vector<PJRT_Device*> device_pointers;
   std::string platform_name = "ipu";
   std::string platform_version;
+  // Held while work goes onto device queues, so that launches over several IPUs are queued in one order on all
+  // of them (two launches queued in different orders on two IPUs would deadlock their collectives).
+  std::mutex launch_mutex;
+  ~PJRT_Client();  // finishes all queued work first
 };
 
 namespace jax_ipu {
 // Reads create options (version, num_tiles, num_devices) into a client. Throws ipu::Error on bad values.
 std::unique_ptr<PJRT_Client> CreateClient(const PJRT_NamedValue* options, size_t num_options);
-// The most recently created client, which JaxIpu_DeviceStats reports on (a process has one ipu client).
+// The most recently created client, which the JaxIpu_* functions act on (a process has one ipu client).
 void SetCurrentClient(PJRT_Client* client);
 void ForgetClient(PJRT_Client* client);
+// Runs `body` with the current client (null if none) under the lock that keeps it alive.
+void WithCurrentClient(const std::function<void(PJRT_Client*)>& body);
 PJRT_Device* LookupDevice(PJRT_Client* client, int id);
+// Queues `item` on `device` (under the client's launch mutex).
+void Enqueue(PJRT_Device* device, std::function<void()> item);
 }
 
 // ----------------------------------------------------------------------------------------------- buffers
 
-// A device array. Its bytes live in host memory (the emulator keeps no per-tile SRAM image between programs);
-// donation and deletion release them.
+// A device array. Its bytes live in host memory (the emulator keeps no per-tile SRAM image between programs).
+// `data` is filled by the work that defines the buffer; `defined` completes when it has (or failed).
+// Donation and deletion drop the buffer's reference to its bytes; queued work keeps its own.
 struct PJRT_Buffer {
   PJRT_Device* device = nullptr;
   PJRT_Buffer_Type type = PJRT_Buffer_Type_INVALID;
   std::vector<int64_t> dims;
   std::mutex mutex;
   std::shared_ptr<std::vector<uint8_t>> data;  // null once deleted or donated
+  std::shared_ptr<jax_ipu::Completion> defined;
 };
 
 namespace jax_ipu {
+using Bytes = std::shared_ptr<std::vector<uint8_t>>;
 size_t ElementSize(PJRT_Buffer_Type type);  // 0 for types the plugin cannot hold
 const char* TypeName(PJRT_Buffer_Type type);
 int XlaPrimitiveType(PJRT_Buffer_Type type);  // xla::PrimitiveType number
 bool ToIpuDType(PJRT_Buffer_Type type, ipu::DType* out);
 PJRT_Buffer_Type FromIpuDType(ipu::DType dtype);
 int64_t NumElements(const std::vector<int64_t>& dims);
-PJRT_Buffer* NewBuffer(PJRT_Device* device, PJRT_Buffer_Type type, std::vector<int64_t> dims,
-                       std::shared_ptr<std::vector<uint8_t>> data);
+PJRT_Buffer* NewBuffer(PJRT_Device* device, PJRT_Buffer_Type type, std::vector<int64_t> dims, Bytes data,
+                       std::shared_ptr<Completion> defined);
+// Adds to a device's counters.
+void CountOnDevice(PJRT_Device* device, const std::function<void(DeviceCounters&)>& update);
 }
 
 // ----------------------------------------------------------------------------------------------- executables
 
 struct PJRT_Executable {
   std::shared_ptr<const ipu::Executable> program;
+  std::vector<int> device_ids;  // the devices it was compiled for, one replica each
   // Cost analysis, owned here because PJRT hands out pointers into it.
   std::vector<PJRT_NamedValue> cost_properties;
   std::vector<std::string> cost_names;
@@ -135,7 +276,18 @@ struct PJRT_LoadedExecutable {
   PJRT_Client* client = nullptr;
   std::vector<PJRT_Device*> devices;  // where it runs; one replica per device
   bool deleted = false;
+  // Host time of its latest run (ns; -1: never run), shared with queued runs. See launch.cc (cheap programs).
+  std::shared_ptr<std::atomic<int64_t>> last_run_ns = std::make_shared<std::atomic<int64_t>>(-1);
 };
+
+struct PJRT_SerializedExecutable {
+  std::string data;
+};
+
+namespace jax_ipu {
+// Replicas a program runs as: what it was compiled for, or the devices it was compiled onto if more.
+int NumReplicas(const ipu::Executable& program, size_t num_devices);
+}
 
 // ----------------------------------------------------------------------------------------------- compiler
 

@@ -1,19 +1,10 @@
-// JaxIpu_DeviceStats: what the Python package reports about a device: host transfers and the last execution.
-#include <atomic>
-#include <cstdlib>
-#include <cstring>
-
+// The current client (the one the JaxIpu_* functions act on) and JaxIpu_DeviceStats: what the Python package
+// reports about a device: host and IPU-Link transfers and the last execution.
 #include "plugin.h"
 
 namespace {
 std::mutex g_client_mutex;
 PJRT_Client* g_client = nullptr;
-
-char* CopyString(const std::string& s) {
-  char* out = static_cast<char*>(std::malloc(s.size() + 1));
-  if (out != nullptr) std::memcpy(out, s.c_str(), s.size() + 1);
-  return out;
-}
 
 std::string Quoted(const std::string& s) {
   std::string out = "\"";
@@ -35,6 +26,16 @@ void ForgetClient(PJRT_Client* client) {
   std::lock_guard<std::mutex> lock(g_client_mutex);
   if (g_client == client) g_client = nullptr;
 }
+
+void WithCurrentClient(const std::function<void(PJRT_Client*)>& body) {
+  std::lock_guard<std::mutex> lock(g_client_mutex);
+  body(g_client);
+}
+
+void CountOnDevice(PJRT_Device* device, const std::function<void(DeviceCounters&)>& update) {
+  std::lock_guard<std::mutex> lock(device->stats_mutex);
+  update(device->counters);
+}
 }  // namespace jax_ipu
 
 // JSON for device `device_id` of the current client, or NULL if there is no such device. Free with JaxIpu_FreeString.
@@ -45,14 +46,20 @@ extern "C" __attribute__((visibility("default"))) char* JaxIpu_DeviceStats(int d
       return nullptr;
     }
     PJRT_Device* device = g_client->devices[device_id].get();
-    std::lock_guard<std::mutex> device_lock(device->transfer_mutex);
+    std::lock_guard<std::mutex> device_lock(device->stats_mutex);
+    const DeviceCounters& c = device->counters;
     std::string json = "{\"device\": " + std::to_string(device_id) +
-                       ", \"bytes_to_device\": " + std::to_string(device->bytes_to_device) +
-                       ", \"bytes_from_device\": " + std::to_string(device->bytes_from_device) +
+                       ", \"bytes_to_device\": " + std::to_string(c.bytes_to_device) +
+                       ", \"bytes_from_device\": " + std::to_string(c.bytes_from_device) +
+                       ", \"host_transfer_cycles\": " + std::to_string(c.host_transfer_cycles) +
+                       ", \"bytes_over_links\": " + std::to_string(c.bytes_over_links) +
+                       ", \"link_cycles\": " + std::to_string(c.link_cycles) +
+                       ", \"infeed_bytes\": " + std::to_string(device->host->infeed_bytes.load()) +
+                       ", \"outfeed_bytes\": " + std::to_string(device->host->outfeed_bytes.load()) +
                        ", \"executions\": " + std::to_string(device->executions) +
                        ", \"last_program\": " + Quoted(device->last_program) +
                        ", \"last_profile\": " + (device->executions ? device->last_profile.toJson() : "null") + "}";
-    return CopyString(json);
+    return jax_ipu::CopyString(json);
   } catch (...) {
     return nullptr;
   }

@@ -1,0 +1,138 @@
+// PJRT_Executable_OptimizedProgram: an HLO module that shows an IPU program's signature.
+//
+// jaxlib 0.4.13 reads the result shape of a deserialised executable from its "optimized HLO" (and
+// compiled.as_text() prints it). An IPU program is a tile program, not HLO, so the module is what it is: the
+// entry's parameters feeding one custom call, "jax_ipu.ipu_program", that returns the program's results.
+//
+// The module is written in protobuf's wire format by hand (the plugin links no protobuf library). Field numbers
+// are those of xla/service/hlo.proto, xla/xla_data.proto and xla/xla.proto as of jaxlib 0.4.13.
+#include <cstring>
+
+#include "plugin.h"
+
+namespace jax_ipu {
+namespace {
+
+// A protobuf message being written: fields appended in any order.
+class Proto {
+ public:
+  Proto& Int(int field, int64_t value) {
+    Key(field, 0);
+    Varint(static_cast<uint64_t>(value));
+    return *this;
+  }
+  Proto& Bytes(int field, const std::string& value) {
+    Key(field, 2);
+    Varint(value.size());
+    out_ += value;
+    return *this;
+  }
+  Proto& Message(int field, const Proto& value) { return Bytes(field, value.out_); }
+  Proto& PackedInts(int field, const std::vector<int64_t>& values) {
+    if (values.empty()) return *this;
+    Proto packed;
+    for (int64_t v : values) packed.Varint(static_cast<uint64_t>(v));
+    return Bytes(field, packed.out_);
+  }
+  const std::string& str() const { return out_; }
+
+ private:
+  void Key(int field, int wire_type) { Varint(static_cast<uint64_t>(field) << 3 | wire_type); }
+  void Varint(uint64_t v) {
+    for (; v >= 0x80; v >>= 7) out_ += static_cast<char>(v | 0x80);
+    out_ += static_cast<char>(v);
+  }
+  std::string out_;
+};
+
+constexpr int64_t kTuple = 13;  // xla::PrimitiveType
+
+// ShapeProto of an array, with XLA's default (row-major) layout.
+Proto ArrayShape(const ipu::TensorType& type) {
+  const int64_t rank = static_cast<int64_t>(type.shape.size());
+  std::vector<int64_t> minor_to_major, dynamic(rank, 0);
+  for (int64_t d = rank - 1; d >= 0; --d) minor_to_major.push_back(d);
+  Proto layout;
+  layout.PackedInts(1, minor_to_major);                                      // LayoutProto.minor_to_major
+  Proto shape;
+  shape.Int(2, XlaPrimitiveType(FromIpuDType(type.dtype)));                  // element_type
+  shape.PackedInts(3, type.shape);                                           // dimensions
+  shape.Message(5, layout);                                                  // layout
+  shape.PackedInts(6, dynamic);                                              // is_dynamic_dimension
+  return shape;
+}
+
+// The result: one array, or a tuple of them (as jaxlib expects of a program with 0 or several results).
+Proto ResultShape(const std::vector<ipu::TensorType>& outputs) {
+  if (outputs.size() == 1) return ArrayShape(outputs[0]);
+  Proto tuple;
+  tuple.Int(2, kTuple);
+  for (const auto& type : outputs) tuple.Message(4, ArrayShape(type));      // tuple_shapes
+  return tuple;
+}
+
+Proto ProgramShape(const ipu::Executable& program) {
+  Proto shape;
+  for (const auto& type : program.inputTypes()) shape.Message(1, ArrayShape(type));  // parameters
+  shape.Message(2, ResultShape(program.outputTypes()));                               // result
+  for (size_t i = 0; i < program.inputTypes().size(); ++i) shape.Bytes(3, "p" + std::to_string(i));
+  return shape;
+}
+
+std::string SignatureModule(const ipu::Executable& program, int num_replicas) {
+  const int64_t num_params = static_cast<int64_t>(program.inputTypes().size());
+  Proto computation;
+  computation.Bytes(1, "main");                                              // HloComputationProto.name
+  std::vector<int64_t> params;
+  for (int64_t i = 0; i < num_params; ++i) {
+    Proto param;                                                             // HloInstructionProto
+    param.Bytes(1, "p" + std::to_string(i)).Bytes(2, "parameter").Message(3, ArrayShape(program.inputTypes()[i]));
+    param.Int(9, i).Int(35, i + 1);                                          // parameter_number, id
+    computation.Message(2, param);
+    params.push_back(i + 1);
+  }
+  const int64_t root_id = num_params + 1;
+  Proto call;
+  call.Bytes(1, "ipu_program").Bytes(2, "custom-call").Message(3, ResultShape(program.outputTypes()));
+  call.Bytes(28, "jax_ipu.ipu_program");                                     // custom_call_target
+  call.Int(35, root_id).PackedInts(36, params);                              // id, operand_ids
+  computation.Message(2, call);
+  const Proto signature = ProgramShape(program);
+  const int64_t computation_id = root_id + 1;
+  computation.Message(4, signature).Int(5, computation_id).Int(6, root_id);  // program_shape, id, root_id
+
+  Proto module;                                                              // HloModuleProto
+  module.Bytes(1, program.name()).Bytes(2, "main").Message(3, computation).Message(4, signature);
+  module.Int(5, 1).Int(6, computation_id);                                   // id, entry_computation_id
+  Proto config;                                                              // HloModuleConfigProto
+  config.Message(1, signature).Int(4, num_replicas).Int(5, 1).Int(12, -1);  // layout, replicas, partitions, threads
+  Proto with_config;                                                         // HloModuleProtoWithConfig
+  with_config.Message(1, module).Message(2, config);
+  return with_config.str();
+}
+
+}  // namespace
+}  // namespace jax_ipu
+
+using namespace jax_ipu;
+
+PJRT_Error* PJRT_Executable_OptimizedProgram_Impl(PJRT_Executable_OptimizedProgram_Args* args) {
+  return Guard("PJRT_Executable_OptimizedProgram", [&]() -> PJRT_Error* {
+    static const std::string kFormat = "hlo_with_config";
+    PJRT_Executable* e = args->executable;
+    const std::string module = SignatureModule(*e->program, NumReplicas(*e->program, e->device_ids.size()));
+    PJRT_Program* program = args->program;
+    program->format = kFormat.data();
+    program->format_size = kFormat.size();
+    if (program->code == nullptr) {
+      program->code_size = module.size();
+      return nullptr;
+    }
+    if (program->code_size < module.size()) {
+      return MakeError(PJRT_Error_Code_INVALID_ARGUMENT, "PJRT_Executable_OptimizedProgram: buffer too small");
+    }
+    std::memcpy(program->code, module.data(), module.size());
+    program->code_size = module.size();
+    return nullptr;
+  });
+}

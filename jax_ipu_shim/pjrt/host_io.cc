@@ -1,0 +1,301 @@
+// The host side of an IPU's data streams (infeed, outfeed) and host functions (callbacks), and the C functions
+// the Python package feeds and drains them with.
+//
+// The C ABI (exported; the Python package calls it through ctypes, which releases the GIL for the call):
+//
+//   // Appends one infeed entry to device `device_id` of the current client: n arrays, each with a dtype name
+//   // ("bool","f16","f32","i32","u32"), rank, dims, and dense row-major bytes, copied before returning.
+//   // 0 on success; else nonzero and *error (free with JaxIpu_FreeString).
+//   int JaxIpu_InfeedPush(int device_id, size_t n, const char* const* dtypes, const int* ranks,
+//                         const int64_t* const* dims, const void* const* data, char** error);
+//   // Takes the oldest outfeed entry of the device, blocking until there is one. Its arrays must match the n
+//   // described; they are copied into data[i]. Nonzero and *error if the types differ (the entry stays queued), if
+//   // timeout_seconds >= 0 passes first, or when the queue is empty and no program that outfeeds
+//   // (Executable::hasOutfeed()) is queued or running on the device, so nothing could ever arrive (never a hang).
+//   int JaxIpu_OutfeedPop(int device_id, size_t n, const char* const* dtypes, const int* ranks,
+//                         const int64_t* const* dims, void* const* data, double timeout_seconds, char** error);
+//   // Host callbacks: called on a device's worker thread for each HostCall step of a run. Returns 0, or nonzero
+//   // after writing a NUL-terminated message (at most error_size bytes) into `error`, which fails the run with it.
+//   typedef int (*JaxIpu_HostCallbackFn)(int64_t id, size_t num_in, const void* const* in,
+//                                        size_t num_out, void* const* out, char* error, size_t error_size);
+//   void JaxIpu_SetHostCallback(JaxIpu_HostCallbackFn fn);
+//   // Blocks until every device of the current client has finished all work queued so far (used at exit).
+//   void JaxIpu_Synchronize(void);
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "plugin.h"
+
+using JaxIpu_HostCallbackFn = int (*)(int64_t id, size_t num_in, const void* const* in, size_t num_out,
+                                      void* const* out, char* error, size_t error_size);
+
+namespace {
+
+std::atomic<JaxIpu_HostCallbackFn> g_host_callback{nullptr};
+
+// How long a run waits on an empty infeed between warnings (it goes on waiting, as an IPU waits on its host).
+constexpr std::chrono::seconds kInfeedWarningPeriod(10);
+
+bool SameTypes(const std::vector<jax_ipu::HostStreams::Array>& arrays, const std::vector<ipu::TensorType>& types) {
+  if (arrays.size() != types.size()) return false;
+  for (size_t i = 0; i < types.size(); ++i) {
+    if (arrays[i].type.dtype != types[i].dtype || arrays[i].type.shape != types[i].shape) return false;
+  }
+  return true;
+}
+
+std::vector<ipu::TensorType> TypesOf(const std::vector<jax_ipu::HostStreams::Array>& arrays) {
+  std::vector<ipu::TensorType> types;
+  for (const auto& a : arrays) types.push_back(a.type);
+  return types;
+}
+
+}  // namespace
+
+namespace jax_ipu {
+
+std::string ShapeString(const ipu::TensorType& type) {
+  std::string s = std::string(ipu::dtypeName(type.dtype)) + "[";
+  for (size_t i = 0; i < type.shape.size(); ++i) s += (i ? "," : "") + std::to_string(type.shape[i]);
+  return s + "]";
+}
+
+std::string ShapesString(const std::vector<ipu::TensorType>& types) {
+  std::string s = "(";
+  for (size_t i = 0; i < types.size(); ++i) s += (i ? ", " : "") + ShapeString(types[i]);
+  return s + ")";
+}
+
+void HostStreams::PushInfeed(Entry entry) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const Array& a : entry) infeed_bytes += a.bytes.size();
+    infeed_.push_back(std::move(entry));
+  }
+  cv_.notify_all();
+}
+
+void HostStreams::PopOutfeed(const std::vector<ipu::TensorType>& want, const std::vector<void*>& dst,
+                             double timeout_seconds) {
+  const std::string device = "ipu device " + std::to_string(device_id_);
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(timeout_seconds >= 0 ? timeout_seconds : 0));
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (outfeed_.empty()) {
+    if (closed_) {
+      throw ipu::Error(ipu::ErrorCode::Internal,
+                       device + ": the ipu client was destroyed while waiting for an outfeed of " +
+                           ShapesString(want));
+    }
+    if (outfeed_programs_ == 0) {
+      throw ipu::Error(ipu::ErrorCode::InvalidArgument,
+                       device + ": the outfeed is empty and no program that outfeeds is queued or running on the "
+                                "device, so an outfeed of " + ShapesString(want) +
+                           " could never arrive: run the program that calls lax.outfeed first");
+    }
+    if (timeout_seconds < 0) {
+      cv_.wait(lock);
+    } else if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && outfeed_.empty()) {
+      throw ipu::Error(ipu::ErrorCode::Internal, device + ": no outfeed of " + ShapesString(want) + " arrived within " +
+                                                     std::to_string(timeout_seconds) + " s");
+    }
+  }
+  const Entry& entry = outfeed_.front();
+  if (!SameTypes(entry, want)) {
+    throw ipu::Error(ipu::ErrorCode::InvalidArgument,
+                     device + ": the oldest outfeed entry is " + ShapesString(TypesOf(entry)) + " but " +
+                         ShapesString(want) + " was asked for (the entry stays queued)");
+  }
+  for (size_t i = 0; i < entry.size(); ++i) {
+    if (!entry[i].bytes.empty()) std::memcpy(dst[i], entry[i].bytes.data(), entry[i].bytes.size());
+  }
+  outfeed_.pop_front();
+}
+
+void HostStreams::CountOutfeedProgram(int delta) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    outfeed_programs_ += delta;
+  }
+  cv_.notify_all();
+}
+
+void HostStreams::Close() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    closed_ = true;
+  }
+  cv_.notify_all();
+}
+
+void HostStreams::infeed(const std::string& program, const std::vector<ipu::TensorType>& types,
+                         const std::vector<void*>& dst) {
+  const std::string where = "ipu device " + std::to_string(device_id_) + ": program '" + program + "'";
+  Entry entry;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    int waited = 0;
+    while (infeed_.empty()) {
+      if (closed_) {
+        throw ipu::Error(ipu::ErrorCode::Internal, where + " was waiting for an infeed of " + ShapesString(types) +
+                                                       " when the ipu client was destroyed");
+      }
+      if (cv_.wait_for(lock, kInfeedWarningPeriod) == std::cv_status::timeout && infeed_.empty() && !closed_) {
+        waited += static_cast<int>(kInfeedWarningPeriod.count());
+        std::fprintf(stderr,
+                     "jax-ipu: %s has waited %d s for an infeed of %s; feed it from another thread with "
+                     "device.transfer_to_infeed(...)\n",
+                     where.c_str(), waited, ShapesString(types).c_str());
+        std::fflush(stderr);
+      }
+    }
+    entry = std::move(infeed_.front());
+    infeed_.pop_front();  // a mismatched entry is consumed too: the run fails on it, the next feed starts afresh
+  }
+  if (!SameTypes(entry, types)) {
+    throw ipu::Error(ipu::ErrorCode::InvalidArgument, where + " expects an infeed of " + ShapesString(types) +
+                                                          " but was fed " + ShapesString(TypesOf(entry)));
+  }
+  for (size_t i = 0; i < entry.size(); ++i) {
+    if (!entry[i].bytes.empty()) std::memcpy(dst[i], entry[i].bytes.data(), entry[i].bytes.size());
+  }
+}
+
+void HostStreams::outfeed(const std::string&, const std::vector<ipu::TensorType>& types,
+                          const std::vector<const void*>& src) {
+  Entry entry(types.size());
+  for (size_t i = 0; i < types.size(); ++i) {
+    entry[i].type = types[i];
+    const auto* bytes = static_cast<const uint8_t*>(src[i]);
+    entry[i].bytes.assign(bytes, bytes + types[i].numBytes());
+    outfeed_bytes += entry[i].bytes.size();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    outfeed_.push_back(std::move(entry));
+  }
+  cv_.notify_all();
+}
+
+void HostStreams::callback(int64_t id, const std::vector<ipu::TensorType>&, const std::vector<const void*>& in,
+                           const std::vector<ipu::TensorType>&, const std::vector<void*>& out) {
+  JaxIpu_HostCallbackFn fn = g_host_callback.load();
+  const std::string where = "ipu device " + std::to_string(device_id_) + ": host callback " + std::to_string(id);
+  if (fn == nullptr) {
+    throw ipu::Error(ipu::ErrorCode::Internal,
+                     where + " was called but no host callback handler is registered (JaxIpu_SetHostCallback; "
+                             "the jax_ipu package registers it when the ipu backend starts)");
+  }
+  char error[2048] = {0};
+  if (fn(id, in.size(), in.data(), out.size(), out.data(), error, sizeof(error)) != 0) {
+    error[sizeof(error) - 1] = '\0';
+    throw ipu::Error(ipu::ErrorCode::Internal, error[0] ? std::string(error) : where + " failed");
+  }
+}
+
+}  // namespace jax_ipu
+
+// ----------------------------------------------------------------------------------------------- C ABI
+
+namespace {
+
+// The host streams of a device of the current client, kept alive for the caller (who may block on them).
+std::shared_ptr<jax_ipu::HostStreams> StreamsOf(int device_id) {
+  std::shared_ptr<jax_ipu::HostStreams> streams;
+  jax_ipu::WithCurrentClient([&](PJRT_Client* client) {
+    if (client == nullptr) {
+      throw ipu::Error(ipu::ErrorCode::InvalidArgument, "the ipu backend has not been created yet");
+    }
+    streams = jax_ipu::LookupDevice(client, device_id)->host;
+  });
+  return streams;
+}
+
+std::vector<ipu::TensorType> ParseTypes(size_t n, const char* const* dtypes, const int* ranks,
+                                        const int64_t* const* dims) {
+  static const ipu::DType kDTypes[] = {ipu::DType::Bool, ipu::DType::F16, ipu::DType::F32, ipu::DType::I32,
+                                       ipu::DType::U32};
+  std::vector<ipu::TensorType> types(n);
+  for (size_t i = 0; i < n; ++i) {
+    const std::string name = dtypes[i] ? dtypes[i] : "";
+    bool known = false;
+    for (ipu::DType d : kDTypes) {
+      if (name == ipu::dtypeName(d)) {
+        types[i].dtype = d;
+        known = true;
+      }
+    }
+    if (!known) {
+      throw ipu::Error(ipu::ErrorCode::InvalidArgument,
+                       "array " + std::to_string(i) + " has dtype '" + name +
+                           "', which the ipu streams do not carry (bool, f16, f32, i32, u32)");
+    }
+    if (ranks[i] < 0) throw ipu::Error(ipu::ErrorCode::InvalidArgument, "negative rank");
+    types[i].shape.assign(dims[i], dims[i] + ranks[i]);
+    for (int64_t d : types[i].shape) {
+      if (d < 0) throw ipu::Error(ipu::ErrorCode::InvalidArgument, "negative dimension in " + jax_ipu::ShapeString(types[i]));
+    }
+  }
+  return types;
+}
+
+int Fail(char** error, const std::string& message) {
+  if (error != nullptr) *error = jax_ipu::CopyString(message);
+  return 1;
+}
+
+}  // namespace
+
+#define JAX_IPU_EXPORT extern "C" __attribute__((visibility("default")))
+
+JAX_IPU_EXPORT int JaxIpu_InfeedPush(int device_id, size_t n, const char* const* dtypes, const int* ranks,
+                                     const int64_t* const* dims, const void* const* data, char** error) {
+  try {
+    const std::vector<ipu::TensorType> types = ParseTypes(n, dtypes, ranks, dims);
+    jax_ipu::HostStreams::Entry entry(n);
+    for (size_t i = 0; i < n; ++i) {
+      entry[i].type = types[i];
+      const auto* bytes = static_cast<const uint8_t*>(data[i]);
+      entry[i].bytes.assign(bytes, bytes + types[i].numBytes());
+    }
+    StreamsOf(device_id)->PushInfeed(std::move(entry));
+    return 0;
+  } catch (const std::exception& e) {
+    return Fail(error, e.what());
+  } catch (...) {
+    return Fail(error, "JaxIpu_InfeedPush: unknown failure");
+  }
+}
+
+JAX_IPU_EXPORT int JaxIpu_OutfeedPop(int device_id, size_t n, const char* const* dtypes, const int* ranks,
+                                     const int64_t* const* dims, void* const* data, double timeout_seconds,
+                                     char** error) {
+  try {
+    const std::vector<ipu::TensorType> types = ParseTypes(n, dtypes, ranks, dims);
+    StreamsOf(device_id)->PopOutfeed(types, std::vector<void*>(data, data + n), timeout_seconds);
+    return 0;
+  } catch (const std::exception& e) {
+    return Fail(error, e.what());
+  } catch (...) {
+    return Fail(error, "JaxIpu_OutfeedPop: unknown failure");
+  }
+}
+
+JAX_IPU_EXPORT void JaxIpu_SetHostCallback(JaxIpu_HostCallbackFn fn) { g_host_callback.store(fn); }
+
+JAX_IPU_EXPORT void JaxIpu_Synchronize(void) {
+  try {
+    std::vector<std::shared_ptr<jax_ipu::WorkQueue>> queues;
+    jax_ipu::WithCurrentClient([&](PJRT_Client* client) {
+      if (client == nullptr) return;
+      for (const auto& device : client->devices) queues.push_back(device->queue);
+    });
+    // Without the client lock: work being drained may ask for device stats.
+    for (const auto& queue : queues) queue->Drain();
+  } catch (...) {
+  }
+}

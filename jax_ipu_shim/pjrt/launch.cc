@@ -1,0 +1,239 @@
+// PJRT_LoadedExecutable_Execute: a launch of a program on one or several IPUs.
+//
+// Execute checks the arguments at once (a wrong type or a deleted input is an error of the call), makes the
+// output buffers with their shapes and a pending definition, queues one run per device and returns. Each run
+// happens later on its device's worker; its outcome (or its error) completes the outputs' definition, which
+// is where the user sees it: block_until_ready(), np.asarray(y), or a later program that reads y.
+//
+// Cheap programs are the exception (as XLA's CPU client runs cheap computations inline): when a program's last
+// run took less host time than handing it to the worker and waiting for it would, its inputs are all defined,
+// it does no host I/O and its IPU is idle, it runs at once on the caller's thread. Nothing else can tell.
+#include <algorithm>
+#include <chrono>
+
+#include "plugin.h"
+
+namespace jax_ipu {
+namespace {
+
+std::string ShapeString(PJRT_Buffer_Type type, const std::vector<int64_t>& dims) {
+  std::string s = TypeName(type);
+  s += "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+// One replica of a launch: everything its run needs, owned by the queued work (jax may drop its arrays first).
+struct Replica {
+  std::shared_ptr<const ipu::Executable> program;
+  PJRT_Device* device = nullptr;
+  int index = 0;
+  std::shared_ptr<ipu::ReplicaGroup> group;  // null for a single replica
+  std::vector<Bytes> inputs;
+  std::vector<std::shared_ptr<Completion>> inputs_defined;
+  std::vector<Bytes> outputs;
+  std::shared_ptr<Completion> done;  // defines every output; also the launch's device-complete event
+  std::shared_ptr<std::atomic<int64_t>> last_run_ns;  // the executable's
+};
+
+// Host time below which a run is cheaper on the caller's thread than a round trip through the worker.
+constexpr int64_t kInlineRunNs = 20000;
+
+bool RunsInline(const PJRT_LoadedExecutable& loaded, const Replica& r) {
+  const ipu::Executable& program = *loaded.program;
+  const int64_t last = loaded.last_run_ns->load(std::memory_order_relaxed);
+  if (last < 0 || last > kInlineRunNs) return false;
+  if (program.hasInfeed() || program.hasOutfeed() || program.hasHostCalls() || r.group) return false;
+  if (!r.device->queue->Idle()) return false;
+  for (const auto& defined : r.inputs_defined) {
+    if (!defined->IsReady()) return false;
+  }
+  return true;
+}
+
+// Checks that `buffer` is what parameter `index` of `program` takes; adds its bytes and definition to `replica`.
+void AddArgument(const ipu::Executable& program, size_t index, PJRT_Buffer* buffer, Replica* replica) {
+  const ipu::TensorType& want = program.inputTypes()[index];
+  ipu::DType dtype;
+  const bool known = ToIpuDType(buffer->type, &dtype);
+  if (!known || dtype != want.dtype || buffer->dims != want.shape) {
+    throw ipu::Error(ipu::ErrorCode::InvalidArgument,
+                     "argument " + std::to_string(index) + " of " + program.name() + " is " +
+                         ShapeString(buffer->type, buffer->dims) + " but the program takes " + want.str());
+  }
+  std::lock_guard<std::mutex> lock(buffer->mutex);
+  if (!buffer->data) {
+    throw ipu::Error(ipu::ErrorCode::InvalidArgument,
+                     "argument " + std::to_string(index) + " of " + program.name() +
+                         " has been deleted or donated to an earlier call");
+  }
+  replica->inputs.push_back(buffer->data);
+  replica->inputs_defined.push_back(buffer->defined);
+}
+
+// Gives output j its bytes. A donated input i whose bytes nothing else holds any more (no other buffer, no
+// pending read) becomes output j itself: the program updates it in place and nothing is allocated. Otherwise
+// (a transfer to the host still reads it) the output gets fresh bytes.
+void PlaceOutputs(Replica& r) {
+  const ipu::Executable& program = *r.program;
+  std::vector<bool> placed(r.outputs.size(), false);
+  for (const auto& [i, j] : program.aliases()) {
+    Bytes& donated = r.inputs[i];
+    if (donated.use_count() == 1 && donated->size() == program.outputTypes()[j].numBytes() && !placed[j]) {
+      r.outputs[j]->swap(*donated);
+      donated = r.outputs[j];
+      placed[j] = true;
+    }
+  }
+  for (size_t j = 0; j < r.outputs.size(); ++j) {
+    if (!placed[j]) r.outputs[j]->resize(program.outputTypes()[j].numBytes());
+  }
+}
+
+// The work item: waits for inputs defined elsewhere, runs the program, completes the outputs.
+void Run(Replica& r) {
+  PJRT_Error_Code code = static_cast<PJRT_Error_Code>(0);
+  std::string message;
+  const ipu::Executable& program = *r.program;
+  // An input from another IPU's queue may still be in flight; one whose definition failed fails this run with
+  // the same error (as jax's other backends propagate errors through buffers).
+  for (const auto& defined : r.inputs_defined) {
+    defined->Wait();
+    if (defined->code() != 0 && code == 0) {
+      code = defined->code();
+      message = defined->message();
+    }
+  }
+  ipu::RunProfile profile;
+  if (code == 0) {
+    try {
+      PlaceOutputs(r);
+      std::vector<const void*> in;
+      std::vector<void*> out;
+      for (const Bytes& b : r.inputs) in.push_back(b->data());
+      for (const Bytes& b : r.outputs) out.push_back(b->data());
+      ipu::RunOptions options;
+      options.replica = r.index;
+      options.replicas = r.group.get();
+      options.host = r.device->host.get();
+      const auto start = std::chrono::steady_clock::now();
+      profile = program.run(in, out, options);
+      const auto host_time = std::chrono::steady_clock::now() - start;
+      r.last_run_ns->store(std::chrono::duration_cast<std::chrono::nanoseconds>(host_time).count());
+    } catch (const ipu::Error& e) {
+      code = ToPjrtCode(e.code());
+      message = e.what();
+    } catch (const std::bad_alloc&) {
+      code = PJRT_Error_Code_RESOURCE_EXHAUSTED;
+      message = "ipu device " + std::to_string(r.device->local_hardware_id) + ": out of host memory running " +
+                program.name();
+    } catch (const std::exception& e) {
+      code = PJRT_Error_Code_INTERNAL;
+      message = "ipu device " + std::to_string(r.device->local_hardware_id) + ": running " + program.name() +
+                " failed: " + e.what();
+    }
+  }
+  if (code != 0 && r.group) r.group->abort(message);  // the other replicas fail instead of waiting for this one
+  if (code == 0) {
+    std::lock_guard<std::mutex> lock(r.device->stats_mutex);
+    r.device->last_program = program.name();
+    r.device->last_profile = std::move(profile);
+    r.device->executions += 1;
+  } else {
+    for (Bytes& b : r.outputs) std::vector<uint8_t>().swap(*b);  // a failed output holds no memory
+  }
+  if (program.hasOutfeed()) r.device->host->CountOutfeedProgram(-1);
+  // Let go of every byte vector before completing: whoever wakes up (a donation, the next run) sees only the
+  // references that really remain.
+  r.inputs.clear();
+  r.outputs.clear();
+  r.done->Set(code, std::move(message));
+}
+
+}  // namespace
+}  // namespace jax_ipu
+
+using namespace jax_ipu;
+
+PJRT_Error* PJRT_LoadedExecutable_Execute_Impl(PJRT_LoadedExecutable_Execute_Args* args) {
+  return Guard("PJRT_LoadedExecutable_Execute", [&]() -> PJRT_Error* {
+    PJRT_LoadedExecutable* loaded = args->executable;
+    if (loaded->deleted) {
+      return MakeError(PJRT_Error_Code_INVALID_ARGUMENT, "the ipu executable has been deleted");
+    }
+    const ipu::Executable& program = *loaded->program;
+    std::vector<PJRT_Device*> devices = loaded->devices;
+    if (args->execute_device != nullptr) devices = {args->execute_device};
+    if (args->num_devices != devices.size()) {
+      return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
+                       "executable compiled for " + std::to_string(devices.size()) + " ipu devices, launched on " +
+                           std::to_string(args->num_devices));
+    }
+    const size_t n = devices.size();
+    if (program.numReplicas() > 1 && static_cast<size_t>(program.numReplicas()) != n) {
+      return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
+                       program.name() + " was compiled for " + std::to_string(program.numReplicas()) +
+                           " replicas but is launched on " + std::to_string(n) + " ipu devices");
+    }
+    const size_t num_inputs = program.inputTypes().size();
+    if (args->num_args != num_inputs) {
+      return MakeError(PJRT_Error_Code_INVALID_ARGUMENT, program.name() + " takes " + std::to_string(num_inputs) +
+                                                             " arguments, " + std::to_string(args->num_args) +
+                                                             " given");
+    }
+
+    // Everything that can fail happens before anything is queued or donated.
+    auto group = n > 1 ? std::make_shared<ipu::ReplicaGroup>(static_cast<int>(n)) : nullptr;
+    std::vector<std::shared_ptr<Replica>> replicas;
+    for (size_t d = 0; d < n; ++d) {
+      auto r = std::make_shared<Replica>();
+      r->program = loaded->program;
+      r->device = devices[d];
+      r->index = static_cast<int>(d);
+      r->group = group;
+      r->done = std::make_shared<Completion>();
+      r->last_run_ns = loaded->last_run_ns;
+      for (size_t i = 0; i < num_inputs; ++i) AddArgument(program, i, args->argument_lists[d][i], r.get());
+      for (size_t j = 0; j < program.outputTypes().size(); ++j) {
+        r->outputs.push_back(std::make_shared<std::vector<uint8_t>>());  // sized by the run, on the worker
+      }
+      replicas.push_back(std::move(r));
+    }
+    const bool run_inline = n == 1 && RunsInline(*loaded, *replicas[0]);
+    if (!run_inline) {
+      for (PJRT_Device* device : devices) device->queue->Start();
+    }
+    // The outputs exist, with their shapes, before their runs do (which may finish before Execute returns).
+    std::vector<std::vector<std::unique_ptr<PJRT_Buffer>>> results(n);
+    for (size_t d = 0; d < n; ++d) {
+      for (size_t j = 0; j < program.outputTypes().size(); ++j) {
+        const ipu::TensorType& type = program.outputTypes()[j];
+        results[d].emplace_back(
+            NewBuffer(devices[d], FromIpuDType(type.dtype), type.shape, replicas[d]->outputs[j], replicas[d]->done));
+      }
+    }
+
+    {
+      // One launch goes onto all its queues before any other launch does (see PJRT_Client::launch_mutex).
+      std::lock_guard<std::mutex> lock(loaded->client->launch_mutex);
+      for (size_t d = 0; d < n; ++d) {
+        // jaxlib leaves deleting donated arrays to a C API plugin (pjrt-notes.md): after this,
+        // x.is_deleted() is True, and the run holds the only other reference to the bytes.
+        for (const auto& alias : program.aliases()) {
+          PJRT_Buffer* donated = args->argument_lists[d][alias.first];
+          std::lock_guard<std::mutex> buffer_lock(donated->mutex);
+          donated->data.reset();
+        }
+        if (run_inline) break;
+        if (program.hasOutfeed()) devices[d]->host->CountOutfeedProgram(+1);
+        devices[d]->queue->Enqueue([r = replicas[d]] { Run(*r); });
+      }
+    }
+    if (run_inline) Run(*replicas[0]);
+    for (size_t d = 0; d < n; ++d) {
+      for (size_t j = 0; j < results[d].size(); ++j) args->output_lists[d][j] = results[d][j].release();
+      if (args->device_complete_events != nullptr) args->device_complete_events[d] = NewEvent(replicas[d]->done);
+    }
+    return nullptr;
+  });
+}

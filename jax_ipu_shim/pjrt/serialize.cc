@@ -1,0 +1,174 @@
+// Serialised executables (jax.experimental.serialize_executable, backend.serialize_executable, caches).
+//
+// The form is a short text header followed by the program it was compiled from:
+//
+//   jax-ipu-executable 1          magic and format version
+//   device ipu2 1472              the chip and tile count it was lowered for
+//   replicas 2                    replicas it runs as
+//   devices 0 1                   the device ids it runs on, one replica each
+//   program 12345                 bytes of "jax-ipu-program" JSON that follow
+//   {...}
+//
+// Loading lowers the program again for the client's IPU (the emulator's lowering is deterministic), so a loaded
+// executable runs and costs exactly as the original. A blob for another chip or tile count is refused.
+#include <algorithm>
+
+#include "plugin.h"
+
+namespace jax_ipu {
+namespace {
+
+constexpr const char* kMagic = "jax-ipu-executable";
+constexpr int kFormatVersion = 1;
+
+struct Header {
+  std::string version;
+  int num_tiles = 0;
+  int replicas = 1;
+  std::vector<int> device_ids;
+  std::string program;
+};
+
+ipu::Error Malformed(const std::string& what) {
+  return ipu::Error(ipu::ErrorCode::InvalidArgument,
+                    "not a loadable serialised ipu executable: " + what +
+                        " (serialise it again with this jax-ipu from the compiled function)");
+}
+
+std::string Serialize(const ipu::Executable& program, const std::vector<int>& device_ids) {
+  const ipu::DeviceDescription& device = program.device();
+  std::string out = std::string(kMagic) + " " + std::to_string(kFormatVersion) + "\n";
+  out += "device " + device.version + " " + std::to_string(device.num_tiles) + "\n";
+  out += "replicas " + std::to_string(NumReplicas(program, device_ids.size())) + "\n";
+  out += "devices";
+  for (int id : device_ids) out += " " + std::to_string(id);
+  const std::string& json = program.programJson();
+  return out + "\nprogram " + std::to_string(json.size()) + "\n" + json;
+}
+
+// The header, one line at a time: "key word word...".
+class HeaderReader {
+ public:
+  explicit HeaderReader(const std::string& blob) : blob_(blob) {}
+
+  // The words of the next line, which must start with `key`.
+  std::vector<std::string> Line(const std::string& key) {
+    const size_t end = blob_.find('\n', pos_);
+    if (end == std::string::npos) throw Malformed("the header ends before its '" + key + "' line");
+    const std::string line = blob_.substr(pos_, end - pos_);
+    pos_ = end + 1;
+    std::vector<std::string> words;
+    for (size_t i = 0; i < line.size();) {
+      const size_t space = std::min(line.find(' ', i), line.size());
+      if (space > i) words.push_back(line.substr(i, space - i));
+      i = space + 1;
+    }
+    if (words.empty() || words[0] != key) {
+      throw Malformed("expected a '" + key + "' line, found '" + line.substr(0, 40) + "'");
+    }
+    words.erase(words.begin());
+    return words;
+  }
+  std::string Rest() const { return blob_.substr(pos_); }
+
+ private:
+  const std::string& blob_;
+  size_t pos_ = 0;
+};
+
+int64_t Number(const std::string& word, const std::string& what) {
+  size_t used = 0;
+  int64_t value = -1;
+  try {
+    value = std::stoll(word, &used);
+  } catch (...) {
+    used = 0;
+  }
+  if (used != word.size() || value < 0) throw Malformed("bad " + what + " '" + word + "'");
+  return value;
+}
+
+Header Parse(const std::string& blob) {
+  HeaderReader in(blob);
+  std::vector<std::string> magic;
+  try {
+    magic = in.Line(kMagic);
+  } catch (const ipu::Error&) {
+    throw Malformed("it does not start with '" + std::string(kMagic) + "'");
+  }
+  if (magic.size() != 1 || magic[0] != std::to_string(kFormatVersion)) {
+    throw Malformed("its format version is '" + (magic.empty() ? "" : magic[0]) + "', this jax-ipu reads version " +
+                    std::to_string(kFormatVersion));
+  }
+  Header h;
+  const auto device = in.Line("device");
+  if (device.size() != 2) throw Malformed("bad 'device' line");
+  h.version = device[0];
+  h.num_tiles = static_cast<int>(Number(device[1], "tile count"));
+  const auto replicas = in.Line("replicas");
+  if (replicas.size() != 1) throw Malformed("bad 'replicas' line");
+  h.replicas = static_cast<int>(Number(replicas[0], "replica count"));
+  for (const std::string& id : in.Line("devices")) h.device_ids.push_back(static_cast<int>(Number(id, "device id")));
+  const auto program = in.Line("program");
+  if (program.size() != 1) throw Malformed("bad 'program' line");
+  h.program = in.Rest();
+  if (h.program.size() != static_cast<size_t>(Number(program[0], "program size"))) {
+    throw Malformed("the program is cut short or has trailing bytes");
+  }
+  return h;
+}
+
+}  // namespace
+}  // namespace jax_ipu
+
+using namespace jax_ipu;
+
+PJRT_Error* PJRT_Executable_Serialize_Impl(PJRT_Executable_Serialize_Args* args) {
+  return Guard("PJRT_Executable_Serialize", [&]() -> PJRT_Error* {
+    const PJRT_Executable* e = args->executable;
+    auto serialized = std::make_unique<PJRT_SerializedExecutable>();
+    serialized->data = Serialize(*e->program, e->device_ids);
+    args->serialized_executable = serialized.release();
+    return nullptr;
+  });
+}
+
+PJRT_Error* PJRT_SerializedExecutable_Destroy_Impl(PJRT_SerializedExecutable_Destroy_Args* args) {
+  delete args->serialized_executable;
+  return nullptr;
+}
+
+PJRT_Error* PJRT_SerializedExecutable_Data_Impl(PJRT_SerializedExecutable_Data_Args* args) {
+  args->data = args->serialized_executable->data.data();
+  args->data_size = args->serialized_executable->data.size();
+  return nullptr;
+}
+
+PJRT_Error* PJRT_Executable_DeserializeAndLoad_Impl(PJRT_Executable_DeserializeAndLoad_Args* args) {
+  return Guard("PJRT_Executable_DeserializeAndLoad", [&]() -> PJRT_Error* {
+    PJRT_Client* client = args->client;
+    const Header h = Parse(std::string(args->serialized_executable, args->serialized_executable_size));
+    const ipu::DeviceDescription& hardware = client->devices.front()->description.hardware;
+    if (h.version != hardware.version || h.num_tiles != hardware.num_tiles) {
+      return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
+                       "this serialised ipu executable was compiled for " + h.version + " with " +
+                           std::to_string(h.num_tiles) + " tiles, but this process's IPUs are " + hardware.version +
+                           " with " + std::to_string(hardware.num_tiles) +
+                           " tiles: compile it again here, or set JAX_IPU_MODEL_VERSION / JAX_IPU_MODEL_NUM_TILES "
+                           "to match");
+    }
+    std::vector<PJRT_Device*> devices;
+    for (int id : h.device_ids) devices.push_back(LookupDevice(client, id));
+    if (devices.empty()) devices.push_back(client->devices.front().get());
+    auto loaded = std::make_unique<PJRT_LoadedExecutable>();
+    loaded->program = ipu::Executable::compile(h.program, hardware);
+    loaded->client = client;
+    loaded->devices = std::move(devices);
+    if (NumReplicas(*loaded->program, loaded->devices.size()) != h.replicas) {
+      throw Malformed("it says " + std::to_string(h.replicas) + " replicas but its program and devices make " +
+                      std::to_string(NumReplicas(*loaded->program, loaded->devices.size())));
+    }
+    args->loaded_executable = loaded.release();
+    return nullptr;
+  });
+}
