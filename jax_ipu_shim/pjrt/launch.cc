@@ -118,6 +118,9 @@ void Run(Replica& r) {
       options.host = r.device->host.get();
       const auto start = std::chrono::steady_clock::now();
       profile = program.run(in, out, options);
+      // The end of the program is a meeting point too: a replica still waiting in a collective then learns that
+      // this one has ended (it fails, naming both, instead of waiting forever; see collective.cc).
+      if (r.group) r.group->exchange(r.index, nullptr);
       const auto host_time = std::chrono::steady_clock::now() - start;
       r.last_run_ns->store(std::chrono::duration_cast<std::chrono::nanoseconds>(host_time).count());
     } catch (const ipu::Error& e) {
