@@ -81,9 +81,9 @@ void HostStreams::PushInfeed(Entry entry) {
 void HostStreams::PopOutfeed(const std::vector<ipu::TensorType>& want, const std::vector<void*>& dst,
                              double timeout_seconds) {
   const std::string device = "ipu device " + std::to_string(device_id_);
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                            std::chrono::duration<double>(timeout_seconds >= 0 ? timeout_seconds : 0));
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                    std::chrono::duration<double>(timeout_seconds >= 0 ? timeout_seconds : 0));
   std::unique_lock<std::mutex> lock(mutex_);
   while (outfeed_.empty()) {
     if (closed_) {
@@ -91,17 +91,26 @@ void HostStreams::PopOutfeed(const std::vector<ipu::TensorType>& want, const std
                        device + ": the ipu client was destroyed while waiting for an outfeed of " +
                            ShapesString(want));
     }
-    if (outfeed_programs_ == 0) {
+    // Nothing can arrive once the program that would have filled the outfeed has failed and no other is pending.
+    if (outfeed_programs_ == 0 && !last_outfeed_failure_.empty()) {
       throw ipu::Error(ipu::ErrorCode::InvalidArgument,
-                       device + ": the outfeed is empty and no program that outfeeds is queued or running on the "
-                                "device, so an outfeed of " + ShapesString(want) +
-                           " could never arrive: run the program that calls lax.outfeed first");
+                       device + ": no outfeed of " + ShapesString(want) +
+                           " can arrive: the program that would have filled it failed: " + last_outfeed_failure_);
     }
-    if (timeout_seconds < 0) {
-      cv_.wait(lock);
-    } else if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && outfeed_.empty()) {
-      throw ipu::Error(ipu::ErrorCode::Internal, device + ": no outfeed of " + ShapesString(want) + " arrived within " +
-                                                     std::to_string(timeout_seconds) + " s");
+    auto until = std::chrono::steady_clock::now() + kInfeedWarningPeriod;
+    if (timeout_seconds >= 0 && deadline < until) until = deadline;
+    if (cv_.wait_until(lock, until) == std::cv_status::timeout && outfeed_.empty()) {
+      if (timeout_seconds >= 0 && std::chrono::steady_clock::now() >= deadline) {
+        throw ipu::Error(ipu::ErrorCode::Internal, device + ": no outfeed of " + ShapesString(want) +
+                                                               " arrived within " + std::to_string(timeout_seconds) +
+                                                               " s");
+      }
+      const int waited = static_cast<int>(std::chrono::duration_cast<std::chrono::seconds>(
+                                    std::chrono::steady_clock::now() - start).count());
+      std::fprintf(stderr, "jax-ipu: %s: transfer_from_outfeed has waited %d s for an outfeed of %s%s\n",
+                   device.c_str(), waited, ShapesString(want).c_str(),
+                   outfeed_programs_ ? "" : "; no program that calls lax.outfeed is queued or running on the device");
+      std::fflush(stderr);
     }
   }
   const Entry& entry = outfeed_.front();
@@ -116,10 +125,20 @@ void HostStreams::PopOutfeed(const std::vector<ipu::TensorType>& want, const std
   outfeed_.pop_front();
 }
 
-void HostStreams::CountOutfeedProgram(int delta) {
+void HostStreams::OutfeedProgramQueued() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++outfeed_programs_;
+}
+
+void HostStreams::OutfeedProgramFinished(const std::string* failure) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    outfeed_programs_ += delta;
+    --outfeed_programs_;
+    if (failure) {
+      last_outfeed_failure_ = failure->empty() ? "unknown error" : *failure;
+    } else {
+      last_outfeed_failure_.clear();
+    }
   }
   cv_.notify_all();
 }

@@ -145,7 +145,7 @@ void Run(Replica& r) {
   } else {
     for (Bytes& b : r.outputs) std::vector<uint8_t>().swap(*b);  // a failed output holds no memory
   }
-  if (program.hasOutfeed()) r.device->host->CountOutfeedProgram(-1);
+  if (program.hasOutfeed()) r.device->host->OutfeedProgramFinished(code == 0 ? nullptr : &message);
   // Let go of every byte vector before completing: whoever wakes up (a donation, the next run) sees only the
   // references that really remain.
   r.inputs.clear();
@@ -228,7 +228,7 @@ PJRT_Error* PJRT_LoadedExecutable_Execute_Impl(PJRT_LoadedExecutable_Execute_Arg
           donated->data.reset();
         }
         if (run_inline) break;
-        if (program.hasOutfeed()) devices[d]->host->CountOutfeedProgram(+1);
+        if (program.hasOutfeed()) devices[d]->host->OutfeedProgramQueued();
         devices[d]->queue->Enqueue([r = replicas[d]] { Run(*r); });
       }
     }

@@ -135,11 +135,14 @@ class HostStreams : public ipu::HostInterface {
   using Entry = std::vector<Array>;
 
   void PushInfeed(Entry entry);
-  // The oldest outfeed entry if it matches `want` (copied into `dst`). Throws ipu::Error (the entry stays queued)
-  // on a type mismatch, a timeout (seconds >= 0), or when nothing could ever arrive.
+  // The oldest outfeed entry if it matches `want` (copied into `dst`), waiting while the outfeed is empty (a
+  // reader may start before the program that fills it is even dispatched). Throws ipu::Error (the entry stays
+  // queued) on a type mismatch, a timeout (seconds >= 0), or when a program that would have outfed has failed
+  // and none is queued or running any more, so that nothing can arrive.
   void PopOutfeed(const std::vector<ipu::TensorType>& want, const std::vector<void*>& dst, double timeout_seconds);
-  // A program that outfeeds was queued (+1) or has finished (-1): while any is, an empty outfeed may still fill.
-  void CountOutfeedProgram(int delta);
+  // A program that outfeeds was queued, or has finished (with `failure` set if it failed).
+  void OutfeedProgramQueued();
+  void OutfeedProgramFinished(const std::string* failure);
   // The client is going away: waits fail instead of hanging.
   void Close();
 
@@ -158,6 +161,7 @@ class HostStreams : public ipu::HostInterface {
   std::condition_variable cv_;
   std::deque<Entry> infeed_, outfeed_;
   int outfeed_programs_ = 0;
+  std::string last_outfeed_failure_;  // the error of the newest program that outfeeds, if it failed
   bool closed_ = false;
 };
 

@@ -208,15 +208,48 @@ def _call_streams(name, dtype, shape, data, *extra):
     return message
 
 
-def test_outfeed_read_that_could_never_be_served_fails_at_once_instead_of_hanging():
+def test_outfeed_read_with_a_timeout_gives_up_with_the_shapes_it_waited_for():
     ipu()  # the backend (and its client) exists
     out = np.zeros((2, 3), np.float32)
-    start = time.perf_counter()
-    message = _call_streams("JaxIpu_OutfeedPop", "f32", (2, 3), out, -1.0)  # no timeout: must not wait forever
-    assert time.perf_counter() - start < 5
-    assert message == (
-        "ipu device 0: the outfeed is empty and no program that outfeeds is queued or running on the device, so "
-        "an outfeed of (f32[2,3]) could never arrive: run the program that calls lax.outfeed first")
+    message = _call_streams("JaxIpu_OutfeedPop", "f32", (2, 3), out, 0.2)
+    assert message == "ipu device 0: no outfeed of (f32[2,3]) arrived within 0.200000 s"
+
+
+def test_outfeed_read_after_the_program_that_would_fill_it_failed_fails_instead_of_hanging(python):
+    result = python(
+        """
+        import time
+        import jax, jax.numpy as jnp, numpy as np
+        from jax import lax
+        from jax._src.lib import xla_client
+
+        def f(x):
+            y, token = lax.infeed(lax.create_token(), shape=jax.core.ShapedArray((3,), jnp.float32))
+            lax.outfeed(token, x + y)
+            return x
+
+        ipu = jax.devices("ipu")[0]
+        ipu.transfer_to_infeed(np.zeros(3, np.int32))  # not what the program expects: its run fails
+        try:
+            jax.jit(f, backend="ipu")(np.ones(3, np.float32)).block_until_ready()
+        except Exception as e:
+            print("RUN", e)
+        start = time.perf_counter()
+        try:
+            ipu.transfer_from_outfeed(xla_client.Shape.array_shape(np.dtype("float32"), (3,)))
+        except Exception as e:
+            print("READ", e)
+        print("FAST", time.perf_counter() - start < 5)
+        """,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("RUN") and "expects an infeed of (f32[3]) but was fed (i32[3])" in lines[0], lines
+    assert lines[1].startswith("READ ipu device 0: no outfeed of (f32[3]) can arrive: the program that would have "
+                               "filled it failed: "), lines
+    assert "expects an infeed of (f32[3])" in lines[1], lines
+    assert lines[2] == "FAST True", lines
 
 
 def test_infeed_push_checks_dtypes_and_counts_bytes(python):
