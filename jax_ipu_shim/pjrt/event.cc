@@ -10,14 +10,6 @@ std::shared_ptr<Completion> Completion::Ready() {
   return c;
 }
 
-std::shared_ptr<Completion> Completion::Failed(PJRT_Error_Code code, std::string message) {
-  auto c = std::make_shared<Completion>();
-  c->ready_ = true;
-  c->code_ = code;
-  c->message_ = std::move(message);
-  return c;
-}
-
 void Completion::Set(PJRT_Error_Code code, std::string message) {
   std::vector<Callback> callbacks;
   {

@@ -46,14 +46,13 @@ PJRT_Error* CheckStructSize(const char* function, size_t given, size_t needed);
 
 namespace jax_ipu {
 
-// The outcome of one piece of asynchronous work (a run, a transfer): pending until set() once, then ok or failed
+// The outcome of one piece of asynchronous work (a run, a transfer): pending until Set() once, then ok or failed
 // with a code and message. Shared by the work, the buffers it defines and every PJRT_Event handed out for it,
 // so that destroying an event never cancels what waits on it.
 class Completion {
  public:
   using Callback = std::function<void(PJRT_Error_Code code, const std::string& message)>;
   static std::shared_ptr<Completion> Ready();
-  static std::shared_ptr<Completion> Failed(PJRT_Error_Code code, std::string message);
 
   // Completes (code 0: ok) and then calls every OnReady callback on this thread, outside the lock.
   void Set(PJRT_Error_Code code, std::string message);
@@ -116,9 +115,9 @@ class WorkQueue : public std::enable_shared_from_this<WorkQueue> {
   std::condition_variable idle_cv_;  // an item finished
   std::deque<std::function<void()>> items_;
   uint64_t enqueued_ = 0, finished_ = 0;
-  std::atomic<size_t> queued_{0};   // items_.size(), readable without the lock
+  std::atomic<size_t> queued_{0};     // items_.size(), readable without the lock
   std::atomic<uint64_t> pending_{0};  // queued or running
-  bool sleeping_ = false;          // the worker waits on cv_ (else it is busy or about to look again)
+  bool sleeping_ = false;             // the worker waits on cv_ (else it is busy or about to look again)
   bool stopping_ = false;
   std::thread thread_;
 };
