@@ -153,27 +153,26 @@ def test_callback_errors_name_the_exception():
 
 
 DROPPED = """
+import sys
 import jax, jax.numpy as jnp, numpy as np
 from jax.experimental import io_callback
 
 def f(x):
     jax.debug.print("dropped {x}", x=x)
     y = jax.pure_callback(lambda v: v * 2, jax.ShapeDtypeStruct((3,), jnp.float32), x)
-    io_callback(lambda v: print("io", v.sum()), None, y, ordered=True)
+    io_callback(lambda v: print(f"io {v.sum()}"), None, y, ordered=True)
     return y + 1
 
 g = jax.jit(f, backend="ipu")
 for i in range(3):
     g(np.full(3, i, np.float32))   # results never read
-print("main done", flush=True)
+print("main done", file=sys.stderr, flush=True)  # stdout is the callbacks' (they print from a worker thread)
 """
 
 
 def test_callbacks_whose_results_are_never_read_do_not_deadlock(python):
     result = python(DROPPED, timeout=120)
     assert result.returncode == 0, result.stderr
-    out = result.stdout.splitlines()
-    assert out.count("main done") == 1
+    assert "main done" in result.stderr
     # Every callback fired, in order, even though nothing waited for them before the process exited.
-    calls = [line for line in out if line != "main done"]
-    assert calls == ["dropped [0. 0. 0.]", "io 0.0", "dropped [1. 1. 1.]", "io 6.0", "dropped [2. 2. 2.]", "io 12.0"]
+    assert result.stdout.splitlines() == ["dropped [0. 0. 0.]", "io 0.0", "dropped [1. 1. 1.]", "io 6.0", "dropped [2. 2. 2.]", "io 12.0"]
