@@ -28,7 +28,7 @@ COUNTS = (2, 4)
 SUM = {"rtol": 1e-6, "atol": 1e-6}
 TRAIN = {"rtol": 2e-5, "atol": 1e-6}
 GRAD = {"rtol": 1e-5, "atol": 1e-4}  # tanh and dot rounding, summed over replicas with cancellation
-HALF = {"rtol": 2e-3, "atol": 2e-3}
+HALF = {"rtol": 2e-3, "atol": 3e-2}  # 3 f16 adds in another order than cpu: 1.5 ulp of partials up to 32
 EXACT: Dict[str, float] = {"rtol": 0.0, "atol": 0.0}
 
 # case -> (reference, tolerance); reference "cpu" or "numpy" (computed in the ipu process from the same inputs).
@@ -223,7 +223,7 @@ def _cycles(backend: str, n: int) -> Dict[str, Any]:
     mismatched = jax.pmap(lambda v: lax.cond(lax.axis_index("i") == 0, lambda v: lax.psum(v, "i"), lambda v: v, v),
                           axis_name="i", devices=devices)
     try:
-        mismatched(np.ones((n, 3), np.float32))
+        mismatched(np.ones((n, 3), np.float32)).block_until_ready()  # a run's error surfaces where it is awaited
         mismatch = "no error"
     except Exception as error:  # noqa: BLE001
         mismatch = str(error)

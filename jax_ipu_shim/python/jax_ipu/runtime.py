@@ -39,9 +39,15 @@ def last_execution(device: Any = 0) -> Optional[Dict[str, Any]]:
 
     The steps add up exactly to the totals. ``format_trace()`` prints them as a table.
 
+    Execution is asynchronous: this first waits for the work already queued on the ipu devices, so that "last"
+    means the last call made, not the last one that happened to finish.
+
     >>> jax_ipu.last_execution()["total_cycles"]  # doctest: +SKIP
     >>> [(s["name"], s["loc"], s["cycles"]) for s in jax_ipu.last_execution()["steps"]]  # doctest: +SKIP
     """
+    synchronize = getattr(_native.load(), "JaxIpu_Synchronize", None)
+    if synchronize is not None:
+        synchronize()
     stats = device_stats(device)
     if not stats or stats["last_profile"] is None:
         return None
