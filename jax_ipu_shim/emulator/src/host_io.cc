@@ -54,34 +54,28 @@ class HostKernel : public Kernel {
   std::string what_;
 };
 
-class InfeedKernel : public HostKernel {
+// A StreamCopy: host to device (infeed) fills the slots with the next infeed entry; device to host (outfeed)
+// appends them as an outfeed entry.
+class StreamCopyKernel : public HostKernel {
  public:
-  InfeedKernel(std::string what, std::string program, std::vector<TensorType> types, std::vector<int> slots)
-      : HostKernel(std::move(what)), program_(std::move(program)), types_(std::move(types)), slots_(std::move(slots)) {}
-  void prepare(RunState& s) const override {
-    HostInterface& h = host(s);
-    std::vector<void*> dst = pointers(s, slots_);
-    call([&] { h.infeed(program_, types_, dst); });
-  }
-
- private:
-  std::string program_;
-  std::vector<TensorType> types_;
-  std::vector<int> slots_;
-};
-
-class OutfeedKernel : public HostKernel {
- public:
-  OutfeedKernel(std::string what, std::string program, std::vector<TensorType> types, std::vector<int> slots)
-      : HostKernel(std::move(what)), program_(std::move(program)), types_(std::move(types)), slots_(std::move(slots)) {}
+  StreamCopyKernel(bool to_device, std::string what, std::string program, std::vector<TensorType> types,
+                   std::vector<int> slots)
+      : HostKernel(std::move(what)), to_device_(to_device), program_(std::move(program)), types_(std::move(types)),
+        slots_(std::move(slots)) {}
+  bool toDevice() const { return to_device_; }
   void prepare(RunState& s) const override {
     HostInterface& h = host(s);
     std::vector<void*> p = pointers(s, slots_);
-    std::vector<const void*> src(p.begin(), p.end());
-    call([&] { h.outfeed(program_, types_, src); });
+    if (to_device_) {
+      call([&] { h.infeed(program_, types_, p); });
+    } else {
+      const std::vector<const void*> src(p.begin(), p.end());
+      call([&] { h.outfeed(program_, types_, src); });
+    }
   }
 
  private:
+  bool to_device_;
   std::string program_;
   std::vector<TensorType> types_;
   std::vector<int> slots_;
@@ -120,8 +114,7 @@ constexpr int64_t kMaxStreamBytes = int64_t{128} << 20;
 
 void walk(const Node& node, HostIOUse* use) {
   const Kernel* k = node.kernel.get();
-  if (k && dynamic_cast<const InfeedKernel*>(k)) use->infeed = true;
-  if (k && dynamic_cast<const OutfeedKernel*>(k)) use->outfeed = true;
+  if (const auto* stream = dynamic_cast<const StreamCopyKernel*>(k)) (stream->toDevice() ? use->infeed : use->outfeed) = true;
   if (k && dynamic_cast<const HostCallKernel*>(k)) use->callbacks = true;
   for (const auto& child : node.children) walk(*child, use);
 }
@@ -189,7 +182,7 @@ std::vector<int> Lowerer::lowerHostIO(OpContext& ctx) {
       std::vector<int> slots, results;
       for (const TensorType& t : ctx.out_types) results.push_back(newSlot(t));
       slots.assign(results.begin(), results.end() - 1);
-      stream_copy(std::make_unique<InfeedKernel>(what, program_.name, data, slots), data, results);
+      stream_copy(std::make_unique<StreamCopyKernel>(true, what, program_.name, data, slots), data, results);
       return results;
     }
 
@@ -200,7 +193,7 @@ std::vector<int> Lowerer::lowerHostIO(OpContext& ctx) {
       std::vector<TensorType> data(ctx.in_types.begin(), ctx.in_types.end() - 1);
       std::vector<int> slots(ctx.in.begin(), ctx.in.end() - 1);
       const int token = newSlot(token_type);
-      stream_copy(std::make_unique<OutfeedKernel>(what, program_.name, data, slots), data, {token});
+      stream_copy(std::make_unique<StreamCopyKernel>(false, what, program_.name, data, slots), data, {token});
       return {token};
     }
 
