@@ -9,7 +9,6 @@ from functools import partial
 
 import jax
 import numpy as np
-import pytest
 
 
 def ipu():
