@@ -73,15 +73,26 @@ PJRT_Error* PJRT_Executable_GetCostAnalysis_Impl(PJRT_Executable_GetCostAnalysis
     if (e->cost_properties.empty()) {
       const ipu::Executable& p = *e->program;
       const ipu::MemoryReport& memory = p.memory();
-      e->cost_names = {"flops", "ipu_estimated_cycles", "ipu_memory_bytes", "ipu_worst_tile",
-                       "ipu_worst_tile_bytes"};
-      e->cost_properties = {
-          FloatValue(e->cost_names[0], p.flops()),
-          FloatValue(e->cost_names[1], static_cast<double>(p.estimatedCycles())),
-          FloatValue(e->cost_names[2], static_cast<double>(memory.total_bytes)),
-          IntValue(e->cost_names[3], memory.worst_tile),
-          IntValue(e->cost_names[4], memory.worst_bytes),
+      std::vector<std::pair<std::string, double>> values = {
+          {"flops", p.flops()},
+          {"ipu_estimated_cycles", static_cast<double>(p.estimatedCycles())},
+          {"ipu_memory_bytes", static_cast<double>(memory.total_bytes)},
+          {"ipu_worst_tile", static_cast<double>(memory.worst_tile)},
+          {"ipu_worst_tile_bytes", static_cast<double>(memory.worst_bytes)},
       };
+      // The static trace: "ipu_step 3 stablehlo.dot_general (model.py:12)" -> the cycles of one execution.
+      for (const ipu::StepProfile& st : p.staticSteps()) {
+        values.emplace_back("ipu_step " + std::to_string(st.id) + " " + st.name +
+                                (st.loc.empty() ? "" : " (" + st.loc + ")"),
+                            static_cast<double>(st.compute_cycles + st.exchange_cycles + st.sync_cycles));
+      }
+      // Names first: the properties point into the strings, which must not move afterwards.
+      for (const auto& v : values) e->cost_names.push_back(v.first);
+      for (size_t i = 0; i < values.size(); ++i) {
+        const bool integer = e->cost_names[i] == "ipu_worst_tile" || e->cost_names[i] == "ipu_worst_tile_bytes";
+        e->cost_properties.push_back(integer ? IntValue(e->cost_names[i], static_cast<int64_t>(values[i].second))
+                                             : FloatValue(e->cost_names[i], values[i].second));
+      }
     }
     args->num_properties = e->cost_properties.size();
     args->properties = e->cost_properties.data();

@@ -7,6 +7,7 @@ import inspect
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import jax_ipu
 from jax_ipu import runtime
@@ -91,3 +92,15 @@ def test_a_switch_traces_the_branch_that_ran():
         names = {s["name"] for s in steps}
         assert ("stablehlo.sine" in names) == (branch == 1)
         assert ("stablehlo.multiply" in names) == (branch == 0)
+
+
+def test_cost_analysis_lists_the_static_steps_and_they_add_up():
+    a, b = np.ones((64, 32), np.float32), np.ones((32, 48), np.float32)
+    cost = jax.jit(model, backend="ipu").lower(a, b).compile().cost_analysis()
+    cost = cost[0] if isinstance(cost, list) else cost
+    steps = {name: cycles for name, cycles in cost.items() if name.startswith("ipu_step ")}
+    (matmul,) = [c for name, c in steps.items() if name.endswith(f" stablehlo.dot_general ({line_of('matmul')})")]
+    assert matmul > 0
+    assert any(name.endswith(f" stablehlo.multiply ({line_of('loop body')})") for name in steps), sorted(steps)
+    # One execution of every step (a loop body once) is the static estimate.
+    assert sum(steps.values()) == pytest.approx(cost["ipu_estimated_cycles"], rel=1e-6)

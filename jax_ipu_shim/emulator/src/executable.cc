@@ -159,17 +159,35 @@ class ExecutableImpl : public Executable {
          ", \"intermediate_bytes\": " + std::to_string(slot_bytes) +
          ", \"scratch_buffers\": " + std::to_string(graph_.num_scratch) + "}, \"steps\": [";
     // The static per-step table: one execution of every step (loop bodies once, every branch of a Switch).
-    for (size_t i = 0; i < graph_.step_nodes.size(); ++i) {
-      const Node& n = *graph_.step_nodes[i];
-      uint64_t supersteps = 0;
-      const Cost c = stepCost(n, &supersteps);
-      s += (i ? ", " : "") + std::string("{\"id\": ") + std::to_string(n.id) + ", \"type\": " +
-           json::quote(nodeKindName(n.kind)) + ", \"name\": " + json::quote(n.name) + ", \"loc\": " + json::quote(n.loc) +
-           ", \"cycles\": " + std::to_string(c.total()) + ", \"compute_cycles\": " + std::to_string(c.compute) +
-           ", \"exchange_cycles\": " + std::to_string(c.exchange) + ", \"sync_cycles\": " + std::to_string(c.sync) +
-           ", \"supersteps\": " + std::to_string(supersteps) + ", \"flops\": " + std::to_string(n.flops) + "}";
+    const std::vector<StepProfile> steps = staticSteps();
+    for (size_t i = 0; i < steps.size(); ++i) {
+      const StepProfile& st = steps[i];
+      s += (i ? ", " : "") + std::string("{\"id\": ") + std::to_string(st.id) + ", \"type\": " + json::quote(st.type) +
+           ", \"name\": " + json::quote(st.name) + ", \"loc\": " + json::quote(st.loc) + ", \"cycles\": " +
+           std::to_string(st.compute_cycles + st.exchange_cycles + st.sync_cycles) + ", \"compute_cycles\": " +
+           std::to_string(st.compute_cycles) + ", \"exchange_cycles\": " + std::to_string(st.exchange_cycles) +
+           ", \"sync_cycles\": " + std::to_string(st.sync_cycles) + ", \"supersteps\": " + std::to_string(st.supersteps) +
+           ", \"flops\": " + std::to_string(graph_.step_nodes[i]->flops) + "}";
     }
     return s + "]}";
+  }
+
+  std::vector<StepProfile> staticSteps() const override {
+    std::vector<StepProfile> steps;
+    for (const Node* n : graph_.step_nodes) {
+      StepProfile st;
+      const Cost c = stepCost(*n, &st.supersteps);
+      st.id = n->id;
+      st.type = nodeKindName(n->kind);
+      st.name = n->name;
+      st.loc = n->loc;
+      st.executions = 1;
+      st.compute_cycles = c.compute;
+      st.exchange_cycles = c.exchange;
+      st.sync_cycles = c.sync;
+      steps.push_back(std::move(st));
+    }
+    return steps;
   }
 
   const std::string& programJson() const override { return json_; }

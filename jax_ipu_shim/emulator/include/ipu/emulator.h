@@ -175,6 +175,8 @@ class Executable {
   virtual uint64_t estimatedCycles() const = 0;  // static: loop bodies counted once
   virtual double flops() const = 0;              // static
   virtual std::string infoJson() const = 0;      // inputs, outputs, memory summary, estimates
+  // The static per-step table: one execution of every step of the program tree (loop bodies once, every branch).
+  virtual std::vector<StepProfile> staticSteps() const = 0;
 
   // inputs[i] points at inputTypes()[i].numBytes() bytes; outputs[j] at outputTypes()[j].numBytes() writable bytes.
   // Throws Error on failure; never aborts.
