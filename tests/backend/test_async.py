@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import time
-from functools import partial
 
 import jax
 import numpy as np
