@@ -6,12 +6,15 @@
     nox -s tests                        # build or reuse dist/, toolchain tests, then the installed-wheel suites
     nox -s check_patches                # every patch series applies to its pinned upstream source
     nox -s lint                         # ruff on our own Python (never on upstream code or patches)
+    nox -s bench                        # benchmark: the same jitted programs on cpu and ipu (not a test, not in CI)
+    nox -s bench -- --quick             # a short run; also --only NAME[,NAME], --reps N, --json PATH, --list
 
 Pins (versions, sums, Python, glibc, label) come from build_tools/pins.toml only.
 """
 
 from __future__ import annotations
 
+import datetime
 import glob
 import os
 import shutil
@@ -32,7 +35,10 @@ SERIES = PINS.get_series()
 PYTHON = SERIES.python  # the Python the wheels are for, e.g. "3.8"
 REQUIREMENTS = "build_tools/requirements.txt"
 # Suites that run against the installed wheels, from a directory outside the source tree. Missing ones are skipped.
-INSTALLED_SUITES = ("tests/toolchain/installed", "tests/emulator", "tests/conformance", "tests/backend")
+INSTALLED_SUITES = (
+    "tests/toolchain/installed", "tests/emulator", "tests/conformance", "tests/backend",
+    "tests/bench",  # only test_bench_programs.py: every bench program runs once on both backends and matches (untimed)
+)
 
 nox.options.sessions = ["build_wheels"]
 nox.options.error_on_missing_interpreters = True
@@ -138,14 +144,18 @@ def tests(session: nox.Session) -> None:
     session.notify("installed_tests")
 
 
-@nox.session(python=PYTHON, venv_backend="venv", reuse_venv=False)
-def installed_tests(session: nox.Session) -> None:
-    """A fresh Python 3.8 venv, `pip install dist/*.whl pytest`, and the suites run from outside the source tree."""
+def _dist_wheels(session: nox.Session) -> list:
     wheels = sorted(str(p) for p in (REPO / "dist").glob("*.whl"))
     names = [Path(w).name for w in wheels]
     if not any(n.startswith("jax-") for n in names) or not any(n.startswith("jaxlib-") for n in names):
         session.error(f"dist/ lacks the jax and jaxlib wheels (found: {names or 'nothing'}); run `nox -s build_wheels`")
-    session.install(*wheels, f"pytest=={PINS.tools['pytest']}")
+    return wheels
+
+
+@nox.session(python=PYTHON, venv_backend="venv", reuse_venv=False)
+def installed_tests(session: nox.Session) -> None:
+    """A fresh Python 3.8 venv, `pip install dist/*.whl pytest`, and the suites run from outside the source tree."""
+    session.install(*_dist_wheels(session), f"pytest=={PINS.tools['pytest']}")
     suites = [str(REPO / s) for s in INSTALLED_SUITES if (REPO / s).is_dir()]
     session.log(f"installed-wheel suites: {', '.join(os.path.relpath(s, REPO) for s in suites)}")
     with tempfile.TemporaryDirectory(prefix="jax-ipu-tests-") as outside:
@@ -158,4 +168,27 @@ def installed_tests(session: nox.Session) -> None:
             session.log("conformance on a 7-tile IPU Model")
             session.run("python", "-m", "pytest", "--rootdir", outside, "-p", "no:cacheprovider", "-q",
                         str(REPO / "tests" / "conformance"), env={"JAX_IPU_MODEL_NUM_TILES": "7"})
+        session.chdir(str(REPO))
+
+
+@nox.session(python=PYTHON, venv_backend="venv", reuse_venv=False)
+def bench(session: nox.Session) -> None:
+    """Benchmark dist/*.whl: tests/bench/bench.py in a fresh Python 3.8 venv, run from outside the source tree.
+
+    Prints per program the median wall time on cpu and ipu, their ratio, compile times and estimated IPU cycles,
+    then the geomean ratio. The JSON goes to build/bench/bench-<UTC time>.json (git-ignored; one file per run, to
+    compare over time) unless `--json PATH` names another file (relative to the repository). Arguments go to
+    bench.py: --quick, --only NAME[,NAME], --reps N, --list. It times things, so it is never part of `tests` or CI.
+    """
+    session.install(*_dist_wheels(session))  # jax and jaxlib bring numpy, scipy, ml_dtypes: the bench needs no more
+    args = [f"--json={(REPO / a[7:]).resolve()}" if a.startswith("--json=") else a for a in session.posargs]
+    if "--json" in args[:-1]:  # relative paths are relative to the repository (nox runs there)
+        i = args.index("--json") + 1
+        args[i] = str((REPO / args[i]).resolve())
+    elif not any(a.startswith("--json=") for a in args):
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
+        args += ["--json", str(REPO / "build" / "bench" / f"bench-{stamp}{'-quick' if '--quick' in args else ''}.json")]
+    with tempfile.TemporaryDirectory(prefix="jax-ipu-bench-") as outside:
+        session.chdir(outside)
+        session.run("python", str(REPO / "tests" / "bench" / "bench.py"), *args)
         session.chdir(str(REPO))
