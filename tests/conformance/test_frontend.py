@@ -327,12 +327,22 @@ def test_calls_to_private_functions():
 
 
 def test_unknown_ops_pass_through_for_the_emulator_to_refuse():
-    # An unknown op keeps its name, operands and results; its attrs and its regions (here the window body) are dropped.
-    prog = program(lambda x: lax.reduce_window(x, 0., lax.add, (2,), (1,), "VALID"), np.ones(5, np.float32))
-    window = only(prog, "reduce_window")
-    assert window["mlir"] == "stablehlo.reduce_window" and window["attrs"] == {} and window["regions"] == []
-    assert len(window["operands"]) == 2 and window["operands"][0] == 0
-    assert window["results"][0]["dtype"] == "f32" and window["results"][0]["shape"] == [4]
+    # An unknown op keeps its name, operands and results; its attrs are dropped.
+    prog = program(lambda a: lax.rng_uniform(a, a + 1, (4,)), np.float32(0))
+    rng = only(prog, "rng")
+    assert rng["mlir"] == "stablehlo.rng" and rng["attrs"] == {} and rng["regions"] == []
+    assert len(rng["operands"]) == 3 and rng["operands"][0] == 0
+    assert rng["results"][0]["dtype"] == "f32" and rng["results"][0]["shape"] == [4]
+
+
+def test_window_attrs():
+    f = lambda x: lax.reduce_window(x, 0., lax.add, (2, 3), (1, 2), ((1, 0), (2, -1)), (1, 2), (2, 1))  # noqa: E731
+    window = only(program(f, np.ones((5, 6), np.float32)), "reduce_window")
+    assert window["attrs"] == {"window_dimensions": [2, 3], "window_strides": [1, 2], "padding": [[1, 0], [2, -1]],
+                               "base_dilations": [1, 2], "window_dilations": [2, 1], "computation": "add"}
+    assert len(window["regions"]) == 1
+    precision = only(program(lambda x: lax.reduce_precision(x, 5, 10), np.ones(3, np.float32)), "reduce_precision")
+    assert precision["attrs"] == {"exponent_bits": 5, "mantissa_bits": 10}
 
 
 def test_convolution_attrs():

@@ -302,6 +302,7 @@ std::vector<int> Lowerer::lowerFamily(OpContext& ctx, Env* env) {
     case OpFamily::Conv: return lowerConv(ctx);
     case OpFamily::HostIO: return lowerHostIO(ctx);
     case OpFamily::Collective: return lowerCollective(ctx);
+    case OpFamily::Window: return lowerWindow(ctx);
     case OpFamily::Control:
       if (ctx.info->kind == OpKind::Call) return lowerCall(ctx);
       if (ctx.info->kind == OpKind::While) return lowerWhile(ctx, env);

@@ -109,6 +109,11 @@ const OpInfo kOps[] = {
     {"all_to_all", K::AllToAll, Fam::Collective, ALL, R::Operand0, 1, 1},
     {"replica_id", K::ReplicaId, Fam::Collective, U, R::Result0, 0, 0},
     {"partition_id", K::PartitionId, Fam::Collective, U, R::Result0, 0, 0},
+    // Pooling and remat (window.cc): operands of an optimization_barrier may be of any type, tokens included.
+    {"reduce_window", K::ReduceWindow, Fam::Window, ALL, R::Operand0, 2, -1},
+    {"select_and_scatter", K::SelectAndScatter, Fam::Window, ALL, R::Operand0, 3, 3},
+    {"optimization_barrier", K::OptimizationBarrier, Fam::Window, ALL, R::None, 0, -1},
+    {"reduce_precision", K::ReducePrecision, Fam::Window, FLOAT, R::Operand0, 1, 1},
 };
 
 }  // namespace

@@ -94,6 +94,7 @@ class Lowerer {
   std::vector<int> lowerConv(OpContext& ctx);  // conv.cc
   std::vector<int> lowerHostIO(OpContext& ctx);  // host_io.cc
   std::vector<int> lowerCollective(OpContext& ctx);  // collective.cc
+  std::vector<int> lowerWindow(OpContext& ctx);  // window.cc
   std::vector<int> lowerCall(OpContext& ctx);
   std::vector<int> lowerWhile(OpContext& ctx, Env* env);
   std::vector<int> lowerCase(OpContext& ctx, Env* env);

@@ -25,10 +25,11 @@ enum class OpKind {
   CreateToken, AfterAll, Infeed, Outfeed, CustomCall,  // host_io.cc
   // collectives over the IPU-Links between replicas (collective.cc)
   AllReduce, AllGather, ReduceScatter, CollectivePermute, AllToAll, ReplicaId, PartitionId,
+  ReduceWindow, SelectAndScatter, OptimizationBarrier, ReducePrecision,  // pooling and remat (window.cc)
 };
 
 enum class OpFamily { Unary, Binary, Compare, Select, Clamp, Convert, Shape, Dot, Reduce, Control,
-                      Sort, Conv, HostIO, Collective };
+                      Sort, Conv, HostIO, Collective, Window };
 
 // Which value's element type the dtype set of an entry constrains.
 enum class TypeRole { Operand0, Operand1, Result0, None };

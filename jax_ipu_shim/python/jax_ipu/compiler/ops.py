@@ -48,6 +48,11 @@ OP_ATTRS: Dict[str, Dict[str, Callable[[Any], Any]]] = {
     "all_to_all": {"split_dimension": A.integer, "concat_dimension": A.integer, "split_count": A.integer, **_COLLECTIVE},
     "collective_permute": {"source_target_pairs": A.int_rows, "channel_handle": A.channel_handle},
     "broadcast": {"broadcast_sizes": A.int_list},
+    # pooling and remat
+    "reduce_window": {"window_dimensions": A.int_list, "window_strides": A.int_list, "base_dilations": A.int_list,
+                      "window_dilations": A.int_list, "padding": A.padding_pairs},
+    "select_and_scatter": {"window_dimensions": A.int_list, "window_strides": A.int_list, "padding": A.padding_pairs},
+    "reduce_precision": {"exponent_bits": A.integer, "mantissa_bits": A.integer},
 }
 
 # Ops the program format defines; anything else is passed through (name, operands, results) for the emulator to refuse.
@@ -63,14 +68,15 @@ BINARY = (
 OTHER = (
     "compare select clamp convert bitcast_convert constant iota broadcast_in_dim reshape transpose reverse slice dynamic_slice "
     "dynamic_update_slice concatenate pad dot_general reduce call while case gather scatter sort top_k convolution "
-    "create_token after_all infeed outfeed custom_call"
+    "create_token after_all infeed outfeed custom_call "
+    "reduce_window select_and_scatter optimization_barrier reduce_precision"
 ).split()
 COLLECTIVES = "all_reduce all_gather reduce_scatter collective_permute all_to_all replica_id partition_id".split()
 # Older spellings jax still emits, and the program op each becomes (see translate._respell).
 RESPELLED = {"cross-replica-sum": "all_reduce", "broadcast": "broadcast_in_dim"}
 KNOWN_OPS = frozenset(UNARY + BINARY + OTHER + COLLECTIVES + list(RESPELLED))
 
-# Reduce (and all_reduce / reduce_scatter) bodies that are one of these binary ops of the two block arguments get a `computation` attr.
+# Reduce (and reduce_window, all_reduce / reduce_scatter) bodies that are one of these binary ops of the two block arguments get a `computation` attr.
 REDUCE_COMPUTATIONS = frozenset("add multiply maximum minimum and or".split())
 # Scatter update bodies get the same names (and "assign" when the body returns the update).
 SCATTER_COMPUTATIONS = REDUCE_COMPUTATIONS

@@ -200,7 +200,7 @@ class _Translator:
             "attrs": attrs,
             "regions": regions,
         }
-        if name in ("reduce", "all_reduce", "reduce_scatter") and known:
+        if name in ("reduce", "reduce_window", "all_reduce", "reduce_scatter") and known:
             computation = _reduce_computation(op)
             if computation:
                 attrs["computation"] = computation

@@ -1,0 +1,533 @@
+// Windowed ops, popnn::pooling's family: reduce_window (max/avg/sum pooling, windowed reductions),
+// select_and_scatter (the gradient of max pooling), and two ops that move no data between elements:
+// reduce_precision (elementwise rounding to a narrower float format) and optimization_barrier (an identity).
+//
+// Poplar's pooling plan: the output is mapped linearly over the tiles, each tile receives the input elements its
+// outputs' windows cover that it does not hold (the halo of its part of the input) and its workers reduce one window
+// per output. Semantics are StableHLO's (and XLA:CPU's order): the input is base-dilated (holes between elements)
+// and padded (negative padding crops); padding and holes are skipped, not read as the init value; each output is
+// accumulated from the init value over its window in row-major window order.
+//
+// select_and_scatter is two supersteps, as popnn's max-pool gradient: (1) per window (source element) the operand
+// element selected in window order: the first one, replaced by each later candidate the select body does not keep
+// (select(current, candidate) false); (2) per operand element, the init value combined with the source value of
+// every window that selected it, windows in row-major order (XLA:CPU's scatter order).
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "ipu/cost_model.h"
+#include "ipu/dtype.h"
+#include "ipu/kernels.h"
+#include "ipu/lowering.h"
+#include "ipu/scalar_ops.h"
+#include "ipu/scalar_program.h"
+
+namespace ipu {
+
+namespace {
+
+// The geometry of a windowed op: a window of `size` elements spaced `win_dil` apart starts every `stride` elements
+// of the base-dilated, padded input.
+struct Window {
+  std::vector<int64_t> in_shape, in_strides, out_shape, size, stride, base_dil, win_dil, pad_lo, pad_hi;
+
+  size_t rank() const { return in_shape.size(); }
+  int64_t outSize(size_t d) const {
+    const int64_t dilated = in_shape[d] == 0 ? 0 : (in_shape[d] - 1) * base_dil[d] + 1;
+    const int64_t padded = dilated + pad_lo[d] + pad_hi[d];
+    const int64_t span = (size[d] - 1) * win_dil[d] + 1;
+    return padded < span ? 0 : (padded - span) / stride[d] + 1;
+  }
+  // The input coordinate that window position k of output position o reads in dim d, or -1 (padding or a hole).
+  int64_t source(size_t d, int64_t o, int64_t k) const {
+    const int64_t p = o * stride[d] + k * win_dil[d] - pad_lo[d];
+    if (p < 0 || p % base_dil[d] != 0) return -1;
+    const int64_t q = p / base_dil[d];
+    return q < in_shape[d] ? q : -1;
+  }
+  // Per dim, the input offsets (coordinate x stride) window `out_index` reads, in window order.
+  void offsets(int64_t out_index, std::vector<std::vector<int64_t>>* per_dim) const {
+    per_dim->resize(rank());
+    for (size_t d = rank(); d-- > 0;) {
+      const int64_t o = out_index % out_shape[d];
+      out_index /= out_shape[d];
+      auto& v = (*per_dim)[d];
+      v.clear();
+      for (int64_t k = 0; k < size[d]; ++k) {
+        const int64_t q = source(d, o, k);
+        if (q >= 0) v.push_back(q * in_strides[d]);
+      }
+    }
+  }
+};
+
+// Calls f(offset) for every element of the product of the per-dim offset lists, row-major.
+template <class F>
+inline void forEachOffset(const std::vector<std::vector<int64_t>>& per_dim, F&& f) {
+  const size_t r = per_dim.size();
+  for (const auto& v : per_dim)
+    if (v.empty()) return;
+  std::vector<size_t> k(r, 0);
+  for (;;) {
+    int64_t off = 0;
+    for (size_t d = 0; d < r; ++d) off += per_dim[d][k[d]];
+    f(off);
+    size_t d = r;
+    while (d > 0 && ++k[d - 1] == per_dim[d - 1].size()) k[--d] = 0;
+    if (d == 0) return;
+  }
+}
+
+// reduce_window with a single-op computation on storage type S.
+template <class S, class F>
+class ReduceWindowKernel : public Kernel {
+ public:
+  ReduceWindowKernel(int in, int init, int out, const Window& w, F f) : in_(in), init_(init), out_(out), w_(w), f_(f) {}
+  void compute(RunState& s, int64_t b, int64_t e) const override {
+    const S* x = s.at<const S>(in_);
+    const S init = *s.at<const S>(init_);
+    S* o = s.at<S>(out_);
+    std::vector<std::vector<int64_t>> offs;
+    for (int64_t i = b; i < e; ++i) {
+      w_.offsets(i, &offs);
+      S acc = init;
+      forEachOffset(offs, [&](int64_t off) { acc = f_(acc, x[off]); });
+      o[i] = acc;
+    }
+  }
+
+ private:
+  int in_, init_, out_;
+  Window w_;
+  F f_;
+};
+
+class MultiKernel : public Kernel {
+ public:
+  explicit MultiKernel(std::vector<std::unique_ptr<Kernel>> parts) : parts_(std::move(parts)) {}
+  void compute(RunState& s, int64_t b, int64_t e) const override {
+    for (const auto& k : parts_) k->compute(s, b, e);
+  }
+
+ private:
+  std::vector<std::unique_ptr<Kernel>> parts_;
+};
+
+const char* const kComputations[] = {"add", "multiply", "maximum", "minimum", "and", "or"};
+
+std::unique_ptr<Kernel> windowKernel(const std::string& c, DType dt, int in, int init, int out, const Window& w) {
+  if (std::none_of(std::begin(kComputations), std::end(kComputations), [&](const char* k) { return c == k; }))
+    return nullptr;
+  OpKind kind = findOp(c)->kind;
+  if (dt == DType::Bool && kind == OpKind::Add) kind = OpKind::Or;  // XLA's bool convention, as reduce
+  if (dt == DType::Bool && kind == OpKind::Multiply) kind = OpKind::And;
+  if (isFloat(dt) && (kind == OpKind::And || kind == OpKind::Or)) return nullptr;
+  std::unique_ptr<Kernel> kernel;
+  scalar::visitBinary(kind, dt, [&](auto f, auto t) {
+    kernel = std::make_unique<ReduceWindowKernel<typename decltype(t)::type, decltype(f)>>(in, init, out, w, f);
+  });
+  return kernel;
+}
+
+// reduce_window with any other body (variadic argmax-pooling, logaddexp, ...): the N accumulators and the N window
+// elements go into the body's registers 0..2N-1, its N results become the accumulators.
+class BodyWindowKernel : public Kernel {
+ public:
+  struct Operand {
+    int in, init, out;
+    size_t size;
+  };
+  BodyWindowKernel(std::vector<Operand> ops, const Window& w, ScalarProgram body)
+      : ops_(std::move(ops)), w_(w), body_(std::move(body)) {}
+  void compute(RunState& s, int64_t b, int64_t e) const override {
+    const size_t n = ops_.size();
+    ScalarRegisters file(body_, static_cast<int>(2 * n));
+    uint32_t* regs = file.data();
+    uint8_t* r = file.bytes();
+    std::vector<uint32_t> next(n);
+    std::vector<std::vector<int64_t>> offs;
+    for (int64_t i = b; i < e; ++i) {
+      for (size_t k = 0; k < n; ++k) copyElement(r + 4 * k, s.ptr[static_cast<size_t>(ops_[k].init)], ops_[k].size);
+      w_.offsets(i, &offs);
+      forEachOffset(offs, [&](int64_t off) {
+        for (size_t k = 0; k < n; ++k)
+          copyElement(r + 4 * (n + k), s.ptr[static_cast<size_t>(ops_[k].in)] + off * static_cast<int64_t>(ops_[k].size),
+                      ops_[k].size);
+        body_.run(regs);
+        for (size_t k = 0; k < n; ++k) next[k] = regs[body_.resultRegister(k)];  // results may sit in param registers
+        for (size_t k = 0; k < n; ++k) regs[k] = next[k];
+      });
+      for (size_t k = 0; k < n; ++k)
+        copyElement(s.ptr[static_cast<size_t>(ops_[k].out)] + i * static_cast<int64_t>(ops_[k].size), r + 4 * k, ops_[k].size);
+    }
+  }
+
+ private:
+  std::vector<Operand> ops_;
+  Window w_;
+  ScalarProgram body_;
+};
+
+// select_and_scatter: superstep 0 selects per window (source element), superstep 1 scatters per operand element.
+class SelectAndScatterKernel : public Kernel {
+ public:
+  SelectAndScatterKernel(int operand, int source, int init, int selected, int out, size_t size, const Window& w,
+                         ScalarProgram select, ScalarProgram scatter)
+      : operand_(operand), source_(source), init_(init), selected_(selected), out_(out), size_(size), w_(w),
+        select_(std::move(select)), scatter_(std::move(scatter)) {}
+
+  void compute(RunState& s, int64_t b, int64_t e) const override { computeStep(s, 0, b, e); }
+  void computeStep(RunState& s, size_t step, int64_t b, int64_t e) const override {
+    if (step == 0) select(s, b, e);
+    else scatter(s, b, e);
+  }
+
+ private:
+  const uint8_t* element(const RunState& s, int slot, int64_t i) const {
+    return s.ptr[static_cast<size_t>(slot)] + i * static_cast<int64_t>(size_);
+  }
+
+  void select(RunState& s, int64_t b, int64_t e) const {
+    ScalarRegisters file(select_, 2);
+    uint8_t* r = file.bytes();
+    int32_t* sel = s.at<int32_t>(selected_);
+    std::vector<std::vector<int64_t>> offs;
+    for (int64_t i = b; i < e; ++i) {
+      w_.offsets(i, &offs);
+      int64_t chosen = -1;
+      forEachOffset(offs, [&](int64_t off) {
+        if (chosen < 0) {
+          chosen = off;
+          return;
+        }
+        copyElement(r, element(s, operand_, chosen), size_);
+        copyElement(r + 4, element(s, operand_, off), size_);
+        select_.run(file.data());
+        if (!(file.data()[select_.resultRegister(0)] & 0xff)) chosen = off;
+      });
+      sel[i] = static_cast<int32_t>(chosen);
+    }
+  }
+
+  void scatter(RunState& s, int64_t b, int64_t e) const {
+    ScalarRegisters file(scatter_, 2);
+    uint8_t* r = file.bytes();
+    uint32_t* regs = file.data();
+    const int32_t* sel = s.at<const int32_t>(selected_);
+    const size_t rank = w_.rank();
+    std::vector<int64_t> lo(rank), hi(rank), o(rank), src_strides = rowMajorStrides(w_.out_shape);
+    for (int64_t j = b; j < e; ++j) {
+      copyElement(r, element(s, init_, 0), size_);
+      // The windows containing element j, per dim: o * stride - pad_lo <= p <= o * stride - pad_lo + size - 1.
+      bool any = true;
+      for (size_t d = 0; d < rank; ++d) {
+        const int64_t p = (j / w_.in_strides[d]) % w_.in_shape[d];
+        const int64_t first = p + w_.pad_lo[d] - w_.size[d] + 1;
+        lo[d] = std::max<int64_t>(0, first <= 0 ? 0 : (first + w_.stride[d] - 1) / w_.stride[d]);
+        hi[d] = std::min<int64_t>(w_.out_shape[d] - 1, p + w_.pad_lo[d] < 0 ? -1 : (p + w_.pad_lo[d]) / w_.stride[d]);
+        any = any && lo[d] <= hi[d];
+      }
+      if (any) {
+        o = lo;
+        for (;;) {
+          int64_t w = 0;
+          for (size_t d = 0; d < rank; ++d) w += o[d] * src_strides[d];
+          if (sel[w] == j) {
+            copyElement(r + 4, element(s, source_, w), size_);
+            scatter_.run(regs);
+            regs[0] = regs[scatter_.resultRegister(0)];
+          }
+          size_t d = rank;
+          while (d > 0 && ++o[d - 1] > hi[d - 1]) {
+            o[d - 1] = lo[d - 1];
+            --d;
+          }
+          if (d == 0) break;
+        }
+      }
+      copyElement(s.ptr[static_cast<size_t>(out_)] + j * static_cast<int64_t>(size_), r, size_);
+    }
+  }
+
+  int operand_, source_, init_, selected_, out_;
+  size_t size_;
+  Window w_;
+  ScalarProgram select_, scatter_;
+};
+
+// XLA's ReducePrecision on the bits of a float with E exponent and M mantissa bits: round the mantissa to
+// `mant` bits (to nearest, ties to even), then values above the reduced format's range become infinity and values
+// at or below its smallest normal exponent become zero (the reduced format keeps no subnormals); NaN stays NaN.
+template <class U, int E, int M>
+struct ReducePrecisionF {
+  int exp_bits, mant_bits;
+  U operator()(U x) const {
+    constexpr int kBits = 8 * sizeof(U);
+    constexpr U kExpMask = static_cast<U>(((U(1) << E) - 1) << M);
+    constexpr U kMantMask = static_cast<U>((U(1) << M) - 1);
+    const bool nan = (x & kExpMask) == kExpMask && (x & kMantMask) != 0;
+    U r = x;
+    if (mant_bits < M) {
+      const int drop = M - mant_bits;
+      const U last = static_cast<U>(U(1) << drop);
+      const U bias = static_cast<U>(((last >> 1) - 1) + ((r & last) >> drop));
+      r = static_cast<U>((r + bias) & static_cast<U>(~(last - 1)));
+    }
+    if (exp_bits < E) {
+      const U sign = static_cast<U>(U(1) << (kBits - 1));
+      const int64_t src_bias = (int64_t(1) << (E - 1)) - 1;
+      const int64_t reduced_bias = (int64_t(1) << (exp_bits - 1)) - 1;
+      const int64_t exponent = static_cast<int64_t>((r & kExpMask) >> M);
+      if (exponent > src_bias + reduced_bias) r = static_cast<U>((r & sign) | kExpMask);
+      else if (exponent <= src_bias - reduced_bias) r = static_cast<U>(r & sign);
+    }
+    if (nan) r = mant_bits > 0 ? x : kExpMask;  // with no mantissa bits left a NaN could only be written as infinity
+    return r;
+  }
+};
+
+int64_t attrIntOr(const Op& op, const char* name, int64_t fallback) {
+  return op.attrs.find(name) ? attrInt(op, name) : fallback;
+}
+
+}  // namespace
+
+std::vector<int> Lowerer::lowerWindow(OpContext& ctx) {
+  const Op& op = *ctx.op;
+  const int workers = device().num_worker_contexts;
+  const OpKind kind = ctx.info->kind;
+
+  if (kind == OpKind::OptimizationBarrier) {
+    // An identity that only orders a schedule: its results are its operands' slots (later uses of a result extend
+    // the operand's live range, as for a reshape), and it runs nothing.
+    if (ctx.out_types.size() != ctx.in.size()) invalid(ctx, "optimization_barrier has one result per operand");
+    for (size_t i = 0; i < ctx.in.size(); ++i)
+      if (ctx.out_types[i].dtype != ctx.in_types[i].dtype || ctx.out_types[i].shape != ctx.in_types[i].shape)
+        invalid(ctx, "each result must have its operand's type");
+    return ctx.in;
+  }
+
+  if (kind == OpKind::ReducePrecision) {
+    const TensorType& in = ctx.in_types[0];
+    if (ctx.out_types.size() != 1 || ctx.out_types[0].dtype != in.dtype || ctx.out_types[0].shape != in.shape)
+      invalid(ctx, "the result must have the operand's type");
+    const int64_t exp_bits = attrInt(op, "exponent_bits"), mant_bits = attrInt(op, "mantissa_bits");
+    if (exp_bits < 1 || mant_bits < 0 || exp_bits > 64 || mant_bits > 64)
+      invalid(ctx, "exponent_bits must be at least 1 and mantissa_bits at least 0");
+    const int o = newSlotLike(ctx.out_types[0], ctx.in[0]);
+    std::unique_ptr<Kernel> kernel;
+    const int e = static_cast<int>(exp_bits), m = static_cast<int>(mant_bits);
+    if (in.dtype == DType::F32) kernel = map1<uint32_t, uint32_t>(ctx.in[0], o, ReducePrecisionF<uint32_t, 8, 23>{e, m});
+    else kernel = map1<uint16_t, uint16_t>(ctx.in[0], o, ReducePrecisionF<uint16_t, 5, 10>{e, m});
+    const TileMapping work = graph().slots[static_cast<size_t>(o)].mapping;
+    std::vector<Superstep> steps;
+    if (work.num_elements > 0)
+      steps.push_back(superstep(std::string("popops::ReducePrecision<") + dtypeName(in.dtype) + ">", work, {},
+                                [&](int, int64_t n) { return cost::elementwise(OpKind::ReducePrecision, in.dtype, n, workers); }));
+    emitExecute(ctx, std::move(kernel), std::move(steps), {o}, 0);
+    return {o};
+  }
+
+  // ---- the window geometry (reduce_window: N inputs + N inits; select_and_scatter: operand, source, init) ----
+  const bool sas = kind == OpKind::SelectAndScatter;
+  const size_t n = sas ? 1 : ctx.in.size() / 2;
+  if (!sas && (ctx.in.size() % 2 != 0 || ctx.out_types.size() != n))
+    invalid(ctx, "reduce_window takes N inputs and N init values and has N results");
+  const TensorType& in0 = ctx.in_types[0];
+  Window w;
+  w.in_shape = in0.shape;
+  w.in_strides = rowMajorStrides(in0.shape);
+  const size_t rank = w.rank();
+  auto list = [&](const char* name, int64_t fallback) {
+    std::vector<int64_t> v = attrInts(op, name, false);
+    if (v.empty()) v.assign(rank, fallback);
+    if (v.size() != rank) invalid(ctx, std::string(name) + " must have one entry per dimension of the input");
+    for (int64_t x : v)
+      if (x < 1) invalid(ctx, std::string(name) + " must be positive");
+    return v;
+  };
+  if (!op.attrs.find("window_dimensions")) invalid(ctx, "the window_dimensions attribute is missing");
+  w.size = list("window_dimensions", 1);
+  w.stride = list("window_strides", 1);
+  w.base_dil = sas ? std::vector<int64_t>(rank, 1) : list("base_dilations", 1);
+  w.win_dil = sas ? std::vector<int64_t>(rank, 1) : list("window_dilations", 1);
+  w.pad_lo.assign(rank, 0);
+  w.pad_hi.assign(rank, 0);
+  if (const json::Value* p = op.attrs.find("padding")) {
+    bool ok = p->isArray() && p->array.size() == rank;
+    for (size_t d = 0; ok && d < rank; ++d) {
+      const json::Value& pair = p->array[d];
+      ok = pair.isArray() && pair.array.size() == 2 && pair.array[0].is_integer && pair.array[1].is_integer;
+      if (ok) w.pad_lo[d] = pair.array[0].integer, w.pad_hi[d] = pair.array[1].integer;
+    }
+    if (!ok) invalid(ctx, "padding must be one [low, high] pair of integers per dimension");
+  }
+  for (size_t d = 0; d < rank; ++d) w.out_shape.push_back(w.outSize(d));
+  const TensorType window_type{in0.dtype, w.out_shape};
+  const std::vector<int64_t> src_strides = rowMajorStrides(w.out_shape);
+  const int64_t elem_bytes = static_cast<int64_t>(dtypeSize(in0.dtype));
+  const int tiles = device().num_tiles;
+
+  // Per tile of `work` (one output per window): the window elements its outputs read, and the bytes of them it
+  // receives (distinct elements held elsewhere, once per tile) from an input mapped as `in_map`.
+  auto windowTraffic = [&](const TileMapping& work, const TileMapping& in_map, int64_t bytes_per_element,
+                           std::vector<int64_t>* reads, std::vector<int64_t>* recv) {
+    reads->assign(static_cast<size_t>(tiles), 0);
+    recv->resize(static_cast<size_t>(tiles), 0);
+    std::vector<int> stamp(static_cast<size_t>(in_map.num_elements), -1);
+    std::vector<std::vector<int64_t>> offs;
+    for (int t = 0; t < work.tilesUsed(); ++t)
+      for (int64_t i = work.begin(t); i < work.end(t); ++i) {
+        w.offsets(i, &offs);
+        forEachOffset(offs, [&](int64_t off) {
+          ++(*reads)[static_cast<size_t>(t)];
+          if (stamp[static_cast<size_t>(off)] == t) return;
+          stamp[static_cast<size_t>(off)] = t;
+          if (in_map.tileOf(off) != t) (*recv)[static_cast<size_t>(t)] += bytes_per_element;
+        });
+      }
+  };
+
+  if (sas) {
+    const TensorType& source = ctx.in_types[1];
+    const TensorType& init = ctx.in_types[2];
+    if (source.shape != w.out_shape || source.dtype != in0.dtype)
+      invalid(ctx, "the source must have the operand's type and one element per window (shape " +
+                       mlirTensorType(dtypeName(in0.dtype), w.out_shape) + ")");
+    if (!init.shape.empty() || init.dtype != in0.dtype || ctx.out_types.size() != 1 ||
+        ctx.out_types[0].dtype != in0.dtype || ctx.out_types[0].shape != in0.shape)
+      invalid(ctx, "the init value must be a scalar of the operand's type and the result the operand's type");
+    if (in0.numElements() > std::numeric_limits<int32_t>::max())
+      unimplemented(ctx, "operands of more than 2^31 elements are not supported");
+    if (op.regions.size() != 2) invalid(ctx, "select_and_scatter has a select and a scatter region");
+    ScalarProgram select, scatter;
+    try {
+      select = ScalarProgram::compile(op.regions[0], {in0.dtype, in0.dtype}, {DType::Bool});
+      scatter = ScalarProgram::compile(op.regions[1], {in0.dtype, in0.dtype}, {in0.dtype});
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::Unimplemented) unimplemented(ctx, e.what());
+      invalid(ctx, std::string("in a region: ") + e.what());
+    }
+    const int out = newSlotLike(ctx.out_types[0], ctx.in[0]);
+    const int selected = newSlotLike(TensorType{DType::I32, w.out_shape}, ctx.in[1]);  // per window: the chosen element
+    const TileMapping src_map = graph().slots[static_cast<size_t>(selected)].mapping;
+    const TileMapping out_map = graph().slots[static_cast<size_t>(out)].mapping;
+    const TileMapping op_map = graph().slots[static_cast<size_t>(ctx.in[0])].mapping;
+    // Superstep 0 over the windows: each tile receives the operand elements its windows cover, and its sources.
+    std::vector<int64_t> reads0, recv0;
+    windowTraffic(src_map, op_map, elem_bytes, &reads0, &recv0);
+    // Superstep 1 over the operand: each element reads the selection and source of every window containing it.
+    std::vector<int64_t> reads1(static_cast<size_t>(tiles), 0), recv1(static_cast<size_t>(tiles), 0);
+    {
+      std::vector<int> stamp(static_cast<size_t>(src_map.num_elements), -1);
+      std::vector<std::vector<int64_t>> offs;
+      const Slot& src_slot = graph().slots[static_cast<size_t>(ctx.in[1])];
+      for (int t = 0; t < src_map.tilesUsed(); ++t)  // the windows' elements, seen from the windows
+        for (int64_t i = src_map.begin(t); i < src_map.end(t); ++i) {
+          w.offsets(i, &offs);
+          forEachOffset(offs, [&](int64_t off) {
+            const int dest = out_map.tileOf(off);
+            ++reads1[static_cast<size_t>(dest)];
+            if (stamp[static_cast<size_t>(i)] == dest) return;
+            stamp[static_cast<size_t>(i)] = dest;
+            if (src_map.tileOf(i) != dest) recv1[static_cast<size_t>(dest)] += 4;
+            if (src_slot.mapping.tileOf(i) != dest) recv1[static_cast<size_t>(dest)] += elem_bytes;
+          });
+        }
+    }
+    exchangeScalar(&recv1, out_map, ctx.in[2]);
+    std::vector<Superstep> steps;
+    const std::string type = dtypeName(in0.dtype);
+    steps.push_back(superstep("popnn::SelectWindow{" + select.summary() + "}<" + type + ">", src_map, recv0,
+                              [&](int t, int64_t m) {
+                                return cost::reduceBody(select.cyclesPerElement(), reads0[static_cast<size_t>(t)], m, workers);
+                              }));
+    steps.push_back(superstep("popnn::MaxPoolingGrad{" + scatter.summary() + "}<" + type + ">", out_map, recv1,
+                              [&](int t, int64_t m) {
+                                return cost::reduceBody(scatter.cyclesPerElement() + 1, reads1[static_cast<size_t>(t)], m, workers);
+                              }));
+    const double flops = isFloat(in0.dtype) ? scatter.flopsPerElement() * static_cast<double>(source.numElements()) : 0;
+    auto kernel = std::make_unique<SelectAndScatterKernel>(ctx.in[0], ctx.in[1], ctx.in[2], selected, out,
+                                                           dtypeSize(in0.dtype), w, select, scatter);
+    emitExecute(ctx, std::move(kernel), std::move(steps), {out, selected}, flops);
+    return {out};
+  }
+
+  // ---- reduce_window ----
+  std::vector<int> outs;
+  std::vector<DType> types;
+  for (size_t i = 0; i < n; ++i) {
+    const TensorType& in = ctx.in_types[i];
+    const TensorType& init = ctx.in_types[n + i];
+    if (in.shape != in0.shape) invalid(ctx, "all inputs must have the same shape");
+    if (!init.shape.empty() || init.dtype != in.dtype || ctx.out_types[i].dtype != in.dtype ||
+        ctx.out_types[i].shape != w.out_shape)
+      invalid(ctx, "init values must be scalars of their input's type and results of shape " +
+                       mlirTensorType(dtypeName(in.dtype), w.out_shape) + " (from the window attributes)");
+    outs.push_back(i == 0 ? newSlot(ctx.out_types[i]) : newSlotLike(ctx.out_types[i], outs[0]));
+    types.push_back(in.dtype);
+  }
+  const std::string computation = attrString(op, "computation", "");
+  std::vector<std::unique_ptr<Kernel>> parts;
+  for (size_t i = 0; i < n && !computation.empty(); ++i) {
+    auto k = windowKernel(computation, types[i], ctx.in[i], ctx.in[n + i], outs[i], w);
+    if (!k) {
+      parts.clear();
+      break;
+    }
+    parts.push_back(std::move(k));
+  }
+  const bool general = parts.empty();
+  std::unique_ptr<Kernel> kernel;
+  ScalarProgram body;
+  std::string codelet;
+  std::string type_list;
+  for (size_t i = 0; i < n; ++i) type_list += (i ? "," : "") + std::string(dtypeName(types[i]));
+  if (!general) {
+    kernel = parts.size() == 1 ? std::move(parts[0]) : std::make_unique<MultiKernel>(std::move(parts));
+    const char* name = computation == "maximum" ? "MaxPooling" : computation == "add" ? "SumPooling" : nullptr;
+    codelet = name ? "popnn::" + std::string(name) + "<" + type_list + ">"
+                   : "popnn::Pooling{" + computation + "}<" + type_list + ">";
+  } else {
+    if (op.regions.size() != 1) invalid(ctx, "reduce_window must have one body region");
+    std::vector<DType> params = types;
+    params.insert(params.end(), types.begin(), types.end());
+    try {
+      body = ScalarProgram::compile(op.regions[0], params, types);
+    } catch (const Error& e) {
+      if (e.code() == ErrorCode::Unimplemented) unimplemented(ctx, e.what());
+      invalid(ctx, std::string("in the body: ") + e.what());
+    }
+    std::vector<BodyWindowKernel::Operand> operands;
+    for (size_t i = 0; i < n; ++i) operands.push_back({ctx.in[i], ctx.in[n + i], outs[i], dtypeSize(types[i])});
+    codelet = "popnn::Pooling{" + body.summary() + "}<" + type_list + ">";
+    kernel = std::make_unique<BodyWindowKernel>(std::move(operands), w, body);
+  }
+
+  const TileMapping out_map = graph().slots[static_cast<size_t>(outs[0])].mapping;
+  const TileMapping in_map = graph().slots[static_cast<size_t>(ctx.in[0])].mapping;
+  int64_t bytes_per_element = 0;  // one element of every input per window element
+  for (DType t : types) bytes_per_element += static_cast<int64_t>(dtypeSize(t));
+  std::vector<int64_t> reads, recv;
+  windowTraffic(out_map, in_map, bytes_per_element, &reads, &recv);
+  for (size_t i = 0; i < n; ++i) exchangeScalar(&recv, out_map, ctx.in[n + i]);
+  int64_t total_reads = 0;
+  for (int64_t r : reads) total_reads += r;
+  std::vector<Superstep> steps;
+  if (out_map.num_elements > 0) {
+    steps.push_back(superstep(codelet, out_map, recv, [&](int t, int64_t m) {
+      const int64_t r = reads[static_cast<size_t>(t)];
+      return general ? cost::reduceBody(body.cyclesPerElement(), r, m, workers)
+                     : cost::reduce(in0.dtype, r * static_cast<int64_t>(n), m, workers);
+    }));
+    const double per_output = std::max<double>(1, static_cast<double>(total_reads) / static_cast<double>(out_map.num_elements));
+    steps.back().cost_weight = per_output * (general ? std::max<double>(1, static_cast<double>(body.numInstructions())) : 1);
+  }
+  const double flops = general ? body.flopsPerElement() * static_cast<double>(total_reads)
+                               : isFloat(in0.dtype) ? static_cast<double>(total_reads * static_cast<int64_t>(n)) : 0;
+  emitExecute(ctx, std::move(kernel), std::move(steps), outs, flops);
+  return outs;
+}
+
+}  // namespace ipu
