@@ -61,10 +61,14 @@ EDGES = [0.0, -0.0, 1.0, 2.0, -1.0, -2.0, -3.0, -10.0, -100.0, 0.5, -0.5, 1.5, -
 EDGES16 = [0.0, -0.0, 1.0, 2.0, -1.0, -2.0, -3.0, -10.0, 0.5, -0.5, 1.5, -1.5, -2.5, 1.462, -0.999, -1.001, 1e-3,
            -1e-3, 6e-8, 7.996, 8.0, 8.01, 30.0, 100.0, 1e4, 65504.0, -65504.0, np.inf, -np.inf, np.nan]
 
-UNARY: Dict[str, Tuple] = {  # name: (function, input range, f32 ulps, floor)
-    "lgamma": (lax.lgamma, (-20, 40), 32, 1.0),
-    "digamma": (lax.digamma, (-20, 40), 16, 1.0),
-    "bessel_i1e": (lax.bessel_i1e, (-30, 30), 4, 0.0),
+# name: (function, input range, f32 ulps, floor, share of random f32 inputs within 1 ulp). Measured worst (ipu vs
+# cpu): lgamma 16 ulp (near poles, where log|sin(pi x)| and lgamma(1 - x) cancel), digamma 4, i1e 2; and 95%, 98.6%,
+# 100% within 1 ulp. The exactly rounded function (scipy in f64) is up to 28, 11, 8 ulp from cpu and within 1 ulp for
+# only 14-57%, 44-82%, 76-83%: the share is what tells XLA's algorithm from a libm call.
+UNARY: Dict[str, Tuple] = {
+    "lgamma": (lax.lgamma, (-20, 40), 32, 1.0, 0.93),
+    "digamma": (lax.digamma, (-20, 40), 8, 1.0, 0.97),
+    "bessel_i1e": (lax.bessel_i1e, (-30, 30), 4, 0.0, 0.99),
 }
 
 
@@ -77,12 +81,17 @@ def inputs(dtype, low, high):
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 @pytest.mark.parametrize("name", sorted(UNARY))
 def test_unary_special_function(name, dtype):
-    op, (low, high), ulps, floor = UNARY[name]
+    op, (low, high), ulps, floor, within_one = UNARY[name]
     xs = inputs(dtype, low, high)
     got, want = run(lambda *xs: [op(x) for x in xs] + [op(xs[1].T)], *xs)
     # f16 is computed in f32 and rounded once, on both sides: at most one f16 ulp apart.
     for i, (g, w) in enumerate(zip(got, want)):
         assert_ulps(g, w, ulps if dtype == "float32" else 1, floor, where=f"{name}<{dtype}> output {i}")
+    if dtype == "float32":
+        for i in (1, 2):  # the random inputs
+            g, w = np.asarray(got[i], np.float64), np.asarray(want[i], np.float64)
+            share = np.mean(np.abs(g - w) <= np.spacing(np.abs(w).astype(np.float32)))
+            assert share >= within_one, f"{name} output {i}: only {share:.1%} within 1 ulp of cpu"
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
@@ -111,7 +120,7 @@ def test_gradients_through_lgamma_digamma_and_i1e():
                                   jax.grad(lambda v: lax.bessel_i1e(v).sum())(z),  # i0e and i1e
                                   jax.vmap(jax.grad(jsp.gammaln))(x)), x, z)
     for i, (g, w) in enumerate(zip(got, want)):
-        assert_ulps(g, w, 64, 1.0, where=f"gradient {i}")
+        assert_ulps(g, w, 16, 1.0, where=f"gradient {i}")  # measured worst: 4.7 ulp
 
 
 def test_scipy_special_built_on_them():
@@ -125,7 +134,8 @@ def test_scipy_special_built_on_them():
                 jsp.gammainc(a, b), jsp.gammaincc(a, b), jsp.betainc(a, b, u))
 
     got, want = run(f, a, b, u)
-    # Series, continued fractions and products of a few of the ops above: errors add up to ~100 ulp.
+    # Series, continued fractions and products of a few of the ops above: errors add up (measured worst: 110 ulp,
+    # betainc; gammainc 63; gammaln and gamma 33 near lgamma's roots).
     for i, (g, w) in enumerate(zip(got, want)):
         assert_ulps(g, w, 256, 1e-3, where=f"scipy.special output {i}")
 
@@ -133,7 +143,7 @@ def test_scipy_special_built_on_them():
 def test_random_gamma_family_and_its_gradient():
     # gamma samples (Marsaglia-Tsang rejection on normals: erf_inv, log) and their implicit gradient
     # (random_gamma_grad: a series in lgamma and digamma). The normals differ from cpu by a few ulp of log and
-    # erf_inv, so samples agree to ~1e-5, not bit for bit.
+    # erf_inv, so samples agree to some ulp, not bit for bit; with these keys no accept/reject decision flips.
     key = jax.random.PRNGKey(3)
     alpha = random("float32", (500,), seed=9, low=0.1, high=10)
 
@@ -147,5 +157,5 @@ def test_random_gamma_family_and_its_gradient():
     got, want = run(f, key, alpha)
     names = ["gamma", "gamma grad", "random_gamma_grad", "beta", "dirichlet"]
     for name, g, w in zip(names, got, want):
-        assert_ulps(g, w, 2048, 1e-3, where=name)
+        assert_ulps(g, w, 64, 1e-3, where=name)  # measured worst: 26 ulp (the gamma gradient)
     np.testing.assert_array_equal(got[-1], want[-1], err_msg="poisson")
