@@ -54,6 +54,13 @@ VectorCost elementwiseCost(OpKind kind, DType dtype) {
     case OpKind::Asin: case OpKind::Acos: case OpKind::Atan: case OpKind::Asinh: case OpKind::Acosh:
     case OpKind::Atanh:
       return VectorCost{17, 200.0 * vectorWidth(dtype)};  // software polynomial, per element
+    // CHLO special functions, software routines per element (calibrated): lgamma and digamma are a 9-term Lanczos
+    // series (8 and 16 divides) plus log1p, log and the reflection's sin (and cos); i1e two Chebyshev series (24
+    // multiply-adds), a divide and a sqrt; next_after a few integer ops on the bits.
+    case OpKind::Lgamma: return VectorCost{17, 2600.0 * vectorWidth(dtype)};
+    case OpKind::Digamma: return VectorCost{17, 5000.0 * vectorWidth(dtype)};
+    case OpKind::BesselI1e: return VectorCost{17, 150.0 * vectorWidth(dtype)};
+    case OpKind::NextAfter: return VectorCost{29, 12.0 * vectorWidth(dtype)};
     case OpKind::Convert: return VectorCost{17, f16 ? 2.0 : 2.0};  // (doc) f16<->f32 ~2 per 4 elements
     default: return flt ? VectorCost{17, 3} : VectorCost{17, 4};  // (doc) simple unary: relu-like, 3 per vector
   }

@@ -53,6 +53,9 @@ const OpInfo kOps[] = {
     {"acosh", K::Acosh, Fam::Unary, FLOAT, R::Operand0, 1, 1},
     {"atanh", K::Atanh, Fam::Unary, FLOAT, R::Operand0, 1, 1},
     {"erf_inv", K::ErfInv, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+    {"lgamma", K::Lgamma, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+    {"digamma", K::Digamma, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+    {"bessel_i1e", K::BesselI1e, Fam::Unary, FLOAT, R::Operand0, 1, 1},
 
     {"add", K::Add, Fam::Binary, NUM, R::Operand0, 2, 2},
     {"subtract", K::Subtract, Fam::Binary, NUM, R::Operand0, 2, 2},
@@ -69,6 +72,7 @@ const OpInfo kOps[] = {
     {"shift_left", K::ShiftLeft, Fam::Binary, INT, R::Operand0, 2, 2},
     {"shift_right_arithmetic", K::ShiftRightArithmetic, Fam::Binary, INT, R::Operand0, 2, 2},
     {"shift_right_logical", K::ShiftRightLogical, Fam::Binary, INT, R::Operand0, 2, 2},
+    {"next_after", K::NextAfter, Fam::Binary, FLOAT, R::Operand0, 2, 2},
 
     {"compare", K::Compare, Fam::Compare, ALL, R::Operand0, 2, 2},
     {"select", K::Select, Fam::Select, ALL, R::Operand1, 3, 3},

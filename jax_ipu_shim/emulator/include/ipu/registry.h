@@ -12,10 +12,10 @@ enum class OpKind {
   // unary elementwise
   Abs, Negate, Sign, Exp, Expm1, Log, Log1p, Sqrt, Rsqrt, Cbrt, Tanh, Logistic, Sine, Cosine, Tan, Floor, Ceil,
   RoundEven, RoundAfz, IsFinite, Not, Popcnt, Clz, Erf, Erfc, Sinh, Cosh, Asin, Acos, Atan, Asinh, Acosh, Atanh,
-  ErfInv,
+  ErfInv, Lgamma, Digamma, BesselI1e,
   // binary elementwise
   Add, Subtract, Multiply, Divide, Remainder, Power, Maximum, Minimum, Atan2, And, Or, Xor, ShiftLeft,
-  ShiftRightArithmetic, ShiftRightLogical,
+  ShiftRightArithmetic, ShiftRightLogical, NextAfter,
   Gather, Scatter,  // indexed data movement (gather_scatter.cc)
   // the rest
   Compare, Select, Clamp, Convert, BitcastConvert, Constant, Iota, BroadcastInDim, Reshape, Transpose, Reverse, Slice, DynamicSlice,

@@ -17,6 +17,7 @@
 
 #include "ipu/dtype.h"
 #include "ipu/registry.h"
+#include "ipu/special_functions.h"
 
 namespace ipu {
 namespace scalar {
@@ -194,6 +195,9 @@ IPU_FLOAT_UNARY(AsinhF, std::asinh(x))
 IPU_FLOAT_UNARY(AcoshF, std::acosh(x))
 IPU_FLOAT_UNARY(AtanhF, std::atanh(x))
 IPU_FLOAT_UNARY(ErfInvF, erfInv(x))
+IPU_FLOAT_UNARY(LgammaF, special::lgamma(x))
+IPU_FLOAT_UNARY(DigammaF, special::digamma(x))
+IPU_FLOAT_UNARY(BesselI1eF, special::besselI1e(x))
 #undef IPU_FLOAT_UNARY
 
 #define IPU_FLOAT_BINARY(Name, expr) \
@@ -209,6 +213,7 @@ IPU_FLOAT_BINARY(PowerF, std::pow(x, y))
 IPU_FLOAT_BINARY(MaximumF, maxXla(x, y))
 IPU_FLOAT_BINARY(MinimumF, minXla(x, y))
 IPU_FLOAT_BINARY(Atan2F, std::atan2(x, y))
+IPU_FLOAT_BINARY(NextAfterF, special::nextAfter(x, y))
 #undef IPU_FLOAT_BINARY
 
 // f16 storage: computed in f32 and rounded to nearest even once per op.
@@ -219,6 +224,14 @@ struct Half1 {
 template <class F>
 struct Half2 {
   uint16_t operator()(uint16_t x, uint16_t y) const { return floatToHalf(F{}(halfToFloat(x), halfToFloat(y))); }
+};
+
+// next_after steps f16 bits, not f32 ones: no upcast.
+struct NextAfterF16 {
+  uint16_t operator()(uint16_t x, uint16_t y) const {
+    const float fx = halfToFloat(x), fy = halfToFloat(y);
+    return special::nextAfterBits<uint16_t>(x, y, std::isnan(fx), std::isnan(fy), fx == fy);
+  }
 };
 
 struct IsFiniteF32 {
@@ -384,6 +397,9 @@ bool visitUnary(OpKind k, DType dt, V&& v) {
       case OpKind::Acosh: return f(AcoshF{});
       case OpKind::Atanh: return f(AtanhF{});
       case OpKind::ErfInv: return f(ErfInvF{});
+      case OpKind::Lgamma: return f(LgammaF{});
+      case OpKind::Digamma: return f(DigammaF{});
+      case OpKind::BesselI1e: return f(BesselI1eF{});
       default: return false;
     }
   }
@@ -415,6 +431,10 @@ bool visitUnary(OpKind k, DType dt, V&& v) {
 template <class V>
 bool visitBinary(OpKind k, DType dt, V&& v) {
   if (isFloat(dt)) {
+    if (k == OpKind::NextAfter && dt == DType::F16) {
+      v(NextAfterF16{}, Tag<uint16_t>{});
+      return true;
+    }
     auto f = [&](auto op) {
       using F = decltype(op);
       if (dt == DType::F32) v(op, Tag<float>{});
@@ -431,6 +451,7 @@ bool visitBinary(OpKind k, DType dt, V&& v) {
       case OpKind::Maximum: return f(MaximumF{});
       case OpKind::Minimum: return f(MinimumF{});
       case OpKind::Atan2: return f(Atan2F{});
+      case OpKind::NextAfter: return f(NextAfterF{});
       default: return false;
     }
   }

@@ -59,11 +59,11 @@ OP_ATTRS: Dict[str, Dict[str, Callable[[Any], Any]]] = {
 UNARY = (
     "abs negate sign exponential exponential_minus_one log log_plus_one sqrt rsqrt cbrt tanh logistic sine cosine tan "
     "floor ceil round_nearest_even round_nearest_afz is_finite not popcnt count_leading_zeros "
-    "erf erfc sinh cosh asin acos atan asinh acosh atanh erf_inv"
+    "erf erfc sinh cosh asin acos atan asinh acosh atanh erf_inv lgamma digamma bessel_i1e"
 ).split()
 BINARY = (
     "add subtract multiply divide remainder power maximum minimum atan2 and or xor "
-    "shift_left shift_right_arithmetic shift_right_logical"
+    "shift_left shift_right_arithmetic shift_right_logical next_after"
 ).split()
 OTHER = (
     "compare select clamp convert bitcast_convert constant iota broadcast_in_dim reshape transpose reverse slice dynamic_slice "
