@@ -108,18 +108,6 @@ class ReduceKernel : public Kernel {
   F f_;
 };
 
-// Runs the kernels of a variadic reduce (each input reduced independently) one after another.
-class MultiKernel : public Kernel {
- public:
-  explicit MultiKernel(std::vector<std::unique_ptr<Kernel>> parts) : parts_(std::move(parts)) {}
-  void compute(RunState& s, int64_t b, int64_t e) const override {
-    for (const auto& k : parts_) k->compute(s, b, e);
-  }
-
- private:
-  std::vector<std::unique_ptr<Kernel>> parts_;
-};
-
 template <class S, class F>
 std::unique_ptr<Kernel> make(int in, int init, int out, const ReduceGeometry& g, F f) {
   return std::make_unique<ReduceKernel<S, F>>(in, init, out, g, f);
@@ -287,7 +275,7 @@ std::vector<int> Lowerer::lowerReduce(OpContext& ctx) {
   ScalarProgram body;
   std::string codelet;
   if (!general) {
-    kernel = parts.size() == 1 ? std::move(parts[0]) : std::make_unique<MultiKernel>(std::move(parts));
+    kernel = parts.size() == 1 ? std::move(parts[0]) : std::make_unique<KernelSequence>(std::move(parts));
     codelet = "reduce" + computation + "<" + dtypeName(in0.dtype) + ">";
   } else {
     if (op.regions.size() != 1) invalid(ctx, "reduce must have one body region");

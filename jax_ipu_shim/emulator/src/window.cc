@@ -103,17 +103,6 @@ class ReduceWindowKernel : public Kernel {
   F f_;
 };
 
-class MultiKernel : public Kernel {
- public:
-  explicit MultiKernel(std::vector<std::unique_ptr<Kernel>> parts) : parts_(std::move(parts)) {}
-  void compute(RunState& s, int64_t b, int64_t e) const override {
-    for (const auto& k : parts_) k->compute(s, b, e);
-  }
-
- private:
-  std::vector<std::unique_ptr<Kernel>> parts_;
-};
-
 const char* const kComputations[] = {"add", "multiply", "maximum", "minimum", "and", "or"};
 
 std::unique_ptr<Kernel> windowKernel(const std::string& c, DType dt, int in, int init, int out, const Window& w) {
@@ -485,7 +474,7 @@ std::vector<int> Lowerer::lowerWindow(OpContext& ctx) {
   std::string type_list;
   for (size_t i = 0; i < n; ++i) type_list += (i ? "," : "") + std::string(dtypeName(types[i]));
   if (!general) {
-    kernel = parts.size() == 1 ? std::move(parts[0]) : std::make_unique<MultiKernel>(std::move(parts));
+    kernel = parts.size() == 1 ? std::move(parts[0]) : std::make_unique<KernelSequence>(std::move(parts));
     const char* name = computation == "maximum" ? "MaxPooling" : computation == "add" ? "SumPooling" : nullptr;
     codelet = name ? "popnn::" + std::string(name) + "<" + type_list + ">"
                    : "popnn::Pooling{" + computation + "}<" + type_list + ">";

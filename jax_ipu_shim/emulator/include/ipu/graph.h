@@ -44,6 +44,18 @@ class Kernel {
   }
 };
 
+// Several kernels over the same output range, one after another (e.g. the inputs of a variadic reduce).
+class KernelSequence : public Kernel {
+ public:
+  explicit KernelSequence(std::vector<std::unique_ptr<Kernel>> parts) : parts_(std::move(parts)) {}
+  void compute(RunState& s, int64_t b, int64_t e) const override {
+    for (const auto& k : parts_) k->compute(s, b, e);
+  }
+
+ private:
+  std::vector<std::unique_ptr<Kernel>> parts_;
+};
+
 struct Cost {
   uint64_t compute = 0;
   uint64_t exchange = 0;
