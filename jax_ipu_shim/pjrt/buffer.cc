@@ -157,11 +157,7 @@ PJRT_Error* PJRT_Client_BufferFromHostBuffer_Impl(PJRT_Client_BufferFromHostBuff
       }
     }
     PJRT_Device* device = args->device ? args->device : args->client->device_pointers.front();
-    const uint64_t cycles = device->description.hardware.hostTransferCycles(static_cast<int64_t>(bytes));
-    CountOnDevice(device, [&](DeviceCounters& c) {
-      c.bytes_to_device += bytes;
-      c.host_transfer_cycles += cycles;
-    });
+    CountHostTransfer(device, bytes, /*to_device=*/true);
     // The host data is copied before returning (jax may free it at once), so the buffer is born defined.
     args->buffer = NewBuffer(device, args->type, std::move(dims), std::move(data), Completion::Ready());
     args->done_with_host_buffer = ReadyEvent();
@@ -252,14 +248,7 @@ PJRT_Error* PJRT_Buffer_CopyToDevice_Impl(PJRT_Buffer_CopyToDevice_Args* args) {
       }
       data.reset();
       if (from != to) {
-        const int64_t bytes = static_cast<int64_t>(copy->size());
-        for (PJRT_Device* end : {from, to}) {
-          const uint64_t cycles = end->description.hardware.linkCycles(bytes);
-          CountOnDevice(end, [&](DeviceCounters& c) {
-            c.bytes_over_links += bytes;
-            c.link_cycles += cycles;
-          });
-        }
+        for (PJRT_Device* end : {from, to}) CountLinkTransfer(end, copy->size());
       }
       done->Set(static_cast<PJRT_Error_Code>(0), "");
     });
@@ -295,11 +284,7 @@ PJRT_Error* PJRT_Buffer_ToHostBuffer_Impl(PJRT_Buffer_ToHostBuffer_Args* args) {
                                                        std::to_string(bytes));
       }
       if (bytes > 0) std::memcpy(dst, data->data(), bytes);
-      const uint64_t cycles = device->description.hardware.hostTransferCycles(static_cast<int64_t>(bytes));
-      CountOnDevice(device, [&](DeviceCounters& c) {
-        c.bytes_from_device += bytes;
-        c.host_transfer_cycles += cycles;
-      });
+      CountHostTransfer(device, bytes, /*to_device=*/false);
       done->Set(static_cast<PJRT_Error_Code>(0), "");
     });
     args->event = NewEvent(std::move(done));

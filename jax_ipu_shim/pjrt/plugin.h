@@ -260,8 +260,10 @@ PJRT_Buffer_Type FromIpuDType(ipu::DType dtype);
 int64_t NumElements(const std::vector<int64_t>& dims);
 PJRT_Buffer* NewBuffer(PJRT_Device* device, PJRT_Buffer_Type type, std::vector<int64_t> dims, Bytes data,
                        std::shared_ptr<Completion> defined);
-// Adds to a device's counters.
-void CountOnDevice(PJRT_Device* device, const std::function<void(DeviceCounters&)>& update);
+// The one place transfers are counted and costed: over the host link (to or from the device), or over the
+// IPU-Links (call it for both ends of a copy between IPUs).
+void CountHostTransfer(PJRT_Device* device, size_t bytes, bool to_device);
+void CountLinkTransfer(PJRT_Device* device, size_t bytes);
 }
 
 // ----------------------------------------------------------------------------------------------- executables

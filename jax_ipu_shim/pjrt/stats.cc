@@ -32,9 +32,18 @@ void WithCurrentClient(const std::function<void(PJRT_Client*)>& body) {
   body(g_client);
 }
 
-void CountOnDevice(PJRT_Device* device, const std::function<void(DeviceCounters&)>& update) {
+void CountHostTransfer(PJRT_Device* device, size_t bytes, bool to_device) {
+  const uint64_t cycles = device->description.hardware.hostTransferCycles(static_cast<int64_t>(bytes));
   std::lock_guard<std::mutex> lock(device->stats_mutex);
-  update(device->counters);
+  (to_device ? device->counters.bytes_to_device : device->counters.bytes_from_device) += bytes;
+  device->counters.host_transfer_cycles += cycles;
+}
+
+void CountLinkTransfer(PJRT_Device* device, size_t bytes) {
+  const uint64_t cycles = device->description.hardware.linkCycles(static_cast<int64_t>(bytes));
+  std::lock_guard<std::mutex> lock(device->stats_mutex);
+  device->counters.bytes_over_links += bytes;
+  device->counters.link_cycles += cycles;
 }
 }  // namespace jax_ipu
 

@@ -464,12 +464,7 @@ std::vector<int> Lowerer::lowerCollective(OpContext& ctx) {
     }
     if (!p.fold) {
       if (op.regions.size() != 1) invalid(ctx, op.mlir + " needs a reduction body region or a computation");
-      try {
-        p.body = ScalarProgram::compile(op.regions[0], {in.dtype, in.dtype}, {in.dtype});
-      } catch (const Error& e) {
-        if (e.code() == ErrorCode::Unimplemented) unimplemented(ctx, std::string("in the reduction body: ") + e.what());
-        invalid(ctx, std::string("in the reduction body: ") + e.what());
-      }
+      p.body = compileBody(ctx, op.regions[0], {in.dtype, in.dtype}, {in.dtype}, "in the reduction body", true);
       p.general = true;
       computation = "{" + p.body.summary() + "}";
     }

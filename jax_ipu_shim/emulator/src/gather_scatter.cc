@@ -412,12 +412,7 @@ std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
     std::string codelet = "scatter" + computation;
     if (!kernel) {  // no computation attr, or one with no vector kernel for this type: the body, interpreted
       if (op.regions.size() != 1) invalid(ctx, "scatter must have one update computation region");
-      try {
-        body = ScalarProgram::compile(op.regions[0], {dt, dt}, {dt});
-      } catch (const Error& e) {
-        if (e.code() == ErrorCode::Unimplemented) unimplemented(ctx, e.what());
-        invalid(ctx, std::string("in the update computation: ") + e.what());
-      }
+      body = compileBody(ctx, op.regions[0], {dt, dt}, {dt}, "in the update computation");
       codelet = "scatter{" + body.summary() + "}";
       kernel = std::make_unique<BodyScatterKernel>(body, ctx.in[0], ctx.in[2], o, dtypeSize(dt), plan, upd.shape, bstr, wstr);
     }

@@ -36,6 +36,17 @@ void Lowerer::invalid(const OpContext& ctx, const std::string& why) const {
   throw Error(ErrorCode::InvalidArgument, "Malformed IPU program: " + ctx.signature + ": " + why + atLoc(ctx.op));
 }
 
+ScalarProgram Lowerer::compileBody(const OpContext& ctx, const Region& region, const std::vector<DType>& params,
+                                   const std::vector<DType>& results, const std::string& where,
+                                   bool name_unimplemented) const {
+  try {
+    return ScalarProgram::compile(region, params, results);
+  } catch (const Error& e) {
+    if (e.code() == ErrorCode::Unimplemented) unimplemented(ctx, (name_unimplemented ? where + ": " : "") + e.what());
+    invalid(ctx, where + ": " + e.what());
+  }
+}
+
 void Lowerer::unimplemented(const OpContext& ctx, const std::string& why) const {
   throw Error(ErrorCode::Unimplemented,
               "Unsupported operation " + ctx.signature + " on the IPU: " + why + atLoc(ctx.op));

@@ -283,12 +283,7 @@ std::vector<int> Lowerer::lowerReduce(OpContext& ctx) {
     for (size_t i = 0; i < n; ++i) types.push_back(ctx.in_types[i].dtype);
     std::vector<DType> params = types;
     params.insert(params.end(), types.begin(), types.end());
-    try {
-      body = ScalarProgram::compile(op.regions[0], params, types);
-    } catch (const Error& e) {
-      if (e.code() == ErrorCode::Unimplemented) unimplemented(ctx, e.what());
-      invalid(ctx, std::string("in the body: ") + e.what());
-    }
+    body = compileBody(ctx, op.regions[0], params, types, "in the body");
     std::vector<BodyReduceKernel::Operand> operands;
     std::string type_list;
     for (size_t i = 0; i < n; ++i) {

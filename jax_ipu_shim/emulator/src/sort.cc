@@ -225,13 +225,7 @@ std::vector<int> Lowerer::lowerSort(OpContext& ctx) {
   if (op.regions.size() != 1) invalid(ctx, "sort must have one comparator region");
   std::vector<DType> params;
   for (size_t k = 0; k < n_ops; ++k) params.insert(params.end(), 2, ctx.in_types[k].dtype);
-  ScalarProgram cmp;
-  try {
-    cmp = ScalarProgram::compile(op.regions[0], params, {DType::Bool});
-  } catch (const Error& e) {
-    if (e.code() == ErrorCode::Unimplemented) unimplemented(ctx, std::string("in the comparator: ") + e.what());
-    invalid(ctx, std::string("in the comparator: ") + e.what());
-  }
+  const ScalarProgram cmp = compileBody(ctx, op.regions[0], params, {DType::Bool}, "in the comparator", true);
 
   SortGeometry g;
   g.n = in0.shape[static_cast<size_t>(dim)];

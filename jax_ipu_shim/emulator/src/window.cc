@@ -390,14 +390,8 @@ std::vector<int> Lowerer::lowerWindow(OpContext& ctx) {
     if (in0.numElements() > std::numeric_limits<int32_t>::max())
       unimplemented(ctx, "operands of more than 2^31 elements are not supported");
     if (op.regions.size() != 2) invalid(ctx, "select_and_scatter has a select and a scatter region");
-    ScalarProgram select, scatter;
-    try {
-      select = ScalarProgram::compile(op.regions[0], {in0.dtype, in0.dtype}, {DType::Bool});
-      scatter = ScalarProgram::compile(op.regions[1], {in0.dtype, in0.dtype}, {in0.dtype});
-    } catch (const Error& e) {
-      if (e.code() == ErrorCode::Unimplemented) unimplemented(ctx, e.what());
-      invalid(ctx, std::string("in a region: ") + e.what());
-    }
+    const ScalarProgram select = compileBody(ctx, op.regions[0], {in0.dtype, in0.dtype}, {DType::Bool}, "in a region");
+    const ScalarProgram scatter = compileBody(ctx, op.regions[1], {in0.dtype, in0.dtype}, {in0.dtype}, "in a region");
     const int out = newSlotLike(ctx.out_types[0], ctx.in[0]);
     const int selected = newSlotLike(TensorType{DType::I32, w.out_shape}, ctx.in[1]);  // per window: the chosen element
     const TileMapping src_map = graph().slots[static_cast<size_t>(selected)].mapping;
@@ -482,12 +476,7 @@ std::vector<int> Lowerer::lowerWindow(OpContext& ctx) {
     if (op.regions.size() != 1) invalid(ctx, "reduce_window must have one body region");
     std::vector<DType> params = types;
     params.insert(params.end(), types.begin(), types.end());
-    try {
-      body = ScalarProgram::compile(op.regions[0], params, types);
-    } catch (const Error& e) {
-      if (e.code() == ErrorCode::Unimplemented) unimplemented(ctx, e.what());
-      invalid(ctx, std::string("in the body: ") + e.what());
-    }
+    body = compileBody(ctx, op.regions[0], params, types, "in the body");
     std::vector<BodyWindowKernel::Operand> operands;
     for (size_t i = 0; i < n; ++i) operands.push_back({ctx.in[i], ctx.in[n + i], outs[i], dtypeSize(types[i])});
     codelet = "popnn::Pooling{" + body.summary() + "}<" + type_list + ">";

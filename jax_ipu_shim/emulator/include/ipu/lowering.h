@@ -11,6 +11,7 @@
 #include "ipu/graph.h"
 #include "ipu/program.h"
 #include "ipu/registry.h"
+#include "ipu/scalar_program.h"
 
 namespace ipu {
 
@@ -75,6 +76,12 @@ class Lowerer {
   void define(int slot);
   [[noreturn]] void invalid(const OpContext& ctx, const std::string& why) const;
   [[noreturn]] void unimplemented(const OpContext& ctx, const std::string& why) const;
+  // Compiles an op's region (a reduce body, comparator, update computation...) into a scalar program. Its errors
+  // become the op's: an unimplemented one stays Unimplemented, anything else is a malformed program; `where` ("in
+  // the body") prefixes the message, of unimplemented ones too when `name_unimplemented`.
+  ScalarProgram compileBody(const OpContext& ctx, const Region& region, const std::vector<DType>& params,
+                            const std::vector<DType>& results, const std::string& where,
+                            bool name_unimplemented = false) const;
 
   // Lowers a region's ops into `seq` with the given environment; returns the slots of its results.
   std::vector<int> lowerRegion(const Region& region, Env* env, Node* seq);
