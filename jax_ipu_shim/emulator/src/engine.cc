@@ -238,8 +238,10 @@ void Executor::execute(const Node& node) {
     const TileMapping& w = step.work;
     const int tiles = w.tilesUsed();
     ThreadPool& pool = ThreadPool::instance();
-    if (tiles <= 1 || pool.threads() == 1 || static_cast<double>(w.num_elements) * step.cost_weight < kParallelThreshold) {
-      for (int t = 0; t < tiles; ++t) kernel->computeStep(state_, si, w.begin(t), w.end(t));
+    if (tiles == 0) continue;
+    if (tiles == 1 || pool.threads() == 1 || static_cast<double>(w.num_elements) * step.cost_weight < kParallelThreshold) {
+      // The tiles' ranges are consecutive: one call covers them all (a kernel's per-call setup, once).
+      kernel->computeStep(state_, si, w.begin(0), w.end(tiles - 1));
       continue;
     }
     // Chunks of whole tiles, a few per host thread for balance.
@@ -259,7 +261,9 @@ void Executor::copy(const Node& node) {
   node.cost.addTo(&state_.profile, 1);
   auto move = [&](int dst, int src) {
     const size_t n = graph_.slots[static_cast<size_t>(src)].type.numBytes();
-    if (n) std::memcpy(state_.ptr[static_cast<size_t>(dst)], state_.ptr[static_cast<size_t>(src)], n);
+    uint8_t* to = state_.ptr[static_cast<size_t>(dst)];
+    const uint8_t* from = state_.ptr[static_cast<size_t>(src)];
+    if (n && to != from) std::memcpy(to, from, n);  // a value already in place (same storage) is not copied
   };
   if (node.temps.empty()) {
     for (const auto& c : node.copies) move(c.second, c.first);
