@@ -231,6 +231,11 @@ void Executor::run(const Node& node) {
 void Executor::execute(const Node& node) {
   const Kernel* kernel = node.kernel.get();
   if (kernel) kernel->prepare(state_);
+  // A kernel updating its operand in place (Node::in_place, same storage in this run) only writes what changes:
+  // its work is not the output's size, and is not worth waking the pool for.
+  bool in_place = !node.in_place.empty();
+  for (const auto& p : node.in_place)
+    in_place = in_place && state_.ptr[static_cast<size_t>(p.first)] == state_.ptr[static_cast<size_t>(p.second)];
   for (size_t si = 0; si < node.supersteps.size(); ++si) {
     const Superstep& step = node.supersteps[si];
     step.cost.addTo(&state_.profile, 1);
@@ -239,7 +244,8 @@ void Executor::execute(const Node& node) {
     const int tiles = w.tilesUsed();
     ThreadPool& pool = ThreadPool::instance();
     if (tiles == 0) continue;
-    if (tiles == 1 || pool.threads() == 1 || static_cast<double>(w.num_elements) * step.cost_weight < kParallelThreshold) {
+    if (tiles == 1 || in_place || pool.threads() == 1 ||
+        static_cast<double>(w.num_elements) * step.cost_weight < kParallelThreshold) {
       // The tiles' ranges are consecutive: one call covers them all (a kernel's per-call setup, once).
       kernel->computeStep(state_, si, w.begin(0), w.end(tiles - 1));
       continue;

@@ -116,6 +116,12 @@ class ExecutableImpl : public Executable {
       const Slot& s = graph_.slots[i];
       if (s.storage == Slot::Storage::Param) param_slot_index_.emplace_back(static_cast<int>(i), static_cast<size_t>(s.index));
       if (s.storage == Slot::Storage::Arena) arena_slot_offset_.emplace_back(static_cast<int>(i), s.offset);
+      if (s.storage == Slot::Storage::Arena && s.share >= 0) {
+        size_t root = i;
+        while (graph_.slots[root].share >= 0) root = static_cast<size_t>(graph_.slots[root].share);
+        if (std::count(graph_.result_slots.begin(), graph_.result_slots.end(), static_cast<int>(root)))
+          sharers_.emplace_back(static_cast<int>(root), static_cast<int>(i));
+      }
     }
   }
 
@@ -223,7 +229,10 @@ class ExecutableImpl : public Executable {
       uint64_t bound = 0;  // bit j: result j is computed in its output buffer (at most 64 results are tracked)
       for (size_t j = 0; j < outputs.size() && j < 64; ++j)
         if (bindable(j, inputs, outputs)) {
-          state.ptr[static_cast<size_t>(graph_.result_slots[j])] = static_cast<uint8_t*>(outputs[j]);
+          const int r = graph_.result_slots[j];
+          state.ptr[static_cast<size_t>(r)] = static_cast<uint8_t*>(outputs[j]);
+          for (const auto& sh : sharers_)  // the loop's new values are computed in place in the output too
+            if (sh.first == r) state.ptr[static_cast<size_t>(sh.second)] = static_cast<uint8_t*>(outputs[j]);
           bound |= uint64_t{1} << j;
         }
       {
@@ -252,7 +261,9 @@ class ExecutableImpl : public Executable {
   bool bindable(size_t j, const std::vector<const void*>& inputs, const std::vector<void*>& outputs) const {
     const int r = graph_.result_slots[j];
     const Slot& slot = graph_.slots[static_cast<size_t>(r)];
-    if (slot.storage != Slot::Storage::Arena || slot.def < 0 || outputs_[j].numBytes() == 0 || !outputs[j]) return false;
+    if (slot.storage != Slot::Storage::Arena || slot.share >= 0 || slot.def < 0 || outputs_[j].numBytes() == 0 ||
+        !outputs[j])
+      return false;
     for (size_t k = 0; k < outputs.size(); ++k) {
       if (k != j && outputs[k] == outputs[j]) return false;
       if (k < j && graph_.result_slots[k] == r) return false;
@@ -366,6 +377,7 @@ class ExecutableImpl : public Executable {
   HostIOUse host_io_;
   std::vector<std::pair<int, size_t>> param_slot_index_;   // (slot, input index) of every param slot
   std::vector<std::pair<int, size_t>> arena_slot_offset_;  // (slot, arena offset) of every arena slot
+  std::vector<std::pair<int, int>> sharers_;  // (result slot, slot sharing its bytes): bound to the output with it
 };
 
 }  // namespace
