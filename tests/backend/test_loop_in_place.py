@@ -41,6 +41,16 @@ def test_old_value_read_after_the_new_one_is_written():
     same_on_ipu_and_cpu(f, np.arange(37, dtype=np.float32))
 
 
+@pytest.mark.parametrize("body", [lambda i, v: v[::-1], lambda i, v: v.T, lambda i, v: jnp.roll(v, 1, axis=0)])
+def test_new_value_computed_from_other_elements_of_the_old_one(body):
+    # The step that writes the new value reads other elements of the old one: sharing their storage would let it
+    # read what it has already overwritten.
+    def f(x):
+        return lax.fori_loop(0, 3, body, x)
+
+    same_on_ipu_and_cpu(f, np.arange(36, dtype=np.float32).reshape(6, 6))
+
+
 def test_update_slice_whose_update_reads_the_operand():
     def f(x):
         def body(i, v):
