@@ -1,7 +1,10 @@
 // PJRT_Buffer: an array on an emulated IPU, defined by queued work. Transfers (host link, IPU-Links) are counted
 // on the devices.
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <system_error>
 
 #include "plugin.h"
 
@@ -64,7 +67,45 @@ Bytes LiveData(PJRT_Buffer* buffer, const char* what) {
   return buffer->data;
 }
 
+// Host threads for staging: $JAX_IPU_HOST_THREADS as the emulator reads it (jax_ipu.config has checked it when
+// the backend was created), else min(hardware threads, 8).
+int StagingThreads() {
+  static const int threads = [] {
+    const int fallback = static_cast<int>(std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
+    const char* env = std::getenv("JAX_IPU_HOST_THREADS");
+    char* end = nullptr;
+    const long v = env ? std::strtol(env, &end, 10) : 0;
+    return v >= 1 && v <= 256 ? static_cast<int>(v) : fallback;
+  }();
+  return threads;
+}
+
+// Below this a copy is not worth starting threads for (a thread start costs about as much as copying 100 KB).
+constexpr size_t kParallelCopyBytes = size_t{4} << 20;
+
 }  // namespace
+
+void ParallelCopy(void* dst, const void* src, size_t bytes) {
+  const int parts = static_cast<int>(std::min<size_t>(StagingThreads(), bytes / (kParallelCopyBytes / 2)));
+  if (parts <= 1) {
+    if (bytes) std::memcpy(dst, src, bytes);
+    return;
+  }
+  const size_t chunk = (bytes / parts + 63) & ~size_t{63};
+  auto part = [&](int i) {
+    const size_t b = std::min(bytes, chunk * i), e = std::min(bytes, chunk * (i + 1));
+    if (b < e) std::memcpy(static_cast<uint8_t*>(dst) + b, static_cast<const uint8_t*>(src) + b, e - b);
+  };
+  std::vector<std::thread> helpers;
+  try {
+    for (int i = 1; i < parts; ++i) helpers.emplace_back(part, i);
+  } catch (const std::system_error&) {
+    // No thread to spare: the calling thread copies what no helper took.
+    for (int i = static_cast<int>(helpers.size()) + 1; i < parts; ++i) part(i);
+  }
+  part(0);
+  for (std::thread& t : helpers) t.join();
+}
 
 size_t ElementSize(PJRT_Buffer_Type type) {
   const TypeInfo* info = Find(type);
@@ -135,7 +176,7 @@ PJRT_Error* PJRT_Client_BufferFromHostBuffer_Impl(PJRT_Client_BufferFromHostBuff
       if (d < 0) return MakeError(PJRT_Error_Code_INVALID_ARGUMENT, "negative dimension in host buffer");
     }
     const size_t bytes = NumElements(dims) * element_size;
-    auto data = std::make_shared<std::vector<uint8_t>>(bytes);
+    auto data = std::make_shared<ByteVector>(bytes);  // not zero-filled: the copy below writes every byte
     const auto* src = static_cast<const uint8_t*>(args->data);
     bool dense = args->num_byte_strides == 0;
     if (!dense) {
@@ -151,7 +192,7 @@ PJRT_Error* PJRT_Client_BufferFromHostBuffer_Impl(PJRT_Client_BufferFromHostBuff
     }
     if (bytes > 0) {
       if (dense) {
-        std::memcpy(data->data(), src, bytes);
+        ParallelCopy(data->data(), src, bytes);
       } else {
         GatherStrided(src, dims, args->byte_strides, element_size, data->data());
       }
@@ -232,7 +273,7 @@ PJRT_Error* PJRT_Buffer_CopyToDevice_Impl(PJRT_Buffer_CopyToDevice_Args* args) {
     Bytes data = LiveData(src, "copy to device");
     PJRT_Device* from = src->device;
     PJRT_Device* to = args->dst_device;
-    auto copy = std::make_shared<std::vector<uint8_t>>();
+    auto copy = std::make_shared<ByteVector>();
     auto done = std::make_shared<Completion>();
     // On the source IPU's queue, after the work that defines the source: IPU to IPU over the IPU-Links, never
     // through the host. Both ends count the bytes and the link's cycles.
@@ -283,7 +324,7 @@ PJRT_Error* PJRT_Buffer_ToHostBuffer_Impl(PJRT_Buffer_ToHostBuffer_Args* args) {
                                                        std::to_string(data->size()) + " bytes, not " +
                                                        std::to_string(bytes));
       }
-      if (bytes > 0) std::memcpy(dst, data->data(), bytes);
+      ParallelCopy(dst, data->data(), bytes);
       CountHostTransfer(device, bytes, /*to_device=*/false);
       done->Set(static_cast<PJRT_Error_Code>(0), "");
     });

@@ -76,6 +76,10 @@ void AddArgument(const ipu::Executable& program, size_t index, PJRT_Buffer* buff
 // (a transfer to the host still reads it) the output gets fresh bytes.
 void PlaceOutputs(Replica& r) {
   const ipu::Executable& program = *r.program;
+  if (program.aliases().empty()) {
+    for (size_t j = 0; j < r.outputs.size(); ++j) r.outputs[j]->resize(program.outputTypes()[j].numBytes());
+    return;
+  }
   std::vector<bool> placed(r.outputs.size(), false);
   for (const auto& [i, j] : program.aliases()) {
     Bytes& donated = r.inputs[i];
@@ -110,6 +114,8 @@ void Run(Replica& r) {
       PlaceOutputs(r);
       std::vector<const void*> in;
       std::vector<void*> out;
+      in.reserve(r.inputs.size());
+      out.reserve(r.outputs.size());
       for (const Bytes& b : r.inputs) in.push_back(b->data());
       for (const Bytes& b : r.outputs) out.push_back(b->data());
       ipu::RunOptions options;
@@ -140,10 +146,10 @@ void Run(Replica& r) {
   if (code == 0) {
     std::lock_guard<std::mutex> lock(r.device->stats_mutex);
     r.device->last_program = program.name();
-    r.device->last_profile = std::move(profile);
+    std::swap(r.device->last_profile, profile);  // the previous profile is freed after the lock is released
     r.device->executions += 1;
   } else {
-    for (Bytes& b : r.outputs) std::vector<uint8_t>().swap(*b);  // a failed output holds no memory
+    for (Bytes& b : r.outputs) ByteVector().swap(*b);  // a failed output holds no memory
   }
   if (program.hasOutfeed()) r.device->host->OutfeedProgramFinished(code == 0 ? nullptr : &message);
   // Let go of every byte vector before completing: whoever wakes up (a donation, the next run) sees only the
@@ -165,14 +171,17 @@ PJRT_Error* PJRT_LoadedExecutable_Execute_Impl(PJRT_LoadedExecutable_Execute_Arg
       return MakeError(PJRT_Error_Code_INVALID_ARGUMENT, "the ipu executable has been deleted");
     }
     const ipu::Executable& program = *loaded->program;
-    std::vector<PJRT_Device*> devices = loaded->devices;
-    if (args->execute_device != nullptr) devices = {args->execute_device};
-    if (args->num_devices != devices.size()) {
+    PJRT_Device* const* devices = loaded->devices.data();
+    size_t n = loaded->devices.size();
+    if (args->execute_device != nullptr) {
+      devices = &args->execute_device;
+      n = 1;
+    }
+    if (args->num_devices != n) {
       return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
-                       "executable compiled for " + std::to_string(devices.size()) + " ipu devices, launched on " +
+                       "executable compiled for " + std::to_string(n) + " ipu devices, launched on " +
                            std::to_string(args->num_devices));
     }
-    const size_t n = devices.size();
     if (program.numReplicas() > 1 && static_cast<size_t>(program.numReplicas()) != n) {
       return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
                        program.name() + " was compiled for " + std::to_string(program.numReplicas()) +
@@ -187,7 +196,9 @@ PJRT_Error* PJRT_LoadedExecutable_Execute_Impl(PJRT_LoadedExecutable_Execute_Arg
 
     // Everything that can fail happens before anything is queued or donated.
     auto group = n > 1 ? std::make_shared<ipu::ReplicaGroup>(static_cast<int>(n)) : nullptr;
+    const size_t num_outputs = program.outputTypes().size();
     std::vector<std::shared_ptr<Replica>> replicas;
+    replicas.reserve(n);
     for (size_t d = 0; d < n; ++d) {
       auto r = std::make_shared<Replica>();
       r->program = loaded->program;
@@ -196,45 +207,53 @@ PJRT_Error* PJRT_LoadedExecutable_Execute_Impl(PJRT_LoadedExecutable_Execute_Arg
       r->group = group;
       r->done = std::make_shared<Completion>();
       r->last_run_ns = loaded->last_run_ns;
+      r->inputs.reserve(num_inputs);
+      r->inputs_defined.reserve(num_inputs);
+      r->outputs.reserve(num_outputs);
       for (size_t i = 0; i < num_inputs; ++i) AddArgument(program, i, args->argument_lists[d][i], r.get());
-      for (size_t j = 0; j < program.outputTypes().size(); ++j) {
-        r->outputs.push_back(std::make_shared<std::vector<uint8_t>>());  // sized by the run, on the worker
+      for (size_t j = 0; j < num_outputs; ++j) {
+        r->outputs.push_back(std::make_shared<ByteVector>());  // sized by the run, on the worker
       }
       replicas.push_back(std::move(r));
     }
     const bool run_inline = n == 1 && RunsInline(*loaded, *replicas[0]);
     if (!run_inline) {
-      for (PJRT_Device* device : devices) device->queue->Start();
+      for (size_t d = 0; d < n; ++d) devices[d]->queue->Start();
     }
     // The outputs exist, with their shapes, before their runs do (which may finish before Execute returns).
-    std::vector<std::vector<std::unique_ptr<PJRT_Buffer>>> results(n);
+    std::vector<std::unique_ptr<PJRT_Buffer>> results;
+    results.reserve(n * num_outputs);
     for (size_t d = 0; d < n; ++d) {
-      for (size_t j = 0; j < program.outputTypes().size(); ++j) {
+      for (size_t j = 0; j < num_outputs; ++j) {
         const ipu::TensorType& type = program.outputTypes()[j];
-        results[d].emplace_back(
+        results.emplace_back(
             NewBuffer(devices[d], FromIpuDType(type.dtype), type.shape, replicas[d]->outputs[j], replicas[d]->done));
       }
     }
 
-    {
+    // jaxlib leaves deleting donated arrays to a C API plugin (pjrt-notes.md): after this, x.is_deleted() is True,
+    // and the run holds the only other reference to the bytes.
+    auto donate = [&](size_t d) {
+      for (const auto& alias : program.aliases()) {
+        PJRT_Buffer* donated = args->argument_lists[d][alias.first];
+        std::lock_guard<std::mutex> buffer_lock(donated->mutex);
+        donated->data.reset();
+      }
+    };
+    if (run_inline) {
+      donate(0);  // nothing is queued: the launch order of other launches is not at stake
+      Run(*replicas[0]);
+    } else {
       // One launch goes onto all its queues before any other launch does (see PJRT_Client::launch_mutex).
       std::lock_guard<std::mutex> lock(loaded->client->launch_mutex);
       for (size_t d = 0; d < n; ++d) {
-        // jaxlib leaves deleting donated arrays to a C API plugin (pjrt-notes.md): after this,
-        // x.is_deleted() is True, and the run holds the only other reference to the bytes.
-        for (const auto& alias : program.aliases()) {
-          PJRT_Buffer* donated = args->argument_lists[d][alias.first];
-          std::lock_guard<std::mutex> buffer_lock(donated->mutex);
-          donated->data.reset();
-        }
-        if (run_inline) break;
+        donate(d);
         if (program.hasOutfeed()) devices[d]->host->OutfeedProgramQueued();
         devices[d]->queue->Enqueue([r = replicas[d]] { Run(*r); });
       }
     }
-    if (run_inline) Run(*replicas[0]);
     for (size_t d = 0; d < n; ++d) {
-      for (size_t j = 0; j < results[d].size(); ++j) args->output_lists[d][j] = results[d][j].release();
+      for (size_t j = 0; j < num_outputs; ++j) args->output_lists[d][j] = results[d * num_outputs + j].release();
       if (args->device_complete_events != nullptr) args->device_complete_events[d] = NewEvent(replicas[d]->done);
     }
     return nullptr;

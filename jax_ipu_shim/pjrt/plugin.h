@@ -238,6 +238,30 @@ void Enqueue(PJRT_Device* device, std::function<void()> item);
 
 // ----------------------------------------------------------------------------------------------- buffers
 
+namespace jax_ipu {
+// An allocator whose new elements are left uninitialised: a device array's bytes are always written in full (by a
+// transfer or by the run that defines them) before anything reads them, so zero-filling them first is wasted work.
+template <class T>
+struct UninitializedAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = UninitializedAllocator<U>;
+  };
+  UninitializedAllocator() = default;
+  template <class U>
+  UninitializedAllocator(const UninitializedAllocator<U>&) noexcept {}
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+using ByteVector = std::vector<uint8_t, UninitializedAllocator<uint8_t>>;
+}  // namespace jax_ipu
+
 // A device array. Its bytes live in host memory (the emulator keeps no per-tile SRAM image between programs).
 // `data` is filled by the work that defines the buffer; `defined` completes when it has (or failed).
 // Donation and deletion drop the buffer's reference to its bytes; queued work keeps its own.
@@ -246,12 +270,15 @@ struct PJRT_Buffer {
   PJRT_Buffer_Type type = PJRT_Buffer_Type_INVALID;
   std::vector<int64_t> dims;
   std::mutex mutex;
-  std::shared_ptr<std::vector<uint8_t>> data;  // null once deleted or donated
+  std::shared_ptr<jax_ipu::ByteVector> data;  // null once deleted or donated
   std::shared_ptr<jax_ipu::Completion> defined;
 };
 
 namespace jax_ipu {
-using Bytes = std::shared_ptr<std::vector<uint8_t>>;
+using Bytes = std::shared_ptr<ByteVector>;
+// memcpy, split over the host threads ($JAX_IPU_HOST_THREADS) when it is large (staging big arrays to and from
+// the device); a small copy stays on the calling thread.
+void ParallelCopy(void* dst, const void* src, size_t bytes);
 size_t ElementSize(PJRT_Buffer_Type type);  // 0 for types the plugin cannot hold
 const char* TypeName(PJRT_Buffer_Type type);
 int XlaPrimitiveType(PJRT_Buffer_Type type);  // xla::PrimitiveType number

@@ -1,5 +1,7 @@
 // Control flow as a program tree: while -> RepeatWhileTrue (trip count decided at run time), case -> Switch
 // (an out-of-range index runs the last branch), call -> inlined (each call site gets its own values).
+#include <algorithm>
+
 #include "ipu/cost_model.h"
 #include "ipu/dtype.h"
 #include "ipu/lowering.h"
@@ -10,11 +12,39 @@ namespace {
 
 bool sameLayout(const TensorType& a, const TensorType& b) { return a.dtype == b.dtype && a.numElements() == b.numElements(); }
 
+// Whether an Execute node in `node`'s tree computes `result` in place over `operand` (Node::in_place).
+bool computesInPlace(const Node& node, int operand, int result) {
+  for (const auto& p : node.in_place)
+    if (p.first == operand && p.second == result) return true;
+  for (const auto& c : node.children)
+    if (computesInPlace(*c, operand, result)) return true;
+  return false;
+}
+
 Cost decisionCost() {
   Cost c;
   c.compute = cost::kControlCycles;
   c.sync = cost::kSyncCycles;  // the predicate / index is broadcast to every tile
   return c;
+}
+
+// The IPU updates a loop-carried tensor in place: the body's new value is written over the old one when nothing
+// reads the old one afterwards, and the update copy then moves nothing. On the host the new value's slot shares the
+// carried slot's bytes (Slot::share) when, in this iteration, every read of the carried value comes before the new
+// value's first write, or at that write by a kernel that computes in place (Node::in_place). Only arena values the
+// body itself defines qualify, each for one carried value. The copy keeps its cost: estimates do not change.
+void shareCarriedStorage(Graph* graph, const std::vector<int>& carried, const std::vector<int>& next,
+                         int64_t body_first, const Node& body) {
+  std::vector<Slot>& slots = graph->slots;
+  for (size_t i = 0; i < carried.size(); ++i) {
+    const int c = carried[i], v = next[i];
+    Slot& nv = slots[static_cast<size_t>(v)];
+    if (nv.storage != Slot::Storage::Arena || nv.share >= 0 || nv.def < body_first || nv.type.numBytes() == 0) continue;
+    if (std::count(next.begin(), next.end(), v) != 1 || std::count(carried.begin(), carried.end(), v) != 0) continue;
+    const int64_t last_read = slots[static_cast<size_t>(c)].last_use;  // before the update copy is emitted
+    if (last_read > nv.def || (last_read == nv.def && !computesInPlace(body, c, v))) continue;
+    nv.share = c;
+  }
 }
 
 }  // namespace
@@ -94,6 +124,7 @@ std::vector<int> Lowerer::lowerWhile(OpContext& ctx, Env* env) {
   if (pt.dtype != DType::Bool || pt.numElements() != 1) invalid(ctx, "the cond region must return a bool scalar");
   loop->slot = pred[0];
   use(pred[0]);
+  const int64_t body_first = currentStep();
   std::vector<int> next = bind(body, loop->children[1].get());
   std::vector<std::pair<int, int>> update;
   for (size_t i = 0; i < n; ++i) {
@@ -101,6 +132,7 @@ std::vector<int> Lowerer::lowerWhile(OpContext& ctx, Env* env) {
       invalid(ctx, "body result " + std::to_string(i) + " does not have the loop-carried value's type");
     update.emplace_back(next[i], carried[i]);
   }
+  shareCarriedStorage(&graph(), carried, next, body_first, *loop->children[1]);
   emitCopy(loop->children[1].get(), update, "while.update");
   graph().loops.emplace_back(first, currentStep() - 1);
   ctx.seq->children.push_back(std::move(loop));

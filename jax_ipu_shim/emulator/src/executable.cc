@@ -112,6 +112,17 @@ class ExecutableImpl : public Executable {
       for (size_t i = 0; i < graph_.param_slots.size(); ++i)
         if (graph_.param_slots[i] == slot) param_last_[i] = after_all;
     host_io_ = hostIOUse(*graph_.root);
+    for (size_t i = 0; i < graph_.slots.size(); ++i) {
+      const Slot& s = graph_.slots[i];
+      if (s.storage == Slot::Storage::Param) param_slot_index_.emplace_back(static_cast<int>(i), static_cast<size_t>(s.index));
+      if (s.storage == Slot::Storage::Arena) arena_slot_offset_.emplace_back(static_cast<int>(i), s.offset);
+      if (s.storage == Slot::Storage::Arena && s.share >= 0) {
+        size_t root = i;
+        while (graph_.slots[root].share >= 0) root = static_cast<size_t>(graph_.slots[root].share);
+        if (std::count(graph_.result_slots.begin(), graph_.result_slots.end(), static_cast<int>(root)))
+          sharers_.emplace_back(static_cast<int>(root), static_cast<int>(i));
+      }
+    }
   }
 
   const std::string& name() const override { return name_; }
@@ -207,38 +218,31 @@ class ExecutableImpl : public Executable {
     for (size_t i = 0; i < outputs.size(); ++i)
       if (!outputs[i] && outputs_[i].numBytes() > 0) throw Error(ErrorCode::InvalidArgument, "output " + std::to_string(i) + " is null");
     try {
-      RunState state;
+      // A previous run's storage (arena, scratch, slot pointers, step counters): fresh pages would cost a fault
+      // each, and fresh vectors an allocation each, every run.
+      RunState state = takeState();
       state.options = &options;
-      Buffers reused = takeBuffers();  // a previous run's storage: fresh pages would cost a fault each, every run
-      state.arena = std::move(reused.arena);
-      if (!state.arena) state.arena.reset(new uint8_t[std::max<size_t>(graph_.arena_bytes, 1)]);
-      state.scratch = std::move(reused.scratch);
-      state.ptr.resize(graph_.slots.size());
-      for (size_t i = 0; i < graph_.slots.size(); ++i) {
-        const Slot& s = graph_.slots[i];
-        switch (s.storage) {
-          case Slot::Storage::Param: state.ptr[i] = const_cast<uint8_t*>(static_cast<const uint8_t*>(inputs[static_cast<size_t>(s.index)])); break;
-          case Slot::Storage::Constant: state.ptr[i] = const_cast<uint8_t*>(graph_.constants[static_cast<size_t>(s.index)].data()); break;
-          case Slot::Storage::Arena: state.ptr[i] = state.arena.get() + s.offset; break;
-        }
-      }
-      state.scratch.resize(static_cast<size_t>(graph_.num_scratch));
-      state.dynamic.assign(static_cast<size_t>(graph_.num_dynamic), 0);
-      std::vector<bool> bound(outputs.size(), false);
-      for (size_t j = 0; j < outputs.size(); ++j)
+      for (const auto& p : param_slot_index_)
+        state.ptr[static_cast<size_t>(p.first)] = const_cast<uint8_t*>(static_cast<const uint8_t*>(inputs[p.second]));
+      for (const auto& a : arena_slot_offset_) state.ptr[static_cast<size_t>(a.first)] = state.arena.get() + a.second;
+      std::fill(state.dynamic.begin(), state.dynamic.end(), 0);
+      uint64_t bound = 0;  // bit j: result j is computed in its output buffer (at most 64 results are tracked)
+      for (size_t j = 0; j < outputs.size() && j < 64; ++j)
         if (bindable(j, inputs, outputs)) {
-          state.ptr[static_cast<size_t>(graph_.result_slots[j])] = static_cast<uint8_t*>(outputs[j]);
-          bound[j] = true;
+          const int r = graph_.result_slots[j];
+          state.ptr[static_cast<size_t>(r)] = static_cast<uint8_t*>(outputs[j]);
+          for (const auto& sh : sharers_)  // the loop's new values are computed in place in the output too
+            if (sh.first == r) state.ptr[static_cast<size_t>(sh.second)] = static_cast<uint8_t*>(outputs[j]);
+          bound |= uint64_t{1} << j;
         }
-      state.profile.steps.resize(graph_.step_nodes.size());
       {
         ScopedFlushDenormals flush;
         Executor(graph_, &state).run(*graph_.root);
       }
-      keepStepsThatRan(&state.profile);
+      RunProfile profile = stepsThatRan(state.profile);
       copyResults(state, outputs, bound);
-      giveBuffers(Buffers{std::move(state.arena), std::move(state.scratch)});
-      return state.profile;
+      giveState(std::move(state));
+      return profile;
     } catch (const std::bad_alloc&) {
       throw Error(ErrorCode::ResourceExhausted, "Host out of memory while running '" + name_ + "' on the IPU emulator");
     }
@@ -257,7 +261,9 @@ class ExecutableImpl : public Executable {
   bool bindable(size_t j, const std::vector<const void*>& inputs, const std::vector<void*>& outputs) const {
     const int r = graph_.result_slots[j];
     const Slot& slot = graph_.slots[static_cast<size_t>(r)];
-    if (slot.storage != Slot::Storage::Arena || slot.def < 0 || outputs_[j].numBytes() == 0 || !outputs[j]) return false;
+    if (slot.storage != Slot::Storage::Arena || slot.share >= 0 || slot.def < 0 || outputs_[j].numBytes() == 0 ||
+        !outputs[j])
+      return false;
     for (size_t k = 0; k < outputs.size(); ++k) {
       if (k != j && outputs[k] == outputs[j]) return false;
       if (k < j && graph_.result_slots[k] == r) return false;
@@ -269,63 +275,96 @@ class ExecutableImpl : public Executable {
 
   // Copies the results that were not computed in place into their output buffers. An output buffer may be a donated
   // input that another result is read from (a param returned as a result): only such results are staged.
-  void copyResults(const RunState& state, const std::vector<void*>& outputs, const std::vector<bool>& bound) const {
-    std::vector<std::vector<uint8_t>> staged(outputs.size());
+  void copyResults(const RunState& state, const std::vector<void*>& outputs, uint64_t bound) const {
+    auto isBound = [&](size_t j) { return j < 64 && (bound >> j & 1); };
+    std::vector<std::vector<uint8_t>> staged;  // allocated only when a result must be staged
     for (size_t j = 0; j < outputs.size(); ++j) {
       const uint8_t* src = state.ptr[static_cast<size_t>(graph_.result_slots[j])];
       const size_t n = outputs_[j].numBytes();
-      if (bound[j] || n == 0) continue;
+      if (isBound(j) || n == 0) continue;
       for (size_t k = 0; k < outputs.size(); ++k)
-        if (k != j && !bound[k] && outputs[k] == src) {
+        if (k != j && !isBound(k) && outputs[k] == src) {
+          staged.resize(outputs.size());
           staged[j].assign(src, src + n);
           break;
         }
     }
+    auto isStaged = [&](size_t j) { return j < staged.size() && !staged[j].empty(); };
     for (size_t j = 0; j < outputs.size(); ++j) {
       const uint8_t* src = state.ptr[static_cast<size_t>(graph_.result_slots[j])];
       const size_t n = outputs_[j].numBytes();
-      if (bound[j] || n == 0 || !staged[j].empty() || src == outputs[j]) continue;
+      if (isBound(j) || n == 0 || isStaged(j) || src == outputs[j]) continue;
       std::memcpy(outputs[j], src, n);
     }
-    for (size_t j = 0; j < outputs.size(); ++j)
-      if (!staged[j].empty()) std::memcpy(outputs[j], staged[j].data(), staged[j].size());
+    for (size_t j = 0; j < staged.size(); ++j)
+      if (isStaged(j)) std::memcpy(outputs[j], staged[j].data(), staged[j].size());
   }
 
-  // The run's steps: those that ran, in program order, with their names and source locations.
-  void keepStepsThatRan(RunProfile* p) const {
-    std::vector<StepProfile> ran;
-    for (size_t i = 0; i < p->steps.size() && i < graph_.step_nodes.size(); ++i) {
-      if (!p->steps[i].executions) continue;
-      StepProfile s = p->steps[i];
+  // The run's totals and the steps that ran, in program order, with their names and source locations. The run's
+  // own step counters are zeroed for the next run that reuses them.
+  RunProfile stepsThatRan(RunProfile& p) const {
+    RunProfile out;
+    out.total_cycles = p.total_cycles;
+    out.compute_cycles = p.compute_cycles;
+    out.exchange_cycles = p.exchange_cycles;
+    out.sync_cycles = p.sync_cycles;
+    out.supersteps = p.supersteps;
+    size_t ran = 0;
+    for (const StepProfile& st : p.steps) ran += st.executions != 0;
+    out.steps.reserve(ran);
+    for (size_t i = 0; i < p.steps.size() && i < graph_.step_nodes.size(); ++i) {
+      StepProfile& c = p.steps[i];
+      if (!c.executions) continue;
       const Node& n = *graph_.step_nodes[i];
+      out.steps.emplace_back();
+      StepProfile& s = out.steps.back();
       s.id = n.id;
       s.type = nodeKindName(n.kind);
       s.name = n.name;
       s.loc = n.loc;
-      ran.push_back(std::move(s));
+      s.executions = c.executions;
+      s.compute_cycles = c.compute_cycles;
+      s.exchange_cycles = c.exchange_cycles;
+      s.sync_cycles = c.sync_cycles;
+      s.supersteps = c.supersteps;
+      c.executions = c.compute_cycles = c.exchange_cycles = c.sync_cycles = c.supersteps = 0;
     }
-    p->steps = std::move(ran);
+    p.total_cycles = p.compute_cycles = p.exchange_cycles = p.sync_cycles = p.supersteps = 0;
+    return out;
   }
 
-  // Host storage of one run, kept for the next (at most a couple: runs of one executable may overlap).
-  struct Buffers {
-    std::unique_ptr<uint8_t[]> arena;
-    std::vector<std::vector<uint8_t>> scratch;
-  };
-  Buffers takeBuffers() const {
-    std::lock_guard<std::mutex> lock(buffers_mu_);
-    if (buffers_.empty()) return Buffers{};
-    Buffers b = std::move(buffers_.back());
-    buffers_.pop_back();
-    return b;
+  // Host storage of one run, kept for the next (at most a couple: runs of one executable may overlap). Constant
+  // slots point at the executable's constants for good; params and arena slots are bound by each run.
+  RunState takeState() const {
+    {
+      std::lock_guard<std::mutex> lock(buffers_mu_);
+      if (!buffers_.empty()) {
+        RunState s = std::move(buffers_.back());
+        buffers_.pop_back();
+        return s;
+      }
+    }
+    RunState s;
+    s.arena.reset(new uint8_t[std::max<size_t>(graph_.arena_bytes, 1)]);  // not zeroed: every slot is written first
+    s.ptr.assign(graph_.slots.size(), nullptr);
+    for (size_t i = 0; i < graph_.slots.size(); ++i) {
+      const Slot& slot = graph_.slots[i];
+      if (slot.storage == Slot::Storage::Constant)
+        s.ptr[i] = const_cast<uint8_t*>(graph_.constants[static_cast<size_t>(slot.index)].data());
+    }
+    s.scratch.resize(static_cast<size_t>(graph_.num_scratch));
+    s.dynamic.assign(static_cast<size_t>(graph_.num_dynamic), 0);
+    s.profile.steps.resize(graph_.step_nodes.size());
+    return s;
   }
-  void giveBuffers(Buffers b) const {
+  void giveState(RunState s) const {
+    s.options = nullptr;
     std::lock_guard<std::mutex> lock(buffers_mu_);
-    if (buffers_.size() < 2) buffers_.push_back(std::move(b));
+    if (buffers_.size() < 2) buffers_.push_back(std::move(s));
   }
 
   mutable std::mutex buffers_mu_;
-  mutable std::vector<Buffers> buffers_;
+  mutable std::vector<RunState> buffers_;
   std::string name_;
   std::string json_;
   int replicas_;
@@ -336,6 +375,9 @@ class ExecutableImpl : public Executable {
   Totals totals_;
   std::vector<int64_t> param_last_;  // per input: the last step that reads it (past the end if it is a result)
   HostIOUse host_io_;
+  std::vector<std::pair<int, size_t>> param_slot_index_;   // (slot, input index) of every param slot
+  std::vector<std::pair<int, size_t>> arena_slot_offset_;  // (slot, arena offset) of every arena slot
+  std::vector<std::pair<int, int>> sharers_;  // (result slot, slot sharing its bytes): bound to the output with it
 };
 
 }  // namespace

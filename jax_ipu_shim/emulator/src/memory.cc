@@ -1,6 +1,7 @@
 #include "ipu/memory.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "ipu/cost_model.h"
 
@@ -99,20 +100,38 @@ void layoutArena(Graph* g) {
     size_t slot, bytes, offset;
     int64_t first, last;
   };
+  // A slot that shares another's bytes (Slot::share, possibly through a chain) is placed with the slot it shares
+  // them with, whose block then spans both live ranges.
+  auto root = [&](size_t i) {
+    while (g->slots[i].share >= 0) i = static_cast<size_t>(g->slots[i].share);
+    return i;
+  };
+  auto rangeOf = [&](const Slot& s) {
+    if (s.def < 0) return std::make_pair(int64_t{0}, end);  // no step defines it: bytes of its own for the whole run
+    const auto range = liveRange(*g, s);
+    return std::make_pair(range.first, s.always_live ? end : range.second);
+  };
   std::vector<Block> blocks;
+  std::vector<size_t> block_of(g->slots.size(), SIZE_MAX);
   for (size_t i = 0; i < g->slots.size(); ++i) {
     Slot& s = g->slots[i];
     if (s.storage != Slot::Storage::Arena) continue;
     s.offset = 0;
     const size_t bytes = align64(s.type.numBytes());
-    if (bytes == 0) continue;
-    Block b{i, bytes, 0, 0, end};
-    if (s.def >= 0) {  // a slot no step defines keeps bytes of its own for the whole run, to be safe
-      const auto range = liveRange(*g, s);
-      b.first = range.first;
-      b.last = s.always_live ? end : range.second;
-    }
-    blocks.push_back(b);
+    if (bytes == 0 || s.share >= 0) continue;
+    const auto range = rangeOf(s);
+    block_of[i] = blocks.size();
+    blocks.push_back(Block{i, bytes, 0, range.first, range.second});
+  }
+  for (size_t i = 0; i < g->slots.size(); ++i) {
+    const Slot& s = g->slots[i];
+    if (s.storage != Slot::Storage::Arena || s.share < 0 || s.type.numBytes() == 0) continue;
+    const size_t r = block_of[root(i)];
+    if (r == SIZE_MAX) continue;
+    const auto range = rangeOf(s);
+    blocks[r].first = std::min(blocks[r].first, range.first);
+    blocks[r].last = std::max(blocks[r].last, range.second);
+    blocks[r].bytes = std::max(blocks[r].bytes, align64(s.type.numBytes()));
   }
 
   // Peak of the bytes live at once: the bound for the layout (a sweep over range starts and ends).
@@ -155,6 +174,8 @@ void layoutArena(Graph* g) {
     arena = std::max(arena, offset + b.bytes);
     placed.push_back(i);
   }
+  for (size_t i = 0; i < g->slots.size(); ++i)
+    if (g->slots[i].storage == Slot::Storage::Arena && g->slots[i].share >= 0) g->slots[i].offset = g->slots[root(i)].offset;
   g->arena_bytes = arena;
 }
 

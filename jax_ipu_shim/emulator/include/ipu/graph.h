@@ -98,6 +98,11 @@ struct Node {
   Cost cost;                                    // Copy, StreamCopy, HostCall: its cost; RepeatWhileTrue/Switch: each decision
   int slot = -1;                                // RepeatWhileTrue: the predicate; Switch: the index
   double flops = 0;
+  // Execute: (operand slot, result slot) pairs the kernel computes correctly when both are the same storage: it
+  // reads each element of the operand only to write the same element of the result, and reads the operand through
+  // no other of its inputs (dynamic_update_slice writing its update into the operand, as Poplar's dynamicUpdate
+  // does in place). Set by the op's lowering; a loop then updates a loop-carried value in place (control.cc).
+  std::vector<std::pair<int, int>> in_place;
 };
 
 // A value's storage and placement.
@@ -111,6 +116,10 @@ struct Slot {
   int64_t def = -1;   // first program step that writes it
   int64_t last_use = -1;
   bool always_live = false;
+  // Arena: the slot whose host bytes this one uses, or -1. A loop body's new value of a loop-carried value shares
+  // the carried value's bytes when nothing reads the old value after the new one is written (see lowerWhile), so
+  // that the loop's update copy has nothing to move. Host storage only: tile memory and cycles are unchanged.
+  int share = -1;
 };
 
 // Per program step: transient bytes per tile (exchange receive buffers) while the step runs.
