@@ -445,45 +445,54 @@ def test_int_lists_in_both_spellings(text, expected):
         assert attributes.int_list(ir.Attribute.parse(text)) == expected
 
 
-def test_enum_and_dot_dimension_text():
-    from jax_ipu.compiler import attributes
-
-    assert attributes.enum("#stablehlo<comparison_direction GE>") == "GE"
-    assert attributes.enum("#stablehlo<comparison_type TOTALORDER>") == "TOTALORDER"
-    assert attributes.dot_dimension_numbers(
-        "#stablehlo.dot<lhs_batching_dimensions = [0, 1], rhs_batching_dimensions = [0, 1], "
-        "lhs_contracting_dimensions = [3], rhs_contracting_dimensions = [2]>"
-    ) == {"lhs_batching_dimensions": [0, 1], "rhs_batching_dimensions": [0, 1], "lhs_contracting_dimensions": [3],
-          "rhs_contracting_dimensions": [2]}
-    assert attributes.dot_dimension_numbers("#stablehlo.dot<lhs_contracting_dimensions = [1], "
-                                            "rhs_contracting_dimensions = [0]>")["lhs_batching_dimensions"] == []
-    with pytest.raises(ValueError):
-        attributes.dot_dimension_numbers("#stablehlo.dot<lhs_bogus_dimensions = [1]>")
-
-
-def test_conv_dimension_numbers_text():
+def test_enum_and_dot_dimension_attributes():
     from jax._src.interpreters import mlir as jmlir
     from jax._src.lib.mlir import ir
 
     from jax_ipu.compiler import attributes
 
-    assert attributes.conv_dimension_numbers("#stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>") == {
-        "input_batch_dimension": 0, "input_feature_dimension": 3, "input_spatial_dimensions": [1, 2],
-        "kernel_input_feature_dimension": 2, "kernel_output_feature_dimension": 3, "kernel_spatial_dimensions": [0, 1],
-        "output_batch_dimension": 0, "output_feature_dimension": 3, "output_spatial_dimensions": [1, 2]}
-    # spatial dims listed out of order, and the 0-D (no spatial dims) case
-    assert attributes.conv_dimension_numbers("#stablehlo.conv<[f, 1, b, 0]x[1, o, 0, i]->[1, 0, f, b]>")[
-        "input_spatial_dimensions"] == [3, 1]
-    assert attributes.conv_dimension_numbers("#stablehlo.conv<[b, f]x[i, o]->[f, b]>")["output_batch_dimension"] == 1
-    raw = ("#stablehlo.conv<raw input_batch_dimension = 0, input_feature_dimension = 1, input_spatial_dimensions = [2], "
-           "kernel_input_feature_dimension = 1, kernel_output_feature_dimension = 0, kernel_spatial_dimensions = [2], "
-           "output_batch_dimension = 0, output_feature_dimension = 1, output_spatial_dimensions = [2]>")
-    assert attributes.conv_dimension_numbers(raw)["kernel_output_feature_dimension"] == 0
-    for bad in ("#stablehlo.conv<[b, 0, f]x[0, i]->[b, 0, f]>", "#stablehlo.conv<[b, 0, 0, f]x[0, 1, i, o]->[b, 0, 1, f]>",
-                "#stablehlo.conv<[b, 1, f]x[1, i, o]->[b, 1, f]>", "#stablehlo.dot<[b, f]x[i, o]->[b, f]>",
-                "#stablehlo.conv<[b, 0, f]x[0, i, o]->[b, 0, 0]>", "#stablehlo.conv<raw input_batch_dimension = 0>"):
+    with jmlir.make_ir_context():
+        parse = ir.Attribute.parse
+        assert attributes.enum(parse("#stablehlo<comparison_direction GE>")) == "GE"
+        assert attributes.enum(parse("#stablehlo<comparison_type TOTALORDER>")) == "TOTALORDER"
+        assert attributes.dot_dimension_numbers(parse(
+            "#stablehlo.dot<lhs_batching_dimensions = [0, 1], rhs_batching_dimensions = [0, 1], "
+            "lhs_contracting_dimensions = [3], rhs_contracting_dimensions = [2]>"
+        )) == {"lhs_batching_dimensions": [0, 1], "rhs_batching_dimensions": [0, 1], "lhs_contracting_dimensions": [3],
+               "rhs_contracting_dimensions": [2]}
+        assert attributes.dot_dimension_numbers(parse("#stablehlo.dot<lhs_contracting_dimensions = [1], "
+                                                      "rhs_contracting_dimensions = [0]>"))["lhs_batching_dimensions"] == []
+        # Another attribute class is refused, not misread.
+        for read, other in ((attributes.dot_dimension_numbers, "#stablehlo<comparison_direction GE>"),
+                            (attributes.enum, "dense<[1, 2]> : tensor<2xi64>"), (attributes.integer, '"3"'),
+                            (attributes.int_list, '"1, 2"')):
+            with pytest.raises(ValueError):
+                read(parse(other))
+
+
+def test_conv_dimension_numbers_attributes():
+    from jax._src.interpreters import mlir as jmlir
+    from jax._src.lib.mlir import ir
+
+    from jax_ipu.compiler import attributes
+
+    with jmlir.make_ir_context():
+        conv = lambda text: attributes.conv_dimension_numbers(ir.Attribute.parse(text))  # noqa: E731
+        assert conv("#stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>") == {
+            "input_batch_dimension": 0, "input_feature_dimension": 3, "input_spatial_dimensions": [1, 2],
+            "kernel_input_feature_dimension": 2, "kernel_output_feature_dimension": 3,
+            "kernel_spatial_dimensions": [0, 1], "output_batch_dimension": 0, "output_feature_dimension": 3,
+            "output_spatial_dimensions": [1, 2]}
+        # spatial dims listed out of order, and the 0-D (no spatial dims) case
+        assert conv("#stablehlo.conv<[f, 1, b, 0]x[1, o, 0, i]->[1, 0, f, b]>")["input_spatial_dimensions"] == [3, 1]
+        assert conv("#stablehlo.conv<[b, f]x[i, o]->[f, b]>")["output_batch_dimension"] == 1
+        raw = ("#stablehlo.conv<raw input_batch_dimension = 0, input_feature_dimension = 1, "
+               "input_spatial_dimensions = [2], kernel_input_feature_dimension = 1, "
+               "kernel_output_feature_dimension = 0, kernel_spatial_dimensions = [2], output_batch_dimension = 0, "
+               "output_feature_dimension = 1, output_spatial_dimensions = [2]>")
+        assert conv(raw)["kernel_output_feature_dimension"] == 0
         with pytest.raises(ValueError):
-            attributes.conv_dimension_numbers(bad)
+            attributes.conv_dimension_numbers(ir.Attribute.parse("#stablehlo<comparison_direction GE>"))
     with jmlir.make_ir_context():
         assert attributes.padding_pairs(ir.Attribute.parse("dense<[[1, -2], [0, 3]]> : tensor<2x2xi64>")) == [[1, -2], [0, 3]]
         assert attributes.padding_pairs(ir.Attribute.parse("dense<0> : tensor<1x2xi64>")) == [[0, 0]]

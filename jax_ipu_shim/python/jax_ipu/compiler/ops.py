@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import ctypes
+import functools
+import json
 from typing import Any, Callable, Dict
+
+from jax._src.lib.mlir import ir
 
 from . import attributes as A
 from . import types as T
@@ -16,7 +21,7 @@ _COLLECTIVE: Dict[str, Callable[[Any], Any]] = {
 # (constant value + splat, the four dot dimension lists, the nine conv dimension numbers) is merged into the op's attrs.
 OP_ATTRS: Dict[str, Dict[str, Callable[[Any], Any]]] = {
     "compare": {"comparison_direction": A.enum, "compare_type": A.enum},
-    "constant": {"value": T.constant},
+    "constant": {"value": lambda attr: _constant(attr)},
     "iota": {"iota_dimension": A.integer},
     "broadcast_in_dim": {"broadcast_dimensions": A.int_list},
     "transpose": {"permutation": A.int_list},
@@ -55,31 +60,45 @@ OP_ATTRS: Dict[str, Dict[str, Callable[[Any], Any]]] = {
     "reduce_precision": {"exponent_bits": A.integer, "mantissa_bits": A.integer},
 }
 
-# Ops the program format defines; anything else is passed through (name, operands, results) for the emulator to refuse.
-UNARY = (
-    "abs negate sign exponential exponential_minus_one log log_plus_one sqrt rsqrt cbrt tanh logistic sine cosine tan "
-    "floor ceil round_nearest_even round_nearest_afz is_finite not popcnt count_leading_zeros "
-    "erf erfc sinh cosh asin acos atan asinh acosh atanh erf_inv lgamma digamma bessel_i1e"
-).split()
-BINARY = (
-    "add subtract multiply divide remainder power maximum minimum atan2 and or xor "
-    "shift_left shift_right_arithmetic shift_right_logical next_after"
-).split()
-OTHER = (
-    "compare select clamp convert bitcast_convert constant iota broadcast_in_dim reshape transpose reverse slice dynamic_slice "
-    "dynamic_update_slice concatenate pad dot_general reduce call while case gather scatter sort top_k convolution "
-    "create_token after_all infeed outfeed custom_call "
-    "reduce_window select_and_scatter optimization_barrier reduce_precision"
-).split()
-COLLECTIVES = "all_reduce all_gather reduce_scatter collective_permute all_to_all replica_id partition_id".split()
 # Older spellings jax still emits, and the program op each becomes (see translate._respell).
 RESPELLED = {"cross-replica-sum": "all_reduce", "broadcast": "broadcast_in_dim"}
-KNOWN_OPS = frozenset(UNARY + BINARY + OTHER + COLLECTIVES + list(RESPELLED))
 
-# Reduce (and reduce_window, all_reduce / reduce_scatter) bodies that are one of these binary ops of the two block arguments get a `computation` attr.
-REDUCE_COMPUTATIONS = frozenset("add multiply maximum minimum and or".split())
-# Scatter update bodies get the same names (and "assign" when the body returns the update).
-SCATTER_COMPUTATIONS = REDUCE_COMPUTATIONS
+
+@functools.lru_cache(maxsize=None)
+def registry() -> Dict[str, Dict[str, Any]]:
+    """The emulator's op registry ({name: {family, dtypes, min_operands, max_operands, reducer}}), read from the
+    native library: the one list of ops, which the front end does not repeat."""
+    from jax_ipu import _native
+
+    lib = _native.load()
+    lib.JaxIpu_OpRegistry.argtypes = []
+    lib.JaxIpu_OpRegistry.restype = ctypes.c_void_p
+    text = _native.take_string(lib, lib.JaxIpu_OpRegistry())
+    if not text:
+        raise RuntimeError(f"the native library {_native.library_path()} returned no op registry")
+    return {entry["name"]: entry for entry in json.loads(text)["ops"]}
+
+
+def is_known(name: str) -> bool:
+    """An op the program format defines (the emulator may still refuse its types); anything else is passed through
+    (name, operands, results) for the emulator to refuse by name."""
+    return name in registry() or name in RESPELLED
+
+
+def is_reducer(name: str) -> bool:
+    """A binary op that, as a whole reduce/scatter body, runs as the op's native kernel."""
+    entry = registry().get(name)
+    return bool(entry and entry["reducer"])
+
+
+def _constant(attr: Any) -> Dict[str, Any]:
+    """A dense constant's ``value`` (its row-major little-endian bytes, one element for a splat) and ``splat``."""
+    from .translate import Blob
+
+    dense = ir.DenseElementsAttr(attr)
+    element = str(ir.RankedTensorType(dense.type).element_type)
+    splat = bool(dense.is_splat) and len(dense) > 1
+    return {"value": Blob(T._raw_bytes(dense, element, splat)), "splat": splat}
 
 
 def read_attrs(op_name: str, mlir_attrs: Dict[str, Any]) -> Dict[str, Any]:
