@@ -501,3 +501,63 @@ def test_conv_dimension_numbers_attributes():
         assert attributes.bool_list(ir.Attribute.parse("dense<false> : tensor<2xi1>")) == [False, False]
         with pytest.raises(ValueError):
             attributes.padding_pairs(ir.Attribute.parse("dense<[1, 2, 3]> : tensor<3xi64>"))
+
+
+# --- one op registry, binary program container -------------------------------------------------------------------
+
+def test_front_end_learns_ops_from_the_native_registry():
+    from jax_ipu.compiler import ops as O
+
+    registry = O.registry()
+    # Families and dtypes come from the C++ table, e.g. tanh is a float-only unary op, add a reducer.
+    assert registry["tanh"]["family"] == "unary" and set(registry["tanh"]["dtypes"]) >= {"f16", "f32"}
+    assert "i32" not in registry["tanh"]["dtypes"]
+    assert registry["add"]["reducer"] and not registry["subtract"]["reducer"]
+    # Every op whose attributes the front end reads is an op of the registry (or an older spelling of one).
+    assert all(name in registry or name in O.RESPELLED for name in O.OP_ATTRS)
+    assert all(O.is_known(name) for name in registry)
+    assert not O.is_known("fft")
+
+
+@pytest.mark.parametrize("swapped", [False, True])
+def test_one_body_recogniser_for_reduce_and_scatter(swapped):
+    # A scatter body that combines (update, current) instead of (current, update) is the same commutative op.
+    order = "%b, %a" if swapped else "%a, %b"
+    prog = from_text(f"""
+      func.func public @main(%x: tensor<8xf32>, %i: tensor<3x1xi32>, %u: tensor<3xf32>) -> (tensor<8xf32>, tensor<f32>) {{
+        %0 = "stablehlo.scatter"(%x, %i, %u) ({{
+          ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+            %s = stablehlo.maximum {order} : tensor<f32>
+            stablehlo.return %s : tensor<f32>
+        }}) {{scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0],
+             scatter_dims_to_operand_dims = [0], index_vector_dim = 1>}}
+          : (tensor<8xf32>, tensor<3x1xi32>, tensor<3xf32>) -> tensor<8xf32>
+        %z = stablehlo.constant dense<0.0> : tensor<f32>
+        %1 = stablehlo.reduce(%x init: %z) applies stablehlo.multiply across dimensions = [0]
+          : (tensor<8xf32>, tensor<f32>) -> tensor<f32>
+        return %0, %1 : tensor<8xf32>, tensor<f32>
+      }}""")
+    assert only(prog, "scatter")["attrs"]["computation"] == "maximum"
+    assert only(prog, "reduce")["attrs"]["computation"] == "multiply"
+
+
+def test_binary_container_carries_constants_as_raw_blobs():
+    from jax_ipu import emulator
+    from jax_ipu.compiler import compile_to_binary, decode
+    from jax_ipu.compiler.translate import CONTAINER_MAGIC
+
+    table = np.arange(4096, dtype=np.float32).reshape(64, 64) / 7
+    module = bytecode(lower(lambda x: x @ table + 1.0, np.ones((2, 64), np.float32)))
+    text, binary = compile_to_program(module), compile_to_binary(module)
+    assert binary.startswith(CONTAINER_MAGIC)
+    # The 16 KiB table travels once, raw: the container is smaller than the base64 text and holds its bytes.
+    assert table.tobytes() in binary and base64.b64encode(table.tobytes()) not in binary
+    assert len(binary) < len(text)
+    assert decode(binary) == json.loads(text)
+    x = np.random.RandomState(0).rand(2, 64).astype(np.float32)
+    expected = x @ table + 1.0
+    for form in (text, binary):
+        np.testing.assert_allclose(emulator.compile(form).run(x)[0], expected, rtol=1e-5)
+    # A malformed container is refused with a message naming the container, not a crash.
+    with pytest.raises(emulator.EmulatorError, match="binary program container"):
+        emulator.compile(binary[:-10])

@@ -3,8 +3,6 @@
 #include "ipu/lowering.h"
 
 #include <algorithm>
-#include <cstdlib>
-#include <unordered_map>
 #include <unordered_set>
 
 #include "ipu/cost_model.h"
@@ -109,98 +107,30 @@ void Lowerer::exchangeScalar(std::vector<int64_t>* recv, const TileMapping& work
   for (int t = 1; t < work.tilesUsed(); ++t) (*recv)[static_cast<size_t>(t)] += static_cast<int64_t>(dtypeSize(s.type.dtype));
 }
 
-namespace {
-// How many of a + k*s (k in [0, c)) lie in [lo, hi): the overlap of an arithmetic run with a tile's interval.
-int64_t countInRange(int64_t a, int64_t s, int64_t c, int64_t lo, int64_t hi) {
-  if (c <= 0 || lo >= hi) return 0;
-  if (s == 0) return a >= lo && a < hi ? c : 0;
-  if (s < 0) {
-    a += (c - 1) * s;
-    s = -s;
-  }
-  auto ceilDiv = [](int64_t x, int64_t y) { return x >= 0 ? (x + y - 1) / y : -((-x) / y); };  // y > 0
-  const int64_t k0 = std::max<int64_t>(0, ceilDiv(lo - a, s)), k1 = std::min(c, ceilDiv(hi - a, s));
-  return std::max<int64_t>(0, k1 - k0);
-}
-}  // namespace
-
 void Lowerer::exchangeStrided(std::vector<int64_t>* recv, const TileMapping& work, int slot,
                               const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
                               int64_t base) const {
-  // Coalesce the index map: size-1 dimensions drop out, and a dimension whose stride steps exactly over the next
-  // one merges with it (a whole broadcast or contiguous block becomes one dimension).
-  std::vector<int64_t> dims, steps;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1) continue;
-    if (!dims.empty() && steps.back() == strides[d] * shape[d]) {
-      dims.back() *= shape[d];
-      steps.back() = strides[d];
-    } else {
-      dims.push_back(shape[d]);
-      steps.push_back(strides[d]);
-    }
-  }
-  // Rows are counted by their image, which is exact when only stride-0 dimensions make two outputs read the same
-  // element: the moving dimensions must be a mixed radix (each stride beyond the reach of the smaller ones). Every
-  // caller's map is one; anything else takes the per-element count.
-  // JAX_IPU_EXCHANGE_PER_ELEMENT=1 counts element by element instead: the reference the tests compare against.
-  const char* reference = std::getenv("JAX_IPU_EXCHANGE_PER_ELEMENT");
-  const bool per_element = reference && reference[0] == '1';
-  std::vector<std::pair<int64_t, int64_t>> moving;
-  for (size_t d = 0; d < dims.size(); ++d)
-    if (steps[d] != 0) moving.emplace_back(steps[d] < 0 ? -steps[d] : steps[d], dims[d]);
-  std::sort(moving.begin(), moving.end());
-  int64_t reach = 0;
-  for (size_t m = 0; m <= moving.size(); ++m) {
-    if (per_element || (m < moving.size() && moving[m].first <= reach)) {
-      exchangeGather(recv, work, slot, [&](int64_t i) {
-        int64_t src = base;
-        for (size_t d = shape.size(); d-- > 0;) {
-          src += (i % shape[d]) * strides[d];
-          i /= shape[d];
-        }
-        return src;
-      });
-      return;
-    }
-    if (m < moving.size()) reach += moving[m].first * (moving[m].second - 1);
+  if (StridedMap::perElement()) {  // the per-element count, literally: the reference of the tests
+    exchangeGather(recv, work, slot, [&](int64_t i) {
+      int64_t src = base;
+      for (size_t d = shape.size(); d-- > 0;) {
+        src += (i % shape[d]) * strides[d];
+        i /= shape[d];
+      }
+      return src;
+    });
+    return;
   }
   const Slot& s = graph_->slots[static_cast<size_t>(slot)];
   const int64_t eb = static_cast<int64_t>(dtypeSize(s.type.dtype)), total = s.mapping.num_elements;
   recv->resize(static_cast<size_t>(device_.num_tiles), 0);
-  const size_t rank = dims.size();
-  const int64_t len = rank ? dims[rank - 1] : 1, step = rank ? steps[rank - 1] : 0;
-  std::unordered_map<int64_t, std::vector<std::pair<int64_t, int64_t>>> rows;  // row image base -> k intervals
+  const StridedMap map(shape, strides, base);
   for (int t = 0; t < work.tilesUsed(); ++t) {
-    const int64_t b = work.begin(t), e = work.end(t), lo = s.mapping.begin(t), hi = s.mapping.end(t);
-    rows.clear();
-    for (int64_t row = b / len; row * len < e; ++row) {
-      int64_t row_base = base, rest = row;
-      for (size_t d = rank ? rank - 1 : 0; d-- > 0;) {
-        row_base += (rest % dims[d]) * steps[d];
-        rest /= dims[d];
-      }
-      rows[row_base].emplace_back(std::max<int64_t>(0, b - row * len), std::min(len, e - row * len));
-    }
-    int64_t remote = 0;  // distinct elements read that live on another tile
-    auto count = [&](int64_t a, int64_t c) { remote += countInRange(a, step, c, 0, total) - countInRange(a, step, c, lo, hi); };
-    for (auto& row : rows) {
-      if (step == 0) {  // the row reads one element, however many times
-        count(row.first, 1);
-        continue;
-      }
-      auto& ks = row.second;  // rows with the same image: union their k intervals
-      std::sort(ks.begin(), ks.end());
-      int64_t kb = ks[0].first, ke = ks[0].second;
-      for (size_t i = 1; i < ks.size(); ++i) {
-        if (ks[i].first > ke) {
-          count(row.first + kb * step, ke - kb);
-          kb = ks[i].first;
-        }
-        ke = std::max(ke, ks[i].second);
-      }
-      count(row.first + kb * step, ke - kb);
-    }
+    const int64_t lo = s.mapping.begin(t), hi = s.mapping.end(t);
+    int64_t remote = 0;  // distinct elements read that live on another tile (or nowhere: out of range)
+    map.forEachRun(work.begin(t), work.end(t), [&](int64_t first, int64_t step, int64_t count) {
+      remote += countInRange(first, step, count, 0, total) - countInRange(first, step, count, lo, hi);
+    });
     (*recv)[static_cast<size_t>(t)] += remote * eb;
   }
 }
