@@ -140,14 +140,17 @@ void Lowerer::exchangeGather(std::vector<int64_t>* recv, const TileMapping& work
   const Slot& s = graph_->slots[static_cast<size_t>(slot)];
   const int64_t eb = static_cast<int64_t>(dtypeSize(s.type.dtype));
   recv->resize(static_cast<size_t>(device_.num_tiles), 0);
-  std::vector<int> stamp(static_cast<size_t>(s.mapping.num_elements), -1);  // last tile that counted an element
+  // The distinct remote sources of each tile: sorted per tile, so that the cost follows the output, not the operand
+  // (a gather of a few rows from a large table does not touch every element of the table).
+  std::vector<int64_t> remote;
   for (int t = 0; t < work.tilesUsed(); ++t) {
+    remote.clear();
     for (int64_t i = work.begin(t); i < work.end(t); ++i) {
       const int64_t j = src(i);
-      if (j < 0 || j >= s.mapping.num_elements || stamp[static_cast<size_t>(j)] == t) continue;
-      stamp[static_cast<size_t>(j)] = t;
-      if (s.mapping.tileOf(j) != t) (*recv)[static_cast<size_t>(t)] += eb;
+      if (j >= 0 && j < s.mapping.num_elements && s.mapping.tileOf(j) != t) remote.push_back(j);
     }
+    std::sort(remote.begin(), remote.end());
+    (*recv)[static_cast<size_t>(t)] += (std::unique(remote.begin(), remote.end()) - remote.begin()) * eb;
   }
 }
 

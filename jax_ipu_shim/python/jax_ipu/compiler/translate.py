@@ -160,7 +160,8 @@ class _Translator:
 
     def __init__(self, module: Any):
         self.module = module
-        self.types: Dict[str, Optional[T.TensorType]] = {}
+        self.types: Dict[Any, Optional[T.TensorType]] = {}
+        self.called: List[str] = []  # callees of func.call ops, in the order the walk meets them
         self.funcs: Dict[str, Any] = {}
         for op in module.body.operations:
             if op.operation.name == "func.func":
@@ -177,34 +178,29 @@ class _Translator:
             # jax passes bool[0] dummies in their place (replace_tokens_with_dummy): this module is not jax's.
             raise CompileError("the entry function `main` takes or returns a !stablehlo.token; tokens can only be "
                                "used inside an ipu program (pass bool[0] arrays across its boundary, as jax does)")
-        program["functions"] = [self._function(n, self.funcs[n]) for n in self._reachable("main")]
+        program["functions"] = self._functions("main")
         aliases = self._aliases(self.funcs["main"])
         if aliases:
             program["aliases"] = aliases
         return program
 
-    def _reachable(self, entry: str) -> List[str]:
-        """The entry and every function it calls, transitively, in first-call order."""
-        order, pending = [], [entry]
+    def _functions(self, entry: str) -> List[Dict[str, Any]]:
+        """The entry and every function it calls, transitively, in first-call order: each function's calls are
+        collected while it is translated, so the module is walked once."""
+        done: List[str] = []
+        pending = [entry]
+        functions = []
         while pending:
             name = pending.pop(0)
-            if name in order:
+            if name in done:
                 continue
             if name not in self.funcs:
                 raise CompileError(f"func.call to @{name}, which the module does not define")
-            order.append(name)
-            pending.extend(self._callees(self.funcs[name]))
-        return order
-
-    def _callees(self, op: Any) -> List[str]:
-        found = []
-        for region in op.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    if inner.operation.name == "func.call":
-                        found.append(A.symbol(inner.attributes["callee"]))
-                    found.extend(self._callees(inner.operation))
-        return found
+            done.append(name)
+            self.called = []
+            functions.append(self._function(name, self.funcs[name]))
+            pending.extend(self.called)
+        return functions
 
     def _aliases(self, func: Any) -> List[List[int]]:
         attrs = A.named(func.attributes)
@@ -244,10 +240,10 @@ class _Translator:
 
     def _type(self, mlir_type: Any) -> Optional[T.TensorType]:
         """T.tensor_type, once per distinct type of the module."""
-        key = str(mlir_type)
-        if key not in self.types:
-            self.types[key] = T.tensor_type(mlir_type)
-        return self.types[key]
+        # Types are uniqued in the context and hash as such: no printing to look one up.
+        if mlir_type not in self.types:
+            self.types[mlir_type] = T.tensor_type(mlir_type)
+        return self.types[mlir_type]
 
     def _check(self, op: Any) -> None:
         for value in list(op.operands) + list(op.results):
@@ -277,6 +273,8 @@ class _Translator:
         except (ValueError, TypeError) as error:
             raise CompileError(f"cannot read the attributes of {mlir_name} with types {_types_text(op)}: {error}") from error
         # Regions before results: values of a region are defined before the op's results in program order.
+        if name == "call" and "callee" in attrs:
+            self.called.append(attrs["callee"])
         regions = [self._region(r, mlir_name) for r in op.regions] if known else []
         entry: Dict[str, Any] = {
             "op": name,
