@@ -9,7 +9,8 @@ ValueError naming the attribute it cannot read.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List
+import functools
+from typing import Any, Callable, Dict, List
 
 from jax._src.lib.mlir import ir
 from jax._src.lib.mlir.dialects import hlo
@@ -22,6 +23,25 @@ def named(attrs: Any) -> Dict[str, Any]:
     return {name: attrs[name] for name in names}
 
 
+def _accepts_text(read: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """Lets a reader take an attribute's text too (tests and tools): MLIR parses it, the typed accessors read it."""
+
+    @functools.wraps(read)
+    def reader(attr: Any) -> Any:
+        if not isinstance(attr, str):
+            return read(attr)
+        from jax._src.interpreters import mlir as jmlir
+
+        with jmlir.make_ir_context():
+            try:
+                parsed = ir.Attribute.parse(attr)
+            except Exception as error:  # MLIRError / ValueError with the parser's diagnostics, by version
+                raise ValueError(f"cannot parse the attribute {attr}: {error}") from None
+            return read(parsed)
+
+    return reader
+
+
 def _is(cls: Any, attr: Any) -> bool:
     return cls is not None and hasattr(cls, "isinstance") and cls.isinstance(attr)
 
@@ -30,6 +50,7 @@ def _cannot(what: str, attr: Any) -> ValueError:
     return ValueError(f"cannot read {what} from {attr}")
 
 
+@_accepts_text
 def int_list(attr: Any) -> List[int]:
     """A list of ints from DenseIntElementsAttr, Dense{I64,I32,Bool}ArrayAttr or an ArrayAttr of IntegerAttr."""
     if _is(ir.DenseIntElementsAttr, attr):
@@ -44,12 +65,14 @@ def int_list(attr: Any) -> List[int]:
     raise _cannot("a list of integers", attr)
 
 
+@_accepts_text
 def integer(attr: Any) -> int:
     if _is(ir.IntegerAttr, attr):
         return int(ir.IntegerAttr(attr).value)
     raise _cannot("an integer", attr)
 
 
+@_accepts_text
 def boolean(attr: Any) -> bool:
     if _is(ir.BoolAttr, attr):
         return bool(ir.BoolAttr(attr).value)
@@ -59,6 +82,7 @@ def boolean(attr: Any) -> bool:
 _ENUMS = (hlo.ComparisonDirectionAttr, hlo.ComparisonTypeAttr)
 
 
+@_accepts_text
 def enum(attr: Any) -> str:
     """The value of a StableHLO enum attribute, e.g. ``#stablehlo<comparison_direction GT>`` -> "GT"."""
     for cls in _ENUMS:
@@ -67,6 +91,7 @@ def enum(attr: Any) -> str:
     raise _cannot("an enum value", attr)
 
 
+@_accepts_text
 def symbol(attr: Any) -> str:
     """A symbol reference, e.g. ``@argmax`` -> "argmax"."""
     if _is(ir.FlatSymbolRefAttr, attr):
@@ -74,6 +99,7 @@ def symbol(attr: Any) -> str:
     raise _cannot("a symbol reference", attr)
 
 
+@_accepts_text
 def string(attr: Any) -> str:
     if _is(ir.StringAttr, attr):
         return str(ir.StringAttr(attr).value)
@@ -88,6 +114,7 @@ DOT_FIELDS = (
 )
 
 
+@_accepts_text
 def dot_dimension_numbers(attr: Any) -> Dict[str, List[int]]:
     """``#stablehlo.dot<lhs_batching_dimensions = [0], ...>`` -> {field: [dims]}; absent fields are empty."""
     if not _is(hlo.DotDimensionNumbers, attr):
@@ -113,6 +140,7 @@ def _index_dimension_numbers(numbers: Any, lists: Any) -> Dict[str, Any]:
     return out
 
 
+@_accepts_text
 def gather_dimension_numbers(attr: Any) -> Dict[str, Any]:
     """``#stablehlo.gather<offset_dims = [1], ..., index_vector_dim = 1>`` -> {field: value}; absent lists are []."""
     if not _is(hlo.GatherDimensionNumbers, attr):
@@ -120,11 +148,20 @@ def gather_dimension_numbers(attr: Any) -> Dict[str, Any]:
     return _index_dimension_numbers(hlo.GatherDimensionNumbers(attr), GATHER_LISTS)
 
 
+@_accepts_text
 def scatter_dimension_numbers(attr: Any) -> Dict[str, Any]:
     """``#stablehlo.scatter<update_window_dims = [1], ..., index_vector_dim = 1>`` -> {field: value}."""
     if not _is(hlo.ScatterDimensionNumbers, attr):
         raise _cannot("scatter dimension numbers", attr)
     return _index_dimension_numbers(hlo.ScatterDimensionNumbers(attr), SCATTER_LISTS)
+
+
+@_accepts_text
+def dimension_numbers(attr: Any) -> Dict[str, Any]:
+    """A gather's or a convolution's ``dimension_numbers``, told apart by the attribute's class."""
+    if _is(hlo.GatherDimensionNumbers, attr):
+        return gather_dimension_numbers(attr)
+    return conv_dimension_numbers(attr)
 
 
 CONV_FIELDS = (
@@ -134,6 +171,7 @@ CONV_FIELDS = (
 )
 
 
+@_accepts_text
 def conv_dimension_numbers(attr: Any) -> Dict[str, Any]:
     """``#stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>`` -> {field: value}."""
     if not _is(hlo.ConvDimensionNumbers, attr):
@@ -146,6 +184,7 @@ def conv_dimension_numbers(attr: Any) -> Dict[str, Any]:
     return out
 
 
+@_accepts_text
 def padding_pairs(attr: Any) -> List[List[int]]:
     """``dense<[[1, 1], [2, 2]]> : tensor<2x2xi64>`` -> [[1, 1], [2, 2]] (pairs of low, high)."""
     rows = int_rows(attr)
@@ -154,15 +193,18 @@ def padding_pairs(attr: Any) -> List[List[int]]:
     return rows
 
 
+@_accepts_text
 def bool_list(attr: Any) -> List[bool]:
     return [bool(v) for v in int_list(attr)]
 
 
+@_accepts_text
 def replica_groups(attr: Any) -> List[List[int]]:
     """``dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>`` -> [[0, 1], [2, 3]]; the -1s that pad uneven groups are dropped."""
     return [[v for v in row if v != -1] for row in int_rows(attr)]
 
 
+@_accepts_text
 def int_rows(attr: Any) -> List[List[int]]:
     """The rows of a 2-D dense int attribute (``source_target_pairs``, ``replica_groups``, ``padding``)."""
     if not _is(ir.DenseIntElementsAttr, attr):
@@ -174,6 +216,7 @@ def int_rows(attr: Any) -> List[List[int]]:
     return [flat[i * shape[1]:(i + 1) * shape[1]] for i in range(shape[0])]
 
 
+@_accepts_text
 def channel_handle(attr: Any) -> Dict[str, int]:
     """``#stablehlo.channel_handle<handle = 1, type = 1>`` -> {"channel_id": 1, "channel_type": 1}."""
     if not _is(hlo.ChannelHandle, attr):
@@ -182,6 +225,7 @@ def channel_handle(attr: Any) -> Dict[str, int]:
     return {"channel_id": int(handle.handle), "channel_type": int(handle.channel_type)}
 
 
+@_accepts_text
 def flag(attr: Any) -> bool:
     """A unit attribute (present = true) or a bool attribute."""
     return boolean(attr) if _is(ir.BoolAttr, attr) else True

@@ -269,7 +269,7 @@ class _Translator:
         known = mlir_name.split(".", 1)[0] in ("stablehlo", "chlo", "func") and O.is_known(name)
         operands = [self._use(v) for v in op.operands]
         try:
-            attrs = O.read_attrs(name, op.attributes) if known else {}
+            attrs = O.read_attrs(op.attributes) if known else {}
         except (ValueError, TypeError) as error:
             raise CompileError(f"cannot read the attributes of {mlir_name} with types {_types_text(op)}: {error}") from error
         # Regions before results: values of a region are defined before the op's results in program order.
@@ -296,7 +296,7 @@ class _Translator:
     def _respell(self, op: Any, name: str) -> Dict[str, Any]:
         """An op in an older spelling jax still emits (nested pmap), as the program op it means."""
         entry = self._op_entry(op, O.RESPELLED[name])
-        attrs = O.read_attrs(name, op.attributes)
+        attrs = O.read_attrs(op.attributes)
         if name == "cross-replica-sum":  # an all_reduce with an add body
             attrs["computation"] = "add"
         else:  # broadcast: new leading dimensions of the given sizes
