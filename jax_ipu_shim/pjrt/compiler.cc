@@ -24,11 +24,12 @@ std::atomic<CompilerFn> g_compiler{nullptr};
 
 JAX_IPU_EXPORT void JaxIpu_SetCompiler(CompilerFn compiler) { g_compiler.store(compiler); }
 
-JAX_IPU_EXPORT void JaxIpu_CompileResult_SetProgram(void* result, const char* json, size_t size) {
+// The program as the front end wrote it: the binary container (program.cc) or JSON text.
+JAX_IPU_EXPORT void JaxIpu_CompileResult_SetProgram(void* result, const char* program, size_t size) {
   auto* r = static_cast<CompileResult*>(result);
   r->done = true;
   r->code = static_cast<PJRT_Error_Code>(0);
-  r->program_or_message.assign(json, size);
+  r->program_or_message.assign(program, size);
 }
 
 JAX_IPU_EXPORT void JaxIpu_CompileResult_SetError(void* result, int code, const char* message, size_t size) {

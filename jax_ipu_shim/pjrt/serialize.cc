@@ -6,7 +6,8 @@
 //   device ipu2 1472              the chip and tile count it was lowered for
 //   replicas 2                    replicas it runs as
 //   devices 0 1                   the device ids it runs on, one replica each
-//   program 12345                 bytes of "jax-ipu-program" JSON that follow
+//   program 12345                 bytes of the program that follow (the binary container the front end wrote,
+//                                 or "jax-ipu-program" JSON text)
 //   {...}
 //
 // Loading lowers the program again for the client's IPU (the emulator's lowering is deterministic), so a loaded

@@ -445,45 +445,54 @@ def test_int_lists_in_both_spellings(text, expected):
         assert attributes.int_list(ir.Attribute.parse(text)) == expected
 
 
-def test_enum_and_dot_dimension_text():
-    from jax_ipu.compiler import attributes
-
-    assert attributes.enum("#stablehlo<comparison_direction GE>") == "GE"
-    assert attributes.enum("#stablehlo<comparison_type TOTALORDER>") == "TOTALORDER"
-    assert attributes.dot_dimension_numbers(
-        "#stablehlo.dot<lhs_batching_dimensions = [0, 1], rhs_batching_dimensions = [0, 1], "
-        "lhs_contracting_dimensions = [3], rhs_contracting_dimensions = [2]>"
-    ) == {"lhs_batching_dimensions": [0, 1], "rhs_batching_dimensions": [0, 1], "lhs_contracting_dimensions": [3],
-          "rhs_contracting_dimensions": [2]}
-    assert attributes.dot_dimension_numbers("#stablehlo.dot<lhs_contracting_dimensions = [1], "
-                                            "rhs_contracting_dimensions = [0]>")["lhs_batching_dimensions"] == []
-    with pytest.raises(ValueError):
-        attributes.dot_dimension_numbers("#stablehlo.dot<lhs_bogus_dimensions = [1]>")
-
-
-def test_conv_dimension_numbers_text():
+def test_enum_and_dot_dimension_attributes():
     from jax._src.interpreters import mlir as jmlir
     from jax._src.lib.mlir import ir
 
     from jax_ipu.compiler import attributes
 
-    assert attributes.conv_dimension_numbers("#stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>") == {
-        "input_batch_dimension": 0, "input_feature_dimension": 3, "input_spatial_dimensions": [1, 2],
-        "kernel_input_feature_dimension": 2, "kernel_output_feature_dimension": 3, "kernel_spatial_dimensions": [0, 1],
-        "output_batch_dimension": 0, "output_feature_dimension": 3, "output_spatial_dimensions": [1, 2]}
-    # spatial dims listed out of order, and the 0-D (no spatial dims) case
-    assert attributes.conv_dimension_numbers("#stablehlo.conv<[f, 1, b, 0]x[1, o, 0, i]->[1, 0, f, b]>")[
-        "input_spatial_dimensions"] == [3, 1]
-    assert attributes.conv_dimension_numbers("#stablehlo.conv<[b, f]x[i, o]->[f, b]>")["output_batch_dimension"] == 1
-    raw = ("#stablehlo.conv<raw input_batch_dimension = 0, input_feature_dimension = 1, input_spatial_dimensions = [2], "
-           "kernel_input_feature_dimension = 1, kernel_output_feature_dimension = 0, kernel_spatial_dimensions = [2], "
-           "output_batch_dimension = 0, output_feature_dimension = 1, output_spatial_dimensions = [2]>")
-    assert attributes.conv_dimension_numbers(raw)["kernel_output_feature_dimension"] == 0
-    for bad in ("#stablehlo.conv<[b, 0, f]x[0, i]->[b, 0, f]>", "#stablehlo.conv<[b, 0, 0, f]x[0, 1, i, o]->[b, 0, 1, f]>",
-                "#stablehlo.conv<[b, 1, f]x[1, i, o]->[b, 1, f]>", "#stablehlo.dot<[b, f]x[i, o]->[b, f]>",
-                "#stablehlo.conv<[b, 0, f]x[0, i, o]->[b, 0, 0]>", "#stablehlo.conv<raw input_batch_dimension = 0>"):
+    with jmlir.make_ir_context():
+        parse = ir.Attribute.parse
+        assert attributes.enum(parse("#stablehlo<comparison_direction GE>")) == "GE"
+        assert attributes.enum(parse("#stablehlo<comparison_type TOTALORDER>")) == "TOTALORDER"
+        assert attributes.dot_dimension_numbers(parse(
+            "#stablehlo.dot<lhs_batching_dimensions = [0, 1], rhs_batching_dimensions = [0, 1], "
+            "lhs_contracting_dimensions = [3], rhs_contracting_dimensions = [2]>"
+        )) == {"lhs_batching_dimensions": [0, 1], "rhs_batching_dimensions": [0, 1], "lhs_contracting_dimensions": [3],
+               "rhs_contracting_dimensions": [2]}
+        assert attributes.dot_dimension_numbers(parse("#stablehlo.dot<lhs_contracting_dimensions = [1], "
+                                                      "rhs_contracting_dimensions = [0]>"))["lhs_batching_dimensions"] == []
+        # Another attribute class is refused, not misread.
+        for read, other in ((attributes.dot_dimension_numbers, "#stablehlo<comparison_direction GE>"),
+                            (attributes.enum, "dense<[1, 2]> : tensor<2xi64>"), (attributes.integer, '"3"'),
+                            (attributes.int_list, '"1, 2"')):
+            with pytest.raises(ValueError):
+                read(parse(other))
+
+
+def test_conv_dimension_numbers_attributes():
+    from jax._src.interpreters import mlir as jmlir
+    from jax._src.lib.mlir import ir
+
+    from jax_ipu.compiler import attributes
+
+    with jmlir.make_ir_context():
+        conv = lambda text: attributes.conv_dimension_numbers(ir.Attribute.parse(text))  # noqa: E731
+        assert conv("#stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>") == {
+            "input_batch_dimension": 0, "input_feature_dimension": 3, "input_spatial_dimensions": [1, 2],
+            "kernel_input_feature_dimension": 2, "kernel_output_feature_dimension": 3,
+            "kernel_spatial_dimensions": [0, 1], "output_batch_dimension": 0, "output_feature_dimension": 3,
+            "output_spatial_dimensions": [1, 2]}
+        # spatial dims listed out of order, and the 0-D (no spatial dims) case
+        assert conv("#stablehlo.conv<[f, 1, b, 0]x[1, o, 0, i]->[1, 0, f, b]>")["input_spatial_dimensions"] == [3, 1]
+        assert conv("#stablehlo.conv<[b, f]x[i, o]->[f, b]>")["output_batch_dimension"] == 1
+        raw = ("#stablehlo.conv<raw input_batch_dimension = 0, input_feature_dimension = 1, "
+               "input_spatial_dimensions = [2], kernel_input_feature_dimension = 1, "
+               "kernel_output_feature_dimension = 0, kernel_spatial_dimensions = [2], output_batch_dimension = 0, "
+               "output_feature_dimension = 1, output_spatial_dimensions = [2]>")
+        assert conv(raw)["kernel_output_feature_dimension"] == 0
         with pytest.raises(ValueError):
-            attributes.conv_dimension_numbers(bad)
+            attributes.conv_dimension_numbers(ir.Attribute.parse("#stablehlo<comparison_direction GE>"))
     with jmlir.make_ir_context():
         assert attributes.padding_pairs(ir.Attribute.parse("dense<[[1, -2], [0, 3]]> : tensor<2x2xi64>")) == [[1, -2], [0, 3]]
         assert attributes.padding_pairs(ir.Attribute.parse("dense<0> : tensor<1x2xi64>")) == [[0, 0]]
@@ -492,3 +501,61 @@ def test_conv_dimension_numbers_text():
         assert attributes.bool_list(ir.Attribute.parse("dense<false> : tensor<2xi1>")) == [False, False]
         with pytest.raises(ValueError):
             attributes.padding_pairs(ir.Attribute.parse("dense<[1, 2, 3]> : tensor<3xi64>"))
+
+
+# --- one op registry, binary program container -------------------------------------------------------------------
+
+def test_front_end_learns_ops_from_the_native_registry():
+    from jax_ipu.compiler import ops as O
+
+    registry = O.registry()
+    # Families and dtypes come from the C++ table, e.g. tanh is a float-only unary op, add a reducer.
+    assert registry["tanh"]["family"] == "unary" and set(registry["tanh"]["dtypes"]) >= {"f16", "f32"}
+    assert "i32" not in registry["tanh"]["dtypes"]
+    assert registry["add"]["reducer"] and not registry["subtract"]["reducer"]
+    assert all(O.is_known(name) for name in registry)
+    assert not O.is_known("fft")
+
+
+@pytest.mark.parametrize("swapped", [False, True])
+def test_one_body_recogniser_for_reduce_and_scatter(swapped):
+    # A scatter body that combines (update, current) instead of (current, update) is the same commutative op.
+    order = "%b, %a" if swapped else "%a, %b"
+    prog = from_text(f"""
+      func.func public @main(%x: tensor<8xf32>, %i: tensor<3x1xi32>, %u: tensor<3xf32>) -> (tensor<8xf32>, tensor<f32>) {{
+        %0 = "stablehlo.scatter"(%x, %i, %u) ({{
+          ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+            %s = stablehlo.maximum {order} : tensor<f32>
+            stablehlo.return %s : tensor<f32>
+        }}) {{scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0],
+             scatter_dims_to_operand_dims = [0], index_vector_dim = 1>}}
+          : (tensor<8xf32>, tensor<3x1xi32>, tensor<3xf32>) -> tensor<8xf32>
+        %z = stablehlo.constant dense<0.0> : tensor<f32>
+        %1 = stablehlo.reduce(%x init: %z) applies stablehlo.multiply across dimensions = [0]
+          : (tensor<8xf32>, tensor<f32>) -> tensor<f32>
+        return %0, %1 : tensor<8xf32>, tensor<f32>
+      }}""")
+    assert only(prog, "scatter")["attrs"]["computation"] == "maximum"
+    assert only(prog, "reduce")["attrs"]["computation"] == "multiply"
+
+
+def test_binary_container_carries_constants_as_raw_blobs():
+    from jax_ipu import emulator
+    from jax_ipu.compiler import compile_to_binary, decode
+    from jax_ipu.compiler.translate import CONTAINER_MAGIC
+
+    table = np.arange(4096, dtype=np.float32).reshape(64, 64) / 7
+    module = bytecode(lower(lambda x: x @ table + 1.0, np.ones((2, 64), np.float32)))
+    text, binary = compile_to_program(module), compile_to_binary(module)
+    assert binary.startswith(CONTAINER_MAGIC)
+    # The 16 KiB table travels once, raw: the container is smaller than the base64 text and holds its bytes.
+    assert table.tobytes() in binary and base64.b64encode(table.tobytes()) not in binary
+    assert len(binary) < len(text)
+    assert decode(binary) == json.loads(text)
+    x = np.random.RandomState(0).rand(2, 64).astype(np.float32)
+    expected = x @ table + 1.0
+    for form in (text, binary):
+        np.testing.assert_allclose(emulator.compile(form).run(x)[0], expected, rtol=1e-5)
+    # A malformed container is refused with a message naming the container, not a crash.
+    with pytest.raises(emulator.EmulatorError, match="binary program container"):
+        emulator.compile(binary[:-10])

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "ipu/emulator.h"
+#include "ipu/registry.h"
 
 #define JAXIPU_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -112,5 +113,14 @@ JAXIPU_EXPORT char* JaxIpu_LastRunProfile(void* executable) {
 }
 
 JAXIPU_EXPORT void JaxIpu_Destroy(void* executable) { delete static_cast<Handle*>(executable); }
+
+// The op registry (registryJson): the compiler front end learns the ops, families and dtypes from here.
+JAXIPU_EXPORT char* JaxIpu_OpRegistry() {
+  try {
+    return copyString(ipu::registryJson());
+  } catch (...) {
+    return nullptr;
+  }
+}
 
 JAXIPU_EXPORT void JaxIpu_FreeString(char* s) { std::free(s); }

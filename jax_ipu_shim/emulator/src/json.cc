@@ -24,6 +24,7 @@ const char* Value::kindName(Kind kind) {
     case Kind::String: return "a string";
     case Kind::Array: return "an array";
     case Kind::Object: return "an object";
+    case Kind::Bytes: return "raw bytes";
   }
   return "?";
 }

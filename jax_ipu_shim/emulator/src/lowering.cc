@@ -107,19 +107,50 @@ void Lowerer::exchangeScalar(std::vector<int64_t>* recv, const TileMapping& work
   for (int t = 1; t < work.tilesUsed(); ++t) (*recv)[static_cast<size_t>(t)] += static_cast<int64_t>(dtypeSize(s.type.dtype));
 }
 
+void Lowerer::exchangeStrided(std::vector<int64_t>* recv, const TileMapping& work, int slot,
+                              const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
+                              int64_t base) const {
+  if (StridedMap::perElement()) {  // the per-element count, literally: the reference of the tests
+    exchangeGather(recv, work, slot, [&](int64_t i) {
+      int64_t src = base;
+      for (size_t d = shape.size(); d-- > 0;) {
+        src += (i % shape[d]) * strides[d];
+        i /= shape[d];
+      }
+      return src;
+    });
+    return;
+  }
+  const Slot& s = graph_->slots[static_cast<size_t>(slot)];
+  const int64_t eb = static_cast<int64_t>(dtypeSize(s.type.dtype)), total = s.mapping.num_elements;
+  recv->resize(static_cast<size_t>(device_.num_tiles), 0);
+  const StridedMap map(shape, strides, base);
+  for (int t = 0; t < work.tilesUsed(); ++t) {
+    const int64_t lo = s.mapping.begin(t), hi = s.mapping.end(t);
+    int64_t remote = 0;  // distinct elements read that live on another tile (or nowhere: out of range)
+    map.forEachRun(work.begin(t), work.end(t), [&](int64_t first, int64_t step, int64_t count) {
+      remote += countInRange(first, step, count, 0, total) - countInRange(first, step, count, lo, hi);
+    });
+    (*recv)[static_cast<size_t>(t)] += remote * eb;
+  }
+}
+
 void Lowerer::exchangeGather(std::vector<int64_t>* recv, const TileMapping& work, int slot,
                              const std::function<int64_t(int64_t)>& src) const {
   const Slot& s = graph_->slots[static_cast<size_t>(slot)];
   const int64_t eb = static_cast<int64_t>(dtypeSize(s.type.dtype));
   recv->resize(static_cast<size_t>(device_.num_tiles), 0);
-  std::vector<int> stamp(static_cast<size_t>(s.mapping.num_elements), -1);  // last tile that counted an element
+  // The distinct remote sources of each tile: sorted per tile, so that the cost follows the output, not the operand
+  // (a gather of a few rows from a large table does not touch every element of the table).
+  std::vector<int64_t> remote;
   for (int t = 0; t < work.tilesUsed(); ++t) {
+    remote.clear();
     for (int64_t i = work.begin(t); i < work.end(t); ++i) {
       const int64_t j = src(i);
-      if (j < 0 || j >= s.mapping.num_elements || stamp[static_cast<size_t>(j)] == t) continue;
-      stamp[static_cast<size_t>(j)] = t;
-      if (s.mapping.tileOf(j) != t) (*recv)[static_cast<size_t>(t)] += eb;
+      if (j >= 0 && j < s.mapping.num_elements && s.mapping.tileOf(j) != t) remote.push_back(j);
     }
+    std::sort(remote.begin(), remote.end());
+    (*recv)[static_cast<size_t>(t)] += (std::unique(remote.begin(), remote.end()) - remote.begin()) * eb;
   }
 }
 

@@ -1,5 +1,9 @@
 #include "ipu/mapping.h"
 
+#include <cstdlib>
+#include <unordered_map>
+#include <unordered_set>
+
 namespace ipu {
 
 TileMapping TileMapping::linear(int64_t num_elements, size_t element_bytes, int num_tiles) {
@@ -14,6 +18,95 @@ TileMapping TileMapping::linear(int64_t num_elements, size_t element_bytes, int 
   m.num_elements = num_elements;
   m.per_tile = std::max<int64_t>(1, grains_per_tile * grain);
   return m;
+}
+
+int64_t countInRange(int64_t a, int64_t step, int64_t count, int64_t lo, int64_t hi) {
+  if (count <= 0 || lo >= hi) return 0;
+  if (step == 0) return a >= lo && a < hi ? count : 0;
+  if (step < 0) {
+    a += (count - 1) * step;
+    step = -step;
+  }
+  auto ceilDiv = [](int64_t x, int64_t y) { return x >= 0 ? (x + y - 1) / y : -((-x) / y); };  // y > 0
+  const int64_t k0 = std::max<int64_t>(0, ceilDiv(lo - a, step)), k1 = std::min(count, ceilDiv(hi - a, step));
+  return std::max<int64_t>(0, k1 - k0);
+}
+
+StridedMap::StridedMap(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides, int64_t base)
+    : base_(base) {
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    if (!dims_.empty() && steps_.back() == strides[d] * shape[d]) {  // the outer dim steps exactly over this one
+      dims_.back() *= shape[d];
+      steps_.back() = strides[d];
+    } else {
+      dims_.push_back(shape[d]);
+      steps_.push_back(strides[d]);
+    }
+  }
+  std::vector<std::pair<int64_t, int64_t>> moving;  // (|stride|, size) of the dims with a stride
+  for (size_t d = 0; d < dims_.size(); ++d)
+    if (steps_[d] != 0) moving.emplace_back(steps_[d] < 0 ? -steps_[d] : steps_[d], dims_[d]);
+  std::sort(moving.begin(), moving.end());
+  int64_t reach = 0;  // the farthest the smaller strides get
+  for (const auto& m : moving) {
+    if (m.first <= reach) rows_ = false;
+    reach += m.first * (m.second - 1);
+  }
+  rows_ = rows_ && !perElement();
+}
+
+bool StridedMap::perElement() {
+  const char* v = std::getenv("JAX_IPU_EXCHANGE_PER_ELEMENT");
+  return v && v[0] == '1';
+}
+
+int64_t StridedMap::image(int64_t i) const {
+  int64_t out = base_;
+  for (size_t d = dims_.size(); d-- > 0;) {
+    out += (i % dims_[d]) * steps_[d];
+    i /= dims_[d];
+  }
+  return out;
+}
+
+void StridedMap::forEachRun(int64_t b, int64_t e, const std::function<void(int64_t, int64_t, int64_t)>& run) const {
+  if (b >= e) return;
+  if (!rows_) {
+    std::unordered_set<int64_t> seen;
+    for (int64_t i = b; i < e; ++i)
+      if (seen.insert(image(i)).second) run(image(i), 1, 1);
+    return;
+  }
+  // Rows of the innermost coalesced dim: two rows read the same elements exactly when their outer coordinates differ
+  // only in stride-0 dims, i.e. when their first images are equal; their k ranges are then merged.
+  const size_t rank = dims_.size();
+  const int64_t len = rank ? dims_[rank - 1] : 1, step = rank ? steps_[rank - 1] : 0;
+  std::unordered_map<int64_t, std::vector<std::pair<int64_t, int64_t>>> rows;  // row image -> k intervals
+  std::vector<int64_t> order;  // first-seen order of the row images, so that runs come out deterministically
+  for (int64_t row = b / len; row * len < e; ++row) {
+    const int64_t first = image(row * len);
+    auto& ks = rows[first];
+    if (ks.empty()) order.push_back(first);
+    ks.emplace_back(std::max<int64_t>(0, b - row * len), std::min(len, e - row * len));
+  }
+  for (int64_t first : order) {
+    auto& ks = rows[first];
+    if (step == 0) {  // the row reads one element, however many times
+      run(first, 0, 1);
+      continue;
+    }
+    std::sort(ks.begin(), ks.end());
+    int64_t kb = ks[0].first, ke = ks[0].second;
+    for (size_t i = 1; i < ks.size(); ++i) {
+      if (ks[i].first > ke) {
+        run(first + kb * step, step, ke - kb);
+        kb = ks[i].first;
+      }
+      ke = std::max(ke, ks[i].second);
+    }
+    run(first + kb * step, step, ke - kb);
+  }
 }
 
 }  // namespace ipu

@@ -1,6 +1,8 @@
 // Parsing of the program document: every field is type-checked here so that later stages can trust the form.
 #include "ipu/program.h"
 
+#include <cstring>
+
 #include "ipu/dtype.h"
 #include "ipu/emulator.h"
 
@@ -52,6 +54,31 @@ ValueDecl parseDecl(const json::Value& v, const std::string& where) {
 
 Region parseRegion(const json::Value& v, const std::string& where, int depth);
 
+// The blobs of the container being parsed (moved out one by one as their references are resolved).
+struct Blobs {
+  std::vector<std::string> data;
+  std::vector<bool> taken;
+};
+thread_local Blobs* t_blobs = nullptr;
+
+// {"blob": i} -> the bytes of blob i (each blob is referred to once: it is moved, not copied).
+void resolveBlob(json::Value* v, const std::string& where) {
+  if (!v->isObject() || v->object.size() != 1 || v->object[0].first != "blob") return;
+  const json::Value& index = v->object[0].second;
+  if (!t_blobs) malformed(where + " refers to a blob, but the program is JSON text without blobs");
+  const int64_t n = static_cast<int64_t>(t_blobs->data.size());
+  if (!index.is_integer || index.integer < 0 || index.integer >= n)
+    malformed(where + " refers to blob " + std::to_string(index.integer) + " of " + std::to_string(n));
+  const size_t i = static_cast<size_t>(index.integer);
+  if (t_blobs->taken[i]) malformed(where + " refers to blob " + std::to_string(i) + " a second time");
+  t_blobs->taken[i] = true;
+  std::string& blob = t_blobs->data[i];
+  json::Value bytes;
+  bytes.kind = json::Value::Kind::Bytes;
+  bytes.string = std::move(blob);
+  *v = std::move(bytes);
+}
+
 Op parseOp(const json::Value& v, const std::string& where, int depth) {
   if (!v.isObject()) malformed(where + " must be an object");
   Op op;
@@ -71,6 +98,7 @@ Op parseOp(const json::Value& v, const std::string& where, int depth) {
   if (const json::Value* attrs = v.find("attrs")) {
     if (attrs->kind != json::Value::Kind::Null && !attrs->isObject()) malformed(name + ".attrs must be an object");
     op.attrs = *attrs;
+    for (auto& kv : op.attrs.object) resolveBlob(&kv.second, name + ".attrs." + kv.first);
   }
   op.attrs.kind = json::Value::Kind::Object;
   if (const json::Value* regions = v.find("regions")) {
@@ -107,8 +135,58 @@ const Function* Program::find(const std::string& fn) const {
   return nullptr;
 }
 
+namespace {
+// The binary container: magic "JIPUPRG1", u64 document bytes, the JSON document, u64 blob count, then per blob a u64
+// size and its bytes (all integers little-endian). Blobs carry constant payloads as raw bytes: no base64, no JSON
+// escaping, one copy out of the container.
+uint64_t readU64(const std::string& data, size_t* pos) {
+  if (data.size() - *pos < 8) malformed("the binary program container ends early");
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(data[*pos + static_cast<size_t>(i)]);
+  *pos += 8;
+  return v;
+}
+
+bool isContainer(const std::string& data) {
+  return data.size() >= sizeof kProgramContainerMagic &&
+         std::memcmp(data.data(), kProgramContainerMagic, sizeof kProgramContainerMagic) == 0;
+}
+
+Program parseDocument(const json::Value& doc);
+}  // namespace
+
 Program parseProgram(const std::string& text) {
-  json::Value doc = json::parse(text);
+  if (!isContainer(text)) return parseDocument(json::parse(text));
+  size_t pos = sizeof kProgramContainerMagic;
+  const uint64_t doc_size = readU64(text, &pos);
+  if (doc_size > text.size() - pos) malformed("the binary program container's document runs past its end");
+  json::Value doc = json::parse(text.substr(pos, static_cast<size_t>(doc_size)));
+  pos += static_cast<size_t>(doc_size);
+  const uint64_t count = readU64(text, &pos);
+  if (count > (text.size() - pos) / 8) malformed("the binary program container claims too many blobs");
+  Blobs blobs;
+  blobs.data.resize(static_cast<size_t>(count));
+  blobs.taken.assign(static_cast<size_t>(count), false);
+  for (std::string& blob : blobs.data) {
+    const uint64_t size = readU64(text, &pos);
+    if (size > text.size() - pos) malformed("a blob of the binary program container runs past its end");
+    blob.assign(text, pos, static_cast<size_t>(size));
+    pos += static_cast<size_t>(size);
+  }
+  if (pos != text.size()) malformed("the binary program container has trailing bytes");
+  t_blobs = &blobs;
+  try {
+    Program p = parseDocument(doc);
+    t_blobs = nullptr;
+    return p;
+  } catch (...) {
+    t_blobs = nullptr;
+    throw;
+  }
+}
+
+namespace {
+Program parseDocument(const json::Value& doc) {
   if (!doc.isObject()) malformed("the document must be a JSON object");
   const json::Value* format = doc.find("format");
   if (!format || !format->isString() || format->string != "jax-ipu-program")
@@ -154,6 +232,7 @@ Program parseProgram(const std::string& text) {
   if (p.name.empty()) p.name = p.entry;
   return p;
 }
+}  // namespace
 
 namespace {
 const json::Value& attr(const Op& op, const char* name) {
@@ -183,6 +262,15 @@ std::string attrString(const Op& op, const char* name, const std::string& defaul
   if (!v) attr(op, name);
   if (!v->isString()) malformed("attribute \"" + std::string(name) + "\" of " + op.mlir + " must be a string");
   return v->string;
+}
+
+std::vector<uint8_t> attrBytes(const Op& op, const char* name) {
+  const json::Value& v = attr(op, name);
+  if (v.kind == json::Value::Kind::Bytes) return std::vector<uint8_t>(v.string.begin(), v.string.end());
+  std::vector<uint8_t> bytes;
+  if (!v.isString() || !json::base64Decode(v.string, &bytes))
+    malformed("attribute \"" + std::string(name) + "\" of " + op.mlir + " must be base64 text or a blob");
+  return bytes;
 }
 
 std::vector<int64_t> attrInts(const Op& op, const char* name, bool required) {

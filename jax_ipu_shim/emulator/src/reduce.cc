@@ -303,30 +303,32 @@ std::vector<int> Lowerer::lowerReduce(OpContext& ctx) {
   const int tiles = device().num_tiles;
   std::vector<int64_t> partials_made(static_cast<size_t>(tiles), 0), partials_taken(static_cast<size_t>(tiles), 0);
   std::vector<int64_t> recv(static_cast<size_t>(tiles), 0);
-  std::vector<int> stamp(static_cast<size_t>(out_map.num_elements), -1);
-  std::vector<int64_t> idx;
-  std::vector<int64_t> out_row_strides(g.out_shape.size(), 1);
+  // Input element i goes to output sum over kept dims of coordinate * output row stride: a strided map, whose distinct
+  // images per input tile (the partials that tile makes) come as runs, each split over the output tiles it lands on.
+  std::vector<int64_t> out_row_strides(g.out_shape.size(), 1), to_out(rank, 0);
   for (size_t d = g.out_shape.size(); d-- > 1;) out_row_strides[d - 1] = out_row_strides[d] * g.out_shape[d];
+  for (size_t d = 0, k = 0; d < rank; ++d)
+    if (!reduced[d]) to_out[d] = out_row_strides[k++];
+  const StridedMap to_output(in0.shape, to_out, 0);
   bool cross_tile = false;
   for (int t = 0; t < in_map.tilesUsed(); ++t) {
-    for (int64_t i = in_map.begin(t); i < in_map.end(t); ++i) {
-      // output index of input element i: its kept coordinates, row-major over the result
-      int64_t rest = i, o = 0;
-      for (size_t d = rank, k = g.out_shape.size(); d-- > 0;) {
-        const int64_t c = rest % in0.shape[d];
-        rest /= in0.shape[d];
-        if (!reduced[d]) o += c * out_row_strides[--k];
+    to_output.forEachRun(in_map.begin(t), in_map.end(t), [&](int64_t first, int64_t step, int64_t count) {
+      partials_made[static_cast<size_t>(t)] += count;
+      auto take = [&](int dest, int64_t taken) {
+        partials_taken[static_cast<size_t>(dest)] += taken;
+        if (dest != t && taken > 0) {
+          recv[static_cast<size_t>(dest)] += taken * partial_bytes;
+          cross_tile = true;
+        }
+      };
+      if (step == 0 || step >= out_map.per_tile) {  // at most one element of the run per output tile
+        for (int64_t k = 0; k < count; ++k) take(out_map.tileOf(first + k * step), 1);
+        return;
       }
-      if (stamp[static_cast<size_t>(o)] == t) continue;
-      stamp[static_cast<size_t>(o)] = t;
-      ++partials_made[static_cast<size_t>(t)];
-      const int dest = out_map.tileOf(o);
-      ++partials_taken[static_cast<size_t>(dest)];
-      if (dest != t) {
-        recv[static_cast<size_t>(dest)] += partial_bytes;
-        cross_tile = true;
-      }
-    }
+      const int64_t last = first + (count - 1) * step;
+      for (int d = out_map.tileOf(std::min(first, last)); d <= out_map.tileOf(std::max(first, last)); ++d)
+        take(d, countInRange(first, step, count, out_map.begin(d), out_map.end(d)));
+    });
   }
   cross_tile = cross_tile || in_map.tilesUsed() > 1;
 

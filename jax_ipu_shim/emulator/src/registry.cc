@@ -1,5 +1,7 @@
 #include "ipu/registry.h"
 
+#include "ipu/json.h"
+
 namespace ipu {
 
 namespace {
@@ -57,17 +59,17 @@ const OpInfo kOps[] = {
     {"digamma", K::Digamma, Fam::Unary, FLOAT, R::Operand0, 1, 1},
     {"bessel_i1e", K::BesselI1e, Fam::Unary, FLOAT, R::Operand0, 1, 1},
 
-    {"add", K::Add, Fam::Binary, NUM, R::Operand0, 2, 2},
+    {"add", K::Add, Fam::Binary, NUM, R::Operand0, 2, 2, true},
     {"subtract", K::Subtract, Fam::Binary, NUM, R::Operand0, 2, 2},
-    {"multiply", K::Multiply, Fam::Binary, NUM, R::Operand0, 2, 2},
+    {"multiply", K::Multiply, Fam::Binary, NUM, R::Operand0, 2, 2, true},
     {"divide", K::Divide, Fam::Binary, NUM, R::Operand0, 2, 2},
     {"remainder", K::Remainder, Fam::Binary, NUM, R::Operand0, 2, 2},
     {"power", K::Power, Fam::Binary, NUM, R::Operand0, 2, 2},
-    {"maximum", K::Maximum, Fam::Binary, ALL, R::Operand0, 2, 2},
-    {"minimum", K::Minimum, Fam::Binary, ALL, R::Operand0, 2, 2},
+    {"maximum", K::Maximum, Fam::Binary, ALL, R::Operand0, 2, 2, true},
+    {"minimum", K::Minimum, Fam::Binary, ALL, R::Operand0, 2, 2, true},
     {"atan2", K::Atan2, Fam::Binary, FLOAT, R::Operand0, 2, 2},
-    {"and", K::And, Fam::Binary, B | INT, R::Operand0, 2, 2},
-    {"or", K::Or, Fam::Binary, B | INT, R::Operand0, 2, 2},
+    {"and", K::And, Fam::Binary, B | INT, R::Operand0, 2, 2, true},
+    {"or", K::Or, Fam::Binary, B | INT, R::Operand0, 2, 2, true},
     {"xor", K::Xor, Fam::Binary, B | INT, R::Operand0, 2, 2},
     {"shift_left", K::ShiftLeft, Fam::Binary, INT, R::Operand0, 2, 2},
     {"shift_right_arithmetic", K::ShiftRightArithmetic, Fam::Binary, INT, R::Operand0, 2, 2},
@@ -142,6 +144,52 @@ std::string dtypeList(unsigned mask) {
     out += dtypeName(d);
   }
   return out;
+}
+
+const char* familyName(OpFamily family) {
+  switch (family) {
+    case OpFamily::Unary: return "unary";
+    case OpFamily::Binary: return "binary";
+    case OpFamily::Compare: return "compare";
+    case OpFamily::Select: return "select";
+    case OpFamily::Clamp: return "clamp";
+    case OpFamily::Convert: return "convert";
+    case OpFamily::Shape: return "shape";
+    case OpFamily::Dot: return "dot";
+    case OpFamily::Reduce: return "reduce";
+    case OpFamily::Control: return "control";
+    case OpFamily::Sort: return "sort";
+    case OpFamily::Conv: return "conv";
+    case OpFamily::HostIO: return "host_io";
+    case OpFamily::Collective: return "collective";
+    case OpFamily::Window: return "window";
+  }
+  return "?";
+}
+
+bool isReducer(const std::string& computation) {
+  const OpInfo* info = findOp(computation);
+  return info && info->reducer;
+}
+
+std::string registryJson() {
+  std::string out = "{\"ops\":[";
+  for (const OpInfo& info : kOps) {
+    if (&info != kOps) out += ",";
+    std::string dtypes;
+    const std::string list = dtypeList(info.dtypes);  // "f16, f32"
+    for (size_t b = 0; b < list.size();) {
+      size_t e = list.find(", ", b);
+      if (e == std::string::npos) e = list.size();
+      dtypes += (dtypes.empty() ? "" : ",") + json::quote(list.substr(b, e - b));
+      b = e + 2;
+    }
+    out += "{\"name\":" + json::quote(info.name) + ",\"family\":" + json::quote(familyName(info.family)) +
+           ",\"dtypes\":[" + dtypes + "],\"min_operands\":" + std::to_string(info.min_operands) +
+           ",\"max_operands\":" + std::to_string(info.max_operands) +
+           ",\"reducer\":" + (info.reducer ? "true" : "false") + "}";
+  }
+  return out + "]}";
 }
 
 std::string opSignature(const Op& op, const std::vector<const ValueDecl*>& operands) {

@@ -32,14 +32,6 @@ void readStarts(const RunState& s, const std::vector<int>& slots, const std::vec
   }
 }
 
-int64_t stridedSource(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides, int64_t base,
-                      int64_t i) {
-  std::vector<int64_t> idx;
-  unravel(i, shape, &idx);
-  for (size_t d = 0; d < idx.size(); ++d) base += idx[d] * strides[d];
-  return base;
-}
-
 // A dynamic_slice's run-time offset: clamped start indices read from scalar operands.
 struct DynamicOffset {
   int dyn = -1;  // index into RunState::dynamic; -1: no dynamic offset
@@ -286,8 +278,7 @@ std::vector<int> Lowerer::lowerShapeOp(OpContext& ctx) {
   const size_t rank = out.shape.size();
 
   if (kind == OpKind::Constant) {
-    std::vector<uint8_t> bytes;
-    if (!json::base64Decode(attrString(op, "value"), &bytes)) invalid(ctx, "attribute \"value\" is not valid base64");
+    std::vector<uint8_t> bytes = attrBytes(op, "value");
     const size_t eb = dtypeSize(out.dtype);
     if (attrBool(op, "splat", false)) {
       if (bytes.size() != eb) invalid(ctx, "a splat value must hold exactly one element");
@@ -325,7 +316,7 @@ std::vector<int> Lowerer::lowerShapeOp(OpContext& ctx) {
   const std::vector<int64_t> in_strides = in ? rowMajorStrides(in->shape) : std::vector<int64_t>{};
 
   auto gather = [&](const std::vector<int64_t>& strides, int64_t base, DynamicOffset dynamic = {}) {
-    exchangeGather(&recv, work, ctx.in[0], [&](int64_t i) { return stridedSource(out.shape, strides, base, i); });
+    exchangeStrided(&recv, work, ctx.in[0], out.shape, strides, base);
     return bySize<StridedGatherKernel>(out.dtype, ctx.in[0], o, out.shape, strides, base, std::move(dynamic));
   };
 

@@ -100,10 +100,9 @@ def _register_compiler(lib: ctypes.CDLL) -> None:
         try:
             module = ctypes.string_at(module_ptr, module_size)
             options = ctypes.string_at(options_ptr, options_size) if options_size else b""
-            program = _compile(module, options)
+            data = _compile(module, options)
             for device_id in _device_ids(options):
                 lib.JaxIpu_CompileResult_AddDevice(result, device_id)
-            data = program.encode("utf-8")
             lib.JaxIpu_CompileResult_SetProgram(result, data, len(data))
         except BaseException as e:  # noqa: BLE001 - everything must be reported, nothing may cross into C
             code, message = _describe(e)
@@ -116,10 +115,11 @@ def _register_compiler(lib: ctypes.CDLL) -> None:
     lib.JaxIpu_SetCompiler(callback)
 
 
-def _compile(module: bytes, options: bytes) -> str:
-    from jax_ipu.compiler import compile_to_program
+def _compile(module: bytes, options: bytes) -> bytes:
+    """The program in the binary container (constants as raw blobs, see compiler.translate.encode)."""
+    from jax_ipu.compiler import compile_to_binary
 
-    return compile_to_program(module, options)
+    return compile_to_binary(module, options)
 
 
 def _describe(error: BaseException):

@@ -12,7 +12,7 @@ namespace json {
 // A parsed JSON value. Objects keep their keys in document order; lookups are linear (objects here are small).
 class Value {
  public:
-  enum class Kind { Null, Bool, Number, String, Array, Object };
+  enum class Kind { Null, Bool, Number, String, Array, Object, Bytes };  // Bytes: a container blob, in `string`
 
   Kind kind = Kind::Null;
   bool boolean = false;

@@ -57,6 +57,10 @@ class Lowerer {
   void exchangeSameIndex(std::vector<int64_t>* recv, const TileMapping& work, int slot) const;
   // ... to read one element of `slot` (a scalar operand broadcast to every tile).
   void exchangeScalar(std::vector<int64_t>* recv, const TileMapping& work, int slot) const;
+  // ... to read in[base + sum_d idx_d(i) * strides[d]] for each output i of `shape` (broadcast, transpose, slice,
+  // reverse): the same bytes as exchangeGather with that source, counted per tile interval and row, not per element.
+  void exchangeStrided(std::vector<int64_t>* recv, const TileMapping& work, int slot, const std::vector<int64_t>& shape,
+                       const std::vector<int64_t>& strides, int64_t base) const;
   // ... to read the elements src(i) for each output i (distinct elements counted once per tile); src < 0: none.
   void exchangeGather(std::vector<int64_t>* recv, const TileMapping& work, int slot,
                       const std::function<int64_t(int64_t)>& src) const;

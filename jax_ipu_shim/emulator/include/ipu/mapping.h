@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
+#include <vector>
 
 namespace ipu {
 
@@ -26,6 +28,29 @@ struct TileMapping {
   int64_t overlap(int tile, int64_t b, int64_t e) const {
     return std::max<int64_t>(0, std::min(e, end(tile)) - std::max(b, begin(tile)));
   }
+};
+
+// How many of a + k*step (k in [0, count)) lie in [lo, hi): an arithmetic run's overlap with a tile's interval.
+int64_t countInRange(int64_t a, int64_t step, int64_t count, int64_t lo, int64_t hi);
+
+// The index map i -> base + sum_d idx_d(i) * strides[d] over a row-major `shape` (broadcast, transpose, slice, reverse
+// read their operand so; a reduce sends each input element to its output so). It answers "which distinct elements
+// do the indices [b, e) map to" as arithmetic runs, per row of the coalesced map rather than per element, so that
+// exchange and partial-sum accounting cost no more for a 4096x4096 tensor than for a 64x64 one.
+class StridedMap {
+ public:
+  StridedMap(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides, int64_t base);
+  // Calls run(first, step, count) for disjoint runs of elements that together are the distinct images of [b, e).
+  void forEachRun(int64_t b, int64_t e, const std::function<void(int64_t, int64_t, int64_t)>& run) const;
+  // JAX_IPU_EXCHANGE_PER_ELEMENT=1: one run per distinct element, as the per-element count did (the reference the
+  // tests compare the per-row count against).
+  static bool perElement();
+
+ private:
+  int64_t image(int64_t i) const;
+  std::vector<int64_t> dims_, steps_;  // coalesced: size-1 dims dropped, exactly nested dims merged
+  int64_t base_ = 0;
+  bool rows_ = true;  // only stride-0 dims alias (the moving dims form a mixed radix): rows can be counted by image
 };
 
 }  // namespace ipu

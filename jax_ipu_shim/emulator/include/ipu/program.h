@@ -52,13 +52,18 @@ struct Program {
 };
 
 // Throws Error(InvalidArgument) naming the first thing that is malformed.
+// `text` is the JSON document, or the binary container the front end writes (program.cc): the same document followed
+// by the raw byte blobs that its {"blob": index} attribute values refer to (constant payloads, never base64).
 Program parseProgram(const std::string& text);
+constexpr char kProgramContainerMagic[8] = {'J', 'I', 'P', 'U', 'P', 'R', 'G', '1'};
 
 // Attribute accessors; each throws Error(InvalidArgument) naming the op and attribute when missing or mistyped.
 int64_t attrInt(const Op& op, const char* name);
 bool attrBool(const Op& op, const char* name, bool default_value);
 std::string attrString(const Op& op, const char* name, const std::string& default_value = "\x01");
 std::vector<int64_t> attrInts(const Op& op, const char* name, bool required = true);
+// Raw bytes: a blob of the binary container, or (JSON text) a base64 string.
+std::vector<uint8_t> attrBytes(const Op& op, const char* name);
 bool hasAttr(const Op& op, const char* name);
 
 }  // namespace ipu

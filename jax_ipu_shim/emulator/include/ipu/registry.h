@@ -44,11 +44,19 @@ struct OpInfo {
   TypeRole role;
   int min_operands;
   int max_operands;  // -1: any number
+  // A binary op that, as the whole body of a reduce, reduce_window, all_reduce, reduce_scatter or scatter, runs as
+  // that op's native kernel (the front end names it in the op's "computation" attribute).
+  bool reducer = false;
 };
 
 const OpInfo* findOp(const std::string& name);
 const OpInfo& opInfo(OpKind kind);
 std::string dtypeList(unsigned mask);  // "f16, f32"
+const char* familyName(OpFamily family);  // "unary"
+bool isReducer(const std::string& computation);  // a native reduce/scatter computation ("add", ...)
+// The registry as JSON for the compiler front end (JaxIpu_OpRegistry): {"ops": [{"name", "family", "dtypes",
+// "min_operands", "max_operands", "reducer"}...]}. The front end keeps no op list of its own.
+std::string registryJson();
 
 // "stablehlo.cosine(tensor<4xi32>) -> tensor<4xi32>" given the operand declarations.
 std::string opSignature(const Op& op, const std::vector<const ValueDecl*>& operands);

@@ -7,6 +7,6 @@ versions), ``types`` (dtypes and constants), ``ops`` (the op table), ``translate
 from __future__ import annotations
 
 from .errors import CompileError
-from .translate import compile_to_program
+from .translate import compile_to_binary, compile_to_program, decode
 
-__all__ = ["CompileError", "compile_to_program"]
+__all__ = ["CompileError", "compile_to_binary", "compile_to_program", "decode"]

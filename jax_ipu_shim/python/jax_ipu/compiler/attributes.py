@@ -1,16 +1,19 @@
-"""Reads MLIR attributes into plain Python values, absorbing differences between jaxlib's MLIR bindings.
+"""Reads MLIR attributes into plain Python values through jaxlib's typed accessors (``ir.DenseIntElementsAttr``,
+``ir.IntegerAttr``, the StableHLO attribute classes...), never by parsing printed text.
 
 jaxlib 0.4.13 hands out generic ``ir.Attribute`` objects, spells dimension lists as ``dense<...> : tensor<Nxi64>``
 and iterates ``op.attributes`` as ``NamedAttribute``; newer series downcast attributes, spell dimension lists as
-``array<i64: ...>`` and iterate names. Everything version-specific about attributes lives here.
+``array<i64: ...>`` and iterate names. Everything version-specific about attributes lives here. A reader raises
+ValueError naming the attribute it cannot read.
 """
 
 from __future__ import annotations
 
-import re
-from typing import Any, Dict, List
+import functools
+from typing import Any, Callable, Dict, List
 
 from jax._src.lib.mlir import ir
+from jax._src.lib.mlir.dialects import hlo
 
 
 def named(attrs: Any) -> Dict[str, Any]:
@@ -20,59 +23,87 @@ def named(attrs: Any) -> Dict[str, Any]:
     return {name: attrs[name] for name in names}
 
 
+def _accepts_text(read: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """Lets a reader take an attribute's text too (tests and tools): MLIR parses it, the typed accessors read it."""
+
+    @functools.wraps(read)
+    def reader(attr: Any) -> Any:
+        if not isinstance(attr, str):
+            return read(attr)
+        from jax._src.interpreters import mlir as jmlir
+
+        with jmlir.make_ir_context():
+            try:
+                parsed = ir.Attribute.parse(attr)
+            except Exception as error:  # MLIRError / ValueError with the parser's diagnostics, by version
+                raise ValueError(f"cannot parse the attribute {attr}: {error}") from None
+            return read(parsed)
+
+    return reader
+
+
 def _is(cls: Any, attr: Any) -> bool:
-    return hasattr(cls, "isinstance") and cls.isinstance(attr)
+    return cls is not None and hasattr(cls, "isinstance") and cls.isinstance(attr)
 
 
+def _cannot(what: str, attr: Any) -> ValueError:
+    return ValueError(f"cannot read {what} from {attr}")
+
+
+@_accepts_text
 def int_list(attr: Any) -> List[int]:
-    """A list of ints from DenseIntElementsAttr, Dense{I64,I32,Bool}ArrayAttr or ArrayAttr (or their printed form)."""
+    """A list of ints from DenseIntElementsAttr, Dense{I64,I32,Bool}ArrayAttr or an ArrayAttr of IntegerAttr."""
     if _is(ir.DenseIntElementsAttr, attr):
         dense = ir.DenseIntElementsAttr(attr)
         return [int(dense[i]) for i in range(len(dense))]
     for cls_name in ("DenseI64ArrayAttr", "DenseI32ArrayAttr", "DenseBoolArrayAttr"):
         cls = getattr(ir, cls_name, None)
-        if cls is not None and _is(cls, attr):
+        if _is(cls, attr):
             return [int(v) for v in cls(attr)]
     if _is(ir.ArrayAttr, attr):
         return [integer(a) for a in ir.ArrayAttr(attr)]
-    # Last resort: the printed form, e.g. "array<i64: 1, 2>" or "dense<[1, 2]> : tensor<2xi64>".
-    text = str(attr)
-    body = text.split(":", 1)[1] if text.startswith("array<") else text.split(":", 1)[0]
-    return [int(v) for v in re.findall(r"-?\d+", body)]
+    raise _cannot("a list of integers", attr)
 
 
+@_accepts_text
 def integer(attr: Any) -> int:
     if _is(ir.IntegerAttr, attr):
         return int(ir.IntegerAttr(attr).value)
-    return int(str(attr).split(":")[0].strip())
+    raise _cannot("an integer", attr)
 
 
+@_accepts_text
 def boolean(attr: Any) -> bool:
     if _is(ir.BoolAttr, attr):
         return bool(ir.BoolAttr(attr).value)
-    return str(attr).strip() == "true"
+    raise _cannot("a boolean", attr)
 
 
+_ENUMS = (hlo.ComparisonDirectionAttr, hlo.ComparisonTypeAttr)
+
+
+@_accepts_text
 def enum(attr: Any) -> str:
-    """The value of an enum attribute from its printed form, e.g. ``#stablehlo<comparison_direction GT>`` -> "GT"."""
-    text = str(attr).strip()
-    match = re.match(r"#\w+<\s*\w+\s+(\w+)\s*>$", text)
-    if match:
-        return match.group(1)
-    return text.strip('"')
+    """The value of a StableHLO enum attribute, e.g. ``#stablehlo<comparison_direction GT>`` -> "GT"."""
+    for cls in _ENUMS:
+        if _is(cls, attr):
+            return str(cls(attr).value)
+    raise _cannot("an enum value", attr)
 
 
+@_accepts_text
 def symbol(attr: Any) -> str:
     """A symbol reference, e.g. ``@argmax`` -> "argmax"."""
     if _is(ir.FlatSymbolRefAttr, attr):
         return str(ir.FlatSymbolRefAttr(attr).value)
-    return str(attr).strip().lstrip("@").strip('"')
+    raise _cannot("a symbol reference", attr)
 
 
+@_accepts_text
 def string(attr: Any) -> str:
     if _is(ir.StringAttr, attr):
         return str(ir.StringAttr(attr).value)
-    return str(attr).strip('"')
+    raise _cannot("a string", attr)
 
 
 DOT_FIELDS = (
@@ -83,61 +114,54 @@ DOT_FIELDS = (
 )
 
 
+@_accepts_text
 def dot_dimension_numbers(attr: Any) -> Dict[str, List[int]]:
     """``#stablehlo.dot<lhs_batching_dimensions = [0], ...>`` -> {field: [dims]}; absent fields are empty."""
-    text = str(attr)
-    found = {name: [int(v) for v in re.findall(r"-?\d+", dims)]
-             for name, dims in re.findall(r"(\w+)\s*=\s*\[([^\]]*)\]", text)}
-    if not text.startswith("#") or any(name not in DOT_FIELDS for name in found):
-        raise ValueError(f"cannot read dot dimension numbers from {text}")
-    return {name: found.get(name, []) for name in DOT_FIELDS}
+    if not _is(hlo.DotDimensionNumbers, attr):
+        raise _cannot("dot dimension numbers", attr)
+    dot = hlo.DotDimensionNumbers(attr)
+    return {name: [int(v) for v in getattr(dot, name)] for name in DOT_FIELDS}
 
 
 GATHER_LISTS = ("offset_dims", "collapsed_slice_dims", "start_index_map")
 SCATTER_LISTS = ("update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims")
-# Newer StableHLO's batching dimensions: accepted only when empty (jax 0.4.13 never prints them).
-_BATCHING = ("operand_batching_dims", "start_indices_batching_dims", "input_batching_dims",
-             "scatter_indices_batching_dims")
+# The bindings' spelling of a field where it differs from the program format's.
+_BINDING_NAMES = {"scatter_dims_to_operand_dims": "scattered_dims_to_operand_dims"}
 
 
-def _index_dimension_numbers(attr: Any, prefix: str, lists: Any) -> Dict[str, Any]:
-    text = str(attr).strip()
-    if not text.startswith(prefix + "<") or not text.endswith(">"):
-        raise ValueError(f"cannot read {prefix} dimension numbers from {text}")
-    body = text[len(prefix) + 1:-1]
-    fields: Dict[str, Any] = {}
-    for name, dims, scalar in re.findall(r"(\w+)\s*=\s*(?:\[([^\]]*)\]|(-?\d+))", body):
-        if name in fields:
-            raise ValueError(f"{name} appears twice in {text}")
-        fields[name] = int(scalar) if scalar else [int(v) for v in re.findall(r"-?\d+", dims)]
-    residue = re.sub(r"(\w+)\s*=\s*(?:\[[^\]]*\]|-?\d+)", "", body).replace(",", "").strip()
-    unknown = [name for name in fields if name not in lists + ("index_vector_dim",) + _BATCHING]
-    if residue or unknown:
-        raise ValueError(f"cannot read {prefix} dimension numbers from {text}")
-    # The printer leaves out default values: empty lists and index_vector_dim = 0.
-    if not isinstance(fields.get("index_vector_dim", 0), int):
-        raise ValueError(f"index_vector_dim must be an integer in {text}")
-    for name in _BATCHING:
-        if fields.get(name):
-            raise ValueError(f"{name} (batching dimensions) are not supported: {text}")
-    out: Dict[str, Any] = {}
-    for name in lists:
-        value = fields.get(name, [])
-        if not isinstance(value, list):
-            raise ValueError(f"{name} must be a list in {text}")
-        out[name] = value
-    out["index_vector_dim"] = fields.get("index_vector_dim", 0)
+def _index_dimension_numbers(numbers: Any, lists: Any) -> Dict[str, Any]:
+    out: Dict[str, Any] = {name: [int(v) for v in getattr(numbers, _BINDING_NAMES.get(name, name))] for name in lists}
+    out["index_vector_dim"] = int(numbers.index_vector_dim)
+    # Newer StableHLO's batching dimensions: accepted only when empty (jax 0.4.13 never emits them).
+    for name in ("operand_batching_dims", "start_indices_batching_dims", "input_batching_dims",
+                 "scatter_indices_batching_dims"):
+        if list(getattr(numbers, name, [])):
+            raise ValueError(f"{name} (batching dimensions) are not supported")
     return out
 
 
+@_accepts_text
 def gather_dimension_numbers(attr: Any) -> Dict[str, Any]:
     """``#stablehlo.gather<offset_dims = [1], ..., index_vector_dim = 1>`` -> {field: value}; absent lists are []."""
-    return _index_dimension_numbers(attr, "#stablehlo.gather", GATHER_LISTS)
+    if not _is(hlo.GatherDimensionNumbers, attr):
+        raise _cannot("gather dimension numbers", attr)
+    return _index_dimension_numbers(hlo.GatherDimensionNumbers(attr), GATHER_LISTS)
 
 
+@_accepts_text
 def scatter_dimension_numbers(attr: Any) -> Dict[str, Any]:
     """``#stablehlo.scatter<update_window_dims = [1], ..., index_vector_dim = 1>`` -> {field: value}."""
-    return _index_dimension_numbers(attr, "#stablehlo.scatter", SCATTER_LISTS)
+    if not _is(hlo.ScatterDimensionNumbers, attr):
+        raise _cannot("scatter dimension numbers", attr)
+    return _index_dimension_numbers(hlo.ScatterDimensionNumbers(attr), SCATTER_LISTS)
+
+
+@_accepts_text
+def dimension_numbers(attr: Any) -> Dict[str, Any]:
+    """A gather's or a convolution's ``dimension_numbers``, told apart by the attribute's class."""
+    if _is(hlo.GatherDimensionNumbers, attr):
+        return gather_dimension_numbers(attr)
+    return conv_dimension_numbers(attr)
 
 
 CONV_FIELDS = (
@@ -145,86 +169,63 @@ CONV_FIELDS = (
     "kernel_input_feature_dimension", "kernel_output_feature_dimension", "kernel_spatial_dimensions",
     "output_batch_dimension", "output_feature_dimension", "output_spatial_dimensions",
 )
-# In the short form, the letters of each tensor's dimension list: (batch-like, feature-like) fields per letter.
-_CONV_LETTERS = (("b", "f"), ("i", "o"), ("b", "f"))
 
 
+@_accepts_text
 def conv_dimension_numbers(attr: Any) -> Dict[str, Any]:
-    """``#stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>`` (or the ``raw`` form) -> {field: value}."""
-    text = str(attr).strip()
-    if not text.startswith("#stablehlo.conv<") or not text.endswith(">"):
-        raise ValueError(f"cannot read convolution dimension numbers from {text}")
-    body = text[len("#stablehlo.conv<"):-1].strip()
-    if body.startswith("raw"):
-        fields: Dict[str, Any] = {}
-        for name, dims, scalar in re.findall(r"(\w+)\s*=\s*(?:\[([^\]]*)\]|(-?\d+))", body):
-            fields[name] = int(scalar) if scalar else [int(v) for v in re.findall(r"-?\d+", dims)]
-        if sorted(fields) != sorted(CONV_FIELDS):
-            raise ValueError(f"cannot read convolution dimension numbers from {text}")
-        return {name: fields[name] for name in CONV_FIELDS}
-    match = re.fullmatch(r"\[([^\]]*)\]\s*x\s*\[([^\]]*)\]\s*->\s*\[([^\]]*)\]", body)
-    if not match:
-        raise ValueError(f"cannot read convolution dimension numbers from {text}")
+    """``#stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>`` -> {field: value}."""
+    if not _is(hlo.ConvDimensionNumbers, attr):
+        raise _cannot("convolution dimension numbers", attr)
+    conv = hlo.ConvDimensionNumbers(attr)
     out: Dict[str, Any] = {}
-    for (first, second), dims, names in zip(_CONV_LETTERS, match.groups(), (CONV_FIELDS[0:3], CONV_FIELDS[3:6], CONV_FIELDS[6:9])):
-        letters = [d.strip() for d in dims.split(",")] if dims.strip() else []
-        spatial: Dict[int, int] = {}
-        found: Dict[str, int] = {}
-        for position, letter in enumerate(letters):
-            if letter in (first, second) and letter not in found:
-                found[letter] = position
-            elif re.fullmatch(r"\d+", letter) and int(letter) not in spatial:
-                spatial[int(letter)] = position
-            else:
-                raise ValueError(f"cannot read convolution dimension numbers from {text}")
-        if len(found) != 2 or sorted(spatial) != list(range(len(spatial))):
-            raise ValueError(f"cannot read convolution dimension numbers from {text}")
-        out[names[0]] = found[first]
-        out[names[1]] = found[second]
-        out[names[2]] = [spatial[i] for i in range(len(spatial))]
-    if not (len(out["input_spatial_dimensions"]) == len(out["kernel_spatial_dimensions"])
-            == len(out["output_spatial_dimensions"])):
-        raise ValueError(f"convolution dimension numbers of different spatial ranks: {text}")
+    for name in CONV_FIELDS:
+        value = getattr(conv, name)
+        out[name] = [int(v) for v in value] if name.endswith("_dimensions") else int(value)
     return out
 
 
+@_accepts_text
 def padding_pairs(attr: Any) -> List[List[int]]:
     """``dense<[[1, 1], [2, 2]]> : tensor<2x2xi64>`` -> [[1, 1], [2, 2]] (pairs of low, high)."""
-    flat = int_list(attr)
-    if len(flat) % 2:
+    rows = int_rows(attr)
+    if any(len(row) != 2 for row in rows):
         raise ValueError(f"padding must hold (low, high) pairs: {attr}")
-    return [flat[i:i + 2] for i in range(0, len(flat), 2)]
+    return rows
 
 
+@_accepts_text
 def bool_list(attr: Any) -> List[bool]:
     return [bool(v) for v in int_list(attr)]
 
 
+@_accepts_text
 def replica_groups(attr: Any) -> List[List[int]]:
     """``dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>`` -> [[0, 1], [2, 3]]; the -1s that pad uneven groups are dropped."""
     return [[v for v in row if v != -1] for row in int_rows(attr)]
 
 
+@_accepts_text
 def int_rows(attr: Any) -> List[List[int]]:
-    """The rows of a 2-D dense int attribute (``source_target_pairs``, ``replica_groups``)."""
+    """The rows of a 2-D dense int attribute (``source_target_pairs``, ``replica_groups``, ``padding``)."""
+    if not _is(ir.DenseIntElementsAttr, attr):
+        raise _cannot("a 2-D integer attribute", attr)
+    shape = list(ir.ShapedType(ir.DenseIntElementsAttr(attr).type).shape)
     flat = int_list(attr)
-    shape = list(ir.RankedTensorType(attr.type).shape) if hasattr(attr, "type") else []
-    if len(shape) != 2:
-        match = re.search(r"tensor<(\d+)x(\d+)x", str(attr))
-        shape = [int(match.group(1)), int(match.group(2))] if match else []
     if len(shape) != 2 or shape[0] * shape[1] != len(flat):
         raise ValueError(f"expected a 2-D integer attribute, not {attr}")
     return [flat[i * shape[1]:(i + 1) * shape[1]] for i in range(shape[0])]
 
 
+@_accepts_text
 def channel_handle(attr: Any) -> Dict[str, int]:
     """``#stablehlo.channel_handle<handle = 1, type = 1>`` -> {"channel_id": 1, "channel_type": 1}."""
-    fields = dict(re.findall(r"(\w+)\s*=\s*(-?\d+)", str(attr)))
-    if "handle" not in fields:
-        raise ValueError(f"cannot read a channel handle from {attr}")
-    return {"channel_id": int(fields["handle"]), "channel_type": int(fields.get("type", 0))}
+    if not _is(hlo.ChannelHandle, attr):
+        raise _cannot("a channel handle", attr)
+    handle = hlo.ChannelHandle(attr)
+    return {"channel_id": int(handle.handle), "channel_type": int(handle.channel_type)}
 
 
+@_accepts_text
 def flag(attr: Any) -> bool:
     """A unit attribute (present = true) or a bool attribute."""
     return boolean(attr) if _is(ir.BoolAttr, attr) else True

@@ -1,91 +1,98 @@
-"""Which attributes each op carries into the program, and how to read them (one table, no if-chains)."""
+"""The ops the front end knows (the emulator's registry, read from the native library) and how their attributes are
+read into the program (one table by attribute name, no if-chains)."""
 
 from __future__ import annotations
 
+import ctypes
+import functools
+import json
 from typing import Any, Callable, Dict
+
+from jax._src.lib.mlir import ir
 
 from . import attributes as A
 from . import types as T
 
-# The attributes every collective between replicas may carry.
-_COLLECTIVE: Dict[str, Callable[[Any], Any]] = {
-    "replica_groups": A.replica_groups, "channel_handle": A.channel_handle, "use_global_device_ids": A.flag,
-}
-
-# {op: {MLIR attribute: reader}}. A reader's value is stored under the attribute's name, except that a dict
-# (constant value + splat, the four dot dimension lists, the nine conv dimension numbers) is merged into the op's attrs.
-OP_ATTRS: Dict[str, Dict[str, Callable[[Any], Any]]] = {
-    "compare": {"comparison_direction": A.enum, "compare_type": A.enum},
-    "constant": {"value": T.constant},
-    "iota": {"iota_dimension": A.integer},
-    "broadcast_in_dim": {"broadcast_dimensions": A.int_list},
-    "transpose": {"permutation": A.int_list},
-    "reverse": {"dimensions": A.int_list},
-    "slice": {"start_indices": A.int_list, "limit_indices": A.int_list, "strides": A.int_list},
-    "dynamic_slice": {"slice_sizes": A.int_list},
-    "concatenate": {"dimension": A.integer},
-    "pad": {"edge_padding_low": A.int_list, "edge_padding_high": A.int_list, "interior_padding": A.int_list},
-    "dot_general": {"dot_dimension_numbers": A.dot_dimension_numbers},
-    "reduce": {"dimensions": A.int_list},
-    "gather": {"dimension_numbers": A.gather_dimension_numbers, "slice_sizes": A.int_list, "indices_are_sorted": A.boolean},
-    "scatter": {"scatter_dimension_numbers": A.scatter_dimension_numbers, "indices_are_sorted": A.boolean,
-                "unique_indices": A.boolean},
-    "sort": {"dimension": A.integer, "is_stable": A.boolean},
-    "top_k": {"k": A.integer},
-    "call": {"callee": A.symbol},
-    # infeed's `layout` (always major-to-minor from jax) is left out: the program's arrays are dense row-major.
-    "infeed": {"infeed_config": A.string},
-    "outfeed": {"outfeed_config": A.string},
-    "custom_call": {"call_target_name": A.string, "backend_config": A.string, "has_side_effect": A.boolean},
-    "convolution": {"dimension_numbers": A.conv_dimension_numbers, "window_strides": A.int_list, "padding": A.padding_pairs,
-                    "lhs_dilation": A.int_list, "rhs_dilation": A.int_list, "window_reversal": A.bool_list,
-                    "feature_group_count": A.integer, "batch_group_count": A.integer},
+# {MLIR attribute: reader}, by attribute name: a name means the same thing on every op, so an op the registry gains
+# is read without an edit here when its attributes are ones other ops have. Only known ops (the registry's) are read.
+# A reader's value is stored under the attribute's name, except that a dict (constant value + splat, the dot, gather,
+# scatter and conv dimension numbers, a channel handle) is merged into the op's attrs. Attributes not listed (infeed's
+# `layout`, always major-to-minor from jax; custom_call's layouts...) are left out: the program's arrays are dense
+# row-major.
+ATTRS: Dict[str, Callable[[Any], Any]] = {
+    # element types, constants, shapes
+    "comparison_direction": A.enum, "compare_type": A.enum,
+    "value": lambda attr: _constant(attr),
+    "iota_dimension": A.integer, "broadcast_dimensions": A.int_list, "broadcast_sizes": A.int_list,
+    "permutation": A.int_list, "dimensions": A.int_list, "dimension": A.integer,
+    "start_indices": A.int_list, "limit_indices": A.int_list, "strides": A.int_list, "slice_sizes": A.int_list,
+    "edge_padding_low": A.int_list, "edge_padding_high": A.int_list, "interior_padding": A.int_list,
+    # dot, gather/scatter, conv: the class of the attribute says which dimension numbers it holds
+    "dot_dimension_numbers": A.dot_dimension_numbers, "dimension_numbers": A.dimension_numbers,
+    "scatter_dimension_numbers": A.scatter_dimension_numbers,
+    "indices_are_sorted": A.boolean, "unique_indices": A.boolean, "is_stable": A.boolean, "k": A.integer,
+    "window_strides": A.int_list, "padding": A.padding_pairs, "lhs_dilation": A.int_list, "rhs_dilation": A.int_list,
+    "window_reversal": A.bool_list, "feature_group_count": A.integer, "batch_group_count": A.integer,
+    "window_dimensions": A.int_list, "base_dilations": A.int_list, "window_dilations": A.int_list,
+    "exponent_bits": A.integer, "mantissa_bits": A.integer,
+    # calls and host I/O
+    "callee": A.symbol, "infeed_config": A.string, "outfeed_config": A.string, "call_target_name": A.string,
+    "backend_config": A.string, "has_side_effect": A.boolean,
     # collectives between replicas
-    "all_reduce": {**_COLLECTIVE},
-    "cross-replica-sum": {"replica_groups": A.replica_groups},
-    "all_gather": {"all_gather_dim": A.integer, **_COLLECTIVE},
-    "reduce_scatter": {"scatter_dimension": A.integer, **_COLLECTIVE},
-    "all_to_all": {"split_dimension": A.integer, "concat_dimension": A.integer, "split_count": A.integer, **_COLLECTIVE},
-    "collective_permute": {"source_target_pairs": A.int_rows, "channel_handle": A.channel_handle},
-    "broadcast": {"broadcast_sizes": A.int_list},
-    # pooling and remat
-    "reduce_window": {"window_dimensions": A.int_list, "window_strides": A.int_list, "base_dilations": A.int_list,
-                      "window_dilations": A.int_list, "padding": A.padding_pairs},
-    "select_and_scatter": {"window_dimensions": A.int_list, "window_strides": A.int_list, "padding": A.padding_pairs},
-    "reduce_precision": {"exponent_bits": A.integer, "mantissa_bits": A.integer},
+    "replica_groups": A.replica_groups, "channel_handle": A.channel_handle, "use_global_device_ids": A.flag,
+    "all_gather_dim": A.integer, "scatter_dimension": A.integer, "split_dimension": A.integer,
+    "concat_dimension": A.integer, "split_count": A.integer, "source_target_pairs": A.int_rows,
 }
 
-# Ops the program format defines; anything else is passed through (name, operands, results) for the emulator to refuse.
-UNARY = (
-    "abs negate sign exponential exponential_minus_one log log_plus_one sqrt rsqrt cbrt tanh logistic sine cosine tan "
-    "floor ceil round_nearest_even round_nearest_afz is_finite not popcnt count_leading_zeros "
-    "erf erfc sinh cosh asin acos atan asinh acosh atanh erf_inv lgamma digamma bessel_i1e"
-).split()
-BINARY = (
-    "add subtract multiply divide remainder power maximum minimum atan2 and or xor "
-    "shift_left shift_right_arithmetic shift_right_logical next_after"
-).split()
-OTHER = (
-    "compare select clamp convert bitcast_convert constant iota broadcast_in_dim reshape transpose reverse slice dynamic_slice "
-    "dynamic_update_slice concatenate pad dot_general reduce call while case gather scatter sort top_k convolution "
-    "create_token after_all infeed outfeed custom_call "
-    "reduce_window select_and_scatter optimization_barrier reduce_precision"
-).split()
-COLLECTIVES = "all_reduce all_gather reduce_scatter collective_permute all_to_all replica_id partition_id".split()
 # Older spellings jax still emits, and the program op each becomes (see translate._respell).
 RESPELLED = {"cross-replica-sum": "all_reduce", "broadcast": "broadcast_in_dim"}
-KNOWN_OPS = frozenset(UNARY + BINARY + OTHER + COLLECTIVES + list(RESPELLED))
-
-# Reduce (and reduce_window, all_reduce / reduce_scatter) bodies that are one of these binary ops of the two block arguments get a `computation` attr.
-REDUCE_COMPUTATIONS = frozenset("add multiply maximum minimum and or".split())
-# Scatter update bodies get the same names (and "assign" when the body returns the update).
-SCATTER_COMPUTATIONS = REDUCE_COMPUTATIONS
 
 
-def read_attrs(op_name: str, mlir_attrs: Dict[str, Any]) -> Dict[str, Any]:
+@functools.lru_cache(maxsize=None)
+def registry() -> Dict[str, Dict[str, Any]]:
+    """The emulator's op registry ({name: {family, dtypes, min_operands, max_operands, reducer}}), read from the
+    native library: the one list of ops, which the front end does not repeat."""
+    from jax_ipu import _native
+
+    lib = _native.load()
+    lib.JaxIpu_OpRegistry.argtypes = []
+    lib.JaxIpu_OpRegistry.restype = ctypes.c_void_p
+    text = _native.take_string(lib, lib.JaxIpu_OpRegistry())
+    if not text:
+        raise RuntimeError(f"the native library {_native.library_path()} returned no op registry")
+    return {entry["name"]: entry for entry in json.loads(text)["ops"]}
+
+
+def is_known(name: str) -> bool:
+    """An op the program format defines (the emulator may still refuse its types); anything else is passed through
+    (name, operands, results) for the emulator to refuse by name."""
+    return name in registry() or name in RESPELLED
+
+
+def is_reducer(name: str) -> bool:
+    """A binary op that, as a whole reduce/scatter body, runs as the op's native kernel."""
+    entry = registry().get(name)
+    return bool(entry and entry["reducer"])
+
+
+def _constant(attr: Any) -> Dict[str, Any]:
+    """A dense constant's ``value`` (its row-major little-endian bytes, one element for a splat) and ``splat``."""
+    from .translate import Blob
+
+    dense = ir.DenseElementsAttr(attr)
+    element = str(ir.RankedTensorType(dense.type).element_type)
+    splat = bool(dense.is_splat) and len(dense) > 1
+    return {"value": Blob(T._raw_bytes(dense, element, splat)), "splat": splat}
+
+
+def read_attrs(mlir_attrs: Any) -> Dict[str, Any]:
+    """The program attrs of a known op from its MLIR attributes (``op.attributes``)."""
     out: Dict[str, Any] = {}
-    for name, read in OP_ATTRS.get(op_name, {}).items():
-        if name in mlir_attrs:
+    for item in mlir_attrs:
+        name = item if isinstance(item, str) else item.name
+        read = ATTRS.get(name)
+        if read is not None:
+            # Look the value up by name: NamedAttribute.attr downcasts, which fails on e.g. complex constants in 0.4.13.
             value = read(mlir_attrs[name])
             out.update(value if isinstance(value, dict) else {name: value})
     return out

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
+import struct
 from typing import Any, Dict, List, Optional, Tuple
 
 from jax._src.interpreters import mlir as jmlir
@@ -21,13 +23,86 @@ TERMINATORS = ("func.return", "stablehlo.return")
 _FILE_LINE = re.compile(r'"([^"]+)":(\d+):\d+')
 
 
+# The binary container the plugin hands to the emulator (parsed by program.cc): this magic, the u64 size of the JSON
+# document, the document, the u64 number of blobs, then each blob as a u64 size and its raw bytes (little-endian).
+CONTAINER_MAGIC = b"JIPUPRG1"
+# Constants of at least this many bytes travel as blobs; smaller ones stay inline as base64 (readable, and what a
+# reduce body's scalar constants are read as).
+BLOB_MIN_BYTES = 64
+
+
+class Blob(bytes):
+    """A constant's raw bytes in the program document: base64 in the JSON text, a blob in the binary container."""
+
+
 def compile_to_program(module_bytes: bytes, compile_options: bytes = b"") -> str:
-    """Translates a StableHLO module (MLIR bytecode or text) into the IPU program's JSON document.
+    """Translates a StableHLO module (MLIR bytecode or text) into the IPU program's JSON document (constants in
+    base64): the readable form, which the emulator reads too.
 
     ``compile_options`` (a serialized CompileOptionsProto, as PJRT passes it) gives the number of replicas (one per
     IPU, e.g. for ``pmap``); without it the module's ``mhlo.num_replicas`` does. Raises CompileError for a module
     the program format cannot express, and for a program partitioned over several IPUs (a sharded ``jit``).
     """
+    return encode(translate(module_bytes, compile_options), binary=False)  # type: ignore[return-value]
+
+
+def compile_to_binary(module_bytes: bytes, compile_options: bytes = b"") -> bytes:
+    """As compile_to_program, in the binary container the plugin passes to the emulator (constants as raw blobs)."""
+    return encode(translate(module_bytes, compile_options), binary=True)  # type: ignore[return-value]
+
+
+def encode(program: Dict[str, Any], binary: bool) -> Any:
+    """The one writer of the program format: JSON text (str), or the binary container (bytes) when ``binary``."""
+    blobs: List[bytes] = []
+
+    def blob(value: Any) -> Any:
+        if not isinstance(value, Blob):
+            raise TypeError(f"{type(value).__name__} is not part of the program format")
+        if binary and len(value) >= BLOB_MIN_BYTES:
+            blobs.append(value)
+            return {"blob": len(blobs) - 1}
+        return base64.b64encode(value).decode("ascii")
+
+    text = json.dumps(program, separators=(",", ":"), default=blob)
+    if not binary:
+        return text
+    document = text.encode("utf-8")
+    parts = [CONTAINER_MAGIC, struct.pack("<Q", len(document)), document, struct.pack("<Q", len(blobs))]
+    for data in blobs:
+        parts += [struct.pack("<Q", len(data)), data]
+    return b"".join(parts)
+
+
+def decode(data: Any) -> Dict[str, Any]:
+    """The program document of JSON text or a binary container, blobs back in base64 (for tests and tools)."""
+    if not bytes(data[:len(CONTAINER_MAGIC)]) == CONTAINER_MAGIC:
+        return json.loads(data)
+    data = bytes(data)
+    (size,) = struct.unpack_from("<Q", data, 8)
+    program = json.loads(data[16:16 + size].decode("utf-8"))
+    pos = 16 + size
+    (count,) = struct.unpack_from("<Q", data, pos)
+    pos += 8
+    blobs = []
+    for _ in range(count):
+        (length,) = struct.unpack_from("<Q", data, pos)
+        blobs.append(base64.b64encode(data[pos + 8:pos + 8 + length]).decode("ascii"))
+        pos += 8 + length
+
+    def inline(value: Any) -> Any:
+        if isinstance(value, dict):
+            if list(value) == ["blob"]:
+                return blobs[value["blob"]]
+            return {k: inline(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [inline(v) for v in value]
+        return value
+
+    return inline(program)
+
+
+def translate(module_bytes: Any, compile_options: bytes = b"") -> Dict[str, Any]:
+    """The program document of a module, as Python values (constants as Blob)."""
     with jmlir.make_ir_context():
         module = _parse(module_bytes)
         replicas, partitions = _replication(module, compile_options)
@@ -40,7 +115,7 @@ def compile_to_program(module_bytes: bytes, compile_options: bytes = b"") -> str
             )
         program = _Translator(module).program()
         program["replicas"] = replicas
-        return json.dumps(program, separators=(",", ":"))
+        return program
 
 
 def _replication(module: Any, compile_options: bytes) -> Tuple[int, int]:
@@ -85,6 +160,8 @@ class _Translator:
 
     def __init__(self, module: Any):
         self.module = module
+        self.types: Dict[Any, Optional[T.TensorType]] = {}
+        self.called: List[str] = []  # callees of func.call ops, in the order the walk meets them
         self.funcs: Dict[str, Any] = {}
         for op in module.body.operations:
             if op.operation.name == "func.func":
@@ -101,34 +178,29 @@ class _Translator:
             # jax passes bool[0] dummies in their place (replace_tokens_with_dummy): this module is not jax's.
             raise CompileError("the entry function `main` takes or returns a !stablehlo.token; tokens can only be "
                                "used inside an ipu program (pass bool[0] arrays across its boundary, as jax does)")
-        program["functions"] = [self._function(n, self.funcs[n]) for n in self._reachable("main")]
+        program["functions"] = self._functions("main")
         aliases = self._aliases(self.funcs["main"])
         if aliases:
             program["aliases"] = aliases
         return program
 
-    def _reachable(self, entry: str) -> List[str]:
-        """The entry and every function it calls, transitively, in first-call order."""
-        order, pending = [], [entry]
+    def _functions(self, entry: str) -> List[Dict[str, Any]]:
+        """The entry and every function it calls, transitively, in first-call order: each function's calls are
+        collected while it is translated, so the module is walked once."""
+        done: List[str] = []
+        pending = [entry]
+        functions = []
         while pending:
             name = pending.pop(0)
-            if name in order:
+            if name in done:
                 continue
             if name not in self.funcs:
                 raise CompileError(f"func.call to @{name}, which the module does not define")
-            order.append(name)
-            pending.extend(self._callees(self.funcs[name]))
-        return order
-
-    def _callees(self, op: Any) -> List[str]:
-        found = []
-        for region in op.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    if inner.operation.name == "func.call":
-                        found.append(A.symbol(inner.attributes["callee"]))
-                    found.extend(self._callees(inner.operation))
-        return found
+            done.append(name)
+            self.called = []
+            functions.append(self._function(name, self.funcs[name]))
+            pending.extend(self.called)
+        return functions
 
     def _aliases(self, func: Any) -> List[List[int]]:
         attrs = A.named(func.attributes)
@@ -166,11 +238,24 @@ class _Translator:
             raise CompileError(f"a region of {owner} has {len(region.blocks)} blocks; the ipu compiler expects one")
         return self._block(region.blocks[0], owner)
 
+    def _type(self, mlir_type: Any) -> Optional[T.TensorType]:
+        """T.tensor_type, once per distinct type of the module."""
+        # Types are uniqued in the context and hash as such: no printing to look one up.
+        if mlir_type not in self.types:
+            self.types[mlir_type] = T.tensor_type(mlir_type)
+        return self.types[mlir_type]
+
+    def _check(self, op: Any) -> None:
+        for value in list(op.operands) + list(op.results):
+            if self._type(value.type) is None:
+                raise unsupported(op.name, _types_text(op), f"{value.type} cannot be expressed as an IPU tensor")
+
     def _define(self, value: Any, owner: str) -> Dict[str, Any]:
-        if T.tensor_type(value.type) is None:
+        tensor = self._type(value.type)
+        if tensor is None:
             raise unsupported(owner, str(value.type), "values of this type cannot be expressed as IPU tensors")
         self.ids[value] = len(self.ids)
-        return {"id": self.ids[value], **T.describe(value.type)}
+        return {"id": self.ids[value], "dtype": tensor[0], "shape": list(tensor[1])}
 
     def _use(self, value: Any) -> int:
         return self.ids[value]
@@ -180,17 +265,16 @@ class _Translator:
         name = "call" if mlir_name == "func.call" else mlir_name.split(".", 1)[-1]
         if mlir_name.startswith("stablehlo.") and name in O.RESPELLED:
             return self._respell(op, name)
-        types = _types_text(op)
-        for value in list(op.operands) + list(op.results):
-            if T.tensor_type(value.type) is None:
-                raise unsupported(mlir_name, types, f"{value.type} cannot be expressed as an IPU tensor")
-        known = mlir_name.split(".", 1)[0] in ("stablehlo", "chlo", "func") and name in O.KNOWN_OPS
+        self._check(op)
+        known = mlir_name.split(".", 1)[0] in ("stablehlo", "chlo", "func") and O.is_known(name)
         operands = [self._use(v) for v in op.operands]
         try:
-            attrs = O.read_attrs(name, A.named(op.attributes)) if known else {}
+            attrs = O.read_attrs(op.attributes) if known else {}
         except (ValueError, TypeError) as error:
-            raise CompileError(f"cannot read the attributes of {mlir_name} with types {types}: {error}") from error
+            raise CompileError(f"cannot read the attributes of {mlir_name} with types {_types_text(op)}: {error}") from error
         # Regions before results: values of a region are defined before the op's results in program order.
+        if name == "call" and "callee" in attrs:
+            self.called.append(attrs["callee"])
         regions = [self._region(r, mlir_name) for r in op.regions] if known else []
         entry: Dict[str, Any] = {
             "op": name,
@@ -200,12 +284,8 @@ class _Translator:
             "attrs": attrs,
             "regions": regions,
         }
-        if name in ("reduce", "reduce_window", "all_reduce", "reduce_scatter") and known:
-            computation = _reduce_computation(op)
-            if computation:
-                attrs["computation"] = computation
-        if name == "scatter" and known:
-            computation = _scatter_computation(op)
+        if name in _REDUCING and known:
+            computation = _body_computation(op, assign=name == "scatter")
             if computation:
                 attrs["computation"] = computation
         loc = _loc(op)
@@ -216,7 +296,7 @@ class _Translator:
     def _respell(self, op: Any, name: str) -> Dict[str, Any]:
         """An op in an older spelling jax still emits (nested pmap), as the program op it means."""
         entry = self._op_entry(op, O.RESPELLED[name])
-        attrs = O.read_attrs(name, A.named(op.attributes))
+        attrs = O.read_attrs(op.attributes)
         if name == "cross-replica-sum":  # an all_reduce with an add body
             attrs["computation"] = "add"
         else:  # broadcast: new leading dimensions of the given sizes
@@ -227,10 +307,7 @@ class _Translator:
 
     def _op_entry(self, op: Any, name: str) -> Dict[str, Any]:
         """An op's entry without attrs or regions, its values checked and numbered."""
-        types = _types_text(op)
-        for value in list(op.operands) + list(op.results):
-            if T.tensor_type(value.type) is None:
-                raise unsupported(op.name, types, f"{value.type} cannot be expressed as an IPU tensor")
+        self._check(op)
         entry: Dict[str, Any] = {
             "op": name, "mlir": op.name, "operands": [self._use(v) for v in op.operands],
             "results": [self._define(v, op.name) for v in op.results], "attrs": {}, "regions": [],
@@ -241,51 +318,34 @@ class _Translator:
         return entry
 
 
-def _scatter_computation(op: Any) -> Optional[str]:
-    """The scatter computation: "assign" when a single-operand scatter's body returns the update; the op name when it
-    returns ``op(current, update)`` with the arguments in that order (a swapped body is left to the interpreter)."""
+# Ops whose body, when it is one binary op of the two block arguments, is named in their "computation" attr.
+_REDUCING = ("reduce", "reduce_window", "all_reduce", "reduce_scatter", "scatter")
+
+
+def _body_computation(op: Any, assign: bool) -> Optional[str]:
+    """The op name when a single-result op's body is ``return op(arg0, arg1)`` for a reducer of the registry (either
+    argument order: every reducer commutes); "assign" when ``assign`` and the body returns arg1 (a scatter's update)."""
     if len(op.results) != 1 or len(op.regions) != 1:
         return None
     block = op.regions[0].blocks[0]
     args = list(block.arguments)
     body = [inner.operation for inner in block.operations]
-    if len(args) != 2 or not body or body[-1].name != "stablehlo.return":
+    if len(args) != 2 or not body or body[-1].name != "stablehlo.return" or len(body[-1].operands) != 1:
         return None
-    ret = body[-1]
+    returned = body[-1].operands[0]
     if len(body) == 1:
-        return "assign" if list(ret.operands) == [args[1]] else None
+        return "assign" if assign and returned == args[1] else None
     if len(body) != 2:
         return None
     combine = body[0]
     name = combine.name.split(".", 1)[-1]
-    if (
-        not combine.name.startswith("stablehlo.")
-        or name not in O.SCATTER_COMPUTATIONS
-        or list(combine.operands) != [args[0], args[1]]
-        or list(ret.operands) != [combine.results[0]]
-    ):
-        return None
-    return name
-
-
-def _reduce_computation(op: Any) -> Optional[str]:
-    """The op name when a single-input reduce's body is ``return op(arg0, arg1)`` (either argument order)."""
-    if len(op.results) != 1:
-        return None
-    block = op.regions[0].blocks[0]
-    body = [inner.operation for inner in block.operations]
-    if len(body) != 2 or body[1].name != "stablehlo.return":
-        return None
-    combine, ret = body
-    name = combine.name.split(".", 1)[-1]
-    args = list(block.arguments)
     operands = list(combine.operands)
     if (
         not combine.name.startswith("stablehlo.")
-        or name not in O.REDUCE_COMPUTATIONS
+        or not O.is_reducer(name)
         or len(operands) != 2
         or not ({operands[0], operands[1]} == {args[0], args[1]} and operands[0] != operands[1])
-        or list(ret.operands) != [combine.results[0]]
+        or returned != combine.results[0]
     ):
         return None
     return name
