@@ -196,6 +196,42 @@ class ConvKernel : public Kernel {
     const int64_t M = g_.M(), N = g_.cog, plane = g_.groups * M * N;
     const Acc* part = reinterpret_cast<const Acc*>(s.scratch[static_cast<size_t>(scratch_p_)].data());
     Out* out = s.at<Out>(out_);
+    auto sum = [&](int64_t i, int64_t idx) {
+      Acc acc = part[idx];
+      for (int64_t kp = 1; kp < kparts_; ++kp) {
+        if constexpr (std::is_same<Acc, uint8_t>::value) acc = static_cast<uint8_t>(acc | part[kp * plane + idx]);
+        else acc += part[kp * plane + idx];
+      }
+      out[i] = fromAcc<Out>(acc);
+    };
+    if (g_.groups == 1 && b < e) {
+      // One group: the partial's index is linear in the output coordinates, so walk them with an odometer over the
+      // output's dims (outermost first) instead of dividing per element.
+      struct Dim { int64_t stride, extent, coeff; };
+      std::vector<Dim> dims{{g_.os_b, g_.out_batch, g_.out_spatial * N}, {g_.os_f, N, 1}};
+      for (int64_t d = 0, c = N * g_.out_spatial; d < g_.rank; ++d) {
+        const size_t du = static_cast<size_t>(d);
+        c /= std::max<int64_t>(1, g_.out_size[du]);
+        dims.push_back({g_.os_s[du], g_.out_size[du], c});
+      }
+      std::stable_sort(dims.begin(), dims.end(), [](const Dim& x, const Dim& y) { return x.stride > y.stride; });
+      std::vector<int64_t> at(dims.size());
+      int64_t idx = 0;
+      for (size_t d = 0; d < dims.size(); ++d) {
+        at[d] = (b / dims[d].stride) % dims[d].extent;
+        idx += at[d] * dims[d].coeff;
+      }
+      for (int64_t i = b; i < e; ++i) {
+        sum(i, idx);
+        for (size_t d = dims.size(); d-- > 0;) {
+          idx += dims[d].coeff;
+          if (++at[d] < dims[d].extent) break;
+          idx -= dims[d].extent * dims[d].coeff;
+          at[d] = 0;
+        }
+      }
+      return;
+    }
     for (int64_t i = b; i < e; ++i) {
       int64_t n = (i / g_.os_b) % g_.out_batch, o = (i / g_.os_f) % (g_.groups * N), srow = 0;
       for (int64_t d = 0; d < g_.rank; ++d) {
@@ -203,13 +239,7 @@ class ConvKernel : public Kernel {
         srow = srow * g_.out_size[du] + (i / g_.os_s[du]) % g_.out_size[du];
       }
       const int64_t gi = o / N, j = o % N;
-      const int64_t idx = (gi * M + n * g_.out_spatial + srow) * N + j;
-      Acc acc = part[idx];
-      for (int64_t kp = 1; kp < kparts_; ++kp) {
-        if constexpr (std::is_same<Acc, uint8_t>::value) acc = static_cast<uint8_t>(acc | part[kp * plane + idx]);
-        else acc += part[kp * plane + idx];
-      }
-      out[i] = fromAcc<Out>(acc);
+      sum(i, (gi * M + n * g_.out_spatial + srow) * N + j);
     }
   }
 
