@@ -266,9 +266,9 @@ class SelectAndScatterKernel : public Kernel {
       }
       if (any) {
         o = lo;
+        int64_t w = 0;  // the window's row-major index, kept up to date as o steps
+        for (size_t d = 0; d < rank; ++d) w += o[d] * src_strides[d];
         for (;;) {
-          int64_t w = 0;
-          for (size_t d = 0; d < rank; ++d) w += o[d] * src_strides[d];
           if (sel[w] == j) {
             copyElement(r + 4, element(s, source_, w), size_);
             scatter_.run(regs);
@@ -276,10 +276,12 @@ class SelectAndScatterKernel : public Kernel {
           }
           size_t d = rank;
           while (d > 0 && ++o[d - 1] > hi[d - 1]) {
+            w -= (hi[d - 1] - lo[d - 1]) * src_strides[d - 1];
             o[d - 1] = lo[d - 1];
             --d;
           }
           if (d == 0) break;
+          w += src_strides[d - 1];
         }
       }
       copyElement(s.ptr[static_cast<size_t>(out_)] + j * static_cast<int64_t>(size_), r, size_);
