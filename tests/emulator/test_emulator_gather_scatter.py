@@ -326,3 +326,30 @@ def test_all_combiner_dtype_pairs_compile():
             assert "Unsupported operation stablehlo.scatter" in error_of(p)
         else:
             E.compile(p)
+
+
+@pytest.mark.parametrize("combine", ["add", "assign", None])
+def test_overlapping_row_windows_combine_in_update_order(combine):
+    # Windows of 5 consecutive elements starting anywhere (overlapping with different starts, repeated starts, some
+    # sticking out), over 7 tiles so the tiles' ranges cut windows: every element must see its updates in update
+    # order; f32 add with mixed magnitudes rounds differently in any other order, assign keeps the last.
+    rng = np.random.default_rng(6)
+    x = values("f32", (41,), rng)
+    idx = rng.integers(-2, 40, size=(300, 1)).astype(np.int32)
+    upd = (rng.standard_normal((300, 5)) * np.where(rng.random((300, 5)) < 0.3, 1e7, 1.0)).astype(np.float32)
+    got, want = scatter(x, idx, upd, [1], [], [0], 1, combine, num_tiles=7,
+                        body="subtract" if combine is None else None)
+    assert_same(got, want)
+
+
+def test_gather_rows_cut_by_tiles():
+    # An embedding lookup (whole rows) and a gather of partial rows (a run shorter than the operand's row), over tile
+    # ranges that start and end inside rows.
+    rng = np.random.default_rng(7)
+    x = values("f32", (50, 9), rng)
+    idx = rng.integers(-3, 53, size=(37, 1)).astype(np.int32)
+    got, want, _ = gather(x, idx, [1], [0], [0], 1, [1, 9], num_tiles=7)
+    assert_same(got, want)
+    idx2 = rng.integers(-3, 53, size=(37, 2)).astype(np.int32)
+    got, want, _ = gather(x, idx2, [1, 2], [], [0, 1], 1, [3, 4], num_tiles=7)
+    assert_same(got, want)

@@ -230,3 +230,23 @@ def test_malformed_body_is_invalid():
     with pytest.raises(E.EmulatorError, match="body result 0 must be a tensor<f32>") as e:
         E.compile(single_input_body_program(x, (0,), 0, lambda b, acc, e: b.op("convert", [e], "i32")))
     assert e.value.code == "INVALID_ARGUMENT"
+
+
+@pytest.mark.parametrize("name", ["f32", "f16"])
+@pytest.mark.parametrize("dims", [(2,), (1,), (0,), (1, 2), (0, 2)])
+@pytest.mark.parametrize("op", ["add", "subtract", "maximum"])
+def test_plain_bodies_accumulate_in_order(name, dims, op, rng):
+    # add/maximum bodies run the native kernels (several outputs at a time for one inner reduced dimension, runs of
+    # outputs for outer ones); subtract is no plain reduction and stays interpreted. Mixed magnitudes make any other
+    # summation order round differently; 21 rows over 5 tiles leave partial groups of outputs.
+    x = (rng.normal(size=(21, 37, 13)) * np.where(rng.random((21, 37, 13)) < 0.2, 3e3 if name == "f32" else 20.0, 1.0)).astype(E.NUMPY_DTYPES[name])
+    if op == "maximum":
+        x.ravel()[::17] = np.nan
+    flat, _ = flat_reduced(x, dims)
+    out = E.compile(single_input_body_program(x, dims, 0.5, lambda b, acc, e: b.op(op, [acc, e], name)),
+                    num_tiles=5).run(x)[0]
+    acc = np.full(flat.shape[:-1], 0.5, x.dtype)
+    f = {"add": np.add, "subtract": np.subtract, "maximum": np.maximum}[op]
+    for k in range(flat.shape[-1]):
+        acc = f(acc, flat[..., k]).astype(x.dtype)
+    assert_same(out, acc)

@@ -247,3 +247,54 @@ def test_top_k_rejects_k_above_the_dimension():
     with pytest.raises(E.EmulatorError, match="k must be in") as e:
         run_top_k(np.ones((2, 3), np.float32), 4)
     assert e.value.code == "INVALID_ARGUMENT"
+
+
+def unary_key_comparator(op, direction="LT", swap=False):
+    """compare(op(lhs), op(rhs)) on operand 0 (or compare(op(rhs), op(lhs)) with swap): a key comparison."""
+    def build(p, names):
+        body = p.main.region()
+        params = [body.param(n) for n in names for _ in range(2)]
+        ka, kb = (body.op(op, [params[i]], names[0]) for i in (0, 1))
+        a, b = (kb, ka) if swap else (ka, kb)
+        body.ret(compare(body, a, b, direction, COMPARE_TYPE[names[0]]))
+        return body
+    return build
+
+
+@pytest.mark.parametrize("direction,swap,sign", [("LT", False, -1), ("GT", False, 1), ("LT", True, 1), ("GT", True, -1)])
+def test_key_comparator_direction_and_side(rng, direction, swap, sign):
+    # compare(-x, -y) LT sorts by -x, GT by x; compare(-y, -x) LT sorts by x, GT by -x. Ties keep their order.
+    keys = rng.integers(-4, 4, size=(3, 300)).astype(np.int32)
+    index = np.arange(keys.size, dtype=np.int32).reshape(keys.shape)
+    got, _ = run_sort([keys, index], 1, unary_key_comparator("negate", direction, swap), num_tiles=7)
+    for g, w in zip(got, expected([keys, index], 1, sign * keys.astype(np.int64))):
+        assert_same(g, w)
+
+
+def test_float_key_comparator_keeps_signed_zero_ties(rng):
+    # A plain FLOAT lt on abs(x): -0.0 == 0.0 and x == -x are ties, kept in input order.
+    x = np.concatenate([rng.integers(-5, 5, size=200).astype(np.float32), np.array([0.0, -0.0, 0.0, -0.0], np.float32)])
+    rng.shuffle(x)
+    index = np.arange(x.size, dtype=np.int32)
+    got, _ = run_sort([x, index], 0, unary_key_comparator("abs"))
+    want = expected([x, index], 0, np.abs(x))
+    assert_same(got[1], want[1])
+    np.testing.assert_array_equal(got[0].view(np.uint32), want[0].view(np.uint32))
+
+
+def test_sides_that_differ_are_not_a_key_order(rng):
+    # lhs < rhs + 1 is lhs <= rhs for these ints: the sides differ by a constant, so it is not a sort by key and
+    # runs as written. std::stable_sort with a <= comparator does not keep ties in input order; a sort by key would.
+    def build(p, names):
+        body = p.main.region()
+        a, b, _, _ = (body.param(n) for n in names for _ in range(2))
+        one = body.op("constant", [], "i32", (), const_attrs(1, "i32"))
+        body.ret(compare(body, a, body.op("add", [b, one], "i32"), "LT", "SIGNED"))
+        return body
+
+    keys = rng.integers(0, 3, size=200).astype(np.int32)
+    index = np.arange(keys.size, dtype=np.int32)
+    (got_keys, got_index), _ = run_sort([keys, index], 0, build)
+    assert_same(got_keys, np.sort(keys))
+    assert sorted(got_index.tolist()) == index.tolist()
+    assert not np.array_equal(got_index, np.argsort(keys, kind="stable"))

@@ -135,7 +135,9 @@ class ConvKernel : public Kernel {
     const In* x = s.at<const In>(lhs_);
     std::vector<Acc> a;
     std::vector<int64_t> offs(static_cast<size_t>(g_.k_spatial));
-    std::vector<int64_t> os(static_cast<size_t>(g_.rank));
+    std::vector<int64_t> os(static_cast<size_t>(g_.rank)), kidx(static_cast<size_t>(g_.rank));
+    std::vector<std::vector<int64_t>> per_dim(static_cast<size_t>(g_.rank));
+    for (int64_t d = 0; d < g_.rank; ++d) per_dim[static_cast<size_t>(d)].resize(static_cast<size_t>(g_.k_size[static_cast<size_t>(d)]));
     for (int64_t it = i0; it < i1; ++it) {
       const int64_t im = it % hm, gi = (it / hm) % g_.groups, ik = it / hm / g_.groups;
       const int64_t m0 = im * kHostRows, mb = std::min(M, m0 + kHostRows) - m0;
@@ -151,23 +153,38 @@ class ConvKernel : public Kernel {
           os[static_cast<size_t>(d)] = rem % g_.out_size[static_cast<size_t>(d)];
           rem /= g_.out_size[static_cast<size_t>(d)];
         }
-        // offs[kf]: the spatial offset of window position kf in the input, or -1.
-        for (int64_t kf = 0; kf < g_.k_spatial; ++kf) {
-          int64_t off = 0, kr = kf;
-          for (int64_t d = g_.rank; d-- > 0 && off >= 0;) {
-            const size_t du = static_cast<size_t>(d);
-            const int64_t k = kr % g_.k_size[du];
-            kr /= g_.k_size[du];
+        // offs[kf]: the spatial offset of window position kf (row-major over the window) in the input, or -1:
+        // per dim the offsets of this row's window positions, then their sums over an odometer (no divisions).
+        for (int64_t d = 0; d < g_.rank; ++d) {
+          const size_t du = static_cast<size_t>(d);
+          for (int64_t k = 0; k < g_.k_size[du]; ++k) {
             const int64_t idx = tables_[du][static_cast<size_t>(os[du] * g_.k_size[du] + k)];
-            off = idx < 0 ? -1 : off + idx * g_.is_s[du];
+            per_dim[du][static_cast<size_t>(k)] = idx < 0 ? -1 : idx * g_.is_s[du];
+          }
+        }
+        std::fill(kidx.begin(), kidx.end(), 0);
+        for (int64_t kf = 0; kf < g_.k_spatial; ++kf) {
+          int64_t off = 0;
+          for (size_t d = 0; d < kidx.size() && off >= 0; ++d) {
+            const int64_t v = per_dim[d][static_cast<size_t>(kidx[d])];
+            off = v < 0 ? -1 : off + v;
           }
           offs[static_cast<size_t>(kf)] = off;
+          for (size_t d = kidx.size(); d-- > 0;) {
+            if (++kidx[d] < g_.k_size[d]) break;
+            kidx[d] = 0;
+          }
         }
         const int64_t base = (bbase + n) * g_.is_b + fbase * g_.is_f;
         Acc* arow = a.data() + r * kb;
-        for (int64_t c = k0; c < k0 + kb; ++c) {
-          const int64_t ci = c / g_.k_spatial, off = offs[static_cast<size_t>(c % g_.k_spatial)];
-          if (off >= 0) arow[c - k0] = toAcc(x[base + ci * g_.is_f + off], static_cast<Acc*>(nullptr));
+        int64_t ci = k0 / std::max<int64_t>(1, g_.k_spatial), kf = k0 % std::max<int64_t>(1, g_.k_spatial);
+        for (int64_t c = 0; c < kb; ++c) {
+          const int64_t off = offs[static_cast<size_t>(kf)];
+          if (off >= 0) arow[c] = toAcc(x[base + ci * g_.is_f + off], static_cast<Acc*>(nullptr));
+          if (++kf == g_.k_spatial) {
+            kf = 0;
+            ++ci;
+          }
         }
       }
       gemmConv(a.data(), w + (gi * K + k0) * N, part + ((ik * g_.groups + gi) * M + m0) * N, mb, N, kb);
@@ -179,6 +196,42 @@ class ConvKernel : public Kernel {
     const int64_t M = g_.M(), N = g_.cog, plane = g_.groups * M * N;
     const Acc* part = reinterpret_cast<const Acc*>(s.scratch[static_cast<size_t>(scratch_p_)].data());
     Out* out = s.at<Out>(out_);
+    auto sum = [&](int64_t i, int64_t idx) {
+      Acc acc = part[idx];
+      for (int64_t kp = 1; kp < kparts_; ++kp) {
+        if constexpr (std::is_same<Acc, uint8_t>::value) acc = static_cast<uint8_t>(acc | part[kp * plane + idx]);
+        else acc += part[kp * plane + idx];
+      }
+      out[i] = fromAcc<Out>(acc);
+    };
+    if (g_.groups == 1 && b < e) {
+      // One group: the partial's index is linear in the output coordinates, so walk them with an odometer over the
+      // output's dims (outermost first) instead of dividing per element.
+      struct Dim { int64_t stride, extent, coeff; };
+      std::vector<Dim> dims{{g_.os_b, g_.out_batch, g_.out_spatial * N}, {g_.os_f, N, 1}};
+      for (int64_t d = 0, c = N * g_.out_spatial; d < g_.rank; ++d) {
+        const size_t du = static_cast<size_t>(d);
+        c /= std::max<int64_t>(1, g_.out_size[du]);
+        dims.push_back({g_.os_s[du], g_.out_size[du], c});
+      }
+      std::stable_sort(dims.begin(), dims.end(), [](const Dim& x, const Dim& y) { return x.stride > y.stride; });
+      std::vector<int64_t> at(dims.size());
+      int64_t idx = 0;
+      for (size_t d = 0; d < dims.size(); ++d) {
+        at[d] = (b / dims[d].stride) % dims[d].extent;
+        idx += at[d] * dims[d].coeff;
+      }
+      for (int64_t i = b; i < e; ++i) {
+        sum(i, idx);
+        for (size_t d = dims.size(); d-- > 0;) {
+          idx += dims[d].coeff;
+          if (++at[d] < dims[d].extent) break;
+          idx -= dims[d].extent * dims[d].coeff;
+          at[d] = 0;
+        }
+      }
+      return;
+    }
     for (int64_t i = b; i < e; ++i) {
       int64_t n = (i / g_.os_b) % g_.out_batch, o = (i / g_.os_f) % (g_.groups * N), srow = 0;
       for (int64_t d = 0; d < g_.rank; ++d) {
@@ -186,13 +239,7 @@ class ConvKernel : public Kernel {
         srow = srow * g_.out_size[du] + (i / g_.os_s[du]) % g_.out_size[du];
       }
       const int64_t gi = o / N, j = o % N;
-      const int64_t idx = (gi * M + n * g_.out_spatial + srow) * N + j;
-      Acc acc = part[idx];
-      for (int64_t kp = 1; kp < kparts_; ++kp) {
-        if constexpr (std::is_same<Acc, uint8_t>::value) acc = static_cast<uint8_t>(acc | part[kp * plane + idx]);
-        else acc += part[kp * plane + idx];
-      }
-      out[i] = fromAcc<Out>(acc);
+      sum(i, (gi * M + n * g_.out_spatial + srow) * N + j);
     }
   }
 

@@ -88,6 +88,7 @@ struct StartPlan {
   std::vector<int64_t> limit;     // per operand dimension: operand size - slice/window size
   std::vector<int64_t> operand_strides;
   bool clamp = true;
+  int windows = -1;  // scatter: the scratch of its update runs sorted by target
 
   void compute(RunState& s) const {
     std::vector<uint8_t>& buf = s.scratch[static_cast<size_t>(scratch)];
@@ -122,59 +123,103 @@ struct StartPlan {
   }
 };
 
-// out[i] = x[start[g(i)] + offset(i)], g and offset linear in the output's multi-index.
+// Splits a shape whose strides are (s1, s2) into outer dimensions and an inner run: the longest suffix of dimensions
+// with s1 = 0 (one batch position) and s2 row-major contiguous, so a run is one memcpy-able row (an embedding row).
+struct Runs {
+  std::vector<int64_t> shape, s1, s2;  // the outer dimensions
+  int64_t run = 1;
+  Runs(const std::vector<int64_t>& sh, const std::vector<int64_t>& x, const std::vector<int64_t>& y) {
+    size_t d = sh.size();
+    while (d > 0 && x[d - 1] == 0 && y[d - 1] == run) run *= sh[--d];
+    shape.assign(sh.begin(), sh.begin() + static_cast<std::ptrdiff_t>(d));
+    s1.assign(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(d));
+    s2.assign(y.begin(), y.begin() + static_cast<std::ptrdiff_t>(d));
+  }
+};
+
+// out[i] = x[start[g(i)] + offset(i)], g and offset linear in the output's multi-index; copied a run at a time.
 template <class T>
 class GatherKernel : public Kernel {
  public:
-  GatherKernel(int x, int out, StartPlan plan, std::vector<int64_t> out_shape, std::vector<int64_t> batch_strides,
-               std::vector<int64_t> offset_strides)
-      : x_(x), out_(out), plan_(std::move(plan)), shape_(std::move(out_shape)), bs_(std::move(batch_strides)),
-        os_(std::move(offset_strides)) {}
+  GatherKernel(int x, int out, StartPlan plan, const std::vector<int64_t>& out_shape,
+               const std::vector<int64_t>& batch_strides, const std::vector<int64_t>& offset_strides)
+      : x_(x), out_(out), plan_(std::move(plan)), runs_(out_shape, batch_strides, offset_strides) {}
   void prepare(RunState& s) const override { plan_.compute(s); }
   void compute(RunState& s, int64_t b, int64_t e) const override {
+    const int64_t run = runs_.run;
+    if (b >= e || run == 0) return;
     const T* x = s.at<const T>(x_);
     T* o = s.at<T>(out_);
     const int64_t* start = plan_.starts(s);
-    DualWalker w(shape_, bs_, os_, b);
-    for (int64_t i = b; i < e; ++i, w.next()) o[i] = x[start[w.a] + w.c];
+    DualWalker w(runs_.shape, runs_.s1, runs_.s2, b / run);
+    for (int64_t i = b, r = b % run; i < e; r = 0, w.next()) {
+      const int64_t len = std::min(run - r, e - i);
+      std::memcpy(o + i, x + start[w.a] + w.c + r, static_cast<size_t>(len) * sizeof(T));
+      i += len;
+    }
   }
 
  private:
   int x_, out_;
   StartPlan plan_;
-  std::vector<int64_t> shape_, bs_, os_;
+  Runs runs_;
 };
 
 // The shared walk of a scatter: copies the operand's [b, e) and calls apply(target, update index) for every update
-// element whose target lies in [b, e), in update order.
+// element whose target lies in [b, e), in update order. The updates go a run (a window row) at a time: prepare()
+// sorts the runs by their first target, so a call visits only the runs that reach into its range, in update order.
 class ScatterBase : public Kernel {
  public:
-  ScatterBase(int x, int upd, int out, size_t elem, StartPlan plan, std::vector<int64_t> upd_shape,
-              std::vector<int64_t> batch_strides, std::vector<int64_t> window_strides)
-      : x_(x), upd_(upd), out_(out), elem_(elem), plan_(std::move(plan)), shape_(std::move(upd_shape)),
-        bs_(std::move(batch_strides)), ws_(std::move(window_strides)) {
-    count_ = shapeElements(shape_);
+  ScatterBase(int x, int upd, int out, size_t elem, StartPlan plan, const std::vector<int64_t>& upd_shape,
+              const std::vector<int64_t>& batch_strides, const std::vector<int64_t>& window_strides)
+      : x_(x), upd_(upd), out_(out), elem_(elem), plan_(std::move(plan)), runs_(upd_shape, batch_strides, window_strides) {
+    count_ = shapeElements(upd_shape);
   }
-  void prepare(RunState& s) const override { plan_.compute(s); }
+  void prepare(RunState& s) const override {
+    plan_.compute(s);
+    const int64_t* start = plan_.starts(s);
+    std::vector<uint8_t>& buf = s.scratch[static_cast<size_t>(plan_.windows)];
+    const int64_t runs = runs_.run == 0 ? 0 : count_ / runs_.run;
+    buf.resize(static_cast<size_t>(runs) * sizeof(Target));
+    Target* t = reinterpret_cast<Target*>(buf.data());
+    size_t n = 0;
+    DualWalker w(runs_.shape, runs_.s1, runs_.s2, 0);
+    for (int64_t p = 0; p < runs; ++p, w.next())
+      if (start[w.a] >= 0) t[n++] = Target{start[w.a] + w.c, p};
+    std::sort(t, t + n);  // by first target, then run: equal targets stay in update order
+    buf.resize(n * sizeof(Target));
+  }
 
  protected:
+  struct Target {
+    int64_t first, run;  // the run's first target element, and the run's index in the updates
+    bool operator<(const Target& o) const { return first != o.first ? first < o.first : run < o.run; }
+  };
+
   template <class F>
   void walk(RunState& s, int64_t b, int64_t e, const F& apply) const {
     std::memcpy(s.ptr[static_cast<size_t>(out_)] + b * static_cast<int64_t>(elem_),
                 s.ptr[static_cast<size_t>(x_)] + b * static_cast<int64_t>(elem_), static_cast<size_t>(e - b) * elem_);
-    const int64_t* start = plan_.starts(s);
-    DualWalker w(shape_, bs_, ws_, 0);
-    for (int64_t u = 0; u < count_; ++u, w.next()) {
-      const int64_t base = start[w.a];
-      if (base < 0) continue;
-      const int64_t t = base + w.c;
-      if (t >= b && t < e) apply(t, u);
+    const int64_t run = runs_.run;
+    const std::vector<uint8_t>& buf = s.scratch[static_cast<size_t>(plan_.windows)];
+    const Target* all = reinterpret_cast<const Target*>(buf.data());
+    const Target* end = all + buf.size() / sizeof(Target);
+    // The runs [first, first + run) that meet [b, e); taken in update order (runs that overlap with different
+    // first targets must still combine in the order of the updates).
+    const Target* lo = std::lower_bound(all, end, Target{b - run + 1, 0});
+    const Target* hi = std::lower_bound(lo, end, Target{e, 0});
+    std::vector<Target> hits(lo, hi);
+    std::sort(hits.begin(), hits.end(), [](const Target& x, const Target& y) { return x.run < y.run; });
+    for (const Target& h : hits) {
+      const int64_t from = std::max(h.first, b), to = std::min(h.first + run, e);
+      const int64_t u = h.run * run - h.first;
+      for (int64_t t = from; t < to; ++t) apply(t, u + t);
     }
   }
   int x_, upd_, out_;
   size_t elem_;
   StartPlan plan_;
-  std::vector<int64_t> shape_, bs_, ws_;
+  Runs runs_;
   int64_t count_ = 0;
 };
 
@@ -267,6 +312,7 @@ std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
   plan.layout = indexLayout(ind, ivd);
   plan.operand_strides = x_strides;
   plan.clamp = is_gather;
+  if (!is_gather) plan.windows = newScratch();
   const char* map_name = is_gather ? "start_index_map" : "scatter_dims_to_operand_dims";
   plan.dims_map = attrInts(op, map_name);
   if (static_cast<int64_t>(plan.dims_map.size()) != k_len)

@@ -74,7 +74,24 @@ class ReduceKernel : public Kernel {
       int64_t base = offsetOf(b, g_.out_shape, g_.out_strides, &oidx);
       const int64_t inner = g_.red_shape.back();
       const int64_t inner_stride = g_.red_strides.back();
-      for (int64_t i = b; i < e; ++i) {
+      int64_t i = b;
+      if (g_.red_shape.size() == 1) {
+        // One reduced dimension: kLanes outputs at once, each still accumulated in its own order (the same
+        // result), so their chains of dependent adds overlap instead of waiting on each other.
+        for (; i + kLanes <= e; i += kLanes) {
+          const S* p[kLanes];
+          S acc[kLanes];
+          for (int j = 0; j < kLanes; ++j) {
+            p[j] = x + base;
+            acc[j] = init;
+            advance(oidx, g_.out_shape, g_.out_strides, base);
+          }
+          for (int64_t k = 0; k < inner; ++k)
+            for (int j = 0; j < kLanes; ++j) acc[j] = f_(acc[j], p[j][k * inner_stride]);
+          for (int j = 0; j < kLanes; ++j) o[i + j] = acc[j];
+        }
+      }
+      for (; i < e; ++i) {
         S acc = init;
         std::fill(ridx.begin(), ridx.end(), 0);
         int64_t roff = 0;
@@ -89,20 +106,26 @@ class ReduceKernel : public Kernel {
       }
       return;
     }
-    // reduced-major: sweep the outputs (innermost contiguous) once per reduced coordinate.
+    // reduced-major: sweep the outputs once per reduced coordinate, a run of the innermost output dimension at a
+    // time (each output still takes its reduced elements in order).
     std::vector<S> acc(static_cast<size_t>(e - b), init);
+    const int64_t last = g_.out_shape.empty() ? 1 : g_.out_shape.back();
+    const int64_t os = g_.out_strides.empty() ? 0 : g_.out_strides.back();
     int64_t roff = 0;
     do {
-      int64_t base = offsetOf(b, g_.out_shape, g_.out_strides, &oidx);
-      for (int64_t i = b; i < e; ++i) {
-        acc[static_cast<size_t>(i - b)] = f_(acc[static_cast<size_t>(i - b)], x[base + roff]);
-        advance(oidx, g_.out_shape, g_.out_strides, base);
+      for (int64_t i = b; i < e;) {
+        const int64_t base = offsetOf(i, g_.out_shape, g_.out_strides, &oidx) + roff;
+        const int64_t len = std::min(e - i, last - (oidx.empty() ? 0 : oidx.back()));
+        S* a = acc.data() + (i - b);
+        for (int64_t j = 0; j < len; ++j) a[j] = f_(a[j], x[base + j * os]);
+        i += len;
       }
     } while (advance(ridx, g_.red_shape, g_.red_strides, roff));
     std::copy(acc.begin(), acc.end(), o + b);
   }
 
  private:
+  static constexpr int kLanes = 8;
   int in_, init_, out_;
   ReduceGeometry g_;
   F f_;

@@ -91,6 +91,7 @@ ScalarProgram ScalarProgram::compile(const Region& region, const std::vector<DTy
       fail(ErrorCode::InvalidArgument, "body argument %" + std::to_string(d.id) + " is declared twice");
   }
 
+  p.num_params_ = p.num_registers_;
   for (const Op& op : region.body) {
     std::vector<const ValueDecl*> decls;
     std::vector<Value> args;
@@ -166,6 +167,7 @@ ScalarProgram ScalarProgram::compile(const Region& region, const std::vector<DTy
       ins.a = args[0].reg;
       ins.exec = in_bytes == 4 ? &copy32 : out == DType::F16 ? &low16 : out == DType::I32 ? &sext16 : &zext16;
       p.code_.push_back(ins);
+      p.info_.push_back({1, out, info->name, "", ""});
       p.summary_ += (p.summary_.empty() ? "" : ",") + std::string(info->name);
       continue;
     }
@@ -236,11 +238,18 @@ ScalarProgram ScalarProgram::compile(const Region& region, const std::vector<DTy
       fail(ErrorCode::Unimplemented, std::string(info->name) + " is implemented for " + dtypeList(info->dtypes) +
                                          " (in the body: " + sig + ")");
     p.code_.push_back(ins);
+    InstrInfo meta{n, dt, info->name, "", ""};
+    if (family == OpFamily::Compare) {
+      meta.direction = attrString(op, "comparison_direction");
+      meta.compare_type = attrString(op, "compare_type", "NOTYPE");
+    }
+    p.info_.push_back(meta);
     if (renormalize) {
       ScalarInstr fix;
       fix.dst = fix.a = dst;
       fix.exec = out == DType::I32 ? &sext16 : &zext16;
       p.code_.push_back(fix);
+      p.info_.push_back({1, out, "renormalize", "", ""});
     }
     p.cycles_ += cost::elementwisePerElement(info->kind, dt);
     if (isFloat(dt)) p.flops_ += cost::flopsPerElement(info->kind);
@@ -259,6 +268,94 @@ ScalarProgram ScalarProgram::compile(const Region& region, const std::vector<DTy
     p.results_.push_back(it->second.reg);
   }
   return p;
+}
+
+bool ScalarProgram::singleOp(std::string* op, std::vector<int>* params, std::string* direction) const {
+  if (code_.size() != 1 || !constants_.empty() || results_.size() != 1 || results_[0] != code_[0].dst) return false;
+  const ScalarInstr& in = code_[0];
+  const int32_t ops[3] = {in.a, in.b, in.c};
+  params->clear();
+  for (int k = 0; k < info_[0].arity; ++k) {
+    if (ops[k] >= num_params_) return false;
+    params->push_back(ops[k]);
+  }
+  *op = info_[0].name;
+  *direction = info_[0].direction;
+  return true;
+}
+
+std::vector<size_t> ScalarProgram::sliceOf(int reg, size_t before) const {
+  std::vector<char> needed(static_cast<size_t>(num_registers_), 0);
+  needed[static_cast<size_t>(reg)] = 1;
+  std::vector<size_t> slice;
+  for (size_t i = before; i-- > 0;) {
+    const ScalarInstr& in = code_[i];
+    if (!needed[static_cast<size_t>(in.dst)]) continue;
+    slice.push_back(i);
+    needed[static_cast<size_t>(in.dst)] = 0;  // earlier writes of dst are dead, unless this one reads it (the 16-bit fix)
+    const int32_t ops[3] = {in.a, in.b, in.c};
+    for (int k = 0; k < info_[i].arity; ++k) needed[static_cast<size_t>(ops[k])] = 1;
+  }
+  std::reverse(slice.begin(), slice.end());
+  return slice;
+}
+
+bool ScalarProgram::splitKeyCompare(ScalarProgram* key, KeyCompare* cmp) const {
+  if (results_.size() != 1 || code_.empty() || num_registers_ < 2) return false;
+  // The result must be written last, by a compare, and every param must come in an (lhs, rhs) pair.
+  size_t last = code_.size() - 1;
+  const InstrInfo& ci = info_[last];
+  if (code_[last].dst != results_[0] || ci.direction.empty()) return false;
+  if (ci.direction != "LT" && ci.direction != "GT") return false;
+  const int params = num_params_;
+  if (params % 2 != 0) return false;
+  std::vector<int64_t> constant(static_cast<size_t>(num_registers_), -1);
+  for (const auto& c : constants_) constant[static_cast<size_t>(c.first)] = c.second;
+
+  // Do `a_reg` and `b_reg` compute the same function of the lhs and of the rhs params?
+  auto mirrored = [&](int a_reg, int b_reg, std::vector<size_t>* a_slice) {
+    *a_slice = sliceOf(a_reg, last);
+    const std::vector<size_t> b_slice = sliceOf(b_reg, last);
+    if (a_slice->size() != b_slice.size()) return false;
+    std::vector<int> map(static_cast<size_t>(num_registers_), -1);  // lhs-side register -> rhs-side register
+    for (int r = 0; r + 1 < params; r += 2) map[static_cast<size_t>(r)] = r + 1;
+    auto same = [&](int x, int y) {
+      if (map[static_cast<size_t>(x)] == y) return true;
+      return constant[static_cast<size_t>(x)] >= 0 && constant[static_cast<size_t>(x)] == constant[static_cast<size_t>(y)];
+    };
+    for (size_t k = 0; k < b_slice.size(); ++k) {
+      const ScalarInstr& x = code_[(*a_slice)[k]];
+      const ScalarInstr& y = code_[b_slice[k]];
+      const InstrInfo& xi = info_[(*a_slice)[k]];
+      const InstrInfo& yi = info_[b_slice[k]];
+      if (x.exec != y.exec || xi.arity != yi.arity || xi.direction != yi.direction || xi.compare_type != yi.compare_type)
+        return false;
+      const int32_t xo[3] = {x.a, x.b, x.c}, yo[3] = {y.a, y.b, y.c};
+      for (int o = 0; o < xi.arity; ++o)
+        if (!same(xo[o], yo[o])) return false;
+      map[static_cast<size_t>(x.dst)] = y.dst;
+    }
+    return same(a_reg, b_reg);
+  };
+  std::vector<size_t> slice;
+  cmp->direction = ci.direction;
+  cmp->key_register = code_[last].a;
+  if (!mirrored(code_[last].a, code_[last].b, &slice)) {
+    // compare(rhs key, lhs key): the same order with the direction turned round.
+    if (!mirrored(code_[last].b, code_[last].a, &slice)) return false;
+    cmp->direction = ci.direction == "LT" ? "GT" : "LT";
+    cmp->key_register = code_[last].b;
+  }
+  cmp->dtype = ci.dtype;
+  cmp->compare_type = ci.compare_type;
+  *key = *this;
+  key->code_.clear();
+  key->info_.clear();
+  for (size_t i : slice) {
+    key->code_.push_back(code_[i]);
+    key->info_.push_back(info_[i]);
+  }
+  return true;
 }
 
 }  // namespace ipu

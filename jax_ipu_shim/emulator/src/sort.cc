@@ -17,12 +17,14 @@
 // tile exchanges its block with a partner tile and keeps the lower or upper half.
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <type_traits>
 
 #include "ipu/cost_model.h"
 #include "ipu/dtype.h"
 #include "ipu/lowering.h"
+#include "ipu/scalar_ops.h"
 #include "ipu/scalar_program.h"
 
 namespace ipu {
@@ -35,19 +37,92 @@ struct SortGeometry {
   int64_t base(int64_t s) const { return (s / inner) * n * inner + s % inner; }
 };
 
+struct SortOperand {
+  int in, out;
+  size_t size;
+};
+
+// The native path for a comparator that is compare(LT or GT, key(lhs), key(rhs)) (ScalarProgram::splitKeyCompare):
+// the key program runs once per element instead of the whole comparator twice per comparison, then the (key, index)
+// pairs are stable-sorted by the compare's own functor. As that is a strict weak order (integer keys, or float keys
+// without NaN), the stable order is unique, so this is exactly the interpreted comparator's result. Float keys with
+// a NaN sort indices with the same functor and the same std::stable_sort as the interpreter, which calls it on the
+// same pairs and so gives its result too.
+class KeyOrder {
+ public:
+  virtual ~KeyOrder() = default;
+  // idx[j]: the position in the slice of its j-th element in sorted order.
+  virtual void order(const std::vector<const uint8_t*>& in, const std::vector<SortOperand>& ops, int64_t base,
+                     int64_t stride, int64_t n, std::vector<int64_t>* idx) const = 0;
+};
+
+template <class T, class Key, class Cmp>
+class KeyOrderOf : public KeyOrder {
+ public:
+  KeyOrderOf(ScalarProgram key, int key_register) : key_(std::move(key)), reg_(key_register) {}
+  void order(const std::vector<const uint8_t*>& in, const std::vector<SortOperand>& ops, int64_t base, int64_t stride,
+             int64_t n, std::vector<int64_t>* idx) const override {
+    using K = decltype(Key{}(T{}));
+    ScalarRegisters file(key_);
+    uint8_t* r = file.bytes();
+    const size_t at = 4 * static_cast<size_t>(reg_);
+    std::vector<std::pair<K, uint32_t>> keyed(static_cast<size_t>(n));
+    bool nan = false;
+    for (int64_t j = 0; j < n; ++j) {
+      for (size_t k = 0; k < ops.size(); ++k)
+        copyElement(r + 8 * k, in[k] + (base + j * stride) * static_cast<int64_t>(ops[k].size), ops[k].size);
+      key_.run(file.data());
+      T v;
+      std::memcpy(&v, r + at, sizeof(T));
+      const K kv = Key{}(v);
+      if (std::is_floating_point<K>::value) nan = nan || kv != kv;
+      keyed[static_cast<size_t>(j)] = {kv, static_cast<uint32_t>(j)};
+    }
+    if (nan) {
+      std::iota(idx->begin(), idx->end(), int64_t{0});
+      std::stable_sort(idx->begin(), idx->end(), [&](int64_t x, int64_t y) {
+        return Cmp{}(keyed[static_cast<size_t>(x)].first, keyed[static_cast<size_t>(y)].first);
+      });
+      return;
+    }
+    std::stable_sort(keyed.begin(), keyed.end(), [](const std::pair<K, uint32_t>& x, const std::pair<K, uint32_t>& y) {
+      return Cmp{}(x.first, y.first);
+    });
+    for (int64_t j = 0; j < n; ++j) (*idx)[static_cast<size_t>(j)] = keyed[static_cast<size_t>(j)].second;
+  }
+
+ private:
+  ScalarProgram key_;
+  int reg_;
+};
+
+template <class T, class Key, class Cmp>
+std::unique_ptr<KeyOrder> makeKeyOrder(scalar::CompareOp<T, Key, Cmp>, ScalarProgram key, int key_register) {
+  return std::make_unique<KeyOrderOf<T, Key, Cmp>>(std::move(key), key_register);
+}
+
+// The native order for `cmp`, or null when it is not a key comparison (the comparator is then interpreted).
+std::shared_ptr<const KeyOrder> keyOrder(const ScalarProgram& cmp, int64_t n) {
+  ScalarProgram key;
+  ScalarProgram::KeyCompare kc;
+  scalar::Direction d;
+  if (n > int64_t{0xFFFFFFFF} || !cmp.splitKeyCompare(&key, &kc) || !scalar::parseDirection(kc.direction, &d))
+    return nullptr;
+  std::shared_ptr<const KeyOrder> order;
+  scalar::visitCompare(d, kc.compare_type, kc.dtype,
+                       [&](auto f, auto) { order = makeKeyOrder(f, key, kc.key_register); });
+  return order;
+}
 
 class SortKernel : public Kernel {
  public:
-  struct Operand {
-    int in, out;
-    size_t size;
-  };
+  using Operand = SortOperand;
   // `sort_step`: the superstep that sorts. Its work is over slices, or (distributed) over elements, a call then
   // sorting the slices whose first element lies in its range.
   SortKernel(std::vector<Operand> ops, SortGeometry g, ScalarProgram cmp, size_t sort_step, bool distributed,
              int64_t slices)
-      : ops_(std::move(ops)), g_(g), cmp_(std::move(cmp)), sort_step_(sort_step), distributed_(distributed),
-        slices_(slices) {}
+      : ops_(std::move(ops)), g_(g), cmp_(std::move(cmp)), order_(keyOrder(cmp_, g_.n)), sort_step_(sort_step),
+        distributed_(distributed), slices_(slices) {}
 
   void computeStep(RunState& s, size_t step, int64_t b, int64_t e) const override {
     if (step != sort_step_) return;
@@ -71,6 +146,11 @@ class SortKernel : public Kernel {
     const int64_t stride = g_.inner;
     for (int64_t sl = b; sl < e; ++sl) {
       const int64_t base = g_.base(sl);
+      if (order_) {
+        order_->order(in, ops_, base, stride, g_.n, &idx);
+        permute(in, out, base, idx);
+        continue;
+      }
       std::iota(idx.begin(), idx.end(), int64_t{0});
       auto less = [&](int64_t x, int64_t y) {
         for (size_t k = 0; k < ops_.size(); ++k) {
@@ -82,19 +162,26 @@ class SortKernel : public Kernel {
         return r[result] != 0;
       };
       std::stable_sort(idx.begin(), idx.end(), less);
-      for (size_t k = 0; k < ops_.size(); ++k) {
-        const int64_t size = static_cast<int64_t>(ops_[k].size);
-        for (int64_t j = 0; j < g_.n; ++j)
-          copyElement(out[k] + (base + j * stride) * size, in[k] + (base + idx[static_cast<size_t>(j)] * stride) * size,
-                      ops_[k].size);
-      }
+      permute(in, out, base, idx);
     }
   }
 
  private:
+  void permute(const std::vector<const uint8_t*>& in, const std::vector<uint8_t*>& out, int64_t base,
+               const std::vector<int64_t>& idx) const {
+    const int64_t stride = g_.inner;
+    for (size_t k = 0; k < ops_.size(); ++k) {
+      const int64_t size = static_cast<int64_t>(ops_[k].size);
+      for (int64_t j = 0; j < g_.n; ++j)
+        copyElement(out[k] + (base + j * stride) * size, in[k] + (base + idx[static_cast<size_t>(j)] * stride) * size,
+                    ops_[k].size);
+    }
+  }
+
   std::vector<Operand> ops_;
   SortGeometry g_;
   ScalarProgram cmp_;
+  std::shared_ptr<const KeyOrder> order_;
   size_t sort_step_;
   bool distributed_;
   int64_t slices_;
@@ -233,7 +320,7 @@ std::vector<int> Lowerer::lowerSort(OpContext& ctx) {
   const int64_t elements = in0.numElements();
   const int64_t slices = g.n == 0 ? 0 : elements / g.n;
   int64_t slice_bytes = 0;
-  std::vector<SortKernel::Operand> operands;
+  std::vector<SortOperand> operands;
   std::string types;
   std::vector<int> outs;
   for (size_t k = 0; k < n_ops; ++k) {

@@ -42,24 +42,55 @@ struct Window {
   // The input coordinate that window position k of output position o reads in dim d, or -1 (padding or a hole).
   int64_t source(size_t d, int64_t o, int64_t k) const {
     const int64_t p = o * stride[d] + k * win_dil[d] - pad_lo[d];
+    if (base_dil[d] == 1) return p >= 0 && p < in_shape[d] ? p : -1;  // the usual case: no division
     if (p < 0 || p % base_dil[d] != 0) return -1;
     const int64_t q = p / base_dil[d];
     return q < in_shape[d] ? q : -1;
   }
-  // Per dim, the input offsets (coordinate x stride) window `out_index` reads, in window order.
+  // The input offsets (coordinate x stride) that output coordinate o reads in dim d, in window order.
+  void offsetsOf(size_t d, int64_t o, std::vector<int64_t>* v) const {
+    v->clear();
+    for (int64_t k = 0; k < size[d]; ++k) {
+      const int64_t q = source(d, o, k);
+      if (q >= 0) v->push_back(q * in_strides[d]);
+    }
+  }
+  // Per dim, the input offsets window `out_index` reads, in window order.
   void offsets(int64_t out_index, std::vector<std::vector<int64_t>>* per_dim) const {
     per_dim->resize(rank());
     for (size_t d = rank(); d-- > 0;) {
-      const int64_t o = out_index % out_shape[d];
+      offsetsOf(d, out_index % out_shape[d], &(*per_dim)[d]);
       out_index /= out_shape[d];
-      auto& v = (*per_dim)[d];
-      v.clear();
-      for (int64_t k = 0; k < size[d]; ++k) {
-        const int64_t q = source(d, o, k);
-        if (q >= 0) v.push_back(q * in_strides[d]);
-      }
     }
   }
+};
+
+// The windows of outputs b, b + 1, ... in turn: an odometer over the output shape that recomputes a dim's offsets
+// only when that dim's coordinate changes (mostly just the innermost), instead of dividing per output.
+class WindowWalker {
+ public:
+  WindowWalker(const Window& w, int64_t b) : w_(w), o_(w.rank(), 0), offs_(w.rank()) {
+    for (size_t d = w.rank(); d-- > 0;) {
+      if (w.out_shape[d] == 0) continue;
+      o_[d] = b % w.out_shape[d];
+      b /= w.out_shape[d];
+    }
+    for (size_t d = 0; d < w.rank(); ++d) w_.offsetsOf(d, o_[d], &offs_[d]);
+  }
+  const std::vector<std::vector<int64_t>>& offsets() const { return offs_; }
+  void next() {
+    for (size_t d = w_.rank(); d-- > 0;) {
+      const bool carry = ++o_[d] >= w_.out_shape[d];
+      if (carry) o_[d] = 0;
+      w_.offsetsOf(d, o_[d], &offs_[d]);
+      if (!carry) return;
+    }
+  }
+
+ private:
+  const Window& w_;
+  std::vector<int64_t> o_;
+  std::vector<std::vector<int64_t>> offs_;
 };
 
 // Calls f(offset) for every element of the product of the per-dim offset lists, row-major.
@@ -68,7 +99,9 @@ inline void forEachOffset(const std::vector<std::vector<int64_t>>& per_dim, F&& 
   const size_t r = per_dim.size();
   for (const auto& v : per_dim)
     if (v.empty()) return;
-  std::vector<size_t> k(r, 0);
+  size_t inline_k[8] = {};
+  std::vector<size_t> heap_k(r > 8 ? r : 0, 0);
+  size_t* k = r > 8 ? heap_k.data() : inline_k;
   for (;;) {
     int64_t off = 0;
     for (size_t d = 0; d < r; ++d) off += per_dim[d][k[d]];
@@ -88,11 +121,10 @@ class ReduceWindowKernel : public Kernel {
     const S* x = s.at<const S>(in_);
     const S init = *s.at<const S>(init_);
     S* o = s.at<S>(out_);
-    std::vector<std::vector<int64_t>> offs;
-    for (int64_t i = b; i < e; ++i) {
-      w_.offsets(i, &offs);
+    WindowWalker walk(w_, b);
+    for (int64_t i = b; i < e; ++i, walk.next()) {
       S acc = init;
-      forEachOffset(offs, [&](int64_t off) { acc = f_(acc, x[off]); });
+      forEachOffset(walk.offsets(), [&](int64_t off) { acc = f_(acc, x[off]); });
       o[i] = acc;
     }
   }
@@ -135,11 +167,10 @@ class BodyWindowKernel : public Kernel {
     uint32_t* regs = file.data();
     uint8_t* r = file.bytes();
     std::vector<uint32_t> next(n);
-    std::vector<std::vector<int64_t>> offs;
-    for (int64_t i = b; i < e; ++i) {
+    WindowWalker walk(w_, b);
+    for (int64_t i = b; i < e; ++i, walk.next()) {
       for (size_t k = 0; k < n; ++k) copyElement(r + 4 * k, s.ptr[static_cast<size_t>(ops_[k].init)], ops_[k].size);
-      w_.offsets(i, &offs);
-      forEachOffset(offs, [&](int64_t off) {
+      forEachOffset(walk.offsets(), [&](int64_t off) {
         for (size_t k = 0; k < n; ++k)
           copyElement(r + 4 * (n + k), s.ptr[static_cast<size_t>(ops_[k].in)] + off * static_cast<int64_t>(ops_[k].size),
                       ops_[k].size);
@@ -164,7 +195,18 @@ class SelectAndScatterKernel : public Kernel {
   SelectAndScatterKernel(int operand, int source, int init, int selected, int out, size_t size, const Window& w,
                          ScalarProgram select, ScalarProgram scatter)
       : operand_(operand), source_(source), init_(init), selected_(selected), out_(out), size_(size), w_(w),
-        select_(std::move(select)), scatter_(std::move(scatter)) {}
+        select_(std::move(select)), scatter_(std::move(scatter)) {
+    // Per dim and operand coordinate p, the windows containing p: o * stride - pad_lo <= p <= o * stride - pad_lo
+    // + size - 1, clipped to the output.
+    lo_.resize(w_.rank());
+    hi_.resize(w_.rank());
+    for (size_t d = 0; d < w_.rank(); ++d)
+      for (int64_t p = 0; p < w_.in_shape[d]; ++p) {
+        const int64_t first = p + w_.pad_lo[d] - w_.size[d] + 1;
+        lo_[d].push_back(std::max<int64_t>(0, first <= 0 ? 0 : (first + w_.stride[d] - 1) / w_.stride[d]));
+        hi_[d].push_back(std::min<int64_t>(w_.out_shape[d] - 1, p + w_.pad_lo[d] < 0 ? -1 : (p + w_.pad_lo[d]) / w_.stride[d]));
+      }
+  }
 
   void compute(RunState& s, int64_t b, int64_t e) const override { computeStep(s, 0, b, e); }
   void computeStep(RunState& s, size_t step, int64_t b, int64_t e) const override {
@@ -181,11 +223,10 @@ class SelectAndScatterKernel : public Kernel {
     ScalarRegisters file(select_, 2);
     uint8_t* r = file.bytes();
     int32_t* sel = s.at<int32_t>(selected_);
-    std::vector<std::vector<int64_t>> offs;
-    for (int64_t i = b; i < e; ++i) {
-      w_.offsets(i, &offs);
+    WindowWalker walk(w_, b);
+    for (int64_t i = b; i < e; ++i, walk.next()) {
       int64_t chosen = -1;
-      forEachOffset(offs, [&](int64_t off) {
+      forEachOffset(walk.offsets(), [&](int64_t off) {
         if (chosen < 0) {
           chosen = off;
           return;
@@ -205,23 +246,29 @@ class SelectAndScatterKernel : public Kernel {
     uint32_t* regs = file.data();
     const int32_t* sel = s.at<const int32_t>(selected_);
     const size_t rank = w_.rank();
-    std::vector<int64_t> lo(rank), hi(rank), o(rank), src_strides = rowMajorStrides(w_.out_shape);
+    std::vector<int64_t> lo(rank), hi(rank), o(rank), src_strides = rowMajorStrides(w_.out_shape), p(rank, 0);
+    for (size_t d = rank, j = static_cast<size_t>(b); d-- > 0;) {  // the operand coordinates of element b
+      if (w_.in_shape[d] == 0) continue;
+      p[d] = static_cast<int64_t>(j % static_cast<size_t>(w_.in_shape[d]));
+      j /= static_cast<size_t>(w_.in_shape[d]);
+    }
     for (int64_t j = b; j < e; ++j) {
       copyElement(r, element(s, init_, 0), size_);
-      // The windows containing element j, per dim: o * stride - pad_lo <= p <= o * stride - pad_lo + size - 1.
       bool any = true;
       for (size_t d = 0; d < rank; ++d) {
-        const int64_t p = (j / w_.in_strides[d]) % w_.in_shape[d];
-        const int64_t first = p + w_.pad_lo[d] - w_.size[d] + 1;
-        lo[d] = std::max<int64_t>(0, first <= 0 ? 0 : (first + w_.stride[d] - 1) / w_.stride[d]);
-        hi[d] = std::min<int64_t>(w_.out_shape[d] - 1, p + w_.pad_lo[d] < 0 ? -1 : (p + w_.pad_lo[d]) / w_.stride[d]);
+        lo[d] = lo_[d][static_cast<size_t>(p[d])];
+        hi[d] = hi_[d][static_cast<size_t>(p[d])];
         any = any && lo[d] <= hi[d];
+      }
+      for (size_t d = rank; d-- > 0;) {  // on to element j + 1
+        if (++p[d] < w_.in_shape[d]) break;
+        p[d] = 0;
       }
       if (any) {
         o = lo;
+        int64_t w = 0;  // the window's row-major index, kept up to date as o steps
+        for (size_t d = 0; d < rank; ++d) w += o[d] * src_strides[d];
         for (;;) {
-          int64_t w = 0;
-          for (size_t d = 0; d < rank; ++d) w += o[d] * src_strides[d];
           if (sel[w] == j) {
             copyElement(r + 4, element(s, source_, w), size_);
             scatter_.run(regs);
@@ -229,10 +276,12 @@ class SelectAndScatterKernel : public Kernel {
           }
           size_t d = rank;
           while (d > 0 && ++o[d - 1] > hi[d - 1]) {
+            w -= (hi[d - 1] - lo[d - 1]) * src_strides[d - 1];
             o[d - 1] = lo[d - 1];
             --d;
           }
           if (d == 0) break;
+          w += src_strides[d - 1];
         }
       }
       copyElement(s.ptr[static_cast<size_t>(out_)] + j * static_cast<int64_t>(size_), r, size_);
@@ -243,6 +292,7 @@ class SelectAndScatterKernel : public Kernel {
   size_t size_;
   Window w_;
   ScalarProgram select_, scatter_;
+  std::vector<std::vector<int64_t>> lo_, hi_;
 };
 
 // XLA's ReducePrecision on the bits of a float with E exponent and M mantissa bits: round the mantissa to

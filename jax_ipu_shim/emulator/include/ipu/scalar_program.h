@@ -51,11 +51,38 @@ class ScalarProgram {
   double flopsPerElement() const { return flops_; }
   const std::string& summary() const { return summary_; }  // the ops in order: "compare,compare,or,..."
 
+  // Recognises a sort comparator of the form compare(LT or GT, key(lhs_0, lhs_1, ...), key(rhs_0, rhs_1, ...)), its
+  // params in (lhs, rhs) pairs and both sides computed by the same instructions (jax's total-order comparator:
+  // bitcasts and selects on each side, then one lt). The comparator is then "sort by key": on success `*key` runs only
+  // the lhs side (lhs_k loaded into register 2k), leaving the key in register cmp->key_register.
+  struct KeyCompare {
+    int key_register = 0;
+    DType dtype = DType::F32;  // the compare's operand type (an i16/u16 key: I32/U32, held extended)
+    std::string direction, compare_type;
+  };
+  bool splitKeyCompare(ScalarProgram* key, KeyCompare* cmp) const;
+
+  // The program as one op of its params and nothing else (a plain reduce, scatter or select body): result 0 =
+  // op(param params[0], param params[1], ...). `*op` gets the op's name ("add", "compare", ...) and `*direction`
+  // a compare's comparison_direction (else ""), so a caller can run its native kernel for exactly that op.
+  bool singleOp(std::string* op, std::vector<int>* params, std::string* direction) const;
+
  private:
+  // What splitKeyCompare needs to know of each instruction besides its trampoline.
+  struct InstrInfo {
+    int arity = 1;
+    DType dtype = DType::F32;
+    std::string name;
+    std::string direction, compare_type;  // compares only
+  };
+  std::vector<InstrInfo> info_;  // parallel to code_
+  // The instructions (in code order) that `reg`'s value, as instruction `before` reads it, depends on.
+  std::vector<size_t> sliceOf(int reg, size_t before) const;
   std::vector<ScalarInstr> code_;
   std::vector<std::pair<int, uint32_t>> constants_;  // (register, bits)
   std::vector<int> results_;
   int num_registers_ = 0;
+  int num_params_ = 0;
   double cycles_ = 0;
   double flops_ = 0;
   std::string summary_;
