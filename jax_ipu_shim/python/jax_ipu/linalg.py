@@ -29,7 +29,7 @@ _installed: List[bool] = []
 
 
 def install_lowerings() -> None:
-    """Registers the ipu lowerings (once); called when the ipu backend is created, after jax has imported."""
+    """Registers the ipu lowerings (once), rng_bit_generator's too (jax_ipu.rng); called when the ipu backend is created, after jax has imported."""
     if _installed:
         return
     from jax._src.interpreters import mlir
@@ -44,6 +44,8 @@ def install_lowerings() -> None:
     mlir.register_lowering(lax_linalg.householder_product_p, rule(_f32(householder_product)), platform=PLATFORM)
     mlir.register_lowering(lax_linalg.eigh_p, rule(_f32(eigh), True), platform=PLATFORM)
     mlir.register_lowering(lax_linalg.eigh_jacobi_p, rule(_f32(eigh_jacobi), True), platform=PLATFORM)
+    from jax_ipu import rng  # rng_bit_generator: the other op jaxlib lowers through 64-bit or custom calls
+    rng.install_lowerings()
     _installed.append(True)
 
 
@@ -82,12 +84,18 @@ def _row(x: Any, i: Any) -> Any:
 
 def _set_col(x: Any, j: Any, value: Any) -> Any:
     from jax import lax
-    return lax.dynamic_update_index_in_dim(x, value[..., :, None], j, axis=x.ndim - 1)
+    return lax.dynamic_update_index_in_dim(x, value, j, axis=x.ndim - 1)
 
 
 def _set_row(x: Any, i: Any, value: Any) -> Any:
     from jax import lax
-    return lax.dynamic_update_index_in_dim(x, value[..., None, :], i, axis=x.ndim - 2)
+    return lax.dynamic_update_index_in_dim(x, value, i, axis=x.ndim - 2)
+
+
+def _elem(v: Any, i: Any) -> Any:
+    """v[..., i:i+1] for a traced i: keeps a unit axis so it broadcasts against v."""
+    from jax import lax
+    return lax.dynamic_slice_in_dim(v, i, 1, axis=v.ndim - 1)
 
 
 def _mv(a: Any, x: Any) -> Any:
@@ -111,7 +119,7 @@ def cholesky(a: Any) -> Any:
     def column(j: Any, l: Any) -> Any:
         # l's columns >= j are still zero, so l @ l[j] only sums the finished columns k < j.
         v = _col(a, j) - _mv(l, _row(l, j))
-        d = jnp.sqrt(_col(v[..., None, :], j)[..., None])
+        d = jnp.sqrt(_elem(v, j))
         col = jnp.where(rows > j, v / d, jnp.where(rows == j, d, jnp.zeros_like(v)))
         return _set_col(l, j, col)
 
@@ -153,7 +161,7 @@ def _forward_substitution(a: Any, b: Any, unit_diagonal: bool) -> Any:
         # x's rows >= i are still zero, so strict[i] @ x only sums the solved rows.
         r = _row(b, i) - jnp.einsum("...k,...kn->...n", _row(strict, i), x, precision=lax.Precision.HIGHEST)
         if not unit_diagonal:
-            r = r / _col(diag[..., None, :], i)[..., None]
+            r = r / _elem(diag, i)
         return _set_row(x, i, r)
 
     return lax.fori_loop(0, m, row, jnp.zeros(jnp.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + b.shape[-2:],
@@ -173,7 +181,7 @@ def geqrf(a: Any) -> Tuple[Any, Any]:
     def step(k: Any, state: Tuple[Any, Any]) -> Tuple[Any, Any]:
         a, taus = state
         x = _col(a, k)
-        alpha = _col(x[..., None, :], k)[..., None]
+        alpha = _elem(x, k)
         below = jnp.where(rows > k, x, jnp.zeros_like(x))
         xnorm = jnp.sqrt(jnp.sum(below * below, axis=-1, keepdims=True))
         # dlarfg: beta = -sign(alpha) * |(alpha, x)|, tau = (beta - alpha) / beta, v = x / (alpha - beta).
@@ -190,7 +198,7 @@ def geqrf(a: Any) -> Tuple[Any, Any]:
         a = jnp.where(cols > k, a - update, a)
         newcol = jnp.where(rows < k, x, jnp.where(rows == k, jnp.where(trivial, alpha, beta), v))
         a = _set_col(a, k, newcol)
-        taus = lax.dynamic_update_index_in_dim(taus, tau, k, axis=taus.ndim - 1)
+        taus = lax.dynamic_update_slice_in_dim(taus, tau, k, axis=taus.ndim - 1)
         return a, taus
 
     return lax.fori_loop(0, min(m, n), step, (a, jnp.zeros((*batch, min(m, n)), a.dtype)))
@@ -209,9 +217,9 @@ def householder_product(a: Any, taus: Any) -> Any:
     def step(t: Any, q: Any) -> Any:
         i = k - 1 - t
         v = jnp.where(rows > i, _col(a, i), jnp.where(rows == i, 1, 0).astype(a.dtype))
-        tau = _col(taus[..., None, :], i)
+        tau = _elem(taus, i)
         w = jnp.einsum("...i,...ij->...j", v, q, precision=lax.Precision.HIGHEST)
-        return q - tau[..., None, None] * v[..., :, None] * w[..., None, :]
+        return q - tau[..., None] * v[..., :, None] * w[..., None, :]
 
     return lax.fori_loop(0, k, step, q0)
 
