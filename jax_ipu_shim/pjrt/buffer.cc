@@ -343,7 +343,13 @@ PJRT_Error* PJRT_Buffer_ReadyEvent_Impl(PJRT_Buffer_ReadyEvent_Args* args) {
   return nullptr;
 }
 
-PJRT_Error* PJRT_Buffer_UnsafePointer_Impl(PJRT_Buffer_UnsafePointer_Args*) {
-  return MakeError(PJRT_Error_Code_UNIMPLEMENTED,
-                   "unsafe_buffer_pointer() is not available on the ipu backend: IPU memory is not host-addressable");
+// The emulated IPU's buffers live in host memory, so the "device" address is the host address of the bytes. It is
+// only meaningful once the work that defines the buffer has finished: wait for it (and fail with its error).
+PJRT_Error* PJRT_Buffer_UnsafePointer_Impl(PJRT_Buffer_UnsafePointer_Args* args) {
+  return Guard("PJRT_Buffer_UnsafePointer", [&]() -> PJRT_Error* {
+    Bytes data = LiveData(args->buffer, "unsafe_buffer_pointer()");
+    if (PJRT_Error* error = args->buffer->defined->ToError()) return error;
+    args->buffer_pointer = reinterpret_cast<uintptr_t>(data->data());
+    return nullptr;
+  });
 }

@@ -71,6 +71,7 @@ def _make_client():
     _check_device(config)
     _register_compiler(_native.load())
     _add_host_callbacks(_native.load())
+    __import__("jax_ipu.linalg").linalg.install_lowerings()  # jnp.linalg on the ipu: generic lowerings
     if not xla_client.pjrt_plugin_loaded(PLATFORM):
         xla_client.load_pjrt_plugin_dynamically(PLATFORM, _native.library_path())
     return xla_client.make_c_api_client(PLATFORM, config.client_options())

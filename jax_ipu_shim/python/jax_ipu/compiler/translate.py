@@ -265,6 +265,8 @@ class _Translator:
         name = "call" if mlir_name == "func.call" else mlir_name.split(".", 1)[-1]
         if mlir_name.startswith("stablehlo.") and name in O.RESPELLED:
             return self._respell(op, name)
+        if _is_sharding_annotation(op):  # one partition: the annotation is the identity
+            return self._op_entry(op, "reshape")
         self._check(op)
         known = mlir_name.split(".", 1)[0] in ("stablehlo", "chlo", "func") and O.is_known(name)
         operands = [self._use(v) for v in op.operands]
@@ -316,6 +318,19 @@ class _Translator:
         if loc:
             entry["loc"] = loc
         return entry
+
+
+_SHARDING_TARGETS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")
+
+
+def _is_sharding_annotation(op: Any) -> bool:
+    """A custom_call jax emits for jax.sharding / shard_map (@Sharding, @SPMDFullToShardShape, @SPMDShardToFullShape).
+    XLA's SPMD partitioner consumes them; compile_to_program refuses more than one partition, so here each is the
+    identity on one array (the full and the shard shape of one partition have the same elements)."""
+    if op.name != "stablehlo.custom_call" or len(op.operands) != 1 or len(op.results) != 1:
+        return False
+    attrs = A.named(op.attributes)
+    return "call_target_name" in attrs and A.string(attrs["call_target_name"]) in _SHARDING_TARGETS
 
 
 # Ops whose body, when it is one binary op of the two block arguments, is named in their "computation" attr.

@@ -1,0 +1,319 @@
+"""Linear algebra on the ipu: lowerings for jax's linalg primitives built from ops the emulator runs.
+
+jaxlib 0.4.13 lowers cholesky, eigh, qr (geqrf/orgqr), svd, lu and triangular_solve on cpu to LAPACK custom_calls,
+and the platform-independent fallbacks emit ``stablehlo.cholesky``/``triangular_solve`` or TPU-only custom_calls
+("Qr", "ProductOfElementaryHouseholderReflectors", "Eigh"). None of those can reach the emulator, so for the "ipu"
+platform we register ``mlir.lower_fun`` of pure-JAX algorithms instead, the way Poplar's poplin would compute them
+on tiles: column-at-a-time loops whose body is matrix-vector work spread over the tiles, so every op they use is
+already mapped and costed by the emulator.
+
+- cholesky: left-looking, one column per step (a matvec with the finished columns, then a scaled copy);
+- triangular_solve: every variant is reduced to a lower-triangular forward substitution, one row per step;
+- geqrf / householder_product: Householder reflections with LAPACK's conventions (dlarfg's sign of beta, tau, v[0]=1),
+  so Q and R agree with cpu's, signs included;
+- eigh: cyclic Jacobi with the round-robin (Brent-Luk) ordering: each round rotates n/2 disjoint pairs at once,
+  sweeps repeat until the off-diagonal part is below rounding;
+- lu and svd keep jax's own platform-independent rules (``_lu_python``, QDWH-based SVD), which run on the above.
+
+f16 inputs are computed in f32 and rounded back, as Poplar's f16 linear algebra accumulates in f32.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Tuple
+
+import numpy as np
+
+PLATFORM = "ipu"
+_installed: List[bool] = []
+
+
+def install_lowerings() -> None:
+    """Registers the ipu lowerings (once), rng_bit_generator's too (jax_ipu.rng); called when the ipu backend is created, after jax has imported."""
+    if _installed:
+        return
+    from jax._src.interpreters import mlir
+    from jax._src.lax import linalg as lax_linalg
+
+    def rule(fn: Any, multiple_results: bool = False) -> Any:
+        return mlir.lower_fun(fn, multiple_results=multiple_results)
+
+    mlir.register_lowering(lax_linalg.cholesky_p, rule(_f32(cholesky)), platform=PLATFORM)
+    mlir.register_lowering(lax_linalg.triangular_solve_p, rule(_f32(triangular_solve)), platform=PLATFORM)
+    mlir.register_lowering(lax_linalg.geqrf_p, rule(_f32(geqrf), True), platform=PLATFORM)
+    mlir.register_lowering(lax_linalg.householder_product_p, rule(_f32(householder_product)), platform=PLATFORM)
+    mlir.register_lowering(lax_linalg.eigh_p, rule(_f32(eigh), True), platform=PLATFORM)
+    mlir.register_lowering(lax_linalg.eigh_jacobi_p, rule(_f32(eigh_jacobi), True), platform=PLATFORM)
+    from jax_ipu import rng  # rng_bit_generator: the other op jaxlib lowers through 64-bit or custom calls
+    rng.install_lowerings()
+    _installed.append(True)
+
+
+def _f32(fn: Any) -> Any:
+    """Runs ``fn`` in f32 on f16/bf16 operands and rounds float results back; refuses complex by name."""
+    import jax.numpy as jnp
+
+    def wrapped(*args: Any, **params: Any) -> Any:
+        dtypes = {jnp.dtype(a.dtype) for a in args if jnp.issubdtype(a.dtype, jnp.inexact)}
+        if any(jnp.issubdtype(d, jnp.complexfloating) for d in dtypes):
+            raise NotImplementedError(
+                f"ipu: {fn.__name__} on {sorted(str(d) for d in dtypes)} is not supported: the IPU has no complex "
+                "type; use float32 matrices")
+        narrow = [d for d in dtypes if d.itemsize < 4]
+        if not narrow:
+            return fn(*args, **params)
+        out = fn(*[a.astype(jnp.float32) if jnp.issubdtype(a.dtype, jnp.floating) else a for a in args], **params)
+        back = (lambda x: x.astype(narrow[0]) if x.dtype == jnp.float32 else x)
+        return [back(x) for x in out] if isinstance(out, (list, tuple)) else back(out)
+
+    wrapped.__name__ = fn.__name__
+    return wrapped
+
+
+def _col(x: Any, j: Any) -> Any:
+    """x[..., :, j] for a traced j."""
+    from jax import lax
+    return lax.dynamic_index_in_dim(x, j, axis=x.ndim - 1, keepdims=False)
+
+
+def _row(x: Any, i: Any) -> Any:
+    """x[..., i, :] for a traced i."""
+    from jax import lax
+    return lax.dynamic_index_in_dim(x, i, axis=x.ndim - 2, keepdims=False)
+
+
+def _set_col(x: Any, j: Any, value: Any) -> Any:
+    from jax import lax
+    return lax.dynamic_update_index_in_dim(x, value, j, axis=x.ndim - 1)
+
+
+def _set_row(x: Any, i: Any, value: Any) -> Any:
+    from jax import lax
+    return lax.dynamic_update_index_in_dim(x, value, i, axis=x.ndim - 2)
+
+
+def _elem(v: Any, i: Any) -> Any:
+    """v[..., i:i+1] for a traced i: keeps a unit axis so it broadcasts against v."""
+    from jax import lax
+    return lax.dynamic_slice_in_dim(v, i, 1, axis=v.ndim - 1)
+
+
+def _mv(a: Any, x: Any) -> Any:
+    """Batched a @ x, a (..., m, n), x (..., n), at full f32 precision."""
+    import jax.numpy as jnp
+    from jax import lax
+    return jnp.einsum("...ij,...j->...i", a, x, precision=lax.Precision.HIGHEST)
+
+
+# ---------------------------------------------------------------------------------------------------- cholesky
+
+def cholesky(a: Any) -> Any:
+    """Lower Cholesky factor from the lower triangle of ``a``; all-NaN for a matrix that is not positive definite
+    (as jax's cpu rule returns when potrf reports failure)."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    n = a.shape[-1]
+    rows = jnp.arange(n)
+
+    def column(j: Any, l: Any) -> Any:
+        # l's columns >= j are still zero, so l @ l[j] only sums the finished columns k < j.
+        v = _col(a, j) - _mv(l, _row(l, j))
+        d = jnp.sqrt(_elem(v, j))
+        col = jnp.where(rows > j, v / d, jnp.where(rows == j, d, jnp.zeros_like(v)))
+        return _set_col(l, j, col)
+
+    l = lax.fori_loop(0, n, column, jnp.zeros_like(a))
+    ok = jnp.all(jnp.isfinite(l), axis=(-2, -1), keepdims=True)
+    return jnp.where(ok, l, jnp.full_like(l, jnp.nan))
+
+
+# ---------------------------------------------------------------------------------------------------- triangular solve
+
+def triangular_solve(a: Any, b: Any, *, left_side: bool, lower: bool, transpose_a: bool, conjugate_a: bool,
+                     unit_diagonal: bool) -> Any:
+    """op(a) x = b (left_side) or x op(a) = b, reduced to a lower-triangular forward substitution on the left."""
+    import jax.numpy as jnp
+
+    del conjugate_a  # real only (complex is refused by _f32)
+    a = jnp.tril(a) if lower else jnp.triu(a)  # lax's solve never reads the other triangle: it may hold anything
+    if transpose_a:
+        a, lower = jnp.swapaxes(a, -1, -2), not lower
+    if not left_side:  # x a = b  <=>  a^T x^T = b^T
+        a, lower, b = jnp.swapaxes(a, -1, -2), not lower, jnp.swapaxes(b, -1, -2)
+    if not lower:  # reversing rows and columns turns an upper-triangular system into a lower one
+        a, b = jnp.flip(a, (-2, -1)), jnp.flip(b, -2)
+    x = _forward_substitution(a, b, unit_diagonal)
+    if not lower:
+        x = jnp.flip(x, -2)
+    return x if left_side else jnp.swapaxes(x, -1, -2)
+
+
+def _forward_substitution(a: Any, b: Any, unit_diagonal: bool) -> Any:
+    import jax.numpy as jnp
+    from jax import lax
+
+    m = a.shape[-1]
+    strict = jnp.tril(a, -1)
+    diag = jnp.diagonal(a, axis1=-2, axis2=-1)
+
+    def row(i: Any, x: Any) -> Any:
+        # x's rows >= i are still zero, so strict[i] @ x only sums the solved rows.
+        r = _row(b, i) - jnp.einsum("...k,...kn->...n", _row(strict, i), x, precision=lax.Precision.HIGHEST)
+        if not unit_diagonal:
+            r = r / _elem(diag, i)
+        return _set_row(x, i, r)
+
+    return lax.fori_loop(0, m, row, jnp.zeros(jnp.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + b.shape[-2:],
+                                               b.dtype))
+
+
+# ---------------------------------------------------------------------------------------------------- QR
+
+def geqrf(a: Any) -> Tuple[Any, Any]:
+    """LAPACK geqrf: R in the upper triangle, the Householder vectors below it (v[k] = 1 implied), and taus."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    *batch, m, n = a.shape
+    rows, cols = jnp.arange(m), jnp.arange(n)
+
+    def step(k: Any, state: Tuple[Any, Any]) -> Tuple[Any, Any]:
+        a, taus = state
+        x = _col(a, k)
+        alpha = _elem(x, k)
+        below = jnp.where(rows > k, x, jnp.zeros_like(x))
+        xnorm = jnp.sqrt(jnp.sum(below * below, axis=-1, keepdims=True))
+        # dlarfg: beta = -sign(alpha) * |(alpha, x)|, tau = (beta - alpha) / beta, v = x / (alpha - beta).
+        norm = jnp.sqrt(alpha * alpha + xnorm * xnorm)
+        beta = jnp.where(alpha >= 0, -norm, norm)
+        trivial = xnorm == 0  # H = I: LAPACK leaves the column alone and sets tau = 0
+        safe = jnp.where(trivial, jnp.ones_like(beta), beta)
+        tau = jnp.where(trivial, jnp.zeros_like(beta), (beta - alpha) / safe)
+        scale = jnp.where(trivial, jnp.zeros_like(beta), 1 / jnp.where(trivial, jnp.ones_like(beta), alpha - beta))
+        v = jnp.where(rows == k, jnp.ones_like(x), below * scale)
+        # Apply H = I - tau v v^T to the trailing columns.
+        w = jnp.einsum("...i,...ij->...j", v, a, precision=lax.Precision.HIGHEST)
+        update = tau[..., None] * v[..., :, None] * w[..., None, :]
+        a = jnp.where(cols > k, a - update, a)
+        newcol = jnp.where(rows < k, x, jnp.where(rows == k, jnp.where(trivial, alpha, beta), v))
+        a = _set_col(a, k, newcol)
+        taus = lax.dynamic_update_slice_in_dim(taus, tau, k, axis=taus.ndim - 1)
+        return a, taus
+
+    return lax.fori_loop(0, min(m, n), step, (a, jnp.zeros((*batch, min(m, n)), a.dtype)))
+
+
+def householder_product(a: Any, taus: Any) -> Any:
+    """LAPACK orgqr: the first n columns of H_0 H_1 ... H_{k-1}, applied right to left to the identity."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    *batch, m, n = a.shape
+    k = taus.shape[-1]
+    rows = jnp.arange(m)
+    q0 = jnp.broadcast_to(jnp.eye(m, n, dtype=a.dtype), a.shape)
+
+    def step(t: Any, q: Any) -> Any:
+        i = k - 1 - t
+        v = jnp.where(rows > i, _col(a, i), jnp.where(rows == i, 1, 0).astype(a.dtype))
+        tau = _elem(taus, i)
+        w = jnp.einsum("...i,...ij->...j", v, q, precision=lax.Precision.HIGHEST)
+        return q - tau[..., None] * v[..., :, None] * w[..., None, :]
+
+    return lax.fori_loop(0, k, step, q0)
+
+
+# ---------------------------------------------------------------------------------------------------- eigh
+
+def _round_robin(n: int) -> np.ndarray:
+    """(n-1, n) permutations: round r pairs perm[r, :n/2] with perm[r, n/2:], every pair once per sweep."""
+    players = list(range(n))
+    rounds = []
+    for _ in range(n - 1):
+        top, bottom = players[: n // 2], players[n // 2:][::-1]
+        rounds.append(top + bottom)
+        players = [players[0]] + [players[-1]] + players[1:-1]
+    return np.asarray(rounds, np.int32)
+
+
+def eigh(a: Any, *, lower: bool, sort_eigenvalues: bool) -> List[Any]:
+    """(eigenvectors, eigenvalues) of the symmetric matrix held in ``a``'s lower (or upper) triangle."""
+    import jax.numpy as jnp
+
+    a = jnp.tril(a) + jnp.swapaxes(jnp.tril(a, -1), -1, -2) if lower else \
+        jnp.triu(a) + jnp.swapaxes(jnp.triu(a, 1), -1, -2)
+    v, w = _jacobi(a)
+    if sort_eigenvalues:
+        order = jnp.argsort(w, axis=-1)
+        w = jnp.take_along_axis(w, order, axis=-1)
+        v = jnp.take_along_axis(v, order[..., None, :], axis=-1)
+    return [v, w]
+
+
+def eigh_jacobi(a: Any, *, lower: bool, sort_eigenvalues: bool) -> List[Any]:
+    """eigh_jacobi_p returns (eigenvalues, eigenvectors), the other way round from eigh_p."""
+    v, w = eigh(a, lower=lower, sort_eigenvalues=sort_eigenvalues)
+    return [w, v]
+
+
+def _jacobi(a: Any, max_sweeps: int = 16) -> Tuple[Any, Any]:
+    import jax.numpy as jnp
+    from jax import lax
+
+    n = a.shape[-1]
+    if n == 1:
+        return jnp.ones_like(a), a[..., 0]
+    size = n + n % 2  # pad to even with a decoupled zero row/column: its rotations are all the identity
+    if size != n:
+        pad = [(0, 0)] * (a.ndim - 2) + [(0, 1), (0, 1)]
+        a = jnp.pad(a, pad)
+    half = size // 2
+    perms = _round_robin(size)
+    inverses = np.argsort(perms, axis=1).astype(np.int32)
+    eps = float(jnp.finfo(a.dtype).eps)
+    offdiag = 1 - jnp.eye(size, dtype=a.dtype)
+
+    def rotate(r: Any, state: Tuple[Any, Any]) -> Tuple[Any, Any]:
+        a, v = state
+        perm, inverse = jnp.asarray(perms)[r], jnp.asarray(inverses)[r]
+        p, q = perm[:half], perm[half:]
+        app, aqq, apq = a[..., p, p], a[..., q, q], a[..., p, q]
+        # Golub & Van Loan's sym.schur2: J = [[c, s], [-s, c]] makes J^T [[app, apq], [apq, aqq]] J diagonal.
+        nonzero = apq != 0
+        tau = (aqq - app) / (2 * jnp.where(nonzero, apq, jnp.ones_like(apq)))
+        t = jnp.where(tau >= 0, 1, -1).astype(a.dtype) / (jnp.abs(tau) + jnp.sqrt(1 + tau * tau))
+        t = jnp.where(nonzero, t, jnp.zeros_like(t))
+        c = 1 / jnp.sqrt(1 + t * t)
+        s = t * c
+
+        def rows(x: Any) -> Any:  # J^T x on the rows of x, in perm order and back
+            xp = x[..., perm, :]
+            top, bottom = xp[..., :half, :], xp[..., half:, :]
+            cc, ss = c[..., :, None], s[..., :, None]
+            return jnp.concatenate([cc * top - ss * bottom, ss * top + cc * bottom], axis=-2)[..., inverse, :]
+
+        a = rows(a)
+        a = jnp.swapaxes(rows(jnp.swapaxes(a, -1, -2)), -1, -2)
+        v = jnp.swapaxes(rows(jnp.swapaxes(v, -1, -2)), -1, -2)
+        return a, v
+
+    def off_norm(a: Any) -> Any:
+        return jnp.sqrt(jnp.sum((a * offdiag) ** 2, axis=(-2, -1)))
+
+    norm = jnp.sqrt(jnp.sum(a * a, axis=(-2, -1)))
+    tol = eps * np.sqrt(size) * jnp.maximum(norm, jnp.finfo(a.dtype).tiny)
+
+    def cond(state: Tuple[Any, Any, Any]) -> Any:
+        sweep, a, _ = state
+        return (sweep < max_sweeps) & jnp.any(off_norm(a) > tol)
+
+    def sweep(state: Tuple[Any, Any, Any]) -> Tuple[Any, Any, Any]:
+        count, a, v = state
+        a, v = lax.fori_loop(0, size - 1, rotate, (a, v))
+        return count + 1, a, v
+
+    v0 = jnp.broadcast_to(jnp.eye(size, dtype=a.dtype), a.shape)
+    _, a, v = lax.while_loop(cond, sweep, (jnp.int32(0), a, v0))
+    w = jnp.diagonal(a, axis1=-2, axis2=-1)
+    return v[..., :n, :n], w[..., :n]

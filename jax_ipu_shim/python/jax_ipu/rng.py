@@ -1,0 +1,93 @@
+"""``lax.rng_bit_generator`` on the ipu (jax's ``rbg``/``unsafe_rbg`` PRNGs), bit-identical to XLA:CPU.
+
+jax lowers it to a ``stablehlo.rng_bit_generator`` on a u64[2] state bitcast from its u32[4] key. The IPU has no
+64-bit integers, so for the "ipu" platform we lower the primitive instead to XLA's own bit generator written in u32
+operations on the u32[4] key directly: XLA:CPU expands DEFAULT to Philox4x32-10 (rng_bit_generator_expander with
+RNG_PHILOX), with the state's first u64 as the Philox key and the second one as the low half of the 128-bit counter
+(the state reversed: the key is also the counter's high half). Output word 4i+j is word j of Philox(counter + i);
+the new state is (key, counter_low + ceil(n/4)), the low 64 bits wrapping without carry, as XLA slices it.
+
+Every op used (u32 multiply, shifts, xor, add, compare) is mapped and costed by the emulator; a 32x32->64-bit
+product is built from 16-bit halves, as an IPU worker without a 64-bit multiplier would do it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Tuple
+
+PLATFORM = "ipu"
+_M0, _M1 = 0xD2511F53, 0xCD9E8D57  # Philox4x32 multipliers
+_W0, _W1 = 0x9E3779B9, 0xBB67AE85  # key schedule (Weyl) increments
+_installed: List[bool] = []
+
+
+def install_lowerings() -> None:
+    if _installed:
+        return
+    from jax._src.interpreters import mlir
+    from jax._src.lax import lax as lax_internal
+
+    mlir.register_lowering(lax_internal.rng_bit_generator_p,
+                           mlir.lower_fun(rng_bit_generator, multiple_results=True), platform=PLATFORM)
+    _installed.append(True)
+
+
+def _mul_hi_lo(x: Any, k: int) -> Tuple[Any, Any]:
+    """(high, low) 32-bit words of the 64-bit product x * k, from 16-bit partial products."""
+    import jax.numpy as jnp
+
+    u = jnp.uint32
+    xl, xh = x & u(0xFFFF), x >> u(16)
+    kl, kh = u(k & 0xFFFF), u(k >> 16)
+    ll, lh, hl, hh = xl * kl, xl * kh, xh * kl, xh * kh
+    cross = (ll >> u(16)) + (lh & u(0xFFFF)) + (hl & u(0xFFFF))
+    high = hh + (lh >> u(16)) + (hl >> u(16)) + (cross >> u(16))
+    return high, x * u(k)
+
+
+def philox4x32(counter: List[Any], key: Tuple[Any, Any]) -> List[Any]:
+    """Philox4x32 with 10 rounds, on four u32 arrays (least significant word first)."""
+    import jax.numpy as jnp
+
+    k0, k1 = key
+    x = list(counter)
+    for _ in range(10):
+        h0, l0 = _mul_hi_lo(x[0], _M0)
+        h1, l1 = _mul_hi_lo(x[2], _M1)
+        x = [h1 ^ x[1] ^ k0, l1, h0 ^ x[3] ^ k1, l0]
+        k0, k1 = k0 + jnp.uint32(_W0), k1 + jnp.uint32(_W1)
+    return x
+
+
+def rng_bit_generator(key: Any, *, shape: Any, dtype: Any, algorithm: Any) -> List[Any]:
+    import jax.numpy as jnp
+    import numpy as np
+    from jax._src.lax.lax import RandomAlgorithm
+
+    dtype = np.dtype(dtype)
+    if algorithm not in (RandomAlgorithm.RNG_DEFAULT, RandomAlgorithm.RNG_PHILOX):
+        raise NotImplementedError(
+            f"ipu: rng_bit_generator with algorithm {algorithm.name} is not supported; the ipu implements XLA:CPU's "
+            "DEFAULT (= PHILOX) bit generator (jax's rbg and unsafe_rbg PRNGs use it)")
+    if dtype != np.uint32:
+        raise NotImplementedError(
+            f"ipu: rng_bit_generator producing {dtype} is not supported; use uint32 bits (the IPU has no 64-bit "
+            "integers, and XLA:CPU's Philox generator produces 32-bit words)")
+    if key.shape != (4,) or key.dtype != jnp.uint32:
+        raise NotImplementedError(f"ipu: rng_bit_generator needs jax's u32[4] key, got {key.dtype}{list(key.shape)}")
+    n = int(np.prod(shape, dtype=np.int64))
+    blocks = -(-n // 4)
+    k = [key[i] for i in range(4)]
+    # 128-bit counter words, least significant first: (state[1] low, state[1] high, state[0] low, state[0] high)
+    i = jnp.arange(blocks, dtype=jnp.uint32)  # blocks < 2**32: the index fits one word
+    c0 = k[2] + i
+    carry0 = (c0 < i).astype(jnp.uint32)
+    c1 = k[3] + carry0
+    carry1 = carry0 & (c1 == 0).astype(jnp.uint32)
+    c2 = k[0] + carry1
+    c3 = k[1] + (carry1 & (c2 == 0).astype(jnp.uint32))
+    words = philox4x32([c0, c1, c2, c3], (k[0], k[1]))
+    bits = jnp.stack(words, axis=1).reshape(-1)[:n].reshape(shape)
+    low = k[2] + jnp.uint32(blocks & 0xFFFFFFFF)
+    high = k[3] + jnp.uint32(blocks >> 32) + (low < k[2]).astype(jnp.uint32)
+    return [jnp.stack([k[0], k[1], low, high]), bits]

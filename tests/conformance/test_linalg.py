@@ -1,0 +1,227 @@
+"""jnp.linalg / jax.scipy.linalg / lax.linalg on the ipu against cpu (LAPACK) on the same well-conditioned inputs.
+
+The ipu runs jax_ipu.linalg's pure-JAX lowerings. Tolerances are a few hundred f32 ulps of the result's scale: a
+wrong sign, a swapped row or a dropped pivot changes entries by O(1) and fails. Eigen- and singular vectors are
+defined up to sign, so those are compared after fixing each vector's sign (and by reconstruction).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, List
+
+import jax
+import jax.numpy as jnp
+import jax.scipy.linalg as jsl
+import numpy as np
+import pytest
+from _conformance import BACKEND, REFERENCE
+from jax import lax
+
+TOL = {"rtol": 2e-4, "atol": 2e-4}
+
+
+def run(f: Any, *args: Any) -> List[List[np.ndarray]]:
+    """[ipu leaves, cpu leaves] of jit(f)(*args)."""
+    out = []
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "backend and device argument on jit is deprecated", DeprecationWarning)
+        for backend in (BACKEND, REFERENCE):
+            leaves = jax.tree_util.tree_leaves(jax.jit(f, backend=backend)(*args))
+            out.append([np.asarray(x) for x in leaves])
+    return out
+
+
+def same(f: Any, *args: Any, **tol: Any) -> List[np.ndarray]:
+    got, want = run(f, *args)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape, (g.dtype, g.shape, w.dtype, w.shape)
+        np.testing.assert_allclose(g, w, **(tol or TOL))
+    return got
+
+
+def general(shape: Any, seed: int = 0) -> np.ndarray:
+    """Random normal matrices: not diagonally dominant, so LU must pivot; well conditioned at these sizes."""
+    a = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    n = shape[-1]
+    return (a + 2 * np.eye(n, dtype=np.float32) * np.sign(a[..., range(n), range(n)])[..., None, :]
+            if shape[-2] == n else a).astype(np.float32)
+
+
+def spd(shape: Any, seed: int = 0) -> np.ndarray:
+    a = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    n = shape[-1]
+    return (a @ np.swapaxes(a, -1, -2) / n + np.eye(n, dtype=np.float32)).astype(np.float32)
+
+
+def fix_signs(v: np.ndarray) -> np.ndarray:
+    """Each column (vector) times the sign of its largest-magnitude entry."""
+    idx = np.argmax(np.abs(v), axis=-2)[..., None, :]
+    return v * np.sign(np.take_along_axis(v, idx, axis=-2))
+
+
+SIZES = [(1, 1), (4, 4), (7, 7), (16, 16), (3, 5, 5)]
+
+
+def test_runs_on_ipu():
+    assert BACKEND == "ipu" and jax.devices(BACKEND)[0].platform == "ipu"
+
+
+@pytest.mark.parametrize("shape", SIZES)
+def test_cholesky(shape):
+    a = spd(shape, seed=1)
+    same(lambda a: (jnp.linalg.cholesky(a), jsl.cholesky(a, lower=False)), a)
+
+
+def test_cholesky_reads_lower_triangle_and_flags_non_pd():
+    a = spd((6, 6), seed=2)
+    garbage = np.triu(np.full((6, 6), 100.0, np.float32), 1)
+    same(lambda a: lax.linalg.cholesky(a, symmetrize_input=False), np.tril(a) + garbage)
+    bad = a.copy()
+    bad[3, 3] = -5.0
+    got, want = run(jnp.linalg.cholesky, bad)
+    assert np.isnan(np.tril(want[0])[np.tril_indices(6)]).all()  # cpu: the whole factor is NaN (then tril'd)
+    np.testing.assert_array_equal(np.isnan(got[0]), np.isnan(want[0]))
+
+
+@pytest.mark.parametrize("left_side", [True, False])
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("transpose_a", [True, False])
+@pytest.mark.parametrize("unit_diagonal", [True, False])
+def test_triangular_solve(left_side, lower, transpose_a, unit_diagonal):
+    a = general((2, 6, 6), seed=3) + 4 * np.eye(6, dtype=np.float32)
+    b = general((2, 6, 3) if left_side else (2, 3, 6), seed=4)
+    # the other triangle holds junk that must be ignored
+    same(lambda a, b: lax.linalg.triangular_solve(a, b, left_side=left_side, lower=lower, transpose_a=transpose_a,
+                                                  unit_diagonal=unit_diagonal), a, b)
+
+
+def test_scipy_triangular_and_cholesky_solves():
+    a, b = spd((5, 5), seed=5), general((5, 2), seed=6)
+    same(lambda a, b: (jsl.solve_triangular(jnp.tril(a), b, lower=True),
+                       jsl.solve_triangular(jnp.triu(a), b[:, 0], trans=1),
+                       jsl.cho_solve(jsl.cho_factor(a), b)), a, b)
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (7, 7), (8, 5), (5, 8), (2, 6, 4)])
+def test_qr(shape):
+    a = general(shape, seed=7)
+    same(lambda a: (jnp.linalg.qr(a), jnp.linalg.qr(a, mode="complete"), jnp.linalg.qr(a, mode="r")), a)
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (9, 9), (16, 16), (3, 5, 5)])
+def test_lu_pivots_match(shape):
+    a = general(shape, seed=8)
+    got, want = run(lax.linalg.lu, a)
+    np.testing.assert_array_equal(got[1], want[1])  # pivots: a dropped pivot or a wrong choice fails here
+    np.testing.assert_array_equal(got[2], want[2])
+    np.testing.assert_allclose(got[0], want[0], **TOL)
+    if a.ndim == 2:  # jax.scipy.linalg.lu takes one matrix
+        same(lambda a: jsl.lu(a), a)
+    b = general(shape[:-1] + (2,), seed=9)
+    same(lambda a, b: jsl.lu_solve(jsl.lu_factor(a), b), a, b)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (4, 4), (9, 9), (3, 5, 5)])
+def test_solve_inv_det_slogdet(shape):
+    a, b = general(shape, seed=10), general(shape[:-1] + (3,), seed=11)
+    same(lambda a, b: (jnp.linalg.solve(a, b), jnp.linalg.inv(a), jnp.linalg.slogdet(a)), a, b)
+    same(jnp.linalg.det, a, rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (2, 2), (5, 5), (8, 8), (17, 17), (3, 6, 6)])
+def test_eigh(shape):
+    a = spd(shape, seed=12) - 1.5 * np.eye(shape[-1], dtype=np.float32)  # mixed-sign eigenvalues
+    got, want = run(lambda a: jnp.linalg.eigh(a), a)
+    np.testing.assert_allclose(got[0], want[0], **TOL)  # eigenvalues, ascending
+    np.testing.assert_allclose(fix_signs(got[1]), fix_signs(want[1]), rtol=1e-3, atol=1e-3)
+    w, v = got
+    np.testing.assert_allclose((v * w[..., None, :]) @ np.swapaxes(v, -1, -2), a, **TOL)
+    got, want = run(lambda a: (jnp.linalg.eigvalsh(a, UPLO="U"), jsl.eigh(a, eigvals_only=True)),
+                    np.triu(a) + np.tril(np.ones_like(a), -1))
+    np.testing.assert_allclose(got[0], want[0], **TOL)
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (7, 5), (5, 7), (2, 6, 4)])
+def test_svd(shape):
+    a = general(shape, seed=13)
+    got, want = run(lambda a: jnp.linalg.svd(a, full_matrices=False), a)
+    u, s, vh = got
+    np.testing.assert_allclose(s, want[1], **TOL)
+    np.testing.assert_allclose((u * s[..., None, :]) @ vh, a, **TOL)
+    np.testing.assert_allclose(fix_signs(u), fix_signs(want[0]), rtol=1e-3, atol=1e-3)
+    same(lambda a: jnp.linalg.svd(a, compute_uv=False), a)
+
+
+def test_lstsq_pinv():
+    a, b = general((8, 4), seed=14), general((8, 2), seed=15)
+    got, want = run(lambda a, b: (jnp.linalg.lstsq(a, b)[0], jnp.linalg.pinv(a), jnp.linalg.matrix_rank(a)), a, b)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-3, atol=1e-3)
+
+
+def test_gradients():
+    a, s, b = general((5, 5), seed=16), spd((5, 5), seed=17), general((5, 2), seed=18)
+    w = general((5, 5), seed=19)
+    fns = {
+        "cholesky": lambda s: jnp.sum(jnp.linalg.cholesky(s) * w),
+        "eigh": lambda s: jnp.sum(jnp.linalg.eigh(s)[0] * jnp.arange(5.0)) + jnp.sum(jnp.linalg.eigh(s)[1] ** 2 * w),
+        "svd": lambda a: jnp.sum(jnp.linalg.svd(a, compute_uv=False) * jnp.arange(1.0, 6.0)),
+        "qr": lambda a: jnp.sum(jnp.linalg.qr(a)[0] * w) + jnp.sum(jnp.linalg.qr(a)[1] * w.T),
+        "solve": lambda a: jnp.sum(jnp.linalg.solve(a, b) * w[:, :2]),
+        "det": lambda a: jnp.linalg.det(a),
+        "slogdet": lambda a: jnp.linalg.slogdet(a)[1],
+    }
+    for name, f in fns.items():
+        x = s if name in ("cholesky", "eigh") else a
+        got, want = run(jax.grad(f), x)
+        np.testing.assert_allclose(got[0], want[0], rtol=2e-3, atol=2e-3, err_msg=name)
+
+
+def test_f16_computed_in_f32():
+    # cpu (LAPACK) has no f16 linalg: compared with numpy in f64 on the f16-rounded inputs
+    a = spd((6, 6), seed=20)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "backend and device argument on jit is deprecated", DeprecationWarning)
+        got = jax.jit(lambda a: (jnp.linalg.cholesky(a.astype(jnp.float16)), lax.linalg.triangular_solve(
+            a.astype(jnp.float16), a.astype(jnp.float16), left_side=True, lower=True)), backend=BACKEND)(a)
+    got = [np.asarray(g) for g in got]
+    assert got[0].dtype == np.float16
+    np.testing.assert_allclose(got[0], np.linalg.cholesky(a.astype(np.float64)), rtol=5e-3, atol=5e-3)
+    np.testing.assert_allclose(got[1], np.linalg.solve(np.tril(a).astype(np.float16).astype(np.float64),
+                                                       a.astype(np.float16).astype(np.float64)), rtol=1e-2, atol=1e-2)
+
+
+def test_gaussian_process_regression():
+    """GP regression with an RBF kernel as JAX's example does it: marginal likelihood through cholesky/cho_solve,
+    a few gradient steps on the log hyperparameters, then the posterior mean and variance."""
+    rng = np.random.default_rng(21)
+    x = np.sort(rng.uniform(-3, 3, (24, 1)).astype(np.float32), axis=0)
+    y = (np.sin(2 * x[:, 0]) + 0.1 * rng.standard_normal(24)).astype(np.float32)
+    xt = np.linspace(-3, 3, 11, dtype=np.float32)[:, None]
+
+    def kernel(p, a, b):
+        d = jnp.sum((a[:, None, :] - b[None, :, :]) ** 2, -1)
+        return jnp.exp(p[0]) * jnp.exp(-0.5 * d / jnp.exp(2 * p[1]))
+
+    def nll(p, x, y):
+        k = kernel(p, x, x) + (jnp.exp(p[2]) + 1e-4) * jnp.eye(x.shape[0])
+        chol = jnp.linalg.cholesky(k)
+        alpha = jsl.cho_solve((chol, True), y)
+        return 0.5 * y @ alpha + jnp.sum(jnp.log(jnp.diag(chol))) + 0.5 * x.shape[0] * jnp.log(2 * jnp.pi)
+
+    def fit_predict(x, y, xt):
+        p = jnp.zeros(3)
+        for _ in range(5):
+            p = p - 0.05 * jax.grad(nll)(p, x, y)
+        k = kernel(p, x, x) + (jnp.exp(p[2]) + 1e-4) * jnp.eye(x.shape[0])
+        chol = jnp.linalg.cholesky(k)
+        ks = kernel(p, xt, x)
+        mean = ks @ jsl.cho_solve((chol, True), y)
+        v = jsl.solve_triangular(chol, ks.T, lower=True)
+        var = jnp.diag(kernel(p, xt, xt)) - jnp.sum(v * v, 0)
+        return p, nll(p, x, y), mean, var
+
+    got = same(fit_predict, x, y, xt, rtol=1e-3, atol=1e-3)
+    assert np.abs(got[2] - np.sin(2 * xt[:, 0])).max() < 0.5  # and it actually regresses

@@ -1,0 +1,52 @@
+"""lax.rng_bit_generator and jax's rbg / unsafe_rbg PRNGs on the ipu: the same bits as XLA:CPU for the same key."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from _conformance import EXACT, check
+from jax import lax
+
+KEYS = [
+    [0, 0, 0, 0],
+    [1, 2, 3, 4],
+    [0xDEADBEEF, 0x12345678, 0xFFFFFFFE, 0xFFFFFFFF],  # the counter's low words carry into each other
+    [7, 8, 0xFFFFFFFF, 0xFFFFFFFF],  # the counter's low 64 bits wrap (and carry into the high 64 for the bits)
+]
+
+
+@pytest.mark.parametrize("key", KEYS)
+@pytest.mark.parametrize("shape", [(), (1,), (3,), (4,), (5,), (7, 9), (2, 3, 5), (0, 4), (1000,)])
+def test_rng_bit_generator_bits_and_state(key, shape):
+    k = np.array(key, np.uint32)
+    check(lambda k: lax.rng_bit_generator(k, shape), k, **EXACT)
+    check(lambda k: lax.rng_bit_generator(k, shape, algorithm=lax.RandomAlgorithm.RNG_PHILOX), k, **EXACT)
+
+
+def test_state_threads_through_a_loop():
+    def f(k):
+        def body(_, carry):
+            k, acc = carry
+            k, bits = lax.rng_bit_generator(k, (6,))
+            return k, acc ^ bits
+        return lax.fori_loop(0, 5, body, (k, jnp.zeros(6, jnp.uint32)))
+    check(f, np.array(KEYS[2], np.uint32), **EXACT)
+
+
+@pytest.mark.parametrize("impl", ["rbg", "unsafe_rbg"])
+def test_rbg_prng_samplers(impl):
+    def f(seed):
+        key = jax.random.PRNGKey(seed)
+        k1, k2 = jax.random.split(key)
+        return (jax.random.bits(k1, (5, 3)), jax.random.uniform(k2, (17,)), jax.random.randint(k1, (9,), -5, 50),
+                jax.random.permutation(k2, 10), jax.random.fold_in(key, 3))
+    with jax.default_prng_impl(impl):
+        check(f, np.uint32(42), **EXACT)
+
+
+def test_unsupported_algorithm_is_named():
+    with pytest.raises(Exception, match="THREE_FRY"):
+        jax.jit(lambda k: lax.rng_bit_generator(k, (4,), algorithm=lax.RandomAlgorithm.RNG_THREE_FRY),
+                backend="ipu")(np.zeros(4, np.uint32))
