@@ -2,7 +2,10 @@
 // bitcast_convert).
 // Poplar would express most as views; we materialise each as a copy into a linearly mapped result, so its cost is
 // the exchange that brings the source elements to the tiles that hold the result, plus an on-tile copy.
+#include <algorithm>
 #include <cstring>
+#include <functional>
+#include <numeric>
 
 #include "ipu/cost_model.h"
 #include "ipu/dtype.h"
@@ -211,6 +214,22 @@ class UpdateSliceKernel : public Kernel {
     const T* u = s.at<const T>(update_);
     T* o = s.at<T>(out_);
     const int64_t* start = s.dynamic.data() + dyn_;
+    if (o == x) {  // in place (the loop's carried value): only the update's elements in [b, e) are written
+      const int64_t count =
+          std::accumulate(update_shape_.begin(), update_shape_.end(), int64_t{1}, std::multiplies<int64_t>());
+      const std::vector<int64_t> ostr = rowMajorStrides(shape_);
+      std::vector<int64_t> q(update_shape_.size(), 0);
+      for (int64_t k = 0; k < count; ++k) {
+        int64_t i = 0;
+        for (size_t d = 0; d < q.size(); ++d) i += (start[d] + q[d]) * ostr[d];
+        if (i >= b && i < e) o[i] = u[k];
+        for (size_t d = q.size(); d-- > 0;) {
+          if (++q[d] < update_shape_[d]) break;
+          q[d] = 0;
+        }
+      }
+      return;
+    }
     std::vector<int64_t> idx;
     unravel(b, shape_, &idx);
     for (int64_t i = b; i < e; ++i) {
@@ -507,7 +526,9 @@ std::vector<int> Lowerer::lowerShapeOp(OpContext& ctx) {
     const std::string codelet = (kind == OpKind::Iota ? "iota<" : "copy<") + std::string(dtypeName(out.dtype)) + ">";
     steps.push_back(superstep(codelet, work, recv, [&](int, int64_t m) { return cost::copy(m * eb, workers); }));
   }
-  emitExecute(ctx, std::move(kernel), std::move(steps), {o}, 0);
+  Node* node = emitExecute(ctx, std::move(kernel), std::move(steps), {o}, 0);
+  if (kind == OpKind::DynamicUpdateSlice && std::count(ctx.in.begin() + 1, ctx.in.end(), ctx.in[0]) == 0)
+    node->in_place.emplace_back(ctx.in[0], o);  // only the update's elements change: Poplar's dynamicUpdate
   return {o};
 }
 
