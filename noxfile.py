@@ -8,6 +8,7 @@
     nox -s lint                         # ruff on our own Python (never on upstream code or patches)
     nox -s bench                        # benchmark: the same jitted programs on cpu and ipu (not a test, not in CI)
     nox -s bench -- --quick             # a short run; also --only NAME[,NAME], --reps N, --json PATH, --list
+    nox -s upstream_tests -- JAX_SRC    # JAX's own tests (a jax checkout at the pinned tag) on cpu and ipu
 
 Pins (versions, sums, Python, glibc, label) come from build_tools/pins.toml only.
 """
@@ -39,6 +40,13 @@ INSTALLED_SUITES = (
     "tests/toolchain/installed", "tests/emulator", "tests/conformance", "tests/backend",
     "tests/bench",  # only test_bench_programs.py: every bench program runs once on both backends and matches (untimed)
 )
+
+# Variables that send the installed-wheel suites somewhere else than the ipu backend they test (cpu, another tile
+# count, x64): cleared for every suite run, which then sets its own.
+REDIRECTING_ENV = {name: None for name in (
+    "JAX_IPU_CONFORMANCE_BACKEND", "JAX_PLATFORMS", "JAX_PLATFORM_NAME", "JAX_ENABLE_X64", "JAX_IPU_MODEL_NUM_TILES",
+    "JAX_IPU_MODEL_VERSION", "JAX_IPU_DEVICE_COUNT", "JAX_IPU_VISIBLE_DEVICES", "JAX_NUM_GENERATED_CASES", "XLA_FLAGS",
+)}
 
 nox.options.sessions = ["build_wheels"]
 nox.options.error_on_missing_interpreters = True
@@ -161,14 +169,38 @@ def installed_tests(session: nox.Session) -> None:
     with tempfile.TemporaryDirectory(prefix="jax-ipu-tests-") as outside:
         session.chdir(outside)
         # pytest exits 5 when it collected nothing: that fails the session like any other non-zero exit.
-        session.run("python", "-m", "pytest", "--rootdir", outside, "-p", "no:cacheprovider", *suites, *session.posargs)
+        session.run("python", "-m", "pytest", "--rootdir", outside, "-p", "no:cacheprovider", *suites, *session.posargs,
+                    env=REDIRECTING_ENV)
         # The conformance suite again on an IPU Model of 7 tiles: every tensor then spreads unevenly over few tiles,
         # which exercises other tile mappings, exchanges and matmul plans than the full chip does.
         if not session.posargs:
             session.log("conformance on a 7-tile IPU Model")
             session.run("python", "-m", "pytest", "--rootdir", outside, "-p", "no:cacheprovider", "-q",
-                        str(REPO / "tests" / "conformance"), env={"JAX_IPU_MODEL_NUM_TILES": "7"})
+                        str(REPO / "tests" / "conformance"), env={**REDIRECTING_ENV, "JAX_IPU_MODEL_NUM_TILES": "7"})
         session.chdir(str(REPO))
+
+
+@nox.session(python=PYTHON, venv_backend="venv", reuse_venv=False)
+def upstream_tests(session: nox.Session) -> None:
+    """JAX's own test files, at the pinned jax's tag, on dist/*.whl: cpu and ipu, and the ipu pass rate against cpu.
+
+        nox -s upstream_tests -- JAX_CHECKOUT [--files a_test.py,...] [--cases N] [--workers N] [--reuse JSON]
+
+    JAX_CHECKOUT is a jax source tree at tag jax-v<pinned version> (the sdist has no tests); the session says how to
+    get one. tests/upstream/run_upstream.py runs the files; tests/upstream/expectations.txt lists what is skipped or
+    expected to fail on ipu, each with its reason. Results go to build/upstream/upstream-<UTC time>.json.
+    """
+    tag = f"jax-v{SERIES.jax.version}"
+    if not session.posargs or session.posargs[0].startswith("-"):
+        session.error(f"pass a jax source checkout at tag {tag}: `git clone --depth 1 --branch {tag} "
+                      f"https://github.com/jax-ml/jax /tmp/jax-src`, then `nox -s upstream_tests -- /tmp/jax-src`")
+    checkout, rest = str((REPO / session.posargs[0]).resolve()), list(session.posargs[1:])
+    session.install(*_dist_wheels(session))
+    session.install("--only-binary=:all:", "--require-hashes", "-r", "build_tools/upstream-test-requirements.txt")
+    if not any(a == "--json" or a.startswith("--json=") for a in rest):
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
+        rest += ["--json", str(REPO / "build" / "upstream" / f"upstream-{stamp}.json")]
+    session.run("python", str(REPO / "tests" / "upstream" / "run_upstream.py"), checkout, *rest, env=REDIRECTING_ENV)
 
 
 @nox.session(python=PYTHON, venv_backend="venv", reuse_venv=False)

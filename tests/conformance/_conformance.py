@@ -67,6 +67,13 @@ def small_ints(dtype: str, shape: Any, seed: int = 0) -> np.ndarray:
     return (rng.integers(0, 100, size=shape) + offset).astype(dtype)
 
 
+def assert_ran_on(leaves: Any, platform: str) -> None:
+    """Every result array lives on ``platform``: a suite that says it tests the ipu must not quietly run on cpu."""
+    for leaf in leaves:
+        devices = leaf.devices() if hasattr(leaf, "devices") else {leaf.device()}
+        assert {d.platform for d in devices} == {platform}, f"ran on {devices}, not on {platform}"
+
+
 def check(f, *args, rtol: float = 0.0, atol: float = 0.0, **jit_kwargs) -> None:
     """Runs ``f`` under jit on the ipu backend and on cpu with the same args; compares structure, dtypes, shapes and
     values.
@@ -80,6 +87,7 @@ def check(f, *args, rtol: float = 0.0, atol: float = 0.0, **jit_kwargs) -> None:
     got_leaves, got_tree = jax.tree_util.tree_flatten(got)
     want_leaves, want_tree = jax.tree_util.tree_flatten(want)
     assert got_tree == want_tree
+    assert_ran_on(got_leaves, BACKEND)
     for index, (g, w) in enumerate(zip(got_leaves, want_leaves)):
         g, w = np.asarray(g), np.asarray(w)
         where = f"output {index} ({w.dtype}{list(w.shape)})"

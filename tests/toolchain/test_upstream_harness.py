@@ -1,0 +1,86 @@
+"""tests/upstream: the expectations file, the pytest plugin and the pass-rate arithmetic of `nox -s upstream_tests`
+(the run itself needs a jax checkout and the wheels; these parts need neither)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+UPSTREAM = Path(__file__).resolve().parents[1] / "upstream"
+sys.path.insert(0, str(UPSTREAM))
+
+import expectations  # noqa: E402
+import run_upstream  # noqa: E402
+
+
+def test_the_reviewed_file_parses_and_every_entry_has_a_reason() -> None:
+    rules = expectations.load()
+    assert all(r.kind in expectations.KINDS and r.reason for r in rules)
+    listed = {r.pattern.split("::", 1)[0] for r in rules}
+    assert listed <= set(run_upstream.FILES), f"entries for files the suite does not run: {listed - set(run_upstream.FILES)}"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("lax_test.py::A::b\n", "before any"),
+    ("[xfail]\nlax_test.py::A::b\n", "needs a reason"),
+    ("[maybe] why\nlax_test.py::A::b\n", "unknown kind"),
+    ("[skip] why\nnot a node id\n", "not a node id"),
+    ("[skip] why\nlax_test.py::A::b\n[xfail] other\nlax_test.py::A::b\n", "repeats line 2"),
+])
+def test_bad_entries_are_refused_with_the_line(text: str, message: str) -> None:
+    with pytest.raises(expectations.ExpectationsError, match=message):
+        expectations.parse(text)
+
+
+def test_skips_win_over_xfails_and_globs_match_node_ids() -> None:
+    rules = expectations.parse("[xfail] complex\nlax_test.py::*complex*\n[skip] slow\nlax_test.py::LaxTest::testSlow*\n")
+    assert expectations.match(rules, "lax_test.py::LaxTest::testAdd_complex64").reason == "complex"
+    assert expectations.match(rules, "lax_test.py::LaxTest::testSlow_complex64").kind == "skip"
+    assert expectations.match(rules, "lax_test.py::LaxTest::testAdd_float32") is None
+
+
+def test_the_plugin_applies_expectations_and_records_outcomes(tmp_path: Path) -> None:
+    (tmp_path / "fake_test.py").write_text(textwrap.dedent("""
+        def test_pass(): pass
+        def test_fail(): assert False
+        def test_listed_failing(): assert False
+        def test_listed_passing(): pass
+        def test_listed_skip(): assert False
+    """))
+    (tmp_path / "broken_test.py").write_text("import no_such_module_here\n")
+    rules = tmp_path / "rules.txt"
+    rules.write_text("[xfail] known\nfake_test.py::test_listed_*\n[skip] too slow\nfake_test.py::test_listed_skip\n")
+    out = tmp_path / "out.json"
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "jax_ipu_upstream",
+         "--continue-on-collection-errors", "--rootdir", str(tmp_path), f"--upstream-results={out}",
+         f"--upstream-expectations-file={rules}", "fake_test.py", "broken_test.py"],
+        cwd=tmp_path, env={"PYTHONPATH": str(UPSTREAM), "PATH": ""}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        universal_newlines=True)
+    assert run.returncode != 0, run.stdout  # a failure, a strict xpass and a collection error all fail the run
+    assert json.loads(out.read_text()) == {
+        "broken_test.py": "error",
+        "fake_test.py::test_pass": "passed",
+        "fake_test.py::test_fail": "failed",
+        "fake_test.py::test_listed_failing": "xfailed",
+        "fake_test.py::test_listed_passing": "xpassed",
+        "fake_test.py::test_listed_skip": "skipped",
+    }
+
+
+def test_the_rate_counts_only_tests_that_pass_on_cpu() -> None:
+    cpu = {"a_test.py::t1": "passed", "a_test.py::t2": "passed", "a_test.py::t3": "failed", "a_test.py::t4": "passed",
+           "a_test.py::t5": "skipped", "b_test.py": "error"}
+    ipu = {"a_test.py::t1": "passed", "a_test.py::t2": "xfailed", "a_test.py::t3": "passed", "a_test.py::t5": "passed",
+           "b_test.py": "error"}
+    rows, total = run_upstream.summarise(["a_test.py", "b_test.py"], cpu, ipu)
+    a, b = rows
+    assert (a["cpu_passed"], a["ipu_passed"], a["ipu_xfailed"], a["ipu_missing"]) == (3, 1, 1, ["a_test.py::t4"])
+    assert a["rate"] == pytest.approx(100 / 3)
+    assert b["collect_error_cpu"] and b["collect_error_ipu"] and b["rate"] is None
+    assert total == {"cpu_passed": 3, "ipu_passed": 1, "rate": pytest.approx(100 / 3)}

@@ -1,0 +1,72 @@
+"""pytest plugin for running JAX's own test files: applies tests/upstream/expectations.txt and records every outcome.
+
+    pytest -p jax_ipu_upstream --upstream-results=out.json [--upstream-expectations] ...
+
+``--upstream-results`` writes {node id: outcome} (passed, failed, skipped, xfailed, xpassed, error) as JSON when the
+session ends, including files that failed to collect (outcome "error", node id the file). ``--upstream-expectations``
+marks the tests listed in expectations.txt as skipped or xfail (strict: a listed test that passes is reported, so
+the list shrinks as the backend grows). Works with pytest-xdist: reports reach the controller.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Dict
+
+import pytest
+
+from expectations import load, match  # noqa: I001 (tests/upstream is on sys.path)
+
+_RESULTS: Dict[str, str] = {}
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("jax-ipu upstream")
+    group.addoption("--upstream-results", default=None, help="write {node id: outcome} JSON here")
+    group.addoption("--upstream-expectations", action="store_true", help="apply tests/upstream/expectations.txt")
+    group.addoption("--upstream-expectations-file", default=None, help="apply this file instead (tests of the plugin)")
+
+
+def pytest_collection_modifyitems(config, items):
+    path = config.getoption("--upstream-expectations-file")
+    if not (config.getoption("--upstream-expectations") or path):
+        return
+    rules = load(path) if path else load()
+    for item in items:
+        rule = match(rules, item.nodeid)
+        if rule is None:
+            continue
+        if rule.kind == "skip":
+            item.add_marker(pytest.mark.skip(reason=f"jax-ipu: {rule.reason}"))
+        else:
+            item.add_marker(pytest.mark.xfail(reason=f"jax-ipu: {rule.reason}", strict=True, run=True))
+
+
+def _outcome(report) -> str:
+    if report.failed and str(report.longrepr).startswith("[XPASS(strict)]"):
+        return "xpassed"  # a listed test that now passes: pytest fails the run so that the list shrinks
+    if hasattr(report, "wasxfail"):
+        return "xfailed" if report.skipped else ("xpassed" if report.passed else "failed")
+    if report.failed:
+        return "failed" if report.when == "call" else "error"
+    return report.outcome  # passed / skipped
+
+
+def pytest_runtest_logreport(report):
+    outcome = _outcome(report)
+    previous = _RESULTS.get(report.nodeid)
+    # A test's outcome is its call phase's, unless setup or teardown failed or it was skipped before the call.
+    if report.when == "call" or previous is None or outcome == "error":
+        _RESULTS[report.nodeid] = outcome
+
+
+def pytest_collectreport(report):
+    if report.failed:
+        _RESULTS[report.nodeid or "<collection>"] = "error"
+
+
+def pytest_sessionfinish(session, exitstatus):
+    path = session.config.getoption("--upstream-results")
+    if path and not hasattr(session.config, "workerinput"):  # the xdist controller (or a plain run) writes it
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(_RESULTS, f, indent=0, sort_keys=True)

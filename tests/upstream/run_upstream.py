@@ -1,0 +1,183 @@
+"""Runs JAX's own test files against the installed wheels, on cpu and on ipu, and reports the ipu pass rate.
+
+    python tests/upstream/run_upstream.py JAX_CHECKOUT [--files a_test.py,b_test.py] [--backends cpu,ipu]
+        [--cases N] [--workers N] [--json PATH] [--min-rate 97]
+
+Run it through `nox -s upstream_tests -- JAX_CHECKOUT` (a fresh Python venv with dist/*.whl and
+build_tools/upstream-test-requirements.txt). JAX_CHECKOUT is a jax source tree at the tag of the pinned jax (the jax
+sdist has no tests), e.g. `git clone --depth 1 --branch jax-v0.4.13 https://github.com/jax-ml/jax`.
+
+Each file runs with pytest (pytest-xdist over --workers processes) once with JAX_PLATFORMS=cpu and once with
+JAX_PLATFORMS=ipu, from a copy of the checkout's tests/ directory, so that `import jax` is the installed wheel.
+On ipu, tests/upstream/expectations.txt is applied: listed tests are skipped or strict-xfail, each with its reason.
+The pass rate of a file is: of the tests that pass on cpu, the share that pass on ipu (an xfail counts as a
+failure). Exit status 1 when a file does not collect on ipu, a test that passes on cpu fails on ipu without being
+listed, a listed xfail passes (shrink the list), or the total rate is below --min-rate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+HERE = Path(__file__).resolve().parent
+# Issue 7's choice: lax, lax_numpy*, control flow, autodiff, vmap, random, linalg, fft, nn, einsum and api.
+FILES = (
+    "lax_test.py", "lax_numpy_test.py", "lax_numpy_operators_test.py", "lax_numpy_reducers_test.py",
+    "lax_numpy_indexing_test.py", "lax_numpy_einsum_test.py", "lax_numpy_vectorize_test.py",
+    "lax_control_flow_test.py", "lax_autodiff_test.py", "lax_vmap_test.py", "lax_vmap_op_test.py",
+    "random_test.py", "linalg_test.py", "fft_test.py", "nn_test.py", "api_test.py",
+)
+PASS = ("passed", "xpassed")
+
+
+def checkout_version(checkout: Path) -> str:
+    version_py = checkout / "jax" / "version.py"
+    if not (checkout / "tests").is_dir() or not version_py.is_file():
+        raise SystemExit(f"{checkout} is not a jax source checkout (it needs tests/ and jax/version.py). Get one at the "
+                         "pinned tag, e.g.: git clone --depth 1 --branch jax-v<version> https://github.com/jax-ml/jax")
+    found = re.search(r'^__version__\s*=\s*"([^"]+)"', version_py.read_text(encoding="utf-8"), re.M)
+    return found.group(1) if found else "?"
+
+
+def run_backend(backend: str, tests_dir: Path, files: List[str], args, out: Path) -> int:
+    env = dict(os.environ)  # nox cleared the variables that would redirect the run (noxfile.REDIRECTING_ENV)
+    env.update(JAX_PLATFORMS=backend, JAX_NUM_GENERATED_CASES=str(args.cases),
+               PYTHONPATH=os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "jax_ipu_upstream",
+           "--rootdir", str(tests_dir), f"--upstream-results={out}", "-o", "addopts=", "--tb=line", "-rN",
+           "--continue-on-collection-errors"]
+    if args.workers > 1:
+        cmd += ["-n", str(args.workers), "--dist", "loadfile"]
+    if backend == "ipu":
+        cmd.append("--upstream-expectations")
+    cmd += files
+    print(f"\n== {backend}: {' '.join(files)}", flush=True)
+    return subprocess.run(cmd, cwd=tests_dir, env=env).returncode
+
+
+def file_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def summarise(files: List[str], cpu: Dict[str, str], ipu: Dict[str, str]) -> Tuple[list, dict]:
+    rows = []
+    for f in files:
+        cpu_f = {k: v for k, v in cpu.items() if file_of(k) == f}
+        ipu_f = {k: v for k, v in ipu.items() if file_of(k) == f}
+        base = sorted(k for k, v in cpu_f.items() if v in PASS)
+        ok = [k for k in base if ipu_f.get(k) in PASS]
+        rows.append({
+            "file": f, "cpu_passed": len(base), "ipu_passed": len(ok),
+            "ipu_xfailed": sum(1 for k in base if ipu_f.get(k) == "xfailed"),
+            "ipu_skipped": sum(1 for k in base if ipu_f.get(k) == "skipped"),
+            "ipu_failed": sorted(k for k in base if ipu_f.get(k) in ("failed", "error")),
+            "ipu_missing": sorted(k for k in base if k not in ipu_f),
+            "xpassed": sorted(k for k, v in ipu_f.items() if v == "xpassed"),
+            "collect_error_cpu": cpu_f.get(f) == "error", "collect_error_ipu": ipu_f.get(f) == "error",
+            "rate": 100.0 * len(ok) / len(base) if base else None,
+        })
+    total_base = sum(r["cpu_passed"] for r in rows)
+    total_ok = sum(r["ipu_passed"] for r in rows)
+    total = {"cpu_passed": total_base, "ipu_passed": total_ok,
+             "rate": 100.0 * total_ok / total_base if total_base else None}
+    return rows, total
+
+
+def print_table(rows: list, total: dict) -> None:
+    print(f"\n{'file':32} {'cpu pass':>9} {'ipu pass':>9} {'xfail':>6} {'skip':>5} {'fail':>5} {'rate':>7}")
+    print("-" * 78)
+    for r in rows:
+        rate = "-" if r["rate"] is None else f"{r['rate']:.1f}%"
+        note = " (ipu: collection error)" if r["collect_error_ipu"] else ""
+        note += " (cpu: collection error)" if r["collect_error_cpu"] else ""
+        print(f"{r['file']:32} {r['cpu_passed']:9} {r['ipu_passed']:9} {r['ipu_xfailed']:6} {r['ipu_skipped']:5} "
+              f"{len(r['ipu_failed']) + len(r['ipu_missing']):5} {rate:>7}{note}")
+    rate = "-" if total["rate"] is None else f"{total['rate']:.2f}%"
+    print("-" * 78)
+    print(f"{'total':32} {total['cpu_passed']:9} {total['ipu_passed']:9} {'':6} {'':5} {'':5} {rate:>7}")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("checkout", type=Path)
+    p.add_argument("--files", default=",".join(FILES), help="comma-separated test files under tests/")
+    p.add_argument("--backends", default="cpu,ipu")
+    p.add_argument("--cases", type=int, default=5, help="JAX_NUM_GENERATED_CASES")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--json", type=Path, default=Path("upstream-results.json"))
+    p.add_argument("--min-rate", type=float, default=97.0)
+    p.add_argument("--reuse", type=Path, action="append", default=[],
+                   help="the --json of an earlier run: take its backends' results instead of running them again "
+                        "(e.g. cpu, which does not change with the ipu wheels)")
+    args = p.parse_args(argv)
+
+    import jax  # the installed wheel
+
+    version = checkout_version(args.checkout.resolve())
+    wanted = jax.__version__.split("+")[0]
+    if version != wanted:
+        raise SystemExit(f"{args.checkout} is jax {version}, but the installed jax is {jax.__version__}: check out "
+                         f"tag jax-v{wanted}")
+    files = [f for f in args.files.split(",") if f]
+    missing = [f for f in files if not (args.checkout / "tests" / f).is_file()]
+    if missing:
+        raise SystemExit(f"not in {args.checkout / 'tests'}: {', '.join(missing)}")
+
+    results: Dict[str, Dict[str, str]] = {}
+    codes = {}
+    for earlier in args.reuse:
+        old = json.loads(earlier.read_text(encoding="utf-8"))
+        if old.get("jax") != jax.__version__ or old.get("cases") != args.cases:
+            raise SystemExit(f"--reuse {earlier}: it ran jax {old.get('jax')} with {old.get('cases')} cases, not "
+                             f"jax {jax.__version__} with {args.cases}")
+        for backend, res in old["results"].items():
+            results[backend] = {k: v for k, v in res.items() if file_of(k) in files}
+            codes[backend] = old["exit_codes"].get(backend)
+    with tempfile.TemporaryDirectory(prefix="jax-upstream-") as tmp:
+        tests_dir = Path(tmp) / "tests"
+        shutil.copytree(args.checkout / "tests", tests_dir)
+        for backend in [b for b in args.backends.split(",") if b and b not in results]:
+            out = Path(tmp) / f"{backend}.json"
+            codes[backend] = run_backend(backend, tests_dir, files, args, out)
+            results[backend] = json.loads(out.read_text()) if out.is_file() else {}
+
+    report = {"jax": jax.__version__, "files": files, "cases": args.cases, "exit_codes": codes}
+    status = 0
+    if "cpu" in results and "ipu" in results:
+        rows, total = summarise(files, results["cpu"], results["ipu"])
+        print_table(rows, total)
+        report.update(rows=rows, total=total)
+        problems = []
+        for r in rows:
+            if r["collect_error_ipu"] and not r["collect_error_cpu"]:
+                problems.append(f"{r['file']} does not collect on ipu")
+            for k in r["ipu_failed"] + r["ipu_missing"]:
+                problems.append(f"fails on ipu, passes on cpu, not in expectations.txt: {k}")
+            for k in r["xpassed"]:
+                problems.append(f"listed as xfail but passes on ipu (remove it from expectations.txt): {k}")
+        if total["rate"] is not None and total["rate"] < args.min_rate:
+            problems.append(f"ipu pass rate {total['rate']:.2f}% is below the target {args.min_rate}%")
+        for line in problems[:200]:
+            print("  " + line)
+        if len(problems) > 200:
+            print(f"  ... and {len(problems) - 200} more (see {args.json})")
+        report["problems"] = problems
+        status = 1 if problems else 0
+    report["results"] = results
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(report, indent=1, sort_keys=True), encoding="utf-8")
+    print(f"\nresults: {args.json}")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
