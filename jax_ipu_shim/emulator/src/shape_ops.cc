@@ -7,6 +7,7 @@
 #include "ipu/cost_model.h"
 #include "ipu/dtype.h"
 #include "ipu/lowering.h"
+#include "ipu/scalar_ops.h"
 
 namespace ipu {
 
@@ -246,18 +247,14 @@ class UpdateSliceKernel : public Kernel {
 };
 
 // iota: each element's coordinate along one dimension, converted to the element type.
-template <class T>
+template <DType D>
 class IotaKernel : public Kernel {
  public:
   IotaKernel(int out, int64_t stride, int64_t size) : out_(out), stride_(stride), size_(size) {}
   void compute(RunState& s, int64_t b, int64_t e) const override {
-    T* o = s.at<T>(out_);
-    for (int64_t i = b; i < e; ++i) {
-      const int64_t v = (i / stride_) % size_;
-      if constexpr (std::is_same<T, uint16_t>::value) o[i] = floatToHalf(static_cast<float>(v));
-      else if constexpr (std::is_same<T, uint8_t>::value) o[i] = v != 0;
-      else o[i] = static_cast<T>(v);
-    }
+    Storage<D>* o = s.at<Storage<D>>(out_);
+    for (int64_t i = b; i < e; ++i)  // as convert(i32 -> D): wraps in narrow integers, rounds in narrow floats
+      o[i] = scalar::convertValue<D, DType::I32>(static_cast<int32_t>((i / stride_) % size_));
   }
 
  private:
@@ -497,14 +494,8 @@ std::vector<int> Lowerer::lowerShapeOp(OpContext& ctx) {
       if (dim < 0 || dim >= static_cast<int64_t>(rank)) invalid(ctx, "iota_dimension is out of range");
       const int64_t stride = rowMajorStrides(out.shape)[static_cast<size_t>(dim)];
       const int64_t size = std::max<int64_t>(1, out.shape[static_cast<size_t>(dim)]);
-      switch (out.dtype) {
-        case DType::Bool: kernel = std::make_unique<IotaKernel<uint8_t>>(o, stride, size); break;
-        case DType::F16: kernel = std::make_unique<IotaKernel<uint16_t>>(o, stride, size); break;
-        case DType::F32: kernel = std::make_unique<IotaKernel<float>>(o, stride, size); break;
-        case DType::I32: kernel = std::make_unique<IotaKernel<int32_t>>(o, stride, size); break;
-        case DType::U32: kernel = std::make_unique<IotaKernel<uint32_t>>(o, stride, size); break;
-        case DType::Token: unimplemented(ctx, "tokens are not computed on");
-      }
+      if (!visitDType(out.dtype, [&](auto t) { kernel = std::make_unique<IotaKernel<decltype(t)::value>>(o, stride, size); }))
+        unimplemented(ctx, "tokens are not computed on");
       break;
     }
     default: unimplemented(ctx, "no lowering for " + op.mlir);
