@@ -35,7 +35,7 @@ def test_unknown_op():
 
 
 @pytest.mark.parametrize("dtype,advice", [("f64", "the IPU has no f64 hardware; use f32 (jax_enable_x64=False)"),
-                                          ("i64", "use i32"), ("c64", "complex"), ("bf16", "bf16")])
+                                          ("i64", "use i32"), ("u64", "use u32"), ("c64", "complex")])
 def test_unsupported_dtype(dtype, advice):
     p = E.Program()
     x = p.main.param("f32", (4,))

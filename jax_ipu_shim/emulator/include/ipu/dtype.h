@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ipu/emulator.h"
@@ -96,6 +98,20 @@ bool visitDType(DType d, V&& v) {
     case DType::Token: return false;
   }
   return false;
+}
+
+// An integer (or bool) element at `p` as int64, sign- or zero-extended by its dtype: how indices and starts are read.
+inline int64_t loadInteger(const void* p, DType d) {
+  int64_t out = 0;
+  visitDType(d, [&](auto t) {
+    using T = typename decltype(t)::type;
+    if constexpr (std::is_integral<T>::value) {
+      T v;
+      std::memcpy(&v, p, sizeof(T));
+      out = static_cast<int64_t>(v);
+    }
+  });
+  return out;
 }
 
 // Round-to-nearest-even conversion with IEEE overflow to infinity, subnormals and NaN payloads kept quiet.
