@@ -98,6 +98,7 @@ def test_16_bit_float_arithmetic_rounds_once(dtype):
 
 def test_bfloat16_transcendentals():
     x = values("bfloat16", seed=9)
+    x[9] = 1e-30  # not the subnormal: XLA:CPU runs with denormals flushed to zero, the IPU model does not
     check(lambda x: (jnp.exp(x), jnp.log(jnp.abs(x)), jnp.tanh(x), jnp.sin(x), jax.nn.sigmoid(x), lax.erf(x)), x,
           **BF16_TRANSCENDENTAL)
 
@@ -181,9 +182,9 @@ def test_scatter_add_and_max(dtype):
     check(lambda x, u, i: (x.at[i].add(u), x.at[i].max(u), x.at[i].min(u)), x, upd, idx, **EXACT)
 
 
-@pytest.mark.parametrize("dtype", EVERY)
+@pytest.mark.parametrize("dtype", INTS + FLOATS)  # jax has no bool iota
 def test_iota(dtype):
-    n = 300 if dtype != "bool" else 2  # 300 wraps in 8 bits; bf16 rounds above 256
+    n = 300  # wraps in 8 bits; bf16 rounds above 256
     check(lambda: (lax.iota(np_dtype(dtype), n), lax.broadcasted_iota(np_dtype(dtype), (3, 4), 1)), **EXACT)
 
 

@@ -273,6 +273,8 @@ struct NextAfter16 {
   using T = typename Fmt::type;
   T operator()(T x, T y) const {
     const float fx = Fmt::toFloat(x), fy = Fmt::toFloat(y);
+    // the format's own quiet NaN (nextAfterBits knows f16's only)
+    if (std::isnan(fx) || std::isnan(fy)) return Fmt::fromFloat(std::numeric_limits<float>::quiet_NaN());
     return Fmt::fromBits(
         special::nextAfterBits<uint16_t>(Fmt::bits(x), Fmt::bits(y), std::isnan(fx), std::isnan(fy), fx == fy));
   }
