@@ -39,8 +39,8 @@ bool visitMatmulTypes(DType in, DType out, V&& v) {
   return visitDType(in, [&](auto it) {
     using IT = std::decay_t<decltype(it)>;
     using I = typename IT::type;
-    using Acc = std::conditional_t<IT::value == DType::Bool, uint8_t,
-                                   std::conditional_t<std::is_integral<I>::value, uint32_t, float>>;
+    constexpr bool is_float = IT::value == DType::F32 || isNarrowFloat(IT::value);  // by DType: f16 is uint16_t
+    using Acc = std::conditional_t<IT::value == DType::Bool, uint8_t, std::conditional_t<is_float, float, uint32_t>>;
     visitDType(out, [&](auto ot) {
       using OT = std::decay_t<decltype(ot)>;
       using O = typename OT::type;
