@@ -104,3 +104,25 @@ def test_the_table_covers_exactly_what_the_backend_computes_on():
         return
     if jtu.device_under_test() == "ipu":
         assert {np.dtype(t) for t in jtu.supported_dtypes()} == set(DTYPES)
+
+
+def test_collectives_of_narrow_types(python):
+    """psum/pmax/all_gather over 2 emulated IPUs wrap (i8), stay unsigned (u16) and round once (bf16) as numpy."""
+    result = python(
+        """
+        import jax, jax.numpy as jnp, numpy as np
+        for dt in (np.int8, np.uint16, jnp.bfloat16):
+            x = (np.arange(8).reshape(2, 4) * 37 - 100).astype(dt)
+            f = jax.pmap(lambda v: (jax.lax.psum(v, "i"), jax.lax.pmax(v, "i"), jax.lax.all_gather(v, "i")),
+                         axis_name="i", backend="ipu")
+            s, m, g = (np.asarray(r) for r in f(x))
+            want_s, want_m = (x[0] + x[1]).astype(dt), np.maximum(x[0], x[1])
+            assert s.dtype == dt and m.dtype == dt and g.dtype == dt, (s.dtype, m.dtype, g.dtype)
+            np.testing.assert_array_equal(s, np.stack([want_s, want_s]))
+            np.testing.assert_array_equal(m, np.stack([want_m, want_m]))
+            np.testing.assert_array_equal(g, np.stack([x, x]))
+        print("ok")
+        """,
+        {"JAX_IPU_DEVICE_COUNT": "2"},
+    )
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-3000:]
