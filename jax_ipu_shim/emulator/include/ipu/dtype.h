@@ -135,6 +135,9 @@ inline bool isFloat(DType d) { return dtypeInfo(d).is_float; }
 inline bool isInteger(DType d) { return dtypeInfo(d).is_int; }
 inline bool isSigned(DType d) { return dtypeInfo(d).is_signed; }
 inline bool isToken(DType d) { return d == DType::Token; }
+// The type the IPU's vector unit computes a value of `d` in, for costs: bf16 in f32 (it has no bf16 arithmetic, as
+// Poplar users cast), every other type in itself.
+inline DType computeType(DType d) { return d == DType::BF16 ? DType::F32 : d; }
 // f16 and bf16: stored in 16 bits, computed in f32 and rounded once per op.
 constexpr bool isNarrowFloat(DType d) { return d == DType::F16 || d == DType::BF16; }
 
