@@ -6,6 +6,7 @@
 #include <numeric>
 #include <system_error>
 
+#include "ipu/dtype.h"
 #include "plugin.h"
 
 namespace jax_ipu {
@@ -122,27 +123,34 @@ int XlaPrimitiveType(PJRT_Buffer_Type type) {
   return info ? info->xla_primitive_type : 0;
 }
 
-bool ToIpuDType(PJRT_Buffer_Type type, ipu::DType* out) {
-  switch (type) {
-    case PJRT_Buffer_Type_PRED: *out = ipu::DType::Bool; return true;
-    case PJRT_Buffer_Type_F16: *out = ipu::DType::F16; return true;
-    case PJRT_Buffer_Type_F32: *out = ipu::DType::F32; return true;
-    case PJRT_Buffer_Type_S32: *out = ipu::DType::I32; return true;
-    case PJRT_Buffer_Type_U32: *out = ipu::DType::U32; return true;
-    default: return false;
-  }
-}
-
+// PJRT's enumerator for a row of the emulator's dtype table, derived from its traits (kind, width, signedness).
 PJRT_Buffer_Type FromIpuDType(ipu::DType dtype) {
-  switch (dtype) {
-    case ipu::DType::Bool: return PJRT_Buffer_Type_PRED;
-    case ipu::DType::F16: return PJRT_Buffer_Type_F16;
-    case ipu::DType::F32: return PJRT_Buffer_Type_F32;
-    case ipu::DType::I32: return PJRT_Buffer_Type_S32;
-    case ipu::DType::U32: return PJRT_Buffer_Type_U32;
-    case ipu::DType::Token: break;  // tokens never leave a program: jax passes bool[0] dummies instead
+  const ipu::DTypeInfo& t = ipu::dtypeInfo(dtype);
+  switch (t.storage) {
+    case ipu::StorageKind::Bool: return PJRT_Buffer_Type_PRED;
+    case ipu::StorageKind::Half: return PJRT_Buffer_Type_F16;
+    case ipu::StorageKind::BFloat16: return PJRT_Buffer_Type_BF16;
+    case ipu::StorageKind::Float32: return PJRT_Buffer_Type_F32;
+    case ipu::StorageKind::Int:
+      switch (t.size) {
+        case 1: return t.is_signed ? PJRT_Buffer_Type_S8 : PJRT_Buffer_Type_U8;
+        case 2: return t.is_signed ? PJRT_Buffer_Type_S16 : PJRT_Buffer_Type_U16;
+        case 4: return t.is_signed ? PJRT_Buffer_Type_S32 : PJRT_Buffer_Type_U32;
+      }
+      break;
+    case ipu::StorageKind::Token: break;  // tokens never leave a program: jax passes bool[0] dummies instead
   }
   return PJRT_Buffer_Type_INVALID;
+}
+
+bool ToIpuDType(PJRT_Buffer_Type type, ipu::DType* out) {
+  for (const ipu::DTypeInfo& t : ipu::kDTypeTable) {
+    if (t.dtype != ipu::DType::Token && FromIpuDType(t.dtype) == type) {
+      *out = t.dtype;
+      return true;
+    }
+  }
+  return false;
 }
 
 int64_t NumElements(const std::vector<int64_t>& dims) {

@@ -27,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "ipu/dtype.h"
 #include "plugin.h"
 
 using JaxIpu_HostCallbackFn = int (*)(int64_t id, size_t num_in, const void* const* in, size_t num_out,
@@ -236,22 +237,15 @@ std::shared_ptr<jax_ipu::HostStreams> StreamsOf(int device_id) {
 
 std::vector<ipu::TensorType> ParseTypes(size_t n, const char* const* dtypes, const int* ranks,
                                         const int64_t* const* dims) {
-  static const ipu::DType kDTypes[] = {ipu::DType::Bool, ipu::DType::F16, ipu::DType::F32, ipu::DType::I32,
-                                       ipu::DType::U32};
   std::vector<ipu::TensorType> types(n);
   for (size_t i = 0; i < n; ++i) {
     const std::string name = dtypes[i] ? dtypes[i] : "";
-    bool known = false;
-    for (ipu::DType d : kDTypes) {
-      if (name == ipu::dtypeName(d)) {
-        types[i].dtype = d;
-        known = true;
-      }
-    }
-    if (!known) {
-      throw ipu::Error(ipu::ErrorCode::InvalidArgument,
-                       "array " + std::to_string(i) + " has dtype '" + name +
-                           "', which the ipu streams do not carry (bool, f16, f32, i32, u32)");
+    if (!ipu::parseDType(name, &types[i].dtype) || types[i].dtype == ipu::DType::Token) {
+      std::string carried;
+      for (const ipu::DTypeInfo& t : ipu::kDTypeTable)
+        if (t.dtype != ipu::DType::Token) carried += std::string(carried.empty() ? "" : ", ") + t.name;
+      throw ipu::Error(ipu::ErrorCode::InvalidArgument, "array " + std::to_string(i) + " has dtype '" + name +
+                                                            "', which the ipu streams do not carry (" + carried + ")");
     }
     if (ranks[i] < 0) throw ipu::Error(ipu::ErrorCode::InvalidArgument, "negative rank");
     types[i].shape.assign(dims[i], dims[i] + ranks[i]);

@@ -24,7 +24,7 @@ def test_unsupported_op_dtype_names_op_types_and_loc():
         E.compile(one_op("cosine", "i32", loc="f.py:12"))
     assert e.value.code == "UNIMPLEMENTED"
     assert str(e.value) == ("Unsupported operation stablehlo.cosine(tensor<4xi32>) -> tensor<4xi32> on the IPU: "
-                            "cosine is implemented for f16, f32 (at f.py:12)")
+                            "cosine is implemented for f16, bf16, f32 (at f.py:12)")
 
 
 def test_unknown_op():
@@ -35,7 +35,7 @@ def test_unknown_op():
 
 
 @pytest.mark.parametrize("dtype,advice", [("f64", "the IPU has no f64 hardware; use f32 (jax_enable_x64=False)"),
-                                          ("i64", "use i32"), ("c64", "complex"), ("bf16", "bf16")])
+                                          ("i64", "use i32"), ("u64", "use u32"), ("c64", "complex")])
 def test_unsupported_dtype(dtype, advice):
     p = E.Program()
     x = p.main.param("f32", (4,))

@@ -220,7 +220,7 @@ def test_unsupported_body_op_is_named():
     def wrong_dtype(b, acc, e):  # sine is float-only: the registry's types apply inside bodies too
         return b.op("sine", [acc], "i32")
     i = np.ones((4, 3), np.int32)
-    with pytest.raises(E.EmulatorError, match="sine is implemented for f16, f32") as e:
+    with pytest.raises(E.EmulatorError, match="sine is implemented for f16, bf16, f32") as e:
         E.compile(single_input_body_program(i, (0,), 0, wrong_dtype))
     assert e.value.code == "UNIMPLEMENTED"
 

@@ -93,17 +93,7 @@ void foldLoop(uint8_t* acc, const uint8_t* x, int64_t n) {
 }
 
 // The identity of a single-op computation on `dt`, in the type's storage bits; false when it has none.
-bool identityBits(OpKind kind, DType dt, uint32_t* bits) {
-  const bool f32 = dt == DType::F32, f16 = dt == DType::F16, i32 = dt == DType::I32, u32 = dt == DType::U32;
-  switch (kind) {
-    case OpKind::Add: case OpKind::Or: *bits = 0; return true;
-    case OpKind::Multiply: *bits = f32 ? 0x3f800000u : f16 ? 0x3c00u : 1u; return true;
-    case OpKind::Maximum: *bits = f32 ? 0xff800000u : f16 ? 0xfc00u : i32 ? 0x80000000u : 0u; return true;
-    case OpKind::Minimum: *bits = f32 ? 0x7f800000u : f16 ? 0x7c00u : i32 ? 0x7fffffffu : u32 ? 0xffffffffu : 1u; return true;
-    case OpKind::And: *bits = dt == DType::Bool ? 1u : 0xffffffffu; return !f32 && !f16;
-    default: return false;
-  }
-}
+bool identityBits(OpKind kind, DType dt, uint32_t* bits) { return scalar::reductionIdentityBits(kind, dt, bits); }
 
 // The op of a reduction body that is one add/multiply/maximum/minimum/and/or of its two arguments, or "".
 std::string bodyComputation(const Op& op) {

@@ -370,7 +370,7 @@ std::vector<int> Lowerer::lowerConv(OpContext& ctx) {
   const int workers = device().num_worker_contexts;
   const TileMapping omap = graph().slots[static_cast<size_t>(o)].mapping;
   const int64_t in_bytes = static_cast<int64_t>(dtypeSize(dt));
-  const int64_t acc_bytes = dt == DType::Bool ? 1 : 4;
+  const int64_t acc_bytes = static_cast<int64_t>(dtypeSize(dtypeInfo(dt).acc));
   const int64_t M = g.M(), K = g.K(), Ng = g.cog, G = g.groups;
   const MatmulPlan plan = planMatmul(G, M, Ng, K, dt, in_bytes, acc_bytes, device().num_tiles, workers,
                                      device().exchange_bytes_per_cycle, omap.per_tile, omap.tilesUsed(),
@@ -379,17 +379,13 @@ std::vector<int> Lowerer::lowerConv(OpContext& ctx) {
   const int64_t P = std::max<int64_t>(1, plan.blocks());
 
   std::unique_ptr<Kernel> kernel;
-#define IPU_CONV(I, A, O) std::make_unique<ConvKernel<I, A, O>>(ctx.in[0], ctx.in[1], o, g, kparts, kblock, P, sw, sp)
-  if (dt == DType::F32 && out.dtype == DType::F32) kernel = IPU_CONV(float, float, float);
-  else if (dt == DType::F16 && out.dtype == DType::F16) kernel = IPU_CONV(uint16_t, float, uint16_t);
-  else if (dt == DType::F16 && out.dtype == DType::F32) kernel = IPU_CONV(uint16_t, float, float);
-  else if (dt == DType::I32 && out.dtype == DType::I32) kernel = IPU_CONV(int32_t, uint32_t, int32_t);
-  else if (dt == DType::U32 && out.dtype == DType::U32) kernel = IPU_CONV(uint32_t, uint32_t, uint32_t);
-  else if (dt == DType::Bool && out.dtype == DType::Bool) kernel = IPU_CONV(uint8_t, uint8_t, uint8_t);
-  else
-    unimplemented(ctx, std::string("convolution is implemented for f16, f32, i32, u32 and bool operands with a result "
-                                   "of the same type (or f32 from f16); not ") + dtypeName(dt) + " -> " + dtypeName(out.dtype));
-#undef IPU_CONV
+  visitMatmulTypes(dt, out.dtype, [&](auto i, auto a, auto r) {
+    using K = ConvKernel<typename decltype(i)::type, typename decltype(a)::type, typename decltype(r)::type>;
+    kernel = std::make_unique<K>(ctx.in[0], ctx.in[1], o, g, kparts, kblock, P, sw, sp);
+  });
+  if (!kernel)
+    unimplemented(ctx, std::string("convolution needs a result of its operands' element type, or a wider one of the "
+                                   "same kind (preferred_element_type); not ") + dtypeName(dt) + " -> " + dtypeName(out.dtype));
 
   std::vector<Superstep> steps;
   const int64_t outs = out.numElements();
@@ -431,7 +427,7 @@ std::vector<int> Lowerer::lowerConv(OpContext& ctx) {
       return cost::matmul(dt, bouts[static_cast<size_t>(t)], macs[static_cast<size_t>(t)], workers);
     }));
     steps.back().cost_weight = static_cast<double>(std::max<int64_t>(1, G * M * Ng / P * std::max<int64_t>(1, K / kparts)));
-    const DType rdt = dt == DType::F16 ? DType::F32 : dt;
+    const DType rdt = dtypeInfo(dt).acc;
     steps.push_back(superstep(std::string("convReduce<") + dtypeName(dt) + ">", omap, recv2, [&](int, int64_t e) {
       return kparts > 1 ? cost::reduce(rdt, e * kparts, e, workers) : cost::copy(e * acc_bytes, workers);
     }));

@@ -20,6 +20,7 @@ struct VectorCost {
 };
 
 int vectorWidth(DType dtype) {
+  dtype = computeType(dtype);
   switch (dtype) {
     case DType::F16: return 4;
     case DType::F32: return 2;
@@ -28,6 +29,7 @@ int vectorWidth(DType dtype) {
 }
 
 VectorCost elementwiseCost(OpKind kind, DType dtype) {
+  dtype = computeType(dtype);
   const bool f16 = dtype == DType::F16;
   const bool flt = isFloat(dtype);
   switch (kind) {
@@ -92,6 +94,7 @@ uint64_t copy(int64_t bytes, int workers) {
 }
 
 uint64_t reduce(DType dtype, int64_t inputs, int64_t outputs, int workers) {
+  dtype = computeType(dtype);
   // Accumulators are 4 wide in f32 and 8 in f16 (doc); integers reduce one element per 2 cycles.
   const int width = dtype == DType::F16 ? 8 : dtype == DType::F32 ? 4 : 1;
   const double per = isFloat(dtype) ? 1.0 : 2.0;
@@ -105,6 +108,7 @@ uint64_t reduceBody(double body_cycles, int64_t inputs, int64_t outputs, int wor
 }
 
 uint64_t matmul(DType dtype, int64_t outputs, int64_t depth, int workers) {
+  dtype = computeType(dtype);
   if (outputs <= 0) return 0;
   const double macs = static_cast<double>(outputs) * static_cast<double>(std::max<int64_t>(depth, 1));
   // AMP: 64 MAC/cycle/tile in f16, 16 in f32 (derived from the peaks). Integers and bools have no AMP path:

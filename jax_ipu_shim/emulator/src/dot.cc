@@ -323,7 +323,7 @@ void estimate(const PlanInputs& in, const DotPlan& p, uint64_t* cycles, int64_t*
   uint64_t c2 = 0;
   if (second)
     c2 = cost::exchange(recv2, in.bytes_per_cycle) + cost::kSyncCycles +
-         (p.k.parts > 1 ? cost::reduce(in.dt == DType::F16 ? DType::F32 : in.dt, in.out_per_tile * p.k.parts,
+         (p.k.parts > 1 ? cost::reduce(dtypeInfo(in.dt).acc, in.out_per_tile * p.k.parts,
                                        in.out_per_tile, in.workers)
                         : cost::copy(in.out_per_tile * in.acc_bytes, in.workers));
   *cycles = c1 + c2;
@@ -552,7 +552,7 @@ std::vector<int> Lowerer::lowerDot(OpContext& ctx) {
   const int workers = device().num_worker_contexts;
   const TileMapping omap = graph().slots[static_cast<size_t>(o)].mapping;
   const int64_t in_bytes = static_cast<int64_t>(dtypeSize(dt));
-  const int64_t acc_bytes = dt == DType::Bool ? 1 : 4;
+  const int64_t acc_bytes = static_cast<int64_t>(dtypeSize(dtypeInfo(dt).acc));
 
   PlanInputs pin{batch, m, n, k, dt, in_bytes, acc_bytes, device().num_tiles, workers,
                  device().exchange_bytes_per_cycle, omap.per_tile, omap.tilesUsed(),
@@ -560,21 +560,13 @@ std::vector<int> Lowerer::lowerDot(OpContext& ctx) {
   const DotPlan plan = choosePlan(pin);
 
   std::unique_ptr<Kernel> kernel;
-  if (dt == DType::F32 && out.dtype == DType::F32)
-    kernel = std::make_unique<DotKernel<float, float, float>>(ctx.in[0], ctx.in[1], o, ll, rl, plan, sl, sr, sp);
-  else if (dt == DType::F16 && out.dtype == DType::F16)
-    kernel = std::make_unique<DotKernel<uint16_t, float, uint16_t>>(ctx.in[0], ctx.in[1], o, ll, rl, plan, sl, sr, sp);
-  else if (dt == DType::F16 && out.dtype == DType::F32)
-    kernel = std::make_unique<DotKernel<uint16_t, float, float>>(ctx.in[0], ctx.in[1], o, ll, rl, plan, sl, sr, sp);
-  else if (dt == DType::I32 && out.dtype == DType::I32)
-    kernel = std::make_unique<DotKernel<int32_t, uint32_t, int32_t>>(ctx.in[0], ctx.in[1], o, ll, rl, plan, sl, sr, sp);
-  else if (dt == DType::U32 && out.dtype == DType::U32)
-    kernel = std::make_unique<DotKernel<uint32_t, uint32_t, uint32_t>>(ctx.in[0], ctx.in[1], o, ll, rl, plan, sl, sr, sp);
-  else if (dt == DType::Bool && out.dtype == DType::Bool)
-    kernel = std::make_unique<DotKernel<uint8_t, uint8_t, uint8_t>>(ctx.in[0], ctx.in[1], o, ll, rl, plan, sl, sr, sp);
-  else
-    unimplemented(ctx, std::string("dot_general is implemented for f16, f32, i32, u32 and bool operands with a result of "
-                                   "the same type (or f32 from f16); not ") + dtypeName(dt) + " -> " + dtypeName(out.dtype));
+  visitMatmulTypes(dt, out.dtype, [&](auto i, auto a, auto r) {
+    using K = DotKernel<typename decltype(i)::type, typename decltype(a)::type, typename decltype(r)::type>;
+    kernel = std::make_unique<K>(ctx.in[0], ctx.in[1], o, ll, rl, plan, sl, sr, sp);
+  });
+  if (!kernel)
+    unimplemented(ctx, std::string("dot_general needs a result of its operands' element type, or a wider one of the "
+                                   "same kind (preferred_element_type); not ") + dtypeName(dt) + " -> " + dtypeName(out.dtype));
 
   std::vector<Superstep> steps;
   const int64_t outs = batch * m * n;
@@ -628,7 +620,7 @@ std::vector<int> Lowerer::lowerDot(OpContext& ctx) {
     steps.back().cost_weight = static_cast<double>(std::max<int64_t>(1, outs / P * std::max<int64_t>(1, k / plan.k.parts)));
     if (second) {
       const int64_t pk = plan.k.parts;
-      const DType rdt = dt == DType::F16 ? DType::F32 : dt;
+      const DType rdt = dtypeInfo(dt).acc;
       steps.push_back(superstep(std::string("matmulReduce<") + dtypeName(dt) + ">", omap, recv2,
                                 [&](int, int64_t e) {
                                   return pk > 1 ? cost::reduce(rdt, e * pk, e, workers) : cost::copy(e * acc_bytes, workers);

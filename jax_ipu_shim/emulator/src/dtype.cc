@@ -6,29 +6,19 @@
 
 namespace ipu {
 
-size_t dtypeSize(DType dtype) {
-  switch (dtype) {
-    case DType::Bool: return 1;
-    case DType::F16: return 2;
-    case DType::F32:
-    case DType::I32:
-    case DType::U32: return 4;
-    case DType::Token: return 0;
-  }
-  return 4;
+const DTypeInfo& dtypeInfo(DType dtype) {
+  // Indexed by enumerator; built once from the table so that its row order is free.
+  static const DTypeInfo* const* index = [] {
+    static const DTypeInfo* rows[256] = {};
+    for (const DTypeInfo& info : kDTypeTable) rows[static_cast<uint8_t>(info.dtype)] = &info;
+    return rows;
+  }();
+  const DTypeInfo* info = index[static_cast<uint8_t>(dtype)];
+  return info ? *info : kDTypeTable[0];
 }
 
-const char* dtypeName(DType dtype) {
-  switch (dtype) {
-    case DType::Bool: return "bool";
-    case DType::F16: return "f16";
-    case DType::F32: return "f32";
-    case DType::I32: return "i32";
-    case DType::U32: return "u32";
-    case DType::Token: return "token";
-  }
-  return "?";
-}
+size_t dtypeSize(DType dtype) { return dtypeInfo(dtype).size; }
+const char* dtypeName(DType dtype) { return dtypeInfo(dtype).name; }
 
 int64_t shapeElements(const std::vector<int64_t>& shape) {
   int64_t n = 1;
@@ -47,10 +37,7 @@ size_t TensorType::numBytes() const { return static_cast<size_t>(numElements()) 
 std::string TensorType::str() const { return mlirTensorType(dtypeName(dtype), shape); }
 
 bool parseDType(const std::string& name, DType* out) {
-  static const struct { const char* name; DType dtype; } kTypes[] = {
-      {"bool", DType::Bool}, {"f16", DType::F16}, {"f32", DType::F32}, {"i32", DType::I32}, {"u32", DType::U32},
-      {"token", DType::Token}};
-  for (const auto& t : kTypes) {
+  for (const DTypeInfo& t : kDTypeTable) {
     if (name == t.name) {
       *out = t.dtype;
       return true;
@@ -60,17 +47,13 @@ bool parseDType(const std::string& name, DType* out) {
 }
 
 namespace {
-// The front end's spellings of types the IPU lacks, with MLIR's name and the advice given to the user.
+// The front end's spellings of types the IPU lacks, with MLIR's name and the advice given to the user. c64 moves
+// to kDTypeTable when complex is emulated as pairs of f32.
 struct Unsupported { const char* name; const char* mlir; const char* advice; };
 const Unsupported kUnsupported[] = {
     {"f64", "f64", "the IPU has no f64 hardware; use f32 (jax_enable_x64=False)"},
     {"i64", "i64", "the IPU has no 64-bit integer hardware; use i32 (jax_enable_x64=False)"},
     {"u64", "ui64", "the IPU has no 64-bit integer hardware; use u32 (jax_enable_x64=False)"},
-    {"bf16", "bf16", "the emulated IPU has no bf16 arithmetic; use f16 or f32"},
-    {"i8", "i8", "the emulator implements 8-bit integers only as i32; convert to i32"},
-    {"u8", "ui8", "the emulator implements 8-bit integers only as u32; convert to u32"},
-    {"i16", "i16", "the emulator implements 16-bit integers only as i32; convert to i32"},
-    {"u16", "ui16", "the emulator implements 16-bit integers only as u32; convert to u32"},
     {"c64", "complex<f32>", "the IPU has no complex arithmetic; split into real and imaginary f32 parts"},
     {"c128", "complex<f64>", "the IPU has no complex or f64 arithmetic"},
 };
@@ -91,8 +74,8 @@ std::string unsupportedDTypeAdvice(const std::string& name) {
 }
 
 std::string mlirElementName(const std::string& name) {
-  if (name == "bool") return "i1";
-  if (name == "u32") return "ui32";
+  for (const DTypeInfo& t : kDTypeTable)
+    if (name == t.name) return t.mlir;
   for (const auto& u : kUnsupported)
     if (name == u.name) return u.mlir;
   return name;
@@ -124,6 +107,21 @@ uint16_t floatToHalf(float value) {
   const uint32_t odd = (abs >> 13) & 1u;
   abs += 0xc8000fffu + odd;  // rebias the exponent (127 -> 15) and round the 13 dropped bits to nearest even
   return static_cast<uint16_t>(sign | (abs >> 13));
+}
+
+uint16_t floatToBFloat16Bits(float value) {
+  uint32_t x;
+  std::memcpy(&x, &value, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // NaN: quiet, sign kept
+  x += 0x7fffu + ((x >> 16) & 1u);  // round the 16 dropped bits to nearest even (overflow carries to infinity)
+  return static_cast<uint16_t>(x >> 16);
+}
+
+float bfloat16BitsToFloat(uint16_t bits) {
+  const uint32_t x = static_cast<uint32_t>(bits) << 16;
+  float out;
+  std::memcpy(&out, &x, 4);
+  return out;
 }
 
 namespace {

@@ -59,7 +59,7 @@ struct IndexLayout {
   std::vector<int64_t> batch_strides;  // the indices' strides of those dimensions
   int64_t k_stride = 0;
   int64_t count = 1;  // number of batch positions
-  bool is_unsigned = false;
+  DType dtype = DType::I32;
 };
 
 IndexLayout indexLayout(const TensorType& indices, int64_t ivd) {
@@ -74,7 +74,7 @@ IndexLayout indexLayout(const TensorType& indices, int64_t ivd) {
     l.batch_strides.push_back(st[d]);
     l.count *= indices.shape[d];
   }
-  l.is_unsigned = indices.dtype == DType::U32;
+  l.dtype = indices.dtype;
   return l;
 }
 
@@ -102,10 +102,8 @@ struct StartPlan {
       std::fill(start.begin(), start.end(), 0);
       for (size_t k = 0; k < dims_map.size(); ++k) {
         const int64_t at = w.a + static_cast<int64_t>(k) * layout.k_stride;
-        int32_t v32;
-        std::memcpy(&v32, raw + at * 4, 4);
         start[static_cast<size_t>(dims_map[k])] =
-            layout.is_unsigned ? static_cast<int64_t>(static_cast<uint32_t>(v32)) : static_cast<int64_t>(v32);
+            loadInteger(raw + at * static_cast<int64_t>(dtypeSize(layout.dtype)), layout.dtype);
       }
       int64_t off = 0;
       bool valid = true;

@@ -321,8 +321,8 @@ std::vector<int> Lowerer::lowerReduce(OpContext& ctx) {
   const DType dt = in0.dtype;
   const TileMapping in_map = graph().slots[static_cast<size_t>(ctx.in[0])].mapping;
   const TileMapping out_map = graph().slots[static_cast<size_t>(outs[0])].mapping;
-  int64_t partial_bytes = 0;  // one partial per input; f16 partials are f32
-  for (size_t i = 0; i < n; ++i) partial_bytes += ctx.in_types[i].dtype == DType::Bool ? 1 : 4;
+  int64_t partial_bytes = 0;  // one partial per input, in its accumulator type (f16 partials are f32)
+  for (size_t i = 0; i < n; ++i) partial_bytes += static_cast<int64_t>(dtypeSize(dtypeInfo(ctx.in_types[i].dtype).acc));
   const int tiles = device().num_tiles;
   std::vector<int64_t> partials_made(static_cast<size_t>(tiles), 0), partials_taken(static_cast<size_t>(tiles), 0);
   std::vector<int64_t> recv(static_cast<size_t>(tiles), 0);

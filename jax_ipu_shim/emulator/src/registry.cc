@@ -1,16 +1,25 @@
 #include "ipu/registry.h"
 
+#include "ipu/dtype.h"
 #include "ipu/json.h"
 
 namespace ipu {
 
 namespace {
 
+// Masks by kind, from the dtype table: H the 16-bit floats (f16, bf16: computed in f32), I/U every signed/unsigned
+// integer width.
+constexpr unsigned maskOf(bool (*pred)(const DTypeInfo&)) {
+  unsigned m = 0;
+  for (const DTypeInfo& t : kDTypeTable)
+    if (pred(t)) m |= dtypeBit(t.dtype);
+  return m;
+}
 constexpr unsigned B = dtypeBit(DType::Bool);
-constexpr unsigned H = dtypeBit(DType::F16);
+constexpr unsigned H = maskOf([](const DTypeInfo& t) { return t.is_float && t.size == 2; });
 constexpr unsigned F = dtypeBit(DType::F32);
-constexpr unsigned I = dtypeBit(DType::I32);
-constexpr unsigned U = dtypeBit(DType::U32);
+constexpr unsigned I = maskOf([](const DTypeInfo& t) { return t.is_int && t.is_signed; });
+constexpr unsigned U = maskOf([](const DTypeInfo& t) { return t.is_int && !t.is_signed; });
 constexpr unsigned FLOAT = H | F;
 constexpr unsigned INT = I | U;
 constexpr unsigned NUM = FLOAT | INT;
@@ -138,10 +147,10 @@ const OpInfo& opInfo(OpKind kind) {
 
 std::string dtypeList(unsigned mask) {
   std::string out;
-  for (DType d : {DType::Bool, DType::F16, DType::F32, DType::I32, DType::U32}) {
-    if (!(mask & dtypeBit(d))) continue;
+  for (const DTypeInfo& t : kDTypeTable) {
+    if (!(mask & dtypeBit(t.dtype))) continue;
     if (!out.empty()) out += ", ";
-    out += dtypeName(d);
+    out += t.name;
   }
   return out;
 }

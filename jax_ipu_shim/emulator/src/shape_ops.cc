@@ -10,6 +10,7 @@
 #include "ipu/cost_model.h"
 #include "ipu/dtype.h"
 #include "ipu/lowering.h"
+#include "ipu/scalar_ops.h"
 
 namespace ipu {
 
@@ -25,12 +26,11 @@ void unravel(int64_t i, const std::vector<int64_t>& shape, std::vector<int64_t>*
   }
 }
 
-// Reads run-time start indices (scalars of i32 or u32) and clamps each into [0, limit_d] as XLA does.
-void readStarts(const RunState& s, const std::vector<int>& slots, const std::vector<bool>& is_unsigned,
+// Reads run-time start indices (integer scalars of the given types) and clamps each into [0, limit_d] as XLA does.
+void readStarts(const RunState& s, const std::vector<int>& slots, const std::vector<DType>& types,
                 const std::vector<int64_t>& limits, int64_t* out) {
   for (size_t d = 0; d < slots.size(); ++d) {
-    int64_t v = is_unsigned[d] ? static_cast<int64_t>(*s.at<const uint32_t>(slots[d]))
-                               : static_cast<int64_t>(*s.at<const int32_t>(slots[d]));
+    int64_t v = loadInteger(s.at<const uint8_t>(slots[d]), types[d]);
     out[d] = std::max<int64_t>(0, std::min(v, limits[d]));
   }
 }
@@ -39,7 +39,7 @@ void readStarts(const RunState& s, const std::vector<int>& slots, const std::vec
 struct DynamicOffset {
   int dyn = -1;  // index into RunState::dynamic; -1: no dynamic offset
   std::vector<int> starts;
-  std::vector<bool> is_unsigned;
+  std::vector<DType> start_types;
   std::vector<int64_t> limits, in_strides;
 };
 
@@ -55,7 +55,7 @@ class StridedGatherKernel : public Kernel {
   void prepare(RunState& s) const override {
     if (dyn_.dyn < 0) return;
     std::vector<int64_t> start(dyn_.starts.size());
-    readStarts(s, dyn_.starts, dyn_.is_unsigned, dyn_.limits, start.data());
+    readStarts(s, dyn_.starts, dyn_.start_types, dyn_.limits, start.data());
     int64_t offset = 0;
     for (size_t d = 0; d < start.size(); ++d) offset += start[d] * dyn_.in_strides[d];
     s.dynamic[static_cast<size_t>(dyn_.dyn)] = offset;
@@ -198,15 +198,15 @@ template <class T>
 class UpdateSliceKernel : public Kernel {
  public:
   UpdateSliceKernel(int x, int update, int out, std::vector<int64_t> shape, std::vector<int64_t> update_shape,
-                    std::vector<int> starts, std::vector<bool> is_unsigned, int dyn)
+                    std::vector<int> starts, std::vector<DType> start_types, int dyn)
       : x_(x), update_(update), out_(out), shape_(std::move(shape)), update_shape_(std::move(update_shape)),
         update_strides_(rowMajorStrides(update_shape_)), starts_(std::move(starts)),
-        unsigned_(std::move(is_unsigned)), dyn_(dyn) {
+        start_types_(std::move(start_types)), dyn_(dyn) {
     for (size_t d = 0; d < shape_.size(); ++d) limits_.push_back(shape_[d] - update_shape_[d]);
   }
 
   void prepare(RunState& s) const override {
-    readStarts(s, starts_, unsigned_, limits_, s.dynamic.data() + dyn_);
+    readStarts(s, starts_, start_types_, limits_, s.dynamic.data() + dyn_);
   }
 
   void compute(RunState& s, int64_t b, int64_t e) const override {
@@ -252,23 +252,19 @@ class UpdateSliceKernel : public Kernel {
   int x_, update_, out_;
   std::vector<int64_t> shape_, update_shape_, update_strides_, limits_;
   std::vector<int> starts_;
-  std::vector<bool> unsigned_;
+  std::vector<DType> start_types_;
   int dyn_;
 };
 
 // iota: each element's coordinate along one dimension, converted to the element type.
-template <class T>
+template <DType D>
 class IotaKernel : public Kernel {
  public:
   IotaKernel(int out, int64_t stride, int64_t size) : out_(out), stride_(stride), size_(size) {}
   void compute(RunState& s, int64_t b, int64_t e) const override {
-    T* o = s.at<T>(out_);
-    for (int64_t i = b; i < e; ++i) {
-      const int64_t v = (i / stride_) % size_;
-      if constexpr (std::is_same<T, uint16_t>::value) o[i] = floatToHalf(static_cast<float>(v));
-      else if constexpr (std::is_same<T, uint8_t>::value) o[i] = v != 0;
-      else o[i] = static_cast<T>(v);
-    }
+    Storage<D>* o = s.at<Storage<D>>(out_);
+    for (int64_t i = b; i < e; ++i)  // as convert(i32 -> D): wraps in narrow integers, rounds in narrow floats
+      o[i] = scalar::convertValue<D, DType::I32>(static_cast<int32_t>((i / stride_) % size_));
   }
 
  private:
@@ -421,7 +417,7 @@ std::vector<int> Lowerer::lowerShapeOp(OpContext& ctx) {
         if (!st.shape.empty() || !isInteger(st.dtype)) invalid(ctx, "start indices must be integer scalars");
         if (sizes[d] < 0 || sizes[d] > in->shape[d] || sizes[d] != out.shape[d]) invalid(ctx, "slice_sizes do not fit");
         dynamic.starts.push_back(ctx.in[d + 1]);
-        dynamic.is_unsigned.push_back(st.dtype == DType::U32);
+        dynamic.start_types.push_back(st.dtype);
         dynamic.limits.push_back(in->shape[d] - sizes[d]);
       }
       dynamic.dyn = newDynamic(1);
@@ -434,16 +430,16 @@ std::vector<int> Lowerer::lowerShapeOp(OpContext& ctx) {
       if (ctx.in.size() != rank + 2 || in->shape != out.shape || upd.shape.size() != rank || upd.dtype != out.dtype)
         invalid(ctx, "dynamic_update_slice needs an operand, an update of the same rank and one start per dimension");
       std::vector<int> starts;
-      std::vector<bool> is_unsigned;
+      std::vector<DType> start_types;
       for (size_t d = 0; d < rank; ++d) {
         const TensorType& st = ctx.in_types[d + 2];
         if (!st.shape.empty() || !isInteger(st.dtype)) invalid(ctx, "start indices must be integer scalars");
         if (upd.shape[d] > out.shape[d]) invalid(ctx, "the update is larger than the operand");
         starts.push_back(ctx.in[d + 2]);
-        is_unsigned.push_back(st.dtype == DType::U32);
+        start_types.push_back(st.dtype);
       }
       const int dyn = newDynamic(static_cast<int>(rank));
-      kernel = bySize<UpdateSliceKernel>(out.dtype, ctx.in[0], ctx.in[1], o, out.shape, upd.shape, starts, is_unsigned, dyn);
+      kernel = bySize<UpdateSliceKernel>(out.dtype, ctx.in[0], ctx.in[1], o, out.shape, upd.shape, starts, start_types, dyn);
       exchangeSameIndex(&recv, work, ctx.in[0]);
       const std::vector<int64_t> ustr = rowMajorStrides(upd.shape);
       const std::vector<int64_t> ostr = rowMajorStrides(out.shape);
@@ -507,14 +503,8 @@ std::vector<int> Lowerer::lowerShapeOp(OpContext& ctx) {
       if (dim < 0 || dim >= static_cast<int64_t>(rank)) invalid(ctx, "iota_dimension is out of range");
       const int64_t stride = rowMajorStrides(out.shape)[static_cast<size_t>(dim)];
       const int64_t size = std::max<int64_t>(1, out.shape[static_cast<size_t>(dim)]);
-      switch (out.dtype) {
-        case DType::Bool: kernel = std::make_unique<IotaKernel<uint8_t>>(o, stride, size); break;
-        case DType::F16: kernel = std::make_unique<IotaKernel<uint16_t>>(o, stride, size); break;
-        case DType::F32: kernel = std::make_unique<IotaKernel<float>>(o, stride, size); break;
-        case DType::I32: kernel = std::make_unique<IotaKernel<int32_t>>(o, stride, size); break;
-        case DType::U32: kernel = std::make_unique<IotaKernel<uint32_t>>(o, stride, size); break;
-        case DType::Token: unimplemented(ctx, "tokens are not computed on");
-      }
+      if (!visitDType(out.dtype, [&](auto t) { kernel = std::make_unique<IotaKernel<decltype(t)::value>>(o, stride, size); }))
+        unimplemented(ctx, "tokens are not computed on");
       break;
     }
     default: unimplemented(ctx, "no lowering for " + op.mlir);

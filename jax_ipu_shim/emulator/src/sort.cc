@@ -190,16 +190,18 @@ class SortKernel : public Kernel {
 // chlo.top_k: the k largest elements of each last-dimension slice, largest first, and their indices. XLA:CPU's
 // order: a total order on the raw bits (-NaN < -inf < ... < -0.0 < 0.0 < ... < inf < NaN), ties to the smaller index;
 // as that is a strict total order, std::partial_sort gives exactly XLA's result.
-template <class S>
+template <DType D>
 int64_t topKKey(const uint8_t* p) {
-  S v;
-  std::memcpy(&v, p, sizeof(S));
-  if constexpr (std::is_same<S, float>::value) {
+  Storage<D> v;
+  std::memcpy(&v, p, sizeof(v));
+  if constexpr (D == DType::F32) {
     uint32_t x;
     std::memcpy(&x, &v, 4);
     return static_cast<int32_t>(x) < 0 ? static_cast<int32_t>(0x7FFFFFFFu - x) : static_cast<int32_t>(x);
-  } else if constexpr (std::is_same<S, HalfStorage>::value) {
-    return static_cast<int16_t>(v) < 0 ? static_cast<int16_t>(static_cast<uint16_t>(0x7FFFu - v)) : static_cast<int16_t>(v);
+  } else if constexpr (D == DType::F16 || D == DType::BF16) {  // the same total order on the 16 bits
+    uint16_t x;
+    std::memcpy(&x, &v, 2);
+    return static_cast<int16_t>(x) < 0 ? static_cast<int16_t>(static_cast<uint16_t>(0x7FFFu - x)) : static_cast<int16_t>(x);
   } else {
     return static_cast<int64_t>(v);
   }
@@ -210,17 +212,11 @@ class TopKKernel : public Kernel {
   TopKKernel(int in, int values, int indices, size_t size, DType dtype, int64_t n, int64_t k)
       : in_(in), values_(values), indices_(indices), size_(size), dtype_(dtype), n_(n), k_(k) {}
   void compute(RunState& s, int64_t b, int64_t e) const override {
-    switch (dtype_) {
-      case DType::F32: return run<float>(s, b, e);
-      case DType::F16: return run<HalfStorage>(s, b, e);
-      case DType::I32: return run<int32_t>(s, b, e);
-      case DType::U32: return run<uint32_t>(s, b, e);
-      default: return run<uint8_t>(s, b, e);
-    }
+    visitDType(dtype_, [&](auto t) { run<decltype(t)::value>(s, b, e); });
   }
 
  private:
-  template <class S>
+  template <DType S>
   void run(RunState& s, int64_t b, int64_t e) const {
     const uint8_t* in = s.ptr[static_cast<size_t>(in_)];
     uint8_t* values = s.ptr[static_cast<size_t>(values_)];

@@ -358,7 +358,9 @@ std::vector<int> Lowerer::lowerWindow(OpContext& ctx) {
     std::unique_ptr<Kernel> kernel;
     const int e = static_cast<int>(exp_bits), m = static_cast<int>(mant_bits);
     if (in.dtype == DType::F32) kernel = map1<uint32_t, uint32_t>(ctx.in[0], o, ReducePrecisionF<uint32_t, 8, 23>{e, m});
-    else kernel = map1<uint16_t, uint16_t>(ctx.in[0], o, ReducePrecisionF<uint16_t, 5, 10>{e, m});
+    else if (in.dtype == DType::F16) kernel = map1<uint16_t, uint16_t>(ctx.in[0], o, ReducePrecisionF<uint16_t, 5, 10>{e, m});
+    else if (in.dtype == DType::BF16) kernel = map1<uint16_t, uint16_t>(ctx.in[0], o, ReducePrecisionF<uint16_t, 8, 7>{e, m});
+    else unimplemented(ctx, std::string("reduce_precision is implemented for f32, f16 and bf16, not ") + dtypeName(in.dtype));
     const TileMapping work = graph().slots[static_cast<size_t>(o)].mapping;
     std::vector<Superstep> steps;
     if (work.num_elements > 0)

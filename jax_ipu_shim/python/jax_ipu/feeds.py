@@ -11,7 +11,7 @@ its ``shape``; each ``lax.outfeed`` appends one entry that ``transfer_from_outfe
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Callable, List, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 import numpy as np
 
@@ -19,22 +19,19 @@ from jax_ipu import _native
 
 PLATFORM = "ipu"
 
-# The program format's element types: the only ones an ipu stream carries.
-DTYPE_NAMES = {
-    np.dtype(np.bool_): "bool",
-    np.dtype(np.float16): "f16",
-    np.dtype(np.float32): "f32",
-    np.dtype(np.int32): "i32",
-    np.dtype(np.uint32): "u32",
-}
-_SUPPORTED = "bool, float16, float32, int32, uint32"
+def dtype_names() -> Dict[np.dtype, str]:
+    """The program format's element types (the one table, compiler/types.py): the only ones an ipu stream carries.
+    Imported on first use: feeds is installed while jax imports itself, before the compiler can be."""
+    from jax_ipu.compiler import types
+    return types.ipu_numpy_dtypes()
 
 
 def _dtype_name(dtype: Any, what: str) -> str:
-    name = DTYPE_NAMES.get(np.dtype(dtype))
+    names = dtype_names()
+    name = names.get(np.dtype(dtype))
     if name is None:
         raise TypeError(f"{what} has dtype {np.dtype(dtype).name}, which an ipu host stream cannot carry: "
-                        f"supported dtypes are {_SUPPORTED}")
+                        f"supported dtypes are {', '.join(d.name for d in names)}")
     return name
 
 

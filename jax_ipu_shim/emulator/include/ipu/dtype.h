@@ -1,23 +1,126 @@
-// Element types: sizes, names (ours and MLIR's) and the IEEE binary16 conversions the vector unit performs.
+// Element types: the one trait table every kernel, the PJRT layer and the Python side derive their dtype facts from,
+// their host storage types, and the IEEE binary16 / bfloat16 conversions the vector unit performs.
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ipu/emulator.h"
 
 namespace ipu {
 
-// Host storage of each element type: bool is one byte holding 0 or 1, f16 is the raw binary16 bits.
+// How an element is held in host memory, and so how a kernel computes on it.
+enum class StorageKind : uint8_t { Token, Bool, Int, Float32, Half, BFloat16 };
+
+// One row per element type. `acc` is the accumulator matmul-like ops and reductions of partials use (f32 for the
+// 16-bit floats, rounded once at the end; i32/u32 wrapping for integers; bool for bool).
+struct DTypeInfo {
+  DType dtype;
+  const char* name;  // the program format's spelling
+  const char* mlir;  // MLIR's element type
+  uint8_t size;      // bytes
+  StorageKind storage;
+  bool is_float, is_signed, is_int;
+  DType acc;
+};
+
+// The table. A new element type (c64 as a pair of f32 comes next) is one row here, one enumerator in emulator.h,
+// one StorageOf specialization below and its functors in scalar_ops.h; until then it is an unsupported name below.
+inline constexpr DTypeInfo kDTypeTable[] = {
+    {DType::Bool, "bool", "i1", 1, StorageKind::Bool, false, false, false, DType::Bool},
+    {DType::I8, "i8", "i8", 1, StorageKind::Int, false, true, true, DType::I32},
+    {DType::U8, "u8", "ui8", 1, StorageKind::Int, false, false, true, DType::U32},
+    {DType::I16, "i16", "i16", 2, StorageKind::Int, false, true, true, DType::I32},
+    {DType::U16, "u16", "ui16", 2, StorageKind::Int, false, false, true, DType::U32},
+    {DType::I32, "i32", "i32", 4, StorageKind::Int, false, true, true, DType::I32},
+    {DType::U32, "u32", "ui32", 4, StorageKind::Int, false, false, true, DType::U32},
+    {DType::F16, "f16", "f16", 2, StorageKind::Half, true, true, false, DType::F32},
+    {DType::BF16, "bf16", "bf16", 2, StorageKind::BFloat16, true, true, false, DType::F32},
+    {DType::F32, "f32", "f32", 4, StorageKind::Float32, true, true, false, DType::F32},
+    {DType::Token, "token", "!stablehlo.token", 0, StorageKind::Token, false, false, false, DType::Token},
+};
+
+const DTypeInfo& dtypeInfo(DType d);
+
+// bfloat16 storage: distinct from the integers' and f16's uint16_t so that no overload or `is_same` test keyed on
+// storage types can take it for either.
+struct BFloat16 {
+  uint16_t bits;
+};
+// Host storage of each element type: bool is one byte holding 0 or 1, f16 the raw binary16 bits (so kernels must
+// select f16 by DType, never by storage: u16 is uint16_t too), bf16 its bits in a BFloat16.
 using BoolStorage = uint8_t;
 using HalfStorage = uint16_t;
+template <DType D> struct StorageOf;
+template <> struct StorageOf<DType::Bool> { using type = uint8_t; };
+template <> struct StorageOf<DType::I8> { using type = int8_t; };
+template <> struct StorageOf<DType::U8> { using type = uint8_t; };
+template <> struct StorageOf<DType::I16> { using type = int16_t; };
+template <> struct StorageOf<DType::U16> { using type = uint16_t; };
+template <> struct StorageOf<DType::I32> { using type = int32_t; };
+template <> struct StorageOf<DType::U32> { using type = uint32_t; };
+template <> struct StorageOf<DType::F16> { using type = uint16_t; };
+template <> struct StorageOf<DType::BF16> { using type = BFloat16; };
+template <> struct StorageOf<DType::F32> { using type = float; };
+template <DType D>
+using Storage = typename StorageOf<D>::type;
+
+// A type as a value, for visitors' callbacks.
+template <class T>
+struct TypeTag {
+  using type = T;
+};
+
+// A DType as a type, for visitors: v(DTypeTag<D>{}) sees D as a constant expression.
+template <DType D>
+struct DTypeTag {
+  static constexpr DType value = D;
+  using type = Storage<D>;
+};
+
+// The one switch over computable element types: calls v(DTypeTag<D>{}) and returns true, or false for Token.
+template <class V>
+bool visitDType(DType d, V&& v) {
+  switch (d) {
+    case DType::Bool: v(DTypeTag<DType::Bool>{}); return true;
+    case DType::I8: v(DTypeTag<DType::I8>{}); return true;
+    case DType::U8: v(DTypeTag<DType::U8>{}); return true;
+    case DType::I16: v(DTypeTag<DType::I16>{}); return true;
+    case DType::U16: v(DTypeTag<DType::U16>{}); return true;
+    case DType::I32: v(DTypeTag<DType::I32>{}); return true;
+    case DType::U32: v(DTypeTag<DType::U32>{}); return true;
+    case DType::F16: v(DTypeTag<DType::F16>{}); return true;
+    case DType::BF16: v(DTypeTag<DType::BF16>{}); return true;
+    case DType::F32: v(DTypeTag<DType::F32>{}); return true;
+    case DType::Token: return false;
+  }
+  return false;
+}
+
+// An integer (or bool) element at `p` as int64, sign- or zero-extended by its dtype: how indices and starts are read.
+inline int64_t loadInteger(const void* p, DType d) {
+  int64_t out = 0;
+  visitDType(d, [&](auto t) {
+    using T = typename decltype(t)::type;
+    if constexpr (std::is_integral<T>::value) {
+      T v;
+      std::memcpy(&v, p, sizeof(T));
+      out = static_cast<int64_t>(v);
+    }
+  });
+  return out;
+}
 
 // Round-to-nearest-even conversion with IEEE overflow to infinity, subnormals and NaN payloads kept quiet.
 uint16_t floatToHalf(float value);
 float halfToFloat(uint16_t bits);  // exact (table lookup)
+uint16_t floatToBFloat16Bits(float value);  // round to nearest even; NaN stays a quiet NaN
+float bfloat16BitsToFloat(uint16_t bits);   // exact
 
-// Parses a program's dtype spelling. Returns false for spellings that are not one of the five IPU types or "token".
+// Parses a program's dtype spelling. Returns false for spellings that are not an IPU type or "token".
 bool parseDType(const std::string& name, DType* out);
 // True for every dtype spelling the program format knows, supported or not ("f64", "c64", ...).
 bool isKnownDTypeName(const std::string& name);
@@ -28,9 +131,15 @@ std::string unsupportedDTypeAdvice(const std::string& name);
 std::string mlirElementName(const std::string& name);
 std::string mlirTensorType(const std::string& dtype_name, const std::vector<int64_t>& shape);
 
-inline bool isFloat(DType d) { return d == DType::F16 || d == DType::F32; }
-inline bool isInteger(DType d) { return d == DType::I32 || d == DType::U32; }
+inline bool isFloat(DType d) { return dtypeInfo(d).is_float; }
+inline bool isInteger(DType d) { return dtypeInfo(d).is_int; }
+inline bool isSigned(DType d) { return dtypeInfo(d).is_signed; }
 inline bool isToken(DType d) { return d == DType::Token; }
+// The type the IPU's vector unit computes a value of `d` in, for costs: bf16 in f32 (it has no bf16 arithmetic, as
+// Poplar users cast), every other type in itself.
+inline DType computeType(DType d) { return d == DType::BF16 ? DType::F32 : d; }
+// f16 and bf16: stored in 16 bits, computed in f32 and rounded once per op.
+constexpr bool isNarrowFloat(DType d) { return d == DType::F16 || d == DType::BF16; }
 
 int64_t shapeElements(const std::vector<int64_t>& shape);
 // Element strides of a dense row-major array of this shape.

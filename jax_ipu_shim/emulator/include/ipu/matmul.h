@@ -10,21 +10,46 @@ namespace ipu {
 
 inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Element type -> accumulator of matmul-like ops (the pointer only picks the overload): f32 for f32 and f16 (rounded
-// once at the end), wrapping u32 for i32/u32, and u8 (OR of ANDs) for bool.
+// Element type -> accumulator of matmul-like ops (the pointer only picks the overload, so f16 and u16, both
+// uint16_t, are told apart by their accumulators): f32 for the floats (f16 and bf16 rounded once at the end),
+// wrapping u32 for every integer, and u8 (OR of ANDs) for bool.
 inline float toAcc(float x, float*) { return x; }
 inline float toAcc(uint16_t x, float*) { return halfToFloat(x); }
-inline uint32_t toAcc(int32_t x, uint32_t*) { return static_cast<uint32_t>(x); }
-inline uint32_t toAcc(uint32_t x, uint32_t*) { return x; }
+inline float toAcc(BFloat16 x, float*) { return bfloat16BitsToFloat(x.bits); }
+template <class T, class = std::enable_if_t<std::is_integral<T>::value>>
+inline uint32_t toAcc(T x, uint32_t*) { return static_cast<uint32_t>(static_cast<int64_t>(x)); }
 inline uint8_t toAcc(uint8_t x, uint8_t*) { return x; }
 
-// Accumulator -> element type, rounding f16 once.
+// Accumulator -> element type, rounding f16/bf16 once; integers wrap to the result's width.
 template <class Out, class Acc>
 inline Out fromAcc(Acc a) {
-  if constexpr (std::is_same<Out, uint16_t>::value) return floatToHalf(a);
+  if constexpr (std::is_same<Out, uint16_t>::value && std::is_same<Acc, float>::value) return floatToHalf(a);
+  else if constexpr (std::is_same<Out, BFloat16>::value) return BFloat16{floatToBFloat16Bits(a)};
   else return static_cast<Out>(a);
 }
 
+// dot_general/convolution element types: calls v(Tag<In>, Tag<Acc>, Tag<Out>) for operands of `in` and a result of
+// `out` (the same type, or preferred_element_type: a float widened to another float, an integer to another
+// integer of the same signedness); false for any other pair.
+template <class V>
+bool visitMatmulTypes(DType in, DType out, V&& v) {
+  const DTypeInfo &a = dtypeInfo(in), &r = dtypeInfo(out);
+  const bool ok = in == out || (a.is_float && r.is_float) || (a.is_int && r.is_int && a.is_signed == r.is_signed);
+  if (!ok || in == DType::Token) return false;
+  return visitDType(in, [&](auto it) {
+    using IT = std::decay_t<decltype(it)>;
+    using I = typename IT::type;
+    constexpr bool is_float = IT::value == DType::F32 || isNarrowFloat(IT::value);  // by DType: f16 is uint16_t
+    using Acc = std::conditional_t<IT::value == DType::Bool, uint8_t, std::conditional_t<is_float, float, uint32_t>>;
+    visitDType(out, [&](auto ot) {
+      using OT = std::decay_t<decltype(ot)>;
+      using O = typename OT::type;
+      if constexpr (std::is_same<Acc, float>::value == (std::is_same<O, float>::value || std::is_same<O, BFloat16>::value ||
+                                                        OT::value == DType::F16))
+        v(TypeTag<I>{}, TypeTag<Acc>{}, TypeTag<O>{});
+    });
+  });
+}
 
 // One dimension cut into `parts` blocks of `block` elements (the last may be shorter).
 struct MatmulSplit {

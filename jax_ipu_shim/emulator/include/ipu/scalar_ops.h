@@ -1,9 +1,10 @@
 // The per-element semantics of the elementwise ops (XLA:CPU's where StableHLO leaves a choice), written once.
 //
-// Every op is a stateless, default-constructible functor over host storage types (bool: uint8_t, f16: the uint16_t
-// bits, f32: float, i32: int32_t, u32: uint32_t). The visitors below pick the functor for an op kind and element
-// type and hand it to a callback together with its storage types; the vector kernels (elementwise.cc, reduce.cc)
-// and the scalar interpreter of reduce bodies (scalar_program.cc) are all built from them.
+// Every op is a stateless, default-constructible functor over host storage types (ipu::Storage<D>: bool and u8 are
+// uint8_t, f16 and u16 uint16_t, so functors are chosen by DType, never by storage type). The visitors below pick the
+// functor for an op kind and element type and hand it to a callback together with its storage types; the vector
+// kernels (elementwise.cc, reduce.cc) and the scalar interpreter of reduce bodies (scalar_program.cc) are all built
+// from them. An op on a type with no functor makes the visitor return false: a compile-time error, never a fallback.
 #pragma once
 
 #include <algorithm>
@@ -23,9 +24,7 @@ namespace ipu {
 namespace scalar {
 
 template <class T>
-struct Tag {
-  using type = T;
-};
+using Tag = TypeTag<T>;
 
 // ---- helpers ----
 
@@ -66,6 +65,12 @@ inline float erfInv(float x) {
   return p * x;
 }
 
+// Integers of every width wrap (two's complement) as XLA's do: computed in 32 bits, truncated to the type.
+template <class T>
+using Unsigned = std::make_unsigned_t<T>;
+template <class T>
+constexpr uint32_t kBits = 8 * sizeof(T);
+
 template <class T>
 inline T wrapAdd(T a, T b) { return static_cast<T>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b)); }
 template <class T>
@@ -73,18 +78,21 @@ inline T wrapSub(T a, T b) { return static_cast<T>(static_cast<uint32_t>(a) - st
 template <class T>
 inline T wrapMul(T a, T b) { return static_cast<T>(static_cast<uint32_t>(a) * static_cast<uint32_t>(b)); }
 
-inline int32_t divI(int32_t a, int32_t b) {
-  if (b == 0) return -1;
-  if (a == std::numeric_limits<int32_t>::min() && b == -1) return a;
-  return a / b;
+// XLA's division: x / 0 is all ones (-1 signed), MIN / -1 is MIN; x % 0 is x, MIN % -1 is 0.
+template <class T>
+inline T divI(T a, T b) {
+  if (b == T(0)) return static_cast<T>(~Unsigned<T>(0));
+  if constexpr (std::is_signed<T>::value)
+    if (a == std::numeric_limits<T>::min() && b == T(-1)) return a;
+  return static_cast<T>(a / b);
 }
-inline uint32_t divI(uint32_t a, uint32_t b) { return b == 0 ? 0xffffffffu : a / b; }
-inline int32_t remI(int32_t a, int32_t b) {
-  if (b == 0) return a;
-  if (a == std::numeric_limits<int32_t>::min() && b == -1) return 0;
-  return a % b;
+template <class T>
+inline T remI(T a, T b) {
+  if (b == T(0)) return a;
+  if constexpr (std::is_signed<T>::value)
+    if (a == std::numeric_limits<T>::min() && b == T(-1)) return T(0);
+  return static_cast<T>(a % b);
 }
-inline uint32_t remI(uint32_t a, uint32_t b) { return b == 0 ? a : a % b; }
 
 // Exponentiation by squaring with wrap-around; a negative exponent gives 0 except for bases 1 and -1.
 inline uint32_t powBits(uint32_t base, uint32_t exp) {
@@ -96,25 +104,36 @@ inline uint32_t powBits(uint32_t base, uint32_t exp) {
   }
   return result;
 }
-inline int32_t powI(int32_t a, int32_t b) {
-  if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
-  return static_cast<int32_t>(powBits(static_cast<uint32_t>(a), static_cast<uint32_t>(b)));
+template <class T>
+inline T powI(T a, T b) {
+  if constexpr (std::is_signed<T>::value)
+    if (b < T(0)) return a == T(1) ? T(1) : a == T(-1) ? ((b & 1) ? T(-1) : T(1)) : T(0);
+  return static_cast<T>(powBits(static_cast<uint32_t>(a), static_cast<uint32_t>(static_cast<Unsigned<T>>(b))));
 }
-inline uint32_t powI(uint32_t a, uint32_t b) { return powBits(a, b); }
 
+// Shift amounts are unsigned; shifting by the type's width or more gives 0 (or the sign, arithmetic right).
 template <class T>
 inline T shiftLeft(T a, T b) {
-  return static_cast<uint32_t>(b) >= 32 ? T(0) : static_cast<T>(static_cast<uint32_t>(a) << static_cast<uint32_t>(b));
+  const uint32_t n = static_cast<Unsigned<T>>(b);
+  return n >= kBits<T> ? T(0) : static_cast<T>(static_cast<uint32_t>(a) << n);
 }
 template <class T>
 inline T shiftRightArithmetic(T a, T b) {
-  const int32_t sa = static_cast<int32_t>(a);
-  if (static_cast<uint32_t>(b) >= 32) return static_cast<T>(sa < 0 ? -1 : 0);
-  return static_cast<T>(sa >> static_cast<uint32_t>(b));
+  const uint32_t n = static_cast<Unsigned<T>>(b);
+  const int32_t sa = static_cast<std::make_signed_t<T>>(a);
+  return static_cast<T>(sa >> std::min<uint32_t>(n, kBits<T> - 1));
 }
 template <class T>
 inline T shiftRightLogical(T a, T b) {
-  return static_cast<uint32_t>(b) >= 32 ? T(0) : static_cast<T>(static_cast<uint32_t>(a) >> static_cast<uint32_t>(b));
+  const uint32_t n = static_cast<Unsigned<T>>(b);
+  return n >= kBits<T> ? T(0) : static_cast<T>(static_cast<uint32_t>(static_cast<Unsigned<T>>(a)) >> n);
+}
+template <class T>
+inline T popcount(T x) { return static_cast<T>(__builtin_popcount(static_cast<Unsigned<T>>(x))); }
+template <class T>
+inline T countLeadingZeros(T x) {
+  const uint32_t u = static_cast<Unsigned<T>>(x);
+  return static_cast<T>(u == 0 ? kBits<T> : __builtin_clz(u) - (32 - kBits<T>));
 }
 
 // Total order on floats as integers: -NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN.
@@ -124,38 +143,58 @@ inline int32_t totalOrderKey(float f) {
   return bits ^ ((bits >> 31) & 0x7fffffff);
 }
 
-// ---- conversions between the five storage types ----
+// ---- the 16-bit float formats: stored in 16 bits, computed in f32, rounded to nearest even once per op ----
 
-inline float toFloat(float x) { return x; }
-inline float toFloat(uint16_t h) { return halfToFloat(h); }
+struct HalfFormat {
+  using type = uint16_t;
+  static float toFloat(uint16_t x) { return halfToFloat(x); }
+  static uint16_t fromFloat(float f) { return floatToHalf(f); }
+  static uint16_t bits(uint16_t x) { return x; }
+  static uint16_t fromBits(uint16_t b) { return b; }
+};
+struct BFloat16Format {
+  using type = BFloat16;
+  static float toFloat(BFloat16 x) { return bfloat16BitsToFloat(x.bits); }
+  static BFloat16 fromFloat(float f) { return BFloat16{floatToBFloat16Bits(f)}; }
+  static uint16_t bits(BFloat16 x) { return x.bits; }
+  static BFloat16 fromBits(uint16_t b) { return BFloat16{b}; }
+};
+template <DType D>
+struct FloatFormat;
+template <>
+struct FloatFormat<DType::F16> : HalfFormat {};
+template <>
+struct FloatFormat<DType::BF16> : BFloat16Format {};
 
-template <class To, class From>
-inline To convertValue(From x) {
-  constexpr bool from_half = std::is_same<From, uint16_t>::value;
-  constexpr bool from_float = std::is_same<From, float>::value || from_half;
-  if constexpr (std::is_same<To, uint8_t>::value) {  // to bool: x != 0 (NaN is true)
-    if constexpr (from_half) return halfToFloat(x) != 0.0f;
-    else return x != From(0);
-  } else if constexpr (std::is_same<To, float>::value) {
-    if constexpr (from_half) return halfToFloat(x);
-    else return static_cast<float>(x);
-  } else if constexpr (std::is_same<To, uint16_t>::value) {
-    if constexpr (from_half) return x;
-    else return floatToHalf(static_cast<float>(x));  // ints: exact below 2^24, and f16 overflows long before
-  } else if constexpr (from_float) {  // float -> int: saturating, NaN -> 0
-    const float f = toFloat(x);
-    if (std::isnan(f)) return To(0);
-    if constexpr (std::is_same<To, int32_t>::value) {
-      if (f >= 2147483648.0f) return std::numeric_limits<int32_t>::max();
-      if (f <= -2147483648.0f) return std::numeric_limits<int32_t>::min();
-      return static_cast<int32_t>(f);
-    } else {
-      if (f >= 4294967296.0f) return std::numeric_limits<uint32_t>::max();
-      if (f <= 0.0f) return 0u;
-      return static_cast<uint32_t>(f);
-    }
+// ---- conversions between all element types, as XLA:CPU converts ----
+
+// The value of a storage element as f32 (floats) or int64 (integers, bool).
+template <DType D>
+inline auto valueOf(Storage<D> x) {
+  if constexpr (D == DType::F32) return x;
+  else if constexpr (isNarrowFloat(D)) return FloatFormat<D>::toFloat(x);
+  else return static_cast<int64_t>(x);
+}
+
+template <DType To, DType From>
+inline Storage<To> convertValue(Storage<From> x) {
+  using T = Storage<To>;
+  constexpr bool from_float = From == DType::F32 || isNarrowFloat(From);
+  const auto v = valueOf<From>(x);
+  if constexpr (To == DType::Bool) {  // x != 0 (NaN is true)
+    return v != 0;
+  } else if constexpr (To == DType::F32) {
+    return static_cast<float>(v);
+  } else if constexpr (isNarrowFloat(To)) {
+    if constexpr (From == To) return x;
+    else return FloatFormat<To>::fromFloat(static_cast<float>(v));  // ints: exact below 2^24
+  } else if constexpr (from_float) {  // float -> int: saturating to the target's range, NaN -> 0
+    if (std::isnan(v)) return T(0);
+    if (v >= static_cast<float>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+    if (v <= static_cast<float>(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
+    return static_cast<T>(v);
   } else {  // int/bool -> int: two's complement wrap
-    return static_cast<To>(static_cast<uint32_t>(x));
+    return static_cast<T>(static_cast<Unsigned<T>>(static_cast<uint64_t>(v)));
   }
 }
 
@@ -216,29 +255,38 @@ IPU_FLOAT_BINARY(Atan2F, std::atan2(x, y))
 IPU_FLOAT_BINARY(NextAfterF, special::nextAfter(x, y))
 #undef IPU_FLOAT_BINARY
 
-// f16 storage: computed in f32 and rounded to nearest even once per op.
-template <class F>
+// f16/bf16 storage (Fmt: HalfFormat, BFloat16Format): computed in f32 and rounded to nearest even once per op.
+template <class F, class Fmt = HalfFormat>
 struct Half1 {
-  uint16_t operator()(uint16_t x) const { return floatToHalf(F{}(halfToFloat(x))); }
+  using T = typename Fmt::type;
+  T operator()(T x) const { return Fmt::fromFloat(F{}(Fmt::toFloat(x))); }
 };
-template <class F>
+template <class F, class Fmt = HalfFormat>
 struct Half2 {
-  uint16_t operator()(uint16_t x, uint16_t y) const { return floatToHalf(F{}(halfToFloat(x), halfToFloat(y))); }
+  using T = typename Fmt::type;
+  T operator()(T x, T y) const { return Fmt::fromFloat(F{}(Fmt::toFloat(x), Fmt::toFloat(y))); }
 };
 
-// next_after steps f16 bits, not f32 ones: no upcast.
-struct NextAfterF16 {
-  uint16_t operator()(uint16_t x, uint16_t y) const {
-    const float fx = halfToFloat(x), fy = halfToFloat(y);
-    return special::nextAfterBits<uint16_t>(x, y, std::isnan(fx), std::isnan(fy), fx == fy);
+// next_after steps the 16-bit format's bits, not f32 ones: no upcast.
+template <class Fmt = HalfFormat>
+struct NextAfter16 {
+  using T = typename Fmt::type;
+  T operator()(T x, T y) const {
+    const float fx = Fmt::toFloat(x), fy = Fmt::toFloat(y);
+    // the format's own quiet NaN (nextAfterBits knows f16's only)
+    if (std::isnan(fx) || std::isnan(fy)) return Fmt::fromFloat(std::numeric_limits<float>::quiet_NaN());
+    return Fmt::fromBits(
+        special::nextAfterBits<uint16_t>(Fmt::bits(x), Fmt::bits(y), std::isnan(fx), std::isnan(fy), fx == fy));
   }
 };
+using NextAfterF16 = NextAfter16<HalfFormat>;
 
 struct IsFiniteF32 {
   uint8_t operator()(float x) const { return uint8_t(std::isfinite(x)); }
 };
-struct IsFiniteF16 {
-  uint8_t operator()(uint16_t x) const { return uint8_t((x & 0x7c00u) != 0x7c00u); }
+template <class Fmt = HalfFormat>
+struct IsFinite16 {
+  uint8_t operator()(typename Fmt::type x) const { return uint8_t(std::isfinite(Fmt::toFloat(x))); }
 };
 
 #define IPU_INT_UNARY(Name, expr) \
@@ -250,8 +298,8 @@ IPU_INT_UNARY(AbsI, x < T(0) ? wrapSub<T>(T(0), x) : x)
 IPU_INT_UNARY(NegateI, wrapSub<T>(T(0), x))
 IPU_INT_UNARY(SignI, static_cast<T>((x > T(0)) - (x < T(0))))
 IPU_INT_UNARY(NotI, static_cast<T>(~x))
-IPU_INT_UNARY(PopcntI, static_cast<T>(__builtin_popcount(static_cast<uint32_t>(x))))
-IPU_INT_UNARY(ClzI, static_cast<T>(x == T(0) ? 32 : __builtin_clz(static_cast<uint32_t>(x))))
+IPU_INT_UNARY(PopcntI, popcount(x))
+IPU_INT_UNARY(ClzI, countLeadingZeros(x))
 #undef IPU_INT_UNARY
 
 #define IPU_INT_BINARY(Name, expr) \
@@ -308,17 +356,20 @@ template <class T>
 struct IdentityKey {
   T operator()(T x) const { return x; }
 };
-struct HalfKey {
-  float operator()(uint16_t x) const { return halfToFloat(x); }
+template <class Fmt>
+struct FloatKey {
+  float operator()(typename Fmt::type x) const { return Fmt::toFloat(x); }
 };
 struct TotalOrderF32Key {
   int32_t operator()(float x) const { return totalOrderKey(x); }
 };
-struct TotalOrderF16Key {
-  int32_t operator()(uint16_t x) const { return totalOrderKey(halfToFloat(x)); }
+template <class Fmt>
+struct TotalOrder16Key {  // exact: widening to f32 keeps the order and NaNs' signs
+  int32_t operator()(typename Fmt::type x) const { return totalOrderKey(Fmt::toFloat(x)); }
 };
-struct SignedKey {
-  int32_t operator()(uint32_t x) const { return static_cast<int32_t>(x); }
+template <class T, class K>
+struct ReinterpretKey {  // compare_type SIGNED/UNSIGNED on an integer of the other signedness: the same bits
+  K operator()(T x) const { return static_cast<K>(x); }
 };
 
 template <class T, class Key, class Cmp>
@@ -334,9 +385,11 @@ struct SelectOp {
 struct ClampF32 {
   float operator()(float l, float v, float h) const { return minXla(maxXla(v, l), h); }
 };
-struct ClampF16 {
-  uint16_t operator()(uint16_t l, uint16_t v, uint16_t h) const {
-    return floatToHalf(minXla(maxXla(halfToFloat(v), halfToFloat(l)), halfToFloat(h)));
+template <class Fmt>
+struct Clamp16 {
+  using T = typename Fmt::type;
+  T operator()(T l, T v, T h) const {
+    return Fmt::fromFloat(minXla(maxXla(Fmt::toFloat(v), Fmt::toFloat(l)), Fmt::toFloat(h)));
   }
 };
 template <class T>
@@ -344,155 +397,167 @@ struct ClampI {
   T operator()(T l, T v, T h) const { return std::min(std::max(v, l), h); }
 };
 
-template <class To, class From>
+template <DType To, DType From>
 struct ConvertOp {
-  To operator()(From x) const { return convertValue<To>(x); }
+  Storage<To> operator()(Storage<From> x) const { return convertValue<To, From>(x); }
 };
 
 // ---- visitors: op kind + element type -> functor and storage types ----
 
+// The float functor F on element type D (f32 directly, f16/bf16 computed in f32 and rounded).
+template <DType D, class F>
+auto floatOp(F op) {
+  if constexpr (D == DType::F32) return op;
+  else if constexpr (isNarrowFloat(D)) return Half1<F, FloatFormat<D>>{};
+}
+template <DType D, class F>
+auto floatOp2(F op) {
+  if constexpr (D == DType::F32) return op;
+  else if constexpr (isNarrowFloat(D)) return Half2<F, FloatFormat<D>>{};
+}
+
 // Unary ops: calls v(f, Tag<In>, Tag<Out>) with Out f(In). Returns false when `k` on `dt` has no functor.
 template <class V>
 bool visitUnary(OpKind k, DType dt, V&& v) {
-  if (isFloat(dt)) {
-    if (k == OpKind::IsFinite) {
-      if (dt == DType::F32) v(IsFiniteF32{}, Tag<float>{}, Tag<uint8_t>{});
-      else v(IsFiniteF16{}, Tag<uint16_t>{}, Tag<uint8_t>{});
-      return true;
+  bool found = false;
+  visitDType(dt, [&](auto tag) {
+    constexpr DType D = decltype(tag)::value;
+    using T = Storage<D>;
+    if constexpr (D == DType::F32 || isNarrowFloat(D)) {
+      if (k == OpKind::IsFinite) {
+        if constexpr (D == DType::F32) v(IsFiniteF32{}, Tag<float>{}, Tag<uint8_t>{});
+        else v(IsFinite16<FloatFormat<D>>{}, Tag<T>{}, Tag<uint8_t>{});
+        found = true;
+        return;
+      }
+      auto f = [&](auto op) {
+        v(floatOp<D>(op), Tag<T>{}, Tag<T>{});
+        return true;
+      };
+      switch (k) {
+        case OpKind::Abs: found = f(AbsF{}); break;
+        case OpKind::Negate: found = f(NegateF{}); break;
+        case OpKind::Sign: found = f(SignF{}); break;
+        case OpKind::Exp: found = f(ExpF{}); break;
+        case OpKind::Expm1: found = f(Expm1F{}); break;
+        case OpKind::Log: found = f(LogF{}); break;
+        case OpKind::Log1p: found = f(Log1pF{}); break;
+        case OpKind::Sqrt: found = f(SqrtF{}); break;
+        case OpKind::Rsqrt: found = f(RsqrtF{}); break;
+        case OpKind::Cbrt: found = f(CbrtF{}); break;
+        case OpKind::Tanh: found = f(TanhF{}); break;
+        case OpKind::Logistic: found = f(LogisticF{}); break;
+        case OpKind::Sine: found = f(SineF{}); break;
+        case OpKind::Cosine: found = f(CosineF{}); break;
+        case OpKind::Tan: found = f(TanF{}); break;
+        case OpKind::Floor: found = f(FloorF{}); break;
+        case OpKind::Ceil: found = f(CeilF{}); break;
+        case OpKind::RoundEven: found = f(RoundEvenF{}); break;
+        case OpKind::RoundAfz: found = f(RoundAfzF{}); break;
+        case OpKind::Erf: found = f(ErfF{}); break;
+        case OpKind::Erfc: found = f(ErfcF{}); break;
+        case OpKind::Sinh: found = f(SinhF{}); break;
+        case OpKind::Cosh: found = f(CoshF{}); break;
+        case OpKind::Asin: found = f(AsinF{}); break;
+        case OpKind::Acos: found = f(AcosF{}); break;
+        case OpKind::Atan: found = f(AtanF{}); break;
+        case OpKind::Asinh: found = f(AsinhF{}); break;
+        case OpKind::Acosh: found = f(AcoshF{}); break;
+        case OpKind::Atanh: found = f(AtanhF{}); break;
+        case OpKind::ErfInv: found = f(ErfInvF{}); break;
+        case OpKind::Lgamma: found = f(LgammaF{}); break;
+        case OpKind::Digamma: found = f(DigammaF{}); break;
+        case OpKind::BesselI1e: found = f(BesselI1eF{}); break;
+        default: break;
+      }
+    } else if constexpr (D == DType::Bool) {
+      if (k == OpKind::Not) {
+        v(NotB{}, Tag<uint8_t>{}, Tag<uint8_t>{});
+        found = true;
+      }
+    } else if constexpr (std::is_integral<T>::value) {
+      auto f = [&](auto op) {
+        v(op, Tag<T>{}, Tag<T>{});
+        return true;
+      };
+      switch (k) {
+        case OpKind::Abs: found = f(AbsI<T>{}); break;
+        case OpKind::Negate: found = f(NegateI<T>{}); break;
+        case OpKind::Sign: found = f(SignI<T>{}); break;
+        case OpKind::Not: found = f(NotI<T>{}); break;
+        case OpKind::Popcnt: found = f(PopcntI<T>{}); break;
+        case OpKind::Clz: found = f(ClzI<T>{}); break;
+        default: break;
+      }
     }
-    auto f = [&](auto op) {
-      using F = decltype(op);
-      if (dt == DType::F32) v(op, Tag<float>{}, Tag<float>{});
-      else v(Half1<F>{}, Tag<uint16_t>{}, Tag<uint16_t>{});
-      return true;
-    };
-    switch (k) {
-      case OpKind::Abs: return f(AbsF{});
-      case OpKind::Negate: return f(NegateF{});
-      case OpKind::Sign: return f(SignF{});
-      case OpKind::Exp: return f(ExpF{});
-      case OpKind::Expm1: return f(Expm1F{});
-      case OpKind::Log: return f(LogF{});
-      case OpKind::Log1p: return f(Log1pF{});
-      case OpKind::Sqrt: return f(SqrtF{});
-      case OpKind::Rsqrt: return f(RsqrtF{});
-      case OpKind::Cbrt: return f(CbrtF{});
-      case OpKind::Tanh: return f(TanhF{});
-      case OpKind::Logistic: return f(LogisticF{});
-      case OpKind::Sine: return f(SineF{});
-      case OpKind::Cosine: return f(CosineF{});
-      case OpKind::Tan: return f(TanF{});
-      case OpKind::Floor: return f(FloorF{});
-      case OpKind::Ceil: return f(CeilF{});
-      case OpKind::RoundEven: return f(RoundEvenF{});
-      case OpKind::RoundAfz: return f(RoundAfzF{});
-      case OpKind::Erf: return f(ErfF{});
-      case OpKind::Erfc: return f(ErfcF{});
-      case OpKind::Sinh: return f(SinhF{});
-      case OpKind::Cosh: return f(CoshF{});
-      case OpKind::Asin: return f(AsinF{});
-      case OpKind::Acos: return f(AcosF{});
-      case OpKind::Atan: return f(AtanF{});
-      case OpKind::Asinh: return f(AsinhF{});
-      case OpKind::Acosh: return f(AcoshF{});
-      case OpKind::Atanh: return f(AtanhF{});
-      case OpKind::ErfInv: return f(ErfInvF{});
-      case OpKind::Lgamma: return f(LgammaF{});
-      case OpKind::Digamma: return f(DigammaF{});
-      case OpKind::BesselI1e: return f(BesselI1eF{});
-      default: return false;
-    }
-  }
-  if (dt == DType::Bool) {
-    if (k != OpKind::Not) return false;
-    v(NotB{}, Tag<uint8_t>{}, Tag<uint8_t>{});
-    return true;
-  }
-  auto ints = [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    auto f = [&](auto op) {
-      v(op, Tag<T>{}, Tag<T>{});
-      return true;
-    };
-    switch (k) {
-      case OpKind::Abs: return f(AbsI<T>{});
-      case OpKind::Negate: return f(NegateI<T>{});
-      case OpKind::Sign: return f(SignI<T>{});
-      case OpKind::Not: return f(NotI<T>{});
-      case OpKind::Popcnt: return f(PopcntI<T>{});
-      case OpKind::Clz: return f(ClzI<T>{});
-      default: return false;
-    }
-  };
-  return dt == DType::I32 ? ints(Tag<int32_t>{}) : ints(Tag<uint32_t>{});
+  });
+  return found;
 }
 
 // Binary ops: calls v(f, Tag<T>) with T f(T, T). Returns false when `k` on `dt` has no functor.
 template <class V>
 bool visitBinary(OpKind k, DType dt, V&& v) {
-  if (isFloat(dt)) {
-    if (k == OpKind::NextAfter && dt == DType::F16) {
-      v(NextAfterF16{}, Tag<uint16_t>{});
-      return true;
+  bool found = false;
+  visitDType(dt, [&](auto tag) {
+    constexpr DType D = decltype(tag)::value;
+    using T = Storage<D>;
+    if constexpr (D == DType::F32 || isNarrowFloat(D)) {
+      auto f = [&](auto op) {
+        v(floatOp2<D>(op), Tag<T>{});
+        return true;
+      };
+      switch (k) {
+        case OpKind::Add: found = f(AddF{}); break;
+        case OpKind::Subtract: found = f(SubtractF{}); break;
+        case OpKind::Multiply: found = f(MultiplyF{}); break;
+        case OpKind::Divide: found = f(DivideF{}); break;
+        case OpKind::Remainder: found = f(RemainderF{}); break;
+        case OpKind::Power: found = f(PowerF{}); break;
+        case OpKind::Maximum: found = f(MaximumF{}); break;
+        case OpKind::Minimum: found = f(MinimumF{}); break;
+        case OpKind::Atan2: found = f(Atan2F{}); break;
+        case OpKind::NextAfter:
+          if constexpr (D == DType::F32) found = f(NextAfterF{});
+          else v(NextAfter16<FloatFormat<D>>{}, Tag<T>{}), found = true;
+          break;
+        default: break;
+      }
+    } else if constexpr (D == DType::Bool) {
+      switch (k) {
+        case OpKind::And: case OpKind::Minimum: v(AndB{}, Tag<uint8_t>{}); found = true; break;
+        case OpKind::Or: case OpKind::Maximum: v(OrB{}, Tag<uint8_t>{}); found = true; break;
+        case OpKind::Xor: v(XorB{}, Tag<uint8_t>{}); found = true; break;
+        default: break;
+      }
+    } else if constexpr (std::is_integral<T>::value) {
+      auto f = [&](auto op) {
+        v(op, Tag<T>{});
+        return true;
+      };
+      switch (k) {
+        case OpKind::Add: found = f(AddI<T>{}); break;
+        case OpKind::Subtract: found = f(SubtractI<T>{}); break;
+        case OpKind::Multiply: found = f(MultiplyI<T>{}); break;
+        case OpKind::Divide: found = f(DivideI<T>{}); break;
+        case OpKind::Remainder: found = f(RemainderI<T>{}); break;
+        case OpKind::Power: found = f(PowerI<T>{}); break;
+        case OpKind::Maximum: found = f(MaximumI<T>{}); break;
+        case OpKind::Minimum: found = f(MinimumI<T>{}); break;
+        case OpKind::And: found = f(AndI<T>{}); break;
+        case OpKind::Or: found = f(OrI<T>{}); break;
+        case OpKind::Xor: found = f(XorI<T>{}); break;
+        case OpKind::ShiftLeft: found = f(ShiftLeftI<T>{}); break;
+        case OpKind::ShiftRightArithmetic: found = f(ShiftRightArithmeticI<T>{}); break;
+        case OpKind::ShiftRightLogical: found = f(ShiftRightLogicalI<T>{}); break;
+        default: break;
+      }
     }
-    auto f = [&](auto op) {
-      using F = decltype(op);
-      if (dt == DType::F32) v(op, Tag<float>{});
-      else v(Half2<F>{}, Tag<uint16_t>{});
-      return true;
-    };
-    switch (k) {
-      case OpKind::Add: return f(AddF{});
-      case OpKind::Subtract: return f(SubtractF{});
-      case OpKind::Multiply: return f(MultiplyF{});
-      case OpKind::Divide: return f(DivideF{});
-      case OpKind::Remainder: return f(RemainderF{});
-      case OpKind::Power: return f(PowerF{});
-      case OpKind::Maximum: return f(MaximumF{});
-      case OpKind::Minimum: return f(MinimumF{});
-      case OpKind::Atan2: return f(Atan2F{});
-      case OpKind::NextAfter: return f(NextAfterF{});
-      default: return false;
-    }
-  }
-  if (dt == DType::Bool) {
-    switch (k) {
-      case OpKind::And: case OpKind::Minimum: v(AndB{}, Tag<uint8_t>{}); return true;
-      case OpKind::Or: case OpKind::Maximum: v(OrB{}, Tag<uint8_t>{}); return true;
-      case OpKind::Xor: v(XorB{}, Tag<uint8_t>{}); return true;
-      default: return false;
-    }
-  }
-  auto ints = [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    auto f = [&](auto op) {
-      v(op, Tag<T>{});
-      return true;
-    };
-    switch (k) {
-      case OpKind::Add: return f(AddI<T>{});
-      case OpKind::Subtract: return f(SubtractI<T>{});
-      case OpKind::Multiply: return f(MultiplyI<T>{});
-      case OpKind::Divide: return f(DivideI<T>{});
-      case OpKind::Remainder: return f(RemainderI<T>{});
-      case OpKind::Power: return f(PowerI<T>{});
-      case OpKind::Maximum: return f(MaximumI<T>{});
-      case OpKind::Minimum: return f(MinimumI<T>{});
-      case OpKind::And: return f(AndI<T>{});
-      case OpKind::Or: return f(OrI<T>{});
-      case OpKind::Xor: return f(XorI<T>{});
-      case OpKind::ShiftLeft: return f(ShiftLeftI<T>{});
-      case OpKind::ShiftRightArithmetic: return f(ShiftRightArithmeticI<T>{});
-      case OpKind::ShiftRightLogical: return f(ShiftRightLogicalI<T>{});
-      default: return false;
-    }
-  };
-  return dt == DType::I32 ? ints(Tag<int32_t>{}) : ints(Tag<uint32_t>{});
+  });
+  return found;
 }
 
 // compare: calls v(f, Tag<T>) with uint8_t f(T, T). `type` is the compare_type: TOTALORDER orders floats totally;
-// SIGNED / UNSIGNED reinterpret the 32 bits of integers; otherwise the dtype's own order. Integers use uint32_t
-// storage for both signednesses.
+// SIGNED / UNSIGNED reinterpret the bits of integers; otherwise the dtype's own order.
 template <class V>
 bool visitCompare(Direction d, const std::string& type, DType dt, V&& v) {
   auto with = [&](auto tag, auto key) {
@@ -506,70 +571,101 @@ bool visitCompare(Direction d, const std::string& type, DType dt, V&& v) {
       case Direction::LE: v(CompareOp<T, Key, std::less_equal<>>{}, Tag<T>{}); break;
       case Direction::LT: v(CompareOp<T, Key, std::less<>>{}, Tag<T>{}); break;
     }
-    return true;
   };
   const bool total = type == "TOTALORDER";
-  switch (dt) {
-    case DType::F32: return total ? with(Tag<float>{}, TotalOrderF32Key{}) : with(Tag<float>{}, IdentityKey<float>{});
-    case DType::F16: return total ? with(Tag<uint16_t>{}, TotalOrderF16Key{}) : with(Tag<uint16_t>{}, HalfKey{});
-    case DType::Bool: return with(Tag<uint8_t>{}, IdentityKey<uint8_t>{});
-    case DType::I32: case DType::U32: {
-      bool is_signed = dt == DType::I32;
-      if (type == "SIGNED") is_signed = true;
-      if (type == "UNSIGNED") is_signed = false;
-      return is_signed ? with(Tag<uint32_t>{}, SignedKey{}) : with(Tag<uint32_t>{}, IdentityKey<uint32_t>{});
+  return visitDType(dt, [&](auto tag) {
+    constexpr DType D = decltype(tag)::value;
+    using T = Storage<D>;
+    if constexpr (D == DType::F32) {
+      if (total) with(Tag<T>{}, TotalOrderF32Key{});
+      else with(Tag<T>{}, IdentityKey<T>{});
+    } else if constexpr (isNarrowFloat(D)) {
+      if (total) with(Tag<T>{}, TotalOrder16Key<FloatFormat<D>>{});
+      else with(Tag<T>{}, FloatKey<FloatFormat<D>>{});
+    } else if constexpr (std::is_integral<T>::value && D != DType::Bool) {
+      if (type == "SIGNED") with(Tag<T>{}, ReinterpretKey<T, std::make_signed_t<T>>{});
+      else if (type == "UNSIGNED") with(Tag<T>{}, ReinterpretKey<T, Unsigned<T>>{});
+      else with(Tag<T>{}, IdentityKey<T>{});
+    } else {
+      with(Tag<T>{}, IdentityKey<T>{});
     }
-    case DType::Token: return false;  // tokens are never computed on
-  }
-  return false;
+  });
 }
 
-// select (dt: the type of the chosen values): calls v(f, Tag<T>) with T f(uint8_t, T, T).
+// select (dt: the type of the chosen values): calls v(f, Tag<T>) with T f(uint8_t, T, T). Selection moves bits, so
+// the storage is keyed on size alone.
 template <class V>
 bool visitSelect(DType dt, V&& v) {
-  switch (dt) {
-    case DType::Bool: v(SelectOp<uint8_t>{}, Tag<uint8_t>{}); return true;
-    case DType::F16: v(SelectOp<uint16_t>{}, Tag<uint16_t>{}); return true;
-    default: v(SelectOp<uint32_t>{}, Tag<uint32_t>{}); return true;  // f32, i32, u32: the 32 bits
+  switch (dtypeSize(dt)) {
+    case 1: v(SelectOp<uint8_t>{}, Tag<uint8_t>{}); return true;
+    case 2: v(SelectOp<uint16_t>{}, Tag<uint16_t>{}); return true;
+    case 4: v(SelectOp<uint32_t>{}, Tag<uint32_t>{}); return true;
+    default: return false;
   }
 }
 
 // clamp(min, x, max): calls v(f, Tag<T>) with T f(T, T, T).
 template <class V>
 bool visitClamp(DType dt, V&& v) {
-  switch (dt) {
-    case DType::F32: v(ClampF32{}, Tag<float>{}); return true;
-    case DType::F16: v(ClampF16{}, Tag<uint16_t>{}); return true;
-    case DType::I32: v(ClampI<int32_t>{}, Tag<int32_t>{}); return true;
-    case DType::U32: v(ClampI<uint32_t>{}, Tag<uint32_t>{}); return true;
-    default: return false;
-  }
+  bool found = false;
+  visitDType(dt, [&](auto tag) {
+    constexpr DType D = decltype(tag)::value;
+    using T = Storage<D>;
+    if constexpr (D == DType::F32) v(ClampF32{}, Tag<T>{}), found = true;
+    else if constexpr (isNarrowFloat(D)) v(Clamp16<FloatFormat<D>>{}, Tag<T>{}), found = true;
+    else if constexpr (D != DType::Bool) v(ClampI<T>{}, Tag<T>{}), found = true;
+  });
+  return found;
 }
 
 // convert: calls v(f, Tag<From>, Tag<To>) with To f(From).
 template <class V>
 bool visitConvert(DType from, DType to, V&& v) {
-  auto target = [&](auto from_tag) {
-    using From = typename decltype(from_tag)::type;
-    switch (to) {
-      case DType::Bool: v(ConvertOp<uint8_t, From>{}, from_tag, Tag<uint8_t>{}); break;
-      case DType::F16: v(ConvertOp<uint16_t, From>{}, from_tag, Tag<uint16_t>{}); break;
-      case DType::F32: v(ConvertOp<float, From>{}, from_tag, Tag<float>{}); break;
-      case DType::I32: v(ConvertOp<int32_t, From>{}, from_tag, Tag<int32_t>{}); break;
-      case DType::U32: v(ConvertOp<uint32_t, From>{}, from_tag, Tag<uint32_t>{}); break;
-      case DType::Token: return false;
+  bool found = false;
+  visitDType(from, [&](auto from_tag) {
+    constexpr DType F = decltype(from_tag)::value;
+    found = visitDType(to, [&](auto to_tag) {
+      constexpr DType T = decltype(to_tag)::value;
+      v(ConvertOp<T, F>{}, Tag<Storage<F>>{}, Tag<Storage<T>>{});
+    });
+  });
+  return found;
+}
+
+// The identity of a single-op reduction (add/or: 0, multiply: 1, maximum: the lowest value, minimum: the highest,
+// and: all ones) on `dt`, in the type's storage bits (zero-extended); false when it has none.
+inline bool reductionIdentityBits(OpKind kind, DType dt, uint32_t* bits) {
+  bool found = false;
+  visitDType(dt, [&](auto tag) {
+    constexpr DType D = decltype(tag)::value;
+    using T = Storage<D>;
+    constexpr bool flt = D == DType::F32 || isNarrowFloat(D);
+    T value{};
+    auto fromF32 = [](float f) { return convertValue<D, DType::F32>(f); };
+    switch (kind) {
+      case OpKind::Add: case OpKind::Or: value = fromF32(0.0f); found = true; break;
+      case OpKind::Multiply: value = fromF32(1.0f); found = true; break;
+      case OpKind::Maximum:
+        if constexpr (flt) value = fromF32(-std::numeric_limits<float>::infinity());
+        else if constexpr (D != DType::Bool) value = std::numeric_limits<T>::lowest();
+        found = true;
+        break;
+      case OpKind::Minimum:
+        if constexpr (flt) value = fromF32(std::numeric_limits<float>::infinity());
+        else if constexpr (D == DType::Bool) value = 1;
+        else value = std::numeric_limits<T>::max();
+        found = true;
+        break;
+      case OpKind::And:
+        if constexpr (D == DType::Bool) value = 1, found = true;
+        else if constexpr (!flt) value = static_cast<T>(~Unsigned<T>(0)), found = true;
+        break;
+      default: break;
     }
-    return true;
-  };
-  switch (from) {
-    case DType::Bool: return target(Tag<uint8_t>{});
-    case DType::F16: return target(Tag<uint16_t>{});
-    case DType::F32: return target(Tag<float>{});
-    case DType::I32: return target(Tag<int32_t>{});
-    case DType::U32: return target(Tag<uint32_t>{});
-    case DType::Token: return false;
-  }
-  return false;
+    *bits = 0;
+    std::memcpy(bits, &value, sizeof(T));
+  });
+  return found;
 }
 
 }  // namespace scalar

@@ -9,21 +9,42 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 from jax._src.lib.mlir import ir
 
-# MLIR element type -> (program dtype, numpy dtype of its bytes). The emulator decides which dtypes it runs
-# (bool, f16, f32, i32, u32 today); the others are spelled so that it can reject them by name.
-DTYPES: Dict[str, Tuple[str, Optional[str]]] = {
-    "i1": ("bool", "bool"),
-    "f16": ("f16", "float16"),
-    "f32": ("f32", "float32"),
-    "bf16": ("bf16", None),
-    "f64": ("f64", "float64"),
-    "i8": ("i8", "int8"), "si8": ("i8", "int8"), "ui8": ("u8", "uint8"),
-    "i16": ("i16", "int16"), "si16": ("i16", "int16"), "ui16": ("u16", "uint16"),
-    "i32": ("i32", "int32"), "si32": ("i32", "int32"), "ui32": ("u32", "uint32"),
-    "i64": ("i64", "int64"), "si64": ("i64", "int64"), "ui64": ("u64", "uint64"),
-    "complex<f32>": ("c64", "complex64"),
-    "complex<f64>": ("c128", "complex128"),
+# The program format's element types, one row each: (program dtype, MLIR element spellings, numpy dtype name). The
+# Python side's one table: it mirrors the emulator's (emulator/include/ipu/dtype.h, kDTypeTable), and
+# tests/backend/test_dtype_transfers.py checks every row against the native library by round-tripping it.
+IPU_DTYPES: List[Tuple[str, Tuple[str, ...], str]] = [
+    ("bool", ("i1",), "bool"),
+    ("i8", ("i8", "si8"), "int8"), ("u8", ("ui8",), "uint8"),
+    ("i16", ("i16", "si16"), "int16"), ("u16", ("ui16",), "uint16"),
+    ("i32", ("i32", "si32"), "int32"), ("u32", ("ui32",), "uint32"),
+    ("f16", ("f16",), "float16"), ("bf16", ("bf16",), "bfloat16"), ("f32", ("f32",), "float32"),
+]
+# Spelled so that the emulator rejects them by name with its advice (dtype.cc): 64-bit types, and complex until it
+# is emulated as pairs of f32 (then c64 moves to IPU_DTYPES).
+UNSUPPORTED_DTYPES: List[Tuple[str, Tuple[str, ...], str]] = [
+    ("f64", ("f64",), "float64"),
+    ("i64", ("i64", "si64"), "int64"), ("u64", ("ui64",), "uint64"),
+    ("c64", ("complex<f32>",), "complex64"), ("c128", ("complex<f64>",), "complex128"),
+]
+
+# MLIR element type -> (program dtype, numpy dtype name of its bytes).
+DTYPES: Dict[str, Tuple[str, str]] = {
+    mlir: (name, np_name) for name, spellings, np_name in IPU_DTYPES + UNSUPPORTED_DTYPES for mlir in spellings
 }
+
+
+def numpy_dtype(np_name: str) -> np.dtype:
+    """The numpy dtype of a table row's numpy name (bfloat16 comes from ml_dtypes, which jax depends on)."""
+    if np_name == "bfloat16":
+        import ml_dtypes
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(np_name)
+
+
+def ipu_numpy_dtypes() -> Dict[np.dtype, str]:
+    """numpy dtype -> program dtype for every element type the ipu computes on and carries."""
+    return {numpy_dtype(np_name): name for name, _, np_name in IPU_DTYPES}
+
 
 TensorType = Tuple[str, List[int]]  # (dtype, shape)
 
@@ -67,7 +88,7 @@ def _raw_bytes(dense: Any, element: str, splat: bool) -> bytes:
         ints = ir.DenseIntElementsAttr(dense)
         count = 1 if splat else len(ints)
         return bytes(1 if ints[i] else 0 for i in range(count))
-    if np_dtype is None or np_dtype.startswith("complex"):
+    if element == "bf16" or np_dtype.startswith("complex"):
         # bf16 and complex have no buffer protocol or element accessors in these bindings: read the printed form.
         return _bytes_from_text(str(dense), element, 1 if splat else len(dense))
     if splat:

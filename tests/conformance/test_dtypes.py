@@ -1,0 +1,222 @@
+"""Every IPU dtype through every op family, ipu against cpu on the same inputs: the 8/16-bit integers (wrapping as
+XLA's do), bfloat16 (computed in f32 and rounded to nearest even), conversions between all of them with edge values,
+bitcasts, and the errors for 64-bit and complex values."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from _conformance import BACKEND, EXACT, check
+from jax import lax
+
+NARROW_INTS = ("int8", "uint8", "int16", "uint16")
+INTS = NARROW_INTS + ("int32", "uint32")
+FLOATS = ("bfloat16", "float16", "float32")
+EVERY = ("bool",) + INTS + FLOATS
+BF16_TRANSCENDENTAL = {"rtol": 1.6e-2, "atol": 1e-2}  # 2 ulp of bf16's 8-bit significand
+
+
+def np_dtype(name: str) -> np.dtype:
+    return np.dtype(jnp.bfloat16) if name == "bfloat16" else np.dtype(name)
+
+
+def values(name: str, shape=(257,), seed: int = 0) -> np.ndarray:
+    """Integers over their whole range (so sums and products overflow), floats with specials mixed in."""
+    rng = np.random.default_rng(seed)
+    if name == "bool":
+        return rng.random(shape) < 0.5
+    if name in INTS:
+        info = np.iinfo(name)
+        return rng.integers(info.min, info.max, size=shape, dtype=name, endpoint=True)
+    x = rng.uniform(-8, 8, size=shape).astype(np.float32)
+    flat = x.reshape(-1)
+    specials = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, 3.0e38, 1e-39]
+    flat[: len(specials)] = specials[: flat.size]
+    return x.astype(np_dtype(name))
+
+
+def edges(name: str) -> np.ndarray:
+    """Edge values of a type, for conversions: extremes, +-0, halves, just past the narrow types' ranges."""
+    if name == "bool":
+        return np.array([False, True])
+    if name in INTS:
+        info = np.iinfo(name)
+        cand = [0, 1, -1, 2, 127, 128, -128, -129, 255, 256, 32767, 32768, -32768, 65535, 65536, info.min, info.max]
+        return np.array([c for c in cand if info.min <= c <= info.max], dtype=name)
+    cand = [0.0, -0.0, 0.5, -0.5, 1.5, 2.5, -2.5, 127.0, 127.5, 128.0, -128.0, -129.0, 255.0, 255.9, 256.0, -1.0,
+            32767.0, 32768.0, -32768.0, -32769.0, 65504.0, 65535.0, 65536.0, 1e9, -1e9, 3e9, 5e9, 1e-8, 70000.0,
+            np.inf, -np.inf, np.nan]
+    with np.errstate(over="ignore"):
+        return np.array(cand, np.float32).astype(np_dtype(name))
+
+
+# ---- elementwise ----
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_integer_arithmetic_wraps(dtype):
+    x, y = values(dtype, seed=1), values(dtype, seed=2)
+    check(lambda x, y: (x + y, x - y, x * y, -x, jnp.abs(x), jnp.sign(x), jnp.maximum(x, y), jnp.minimum(x, y),
+                        x & y, x | y, x ^ y, ~x, lax.population_count(x), lax.clz(x)), x, y, **EXACT)
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_integer_division_edges(dtype):
+    info = np.iinfo(dtype)
+    x = np.array([info.min, info.min, info.max, 7, -7 if info.min else 7, 0, 5, info.max], dtype)
+    y = np.array([-1 if info.min else 1, 0, 0, 2, 2, 0, 3, -1 if info.min else 3], dtype)
+    check(lambda x, y: (lax.div(x, y), lax.rem(x, y)), x, y, **EXACT)
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_shifts_and_power(dtype):
+    bits = np.dtype(dtype).itemsize * 8
+    x = values(dtype, (64,), seed=3)
+    s = (np.arange(64) % (bits + 3)).astype(dtype)  # counts past the width give 0 / the sign
+    check(lambda x, s: (lax.shift_left(x, s), lax.shift_right_logical(x, s), lax.shift_right_arithmetic(x, s),
+                        lax.integer_pow(x, 3), x ** (s % 5)), x, s, **EXACT)
+
+
+@pytest.mark.parametrize("dtype", EVERY)
+def test_compare_select_clamp(dtype):
+    x, y = values(dtype, seed=4), values(dtype, seed=5)
+    ops = lambda x, y: (x == y, x != y, x < y, x <= y, x > y, x >= y, jnp.where(x < y, x, y),  # noqa: E731
+                        jnp.where(x == x, y, x))
+    check(ops, x, y, **EXACT)
+    if dtype != "bool":
+        lo, hi = np.minimum(x, y), np.maximum(x, y)
+        check(lambda lo, x, hi: lax.clamp(lo, x, hi), lo, values(dtype, seed=6), hi, **EXACT)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_16_bit_float_arithmetic_rounds_once(dtype):
+    x, y = values(dtype, seed=7), values(dtype, seed=8)
+    check(lambda x, y: (x + y, x - y, x * y, x / y, jnp.maximum(x, y), -x, jnp.abs(x), jnp.floor(x), jnp.round(x),
+                        jnp.sqrt(jnp.abs(x)), jnp.isfinite(x), jnp.nextafter(x, y)), x, y, **EXACT)
+
+
+def test_bfloat16_transcendentals():
+    x = values("bfloat16", seed=9)
+    x[9] = 1e-30  # not the subnormal: XLA:CPU runs with denormals flushed to zero, the IPU model does not
+    check(lambda x: (jnp.exp(x), jnp.log(jnp.abs(x)), jnp.tanh(x), jnp.sin(x), jax.nn.sigmoid(x), lax.erf(x)), x,
+          **BF16_TRANSCENDENTAL)
+
+
+# ---- conversions and bitcasts ----
+
+@pytest.mark.parametrize("src", EVERY)
+def test_convert_between_every_pair(src):
+    x = edges(src)
+    check(lambda x: tuple(lax.convert_element_type(x, np_dtype(d)) for d in EVERY), x, **EXACT)
+
+
+@pytest.mark.parametrize("a, b", [("float16", "int16"), ("float16", "uint16"), ("bfloat16", "uint16"),
+                                  ("bfloat16", "int16"), ("bfloat16", "float16"), ("int8", "uint8"),
+                                  ("int16", "uint16"), ("float32", "int32")])
+def test_bitcast_convert(a, b):
+    x = values(a, seed=10)
+    check(lambda x: (lax.bitcast_convert_type(x, np_dtype(b)),
+                     lax.bitcast_convert_type(lax.bitcast_convert_type(x, np_dtype(b)), np_dtype(a))), x, **EXACT)
+
+
+# ---- reductions, dot, sort, indexing, shapes ----
+
+@pytest.mark.parametrize("dtype", INTS + ("bool", "bfloat16"))
+def test_reductions_keep_the_type(dtype):
+    x = values(dtype, (33, 40), seed=11)
+    if dtype == "bool":
+        check(lambda x: (jnp.all(x, axis=0), jnp.any(x, axis=1), jnp.max(x), jnp.min(x, axis=0)), x, **EXACT)
+        return
+    if dtype == "bfloat16":  # finite values: the order of a float sum is the backend's
+        x = np.nan_to_num(x.astype(np.float32), posinf=1, neginf=-1).clip(-8, 8).astype(x.dtype)
+        check(lambda x: (jnp.max(x, axis=0), jnp.min(x, axis=1), jnp.argmax(x, axis=0)), x, **EXACT)
+        return
+    check(lambda x: (jnp.sum(x, axis=0, dtype=x.dtype), jnp.prod(x, axis=1, dtype=x.dtype), jnp.max(x, axis=0),
+                     jnp.min(x), jnp.argmax(x, axis=1), jnp.argmin(x, axis=0), jnp.cumsum(x, axis=0, dtype=x.dtype)),
+          x, **EXACT)
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_integer_dot_wraps_and_accumulates_in_i32(dtype):
+    a, b = values(dtype, (9, 31), seed=12), values(dtype, (31, 5), seed=13)
+    wide = np.int32 if np.iinfo(dtype).min < 0 else np.uint32
+    check(lambda a, b: (jnp.matmul(a, b), lax.dot(a, b, preferred_element_type=wide)), a, b, **EXACT)
+
+
+def test_bfloat16_dot_accumulates_in_f32():
+    rng = np.random.default_rng(14)
+    a = rng.uniform(-1, 1, (16, 40)).astype(jnp.bfloat16)
+    b = rng.uniform(-1, 1, (40, 8)).astype(jnp.bfloat16)
+    # one f32 accumulation rounded once to bf16 (cpu: the same, in its own order) and the f32 result itself
+    check(lambda a, b: lax.dot(a, b, preferred_element_type=jnp.float32), a, b, rtol=1e-5, atol=1e-5)
+    check(lambda a, b: a @ b, a, b, rtol=8e-3, atol=8e-3)
+
+
+@pytest.mark.parametrize("dtype", EVERY)
+def test_sort_and_top_k(dtype):
+    x = values(dtype, (6, 50), seed=15)
+    check(lambda x: (jnp.sort(x, axis=1), jnp.argsort(x, axis=0), lax.sort((x[0], x[1]), num_keys=1)), x, **EXACT)
+    if dtype in NARROW_INTS + ("bfloat16",):
+        check(lambda x: lax.top_k(x, 5), x, **EXACT)
+
+
+@pytest.mark.parametrize("dtype", EVERY)
+def test_data_movement(dtype):
+    x = values(dtype, (12, 10), seed=16)
+    idx = np.array([3, 0, 11, 3, 7], np.int32)
+    check(lambda x, i: (x[i], x[2:9:3, ::-2], jnp.concatenate([x, x[:3]]), jnp.pad(x, ((1, 2), (0, 3))), x.T,
+                        jnp.roll(x, 3, axis=1), lax.dynamic_slice(x, (i[0], i[1]), (4, 5)),
+                        lax.dynamic_update_slice(x, x[:2, :3], (i[2], i[4])), jnp.broadcast_to(x[0], (3, 10)),
+                        x.at[i].set(x[0]), jnp.tile(x[:2], (2, 1))), x, idx, **EXACT)
+
+
+@pytest.mark.parametrize("dtype", INTS + ("bfloat16",))
+def test_scatter_add_and_max(dtype):
+    x = values(dtype, (12, 10), seed=17)
+    upd = values(dtype, (5, 10), seed=18)
+    idx = np.array([3, 0, 11, 3, 7], np.int32)
+    if dtype == "bfloat16":
+        x = np.nan_to_num(x.astype(np.float32), posinf=2, neginf=-2).clip(-8, 8).astype(x.dtype)
+        upd = np.nan_to_num(upd.astype(np.float32), posinf=2, neginf=-2).clip(-8, 8).astype(x.dtype)
+    check(lambda x, u, i: (x.at[i].add(u), x.at[i].max(u), x.at[i].min(u)), x, upd, idx, **EXACT)
+
+
+@pytest.mark.parametrize("dtype", INTS + FLOATS)  # jax has no bool iota
+def test_iota(dtype):
+    n = 300  # wraps in 8 bits; bf16 rounds above 256
+    check(lambda: (lax.iota(np_dtype(dtype), n), lax.broadcasted_iota(np_dtype(dtype), (3, 4), 1)), **EXACT)
+
+
+def test_a_model_step_in_bfloat16():
+    rng = np.random.default_rng(19)
+    w = rng.normal(size=(32, 16)).astype(jnp.bfloat16)
+    x = rng.normal(size=(8, 32)).astype(jnp.bfloat16)
+
+    def loss(w, x):
+        return jnp.mean(jax.nn.relu(x @ w).astype(jnp.float32) ** 2)
+
+    check(jax.value_and_grad(loss), w, x, rtol=2e-2, atol=2e-2)
+
+
+# ---- refused: 64-bit and complex ----
+
+@pytest.mark.parametrize("dtype, name, advice", [("float64", "f64", "use f32"), ("int64", "i64", "use i32"),
+                                                 ("uint64", "u64", "use u32")])
+def test_64_bit_values_are_refused_with_advice(dtype, name, advice):
+    if BACKEND != "ipu":
+        pytest.skip("checks the ipu's error")
+    from jax.experimental import enable_x64
+
+    with enable_x64():
+        x = np.ones(3, dtype)
+        with pytest.raises(RuntimeError, match=rf"Unsupported element type {name}\b.*{advice}"):
+            jax.jit(lambda x: x + x, backend="ipu")(x)
+
+
+def test_complex_values_are_refused_with_advice():
+    if BACKEND != "ipu":
+        pytest.skip("checks the ipu's error")
+    x = np.ones(3, np.complex64)
+    with pytest.raises(RuntimeError, match=r"Unsupported element type c64\b.*real and imaginary f32"):
+        jax.jit(lambda x: x * x, backend="ipu")(x)
