@@ -140,3 +140,17 @@ def test_row_and_column_broadcasts_fuse_as_views(monkeypatch, rng, shape):
     assert off.last_profile["supersteps"] == 6 and on.last_profile["supersteps"] == 1
     assert on.last_profile["total_cycles"] < off.last_profile["total_cycles"]
     assert on.info["memory"]["worst_bytes"] <= off.info["memory"]["worst_bytes"]
+
+
+def test_a_value_read_twice_by_one_op_still_fuses(monkeypatch, rng):
+    """(x - m)^2 as jnp.square writes it: multiply(d, d)."""
+    n = 5000
+    p = E.Program()
+    x, m = p.main.param("f32", (n,)), p.main.param("f32", (n,))
+    d = p.main.op("subtract", [x, m], "f32", (n,))
+    p.main.ret(p.main.op("multiply", [d, d], "f32", (n,)))
+    off, on = compile_both(monkeypatch, p)
+    xv, mv = rng.normal(size=n).astype(np.float32), rng.normal(size=n).astype(np.float32)
+    np.testing.assert_array_equal(on.run(xv, mv)[0], off.run(xv, mv)[0])
+    np.testing.assert_array_equal(on.run(xv, mv)[0], (xv - mv) * (xv - mv))
+    assert on.last_profile["supersteps"] == 1 and off.last_profile["supersteps"] == 2

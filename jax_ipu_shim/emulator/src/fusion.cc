@@ -37,9 +37,13 @@ int64_t elements(const ValueDecl& d) {
   return std::accumulate(d.shape.begin(), d.shape.end(), int64_t{1}, std::multiplies<int64_t>());
 }
 
+// Uses by distinct ops (x * x reads x once as far as fusion is concerned: both reads are in one vertex).
 void countUses(const Region& region, std::unordered_map<int64_t, int>* uses) {
   for (const Op& op : region.body) {
-    for (int64_t id : op.operands) ++(*uses)[id];
+    for (size_t i = 0; i < op.operands.size(); ++i)
+      if (std::find(op.operands.begin(), op.operands.begin() + static_cast<std::ptrdiff_t>(i), op.operands[i]) ==
+          op.operands.begin() + static_cast<std::ptrdiff_t>(i))
+        ++(*uses)[op.operands[i]];
     for (const Region& r : op.regions) countUses(r, uses);
   }
   for (int64_t id : region.results) ++(*uses)[id];

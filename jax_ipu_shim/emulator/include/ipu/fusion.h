@@ -20,9 +20,9 @@ struct FusionPlan {
 bool fusionEnabled();
 
 // Groups chains of elementwise ops (unary, binary, compare, select, clamp, convert, and broadcast_in_dim, which
-// Poplar expresses as a view, not a compute set) whose intermediate results have exactly one use, by
-// another member with as many elements: a tree whose only result leaves through its root. Uses count every operand
-// in the region and its nested regions and the region's results. Groups of one op are not groups.
+// Poplar expresses as a view, not a compute set) whose intermediate results have exactly one user, another member
+// with as many elements: a tree whose only result leaves through its root. Users are the ops of the region and its
+// nested regions that read a value (x * x has one) and the region's results. Groups of one op are not groups.
 FusionPlan planFusion(const Region& region, bool enabled);
 
 }  // namespace ipu

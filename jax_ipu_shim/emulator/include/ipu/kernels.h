@@ -189,8 +189,7 @@ class FusedMapKernel : public Kernel {
     val.assign(ni + nk, nullptr);
     for (size_t i = 0; i < ni; ++i) {
       if (!inputs_[i].scalar) continue;
-      const uint8_t* v = s.at<const uint8_t>(inputs_[i].slot);
-      for (int64_t k = 0; k < block; ++k) std::memcpy(reg(i) + k * inputs_[i].bytes, v, static_cast<size_t>(inputs_[i].bytes));
+      fill(reg(i), s.at<const uint8_t>(inputs_[i].slot), inputs_[i].bytes, block);
       val[i] = reg(i);
     }
     uint8_t* out = s.at<uint8_t>(out_);
@@ -220,6 +219,29 @@ class FusedMapKernel : public Kernel {
  private:
   static const void* at(const RunState& s, const Input& in, int64_t i) { return s.at<const uint8_t>(in.slot) + i * in.bytes; }
 
+  // dst[0, n) = the one element at v / every stride-th element from a, for elements of 1, 2 or 4 bytes.
+  template <class T>
+  static void fillT(uint8_t* dst, const uint8_t* v, int64_t n) {
+    T x;
+    std::memcpy(&x, v, sizeof(T));
+    std::fill(reinterpret_cast<T*>(dst), reinterpret_cast<T*>(dst) + n, x);
+  }
+  static void fill(uint8_t* dst, const uint8_t* v, int bytes, int64_t n) {
+    if (bytes == 4) fillT<uint32_t>(dst, v, n);
+    else if (bytes == 2) fillT<uint16_t>(dst, v, n);
+    else fillT<uint8_t>(dst, v, n);
+  }
+  template <class T>
+  static void stridedT(uint8_t* dst, const uint8_t* a, int64_t stride, int64_t n) {
+    T* o = reinterpret_cast<T*>(dst);
+    for (int64_t j = 0; j < n; ++j) std::memcpy(o + j, a + static_cast<size_t>(j * stride) * sizeof(T), sizeof(T));
+  }
+  static void strided(uint8_t* dst, const uint8_t* a, int bytes, int64_t stride, int64_t n) {
+    if (bytes == 4) stridedT<uint32_t>(dst, a, stride, n);
+    else if (bytes == 2) stridedT<uint16_t>(dst, a, stride, n);
+    else stridedT<uint8_t>(dst, a, stride, n);
+  }
+
   // Output elements [p, p + n) of a broadcast view into dst, a run of the innermost dimension at a time.
   static void gather(const uint8_t* src, const Input& in, int64_t p, int64_t n, uint8_t* dst) {
     const size_t r = in.shape.size();
@@ -237,13 +259,9 @@ class FusedMapKernel : public Kernel {
       const int64_t run = std::min(inner - ix[r - 1], n - k);
       uint8_t* o = dst + static_cast<size_t>(k) * eb;
       const uint8_t* a = src + static_cast<size_t>(off) * eb;
-      if (stride == 1) {
-        std::memcpy(o, a, static_cast<size_t>(run) * eb);
-      } else if (stride == 0) {
-        for (int64_t j = 0; j < run; ++j) std::memcpy(o + static_cast<size_t>(j) * eb, a, eb);
-      } else {
-        for (int64_t j = 0; j < run; ++j) std::memcpy(o + static_cast<size_t>(j) * eb, a + static_cast<size_t>(j * stride) * eb, eb);
-      }
+      if (stride == 1) std::memcpy(o, a, static_cast<size_t>(run) * eb);
+      else if (stride == 0) fill(o, a, in.bytes, run);
+      else strided(o, a, in.bytes, stride, run);
       k += run;
       off += (run - 1) * stride;  // now at the run's last element: step to the next index
       ix[r - 1] += run - 1;
