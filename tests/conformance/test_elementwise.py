@@ -106,7 +106,8 @@ def ulps(got: np.ndarray, want: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("name", sorted(ULP_UNARY))
 def test_transcendental_unary_in_ulps(name, dtype):
     op, inputs, max_f32, max_f16 = ULP_UNARY[name]
-    x = np.concatenate([special("float32"), inputs()]).astype(dtype)
+    with np.errstate(over="ignore"):  # float32 extremes become f16 infinities on purpose
+        x = np.concatenate([special("float32"), inputs()]).astype(dtype)
     got = np.asarray(jax.jit(op, backend="ipu")(x))
     want = np.asarray(jax.jit(op, backend="cpu")(x))
     d = ulps(got, want)
