@@ -1,6 +1,12 @@
 // Elementwise ops (unary, binary, compare, select, clamp, convert): one compute set over the result's tile
 // mapping, which clones the main operand's, so that same-shaped operands need no exchange. The per-element
 // semantics live in ipu/scalar_ops.h, shared with the reduce kernels and the reduce-body interpreter.
+//
+// A chain of them (ipu/fusion.h) is one compute set running one fused vertex, as popops::map does with an
+// expression tree: see lowerElementwiseGroup for what that saves on the IPU. A lone op is a group of one.
+#include <tuple>
+#include <unordered_map>
+
 #include "ipu/cost_model.h"
 #include "ipu/dtype.h"
 #include "ipu/kernels.h"
@@ -9,100 +15,240 @@
 
 namespace ipu {
 
-std::vector<int> Lowerer::lowerElementwise(OpContext& ctx) {
+namespace {
+
+// One elementwise op, checked, as an instruction of the fused vertex.
+struct Member {
+  BlockFn fn = nullptr;
+  size_t main = 0;           // the operand whose type (and tile mapping) the op follows
+  DType dt = DType::F32;     // the main operand's element type
+  std::vector<bool> scalar;  // operand i is rank 0 and broadcast (select's predicate, clamp's bounds)
+  std::string codelet;
+  double weight = 1;         // host work per element, relative to an add
+};
+
+Member describe(const Lowerer& lowerer, const OpContext& ctx) {
   const OpKind kind = ctx.info->kind;
   const OpFamily family = ctx.info->family;
-  if (ctx.out_types.size() != 1) invalid(ctx, "expected one result");
+  if (ctx.out_types.size() != 1) lowerer.invalid(ctx, "expected one result");
   const TensorType& out = ctx.out_types[0];
-  const size_t main = (family == OpFamily::Select || family == OpFamily::Clamp) ? 1 : 0;
-  const DType dt = ctx.in_types[main].dtype;
+  Member m;
+  m.main = (family == OpFamily::Select || family == OpFamily::Clamp) ? 1 : 0;
+  const DType dt = m.dt = ctx.in_types[m.main].dtype;
   // Shapes: every operand has the result's shape, except that select's predicate and clamp's bounds may be scalars.
-  std::vector<int64_t> strides(ctx.in.size(), 1);
+  m.scalar.assign(ctx.in.size(), false);
   for (size_t i = 0; i < ctx.in.size(); ++i) {
     const bool may_be_scalar = (family == OpFamily::Select && i == 0) || (family == OpFamily::Clamp && i != 1);
     if (may_be_scalar && ctx.in_types[i].shape.empty()) {
-      strides[i] = 0;
+      m.scalar[i] = true;
       continue;
     }
-    if (ctx.in_types[i].shape != out.shape) invalid(ctx, "operand " + std::to_string(i) + " does not have the result's shape");
+    if (ctx.in_types[i].shape != out.shape)
+      lowerer.invalid(ctx, "operand " + std::to_string(i) + " does not have the result's shape");
   }
   // Element types.
   DType expected_out = dt;
   if (family == OpFamily::Compare || kind == OpKind::IsFinite) expected_out = DType::Bool;
   if (family == OpFamily::Convert) expected_out = out.dtype;
-  if (out.dtype != expected_out) invalid(ctx, "the result's element type should be " + std::string(dtypeName(expected_out)));
+  if (out.dtype != expected_out) lowerer.invalid(ctx, "the result's element type should be " + std::string(dtypeName(expected_out)));
   for (size_t i = 0; i < ctx.in.size(); ++i) {
     const DType want = (family == OpFamily::Select && i == 0) ? DType::Bool : dt;
     if (family != OpFamily::Convert && ctx.in_types[i].dtype != want)
-      invalid(ctx, "operand " + std::to_string(i) + " should have element type " + dtypeName(want));
+      lowerer.invalid(ctx, "operand " + std::to_string(i) + " should have element type " + dtypeName(want));
   }
 
-  const int o = newSlotLike(out, ctx.in[main]);
-  std::unique_ptr<Kernel> kernel;
-  std::string codelet = std::string(ctx.info->name) + "<" + dtypeName(dt) + ">";
-  const std::vector<int>& in = ctx.in;
+  m.codelet = std::string(ctx.info->name) + "<" + dtypeName(dt) + ">";
   switch (family) {
     case OpFamily::Unary:
       scalar::visitUnary(kind, dt, [&](auto f, auto a, auto r) {
-        kernel = map1<typename decltype(a)::type, typename decltype(r)::type>(in[0], o, f);
+        m.fn = &block1<typename decltype(a)::type, typename decltype(r)::type, decltype(f)>;
       });
       break;
     case OpFamily::Binary:
       scalar::visitBinary(kind, dt, [&](auto f, auto t) {
         using T = typename decltype(t)::type;
-        kernel = map2<T, T, T>(in[0], in[1], o, f);
+        m.fn = &block2<T, T, T, decltype(f)>;
       });
       break;
     case OpFamily::Compare: {
       scalar::Direction d;
       const std::string dir = attrString(*ctx.op, "comparison_direction");
-      if (!scalar::parseDirection(dir, &d)) invalid(ctx, "unknown comparison_direction '" + dir + "'");
+      if (!scalar::parseDirection(dir, &d)) lowerer.invalid(ctx, "unknown comparison_direction '" + dir + "'");
       const std::string type = attrString(*ctx.op, "compare_type", "NOTYPE");
       scalar::visitCompare(d, type, dt, [&](auto f, auto t) {
         using T = typename decltype(t)::type;
-        kernel = map2<T, T, uint8_t>(in[0], in[1], o, f);
+        m.fn = &block2<T, T, uint8_t, decltype(f)>;
       });
-      codelet = "compare" + dir + "<" + dtypeName(dt) + ">";
+      m.codelet = "compare" + dir + "<" + dtypeName(dt) + ">";
       break;
     }
     case OpFamily::Select:
       scalar::visitSelect(dt, [&](auto f, auto t) {
         using T = typename decltype(t)::type;
-        kernel = map3<uint8_t, T, T, T>(in[0], in[1], in[2], o, strides[0], 1, 1, f);
+        m.fn = &block3<uint8_t, T, T, T, decltype(f)>;
       });
       break;
     case OpFamily::Clamp:
       scalar::visitClamp(dt, [&](auto f, auto t) {
         using T = typename decltype(t)::type;
-        kernel = map3<T, T, T, T>(in[0], in[1], in[2], o, strides[0], 1, strides[2], f);
+        m.fn = &block3<T, T, T, T, decltype(f)>;
       });
       break;
     case OpFamily::Convert:
       scalar::visitConvert(dt, out.dtype, [&](auto f, auto a, auto r) {
-        kernel = map1<typename decltype(a)::type, typename decltype(r)::type>(in[0], o, f);
+        m.fn = &block1<typename decltype(a)::type, typename decltype(r)::type, decltype(f)>;
       });
-      codelet = std::string("cast<") + dtypeName(dt) + "," + dtypeName(out.dtype) + ">";
+      m.codelet = std::string("cast<") + dtypeName(dt) + "," + dtypeName(out.dtype) + ">";
       break;
     default: break;
   }
-  if (!kernel) unimplemented(ctx, std::string(ctx.info->name) + " is implemented for " + dtypeList(ctx.info->dtypes));
+  if (!m.fn) lowerer.unimplemented(ctx, std::string(ctx.info->name) + " is implemented for " + dtypeList(ctx.info->dtypes));
+  const bool heavy = family == OpFamily::Unary && isFloat(dt) && kind != OpKind::Abs && kind != OpKind::Negate;
+  m.weight = heavy ? 8 : 1;
+  return m;
+}
 
+}  // namespace
+
+std::vector<int> Lowerer::lowerElementwise(OpContext& ctx) {
+  std::vector<OpContext> group{ctx};
+  return {lowerElementwiseGroup(group)};
+}
+
+// Cycles of the fused vertex, and what fusion saves on the IPU. Each op on its own is a compute set: a sync, the
+// supervisor launching the workers of its vertex (kSupervisorCycles), each worker's fixed setup and its per-vector
+// loop; its result is a full tensor in tile memory. The fused vertex (popops::map with an expression) is launched
+// once and keeps intermediates in registers: it costs the sum of the members' elementwise() cycles (fixed setup and
+// per-vector ALU work, including the loads and stores the estimators count) minus the supervisor launch of all
+// but one, in one superstep: one sync. A broadcast_in_dim is a view in Poplar (no compute set): the elements of
+// its operand that a tile reads are exchanged to it as an operand of the vertex (a scalar: its one element). Memory: no intermediate tensors, one
+// vertex per tile instead of one per op, and the exchange receive buffers of the external operands only.
+int Lowerer::lowerElementwiseGroup(std::vector<OpContext>& members) {
+  OpContext& root = members.back();
+  struct Value {
+    int input = -1;  // an input of the vertex, or
+    int instr = -1;  // the result of an instruction
+    int model = -1;  // the slot whose tile mapping the value follows (-1: linear)
+  };
+  std::unordered_map<int64_t, Value> values;  // intermediate result id -> where it is
+  std::vector<FusedMapKernel::Input> inputs;
+  std::vector<FusedMapKernel::Instr> instrs;
+  std::vector<std::pair<int, int>> args;       // per instruction operand: (input, instr), one of them -1
+  std::vector<std::pair<int, bool>> reads;     // external operands as read, for the exchange
+  std::vector<int> external;
+  std::vector<std::tuple<int, std::vector<int64_t>, std::vector<int64_t>>> gathers;  // broadcast views read
+  std::vector<std::pair<OpKind, DType>> costs;
+  std::string codelet, names;
+  double flops = 0, weight = 0;
+  auto addInput = [&](int slot, bool scalar) {
+    reads.emplace_back(slot, scalar);
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i].slot == slot && inputs[i].scalar == scalar && inputs[i].strides.empty()) return static_cast<int>(i);
+    const Slot& s = graph().slots[static_cast<size_t>(slot)];
+    inputs.push_back({slot, static_cast<int>(dtypeSize(s.type.dtype)), scalar, {}, {}});
+    if (std::find(external.begin(), external.end(), slot) == external.end()) external.push_back(slot);
+    return static_cast<int>(inputs.size() - 1);
+  };
+  int model = -1;
+  for (OpContext& ctx : members) {
+    names += (names.empty() ? "" : ", ") + ctx.op->mlir;
+    const int64_t id = ctx.op->results[0].id;
+    if (ctx.info->kind == OpKind::BroadcastInDim) {  // a view of its operand, read by the vertex
+      const TensorType &in = ctx.in_types[0], &out = ctx.out_types[0];
+      if (in.dtype != out.dtype || ctx.in[0] < 0) invalid(ctx, "the result's element type differs from the operand's");
+      if (in.shape.empty()) {
+        values[id] = Value{addInput(ctx.in[0], true), -1, -1};
+        continue;
+      }
+      const std::vector<int64_t> dims = attrInts(*ctx.op, "broadcast_dimensions");
+      if (dims.size() != in.shape.size()) invalid(ctx, "broadcast_dimensions must name one result dimension per operand dimension");
+      std::vector<int64_t> strides(out.shape.size(), 0);
+      int64_t stride = 1;
+      for (size_t i = dims.size(); i-- > 0;) {
+        const int64_t d = dims[i];
+        if (d < 0 || d >= static_cast<int64_t>(out.shape.size()) || strides[static_cast<size_t>(d)] != 0 ||
+            (in.shape[i] != 1 && in.shape[i] != out.shape[static_cast<size_t>(d)]))
+          invalid(ctx, "broadcast_dimensions are out of range, repeated, or name a dimension of another size");
+        if (in.shape[i] != 1) strides[static_cast<size_t>(d)] = stride;
+        stride *= in.shape[i];
+      }
+      inputs.push_back({ctx.in[0], static_cast<int>(dtypeSize(in.dtype)), false, out.shape, strides});
+      if (std::find(external.begin(), external.end(), ctx.in[0]) == external.end()) external.push_back(ctx.in[0]);
+      gathers.emplace_back(ctx.in[0], out.shape, strides);
+      values[id] = Value{static_cast<int>(inputs.size() - 1), -1, -1};
+      continue;
+    }
+    const Member m = describe(*this, ctx);
+    FusedMapKernel::Instr ins{m.fn, {-1, -1, -1}, static_cast<int>(dtypeSize(ctx.out_types[0].dtype))};
+    int own_model = -1;
+    for (size_t j = 0; j < ctx.in.size(); ++j) {
+      int mdl;
+      if (ctx.in[j] >= 0) {
+        args.emplace_back(addInput(ctx.in[j], m.scalar[j]), -1);
+        mdl = ctx.in[j];
+      } else {
+        const Value& v = values.at(ctx.op->operands[j]);
+        args.emplace_back(v.input, v.instr);
+        mdl = v.model;
+      }
+      ins.args[j] = static_cast<int>(args.size() - 1);  // fixed up below
+      if (j == m.main) own_model = mdl;
+    }
+    values[id] = Value{-1, static_cast<int>(instrs.size()), own_model};
+    model = own_model;
+    instrs.push_back(ins);
+    costs.emplace_back(ctx.info->kind, m.dt);
+    codelet += (codelet.empty() ? "" : ",") + m.codelet;
+    weight += m.weight;
+    if (isFloat(m.dt)) flops += cost::flopsPerElement(ctx.info->kind) * static_cast<double>(ctx.out_types[0].numElements());
+  }
+  if (instrs.empty() || values.at(root.op->results[0].id).instr != static_cast<int>(instrs.size() - 1))
+    invalid(root, "a fused group must end with an elementwise op");
+  for (auto& ins : instrs)
+    for (int& a : ins.args)
+      if (a >= 0) {
+        const auto& r = args[static_cast<size_t>(a)];
+        a = r.first >= 0 ? r.first : static_cast<int>(inputs.size()) + r.second;
+      }
+  if (instrs.size() > 1) codelet = "map{" + codelet + "}";
+
+  const TensorType& out = root.out_types[0];
+  const int o = model < 0 ? newSlot(out) : newSlotLike(out, model);
   const TileMapping work = graph().slots[static_cast<size_t>(o)].mapping;
   std::vector<int64_t> recv;
-  for (size_t i = 0; i < ctx.in.size(); ++i) {
-    if (strides[i] == 0 && out.numElements() > 0) exchangeScalar(&recv, work, ctx.in[i]);
-    else exchangeSameIndex(&recv, work, ctx.in[i]);
+  for (const auto& r : reads) {
+    if (r.second && out.numElements() > 0) exchangeScalar(&recv, work, r.first);
+    else if (!r.second) exchangeSameIndex(&recv, work, r.first);
+  }
+  for (const auto& g : gathers) {
+    const std::vector<int64_t>&shape = std::get<1>(g), &strides = std::get<2>(g);
+    exchangeGather(&recv, work, std::get<0>(g), [&](int64_t i) {
+      int64_t src = 0;
+      for (size_t d = shape.size(); d-- > 0;) {
+        src += (i % shape[d]) * strides[d];
+        i /= shape[d];
+      }
+      return src;
+    });
   }
   std::vector<Superstep> steps;
   const int workers = device().num_worker_contexts;
   if (work.num_elements > 0) {
-    steps.push_back(superstep(codelet, work, recv, [&](int, int64_t n) { return cost::elementwise(kind, dt, n, workers); }));
-    const bool heavy = family == OpFamily::Unary && isFloat(dt) && kind != OpKind::Abs && kind != OpKind::Negate;
-    steps.back().cost_weight = heavy ? 8 : 1;
+    const uint64_t launches_saved = static_cast<uint64_t>(instrs.size() - 1) * cost::kSupervisorCycles;
+    steps.push_back(superstep(codelet, work, recv, [&](int, int64_t n) {
+      uint64_t c = 0;
+      for (const auto& k : costs) c += cost::elementwise(k.first, k.second, n, workers);
+      return c - launches_saved;
+    }));
+    steps.back().cost_weight = weight;
   }
-  const double flops = isFloat(dt) ? cost::flopsPerElement(kind) * static_cast<double>(out.numElements()) : 0;
-  emitExecute(ctx, std::move(kernel), std::move(steps), {o}, flops);
-  return {o};
+  const int out_slot = o;
+  auto kernel = std::make_unique<FusedMapKernel>(std::move(inputs), std::move(instrs), out_slot);
+  OpContext call = root;
+  call.in = external;
+  Node* node = emitExecute(call, std::move(kernel), std::move(steps), {o}, flops);
+  if (members.size() > 1) node->name = "fused(" + names + ")";
+  return o;
 }
 
 }  // namespace ipu

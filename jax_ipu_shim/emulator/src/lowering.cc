@@ -7,6 +7,7 @@
 
 #include "ipu/cost_model.h"
 #include "ipu/dtype.h"
+#include "ipu/fusion.h"
 #include "ipu/memory.h"
 
 namespace ipu {
@@ -24,7 +25,7 @@ void stamp(Node* node, const Op& op) {
 }  // namespace
 
 Lowerer::Lowerer(const Program& program, const DeviceDescription& device, Graph* graph)
-    : program_(program), device_(device), graph_(graph) {
+    : program_(program), device_(device), graph_(graph), fusion_(fusionEnabled()) {
   graph_->device = device;
   graph_->vertex_bytes.assign(static_cast<size_t>(device.num_tiles), 0);
   graph_->codelets.assign(static_cast<size_t>(device.num_tiles), {});
@@ -255,7 +256,13 @@ Node* Lowerer::emitCopy(Node* seq, const std::vector<std::pair<int, int>>& copie
 }
 
 std::vector<int> Lowerer::lowerRegion(const Region& region, Env* env, Node* seq) {
-  for (const Op& op : region.body) lowerOp(op, env, seq);
+  const FusionPlan plan = planFusion(region, fusion_);
+  for (size_t i = 0; i < region.body.size(); ++i) {
+    const int g = plan.group_of[i];
+    if (g < 0) lowerOp(region.body[i], env, seq);
+    else if (plan.groups[static_cast<size_t>(g)].back() == i) lowerFusedGroup(region, plan.groups[static_cast<size_t>(g)], env, seq);
+    // other members are lowered with their group's root, the group's last op
+  }
   std::vector<int> results;
   for (int64_t id : region.results) {
     auto it = env->slots.find(id);
@@ -268,6 +275,28 @@ std::vector<int> Lowerer::lowerRegion(const Region& region, Env* env, Node* seq)
 }
 
 void Lowerer::lowerOp(const Op& op, Env* env, Node* seq) {
+  OpContext ctx = prepareOp(op, env, seq);
+  const size_t first_node = seq->children.size();
+  op_scratch_ = 0;
+  std::vector<int> results = lowerFamily(ctx, env);
+  for (size_t i = first_node; i < seq->children.size(); ++i) stamp(seq->children[i].get(), op);
+  bindResults(ctx, results, env);
+}
+
+void Lowerer::lowerFusedGroup(const Region& region, const std::vector<size_t>& members, Env* env, Node* seq) {
+  std::vector<OpContext> ctxs;
+  for (size_t i : members) {
+    ctxs.push_back(prepareOp(region.body[i], env, seq));
+    if (i != members.back()) bindResults(ctxs.back(), {-1}, env);
+  }
+  const size_t first_node = seq->children.size();
+  op_scratch_ = 0;
+  const int result = lowerElementwiseGroup(ctxs);
+  for (size_t i = first_node; i < seq->children.size(); ++i) stamp(seq->children[i].get(), *ctxs.back().op);
+  bindResults(ctxs.back(), {result}, env);
+}
+
+OpContext Lowerer::prepareOp(const Op& op, Env* env, Node* seq) {
   OpContext ctx;
   ctx.op = &op;
   ctx.seq = seq;
@@ -317,11 +346,11 @@ void Lowerer::lowerOp(const Op& op, Env* env, Node* seq) {
   if (ctx.info->role == TypeRole::Result0 && !checked) invalid(ctx, "the op must have a result");
   if (checked && !(ctx.info->dtypes & dtypeBit(checked->dtype)))
     unimplemented(ctx, std::string(ctx.info->name) + " is implemented for " + dtypeList(ctx.info->dtypes));
+  return ctx;
+}
 
-  const size_t first_node = seq->children.size();
-  op_scratch_ = 0;
-  std::vector<int> results = lowerFamily(ctx, env);
-  for (size_t i = first_node; i < seq->children.size(); ++i) stamp(seq->children[i].get(), op);
+void Lowerer::bindResults(const OpContext& ctx, const std::vector<int>& results, Env* env) {
+  const Op& op = *ctx.op;
   if (results.size() != op.results.size()) invalid(ctx, "wrong number of results");
   for (size_t i = 0; i < results.size(); ++i) {
     const int64_t id = op.results[i].id;

@@ -7,7 +7,9 @@ Sources, highest precedence first:
   ``JAX_IPU_VISIBLE_DEVICES``;
 - ``TF_POPLAR_FLAGS``: space-separated ``--flag[=value]`` (``--use_ipu_model --ipu_model_tiles=8``);
 - the older ``XLA_IPU_PLATFORM_DEVICE_COUNT``;
-- ``JAX_IPU_HOST_THREADS`` (environment only: the host threads that run the emulated tiles, 1..256).
+- ``JAX_IPU_HOST_THREADS`` (environment only: the host threads that run the emulated tiles, 1..256);
+- ``JAX_IPU_FUSION`` (environment only, default on: fuse chains of elementwise ops into one compute set, as
+  popops' expression maps do; ``0`` lowers every op on its own, for comparison).
 
 Nothing here imports jax, so the configuration can be read and tested on its own. A malformed value raises
 ``ValueError`` naming the flag, where it came from, and what is accepted.
@@ -44,6 +46,7 @@ class IpuConfig:
     visible_devices: Optional[Tuple[int, ...]] = None
     executable_cache_path: Optional[str] = None
     host_threads: int = 0  # 0: the emulator's default, min(hardware threads, 8)
+    fusion: bool = True  # JAX_IPU_FUSION
     # field -> the flag that set it ("TF_POPLAR_FLAGS --ipu_model_tiles=8"), for error messages
     sources: Mapping[str, str] = dataclasses.field(default_factory=dict, compare=False)
 
@@ -202,6 +205,13 @@ def read(jax_options: Optional[Mapping[str, Any]] = None, environ: Optional[Mapp
         where = f"JAX_IPU_HOST_THREADS={host_threads}"
         fields["host_threads"] = parse_host_threads(host_threads, where)
         sources["host_threads"] = where
+
+    # Also read by the emulator itself, each time it lowers a program (so it can be flipped between compiles).
+    fusion = env.get("JAX_IPU_FUSION", "")
+    if fusion.strip():
+        where = f"JAX_IPU_FUSION={fusion}"
+        fields["fusion"] = parse_bool(fusion, where)
+        sources["fusion"] = where
 
     for option, (field, parse) in JAX_OPTIONS.items():
         env_value = env.get(option.upper())

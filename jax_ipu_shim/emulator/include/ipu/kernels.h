@@ -1,7 +1,11 @@
-// Small kernel templates shared by the op families: elementwise maps over host storage types.
+// Small kernel templates shared by the op families: elementwise maps over host storage types, and the fused
+// elementwise vertex (popops' expression maps) that runs a small program of them over blocks.
 #pragma once
 
+#include <algorithm>
+#include <cstring>
 #include <memory>
+#include <vector>
 
 #include "ipu/graph.h"
 
@@ -75,5 +79,204 @@ template <class A, class B, class C, class O, class F>
 std::unique_ptr<Kernel> map3(int a, int x, int c, int o, int64_t sa, int64_t sb, int64_t sc, F f) {
   return std::make_unique<Map3Kernel<A, B, C, O, F>>(a, x, c, o, sa, sb, sc, f);
 }
+
+// ---- the fused elementwise vertex ----
+
+// One elementwise op over a block of n contiguous elements: out[i] = f(args[0][i], ...). Instantiated from the
+// functors of scalar_ops.h, so that each op is one tight loop the compiler can vectorise.
+using BlockFn = void (*)(const void* const* args, void* out, int64_t n);
+
+// g++ -O2 vectorises only loops that need no scalar epilogue: each block loop runs whole groups of kLanes elements
+// (an inner loop of known trip count, which it vectorises) and then the few left over.
+constexpr int64_t kLanes = 64;
+#define IPU_BLOCK_LOOP(n, body)                                               \
+  do {                                                                        \
+    int64_t i_ = 0;                                                           \
+    for (; i_ + kLanes <= (n); i_ += kLanes)                                  \
+      for (int64_t j_ = 0; j_ < kLanes; ++j_) { const int64_t i = i_ + j_; body; } \
+    for (; i_ < (n); ++i_) { const int64_t i = i_; body; }                    \
+  } while (0)
+
+// The loops take their pointers as __restrict parameters (g++ ignores restrict on local pointers). Each exists
+// twice: for the portable x86-64 baseline (SSE2) and for AVX2 (twice the vector width), picked at run time. Neither
+// may contract multiply-adds (AVX2 does not imply FMA), so both give the same bits.
+#define IPU_DEFINE_LOOPS(Suffix, Attr)                                                                         \
+  template <class A, class O, class F>                                                                         \
+  Attr void loop1##Suffix(const A* __restrict a, O* __restrict o, int64_t n) {                                 \
+    const F f{};                                                                                               \
+    IPU_BLOCK_LOOP(n, o[i] = f(a[i]));                                                                         \
+  }                                                                                                            \
+  template <class A, class B, class O, class F>                                                                \
+  Attr void loop2##Suffix(const A* __restrict a, const B* __restrict x, O* __restrict o, int64_t n) {          \
+    const F f{};                                                                                               \
+    IPU_BLOCK_LOOP(n, o[i] = f(a[i], x[i]));                                                                   \
+  }                                                                                                            \
+  template <class A, class B, class C, class O, class F>                                                       \
+  Attr void loop3##Suffix(const A* __restrict a, const B* __restrict x, const C* __restrict c, O* __restrict o, \
+                          int64_t n) {                                                                         \
+    const F f{};                                                                                               \
+    IPU_BLOCK_LOOP(n, o[i] = f(a[i], x[i], c[i]));                                                             \
+  }
+IPU_DEFINE_LOOPS(Base, )
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+IPU_DEFINE_LOOPS(Avx2, __attribute__((target("avx2"))))
+inline bool hostHasAvx2() {
+  static const bool yes = __builtin_cpu_supports("avx2");
+  return yes;
+}
+#define IPU_DISPATCH(loop, ...) (hostHasAvx2() ? loop##Avx2<__VA_ARGS__> : loop##Base<__VA_ARGS__>)
+#else
+#define IPU_DISPATCH(loop, ...) loop##Base<__VA_ARGS__>
+#endif
+#undef IPU_DEFINE_LOOPS
+
+template <class A, class O, class F>
+void block1(const void* const* in, void* out, int64_t n) {
+  IPU_DISPATCH(loop1, A, O, F)(static_cast<const A*>(in[0]), static_cast<O*>(out), n);
+}
+template <class A, class B, class O, class F>
+void block2(const void* const* in, void* out, int64_t n) {
+  IPU_DISPATCH(loop2, A, B, O, F)(static_cast<const A*>(in[0]), static_cast<const B*>(in[1]), static_cast<O*>(out), n);
+}
+template <class A, class B, class C, class O, class F>
+void block3(const void* const* in, void* out, int64_t n) {
+  IPU_DISPATCH(loop3, A, B, C, O, F)(static_cast<const A*>(in[0]), static_cast<const B*>(in[1]),
+                                     static_cast<const C*>(in[2]), static_cast<O*>(out), n);
+}
+
+// popops::map with an expression tree: one vertex evaluates a chain of elementwise ops. The program's values are
+// its inputs (slots read at the output's element index, or scalars broadcast) followed by the results of its
+// instructions; the last instruction's result is the output. Intermediate results live only in block-sized
+// registers (a few KB per host thread, in L1), never in a full-size tensor.
+class FusedMapKernel : public Kernel {
+ public:
+  struct Input {
+    int slot;
+    int bytes;    // element size
+    bool scalar;  // one element, broadcast to every output element
+    // broadcast_in_dim (a view, as in Poplar): output element i reads the operand at sum_d index_d(i) * strides[d]
+    // over the output's shape (stride 0 along broadcast dimensions). Empty: element i itself.
+    std::vector<int64_t> shape, strides;
+  };
+  struct Instr {
+    BlockFn fn;
+    int args[3];  // value ids; -1: unused
+    int bytes;    // result element size
+  };
+  static constexpr int64_t kBlock = 512;
+
+  FusedMapKernel(std::vector<Input> inputs, std::vector<Instr> instrs, int out)
+      : inputs_(std::move(inputs)), instrs_(std::move(instrs)), out_(out) {}
+
+  void compute(RunState& s, int64_t b, int64_t e) const override {
+    const size_t ni = inputs_.size(), nk = instrs_.size();
+    bool any_scalar = false;
+    for (const Input& in : inputs_) any_scalar = any_scalar || in.scalar || !in.strides.empty();
+    if (nk == 1 && !any_scalar) {  // one op over contiguous operands: no registers needed
+      const void* a[3] = {};
+      for (int j = 0; j < 3; ++j)
+        if (instrs_[0].args[j] >= 0) a[j] = at(s, inputs_[static_cast<size_t>(instrs_[0].args[j])], b);
+      instrs_[0].fn(a, s.at<uint8_t>(out_) + b * instrs_[0].bytes, e - b);
+      return;
+    }
+    // Registers: one block per scalar input and per instruction but the last, which writes the output directly.
+    const int64_t block = std::min(kBlock, e - b);
+    thread_local std::vector<uint64_t> regs;
+    const size_t words = static_cast<size_t>(block) / 2 + 1;  // 4-byte elements at most
+    if (regs.size() < (ni + nk) * words) regs.resize((ni + nk) * words);
+    auto reg = [&](size_t i) { return reinterpret_cast<uint8_t*>(regs.data() + i * words); };
+    thread_local std::vector<const void*> val;
+    val.assign(ni + nk, nullptr);
+    for (size_t i = 0; i < ni; ++i) {
+      if (!inputs_[i].scalar) continue;
+      fill(reg(i), s.at<const uint8_t>(inputs_[i].slot), inputs_[i].bytes, block);
+      val[i] = reg(i);
+    }
+    uint8_t* out = s.at<uint8_t>(out_);
+    for (int64_t p = b; p < e; p += block) {
+      const int64_t n = std::min(block, e - p);
+      for (size_t i = 0; i < ni; ++i) {
+        if (inputs_[i].scalar) continue;
+        if (inputs_[i].strides.empty()) {
+          val[i] = at(s, inputs_[i], p);
+        } else {
+          gather(s.at<const uint8_t>(inputs_[i].slot), inputs_[i], p, n, reg(i));
+          val[i] = reg(i);
+        }
+      }
+      for (size_t k = 0; k < nk; ++k) {
+        const Instr& ins = instrs_[k];
+        const void* a[3] = {};
+        for (int j = 0; j < 3; ++j)
+          if (ins.args[j] >= 0) a[j] = val[static_cast<size_t>(ins.args[j])];
+        void* o = k + 1 == nk ? static_cast<void*>(out + p * ins.bytes) : static_cast<void*>(reg(ni + k));
+        ins.fn(a, o, n);
+        val[ni + k] = o;
+      }
+    }
+  }
+
+ private:
+  static const void* at(const RunState& s, const Input& in, int64_t i) { return s.at<const uint8_t>(in.slot) + i * in.bytes; }
+
+  // dst[0, n) = the one element at v / every stride-th element from a, for elements of 1, 2 or 4 bytes.
+  template <class T>
+  static void fillT(uint8_t* dst, const uint8_t* v, int64_t n) {
+    T x;
+    std::memcpy(&x, v, sizeof(T));
+    std::fill(reinterpret_cast<T*>(dst), reinterpret_cast<T*>(dst) + n, x);
+  }
+  static void fill(uint8_t* dst, const uint8_t* v, int bytes, int64_t n) {
+    if (bytes == 4) fillT<uint32_t>(dst, v, n);
+    else if (bytes == 2) fillT<uint16_t>(dst, v, n);
+    else fillT<uint8_t>(dst, v, n);
+  }
+  template <class T>
+  static void stridedT(uint8_t* dst, const uint8_t* a, int64_t stride, int64_t n) {
+    T* o = reinterpret_cast<T*>(dst);
+    for (int64_t j = 0; j < n; ++j) std::memcpy(o + j, a + static_cast<size_t>(j * stride) * sizeof(T), sizeof(T));
+  }
+  static void strided(uint8_t* dst, const uint8_t* a, int bytes, int64_t stride, int64_t n) {
+    if (bytes == 4) stridedT<uint32_t>(dst, a, stride, n);
+    else if (bytes == 2) stridedT<uint16_t>(dst, a, stride, n);
+    else stridedT<uint8_t>(dst, a, stride, n);
+  }
+
+  // Output elements [p, p + n) of a broadcast view into dst, a run of the innermost dimension at a time.
+  static void gather(const uint8_t* src, const Input& in, int64_t p, int64_t n, uint8_t* dst) {
+    const size_t r = in.shape.size();
+    const size_t eb = static_cast<size_t>(in.bytes);
+    thread_local std::vector<int64_t> ix;
+    ix.assign(r, 0);
+    int64_t off = 0, rem = p;
+    for (size_t d = r; d-- > 0;) {
+      ix[d] = rem % in.shape[d];
+      rem /= in.shape[d];
+      off += ix[d] * in.strides[d];
+    }
+    const int64_t inner = in.shape[r - 1], stride = in.strides[r - 1];
+    for (int64_t k = 0; k < n;) {
+      const int64_t run = std::min(inner - ix[r - 1], n - k);
+      uint8_t* o = dst + static_cast<size_t>(k) * eb;
+      const uint8_t* a = src + static_cast<size_t>(off) * eb;
+      if (stride == 1) std::memcpy(o, a, static_cast<size_t>(run) * eb);
+      else if (stride == 0) fill(o, a, in.bytes, run);
+      else strided(o, a, in.bytes, stride, run);
+      k += run;
+      off += (run - 1) * stride;  // now at the run's last element: step to the next index
+      ix[r - 1] += run - 1;
+      for (size_t d = r; d-- > 0;) {
+        off += in.strides[d];
+        if (++ix[d] < in.shape[d]) break;
+        off -= in.strides[d] * in.shape[d];
+        ix[d] = 0;
+      }
+    }
+  }
+
+  std::vector<Input> inputs_;
+  std::vector<Instr> instrs_;
+  int out_;
+};
 
 }  // namespace ipu

@@ -92,11 +92,18 @@ class Lowerer {
 
  private:
   void lowerOp(const Op& op, Env* env, Node* seq);
+  // lowerOp's two halves: the op's operands, types and registry checks; and recording its results' slots.
+  OpContext prepareOp(const Op& op, Env* env, Node* seq);
+  void bindResults(const OpContext& ctx, const std::vector<int>& results, Env* env);
+  // A fusion group (ipu/fusion.h): its members' intermediate results get no slot (-1 in the environment).
+  void lowerFusedGroup(const Region& region, const std::vector<size_t>& members, Env* env, Node* seq);
   void numberSteps(Node* node);
   std::vector<int> lowerFamily(OpContext& ctx, Env* env);
 
   // Family lowerings (one file each).
   std::vector<int> lowerElementwise(OpContext& ctx);
+  // Elementwise ops in program order, the last one the root, as one fused compute set (elementwise.cc).
+  int lowerElementwiseGroup(std::vector<OpContext>& members);
   std::vector<int> lowerShapeOp(OpContext& ctx);
   std::vector<int> lowerGatherScatter(OpContext& ctx);  // gather_scatter.cc
   std::vector<int> lowerReduce(OpContext& ctx);
@@ -116,6 +123,7 @@ class Lowerer {
   StepRecord pending_;  // transient bytes of the step being built
   std::vector<std::string> call_stack_;
   int op_scratch_ = 0;  // scratch ids the op being lowered has taken
+  bool fusion_ = true;  // $JAX_IPU_FUSION, read once per lowering
 };
 
 }  // namespace ipu

@@ -19,6 +19,7 @@
 #include "ipu/dtype.h"
 #include "ipu/registry.h"
 #include "ipu/special_functions.h"
+#include "ipu/xla_math.h"
 
 namespace ipu {
 namespace scalar {
@@ -200,6 +201,8 @@ inline Storage<To> convertValue(Storage<From> x) {
 
 // ---- the functors ----
 
+// exp, log, log1p, tanh and logistic are XLA:CPU's own approximations (ipu/xla_math.h): closer to backend="cpu"
+// than libm and vectorisable. expm1 stays libm's: XLA's expm1 of this jaxlib is not the one xla_math.h knows.
 #define IPU_FLOAT_UNARY(Name, expr) \
   struct Name {                     \
     float operator()(float x) const { return expr; } \
@@ -207,15 +210,15 @@ inline Storage<To> convertValue(Storage<From> x) {
 IPU_FLOAT_UNARY(AbsF, std::fabs(x))
 IPU_FLOAT_UNARY(NegateF, -x)
 IPU_FLOAT_UNARY(SignF, signF(x))
-IPU_FLOAT_UNARY(ExpF, std::exp(x))
+IPU_FLOAT_UNARY(ExpF, xla_math::exp(x))
 IPU_FLOAT_UNARY(Expm1F, std::expm1(x))
-IPU_FLOAT_UNARY(LogF, std::log(x))
-IPU_FLOAT_UNARY(Log1pF, std::log1p(x))
+IPU_FLOAT_UNARY(LogF, xla_math::log(x))
+IPU_FLOAT_UNARY(Log1pF, xla_math::log1p(x))
 IPU_FLOAT_UNARY(SqrtF, std::sqrt(x))
 IPU_FLOAT_UNARY(RsqrtF, 1.0f / std::sqrt(x))
 IPU_FLOAT_UNARY(CbrtF, std::cbrt(x))
-IPU_FLOAT_UNARY(TanhF, std::tanh(x))
-IPU_FLOAT_UNARY(LogisticF, 1.0f / (1.0f + std::exp(-x)))
+IPU_FLOAT_UNARY(TanhF, xla_math::tanh(x))
+IPU_FLOAT_UNARY(LogisticF, xla_math::logistic(x))
 IPU_FLOAT_UNARY(SineF, std::sin(x))
 IPU_FLOAT_UNARY(CosineF, std::cos(x))
 IPU_FLOAT_UNARY(TanF, std::tan(x))

@@ -1,0 +1,63 @@
+"""Programs whose elementwise chains the emulator fuses into one compute set (ipu/fusion.h), ipu against cpu: the
+fused vertex must compute what the ops compute one by one, through scalar and row/column broadcasts, mixed element
+types, compare/select, converts and chains inside loops."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from _conformance import EXACT, TRANSCENDENTAL, check, random
+from jax import lax
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_transcendental_chain(dtype):
+    def chain(x):
+        y = jnp.tanh(x)
+        y = jnp.exp(y) * x + 1.0
+        y = jnp.tanh(y * 0.5) - y * y
+        return jnp.exp(-jnp.abs(y)) + y * 0.25
+
+    check(chain, random(dtype, (100_003,), low=-3, high=3), **TRANSCENDENTAL[dtype])
+
+
+def test_layer_norm_and_softmax_rows():
+    def f(x, gamma, beta):
+        mean = jnp.mean(x, axis=-1, keepdims=True)
+        var = jnp.mean(jnp.square(x - mean), axis=-1, keepdims=True)
+        h = (x - mean) * lax.rsqrt(var + 1e-5) * gamma + beta
+        return jax.nn.softmax(h, axis=-1)
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(37, 129)).astype(np.float32)
+    check(f, x, rng.uniform(0.5, 1.5, 129).astype(np.float32), rng.normal(size=129).astype(np.float32),
+          rtol=1e-5, atol=1e-7)
+
+
+def test_exact_chain_with_broadcasts_compare_select_and_converts():
+    def f(x, col, s):
+        y = x * col[None, :] - s
+        y = jnp.where(y > 0, y, -y * 0.5)
+        z = jnp.clip(y, 0.25, 3.0).astype(jnp.float16) * jnp.float16(2)
+        return z.astype(jnp.float32) + x, (y > 1.0).astype(jnp.int32) * 3 + 1
+
+    rng = np.random.default_rng(1)
+    check(f, rng.normal(size=(64, 33)).astype(np.float32), rng.normal(size=33).astype(np.float32), np.float32(0.1),
+          **EXACT)
+
+
+def test_integer_and_bool_chains():
+    def f(a, b):
+        c = (a * 3 + b) ^ (a >> 2)
+        return jnp.where((c & 1) == 0, c, -c), jnp.logical_and(a > b, ~(b < 0))
+
+    check(f, random("int32", (1000,), seed=2), random("int32", (1000,), seed=3), **EXACT)
+
+
+def test_chain_inside_a_loop_body():
+    def f(x):
+        return lax.fori_loop(0, 7, lambda i, v: jnp.tanh(v * 0.9 + i.astype(jnp.float32) * 0.1) - 0.05, x)
+
+    check(f, random("float32", (4096,), low=-2, high=2), **TRANSCENDENTAL["float32"])
