@@ -4,8 +4,6 @@ against the native library here, so the two tables cannot drift apart."""
 
 from __future__ import annotations
 
-import os
-
 import jax
 import jax.numpy as jnp
 import numpy as np

@@ -11,7 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax.experimental.shard_map import shard_map
-from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 
 
 def _mesh(platform):
@@ -45,8 +46,8 @@ def test_jit_with_shardings_and_constraints_on_one_ipu():
         s = NamedSharding(mesh, P("x"))
 
         @partial(jax.jit, in_shardings=(s, NamedSharding(mesh, P())), out_shardings=s)
-        def f(x, w):
-            y = jax.lax.with_sharding_constraint(x * 2, NamedSharding(mesh, P(None, "x")))
+        def f(x, w):  # traced in this iteration, so `mesh` is this iteration's
+            y = jax.lax.with_sharding_constraint(x * 2, NamedSharding(mesh, P(None, "x")))  # noqa: B023
             return _program(y, w)[None] + y.sum()
 
         out[platform] = f(x, w)

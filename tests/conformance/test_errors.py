@@ -10,7 +10,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from _conformance import BACKEND, check
-from jax import lax
 from jax._src.interpreters import mlir
 from jax._src.lax import linalg as lax_linalg
 

@@ -14,7 +14,6 @@ import json
 from typing import Dict
 
 import pytest
-
 from expectations import load, match  # noqa: I001 (tests/upstream is on sys.path)
 
 _RESULTS: Dict[str, str] = {}

@@ -63,7 +63,9 @@ def _f32(fn: Any) -> Any:
         if not narrow:
             return fn(*args, **params)
         out = fn(*[a.astype(jnp.float32) if jnp.issubdtype(a.dtype, jnp.floating) else a for a in args], **params)
-        back = (lambda x: x.astype(narrow[0]) if x.dtype == jnp.float32 else x)
+        def back(x: Any) -> Any:
+            return x.astype(narrow[0]) if x.dtype == jnp.float32 else x
+
         return [back(x) for x in out] if isinstance(out, (list, tuple)) else back(out)
 
     wrapped.__name__ = fn.__name__
@@ -116,16 +118,16 @@ def cholesky(a: Any) -> Any:
     n = a.shape[-1]
     rows = jnp.arange(n)
 
-    def column(j: Any, l: Any) -> Any:
-        # l's columns >= j are still zero, so l @ l[j] only sums the finished columns k < j.
-        v = _col(a, j) - _mv(l, _row(l, j))
+    def column(j: Any, factor: Any) -> Any:
+        # factor's columns >= j are still zero, so factor @ factor[j] only sums the finished columns k < j.
+        v = _col(a, j) - _mv(factor, _row(factor, j))
         d = jnp.sqrt(_elem(v, j))
         col = jnp.where(rows > j, v / d, jnp.where(rows == j, d, jnp.zeros_like(v)))
-        return _set_col(l, j, col)
+        return _set_col(factor, j, col)
 
-    l = lax.fori_loop(0, n, column, jnp.zeros_like(a))
-    ok = jnp.all(jnp.isfinite(l), axis=(-2, -1), keepdims=True)
-    return jnp.where(ok, l, jnp.full_like(l, jnp.nan))
+    factor = lax.fori_loop(0, n, column, jnp.zeros_like(a))
+    ok = jnp.all(jnp.isfinite(factor), axis=(-2, -1), keepdims=True)
+    return jnp.where(ok, factor, jnp.full_like(factor, jnp.nan))
 
 
 # ---------------------------------------------------------------------------------------------------- triangular solve
