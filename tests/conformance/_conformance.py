@@ -1,8 +1,9 @@
 """The conformance harness: run a function on the ipu backend and on cpu with the same inputs, and compare.
 
 Tolerances are stated per dtype and per kind of op (see EXACT, TRANSCENDENTAL), or, for sums of many terms (reduce,
-dot, conv), per output in ulps of the output's scale (``check(..., scale_ulps=N)``). Set JAX_IPU_CONFORMANCE_BACKEND=cpu to
-debug the harness itself (cpu against cpu); the default, and what the suite is for, is "ipu".
+dot, conv), per output in ulps of that output's scale (``check(..., scale_ulps=N)``). Set
+JAX_IPU_CONFORMANCE_BACKEND=cpu to debug the harness itself (cpu against cpu); the default, and what the suite is for,
+is "ipu".
 """
 
 from __future__ import annotations
@@ -95,10 +96,11 @@ def check(f, *args, rtol: float = 0.0, atol: float = 0.0, scale_ulps: Optional[f
     NaNs must match NaNs. With rtol == atol == 0 (exact), the signs of zeros must match too.
 
     ``scale_ulps=N``: each float output element may differ by N ulps of its own scale, ``N * eps * f(|args|)``, on top
-    of rtol/atol. For ``f`` built of sums and products of its inputs (sum, mean, prod, dot, conv) ``f(|args|)`` is
-    the sum of the magnitudes of the output's terms, which bounds the rounding error of any summation order, while
-    one term more or less still moves the output by far more than N ulps of its scale unless that term is tiny:
-    tests that use it draw inputs bounded away from zero.
+    of rtol/atol, instead of one tolerance for all. For ``f`` built of sums and products of its inputs (sum, mean,
+    prod, dot, conv) ``f(|args|)`` is the sum of the magnitudes of that output's terms (|prod| for a product): the
+    rounding of a sum in another order, or of an f32 accumulator rounded once to f16, stays within a few ulps of it,
+    while one term more or less moves the output by far more unless that term is tiny, so tests that use it draw
+    inputs bounded away from zero (``away_from_zero``).
     """
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "backend and device argument on jit is deprecated", DeprecationWarning)
