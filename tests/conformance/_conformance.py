@@ -1,14 +1,16 @@
 """The conformance harness: run a function on the ipu backend and on cpu with the same inputs, and compare.
 
-Tolerances are stated per dtype and per kind of op (see EXACT, TRANSCENDENTAL). Set JAX_IPU_CONFORMANCE_BACKEND=cpu to
-debug the harness itself (cpu against cpu); the default, and what the suite is for, is "ipu".
+Tolerances are stated per dtype and per kind of op (see EXACT, TRANSCENDENTAL), or, for sums of many terms (reduce,
+dot, conv), per output in ulps of that output's scale (``check(..., scale_ulps=N)``). Set
+JAX_IPU_CONFORMANCE_BACKEND=cpu to debug the harness itself (cpu against cpu); the default, and what the suite is for,
+is "ipu".
 """
 
 from __future__ import annotations
 
 import os
 import warnings
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 import jax
 import numpy as np
@@ -67,6 +69,14 @@ def small_ints(dtype: str, shape: Any, seed: int = 0) -> np.ndarray:
     return (rng.integers(0, 100, size=shape) + offset).astype(dtype)
 
 
+def away_from_zero(dtype: str, shape: Any, seed: int = 0, low: float = 0.5, high: float = 2.0) -> np.ndarray:
+    """Non-integer floats of random sign with magnitudes in [low, high): every term of a sum of them counts, so
+    dropping one (or rounding the sum coarsely) moves the result by more than a few ulps of its scale."""
+    rng = np.random.default_rng(seed)
+    sign = np.where(rng.random(shape) < 0.5, -1.0, 1.0)
+    return (sign * rng.uniform(low, high, size=shape)).astype(dtype)
+
+
 def assert_ran_on(leaves: Any, platform: str) -> None:
     """Every result array lives on ``platform``: a suite that says it tests the ipu must not quietly run on cpu."""
     for leaf in leaves:
@@ -74,16 +84,32 @@ def assert_ran_on(leaves: Any, platform: str) -> None:
         assert {d.platform for d in devices} == {platform}, f"ran on {devices}, not on {platform}"
 
 
-def check(f, *args, rtol: float = 0.0, atol: float = 0.0, **jit_kwargs) -> None:
+def eps(dtype: Any) -> float:
+    """The spacing of a float dtype's numbers at 1.0 (one ulp of 1)."""
+    return float(np.finfo(dtype).eps)
+
+
+def check(f, *args, rtol: float = 0.0, atol: float = 0.0, scale_ulps: Optional[float] = None, **jit_kwargs) -> None:
     """Runs ``f`` under jit on the ipu backend and on cpu with the same args; compares structure, dtypes, shapes and
     values.
 
     NaNs must match NaNs. With rtol == atol == 0 (exact), the signs of zeros must match too.
+
+    ``scale_ulps=N``: each float output element may differ by N ulps of its own scale, ``N * eps * f(|args|)``, on top
+    of rtol/atol, instead of one tolerance for all. For ``f`` built of sums and products of its inputs (sum, mean,
+    prod, dot, conv) ``f(|args|)`` is the sum of the magnitudes of that output's terms (|prod| for a product): the
+    rounding of a sum in another order, or of an f32 accumulator rounded once to f16, stays within a few ulps of it,
+    while one term more or less moves the output by far more unless that term is tiny, so tests that use it draw
+    inputs bounded away from zero (``away_from_zero``).
     """
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "backend and device argument on jit is deprecated", DeprecationWarning)
         got = jax.jit(f, backend=BACKEND, **jit_kwargs)(*args)
         want = jax.jit(f, backend=REFERENCE, **jit_kwargs)(*args)
+        scales = None
+        if scale_ulps is not None:
+            magnitudes = jax.tree_util.tree_map(lambda a: np.abs(np.asarray(a)), args)
+            scales = jax.tree_util.tree_leaves(jax.jit(f, backend=REFERENCE, **jit_kwargs)(*magnitudes))
     got_leaves, got_tree = jax.tree_util.tree_flatten(got)
     want_leaves, want_tree = jax.tree_util.tree_flatten(want)
     assert got_tree == want_tree
@@ -98,6 +124,18 @@ def check(f, *args, rtol: float = 0.0, atol: float = 0.0, **jit_kwargs) -> None:
             continue
         with np.errstate(invalid="ignore"):  # widening a signalling NaN raises the invalid flag; it stays a NaN
             g64, w64 = g.astype(np.float64), w.astype(np.float64)
+        if scales is not None:
+            scale = np.abs(np.asarray(scales[index], dtype=np.float64))
+            allowed = atol + rtol * np.abs(w64) + scale_ulps * eps(w.dtype) * scale
+            with np.errstate(invalid="ignore"):
+                bad = ~((np.abs(g64 - w64) <= allowed) | (np.isnan(g64) & np.isnan(w64)) | (g64 == w64))
+            if bad.any():
+                first = tuple(int(i) for i in np.argwhere(bad)[0])
+                raise AssertionError(
+                    f"{where}: {int(bad.sum())} of {bad.size} elements differ by more than {scale_ulps} ulps of their "
+                    f"scale; first at {first}: ipu {g64[first]!r}, cpu {w64[first]!r}, difference "
+                    f"{abs(g64[first] - w64[first])!r} > {allowed[first]!r} (scale {scale[first]!r})")
+            continue
         np.testing.assert_allclose(g64, w64, rtol=rtol, atol=atol, equal_nan=True, err_msg=where)
         if rtol == 0.0 and atol == 0.0:
             zeros = w == 0

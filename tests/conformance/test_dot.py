@@ -1,22 +1,27 @@
 """dot_general (jnp.dot, matmul, einsum): batch and contracting dims, vectors, transposed operands, ipu against cpu.
 
-Float tolerances grow with the contraction length K because the order of the sum may differ: atol ~ K * eps * |x|."""
+Float inputs are non-integer and bounded away from zero, and each output may differ from cpu's by a few ulps of its
+own scale (sum over K of |a||b|, see _conformance.check): any order of the sum in f32 meets that, while one dropped
+term of K, or an f16 dot accumulated in f16 instead of f32, does not. Integer dots are exact (with wrap-around)."""
 
 from __future__ import annotations
 
 import jax.numpy as jnp
 import pytest
-from _conformance import check, small_ints
+import numpy as np
+from _conformance import away_from_zero, check, random, small_ints
 from jax import lax
 
-TOLERANCE = {"float32": {"rtol": 1e-5, "atol": 1e-3}, "float16": {"rtol": 1e-2, "atol": 0.5},
-             "int32": {}, "uint32": {}}
+TOLERANCE = {"float32": {"scale_ulps": 8}, "float16": {"scale_ulps": 2}, "int32": {}, "uint32": {}}
+
+
+def inputs(dtype, shape, seed):
+    return away_from_zero(dtype, shape, seed) if dtype.startswith("float") else small_ints(dtype, shape, seed)
 
 
 @pytest.mark.parametrize("dtype", sorted(TOLERANCE))
 def test_matmul_shapes(dtype):
-    # small integer values: int products are exact and float sums stay well inside the tolerance
-    a, b, v, w = (small_ints(dtype, shape, seed=i) for i, shape in enumerate([(37, 53), (53, 7), (53,), (37,)]))
+    a, b, v, w = (inputs(dtype, shape, seed=i) for i, shape in enumerate([(37, 53), (53, 7), (53,), (37,)]))
 
     def f(a, b, v, w):
         return (jnp.dot(a, b), a @ v, w @ a, v @ v, jnp.matmul(a.T, w), b.T @ a.T, jnp.dot(a, a.T),
@@ -27,7 +32,7 @@ def test_matmul_shapes(dtype):
 
 @pytest.mark.parametrize("dtype", sorted(TOLERANCE))
 def test_einsum_batch_and_contracting_dims(dtype):
-    x, y, z = (small_ints(dtype, s, seed=i) for i, s in enumerate([(2, 3, 4, 5), (2, 3, 5, 6), (4, 5, 6)]))
+    x, y, z = (inputs(dtype, s, seed=i) for i, s in enumerate([(2, 3, 4, 5), (2, 3, 5, 6), (4, 5, 6)]))
 
     def f(x, y, z):
         return (jnp.einsum("abij,abjk->abik", x, y), jnp.einsum("abij,abjk->bik", x, y),
@@ -39,5 +44,15 @@ def test_einsum_batch_and_contracting_dims(dtype):
 
 
 def test_large_f32_matmul_spread_over_tiles():
-    a, b = small_ints("float32", (256, 300), seed=1) / 16, small_ints("float32", (300, 129), seed=2) / 16
-    check(lambda a, b: (a @ b, jnp.tanh(a @ b) @ b.T), a, b, rtol=1e-5, atol=1e-3)
+    a, b = away_from_zero("float32", (256, 300), seed=1), away_from_zero("float32", (300, 129), seed=2)
+    check(lambda a, b: a @ b, a, b, scale_ulps=8)
+    h = np.tanh(a[:, :129])  # an input of mixed magnitudes too
+    check(lambda h, b: h @ b.T, h, b, scale_ulps=8)
+
+
+def test_f16_dot_accumulates_in_f32():
+    # Positive terms: the partial sums grow to the result, so an f16 accumulator's roundings (half an ulp of each
+    # partial, K of them) add up to several ulps of the scale, while an f32 accumulator rounded once stays within one.
+    a, b = random("float16", (64, 512), seed=1, low=0.25, high=2.0), random("float16", (512, 48), seed=2, low=0.25,
+                                                                             high=2.0)
+    check(lambda a, b: (a @ b, jnp.einsum("ik,jk->ij", a, b.T)), a, b, scale_ulps=2)

@@ -105,9 +105,7 @@ std::string bodyComputation(const Op& op) {
   const int64_t a = body.params[0].id, b = body.params[1].id;
   const auto& x = combine.operands;
   if (!((x[0] == a && x[1] == b) || (x[0] == b && x[1] == a))) return "";
-  for (const char* c : {"add", "multiply", "maximum", "minimum", "and", "or"})
-    if (combine.op == c) return c;
-  return "";
+  return isReducer(combine.op) ? combine.op : "";
 }
 
 enum class Pattern { AllReduce, AllGather, ReduceScatter, AllToAll, Permute, ReplicaId, PartitionId };

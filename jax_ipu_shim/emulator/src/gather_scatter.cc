@@ -279,8 +279,6 @@ std::string list(const std::vector<int64_t>& v) {
   return s + "]";
 }
 
-const char* const kScatterComputations[] = {"add", "multiply", "maximum", "minimum", "and", "or"};
-
 }  // namespace
 
 std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
@@ -428,9 +426,7 @@ std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
     for (int64_t d = 0; d < rank; ++d) plan.limit.push_back(x.shape[static_cast<size_t>(d)] - wsize[static_cast<size_t>(d)]);
 
     std::string computation = attrString(op, "computation", "");
-    const bool known = computation == "assign" ||
-                       std::find_if(std::begin(kScatterComputations), std::end(kScatterComputations),
-                                    [&](const char* c) { return computation == c; }) != std::end(kScatterComputations);
+    const bool known = computation == "assign" || isReducer(computation);
     if (!computation.empty() && !known)
       invalid(ctx, "unknown computation \"" + computation + "\" (expected assign, add, multiply, maximum, minimum, and, or)");
     const DType dt = x.dtype;

@@ -20,8 +20,6 @@ namespace ipu {
 
 namespace {
 
-const char* const kComputations[] = {"add", "multiply", "maximum", "minimum", "and", "or"};
-
 // The geometry of one reduction: result coordinates and reduced coordinates, each with its input strides.
 struct ReduceGeometry {
   std::vector<int64_t> out_shape, out_strides;  // kept dims of the input, in order
@@ -139,9 +137,7 @@ std::unique_ptr<Kernel> make(int in, int init, int out, const ReduceGeometry& g,
 // The vector kernel of a single-op computation on `dt`, or null. f16 steps are computed in f32 and rounded, as
 // XLA:CPU does per op; for bool, add is or and multiply is and (XLA's convention).
 std::unique_ptr<Kernel> reduceKernel(const std::string& c, DType dt, int in, int init, int out, const ReduceGeometry& g) {
-  if (std::find_if(std::begin(kComputations), std::end(kComputations), [&](const char* k) { return c == k; }) ==
-      std::end(kComputations))
-    return nullptr;
+  if (!isReducer(c)) return nullptr;
   OpKind kind = findOp(c)->kind;
   if (dt == DType::Bool && kind == OpKind::Add) kind = OpKind::Or;
   if (dt == DType::Bool && kind == OpKind::Multiply) kind = OpKind::And;
@@ -231,9 +227,7 @@ std::string inferComputation(const Op& op, size_t n) {
     const int64_t a = body.params[i].id, x = body.params[n + i].id;
     if (!((def->operands[0] == a && def->operands[1] == x) || (def->operands[0] == x && def->operands[1] == a))) return "";
   }
-  for (const char* c : kComputations)
-    if (kind == c) return kind;
-  return "";
+  return isReducer(kind) ? kind : "";
 }
 
 }  // namespace

@@ -41,36 +41,14 @@ void exec3(uint32_t* r, const ScalarInstr& i) {
 
 [[noreturn]] void fail(ErrorCode code, const std::string& why) { throw Error(code, why); }
 
-// 16-bit integers (i16/u16) exist only inside bodies (jax's f16 total-order sort comparator bitcasts f16 to them).
-// They live sign- (i16) or zero-extended (u16) in an i32/u32 register and are renormalized after any op that can
-// leave the 16-bit range, so compare, select, maximum and minimum work on them unchanged.
-void sext16(uint32_t* r, const ScalarInstr& i) { store<int32_t>(r, i.dst, static_cast<int16_t>(load<uint16_t>(r, i.a))); }
-void zext16(uint32_t* r, const ScalarInstr& i) { store<uint32_t>(r, i.dst, load<uint16_t>(r, i.a)); }
-void low16(uint32_t* r, const ScalarInstr& i) { store<uint16_t>(r, i.dst, load<uint16_t>(r, i.a)); }
+// A bitcast: every element type lives in the low bytes of its 32-bit register, so copying the register reinterprets
+// the value whatever its width (a consumer reads only its own type's bytes).
 void copy32(uint32_t* r, const ScalarInstr& i) { store<uint32_t>(r, i.dst, load<uint32_t>(r, i.a)); }
-
-bool bodyDType(const std::string& name, DType* dt, int* narrow) {
-  *narrow = 0;
-  if (parseDType(name, dt)) return true;
-  if (name != "i16" && name != "u16") return false;
-  *dt = name == "i16" ? DType::I32 : DType::U32;
-  *narrow = 16;
-  return true;
-}
-
-// The ops a 16-bit integer may flow through, and whether their result needs renormalizing.
-bool narrowOk(OpKind k, bool* renormalize) {
-  *renormalize = k == OpKind::Add || k == OpKind::Subtract || k == OpKind::Multiply || k == OpKind::And ||
-                 k == OpKind::Or || k == OpKind::Xor || k == OpKind::Not || k == OpKind::Negate;
-  return *renormalize || k == OpKind::Compare || k == OpKind::Select || k == OpKind::Maximum ||
-         k == OpKind::Minimum || k == OpKind::Constant || k == OpKind::BitcastConvert;
-}
 
 struct Value {
   int reg;
   DType dtype;
   const ValueDecl* decl;
-  int narrow = 0;  // 16: an i16/u16 held extended in an i32/u32 register
 };
 
 }  // namespace
@@ -87,7 +65,7 @@ ScalarProgram ScalarProgram::compile(const Region& region, const std::vector<DTy
     if (!parseDType(d.dtype, &dt) || dt != param_types[i] || !d.shape.empty())
       fail(ErrorCode::InvalidArgument, "body argument " + std::to_string(i) + " must be a " +
                                            TensorType{param_types[i], {}}.str() + ", not " + d.mlirType());
-    if (!env.emplace(d.id, Value{p.num_registers_++, dt, &d, 0}).second)
+    if (!env.emplace(d.id, Value{p.num_registers_++, dt, &d}).second)
       fail(ErrorCode::InvalidArgument, "body argument %" + std::to_string(d.id) + " is declared twice");
   }
 
@@ -116,16 +94,9 @@ ScalarProgram ScalarProgram::compile(const Region& region, const std::vector<DTy
     if (op.results.size() != 1) fail(ErrorCode::InvalidArgument, sig + " in the body must have one result");
     const ValueDecl& res = op.results[0];
     DType out;
-    int out_narrow = 0;
-    if (!bodyDType(res.dtype, &out, &out_narrow))
+    if (!parseDType(res.dtype, &out))
       fail(ErrorCode::Unimplemented,
            "Unsupported element type " + res.dtype + " in " + sig + " : " + unsupportedDTypeAdvice(res.dtype));
-    bool renormalize = false, any_narrow = out_narrow != 0;
-    for (const Value& v : args) any_narrow = any_narrow || v.narrow;
-    if (any_narrow && !narrowOk(info->kind, &renormalize))
-      fail(ErrorCode::Unimplemented, "16-bit integers are supported in a body only by compare, select, maximum, "
-                                     "minimum, add, subtract, multiply, and, or, xor, not, negate, constant and "
-                                     "bitcast_convert (in the body: " + sig + ")");
     const int n = static_cast<int>(args.size());
     if (n < info->min_operands || (info->max_operands >= 0 && n > info->max_operands))
       fail(ErrorCode::InvalidArgument, sig + " in the body has the wrong number of operands");
@@ -141,31 +112,29 @@ ScalarProgram ScalarProgram::compile(const Region& region, const std::vector<DTy
                                          " (in the body: " + sig + ")");
 
     const int dst = p.num_registers_++;
-    if (!env.emplace(res.id, Value{dst, out, &res, out_narrow}).second)
+    if (!env.emplace(res.id, Value{dst, out, &res}).second)
       fail(ErrorCode::InvalidArgument, "value %" + std::to_string(res.id) + " is defined twice in the body");
 
     if (info->kind == OpKind::Constant) {
       std::vector<uint8_t> bytes;
       if (!json::base64Decode(attrString(op, "value"), &bytes))
         fail(ErrorCode::InvalidArgument, sig + ": attribute \"value\" is not valid base64");
-      if (bytes.size() != (out_narrow ? 2 : dtypeSize(out)))
+      if (bytes.size() != dtypeSize(out))
         fail(ErrorCode::InvalidArgument, sig + ": the value must hold one element");
       uint32_t bits = 0;
       std::memcpy(&bits, bytes.data(), bytes.size());
       if (out == DType::Bool) bits = bits ? 1u : 0u;
-      if (out_narrow && out == DType::I32) bits = static_cast<uint32_t>(static_cast<int32_t>(static_cast<int16_t>(bits)));
       p.constants_.emplace_back(dst, bits);
       continue;
     }
 
     if (info->kind == OpKind::BitcastConvert) {  // a reinterpretation of the register's bits: no cycles
-      const size_t in_bytes = args[0].narrow ? 2 : dtypeSize(args[0].dtype);
-      if (in_bytes != (out_narrow ? 2 : dtypeSize(out)) || out == DType::Bool || args[0].dtype == DType::Bool)
+      if (dtypeSize(args[0].dtype) != dtypeSize(out) || out == DType::Bool || args[0].dtype == DType::Bool)
         fail(ErrorCode::InvalidArgument, sig + ": bitcast_convert needs element types of one width");
       ScalarInstr ins;
       ins.dst = dst;
       ins.a = args[0].reg;
-      ins.exec = in_bytes == 4 ? &copy32 : out == DType::F16 ? &low16 : out == DType::I32 ? &sext16 : &zext16;
+      ins.exec = &copy32;
       p.code_.push_back(ins);
       p.info_.push_back({1, out, info->name, "", ""});
       p.summary_ += (p.summary_.empty() ? "" : ",") + std::string(info->name);
@@ -182,7 +151,7 @@ ScalarProgram ScalarProgram::compile(const Region& region, const std::vector<DTy
       fail(ErrorCode::InvalidArgument, sig + ": the result's element type should be " + dtypeName(expected_out));
     for (size_t i = 0; i < args.size() && family != OpFamily::Convert; ++i) {
       const DType want = (family == OpFamily::Select && i == 0) ? DType::Bool : dt;
-      if (args[i].dtype != want || (want != DType::Bool && args[i].narrow != args[main].narrow))
+      if (args[i].dtype != want)
         fail(ErrorCode::InvalidArgument, sig + ": operand " + std::to_string(i) + " should have element type " +
                                              dtypeName(want));
     }
@@ -244,13 +213,6 @@ ScalarProgram ScalarProgram::compile(const Region& region, const std::vector<DTy
       meta.compare_type = attrString(op, "compare_type", "NOTYPE");
     }
     p.info_.push_back(meta);
-    if (renormalize) {
-      ScalarInstr fix;
-      fix.dst = fix.a = dst;
-      fix.exec = out == DType::I32 ? &sext16 : &zext16;
-      p.code_.push_back(fix);
-      p.info_.push_back({1, out, "renormalize", "", ""});
-    }
     p.cycles_ += cost::elementwisePerElement(info->kind, dt);
     if (isFloat(dt)) p.flops_ += cost::flopsPerElement(info->kind);
     p.summary_ += (p.summary_.empty() ? "" : ",") + std::string(info->name);
@@ -262,7 +224,7 @@ ScalarProgram ScalarProgram::compile(const Region& region, const std::vector<DTy
     auto it = env.find(region.results[i]);
     if (it == env.end())
       fail(ErrorCode::InvalidArgument, "the body returns %" + std::to_string(region.results[i]) + ", which is not defined");
-    if (it->second.dtype != result_types[i] || it->second.narrow || !it->second.decl->shape.empty())
+    if (it->second.dtype != result_types[i] || !it->second.decl->shape.empty())
       fail(ErrorCode::InvalidArgument, "body result " + std::to_string(i) + " must be a " +
                                            TensorType{result_types[i], {}}.str() + ", not " + it->second.decl->mlirType());
     p.results_.push_back(it->second.reg);
@@ -292,7 +254,7 @@ std::vector<size_t> ScalarProgram::sliceOf(int reg, size_t before) const {
     const ScalarInstr& in = code_[i];
     if (!needed[static_cast<size_t>(in.dst)]) continue;
     slice.push_back(i);
-    needed[static_cast<size_t>(in.dst)] = 0;  // earlier writes of dst are dead, unless this one reads it (the 16-bit fix)
+    needed[static_cast<size_t>(in.dst)] = 0;  // every instruction writes a register of its own
     const int32_t ops[3] = {in.a, in.b, in.c};
     for (int k = 0; k < info_[i].arity; ++k) needed[static_cast<size_t>(ops[k])] = 1;
   }

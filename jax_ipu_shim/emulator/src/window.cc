@@ -135,11 +135,8 @@ class ReduceWindowKernel : public Kernel {
   F f_;
 };
 
-const char* const kComputations[] = {"add", "multiply", "maximum", "minimum", "and", "or"};
-
 std::unique_ptr<Kernel> windowKernel(const std::string& c, DType dt, int in, int init, int out, const Window& w) {
-  if (std::none_of(std::begin(kComputations), std::end(kComputations), [&](const char* k) { return c == k; }))
-    return nullptr;
+  if (!isReducer(c)) return nullptr;
   OpKind kind = findOp(c)->kind;
   if (dt == DType::Bool && kind == OpKind::Add) kind = OpKind::Or;  // XLA's bool convention, as reduce
   if (dt == DType::Bool && kind == OpKind::Multiply) kind = OpKind::And;

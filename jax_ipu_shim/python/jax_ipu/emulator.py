@@ -1,6 +1,7 @@
 """The IPU emulator through its C API (``JaxIpu_*`` in libjax_ipu.so), with numpy arrays in and out.
 
-This module does not import jax: it is what the emulator's unit tests and tools use directly.
+It is what the emulator's unit tests and tools use directly. Importing it does not import jax; the first use of a
+dtype does, to read the one dtype table (``jax_ipu.compiler.types.IPU_DTYPES``, beside the MLIR spellings).
 
     exe = compile(program_dict_or_json, version="ipu2", num_tiles=0)
     outputs = exe.run(x, y)          # numpy arrays in the program's parameter order
@@ -29,15 +30,34 @@ from jax_ipu import _native
 
 __all__ = ["EmulatorError", "Executable", "Program", "Builder", "compile", "device_info", "NUMPY_DTYPES"]
 
-# The program format's element types and their numpy equivalents.
-NUMPY_DTYPES: Dict[str, Any] = {
-    "bool": np.dtype(np.bool_),
-    "f16": np.dtype(np.float16),
-    "f32": np.dtype(np.float32),
-    "i32": np.dtype(np.int32),
-    "u32": np.dtype(np.uint32),
-}
-_DTYPE_NAMES = {v: k for k, v in NUMPY_DTYPES.items()}
+
+@functools.lru_cache(maxsize=None)
+def _dtype_names() -> Dict[np.dtype, str]:
+    """numpy dtype -> the program format's element type, for every type of the table (bf16 from ml_dtypes)."""
+    from jax_ipu.compiler import types  # imports jax: read on first use only
+
+    return types.ipu_numpy_dtypes()
+
+
+@functools.lru_cache(maxsize=None)
+def _numpy_dtypes() -> Dict[str, np.dtype]:
+    return {name: dtype for dtype, name in _dtype_names().items()}
+
+
+def __getattr__(name: str) -> Any:
+    # NUMPY_DTYPES ({"f32": dtype("float32"), ...}) is built on first access (PEP 562), so that importing this
+    # module stays free of jax.
+    if name == "NUMPY_DTYPES":
+        return _numpy_dtypes()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _numpy_dtype(name: str) -> np.dtype:
+    dtype = _numpy_dtypes().get(name)
+    if dtype is None:
+        raise EmulatorError(f"INVALID_ARGUMENT: unknown element type {name!r}; the emulator's types are "
+                            f"{', '.join(_numpy_dtypes())}")
+    return dtype
 
 
 _ERROR_CODES = ("INVALID_ARGUMENT", "UNIMPLEMENTED", "RESOURCE_EXHAUSTED", "INTERNAL")
@@ -106,10 +126,10 @@ class Executable:
         self._handle: Optional[int] = handle
         self.info: dict = json.loads(_take(_lib().JaxIpu_ExecutableInfo(handle)))
         self.input_types: List[Tuple[Any, Tuple[int, ...]]] = [
-            (NUMPY_DTYPES[t["dtype"]], tuple(t["shape"])) for t in self.info["inputs"]
+            (_numpy_dtype(t["dtype"]), tuple(t["shape"])) for t in self.info["inputs"]
         ]
         self.output_types: List[Tuple[Any, Tuple[int, ...]]] = [
-            (NUMPY_DTYPES[t["dtype"]], tuple(t["shape"])) for t in self.info["outputs"]
+            (_numpy_dtype(t["dtype"]), tuple(t["shape"])) for t in self.info["outputs"]
         ]
 
     def run(self, *args: Any, out: Optional[Sequence[np.ndarray]] = None) -> List[np.ndarray]:
@@ -227,9 +247,11 @@ class Builder:
         return self.op_multi(op, operands, [(dtype, shape)], attrs, **kwargs)[0]
 
     def constant(self, value: Any, dtype: Optional[str] = None, splat: bool = False) -> int:
-        np_dtype = NUMPY_DTYPES[dtype] if dtype else np.asarray(value).dtype
+        np_dtype = _numpy_dtype(dtype) if dtype else np.asarray(value).dtype
         a = _contiguous(np.asarray(value, dtype=np_dtype))
-        name = _DTYPE_NAMES[a.dtype]
+        name = _dtype_names().get(a.dtype)
+        if name is None:
+            raise EmulatorError(f"INVALID_ARGUMENT: a constant of numpy dtype {a.dtype} has no IPU element type")
         raw = a.astype(np.uint8).tobytes() if name == "bool" else a.tobytes()
         shape = a.shape
         if splat:
@@ -237,7 +259,7 @@ class Builder:
         return self.op("constant", [], name, shape, {"value": base64.b64encode(raw).decode(), "splat": splat})
 
     def splat(self, value: Any, dtype: str, shape: Sequence[int]) -> int:
-        a = np.asarray(value, dtype=NUMPY_DTYPES[dtype]).reshape(1)
+        a = np.asarray(value, dtype=_numpy_dtype(dtype)).reshape(1)
         raw = a.astype(np.uint8).tobytes() if dtype == "bool" else a.tobytes()
         return self.op("constant", [], dtype, shape, {"value": base64.b64encode(raw).decode(), "splat": True})
 
