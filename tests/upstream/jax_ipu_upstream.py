@@ -2,8 +2,9 @@
 
     pytest -p jax_ipu_upstream --upstream-results=out.json [--upstream-expectations] ...
 
-``--upstream-results`` writes {node id: outcome} (passed, failed, skipped, xfailed, xpassed, error) as JSON when the
-session ends, including files that failed to collect (outcome "error", node id the file). ``--upstream-expectations``
+``--upstream-results`` writes {"outcomes": {node id: outcome}, "messages": {node id: first line of its failure}} as
+JSON when the session ends (outcomes: passed, failed, skipped, xfailed, xpassed, error; a file that failed to collect
+is an "error" under the file's name). ``--upstream-expectations``
 marks the tests listed in expectations.txt as skipped or xfail (strict: a listed test that passes is reported, so
 the list shrinks as the backend grows). Works with pytest-xdist: reports reach the controller.
 """
@@ -17,6 +18,7 @@ import pytest
 from expectations import load, match  # noqa: I001 (tests/upstream is on sys.path)
 
 _RESULTS: Dict[str, str] = {}
+_MESSAGES: Dict[str, str] = {}  # node id -> the last line of its failure: what expectations.txt reasons are made of
 
 
 def pytest_addoption(parser):
@@ -57,15 +59,19 @@ def pytest_runtest_logreport(report):
     # A test's outcome is its call phase's, unless setup or teardown failed or it was skipped before the call.
     if report.when == "call" or previous is None or outcome == "error":
         _RESULTS[report.nodeid] = outcome
+        if outcome in ("failed", "error"):
+            crash = getattr(report.longrepr, "reprcrash", None)
+            _MESSAGES[report.nodeid] = (crash.message if crash else str(report.longrepr)).strip().splitlines()[0][:300]
 
 
 def pytest_collectreport(report):
     if report.failed:
         _RESULTS[report.nodeid or "<collection>"] = "error"
+        _MESSAGES[report.nodeid or "<collection>"] = str(report.longrepr).strip().splitlines()[-1][:300]
 
 
 def pytest_sessionfinish(session, exitstatus):
     path = session.config.getoption("--upstream-results")
     if path and not hasattr(session.config, "workerinput"):  # the xdist controller (or a plain run) writes it
         with open(path, "w", encoding="utf-8") as f:
-            json.dump(_RESULTS, f, indent=0, sort_keys=True)
+            json.dump({"outcomes": _RESULTS, "messages": _MESSAGES}, f, indent=0, sort_keys=True)

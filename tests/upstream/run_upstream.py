@@ -133,6 +133,7 @@ def main(argv=None) -> int:
         raise SystemExit(f"not in {args.checkout / 'tests'}: {', '.join(missing)}")
 
     results: Dict[str, Dict[str, str]] = {}
+    messages: Dict[str, Dict[str, str]] = {}
     codes = {}
     for earlier in args.reuse:
         old = json.loads(earlier.read_text(encoding="utf-8"))
@@ -141,6 +142,7 @@ def main(argv=None) -> int:
                              f"jax {jax.__version__} with {args.cases}")
         for backend, res in old["results"].items():
             results[backend] = {k: v for k, v in res.items() if file_of(k) in files}
+            messages[backend] = old.get("messages", {}).get(backend, {})
             codes[backend] = old["exit_codes"].get(backend)
     with tempfile.TemporaryDirectory(prefix="jax-upstream-") as tmp:
         tests_dir = Path(tmp) / "tests"
@@ -148,7 +150,9 @@ def main(argv=None) -> int:
         for backend in [b for b in args.backends.split(",") if b and b not in results]:
             out = Path(tmp) / f"{backend}.json"
             codes[backend] = run_backend(backend, tests_dir, files, args, out)
-            results[backend] = json.loads(out.read_text()) if out.is_file() else {}
+            recorded = json.loads(out.read_text()) if out.is_file() else {}
+            results[backend] = recorded.get("outcomes", {})
+            messages[backend] = recorded.get("messages", {})
 
     report = {"jax": jax.__version__, "files": files, "cases": args.cases, "exit_codes": codes}
     status = 0
@@ -160,8 +164,11 @@ def main(argv=None) -> int:
         for r in rows:
             if r["collect_error_ipu"] and not r["collect_error_cpu"]:
                 problems.append(f"{r['file']} does not collect on ipu")
-            for k in r["ipu_failed"] + r["ipu_missing"]:
-                problems.append(f"fails on ipu, passes on cpu, not in expectations.txt: {k}")
+            for k in r["ipu_failed"]:
+                why = messages.get("ipu", {}).get(k, "")
+                problems.append(f"fails on ipu, passes on cpu, not in expectations.txt: {k}: {why}")
+            for k in r["ipu_missing"]:
+                problems.append(f"passes on cpu, did not run on ipu: {k}")
             for k in r["xpassed"]:
                 problems.append(f"listed as xfail but passes on ipu (remove it from expectations.txt): {k}")
         if total["rate"] is not None and total["rate"] < args.min_rate:
@@ -173,6 +180,7 @@ def main(argv=None) -> int:
         report["problems"] = problems
         status = 1 if problems else 0
     report["results"] = results
+    report["messages"] = messages
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=1, sort_keys=True), encoding="utf-8")
     print(f"\nresults: {args.json}")
