@@ -51,6 +51,9 @@ void canonicalize(const In* x, Acc* y, const OperandLayout& l) {
     total *= shape[d];
   }
   if (total == 0) return;
+  if constexpr (std::is_same<In, uint16_t>::value && std::is_same<Acc, float>::value) {  // f16: a vector conversion
+    if (l.identity()) return halvesToFloats(x, y, total);
+  }
   std::vector<int64_t> idx(rank, 0);
   int64_t src = 0;
   for (int64_t i = 0; i < total; ++i) {
@@ -438,8 +441,7 @@ class DotKernel : public Kernel {
       Acc* c = part + ik * outs + o;
       gemm(lhs + (bi * P.M + m0) * P.K + k0, P.K, rhs + (bi * P.K + k0) * P.N + n0, P.N, c, P.N, mb, nn, kb);
       if (!direct() && P.k.parts == 1)  // pK = 1 but another result type: convert the block now
-        for (int64_t i = 0; i < mb; ++i)
-          for (int64_t j = 0; j < nn; ++j) out[o + i * P.N + j] = fromAcc<Out>(c[i * P.N + j]);
+        for (int64_t i = 0; i < mb; ++i) convertRow(c + i * P.N, out + o + i * P.N, nn);
     }
   }
 
@@ -461,8 +463,14 @@ class DotKernel : public Kernel {
           for (int64_t j = 0; j < len; ++j) acc[j] += src[j];
         }
       }
-      for (int64_t j = 0; j < len; ++j) out[c0 + j] = fromAcc<Out>(acc[j]);
+      convertRow(acc, out + c0, len);
     }
+  }
+
+  // Accumulators -> results, rounding once (f16 rows as one vector conversion).
+  static void convertRow(const Acc* a, Out* o, int64_t n) {
+    if constexpr (std::is_same<Out, uint16_t>::value && std::is_same<Acc, float>::value) floatsToHalves(a, o, n);
+    else for (int64_t j = 0; j < n; ++j) o[j] = fromAcc<Out>(a[j]);
   }
 
   void stage(RunState& s, int slot, const OperandLayout& l, int scratch) const {

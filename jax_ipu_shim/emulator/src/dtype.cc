@@ -1,5 +1,10 @@
 #include "ipu/dtype.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
+
 #include <cmath>
 #include <cstring>
 #include <mutex>
@@ -88,27 +93,6 @@ std::string mlirTensorType(const std::string& dtype_name, const std::vector<int6
   return s + mlirElementName(dtype_name) + ">";
 }
 
-uint16_t floatToHalf(float value) {
-  uint32_t x;
-  std::memcpy(&x, &value, 4);
-  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
-  uint32_t abs = x & 0x7fffffffu;
-  if (abs >= 0x7f800000u) {  // inf or NaN (NaN stays NaN: quiet bit set, top payload bits kept)
-    if (abs == 0x7f800000u) return sign | 0x7c00u;
-    return static_cast<uint16_t>(sign | 0x7e00u | ((abs >> 13) & 0x3ffu));
-  }
-  if (abs >= 0x477ff000u) return sign | 0x7c00u;  // >= 65520 rounds to infinity
-  if (abs < 0x38800000u) {                         // below 2^-14: subnormal (or zero) in binary16
-    float a;
-    std::memcpy(&a, &abs, 4);
-    // a * 2^24 is exact; nearbyint rounds it to nearest even in the default rounding mode.
-    return static_cast<uint16_t>(sign | static_cast<uint16_t>(std::nearbyint(a * 16777216.0f)));
-  }
-  const uint32_t odd = (abs >> 13) & 1u;
-  abs += 0xc8000fffu + odd;  // rebias the exponent (127 -> 15) and round the 13 dropped bits to nearest even
-  return static_cast<uint16_t>(sign | (abs >> 13));
-}
-
 uint16_t floatToBFloat16Bits(float value) {
   uint32_t x;
   std::memcpy(&x, &value, 4);
@@ -124,39 +108,39 @@ float bfloat16BitsToFloat(uint16_t bits) {
   return out;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
 namespace {
-float halfToFloatSlow(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  const uint32_t exp = (h >> 10) & 0x1fu;
-  const uint32_t mant = h & 0x3ffu;
-  uint32_t bits;
-  if (exp == 0) {
-    float f = std::ldexp(static_cast<float>(mant), -24);
-    std::memcpy(&bits, &f, 4);
-    bits |= sign;
-  } else if (exp == 31) {
-    bits = sign | 0x7f800000u | (mant << 13);
-  } else {
-    bits = sign | ((exp + 112) << 23) | (mant << 13);
-  }
-  float out;
-  std::memcpy(&out, &bits, 4);
-  return out;
+// CPUID + XGETBV directly (as dot.cc does): F16C needs the OS to save YMM state.
+bool hostHasF16C() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+  if (!(ecx & (1u << 27)) || !(ecx & (1u << 28)) || !(ecx & (1u << 29))) return false;  // OSXSAVE, AVX, F16C
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (lo & 0x6) == 0x6;
 }
+const bool kF16C = hostHasF16C();
 
-const float* halfTable() {
-  static const float* table = [] {
-    float* t = new float[65536];
-    for (uint32_t i = 0; i < 65536; ++i) t[i] = halfToFloatSlow(static_cast<uint16_t>(i));
-    return t;
-  }();
-  return table;
+// VCVTPS2PH with round-to-nearest-even: the scalar floatToHalf's results, NaNs quieted the same way. Not used for
+// half -> float: VCVTPH2PS quiets signalling NaNs, which the scalar conversion (like numpy) keeps.
+__attribute__((target("avx,f16c"))) void floatsToHalvesF16C(const float* in, uint16_t* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT));
+  for (; i < n; ++i) out[i] = floatToHalf(in[i]);
 }
 }  // namespace
+#endif
 
-float halfToFloat(uint16_t bits) {
-  static const float* table = halfTable();
-  return table[bits];
+void halvesToFloats(const uint16_t* in, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = halfToFloat(in[i]);
+}
+
+void floatsToHalves(const float* in, uint16_t* out, int64_t n) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (kF16C) return floatsToHalvesF16C(in, out, n);
+#endif
+  for (int64_t i = 0; i < n; ++i) out[i] = floatToHalf(in[i]);
 }
 
 }  // namespace ipu

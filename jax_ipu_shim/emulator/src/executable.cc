@@ -111,6 +111,12 @@ class ExecutableImpl : public Executable {
     for (int slot : graph_.result_slots)
       for (size_t i = 0; i < graph_.param_slots.size(); ++i)
         if (graph_.param_slots[i] == slot) param_last_[i] = after_all;
+    // Results whose op is a donated input's last read and updates it in place (a scatter into a donated table).
+    for (size_t j = 0; j < graph_.result_slots.size(); ++j)
+      for (size_t i = 0; i < graph_.param_slots.size(); ++i)
+        if (param_last_[i] == graph_.slots[static_cast<size_t>(graph_.result_slots[j])].def &&
+            updatesInPlace(graph_, graph_.param_slots[i], graph_.result_slots[j]))
+          in_place_.emplace_back(i, j);
     host_io_ = hostIOUse(*graph_.root);
     for (size_t i = 0; i < graph_.slots.size(); ++i) {
       const Slot& s = graph_.slots[i];
@@ -269,7 +275,9 @@ class ExecutableImpl : public Executable {
       if (k < j && graph_.result_slots[k] == r) return false;
     }
     for (size_t i = 0; i < inputs.size(); ++i)
-      if (inputs[i] == outputs[j] && param_last_[i] >= slot.def) return false;
+      if (inputs[i] == outputs[j] && param_last_[i] >= slot.def &&
+          std::find(in_place_.begin(), in_place_.end(), std::make_pair(i, j)) == in_place_.end())
+        return false;
     return true;
   }
 
@@ -374,6 +382,7 @@ class ExecutableImpl : public Executable {
   MemoryReport memory_;
   Totals totals_;
   std::vector<int64_t> param_last_;  // per input: the last step that reads it (past the end if it is a result)
+  std::vector<std::pair<size_t, size_t>> in_place_;  // (input, output): the output's op updates that input in place
   HostIOUse host_io_;
   std::vector<std::pair<int, size_t>> param_slot_index_;   // (slot, input index) of every param slot
   std::vector<std::pair<int, size_t>> arena_slot_offset_;  // (slot, arena offset) of every arena slot

@@ -196,8 +196,10 @@ class ScatterBase : public Kernel {
 
   template <class F>
   void walk(RunState& s, int64_t b, int64_t e, const F& apply) const {
-    std::memcpy(s.ptr[static_cast<size_t>(out_)] + b * static_cast<int64_t>(elem_),
-                s.ptr[static_cast<size_t>(x_)] + b * static_cast<int64_t>(elem_), static_cast<size_t>(e - b) * elem_);
+    // In place (Node::in_place: the result has the operand's storage) only the updated elements are written.
+    if (s.ptr[static_cast<size_t>(out_)] != s.ptr[static_cast<size_t>(x_)])
+      std::memcpy(s.ptr[static_cast<size_t>(out_)] + b * static_cast<int64_t>(elem_),
+                  s.ptr[static_cast<size_t>(x_)] + b * static_cast<int64_t>(elem_), static_cast<size_t>(e - b) * elem_);
     const int64_t run = runs_.run;
     const std::vector<uint8_t>& buf = s.scratch[static_cast<size_t>(plan_.windows)];
     const Target* all = reinterpret_cast<const Target*>(buf.data());
@@ -478,7 +480,10 @@ std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
     flops = general ? body.flopsPerElement() * static_cast<double>(upd_n)
                     : (isFloat(dt) && computation != "assign") ? static_cast<double>(upd_n) : 0;
   }
-  emitExecute(ctx, std::move(kernel), std::move(steps), {o}, flops);
+  Node* node = emitExecute(ctx, std::move(kernel), std::move(steps), {o}, flops);
+  // A scatter reads each operand element only to write the same result element: it can update the operand in
+  // place, as Poplar's multiUpdate/multiUpdateAdd do, when its indices and updates are other values.
+  if (!is_gather && ctx.in[1] != ctx.in[0] && ctx.in[2] != ctx.in[0]) node->in_place.emplace_back(ctx.in[0], o);
   return {o};
 }
 

@@ -17,6 +17,12 @@ void forEachTile(const Slot& s, F f) {
 
 size_t align64(size_t n) { return (n + 63) & ~static_cast<size_t>(63); }
 
+// Every Execute node's Node::in_place pairs, depth first.
+void inPlacePairs(const Node& node, std::vector<std::pair<int, int>>* out) {
+  out->insert(out->end(), node.in_place.begin(), node.in_place.end());
+  for (const auto& c : node.children) inPlacePairs(*c, out);
+}
+
 }  // namespace
 
 std::pair<int64_t, int64_t> liveRange(const Graph& g, const Slot& s) {
@@ -94,7 +100,34 @@ void checkMemory(const MemoryReport& r, const DeviceDescription& device) {
                   "), or a smaller batch.");
 }
 
+bool updatesInPlace(const Graph& g, int operand, int result) {
+  if (!g.root) return false;
+  std::vector<std::pair<int, int>> pairs;
+  inPlacePairs(*g.root, &pairs);
+  return std::find(pairs.begin(), pairs.end(), std::make_pair(operand, result)) != pairs.end();
+}
+
+void shareInPlaceResults(Graph* g) {
+  if (!g->root) return;
+  std::vector<std::pair<int, int>> pairs;
+  inPlacePairs(*g->root, &pairs);
+  for (const auto& p : pairs) {
+    const Slot& o = g->slots[static_cast<size_t>(p.first)];
+    Slot& r = g->slots[static_cast<size_t>(p.second)];
+    if (o.storage != Slot::Storage::Arena || r.storage != Slot::Storage::Arena || o.always_live || r.share >= 0 ||
+        o.def < 0 || r.def <= o.def || o.type.numBytes() != r.type.numBytes() || o.type.numBytes() == 0)
+      continue;
+    // The operand's last read is the op itself, and no loop runs the op without redefining the operand first (a
+    // loop around the op alone would read the old operand again next iteration; control.cc handles carried values).
+    bool ok = o.last_use == r.def && liveRange(*g, o).second == r.def;
+    for (const auto& loop : g->loops)
+      ok = ok && !(r.def >= loop.first && r.def <= loop.second && o.def < loop.first);
+    if (ok) r.share = p.first;
+  }
+}
+
 void layoutArena(Graph* g) {
+  shareInPlaceResults(g);
   const int64_t end = static_cast<int64_t>(g->steps.size());  // results are read after the last step
   struct Block {
     size_t slot, bytes, offset;

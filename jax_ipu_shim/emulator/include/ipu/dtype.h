@@ -2,6 +2,7 @@
 // their host storage types, and the IEEE binary16 / bfloat16 conversions the vector unit performs.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -115,8 +116,53 @@ inline int64_t loadInteger(const void* p, DType d) {
 }
 
 // Round-to-nearest-even conversion with IEEE overflow to infinity, subnormals and NaN payloads kept quiet.
-uint16_t floatToHalf(float value);
-float halfToFloat(uint16_t bits);  // exact (table lookup)
+// Inline: kernels convert every element of f16 tensors.
+inline uint16_t floatToHalf(float value) {
+  uint32_t x;
+  std::memcpy(&x, &value, 4);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000u);
+  uint32_t abs = x & 0x7fffffffu;
+  if (abs >= 0x7f800000u) {  // inf or NaN (NaN stays NaN: quiet bit set, top payload bits kept)
+    if (abs == 0x7f800000u) return sign | 0x7c00u;
+    return static_cast<uint16_t>(sign | 0x7e00u | ((abs >> 13) & 0x3ffu));
+  }
+  if (abs >= 0x477ff000u) return sign | 0x7c00u;  // >= 65520 rounds to infinity
+  if (abs < 0x38800000u) {                         // below 2^-14: subnormal (or zero) in binary16
+    float a;
+    std::memcpy(&a, &abs, 4);
+    // a * 2^24 is exact; nearbyint rounds it to nearest even in the default rounding mode.
+    return static_cast<uint16_t>(sign | static_cast<uint16_t>(std::nearbyint(a * 16777216.0f)));
+  }
+  const uint32_t odd = (abs >> 13) & 1u;
+  abs += 0xc8000fffu + odd;  // rebias the exponent (127 -> 15) and round the 13 dropped bits to nearest even
+  return static_cast<uint16_t>(sign | (abs >> 13));
+}
+
+// Exact. Exponent and mantissa move into place and the exponent is rebiased (15 -> 127); a subnormal half is
+// renormalised by one exact f32 subtraction (every value involved is a normal f32, so flushing denormals, as runs
+// do, cannot change it); inf and NaN keep their payload.
+inline float halfToFloat(uint16_t bits) {
+  uint32_t o = static_cast<uint32_t>(bits & 0x7fffu) << 13;
+  const uint32_t exp = o & 0x0f800000u;
+  o += (127u - 15u) << 23;
+  if (exp == 0x0f800000u) {
+    o += (128u - 16u) << 23;  // inf / NaN: exponent all ones
+  } else if (exp == 0) {      // zero / subnormal: 2^-14 * (1 + m/1024) - 2^-14 = m * 2^-24
+    o += 1u << 23;
+    float f;
+    std::memcpy(&f, &o, 4);
+    f -= 6.103515625e-05f;
+    std::memcpy(&o, &f, 4);
+  }
+  o |= static_cast<uint32_t>(bits & 0x8000u) << 16;
+  float out;
+  std::memcpy(&out, &o, 4);
+  return out;
+}
+
+// The same over arrays (F16C where the host has it, else the scalar code): identical results.
+void halvesToFloats(const uint16_t* in, float* out, int64_t n);
+void floatsToHalves(const float* in, uint16_t* out, int64_t n);
 uint16_t floatToBFloat16Bits(float value);  // round to nearest even; NaN stays a quiet NaN
 float bfloat16BitsToFloat(uint16_t bits);   // exact
 

@@ -21,6 +21,16 @@ MemoryReport computeMemory(const Graph& graph);
 // Throws Error(ResourceExhausted) in Poplar's words when a tile is over its memory.
 void checkMemory(const MemoryReport& report, const DeviceDescription& device);
 
+// Whether an Execute node computes `result` in place over `operand` (Node::in_place): a result whose op is the last
+// read of a donated input can then be computed in that input's buffer.
+bool updatesInPlace(const Graph& graph, int operand, int result);
+
+// The result of an op that updates its operand in place (Node::in_place) shares the operand's host bytes
+// (Slot::share) when the op is the operand's last read and no loop runs the op without redefining the operand, so
+// that the kernel writes only what changes. Host storage only: the IPU updates in place too, and the per-tile
+// memory report (computeMemory) and cycles are unchanged. Called by layoutArena.
+void shareInPlaceResults(Graph* graph);
+
 // Places the arena slots in a run's host arena: two slots share bytes only if their live ranges do not overlap
 // (results live to the end of the program). Greedy by size, first fit over the offsets free during a slot's range.
 // Sets Slot::offset, Graph::arena_bytes and Graph::peak_live_bytes.
