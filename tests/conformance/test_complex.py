@@ -224,3 +224,21 @@ def test_wrong_answer_would_fail():
     got, _ = run(lambda a, b: a * b, x, y)
     with pytest.raises(AssertionError):
         assert_close(got, np.conj(x * y), rtol=F32_ULPS)
+
+
+@pytest.mark.parametrize("name, f, shapes", [
+    ("matmul", lambda a, b: a @ b, ((17, 33), (33, 9))),
+    ("batched", lambda a, b: jnp.einsum("bij,bjk->bik", a, b), ((3, 5, 7), (3, 7, 4))),
+    ("vdot", lambda a, b: jnp.vdot(a, b), ((64,), (64,))),
+])
+def test_dot_general(name, f, shapes):
+    a, b = crandom(shapes[0], 12), crandom(shapes[1], 13)
+    got, want = run(f, a, b)
+    depth = shapes[0][-1]
+    scale = float(np.max(np.abs(a))) * float(np.max(np.abs(b))) * depth  # a sum's error is relative to its terms
+    assert_close(got, want, rtol=8 * np.finfo(np.float32).eps, scale=scale)
+
+
+def test_sort_of_complex_is_refused_clearly():
+    with pytest.raises(Exception, match=r"stablehlo\.sort\(tensor<8xcomplex<f32>>\).*implemented for"):
+        jax.jit(jnp.sort, backend=BACKEND)(crandom((8,), 14)).block_until_ready()
