@@ -131,6 +131,7 @@ PJRT_Buffer_Type FromIpuDType(ipu::DType dtype) {
     case ipu::StorageKind::Half: return PJRT_Buffer_Type_F16;
     case ipu::StorageKind::BFloat16: return PJRT_Buffer_Type_BF16;
     case ipu::StorageKind::Float32: return PJRT_Buffer_Type_F32;
+    case ipu::StorageKind::Complex64: return PJRT_Buffer_Type_C64;
     case ipu::StorageKind::Int:
       switch (t.size) {
         case 1: return t.is_signed ? PJRT_Buffer_Type_S8 : PJRT_Buffer_Type_U8;

@@ -260,4 +260,4 @@ def test_infeed_push_checks_dtypes_and_counts_bytes(python):
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         "the ipu backend has not been created yet",
-        "array 0 has dtype 'f64', which the ipu streams do not carry (bool, i8, u8, i16, u16, i32, u32, f16, bf16, f32)", "''", "16"]
+        "array 0 has dtype 'f64', which the ipu streams do not carry (bool, i8, u8, i16, u16, i32, u32, f16, bf16, f32, c64)", "''", "16"]

@@ -52,15 +52,15 @@ bool parseDType(const std::string& name, DType* out) {
 }
 
 namespace {
-// The front end's spellings of types the IPU lacks, with MLIR's name and the advice given to the user. c64 moves
-// to kDTypeTable when complex is emulated as pairs of f32.
+// The front end's spellings of types the IPU lacks, with MLIR's name and the advice given to the user (c64 is in
+// kDTypeTable: emulated as pairs of f32).
 struct Unsupported { const char* name; const char* mlir; const char* advice; };
 const Unsupported kUnsupported[] = {
     {"f64", "f64", "the IPU has no f64 hardware; use f32 (jax_enable_x64=False)"},
     {"i64", "i64", "the IPU has no 64-bit integer hardware; use i32 (jax_enable_x64=False)"},
     {"u64", "ui64", "the IPU has no 64-bit integer hardware; use u32 (jax_enable_x64=False)"},
-    {"c64", "complex<f32>", "the IPU has no complex arithmetic; split into real and imaginary f32 parts"},
-    {"c128", "complex<f64>", "the IPU has no complex or f64 arithmetic"},
+    {"c128", "complex<f64>", "the IPU has no f64 hardware; use complex64 (emulated as pairs of f32; "
+                             "jax_enable_x64=False)"},
 };
 }  // namespace
 

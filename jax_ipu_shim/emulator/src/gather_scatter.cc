@@ -370,6 +370,7 @@ std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
       switch (eb) {
         case 1: return std::make_unique<GatherKernel<uint8_t>>(ctx.in[0], o, plan, out.shape, bstr, ostr);
         case 2: return std::make_unique<GatherKernel<uint16_t>>(ctx.in[0], o, plan, out.shape, bstr, ostr);
+        case 8: return std::make_unique<GatherKernel<uint64_t>>(ctx.in[0], o, plan, out.shape, bstr, ostr);  // c64
         default: return std::make_unique<GatherKernel<uint32_t>>(ctx.in[0], o, plan, out.shape, bstr, ostr);
       }
     }();
@@ -437,6 +438,7 @@ std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
       switch (eb) {
         case 1: kernel = std::make_unique<ScatterKernel<uint8_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], o, dtypeSize(dt), plan, upd.shape, bstr, wstr); break;
         case 2: kernel = std::make_unique<ScatterKernel<uint16_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], o, dtypeSize(dt), plan, upd.shape, bstr, wstr); break;
+        case 8: kernel = std::make_unique<ScatterKernel<uint64_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], o, dtypeSize(dt), plan, upd.shape, bstr, wstr); break;  // c64
         default: kernel = std::make_unique<ScatterKernel<uint32_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], o, dtypeSize(dt), plan, upd.shape, bstr, wstr); break;
       }
     } else if (!computation.empty()) {

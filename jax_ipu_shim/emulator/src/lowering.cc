@@ -362,6 +362,7 @@ void Lowerer::bindResults(const OpContext& ctx, const std::vector<int>& results,
 
 std::vector<int> Lowerer::lowerFamily(OpContext& ctx, Env* env) {
   if (ctx.info->kind == OpKind::Gather || ctx.info->kind == OpKind::Scatter) return lowerGatherScatter(ctx);
+  if (isComplexOp(ctx)) return lowerComplex(ctx);
   switch (ctx.info->family) {
     case OpFamily::Unary: case OpFamily::Binary: case OpFamily::Compare: case OpFamily::Select:
     case OpFamily::Clamp: case OpFamily::Convert:
@@ -374,6 +375,7 @@ std::vector<int> Lowerer::lowerFamily(OpContext& ctx, Env* env) {
     case OpFamily::HostIO: return lowerHostIO(ctx);
     case OpFamily::Collective: return lowerCollective(ctx);
     case OpFamily::Window: return lowerWindow(ctx);
+    case OpFamily::Complex: return lowerComplex(ctx);
     case OpFamily::Control:
       if (ctx.info->kind == OpKind::Call) return lowerCall(ctx);
       if (ctx.info->kind == OpKind::While) return lowerWhile(ctx, env);

@@ -24,26 +24,29 @@ constexpr unsigned FLOAT = H | F;
 constexpr unsigned INT = I | U;
 constexpr unsigned NUM = FLOAT | INT;
 constexpr unsigned ALL = NUM | B;
+// c64 (pairs of f32): the ops that move data carry it, and complex.cc computes its arithmetic.
+constexpr unsigned C = dtypeBit(DType::C64);
+constexpr unsigned ANY = ALL | C;
 
 using K = OpKind;
 using Fam = OpFamily;
 using R = TypeRole;
 
 const OpInfo kOps[] = {
-    {"abs", K::Abs, Fam::Unary, FLOAT | I, R::Operand0, 1, 1},
-    {"negate", K::Negate, Fam::Unary, NUM, R::Operand0, 1, 1},
-    {"sign", K::Sign, Fam::Unary, FLOAT | I, R::Operand0, 1, 1},
-    {"exponential", K::Exp, Fam::Unary, FLOAT, R::Operand0, 1, 1},
-    {"exponential_minus_one", K::Expm1, Fam::Unary, FLOAT, R::Operand0, 1, 1},
-    {"log", K::Log, Fam::Unary, FLOAT, R::Operand0, 1, 1},
-    {"log_plus_one", K::Log1p, Fam::Unary, FLOAT, R::Operand0, 1, 1},
-    {"sqrt", K::Sqrt, Fam::Unary, FLOAT, R::Operand0, 1, 1},
-    {"rsqrt", K::Rsqrt, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+    {"abs", K::Abs, Fam::Unary, FLOAT | I | C, R::Operand0, 1, 1},
+    {"negate", K::Negate, Fam::Unary, NUM | C, R::Operand0, 1, 1},
+    {"sign", K::Sign, Fam::Unary, FLOAT | I | C, R::Operand0, 1, 1},
+    {"exponential", K::Exp, Fam::Unary, FLOAT | C, R::Operand0, 1, 1},
+    {"exponential_minus_one", K::Expm1, Fam::Unary, FLOAT | C, R::Operand0, 1, 1},
+    {"log", K::Log, Fam::Unary, FLOAT | C, R::Operand0, 1, 1},
+    {"log_plus_one", K::Log1p, Fam::Unary, FLOAT | C, R::Operand0, 1, 1},
+    {"sqrt", K::Sqrt, Fam::Unary, FLOAT | C, R::Operand0, 1, 1},
+    {"rsqrt", K::Rsqrt, Fam::Unary, FLOAT | C, R::Operand0, 1, 1},
     {"cbrt", K::Cbrt, Fam::Unary, FLOAT, R::Operand0, 1, 1},
-    {"tanh", K::Tanh, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+    {"tanh", K::Tanh, Fam::Unary, FLOAT | C, R::Operand0, 1, 1},
     {"logistic", K::Logistic, Fam::Unary, FLOAT, R::Operand0, 1, 1},
-    {"sine", K::Sine, Fam::Unary, FLOAT, R::Operand0, 1, 1},
-    {"cosine", K::Cosine, Fam::Unary, FLOAT, R::Operand0, 1, 1},
+    {"sine", K::Sine, Fam::Unary, FLOAT | C, R::Operand0, 1, 1},
+    {"cosine", K::Cosine, Fam::Unary, FLOAT | C, R::Operand0, 1, 1},
     {"tan", K::Tan, Fam::Unary, FLOAT, R::Operand0, 1, 1},
     {"floor", K::Floor, Fam::Unary, FLOAT, R::Operand0, 1, 1},
     {"ceil", K::Ceil, Fam::Unary, FLOAT, R::Operand0, 1, 1},
@@ -68,12 +71,12 @@ const OpInfo kOps[] = {
     {"digamma", K::Digamma, Fam::Unary, FLOAT, R::Operand0, 1, 1},
     {"bessel_i1e", K::BesselI1e, Fam::Unary, FLOAT, R::Operand0, 1, 1},
 
-    {"add", K::Add, Fam::Binary, NUM, R::Operand0, 2, 2, true},
-    {"subtract", K::Subtract, Fam::Binary, NUM, R::Operand0, 2, 2},
-    {"multiply", K::Multiply, Fam::Binary, NUM, R::Operand0, 2, 2, true},
-    {"divide", K::Divide, Fam::Binary, NUM, R::Operand0, 2, 2},
+    {"add", K::Add, Fam::Binary, NUM | C, R::Operand0, 2, 2, true},
+    {"subtract", K::Subtract, Fam::Binary, NUM | C, R::Operand0, 2, 2},
+    {"multiply", K::Multiply, Fam::Binary, NUM | C, R::Operand0, 2, 2, true},
+    {"divide", K::Divide, Fam::Binary, NUM | C, R::Operand0, 2, 2},
     {"remainder", K::Remainder, Fam::Binary, NUM, R::Operand0, 2, 2},
-    {"power", K::Power, Fam::Binary, NUM, R::Operand0, 2, 2},
+    {"power", K::Power, Fam::Binary, NUM | C, R::Operand0, 2, 2},
     {"maximum", K::Maximum, Fam::Binary, ALL, R::Operand0, 2, 2, true},
     {"minimum", K::Minimum, Fam::Binary, ALL, R::Operand0, 2, 2, true},
     {"atan2", K::Atan2, Fam::Binary, FLOAT, R::Operand0, 2, 2},
@@ -85,50 +88,55 @@ const OpInfo kOps[] = {
     {"shift_right_logical", K::ShiftRightLogical, Fam::Binary, INT, R::Operand0, 2, 2},
     {"next_after", K::NextAfter, Fam::Binary, FLOAT, R::Operand0, 2, 2},
 
-    {"compare", K::Compare, Fam::Compare, ALL, R::Operand0, 2, 2},
-    {"select", K::Select, Fam::Select, ALL, R::Operand1, 3, 3},
+    {"compare", K::Compare, Fam::Compare, ANY, R::Operand0, 2, 2},
+    {"select", K::Select, Fam::Select, ANY, R::Operand1, 3, 3},
     {"clamp", K::Clamp, Fam::Clamp, NUM, R::Operand1, 3, 3},
-    {"convert", K::Convert, Fam::Convert, ALL, R::Operand0, 1, 1},
+    {"convert", K::Convert, Fam::Convert, ANY, R::Operand0, 1, 1},
     {"bitcast_convert", K::BitcastConvert, Fam::Shape, ALL, R::Operand0, 1, 1},
-    {"constant", K::Constant, Fam::Shape, ALL, R::Result0, 0, 0},
+    {"constant", K::Constant, Fam::Shape, ANY, R::Result0, 0, 0},
     {"iota", K::Iota, Fam::Shape, ALL, R::Result0, 0, 0},
-    {"broadcast_in_dim", K::BroadcastInDim, Fam::Shape, ALL, R::Operand0, 1, 1},
-    {"reshape", K::Reshape, Fam::Shape, ALL, R::Operand0, 1, 1},
-    {"transpose", K::Transpose, Fam::Shape, ALL, R::Operand0, 1, 1},
-    {"reverse", K::Reverse, Fam::Shape, ALL, R::Operand0, 1, 1},
-    {"slice", K::Slice, Fam::Shape, ALL, R::Operand0, 1, 1},
-    {"dynamic_slice", K::DynamicSlice, Fam::Shape, ALL, R::Operand0, 1, -1},
-    {"dynamic_update_slice", K::DynamicUpdateSlice, Fam::Shape, ALL, R::Operand0, 2, -1},
-    {"gather", K::Gather, Fam::Shape, ALL, R::Operand0, 2, 2},
-    {"scatter", K::Scatter, Fam::Shape, ALL, R::Operand0, 3, -1},
-    {"concatenate", K::Concatenate, Fam::Shape, ALL, R::Operand0, 1, -1},
-    {"pad", K::Pad, Fam::Shape, ALL, R::Operand0, 2, 2},
-    {"dot_general", K::DotGeneral, Fam::Dot, ALL, R::Operand0, 2, 2},
+    {"broadcast_in_dim", K::BroadcastInDim, Fam::Shape, ANY, R::Operand0, 1, 1},
+    {"reshape", K::Reshape, Fam::Shape, ANY, R::Operand0, 1, 1},
+    {"transpose", K::Transpose, Fam::Shape, ANY, R::Operand0, 1, 1},
+    {"reverse", K::Reverse, Fam::Shape, ANY, R::Operand0, 1, 1},
+    {"slice", K::Slice, Fam::Shape, ANY, R::Operand0, 1, 1},
+    {"dynamic_slice", K::DynamicSlice, Fam::Shape, ANY, R::Operand0, 1, -1},
+    {"dynamic_update_slice", K::DynamicUpdateSlice, Fam::Shape, ANY, R::Operand0, 2, -1},
+    {"gather", K::Gather, Fam::Shape, ANY, R::Operand0, 2, 2},
+    {"scatter", K::Scatter, Fam::Shape, ANY, R::Operand0, 3, -1},
+    {"concatenate", K::Concatenate, Fam::Shape, ANY, R::Operand0, 1, -1},
+    {"pad", K::Pad, Fam::Shape, ANY, R::Operand0, 2, 2},
+    {"dot_general", K::DotGeneral, Fam::Dot, ANY, R::Operand0, 2, 2},
     {"convolution", K::Convolution, Fam::Conv, ALL, R::Operand0, 2, 2},
-    {"reduce", K::Reduce, Fam::Reduce, ALL, R::Operand0, 2, -1},
-    {"call", K::Call, Fam::Control, ALL, R::None, 0, -1},
-    {"while", K::While, Fam::Control, ALL, R::None, 0, -1},
-    {"case", K::Case, Fam::Control, ALL, R::None, 1, 1},
+    {"reduce", K::Reduce, Fam::Reduce, ANY, R::Operand0, 2, -1},
+    {"call", K::Call, Fam::Control, ANY, R::None, 0, -1},
+    {"while", K::While, Fam::Control, ANY, R::None, 0, -1},
+    {"case", K::Case, Fam::Control, ANY, R::None, 1, 1},
     {"sort", K::Sort, Fam::Sort, ALL, R::Operand0, 1, -1},
     {"top_k", K::TopK, Fam::Sort, ALL, R::Operand0, 1, 1},
     // Host I/O (host_io.cc): tokens order them; their operands and results may be of any type.
-    {"create_token", K::CreateToken, Fam::HostIO, ALL, R::None, 0, 0},
-    {"after_all", K::AfterAll, Fam::HostIO, ALL, R::None, 0, -1},
-    {"infeed", K::Infeed, Fam::HostIO, ALL, R::None, 1, 1},
-    {"outfeed", K::Outfeed, Fam::HostIO, ALL, R::None, 1, -1},
-    {"custom_call", K::CustomCall, Fam::HostIO, ALL, R::None, 0, -1},
-    {"all_reduce", K::AllReduce, Fam::Collective, ALL, R::Operand0, 1, 1},
-    {"all_gather", K::AllGather, Fam::Collective, ALL, R::Operand0, 1, 1},
-    {"reduce_scatter", K::ReduceScatter, Fam::Collective, ALL, R::Operand0, 1, 1},
-    {"collective_permute", K::CollectivePermute, Fam::Collective, ALL, R::Operand0, 1, 1},
-    {"all_to_all", K::AllToAll, Fam::Collective, ALL, R::Operand0, 1, 1},
+    {"create_token", K::CreateToken, Fam::HostIO, ANY, R::None, 0, 0},
+    {"after_all", K::AfterAll, Fam::HostIO, ANY, R::None, 0, -1},
+    {"infeed", K::Infeed, Fam::HostIO, ANY, R::None, 1, 1},
+    {"outfeed", K::Outfeed, Fam::HostIO, ANY, R::None, 1, -1},
+    {"custom_call", K::CustomCall, Fam::HostIO, ANY, R::None, 0, -1},
+    {"all_reduce", K::AllReduce, Fam::Collective, ANY, R::Operand0, 1, 1},
+    {"all_gather", K::AllGather, Fam::Collective, ANY, R::Operand0, 1, 1},
+    {"reduce_scatter", K::ReduceScatter, Fam::Collective, ANY, R::Operand0, 1, 1},
+    {"collective_permute", K::CollectivePermute, Fam::Collective, ANY, R::Operand0, 1, 1},
+    {"all_to_all", K::AllToAll, Fam::Collective, ANY, R::Operand0, 1, 1},
     {"replica_id", K::ReplicaId, Fam::Collective, U, R::Result0, 0, 0},
     {"partition_id", K::PartitionId, Fam::Collective, U, R::Result0, 0, 0},
     // Pooling and remat (window.cc): operands of an optimization_barrier may be of any type, tokens included.
     {"reduce_window", K::ReduceWindow, Fam::Window, ALL, R::Operand0, 2, -1},
     {"select_and_scatter", K::SelectAndScatter, Fam::Window, ALL, R::Operand0, 3, 3},
-    {"optimization_barrier", K::OptimizationBarrier, Fam::Window, ALL, R::None, 0, -1},
+    {"optimization_barrier", K::OptimizationBarrier, Fam::Window, ANY, R::None, 0, -1},
     {"reduce_precision", K::ReducePrecision, Fam::Window, FLOAT, R::Operand0, 1, 1},
+    // c64 as pairs of f32 (complex.cc, fft.cc)
+    {"real", K::Real, Fam::Complex, C, R::Operand0, 1, 1},
+    {"imag", K::Imag, Fam::Complex, C, R::Operand0, 1, 1},
+    {"complex", K::Complex, Fam::Complex, F, R::Operand0, 2, 2},
+    {"fft", K::Fft, Fam::Complex, F | C, R::Operand0, 1, 1},
 };
 
 }  // namespace
@@ -172,6 +180,7 @@ const char* familyName(OpFamily family) {
     case OpFamily::HostIO: return "host_io";
     case OpFamily::Collective: return "collective";
     case OpFamily::Window: return "window";
+    case OpFamily::Complex: return "complex";
   }
   return "?";
 }

@@ -278,6 +278,7 @@ std::unique_ptr<Kernel> bySize(DType dtype, Args&&... args) {
   switch (dtypeSize(dtype)) {
     case 1: return std::make_unique<K<uint8_t>>(std::forward<Args>(args)...);
     case 2: return std::make_unique<K<uint16_t>>(std::forward<Args>(args)...);
+    case 8: return std::make_unique<K<uint64_t>>(std::forward<Args>(args)...);  // c64
     default: return std::make_unique<K<uint32_t>>(std::forward<Args>(args)...);
   }
 }

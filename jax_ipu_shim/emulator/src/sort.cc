@@ -101,6 +101,12 @@ std::unique_ptr<KeyOrder> makeKeyOrder(scalar::CompareOp<T, Key, Cmp>, ScalarPro
   return std::make_unique<KeyOrderOf<T, Key, Cmp>>(std::move(key), key_register);
 }
 
+// c64's EQ/NE are no order: such a comparator is interpreted.
+template <class F>
+std::unique_ptr<KeyOrder> makeKeyOrder(F, const ScalarProgram&, int) {
+  return nullptr;
+}
+
 // The native order for `cmp`, or null when it is not a key comparison (the comparator is then interpreted).
 std::shared_ptr<const KeyOrder> keyOrder(const ScalarProgram& cmp, int64_t n) {
   ScalarProgram key;
@@ -202,6 +208,8 @@ int64_t topKKey(const uint8_t* p) {
     uint16_t x;
     std::memcpy(&x, &v, 2);
     return static_cast<int16_t>(x) < 0 ? static_cast<int16_t>(static_cast<uint16_t>(0x7FFFu - x)) : static_cast<int16_t>(x);
+  } else if constexpr (D == DType::C64) {  // top_k is not defined on c64 (the registry refuses it)
+    return 0;
   } else {
     return static_cast<int64_t>(v);
   }

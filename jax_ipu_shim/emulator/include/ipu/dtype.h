@@ -14,7 +14,7 @@
 namespace ipu {
 
 // How an element is held in host memory, and so how a kernel computes on it.
-enum class StorageKind : uint8_t { Token, Bool, Int, Float32, Half, BFloat16 };
+enum class StorageKind : uint8_t { Token, Bool, Int, Float32, Half, BFloat16, Complex64 };
 
 // One row per element type. `acc` is the accumulator matmul-like ops and reductions of partials use (f32 for the
 // 16-bit floats, rounded once at the end; i32/u32 wrapping for integers; bool for bool).
@@ -28,8 +28,10 @@ struct DTypeInfo {
   DType acc;
 };
 
-// The table. A new element type (c64 as a pair of f32 comes next) is one row here, one enumerator in emulator.h,
-// one StorageOf specialization below and its functors in scalar_ops.h; until then it is an unsupported name below.
+// The table. A new element type is one row here, one enumerator in emulator.h, one StorageOf specialization below
+// and its functors in scalar_ops.h. c64 is emulated as a pair of f32 (the IPU has no complex type; Poplar users
+// keep real and imaginary parts as f32 and run the pair arithmetic): it is neither float nor int here, its
+// arithmetic is complex.cc's.
 inline constexpr DTypeInfo kDTypeTable[] = {
     {DType::Bool, "bool", "i1", 1, StorageKind::Bool, false, false, false, DType::Bool},
     {DType::I8, "i8", "i8", 1, StorageKind::Int, false, true, true, DType::I32},
@@ -41,6 +43,7 @@ inline constexpr DTypeInfo kDTypeTable[] = {
     {DType::F16, "f16", "f16", 2, StorageKind::Half, true, true, false, DType::F32},
     {DType::BF16, "bf16", "bf16", 2, StorageKind::BFloat16, true, true, false, DType::F32},
     {DType::F32, "f32", "f32", 4, StorageKind::Float32, true, true, false, DType::F32},
+    {DType::C64, "c64", "complex<f32>", 8, StorageKind::Complex64, false, true, false, DType::C64},
     {DType::Token, "token", "!stablehlo.token", 0, StorageKind::Token, false, false, false, DType::Token},
 };
 
@@ -53,6 +56,10 @@ struct BFloat16 {
 };
 // Host storage of each element type: bool is one byte holding 0 or 1, f16 the raw binary16 bits (so kernels must
 // select f16 by DType, never by storage: u16 is uint16_t too), bf16 its bits in a BFloat16.
+// c64: real and imaginary f32 parts interleaved, as XLA and numpy store complex64.
+struct Complex64 {
+  float re, im;
+};
 using BoolStorage = uint8_t;
 using HalfStorage = uint16_t;
 template <DType D> struct StorageOf;
@@ -66,6 +73,7 @@ template <> struct StorageOf<DType::U32> { using type = uint32_t; };
 template <> struct StorageOf<DType::F16> { using type = uint16_t; };
 template <> struct StorageOf<DType::BF16> { using type = BFloat16; };
 template <> struct StorageOf<DType::F32> { using type = float; };
+template <> struct StorageOf<DType::C64> { using type = Complex64; };
 template <DType D>
 using Storage = typename StorageOf<D>::type;
 
@@ -96,6 +104,7 @@ bool visitDType(DType d, V&& v) {
     case DType::F16: v(DTypeTag<DType::F16>{}); return true;
     case DType::BF16: v(DTypeTag<DType::BF16>{}); return true;
     case DType::F32: v(DTypeTag<DType::F32>{}); return true;
+    case DType::C64: v(DTypeTag<DType::C64>{}); return true;
     case DType::Token: return false;
   }
   return false;
@@ -181,9 +190,10 @@ inline bool isFloat(DType d) { return dtypeInfo(d).is_float; }
 inline bool isInteger(DType d) { return dtypeInfo(d).is_int; }
 inline bool isSigned(DType d) { return dtypeInfo(d).is_signed; }
 inline bool isToken(DType d) { return d == DType::Token; }
-// The type the IPU's vector unit computes a value of `d` in, for costs: bf16 in f32 (it has no bf16 arithmetic, as
-// Poplar users cast), every other type in itself.
-inline DType computeType(DType d) { return d == DType::BF16 ? DType::F32 : d; }
+constexpr bool isComplex(DType d) { return d == DType::C64; }
+// The type the IPU's vector unit computes a value of `d` in, for costs: bf16 and c64 (pairs) in f32 (it has no
+// bf16 or complex arithmetic, as Poplar users cast or split), every other type in itself.
+inline DType computeType(DType d) { return d == DType::BF16 || d == DType::C64 ? DType::F32 : d; }
 // f16 and bf16: stored in 16 bits, computed in f32 and rounded once per op.
 constexpr bool isNarrowFloat(DType d) { return d == DType::F16 || d == DType::BF16; }
 

@@ -19,10 +19,10 @@ namespace ipu {
 // program is rejected by name at compile time.
 // Token (StableHLO's !stablehlo.token, spelled "token" in programs) orders host I/O: a 0-byte scalar that is passed
 // through calls, loops and branches like any value and never computed on.
-enum class DType : uint8_t { Bool, F16, F32, I32, U32, Token, I8, U8, I16, U16, BF16 };
+enum class DType : uint8_t { Bool, F16, F32, I32, U32, Token, I8, U8, I16, U16, BF16, C64 };
 
 size_t dtypeSize(DType dtype);      // Token: 0
-const char* dtypeName(DType dtype);  // "bool", "f16", "f32", "i32", "u32", "token", "i8", ..., "bf16"
+const char* dtypeName(DType dtype);  // "bool", "f16", "f32", "i32", "u32", "token", "i8", ..., "bf16", "c64"
 
 struct TensorType {
   DType dtype = DType::F32;

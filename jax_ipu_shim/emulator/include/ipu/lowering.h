@@ -26,6 +26,9 @@ struct OpContext {
   Node* seq = nullptr;              // the sequence the op's steps are appended to
 };
 
+// An elementwise op on c64 values, or real/imag/complex/fft: complex.cc lowers it (complex.cc).
+bool isComplexOp(const OpContext& ctx);
+
 // Value ids of one function instance (a call inlines its callee with a fresh environment).
 struct Env {
   std::unordered_map<int64_t, int> slots;
@@ -113,6 +116,9 @@ class Lowerer {
   std::vector<int> lowerHostIO(OpContext& ctx);  // host_io.cc
   std::vector<int> lowerCollective(OpContext& ctx);  // collective.cc
   std::vector<int> lowerWindow(OpContext& ctx);  // window.cc
+  std::vector<int> lowerComplex(OpContext& ctx);  // complex.cc: c64 arithmetic, real/imag/complex
+  std::vector<int> lowerFft(OpContext& ctx);  // fft.cc
+  std::vector<int> lowerComplexDot(OpContext& ctx);  // complex.cc
   std::vector<int> lowerCall(OpContext& ctx);
   std::vector<int> lowerWhile(OpContext& ctx, Env* env);
   std::vector<int> lowerCase(OpContext& ctx, Env* env);

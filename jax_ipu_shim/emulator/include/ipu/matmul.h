@@ -35,9 +35,10 @@ template <class V>
 bool visitMatmulTypes(DType in, DType out, V&& v) {
   const DTypeInfo &a = dtypeInfo(in), &r = dtypeInfo(out);
   const bool ok = in == out || (a.is_float && r.is_float) || (a.is_int && r.is_int && a.is_signed == r.is_signed);
-  if (!ok || in == DType::Token) return false;
+  if (!ok || in == DType::Token || isComplex(in) || isComplex(out)) return false;  // c64 GEMM is not dot.cc's
   return visitDType(in, [&](auto it) {
     using IT = std::decay_t<decltype(it)>;
+    if constexpr (!isComplex(IT::value)) {
     using I = typename IT::type;
     constexpr bool is_float = IT::value == DType::F32 || isNarrowFloat(IT::value);  // by DType: f16 is uint16_t
     using Acc = std::conditional_t<IT::value == DType::Bool, uint8_t, std::conditional_t<is_float, float, uint32_t>>;
@@ -45,9 +46,11 @@ bool visitMatmulTypes(DType in, DType out, V&& v) {
       using OT = std::decay_t<decltype(ot)>;
       using O = typename OT::type;
       if constexpr (std::is_same<Acc, float>::value == (std::is_same<O, float>::value || std::is_same<O, BFloat16>::value ||
-                                                        OT::value == DType::F16))
+                                                        OT::value == DType::F16) &&
+                    !isComplex(OT::value))
         v(TypeTag<I>{}, TypeTag<Acc>{}, TypeTag<O>{});
     });
+    }
   });
 }
 

@@ -26,10 +26,11 @@ enum class OpKind {
   // collectives over the IPU-Links between replicas (collective.cc)
   AllReduce, AllGather, ReduceScatter, CollectivePermute, AllToAll, ReplicaId, PartitionId,
   ReduceWindow, SelectAndScatter, OptimizationBarrier, ReducePrecision,  // pooling and remat (window.cc)
+  Real, Imag, Complex, Fft,  // c64 as pairs of f32 (complex.cc, fft.cc)
 };
 
 enum class OpFamily { Unary, Binary, Compare, Select, Clamp, Convert, Shape, Dot, Reduce, Control,
-                      Sort, Conv, HostIO, Collective, Window };
+                      Sort, Conv, HostIO, Collective, Window, Complex };
 
 // Which value's element type the dtype set of an entry constrains.
 enum class TypeRole { Operand0, Operand1, Result0, None };

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -178,7 +179,7 @@ inline auto valueOf(Storage<D> x) {
 }
 
 template <DType To, DType From>
-inline Storage<To> convertValue(Storage<From> x) {
+inline Storage<To> convertRealValue(Storage<From> x) {
   using T = Storage<To>;
   constexpr bool from_float = From == DType::F32 || isNarrowFloat(From);
   const auto v = valueOf<From>(x);
@@ -197,6 +198,15 @@ inline Storage<To> convertValue(Storage<From> x) {
   } else {  // int/bool -> int: two's complement wrap
     return static_cast<T>(static_cast<Unsigned<T>>(static_cast<uint64_t>(v)));
   }
+}
+
+// c64 <-> real types as XLA converts: to a real type the real part is converted, from one the imaginary part is 0.
+template <DType To, DType From>
+inline Storage<To> convertValue(Storage<From> x) {
+  if constexpr (To == DType::C64 && From == DType::C64) return x;
+  else if constexpr (From == DType::C64) return convertRealValue<To, DType::F32>(x.re);
+  else if constexpr (To == DType::C64) return Complex64{convertRealValue<DType::F32, From>(x), 0.0f};
+  else return convertRealValue<To, From>(x);
 }
 
 // ---- the functors ----
@@ -405,6 +415,168 @@ struct ConvertOp {
   Storage<To> operator()(Storage<From> x) const { return convertValue<To, From>(x); }
 };
 
+// ---- c64: pairs of f32 (the IPU has no complex type; Poplar users ran the pair arithmetic in f32) ----
+// Computed as XLA:CPU's elemental IR emitter does (its NaN/inf results included): the 4-mul product (with the two
+// fused multiply-adds XLA:CPU's LLVM contracts it to, which decide the infinities), Smith's division with C99's
+// recovery of infinite results, |z| without overflow, tanh as (tanh a + i tan b) / (1 + i tanh a tan b), pow in
+// polar form from a^2 + b^2. Two exceptions, where XLA:CPU's formulas cancel: expm1 (it computes e^a cos b - 1) and
+// the sinh/cosh of sin/cos (from e^b - e^-b) are computed accurately here, so small arguments keep their digits.
+
+inline Complex64 cmul(Complex64 x, Complex64 y) {
+  return {std::fma(x.re, y.re, -(x.im * y.im)), std::fma(x.im, y.re, x.re * y.im)};
+}
+
+// Smith's algorithm (scaling by the larger part of the divisor), then XLA's corner cases when the result is
+// (NaN, NaN): a zero divisor gives signed infinities, an infinite numerator over a finite divisor an infinity, a
+// finite numerator over an infinite divisor a signed zero.
+inline Complex64 cdiv(Complex64 x, Complex64 y) {
+  const float a = x.re, b = x.im, c = y.re, d = y.im;
+  Complex64 r;
+  if (std::fabs(c) < std::fabs(d)) {
+    const float ratio = c / d, den = c * ratio + d;
+    r = {(a * ratio + b) / den, (b * ratio - a) / den};
+  } else {
+    const float ratio = d / c, den = d * ratio + c;
+    r = {(b * ratio + a) / den, (b - a * ratio) / den};
+  }
+  if (!(std::isnan(r.re) && std::isnan(r.im))) return r;
+  const float inf = std::numeric_limits<float>::infinity();
+  if (c == 0 && d == 0 && (!std::isnan(a) || !std::isnan(b))) {
+    const float s = std::copysign(inf, c);
+    return {s * a, s * b};
+  }
+  if ((std::isinf(a) || std::isinf(b)) && std::isfinite(c) && std::isfinite(d)) {
+    const float ai = std::copysign(std::isinf(a) ? 1.0f : 0.0f, a), bi = std::copysign(std::isinf(b) ? 1.0f : 0.0f, b);
+    return {inf * (ai * c + bi * d), inf * (bi * c - ai * d)};
+  }
+  if ((std::isinf(c) || std::isinf(d)) && std::isfinite(a) && std::isfinite(b)) {
+    const float ci = std::copysign(std::isinf(c) ? 1.0f : 0.0f, c), di = std::copysign(std::isinf(d) ? 1.0f : 0.0f, d);
+    return {0.0f * (a * ci + b * di), 0.0f * (b * ci - a * di)};
+  }
+  return r;
+}
+
+// |z| without overflow or underflow (hypot); a NaN part gives NaN even beside an infinite one, as XLA's
+// max * sqrt(1 + (min/max)^2) does.
+inline float cabsF(Complex64 z) {
+  if (std::isnan(z.re) || std::isnan(z.im)) return std::numeric_limits<float>::quiet_NaN();
+  return std::hypot(z.re, z.im);
+}
+
+// log|z| without forming |z|^2.
+inline float clogAbs(Complex64 z) {
+  const float a = std::fabs(z.re), b = std::fabs(z.im);
+  const float mx = std::max(a, b), mn = std::min(a, b);
+  if (!(mx > 0) || std::isinf(mx) || std::isnan(z.re) || std::isnan(z.im)) return std::log(cabsF(z));
+  const float r = mn / mx;
+  return std::log(mx) + 0.5f * std::log1p(r * r);
+}
+
+inline Complex64 cexpF(Complex64 z) {
+  const float e = std::exp(z.re);  // no special case for b = 0: exp(inf + 0i) is inf + NaN i, as XLA's
+  return {e * std::cos(z.im), e * std::sin(z.im)};
+}
+// expm1(a+bi) = (expm1(a) cos b + (cos b - 1)) + i exp(a) sin b, with cos b - 1 = -2 sin^2(b/2): exact for small z.
+inline Complex64 cexpm1F(Complex64 z) {
+  const float em1 = std::expm1(z.re), s = std::sin(0.5f * z.im);
+  return {em1 * std::cos(z.im) - 2.0f * s * s, (em1 + 1.0f) * std::sin(z.im)};
+}
+inline Complex64 clogF(Complex64 z) { return {clogAbs(z), std::atan2(z.im, z.re)}; }
+// log1p(a+bi) = 0.5 log1p(a(2+a) + b^2) + i atan2(b, 1+a) near 0; log of 1+z elsewhere.
+inline Complex64 clog1pF(Complex64 z) {
+  const float a = z.re, b = z.im;
+  if (std::fabs(a) < 0.5f && std::fabs(b) < 0.5f) return {0.5f * std::log1p(a * (2.0f + a) + b * b), std::atan2(b, 1.0f + a)};
+  return clogF({1.0f + a, b});
+}
+inline Complex64 fromStd(std::complex<float> c) { return {c.real(), c.imag()}; }
+inline std::complex<float> toStd(Complex64 z) { return {z.re, z.im}; }
+inline Complex64 csqrtF(Complex64 z) { return fromStd(std::sqrt(toStd(z))); }
+inline Complex64 crsqrtF(Complex64 z) { return cdiv({1.0f, 0.0f}, csqrtF(z)); }
+inline Complex64 ctanhF(Complex64 z) {
+  const float ta = std::tanh(z.re), tb = std::tan(z.im);
+  return cdiv({ta, tb}, {1.0f, ta * tb});
+}
+// sin(a+bi) = sin a cosh b + i cos a sinh b; cos(a+bi) = cos a cosh b - i sin a sinh b.
+inline Complex64 csinF(Complex64 z) {
+  return {std::sin(z.re) * std::cosh(z.im), std::cos(z.re) * std::sinh(z.im)};
+}
+inline Complex64 ccosF(Complex64 z) {
+  return {std::cos(z.re) * std::cosh(z.im), -std::sin(z.re) * std::sinh(z.im)};
+}
+// z / |z|, 0 for 0 (and NaN for NaN).
+inline Complex64 csignF(Complex64 z) {
+  if (z.re == 0.0f && z.im == 0.0f) return z;
+  const float m = cabsF(z);
+  return {z.re / m, z.im / m};
+}
+// x^y = (a^2+b^2)^(c/2) e^(-d arg x) (cos q + i sin q), q = c arg x + d/2 ln(a^2+b^2) (XLA's form, so its
+// under/overflows of a^2+b^2 too); 0^0 = 1, 0^y = 0 for real y > 0.
+inline Complex64 cpowF(Complex64 x, Complex64 y) {
+  if (x.re == 0.0f && x.im == 0.0f) {
+    if (y.re == 0.0f && y.im == 0.0f) return {1.0f, 0.0f};
+    if (y.re > 0.0f && y.im == 0.0f) return {0.0f, 0.0f};
+  }
+  const float aa_bb = x.re * x.re + x.im * x.im, th = std::atan2(x.im, x.re);
+  const float coeff = std::pow(aa_bb, 0.5f * y.re) * std::exp(-y.im * th);
+  const float q = y.re * th + 0.5f * y.im * std::log(aa_bb);
+  return {coeff * std::cos(q), coeff * std::sin(q)};
+}
+
+#define IPU_COMPLEX_UNARY(Name, expr) \
+  struct Name {                       \
+    Complex64 operator()(Complex64 x) const { return expr; } \
+  };
+IPU_COMPLEX_UNARY(NegateC, (Complex64{-x.re, -x.im}))
+IPU_COMPLEX_UNARY(SignC, csignF(x))
+IPU_COMPLEX_UNARY(ExpC, cexpF(x))
+IPU_COMPLEX_UNARY(Expm1C, cexpm1F(x))
+IPU_COMPLEX_UNARY(LogC, clogF(x))
+IPU_COMPLEX_UNARY(Log1pC, clog1pF(x))
+IPU_COMPLEX_UNARY(SqrtC, csqrtF(x))
+IPU_COMPLEX_UNARY(RsqrtC, crsqrtF(x))
+IPU_COMPLEX_UNARY(TanhC, ctanhF(x))
+IPU_COMPLEX_UNARY(SineC, csinF(x))
+IPU_COMPLEX_UNARY(CosineC, ccosF(x))
+#undef IPU_COMPLEX_UNARY
+
+#define IPU_COMPLEX_BINARY(Name, expr) \
+  struct Name {                        \
+    Complex64 operator()(Complex64 x, Complex64 y) const { return expr; } \
+  };
+IPU_COMPLEX_BINARY(AddC, (Complex64{x.re + y.re, x.im + y.im}))
+IPU_COMPLEX_BINARY(SubtractC, (Complex64{x.re - y.re, x.im - y.im}))
+IPU_COMPLEX_BINARY(MultiplyC, cmul(x, y))
+IPU_COMPLEX_BINARY(DivideC, cdiv(x, y))
+IPU_COMPLEX_BINARY(PowerC, cpowF(x, y))
+#undef IPU_COMPLEX_BINARY
+
+struct AbsC {
+  float operator()(Complex64 x) const { return cabsF(x); }
+};
+struct RealC {
+  float operator()(Complex64 x) const { return x.re; }
+};
+struct ImagC {
+  float operator()(Complex64 x) const { return x.im; }
+};
+struct MakeComplex {
+  Complex64 operator()(float re, float im) const { return {re, im}; }
+};
+// Complex numbers are not ordered: EQ and NE only (as XLA), part by part.
+struct EqualC {
+  uint8_t operator()(Complex64 x, Complex64 y) const { return uint8_t(x.re == y.re && x.im == y.im); }
+};
+struct NotEqualC {
+  uint8_t operator()(Complex64 x, Complex64 y) const { return uint8_t(x.re != y.re || x.im != y.im); }
+};
+
+// The number of f32 operations of each kind one c64 element costs, Poplar-style (the pair arithmetic on the f32
+// vector unit): what complex.cc charges per element.
+struct F32OpCount {
+  OpKind kind;
+  int count;
+};
+
 // ---- visitors: op kind + element type -> functor and storage types ----
 
 // The float functor F on element type D (f32 directly, f16/bf16 computed in f32 and rounded).
@@ -473,6 +645,26 @@ bool visitUnary(OpKind k, DType dt, V&& v) {
         case OpKind::BesselI1e: found = f(BesselI1eF{}); break;
         default: break;
       }
+    } else if constexpr (D == DType::C64) {
+      auto f = [&](auto op) {
+        v(op, Tag<Complex64>{}, Tag<Complex64>{});
+        return true;
+      };
+      switch (k) {
+        case OpKind::Abs: v(AbsC{}, Tag<Complex64>{}, Tag<float>{}); found = true; break;
+        case OpKind::Negate: found = f(NegateC{}); break;
+        case OpKind::Sign: found = f(SignC{}); break;
+        case OpKind::Exp: found = f(ExpC{}); break;
+        case OpKind::Expm1: found = f(Expm1C{}); break;
+        case OpKind::Log: found = f(LogC{}); break;
+        case OpKind::Log1p: found = f(Log1pC{}); break;
+        case OpKind::Sqrt: found = f(SqrtC{}); break;
+        case OpKind::Rsqrt: found = f(RsqrtC{}); break;
+        case OpKind::Tanh: found = f(TanhC{}); break;
+        case OpKind::Sine: found = f(SineC{}); break;
+        case OpKind::Cosine: found = f(CosineC{}); break;
+        default: break;
+      }
     } else if constexpr (D == DType::Bool) {
       if (k == OpKind::Not) {
         v(NotB{}, Tag<uint8_t>{}, Tag<uint8_t>{});
@@ -523,6 +715,19 @@ bool visitBinary(OpKind k, DType dt, V&& v) {
           if constexpr (D == DType::F32) found = f(NextAfterF{});
           else v(NextAfter16<FloatFormat<D>>{}, Tag<T>{}), found = true;
           break;
+        default: break;
+      }
+    } else if constexpr (D == DType::C64) {
+      auto f = [&](auto op) {
+        v(op, Tag<Complex64>{});
+        return true;
+      };
+      switch (k) {
+        case OpKind::Add: found = f(AddC{}); break;
+        case OpKind::Subtract: found = f(SubtractC{}); break;
+        case OpKind::Multiply: found = f(MultiplyC{}); break;
+        case OpKind::Divide: found = f(DivideC{}); break;
+        case OpKind::Power: found = f(PowerC{}); break;
         default: break;
       }
     } else if constexpr (D == DType::Bool) {
@@ -585,6 +790,9 @@ bool visitCompare(Direction d, const std::string& type, DType dt, V&& v) {
     } else if constexpr (isNarrowFloat(D)) {
       if (total) with(Tag<T>{}, TotalOrder16Key<FloatFormat<D>>{});
       else with(Tag<T>{}, FloatKey<FloatFormat<D>>{});
+    } else if constexpr (D == DType::C64) {  // not ordered: EQ and NE only
+      if (d == Direction::EQ) v(EqualC{}, Tag<T>{});
+      if (d == Direction::NE) v(NotEqualC{}, Tag<T>{});
     } else if constexpr (std::is_integral<T>::value && D != DType::Bool) {
       if (type == "SIGNED") with(Tag<T>{}, ReinterpretKey<T, std::make_signed_t<T>>{});
       else if (type == "UNSIGNED") with(Tag<T>{}, ReinterpretKey<T, Unsigned<T>>{});
@@ -603,6 +811,7 @@ bool visitSelect(DType dt, V&& v) {
     case 1: v(SelectOp<uint8_t>{}, Tag<uint8_t>{}); return true;
     case 2: v(SelectOp<uint16_t>{}, Tag<uint16_t>{}); return true;
     case 4: v(SelectOp<uint32_t>{}, Tag<uint32_t>{}); return true;
+    case 8: v(SelectOp<uint64_t>{}, Tag<uint64_t>{}); return true;  // c64: a pair of f32 moves as one
     default: return false;
   }
 }
@@ -616,7 +825,7 @@ bool visitClamp(DType dt, V&& v) {
     using T = Storage<D>;
     if constexpr (D == DType::F32) v(ClampF32{}, Tag<T>{}), found = true;
     else if constexpr (isNarrowFloat(D)) v(Clamp16<FloatFormat<D>>{}, Tag<T>{}), found = true;
-    else if constexpr (D != DType::Bool) v(ClampI<T>{}, Tag<T>{}), found = true;
+    else if constexpr (D != DType::Bool && D != DType::C64) v(ClampI<T>{}, Tag<T>{}), found = true;
   });
   return found;
 }
@@ -642,6 +851,9 @@ inline bool reductionIdentityBits(OpKind kind, DType dt, uint32_t* bits) {
   visitDType(dt, [&](auto tag) {
     constexpr DType D = decltype(tag)::value;
     using T = Storage<D>;
+    if constexpr (sizeof(T) > sizeof(uint32_t)) {  // c64: 8 bytes do not fit the bits; callers interpret the body
+      return;
+    } else {
     constexpr bool flt = D == DType::F32 || isNarrowFloat(D);
     T value{};
     auto fromF32 = [](float f) { return convertValue<D, DType::F32>(f); };
@@ -667,6 +879,7 @@ inline bool reductionIdentityBits(OpKind kind, DType dt, uint32_t* bits) {
     }
     *bits = 0;
     std::memcpy(bits, &value, sizeof(T));
+    }
   });
   return found;
 }

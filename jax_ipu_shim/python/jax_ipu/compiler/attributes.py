@@ -79,7 +79,7 @@ def boolean(attr: Any) -> bool:
     raise _cannot("a boolean", attr)
 
 
-_ENUMS = (hlo.ComparisonDirectionAttr, hlo.ComparisonTypeAttr)
+_ENUMS = (hlo.ComparisonDirectionAttr, hlo.ComparisonTypeAttr, hlo.FftTypeAttr)
 
 
 @_accepts_text

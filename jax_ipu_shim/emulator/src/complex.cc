@@ -1,0 +1,259 @@
+// c64 arithmetic (complex<f32>): the IPU has no complex type, so c64 is held as interleaved pairs of f32 (XLA's and
+// numpy's layout) and computed as the f32 pair arithmetic a Poplar user would write: one compute set over the
+// result's tile mapping, as the real elementwise ops (elementwise.cc), costed as the f32 vector ops each element
+// needs (a product is 4 multiplies and 2 adds...). Also real, imag and complex, and the c64 cases of unary, binary,
+// compare and convert, which lowering.cc sends here. The per-element semantics are scalar_ops.h's (XLA:CPU's).
+#include <algorithm>
+
+#include "ipu/cost_model.h"
+#include "ipu/dtype.h"
+#include "ipu/kernels.h"
+#include "ipu/lowering.h"
+#include "ipu/scalar_ops.h"
+
+namespace ipu {
+
+namespace {
+
+using scalar::F32OpCount;
+using K = OpKind;
+
+// The f32 vector ops one c64 element of `kind` costs (Poplar's pair arithmetic; transcendental parts are one f32
+// op each, as popops runs them).
+std::vector<F32OpCount> f32Ops(OpKind kind) {
+  switch (kind) {
+    case K::Add: case K::Subtract: return {{K::Add, 2}};
+    case K::Negate: return {{K::Negate, 2}};
+    case K::Multiply: return {{K::Multiply, 4}, {K::Add, 2}};
+    case K::Divide: return {{K::Divide, 3}, {K::Multiply, 3}, {K::Add, 3}, {K::Abs, 2}};  // Smith's algorithm
+    case K::Abs: return {{K::Abs, 2}, {K::Divide, 1}, {K::Multiply, 2}, {K::Add, 1}, {K::Sqrt, 1}};
+    case K::Sign: return {{K::Abs, 2}, {K::Divide, 3}, {K::Multiply, 2}, {K::Add, 1}, {K::Sqrt, 1}};
+    case K::Exp: return {{K::Exp, 1}, {K::Cosine, 1}, {K::Sine, 1}, {K::Multiply, 2}};
+    case K::Expm1: return {{K::Expm1, 1}, {K::Cosine, 1}, {K::Sine, 2}, {K::Multiply, 5}, {K::Add, 2}};
+    case K::Log: return {{K::Abs, 2}, {K::Divide, 1}, {K::Multiply, 2}, {K::Log, 1}, {K::Log1p, 1}, {K::Atan2, 1}};
+    case K::Log1p: return {{K::Multiply, 3}, {K::Add, 3}, {K::Log1p, 1}, {K::Atan2, 1}};
+    case K::Sqrt: return {{K::Abs, 2}, {K::Sqrt, 2}, {K::Divide, 2}, {K::Multiply, 2}, {K::Add, 2}};
+    case K::Rsqrt: return {{K::Abs, 2}, {K::Sqrt, 2}, {K::Divide, 5}, {K::Multiply, 5}, {K::Add, 5}};
+    case K::Tanh: return {{K::Tanh, 1}, {K::Tan, 1}, {K::Multiply, 6}, {K::Add, 2}, {K::Divide, 2}};
+    case K::Sine: case K::Cosine: return {{K::Sine, 1}, {K::Cosine, 1}, {K::Sinh, 1}, {K::Cosh, 1}, {K::Multiply, 2}};
+    case K::Power:
+      return {{K::Log, 1}, {K::Log1p, 1}, {K::Atan2, 1}, {K::Exp, 1}, {K::Cosine, 1}, {K::Sine, 1}, {K::Multiply, 8}};
+    case K::Compare: return {{K::Compare, 2}, {K::And, 1}};
+    default: return {{K::Convert, 2}};  // moves of parts: real, imag, complex, convert
+  }
+}
+
+// c64 dot_general: out[b, i, j] = sum_k lhs[b, i, k] * rhs[b, k, j], each output a sum in double (accurate:
+// cpu's Eigen GEMM sums in f32, so the difference is cpu's rounding) rounded once to f32 parts.
+class ComplexDotKernel : public Kernel {
+ public:
+  struct Geometry {
+    std::vector<int64_t> out_shape;                // batch..., lhs free..., rhs free...
+    std::vector<int64_t> lhs_stride, rhs_stride;   // per output dim: its stride in lhs / rhs (0 if not there)
+    std::vector<int64_t> k_lhs, k_rhs;             // per contracted element k: its offset in lhs / rhs
+  };
+  ComplexDotKernel(int lhs, int rhs, int out, Geometry g) : lhs_(lhs), rhs_(rhs), out_(out), g_(std::move(g)) {}
+  void compute(RunState& s, int64_t b, int64_t e) const override {
+    const Complex64* x = s.at<const Complex64>(lhs_);
+    const Complex64* y = s.at<const Complex64>(rhs_);
+    Complex64* o = s.at<Complex64>(out_);
+    const size_t rank = g_.out_shape.size();
+    for (int64_t i = b; i < e; ++i) {
+      int64_t rem = i, lo = 0, ro = 0;
+      for (size_t d = rank; d-- > 0;) {
+        const int64_t idx = rem % g_.out_shape[d];
+        rem /= g_.out_shape[d];
+        lo += idx * g_.lhs_stride[d];
+        ro += idx * g_.rhs_stride[d];
+      }
+      double re = 0, im = 0;
+      for (size_t k = 0; k < g_.k_lhs.size(); ++k) {
+        const Complex64 a = x[lo + g_.k_lhs[k]], c = y[ro + g_.k_rhs[k]];
+        re += static_cast<double>(a.re) * c.re - static_cast<double>(a.im) * c.im;
+        im += static_cast<double>(a.re) * c.im + static_cast<double>(a.im) * c.re;
+      }
+      o[i] = {static_cast<float>(re), static_cast<float>(im)};
+    }
+  }
+
+ private:
+  int lhs_, rhs_, out_;
+  Geometry g_;
+};
+
+}  // namespace
+
+// c64 dot_general, costed as the four f32 matmuls (re*re, im*im, re*im, im*re) and two adds of their results that
+// a Poplar user runs on the AMP; the output is mapped linearly and each tile receives the lhs rows and the whole
+// rhs it needs.
+std::vector<int> Lowerer::lowerComplexDot(OpContext& ctx) {
+  const Op& op = *ctx.op;
+  const TensorType &l = ctx.in_types[0], &r = ctx.in_types[1];
+  if (ctx.out_types.size() != 1) invalid(ctx, "expected one result");
+  const TensorType& out = ctx.out_types[0];
+  if (l.dtype != DType::C64 || r.dtype != DType::C64 || out.dtype != DType::C64)
+    unimplemented(ctx, "a c64 dot_general takes and gives c64 (mixed complex/real operands are not emulated)");
+  const std::vector<int64_t> lb = attrInts(op, "lhs_batching_dimensions", false);
+  const std::vector<int64_t> rb = attrInts(op, "rhs_batching_dimensions", false);
+  const std::vector<int64_t> lc = attrInts(op, "lhs_contracting_dimensions", false);
+  const std::vector<int64_t> rc = attrInts(op, "rhs_contracting_dimensions", false);
+  if (lb.size() != rb.size() || lc.size() != rc.size()) invalid(ctx, "batching and contracting dimensions must pair up");
+  const std::vector<int64_t> ls = rowMajorStrides(l.shape), rs = rowMajorStrides(r.shape);
+  auto in = [](const std::vector<int64_t>& v, int64_t d) { return std::find(v.begin(), v.end(), d) != v.end(); };
+  ComplexDotKernel::Geometry g;
+  for (size_t i = 0; i < lb.size(); ++i) {
+    if (l.shape[static_cast<size_t>(lb[i])] != r.shape[static_cast<size_t>(rb[i])]) invalid(ctx, "batch sizes differ");
+    g.out_shape.push_back(l.shape[static_cast<size_t>(lb[i])]);
+    g.lhs_stride.push_back(ls[static_cast<size_t>(lb[i])]);
+    g.rhs_stride.push_back(rs[static_cast<size_t>(rb[i])]);
+  }
+  int64_t m = 1, n = 1;
+  for (size_t d = 0; d < l.shape.size(); ++d)
+    if (!in(lb, static_cast<int64_t>(d)) && !in(lc, static_cast<int64_t>(d))) {
+      g.out_shape.push_back(l.shape[d]), g.lhs_stride.push_back(ls[d]), g.rhs_stride.push_back(0);
+      m *= l.shape[d];
+    }
+  for (size_t d = 0; d < r.shape.size(); ++d)
+    if (!in(rb, static_cast<int64_t>(d)) && !in(rc, static_cast<int64_t>(d))) {
+      g.out_shape.push_back(r.shape[d]), g.lhs_stride.push_back(0), g.rhs_stride.push_back(rs[d]);
+      n *= r.shape[d];
+    }
+  if (g.out_shape != out.shape) invalid(ctx, "the result shape must be " + TensorType{DType::C64, g.out_shape}.str());
+  // the contracted elements in order, as offsets into each operand
+  std::vector<int64_t> kshape;
+  for (size_t i = 0; i < lc.size(); ++i) {
+    if (l.shape[static_cast<size_t>(lc[i])] != r.shape[static_cast<size_t>(rc[i])]) invalid(ctx, "contracting sizes differ");
+    kshape.push_back(l.shape[static_cast<size_t>(lc[i])]);
+  }
+  const int64_t depth = shapeElements(kshape);
+  for (int64_t k = 0; k < depth; ++k) {
+    int64_t rem = k, lo = 0, ro = 0;
+    for (size_t i = kshape.size(); i-- > 0;) {
+      const int64_t idx = rem % kshape[i];
+      rem /= kshape[i];
+      lo += idx * ls[static_cast<size_t>(lc[i])];
+      ro += idx * rs[static_cast<size_t>(rc[i])];
+    }
+    g.k_lhs.push_back(lo), g.k_rhs.push_back(ro);
+  }
+  const int o = newSlot(out);
+  const TileMapping work = graph().slots[static_cast<size_t>(o)].mapping;
+  std::vector<int64_t> recv(static_cast<size_t>(device().num_tiles), 0);
+  const int64_t eb = 8, rhs_bytes = r.numElements() * eb;
+  for (int t = 0; t < work.tilesUsed(); ++t)  // its outputs' lhs rows (at most all of lhs) and all of rhs
+    recv[static_cast<size_t>(t)] = std::min(l.numElements(), (work.elementsOn(t) / std::max<int64_t>(1, n) + 1) * depth) * eb + rhs_bytes;
+  const int workers = device().num_worker_contexts;
+  std::vector<Superstep> steps;
+  if (work.num_elements > 0) {
+    steps.push_back(superstep("matMulComplex<c64>", work, recv, [&](int, int64_t outputs) {
+      return 4 * cost::matmul(DType::F32, outputs, depth, workers) + cost::elementwise(OpKind::Add, DType::F32, 2 * outputs, workers);
+    }));
+    steps.back().cost_weight = std::max<double>(1.0, 4.0 * static_cast<double>(depth));
+  }
+  emitExecute(ctx, std::make_unique<ComplexDotKernel>(ctx.in[0], ctx.in[1], o, std::move(g)), std::move(steps), {o},
+              8.0 * static_cast<double>(out.numElements()) * static_cast<double>(depth));
+  (void)m;
+  return {o};
+}
+
+// Is this op one of complex.cc's: real/imag/complex/fft, or an elementwise op with a c64 operand or result.
+bool isComplexOp(const OpContext& ctx) {
+  if (ctx.info->family == OpFamily::Complex) return true;
+  switch (ctx.info->family) {
+    case OpFamily::Unary: case OpFamily::Binary: case OpFamily::Compare: case OpFamily::Convert: case OpFamily::Dot:
+      break;
+    default: return false;
+  }
+  for (const TensorType& t : ctx.in_types)
+    if (isComplex(t.dtype)) return true;
+  for (const TensorType& t : ctx.out_types)
+    if (isComplex(t.dtype)) return true;
+  return false;
+}
+
+std::vector<int> Lowerer::lowerComplex(OpContext& ctx) {
+  const OpKind kind = ctx.info->kind;
+  if (kind == OpKind::Fft) return lowerFft(ctx);
+  if (kind == OpKind::DotGeneral) return lowerComplexDot(ctx);
+  if (ctx.out_types.size() != 1) invalid(ctx, "expected one result");
+  const TensorType& out = ctx.out_types[0];
+  const DType dt = ctx.in_types[0].dtype;
+  for (size_t i = 0; i < ctx.in.size(); ++i)
+    if (ctx.in_types[i].shape != out.shape) invalid(ctx, "operand " + std::to_string(i) + " does not have the result's shape");
+  // Element types: what each op takes and gives.
+  DType want_in = DType::C64, want_out = DType::C64;
+  switch (kind) {
+    case K::Real: case K::Imag: case K::Abs: want_out = DType::F32; break;
+    case K::Complex: want_in = DType::F32; break;
+    case K::Compare: want_out = DType::Bool; break;
+    case K::Convert: want_in = dt, want_out = out.dtype; break;
+    default: break;
+  }
+  if (out.dtype != want_out) invalid(ctx, "the result's element type should be " + std::string(dtypeName(want_out)));
+  for (size_t i = 0; i < ctx.in.size(); ++i)
+    if (ctx.in_types[i].dtype != want_in)
+      invalid(ctx, "operand " + std::to_string(i) + " should have element type " + dtypeName(want_in));
+
+  const int o = newSlotLike(out, ctx.in[0]);
+  std::unique_ptr<Kernel> kernel;
+  std::string codelet = std::string(ctx.info->name) + "<c64>";
+  const std::vector<int>& in = ctx.in;
+  switch (ctx.info->family) {
+    case OpFamily::Complex:
+      if (kind == K::Real) kernel = map1<Complex64, float>(in[0], o, scalar::RealC{});
+      if (kind == K::Imag) kernel = map1<Complex64, float>(in[0], o, scalar::ImagC{});
+      if (kind == K::Complex) kernel = map2<float, float, Complex64>(in[0], in[1], o, scalar::MakeComplex{});
+      break;
+    case OpFamily::Unary:
+      scalar::visitUnary(kind, dt, [&](auto f, auto a, auto r) {
+        kernel = map1<typename decltype(a)::type, typename decltype(r)::type>(in[0], o, f);
+      });
+      break;
+    case OpFamily::Binary:
+      scalar::visitBinary(kind, dt, [&](auto f, auto t) {
+        using T = typename decltype(t)::type;
+        kernel = map2<T, T, T>(in[0], in[1], o, f);
+      });
+      break;
+    case OpFamily::Compare: {
+      const std::string dir = attrString(*ctx.op, "comparison_direction");
+      if (dir == "EQ") kernel = map2<Complex64, Complex64, uint8_t>(in[0], in[1], o, scalar::EqualC{});
+      else if (dir == "NE") kernel = map2<Complex64, Complex64, uint8_t>(in[0], in[1], o, scalar::NotEqualC{});
+      else unimplemented(ctx, "complex numbers are not ordered: compare on c64 is EQ or NE, not " + dir);
+      codelet = "compare" + dir + "<c64>";
+      break;
+    }
+    case OpFamily::Convert:
+      scalar::visitConvert(dt, out.dtype, [&](auto f, auto a, auto r) {
+        kernel = map1<typename decltype(a)::type, typename decltype(r)::type>(in[0], o, f);
+      });
+      codelet = std::string("cast<") + dtypeName(dt) + "," + dtypeName(out.dtype) + ">";
+      break;
+    default: break;
+  }
+  if (!kernel)
+    unimplemented(ctx, std::string(ctx.info->name) + " is not defined on c64 (complex numbers emulated as pairs of "
+                       "f32 support: add, subtract, multiply, divide, negate, abs, sign, exp, expm1, log, log1p, sqrt, "
+                       "rsqrt, pow, tanh, sin, cos, compare EQ/NE, convert, real, imag, complex)");
+
+  const TileMapping work = graph().slots[static_cast<size_t>(o)].mapping;
+  std::vector<int64_t> recv;
+  for (size_t i = 0; i < ctx.in.size(); ++i) exchangeSameIndex(&recv, work, ctx.in[i]);
+  const std::vector<F32OpCount> ops = f32Ops(ctx.info->family == OpFamily::Compare ? K::Compare : kind);
+  std::vector<Superstep> steps;
+  const int workers = device().num_worker_contexts;
+  if (work.num_elements > 0) {
+    steps.push_back(superstep(codelet, work, recv, [&](int, int64_t n) {
+      uint64_t cycles = 0;  // each f32 op of the pair arithmetic runs as its own vector loop over the n elements
+      for (const F32OpCount& c : ops) cycles += cost::elementwise(c.kind, DType::F32, n * c.count, workers);
+      return cycles;
+    }));
+    steps.back().cost_weight = ops.size() > 2 ? 8 : 1;
+  }
+  double flops = 0;
+  for (const F32OpCount& c : ops) flops += cost::flopsPerElement(c.kind) * c.count;
+  emitExecute(ctx, std::move(kernel), std::move(steps), {o}, flops * static_cast<double>(out.numElements()));
+  return {o};
+}
+
+}  // namespace ipu
