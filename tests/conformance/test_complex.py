@@ -242,3 +242,19 @@ def test_dot_general(name, f, shapes):
 def test_sort_of_complex_is_refused_clearly():
     with pytest.raises(Exception, match=r"stablehlo\.sort\(tensor<8xcomplex<f32>>\).*implemented for"):
         jax.jit(jnp.sort, backend=BACKEND)(crandom((8,), 14)).block_until_ready()
+
+
+@pytest.mark.parametrize("name, f", [
+    ("abs of a chain", lambda z, w, x: jnp.abs(z * w + 1) * 2.0 + x),
+    ("compare into real arithmetic", lambda z, w, x: (z == w).astype(jnp.float32) * x + 1.0),
+    ("real part of a product", lambda z, w, x: jnp.real(z * z) * 2.0 - x),
+    ("real into complex", lambda z, w, x: (x * 2.0 + 1.0).astype(C64) * z),
+])
+def test_chains_mixing_complex_and_real(name, f):
+    """Elementwise chains are fused into one vertex (JAX_IPU_FUSION); ops that read or make c64 stay on the complex
+    kernels, and the real ops around them still give cpu's answers."""
+    z, w = crandom((37, 53), seed=1), crandom((37, 53), seed=2)
+    w[::3] = z[::3]  # some equal elements for the compare
+    x = np.random.default_rng(3).uniform(-4, 4, (37, 53)).astype(np.float32)
+    got, want = run(f, z, w, x)
+    assert_close(got, want, rtol=F32_ULPS)

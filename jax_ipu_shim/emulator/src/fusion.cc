@@ -19,12 +19,22 @@ constexpr size_t kMaxGroupOps = 48;  // keeps a fused vertex's registers (one bl
 
 enum class Fusable { No, Elementwise, Broadcast };
 
-Fusable fusable(const Op& op) {
+// `dtype_of`: the dtypes of the values defined in the region (params and results); captured values are not in it.
+Fusable fusable(const Op& op, const std::unordered_map<int64_t, std::string>& dtype_of) {
   const OpInfo* info = findOp(op.op);
   if (!info || op.results.size() != 1 || !op.regions.empty()) return Fusable::No;
+  // c64 is computed by the complex kernels (complex.cc), not the fused vertex: an op with a c64 result or operand
+  // stays on its own. Binary, select and clamp operands have the result's type; unary, compare and convert may read
+  // c64 into a real result (abs, eq, real part), so their operand's type must be known to be real.
+  if (op.results[0].dtype == "c64") return Fusable::No;
   switch (info->family) {
-    case OpFamily::Unary: case OpFamily::Binary: case OpFamily::Compare: case OpFamily::Select:
-    case OpFamily::Clamp: case OpFamily::Convert:
+    case OpFamily::Unary: case OpFamily::Compare: case OpFamily::Convert:
+      for (int64_t id : op.operands) {
+        auto it = dtype_of.find(id);
+        if (it == dtype_of.end() || it->second == "c64") return Fusable::No;
+      }
+      return Fusable::Elementwise;
+    case OpFamily::Binary: case OpFamily::Select: case OpFamily::Clamp:
       return Fusable::Elementwise;
     default: break;
   }
@@ -78,10 +88,14 @@ FusionPlan planFusion(const Region& region, bool enabled) {
   if (!enabled || n < 2) return plan;
   std::unordered_map<int64_t, int> uses;
   countUses(region, &uses);
+  std::unordered_map<int64_t, std::string> dtype_of;
+  for (const ValueDecl& p : region.params) dtype_of[p.id] = p.dtype;
+  for (const Op& op : region.body)
+    for (const ValueDecl& r : op.results) dtype_of[r.id] = r.dtype;
   std::vector<Fusable> kind(n);
   std::unordered_map<int64_t, size_t> producer;  // result id of a fusable op -> its index
   for (size_t i = 0; i < n; ++i) {
-    kind[i] = fusable(region.body[i]);
+    kind[i] = fusable(region.body[i], dtype_of);
     if (kind[i] != Fusable::No) producer[region.body[i].results[0].id] = i;
   }
   // Union each elementwise op with the producers of its single-use operands.
