@@ -73,6 +73,9 @@ void canonicalize(const In* x, Acc* y, const OperandLayout& l) {
 constexpr int kMR = 6;     // rows of C per micro-kernel
 constexpr int kNR = 16;    // columns of C per micro-kernel (two 32-byte vectors)
 constexpr int64_t kKC = 256;  // depth per pass: a 16 KB panel of B stays in L1
+// Small GEMMs (at most this many rows of C: an RNN step's [8, 64] x [64, 64]) read full panels of B in place: with
+// one or two row blocks per panel, packing B would cost as much as the multiply-adds it serves.
+constexpr int64_t kSmallM = 8;
 
 // A GCC vector of 8 floats (not an intrinsic: the compiler lowers it to the target's vector width); a micro-kernel
 // keeps 2 x MR of them as accumulators in registers.
@@ -131,6 +134,9 @@ inline __attribute__((always_inline)) void gemmF32Body(const float* A, int64_t l
   }
   alignas(64) float pad[kKC * kNR];  // a column panel of B, packed (and zero-padded to 16 columns)
   alignas(64) float tmp[kMR * kNR];  // the matching C rows
+  const bool small = m <= kSmallM;
+  // 7 or 8 rows run as 4 + the rest (not 6 + 1 or 2, whose kernels load B twice per 2 to 4 vector products).
+  const int64_t rows = small && m > kMR ? 4 : kMR;
   for (int64_t k0 = 0; k0 < k; k0 += kKC) {
     const int64_t kc = std::min(kKC, k - k0);
     const bool first = k0 == 0;
@@ -138,17 +144,21 @@ inline __attribute__((always_inline)) void gemmF32Body(const float* A, int64_t l
       const int64_t nr = std::min<int64_t>(kNR, n - j0);
       const float* bp = B + k0 * ldb + j0;
       int64_t ldbp = ldb;
-      if (nr < kNR || m > kMR) {  // pack: contiguous rows avoid cache-set conflicts of a large ldb
+      if (nr < kNR || !small) {  // pack: contiguous rows avoid cache-set conflicts of a large ldb; zero-pad a tail
         for (int64_t kk = 0; kk < kc; ++kk) {
           float* row = pad + kk * kNR;
+          if (nr == kNR) {  // one 64-byte copy: g++ makes the loop below a memcpy and a memset call per row
+            __builtin_memcpy(row, bp + kk * ldb, sizeof(float) * kNR);
+            continue;
+          }
           for (int64_t j = 0; j < nr; ++j) row[j] = bp[kk * ldb + j];
           for (int64_t j = nr; j < kNR; ++j) row[j] = 0.0f;
         }
         bp = pad;
         ldbp = kNR;
       }
-      for (int64_t i0 = 0; i0 < m; i0 += kMR) {
-        const int mr = static_cast<int>(std::min<int64_t>(kMR, m - i0));
+      for (int64_t i0 = 0; i0 < m; i0 += rows) {
+        const int mr = static_cast<int>(std::min<int64_t>(rows, m - i0));
         const float* ap = A + i0 * lda + k0;
         float* cp = C + i0 * ldc + j0;
         if (nr == kNR) {
