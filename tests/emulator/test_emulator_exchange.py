@@ -92,13 +92,23 @@ def test_reduce_partials_per_run_equal_per_element(shape, dims, num_tiles, rng):
     np.testing.assert_allclose(fast.run(x)[0], x.sum(axis=dims), rtol=1e-5, atol=1e-4)
 
 
+def _fused_bias_program(n):
+    """x + broadcast(b): one fused vertex (JAX_IPU_FUSION), which reads the broadcast as a view of b."""
+    p = E.Program()
+    x, b = p.main.param("f32", (n, n)), p.main.param("f32", (n,))
+    row = p.main.op("broadcast_in_dim", [b], "f32", (n, n), {"broadcast_dimensions": [1]})
+    p.main.ret(p.main.op("add", [x, row], "f32", (n, n)))
+    return p
+
+
 @pytest.mark.parametrize("build", [
+    _fused_bias_program,
     lambda n: _program("broadcast_in_dim", (n,), (n, n), {"broadcast_dimensions": [1]}),
     lambda n: _program("broadcast_in_dim", (), (n, n), {"broadcast_dimensions": []}),
     lambda n: _program("transpose", (n, n), (n, n), {"permutation": [1, 0]}),
     lambda n: _reduce_program((n, n), (1,)),
     lambda n: _reduce_program((n, n), (0,)),
-], ids=["broadcast_row", "broadcast_scalar", "transpose", "reduce_rows", "reduce_columns"])
+], ids=["fused_bias", "broadcast_row", "broadcast_scalar", "transpose", "reduce_rows", "reduce_columns"])
 def test_compile_time_does_not_grow_with_elements(build):
     # 4096x4096 has 4096 times the elements of 64x64; the per-element count took ~400 ms for it (about 1000x).
     def best(n):

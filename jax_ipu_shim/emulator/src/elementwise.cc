@@ -220,17 +220,8 @@ int Lowerer::lowerElementwiseGroup(std::vector<OpContext>& members) {
     if (r.second && out.numElements() > 0) exchangeScalar(&recv, work, r.first);
     else if (!r.second) exchangeSameIndex(&recv, work, r.first);
   }
-  for (const auto& g : gathers) {
-    const std::vector<int64_t>&shape = std::get<1>(g), &strides = std::get<2>(g);
-    exchangeGather(&recv, work, std::get<0>(g), [&](int64_t i) {
-      int64_t src = 0;
-      for (size_t d = shape.size(); d-- > 0;) {
-        src += (i % shape[d]) * strides[d];
-        i /= shape[d];
-      }
-      return src;
-    });
-  }
+  for (const auto& g : gathers)  // counted per tile interval and row (closed form), as a broadcast's own exchange is
+    exchangeStrided(&recv, work, std::get<0>(g), std::get<1>(g), std::get<2>(g), 0);
   std::vector<Superstep> steps;
   const int workers = device().num_worker_contexts;
   if (work.num_elements > 0) {
