@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import pytest
 from _conformance import away_from_zero, check, random, small_ints
 from jax import lax

@@ -7,8 +7,8 @@ term of K, or an f16 dot accumulated in f16 instead of f32, does not. Integer do
 from __future__ import annotations
 
 import jax.numpy as jnp
-import pytest
 import numpy as np
+import pytest
 from _conformance import away_from_zero, check, random, small_ints
 from jax import lax
 

@@ -28,7 +28,8 @@ import numpy as np
 
 from jax_ipu import _native
 
-__all__ = ["EmulatorError", "Executable", "Program", "Builder", "compile", "device_info", "NUMPY_DTYPES"]
+__all__ = ["EmulatorError", "Executable", "Program", "Builder", "compile", "device_info",  # noqa: F822
+           "NUMPY_DTYPES"]  # NUMPY_DTYPES comes from __getattr__ below
 
 
 @functools.lru_cache(maxsize=None)
