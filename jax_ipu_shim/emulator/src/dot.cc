@@ -8,12 +8,10 @@
 // Operands are first viewed (or, when their layout or type requires it, copied) in canonical [batch, M, K] and
 // [batch, K, N] layouts; the host kernel runs every block as a register-blocked, vectorised GEMM.
 #include <algorithm>
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <cpuid.h>
-#endif
 #include <type_traits>
 
 #include "ipu/cost_model.h"
+#include "ipu/cpu_features.h"
 #include "ipu/dtype.h"
 #include "ipu/lowering.h"
 #include "ipu/matmul.h"
@@ -189,26 +187,11 @@ __attribute__((target("avx2"))) void gemmF32Avx2(const float* A, int64_t lda, co
 }
 #endif
 
-#if defined(__x86_64__) && defined(__GNUC__)
-// CPUID + XGETBV directly: __builtin_cpu_supports needs a compiler-rt symbol that zig's runtime lacks.
-bool hostHasAvx2() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
-  const bool osxsave = (ecx & (1u << 27)) != 0, avx = (ecx & (1u << 28)) != 0;
-  if (!osxsave || !avx) return false;
-  unsigned xcr0_lo = 0, xcr0_hi = 0;
-  __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
-  if ((xcr0_lo & 0x6) != 0x6) return false;  // the OS saves XMM and YMM state
-  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
-  return (ebx & (1u << 5)) != 0;
-}
-#endif
 
 void gemmF32(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t m, int64_t n,
              int64_t k) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  static const bool avx2 = hostHasAvx2();
-  if (avx2) return gemmF32Avx2(A, lda, B, ldb, C, ldc, m, n, k);
+  if (hostHasAvx2()) return gemmF32Avx2(A, lda, B, ldb, C, ldc, m, n, k);
 #endif
   gemmF32Portable(A, lda, B, ldb, C, ldc, m, n, k);
 }

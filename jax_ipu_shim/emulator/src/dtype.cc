@@ -1,7 +1,8 @@
 #include "ipu/dtype.h"
 
+#include "ipu/cpu_features.h"
+
 #if defined(__x86_64__) && defined(__GNUC__)
-#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -110,15 +111,6 @@ float bfloat16BitsToFloat(uint16_t bits) {
 
 #if defined(__x86_64__) && defined(__GNUC__)
 namespace {
-// CPUID + XGETBV directly (as dot.cc does): F16C needs the OS to save YMM state.
-bool hostHasF16C() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
-  if (!(ecx & (1u << 27)) || !(ecx & (1u << 28)) || !(ecx & (1u << 29))) return false;  // OSXSAVE, AVX, F16C
-  unsigned lo = 0, hi = 0;
-  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  return (lo & 0x6) == 0x6;
-}
 const bool kF16C = hostHasF16C();
 
 // VCVTPS2PH with round-to-nearest-even: the scalar floatToHalf's results, NaNs quieted the same way. Not used for

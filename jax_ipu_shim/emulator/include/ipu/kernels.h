@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "ipu/cpu_features.h"
 #include "ipu/graph.h"
 
 namespace ipu {
@@ -120,10 +121,6 @@ constexpr int64_t kLanes = 64;
 IPU_DEFINE_LOOPS(Base, )
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 IPU_DEFINE_LOOPS(Avx2, __attribute__((target("avx2"))))
-inline bool hostHasAvx2() {
-  static const bool yes = __builtin_cpu_supports("avx2");
-  return yes;
-}
 #define IPU_DISPATCH(loop, ...) (hostHasAvx2() ? loop##Avx2<__VA_ARGS__> : loop##Base<__VA_ARGS__>)
 #else
 #define IPU_DISPATCH(loop, ...) loop##Base<__VA_ARGS__>

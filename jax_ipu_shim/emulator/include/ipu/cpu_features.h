@@ -1,0 +1,11 @@
+// Host CPU features, for kernels that pick a vectorised variant at run time (AVX2 loops, F16C conversions).
+// Read once with CPUID + XGETBV: __builtin_cpu_supports needs a compiler-rt symbol (__cpu_model) that zig's runtime,
+// which links the release build, lacks. Both are false off x86-64.
+#pragma once
+
+namespace ipu {
+
+bool hostHasAvx2();  // AVX2, and the OS saves YMM state
+bool hostHasF16C();  // AVX + F16C, and the OS saves YMM state
+
+}  // namespace ipu
