@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 import jax
 import numpy as np
@@ -89,6 +89,17 @@ def eps(dtype: Any) -> float:
     return float(np.finfo(dtype).eps)
 
 
+def run_both(f, *args, **jit_kwargs) -> Tuple[Any, Any]:
+    """``f`` under jit on the backend under test and on cpu, with the same args: (got, want). Every result of the
+    first must live on the backend under test."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "backend and device argument on jit is deprecated", DeprecationWarning)
+        got = jax.jit(f, backend=BACKEND, **jit_kwargs)(*args)
+        want = jax.jit(f, backend=REFERENCE, **jit_kwargs)(*args)
+    assert_ran_on(jax.tree_util.tree_leaves(got), BACKEND)
+    return got, want
+
+
 def check(f, *args, rtol: float = 0.0, atol: float = 0.0, scale_ulps: Optional[float] = None, **jit_kwargs) -> None:
     """Runs ``f`` under jit on the ipu backend and on cpu with the same args; compares structure, dtypes, shapes and
     values.
@@ -102,18 +113,16 @@ def check(f, *args, rtol: float = 0.0, atol: float = 0.0, scale_ulps: Optional[f
     while one term more or less moves the output by far more unless that term is tiny, so tests that use it draw
     inputs bounded away from zero (``away_from_zero``).
     """
+    got, want = run_both(f, *args, **jit_kwargs)
+    scales = None
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "backend and device argument on jit is deprecated", DeprecationWarning)
-        got = jax.jit(f, backend=BACKEND, **jit_kwargs)(*args)
-        want = jax.jit(f, backend=REFERENCE, **jit_kwargs)(*args)
-        scales = None
         if scale_ulps is not None:
             magnitudes = jax.tree_util.tree_map(lambda a: np.abs(np.asarray(a)), args)
             scales = jax.tree_util.tree_leaves(jax.jit(f, backend=REFERENCE, **jit_kwargs)(*magnitudes))
     got_leaves, got_tree = jax.tree_util.tree_flatten(got)
     want_leaves, want_tree = jax.tree_util.tree_flatten(want)
     assert got_tree == want_tree
-    assert_ran_on(got_leaves, BACKEND)
     for index, (g, w) in enumerate(zip(got_leaves, want_leaves)):
         g, w = np.asarray(g), np.asarray(w)
         where = f"output {index} ({w.dtype}{list(w.shape)})"

@@ -5,26 +5,14 @@ intermediates. c128 stays refused (test_errors.py)."""
 
 from __future__ import annotations
 
-import warnings
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _conformance import BACKEND, REFERENCE
+from _conformance import BACKEND, run_both
 from jax import lax
 
 C64 = np.complex64
-
-
-def run(f, *args):
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "backend and device argument on jit is deprecated", DeprecationWarning)
-        got = jax.jit(f, backend=BACKEND)(*args)
-        want = jax.jit(f, backend=REFERENCE)(*args)
-    for leaf in jax.tree_util.tree_leaves(got):
-        assert leaf.device().platform == BACKEND
-    return got, want
 
 
 def assert_close(got, want, rtol=0.0, atol=0.0, scale=None):
@@ -83,7 +71,7 @@ def test_round_trip_is_bit_exact():
     ("cond", lambda x: lax.cond(x.size > 3, lambda c: c[::-1], lambda c: c, x)),
 ])
 def test_data_movement_is_exact(name, f):
-    got, want = run(f, SPECIAL)
+    got, want = run_both(f, SPECIAL)
     for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
         g, w = np.asarray(g), np.asarray(w)
         assert g.dtype == w.dtype and g.shape == w.shape
@@ -96,7 +84,7 @@ def test_data_movement_is_exact(name, f):
 ])
 def test_exact_ops(name, f):
     x, y = SPECIAL, SPECIAL[::-1].copy()
-    got, want = run(f, x, y)
+    got, want = run_both(f, x, y)
     for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
         assert_close(g, w)
 
@@ -107,7 +95,7 @@ MULDIV = [("multiply", lambda x, y: x * y), ("divide", lambda x, y: x / y)]
 @pytest.mark.parametrize("name, f", MULDIV)
 def test_multiply_divide_random(name, f):
     x, y = crandom((1000,), 1), crandom((1000,), 2)
-    assert_close(*run(f, x, y), rtol=F32_ULPS)
+    assert_close(*run_both(f, x, y), rtol=F32_ULPS)
 
 
 @pytest.mark.parametrize("name, f", MULDIV)
@@ -116,7 +104,7 @@ def test_multiply_divide_special(name, f):
     # to an ulp-level error of |result|
     x = np.repeat(SPECIAL, SPECIAL.size)
     y = np.tile(SPECIAL, SPECIAL.size)
-    got, want = run(f, x, y)
+    got, want = run_both(f, x, y)
     assert_close(got, want, rtol=F32_ULPS)
 
 
@@ -124,7 +112,7 @@ def test_divide_huge_and_tiny():
     # Smith's scaling keeps these finite (the naive (ac + bd) / (c^2 + d^2) overflows or underflows to 0/0)
     x = np.array([3e37 + 3e37j, 2e-37 + 2e-37j, 1 + 1j, 2e30 - 1e30j], C64)
     y = np.array([1e38 + 2e38j, 3e-37 - 1e-37j, 1e30 + 1e30j, 1e10 + 3e10j], C64)
-    got, want = run(lambda a, b: a / b, x, y)
+    got, want = run_both(lambda a, b: a / b, x, y)
     assert np.all(np.isfinite(np.asarray(got))) and np.all(np.asarray(got) != 0)
     assert_close(got, want, rtol=F32_ULPS)
 
@@ -137,12 +125,12 @@ def test_divide_huge_and_tiny():
 ])
 def test_unary(name, f, special):
     for x in (crandom((2000,), 3), crandom((500,), 4, -1e-3, 1e-3)):
-        got, want = run(f, x)
+        got, want = run_both(f, x)
         if name in ACCURATE:  # XLA:CPU's formula cancels here: judge the ipu against float64
             want = ACCURATE[name](x.astype(np.complex128)).astype(C64)
         assert_close(got, want, rtol=F32_ULPS)
     if special:
-        got, want = run(f, SPECIAL)
+        got, want = run_both(f, SPECIAL)
         if name == "log":  # cpu forms |z| first, which overflows for |z| > 3.4e38; log|z| itself is finite
             exact = np.log(SPECIAL.astype(np.complex128))
             with np.errstate(invalid="ignore"):
@@ -168,21 +156,21 @@ ACCURATE = {
 def test_abs_huge_and_tiny():
     x = np.array([3e38 + 3e38j, 2e-37 + 2e-37j, -2e38j, 1e-37 + 0j, complex(np.inf, np.nan),
                   complex(np.nan, -np.inf)], C64)
-    assert_close(*run(jnp.abs, x), rtol=F32_ULPS)
+    assert_close(*run_both(jnp.abs, x), rtol=F32_ULPS)
 
 
 def test_power():
     x, y = crandom((1000,), 5, -2, 2), crandom((1000,), 6, -2, 2)
-    assert_close(*run(lambda a, b: a ** b, x, y), rtol=64 * np.finfo(np.float32).eps)
+    assert_close(*run_both(lambda a, b: a ** b, x, y), rtol=64 * np.finfo(np.float32).eps)
     z = np.array([0, 0, 1 + 1j], C64)
-    assert_close(*run(lambda a, b: a ** b, z, np.array([0, 2, 0], C64)), rtol=F32_ULPS)
-    assert_close(*run(lambda a: a ** 3, x), rtol=F32_ULPS)  # integer_pow: products
+    assert_close(*run_both(lambda a, b: a ** b, z, np.array([0, 2, 0], C64)), rtol=F32_ULPS)
+    assert_close(*run_both(lambda a: a ** 3, x), rtol=F32_ULPS)  # integer_pow: products
 
 
 def test_convert_to_and_from_real():
     x = crandom((100,), 7)
     r = np.linspace(-3, 3, 100, dtype=np.float32)
-    got, want = run(lambda a, b: (b.astype(C64), (b.astype(jnp.int32)).astype(C64), a.real.astype(jnp.int32)), x, r)
+    got, want = run_both(lambda a, b: (b.astype(C64), (b.astype(jnp.int32)).astype(C64), a.real.astype(jnp.int32)), x, r)
     for g, w in zip(got, want):
         assert_close(g, w)
 
@@ -193,9 +181,9 @@ def test_convert_to_and_from_real():
 ])
 def test_reductions(name, f):
     x = crandom((37, 53), 8, -1.5, 1.5)
-    got, want = run(f, x)
+    got, want = run_both(f, x)
     # a sum's error is relative to the sum of magnitudes it adds, not to its (possibly cancelled) result
-    scale = run(lambda a: jnp.sum(jnp.abs(a)), x)[1]
+    scale = run_both(lambda a: jnp.sum(jnp.abs(a)), x)[1]
     assert_close(got, want, rtol=64 * np.finfo(np.float32).eps, scale=None if name == "prod" else float(scale))
 
 
@@ -207,21 +195,21 @@ def test_grad_through_complex_intermediates():
 
     a = np.linspace(-1, 1, 64, dtype=np.float32)
     b = np.linspace(0.5, 2, 64, dtype=np.float32)
-    got, want = run(jax.grad(loss, argnums=(0, 1)), a, b)
+    got, want = run_both(jax.grad(loss, argnums=(0, 1)), a, b)
     for g, w in zip(got, want):
         assert_close(g, w, rtol=1e-5, atol=1e-5)
 
 
 def test_complex_grad_holomorphic():
     z = crandom((16,), 9)
-    got, want = run(jax.grad(lambda x: jnp.sum(jnp.sin(x) * x), holomorphic=True), z)
+    got, want = run_both(jax.grad(lambda x: jnp.sum(jnp.sin(x) * x), holomorphic=True), z)
     assert_close(got, want, rtol=F32_ULPS * 4)
 
 
 def test_wrong_answer_would_fail():
     # the comparison can fail: a conjugated product is far from the product
     x, y = crandom((10,), 10), crandom((10,), 11)
-    got, _ = run(lambda a, b: a * b, x, y)
+    got, _ = run_both(lambda a, b: a * b, x, y)
     with pytest.raises(AssertionError):
         assert_close(got, np.conj(x * y), rtol=F32_ULPS)
 
@@ -233,7 +221,7 @@ def test_wrong_answer_would_fail():
 ])
 def test_dot_general(name, f, shapes):
     a, b = crandom(shapes[0], 12), crandom(shapes[1], 13)
-    got, want = run(f, a, b)
+    got, want = run_both(f, a, b)
     depth = shapes[0][-1]
     scale = float(np.max(np.abs(a))) * float(np.max(np.abs(b))) * depth  # a sum's error is relative to its terms
     assert_close(got, want, rtol=8 * np.finfo(np.float32).eps, scale=scale)
@@ -256,7 +244,7 @@ def test_chains_mixing_complex_and_real(name, f):
     z, w = crandom((37, 53), seed=1), crandom((37, 53), seed=2)
     w[::3] = z[::3]  # some equal elements for the compare
     x = np.random.default_rng(3).uniform(-4, 4, (37, 53)).astype(np.float32)
-    got, want = run(f, z, w, x)
+    got, want = run_both(f, z, w, x)
     # A few ulp of the terms' size: the results cancel (abs(...) * 2 + x), so |result| alone would be too tight.
     terms = 2 * (np.abs(z) * (np.abs(w) + np.abs(z)) + 1) + 2 * np.abs(x) + 1
     assert_close(got, want, rtol=F32_ULPS, scale=terms.astype(np.float64))

@@ -5,25 +5,18 @@ exceeds by orders of magnitude (test_fft_checks_can_fail)."""
 
 from __future__ import annotations
 
-import warnings
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _conformance import BACKEND, REFERENCE
+from _conformance import run_both
 
 C64 = np.complex64
 EPS = float(np.finfo(np.float32).eps)
 
 
 def run(f, *args):
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "backend and device argument on jit is deprecated", DeprecationWarning)
-        got = jax.jit(f, backend=BACKEND)(*args)
-        want = jax.jit(f, backend=REFERENCE)(*args)
-    for leaf in jax.tree_util.tree_leaves(got):
-        assert leaf.device().platform == BACKEND
+    got, want = run_both(f, *args)
     return np.asarray(got), np.asarray(want)
 
 

@@ -9,7 +9,6 @@ Tolerances are therefore in ulps of the result, with a floor where the algorithm
 
 from __future__ import annotations
 
-import warnings
 from typing import Dict, Tuple
 
 import jax
@@ -17,19 +16,8 @@ import jax.numpy as jnp
 import jax.scipy.special as jsp
 import numpy as np
 import pytest
-from _conformance import BACKEND, REFERENCE, random
+from _conformance import random, run_both
 from jax import lax
-
-
-def run(f, *args):
-    """f under jit on the backend under test and on cpu; checks that each result really came from its backend."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "backend and device argument on jit is deprecated", DeprecationWarning)
-        got = jax.jit(f, backend=BACKEND)(*args)
-        want = jax.jit(f, backend=REFERENCE)(*args)
-    for leaf in jax.tree_util.tree_leaves(got):
-        assert leaf.device().platform == BACKEND
-    return got, want
 
 
 def assert_ulps(got, want, ulps: float, floor: float = 0.0, where: str = "") -> None:
@@ -83,7 +71,7 @@ def inputs(dtype, low, high):
 def test_unary_special_function(name, dtype):
     op, (low, high), ulps, floor, within_one = UNARY[name]
     xs = inputs(dtype, low, high)
-    got, want = run(lambda *xs: [op(x) for x in xs] + [op(xs[1].T)], *xs)
+    got, want = run_both(lambda *xs: [op(x) for x in xs] + [op(xs[1].T)], *xs)
     # f16 is computed in f32 and rounded once, on both sides: at most one f16 ulp apart.
     for i, (g, w) in enumerate(zip(got, want)):
         assert_ulps(g, w, ulps if dtype == "float32" else 1, floor, where=f"{name}<{dtype}> output {i}")
@@ -100,7 +88,7 @@ def test_next_after_is_bit_identical(dtype):
     # every edge value towards every other (zeros both ways, infinities, NaN), and random pairs
     x, y = np.broadcast_arrays(e[:, None], e[None, :])
     a, b = random(dtype, (1001,), seed=1), random(dtype, (1001,), seed=2)
-    got, want = run(lambda x, y, a, b: (lax.nextafter(x, y), lax.nextafter(a, b), lax.nextafter(b, a),
+    got, want = run_both(lambda x, y, a, b: (lax.nextafter(x, y), lax.nextafter(a, b), lax.nextafter(b, a),
                                         jnp.nextafter(a, jnp.inf), jnp.nextafter(a, -jnp.inf)), x, y, a, b)
     for i, (g, w) in enumerate(zip(got, want)):
         g, w = np.asarray(g), np.asarray(w)
@@ -115,7 +103,7 @@ def test_next_after_is_bit_identical(dtype):
 def test_gradients_through_lgamma_digamma_and_i1e():
     x = random("float32", (257,), seed=4, low=0.1, high=20)
     z = random("float32", (257,), seed=5, low=-20, high=20)
-    got, want = run(lambda x, z: (jax.grad(lambda v: lax.lgamma(v).sum())(x),    # digamma
+    got, want = run_both(lambda x, z: (jax.grad(lambda v: lax.lgamma(v).sum())(x),    # digamma
                                   jax.grad(lambda v: lax.digamma(v).sum())(x),   # polygamma(1): jax's zeta series
                                   jax.grad(lambda v: lax.bessel_i1e(v).sum())(z),  # i0e and i1e
                                   jax.vmap(jax.grad(jsp.gammaln))(x)), x, z)
@@ -133,7 +121,7 @@ def test_scipy_special_built_on_them():
                 jsp.zeta(a + 1.5, b), jsp.multigammaln(a + 2, 3), jsp.i1(b), jsp.i1e(-b),
                 jsp.gammainc(a, b), jsp.gammaincc(a, b), jsp.betainc(a, b, u))
 
-    got, want = run(f, a, b, u)
+    got, want = run_both(f, a, b, u)
     # Series, continued fractions and products of a few of the ops above: errors add up (measured worst: 110 ulp,
     # betainc; gammainc 63; gammaln and gamma 33 near lgamma's roots).
     for i, (g, w) in enumerate(zip(got, want)):
@@ -154,7 +142,7 @@ def test_random_gamma_family_and_its_gradient():
                 jax.random.beta(k2, alpha, alpha[::-1]), jax.random.dirichlet(k3, alpha[:50]),
                 jax.random.poisson(k3, alpha, dtype=jnp.int32))
 
-    got, want = run(f, key, alpha)
+    got, want = run_both(f, key, alpha)
     names = ["gamma", "gamma grad", "random_gamma_grad", "beta", "dirichlet"]
     for name, g, w in zip(names, got, want):
         assert_ulps(g, w, 64, 1e-3, where=name)  # measured worst: 26 ulp (the gamma gradient)
