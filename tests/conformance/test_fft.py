@@ -95,3 +95,12 @@ def test_fft_checks_can_fail():
     for wrong in (np.fft.ifft(x) * 12, np.fft.ifft(x), np.conj(want)):
         with pytest.raises(AssertionError):
             assert_fft_close(wrong.astype(C64), want, x, 12)
+
+
+@pytest.mark.parametrize("shape", [(0,), (3, 0), (0, 4)])
+@pytest.mark.parametrize("f", [jnp.fft.fft, jnp.fft.ifft, jnp.fft.fft2], ids=["fft", "ifft", "fft2"])
+def test_empty_arrays_transform_to_empty_arrays(f, shape):
+    if f is jnp.fft.fft2 and len(shape) < 2:
+        pytest.skip("fft2 needs two axes")
+    got, want = run(f, np.zeros(shape, C64))
+    assert got.shape == want.shape and got.dtype == want.dtype

@@ -99,7 +99,7 @@ class FftKernel : public Kernel {
     n_ = 1;
     for (int64_t l : len_) n_ *= l;
     half_ = len_.back() / 2 + 1;
-    const int64_t spectrum = n_ / len_.back() * half_;  // elements of a half spectrum
+    const int64_t spectrum = len_.back() ? n_ / len_.back() * half_ : 0;  // elements of a half spectrum
     in_per_ = type_ == FftType::IRFFT ? spectrum : n_;
     out_per_ = type_ == FftType::RFFT ? spectrum : n_;
   }
@@ -185,8 +185,8 @@ std::vector<int> Lowerer::lowerFft(OpContext& ctx) {
   const std::vector<int64_t> len = attrInts(*ctx.op, "fft_length");
   if (len.empty() || len.size() > 3 || len.size() > in.shape.size())
     invalid(ctx, "fft_length must name 1 to 3 innermost dimensions of the operand");
-  for (int64_t l : len)
-    if (l < 1) invalid(ctx, "fft_length entries must be positive");
+  for (int64_t l : len)  // a length of 0 transforms empty arrays into empty arrays, as XLA does
+    if (l < 0) invalid(ctx, "fft_length entries must not be negative");
   const size_t r = len.size(), rank = in.shape.size();
   // Shapes: the batch dims are shared; the transformed dims are fft_length, except the innermost of the half
   // spectrum (RFFT's result, IRFFT's operand): len/2+1.
@@ -220,7 +220,8 @@ std::vector<int> Lowerer::lowerFft(OpContext& ctx) {
   }
   // flops of one transform: each axis transforms (n / len) lines; the real transforms do about half the work
   double flops = 0;
-  for (int64_t l : len) flops += static_cast<double>(n / l) * transformFlops(l);
+  for (int64_t l : len)
+    if (l > 0) flops += static_cast<double>(n / l) * transformFlops(l);
   if (real_in || real_out) flops *= 0.5;
   const int workers = device().num_worker_contexts;
   std::vector<Superstep> steps;
