@@ -490,7 +490,23 @@ inline Complex64 clog1pF(Complex64 z) {
 }
 inline Complex64 fromStd(std::complex<float> c) { return {c.real(), c.imag()}; }
 inline std::complex<float> toStd(Complex64 z) { return {z.re, z.im}; }
-inline Complex64 csqrtF(Complex64 z) { return fromStd(std::sqrt(toStd(z))); }
+// C99's csqrt (glibc's special values), computed in double: no std::complex, whose sqrt in libc++ (the release
+// build's) forms |z| in float and overflows for |z| near FLT_MAX.
+inline Complex64 csqrtF(Complex64 z) {
+  const float a = z.re, b = z.im;
+  if (std::isinf(b)) return {std::numeric_limits<float>::infinity(), b};  // x +- i inf -> inf +- i inf, even for NaN x
+  if (std::isnan(a)) return {a, std::isnan(b) ? b : a};
+  if (std::isinf(a)) {
+    if (a > 0) return {a, std::isnan(b) ? b : std::copysign(0.0f, b)};  // +inf + iy -> +inf + i0
+    return {std::isnan(b) ? b : 0.0f, std::copysign(std::fabs(a), b)};  // -inf + iy -> 0 +- i inf
+  }
+  if (std::isnan(b)) return {b, b};
+  if (a == 0.0f && b == 0.0f) return {0.0f, b};
+  const double x = a, y = b;
+  const double t = std::sqrt((std::fabs(x) + std::hypot(x, y)) * 0.5);
+  if (x >= 0) return {static_cast<float>(t), static_cast<float>(y / (2 * t))};
+  return {static_cast<float>(std::fabs(y) / (2 * t)), static_cast<float>(std::copysign(t, y))};
+}
 inline Complex64 crsqrtF(Complex64 z) { return cdiv({1.0f, 0.0f}, csqrtF(z)); }
 inline Complex64 ctanhF(Complex64 z) {
   const float ta = std::tanh(z.re), tb = std::tan(z.im);
