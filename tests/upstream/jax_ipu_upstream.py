@@ -3,7 +3,8 @@
     pytest -p jax_ipu_upstream --upstream-results=out.json [--upstream-expectations] ...
 
 ``--upstream-results`` writes {"outcomes": {node id: outcome}, "messages": {node id: first line of its failure}} as
-JSON when the session ends (outcomes: passed, failed, skipped, xfailed, xpassed, error; a file that failed to collect
+JSON when the session ends, and appends each outcome to ``<results>.partial.jsonl`` as it arrives, so that an
+interrupted run still tells what it saw (outcomes: passed, failed, skipped, xfailed, xpassed, error; a file that failed to collect
 is an "error" under the file's name). ``--upstream-expectations``
 marks the tests listed in expectations.txt as skipped or xfail (strict: a listed test that passes is reported, so
 the list shrinks as the backend grows). Works with pytest-xdist: reports reach the controller.
@@ -18,6 +19,7 @@ import pytest
 from expectations import load, match  # noqa: I001 (tests/upstream is on sys.path)
 
 _RESULTS: Dict[str, str] = {}
+_CONFIG = None  # the session's config, for the partial results file
 _MESSAGES: Dict[str, str] = {}  # node id -> the last line of its failure: what expectations.txt reasons are made of
 
 
@@ -53,6 +55,18 @@ def _outcome(report) -> str:
     return report.outcome  # passed / skipped
 
 
+def _append_partial(config, nodeid: str) -> None:
+    path = config.getoption("--upstream-results")
+    if path and not hasattr(config, "workerinput"):
+        with open(path + ".partial.jsonl", "a", encoding="utf-8") as f:
+            f.write(json.dumps([nodeid, _RESULTS[nodeid], _MESSAGES.get(nodeid, "")]) + "\n")
+
+
+def pytest_configure(config):
+    global _CONFIG
+    _CONFIG = config
+
+
 def pytest_runtest_logreport(report):
     outcome = _outcome(report)
     previous = _RESULTS.get(report.nodeid)
@@ -62,6 +76,8 @@ def pytest_runtest_logreport(report):
         if outcome in ("failed", "error"):
             crash = getattr(report.longrepr, "reprcrash", None)
             _MESSAGES[report.nodeid] = (crash.message if crash else str(report.longrepr)).strip().splitlines()[0][:300]
+    if report.when == "teardown" and _CONFIG is not None:
+        _append_partial(_CONFIG, report.nodeid)
 
 
 def pytest_collectreport(report):

@@ -56,7 +56,7 @@ def run_backend(backend: str, tests_dir: Path, files: List[str], args, out: Path
            "--rootdir", str(tests_dir), f"--upstream-results={out}", "-o", "addopts=", "--tb=line", "-rN",
            "--continue-on-collection-errors"]
     if args.workers > 1:
-        cmd += ["-n", str(args.workers), "--dist", "loadfile"]
+        cmd += ["-n", str(args.workers)]  # tests of one file spread over the workers too
     if backend == "ipu":
         cmd.append("--upstream-expectations")
     cmd += files
