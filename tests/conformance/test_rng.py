@@ -25,6 +25,12 @@ def test_rng_bit_generator_bits_and_state(key, shape):
     check(lambda k: lax.rng_bit_generator(k, shape, algorithm=lax.RandomAlgorithm.RNG_PHILOX), k, **EXACT)
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
+@pytest.mark.parametrize("shape", [(5,), (2, 7)])
+def test_narrow_bits_are_the_low_bits_of_the_words(dtype, shape):
+    check(lambda k: lax.rng_bit_generator(k, shape, dtype=dtype), np.array(KEYS[2], np.uint32), **EXACT)
+
+
 def test_state_threads_through_a_loop():
     def f(k):
         def body(_, carry):

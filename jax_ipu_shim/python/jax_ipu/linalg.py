@@ -121,7 +121,8 @@ def cholesky(a: Any) -> Any:
     def column(j: Any, factor: Any) -> Any:
         # factor's columns >= j are still zero, so factor @ factor[j] only sums the finished columns k < j.
         v = _col(a, j) - _mv(factor, _row(factor, j))
-        d = jnp.sqrt(_elem(v, j))
+        pivot = _elem(v, j)
+        d = jnp.sqrt(jnp.where(pivot > 0, pivot, jnp.nan))  # potrf fails on a pivot <= 0 (a singular matrix too)
         col = jnp.where(rows > j, v / d, jnp.where(rows == j, d, jnp.zeros_like(v)))
         return _set_col(factor, j, col)
 

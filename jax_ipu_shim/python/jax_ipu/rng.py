@@ -69,7 +69,7 @@ def rng_bit_generator(key: Any, *, shape: Any, dtype: Any, algorithm: Any) -> Li
         raise NotImplementedError(
             f"ipu: rng_bit_generator with algorithm {algorithm.name} is not supported; the ipu implements XLA:CPU's "
             "DEFAULT (= PHILOX) bit generator (jax's rbg and unsafe_rbg PRNGs use it)")
-    if dtype != np.uint32:
+    if dtype not in (np.uint8, np.uint16, np.uint32):
         raise NotImplementedError(
             f"ipu: rng_bit_generator producing {dtype} is not supported; use uint32 bits (the IPU has no 64-bit "
             "integers, and XLA:CPU's Philox generator produces 32-bit words)")
@@ -88,6 +88,8 @@ def rng_bit_generator(key: Any, *, shape: Any, dtype: Any, algorithm: Any) -> Li
     c3 = k[1] + (carry1 & (c2 == 0).astype(jnp.uint32))
     words = philox4x32([c0, c1, c2, c3], (k[0], k[1]))
     bits = jnp.stack(words, axis=1).reshape(-1)[:n].reshape(shape)
+    if dtype != np.uint32:  # XLA:CPU keeps the low bits of each 32-bit word, the state advancing as for u32
+        bits = bits.astype(dtype)
     low = k[2] + jnp.uint32(blocks & 0xFFFFFFFF)
     high = k[3] + jnp.uint32(blocks >> 32) + (low < k[2]).astype(jnp.uint32)
     return [jnp.stack([k[0], k[1], low, high]), bits]
