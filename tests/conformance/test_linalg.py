@@ -229,3 +229,74 @@ def test_gaussian_process_regression():
 
     got = same(fit_predict, x, y, xt, rtol=1e-3, atol=1e-3)
     assert np.abs(got[2] - np.sin(2 * xt[:, 0])).max() < 0.5  # and it actually regresses
+
+
+# ---------------------------------------------------------------------------------------------------- complex64
+
+def complex_general(shape: Any, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    a = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
+    return (a + 3 * np.eye(shape[-1], dtype=np.complex64)) if shape[-2] == shape[-1] else a
+
+
+def hermitian_pd(shape: Any, seed: int) -> np.ndarray:
+    a = complex_general(shape, seed)
+    return (a @ np.conj(np.swapaxes(a, -1, -2)) / shape[-1] + np.eye(shape[-1])).astype(np.complex64)
+
+
+def fix_phases(v: np.ndarray) -> np.ndarray:
+    """Eigenvectors of a Hermitian matrix are defined up to a unit complex factor: make each one's largest entry
+    real and positive."""
+    idx = np.argmax(np.abs(v), axis=-2)[..., None, :]
+    pivot = np.take_along_axis(v, idx, axis=-2)
+    return v * (np.conj(pivot) / np.abs(pivot))
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (5, 5), (2, 4, 4)])
+def test_complex_cholesky_and_solves(shape):
+    h, b = hermitian_pd(shape, seed=30), complex_general(shape[:-1] + (2,), seed=31)
+    h_bad = h.copy()
+    h_bad[..., -1, -1] = -1  # not positive definite: all NaN, as zpotrf's failure gives on cpu
+    same(lambda h, b: (jnp.linalg.cholesky(h), jsl.cho_solve(jsl.cho_factor(h), b),
+                       jsl.solve_triangular(jnp.tril(h), b, lower=True, trans="C"),
+                       jsl.solve_triangular(jnp.triu(h), b, trans="T")), h, b)
+    got, want = run(jnp.linalg.cholesky, h_bad)
+    np.testing.assert_array_equal(np.isnan(got[0]), np.isnan(want[0]))
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (6, 3), (3, 6), (2, 5, 4)])
+def test_complex_qr_matches_zgeqrf(shape):
+    same(lambda a: (jnp.linalg.qr(a), jnp.linalg.qr(a, mode="complete")), complex_general(shape, seed=32))
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (2, 6, 6)])
+def test_complex_lu_solve_inv_det(shape):
+    a, b = complex_general(shape, seed=33), complex_general(shape[:-1] + (3,), seed=34)
+    got, want = run(lax.linalg.lu, a)
+    np.testing.assert_array_equal(got[1], want[1])
+    same(lambda a, b: (jnp.linalg.solve(a, b), jnp.linalg.inv(a), jnp.linalg.slogdet(a)), a, b)
+    same(jnp.linalg.det, a, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (2, 2), (7, 7), (2, 5, 5)])
+def test_complex_eigh(shape):
+    h = hermitian_pd(shape, seed=35) - 1.5 * np.eye(shape[-1], dtype=np.complex64)
+    h[..., range(shape[-1]), range(shape[-1])] += 0.25j  # LAPACK ignores the diagonal's imaginary parts
+    got, want = run(jnp.linalg.eigh, h)
+    assert got[0].dtype == np.float32
+    np.testing.assert_allclose(got[0], want[0], **TOL)
+    np.testing.assert_allclose(fix_phases(got[1]), fix_phases(want[1]), rtol=1e-3, atol=1e-3)
+    w, v = got
+    herm = np.tril(h) + np.conj(np.swapaxes(np.tril(h, -1), -1, -2))
+    herm[..., range(shape[-1]), range(shape[-1])] = np.real(herm[..., range(shape[-1]), range(shape[-1])])
+    np.testing.assert_allclose((v * w[..., None, :]) @ np.conj(np.swapaxes(v, -1, -2)), herm, **TOL)
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (6, 3), (2, 3, 5)])
+def test_complex_svd_and_pinv(shape):
+    a = complex_general(shape, seed=36)
+    got, want = run(lambda a: (jnp.linalg.svd(a, compute_uv=False), jnp.linalg.pinv(a)), a)
+    np.testing.assert_allclose(got[0], want[0], **TOL)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-3, atol=1e-3)
+    u, s, vh = run(lambda a: jnp.linalg.svd(a, full_matrices=False), a)[0]
+    np.testing.assert_allclose((u * s[..., None, :]) @ vh, a, **TOL)

@@ -15,7 +15,9 @@ already mapped and costed by the emulator.
   sweeps repeat until the off-diagonal part is below rounding;
 - lu and svd keep jax's own platform-independent rules (``_lu_python``, QDWH-based SVD), which run on the above.
 
-f16 inputs are computed in f32 and rounded back, as Poplar's f16 linear algebra accumulates in f32.
+f16 inputs are computed in f32 and rounded back, as Poplar's f16 linear algebra accumulates in f32. complex64 runs
+the same algorithms in their Hermitian forms (zpotrf, zlarfg/zungqr, complex Jacobi rotations) on the emulator's
+pairs of f32.
 """
 
 from __future__ import annotations
@@ -50,15 +52,11 @@ def install_lowerings() -> None:
 
 
 def _f32(fn: Any) -> Any:
-    """Runs ``fn`` in f32 on f16/bf16 operands and rounds float results back; refuses complex by name."""
+    """Runs ``fn`` in f32 on f16/bf16 operands and rounds float results back."""
     import jax.numpy as jnp
 
     def wrapped(*args: Any, **params: Any) -> Any:
         dtypes = {jnp.dtype(a.dtype) for a in args if jnp.issubdtype(a.dtype, jnp.inexact)}
-        if any(jnp.issubdtype(d, jnp.complexfloating) for d in dtypes):
-            raise NotImplementedError(
-                f"ipu: {fn.__name__} on {sorted(str(d) for d in dtypes)} is not supported: the IPU has no complex "
-                "type; use float32 matrices")
         narrow = [d for d in dtypes if d.itemsize < 4]
         if not narrow:
             return fn(*args, **params)
@@ -109,9 +107,14 @@ def _mv(a: Any, x: Any) -> Any:
 
 # ---------------------------------------------------------------------------------------------------- cholesky
 
+def _conj(x: Any) -> Any:
+    import jax.numpy as jnp
+    return jnp.conj(x) if jnp.iscomplexobj(x) else x
+
+
 def cholesky(a: Any) -> Any:
-    """Lower Cholesky factor from the lower triangle of ``a``; all-NaN for a matrix that is not positive definite
-    (as jax's cpu rule returns when potrf reports failure)."""
+    """Lower Cholesky factor (a = L L^H) from the lower triangle of ``a``; all-NaN for a matrix that is not positive
+    definite (as jax's cpu rule returns when potrf reports failure)."""
     import jax.numpy as jnp
     from jax import lax
 
@@ -120,9 +123,9 @@ def cholesky(a: Any) -> Any:
 
     def column(j: Any, factor: Any) -> Any:
         # factor's columns >= j are still zero, so factor @ factor[j] only sums the finished columns k < j.
-        v = _col(a, j) - _mv(factor, _row(factor, j))
-        pivot = _elem(v, j)
-        d = jnp.sqrt(jnp.where(pivot > 0, pivot, jnp.nan))  # potrf fails on a pivot <= 0 (a singular matrix too)
+        v = _col(a, j) - _mv(factor, _conj(_row(factor, j)))
+        pivot = jnp.real(_elem(v, j))  # zpotrf reads the real part of the diagonal
+        d = jnp.sqrt(jnp.where(pivot > 0, pivot, jnp.nan)).astype(a.dtype)  # potrf fails on a pivot <= 0
         col = jnp.where(rows > j, v / d, jnp.where(rows == j, d, jnp.zeros_like(v)))
         return _set_col(factor, j, col)
 
@@ -138,8 +141,9 @@ def triangular_solve(a: Any, b: Any, *, left_side: bool, lower: bool, transpose_
     """op(a) x = b (left_side) or x op(a) = b, reduced to a lower-triangular forward substitution on the left."""
     import jax.numpy as jnp
 
-    del conjugate_a  # real only (complex is refused by _f32)
     a = jnp.tril(a) if lower else jnp.triu(a)  # lax's solve never reads the other triangle: it may hold anything
+    if conjugate_a:
+        a = _conj(a)
     if transpose_a:
         a, lower = jnp.swapaxes(a, -1, -2), not lower
     if not left_side:  # x a = b  <=>  a^T x^T = b^T
@@ -174,7 +178,8 @@ def _forward_substitution(a: Any, b: Any, unit_diagonal: bool) -> Any:
 # ---------------------------------------------------------------------------------------------------- QR
 
 def geqrf(a: Any) -> Tuple[Any, Any]:
-    """LAPACK geqrf: R in the upper triangle, the Householder vectors below it (v[k] = 1 implied), and taus."""
+    """LAPACK geqrf: R in the upper triangle, the Householder vectors below it (v[k] = 1 implied), and taus.
+    Complex: zgeqrf, whose reflectors I - tau v v^H have complex tau and a real beta on the diagonal."""
     import jax.numpy as jnp
     from jax import lax
 
@@ -186,18 +191,19 @@ def geqrf(a: Any) -> Tuple[Any, Any]:
         x = _col(a, k)
         alpha = _elem(x, k)
         below = jnp.where(rows > k, x, jnp.zeros_like(x))
-        xnorm = jnp.sqrt(jnp.sum(below * below, axis=-1, keepdims=True))
-        # dlarfg: beta = -sign(alpha) * |(alpha, x)|, tau = (beta - alpha) / beta, v = x / (alpha - beta).
-        norm = jnp.sqrt(alpha * alpha + xnorm * xnorm)
-        beta = jnp.where(alpha >= 0, -norm, norm)
-        trivial = xnorm == 0  # H = I: LAPACK leaves the column alone and sets tau = 0
+        xnorm = jnp.sqrt(jnp.sum(jnp.real(below * _conj(below)), axis=-1, keepdims=True))
+        # [dz]larfg: beta = -sign(re alpha) * |(alpha, x)|, tau = (beta - alpha) / beta, v = x / (alpha - beta).
+        re, im = jnp.real(alpha), jnp.imag(alpha)
+        norm = jnp.sqrt(re * re + im * im + xnorm * xnorm)
+        beta = jnp.where(re >= 0, -norm, norm).astype(a.dtype)
+        trivial = (xnorm == 0) & (im == 0)  # H = I: LAPACK leaves the column alone and sets tau = 0
         safe = jnp.where(trivial, jnp.ones_like(beta), beta)
         tau = jnp.where(trivial, jnp.zeros_like(beta), (beta - alpha) / safe)
         scale = jnp.where(trivial, jnp.zeros_like(beta), 1 / jnp.where(trivial, jnp.ones_like(beta), alpha - beta))
         v = jnp.where(rows == k, jnp.ones_like(x), below * scale)
-        # Apply H = I - tau v v^T to the trailing columns.
-        w = jnp.einsum("...i,...ij->...j", v, a, precision=lax.Precision.HIGHEST)
-        update = tau[..., None] * v[..., :, None] * w[..., None, :]
+        # Apply H^H = I - conj(tau) v v^H to the trailing columns.
+        w = jnp.einsum("...i,...ij->...j", _conj(v), a, precision=lax.Precision.HIGHEST)
+        update = _conj(tau)[..., None] * v[..., :, None] * w[..., None, :]
         a = jnp.where(cols > k, a - update, a)
         newcol = jnp.where(rows < k, x, jnp.where(rows == k, jnp.where(trivial, alpha, beta), v))
         a = _set_col(a, k, newcol)
@@ -221,7 +227,7 @@ def householder_product(a: Any, taus: Any) -> Any:
         i = k - 1 - t
         v = jnp.where(rows > i, _col(a, i), jnp.where(rows == i, 1, 0).astype(a.dtype))
         tau = _elem(taus, i)
-        w = jnp.einsum("...i,...ij->...j", v, q, precision=lax.Precision.HIGHEST)
+        w = jnp.einsum("...i,...ij->...j", _conj(v), q, precision=lax.Precision.HIGHEST)  # H = I - tau v v^H
         return q - tau[..., None] * v[..., :, None] * w[..., None, :]
 
     return lax.fori_loop(0, k, step, q0)
@@ -241,11 +247,14 @@ def _round_robin(n: int) -> np.ndarray:
 
 
 def eigh(a: Any, *, lower: bool, sort_eigenvalues: bool) -> List[Any]:
-    """(eigenvectors, eigenvalues) of the symmetric matrix held in ``a``'s lower (or upper) triangle."""
+    """(eigenvectors, eigenvalues) of the symmetric (Hermitian) matrix held in ``a``'s lower (or upper) triangle."""
     import jax.numpy as jnp
 
-    a = jnp.tril(a) + jnp.swapaxes(jnp.tril(a, -1), -1, -2) if lower else \
-        jnp.triu(a) + jnp.swapaxes(jnp.triu(a, 1), -1, -2)
+    a = jnp.tril(a) + _conj(jnp.swapaxes(jnp.tril(a, -1), -1, -2)) if lower else \
+        jnp.triu(a) + _conj(jnp.swapaxes(jnp.triu(a, 1), -1, -2))
+    if jnp.iscomplexobj(a):  # a Hermitian matrix's diagonal is real: LAPACK ignores the imaginary parts
+        eye = jnp.eye(a.shape[-1], dtype=bool)
+        a = jnp.where(eye, jnp.real(a).astype(a.dtype), a)
     v, w = _jacobi(a)
     if sort_eigenvalues:
         order = jnp.argsort(w, axis=-1)
@@ -266,7 +275,7 @@ def _jacobi(a: Any, max_sweeps: int = 16) -> Tuple[Any, Any]:
 
     n = a.shape[-1]
     if n == 1:
-        return jnp.ones_like(a), a[..., 0]
+        return jnp.ones_like(a), jnp.real(a[..., 0])
     size = n + n % 2  # pad to even with a decoupled zero row/column: its rotations are all the identity
     if size != n:
         pad = [(0, 0)] * (a.ndim - 2) + [(0, 1), (0, 1)]
@@ -276,35 +285,48 @@ def _jacobi(a: Any, max_sweeps: int = 16) -> Tuple[Any, Any]:
     inverses = np.argsort(perms, axis=1).astype(np.int32)
     eps = float(jnp.finfo(a.dtype).eps)
     offdiag = 1 - jnp.eye(size, dtype=a.dtype)
+    hermitian = jnp.iscomplexobj(a)
 
     def rotate(r: Any, state: Tuple[Any, Any]) -> Tuple[Any, Any]:
         a, v = state
         perm, inverse = jnp.asarray(perms)[r], jnp.asarray(inverses)[r]
         p, q = perm[:half], perm[half:]
-        app, aqq, apq = a[..., p, p], a[..., q, q], a[..., p, q]
+        app, aqq, apq = jnp.real(a[..., p, p]), jnp.real(a[..., q, q]), a[..., p, q]
+        phase = None
+        if hermitian:  # U = diag(1, g) J with g = conj(apq) / |apq|: diag(1, g)^H turns apq into |apq| >= 0
+            mag = jnp.abs(apq)
+            safe = jnp.where(mag != 0, mag, jnp.ones_like(mag))
+            phase = jnp.where(mag != 0, jnp.conj(apq) / safe.astype(apq.dtype), jnp.ones_like(apq))
+            apq = mag
         # Golub & Van Loan's sym.schur2: J = [[c, s], [-s, c]] makes J^T [[app, apq], [apq, aqq]] J diagonal.
         nonzero = apq != 0
         tau = (aqq - app) / (2 * jnp.where(nonzero, apq, jnp.ones_like(apq)))
-        t = jnp.where(tau >= 0, 1, -1).astype(a.dtype) / (jnp.abs(tau) + jnp.sqrt(1 + tau * tau))
+        t = jnp.where(tau >= 0, 1, -1).astype(tau.dtype) / (jnp.abs(tau) + jnp.sqrt(1 + tau * tau))
         t = jnp.where(nonzero, t, jnp.zeros_like(t))
         c = 1 / jnp.sqrt(1 + t * t)
         s = t * c
 
-        def rows(x: Any) -> Any:  # J^T x on the rows of x, in perm order and back
+        def rows(x: Any, g: Any) -> Any:  # J^T diag(1, g) x on the rows of x, in perm order and back
             xp = x[..., perm, :]
             top, bottom = xp[..., :half, :], xp[..., half:, :]
+            if g is not None:
+                bottom = bottom * g[..., :, None]
             cc, ss = c[..., :, None], s[..., :, None]
             return jnp.concatenate([cc * top - ss * bottom, ss * top + cc * bottom], axis=-2)[..., inverse, :]
 
-        a = rows(a)
-        a = jnp.swapaxes(rows(jnp.swapaxes(a, -1, -2)), -1, -2)
-        v = jnp.swapaxes(rows(jnp.swapaxes(v, -1, -2)), -1, -2)
-        return a, v
+        def cols(x: Any) -> Any:  # x U, as (U^T x^T)^T
+            return jnp.swapaxes(rows(jnp.swapaxes(x, -1, -2), phase), -1, -2)
+
+        a = cols(rows(a, None if phase is None else jnp.conj(phase)))  # U^H a U
+        return a, cols(v)
+
+    def squares(x: Any) -> Any:
+        return jnp.real(x * _conj(x))
 
     def off_norm(a: Any) -> Any:
-        return jnp.sqrt(jnp.sum((a * offdiag) ** 2, axis=(-2, -1)))
+        return jnp.sqrt(jnp.sum(squares(a * offdiag), axis=(-2, -1)))
 
-    norm = jnp.sqrt(jnp.sum(a * a, axis=(-2, -1)))
+    norm = jnp.sqrt(jnp.sum(squares(a), axis=(-2, -1)))
     tol = eps * np.sqrt(size) * jnp.maximum(norm, jnp.finfo(a.dtype).tiny)
 
     def cond(state: Tuple[Any, Any, Any]) -> Any:
@@ -318,5 +340,5 @@ def _jacobi(a: Any, max_sweeps: int = 16) -> Tuple[Any, Any]:
 
     v0 = jnp.broadcast_to(jnp.eye(size, dtype=a.dtype), a.shape)
     _, a, v = lax.while_loop(cond, sweep, (jnp.int32(0), a, v0))
-    w = jnp.diagonal(a, axis1=-2, axis2=-1)
+    w = jnp.real(jnp.diagonal(a, axis1=-2, axis2=-1))
     return v[..., :n, :n], w[..., :n]
