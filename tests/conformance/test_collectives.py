@@ -37,6 +37,7 @@ CASES: Dict[str, Tuple[str, Dict[str, float]]] = {
     "psum_i32_wraps": ("cpu", EXACT),
     "psum_f16": ("cpu", HALF),
     "psum_u32_2d": ("cpu", EXACT),
+    "psum_c64": ("cpu", SUM),
     "pmean_f32": ("cpu", SUM),
     "pmax_f32": ("numpy", EXACT),
     "pmin_f32": ("numpy", EXACT),
@@ -82,6 +83,7 @@ def _cases(backend: str, n: int) -> Dict[str, Callable[[], Any]]:
     small = rng.integers(0, 1000, size=(n, 5, 3)).astype(np.uint32)
     flags = rng.random((n, 33)) < 0.5
     weights = rng.standard_normal((n, 4 * n, 3)).astype(np.float32)
+    complexes = (x + 1j * x[:, ::-1]).astype(np.complex64)
 
     def everywhere(value: np.ndarray) -> np.ndarray:  # what every replica of an all-reduce holds
         return np.broadcast_to(value, (n,) + value.shape)
@@ -148,6 +150,8 @@ def _cases(backend: str, n: int) -> Dict[str, Callable[[], Any]]:
         "psum_i32_wraps": lambda: pmap(lambda v: lax.psum(v, "i"))(ints),
         "psum_f16": lambda: pmap(lambda v: lax.psum(v, "i"))(half),
         "psum_u32_2d": lambda: pmap(lambda v: lax.psum(v, "i"))(small),
+        "psum_c64": lambda: pmap(lambda v: (lax.psum(v, "i"), lax.psum_scatter(v, "i", scatter_dimension=1,
+                                                                                tiled=True)))(complexes),
         "pmean_f32": lambda: pmap(lambda v: lax.pmean(v, "i"))(x),
         "pmax_f32": lambda: (pmap(lambda v: lax.pmax(v, "i"))(negative), everywhere(negative.max(0))),
         "pmin_f32": lambda: (pmap(lambda v: lax.pmin(v, "i"))(-negative), everywhere((-negative).min(0))),

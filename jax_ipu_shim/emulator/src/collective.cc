@@ -93,7 +93,18 @@ void foldLoop(uint8_t* acc, const uint8_t* x, int64_t n) {
 }
 
 // The identity of a single-op computation on `dt`, in the type's storage bits; false when it has none.
-bool identityBits(OpKind kind, DType dt, uint32_t* bits) { return scalar::reductionIdentityBits(kind, dt, bits); }
+bool identityBits(OpKind kind, DType dt, uint64_t* bits) {
+  if (dt == DType::C64) {  // complex sums and products (psum, pprod of c64): (0, 0) and (1, 0)
+    if (kind != OpKind::Add && kind != OpKind::Multiply) return false;
+    const Complex64 identity{kind == OpKind::Multiply ? 1.0f : 0.0f, 0.0f};
+    std::memcpy(bits, &identity, sizeof identity);
+    return true;
+  }
+  uint32_t narrow = 0;
+  if (!scalar::reductionIdentityBits(kind, dt, &narrow)) return false;
+  *bits = narrow;
+  return true;
+}
 
 // The op of a reduction body that is one add/multiply/maximum/minimum/and/or of its two arguments, or "".
 std::string bodyComputation(const Op& op) {
@@ -125,7 +136,7 @@ struct Plan {
   // Reductions: a vector fold from the computation's identity (as XLA:CPU accumulates), else the body interpreted
   // from the first member's value on.
   FoldFn fold = nullptr;
-  uint32_t identity = 0;
+  uint64_t identity = 0;
   ScalarProgram body;
   bool general = false;
 };
@@ -442,7 +453,7 @@ std::vector<int> Lowerer::lowerCollective(OpContext& ctx) {
       combine = findOp(computation)->kind;
       if (in.dtype == DType::Bool && combine == OpKind::Add) combine = OpKind::Or;
       if (in.dtype == DType::Bool && combine == OpKind::Multiply) combine = OpKind::And;
-      uint32_t identity = 0;
+      uint64_t identity = 0;
       if (identityBits(combine, in.dtype, &identity)) {
         scalar::visitBinary(combine, in.dtype, [&](auto f, auto t) {
           p.fold = &foldLoop<typename decltype(t)::type, decltype(f)>;
