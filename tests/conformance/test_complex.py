@@ -227,9 +227,50 @@ def test_dot_general(name, f, shapes):
     assert_close(got, want, rtol=8 * np.finfo(np.float32).eps, scale=scale)
 
 
-def test_sort_of_complex_is_refused_clearly():
-    with pytest.raises(Exception, match=r"stablehlo\.sort\(tensor<8xcomplex<f32>>\).*implemented for"):
-        jax.jit(jnp.sort, backend=BACKEND)(crandom((8,), 14)).block_until_ready()
+@pytest.mark.parametrize("name, f", [
+    ("sort", jnp.sort),
+    ("argsort", jnp.argsort),
+    ("sort along axis 0", lambda a: jnp.sort(a.reshape(4, 6), axis=0)),
+    ("sort with a payload", lambda a: lax.sort((a, jnp.arange(24)), num_keys=1)),
+    ("two complex keys", lambda a: lax.sort((a, a[::-1]), num_keys=2)),
+    ("unique", lambda a: jnp.unique(a, size=24)),
+    ("lexsort", lambda a: jnp.lexsort((a.real, a))),
+])
+def test_sort(name, f):
+    """Complex values sort by real part, then imaginary part, NaNs last, as jax's comparator orders them: the ipu
+    sorts the f32 parts."""
+    rng = np.random.default_rng(14)
+    a = (rng.integers(0, 3, 24) + 1j * rng.integers(-2, 2, 24) + 0.5j * rng.standard_normal(24)).astype(C64)
+    a[3], a[5], a[7] = np.nan, complex(1, np.nan), -0.0  # NaN in either part, and a signed zero
+    got, want = run_both(f, a)
+    for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_sort_comparator_reading_complex_otherwise_is_refused_clearly():
+    with pytest.raises(Exception, match=r"applies stablehlo\.abs to a complex argument"):
+        _custom_comparator_sort()
+
+
+def _custom_comparator_sort():
+    """A stablehlo.sort whose comparator compares abs(lhs) > abs(rhs), compiled from StableHLO text."""
+    from jax._src import xla_bridge
+
+    client = xla_bridge.get_backend(BACKEND)
+    text = """
+    module @custom {
+      func.func public @main(%x: tensor<8xcomplex<f32>>) -> tensor<8xcomplex<f32>> {
+        %0 = "stablehlo.sort"(%x) ({
+        ^bb0(%a: tensor<complex<f32>>, %b: tensor<complex<f32>>):
+          %ma = stablehlo.abs %a : (tensor<complex<f32>>) -> tensor<f32>
+          %mb = stablehlo.abs %b : (tensor<complex<f32>>) -> tensor<f32>
+          %c = stablehlo.compare GT, %ma, %mb, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+          stablehlo.return %c : tensor<i1>
+        }) {dimension = 0 : i64, is_stable = true} : (tensor<8xcomplex<f32>>) -> tensor<8xcomplex<f32>>
+        return %0 : tensor<8xcomplex<f32>>
+      }
+    }"""
+    return client.compile(text)
 
 
 @pytest.mark.parametrize("name, f", [

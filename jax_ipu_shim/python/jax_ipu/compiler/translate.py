@@ -229,6 +229,8 @@ class _Translator:
             op = op.operation
             if op.name in TERMINATORS:
                 results = [self._use(v) for v in op.operands]
+            elif op.name == "stablehlo.sort" and any(self._type(v.type)[0] == "c64" for v in op.operands):
+                body.extend(self._complex_sort(self._op(op)))
             else:
                 body.append(self._op(op))
         return {"params": params, "body": body, "results": results}
@@ -294,6 +296,62 @@ class _Translator:
         if loc:
             entry["loc"] = loc
         return entry
+
+    def _fresh(self, dtype: str, shape: List[int]) -> Dict[str, Any]:
+        """A value of the program that the module does not have (numbered after the module's values)."""
+        key = object()
+        self.ids[key] = len(self.ids)
+        return {"id": self.ids[key], "dtype": dtype, "shape": list(shape)}
+
+    def _complex_sort(self, sort: Dict[str, Any]) -> List[Dict[str, Any]]:
+        """A sort of c64 operands as a sort of their f32 real and imaginary parts. jax's comparators read a complex
+        operand only through stablehlo.real and stablehlo.imag (lexicographic order), so each c64 operand becomes two
+        f32 operands, each pair of its comparator arguments four, and its real/imag ops copies of them; the sorted
+        parts are put back together with stablehlo.complex. Emulator and cost model see an ordinary f32 sort."""
+        where = f" (at {sort['loc']})" if "loc" in sort else ""
+        before: List[Dict[str, Any]] = []
+        after: List[Dict[str, Any]] = []
+        operands, results = [], []
+        comparator = sort["regions"][0]
+        params: List[Dict[str, Any]] = []
+        parts: Dict[int, Dict[str, int]] = {}  # comparator argument of a c64 operand -> its "real"/"imag" argument
+        for k, (operand, result) in enumerate(zip(sort["operands"], sort["results"])):
+            lhs, rhs = comparator["params"][2 * k], comparator["params"][2 * k + 1]
+            if result["dtype"] != "c64":
+                operands.append(operand)
+                results.append(result)
+                params += [lhs, rhs]
+                continue
+            split = {}
+            for part in ("real", "imag"):
+                value = self._fresh("f32", result["shape"])
+                before.append({"op": part, "mlir": f"stablehlo.{part}", "operands": [operand], "results": [value],
+                               "attrs": {}, "regions": []})
+                operands.append(value["id"])
+                results.append(self._fresh("f32", result["shape"]))
+                split[part] = (self._fresh("f32", []), self._fresh("f32", []))
+                params += list(split[part])
+            parts[lhs["id"]] = {part: split[part][0]["id"] for part in split}
+            parts[rhs["id"]] = {part: split[part][1]["id"] for part in split}
+            after.append({"op": "complex", "mlir": "stablehlo.complex", "operands": [results[-2]["id"], results[-1]["id"]],
+                          "results": [result], "attrs": {}, "regions": []})
+        body = []
+        for inner in comparator["body"]:
+            read = [v for v in inner["operands"] if v in parts]
+            if read and inner["op"] not in ("real", "imag"):
+                raise CompileError(f"sort of complex<f32> values: its comparator applies {inner['mlir']} to a complex "
+                                   f"argument; the ipu sorts complex values by their real and imaginary parts (as "
+                                   f"jax's comparators read them), through stablehlo.real and stablehlo.imag only"
+                                   f"{where}")
+            if read:  # real/imag of an argument: now a copy of the argument's part
+                inner = dict(inner, op="convert", mlir="stablehlo.convert", operands=[parts[read[0]][inner["op"]]])
+            body.append(inner)
+        for op in before + after:
+            if "loc" in sort:
+                op["loc"] = sort["loc"]
+        sort = dict(sort, operands=operands, results=results,
+                    regions=[dict(comparator, params=params, body=body)])
+        return before + [sort] + after
 
     def _respell(self, op: Any, name: str) -> Dict[str, Any]:
         """An op in an older spelling jax still emits (nested pmap), as the program op it means."""
