@@ -73,6 +73,10 @@ def test_the_plugin_applies_expectations_and_records_outcomes(tmp_path: Path) ->
         "fake_test.py::test_listed_passing": "xpassed",
         "fake_test.py::test_listed_skip": "skipped",
     }
+    # the partial file has the same outcomes (collection errors aside), written as each test ended
+    partial = [json.loads(line) for line in (tmp_path / "out.json.partial.jsonl").read_text().splitlines()]
+    assert {node: outcome for node, outcome, _ in partial} == {
+        k: v for k, v in recorded["outcomes"].items() if "::" in k}
 
 
 def test_the_rate_counts_only_tests_that_pass_on_cpu() -> None:
