@@ -54,8 +54,18 @@ def epochs(stdout: str) -> List[Dict[str, float]]:
     return rows
 
 
+_outputs: Dict[str, str] = {}
+
+
+def output(name: str) -> str:
+    """One run per example per session (the infeed test compares against the plain classifier's run)."""
+    if name not in _outputs:
+        _outputs[name] = run_example(name)
+    return _outputs[name]
+
+
 def test_mnist_classifier():
-    stdout = run_example("mnist_classifier.py")
+    stdout = output("mnist_classifier.py")
     res = results(stdout)
     check_dataset(res, stdout)
     assert res["device"] == ["ipu:0"]
@@ -64,3 +74,23 @@ def test_mnist_classifier():
     accuracy, required = float(res["test_accuracy"][0]), float(res["test_accuracy"][2])
     assert required >= 0.9 and accuracy >= required
     assert rows[-1]["test_acc"] == accuracy and rows[-1]["train_acc"] > rows[0]["train_acc"] - 0.05
+
+
+def test_mnist_classifier_with_infeed():
+    stdout = output("mnist_classifier_with_infeed.py")
+    res = results(stdout)
+    check_dataset(res, stdout)
+    assert res["device"] == ["ipu:0"]
+    # One device call per epoch runs every step of it (the fori_loop over the infeed).
+    calls, _, steps = res["device_calls_last_epoch"]
+    assert calls == "1" and int(steps) > 1
+    losses = [tuple(map(float, re.findall(r"loss_(?:first|last) ([\d.]+)", line)))
+              for line in stdout.splitlines() if line.startswith("loss_first")]
+    assert len(losses) >= 2 and losses[-1][1] < losses[0][0] / 4  # the outfed losses show it learning
+    accuracy, required = float(res["test_accuracy"][0]), float(res["test_accuracy"][2])
+    assert required >= 0.9 and accuracy >= required
+    # The same model, data order and updates as the per-batch classifier: the same accuracies epoch by epoch.
+    plain, fed = epochs(output("mnist_classifier.py")), epochs(stdout)
+    assert len(plain) == len(fed)
+    for p, f in zip(plain, fed):
+        assert abs(p["train_acc"] - f["train_acc"]) <= 0.01 and abs(p["test_acc"] - f["test_acc"]) <= 0.01
