@@ -94,3 +94,18 @@ def test_mnist_classifier_with_infeed():
     assert len(plain) == len(fed)
     for p, f in zip(plain, fed):
         assert abs(p["train_acc"] - f["train_acc"]) <= 0.01 and abs(p["test_acc"] - f["test_acc"]) <= 0.01
+
+
+def test_mnist_classifier_pmap_over_4_ipus():
+    stdout = output("mnist_classifier_pmap.py")
+    res = results(stdout)
+    check_dataset(res, stdout)
+    assert res["devices"] == ["ipu:0", "ipu:1", "ipu:2", "ipu:3"]
+    assert float(res["replica_max_abs_diff"][0]) == 0.0  # pmean keeps the replicas identical
+    accuracy, required = float(res["test_accuracy"][0]), float(res["test_accuracy"][2])
+    assert required >= 0.9 and accuracy >= required
+    # The gradient averaged over 4 quarter batches is the full batch's: the single-IPU run's accuracies.
+    plain, parallel = epochs(output("mnist_classifier.py")), epochs(stdout)
+    assert 2 <= len(parallel) <= len(plain)
+    for p, q in zip(plain, parallel):
+        assert abs(p["train_acc"] - q["train_acc"]) <= 0.01 and abs(p["test_acc"] - q["test_acc"]) <= 0.01
