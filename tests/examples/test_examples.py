@@ -109,3 +109,17 @@ def test_mnist_classifier_pmap_over_4_ipus():
     assert 2 <= len(parallel) <= len(plain)
     for p, q in zip(plain, parallel):
         assert abs(p["train_acc"] - q["train_acc"]) <= 0.01 and abs(p["test_acc"] - q["test_acc"]) <= 0.01
+
+
+def test_linear_regression(tmp_path):
+    plot = tmp_path / "fit.png"
+    res = results(run_example("linear_regression.py", "--plot", str(plot), cwd=str(tmp_path)))
+    for name in ("w", "b"):
+        got, true, lstsq = float(res[name][0]), float(res[name][2]), float(res[name][4])
+        assert abs(got - true) < 0.1, (name, got, true)  # 1000 samples with noise 0.5: the fit is near the truth
+        assert abs(got - lstsq) < 1e-3, (name, got, lstsq)  # and SGD converged to the least-squares solution
+    final, first, noise = float(res["final_loss"][0]), float(res["final_loss"][2]), float(res["final_loss"][4])
+    assert final < first / 10 and abs(final - noise) < 0.1 * noise
+    assert res["plot"] == [str(plot)]
+    data = plot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000  # a real figure, not an empty file
