@@ -123,3 +123,13 @@ def test_linear_regression(tmp_path):
     assert res["plot"] == [str(plot)]
     data = plot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000  # a real figure, not an empty file
+
+
+def test_gcn_karate_club():
+    stdout = run_example("gcn_karate_club.py")
+    res = results(stdout)
+    assert "edges 78" in stdout and res["device"] == ["ipu"]
+    accuracy, required = float(res["accuracy"][0]), float(res["accuracy"][2])
+    assert required >= 0.9 and accuracy >= required
+    # The same training on the cpu backend: the same logits up to float rounding, the same sides.
+    assert float(res["cpu_logits_max_abs_diff"][0]) < 1e-3 and float(res["cpu_logits_max_abs_diff"][2]) == 1.0
