@@ -11,7 +11,7 @@ import os
 import re
 import subprocess
 import sys
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import pytest
 
@@ -19,7 +19,7 @@ EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.
 TIMEOUT_S = 600
 
 
-def run_example(name: str, *args: str, env: Dict[str, str] = None, cwd: str = None) -> str:
+def run_example(name: str, *args: str, env: Optional[Dict[str, str]] = None, cwd: Optional[str] = None) -> str:
     """Runs examples/<name> --short in a fresh interpreter with a clean environment; returns its stdout."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_", "TF_POPLAR", "POPLAR_"))}
     environ.update(env or {})
@@ -148,3 +148,19 @@ def test_resnet_step_on_bow():
     assert round(published) == 2627 and images_per_s > 0
     assert abs(ratio - images_per_s / published) <= 1e-3 * ratio + 1e-3
     assert float(res["tflops_estimated"][4]) > 0 and "smaller than ResNet-50" in stdout
+
+
+def test_quickstart_notebook(tmp_path):
+    executed = tmp_path / "quickstart.executed.ipynb"
+    res = results(run_example("run_notebook.py", "quickstart.ipynb", "--output", str(executed)))
+    assert executed.exists()
+    assert res["ipu_devices"][0] == "2"
+    assert float(res["matmul_rel_err"][0]) < 1e-5 and res["matmul_rel_err"][2] == "ipu"
+    assert res["second_ipu"] == ["ipu:1", "matches_numpy", "True"]
+    assert res["prng_equal"][0] == "True" and float(res["prng_equal"][2]) < 1e-5
+    dispatch, ready = float(res["async"][1]), float(res["async"][3])
+    assert 0 <= dispatch <= ready
+    trace = dict(zip(res["trace"][0::2], res["trace"][1::2]))
+    total = int(trace["total_cycles"])
+    assert total > 0 and int(trace["steps_sum"]) == total
+    assert int(trace["compute"]) + int(trace["exchange"]) + int(trace["sync"]) == total
