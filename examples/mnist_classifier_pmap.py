@@ -19,15 +19,16 @@ import sys
 import time
 from functools import partial
 
-os.environ.setdefault("JAX_IPU_DEVICE_COUNT", "4")
+os.environ.setdefault("JAX_IPU_DEVICE_COUNT", "4")  # before jax is imported
+os.environ.setdefault("JAX_PLATFORMS", "cpu,ipu")
+os.environ.setdefault("JAX_PLATFORM_NAME", "cpu")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import mnist_classifier as mc  # noqa: E402  (sets the default backend to cpu before jax is imported)
-
-import jax  # noqa: E402
-import numpy as np  # noqa: E402
-from jax import lax  # noqa: E402
 
 import _data  # noqa: E402
+import jax  # noqa: E402
+import mnist_classifier as mc  # noqa: E402
+import numpy as np  # noqa: E402
+from jax import lax  # noqa: E402
 
 
 def main(argv=None):

@@ -20,18 +20,20 @@ import sys
 import time
 from functools import partial
 
+os.environ.setdefault("JAX_PLATFORMS", "cpu,ipu")  # before jax is imported: cpu is the default backend
+os.environ.setdefault("JAX_PLATFORM_NAME", "cpu")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import mnist_classifier as mc  # noqa: E402  (sets the default backend to cpu before jax is imported)
-
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-from jax import lax  # noqa: E402
-from jax.core import ShapedArray  # noqa: E402
-from jax_ipu import runtime  # noqa: E402
-from jax._src.lib import xla_client  # noqa: E402
 
 import _data  # noqa: E402
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import mnist_classifier as mc  # noqa: E402
+import numpy as np  # noqa: E402
+from jax import lax  # noqa: E402
+from jax._src.lib import xla_client  # noqa: E402
+from jax.core import ShapedArray  # noqa: E402
+
+from jax_ipu import runtime  # noqa: E402
 
 
 def main(argv=None):

@@ -13,8 +13,6 @@ import subprocess
 import sys
 from typing import Dict, List, Optional
 
-import pytest
-
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "examples")
 TIMEOUT_S = 600
 
