@@ -29,6 +29,7 @@ import jax  # noqa: E402
 import mnist_classifier as mc  # noqa: E402
 import numpy as np  # noqa: E402
 from jax import lax  # noqa: E402
+from tqdm import tqdm  # noqa: E402
 
 
 def main(argv=None):
@@ -66,16 +67,21 @@ def main(argv=None):
     opt_state = jax.device_put_replicated(opt_init(mc.init_params(jax.random.PRNGKey(0))), devices)
     rng = np.random.RandomState(0)
     per_ipu = args.batch_size // n
+    steps = len(data.train_labels) // args.batch_size
+    # A progress bar over all steps when the run is long (tqdm hides itself when stderr is not a terminal).
+    progress = tqdm(total=steps * epochs, unit="step", disable=None if steps * epochs > 50 else True)
     for epoch in range(epochs):
         start = time.perf_counter()
         for images, targets in _data.batches(data.train_images, data.train_labels, args.batch_size, rng):
             opt_state = update(opt_state, (images.reshape(n, per_ipu, -1), targets.reshape(n, per_ipu, -1)))
+            progress.update()
         jax.block_until_ready(opt_state)
         epoch_time = time.perf_counter() - start
         params = jax.tree_util.tree_map(lambda x: x[0], opt_state[0])  # replica 0, evaluated on ipu 0
         train_acc = mc.accuracy(params, data.train_images, data.train_labels)
         test_acc = mc.accuracy(params, data.test_images, data.test_labels)
-        print(f"epoch {epoch + 1} time_s {epoch_time:.2f} train_acc {train_acc:.4f} test_acc {test_acc:.4f}", flush=True)
+        progress.write(f"epoch {epoch + 1} time_s {epoch_time:.2f} train_acc {train_acc:.4f} test_acc {test_acc:.4f}")
+    progress.close()
     leaves = jax.tree_util.tree_leaves(opt_state[0])
     spread = max(float(np.max(np.abs(np.asarray(x) - np.asarray(x)[:1]))) for x in leaves)
     print(f"RESULT dataset {data.name}")

@@ -32,6 +32,7 @@ import numpy as np  # noqa: E402
 from jax import lax  # noqa: E402
 from jax._src.lib import xla_client  # noqa: E402
 from jax.core import ShapedArray  # noqa: E402
+from tqdm import tqdm  # noqa: E402
 
 from jax_ipu import runtime  # noqa: E402
 
@@ -74,6 +75,8 @@ def main(argv=None):
     opt_state = opt_init(mc.init_params(jax.random.PRNGKey(0)))
     rng = np.random.RandomState(0)
     steps = len(data.train_labels) // batch_size
+    # A progress bar over the epochs (one device call each) when the run is long; hidden when stderr is no terminal.
+    progress = tqdm(total=epochs, unit="epoch", disable=None if steps * epochs > 50 else True)
     for epoch in range(epochs):
         start = time.perf_counter()
         runs_before = runtime.device_stats(device)["executions"]
@@ -88,8 +91,10 @@ def main(argv=None):
         params = opt_state[0]
         train_acc = mc.accuracy(params, data.train_images, data.train_labels)
         test_acc = mc.accuracy(params, data.test_images, data.test_labels)
-        print(f"epoch {epoch + 1} time_s {epoch_time:.2f} train_acc {train_acc:.4f} test_acc {test_acc:.4f}")
-        print(f"loss_first {losses[0]:.4f} loss_last {losses[-1]:.4f} steps {len(losses)} device_calls {calls}", flush=True)
+        progress.write(f"epoch {epoch + 1} time_s {epoch_time:.2f} train_acc {train_acc:.4f} test_acc {test_acc:.4f}")
+        progress.write(f"loss_first {losses[0]:.4f} loss_last {losses[-1]:.4f} steps {len(losses)} device_calls {calls}")
+        progress.update()
+    progress.close()
     leaf = jax.tree_util.tree_leaves(opt_state)[0]
     print(f"RESULT dataset {data.name}")
     print(f"RESULT device {leaf.device().platform}:{leaf.device().id}")
