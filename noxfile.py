@@ -3,7 +3,8 @@
     nox -s build_wheels                 # dist/: jax-<v>+ipu.N and jaxlib-<v>+ipu.N wheels
     nox -s build_wheels -- --docker     # the same inside docker/Dockerfile (Ubuntu 20.04 + Python 3.8)
     nox -s build_wheels -- --cxx g++    # development build with another compiler (not portable)
-    nox -s tests                        # build or reuse dist/, toolchain tests, then the installed-wheel suites
+    nox -s tests                        # build or reuse dist/, toolchain tests, the installed-wheel suites, examples
+    nox -s examples                     # examples/ end to end on dist/*.whl (their printed results checked)
     nox -s check_patches                # every patch series applies to its pinned upstream source
     nox -s lint                         # ruff on our own Python (never on upstream code or patches)
     nox -s bench                        # benchmark: the same jitted programs on cpu and ipu (not a test, not in CI)
@@ -150,6 +151,7 @@ def tests(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(REPO / "tests" / "toolchain"),
                 str(REPO / "tests" / "toolchain"), "--ignore", str(REPO / "tests" / "toolchain" / "installed"))
     session.notify("installed_tests")
+    session.notify("examples")
 
 
 def _dist_wheels(session: nox.Session) -> list:
@@ -177,6 +179,21 @@ def installed_tests(session: nox.Session) -> None:
             session.log("conformance on a 7-tile IPU Model")
             session.run("python", "-m", "pytest", "--rootdir", outside, "-p", "no:cacheprovider", "-q",
                         str(REPO / "tests" / "conformance"), env={**REDIRECTING_ENV, "JAX_IPU_MODEL_NUM_TILES": "7"})
+        session.chdir(str(REPO))
+
+
+@nox.session(python=PYTHON, venv_backend="venv", reuse_venv=False)
+def examples(session: nox.Session) -> None:
+    """The examples suite: every script and notebook under examples/ runs on ipu against dist/*.whl (`--short`) in a
+    fresh Python 3.8 venv, and tests/examples checks what each prints. Needs no network: without one the MNIST
+    examples use scikit-learn's 8x8 digits and say so. Arguments go to pytest (e.g. `-k gcn`)."""
+    session.install(*_dist_wheels(session))
+    session.install("--only-binary=:all:", "--require-hashes", "-r", "examples/requirements.txt")
+    with tempfile.TemporaryDirectory(prefix="jax-ipu-examples-") as outside:
+        session.chdir(outside)
+        session.run("python", "-m", "pytest", "--rootdir", outside, "-p", "no:cacheprovider", "-v",
+                    str(REPO / "tests" / "examples"), *session.posargs,
+                    env={**REDIRECTING_ENV, "MPLBACKEND": "Agg"})
         session.chdir(str(REPO))
 
 
