@@ -138,7 +138,8 @@ def check_patches(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff (pyflakes, pycodestyle, isort, bugbear) over our Python; configuration in pyproject.toml."""
     session.install("--only-binary=:all:", "--require-hashes", "-r", "build_tools/lint-requirements.txt")
-    session.run("ruff", "check", "jax_ipu_shim/python", "build_tools", "tests", "noxfile.py", *session.posargs)
+    session.run("ruff", "check", "jax_ipu_shim/python", "build_tools", "tests", "examples", "noxfile.py",
+                *session.posargs)
 
 
 @nox.session(venv_backend="venv", reuse_venv=True)
