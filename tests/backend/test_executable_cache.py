@@ -74,6 +74,18 @@ def test_second_process_compiles_nothing_and_computes_the_same(python, tmp_path)
     assert second["warnings"] == []
 
 
+def test_processes_sharing_the_directory_at_once(python, tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(3) as pool:
+        results = list(pool.map(lambda _: run(python, tmp_path), range(3)))
+    assert all(r["warnings"] == [] for r in results)
+    assert all(r["out"] == results[0]["out"] for r in results)
+    assert len(entries(tmp_path)) == 2
+    assert not glob.glob(os.path.join(str(tmp_path), ".tmp-*"))
+    assert run(python, tmp_path)["compiled"] == 0
+
+
 @pytest.mark.parametrize(
     "flags, env",
     [("--ipu_model_tiles=16", {}), ("--ipu_model_version=ipu21", {}), ("", {"JAX_IPU_FUSION": "0"}),
@@ -123,6 +135,14 @@ def test_the_compiler_fingerprint_covers_the_native_library(monkeypatch, tmp_pat
         lib.write_bytes(b"another build")
         cache.compiler_fingerprint.cache_clear()
         assert cache.compiler_fingerprint() != one
+        # A library with a GNU build id is known by it (the linker's hash of what it linked), not by its bytes.
+        note = b"\x04\x00\x00\x00\x14\x00\x00\x00\x03\x00\x00\x00GNU\x00"
+        fingerprints = []
+        for build_id, padding in ((b"\x01" * 20, b"a"), (b"\x01" * 20, b"b"), (b"\x02" * 20, b"a")):
+            lib.write_bytes(b"\x7fELF" + b"\0" * 60 + note + build_id + padding)
+            cache.compiler_fingerprint.cache_clear()
+            fingerprints.append(cache.compiler_fingerprint())
+        assert fingerprints[0] == fingerprints[1] != fingerprints[2]
     finally:
         cache.compiler_fingerprint.cache_clear()
 

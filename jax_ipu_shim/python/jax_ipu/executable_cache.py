@@ -31,6 +31,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import tempfile
 import threading
 import time
@@ -73,6 +74,24 @@ def _hash_file(hasher: Any, path: str) -> None:
             hasher.update(chunk)
 
 
+# The ELF note the linker writes with a hash of the library it linked: 4-byte name size, description size, type 3
+# (NT_GNU_BUILD_ID), "GNU\0", then the id. Notes sit at the start of the file.
+_BUILD_ID_NOTE = re.compile(rb"\x04\x00\x00\x00([\x08-\x40])\x00\x00\x00\x03\x00\x00\x00GNU\x00", re.DOTALL)
+
+
+def _library_identity(path: str) -> bytes:
+    """The library's GNU build id if it has one (reading it costs nothing), else a hash of all its bytes."""
+    with open(path, "rb") as f:
+        head = f.read(1 << 16)
+    match = _BUILD_ID_NOTE.search(head) if head.startswith(b"\x7fELF") else None
+    if match:
+        start = match.end()
+        return b"build-id " + head[start:start + match.group(1)[0]]
+    hasher = hashlib.sha256()
+    _hash_file(hasher, path)
+    return b"sha256 " + hasher.digest()
+
+
 @functools.lru_cache(maxsize=None)
 def compiler_fingerprint() -> str:
     """The compiler's identity: jaxlib's version, the native library and the Python sources of this package."""
@@ -85,8 +104,9 @@ def compiler_fingerprint() -> str:
         hasher.update(jaxlib_version.__version__.encode())
     except ImportError:  # pragma: no cover - jax_ipu ships inside jaxlib
         pass
+    hasher.update(_library_identity(_native.library_path()))
     package = os.path.dirname(os.path.abspath(__file__))
-    for path in [_native.library_path()] + sorted(glob.glob(os.path.join(package, "**", "*.py"), recursive=True)):
+    for path in sorted(glob.glob(os.path.join(package, "**", "*.py"), recursive=True)):
         hasher.update(os.path.relpath(path, package).encode() + b"\0")
         _hash_file(hasher, path)
     return hasher.hexdigest()

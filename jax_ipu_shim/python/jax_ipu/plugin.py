@@ -78,7 +78,7 @@ def _make_client():
     _check_device(config)
     _client_config, _client_device = config, executable_cache.device_fields(config)
     _register_compiler(_native.load())
-    executable_cache.install_jax_cache(PLATFORM, lambda name: progress.compiling(name, config.show_progress_bar))
+    executable_cache.install_jax_cache(PLATFORM, _progress_bar)
     _add_host_callbacks(_native.load())
     __import__("jax_ipu.linalg").linalg.install_lowerings()  # jnp.linalg on the ipu: generic lowerings
     if not xla_client.pjrt_plugin_loaded(PLATFORM):
@@ -124,6 +124,11 @@ def _register_compiler(lib: ctypes.CDLL) -> None:
     callback = _COMPILER_FN(compile_callback)
     _callback_keepalive.append(callback)
     lib.JaxIpu_SetCompiler(callback)
+
+
+def _progress_bar(module_name: str) -> Any:
+    """Around every ipu compile: the progress bar, as --show_progress_bar says."""
+    return progress.compiling(module_name, _client_config.show_progress_bar if _client_config else False)
 
 
 def _compile_cached(module: bytes, options: bytes) -> bytes:
