@@ -38,6 +38,7 @@ print(json.dumps({{
     "compiled": len(compiled),
     "stats": executable_cache.stats(),
     "warnings": [str(w.message) for w in caught if issubclass(w.category, executable_cache.CacheWarning)],
+    "all_warnings": [str(w.message) for w in caught],
     "out": [o.tolist() for o in out],
     "want": [np.tanh(x @ w).sum(axis=0).tolist(), np.cumsum(x * 2.0 + 1.0, axis=1).tolist()],
 }}))
@@ -251,3 +252,25 @@ def test_jax_persistent_cache_keys_change_with_the_tile_count(python, tmp_path):
     run_jax_cache(python, tmp_path)
     other = run_jax_cache(python, tmp_path, env={"JAX_IPU_MODEL_NUM_TILES": "16"})
     assert other["compiled"] == 2 and other["hits"] == 0
+
+
+def test_jax_persistent_cache_entry_that_is_not_an_ipu_executable_is_recompiled(python, tmp_path):
+    from jax._src import compilation_cache
+
+    run_jax_cache(python, tmp_path)
+    foreign = b"jax-ipu-executable 7\nsomething else entirely"
+    if compilation_cache.zstandard:
+        foreign = compilation_cache.zstandard.ZstdCompressor().compress(foreign)
+    else:
+        foreign = __import__("zlib").compress(foreign)
+    for name in os.listdir(str(tmp_path)):
+        (tmp_path / name).write_bytes(foreign)
+    proc = python(SCRIPT.format(setup=JAX_CACHE_SETUP.format(
+        how=f"jax.config.update('jax_compilation_cache_dir', {str(tmp_path)!r})")))
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["compiled"] == 2
+    errors = [w for w in result["all_warnings"] if w.startswith("Error reading persistent compilation cache entry")]
+    assert len(errors) == 2 and all("not a loadable serialised ipu executable" in w for w in errors), errors
+    for got, want in zip(result["out"], result["want"]):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-5)

@@ -175,8 +175,7 @@ def _decode(key: str, data: bytes) -> bytes:
 
 
 def _warn(message: str) -> None:
-    logger.warning("%s", message)
-    warnings.warn(message, CacheWarning, stacklevel=2)
+    warnings.warn(message, CacheWarning, stacklevel=2)  # as jax warns about its cache: shown once per message
 
 
 class ExecutableCache:
@@ -301,8 +300,7 @@ def install_jax_cache(platform: str, around_compile: Callable[[str], Any]) -> No
 
     ``around_compile(module_name)`` is a context manager wrapped around every compile of ``platform``, cached or
     not (the progress bar)."""
-    from jax._src import compilation_cache
-    from jax._src import dispatch
+    from jax._src import compilation_cache, dispatch
     from jax._src.config import config as jax_config
     from jax._src.lib.mlir import ir
 

@@ -14,10 +14,8 @@ import re
 import traceback
 from typing import Any, Dict, List, Optional
 
-from jax_ipu import _native
+from jax_ipu import _native, executable_cache, progress
 from jax_ipu import config as ipu_config
-from jax_ipu import executable_cache
-from jax_ipu import progress
 
 logger = logging.getLogger(__name__)
 
