@@ -44,7 +44,8 @@ class IpuConfig:
     num_tiles: int = 0  # 0: every tile of the chip
     num_devices: int = 1
     visible_devices: Optional[Tuple[int, ...]] = None
-    executable_cache_path: Optional[str] = None
+    executable_cache_path: Optional[str] = None  # --executable_cache_path: see jax_ipu.executable_cache
+    show_progress_bar: Optional[bool] = None  # --show_progress_bar; None: when stderr is a terminal (jax_ipu.progress)
     host_threads: int = 0  # 0: the emulator's default, min(hardware threads, 8)
     fusion: bool = True  # JAX_IPU_FUSION
     # field -> the flag that set it ("TF_POPLAR_FLAGS --ipu_model_tiles=8"), for error messages
@@ -131,7 +132,7 @@ _POPLAR_FLAGS: Dict[str, Tuple[Optional[str], Callable[[Any, str], Any]]] = {
     "ipu_model_tiles": ("num_tiles", parse_tiles),
     "ipu_model_version": ("version", parse_version),
     "executable_cache_path": ("executable_cache_path", lambda v, where: str(v)),
-    "show_progress_bar": (None, parse_bool),
+    "show_progress_bar": ("show_progress_bar", parse_bool),
     "max_compilation_threads": (None, lambda v, where: _parse_int(v, where)),
     "max_infeed_threads": (None, lambda v, where: _parse_int(v, where)),
 }

@@ -12,9 +12,9 @@ import ctypes
 import logging
 import re
 import traceback
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
-from jax_ipu import _native
+from jax_ipu import _native, executable_cache, progress
 from jax_ipu import config as ipu_config
 
 logger = logging.getLogger(__name__)
@@ -32,12 +32,16 @@ _COMPILER_FN = ctypes.CFUNCTYPE(
     ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p
 )
 _callback_keepalive: List[Any] = []
+# The configuration of the client being created or last created, and the device it describes (for cache keys).
+_client_config: Optional[ipu_config.IpuConfig] = None
+_client_device: Dict[str, Any] = {}
 
 
 def initialize() -> None:
     from jax._src import xla_bridge
 
     _define_jax_options()
+    executable_cache.install_jax_cache_option()
     xla_bridge.register_backend_factory(
         PLATFORM, _make_client, priority=PRIORITY, fail_quietly=False, experimental=True
     )
@@ -67,9 +71,12 @@ def _jax_option_values() -> Dict[str, Any]:
 def _make_client():
     from jax._src.lib import xla_client
 
+    global _client_config, _client_device
     config = ipu_config.read(jax_options=_jax_option_values())
     _check_device(config)
+    _client_config, _client_device = config, executable_cache.device_fields(config)
     _register_compiler(_native.load())
+    executable_cache.install_jax_cache(PLATFORM, _progress_bar)
     _add_host_callbacks(_native.load())
     __import__("jax_ipu.linalg").linalg.install_lowerings()  # jnp.linalg on the ipu: generic lowerings
     if not xla_client.pjrt_plugin_loaded(PLATFORM):
@@ -101,7 +108,8 @@ def _register_compiler(lib: ctypes.CDLL) -> None:
         try:
             module = ctypes.string_at(module_ptr, module_size)
             options = ctypes.string_at(options_ptr, options_size) if options_size else b""
-            data = _compile(module, options)
+            data = _compile_cached(module, options)
+            progress.stage("lowering onto tiles")  # what PJRT_Client_Compile does next, in the emulator
             for device_id in _device_ids(options):
                 lib.JaxIpu_CompileResult_AddDevice(result, device_id)
             lib.JaxIpu_CompileResult_SetProgram(result, data, len(data))
@@ -114,6 +122,27 @@ def _register_compiler(lib: ctypes.CDLL) -> None:
     callback = _COMPILER_FN(compile_callback)
     _callback_keepalive.append(callback)
     lib.JaxIpu_SetCompiler(callback)
+
+
+def _progress_bar(module_name: str) -> Any:
+    """Around every ipu compile: the progress bar, as --show_progress_bar says."""
+    return progress.compiling(module_name, _client_config.show_progress_bar if _client_config else False)
+
+
+def _compile_cached(module: bytes, options: bytes) -> bytes:
+    """The program from the executable cache (--executable_cache_path) if it holds it, else from the front end."""
+    directory = _client_config.executable_cache_path if _client_config is not None else None
+    if not directory:
+        progress.stage("front end")
+        return _compile(module, options)
+    progress.stage("loading from the executable cache")
+    key = executable_cache.cache_key(module, options, _client_device)
+
+    def compile_program() -> bytes:
+        progress.stage("front end")
+        return _compile(module, options)
+
+    return executable_cache.for_directory(directory).get_or_compile(key, compile_program)
 
 
 def _compile(module: bytes, options: bytes) -> bytes:
