@@ -14,7 +14,7 @@ import re
 import traceback
 from typing import Any, Dict, List
 
-from jax_ipu import _native
+from jax_ipu import _native, pvti, report
 from jax_ipu import config as ipu_config
 
 logger = logging.getLogger(__name__)
@@ -69,6 +69,8 @@ def _make_client():
 
     config = ipu_config.read(jax_options=_jax_option_values())
     _check_device(config)
+    report.set_target(config.version, config.num_tiles, config.num_devices)  # and checks POPLAR_ENGINE_OPTIONS
+    pvti.install()  # PVTI_OPTIONS
     _register_compiler(_native.load())
     _add_host_callbacks(_native.load())
     __import__("jax_ipu.linalg").linalg.install_lowerings()  # jnp.linalg on the ipu: generic lowerings
@@ -101,8 +103,11 @@ def _register_compiler(lib: ctypes.CDLL) -> None:
         try:
             module = ctypes.string_at(module_ptr, module_size)
             options = ctypes.string_at(options_ptr, options_size) if options_size else b""
-            data = _compile(module, options)
-            for device_id in _device_ids(options):
+            with pvti.span("Compile", "compile (front end)"):
+                data = _compile(module, options)
+            device_ids = _device_ids(options)
+            report.on_compile(data, device_ids)  # POPLAR_ENGINE_OPTIONS: profile reports, debug.allowOutOfMemory
+            for device_id in device_ids:
                 lib.JaxIpu_CompileResult_AddDevice(result, device_id)
             lib.JaxIpu_CompileResult_SetProgram(result, data, len(data))
         except BaseException as e:  # noqa: BLE001 - everything must be reported, nothing may cross into C
