@@ -224,3 +224,23 @@ def test_engine_options_follow_poplars_precedence():
         parse('["autoReport.all"]')
     pvti = engine_options.parse_pvti_options('{"enable": "true", "directory": "/tmp/x"}')
     assert pvti.enable and pvti.directory == "/tmp/x"
+
+
+def test_pmap_report_has_a_run_per_device(python, tmp_path):
+    code = """
+import jax, jax.numpy as jnp, numpy as np
+f = jax.pmap(lambda x: jax.lax.psum(jnp.sin(x), "i"), axis_name="i", devices=jax.devices("ipu"))
+x = np.arange(2 * 8, dtype=np.float32).reshape(2, 8)
+np.testing.assert_allclose(np.asarray(f(x)), np.broadcast_to(np.sin(x).sum(0), (2, 8)), rtol=1e-5)
+"""
+    env = _engine(tmp_path)
+    env["JAX_IPU_DEVICE_COUNT"] = "2"
+    result = python(code, env)
+    assert result.returncode == 0, result.stderr
+    folder = [f for f in _reports(tmp_path) if f.startswith("pmap_")][-1]
+    report = json.loads((tmp_path / folder / "profile.json").read_text())
+    assert report["target"]["ipus"] == 2 and report["target"]["device_ids"] == [0, 1]
+    runs = report["execution"]["runs"]
+    assert [r["device"] for r in runs] == [0, 1]
+    assert all(r["total_cycles"] > 0 and any(s["type"] != "Execute" or s["name"] for s in r["steps"]) for r in runs)
+    assert any("all_reduce" in o["name"] for o in runs[0]["ops"])
