@@ -92,7 +92,7 @@ int64_t nowNs() {
 
 void record(const char* category, const std::string& name, int64_t start_ns, int64_t end_ns,
             const std::string& args_json) {
-  const long tid = static_cast<long>(syscall(SYS_gettid));
+  thread_local const long tid = static_cast<long>(syscall(SYS_gettid));  // one syscall per thread
   std::lock_guard<std::mutex> lock(g_mu);
   if (g_spans.size() >= kMaxSpans) {
     ++g_dropped;
