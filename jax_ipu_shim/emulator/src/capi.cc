@@ -1,11 +1,20 @@
 // The C API of the README: no exception crosses it; strings returned are malloc'ed for JaxIpu_FreeString.
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "ipu/emulator.h"
+#include "ipu/memory.h"
+#include "ipu/json.h"
 #include "ipu/registry.h"
+#include "ipu/trace.h"
 
 #define JAXIPU_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -58,6 +67,61 @@ auto guarded(char** error, F f, decltype(f()) failure) -> decltype(f()) {
 
 }  // namespace
 
+namespace ipu {
+namespace trace {
+namespace {
+struct Span {
+  const char* category;
+  std::string name, args;
+  int64_t start_ns, end_ns;
+  long tid;
+};
+std::atomic<bool> g_enabled{false};
+std::mutex g_mu;
+std::vector<Span> g_spans;
+constexpr size_t kMaxSpans = 1 << 20;  // a bound on the memory of a long traced run; later spans are dropped
+size_t g_dropped = 0;
+}  // namespace
+
+bool enabled() { return g_enabled.load(std::memory_order_relaxed); }
+void enable(bool on) { g_enabled.store(on); }
+int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void record(const char* category, const std::string& name, int64_t start_ns, int64_t end_ns,
+            const std::string& args_json) {
+  thread_local const long tid = static_cast<long>(syscall(SYS_gettid));  // one syscall per thread
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_spans.size() >= kMaxSpans) {
+    ++g_dropped;
+    return;
+  }
+  g_spans.push_back(Span{category, name, args_json, start_ns, end_ns, tid});
+}
+
+std::string takeJson() {
+  std::vector<Span> spans;
+  size_t dropped;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    spans.swap(g_spans);
+    dropped = g_dropped;
+    g_dropped = 0;
+  }
+  std::string s = "{\"dropped\": " + std::to_string(dropped) + ", \"spans\": [";
+  for (size_t i = 0; i < spans.size(); ++i) {
+    const Span& p = spans[i];
+    s += (i ? ", " : "") + std::string("{\"cat\": ") + json::quote(p.category) + ", \"name\": " + json::quote(p.name) +
+         ", \"start_ns\": " + std::to_string(p.start_ns) + ", \"end_ns\": " + std::to_string(p.end_ns) +
+         ", \"tid\": " + std::to_string(p.tid) + ", \"args\": " + (p.args.empty() ? "{}" : p.args) + "}";
+  }
+  return s + "]}";
+}
+}  // namespace trace
+}  // namespace ipu
+
 JAXIPU_EXPORT char* JaxIpu_DeviceInfo(const char* version, int num_tiles, char** error) {
   return guarded(error, [&]() -> char* {
     return copyString(ipu::DeviceDescription::forVersion(version ? version : "ipu2", num_tiles).toJson());
@@ -84,6 +148,20 @@ JAXIPU_EXPORT char* JaxIpu_ExecutableInfo(void* executable) {
   std::free(error);
   return out;
 }
+
+// The graph part of a profile report (Executable::profileJson); NULL on failure.
+JAXIPU_EXPORT char* JaxIpu_ExecutableProfile(void* executable) {
+  if (!executable) return nullptr;
+  char* error = nullptr;
+  char* out = guarded(&error, [&]() -> char* {
+    return copyString(static_cast<Handle*>(executable)->executable->profileJson());
+  }, nullptr);
+  std::free(error);
+  return out;
+}
+
+// Poplar's debug.allowOutOfMemory, process-wide: later compiles of programs that overflow a tile succeed.
+JAXIPU_EXPORT void JaxIpu_SetAllowOutOfMemory(int allow) { ipu::setAllowOutOfMemory(allow != 0); }
 
 JAXIPU_EXPORT int JaxIpu_Run(void* executable, const void* const* inputs, void* const* outputs, char** error) {
   return guarded(error, [&]() -> int {
@@ -118,6 +196,16 @@ JAXIPU_EXPORT void JaxIpu_Destroy(void* executable) { delete static_cast<Handle*
 JAXIPU_EXPORT char* JaxIpu_OpRegistry() {
   try {
     return copyString(ipu::registryJson());
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+// The host timeline (PVTI_OPTIONS): switch it on or off; take the spans recorded so far (JSON, see trace.h).
+JAXIPU_EXPORT void JaxIpu_TraceEnable(int on) { ipu::trace::enable(on != 0); }
+JAXIPU_EXPORT char* JaxIpu_TraceTake() {
+  try {
+    return copyString(ipu::trace::takeJson());
   } catch (...) {
     return nullptr;
   }

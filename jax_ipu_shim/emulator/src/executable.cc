@@ -12,6 +12,7 @@
 #include "ipu/json.h"
 #include "ipu/lowering.h"
 #include "ipu/memory.h"
+#include "ipu/trace.h"
 
 namespace ipu {
 
@@ -207,6 +208,8 @@ class ExecutableImpl : public Executable {
     return steps;
   }
 
+  std::string profileJson() const override { return ipu::profileJson(graph_); }
+
   const std::string& programJson() const override { return json_; }
   bool hasInfeed() const override { return host_io_.infeed; }
   bool hasOutfeed() const override { return host_io_.outfeed; }
@@ -241,11 +244,15 @@ class ExecutableImpl : public Executable {
             if (sh.first == r) state.ptr[static_cast<size_t>(sh.second)] = static_cast<uint8_t*>(outputs[j]);
           bound |= uint64_t{1} << j;
         }
+      const int64_t traced = trace::enabled() ? trace::nowNs() : 0;  // PVTI_OPTIONS: a span per run
       {
         ScopedFlushDenormals flush;
         Executor(graph_, &state).run(*graph_.root);
       }
       RunProfile profile = stepsThatRan(state.profile);
+      if (traced)
+        trace::record("Execute", name_, traced, trace::nowNs(), "{\"replica\": " + std::to_string(options.replica) +
+                                                                 ", \"cycles\": " + std::to_string(profile.total_cycles) + "}");
       copyResults(state, outputs, bound);
       giveState(std::move(state));
       return profile;
@@ -393,8 +400,11 @@ class ExecutableImpl : public Executable {
 
 std::unique_ptr<Executable> Executable::compile(const std::string& program_json, const DeviceDescription& device) {
   try {
+    const int64_t traced = trace::enabled() ? trace::nowNs() : 0;  // PVTI_OPTIONS: a span per lowering
     Program program = parseProgram(program_json);
-    return std::make_unique<ExecutableImpl>(program, device, program_json);
+    auto executable = std::make_unique<ExecutableImpl>(program, device, program_json);
+    if (traced) trace::record("Compile", "lower " + program.name + " onto tiles", traced, trace::nowNs(), "");
+    return executable;
   } catch (const std::bad_alloc&) {
     throw Error(ErrorCode::ResourceExhausted, "Host out of memory while compiling for the IPU emulator");
   }

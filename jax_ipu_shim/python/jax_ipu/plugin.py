@@ -14,7 +14,7 @@ import re
 import traceback
 from typing import Any, Dict, List, Optional
 
-from jax_ipu import _native, executable_cache, progress
+from jax_ipu import _native, executable_cache, progress, pvti, report
 from jax_ipu import config as ipu_config
 
 logger = logging.getLogger(__name__)
@@ -75,6 +75,8 @@ def _make_client():
     config = ipu_config.read(jax_options=_jax_option_values())
     _check_device(config)
     _client_config, _client_device = config, executable_cache.device_fields(config)
+    report.set_target(config.version, config.num_tiles, config.num_devices)  # and checks POPLAR_ENGINE_OPTIONS
+    pvti.install()  # PVTI_OPTIONS
     _register_compiler(_native.load())
     executable_cache.install_jax_cache(PLATFORM, _progress_bar)
     _add_host_callbacks(_native.load())
@@ -108,9 +110,12 @@ def _register_compiler(lib: ctypes.CDLL) -> None:
         try:
             module = ctypes.string_at(module_ptr, module_size)
             options = ctypes.string_at(options_ptr, options_size) if options_size else b""
-            data = _compile_cached(module, options)
+            with pvti.span("Compile", "compile (front end)"):
+                data = _compile_cached(module, options)  # TF_POPLAR_FLAGS=--executable_cache_path
+            device_ids = _device_ids(options)
             progress.stage("lowering onto tiles")  # what PJRT_Client_Compile does next, in the emulator
-            for device_id in _device_ids(options):
+            report.on_compile(data, device_ids)  # POPLAR_ENGINE_OPTIONS: profile reports, debug.allowOutOfMemory
+            for device_id in device_ids:
                 lib.JaxIpu_CompileResult_AddDevice(result, device_id)
             lib.JaxIpu_CompileResult_SetProgram(result, data, len(data))
         except BaseException as e:  # noqa: BLE001 - everything must be reported, nothing may cross into C

@@ -6,7 +6,7 @@ import ctypes
 import json
 from typing import Any, Dict, List, Optional
 
-from jax_ipu import _native
+from jax_ipu import _native, report
 
 
 def device_stats(device: Any = 0) -> Optional[Dict[str, Any]]:
@@ -48,6 +48,7 @@ def last_execution(device: Any = 0) -> Optional[Dict[str, Any]]:
     synchronize = getattr(_native.load(), "JaxIpu_Synchronize", None)
     if synchronize is not None:
         synchronize()
+    report.update()  # POPLAR_ENGINE_OPTIONS autoReport: the run goes into its program's report too
     stats = device_stats(device)
     if not stats or stats["last_profile"] is None:
         return None

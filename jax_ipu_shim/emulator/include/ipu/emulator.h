@@ -178,6 +178,9 @@ class Executable {
   virtual std::string infoJson() const = 0;      // inputs, outputs, memory summary, estimates
   // The static per-step table: one execution of every step of the program tree (loop bodies once, every branch).
   virtual std::vector<StepProfile> staticSteps() const = 0;
+  // The graph profile of a report (memory categories per tile, liveness per step, program tree; see memory.h
+  // profileJson). Computed on demand: only reports ask for it.
+  virtual std::string profileJson() const { return "{}"; }
 
   // inputs[i] points at inputTypes()[i].numBytes() bytes; outputs[j] at outputTypes()[j].numBytes() writable bytes.
   // Throws Error on failure; never aborts.

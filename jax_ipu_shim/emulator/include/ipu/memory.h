@@ -1,6 +1,7 @@
 // Memory of a lowered program: per-tile accounting (the IPU Model's report) and the host arena of a run.
 #pragma once
 
+#include <string>
 #include <utility>
 
 #include "ipu/graph.h"
@@ -18,8 +19,20 @@ std::pair<int64_t, int64_t> liveRange(const Graph& graph, const Slot& slot);
 // tile.
 MemoryReport computeMemory(const Graph& graph);
 
-// Throws Error(ResourceExhausted) in Poplar's words when a tile is over its memory.
+// Throws Error(ResourceExhausted) in Poplar's words when a tile is over its memory, unless out-of-memory programs
+// are allowed (setAllowOutOfMemory: Poplar's debug.allowOutOfMemory, for a profile report of a program too big).
 void checkMemory(const MemoryReport& report, const DeviceDescription& device);
+
+// Process-wide: whether checkMemory lets programs that overflow a tile compile (default false).
+void setAllowOutOfMemory(bool allow);
+bool allowOutOfMemory();
+
+// The profile report's graph part as JSON (jax_ipu.report, "jax-ipu-profile" v1): per tile the bytes of each
+// memory category at the tile's peak (variables = always-live tensors, not_always_live incl. the exchange buffers
+// of the peak step, vertex_state, code; they add up to MemoryReport::bytes_per_tile), liveness per program step
+// (bytes over all tiles and on the fullest tile while the step runs) and the program tree (Sequence, Execute,
+// RepeatWhileTrue {cond, body}, Switch branches, ...) with step ids.
+std::string profileJson(const Graph& graph);
 
 // Whether an Execute node computes `result` in place over `operand` (Node::in_place): a result whose op is the last
 // read of a donated input can then be computed in that input's buffer.
