@@ -40,7 +40,10 @@ REQUIREMENTS = "build_tools/requirements.txt"
 INSTALLED_SUITES = (
     "tests/toolchain/installed", "tests/emulator", "tests/conformance", "tests/backend",
     "tests/bench",  # only test_bench_programs.py: every bench program runs once on both backends and matches (untimed)
+    "tests/report",  # the profile report page in headless Chromium (skipped, saying so, where Chromium is absent)
 )
+# Screenshots and other files the suites keep for people to look at (CI uploads them).
+ARTIFACTS = REPO / "build" / "test-artifacts"
 
 # Variables that send the installed-wheel suites somewhere else than the ipu backend they test (cpu, another tile
 # count, x64): cleared for every suite run, which then sets its own.
@@ -167,13 +170,14 @@ def _dist_wheels(session: nox.Session) -> list:
 def installed_tests(session: nox.Session) -> None:
     """A fresh Python 3.8 venv, `pip install dist/*.whl pytest`, and the suites run from outside the source tree."""
     session.install(*_dist_wheels(session), f"pytest=={PINS.tools['pytest']}")
+    session.install("--only-binary=:all:", "--require-hashes", "-r", "build_tools/report-test-requirements.txt")
     suites = [str(REPO / s) for s in INSTALLED_SUITES if (REPO / s).is_dir()]
     session.log(f"installed-wheel suites: {', '.join(os.path.relpath(s, REPO) for s in suites)}")
     with tempfile.TemporaryDirectory(prefix="jax-ipu-tests-") as outside:
         session.chdir(outside)
         # pytest exits 5 when it collected nothing: that fails the session like any other non-zero exit.
         session.run("python", "-m", "pytest", "--rootdir", outside, "-p", "no:cacheprovider", *suites, *session.posargs,
-                    env=REDIRECTING_ENV)
+                    env={**REDIRECTING_ENV, "JAX_IPU_TEST_ARTIFACTS": str(ARTIFACTS)})
         # The conformance suite again on an IPU Model of 7 tiles: every tensor then spreads unevenly over few tiles,
         # which exercises other tile mappings, exchanges and matmul plans than the full chip does.
         if not session.posargs:
