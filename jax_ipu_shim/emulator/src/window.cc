@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "ipu/cost_model.h"
 #include "ipu/dtype.h"
@@ -189,10 +190,18 @@ class BodyWindowKernel : public Kernel {
 // select_and_scatter: superstep 0 selects per window (source element), superstep 1 scatters per operand element.
 class SelectAndScatterKernel : public Kernel {
  public:
+  // The bodies max pooling's gradient has on f32 (select: compare GE or GT of (current, candidate) as floats;
+  // scatter: add) run as native code instead of through their ScalarPrograms: the same operations in the same
+  // order, so the same bits.
+  enum class NativeSelect { None, Ge, Gt };
+  enum class NativeScatter { None, Add, AddSwapped };  // acc + source, or source + acc (NaN payloads differ)
+
   SelectAndScatterKernel(int operand, int source, int init, int selected, int out, size_t size, const Window& w,
-                         ScalarProgram select, ScalarProgram scatter)
+                         ScalarProgram select, ScalarProgram scatter, NativeSelect native_select,
+                         NativeScatter native_scatter)
       : operand_(operand), source_(source), init_(init), selected_(selected), out_(out), size_(size), w_(w),
-        select_(std::move(select)), scatter_(std::move(scatter)) {
+        select_(std::move(select)), scatter_(std::move(scatter)), native_select_(native_select),
+        native_scatter_(native_scatter) {
     // Per dim and operand coordinate p, the windows containing p: o * stride - pad_lo <= p <= o * stride - pad_lo
     // + size - 1, clipped to the output.
     lo_.resize(w_.rank());
@@ -216,7 +225,27 @@ class SelectAndScatterKernel : public Kernel {
     return s.ptr[static_cast<size_t>(slot)] + i * static_cast<int64_t>(size_);
   }
 
+  template <bool kGe>
+  void selectF32(RunState& s, int64_t b, int64_t e) const {
+    const float* x = s.at<const float>(operand_);
+    int32_t* sel = s.at<int32_t>(selected_);
+    WindowWalker walk(w_, b);
+    for (int64_t i = b; i < e; ++i, walk.next()) {
+      int64_t chosen = -1;
+      float best = 0;
+      forEachOffset(walk.offsets(), [&](int64_t off) {
+        const float c = x[off];
+        if (chosen >= 0 && (kGe ? best >= c : best > c)) return;  // select(current, candidate) keeps the current
+        chosen = off;
+        best = c;
+      });
+      sel[i] = static_cast<int32_t>(chosen);
+    }
+  }
+
   void select(RunState& s, int64_t b, int64_t e) const {
+    if (native_select_ == NativeSelect::Ge) return selectF32<true>(s, b, e);
+    if (native_select_ == NativeSelect::Gt) return selectF32<false>(s, b, e);
     ScalarRegisters file(select_, 2);
     uint8_t* r = file.bytes();
     int32_t* sel = s.at<int32_t>(selected_);
@@ -237,10 +266,26 @@ class SelectAndScatterKernel : public Kernel {
     }
   }
 
+  // Per operand element j: the init value, combined with the source of each window (row-major) that selected j.
   void scatter(RunState& s, int64_t b, int64_t e) const {
+    if (native_scatter_ == NativeScatter::Add) return scatterWith(s, b, e, [](float acc, float x) { return acc + x; });
+    if (native_scatter_ == NativeScatter::AddSwapped)
+      return scatterWith(s, b, e, [](float acc, float x) { return x + acc; });
     ScalarRegisters file(scatter_, 2);
     uint8_t* r = file.bytes();
     uint32_t* regs = file.data();
+    scatterWith(s, b, e, [&](uint32_t acc, uint32_t x) {
+      regs[0] = acc;
+      std::memcpy(r + 4, &x, 4);
+      scatter_.run(regs);
+      return regs[scatter_.resultRegister(0)];
+    });
+  }
+
+  // `combine(acc, source)` on 4-byte words (the interpreted body, registers as they hold elements) or on f32.
+  template <class F>
+  void scatterWith(RunState& s, int64_t b, int64_t e, F&& combine) const {
+    using T = std::conditional_t<std::is_same<decltype(combine(0.0f, 0.0f)), float>::value, float, uint32_t>;
     const int32_t* sel = s.at<const int32_t>(selected_);
     const size_t rank = w_.rank();
     std::vector<int64_t> lo(rank), hi(rank), o(rank), src_strides = rowMajorStrides(w_.out_shape), p(rank, 0);
@@ -249,8 +294,12 @@ class SelectAndScatterKernel : public Kernel {
       p[d] = static_cast<int64_t>(j % static_cast<size_t>(w_.in_shape[d]));
       j /= static_cast<size_t>(w_.in_shape[d]);
     }
+    T init{};
+    copyElement(reinterpret_cast<uint8_t*>(&init), element(s, init_, 0), size_);
+    const uint8_t* src = s.ptr[static_cast<size_t>(source_)];
+    uint8_t* out = s.ptr[static_cast<size_t>(out_)];
     for (int64_t j = b; j < e; ++j) {
-      copyElement(r, element(s, init_, 0), size_);
+      T acc = init;
       bool any = true;
       for (size_t d = 0; d < rank; ++d) {
         lo[d] = lo_[d][static_cast<size_t>(p[d])];
@@ -267,9 +316,9 @@ class SelectAndScatterKernel : public Kernel {
         for (size_t d = 0; d < rank; ++d) w += o[d] * src_strides[d];
         for (;;) {
           if (sel[w] == j) {
-            copyElement(r + 4, element(s, source_, w), size_);
-            scatter_.run(regs);
-            regs[0] = regs[scatter_.resultRegister(0)];
+            T x{};
+            copyElement(reinterpret_cast<uint8_t*>(&x), src + w * static_cast<int64_t>(size_), size_);
+            acc = combine(acc, x);
           }
           size_t d = rank;
           while (d > 0 && ++o[d - 1] > hi[d - 1]) {
@@ -281,7 +330,7 @@ class SelectAndScatterKernel : public Kernel {
           w += src_strides[d - 1];
         }
       }
-      copyElement(s.ptr[static_cast<size_t>(out_)] + j * static_cast<int64_t>(size_), r, size_);
+      copyElement(out + j * static_cast<int64_t>(size_), reinterpret_cast<const uint8_t*>(&acc), size_);
     }
   }
 
@@ -289,6 +338,8 @@ class SelectAndScatterKernel : public Kernel {
   size_t size_;
   Window w_;
   ScalarProgram select_, scatter_;
+  NativeSelect native_select_;
+  NativeScatter native_scatter_;
   std::vector<std::vector<int64_t>> lo_, hi_;
 };
 
@@ -323,8 +374,43 @@ struct ReducePrecisionF {
   }
 };
 
-int64_t attrIntOr(const Op& op, const char* name, int64_t fallback) {
-  return op.attrs.find(name) ? attrInt(op, name) : fallback;
+// A region that is one binary op of its two params, returning its result: that op (else null); *swapped: its
+// operands are (param 1, param 0).
+const Op* binaryOfParams(const Region& r, bool* swapped) {
+  if (r.params.size() != 2 || r.body.size() != 1 || r.results.size() != 1) return nullptr;
+  const Op& op = r.body[0];
+  if (op.operands.size() != 2 || op.results.size() != 1 || op.results[0].id != r.results[0] || !op.regions.empty())
+    return nullptr;
+  const int64_t a = r.params[0].id, b = r.params[1].id;
+  if (op.operands[0] == a && op.operands[1] == b) *swapped = false;
+  else if (op.operands[0] == b && op.operands[1] == a) *swapped = true;
+  else return nullptr;
+  return &op;
+}
+
+bool isF32Scalar(const ValueDecl& v) { return v.dtype == "f32" && v.shape.empty(); }
+
+SelectAndScatterKernel::NativeSelect nativeSelect(const Region& r, DType dt) {
+  using N = SelectAndScatterKernel::NativeSelect;
+  bool swapped = false;
+  const Op* op = binaryOfParams(r, &swapped);
+  if (dt != DType::F32 || !op || swapped || op->op != "compare" || !isF32Scalar(r.params[0]) ||
+      !isF32Scalar(r.params[1]))
+    return N::None;
+  const std::string type = attrString(*op, "compare_type", "NOTYPE");
+  if (type != "NOTYPE" && type != "FLOAT") return N::None;  // TOTALORDER orders NaNs and zeros: interpreted
+  const std::string dir = attrString(*op, "comparison_direction", "");
+  return dir == "GE" ? N::Ge : dir == "GT" ? N::Gt : N::None;
+}
+
+SelectAndScatterKernel::NativeScatter nativeScatter(const Region& r, DType dt) {
+  using N = SelectAndScatterKernel::NativeScatter;
+  bool swapped = false;
+  const Op* op = binaryOfParams(r, &swapped);
+  if (dt != DType::F32 || !op || op->op != "add" || !isF32Scalar(r.params[0]) || !isF32Scalar(r.params[1]) ||
+      op->results[0].dtype != "f32")
+    return N::None;
+  return swapped ? N::AddSwapped : N::Add;
 }
 
 }  // namespace
@@ -481,7 +567,9 @@ std::vector<int> Lowerer::lowerWindow(OpContext& ctx) {
                               }));
     const double flops = isFloat(in0.dtype) ? scatter.flopsPerElement() * static_cast<double>(source.numElements()) : 0;
     auto kernel = std::make_unique<SelectAndScatterKernel>(ctx.in[0], ctx.in[1], ctx.in[2], selected, out,
-                                                           dtypeSize(in0.dtype), w, select, scatter);
+                                                           dtypeSize(in0.dtype), w, select, scatter,
+                                                           nativeSelect(op.regions[0], in0.dtype),
+                                                           nativeScatter(op.regions[1], in0.dtype));
     emitExecute(ctx, std::move(kernel), std::move(steps), {out, selected}, flops);
     return {out};
   }

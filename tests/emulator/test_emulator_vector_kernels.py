@@ -1,0 +1,103 @@
+"""The hand-vectorised host kernels give the bits of the scalar code they replace.
+
+exp, log, tanh and logistic on f32 run whole 8-lane AVX2 vectors and finish a block's last n % 8 elements with the
+scalar version (ipu/xla_math.h). On one tile an array of 8k + 7 elements is one block: the same values placed in the
+vector part and in the tail must give the same bits. (Off x86-64 or without AVX2 both parts are scalar.)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from emulator_helpers import run_op
+
+from jax_ipu import emulator as E
+
+SPECIALS = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1e-40, 1.17549435e-38, 88.8, -87.8, 89.0,
+                     -88.0, 88.72, -87.33, 7.9053111, -7.9053111, 8.0, 0.0004, -0.0004, 0.00039, -0.00039, 0.70710677,
+                     0.7071068, 1.0, -1.0, 0.5, 3.4e38, -3.4e38, 20.0, -20.0], np.float32)
+
+
+def _values(rng: np.random.Generator) -> np.ndarray:
+    bits = rng.integers(0, 2**32, size=256, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    return np.concatenate([SPECIALS, bits, rng.uniform(-10, 10, 256).astype(np.float32),
+                           rng.uniform(-0.01, 0.01, 64).astype(np.float32), rng.uniform(0, 3, 64).astype(np.float32)])
+
+
+@pytest.mark.parametrize("op", ["exponential", "log", "tanh", "logistic"])
+def test_vector_lanes_match_scalar_tail(op, rng):
+    values = _values(rng)
+    body = values[: len(values) // 8 * 8]
+    checked = 0
+    for start in range(0, len(values), 7):
+        tail = values[start:start + 7]
+        if len(tail) < 7:
+            break
+        x = np.concatenate([body, tail])
+        with np.errstate(all="ignore"):
+            out = run_op(op, [x], num_tiles=1)
+        vec = out[: len(body)]
+        # where each tail value sits in the vector part (the same value, so the same input bits)
+        where = {v.tobytes(): i for i, v in enumerate(body)}
+        for j, v in enumerate(tail):
+            i = where.get(v.tobytes())
+            if i is None:
+                continue
+            assert out[len(body) + j].tobytes() == vec[i].tobytes(), (op, v, out[len(body) + j], vec[i])
+            checked += 1
+    assert checked >= 80
+
+
+@pytest.mark.parametrize("op,fn", [("exponential", np.exp), ("log", np.log), ("tanh", np.tanh),
+                                   ("logistic", lambda x: 1 / (1 + np.exp(-x)))])
+def test_vector_kernels_against_numpy(op, fn, rng):
+    x = rng.uniform(-20, 20, 4099).astype(np.float32)
+    if op == "log":
+        x = np.abs(x) + np.float32(1e-3)
+    out = run_op(op, [x])
+    np.testing.assert_allclose(out, fn(x.astype(np.float64)).astype(np.float32), rtol=3e-6, atol=1e-30)
+
+
+def _select_and_scatter(x, src, window, strides, padding, direction, scatter, interpreted):
+    """select_and_scatter(x, src, init 0) with a compare `direction` select and an add scatter ("add" or
+    "add_swapped": source + accumulator). `interpreted`: the same bodies, each followed by an identity op (and of the
+    predicate with itself, maximum of the sum with itself), which the emulator cannot run natively."""
+    p = E.Program()
+    xv, sv = p.main.param("f32", x.shape), p.main.param("f32", src.shape)
+    init = p.main.constant(np.float32(0))
+    sel = p.main.region()
+    a, b = sel.param("f32"), sel.param("f32")
+    r = sel.op("compare", [a, b], "bool", (), {"comparison_direction": direction, "compare_type": "FLOAT"})
+    if interpreted:
+        r = sel.op("and", [r, r], "bool")
+    sel.ret(r)
+    sc = p.main.region()
+    acc, v = sc.param("f32"), sc.param("f32")
+    t = sc.op("add", [acc, v] if scatter == "add" else [v, acc], "f32")
+    if interpreted:
+        t = sc.op("maximum", [t, t], "f32")
+    sc.ret(t)
+    attrs = {"window_dimensions": list(window), "window_strides": list(strides), "padding": [list(q) for q in padding]}
+    out = p.main.op_multi("select_and_scatter", [xv, sv, init], [("f32", x.shape)], attrs, regions=[sel, sc])
+    p.main.ret(*out)
+    return E.compile(p).run(x, src)[0]
+
+
+@pytest.mark.parametrize("direction", ["GE", "GT"])
+@pytest.mark.parametrize("scatter", ["add", "add_swapped"])
+@pytest.mark.parametrize("window,strides,padding", [
+    ((1, 2, 2, 1), (1, 2, 2, 1), ((0, 0), (0, 0), (0, 0), (0, 0))),   # max pooling 2x2 / 2, NHWC
+    ((1, 3, 3, 1), (1, 2, 2, 1), ((0, 0), (1, 1), (1, 1), (0, 0))),   # overlapping windows with padding
+])
+def test_native_select_and_scatter_matches_interpreted(direction, scatter, window, strides, padding, rng):
+    x = rng.integers(-3, 4, size=(2, 9, 8, 5)).astype(np.float32)  # many ties
+    x[0, 1, 1, 1] = np.nan
+    x[1, 2, 3, 4] = -0.0
+    out_shape = [(n + lo + hi - w) // s + 1 for n, w, s, (lo, hi) in zip(x.shape, window, strides, padding)]
+    src = rng.standard_normal(out_shape).astype(np.float32)
+    src.flat[3] = np.nan
+    src.flat[7] = -0.0
+    native = _select_and_scatter(x, src, window, strides, padding, direction, scatter, False)
+    reference = _select_and_scatter(x, src, window, strides, padding, direction, scatter, True)
+    np.testing.assert_array_equal(native.view(np.uint32), reference.view(np.uint32))
+    assert np.count_nonzero(native) > 0
