@@ -66,34 +66,6 @@ struct Window {
   }
 };
 
-// The windows of outputs b, b + 1, ... in turn: an odometer over the output shape that recomputes a dim's offsets
-// only when that dim's coordinate changes (mostly just the innermost), instead of dividing per output.
-class WindowWalker {
- public:
-  WindowWalker(const Window& w, int64_t b) : w_(w), o_(w.rank(), 0), offs_(w.rank()) {
-    for (size_t d = w.rank(); d-- > 0;) {
-      if (w.out_shape[d] == 0) continue;
-      o_[d] = b % w.out_shape[d];
-      b /= w.out_shape[d];
-    }
-    for (size_t d = 0; d < w.rank(); ++d) w_.offsetsOf(d, o_[d], &offs_[d]);
-  }
-  const std::vector<std::vector<int64_t>>& offsets() const { return offs_; }
-  void next() {
-    for (size_t d = w_.rank(); d-- > 0;) {
-      const bool carry = ++o_[d] >= w_.out_shape[d];
-      if (carry) o_[d] = 0;
-      w_.offsetsOf(d, o_[d], &offs_[d]);
-      if (!carry) return;
-    }
-  }
-
- private:
-  const Window& w_;
-  std::vector<int64_t> o_;
-  std::vector<std::vector<int64_t>> offs_;
-};
-
 // Calls f(offset) for every element of the product of the per-dim offset lists, row-major.
 template <class F>
 inline void forEachOffset(const std::vector<std::vector<int64_t>>& per_dim, F&& f) {
@@ -113,6 +85,63 @@ inline void forEachOffset(const std::vector<std::vector<int64_t>>& per_dim, F&& 
   }
 }
 
+// The windows of outputs b, b + 1, ... in turn: an odometer over the output shape that recomputes a dim's offsets
+// only when that dim's coordinate changes (mostly just the innermost), instead of dividing per output. It keeps the
+// window's offsets flattened (row-major over the dims, the order the kernels combine them in); when only the
+// innermost coordinate moves and its offsets just shift (no padding reached), the flat list shifts with them.
+class WindowWalker {
+ public:
+  WindowWalker(const Window& w, int64_t b) : w_(w), o_(w.rank(), 0), offs_(w.rank()) {
+    for (size_t d = w.rank(); d-- > 0;) {
+      if (w.out_shape[d] == 0) continue;
+      o_[d] = b % w.out_shape[d];
+      b /= w.out_shape[d];
+    }
+    for (size_t d = 0; d < w.rank(); ++d) w_.offsetsOf(d, o_[d], &offs_[d]);
+    flatten();
+  }
+  const std::vector<int64_t>& flat() const { return flat_; }
+  void next() {
+    for (size_t d = w_.rank(); d-- > 0;) {
+      const bool carry = ++o_[d] >= w_.out_shape[d];
+      if (carry) o_[d] = 0;
+      if (!carry && d + 1 == w_.rank()) {
+        prev_.swap(offs_[d]);
+        w_.offsetsOf(d, o_[d], &offs_[d]);
+        if (shifted(prev_, offs_[d])) return;
+        flatten();
+        return;
+      }
+      w_.offsetsOf(d, o_[d], &offs_[d]);
+      if (!carry) {
+        flatten();
+        return;
+      }
+    }
+    flatten();
+  }
+
+ private:
+  // cur = prev + delta elementwise (and non-empty): shift the flat list by delta.
+  bool shifted(const std::vector<int64_t>& prev, const std::vector<int64_t>& cur) {
+    if (prev.size() != cur.size() || cur.empty() || flat_.empty()) return false;
+    const int64_t delta = cur[0] - prev[0];
+    for (size_t i = 1; i < cur.size(); ++i)
+      if (cur[i] - prev[i] != delta) return false;
+    for (int64_t& f : flat_) f += delta;
+    return true;
+  }
+  void flatten() {
+    flat_.clear();
+    forEachOffset(offs_, [&](int64_t off) { flat_.push_back(off); });
+  }
+
+  const Window& w_;
+  std::vector<int64_t> o_;
+  std::vector<std::vector<int64_t>> offs_;
+  std::vector<int64_t> prev_, flat_;
+};
+
 // reduce_window with a single-op computation on storage type S.
 template <class S, class F>
 class ReduceWindowKernel : public Kernel {
@@ -125,7 +154,7 @@ class ReduceWindowKernel : public Kernel {
     WindowWalker walk(w_, b);
     for (int64_t i = b; i < e; ++i, walk.next()) {
       S acc = init;
-      forEachOffset(walk.offsets(), [&](int64_t off) { acc = f_(acc, x[off]); });
+      for (int64_t off : walk.flat()) acc = f_(acc, x[off]);
       o[i] = acc;
     }
   }
@@ -168,14 +197,14 @@ class BodyWindowKernel : public Kernel {
     WindowWalker walk(w_, b);
     for (int64_t i = b; i < e; ++i, walk.next()) {
       for (size_t k = 0; k < n; ++k) copyElement(r + 4 * k, s.ptr[static_cast<size_t>(ops_[k].init)], ops_[k].size);
-      forEachOffset(walk.offsets(), [&](int64_t off) {
+      for (int64_t off : walk.flat()) {
         for (size_t k = 0; k < n; ++k)
           copyElement(r + 4 * (n + k), s.ptr[static_cast<size_t>(ops_[k].in)] + off * static_cast<int64_t>(ops_[k].size),
                       ops_[k].size);
         body_.run(regs);
         for (size_t k = 0; k < n; ++k) next[k] = regs[body_.resultRegister(k)];  // results may sit in param registers
         for (size_t k = 0; k < n; ++k) regs[k] = next[k];
-      });
+      }
       for (size_t k = 0; k < n; ++k)
         copyElement(s.ptr[static_cast<size_t>(ops_[k].out)] + i * static_cast<int64_t>(ops_[k].size), r + 4 * k, ops_[k].size);
     }
@@ -233,12 +262,12 @@ class SelectAndScatterKernel : public Kernel {
     for (int64_t i = b; i < e; ++i, walk.next()) {
       int64_t chosen = -1;
       float best = 0;
-      forEachOffset(walk.offsets(), [&](int64_t off) {
+      for (int64_t off : walk.flat()) {
         const float c = x[off];
-        if (chosen >= 0 && (kGe ? best >= c : best > c)) return;  // select(current, candidate) keeps the current
+        if (chosen >= 0 && (kGe ? best >= c : best > c)) continue;  // select(current, candidate) keeps the current
         chosen = off;
         best = c;
-      });
+      }
       sel[i] = static_cast<int32_t>(chosen);
     }
   }
@@ -252,16 +281,16 @@ class SelectAndScatterKernel : public Kernel {
     WindowWalker walk(w_, b);
     for (int64_t i = b; i < e; ++i, walk.next()) {
       int64_t chosen = -1;
-      forEachOffset(walk.offsets(), [&](int64_t off) {
+      for (int64_t off : walk.flat()) {
         if (chosen < 0) {
           chosen = off;
-          return;
+          continue;
         }
         copyElement(r, element(s, operand_, chosen), size_);
         copyElement(r + 4, element(s, operand_, off), size_);
         select_.run(file.data());
         if (!(file.data()[select_.resultRegister(0)] & 0xff)) chosen = off;
-      });
+      }
       sel[i] = static_cast<int32_t>(chosen);
     }
   }
@@ -283,54 +312,34 @@ class SelectAndScatterKernel : public Kernel {
   }
 
   // `combine(acc, source)` on 4-byte words (the interpreted body, registers as they hold elements) or on f32.
+  // Window-major: out[b, e) = init, then each window (row-major) whose selected element is in [b, e) combines its
+  // source into that element, so every element takes its windows' sources in row-major window order (XLA:CPU's).
+  // Only the windows that can contain an element of [b, e) are visited: those whose first coordinate lies between
+  // the first window of b's first operand coordinate and the last of e - 1's (lo_ and hi_ grow with it).
   template <class F>
   void scatterWith(RunState& s, int64_t b, int64_t e, F&& combine) const {
     using T = std::conditional_t<std::is_same<decltype(combine(0.0f, 0.0f)), float>::value, float, uint32_t>;
     const int32_t* sel = s.at<const int32_t>(selected_);
-    const size_t rank = w_.rank();
-    std::vector<int64_t> lo(rank), hi(rank), o(rank), src_strides = rowMajorStrides(w_.out_shape), p(rank, 0);
-    for (size_t d = rank, j = static_cast<size_t>(b); d-- > 0;) {  // the operand coordinates of element b
-      if (w_.in_shape[d] == 0) continue;
-      p[d] = static_cast<int64_t>(j % static_cast<size_t>(w_.in_shape[d]));
-      j /= static_cast<size_t>(w_.in_shape[d]);
-    }
-    T init{};
-    copyElement(reinterpret_cast<uint8_t*>(&init), element(s, init_, 0), size_);
+    const int64_t size = static_cast<int64_t>(size_);
     const uint8_t* src = s.ptr[static_cast<size_t>(source_)];
     uint8_t* out = s.ptr[static_cast<size_t>(out_)];
-    for (int64_t j = b; j < e; ++j) {
-      T acc = init;
-      bool any = true;
-      for (size_t d = 0; d < rank; ++d) {
-        lo[d] = lo_[d][static_cast<size_t>(p[d])];
-        hi[d] = hi_[d][static_cast<size_t>(p[d])];
-        any = any && lo[d] <= hi[d];
-      }
-      for (size_t d = rank; d-- > 0;) {  // on to element j + 1
-        if (++p[d] < w_.in_shape[d]) break;
-        p[d] = 0;
-      }
-      if (any) {
-        o = lo;
-        int64_t w = 0;  // the window's row-major index, kept up to date as o steps
-        for (size_t d = 0; d < rank; ++d) w += o[d] * src_strides[d];
-        for (;;) {
-          if (sel[w] == j) {
-            T x{};
-            copyElement(reinterpret_cast<uint8_t*>(&x), src + w * static_cast<int64_t>(size_), size_);
-            acc = combine(acc, x);
-          }
-          size_t d = rank;
-          while (d > 0 && ++o[d - 1] > hi[d - 1]) {
-            w -= (hi[d - 1] - lo[d - 1]) * src_strides[d - 1];
-            o[d - 1] = lo[d - 1];
-            --d;
-          }
-          if (d == 0) break;
-          w += src_strides[d - 1];
-        }
-      }
-      copyElement(out + j * static_cast<int64_t>(size_), reinterpret_cast<const uint8_t*>(&acc), size_);
+    for (int64_t j = b; j < e; ++j) copyElement(out + j * size, element(s, init_, 0), size_);
+    int64_t w0 = 0, w1 = 1, inner = 1;
+    for (int64_t d : w_.out_shape) w1 *= d;
+    for (size_t d = 1; d < w_.rank(); ++d) inner *= w_.in_shape[d];
+    if (w_.rank() > 0 && w1 > 0 && inner > 0 && b < e) {
+      const int64_t per = w1 / w_.out_shape[0];
+      w0 = lo_[0][static_cast<size_t>(b / inner)] * per;
+      w1 = std::max(w0, (hi_[0][static_cast<size_t>((e - 1) / inner)] + 1) * per);
+    }
+    for (int64_t w = w0; w < w1; ++w) {
+      const int64_t j = sel[w];
+      if (j < b || j >= e) continue;
+      T acc{}, x{};
+      copyElement(reinterpret_cast<uint8_t*>(&acc), out + j * size, size_);
+      copyElement(reinterpret_cast<uint8_t*>(&x), src + w * size, size_);
+      acc = combine(acc, x);
+      copyElement(out + j * size, reinterpret_cast<const uint8_t*>(&acc), size_);
     }
   }
 
