@@ -162,14 +162,21 @@ class ConvKernel : public Kernel {
             per_dim[du][static_cast<size_t>(k)] = idx < 0 ? -1 : idx * g_.is_s[du];
           }
         }
-        std::fill(kidx.begin(), kidx.end(), 0);
-        for (int64_t kf = 0; kf < g_.k_spatial; ++kf) {
+        // Only the positions the item's columns k0.. read: all of them, or (a K block shorter than the window)
+        // min(kb, k_spatial) of them from k0's on, wrapping around.
+        const int64_t first = k0 % std::max<int64_t>(1, g_.k_spatial);
+        for (int64_t d = g_.rank, rem = first; d-- > 0;) {
+          kidx[static_cast<size_t>(d)] = rem % g_.k_size[static_cast<size_t>(d)];
+          rem /= g_.k_size[static_cast<size_t>(d)];
+        }
+        for (int64_t q = 0, kf = first, need = std::min(g_.k_spatial, kb); q < need; ++q) {
           int64_t off = 0;
           for (size_t d = 0; d < kidx.size() && off >= 0; ++d) {
             const int64_t v = per_dim[d][static_cast<size_t>(kidx[d])];
             off = v < 0 ? -1 : off + v;
           }
           offs[static_cast<size_t>(kf)] = off;
+          if (++kf == g_.k_spatial) kf = 0;
           for (size_t d = kidx.size(); d-- > 0;) {
             if (++kidx[d] < g_.k_size[d]) break;
             kidx[d] = 0;
