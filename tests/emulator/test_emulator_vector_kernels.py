@@ -101,3 +101,35 @@ def test_native_select_and_scatter_matches_interpreted(direction, scatter, windo
     reference = _select_and_scatter(x, src, window, strides, padding, direction, scatter, True)
     np.testing.assert_array_equal(native.view(np.uint32), reference.view(np.uint32))
     assert np.count_nonzero(native) > 0
+
+
+def _reduce_rows(x, op, dims):
+    name = {"add": "add", "max": "maximum", "min": "minimum"}[op]
+    init = {"add": 0.0, "max": -np.inf, "min": np.inf}[op]
+    p = E.Program()
+    xv = p.main.param("f32", x.shape)
+    iv = p.main.constant(np.float32(init))
+    body = p.main.region()
+    a, b = body.param("f32"), body.param("f32")
+    body.ret(body.op(name, [a, b], "f32"))
+    out_shape = [s for d, s in enumerate(x.shape) if d not in dims]
+    r = p.main.op_multi("reduce", [xv, iv], [("f32", out_shape)], {"dimensions": list(dims)}, regions=[body])
+    p.main.ret(*r)
+    return E.compile(p).run(x)[0]
+
+
+@pytest.mark.parametrize("cols", [1, 7, 8, 61, 1024])
+def test_row_reductions_sum_in_order(cols, rng):
+    """Row sums (8 rows at a time as transposed 8x8 blocks) are each row's sequential f32 sum, bit for bit; max and
+    min propagate NaN as XLA's do."""
+    x = (rng.standard_normal((77, cols)) * 10.0 ** rng.integers(-3, 4, (77, cols))).astype(np.float32)
+    sequential = np.cumsum(x, axis=1, dtype=np.float32)[:, -1]  # numpy's cumsum adds in order
+    np.testing.assert_array_equal(_reduce_rows(x, "add", [1]).view(np.uint32), sequential.view(np.uint32))
+    x[5, cols // 2] = np.nan
+    x[13, 0] = np.nan
+    for op, fn in (("max", np.max), ("min", np.min)):
+        np.testing.assert_array_equal(_reduce_rows(x, op, [1]), fn(x, axis=1))
+    # the innermost dimension of a 3-d array: outputs over two dimensions
+    y = x[:76].reshape(4, 19, cols)
+    np.testing.assert_array_equal(_reduce_rows(y, "add", [2]).view(np.uint32),
+                                  np.cumsum(y, axis=2, dtype=np.float32)[..., -1].view(np.uint32))
