@@ -1,8 +1,11 @@
-"""The hand-vectorised host kernels give the bits of the scalar code they replace.
+"""The hand-vectorised and native host kernels give the bits of the code they replace.
 
-exp, log, tanh and logistic on f32 run whole 8-lane AVX2 vectors and finish a block's last n % 8 elements with the
-scalar version (ipu/xla_math.h). On one tile an array of 8k + 7 elements is one block: the same values placed in the
-vector part and in the tail must give the same bits. (Off x86-64 or without AVX2 both parts are scalar.)
+- exp, log, tanh and logistic on f32 run whole 8-lane AVX2 vectors and finish a block's last n % 8 elements with
+  the scalar version (ipu/xla_math.h). On one tile an array of 8k + 7 elements is one block: the same values placed
+  in the vector part and in the tail must give the same bits. (Off x86-64 or without AVX2 both parts are scalar.)
+- select_and_scatter with max pooling's f32 bodies (compare GE/GT, add) runs natively: it must match the same bodies
+  run through the interpreter (made unrecognisable by an identity op each).
+- f32 add/max/min over the innermost dimension run 8 rows at a time: each row is still summed in order.
 """
 
 from __future__ import annotations
