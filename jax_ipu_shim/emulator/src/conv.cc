@@ -143,7 +143,7 @@ class ConvKernel : public Kernel {
       const int64_t m0 = im * kHostRows, mb = std::min(M, m0 + kHostRows) - m0;
       const int64_t k0 = std::min(K, ik * kblock_), kb = std::min(K, k0 + kblock_) - k0;
       if (mb <= 0) continue;
-      a.assign(static_cast<size_t>(mb * std::max<int64_t>(kb, 1)), Acc(0));
+      a.resize(static_cast<size_t>(mb * std::max<int64_t>(kb, 1)));  // every element is written below
       const int64_t fbase = g_.fgc > 1 ? gi * g_.cig : 0;
       const int64_t bbase = g_.bgc > 1 ? gi * g_.out_batch : 0;
       for (int64_t r = 0; r < mb; ++r) {
@@ -162,29 +162,41 @@ class ConvKernel : public Kernel {
             per_dim[du][static_cast<size_t>(k)] = idx < 0 ? -1 : idx * g_.is_s[du];
           }
         }
-        std::fill(kidx.begin(), kidx.end(), 0);
-        for (int64_t kf = 0; kf < g_.k_spatial; ++kf) {
+        // Only the positions the item's columns k0.. read: all of them, or (a K block shorter than the window)
+        // min(kb, k_spatial) of them from k0's on, wrapping around.
+        const int64_t first = k0 % std::max<int64_t>(1, g_.k_spatial);
+        for (int64_t d = g_.rank, rem = first; d-- > 0;) {
+          kidx[static_cast<size_t>(d)] = rem % g_.k_size[static_cast<size_t>(d)];
+          rem /= g_.k_size[static_cast<size_t>(d)];
+        }
+        for (int64_t q = 0, kf = first, need = std::min(g_.k_spatial, kb); q < need; ++q) {
           int64_t off = 0;
           for (size_t d = 0; d < kidx.size() && off >= 0; ++d) {
             const int64_t v = per_dim[d][static_cast<size_t>(kidx[d])];
             off = v < 0 ? -1 : off + v;
           }
           offs[static_cast<size_t>(kf)] = off;
+          if (++kf == g_.k_spatial) kf = 0;
           for (size_t d = kidx.size(); d-- > 0;) {
             if (++kidx[d] < g_.k_size[d]) break;
             kidx[d] = 0;
           }
         }
         const int64_t base = (bbase + n) * g_.is_b + fbase * g_.is_f;
+        // Columns k0.. of the row: K runs over (input feature, window position), a run of window positions per
+        // feature; a position in the padding reads zero.
         Acc* arow = a.data() + r * kb;
-        int64_t ci = k0 / std::max<int64_t>(1, g_.k_spatial), kf = k0 % std::max<int64_t>(1, g_.k_spatial);
-        for (int64_t c = 0; c < kb; ++c) {
-          const int64_t off = offs[static_cast<size_t>(kf)];
-          if (off >= 0) arow[c] = toAcc(x[base + ci * g_.is_f + off], static_cast<Acc*>(nullptr));
-          if (++kf == g_.k_spatial) {
-            kf = 0;
-            ++ci;
+        const int64_t ks = std::max<int64_t>(1, g_.k_spatial);
+        const int64_t* of = offs.data();
+        int64_t ci = k0 / ks, kf = k0 % ks;
+        for (int64_t c = 0; c < kb; kf = 0, ++ci) {
+          const In* xc = x + base + ci * g_.is_f;
+          const int64_t run = std::min(kb - c, ks - kf);
+          for (int64_t q = 0; q < run; ++q) {
+            const int64_t off = of[kf + q];
+            arow[c + q] = off >= 0 ? toAcc(xc[off], static_cast<Acc*>(nullptr)) : Acc(0);
           }
+          c += run;
         }
       }
       gemmConv(a.data(), w + (gi * K + k0) * N, part + ((ik * g_.groups + gi) * M + m0) * N, mb, N, kb);

@@ -9,8 +9,14 @@
 // order, as XLA:CPU does.
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#endif
 
 #include "ipu/cost_model.h"
+#include "ipu/cpu_features.h"
 #include "ipu/dtype.h"
 #include "ipu/lowering.h"
 #include "ipu/scalar_ops.h"
@@ -53,6 +59,62 @@ inline int64_t offsetOf(int64_t i, const std::vector<int64_t>& shape, const std:
   return off;
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// f32 add, maximum and minimum over 8 rows of `inner` contiguous elements at once (8 outputs of a reduction over
+// the innermost dimension): each 8x8 block is transposed in registers so that one vector holds element k of all
+// 8 rows, combined into the 8 accumulators in k order: every output in its own order, so the scalar code's bits.
+// maximum/minimum are XLA's (scalar::maxXla/minXla): acc wins ties and a NaN acc stays.
+enum class RowOp { Add, Max, Min };
+
+template <RowOp kOp>
+__attribute__((target("avx2"), always_inline)) inline __m256 rowOp(__m256 acc, __m256 x) {
+  if (kOp == RowOp::Add) return _mm256_add_ps(acc, x);
+  const __m256 keep = _mm256_or_ps(_mm256_cmp_ps(acc, x, kOp == RowOp::Max ? _CMP_GE_OQ : _CMP_LE_OQ),
+                                   _mm256_cmp_ps(acc, acc, _CMP_UNORD_Q));
+  return _mm256_blendv_ps(x, acc, keep);
+}
+
+template <RowOp kOp, class F>
+__attribute__((target("avx2"))) void reduceRows8(const float* const* p, int64_t inner, float init, float* out, const F& f) {
+  __m256 acc = _mm256_set1_ps(init);
+  int64_t k = 0;
+  for (; k + 8 <= inner; k += 8) {
+    const __m256 t0 = _mm256_unpacklo_ps(_mm256_loadu_ps(p[0] + k), _mm256_loadu_ps(p[1] + k));
+    const __m256 t1 = _mm256_unpackhi_ps(_mm256_loadu_ps(p[0] + k), _mm256_loadu_ps(p[1] + k));
+    const __m256 t2 = _mm256_unpacklo_ps(_mm256_loadu_ps(p[2] + k), _mm256_loadu_ps(p[3] + k));
+    const __m256 t3 = _mm256_unpackhi_ps(_mm256_loadu_ps(p[2] + k), _mm256_loadu_ps(p[3] + k));
+    const __m256 t4 = _mm256_unpacklo_ps(_mm256_loadu_ps(p[4] + k), _mm256_loadu_ps(p[5] + k));
+    const __m256 t5 = _mm256_unpackhi_ps(_mm256_loadu_ps(p[4] + k), _mm256_loadu_ps(p[5] + k));
+    const __m256 t6 = _mm256_unpacklo_ps(_mm256_loadu_ps(p[6] + k), _mm256_loadu_ps(p[7] + k));
+    const __m256 t7 = _mm256_unpackhi_ps(_mm256_loadu_ps(p[6] + k), _mm256_loadu_ps(p[7] + k));
+    const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    acc = rowOp<kOp>(acc, _mm256_permute2f128_ps(u0, u4, 0x20));  // element k of rows 0..7
+    acc = rowOp<kOp>(acc, _mm256_permute2f128_ps(u1, u5, 0x20));
+    acc = rowOp<kOp>(acc, _mm256_permute2f128_ps(u2, u6, 0x20));
+    acc = rowOp<kOp>(acc, _mm256_permute2f128_ps(u3, u7, 0x20));
+    acc = rowOp<kOp>(acc, _mm256_permute2f128_ps(u0, u4, 0x31));  // element k + 4
+    acc = rowOp<kOp>(acc, _mm256_permute2f128_ps(u1, u5, 0x31));
+    acc = rowOp<kOp>(acc, _mm256_permute2f128_ps(u2, u6, 0x31));
+    acc = rowOp<kOp>(acc, _mm256_permute2f128_ps(u3, u7, 0x31));
+  }
+  _mm256_storeu_ps(out, acc);
+  for (int j = 0; j < 8; ++j)
+    for (int64_t kk = k; kk < inner; ++kk) out[j] = f(out[j], p[j][kk]);
+}
+
+template <class S, class F>
+constexpr int rowOpOf() {
+  if constexpr (!std::is_same<S, float>::value) return -1;
+  else if constexpr (std::is_same<F, scalar::AddF>::value) return static_cast<int>(RowOp::Add);
+  else if constexpr (std::is_same<F, scalar::MaximumF>::value) return static_cast<int>(RowOp::Max);
+  else if constexpr (std::is_same<F, scalar::MinimumF>::value) return static_cast<int>(RowOp::Min);
+  else return -1;
+}
+#endif
+
 // Each output tile's outputs, accumulated in input order from the init value; f16 rounds after every step.
 template <class S, class F>
 class ReduceKernel : public Kernel {
@@ -76,6 +138,20 @@ class ReduceKernel : public Kernel {
       if (g_.red_shape.size() == 1) {
         // One reduced dimension: kLanes outputs at once, each still accumulated in its own order (the same
         // result), so their chains of dependent adds overlap instead of waiting on each other.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+        constexpr int kRowOp = rowOpOf<S, F>();
+        if constexpr (kRowOp >= 0) {
+          if (inner_stride == 1 && hostHasAvx2())
+            for (; i + 8 <= e; i += 8) {
+              const float* p[8];
+              for (int j = 0; j < 8; ++j) {
+                p[j] = x + base;
+                advance(oidx, g_.out_shape, g_.out_strides, base);
+              }
+              reduceRows8<static_cast<RowOp>(kRowOp)>(p, inner, init, o + i, f_);
+            }
+        }
+#endif
         for (; i + kLanes <= e; i += kLanes) {
           const S* p[kLanes];
           S acc[kLanes];

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "ipu/cost_model.h"
 #include "ipu/dtype.h"
@@ -65,34 +66,6 @@ struct Window {
   }
 };
 
-// The windows of outputs b, b + 1, ... in turn: an odometer over the output shape that recomputes a dim's offsets
-// only when that dim's coordinate changes (mostly just the innermost), instead of dividing per output.
-class WindowWalker {
- public:
-  WindowWalker(const Window& w, int64_t b) : w_(w), o_(w.rank(), 0), offs_(w.rank()) {
-    for (size_t d = w.rank(); d-- > 0;) {
-      if (w.out_shape[d] == 0) continue;
-      o_[d] = b % w.out_shape[d];
-      b /= w.out_shape[d];
-    }
-    for (size_t d = 0; d < w.rank(); ++d) w_.offsetsOf(d, o_[d], &offs_[d]);
-  }
-  const std::vector<std::vector<int64_t>>& offsets() const { return offs_; }
-  void next() {
-    for (size_t d = w_.rank(); d-- > 0;) {
-      const bool carry = ++o_[d] >= w_.out_shape[d];
-      if (carry) o_[d] = 0;
-      w_.offsetsOf(d, o_[d], &offs_[d]);
-      if (!carry) return;
-    }
-  }
-
- private:
-  const Window& w_;
-  std::vector<int64_t> o_;
-  std::vector<std::vector<int64_t>> offs_;
-};
-
 // Calls f(offset) for every element of the product of the per-dim offset lists, row-major.
 template <class F>
 inline void forEachOffset(const std::vector<std::vector<int64_t>>& per_dim, F&& f) {
@@ -112,6 +85,63 @@ inline void forEachOffset(const std::vector<std::vector<int64_t>>& per_dim, F&& 
   }
 }
 
+// The windows of outputs b, b + 1, ... in turn: an odometer over the output shape that recomputes a dim's offsets
+// only when that dim's coordinate changes (mostly just the innermost), instead of dividing per output. It keeps the
+// window's offsets flattened (row-major over the dims, the order the kernels combine them in); when only the
+// innermost coordinate moves and its offsets just shift (no padding reached), the flat list shifts with them.
+class WindowWalker {
+ public:
+  WindowWalker(const Window& w, int64_t b) : w_(w), o_(w.rank(), 0), offs_(w.rank()) {
+    for (size_t d = w.rank(); d-- > 0;) {
+      if (w.out_shape[d] == 0) continue;
+      o_[d] = b % w.out_shape[d];
+      b /= w.out_shape[d];
+    }
+    for (size_t d = 0; d < w.rank(); ++d) w_.offsetsOf(d, o_[d], &offs_[d]);
+    flatten();
+  }
+  const std::vector<int64_t>& flat() const { return flat_; }
+  void next() {
+    for (size_t d = w_.rank(); d-- > 0;) {
+      const bool carry = ++o_[d] >= w_.out_shape[d];
+      if (carry) o_[d] = 0;
+      if (!carry && d + 1 == w_.rank()) {
+        prev_.swap(offs_[d]);
+        w_.offsetsOf(d, o_[d], &offs_[d]);
+        if (shifted(prev_, offs_[d])) return;
+        flatten();
+        return;
+      }
+      w_.offsetsOf(d, o_[d], &offs_[d]);
+      if (!carry) {
+        flatten();
+        return;
+      }
+    }
+    flatten();
+  }
+
+ private:
+  // cur = prev + delta elementwise (and non-empty): shift the flat list by delta.
+  bool shifted(const std::vector<int64_t>& prev, const std::vector<int64_t>& cur) {
+    if (prev.size() != cur.size() || cur.empty() || flat_.empty()) return false;
+    const int64_t delta = cur[0] - prev[0];
+    for (size_t i = 1; i < cur.size(); ++i)
+      if (cur[i] - prev[i] != delta) return false;
+    for (int64_t& f : flat_) f += delta;
+    return true;
+  }
+  void flatten() {
+    flat_.clear();
+    forEachOffset(offs_, [&](int64_t off) { flat_.push_back(off); });
+  }
+
+  const Window& w_;
+  std::vector<int64_t> o_;
+  std::vector<std::vector<int64_t>> offs_;
+  std::vector<int64_t> prev_, flat_;
+};
+
 // reduce_window with a single-op computation on storage type S.
 template <class S, class F>
 class ReduceWindowKernel : public Kernel {
@@ -124,7 +154,7 @@ class ReduceWindowKernel : public Kernel {
     WindowWalker walk(w_, b);
     for (int64_t i = b; i < e; ++i, walk.next()) {
       S acc = init;
-      forEachOffset(walk.offsets(), [&](int64_t off) { acc = f_(acc, x[off]); });
+      for (int64_t off : walk.flat()) acc = f_(acc, x[off]);
       o[i] = acc;
     }
   }
@@ -167,14 +197,14 @@ class BodyWindowKernel : public Kernel {
     WindowWalker walk(w_, b);
     for (int64_t i = b; i < e; ++i, walk.next()) {
       for (size_t k = 0; k < n; ++k) copyElement(r + 4 * k, s.ptr[static_cast<size_t>(ops_[k].init)], ops_[k].size);
-      forEachOffset(walk.offsets(), [&](int64_t off) {
+      for (int64_t off : walk.flat()) {
         for (size_t k = 0; k < n; ++k)
           copyElement(r + 4 * (n + k), s.ptr[static_cast<size_t>(ops_[k].in)] + off * static_cast<int64_t>(ops_[k].size),
                       ops_[k].size);
         body_.run(regs);
         for (size_t k = 0; k < n; ++k) next[k] = regs[body_.resultRegister(k)];  // results may sit in param registers
         for (size_t k = 0; k < n; ++k) regs[k] = next[k];
-      });
+      }
       for (size_t k = 0; k < n; ++k)
         copyElement(s.ptr[static_cast<size_t>(ops_[k].out)] + i * static_cast<int64_t>(ops_[k].size), r + 4 * k, ops_[k].size);
     }
@@ -189,10 +219,18 @@ class BodyWindowKernel : public Kernel {
 // select_and_scatter: superstep 0 selects per window (source element), superstep 1 scatters per operand element.
 class SelectAndScatterKernel : public Kernel {
  public:
+  // The bodies max pooling's gradient has on f32 (select: compare GE or GT of (current, candidate) as floats;
+  // scatter: add) run as native code instead of through their ScalarPrograms: the same operations in the same
+  // order, so the same bits.
+  enum class NativeSelect { None, Ge, Gt };
+  enum class NativeScatter { None, Add, AddSwapped };  // acc + source, or source + acc (NaN payloads differ)
+
   SelectAndScatterKernel(int operand, int source, int init, int selected, int out, size_t size, const Window& w,
-                         ScalarProgram select, ScalarProgram scatter)
+                         ScalarProgram select, ScalarProgram scatter, NativeSelect native_select,
+                         NativeScatter native_scatter)
       : operand_(operand), source_(source), init_(init), selected_(selected), out_(out), size_(size), w_(w),
-        select_(std::move(select)), scatter_(std::move(scatter)) {
+        select_(std::move(select)), scatter_(std::move(scatter)), native_select_(native_select),
+        native_scatter_(native_scatter) {
     // Per dim and operand coordinate p, the windows containing p: o * stride - pad_lo <= p <= o * stride - pad_lo
     // + size - 1, clipped to the output.
     lo_.resize(w_.rank());
@@ -216,72 +254,92 @@ class SelectAndScatterKernel : public Kernel {
     return s.ptr[static_cast<size_t>(slot)] + i * static_cast<int64_t>(size_);
   }
 
+  template <bool kGe>
+  void selectF32(RunState& s, int64_t b, int64_t e) const {
+    const float* x = s.at<const float>(operand_);
+    int32_t* sel = s.at<int32_t>(selected_);
+    WindowWalker walk(w_, b);
+    for (int64_t i = b; i < e; ++i, walk.next()) {
+      int64_t chosen = -1;
+      float best = 0;
+      for (int64_t off : walk.flat()) {
+        const float c = x[off];
+        if (chosen >= 0 && (kGe ? best >= c : best > c)) continue;  // select(current, candidate) keeps the current
+        chosen = off;
+        best = c;
+      }
+      sel[i] = static_cast<int32_t>(chosen);
+    }
+  }
+
   void select(RunState& s, int64_t b, int64_t e) const {
+    if (native_select_ == NativeSelect::Ge) return selectF32<true>(s, b, e);
+    if (native_select_ == NativeSelect::Gt) return selectF32<false>(s, b, e);
     ScalarRegisters file(select_, 2);
     uint8_t* r = file.bytes();
     int32_t* sel = s.at<int32_t>(selected_);
     WindowWalker walk(w_, b);
     for (int64_t i = b; i < e; ++i, walk.next()) {
       int64_t chosen = -1;
-      forEachOffset(walk.offsets(), [&](int64_t off) {
+      for (int64_t off : walk.flat()) {
         if (chosen < 0) {
           chosen = off;
-          return;
+          continue;
         }
         copyElement(r, element(s, operand_, chosen), size_);
         copyElement(r + 4, element(s, operand_, off), size_);
         select_.run(file.data());
         if (!(file.data()[select_.resultRegister(0)] & 0xff)) chosen = off;
-      });
+      }
       sel[i] = static_cast<int32_t>(chosen);
     }
   }
 
+  // Per operand element j: the init value, combined with the source of each window (row-major) that selected j.
   void scatter(RunState& s, int64_t b, int64_t e) const {
+    if (native_scatter_ == NativeScatter::Add) return scatterWith(s, b, e, [](float acc, float x) { return acc + x; });
+    if (native_scatter_ == NativeScatter::AddSwapped)
+      return scatterWith(s, b, e, [](float acc, float x) { return x + acc; });
     ScalarRegisters file(scatter_, 2);
     uint8_t* r = file.bytes();
     uint32_t* regs = file.data();
+    scatterWith(s, b, e, [&](uint32_t acc, uint32_t x) {
+      regs[0] = acc;
+      std::memcpy(r + 4, &x, 4);
+      scatter_.run(regs);
+      return regs[scatter_.resultRegister(0)];
+    });
+  }
+
+  // `combine(acc, source)` on 4-byte words (the interpreted body, registers as they hold elements) or on f32.
+  // Window-major: out[b, e) = init, then each window (row-major) whose selected element is in [b, e) combines its
+  // source into that element, so every element takes its windows' sources in row-major window order (XLA:CPU's).
+  // Only the windows that can contain an element of [b, e) are visited: those whose first coordinate lies between
+  // the first window of b's first operand coordinate and the last of e - 1's (lo_ and hi_ grow with it).
+  template <class F>
+  void scatterWith(RunState& s, int64_t b, int64_t e, F&& combine) const {
+    using T = std::conditional_t<std::is_same<decltype(combine(0.0f, 0.0f)), float>::value, float, uint32_t>;
     const int32_t* sel = s.at<const int32_t>(selected_);
-    const size_t rank = w_.rank();
-    std::vector<int64_t> lo(rank), hi(rank), o(rank), src_strides = rowMajorStrides(w_.out_shape), p(rank, 0);
-    for (size_t d = rank, j = static_cast<size_t>(b); d-- > 0;) {  // the operand coordinates of element b
-      if (w_.in_shape[d] == 0) continue;
-      p[d] = static_cast<int64_t>(j % static_cast<size_t>(w_.in_shape[d]));
-      j /= static_cast<size_t>(w_.in_shape[d]);
+    const int64_t size = static_cast<int64_t>(size_);
+    const uint8_t* src = s.ptr[static_cast<size_t>(source_)];
+    uint8_t* out = s.ptr[static_cast<size_t>(out_)];
+    for (int64_t j = b; j < e; ++j) copyElement(out + j * size, element(s, init_, 0), size_);
+    int64_t w0 = 0, w1 = 1, inner = 1;
+    for (int64_t d : w_.out_shape) w1 *= d;
+    for (size_t d = 1; d < w_.rank(); ++d) inner *= w_.in_shape[d];
+    if (w_.rank() > 0 && w1 > 0 && inner > 0 && b < e) {
+      const int64_t per = w1 / w_.out_shape[0];
+      w0 = lo_[0][static_cast<size_t>(b / inner)] * per;
+      w1 = std::max(w0, (hi_[0][static_cast<size_t>((e - 1) / inner)] + 1) * per);
     }
-    for (int64_t j = b; j < e; ++j) {
-      copyElement(r, element(s, init_, 0), size_);
-      bool any = true;
-      for (size_t d = 0; d < rank; ++d) {
-        lo[d] = lo_[d][static_cast<size_t>(p[d])];
-        hi[d] = hi_[d][static_cast<size_t>(p[d])];
-        any = any && lo[d] <= hi[d];
-      }
-      for (size_t d = rank; d-- > 0;) {  // on to element j + 1
-        if (++p[d] < w_.in_shape[d]) break;
-        p[d] = 0;
-      }
-      if (any) {
-        o = lo;
-        int64_t w = 0;  // the window's row-major index, kept up to date as o steps
-        for (size_t d = 0; d < rank; ++d) w += o[d] * src_strides[d];
-        for (;;) {
-          if (sel[w] == j) {
-            copyElement(r + 4, element(s, source_, w), size_);
-            scatter_.run(regs);
-            regs[0] = regs[scatter_.resultRegister(0)];
-          }
-          size_t d = rank;
-          while (d > 0 && ++o[d - 1] > hi[d - 1]) {
-            w -= (hi[d - 1] - lo[d - 1]) * src_strides[d - 1];
-            o[d - 1] = lo[d - 1];
-            --d;
-          }
-          if (d == 0) break;
-          w += src_strides[d - 1];
-        }
-      }
-      copyElement(s.ptr[static_cast<size_t>(out_)] + j * static_cast<int64_t>(size_), r, size_);
+    for (int64_t w = w0; w < w1; ++w) {
+      const int64_t j = sel[w];
+      if (j < b || j >= e) continue;
+      T acc{}, x{};
+      copyElement(reinterpret_cast<uint8_t*>(&acc), out + j * size, size_);
+      copyElement(reinterpret_cast<uint8_t*>(&x), src + w * size, size_);
+      acc = combine(acc, x);
+      copyElement(out + j * size, reinterpret_cast<const uint8_t*>(&acc), size_);
     }
   }
 
@@ -289,6 +347,8 @@ class SelectAndScatterKernel : public Kernel {
   size_t size_;
   Window w_;
   ScalarProgram select_, scatter_;
+  NativeSelect native_select_;
+  NativeScatter native_scatter_;
   std::vector<std::vector<int64_t>> lo_, hi_;
 };
 
@@ -323,8 +383,43 @@ struct ReducePrecisionF {
   }
 };
 
-int64_t attrIntOr(const Op& op, const char* name, int64_t fallback) {
-  return op.attrs.find(name) ? attrInt(op, name) : fallback;
+// A region that is one binary op of its two params, returning its result: that op (else null); *swapped: its
+// operands are (param 1, param 0).
+const Op* binaryOfParams(const Region& r, bool* swapped) {
+  if (r.params.size() != 2 || r.body.size() != 1 || r.results.size() != 1) return nullptr;
+  const Op& op = r.body[0];
+  if (op.operands.size() != 2 || op.results.size() != 1 || op.results[0].id != r.results[0] || !op.regions.empty())
+    return nullptr;
+  const int64_t a = r.params[0].id, b = r.params[1].id;
+  if (op.operands[0] == a && op.operands[1] == b) *swapped = false;
+  else if (op.operands[0] == b && op.operands[1] == a) *swapped = true;
+  else return nullptr;
+  return &op;
+}
+
+bool isF32Scalar(const ValueDecl& v) { return v.dtype == "f32" && v.shape.empty(); }
+
+SelectAndScatterKernel::NativeSelect nativeSelect(const Region& r, DType dt) {
+  using N = SelectAndScatterKernel::NativeSelect;
+  bool swapped = false;
+  const Op* op = binaryOfParams(r, &swapped);
+  if (dt != DType::F32 || !op || swapped || op->op != "compare" || !isF32Scalar(r.params[0]) ||
+      !isF32Scalar(r.params[1]))
+    return N::None;
+  const std::string type = attrString(*op, "compare_type", "NOTYPE");
+  if (type != "NOTYPE" && type != "FLOAT") return N::None;  // TOTALORDER orders NaNs and zeros: interpreted
+  const std::string dir = attrString(*op, "comparison_direction", "");
+  return dir == "GE" ? N::Ge : dir == "GT" ? N::Gt : N::None;
+}
+
+SelectAndScatterKernel::NativeScatter nativeScatter(const Region& r, DType dt) {
+  using N = SelectAndScatterKernel::NativeScatter;
+  bool swapped = false;
+  const Op* op = binaryOfParams(r, &swapped);
+  if (dt != DType::F32 || !op || op->op != "add" || !isF32Scalar(r.params[0]) || !isF32Scalar(r.params[1]) ||
+      op->results[0].dtype != "f32")
+    return N::None;
+  return swapped ? N::AddSwapped : N::Add;
 }
 
 }  // namespace
@@ -481,7 +576,9 @@ std::vector<int> Lowerer::lowerWindow(OpContext& ctx) {
                               }));
     const double flops = isFloat(in0.dtype) ? scatter.flopsPerElement() * static_cast<double>(source.numElements()) : 0;
     auto kernel = std::make_unique<SelectAndScatterKernel>(ctx.in[0], ctx.in[1], ctx.in[2], selected, out,
-                                                           dtypeSize(in0.dtype), w, select, scatter);
+                                                           dtypeSize(in0.dtype), w, select, scatter,
+                                                           nativeSelect(op.regions[0], in0.dtype),
+                                                           nativeScatter(op.regions[1], in0.dtype));
     emitExecute(ctx, std::move(kernel), std::move(steps), {out, selected}, flops);
     return {out};
   }
