@@ -61,3 +61,20 @@ def test_chain_inside_a_loop_body():
         return lax.fori_loop(0, 7, lambda i, v: jnp.tanh(v * 0.9 + i.astype(jnp.float32) * 0.1) - 0.05, x)
 
     check(f, random("float32", (4096,), low=-2, high=2), **TRANSCENDENTAL["float32"])
+
+
+@pytest.mark.parametrize("name, f", [
+    ("a*b+c", lambda a, b, c: a * b + c),
+    ("c+a*b", lambda a, b, c: c + a * b),
+    ("a*b-c", lambda a, b, c: a * b - c),
+    ("c-a*b", lambda a, b, c: c - a * b),
+    ("horner", lambda a, b, c: ((a * b + c) * b + 0.25) * b - c),
+    ("uniform's scale and shift", lambda a, b, c: jnp.maximum(c, a * (b - c) + c)),
+])
+def test_multiply_adds_round_once_as_on_cpu(name, f):
+    """XLA:CPU contracts a multiply whose one user is an add or subtract into a fused multiply-add (one rounding) on
+    a host with FMA; the fused vertex does the same, so these chains give cpu's bits. Inputs where one rounding and
+    two differ are many: a*b + c with a = b = 1 + 2^-12, c = -1 is 2^-11 + 2^-24 fused and 2^-11 otherwise."""
+    a, b, c = (random("float32", (4099,), seed=seed) for seed in (31, 32, 33))
+    a[:3], b[:3], c[:3] = np.float32(1 + 2**-12), np.float32(1 + 2**-12), np.float32(-1)
+    check(f, a, b, c, **EXACT)

@@ -162,3 +162,5 @@ def test_quickstart_notebook(tmp_path):
     total = int(trace["total_cycles"])
     assert total > 0 and int(trace["steps_sum"]) == total
     assert int(trace["compute"]) + int(trace["exchange"]) + int(trace["sync"]) == total
+    report = dict(zip(res["report"][0::2], res["report"][1::2]))  # the profile report holds the same run
+    assert int(report["total_cycles"]) == total and int(report["worst_bytes"]) > 0

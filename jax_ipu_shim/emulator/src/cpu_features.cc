@@ -27,9 +27,14 @@ bool detectF16C() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   return osSavesYmm() && __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
 }
+bool detectFma() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return osSavesYmm() && __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 12)) != 0;
+}
 #else
 bool detectAvx2() { return false; }
 bool detectF16C() { return false; }
+bool detectFma() { return false; }
 #endif
 
 }  // namespace
@@ -41,6 +46,11 @@ bool hostHasAvx2() {
 
 bool hostHasF16C() {
   static const bool yes = detectF16C();
+  return yes;
+}
+
+bool hostHasFma() {
+  static const bool yes = detectFma();
   return yes;
 }
 

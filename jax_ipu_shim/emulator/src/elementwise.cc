@@ -4,6 +4,7 @@
 //
 // A chain of them (ipu/fusion.h) is one compute set running one fused vertex, as popops::map does with an
 // expression tree: see lowerElementwiseGroup for what that saves on the IPU. A lone op is a group of one.
+#include <cmath>
 #include <tuple>
 #include <unordered_map>
 
@@ -21,6 +22,15 @@
 namespace ipu {
 
 namespace {
+
+enum class Fused { MulAdd, MulSub, NegMulAdd };  // a * b + c, a * b - c, c - a * b with one rounding
+
+template <Fused F>
+inline float fusedScalar(float a, float b, float c) {
+  if constexpr (F == Fused::MulAdd) return std::fma(a, b, c);
+  else if constexpr (F == Fused::MulSub) return std::fma(a, b, -c);
+  else return std::fma(-a, b, c);
+}
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 // ---- XLA:CPU's f32 exp, log, tanh and logistic (ipu/xla_math.h) on whole AVX2 vectors ----
@@ -129,6 +139,27 @@ IPU_XLA_MATH_BLOCK(tanh)
 IPU_XLA_MATH_BLOCK(logistic)
 #undef IPU_XLA_MATH_BLOCK
 
+// a * b + c, a * b - c and c - a * b with one rounding (the fused vertex's contracted multiply-adds, below), with
+// the FMA instructions.
+
+template <Fused F>
+__attribute__((target("avx2,fma"))) void fmaBlockFma(const void* const* args, void* out, int64_t n) {
+  const float* __restrict a = static_cast<const float*>(args[0]);
+  const float* __restrict b = static_cast<const float*>(args[1]);
+  const float* __restrict c = static_cast<const float*>(args[2]);
+  float* __restrict o = static_cast<float*>(out);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(a + i), y = _mm256_loadu_ps(b + i), z = _mm256_loadu_ps(c + i);
+    __m256 r;
+    if constexpr (F == Fused::MulAdd) r = _mm256_fmadd_ps(x, y, z);
+    else if constexpr (F == Fused::MulSub) r = _mm256_fmsub_ps(x, y, z);
+    else r = _mm256_fnmadd_ps(x, y, z);
+    _mm256_storeu_ps(o + i, r);
+  }
+  for (; i < n; ++i) o[i] = fusedScalar<F>(a[i], b[i], c[i]);
+}
+
 // The vector block function of a unary f32 op, or null.
 BlockFn xlaMathBlock(OpKind kind) {
   if (!hostHasAvx2()) return nullptr;
@@ -143,6 +174,25 @@ BlockFn xlaMathBlock(OpKind kind) {
 #else
 BlockFn xlaMathBlock(OpKind) { return nullptr; }
 #endif
+
+template <Fused F>
+void fmaBlockPortable(const void* const* args, void* out, int64_t n) {
+  const float* a = static_cast<const float*>(args[0]);
+  const float* b = static_cast<const float*>(args[1]);
+  const float* c = static_cast<const float*>(args[2]);
+  float* o = static_cast<float*>(out);
+  for (int64_t i = 0; i < n; ++i) o[i] = fusedScalar<F>(a[i], b[i], c[i]);
+}
+
+// The block function of a contracted multiply-add: vectorised where the host has FMA, std::fma (exact, in
+// software where the host lacks it) elsewhere: the same bits either way.
+template <Fused F>
+BlockFn fmaBlock() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (hostHasAvx2() && hostHasFma()) return &fmaBlockFma<F>;
+#endif
+  return &fmaBlockPortable<F>;
+}
 
 // One elementwise op, checked, as an instruction of the fused vertex.
 struct Member {
@@ -333,13 +383,51 @@ int Lowerer::lowerElementwiseGroup(std::vector<OpContext>& members) {
   }
   if (instrs.empty() || values.at(root.op->results[0].id).instr != static_cast<int>(instrs.size() - 1))
     invalid(root, "a fused group must end with an elementwise op");
+  // Contract each f32 multiply whose one user is an add or subtract of the vertex into one fused multiply-add, as
+  // XLA:CPU's fused loops do on a host with FMA (LLVM contracts fmul into fadd/fsub when the product has one use):
+  // the results then round as cpu's do. Host arithmetic only: the members' cycles (costs) and memory are unchanged.
+  const size_t computed = instrs.size();  // the members the IPU computes, whatever the host contracts
+  std::vector<int> uses(instrs.size(), 0);
+  for (const auto& ins : instrs)
+    for (int a : ins.args)
+      if (a >= 0 && args[static_cast<size_t>(a)].second >= 0) ++uses[static_cast<size_t>(args[static_cast<size_t>(a)].second)];
+  std::vector<bool> contracted(instrs.size(), false);
+  for (size_t k = 0; k < instrs.size(); ++k) {
+    const OpKind kind = costs[k].first;
+    if (costs[k].second != DType::F32 || (kind != OpKind::Add && kind != OpKind::Subtract)) continue;
+    for (int side = 0; side < 2; ++side) {
+      const int j = args[static_cast<size_t>(instrs[k].args[side])].second;
+      if (j < 0 || contracted[static_cast<size_t>(j)] || uses[static_cast<size_t>(j)] != 1 ||
+          costs[static_cast<size_t>(j)].first != OpKind::Multiply || costs[static_cast<size_t>(j)].second != DType::F32)
+        continue;
+      const int other = instrs[k].args[1 - side];
+      instrs[k].fn = kind == OpKind::Add ? fmaBlock<Fused::MulAdd>()
+                     : side == 0         ? fmaBlock<Fused::MulSub>()      // a * b - c
+                                         : fmaBlock<Fused::NegMulAdd>();  // c - a * b
+      instrs[k].args[0] = instrs[static_cast<size_t>(j)].args[0];
+      instrs[k].args[1] = instrs[static_cast<size_t>(j)].args[1];
+      instrs[k].args[2] = other;
+      contracted[static_cast<size_t>(j)] = true;
+      break;
+    }
+  }
+  std::vector<int> renumbered(instrs.size(), -1);  // instructions left, in order
+  {
+    std::vector<FusedMapKernel::Instr> kept;
+    for (size_t k = 0; k < instrs.size(); ++k)
+      if (!contracted[k]) {
+        renumbered[k] = static_cast<int>(kept.size());
+        kept.push_back(instrs[k]);
+      }
+    instrs = std::move(kept);
+  }
   for (auto& ins : instrs)
     for (int& a : ins.args)
       if (a >= 0) {
         const auto& r = args[static_cast<size_t>(a)];
-        a = r.first >= 0 ? r.first : static_cast<int>(inputs.size()) + r.second;
+        a = r.first >= 0 ? r.first : static_cast<int>(inputs.size()) + renumbered[static_cast<size_t>(r.second)];
       }
-  if (instrs.size() > 1) codelet = "map{" + codelet + "}";
+  if (computed > 1) codelet = "map{" + codelet + "}";
 
   const TensorType& out = root.out_types[0];
   const int o = model < 0 ? newSlot(out) : newSlotLike(out, model);
@@ -354,7 +442,7 @@ int Lowerer::lowerElementwiseGroup(std::vector<OpContext>& members) {
   std::vector<Superstep> steps;
   const int workers = device().num_worker_contexts;
   if (work.num_elements > 0) {
-    const uint64_t launches_saved = static_cast<uint64_t>(instrs.size() - 1) * cost::kSupervisorCycles;
+    const uint64_t launches_saved = static_cast<uint64_t>(computed - 1) * cost::kSupervisorCycles;
     steps.push_back(superstep(codelet, work, recv, [&](int, int64_t n) {
       uint64_t c = 0;
       for (const auto& k : costs) c += cost::elementwise(k.first, k.second, n, workers);

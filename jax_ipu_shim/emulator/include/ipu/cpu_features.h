@@ -7,5 +7,6 @@ namespace ipu {
 
 bool hostHasAvx2();  // AVX2, and the OS saves YMM state
 bool hostHasF16C();  // AVX + F16C, and the OS saves YMM state
+bool hostHasFma();   // FMA3, and the OS saves YMM state
 
 }  // namespace ipu
