@@ -123,9 +123,10 @@ int XlaPrimitiveType(PJRT_Buffer_Type type) {
   return info ? info->xla_primitive_type : 0;
 }
 
+namespace {
+
 // PJRT's enumerator for a row of the emulator's dtype table, derived from its traits (kind, width, signedness).
-PJRT_Buffer_Type FromIpuDType(ipu::DType dtype) {
-  const ipu::DTypeInfo& t = ipu::dtypeInfo(dtype);
+PJRT_Buffer_Type PjrtTypeOf(const ipu::DTypeInfo& t) {
   switch (t.storage) {
     case ipu::StorageKind::Bool: return PJRT_Buffer_Type_PRED;
     case ipu::StorageKind::Half: return PJRT_Buffer_Type_F16;
@@ -144,14 +145,41 @@ PJRT_Buffer_Type FromIpuDType(ipu::DType dtype) {
   return PJRT_Buffer_Type_INVALID;
 }
 
-bool ToIpuDType(PJRT_Buffer_Type type, ipu::DType* out) {
-  for (const ipu::DTypeInfo& t : ipu::kDTypeTable) {
-    if (t.dtype != ipu::DType::Token && FromIpuDType(t.dtype) == type) {
-      *out = t.dtype;
-      return true;
+// Both directions as arrays, built once: every Execute converts each argument's and result's type, and a search
+// of the dtype table per conversion was a visible part of a tiny call's cost.
+constexpr size_t kNumDTypes = sizeof(ipu::kDTypeTable) / sizeof(ipu::kDTypeTable[0]);
+constexpr int kMaxPjrtType = 64;  // PJRT_Buffer_Type values are small
+struct DTypeMaps {
+  PJRT_Buffer_Type to_pjrt[kNumDTypes + 1];    // indexed by DType
+  int to_ipu[kMaxPjrtType];                    // DType + 1, or 0: no emulator dtype
+  DTypeMaps() : to_pjrt(), to_ipu() {
+    for (size_t i = 0; i <= kNumDTypes; ++i) to_pjrt[i] = PJRT_Buffer_Type_INVALID;
+    for (const ipu::DTypeInfo& t : ipu::kDTypeTable) {
+      const size_t d = static_cast<size_t>(t.dtype);
+      if (d <= kNumDTypes) to_pjrt[d] = PjrtTypeOf(t);
+      const int p = static_cast<int>(PjrtTypeOf(t));
+      // The first row wins, as the search did (tokens excluded).
+      if (t.dtype != ipu::DType::Token && p > 0 && p < kMaxPjrtType && to_ipu[p] == 0) to_ipu[p] = static_cast<int>(d) + 1;
     }
   }
-  return false;
+};
+const DTypeMaps& Maps() {
+  static const DTypeMaps maps;
+  return maps;
+}
+
+}  // namespace
+
+PJRT_Buffer_Type FromIpuDType(ipu::DType dtype) {
+  const size_t d = static_cast<size_t>(dtype);
+  return d <= kNumDTypes ? Maps().to_pjrt[d] : PjrtTypeOf(ipu::dtypeInfo(dtype));
+}
+
+bool ToIpuDType(PJRT_Buffer_Type type, ipu::DType* out) {
+  const int p = static_cast<int>(type);
+  if (p <= 0 || p >= kMaxPjrtType || Maps().to_ipu[p] == 0) return false;
+  *out = static_cast<ipu::DType>(Maps().to_ipu[p] - 1);
+  return true;
 }
 
 int64_t NumElements(const std::vector<int64_t>& dims) {

@@ -25,9 +25,9 @@ PJRT_Error_Code ToPjrtCode(ipu::ErrorCode code) {
   return PJRT_Error_Code_INTERNAL;
 }
 
-PJRT_Error* Guard(const char* function, const std::function<PJRT_Error*()>& body) {
+PJRT_Error* CurrentExceptionToError(const char* function) {
   try {
-    return body();
+    throw;
   } catch (const ipu::Error& e) {
     return MakeError(ToPjrtCode(e.code()), e.what());
   } catch (const std::bad_alloc&) {

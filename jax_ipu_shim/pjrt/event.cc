@@ -5,19 +5,23 @@
 namespace jax_ipu {
 
 std::shared_ptr<Completion> Completion::Ready() {
-  auto c = std::make_shared<Completion>();
-  c->ready_ = true;
-  return c;
+  // Never destroyed: buffers that outlive static destruction may still hold it.
+  static const std::shared_ptr<Completion>* const ready = [] {
+    auto c = std::make_shared<Completion>();
+    c->ready_.store(true, std::memory_order_release);
+    return new std::shared_ptr<Completion>(std::move(c));
+  }();
+  return *ready;
 }
 
 void Completion::Set(PJRT_Error_Code code, std::string message) {
   std::vector<Callback> callbacks;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (ready_) return;
+    if (ready_.load(std::memory_order_relaxed)) return;
     code_ = code;
     message_ = std::move(message);
-    ready_ = true;
+    ready_.store(true, std::memory_order_release);
     callbacks.swap(callbacks_);
   }
   cv_.notify_all();
@@ -25,14 +29,12 @@ void Completion::Set(PJRT_Error_Code code, std::string message) {
   for (Callback& callback : callbacks) callback(code_, message_);
 }
 
-bool Completion::IsReady() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return ready_;
-}
+bool Completion::IsReady() { return ready_.load(std::memory_order_acquire); }
 
 void Completion::Wait() {
+  if (ready_.load(std::memory_order_acquire)) return;
   std::unique_lock<std::mutex> lock(mutex_);
-  cv_.wait(lock, [this] { return ready_; });
+  cv_.wait(lock, [this] { return ready_.load(std::memory_order_relaxed); });
 }
 
 PJRT_Error* Completion::ToError() {
@@ -41,7 +43,7 @@ PJRT_Error* Completion::ToError() {
 }
 
 void Completion::OnReady(Callback callback) {
-  {
+  if (!ready_.load(std::memory_order_acquire)) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!ready_) {
       callbacks_.push_back(std::move(callback));
@@ -76,6 +78,11 @@ PJRT_Error* PJRT_Event_Await_Impl(PJRT_Event_Await_Args* args) { return args->ev
 PJRT_Error* PJRT_Event_OnReady_Impl(PJRT_Event_OnReady_Args* args) {
   PJRT_Event_OnReadyCallback callback = args->callback;
   void* user_arg = args->user_arg;
+  Completion& completion = *args->event->completion;
+  if (completion.IsReady()) {  // the usual case after a run inline: no std::function, no lock
+    callback(completion.code() == 0 ? nullptr : MakeError(completion.code(), completion.message()), user_arg);
+    return nullptr;
+  }
   // The callback owns the error it is given; jaxlib may destroy the event inside it.
   args->event->completion->OnReady([callback, user_arg](PJRT_Error_Code code, const std::string& message) {
     callback(code == 0 ? nullptr : MakeError(code, message), user_arg);

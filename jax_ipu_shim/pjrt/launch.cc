@@ -39,18 +39,6 @@ struct Replica {
 // Host time below which a run is cheaper on the caller's thread than a round trip through the worker.
 constexpr int64_t kInlineRunNs = 20000;
 
-bool RunsInline(const PJRT_LoadedExecutable& loaded, const Replica& r) {
-  const ipu::Executable& program = *loaded.program;
-  const int64_t last = loaded.last_run_ns->load(std::memory_order_relaxed);
-  if (last < 0 || last > kInlineRunNs) return false;
-  if (program.hasInfeed() || program.hasOutfeed() || program.hasHostCalls() || r.group) return false;
-  if (!r.device->queue->Idle()) return false;
-  for (const auto& defined : r.inputs_defined) {
-    if (!defined->IsReady()) return false;
-  }
-  return true;
-}
-
 // Checks that `buffer` is what parameter `index` of `program` takes; adds its bytes and definition to `replica`.
 void AddArgument(const ipu::Executable& program, size_t index, PJRT_Buffer* buffer, Replica* replica) {
   const ipu::TensorType& want = program.inputTypes()[index];
@@ -94,10 +82,25 @@ void PlaceOutputs(Replica& r) {
   }
 }
 
-// The work item: waits for inputs defined elsewhere, runs the program, completes the outputs.
-void Run(Replica& r) {
+// What runs on one thread reuse from one run to the next, so that a tiny launch allocates little more than its
+// outputs: one thread_local object (each thread_local costs a lookup per use in a shared library).
+struct RunScratch {
+  std::vector<const void*> in;
+  std::vector<void*> out;
+  ipu::RunProfile profile;
+  Replica inline_replica;
+  std::vector<std::unique_ptr<PJRT_Buffer>> inline_results;
+};
+RunScratch& ThisThreadsScratch() {
+  thread_local RunScratch scratch;
+  return scratch;
+}
+
+// Runs one replica: waits for inputs defined elsewhere, runs the program, records its profile on the device. Returns
+// the outcome (code 0: ok); on failure the outputs hold no memory. Lets go of every byte vector before returning:
+// whoever is woken up by the completion (a donation, the next run) sees only the references that really remain.
+PJRT_Error_Code RunReplica(Replica& r, std::string* message) {
   PJRT_Error_Code code = static_cast<PJRT_Error_Code>(0);
-  std::string message;
   const ipu::Executable& program = *r.program;
   // An input from another IPU's queue may still be in flight; one whose definition failed fails this run with
   // the same error (as jax's other backends propagate errors through buffers).
@@ -105,17 +108,20 @@ void Run(Replica& r) {
     defined->Wait();
     if (defined->code() != 0 && code == 0) {
       code = defined->code();
-      message = defined->message();
+      *message = defined->message();
     }
   }
-  ipu::RunProfile profile;
+  // Per thread, reused by every run on it: the pointer lists, and the profile that the run fills and then trades
+  // for the device's previous one (whose storage the next run on this thread reuses). Runs never nest on a thread.
+  RunScratch& scratch = ThisThreadsScratch();
+  std::vector<const void*>& in = scratch.in;
+  std::vector<void*>& out = scratch.out;
+  ipu::RunProfile& profile = scratch.profile;
   if (code == 0) {
     try {
       PlaceOutputs(r);
-      std::vector<const void*> in;
-      std::vector<void*> out;
-      in.reserve(r.inputs.size());
-      out.reserve(r.outputs.size());
+      in.clear();
+      out.clear();
       for (const Bytes& b : r.inputs) in.push_back(b->data());
       for (const Bytes& b : r.outputs) out.push_back(b->data());
       ipu::RunOptions options;
@@ -123,7 +129,7 @@ void Run(Replica& r) {
       options.replicas = r.group.get();
       options.host = r.device->host.get();
       const auto start = std::chrono::steady_clock::now();
-      profile = program.run(in, out, options);
+      program.runInto(in, out, options, &profile);
       // The end of the program is a meeting point too: a replica still waiting in a collective then learns that
       // this one has ended (it fails, naming both, instead of waiting forever; see collective.cc).
       if (r.group) r.group->exchange(r.index, nullptr);
@@ -131,32 +137,100 @@ void Run(Replica& r) {
       r.last_run_ns->store(std::chrono::duration_cast<std::chrono::nanoseconds>(host_time).count());
     } catch (const ipu::Error& e) {
       code = ToPjrtCode(e.code());
-      message = e.what();
+      *message = e.what();
     } catch (const std::bad_alloc&) {
       code = PJRT_Error_Code_RESOURCE_EXHAUSTED;
-      message = "ipu device " + std::to_string(r.device->local_hardware_id) + ": out of host memory running " +
-                program.name();
+      *message = "ipu device " + std::to_string(r.device->local_hardware_id) + ": out of host memory running " +
+                 program.name();
     } catch (const std::exception& e) {
       code = PJRT_Error_Code_INTERNAL;
-      message = "ipu device " + std::to_string(r.device->local_hardware_id) + ": running " + program.name() +
-                " failed: " + e.what();
+      *message = "ipu device " + std::to_string(r.device->local_hardware_id) + ": running " + program.name() +
+                 " failed: " + e.what();
     }
   }
-  if (code != 0 && r.group) r.group->abort(message);  // the other replicas fail instead of waiting for this one
+  if (code != 0 && r.group) r.group->abort(*message);  // the other replicas fail instead of waiting for this one
   if (code == 0) {
     std::lock_guard<std::mutex> lock(r.device->stats_mutex);
-    r.device->last_program = program.name();
-    std::swap(r.device->last_profile, profile);  // the previous profile is freed after the lock is released
+    if (r.device->last_program != program.name()) r.device->last_program = program.name();
+    std::swap(r.device->last_profile, profile);
     r.device->executions += 1;
   } else {
     for (Bytes& b : r.outputs) ByteVector().swap(*b);  // a failed output holds no memory
   }
-  if (program.hasOutfeed()) r.device->host->OutfeedProgramFinished(code == 0 ? nullptr : &message);
-  // Let go of every byte vector before completing: whoever wakes up (a donation, the next run) sees only the
-  // references that really remain.
+  if (program.hasOutfeed()) r.device->host->OutfeedProgramFinished(code == 0 ? nullptr : message);
   r.inputs.clear();
   r.outputs.clear();
+  r.inputs_defined.clear();
+  return code;
+}
+
+// The work item of a queued run: runs it, then completes its outputs' definition.
+void Run(Replica& r) {
+  std::string message;
+  const PJRT_Error_Code code = RunReplica(r, &message);
   r.done->Set(code, std::move(message));
+}
+
+// A launch on one IPU that runs at once on the caller's thread (see the top of this file) if it may; false, with
+// nothing done, if it must be queued instead. Throws for a bad argument before anything happens.
+bool ExecuteInline(const PJRT_LoadedExecutable& loaded, PJRT_Device* device, PJRT_LoadedExecutable_Execute_Args* args) {
+  const ipu::Executable& program = *loaded.program;
+  const int64_t last = loaded.last_run_ns->load(std::memory_order_relaxed);
+  if (last < 0 || last > kInlineRunNs) return false;
+  if (program.hasInfeed() || program.hasOutfeed() || program.hasHostCalls()) return false;
+  if (!device->queue->Idle()) return false;
+  // One replica and result list per thread, reused: their vectors keep their capacity, so that a launch allocates
+  // little more than its outputs. Emptied on the way out, whatever happens, so that they hold nothing alive.
+  RunScratch& scratch = ThisThreadsScratch();
+  Replica& r = scratch.inline_replica;
+  std::vector<std::unique_ptr<PJRT_Buffer>>& results = scratch.inline_results;
+  struct Reset {
+    Replica& r;
+    std::vector<std::unique_ptr<PJRT_Buffer>>& results;
+    ~Reset() {
+      r.inputs.clear();
+      r.inputs_defined.clear();
+      r.outputs.clear();
+      r.program.reset();
+      r.last_run_ns.reset();
+      results.clear();
+    }
+  } reset{r, results};
+  r.program = loaded.program;
+  r.device = device;
+  r.index = 0;
+  r.last_run_ns = loaded.last_run_ns;
+  const size_t num_inputs = program.inputTypes().size();
+  for (size_t i = 0; i < num_inputs; ++i) AddArgument(program, i, args->argument_lists[0][i], &r);
+  for (const auto& defined : r.inputs_defined) {
+    if (!defined->IsReady()) return false;
+  }
+  const std::vector<ipu::TensorType>& types = program.outputTypes();
+  for (const ipu::TensorType& type : types) {
+    auto bytes = std::make_shared<ByteVector>();  // sized by the run
+    r.outputs.push_back(bytes);
+    results.emplace_back(NewBuffer(device, FromIpuDType(type.dtype), type.shape, std::move(bytes), nullptr));
+  }
+  // Donated arrays are deleted for jaxlib (see Execute); nothing is queued, so no launch order is at stake.
+  for (const auto& alias : program.aliases()) {
+    PJRT_Buffer* donated = args->argument_lists[0][alias.first];
+    std::lock_guard<std::mutex> buffer_lock(donated->mutex);
+    donated->data.reset();
+  }
+  std::string message;
+  const PJRT_Error_Code code = RunReplica(r, &message);
+  // Defined by now: a successful run's outputs share the one ready completion (nothing to allocate or signal).
+  std::shared_ptr<Completion> done = Completion::Ready();
+  if (code != 0) {
+    done = std::make_shared<Completion>();
+    done->Set(code, std::move(message));
+  }
+  for (size_t j = 0; j < results.size(); ++j) {
+    results[j]->defined = done;
+    args->output_lists[0][j] = results[j].release();
+  }
+  if (args->device_complete_events != nullptr) args->device_complete_events[0] = NewEvent(std::move(done));
+  return true;
 }
 
 }  // namespace
@@ -194,6 +268,8 @@ PJRT_Error* PJRT_LoadedExecutable_Execute_Impl(PJRT_LoadedExecutable_Execute_Arg
                                                              " given");
     }
 
+    if (n == 1 && ExecuteInline(*loaded, devices[0], args)) return nullptr;
+
     // Everything that can fail happens before anything is queued or donated.
     auto group = n > 1 ? std::make_shared<ipu::ReplicaGroup>(static_cast<int>(n)) : nullptr;
     const size_t num_outputs = program.outputTypes().size();
@@ -216,10 +292,7 @@ PJRT_Error* PJRT_LoadedExecutable_Execute_Impl(PJRT_LoadedExecutable_Execute_Arg
       }
       replicas.push_back(std::move(r));
     }
-    const bool run_inline = n == 1 && RunsInline(*loaded, *replicas[0]);
-    if (!run_inline) {
-      for (size_t d = 0; d < n; ++d) devices[d]->queue->Start();
-    }
+    for (size_t d = 0; d < n; ++d) devices[d]->queue->Start();
     // The outputs exist, with their shapes, before their runs do (which may finish before Execute returns).
     std::vector<std::unique_ptr<PJRT_Buffer>> results;
     results.reserve(n * num_outputs);
@@ -230,24 +303,17 @@ PJRT_Error* PJRT_LoadedExecutable_Execute_Impl(PJRT_LoadedExecutable_Execute_Arg
             NewBuffer(devices[d], FromIpuDType(type.dtype), type.shape, replicas[d]->outputs[j], replicas[d]->done));
       }
     }
-
-    // jaxlib leaves deleting donated arrays to a C API plugin (pjrt-notes.md): after this, x.is_deleted() is True,
-    // and the run holds the only other reference to the bytes.
-    auto donate = [&](size_t d) {
-      for (const auto& alias : program.aliases()) {
-        PJRT_Buffer* donated = args->argument_lists[d][alias.first];
-        std::lock_guard<std::mutex> buffer_lock(donated->mutex);
-        donated->data.reset();
-      }
-    };
-    if (run_inline) {
-      donate(0);  // nothing is queued: the launch order of other launches is not at stake
-      Run(*replicas[0]);
-    } else {
+    {
       // One launch goes onto all its queues before any other launch does (see PJRT_Client::launch_mutex).
       std::lock_guard<std::mutex> lock(loaded->client->launch_mutex);
       for (size_t d = 0; d < n; ++d) {
-        donate(d);
+        // jaxlib leaves deleting donated arrays to a C API plugin (pjrt-notes.md): after this, x.is_deleted() is
+        // True, and the run holds the only other reference to the bytes.
+        for (const auto& alias : program.aliases()) {
+          PJRT_Buffer* donated = args->argument_lists[d][alias.first];
+          std::lock_guard<std::mutex> buffer_lock(donated->mutex);
+          donated->data.reset();
+        }
         if (program.hasOutfeed()) devices[d]->host->OutfeedProgramQueued();
         devices[d]->queue->Enqueue([r = replicas[d]] { Run(*r); });
       }

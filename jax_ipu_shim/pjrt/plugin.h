@@ -31,8 +31,20 @@ namespace jax_ipu {
 PJRT_Error* MakeError(PJRT_Error_Code code, std::string message);
 PJRT_Error_Code ToPjrtCode(ipu::ErrorCode code);
 
-// Runs `body`, turning any exception into a PJRT_Error (ipu::Error keeps its code, anything else is INTERNAL).
-PJRT_Error* Guard(const char* function, const std::function<PJRT_Error*()>& body);
+// Inside a catch block: the exception being handled as a PJRT_Error (ipu::Error keeps its code, anything else is
+// INTERNAL), naming `function`.
+PJRT_Error* CurrentExceptionToError(const char* function);
+
+// Runs `body`, turning any exception into a PJRT_Error. A template, not a std::function: it wraps every call on the
+// dispatch path.
+template <class Body>
+PJRT_Error* Guard(const char* function, Body&& body) {
+  try {
+    return body();
+  } catch (...) {
+    return CurrentExceptionToError(function);
+  }
+}
 
 // A malloc'ed copy for the caller to free with JaxIpu_FreeString (null if out of memory).
 char* CopyString(const std::string& s);
@@ -52,6 +64,7 @@ namespace jax_ipu {
 class Completion {
  public:
   using Callback = std::function<void(PJRT_Error_Code code, const std::string& message)>;
+  // Ok and ready: one shared instance (nothing changes a ready completion).
   static std::shared_ptr<Completion> Ready();
 
   // Completes (code 0: ok) and then calls every OnReady callback on this thread, outside the lock.
@@ -69,7 +82,8 @@ class Completion {
  private:
   std::mutex mutex_;
   std::condition_variable cv_;
-  bool ready_ = false;
+  // Set (release) once code_ and message_ are final: readers that see it true read them without the lock.
+  std::atomic<bool> ready_{false};
   PJRT_Error_Code code_ = static_cast<PJRT_Error_Code>(0);
   std::string message_;
   std::vector<Callback> callbacks_;

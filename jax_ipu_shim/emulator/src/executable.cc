@@ -1,9 +1,9 @@
 // Executable: compile = parse, lower, check memory; run = bind storage, execute the program tree, copy results.
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <new>
 
 #include "ipu/dtype.h"
@@ -216,8 +216,19 @@ class ExecutableImpl : public Executable {
   bool hasHostCalls() const override { return host_io_.callbacks; }
   int numReplicas() const override { return replicas_; }
 
+  ~ExecutableImpl() override {
+    for (auto& spare : spare_states_) delete spare.exchange(nullptr);
+  }
+
   RunProfile run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
                  const RunOptions& options) const override {
+    RunProfile profile;
+    runInto(inputs, outputs, options, &profile);
+    return profile;
+  }
+
+  void runInto(const std::vector<const void*>& inputs, const std::vector<void*>& outputs, const RunOptions& options,
+               RunProfile* profile) const override {
     if (inputs.size() != inputs_.size() || outputs.size() != outputs_.size())
       throw Error(ErrorCode::InvalidArgument, "Executable '" + name_ + "' takes " + std::to_string(inputs_.size()) +
                                                   " inputs and " + std::to_string(outputs_.size()) + " outputs, not " +
@@ -229,7 +240,8 @@ class ExecutableImpl : public Executable {
     try {
       // A previous run's storage (arena, scratch, slot pointers, step counters): fresh pages would cost a fault
       // each, and fresh vectors an allocation each, every run.
-      RunState state = takeState();
+      std::unique_ptr<RunState> held = takeState();
+      RunState& state = *held;
       state.options = &options;
       for (const auto& p : param_slot_index_)
         state.ptr[static_cast<size_t>(p.first)] = const_cast<uint8_t*>(static_cast<const uint8_t*>(inputs[p.second]));
@@ -249,13 +261,12 @@ class ExecutableImpl : public Executable {
         ScopedFlushDenormals flush;
         Executor(graph_, &state).run(*graph_.root);
       }
-      RunProfile profile = stepsThatRan(state.profile);
+      stepsThatRan(state.profile, profile);
       if (traced)
         trace::record("Execute", name_, traced, trace::nowNs(), "{\"replica\": " + std::to_string(options.replica) +
-                                                                 ", \"cycles\": " + std::to_string(profile.total_cycles) + "}");
+                                                                 ", \"cycles\": " + std::to_string(profile->total_cycles) + "}");
       copyResults(state, outputs, bound);
-      giveState(std::move(state));
-      return profile;
+      giveState(std::move(held));
     } catch (const std::bad_alloc&) {
       throw Error(ErrorCode::ResourceExhausted, "Host out of memory while running '" + name_ + "' on the IPU emulator");
     }
@@ -315,24 +326,23 @@ class ExecutableImpl : public Executable {
       if (isStaged(j)) std::memcpy(outputs[j], staged[j].data(), staged[j].size());
   }
 
-  // The run's totals and the steps that ran, in program order, with their names and source locations. The run's
-  // own step counters are zeroed for the next run that reuses them.
-  RunProfile stepsThatRan(RunProfile& p) const {
-    RunProfile out;
-    out.total_cycles = p.total_cycles;
-    out.compute_cycles = p.compute_cycles;
-    out.exchange_cycles = p.exchange_cycles;
-    out.sync_cycles = p.sync_cycles;
-    out.supersteps = p.supersteps;
+  // The run's totals and the steps that ran, in program order, with their names and source locations, into `out`
+  // (reusing its vector and strings). The run's own step counters are zeroed for the next run that reuses them.
+  void stepsThatRan(RunProfile& p, RunProfile* out) const {
+    out->total_cycles = p.total_cycles;
+    out->compute_cycles = p.compute_cycles;
+    out->exchange_cycles = p.exchange_cycles;
+    out->sync_cycles = p.sync_cycles;
+    out->supersteps = p.supersteps;
     size_t ran = 0;
     for (const StepProfile& st : p.steps) ran += st.executions != 0;
-    out.steps.reserve(ran);
+    out->steps.resize(ran);
+    size_t k = 0;
     for (size_t i = 0; i < p.steps.size() && i < graph_.step_nodes.size(); ++i) {
       StepProfile& c = p.steps[i];
       if (!c.executions) continue;
       const Node& n = *graph_.step_nodes[i];
-      out.steps.emplace_back();
-      StepProfile& s = out.steps.back();
+      StepProfile& s = out->steps[k++];
       s.id = n.id;
       s.type = nodeKindName(n.kind);
       s.name = n.name;
@@ -344,42 +354,41 @@ class ExecutableImpl : public Executable {
       s.supersteps = c.supersteps;
       c.executions = c.compute_cycles = c.exchange_cycles = c.sync_cycles = c.supersteps = 0;
     }
+    out->steps.resize(k);
     p.total_cycles = p.compute_cycles = p.exchange_cycles = p.sync_cycles = p.supersteps = 0;
-    return out;
   }
 
-  // Host storage of one run, kept for the next (at most a couple: runs of one executable may overlap). Constant
-  // slots point at the executable's constants for good; params and arena slots are bound by each run.
-  RunState takeState() const {
-    {
-      std::lock_guard<std::mutex> lock(buffers_mu_);
-      if (!buffers_.empty()) {
-        RunState s = std::move(buffers_.back());
-        buffers_.pop_back();
-        return s;
-      }
-    }
-    RunState s;
-    s.arena.reset(new uint8_t[std::max<size_t>(graph_.arena_bytes, 1)]);  // not zeroed: every slot is written first
-    s.ptr.assign(graph_.slots.size(), nullptr);
+  // Host storage of one run, kept for the next (at most a couple: runs of one executable may overlap), in slots
+  // taken and returned without a lock. Constant slots point at the executable's constants for good; params and
+  // arena slots are bound by each run.
+  std::unique_ptr<RunState> takeState() const {
+    for (auto& spare : spare_states_)
+      if (RunState* s = spare.exchange(nullptr, std::memory_order_acquire)) return std::unique_ptr<RunState>(s);
+    auto s = std::make_unique<RunState>();
+    s->arena.reset(new uint8_t[std::max<size_t>(graph_.arena_bytes, 1)]);  // not zeroed: every slot is written first
+    s->ptr.assign(graph_.slots.size(), nullptr);
     for (size_t i = 0; i < graph_.slots.size(); ++i) {
       const Slot& slot = graph_.slots[i];
       if (slot.storage == Slot::Storage::Constant)
-        s.ptr[i] = const_cast<uint8_t*>(graph_.constants[static_cast<size_t>(slot.index)].data());
+        s->ptr[i] = const_cast<uint8_t*>(graph_.constants[static_cast<size_t>(slot.index)].data());
     }
-    s.scratch.resize(static_cast<size_t>(graph_.num_scratch));
-    s.dynamic.assign(static_cast<size_t>(graph_.num_dynamic), 0);
-    s.profile.steps.resize(graph_.step_nodes.size());
+    s->scratch.resize(static_cast<size_t>(graph_.num_scratch));
+    s->dynamic.assign(static_cast<size_t>(graph_.num_dynamic), 0);
+    s->profile.steps.resize(graph_.step_nodes.size());
     return s;
   }
-  void giveState(RunState s) const {
-    s.options = nullptr;
-    std::lock_guard<std::mutex> lock(buffers_mu_);
-    if (buffers_.size() < 2) buffers_.push_back(std::move(s));
+  void giveState(std::unique_ptr<RunState> s) const {
+    s->options = nullptr;
+    for (auto& spare : spare_states_) {
+      RunState* expected = nullptr;
+      if (spare.compare_exchange_strong(expected, s.get(), std::memory_order_release)) {
+        s.release();
+        return;
+      }
+    }
   }
 
-  mutable std::mutex buffers_mu_;
-  mutable std::vector<RunState> buffers_;
+  mutable std::atomic<RunState*> spare_states_[2] = {};
   std::string name_;
   std::string json_;
   int replicas_;

@@ -190,6 +190,12 @@ class Executable {
   RunProfile run(const std::vector<const void*>& inputs, const std::vector<void*>& outputs) const {
     return run(inputs, outputs, RunOptions());
   }
+  // The same, writing the profile into `*profile` and reusing its storage: a caller that keeps a profile per thread
+  // allocates nothing for it once its runs repeat (dispatch of small programs).
+  virtual void runInto(const std::vector<const void*>& inputs, const std::vector<void*>& outputs,
+                       const RunOptions& options, RunProfile* profile) const {
+    *profile = run(inputs, outputs, options);
+  }
 
   // The program it was compiled from ("jax-ipu-program" JSON): compile(programJson(), device()) rebuilds it
   // (serialised executables).
