@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "ipu/dtype.h"
+#include "ipu/trace.h"
 #include "plugin.h"
 
 namespace jax_ipu {
@@ -215,6 +216,7 @@ PJRT_Error* PJRT_Client_BufferFromHostBuffer_Impl(PJRT_Client_BufferFromHostBuff
     const size_t bytes = NumElements(dims) * element_size;
     auto data = std::make_shared<ByteVector>(bytes);  // not zero-filled: the copy below writes every byte
     const auto* src = static_cast<const uint8_t*>(args->data);
+    const int64_t started = ipu::trace::enabled() ? ipu::trace::nowNs() : 0;  // PVTI_OPTIONS
     bool dense = args->num_byte_strides == 0;
     if (!dense) {
       if (args->num_byte_strides != dims.size()) {
@@ -235,7 +237,7 @@ PJRT_Error* PJRT_Client_BufferFromHostBuffer_Impl(PJRT_Client_BufferFromHostBuff
       }
     }
     PJRT_Device* device = args->device ? args->device : args->client->device_pointers.front();
-    CountHostTransfer(device, bytes, /*to_device=*/true);
+    CountHostTransfer(device, bytes, /*to_device=*/true, started);
     // The host data is copied before returning (jax may free it at once), so the buffer is born defined.
     args->buffer = NewBuffer(device, args->type, std::move(dims), std::move(data), Completion::Ready());
     args->done_with_host_buffer = ReadyEvent();
@@ -361,8 +363,9 @@ PJRT_Error* PJRT_Buffer_ToHostBuffer_Impl(PJRT_Buffer_ToHostBuffer_Args* args) {
                                                        std::to_string(data->size()) + " bytes, not " +
                                                        std::to_string(bytes));
       }
+      const int64_t started = ipu::trace::enabled() ? ipu::trace::nowNs() : 0;  // PVTI_OPTIONS
       ParallelCopy(dst, data->data(), bytes);
-      CountHostTransfer(device, bytes, /*to_device=*/false);
+      CountHostTransfer(device, bytes, /*to_device=*/false, started);
       done->Set(static_cast<PJRT_Error_Code>(0), "");
     });
     args->event = NewEvent(std::move(done));

@@ -303,7 +303,8 @@ PJRT_Buffer* NewBuffer(PJRT_Device* device, PJRT_Buffer_Type type, std::vector<i
                        std::shared_ptr<Completion> defined);
 // The one place transfers are counted and costed: over the host link (to or from the device), or over the
 // IPU-Links (call it for both ends of a copy between IPUs).
-void CountHostTransfer(PJRT_Device* device, size_t bytes, bool to_device);
+// `started_ns` (ipu::trace::nowNs() when the copy began, or 0): a "Transfer" span on the PVTI timeline.
+void CountHostTransfer(PJRT_Device* device, size_t bytes, bool to_device, int64_t started_ns = 0);
 void CountLinkTransfer(PJRT_Device* device, size_t bytes);
 }
 

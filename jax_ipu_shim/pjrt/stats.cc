@@ -1,5 +1,6 @@
 // The current client (the one the JaxIpu_* functions act on) and JaxIpu_DeviceStats: what the Python package
 // reports about a device: host and IPU-Link transfers and the last execution.
+#include "ipu/trace.h"
 #include "plugin.h"
 
 namespace {
@@ -32,8 +33,14 @@ void WithCurrentClient(const std::function<void(PJRT_Client*)>& body) {
   body(g_client);
 }
 
-void CountHostTransfer(PJRT_Device* device, size_t bytes, bool to_device) {
+void CountHostTransfer(PJRT_Device* device, size_t bytes, bool to_device, int64_t started_ns) {
   const uint64_t cycles = device->description.hardware.hostTransferCycles(static_cast<int64_t>(bytes));
+  if (started_ns && ipu::trace::enabled()) {
+    const std::string ipu = "ipu " + std::to_string(device->description.id);
+    ipu::trace::record("Transfer", to_device ? "host to " + ipu : ipu + " to host", started_ns, ipu::trace::nowNs(),
+                       "{\"device\": " + std::to_string(device->description.id) + ", \"bytes\": " +
+                           std::to_string(bytes) + ", \"cycles\": " + std::to_string(cycles) + "}");
+  }
   std::lock_guard<std::mutex> lock(device->stats_mutex);
   (to_device ? device->counters.bytes_to_device : device->counters.bytes_from_device) += bytes;
   device->counters.host_transfer_cycles += cycles;

@@ -1,5 +1,5 @@
-"""PVTI_OPTIONS: a host timeline in Chrome trace-event JSON with compile, execute (per device worker), streams
-and callbacks; nothing written when off; bad options fail naming the option."""
+"""PVTI_OPTIONS: a host timeline in Chrome trace-event JSON with compile, execute (per device worker), host
+transfers, streams and callbacks; nothing written when off; bad options fail naming the option."""
 
 from __future__ import annotations
 
@@ -64,6 +64,9 @@ def test_timeline_is_trace_event_json_with_the_expected_events(python, tmp_path)
     assert all(any(b["ts"] <= f["ts"] and f["ts"] + f["dur"] <= b["ts"] + b["dur"] + 1000 for b in backend) for f in front)
     thread_names = [e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"]
     assert any(n.startswith("IPU device worker") for n in thread_names)
+    # Host <-> device transfers: the inputs to each device, and the results read back (64 f32 each way).
+    transfers = {(e["name"], e["args"]["bytes"]) for e in spans if e["cat"] == "Transfer"}
+    assert {("host to ipu 0", 256), ("host to ipu 1", 256), ("ipu 0 to host", 256), ("ipu 1 to host", 256)} <= transfers
 
 
 def test_streams_are_on_the_timeline(python, tmp_path):
