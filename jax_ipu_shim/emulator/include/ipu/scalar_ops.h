@@ -267,6 +267,17 @@ struct Half2 {
   T operator()(T x, T y) const { return Fmt::fromFloat(F{}(Fmt::toFloat(x), Fmt::toFloat(y))); }
 };
 
+// chlo.tan expands to sin / cos in the operand's own type: on f16/bf16 sine and cosine are each rounded to it before
+// the division (as XLA:CPU does), not computed in f32 and rounded once.
+template <class Fmt>
+struct Half1<TanF, Fmt> {
+  using T = typename Fmt::type;
+  T operator()(T x) const {
+    const float f = xla_math::ftz_(Fmt::toFloat(x));
+    return Fmt::fromFloat(Fmt::toFloat(Fmt::fromFloat(std::sin(f))) / Fmt::toFloat(Fmt::fromFloat(std::cos(f))));
+  }
+};
+
 // next_after steps the 16-bit format's bits, not f32 ones: no upcast.
 template <class Fmt = HalfFormat>
 struct NextAfter16 {
