@@ -36,35 +36,21 @@ inline float minXla(float a, float b) { return (a <= b || std::isnan(a)) ? a : b
 
 inline float signF(float x) { return std::isnan(x) || x == 0.0f ? x : (x > 0.0f ? 1.0f : -1.0f); }
 
-// Giles' single-precision erfinv, the approximation XLA uses for f32; +-1 give +-inf.
+// Giles' single-precision erfinv, as chlo.erf_inv expands for f32: w = -log1p(-x^2) with XLA's log1p, a degree-8
+// polynomial in w - 2.5 (w < 5) or sqrt(w) - 3 evaluated by Horner's rule with fused multiply-adds, times x; +-1
+// give +-inf.
 inline float erfInv(float x) {
-  if (std::fabs(x) == 1.0f) return x * std::numeric_limits<float>::infinity();
-  float w = -std::log((1.0f - x) * (1.0f + x));
-  float p;
-  if (w < 5.0f) {
-    w = w - 2.5f;
-    p = 2.81022636e-08f;
-    p = 3.43273939e-07f + p * w;
-    p = -3.5233877e-06f + p * w;
-    p = -4.39150654e-06f + p * w;
-    p = 0.00021858087f + p * w;
-    p = -0.00125372503f + p * w;
-    p = -0.00417768164f + p * w;
-    p = 0.246640727f + p * w;
-    p = 1.50140941f + p * w;
-  } else {
-    w = std::sqrt(w) - 3.0f;
-    p = -0.000200214257f;
-    p = 0.000100950558f + p * w;
-    p = 0.00134934322f + p * w;
-    p = -0.00367342844f + p * w;
-    p = 0.00573950773f + p * w;
-    p = -0.0076224613f + p * w;
-    p = 0.00943887047f + p * w;
-    p = 1.00167406f + p * w;
-    p = 2.83297682f + p * w;
-  }
-  return p * x;
+  static const float kSmall[9] = {2.81022636e-08f, 3.43273939e-07f, -3.5233877e-06f, -4.39150654e-06f, 0.00021858087f,
+                                  -0.00125372503f, -0.00417768164f, 0.246640727f,   1.50140941f};
+  static const float kLarge[9] = {-0.000200214257f, 0.000100950558f, 0.00134934322f, -0.00367342844f, 0.00573950773f,
+                                  -0.0076224613f,   0.00943887047f,  1.00167406f,    2.83297682f};
+  const float w = -xla_math::log1p(-x * x);
+  const bool small = w < 5.0f;
+  const float* c = small ? kSmall : kLarge;
+  const float t = small ? w - 2.5f : std::sqrt(w) - 3.0f;
+  float p = c[0];
+  for (int i = 1; i < 9; ++i) p = std::fma(p, t, c[i]);
+  return std::fabs(x) == 1.0f ? x * std::numeric_limits<float>::infinity() : p * x;
 }
 
 // Integers of every width wrap (two's complement) as XLA's do: computed in 32 bits, truncated to the type.
@@ -211,8 +197,9 @@ inline Storage<To> convertValue(Storage<From> x) {
 
 // ---- the functors ----
 
-// exp, log, log1p, tanh and logistic are XLA:CPU's own approximations (ipu/xla_math.h): closer to backend="cpu"
-// than libm and vectorisable. expm1 stays libm's: XLA's expm1 of this jaxlib is not the one xla_math.h knows.
+// exp, expm1, log, log1p, tanh and logistic are XLA:CPU's own approximations (ipu/xla_math.h), erf, erfc, erf_inv,
+// tan, lgamma and digamma the expansions chlo lowers to for cpu (ipu/special_functions.h): bit for bit backend="cpu"
+// on an FMA host. tan is sin / cos, as chlo.tan expands; sin, cos and pow are libm's, as XLA:CPU calls them.
 #define IPU_FLOAT_UNARY(Name, expr) \
   struct Name {                     \
     float operator()(float x) const { return expr; } \
@@ -221,7 +208,7 @@ IPU_FLOAT_UNARY(AbsF, std::fabs(x))
 IPU_FLOAT_UNARY(NegateF, -x)
 IPU_FLOAT_UNARY(SignF, signF(x))
 IPU_FLOAT_UNARY(ExpF, xla_math::exp(x))
-IPU_FLOAT_UNARY(Expm1F, std::expm1(x))
+IPU_FLOAT_UNARY(Expm1F, xla_math::expm1(x))
 IPU_FLOAT_UNARY(LogF, xla_math::log(x))
 IPU_FLOAT_UNARY(Log1pF, xla_math::log1p(x))
 IPU_FLOAT_UNARY(SqrtF, std::sqrt(x))
@@ -231,13 +218,13 @@ IPU_FLOAT_UNARY(TanhF, xla_math::tanh(x))
 IPU_FLOAT_UNARY(LogisticF, xla_math::logistic(x))
 IPU_FLOAT_UNARY(SineF, std::sin(x))
 IPU_FLOAT_UNARY(CosineF, std::cos(x))
-IPU_FLOAT_UNARY(TanF, std::tan(x))
+IPU_FLOAT_UNARY(TanF, xla_math::ftz_(std::sin(xla_math::ftz_(x)) / std::cos(xla_math::ftz_(x))))
 IPU_FLOAT_UNARY(FloorF, std::floor(x))
 IPU_FLOAT_UNARY(CeilF, std::ceil(x))
 IPU_FLOAT_UNARY(RoundEvenF, std::nearbyint(x))
 IPU_FLOAT_UNARY(RoundAfzF, std::round(x))
-IPU_FLOAT_UNARY(ErfF, std::erf(x))
-IPU_FLOAT_UNARY(ErfcF, std::erfc(x))
+IPU_FLOAT_UNARY(ErfF, xla_math::ftz_(special::erf(xla_math::ftz_(x))))
+IPU_FLOAT_UNARY(ErfcF, special::erfc(x))
 IPU_FLOAT_UNARY(SinhF, std::sinh(x))
 IPU_FLOAT_UNARY(CoshF, std::cosh(x))
 IPU_FLOAT_UNARY(AsinF, std::asin(x))
@@ -246,9 +233,9 @@ IPU_FLOAT_UNARY(AtanF, std::atan(x))
 IPU_FLOAT_UNARY(AsinhF, std::asinh(x))
 IPU_FLOAT_UNARY(AcoshF, std::acosh(x))
 IPU_FLOAT_UNARY(AtanhF, std::atanh(x))
-IPU_FLOAT_UNARY(ErfInvF, erfInv(x))
-IPU_FLOAT_UNARY(LgammaF, special::lgamma(x))
-IPU_FLOAT_UNARY(DigammaF, special::digamma(x))
+IPU_FLOAT_UNARY(ErfInvF, xla_math::ftz_(erfInv(xla_math::ftz_(x))))
+IPU_FLOAT_UNARY(LgammaF, special::lgamma(xla_math::ftz_(x)))
+IPU_FLOAT_UNARY(DigammaF, special::digamma(xla_math::ftz_(x)))
 IPU_FLOAT_UNARY(BesselI1eF, special::besselI1e(x))
 #undef IPU_FLOAT_UNARY
 
@@ -278,6 +265,17 @@ template <class F, class Fmt = HalfFormat>
 struct Half2 {
   using T = typename Fmt::type;
   T operator()(T x, T y) const { return Fmt::fromFloat(F{}(Fmt::toFloat(x), Fmt::toFloat(y))); }
+};
+
+// chlo.tan expands to sin / cos in the operand's own type: on f16/bf16 sine and cosine are each rounded to it before
+// the division (as XLA:CPU does), not computed in f32 and rounded once.
+template <class Fmt>
+struct Half1<TanF, Fmt> {
+  using T = typename Fmt::type;
+  T operator()(T x) const {
+    const float f = xla_math::ftz_(Fmt::toFloat(x));
+    return Fmt::fromFloat(Fmt::toFloat(Fmt::fromFloat(std::sin(f))) / Fmt::toFloat(Fmt::fromFloat(std::cos(f))));
+  }
 };
 
 // next_after steps the 16-bit format's bits, not f32 ones: no upcast.

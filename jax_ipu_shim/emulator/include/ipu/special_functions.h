@@ -11,6 +11,8 @@
 #include <cstring>
 #include <limits>
 
+#include "ipu/xla_math.h"
+
 namespace ipu {
 namespace special {
 
@@ -30,7 +32,7 @@ inline float f(double c) { return static_cast<float>(c); }  // a constant as XLA
 // log(t) for t = z + g + 1/2, as log(g + 1/2) + log1p(z / (g + 1/2)): XLA's way, more accurate than log(t).
 // XLA's simplifier turns the division by a constant into a multiplication by its f32 reciprocal.
 inline float lanczosLogT(float z) {
-  return f(std::log(kLanczosG + 0.5)) + std::log1p(z * (1.0f / f(kLanczosG + 0.5)));
+  return f(std::log(kLanczosG + 0.5)) + xla_math::log1p(z * (1.0f / f(kLanczosG + 0.5)));
 }
 
 // Reflection for x < 1/2 uses z = -x (lgamma(1 - x) then comes out of the series); otherwise z = x - 1.
@@ -43,13 +45,13 @@ inline float lgamma(float x) {
   const float t = f(kLanczosG + 0.5) + z;
   const float log_t = lanczosLogT(z);
   // (z + 1/2) log(t) - t, written so that large t does not overflow.
-  const float lg = std::fma((z + 0.5f) - t / log_t, log_t, f((std::log(2.0) + std::log(kPi)) / 2)) + std::log(a);
+  const float lg = std::fma((z + 0.5f) - t / log_t, log_t, f((std::log(2.0) + std::log(kPi)) / 2)) + xla_math::log(a);
   // lgamma(x) = log(pi) - lgamma(1 - x) - log|sin(pi x)|, with sin taken of the fractional part folded into
   // [0, 1/2] so that integers give exactly 0 (a pole: +inf) and pi * x never loses precision.
   const float ax = std::fabs(x);
   float frac = ax - std::floor(ax);
   if (0.5f < frac) frac = 1.0f - frac;
-  const float denom = std::log(std::sin(f(kPi) * frac));
+  const float denom = xla_math::log(std::sin(f(kPi) * frac));
   const float reflected = std::isfinite(denom) ? (f(std::log(kPi)) - denom) - lg : -denom;
   const float result = x < 0.5f ? reflected : lg;
   return std::isinf(x) ? std::numeric_limits<float>::infinity() : result;
@@ -72,6 +74,51 @@ inline float digamma(float x) {
   const float result = x < 0.5f ? reflected : dg;
   // Poles at zero and the negative integers: NaN.
   return (x <= 0.0f && x == std::floor(x)) ? std::numeric_limits<float>::quiet_NaN() : result;
+}
+
+// A polynomial by Horner's rule, highest coefficient first, each step one fused multiply-add (XLA:CPU contracts
+// the multiply and add of chlo's polynomial expansions).
+template <int N>
+inline float horner(float x, const float (&c)[N]) {
+  float p = c[0];
+  for (int i = 1; i < N; ++i) p = std::fma(p, x, c[i]);
+  return p;
+}
+
+// erf for f32 (Eigen's approximation): x Alpha(x^2) / Beta(x^2) of x clamped to [-4, 4], the result clamped to
+// [-1, 1] (near 4 the rational function overshoots 1 by an ulp).
+inline float erf(float in) {
+  static const float kAlpha[7] = {-2.72614225801306e-10f, 2.77068142495902e-08f,  -2.10102402082508e-06f,
+                                  -5.69250639462346e-05f, -7.34990630326855e-04f, -2.95459980854025e-03f,
+                                  -1.60960333262415e-02f};
+  static const float kBeta[5] = {-1.45660718464996e-05f, -2.13374055278905e-04f, -1.68282697438203e-03f,
+                                 -7.37332916720468e-03f, -1.42647390514189e-02f};
+  const float x = xla_math::fmin_(xla_math::fmax_(in, -4.0f), 4.0f);
+  const float x2 = x * x;
+  const float num = xla_math::ftz_(x * horner(x2, kAlpha));
+  return xla_math::fmin_(xla_math::fmax_(num / horner(x2, kBeta), -1.0f), 1.0f);
+}
+
+// chlo.erfc for f32 (Cephes' erfcf): 1 - x T(x^2) for |x| < 1; otherwise e^(-x^2) / |x| times P(1/x^2) on [1, 2)
+// or R(1/x^2) beyond, 0 once -x^2 < -maxlog, and 2 - erfc(|x|) for negative x.
+inline float erfc(float x) {
+  static const float kT[7] = {+7.853861353153693E-5f, -8.010193625184903E-4f, +5.188327685732524E-3f,
+                              -2.685381193529856E-2f, +1.128358514861418E-1f, -3.761262582423300E-1f,
+                              +1.128379165726710E+0f};
+  static const float kP[9] = {+2.326819970068386E-2f, -1.387039388740657E-1f, +3.687424674597105E-1f,
+                              -5.824733027278666E-1f, +6.210004621745983E-1f, -4.944515323274145E-1f,
+                              +3.404879937665872E-1f, -2.741127028184656E-1f, +5.638259427386472E-1f};
+  static const float kR[8] = {-1.047766399936249E+1f, +1.297719955372516E+1f, -7.495518717768503E+0f,
+                              +2.921019019210786E+0f, -1.015265279202700E+0f, +4.218463358204948E-1f,
+                              -2.820767439740514E-1f, +5.641895067754075E-1f};
+  const float x2 = x * x, z = -x2, ax = std::fabs(x);
+  const float rx2 = 1.0f / x2;
+  const float poly = ax < 2.0f ? horner(rx2, kP) : horner(rx2, kR);
+  float large = (xla_math::exp(z) * (1.0f / ax)) * poly;
+  large = z < -88.72283905206835f ? 0.0f : xla_math::ftz_(large);
+  large = x < 0.0f ? 2.0f - large : large;
+  const float small = std::fma(-x, horner(x2, kT), 1.0f);
+  return ax < 1.0f ? small : large;
 }
 
 // Chebyshev series sum c[0] T_{n-1}(x/2) + ... as Cephes' chbevl evaluates it (Clenshaw's recurrence).

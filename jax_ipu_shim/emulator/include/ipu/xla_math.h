@@ -1,13 +1,14 @@
-// XLA:CPU's own f32 approximations of exp, log, tanh (and what XLA builds from them: logistic, expm1, log1p), so
-// that the emulator's results match backend="cpu" instead of libm's. Implemented from the algorithms XLA describes
-// (cpu/polynomial_approximations.cc: Cephes-style exp and log; llvm_ir/math_ops.cc EmitFastTanh; the elemental
-// emitter's expm1 and log1p; LogisticExpander), in XLA's operation order, with separate multiplies and adds. (XLA's
-// own build contracts some multiply-adds into FMAs on hosts that have them: without FMA we match it bit for bit on
-// 98-100% of inputs rather than 99-100%, and tanh on 56% (FMA: 92%), within a few ulps.) Branch-free (every select
-// picks between values already computed: trapping maths forbids speculating an operation) and free of libm calls,
-// so that loops over them vectorise.
+// XLA:CPU's own f32 approximations of exp, log, tanh and what XLA builds from them (logistic, expm1, log1p), so that
+// the emulator's results are bit for bit those of backend="cpu" rather than libm's. Implemented from the algorithms
+// XLA describes (cpu/polynomial_approximations.cc: Cephes-style exp and log; EmitFastTanh; the elemental emitter's
+// expm1 and log1p; LogisticExpander), in XLA's operation order. Rounding is XLA:CPU's on a host with FMA (and the
+// IPU's f32 units fuse multiply-adds too): LLVM contracts every multiply whose only use is an add or subtract into
+// one fused multiply-add, so those steps are fma_ here and every other step rounds on its own; results below the
+// smallest normal flush to zero as XLA:CPU's denormal mode does. Branch-free (every select picks between values
+// already computed: trapping maths forbids speculating an operation) and free of libm calls other than fma.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -23,7 +24,12 @@ inline float sel(bool c, float a, float b) {
 }
 inline float fmin_(float a, float b) { return sel(b < a, b, a); }
 inline float fmax_(float a, float b) { return sel(a < b, b, a); }
+// a * b + c rounded once, as XLA:CPU's LLVM contracts a multiply whose only use is an add on an FMA host.
+inline float fma_(float a, float b, float c) { return std::fma(a, b, c); }
 inline float fabs_(float x) { return bitsToFloat(floatToBits(x) & 0x7fffffffu); }
+// XLA:CPU runs with denormals flushed to zero: a denormal operand of arithmetic reads as a zero of its sign (DAZ),
+// a denormal result becomes one (FTZ). Selects and clamps move a denormal through unchanged.
+inline float ftz_(float x) { return sel(fabs_(x) < 1.17549435e-38f, bitsToFloat(floatToBits(x) & 0x80000000u), x); }
 inline float floor_(float x) {  // |x| < 2^23 here
   const float t = static_cast<float>(static_cast<int32_t>(x));
   return t - sel(t > x, 1.0f, 0.0f);
@@ -33,20 +39,21 @@ inline float floor_(float x) {  // |x| < 2^23 here
 // Cephes' degree-5 polynomial; the input is clamped to [-87.8, 88.8] first (denormal results flush to 0).
 inline float exp(float in) {
   const float x0 = fmin_(fmax_(in, -87.8f), 88.8f);
-  float n = floor_(x0 * 1.44269504088896341f + 0.5f);
+  float n = floor_(fma_(x0, 1.44269504088896341f, 0.5f));
   n = fmin_(fmax_(n, -127.0f), 127.0f);
-  float x = x0 - n * 0.693359375f;
-  x = x - n * -2.12194440e-4f;
-  float z = x * 1.9875691500e-4f + 1.3981999507e-3f;
-  z = z * x + 8.3334519073e-3f;
-  z = z * x + 4.1665795894e-2f;
-  z = z * x + 1.6666665459e-1f;
-  z = z * x + 5.0000001201e-1f;
-  z = z * (x * x) + x;
+  float x = fma_(-n, 0.693359375f, x0);
+  x = fma_(-n, -2.12194440e-4f, x);
+  float z = fma_(x, 1.9875691500e-4f, 1.3981999507e-3f);
+  z = fma_(z, x, 8.3334519073e-3f);
+  z = fma_(z, x, 4.1665795894e-2f);
+  z = fma_(z, x, 1.6666665459e-1f);
+  z = fma_(z, x, 5.0000001201e-1f);
+  z = fma_(z, x * x, x);
   z = 1.0f + z;
   const float pow2 = bitsToFloat(static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23);
   const float r = z * pow2;
-  return sel(in != in, in, sel(n == -127.0f, 0.0f, r));  // NaN propagates
+  // XLA:CPU runs with denormals flushed to zero: a result below the smallest normal is 0. NaN propagates.
+  return sel(in != in, in, sel((n == -127.0f) | (r < 1.17549435e-38f), 0.0f, r));
 }
 
 // log(x) = e ln2 + log(m), m in [sqrt(1/2), sqrt(2)): Cephes' degree-8 polynomial in m - 1, evaluated in three
@@ -61,73 +68,74 @@ inline float log(float in) {
   e = e - sel(small, 1.0f, 0.0f);
   x = x + sel(small, m, 0.0f);
   const float x2 = x * x, x3 = x2 * x;
-  float y = x * 7.0376836292e-2f + -1.1514610310e-1f;
-  float y1 = x * -1.2420140846e-1f + 1.4249322787e-1f;
-  float y2 = x * 2.0000714765e-1f + -2.4999993993e-1f;
-  y = y * x + 1.1676998740e-1f;
-  y1 = y1 * x + -1.6668057665e-1f;
-  y2 = y2 * x + 3.3333331174e-1f;
-  y = y * x3 + y1;
-  y = y * x3 + y2;
-  y = y * x3;
-  y = y + -2.12194440e-4f * e;
-  x = x - 0.5f * x2;
+  float y = fma_(x, 7.0376836292e-2f, -1.1514610310e-1f);
+  float y1 = fma_(x, -1.2420140846e-1f, 1.4249322787e-1f);
+  float y2 = fma_(x, 2.0000714765e-1f, -2.4999993993e-1f);
+  y = fma_(y, x, 1.1676998740e-1f);
+  y1 = fma_(y1, x, -1.6668057665e-1f);
+  y2 = fma_(y2, x, 3.3333331174e-1f);
+  y = fma_(y, x3, y1);
+  y = fma_(y, x3, y2);
+  y = fma_(y, x3, -2.12194440e-4f * e);
+  x = fma_(-0.5f, x2, x);
   x = x + y;
-  x = x + 0.693359375f * e;
+  x = fma_(0.693359375f, e, x);
   const float inf = bitsToFloat(0x7f800000u), nan = bitsToFloat(0x7fc00000u);
-  return sel(in == 0.0f, -inf, sel(in == inf, inf, sel(!(in > 0.0f), nan, x)));
+  const float z = ftz_(in);
+  return sel(z == 0.0f, -inf, sel(z == inf, inf, sel(!(z > 0.0f), nan, x)));
 }
 
-// EmitFastTanh: x for |x| < 0.0004, else a [7/4] rational function of the input clamped to +-7.90531110763549805
-// (where it reaches exactly +-1).
+// EmitFastTanh: x for |x| < 0.0004, else a [7/4] rational function of the input clamped to +-9 (XLA's bound: the
+// result may pass +-1 by an ulp there, and does on cpu).
 inline float tanh(float in) {
-  const float x = fmin_(fmax_(in, -7.90531110763549805f), 7.90531110763549805f);
+  const float x = fmin_(fmax_(in, -9.0f), 9.0f);
   const float x2 = x * x;
-  float p = x2 * -2.76076847742355e-16f + 2.00018790482477e-13f;
-  p = x2 * p + -8.60467152213735e-11f;
-  p = x2 * p + 5.12229709037114e-08f;
-  p = x2 * p + 1.48572235717979e-05f;
-  p = x2 * p + 6.37261928875436e-04f;
-  p = x2 * p + 4.89352455891786e-03f;
+  float p = fma_(x2, -2.76076847742355e-16f, 2.00018790482477e-13f);
+  p = fma_(x2, p, -8.60467152213735e-11f);
+  p = fma_(x2, p, 5.12229709037114e-08f);
+  p = fma_(x2, p, 1.48572235717979e-05f);
+  p = fma_(x2, p, 6.37261928875436e-04f);
+  p = fma_(x2, p, 4.89352455891786e-03f);
   p = x * p;
-  float q = x2 * 1.19825839466702e-06f + 1.18534705686654e-04f;
-  q = x2 * q + 2.26843463243900e-03f;
-  q = x2 * q + 4.89352518554385e-03f;
+  float q = fma_(x2, 1.19825839466702e-06f, 1.18534705686654e-04f);
+  q = fma_(x2, q, 2.26843463243900e-03f);
+  q = fma_(x2, q, 4.89352518554385e-03f);
   return sel((fabs_(in) < 0.0004f) | (in != in), in, p / q);
 }
 
 // LogisticExpander: 1 / (1 + exp(-x)).
-inline float logistic(float x) { return 1.0f / (1.0f + exp(-x)); }
+inline float logistic(float x) { return ftz_(1.0f / (1.0f + exp(-x))); }
 
-// expm1: x + x^2/2 for |x| < 0.009 (where exp(x) - 1 cancels), else exp(x) - 1.
+// expm1: tanh(x/2) (e^x + 1), which keeps the relative accuracy e^x - 1 loses to cancellation; e^x - 1 for
+// |x| > 1/2, x where x/2 underflows to 0.
 inline float expm1(float x) {
-  const float small = x + (x * x) * 0.5f;
-  const float large = exp(x) - 1.0f;
-  return sel(fabs_(x) < 0.009f, small, large);
+  const float e = exp(x), half = ftz_(ftz_(x) * 0.5f);
+  const float r = sel(fabs_(x) > 0.5f, e - 1.0f, ftz_(tanh(half) * (e + 1.0f)));
+  return sel(half == 0.0f, x, r);
 }
 
 // log1p: for |x| < sqrt(2) - 1 Cephes' rational approximation x - x^2/2 + x^3 P(x)/Q(x), else log(1 + x).
-inline float log1p(float x) {
+inline float log1p(float in) {
+  const float x = ftz_(in);
   const float large = log(x + 1.0f);
   const float x2 = x * x;
   float p = 4.5270000862445199635215e-5f;
-  p = p * x + 4.9854102823193375972212e-1f;
-  p = p * x + 6.5787325942061044846969e0f;
-  p = p * x + 2.9911919328553073277375e1f;
-  p = p * x + 6.0949667980987787057556e1f;
-  p = p * x + 5.7112963590585538103336e1f;
-  p = p * x + 2.0039553499201281259648e1f;
+  p = fma_(p, x, 4.9854102823193375972212e-1f);
+  p = fma_(p, x, 6.5787325942061044846969e0f);
+  p = fma_(p, x, 2.9911919328553073277375e1f);
+  p = fma_(p, x, 6.0949667980987787057556e1f);
+  p = fma_(p, x, 5.7112963590585538103336e1f);
+  p = fma_(p, x, 2.0039553499201281259648e1f);
   float q = 1.0f;
-  q = q * x + 1.5062909083469192043167e1f;
-  q = q * x + 8.3047565967967209469434e1f;
-  q = q * x + 2.2176239823732856465394e2f;
-  q = q * x + 3.0909872225312059774938e2f;
-  q = q * x + 2.1642788614495947685003e2f;
-  q = q * x + 6.0118660497603843919306e1f;
-  float small = (x * x2) * (p / q);
-  small = -0.5f * x2 + small;
+  q = fma_(q, x, 1.5062909083469192043167e1f);
+  q = fma_(q, x, 8.3047565967967209469434e1f);
+  q = fma_(q, x, 2.2176239823732856465394e2f);
+  q = fma_(q, x, 3.0909872225312059774938e2f);
+  q = fma_(q, x, 2.1642788614495947685003e2f);
+  q = fma_(q, x, 6.0118660497603843919306e1f);
+  float small = fma_(x * x2, p / q, -0.5f * x2);
   small = x + small;
-  return sel(fabs_(x) < 0.41421356237309504880f, small, large);
+  return sel(fabs_(x) < 0.41421356237309504880f, ftz_(small), large);
 }
 
 }  // namespace xla_math
