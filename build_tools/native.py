@@ -26,7 +26,9 @@ SOURCE_DIRS = (SHIM / "emulator" / "src", SHIM / "pjrt")
 EXPORTS_MAP = SHIM / "pjrt" / "exports.map"
 GENERATOR = REPO / "build_tools" / "gen_pjrt_api.py"
 LIBRARY_NAME = "libjax_ipu.so"
-CXXFLAGS = ["-std=c++17", "-O2", "-fPIC", "-Wall", "-Wextra", "-fvisibility=hidden"]
+# -ffp-contract=off: only the std::fma calls the emulator writes are fused multiply-adds (where XLA:CPU fuses them);
+# the compiler may not fuse others, whatever the target (g++ -std=c++17 and clang differ in their defaults).
+CXXFLAGS = ["-std=c++17", "-O2", "-fPIC", "-Wall", "-Wextra", "-fvisibility=hidden", "-ffp-contract=off"]
 HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".inc", ".def")
 
 

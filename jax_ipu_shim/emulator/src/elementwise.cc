@@ -33,115 +33,8 @@ inline float fusedScalar(float a, float b, float c) {
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-// ---- XLA:CPU's f32 exp, log, tanh and logistic (ipu/xla_math.h) on whole AVX2 vectors ----
-// The same functions on 8 lanes with AVX2 intrinsics, operation for operation (separate multiplies and adds, no FMA),
-// so every lane gives the scalar version's bits. The compilers vectorise the scalar code too, but build each select
-// from a compare, two masks and an or; vminps/vmaxps/vblendvps do each in one instruction. For fmin_(a, b) =
-// b < a ? b : a, vminps(b, a) is exactly that (NaN in a picks a); fmax_(a, b) = a < b ? b : a is vmaxps(b, a).
-#define IPU_AVX2 __attribute__((target("avx2"), always_inline)) inline
-namespace avx2 {
-using namespace xla_math;
-IPU_AVX2 __m256 k(float c) { return _mm256_set1_ps(c); }
-IPU_AVX2 __m256 mul(__m256 a, __m256 b) { return _mm256_mul_ps(a, b); }
-IPU_AVX2 __m256 add(__m256 a, __m256 b) { return _mm256_add_ps(a, b); }
-IPU_AVX2 __m256 sub(__m256 a, __m256 b) { return _mm256_sub_ps(a, b); }
-IPU_AVX2 __m256 sel(__m256 c, __m256 a, __m256 b) { return _mm256_blendv_ps(b, a, c); }
-IPU_AVX2 __m256 fmin_(__m256 a, __m256 b) { return _mm256_min_ps(b, a); }
-IPU_AVX2 __m256 fmax_(__m256 a, __m256 b) { return _mm256_max_ps(b, a); }
-IPU_AVX2 __m256 isnan_(__m256 x) { return _mm256_cmp_ps(x, x, _CMP_UNORD_Q); }
-
-IPU_AVX2 __m256 exp(__m256 in) {
-  const __m256 x0 = fmin_(fmax_(in, k(-87.8f)), k(88.8f));
-  const __m256 f = add(mul(x0, k(1.44269504088896341f)), k(0.5f));
-  const __m256 t = _mm256_cvtepi32_ps(_mm256_cvttps_epi32(f));  // floor_
-  __m256 n = sub(t, _mm256_and_ps(_mm256_cmp_ps(t, f, _CMP_GT_OQ), k(1.0f)));
-  n = fmin_(fmax_(n, k(-127.0f)), k(127.0f));
-  __m256 x = sub(x0, mul(n, k(0.693359375f)));
-  x = sub(x, mul(n, k(-2.12194440e-4f)));
-  __m256 z = add(mul(x, k(1.9875691500e-4f)), k(1.3981999507e-3f));
-  z = add(mul(z, x), k(8.3334519073e-3f));
-  z = add(mul(z, x), k(4.1665795894e-2f));
-  z = add(mul(z, x), k(1.6666665459e-1f));
-  z = add(mul(z, x), k(5.0000001201e-1f));
-  z = add(mul(z, mul(x, x)), x);
-  z = add(k(1.0f), z);
-  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)), 23);
-  const __m256 r = mul(z, _mm256_castsi256_ps(e));
-  return sel(isnan_(in), in, sel(_mm256_cmp_ps(n, k(-127.0f), _CMP_EQ_OQ), k(0.0f), r));
-}
-
-IPU_AVX2 __m256 log(__m256 in) {
-  const __m256i bits = _mm256_castps_si256(fmax_(in, k(1.17549435e-38f)));
-  __m256 e = add(_mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(bits, 23), _mm256_set1_epi32(0x7f))), k(1.0f));
-  const __m256 m = _mm256_castsi256_ps(_mm256_or_si256(_mm256_andnot_si256(_mm256_set1_epi32(0x7f800000), bits),
-                                                       _mm256_castps_si256(k(0.5f))));
-  const __m256 small = _mm256_cmp_ps(m, k(0.707106781186547524f), _CMP_LT_OQ);
-  __m256 x = sub(m, k(1.0f));
-  e = sub(e, _mm256_and_ps(small, k(1.0f)));
-  x = add(x, _mm256_and_ps(small, m));
-  const __m256 x2 = mul(x, x), x3 = mul(x2, x);
-  __m256 y = add(mul(x, k(7.0376836292e-2f)), k(-1.1514610310e-1f));
-  __m256 y1 = add(mul(x, k(-1.2420140846e-1f)), k(1.4249322787e-1f));
-  __m256 y2 = add(mul(x, k(2.0000714765e-1f)), k(-2.4999993993e-1f));
-  y = add(mul(y, x), k(1.1676998740e-1f));
-  y1 = add(mul(y1, x), k(-1.6668057665e-1f));
-  y2 = add(mul(y2, x), k(3.3333331174e-1f));
-  y = add(mul(y, x3), y1);
-  y = add(mul(y, x3), y2);
-  y = mul(y, x3);
-  y = add(y, mul(k(-2.12194440e-4f), e));
-  x = sub(x, mul(k(0.5f), x2));
-  x = add(x, y);
-  x = add(x, mul(k(0.693359375f), e));
-  const __m256 inf = _mm256_castsi256_ps(_mm256_set1_epi32(0x7f800000));
-  const __m256 nan = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fc00000));
-  return sel(_mm256_cmp_ps(in, k(0.0f), _CMP_EQ_OQ), _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0xff800000u))),
-             sel(_mm256_cmp_ps(in, inf, _CMP_EQ_OQ), inf, sel(_mm256_cmp_ps(in, k(0.0f), _CMP_NGT_UQ), nan, x)));
-}
-
-IPU_AVX2 __m256 tanh(__m256 in) {
-  const __m256 x = fmin_(fmax_(in, k(-7.90531110763549805f)), k(7.90531110763549805f));
-  const __m256 x2 = mul(x, x);
-  __m256 p = add(mul(x2, k(-2.76076847742355e-16f)), k(2.00018790482477e-13f));
-  p = add(mul(x2, p), k(-8.60467152213735e-11f));
-  p = add(mul(x2, p), k(5.12229709037114e-08f));
-  p = add(mul(x2, p), k(1.48572235717979e-05f));
-  p = add(mul(x2, p), k(6.37261928875436e-04f));
-  p = add(mul(x2, p), k(4.89352455891786e-03f));
-  p = mul(x, p);
-  __m256 q = add(mul(x2, k(1.19825839466702e-06f)), k(1.18534705686654e-04f));
-  q = add(mul(x2, q), k(2.26843463243900e-03f));
-  q = add(mul(x2, q), k(4.89352518554385e-03f));
-  const __m256 abs = _mm256_and_ps(in, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)));
-  return sel(_mm256_or_ps(_mm256_cmp_ps(abs, k(0.0004f), _CMP_LT_OQ), isnan_(in)), in, _mm256_div_ps(p, q));
-}
-
-IPU_AVX2 __m256 logistic(__m256 x) {
-  const __m256 neg = _mm256_xor_ps(x, k(-0.0f));
-  return _mm256_div_ps(k(1.0f), add(k(1.0f), exp(neg)));
-}
-}  // namespace avx2
-#undef IPU_AVX2
-
-// The fused vertex's block function (BlockFn) of each: whole vectors with the AVX2 version, the rest with the
-// scalar one (the same bits, so where a block ends never matters).
-#define IPU_XLA_MATH_BLOCK(name)                                                                   \
-  __attribute__((target("avx2"))) void name##BlockAvx2(const void* const* args, void* out, int64_t n) { \
-    const float* __restrict a = static_cast<const float*>(args[0]);                                    \
-    float* __restrict o = static_cast<float*>(out);                                                    \
-    int64_t i = 0;                                                                                     \
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(o + i, avx2::name(_mm256_loadu_ps(a + i)));           \
-    for (; i < n; ++i) o[i] = xla_math::name(a[i]);                                                    \
-  }
-IPU_XLA_MATH_BLOCK(exp)
-IPU_XLA_MATH_BLOCK(log)
-IPU_XLA_MATH_BLOCK(tanh)
-IPU_XLA_MATH_BLOCK(logistic)
-#undef IPU_XLA_MATH_BLOCK
-
 // a * b + c, a * b - c and c - a * b with one rounding (the fused vertex's contracted multiply-adds, below), with
 // the FMA instructions.
-
 template <Fused F>
 __attribute__((target("avx2,fma"))) void fmaBlockFma(const void* const* args, void* out, int64_t n) {
   const float* __restrict a = static_cast<const float*>(args[0]);
@@ -160,19 +53,6 @@ __attribute__((target("avx2,fma"))) void fmaBlockFma(const void* const* args, vo
   for (; i < n; ++i) o[i] = fusedScalar<F>(a[i], b[i], c[i]);
 }
 
-// The vector block function of a unary f32 op, or null.
-BlockFn xlaMathBlock(OpKind kind) {
-  if (!hostHasAvx2()) return nullptr;
-  switch (kind) {
-    case OpKind::Exp: return &expBlockAvx2;
-    case OpKind::Log: return &logBlockAvx2;
-    case OpKind::Tanh: return &tanhBlockAvx2;
-    case OpKind::Logistic: return &logisticBlockAvx2;
-    default: return nullptr;
-  }
-}
-#else
-BlockFn xlaMathBlock(OpKind) { return nullptr; }
 #endif
 
 template <Fused F>
@@ -240,8 +120,6 @@ Member describe(const Lowerer& lowerer, const OpContext& ctx) {
       scalar::visitUnary(kind, dt, [&](auto f, auto a, auto r) {
         m.fn = &block1<typename decltype(a)::type, typename decltype(r)::type, decltype(f)>;
       });
-      if (dt == DType::F32)
-        if (BlockFn v = xlaMathBlock(kind)) m.fn = v;
       break;
     case OpFamily::Binary:
       scalar::visitBinary(kind, dt, [&](auto f, auto t) {
