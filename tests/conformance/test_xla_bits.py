@@ -11,7 +11,7 @@ jax.random's samplers built only on these (normal, uniform, exponential, ...) th
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, Tuple
 
 import jax
 import jax.numpy as jnp
