@@ -300,3 +300,18 @@ def test_complex_svd_and_pinv(shape):
     np.testing.assert_allclose(got[1], want[1], rtol=1e-3, atol=1e-3)
     u, s, vh = run(lambda a: jnp.linalg.svd(a, full_matrices=False), a)[0]
     np.testing.assert_allclose((u * s[..., None, :]) @ vh, a, **TOL)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+@pytest.mark.parametrize("shape", [(0, 0), (3, 0, 0), (2, 4, 4)])
+def test_strict_promotion_and_empty_matrices(dtype, shape):
+    """The lowerings are traced under the user's configuration: JAX's own linalg tests run with strict dtype
+    promotion and rank promotion raising, and with empty matrices."""
+    a = general(shape, seed=40).astype(dtype) if shape[-1] else np.zeros(shape, dtype)
+    s = (a @ np.conj(np.swapaxes(a, -1, -2)) + np.broadcast_to(np.eye(shape[-1], dtype=dtype), shape)).astype(dtype)
+    with jax.numpy_dtype_promotion("strict"), jax.numpy_rank_promotion("raise"):
+        got, want = run(lambda a, s: (jnp.linalg.eigvalsh(s), jnp.linalg.inv(s), jnp.linalg.cholesky(s),
+                                      jnp.linalg.qr(a)[1], jnp.linalg.svd(a, compute_uv=False)), a, s)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_allclose(np.abs(g), np.abs(w), rtol=1e-3, atol=1e-3)  # |R|: signs follow LAPACK anyway

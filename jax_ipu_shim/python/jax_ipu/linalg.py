@@ -52,10 +52,17 @@ def install_lowerings() -> None:
 
 
 def _f32(fn: Any) -> Any:
-    """Runs ``fn`` in f32 on f16/bf16 operands and rounds float results back."""
+    """Runs ``fn`` in f32 on f16/bf16 operands and rounds float results back. The lowerings are traced under the
+    user's configuration: they run with jax's standard dtype promotion and rank promotion allowed, whatever the user
+    chose (``jax_numpy_dtype_promotion=strict``, ``jax_numpy_rank_promotion=raise`` apply to user code)."""
+    import jax
     import jax.numpy as jnp
 
     def wrapped(*args: Any, **params: Any) -> Any:
+        with jax.numpy_dtype_promotion("standard"), jax.numpy_rank_promotion("allow"):
+            return computed(*args, **params)
+
+    def computed(*args: Any, **params: Any) -> Any:
         dtypes = {jnp.dtype(a.dtype) for a in args if jnp.issubdtype(a.dtype, jnp.inexact)}
         narrow = [d for d in dtypes if d.itemsize < 4]
         if not narrow:
@@ -119,6 +126,8 @@ def cholesky(a: Any) -> Any:
     from jax import lax
 
     n = a.shape[-1]
+    if a.size == 0:  # nothing to factor (the loop body could not even be traced on a 0-length axis)
+        return a
     rows = jnp.arange(n)
 
     def column(j: Any, factor: Any) -> Any:
@@ -141,6 +150,9 @@ def triangular_solve(a: Any, b: Any, *, left_side: bool, lower: bool, transpose_
     """op(a) x = b (left_side) or x op(a) = b, reduced to a lower-triangular forward substitution on the left."""
     import jax.numpy as jnp
 
+    if a.size == 0 or b.size == 0:  # an empty system: an empty (or all-zero-width) solution
+        shape = jnp.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + b.shape[-2:]
+        return jnp.zeros(shape, jnp.result_type(a, b))
     a = jnp.tril(a) if lower else jnp.triu(a)  # lax's solve never reads the other triangle: it may hold anything
     if conjugate_a:
         a = _conj(a)
@@ -184,6 +196,8 @@ def geqrf(a: Any) -> Tuple[Any, Any]:
     from jax import lax
 
     *batch, m, n = a.shape
+    if a.size == 0:
+        return a, jnp.zeros((*batch, min(m, n)), a.dtype)
     rows, cols = jnp.arange(m), jnp.arange(n)
 
     def step(k: Any, state: Tuple[Any, Any]) -> Tuple[Any, Any]:
@@ -222,6 +236,8 @@ def householder_product(a: Any, taus: Any) -> Any:
     k = taus.shape[-1]
     rows = jnp.arange(m)
     q0 = jnp.broadcast_to(jnp.eye(m, n, dtype=a.dtype), a.shape)
+    if k == 0 or a.size == 0:
+        return q0
 
     def step(t: Any, q: Any) -> Any:
         i = k - 1 - t
@@ -274,6 +290,8 @@ def _jacobi(a: Any, max_sweeps: int = 16) -> Tuple[Any, Any]:
     from jax import lax
 
     n = a.shape[-1]
+    if n == 0 or a.size == 0:
+        return a, jnp.zeros(a.shape[:-1], jnp.real(a).dtype)
     if n == 1:
         return jnp.ones_like(a), jnp.real(a[..., 0])
     size = n + n % 2  # pad to even with a decoupled zero row/column: its rotations are all the identity
