@@ -82,25 +82,35 @@ def momentum_sgd(step_size, mass):
     return init, update
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--short", action="store_true", help="a quick run for the examples suite")
-    parser.add_argument("--epochs", type=int, default=None)
-    parser.add_argument("--batch-size", type=int, default=128)
-    parser.add_argument("--step-size", type=float, default=None)
-    parser.add_argument("--momentum", type=float, default=0.9)
-    args = parser.parse_args(argv)
+def parser(description, batch_help="the batch size"):
+    """The command line the MNIST examples share."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--short", action="store_true", help="a quick run for the examples suite")
+    p.add_argument("--epochs", type=int, default=None)
+    p.add_argument("--batch-size", type=int, default=128, help=batch_help)
+    p.add_argument("--step-size", type=float, default=None)
+    p.add_argument("--momentum", type=float, default=0.9)
+    return p
 
+
+def load(args, short_epochs=4):
+    """The data (MNIST, else the digits, saying which), the epochs and the step size the MNIST examples train with."""
     data = _data.load_mnist_or_digits()
     print(f"dataset {data.name} train {len(data.train_labels)} test {len(data.test_labels)}"
           + ("" if data.name == "mnist" else " (MNIST could not be downloaded: scikit-learn's 8x8 digits, upscaled to 28x28)"))
     # MNIST has 469 steps per epoch; the digits only 11, so they take a larger step to train in a few epochs.
-    epochs = args.epochs or (4 if args.short else 10)
+    epochs = args.epochs or (short_epochs if args.short else 10)
     step_size = args.step_size or (1e-3 if data.name == "mnist" else 1e-2)
     if args.short and data.name == "mnist":
         # A short run on the real MNIST: a subset keeps the suite within its time (the threshold still holds).
         data = data._replace(train_images=data.train_images[:6400], train_labels=data.train_labels[:6400])
         step_size = args.step_size or 1e-2
+    return data, epochs, step_size
+
+
+def main(argv=None):
+    args = parser(__doc__.splitlines()[0]).parse_args(argv)
+    data, epochs, step_size = load(args)
 
     opt_init, opt_update = momentum_sgd(step_size, args.momentum)
 

@@ -13,7 +13,6 @@ difference between the IPUs' parameter replicas (they must stay identical). Stat
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -33,12 +32,7 @@ from tqdm import tqdm  # noqa: E402
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--short", action="store_true", help="a quick run for the examples suite")
-    parser.add_argument("--epochs", type=int, default=None)
-    parser.add_argument("--batch-size", type=int, default=128, help="the global batch, split over the IPUs")
-    parser.add_argument("--step-size", type=float, default=None)
-    parser.add_argument("--momentum", type=float, default=0.9)
+    parser = mc.parser(__doc__.splitlines()[0], batch_help="the global batch, split over the IPUs")
     parser.add_argument("--ipus", type=int, default=4)
     args = parser.parse_args(argv)
 
@@ -47,15 +41,8 @@ def main(argv=None):
         raise SystemExit(f"need {args.ipus} ipu devices (got {len(devices)}; set JAX_IPU_DEVICE_COUNT) and a batch "
                          f"size divisible by them (got {args.batch_size})")
     n = len(devices)
-    data = _data.load_mnist_or_digits()
-    print(f"dataset {data.name} train {len(data.train_labels)} test {len(data.test_labels)}"
-          + ("" if data.name == "mnist" else " (MNIST could not be downloaded: scikit-learn's 8x8 digits, upscaled to 28x28)"))
+    data, epochs, step_size = mc.load(args, short_epochs=3)
     print(f"devices {n} x {devices[0].device_kind}")
-    epochs = args.epochs or (3 if args.short else 10)
-    step_size = args.step_size or (1e-3 if data.name == "mnist" else 1e-2)
-    if args.short and data.name == "mnist":
-        data = data._replace(train_images=data.train_images[:6400], train_labels=data.train_labels[:6400])
-        step_size = args.step_size or 1e-2
     opt_init, opt_update = mc.momentum_sgd(step_size, args.momentum)
 
     @partial(jax.pmap, axis_name="ipus", backend="ipu", donate_argnums=(0,))

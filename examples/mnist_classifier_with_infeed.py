@@ -14,7 +14,6 @@ then ``RESULT ...`` lines. Stated accuracy: test accuracy >= 0.90 (``--short`` i
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -38,22 +37,8 @@ from jax_ipu import runtime  # noqa: E402
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--short", action="store_true", help="a quick run for the examples suite")
-    parser.add_argument("--epochs", type=int, default=None)
-    parser.add_argument("--batch-size", type=int, default=128)
-    parser.add_argument("--step-size", type=float, default=None)
-    parser.add_argument("--momentum", type=float, default=0.9)
-    args = parser.parse_args(argv)
-
-    data = _data.load_mnist_or_digits()
-    print(f"dataset {data.name} train {len(data.train_labels)} test {len(data.test_labels)}"
-          + ("" if data.name == "mnist" else " (MNIST could not be downloaded: scikit-learn's 8x8 digits, upscaled to 28x28)"))
-    epochs = args.epochs or (4 if args.short else 10)
-    step_size = args.step_size or (1e-3 if data.name == "mnist" else 1e-2)
-    if args.short and data.name == "mnist":
-        data = data._replace(train_images=data.train_images[:6400], train_labels=data.train_labels[:6400])
-        step_size = args.step_size or 1e-2
+    args = mc.parser(__doc__.splitlines()[0]).parse_args(argv)
+    data, epochs, step_size = mc.load(args)
     batch_size = args.batch_size
     opt_init, opt_update = mc.momentum_sgd(step_size, args.momentum)
 

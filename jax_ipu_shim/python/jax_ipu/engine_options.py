@@ -138,18 +138,19 @@ def parse_pvti_options(text: str, variable: str = "PVTI_OPTIONS") -> PvtiOptions
 _cache: Dict[Tuple[str, str], Any] = {}
 
 
+def _parsed(variable: str, parse: Any, environ: Optional[Mapping[str, str]]) -> Any:
+    """``parse`` of the variable's value, once per distinct value."""
+    text = (os.environ if environ is None else environ).get(variable, "")
+    key = (variable, text)
+    if key not in _cache:
+        _cache[key] = parse(text)
+    return _cache[key]
+
+
 def engine_options(environ: Optional[Mapping[str, str]] = None) -> EngineOptions:
     """The engine options in force (parsed once per distinct value of the variable)."""
-    text = (os.environ if environ is None else environ).get("POPLAR_ENGINE_OPTIONS", "")
-    key = ("engine", text)
-    if key not in _cache:
-        _cache[key] = parse_engine_options(text)
-    return _cache[key]
+    return _parsed("POPLAR_ENGINE_OPTIONS", parse_engine_options, environ)
 
 
 def pvti_options(environ: Optional[Mapping[str, str]] = None) -> PvtiOptions:
-    text = (os.environ if environ is None else environ).get("PVTI_OPTIONS", "")
-    key = ("pvti", text)
-    if key not in _cache:
-        _cache[key] = parse_pvti_options(text)
-    return _cache[key]
+    return _parsed("PVTI_OPTIONS", parse_pvti_options, environ)
