@@ -1,7 +1,7 @@
 """The hand-vectorised and native host kernels give the bits of the code they replace.
 
-- exp, log, tanh and logistic on f32 run whole 8-lane AVX2 vectors and finish a block's last n % 8 elements with
-  the scalar version (ipu/xla_math.h). On one tile an array of 8k + 7 elements is one block: the same values placed
+- exp, expm1, log, log1p, tanh and logistic on f32 run whole 8-lane AVX2+FMA vectors (ipu/xla_math_avx2.h) and
+  finish a block's last n % 8 elements with the scalar version (ipu/xla_math.h). On one tile an array of 8k + 7 elements is one block: the same values placed
   in the vector part and in the tail must give the same bits. (Off x86-64 or without AVX2 both parts are scalar.)
 - select_and_scatter with max pooling's f32 bodies (compare GE/GT, add) runs natively: it must match the same bodies
   run through the interpreter (made unrecognisable by an identity op each).
@@ -27,7 +27,7 @@ def _values(rng: np.random.Generator) -> np.ndarray:
                            rng.uniform(-0.01, 0.01, 64).astype(np.float32), rng.uniform(0, 3, 64).astype(np.float32)])
 
 
-@pytest.mark.parametrize("op", ["exponential", "log", "tanh", "logistic"])
+@pytest.mark.parametrize("op", ["exponential", "exponential_minus_one", "log", "log_plus_one", "tanh", "logistic"])
 def test_vector_lanes_match_scalar_tail(op, rng):
     values = _values(rng)
     body = values[: len(values) // 8 * 8]

@@ -5,10 +5,16 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "ipu/cpu_features.h"
 #include "ipu/graph.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#endif
 
 namespace ipu {
 
@@ -124,6 +130,21 @@ IPU_DEFINE_LOOPS(Base, )
 IPU_DEFINE_LOOPS(Avx2, __attribute__((target("avx2,fma"))))
 #define IPU_DISPATCH(loop, ...) \
   (hostHasAvx2() && hostHasFma() ? loop##Avx2<__VA_ARGS__> : loop##Base<__VA_ARGS__>)
+
+// f32 functors with a hand-vectorised form, F::avx2(__m256) (exp, log, tanh... of ipu/xla_math_avx2.h, which g++
+// does not vectorise from the scalar code): whole vectors of 8 with it, the tail with the scalar form (same bits).
+template <class F, class = void>
+struct HasAvx2Form : std::false_type {};
+template <class F>
+struct HasAvx2Form<F, std::void_t<decltype(F::avx2(std::declval<__m256>()))>> : std::true_type {};
+
+template <class F>
+__attribute__((target("avx2,fma"))) void loop1Vec(const float* __restrict a, float* __restrict o, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(o + i, F::avx2(_mm256_loadu_ps(a + i)));
+  const F f{};
+  for (; i < n; ++i) o[i] = f(a[i]);
+}
 #else
 #define IPU_DISPATCH(loop, ...) loop##Base<__VA_ARGS__>
 #endif
@@ -131,6 +152,11 @@ IPU_DEFINE_LOOPS(Avx2, __attribute__((target("avx2,fma"))))
 
 template <class A, class O, class F>
 void block1(const void* const* in, void* out, int64_t n) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if constexpr (std::is_same_v<A, float> && std::is_same_v<O, float> && HasAvx2Form<F>::value) {
+    if (hostHasAvx2() && hostHasFma()) return loop1Vec<F>(static_cast<const float*>(in[0]), static_cast<float*>(out), n);
+  }
+#endif
   IPU_DISPATCH(loop1, A, O, F)(static_cast<const A*>(in[0]), static_cast<O*>(out), n);
 }
 template <class A, class B, class O, class F>

@@ -21,6 +21,7 @@
 #include "ipu/registry.h"
 #include "ipu/special_functions.h"
 #include "ipu/xla_math.h"
+#include "ipu/xla_math_avx2.h"
 
 namespace ipu {
 namespace scalar {
@@ -204,18 +205,28 @@ inline Storage<To> convertValue(Storage<From> x) {
   struct Name {                     \
     float operator()(float x) const { return expr; } \
   };
+// The same eight lanes at a time (ipu/xla_math_avx2.h), for the AVX2 element loops of ipu/kernels.h.
+#ifdef IPU_HAVE_AVX2_MATH
+#define IPU_FLOAT_UNARY_AVX2(Name, fn)                                                     \
+  struct Name {                                                                            \
+    float operator()(float x) const { return xla_math::fn(x); }                            \
+    IPU_AVX2_TARGET static __m256 avx2(__m256 x) { return xla_math::avx2::fn(x); }        \
+  };
+#else
+#define IPU_FLOAT_UNARY_AVX2(Name, fn) IPU_FLOAT_UNARY(Name, xla_math::fn(x))
+#endif
 IPU_FLOAT_UNARY(AbsF, std::fabs(x))
 IPU_FLOAT_UNARY(NegateF, -x)
 IPU_FLOAT_UNARY(SignF, signF(x))
-IPU_FLOAT_UNARY(ExpF, xla_math::exp(x))
-IPU_FLOAT_UNARY(Expm1F, xla_math::expm1(x))
-IPU_FLOAT_UNARY(LogF, xla_math::log(x))
-IPU_FLOAT_UNARY(Log1pF, xla_math::log1p(x))
+IPU_FLOAT_UNARY_AVX2(ExpF, exp)
+IPU_FLOAT_UNARY_AVX2(Expm1F, expm1)
+IPU_FLOAT_UNARY_AVX2(LogF, log)
+IPU_FLOAT_UNARY_AVX2(Log1pF, log1p)
 IPU_FLOAT_UNARY(SqrtF, std::sqrt(x))
 IPU_FLOAT_UNARY(RsqrtF, 1.0f / std::sqrt(x))
 IPU_FLOAT_UNARY(CbrtF, std::cbrt(x))
-IPU_FLOAT_UNARY(TanhF, xla_math::tanh(x))
-IPU_FLOAT_UNARY(LogisticF, xla_math::logistic(x))
+IPU_FLOAT_UNARY_AVX2(TanhF, tanh)
+IPU_FLOAT_UNARY_AVX2(LogisticF, logistic)
 IPU_FLOAT_UNARY(SineF, std::sin(x))
 IPU_FLOAT_UNARY(CosineF, std::cos(x))
 IPU_FLOAT_UNARY(TanF, xla_math::ftz_(std::sin(xla_math::ftz_(x)) / std::cos(xla_math::ftz_(x))))
@@ -238,6 +249,7 @@ IPU_FLOAT_UNARY(LgammaF, special::lgamma(xla_math::ftz_(x)))
 IPU_FLOAT_UNARY(DigammaF, special::digamma(xla_math::ftz_(x)))
 IPU_FLOAT_UNARY(BesselI1eF, special::besselI1e(x))
 #undef IPU_FLOAT_UNARY
+#undef IPU_FLOAT_UNARY_AVX2
 
 #define IPU_FLOAT_BINARY(Name, expr) \
   struct Name {                      \
