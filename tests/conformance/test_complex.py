@@ -120,7 +120,8 @@ def test_divide_huge_and_tiny():
 @pytest.mark.parametrize("name, f, special", [
     ("abs", jnp.abs, True), ("sign", jnp.sign, False), ("exp", jnp.exp, False), ("expm1", jnp.expm1, False),
     ("log", jnp.log, True), ("log1p", jnp.log1p, False), ("sqrt", jnp.sqrt, True), ("rsqrt", lax.rsqrt, False),
-    ("tanh", jnp.tanh, False), ("sin", jnp.sin, False), ("cos", jnp.cos, False),
+    ("tanh", jnp.tanh, False), ("sin", jnp.sin, False), ("cos", jnp.cos, False), ("tan", jnp.tan, False),
+    ("sinh", jnp.sinh, False), ("cosh", jnp.cosh, False),
     ("square", jnp.square, True), ("reciprocal", jnp.reciprocal, False), ("angle", jnp.angle, True),
 ])
 def test_unary(name, f, special):
@@ -145,11 +146,12 @@ def _expm1(z):
 
 
 # Near 0, XLA:CPU computes complex expm1 as e^a cos b - 1 and sinh b as (e^b - e^-b)/2, which lose every digit of
-# a small result (expm1(1e-6j) has real part -5e-13; cpu gives 0); the ipu keeps them. A naive expm1 fails here.
+# a small result (expm1(1e-6j) has real part -5e-13; cpu gives 0), and tan and sinh of small values too; the ipu
+# keeps them. A naive expm1 fails here.
 ACCURATE = {
     "expm1": _expm1,
     "log1p": lambda z: 0.5 * np.log1p(z.real * (2 + z.real) + z.imag ** 2) + 1j * np.arctan2(z.imag, 1 + z.real),
-    "sin": np.sin, "cos": np.cos,
+    "sin": np.sin, "cos": np.cos, "tan": np.tan, "sinh": np.sinh, "cosh": np.cosh,
 }
 
 
@@ -247,8 +249,26 @@ def test_sort(name, f):
         np.testing.assert_array_equal(g, w)
 
 
+@pytest.mark.parametrize("name, f", [
+    ("max", lambda a: jnp.max(a, axis=0)),
+    ("min", lambda a: jnp.min(a, axis=1)),
+    ("max_initial", lambda a: jnp.max(a, axis=1, initial=1 + 0j)),
+    ("max_empty", lambda a: jnp.max(a[:0], axis=0, initial=-2 - 1j)),
+    ("max_pool", lambda a: lax.reduce_window(a, complex(-np.inf, 0), lax.max, (2, 2), (1, 1), "VALID")),
+    ("cummax", lambda a: lax.cummax(a, axis=1)),
+    ("iota", lambda a: a + jnp.arange(6, dtype=jnp.complex64)),
+])
+def test_lexicographic_reductions(name, f):
+    """max/min of complex values compare real parts, then imaginary parts, in a body of real/imag/compare/select:
+    the ipu reduces the f32 parts with that body. Ties in the real part decide on the imaginary part."""
+    rng = np.random.default_rng(15)
+    a = (rng.integers(-2, 3, (5, 6)) + 1j * rng.integers(-2, 3, (5, 6))).astype(C64)
+    got, want = run_both(f, a)
+    np.testing.assert_array_equal(got, want)
+
+
 def test_sort_comparator_reading_complex_otherwise_is_refused_clearly():
-    with pytest.raises(Exception, match=r"applies stablehlo\.abs to a complex argument"):
+    with pytest.raises(Exception, match=r"applies stablehlo\.abs to complex values"):
         _custom_comparator_sort()
 
 

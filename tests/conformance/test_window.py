@@ -107,6 +107,23 @@ def test_general_and_variadic_bodies():
     check(sum_of_squares, x, **SUM["float32"])
 
 
+def test_body_calling_functions_is_inlined():
+    """jnp.where inside a body is a func.call in jax's module: the front end inlines it (JAX's own
+    test_variadic_reduce_window, a norm-argmax pooling under vmap)."""
+    def normpool(x):
+        norms, idxs = jnp.linalg.norm(x, axis=-1), jnp.arange(x.shape[0])
+
+        def body(a, b):
+            which = a[0] >= b[0]
+            return jnp.where(which, a[0], b[0]), jnp.where(which, a[1], b[1])
+        _, best = lax.reduce_window((norms, idxs), (-jnp.inf, -1), body, (2,), (2,), "VALID")
+        return x[best]
+
+    x = random("float32", (3, 8, 3), seed=4)
+    assert "func.call" in lowered(jax.vmap(normpool), x)
+    check(jax.vmap(normpool), x)
+
+
 @pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
 @pytest.mark.parametrize("window, strides, padding, dilation", [p for p in POOLS if p[3] == (1, 1)])
 def test_pooling_gradients(layout, window, strides, padding, dilation):

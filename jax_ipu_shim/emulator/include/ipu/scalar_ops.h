@@ -529,6 +529,17 @@ inline Complex64 csinF(Complex64 z) {
 inline Complex64 ccosF(Complex64 z) {
   return {std::cos(z.re) * std::cosh(z.im), -std::sin(z.re) * std::sinh(z.im)};
 }
+// sinh(a+bi) = sinh a cos b + i cosh a sin b; cosh(a+bi) = cosh a cos b + i sinh a sin b; tan z = -i tanh(iz).
+inline Complex64 csinhF(Complex64 z) {
+  return {std::sinh(z.re) * std::cos(z.im), std::cosh(z.re) * std::sin(z.im)};
+}
+inline Complex64 ccoshF(Complex64 z) {
+  return {std::cosh(z.re) * std::cos(z.im), std::sinh(z.re) * std::sin(z.im)};
+}
+inline Complex64 ctanF(Complex64 z) {
+  const Complex64 t = ctanhF({-z.im, z.re});
+  return {t.im, -t.re};
+}
 // z / |z|, 0 for 0 (and NaN for NaN).
 inline Complex64 csignF(Complex64 z) {
   if (z.re == 0.0f && z.im == 0.0f) return z;
@@ -563,6 +574,9 @@ IPU_COMPLEX_UNARY(RsqrtC, crsqrtF(x))
 IPU_COMPLEX_UNARY(TanhC, ctanhF(x))
 IPU_COMPLEX_UNARY(SineC, csinF(x))
 IPU_COMPLEX_UNARY(CosineC, ccosF(x))
+IPU_COMPLEX_UNARY(SinhC, csinhF(x))
+IPU_COMPLEX_UNARY(CoshC, ccoshF(x))
+IPU_COMPLEX_UNARY(TanC, ctanF(x))
 #undef IPU_COMPLEX_UNARY
 
 #define IPU_COMPLEX_BINARY(Name, expr) \
@@ -689,6 +703,9 @@ bool visitUnary(OpKind k, DType dt, V&& v) {
         case OpKind::Tanh: found = f(TanhC{}); break;
         case OpKind::Sine: found = f(SineC{}); break;
         case OpKind::Cosine: found = f(CosineC{}); break;
+        case OpKind::Sinh: found = f(SinhC{}); break;
+        case OpKind::Cosh: found = f(CoshC{}); break;
+        case OpKind::Tan: found = f(TanC{}); break;
         default: break;
       }
     } else if constexpr (D == DType::Bool) {

@@ -217,28 +217,52 @@ class _Translator:
 
     def _function(self, name: str, func: Any) -> Dict[str, Any]:
         self.ids: Dict[Any, int] = {}
+        self.next_id = 0
         region = func.regions[0]
         if len(region.blocks) != 1:
             raise CompileError(f"func.func @{name} has {len(region.blocks)} blocks; the ipu compiler expects one")
         return {"name": name, **self._block(region.blocks[0], f"func.func @{name}")}
 
-    def _block(self, block: Any, owner: str) -> Dict[str, Any]:
+    def _block(self, block: Any, owner: str, scalar_body: bool = False) -> Dict[str, Any]:
         params = [self._define(arg, owner) for arg in block.arguments]
-        body, results = [], []
+        body: List[Dict[str, Any]] = []
+        results = self._ops(block, body, scalar_body)
+        return {"params": params, "body": body, "results": results}
+
+    def _ops(self, block: Any, body: List[Dict[str, Any]], scalar_body: bool) -> List[int]:
+        """Translates the ops of `block` into `body`; returns the ids its terminator returns. In a scalar body (a
+        reduce body, a comparator...: the emulator interprets those per element and has no calls) func.calls are
+        inlined: jax emits `jnp.where` inside them as a call."""
         for op in block.operations:
             op = op.operation
             if op.name in TERMINATORS:
-                results = [self._use(v) for v in op.operands]
-            elif op.name == "stablehlo.sort" and any(self._type(v.type)[0] == "c64" for v in op.operands):
-                body.extend(self._complex_sort(self._op(op)))
+                return [self._use(v) for v in op.operands]
+            if scalar_body and op.name == "func.call":
+                self._inline(op, body)
+            elif op.name in _COMPLEX_SPLIT and any(self._type(v.type)[0] == "c64" for v in op.operands):
+                entry = self._op(op)
+                body.extend([entry] if "computation" in entry["attrs"] else self._split_complex(entry, op))
             else:
                 body.append(self._op(op))
-        return {"params": params, "body": body, "results": results}
+        return []
+
+    def _inline(self, call: Any, body: List[Dict[str, Any]]) -> None:
+        callee = A.symbol(A.named(call.attributes)["callee"])
+        if callee not in self.funcs:
+            raise CompileError(f"func.call to @{callee}, which the module does not define")
+        region = self.funcs[callee].regions[0]
+        if len(region.blocks) != 1:
+            raise CompileError(f"func.func @{callee} has {len(region.blocks)} blocks; the ipu compiler expects one")
+        block = region.blocks[0]
+        for arg, operand in zip(block.arguments, call.operands):  # the callee's arguments are the call's operands
+            self.ids[arg] = self._use(operand)
+        for result, returned in zip(call.results, self._ops(block, body, True)):
+            self.ids[result] = returned
 
     def _region(self, region: Any, owner: str) -> Dict[str, Any]:
         if len(region.blocks) != 1:
             raise CompileError(f"a region of {owner} has {len(region.blocks)} blocks; the ipu compiler expects one")
-        return self._block(region.blocks[0], owner)
+        return self._block(region.blocks[0], owner, scalar_body=owner.split(".", 1)[-1] in _SCALAR_BODIES)
 
     def _type(self, mlir_type: Any) -> Optional[T.TensorType]:
         """T.tensor_type, once per distinct type of the module."""
@@ -256,8 +280,12 @@ class _Translator:
         tensor = self._type(value.type)
         if tensor is None:
             raise unsupported(owner, str(value.type), "values of this type cannot be expressed as IPU tensors")
-        self.ids[value] = len(self.ids)
+        self.ids[value] = self._number()
         return {"id": self.ids[value], "dtype": tensor[0], "shape": list(tensor[1])}
+
+    def _number(self) -> int:
+        self.next_id += 1
+        return self.next_id - 1
 
     def _use(self, value: Any) -> int:
         return self.ids[value]
@@ -299,59 +327,87 @@ class _Translator:
 
     def _fresh(self, dtype: str, shape: List[int]) -> Dict[str, Any]:
         """A value of the program that the module does not have (numbered after the module's values)."""
-        key = object()
-        self.ids[key] = len(self.ids)
-        return {"id": self.ids[key], "dtype": dtype, "shape": list(shape)}
+        return {"id": self._number(), "dtype": dtype, "shape": list(shape)}
 
-    def _complex_sort(self, sort: Dict[str, Any]) -> List[Dict[str, Any]]:
-        """A sort of c64 operands as a sort of their f32 real and imaginary parts. jax's comparators read a complex
-        operand only through stablehlo.real and stablehlo.imag (lexicographic order), so each c64 operand becomes two
-        f32 operands, each pair of its comparator arguments four, and its real/imag ops copies of them; the sorted
-        parts are put back together with stablehlo.complex. Emulator and cost model see an ordinary f32 sort."""
-        where = f" (at {sort['loc']})" if "loc" in sort else ""
+    def _split_complex(self, entry: Dict[str, Any], mlir_op: Any) -> List[Dict[str, Any]]:
+        """A sort, reduce or reduce_window of c64 operands whose body is not one op the emulator runs on pairs, as the
+        same op over their f32 real and imaginary parts. jax's bodies read a complex argument only through
+        stablehlo.real and stablehlo.imag (lexicographic order: sort, max, min, argmax) and pass complex values on
+        only through stablehlo.select, so each c64 operand becomes two f32 operands, each c64 body argument two,
+        real/imag ops copies of them, and each select of complex values two selects; the results are put back
+        together with stablehlo.complex. Emulator and cost model see an ordinary f32 op."""
+        where = f" (at {entry['loc']})" if "loc" in entry else ""
+        what = entry["mlir"]
         before: List[Dict[str, Any]] = []
         after: List[Dict[str, Any]] = []
-        operands, results = [], []
-        comparator = sort["regions"][0]
-        params: List[Dict[str, Any]] = []
-        parts: Dict[int, Dict[str, int]] = {}  # comparator argument of a c64 operand -> its "real"/"imag" argument
-        for k, (operand, result) in enumerate(zip(sort["operands"], sort["results"])):
-            lhs, rhs = comparator["params"][2 * k], comparator["params"][2 * k + 1]
-            if result["dtype"] != "c64":
-                operands.append(operand)
-                results.append(result)
-                params += [lhs, rhs]
-                continue
-            split = {}
+        region = entry["regions"][0]
+
+        def op(name: str, operands: List[int], results: List[Dict[str, Any]]) -> Dict[str, Any]:
+            new = {"op": name, "mlir": f"stablehlo.{name}", "operands": operands, "results": results, "attrs": {},
+                   "regions": []}
+            if "loc" in entry:
+                new["loc"] = entry["loc"]
+            return new
+
+        def split_operand(operand: int, shape: List[int]) -> List[int]:
+            parts = []
             for part in ("real", "imag"):
-                value = self._fresh("f32", result["shape"])
-                before.append({"op": part, "mlir": f"stablehlo.{part}", "operands": [operand], "results": [value],
-                               "attrs": {}, "regions": []})
-                operands.append(value["id"])
-                results.append(self._fresh("f32", result["shape"]))
-                split[part] = (self._fresh("f32", []), self._fresh("f32", []))
-                params += list(split[part])
-            parts[lhs["id"]] = {part: split[part][0]["id"] for part in split}
-            parts[rhs["id"]] = {part: split[part][1]["id"] for part in split}
-            after.append({"op": "complex", "mlir": "stablehlo.complex", "operands": [results[-2]["id"], results[-1]["id"]],
-                          "results": [result], "attrs": {}, "regions": []})
-        body = []
-        for inner in comparator["body"]:
+                value = self._fresh("f32", shape)
+                before.append(op(part, [operand], [value]))
+                parts.append(value["id"])
+            return parts
+
+        operands: List[int] = []
+        for operand, value in zip(entry["operands"], mlir_op.operands):
+            dtype, shape = self._type(value.type)
+            operands += split_operand(operand, list(shape)) if dtype == "c64" else [operand]
+        results: List[Dict[str, Any]] = []
+        for result in entry["results"]:
+            if result["dtype"] != "c64":
+                results.append(result)
+                continue
+            parts = [self._fresh("f32", result["shape"]) for _ in range(2)]
+            results += parts
+            after.append(op("complex", [p["id"] for p in parts], [result]))
+
+        parts: Dict[int, List[int]] = {}  # c64 value of the body -> its real and imaginary f32 values
+        params: List[Dict[str, Any]] = []
+        # A comparator takes (lhs, rhs) per operand, so the parts of operand k are (lhs.re, rhs.re, lhs.im, rhs.im);
+        # a reduce body takes the accumulators then the elements, so each c64 argument becomes (re, im) in place.
+        groups = region["params"]
+        groups = [groups[i:i + 2] for i in range(0, len(groups), 2)] if entry["op"] == "sort" else [[p] for p in groups]
+        for group in groups:
+            if group[0]["dtype"] != "c64":
+                params += group
+                continue
+            pairs = [[self._fresh("f32", []) for _ in range(2)] for _ in group]
+            params += [pair[i] for i in range(2) for pair in pairs]
+            for param, pair in zip(group, pairs):
+                parts[param["id"]] = [p["id"] for p in pair]
+        body: List[Dict[str, Any]] = []
+        for inner in region["body"]:
             read = [v for v in inner["operands"] if v in parts]
-            if read and inner["op"] not in ("real", "imag"):
-                raise CompileError(f"sort of complex<f32> values: its comparator applies {inner['mlir']} to a complex "
-                                   f"argument; the ipu sorts complex values by their real and imaginary parts (as "
-                                   f"jax's comparators read them), through stablehlo.real and stablehlo.imag only"
-                                   f"{where}")
-            if read:  # real/imag of an argument: now a copy of the argument's part
-                inner = dict(inner, op="convert", mlir="stablehlo.convert", operands=[parts[read[0]][inner["op"]]])
-            body.append(inner)
-        for op in before + after:
-            if "loc" in sort:
-                op["loc"] = sort["loc"]
-        sort = dict(sort, operands=operands, results=results,
-                    regions=[dict(comparator, params=params, body=body)])
-        return before + [sort] + after
+            if read and inner["op"] in ("real", "imag"):  # now a copy of the argument's part
+                body.append(dict(inner, op="convert", mlir="stablehlo.convert",
+                                 operands=[parts[read[0]][inner["op"] == "imag"]]))
+            elif inner["op"] == "select" and inner["results"][0]["dtype"] == "c64" and set(inner["operands"][1:]) <= set(parts):
+                pred, a, b = inner["operands"]
+                pair = [self._fresh("f32", []) for _ in range(2)]
+                body += [dict(inner, operands=[pred, parts[a][i], parts[b][i]], results=[pair[i]]) for i in range(2)]
+                parts[inner["results"][0]["id"]] = [p["id"] for p in pair]
+            elif read or any(r["dtype"] == "c64" for r in inner["results"]):
+                raise CompileError(f"{what} of complex<f32> values: its body applies {inner['mlir']} to complex "
+                                   f"values; the ipu runs such a body on the real and imaginary parts (as jax's "
+                                   f"comparisons read them), through stablehlo.real, stablehlo.imag and "
+                                   f"stablehlo.select only{where}")
+            else:
+                body.append(inner)
+        returned: List[int] = []
+        for v in region["results"]:
+            returned += parts[v] if v in parts else [v]
+        entry = dict(entry, operands=operands, results=results,
+                     regions=[dict(region, params=params, body=body, results=returned)])
+        return before + [entry] + after
 
     def _respell(self, op: Any, name: str) -> Dict[str, Any]:
         """An op in an older spelling jax still emits (nested pmap), as the program op it means."""
@@ -390,6 +446,11 @@ def _is_sharding_annotation(op: Any) -> bool:
     attrs = A.named(op.attributes)
     return "call_target_name" in attrs and A.string(attrs["call_target_name"]) in _SHARDING_TARGETS
 
+
+# Ops with a per-element scalar body the emulator interprets (calls in them are inlined), and those of them whose
+# c64 operands are split into f32 parts when the body is not a single op the emulator runs on pairs.
+_SCALAR_BODIES = ("reduce", "reduce_window", "sort", "scatter", "select_and_scatter", "all_reduce", "reduce_scatter")
+_COMPLEX_SPLIT = ("stablehlo.sort", "stablehlo.reduce", "stablehlo.reduce_window")
 
 # Ops whose body, when it is one binary op of the two block arguments, is named in their "computation" attr.
 _REDUCING = ("reduce", "reduce_window", "all_reduce", "reduce_scatter", "scatter")
