@@ -189,6 +189,21 @@ def test_reductions(name, f):
     assert_close(got, want, rtol=64 * np.finfo(np.float32).eps, scale=None if name == "prod" else float(scale))
 
 
+@pytest.mark.parametrize("name, f", [
+    ("conv", lambda x, w: lax.conv_general_dilated(x, w, (1, 2), "SAME", rhs_dilation=(2, 1))),
+    ("conv_grad", jax.grad(lambda x, w: jnp.sum(jnp.abs(lax.conv_general_dilated(x, w, (1, 1), "VALID")) ** 2),
+                           argnums=(0, 1))),
+    ("convolve", lambda x, w: jnp.convolve(x.ravel()[:40], w.ravel()[:7])),
+])
+def test_convolution(name, f):
+    """A c64 convolution is four f32 convolutions of the parts. Each output is a sum of products that cancel, so its
+    error is judged against the largest output (a wrong sign in a part's combination is off by the output itself)."""
+    x, w = crandom((2, 3, 9, 8), 16), crandom((4, 3, 3, 2), 17)
+    got, want = run_both(f, x, w)
+    for g, v in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+        assert_close(g, v, rtol=64 * np.finfo(np.float32).eps, scale=float(np.max(np.abs(v))))
+
+
 def test_grad_through_complex_intermediates():
     def loss(a, b):
         z = lax.complex(a, b)

@@ -239,6 +239,8 @@ class _Translator:
                 return [self._use(v) for v in op.operands]
             if scalar_body and op.name == "func.call":
                 self._inline(op, body)
+            elif op.name == "stablehlo.convolution" and any(self._type(v.type)[0] == "c64" for v in op.operands):
+                body.extend(self._complex_convolution(self._op(op), op))
             elif op.name in _COMPLEX_SPLIT and any(self._type(v.type)[0] == "c64" for v in op.operands):
                 entry = self._op(op)
                 body.extend([entry] if "computation" in entry["attrs"] else self._split_complex(entry, op))
@@ -328,6 +330,36 @@ class _Translator:
     def _fresh(self, dtype: str, shape: List[int]) -> Dict[str, Any]:
         """A value of the program that the module does not have (numbered after the module's values)."""
         return {"id": self._number(), "dtype": dtype, "shape": list(shape)}
+
+    def _complex_convolution(self, entry: Dict[str, Any], mlir_op: Any) -> List[Dict[str, Any]]:
+        """A convolution of c64 values as four f32 convolutions of their parts, as Poplar users convolve pairs of
+        f32: (a + bi) * (c + di) = (a*c - b*d) + (a*d + b*c)i, each product one convolution with the op's attributes."""
+        ops: List[Dict[str, Any]] = []
+        out = entry["results"][0]
+
+        def op(name: str, operands: List[int], shape: List[int], attrs: Optional[Dict[str, Any]] = None,
+               result: Optional[Dict[str, Any]] = None) -> int:
+            result = result or self._fresh("f32", shape)
+            new = {"op": name, "mlir": f"stablehlo.{name}", "operands": operands, "results": [result],
+                   "attrs": attrs or {}, "regions": []}
+            if "loc" in entry:
+                new["loc"] = entry["loc"]
+            ops.append(new)
+            return result["id"]
+
+        parts = []
+        for operand, value in zip(entry["operands"], mlir_op.operands):
+            dtype, shape = self._type(value.type)
+            if dtype != "c64":
+                raise CompileError(f"stablehlo.convolution of complex<f32> and {value.type} values: jax converts both "
+                                   f"operands to one type; convert the real one to complex64 first")
+            parts.append([op(part, [operand], list(shape)) for part in ("real", "imag")])
+        (a, b), (c, d) = parts
+        conv = dict(entry["attrs"])
+        ac, bd, ad, bc = (op("convolution", [x, y], out["shape"], conv) for x, y in ((a, c), (b, d), (a, d), (b, c)))
+        re, im = op("subtract", [ac, bd], out["shape"]), op("add", [ad, bc], out["shape"])
+        op("complex", [re, im], out["shape"], result=out)
+        return ops
 
     def _split_complex(self, entry: Dict[str, Any], mlir_op: Any) -> List[Dict[str, Any]]:
         """A sort, reduce or reduce_window of c64 operands whose body is not one op the emulator runs on pairs, as the
