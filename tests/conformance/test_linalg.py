@@ -127,6 +127,22 @@ def test_lu_pivots_match(shape):
     same(lambda a, b: jsl.lu_solve(jsl.lu_factor(a), b), a, b)
 
 
+def test_lu_of_singular_and_rectangular_matrices():
+    """A zero pivot leaves its column unscaled, as getrf does: det of a singular matrix is 0 and its gradient
+    finite, where dividing by the pivot (jax's generic rule) gives NaN."""
+    rank2 = np.array([[50, -30, 45], [-30, 90, -81], [45, -81, 81]], np.float32)
+    zero_col = general((5, 5), seed=12)
+    zero_col[:, 2] = 0
+    for a in (np.zeros((3, 3), np.float32), zero_col, general((2, 6, 4), seed=13), general((4, 7), seed=14)):
+        got, want = run(lax.linalg.lu, a)
+        np.testing.assert_array_equal(got[1], want[1])
+        np.testing.assert_array_equal(got[2], want[2])
+        np.testing.assert_allclose(got[0], want[0], **TOL)
+        assert not np.isnan(got[0]).any()
+    for a in (np.zeros((3, 3), np.float32), zero_col, rank2):
+        same(lambda a: (jnp.linalg.det(a), jax.grad(jnp.linalg.det)(a)), a, rtol=1e-3, atol=1e-2)
+
+
 @pytest.mark.parametrize("shape", [(1, 1), (4, 4), (9, 9), (3, 5, 5)])
 def test_solve_inv_det_slogdet(shape):
     a, b = general(shape, seed=10), general(shape[:-1] + (3,), seed=11)

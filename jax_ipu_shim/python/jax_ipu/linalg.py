@@ -13,7 +13,9 @@ already mapped and costed by the emulator.
   so Q and R agree with cpu's, signs included;
 - eigh: cyclic Jacobi with the round-robin (Brent-Luk) ordering: each round rotates n/2 disjoint pairs at once,
   sweeps repeat until the off-diagonal part is below rounding;
-- lu and svd keep jax's own platform-independent rules (``_lu_python``, QDWH-based SVD), which run on the above.
+- lu: getrf's partial pivoting, one column per step; a zero pivot leaves its column unscaled as getrf does (jax's
+  generic rule divides by it), so det, solve and their gradients of singular matrices give cpu's zeros, not NaN;
+- svd keeps jax's own platform-independent rule (QDWH), which runs on the above.
 
 f16 inputs are computed in f32 and rounded back, as Poplar's f16 linear algebra accumulates in f32. complex64 runs
 the same algorithms in their Hermitian forms (zpotrf, zlarfg/zungqr, complex Jacobi rotations) on the emulator's
@@ -44,6 +46,7 @@ def install_lowerings() -> None:
     mlir.register_lowering(lax_linalg.triangular_solve_p, rule(_f32(triangular_solve)), platform=PLATFORM)
     mlir.register_lowering(lax_linalg.geqrf_p, rule(_f32(geqrf), True), platform=PLATFORM)
     mlir.register_lowering(lax_linalg.householder_product_p, rule(_f32(householder_product)), platform=PLATFORM)
+    mlir.register_lowering(lax_linalg.lu_p, rule(_f32(lu), True), platform=PLATFORM)
     mlir.register_lowering(lax_linalg.eigh_p, rule(_f32(eigh), True), platform=PLATFORM)
     mlir.register_lowering(lax_linalg.eigh_jacobi_p, rule(_f32(eigh_jacobi), True), platform=PLATFORM)
     from jax_ipu import rng  # rng_bit_generator: the other op jaxlib lowers through 64-bit or custom calls
@@ -110,6 +113,47 @@ def _mv(a: Any, x: Any) -> Any:
     import jax.numpy as jnp
     from jax import lax
     return jnp.einsum("...ij,...j->...i", a, x, precision=lax.Precision.HIGHEST)
+
+
+# ---------------------------------------------------------------------------------------------------- lu
+
+def lu(a: Any) -> List[Any]:
+    """(lu, pivots, permutation) as LAPACK's getrf computes them: at step k the row of largest magnitude in column k
+    (|re| + |im| for complex, as icamax; the first on ties) is swapped up, the column below is divided by the pivot
+    unless it is zero (getrf then reports the singular column in info and goes on), and the trailing block gets the
+    rank-1 update. Batches are vmapped."""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    m, n = a.shape[-2:]
+    rows, cols = jnp.arange(m), jnp.arange(n)
+
+    def factor(a: Any) -> Tuple[Any, Any, Any]:
+        def step(k: Any, state: Tuple[Any, Any, Any]) -> Tuple[Any, Any, Any]:
+            pivots, perm, a = state
+            col = a[:, k]
+            mag = jnp.abs(jnp.real(col)) + jnp.abs(jnp.imag(col)) if jnp.iscomplexobj(a) else jnp.abs(col)
+            i = jnp.argmax(jnp.where(rows >= k, mag, -jnp.inf)).astype(jnp.int32)
+            a = a.at[jnp.stack([k, i])].set(a[jnp.stack([i, k])])
+            perm = perm.at[jnp.stack([k, i])].set(perm[jnp.stack([i, k])])
+            pivot = a[k, k]
+            nonzero = pivot != 0
+            col = jnp.where((rows > k) & nonzero, a[:, k] / jnp.where(nonzero, pivot, jnp.ones_like(pivot)), a[:, k])
+            a = a.at[:, k].set(col)
+            trailing = (rows[:, None] > k) & (cols[None, :] > k)
+            a = a - jnp.where(trailing, jnp.outer(col, a[k, :]), jnp.zeros_like(a))
+            return pivots.at[k].set(i), perm, a
+
+        state = (jnp.zeros((min(m, n),), jnp.int32), jnp.arange(m, dtype=jnp.int32), a)
+        if m == 0 or n == 0:
+            return state[2], state[0], state[1]
+        pivots, perm, a = lax.fori_loop(0, min(m, n), step, state)
+        return a, pivots, perm
+
+    for _ in a.shape[:-2]:
+        factor = jax.vmap(factor)
+    return list(factor(a))
 
 
 # ---------------------------------------------------------------------------------------------------- cholesky
