@@ -181,3 +181,20 @@ def test_ipu21_is_a_faster_clock_than_ipu2(python):
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["ipu21", "1850000000"]
+
+
+def test_jax_platforms_ipu_alone_differentiates_scans(python):
+    """With JAX_PLATFORMS=ipu jax has no cpu backend; grad of a scan that forwards a numpy constant asked for a cpu
+    device in jax 0.4.13 ("Unknown backend cpu") until patches/jax/0.4.13/0005 made it use the default device."""
+    result = python(
+        """
+        import jax, numpy as np
+        from jax import lax
+        x = np.arange(1.0, 5.0, dtype=np.float32)
+        cumprod = lambda x: lax.scan(lambda s, v: (v * s, s), np.float32(1), x)[1].sum()
+        print([d.platform for d in jax.devices()], np.asarray(jax.grad(cumprod)(x)).tolist())
+        """,
+        {"JAX_PLATFORMS": "ipu"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "['ipu'] [9.0, 4.0, 2.0, 0.0]"

@@ -35,6 +35,21 @@ def test_nested_loops_and_loop_carried_tuples():
     check(f, random("float32", (7, 13), seed=1))
 
 
+@pytest.mark.parametrize("name, body", [
+    # each carry takes the next one's value and the last a fresh 0: the 0 must not be written over the carry the
+    # update still reads (JAX's testScanVmapFixpoint)
+    ("shift", lambda c: (c[1], c[2], c[3], jnp.zeros_like(c[3]))),
+    ("rotate", lambda c: (c[1], c[2], c[3], c[0])),
+    ("fibonacci", lambda c: (c[1], c[2], c[3], c[2] + c[3])),
+])
+def test_carries_passed_along(name, body):
+    def f(x):
+        return lax.fori_loop(0, 3, lambda i, c: body(c), (x, x + 1, x * 2, x - 3))
+
+    check(jax.vmap(f), random("float32", (5,), seed=6))
+    check(f, random("float32", (4, 3), seed=7))
+
+
 def test_scan_cumulative_sum():
     def f(xs):
         return lax.scan(lambda c, x: (c + x, c * x), jnp.zeros_like(xs[0]), xs)

@@ -32,7 +32,9 @@ Cost decisionCost() {
 // reads the old one afterwards, and the update copy then moves nothing. On the host the new value's slot shares the
 // carried slot's bytes (Slot::share) when, in this iteration, every read of the carried value comes before the new
 // value's first write, or at that write by a kernel that computes in place (Node::in_place). Only arena values the
-// body itself defines qualify, each for one carried value. The copy keeps its cost: estimates do not change.
+// body itself defines qualify, each for one carried value, and only for a carried value that is not itself the new
+// value of another (a shifted carry, (c1, c2) <- (c2, 0): the update copy reads c2 after the body wrote the 0).
+// The copy keeps its cost: estimates do not change.
 void shareCarriedStorage(Graph* graph, const std::vector<int>& carried, const std::vector<int>& next,
                          int64_t body_first, const Node& body) {
   std::vector<Slot>& slots = graph->slots;
@@ -41,6 +43,7 @@ void shareCarriedStorage(Graph* graph, const std::vector<int>& carried, const st
     Slot& nv = slots[static_cast<size_t>(v)];
     if (nv.storage != Slot::Storage::Arena || nv.share >= 0 || nv.def < body_first || nv.type.numBytes() == 0) continue;
     if (std::count(next.begin(), next.end(), v) != 1 || std::count(carried.begin(), carried.end(), v) != 0) continue;
+    if (std::count(next.begin(), next.end(), c) != 0) continue;  // read by the update copy, after v is written
     const int64_t last_read = slots[static_cast<size_t>(c)].last_use;  // before the update copy is emitted
     if (last_read > nv.def || (last_read == nv.def && !computesInPlace(body, c, v))) continue;
     nv.share = c;
