@@ -80,3 +80,17 @@ def test_the_process_survives_errors():
     with pytest.raises(RuntimeError):
         compile_on_ipu(triangular_solve, np.eye(4, dtype=np.float32), np.ones((4, 1), np.float32))
     check(lambda x: x + 1, np.arange(4, dtype=np.float32))
+
+
+def test_compile_options_are_checked():
+    """compiler_options reach the ipu compiler: an unknown key or a bad bool is refused with XLA's words, a known one
+    compiles (each its own executable)."""
+    from jax._src.lib import xla_extension
+
+    lowered = jax.jit(lambda x: jnp.sqrt(x ** 2) + 1.0, backend=BACKEND).lower(np.float32(2))
+    with pytest.raises(xla_extension.XlaRuntimeError, match="No such compile option: 'invalid_key'"):
+        lowered.compile(compiler_options={"invalid_key": "invalid_value"})
+    with pytest.raises(xla_extension.XlaRuntimeError, match="is not a valid bool value."):
+        lowered.compile(compiler_options={"xla_embed_ir_in_executable": "invalid_value"})
+    on, off = (lowered.compile(compiler_options={"xla_embed_ir_in_executable": v}) for v in (True, False))
+    assert on is not off and float(on(np.float32(-2))) == float(off(np.float32(2))) == 3.0

@@ -118,12 +118,32 @@ def translate(module_bytes: Any, compile_options: bytes = b"") -> Dict[str, Any]
         return program
 
 
+# The compile options (``jit(f).lower(x).compile(compiler_options={...})``, CompileOptions.env_option_overrides) the
+# ipu compiler takes, with their type. XLA's debug options act on XLA's passes, which the ipu does not run: only
+# those that mean something for an ipu program are accepted, and any other key is refused as XLA refuses one.
+COMPILE_OPTIONS: Dict[str, type] = {
+    # XLA keeps the module's text in the executable; the ipu program always keeps its StableHLO source locations
+    "xla_embed_ir_in_executable": bool,
+}
+
+
+def _check_compile_options(overrides: List[Tuple[str, Any]]) -> None:
+    for key, value in overrides:
+        if key not in COMPILE_OPTIONS:
+            known = ", ".join(sorted(COMPILE_OPTIONS))
+            raise CompileError(f"No such compile option: '{key}' (the ipu compiler takes: {known})")
+        if COMPILE_OPTIONS[key] is bool and not isinstance(value, bool) and str(value).lower() not in ("true", "false"):
+            raise CompileError(f"compile option {key}: '{value}' is not a valid bool value.")
+
+
 def _replication(module: Any, compile_options: bytes) -> Tuple[int, int]:
-    """(num_replicas, num_partitions) from the compile options, else from the module's attributes, else (1, 1)."""
+    """(num_replicas, num_partitions) from the compile options, else from the module's attributes, else (1, 1);
+    the options' overrides are checked against COMPILE_OPTIONS."""
     if compile_options:
         from jax._src.lib import xla_client
 
         options = xla_client.CompileOptions.ParseFromString(compile_options)
+        _check_compile_options(list(options.env_option_overrides))
         return max(1, int(options.num_replicas)), max(1, int(options.num_partitions))
     attrs = A.named(module.operation.attributes)
     return tuple(  # type: ignore[return-value]
