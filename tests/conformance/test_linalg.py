@@ -127,6 +127,21 @@ def test_lu_pivots_match(shape):
     same(lambda a, b: jsl.lu_solve(jsl.lu_factor(a), b), a, b)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+@pytest.mark.parametrize("lower", [True, False])
+def test_tridiagonal_matches_sytrd(dtype, lower):
+    """The packed reflectors, d, e and taus of LAPACK's sytrd/hetrd (cpu), from the one triangle it reads; a column
+    that is already zero below the off-diagonal gives the identity reflector (tau 0; for complex only when the
+    off-diagonal element is real)."""
+    rng = np.random.default_rng(15)
+    a = rng.standard_normal((2, 7, 7)).astype(np.float32)
+    if dtype == np.complex64:
+        a = (a + 1j * rng.standard_normal((2, 7, 7))).astype(dtype)
+    a[1, 2:, 0] = a[1, 0, 2:] = a[1, :5, 6] = a[1, 6, :5] = 0  # the first step's column, for lower and for upper
+    for x in (a, a[0, :1, :1], a[0, :2, :2]):
+        same(lambda x: lax.linalg.tridiagonal(x, lower=lower), x, rtol=1e-5, atol=1e-5)
+
+
 def test_lu_of_singular_and_rectangular_matrices():
     """A zero pivot leaves its column unscaled, as getrf does: det of a singular matrix is 0 and its gradient
     finite, where dividing by the pivot (jax's generic rule) gives NaN."""

@@ -15,6 +15,8 @@ already mapped and costed by the emulator.
   sweeps repeat until the off-diagonal part is below rounding;
 - lu: getrf's partial pivoting, one column per step; a zero pivot leaves its column unscaled as getrf does (jax's
   generic rule divides by it), so det, solve and their gradients of singular matrices give cpu's zeros, not NaN;
+- tridiagonal: sytd2/hetd2's Householder reduction, one reflector per step (a matrix-vector product and a rank-2
+  update), with LAPACK's reflector conventions, so the packed result, d, e and taus agree with cpu's;
 - svd keeps jax's own platform-independent rule (QDWH), which runs on the above.
 
 f16 inputs are computed in f32 and rounded back, as Poplar's f16 linear algebra accumulates in f32. complex64 runs
@@ -47,6 +49,7 @@ def install_lowerings() -> None:
     mlir.register_lowering(lax_linalg.geqrf_p, rule(_f32(geqrf), True), platform=PLATFORM)
     mlir.register_lowering(lax_linalg.householder_product_p, rule(_f32(householder_product)), platform=PLATFORM)
     mlir.register_lowering(lax_linalg.lu_p, rule(_f32(lu), True), platform=PLATFORM)
+    mlir.register_lowering(lax_linalg.tridiagonal_p, rule(_f32(tridiagonal), True), platform=PLATFORM)
     mlir.register_lowering(lax_linalg.eigh_p, rule(_f32(eigh), True), platform=PLATFORM)
     mlir.register_lowering(lax_linalg.eigh_jacobi_p, rule(_f32(eigh_jacobi), True), platform=PLATFORM)
     from jax_ipu import rng  # rng_bit_generator: the other op jaxlib lowers through 64-bit or custom calls
@@ -154,6 +157,81 @@ def lu(a: Any) -> List[Any]:
     for _ in a.shape[:-2]:
         factor = jax.vmap(factor)
     return list(factor(a))
+
+
+# ---------------------------------------------------------------------------------------------------- tridiagonal
+
+def tridiagonal(a: Any, *, lower: bool) -> List[Any]:
+    """(packed, d, e, taus, info) of the Householder reduction Q^H A Q = T of the symmetric (Hermitian) matrix held in
+    ``a``'s lower (upper) triangle, as LAPACK's sytd2/hetd2: step i (i = 0.. for lower, n-2.. down for upper) builds
+    the reflector H = I - tau v v^H (larfg: beta = -sign(Re alpha) |(alpha, x)|, v = (1, x / (alpha - beta))) that
+    zeroes column i below the subdiagonal (column i+1 above the superdiagonal), applies it to the rest as
+    A -= v w^H + w v^H with w = p - (tau/2)(p^H v) v, p = tau A v, and stores v beyond the off-diagonal. The other
+    triangle of ``a`` is returned untouched."""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    n = a.shape[-1]
+    rows = jnp.arange(n)
+    real = jnp.finfo(a.dtype).dtype
+    hermitian = jnp.iscomplexobj(a)
+
+    def reduce(a: Any) -> Tuple[Any, Any, Any, Any]:
+        tri = jnp.tril(a) if lower else jnp.triu(a)
+        w = tri + _conj(jnp.swapaxes(jnp.tril(a, -1) if lower else jnp.triu(a, 1), -1, -2))
+        if hermitian:
+            w = jnp.where(jnp.eye(n, dtype=bool), jnp.real(w).astype(a.dtype), w)
+
+        def step(k: Any, state: Tuple[Any, Any, Any, Any, Any]) -> Tuple[Any, Any, Any, Any, Any]:
+            w, packed, d, e, taus = state
+            i = k if lower else n - 2 - k
+            col = w[:, i] if lower else w[:, i + 1]  # the column the reflector works on
+            head = i + 1 if lower else i             # alpha's row
+            rest = rows >= i + 2 if lower else rows < i
+            block = rows >= i + 1 if lower else rows <= i  # rows and columns H acts on
+            alpha = col[head]
+            x = jnp.where(rest, col, jnp.zeros_like(col))
+            xnorm = jnp.sqrt(jnp.sum(jnp.real(x * _conj(x))))
+            ar, ai = jnp.real(alpha), jnp.imag(alpha) if hermitian else jnp.zeros((), real)
+            identity = (xnorm == 0) & (ai == 0)
+            beta = -jnp.where(ar >= 0, 1, -1).astype(real) * jnp.sqrt(ar * ar + ai * ai + xnorm * xnorm)
+            beta = jnp.where(identity, ar, beta)
+            safe = jnp.where(identity, jnp.ones_like(beta), beta)
+            tau = ((safe - ar) / safe).astype(a.dtype)
+            if hermitian:
+                tau = lax.complex((safe - ar) / safe, -ai / safe)
+            tau = jnp.where(identity, jnp.zeros_like(tau), tau)
+            scale = 1 / jnp.where(identity, jnp.ones_like(alpha), alpha - beta.astype(a.dtype))
+            v = jnp.where(rows == head, jnp.ones_like(col), x * scale)
+            p = jnp.where(block, tau * (w @ v), jnp.zeros_like(v))
+            u = p + (-0.5 * tau * jnp.vdot(p, v)) * v
+            w = w - jnp.outer(v, _conj(u)) - jnp.outer(u, _conj(v))
+            if hermitian:
+                w = jnp.where(jnp.eye(n, dtype=bool), jnp.real(w).astype(a.dtype), w)
+            reflector = jnp.where(identity, x, v)
+            column = i if lower else i + 1
+            packed = packed.at[:, column].set(jnp.where(rest, reflector, packed[:, column]))
+            packed = packed.at[head, column].set(beta.astype(a.dtype))
+            diag = i if lower else i + 1  # final now: later steps act on other rows
+            d = d.at[diag].set(jnp.real(w[diag, diag]))
+            return w, packed, d, e.at[i].set(beta), taus.at[i].set(tau)
+
+        init = (w, a, jnp.zeros((n,), real), jnp.zeros((n - 1,), real), jnp.zeros((n - 1,), a.dtype))
+        w, packed, d, e, taus = lax.fori_loop(0, n - 1, step, init) if n > 1 else init
+        last = n - 1 if lower else 0
+        d = d.at[last].set(jnp.real(w[last, last]))
+        packed = jnp.where(jnp.eye(n, dtype=bool), d.astype(a.dtype), packed)
+        if lower:  # LAPACK writes the subdiagonal back into a
+            packed = packed.at[rows[1:], rows[:-1]].set(e.astype(a.dtype))
+        else:
+            packed = packed.at[rows[:-1], rows[1:]].set(e.astype(a.dtype))
+        return packed, d, e, taus
+
+    for _ in a.shape[:-2]:
+        reduce = jax.vmap(reduce)
+    packed, d, e, taus = reduce(a)
+    return [packed, d, e, taus, jnp.zeros(a.shape[:-2], jnp.int32)]
 
 
 # ---------------------------------------------------------------------------------------------------- cholesky
