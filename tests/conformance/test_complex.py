@@ -244,6 +244,15 @@ def test_dot_general(name, f, shapes):
     assert_close(got, want, rtol=8 * np.finfo(np.float32).eps, scale=scale)
 
 
+def test_batched_matmul_is_planned_as_f32_matmuls():
+    """A c64 dot_general is four f32 dot_generals of the parts, mapped over the tiles by the matmul planner: ten
+    300x300 products fit in tile memory (each tile receiving all of rhs, as a naive c64 kernel would, does not)."""
+    if BACKEND != "ipu":
+        pytest.skip("tile memory is the ipu's")
+    a = jax.ShapeDtypeStruct((10, 300, 300), jnp.complex64)
+    jax.jit(lambda x, y: x @ y, backend=BACKEND).lower(a, a).compile()  # tile memory is checked at compile time
+
+
 @pytest.mark.parametrize("name, f", [
     ("sort", jnp.sort),
     ("argsort", jnp.argsort),

@@ -43,124 +43,13 @@ std::vector<F32OpCount> f32Ops(OpKind kind) {
   }
 }
 
-// c64 dot_general: out[b, i, j] = sum_k lhs[b, i, k] * rhs[b, k, j], each output a sum in double (accurate:
-// cpu's Eigen GEMM sums in f32, so the difference is cpu's rounding) rounded once to f32 parts.
-class ComplexDotKernel : public Kernel {
- public:
-  struct Geometry {
-    std::vector<int64_t> out_shape;                // batch..., lhs free..., rhs free...
-    std::vector<int64_t> lhs_stride, rhs_stride;   // per output dim: its stride in lhs / rhs (0 if not there)
-    std::vector<int64_t> k_lhs, k_rhs;             // per contracted element k: its offset in lhs / rhs
-  };
-  ComplexDotKernel(int lhs, int rhs, int out, Geometry g) : lhs_(lhs), rhs_(rhs), out_(out), g_(std::move(g)) {}
-  void compute(RunState& s, int64_t b, int64_t e) const override {
-    const Complex64* x = s.at<const Complex64>(lhs_);
-    const Complex64* y = s.at<const Complex64>(rhs_);
-    Complex64* o = s.at<Complex64>(out_);
-    const size_t rank = g_.out_shape.size();
-    for (int64_t i = b; i < e; ++i) {
-      int64_t rem = i, lo = 0, ro = 0;
-      for (size_t d = rank; d-- > 0;) {
-        const int64_t idx = rem % g_.out_shape[d];
-        rem /= g_.out_shape[d];
-        lo += idx * g_.lhs_stride[d];
-        ro += idx * g_.rhs_stride[d];
-      }
-      double re = 0, im = 0;
-      for (size_t k = 0; k < g_.k_lhs.size(); ++k) {
-        const Complex64 a = x[lo + g_.k_lhs[k]], c = y[ro + g_.k_rhs[k]];
-        re += static_cast<double>(a.re) * c.re - static_cast<double>(a.im) * c.im;
-        im += static_cast<double>(a.re) * c.im + static_cast<double>(a.im) * c.re;
-      }
-      o[i] = {static_cast<float>(re), static_cast<float>(im)};
-    }
-  }
-
- private:
-  int lhs_, rhs_, out_;
-  Geometry g_;
-};
-
 }  // namespace
-
-// c64 dot_general, costed as the four f32 matmuls (re*re, im*im, re*im, im*re) and two adds of their results that
-// a Poplar user runs on the AMP; the output is mapped linearly and each tile receives the lhs rows and the whole
-// rhs it needs.
-std::vector<int> Lowerer::lowerComplexDot(OpContext& ctx) {
-  const Op& op = *ctx.op;
-  const TensorType &l = ctx.in_types[0], &r = ctx.in_types[1];
-  if (ctx.out_types.size() != 1) invalid(ctx, "expected one result");
-  const TensorType& out = ctx.out_types[0];
-  if (l.dtype != DType::C64 || r.dtype != DType::C64 || out.dtype != DType::C64)
-    unimplemented(ctx, "a c64 dot_general takes and gives c64 (mixed complex/real operands are not emulated)");
-  const std::vector<int64_t> lb = attrInts(op, "lhs_batching_dimensions", false);
-  const std::vector<int64_t> rb = attrInts(op, "rhs_batching_dimensions", false);
-  const std::vector<int64_t> lc = attrInts(op, "lhs_contracting_dimensions", false);
-  const std::vector<int64_t> rc = attrInts(op, "rhs_contracting_dimensions", false);
-  if (lb.size() != rb.size() || lc.size() != rc.size()) invalid(ctx, "batching and contracting dimensions must pair up");
-  const std::vector<int64_t> ls = rowMajorStrides(l.shape), rs = rowMajorStrides(r.shape);
-  auto in = [](const std::vector<int64_t>& v, int64_t d) { return std::find(v.begin(), v.end(), d) != v.end(); };
-  ComplexDotKernel::Geometry g;
-  for (size_t i = 0; i < lb.size(); ++i) {
-    if (l.shape[static_cast<size_t>(lb[i])] != r.shape[static_cast<size_t>(rb[i])]) invalid(ctx, "batch sizes differ");
-    g.out_shape.push_back(l.shape[static_cast<size_t>(lb[i])]);
-    g.lhs_stride.push_back(ls[static_cast<size_t>(lb[i])]);
-    g.rhs_stride.push_back(rs[static_cast<size_t>(rb[i])]);
-  }
-  int64_t m = 1, n = 1;
-  for (size_t d = 0; d < l.shape.size(); ++d)
-    if (!in(lb, static_cast<int64_t>(d)) && !in(lc, static_cast<int64_t>(d))) {
-      g.out_shape.push_back(l.shape[d]), g.lhs_stride.push_back(ls[d]), g.rhs_stride.push_back(0);
-      m *= l.shape[d];
-    }
-  for (size_t d = 0; d < r.shape.size(); ++d)
-    if (!in(rb, static_cast<int64_t>(d)) && !in(rc, static_cast<int64_t>(d))) {
-      g.out_shape.push_back(r.shape[d]), g.lhs_stride.push_back(0), g.rhs_stride.push_back(rs[d]);
-      n *= r.shape[d];
-    }
-  if (g.out_shape != out.shape) invalid(ctx, "the result shape must be " + TensorType{DType::C64, g.out_shape}.str());
-  // the contracted elements in order, as offsets into each operand
-  std::vector<int64_t> kshape;
-  for (size_t i = 0; i < lc.size(); ++i) {
-    if (l.shape[static_cast<size_t>(lc[i])] != r.shape[static_cast<size_t>(rc[i])]) invalid(ctx, "contracting sizes differ");
-    kshape.push_back(l.shape[static_cast<size_t>(lc[i])]);
-  }
-  const int64_t depth = shapeElements(kshape);
-  for (int64_t k = 0; k < depth; ++k) {
-    int64_t rem = k, lo = 0, ro = 0;
-    for (size_t i = kshape.size(); i-- > 0;) {
-      const int64_t idx = rem % kshape[i];
-      rem /= kshape[i];
-      lo += idx * ls[static_cast<size_t>(lc[i])];
-      ro += idx * rs[static_cast<size_t>(rc[i])];
-    }
-    g.k_lhs.push_back(lo), g.k_rhs.push_back(ro);
-  }
-  const int o = newSlot(out);
-  const TileMapping work = graph().slots[static_cast<size_t>(o)].mapping;
-  std::vector<int64_t> recv(static_cast<size_t>(device().num_tiles), 0);
-  const int64_t eb = 8, rhs_bytes = r.numElements() * eb;
-  for (int t = 0; t < work.tilesUsed(); ++t)  // its outputs' lhs rows (at most all of lhs) and all of rhs
-    recv[static_cast<size_t>(t)] = std::min(l.numElements(), (work.elementsOn(t) / std::max<int64_t>(1, n) + 1) * depth) * eb + rhs_bytes;
-  const int workers = device().num_worker_contexts;
-  std::vector<Superstep> steps;
-  if (work.num_elements > 0) {
-    steps.push_back(superstep("matMulComplex<c64>", work, recv, [&](int, int64_t outputs) {
-      return 4 * cost::matmul(DType::F32, outputs, depth, workers) + cost::elementwise(OpKind::Add, DType::F32, 2 * outputs, workers);
-    }));
-    steps.back().cost_weight = std::max<double>(1.0, 4.0 * static_cast<double>(depth));
-  }
-  emitExecute(ctx, std::make_unique<ComplexDotKernel>(ctx.in[0], ctx.in[1], o, std::move(g)), std::move(steps), {o},
-              8.0 * static_cast<double>(out.numElements()) * static_cast<double>(depth));
-  (void)m;
-  return {o};
-}
 
 // Is this op one of complex.cc's: real/imag/complex/fft, or an elementwise op with a c64 operand or result.
 bool isComplexOp(const OpContext& ctx) {
   if (ctx.info->family == OpFamily::Complex) return true;
   switch (ctx.info->family) {
-    case OpFamily::Unary: case OpFamily::Binary: case OpFamily::Compare: case OpFamily::Convert: case OpFamily::Dot:
+    case OpFamily::Unary: case OpFamily::Binary: case OpFamily::Compare: case OpFamily::Convert:
       break;
     default: return false;
   }
@@ -174,7 +63,6 @@ bool isComplexOp(const OpContext& ctx) {
 std::vector<int> Lowerer::lowerComplex(OpContext& ctx) {
   const OpKind kind = ctx.info->kind;
   if (kind == OpKind::Fft) return lowerFft(ctx);
-  if (kind == OpKind::DotGeneral) return lowerComplexDot(ctx);
   if (ctx.out_types.size() != 1) invalid(ctx, "expected one result");
   const TensorType& out = ctx.out_types[0];
   const DType dt = ctx.in_types[0].dtype;

@@ -106,7 +106,7 @@ const OpInfo kOps[] = {
     {"scatter", K::Scatter, Fam::Shape, ANY, R::Operand0, 3, -1},
     {"concatenate", K::Concatenate, Fam::Shape, ANY, R::Operand0, 1, -1},
     {"pad", K::Pad, Fam::Shape, ANY, R::Operand0, 2, 2},
-    {"dot_general", K::DotGeneral, Fam::Dot, ANY, R::Operand0, 2, 2},
+    {"dot_general", K::DotGeneral, Fam::Dot, ALL, R::Operand0, 2, 2},  // c64: four f32 dots (front end)
     {"convolution", K::Convolution, Fam::Conv, ALL, R::Operand0, 2, 2},
     {"reduce", K::Reduce, Fam::Reduce, ANY, R::Operand0, 2, -1},
     {"call", K::Call, Fam::Control, ANY, R::None, 0, -1},

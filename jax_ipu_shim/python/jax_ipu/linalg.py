@@ -394,6 +394,19 @@ def eigh(a: Any, *, lower: bool, sort_eigenvalues: bool) -> List[Any]:
         eye = jnp.eye(a.shape[-1], dtype=bool)
         a = jnp.where(eye, jnp.real(a).astype(a.dtype), a)
     v, w = _jacobi(a)
+    if a.shape[-1] > 1:
+        # Refinement: the rotations leave V orthogonal to O(sqrt(rotations) eps) only. One Newton-Schulz step
+        # (V <- V (3I - V^H V) / 2) makes it orthogonal to rounding, and Jacobi on the nearly diagonal V^H A V
+        # (one or two sweeps of small rotations) then takes up what that moved.
+        from jax import lax
+        hi = lax.Precision.HIGHEST
+        vh = _conj(jnp.swapaxes(v, -1, -2))
+        v = 1.5 * v - 0.5 * jnp.matmul(v, jnp.matmul(vh, v, precision=hi), precision=hi)
+        vh = _conj(jnp.swapaxes(v, -1, -2))
+        b = jnp.matmul(vh, jnp.matmul(a, v, precision=hi), precision=hi)
+        b = (b + _conj(jnp.swapaxes(b, -1, -2))) / 2
+        u, w = _jacobi(b, max_sweeps=3)
+        v = jnp.matmul(v, u, precision=hi)
     if sort_eigenvalues:
         order = jnp.argsort(w, axis=-1)
         w = jnp.take_along_axis(w, order, axis=-1)
@@ -445,19 +458,25 @@ def _jacobi(a: Any, max_sweeps: int = 16) -> Tuple[Any, Any]:
         t = jnp.where(nonzero, t, jnp.zeros_like(t))
         c = 1 / jnp.sqrt(1 + t * t)
         s = t * c
+        rho = s / (1 + c)  # Rutishauser's form: c = 1 - s rho, so each update is a correction of size s
 
         def rows(x: Any, g: Any) -> Any:  # J^T diag(1, g) x on the rows of x, in perm order and back
             xp = x[..., perm, :]
             top, bottom = xp[..., :half, :], xp[..., half:, :]
             if g is not None:
                 bottom = bottom * g[..., :, None]
-            cc, ss = c[..., :, None], s[..., :, None]
-            return jnp.concatenate([cc * top - ss * bottom, ss * top + cc * bottom], axis=-2)[..., inverse, :]
+            ss, rr = s[..., :, None], rho[..., :, None]
+            new_top, new_bottom = top - ss * (bottom + rr * top), bottom + ss * (top - rr * bottom)
+            return jnp.concatenate([new_top, new_bottom], axis=-2)[..., inverse, :]
 
         def cols(x: Any) -> Any:  # x U, as (U^T x^T)^T
             return jnp.swapaxes(rows(jnp.swapaxes(x, -1, -2), phase), -1, -2)
 
         a = cols(rows(a, None if phase is None else jnp.conj(phase)))  # U^H a U
+        # the rotated pair exactly: app - t apq and aqq + t apq on the diagonal, 0 off it (not rounding residue)
+        zero = jnp.zeros_like(apq).astype(a.dtype)
+        a = a.at[..., p, q].set(zero).at[..., q, p].set(zero)
+        a = a.at[..., p, p].set((app - t * apq).astype(a.dtype)).at[..., q, q].set((aqq + t * apq).astype(a.dtype))
         return a, cols(v)
 
     def squares(x: Any) -> Any:

@@ -118,7 +118,6 @@ class Lowerer {
   std::vector<int> lowerWindow(OpContext& ctx);  // window.cc
   std::vector<int> lowerComplex(OpContext& ctx);  // complex.cc: c64 arithmetic, real/imag/complex
   std::vector<int> lowerFft(OpContext& ctx);  // fft.cc
-  std::vector<int> lowerComplexDot(OpContext& ctx);  // complex.cc
   std::vector<int> lowerCall(OpContext& ctx);
   std::vector<int> lowerWhile(OpContext& ctx, Env* env);
   std::vector<int> lowerCase(OpContext& ctx, Env* env);

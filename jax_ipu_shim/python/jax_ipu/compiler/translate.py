@@ -259,8 +259,8 @@ class _Translator:
                 return [self._use(v) for v in op.operands]
             if scalar_body and op.name == "func.call":
                 self._inline(op, body)
-            elif op.name == "stablehlo.convolution" and any(self._type(v.type)[0] == "c64" for v in op.operands):
-                body.extend(self._complex_convolution(self._op(op), op))
+            elif op.name in _COMPLEX_PRODUCTS and any(self._type(v.type)[0] == "c64" for v in op.operands):
+                body.extend(self._complex_product(self._op(op), op))
             elif op.name in _COMPLEX_SPLIT and any(self._type(v.type)[0] == "c64" for v in op.operands):
                 entry = self._op(op)
                 body.extend([entry] if "computation" in entry["attrs"] else self._split_complex(entry, op))
@@ -351,9 +351,10 @@ class _Translator:
         """A value of the program that the module does not have (numbered after the module's values)."""
         return {"id": self._number(), "dtype": dtype, "shape": list(shape)}
 
-    def _complex_convolution(self, entry: Dict[str, Any], mlir_op: Any) -> List[Dict[str, Any]]:
-        """A convolution of c64 values as four f32 convolutions of their parts, as Poplar users convolve pairs of
-        f32: (a + bi) * (c + di) = (a*c - b*d) + (a*d + b*c)i, each product one convolution with the op's attributes."""
+    def _complex_product(self, entry: Dict[str, Any], mlir_op: Any) -> List[Dict[str, Any]]:
+        """A dot_general or convolution of c64 values as four f32 ones of their parts, as Poplar users multiply
+        pairs of f32 matrices: (a + bi)(c + di) = (ac - bd) + (ad + bc)i, each product the op with its attributes,
+        so the emulator's matmul and convolution planners map and cost them."""
         ops: List[Dict[str, Any]] = []
         out = entry["results"][0]
 
@@ -371,12 +372,12 @@ class _Translator:
         for operand, value in zip(entry["operands"], mlir_op.operands):
             dtype, shape = self._type(value.type)
             if dtype != "c64":
-                raise CompileError(f"stablehlo.convolution of complex<f32> and {value.type} values: jax converts both "
+                raise CompileError(f"{entry['mlir']} of complex<f32> and {value.type} values: jax converts both "
                                    f"operands to one type; convert the real one to complex64 first")
             parts.append([op(part, [operand], list(shape)) for part in ("real", "imag")])
         (a, b), (c, d) = parts
         conv = dict(entry["attrs"])
-        ac, bd, ad, bc = (op("convolution", [x, y], out["shape"], conv) for x, y in ((a, c), (b, d), (a, d), (b, c)))
+        ac, bd, ad, bc = (op(entry["op"], [x, y], out["shape"], conv) for x, y in ((a, c), (b, d), (a, d), (b, c)))
         re, im = op("subtract", [ac, bd], out["shape"]), op("add", [ad, bc], out["shape"])
         op("complex", [re, im], out["shape"], result=out)
         return ops
@@ -503,6 +504,8 @@ def _is_sharding_annotation(op: Any) -> bool:
 # c64 operands are split into f32 parts when the body is not a single op the emulator runs on pairs.
 _SCALAR_BODIES = ("reduce", "reduce_window", "sort", "scatter", "select_and_scatter", "all_reduce", "reduce_scatter")
 _COMPLEX_SPLIT = ("stablehlo.sort", "stablehlo.reduce", "stablehlo.reduce_window")
+# Products of c64 values, computed as four f32 products of the parts.
+_COMPLEX_PRODUCTS = ("stablehlo.dot_general", "stablehlo.convolution")
 
 # Ops whose body, when it is one binary op of the two block arguments, is named in their "computation" attr.
 _REDUCING = ("reduce", "reduce_window", "all_reduce", "reduce_scatter", "scatter")
