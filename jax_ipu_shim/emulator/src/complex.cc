@@ -36,6 +36,8 @@ std::vector<F32OpCount> f32Ops(OpKind kind) {
     case K::Rsqrt: return {{K::Abs, 2}, {K::Sqrt, 2}, {K::Divide, 5}, {K::Multiply, 5}, {K::Add, 5}};
     case K::Tanh: case K::Tan: return {{K::Tanh, 1}, {K::Tan, 1}, {K::Multiply, 6}, {K::Add, 2}, {K::Divide, 2}};
     case K::Sine: case K::Cosine: case K::Sinh: case K::Cosh: return {{K::Sine, 1}, {K::Cosine, 1}, {K::Sinh, 1}, {K::Cosh, 1}, {K::Multiply, 2}};
+    case K::Asin: case K::Acos: case K::Atan: case K::Asinh: case K::Acosh: case K::Atanh:  // log and sqrt of c64
+      return {{K::Log, 1}, {K::Sqrt, 2}, {K::Atan2, 2}, {K::Abs, 2}, {K::Multiply, 6}, {K::Add, 6}, {K::Divide, 2}};
     case K::Power:
       return {{K::Log, 1}, {K::Log1p, 1}, {K::Atan2, 1}, {K::Exp, 1}, {K::Cosine, 1}, {K::Sine, 1}, {K::Multiply, 8}};
     case K::Compare: return {{K::Compare, 2}, {K::And, 1}};
@@ -122,7 +124,7 @@ std::vector<int> Lowerer::lowerComplex(OpContext& ctx) {
   if (!kernel)
     unimplemented(ctx, std::string(ctx.info->name) + " is not defined on c64 (complex numbers emulated as pairs of "
                        "f32 support: add, subtract, multiply, divide, negate, abs, sign, exp, expm1, log, log1p, sqrt, "
-                       "rsqrt, pow, tanh, tan, sin, cos, sinh, cosh, compare EQ/NE, convert, real, imag, complex)");
+                       "rsqrt, pow, tanh, tan, sin, cos, sinh, cosh, asin, acos, atan, asinh, acosh, atanh, compare EQ/NE, convert, real, imag, complex)");
 
   const TileMapping work = graph().slots[static_cast<size_t>(o)].mapping;
   std::vector<int64_t> recv;

@@ -536,6 +536,12 @@ inline Complex64 csinhF(Complex64 z) {
 inline Complex64 ccoshF(Complex64 z) {
   return {std::cosh(z.re) * std::cos(z.im), std::sinh(z.re) * std::sin(z.im)};
 }
+// The inverse trigonometric and hyperbolic functions: C99's (numpy's branch cuts), computed in double and rounded.
+template <class F>
+inline Complex64 viaDouble(Complex64 z, F f) {
+  const std::complex<double> r = f(std::complex<double>(z.re, z.im));
+  return {static_cast<float>(r.real()), static_cast<float>(r.imag())};
+}
 inline Complex64 ctanF(Complex64 z) {
   const Complex64 t = ctanhF({-z.im, z.re});
   return {t.im, -t.re};
@@ -577,6 +583,12 @@ IPU_COMPLEX_UNARY(CosineC, ccosF(x))
 IPU_COMPLEX_UNARY(SinhC, csinhF(x))
 IPU_COMPLEX_UNARY(CoshC, ccoshF(x))
 IPU_COMPLEX_UNARY(TanC, ctanF(x))
+IPU_COMPLEX_UNARY(AsinC, viaDouble(x, [](const std::complex<double>& z) { return std::asin(z); }))
+IPU_COMPLEX_UNARY(AcosC, viaDouble(x, [](const std::complex<double>& z) { return std::acos(z); }))
+IPU_COMPLEX_UNARY(AtanC, viaDouble(x, [](const std::complex<double>& z) { return std::atan(z); }))
+IPU_COMPLEX_UNARY(AsinhC, viaDouble(x, [](const std::complex<double>& z) { return std::asinh(z); }))
+IPU_COMPLEX_UNARY(AcoshC, viaDouble(x, [](const std::complex<double>& z) { return std::acosh(z); }))
+IPU_COMPLEX_UNARY(AtanhC, viaDouble(x, [](const std::complex<double>& z) { return std::atanh(z); }))
 #undef IPU_COMPLEX_UNARY
 
 #define IPU_COMPLEX_BINARY(Name, expr) \
@@ -706,6 +718,12 @@ bool visitUnary(OpKind k, DType dt, V&& v) {
         case OpKind::Sinh: found = f(SinhC{}); break;
         case OpKind::Cosh: found = f(CoshC{}); break;
         case OpKind::Tan: found = f(TanC{}); break;
+        case OpKind::Asin: found = f(AsinC{}); break;
+        case OpKind::Acos: found = f(AcosC{}); break;
+        case OpKind::Atan: found = f(AtanC{}); break;
+        case OpKind::Asinh: found = f(AsinhC{}); break;
+        case OpKind::Acosh: found = f(AcoshC{}); break;
+        case OpKind::Atanh: found = f(AtanhC{}); break;
         default: break;
       }
     } else if constexpr (D == DType::Bool) {
