@@ -261,6 +261,8 @@ class _Translator:
                 self._inline(op, body)
             elif op.name in _COMPLEX_PRODUCTS and any(self._type(v.type)[0] == "c64" for v in op.operands):
                 body.extend(self._complex_product(self._op(op), op))
+            elif op.name in _COMPLEX_PRODUCTS and self._int_to_float(op):
+                body.extend(self._float_product(self._op(op), op))
             elif op.name in _COMPLEX_SPLIT and any(self._type(v.type)[0] == "c64" for v in op.operands):
                 entry = self._op(op)
                 body.extend([entry] if "computation" in entry["attrs"] else self._split_complex(entry, op))
@@ -381,6 +383,24 @@ class _Translator:
         re, im = op("subtract", [ac, bd], out["shape"]), op("add", [ad, bc], out["shape"])
         op("complex", [re, im], out["shape"], result=out)
         return ops
+
+    def _int_to_float(self, op: Any) -> bool:
+        """A dot_general or convolution of integers with a float result (preferred_element_type=float32)."""
+        result = self._type(op.results[0].type)
+        return (result is not None and T.dtype_kind(result[0]) == "f"
+                and all(T.dtype_kind(self._type(v.type)[0]) in "iu" for v in op.operands))
+
+    def _float_product(self, entry: Dict[str, Any], mlir_op: Any) -> List[Dict[str, Any]]:
+        """An integer product with a float result as the float product of the converted operands, as XLA computes
+        it (jax's tests check exactly that equivalence)."""
+        dtype = entry["results"][0]["dtype"]
+        ops, operands = [], []
+        for operand, value in zip(entry["operands"], mlir_op.operands):
+            converted = self._fresh(dtype, list(self._type(value.type)[1]))
+            ops.append({"op": "convert", "mlir": "stablehlo.convert", "operands": [operand], "results": [converted],
+                        "attrs": {}, "regions": [], **({"loc": entry["loc"]} if "loc" in entry else {})})
+            operands.append(converted["id"])
+        return ops + [dict(entry, operands=operands)]
 
     def _split_complex(self, entry: Dict[str, Any], mlir_op: Any) -> List[Dict[str, Any]]:
         """A sort, reduce or reduce_window of c64 operands whose body is not one op the emulator runs on pairs, as the

@@ -46,6 +46,14 @@ def ipu_numpy_dtypes() -> Dict[np.dtype, str]:
     return {numpy_dtype(np_name): name for name, _, np_name in IPU_DTYPES}
 
 
+def dtype_kind(name: str) -> str:
+    """numpy's kind character of a program dtype ('b', 'i', 'u', 'f', 'c'), from the table."""
+    for row_name, _, np_name in IPU_DTYPES + UNSUPPORTED_DTYPES:
+        if row_name == name:
+            return numpy_dtype(np_name).kind
+    return ""
+
+
 TensorType = Tuple[str, List[int]]  # (dtype, shape)
 
 # StableHLO's token (orders infeed, outfeed and host callbacks): a 0-byte scalar "token" in the program.
