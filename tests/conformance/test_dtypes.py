@@ -120,6 +120,17 @@ def test_bitcast_convert(a, b):
                      lax.bitcast_convert_type(lax.bitcast_convert_type(x, np_dtype(b)), np_dtype(a))), x, **EXACT)
 
 
+@pytest.mark.parametrize("a, b", [("uint8", "float32"), ("int8", "bfloat16"), ("uint16", "int32"), ("float32", "int8"),
+                                  ("uint32", "uint16"), ("float16", "uint8")])
+def test_bitcast_convert_between_widths(a, b):
+    """The same bytes in elements of another width: the narrower side has an innermost dimension of the ratio."""
+    wa, wb = np.dtype(np_dtype(a)).itemsize, np.dtype(np_dtype(b)).itemsize
+    x = values(a, (3, 5, max(1, wb // wa)), seed=11)
+    if wa >= wb:
+        x = x[..., 0]
+    check(lambda x: lax.bitcast_convert_type(x, np_dtype(b)), x, **EXACT)
+
+
 # ---- reductions, dot, sort, indexing, shapes ----
 
 @pytest.mark.parametrize("dtype", INTS + ("bool", "bfloat16"))

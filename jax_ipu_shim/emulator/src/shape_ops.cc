@@ -256,6 +256,21 @@ class UpdateSliceKernel : public Kernel {
   int dyn_;
 };
 
+// bitcast_convert between element types of different widths: the same bytes (row-major, little-endian, as XLA
+// reads them), so output element i is the bytes [i * width, (i + 1) * width) of the operand.
+class ByteCopyKernel : public Kernel {
+ public:
+  ByteCopyKernel(int in, int out, size_t width) : in_(in), out_(out), width_(width) {}
+  void compute(RunState& s, int64_t b, int64_t e) const override {
+    std::memcpy(s.at<uint8_t>(out_) + static_cast<size_t>(b) * width_,
+                s.at<const uint8_t>(in_) + static_cast<size_t>(b) * width_, static_cast<size_t>(e - b) * width_);
+  }
+
+ private:
+  int in_, out_;
+  size_t width_;
+};
+
 // iota: each element's coordinate along one dimension, converted to the element type.
 template <DType D>
 class IotaKernel : public Kernel {
@@ -311,10 +326,34 @@ std::vector<int> Lowerer::lowerShapeOp(OpContext& ctx) {
   }
   const TensorType* in = ctx.in_types.empty() ? nullptr : &ctx.in_types[0];
   if (kind == OpKind::BitcastConvert) {
-    // The same bits read as another type of the same width (jax.random turns u32 bits into f32 this way).
-    if (dtypeSize(in->dtype) != dtypeSize(out.dtype) || in->shape != out.shape) {
-      unimplemented(ctx, "bitcast_convert is implemented between element types of the same width (f32, i32, u32), "
-                         "shape unchanged");
+    // The same bits read as another type: of the same width, shape unchanged (jax.random turns u32 bits into f32
+    // this way); of another width, the narrower side has one more, innermost dimension of the width ratio.
+    const size_t wi = dtypeSize(in->dtype), wo = dtypeSize(out.dtype);
+    std::vector<int64_t> expect = wi == wo ? in->shape : out.shape;
+    if (wi < wo && !in->shape.empty()) expect = std::vector<int64_t>(in->shape.begin(), in->shape.end() - 1);
+    if (wi > wo) (expect = in->shape).push_back(static_cast<int64_t>(wi / wo));
+    const bool ok = wi == wo ? in->shape == out.shape
+                  : wi < wo  ? !in->shape.empty() && in->shape.back() == static_cast<int64_t>(wo / wi) && expect == out.shape
+                             : expect == out.shape;
+    if (!ok || in->numBytes() != out.numBytes())
+      invalid(ctx, "bitcast_convert to " + std::string(dtypeName(out.dtype)) + " needs the shape " +
+                       TensorType{out.dtype, expect}.str());
+    if (wi != wo) {
+      const int o = newSlot(out);
+      const TileMapping work = graph().slots[static_cast<size_t>(o)].mapping;
+      std::vector<int64_t> recv;
+      const int64_t ratio = static_cast<int64_t>(std::max(wi, wo) / std::min(wi, wo));
+      if (wi > wo)  // each output reads part of one operand element
+        exchangeGather(&recv, work, ctx.in[0], [&](int64_t i) { return i / ratio; });
+      else  // each output reads `ratio` operand elements
+        for (int64_t k = 0; k < ratio; ++k) exchangeGather(&recv, work, ctx.in[0], [&](int64_t i) { return i * ratio + k; });
+      std::vector<Superstep> steps;
+      if (work.num_elements > 0)
+        steps.push_back(superstep("bitcastConvert", work, recv, [&](int, int64_t m) {
+          return cost::copy(m * static_cast<int64_t>(wo), device().num_worker_contexts);
+        }));
+      emitExecute(ctx, std::make_unique<ByteCopyKernel>(ctx.in[0], o, wo), std::move(steps), {o}, 0);
+      return {o};
     }
   } else if (in && in->dtype != out.dtype) {
     invalid(ctx, "the result's element type differs from the operand's");
