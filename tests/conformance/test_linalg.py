@@ -142,6 +142,38 @@ def test_tridiagonal_matches_sytrd(dtype, lower):
         same(lambda x: lax.linalg.tridiagonal(x, lower=lower), x, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+@pytest.mark.parametrize("shape", [(1, 1), (5, 5), (3, 6, 6), (24, 24)])
+def test_eig(dtype, shape):
+    """Nonsymmetric eig: the eigenvalues are cpu's (geev) as a set (neither is sorted), and the left and right
+    eigenvectors have residuals of a backward-stable algorithm, unit norm and their largest component real."""
+    rng = np.random.default_rng(16)
+    a = rng.standard_normal(shape).astype(np.float32)
+    if dtype == np.complex64:
+        a = (a + 1j * rng.standard_normal(shape)).astype(dtype)
+    got, want = run(lambda a: lax.linalg.eig(a), a)
+    w, vl, vr = got
+    n, eps = shape[-1], np.finfo(np.float32).eps
+    dist = np.abs(w[..., :, None] - want[0][..., None, :])
+    assert np.all(dist.min(axis=-1) <= 100 * n * eps * np.linalg.norm(a, axis=(-2, -1))[..., None])
+    assert np.all(dist.min(axis=-2) <= 100 * n * eps * np.linalg.norm(a, axis=(-2, -1))[..., None])
+    ah = np.conj(np.swapaxes(a, -1, -2))
+    bound = 20 * (n + 1) * eps * np.linalg.norm(a, axis=(-2, -1))
+    assert np.all(np.linalg.norm(a @ vr - w[..., None, :] * vr, axis=(-2, -1)) <= bound)
+    assert np.all(np.linalg.norm(ah @ vl - np.conj(w)[..., None, :] * vl, axis=(-2, -1)) <= bound)
+    for v in (vl, vr):
+        np.testing.assert_allclose(np.linalg.norm(v, axis=-2), 1, rtol=1e-5)
+        big = np.take_along_axis(v, np.argmax(np.abs(v), axis=-2)[..., None, :], axis=-2)
+        np.testing.assert_allclose(big.imag, 0, atol=1e-6)
+
+
+def test_eigvals_of_non_finite_and_gradient():
+    got, _ = run(jnp.linalg.eigvals, np.array([[np.inf]], np.float32))
+    assert np.isnan(got[0]).all()
+    a = general((4, 4), seed=17)
+    same(jax.grad(lambda a: jnp.sum(jnp.linalg.eigvals(a).real)), a, rtol=1e-3, atol=1e-3)
+
+
 def test_lu_of_singular_and_rectangular_matrices():
     """A zero pivot leaves its column unscaled, as getrf does: det of a singular matrix is 0 and its gradient
     finite, where dividing by the pivot (jax's generic rule) gives NaN."""

@@ -17,6 +17,9 @@ already mapped and costed by the emulator.
   generic rule divides by it), so det, solve and their gradients of singular matrices give cpu's zeros, not NaN;
 - tridiagonal: sytd2/hetd2's Householder reduction, one reflector per step (a matrix-vector product and a rank-2
   update), with LAPACK's reflector conventions, so the packed result, d, e and taus agree with cpu's;
+- eig (nonsymmetric, jax's cpu-only geev): the complex Schur form by the shifted QR algorithm (Wilkinson shifts,
+  deflation at the bottom of the active block, each step one Householder QR above), then the eigenvectors of the
+  triangular factor by back substitution, normalised as geev normalises them (unit norm, largest component real);
 - svd keeps jax's own platform-independent rule (QDWH), which runs on the above.
 
 f16 inputs are computed in f32 and rounded back, as Poplar's f16 linear algebra accumulates in f32. complex64 runs
@@ -50,6 +53,7 @@ def install_lowerings() -> None:
     mlir.register_lowering(lax_linalg.householder_product_p, rule(_f32(householder_product)), platform=PLATFORM)
     mlir.register_lowering(lax_linalg.lu_p, rule(_f32(lu), True), platform=PLATFORM)
     mlir.register_lowering(lax_linalg.tridiagonal_p, rule(_f32(tridiagonal), True), platform=PLATFORM)
+    mlir.register_lowering(lax_linalg.eig_p, rule(_f32(eig), True), platform=PLATFORM)
     mlir.register_lowering(lax_linalg.eigh_p, rule(_f32(eigh), True), platform=PLATFORM)
     mlir.register_lowering(lax_linalg.eigh_jacobi_p, rule(_f32(eigh_jacobi), True), platform=PLATFORM)
     from jax_ipu import rng  # rng_bit_generator: the other op jaxlib lowers through 64-bit or custom calls
@@ -232,6 +236,122 @@ def tridiagonal(a: Any, *, lower: bool) -> List[Any]:
         reduce = jax.vmap(reduce)
     packed, d, e, taus = reduce(a)
     return [packed, d, e, taus, jnp.zeros(a.shape[:-2], jnp.int32)]
+
+
+# ---------------------------------------------------------------------------------------------------- eig
+
+def eig(a: Any, *, compute_left_eigenvectors: bool, compute_right_eigenvectors: bool) -> List[Any]:
+    """Eigenvalues (and left and right eigenvectors) of a general square matrix, in complex64, as geev returns them:
+    each vector of unit 2-norm with its largest component real; a matrix with an inf or NaN gives NaN eigenvalues.
+    The order of the eigenvalues is the Schur form's (geev's is its own; neither is sorted)."""
+    import jax
+    import jax.numpy as jnp
+
+    n = a.shape[-1]
+    ctype = jnp.complex64
+
+    def one(a: Any) -> List[Any]:
+        finite = jnp.all(jnp.isfinite(a))
+        a = a.astype(ctype)
+        t, z = _schur(a)
+        w = jnp.where(finite, jnp.diagonal(t), jnp.full((n,), jnp.nan, ctype))
+        out = [w]
+        if compute_left_eigenvectors:  # y^H T = w y^H: T^H y = conj(w) y, upper triangular after reversing both axes
+            flipped = _conj(jnp.swapaxes(t, -1, -2))[::-1, ::-1]
+            out.append(_normalized(z @ _triangular_eigenvectors(flipped)[::-1, ::-1]))
+        if compute_right_eigenvectors:
+            out.append(_normalized(z @ _triangular_eigenvectors(t)))
+        return out
+
+    if n == 0:
+        empty = jnp.zeros(a.shape, ctype)
+        return [jnp.zeros(a.shape[:-1], ctype)] + [empty] * (compute_left_eigenvectors + compute_right_eigenvectors)
+    for _ in a.shape[:-2]:
+        one = jax.vmap(one)
+    return list(one(a))
+
+
+def _schur(a: Any) -> Tuple[Any, Any]:
+    """(T, Z) with a = Z T Z^H, T upper triangular: shifted QR steps on the leading active block (the rest is
+    deflated; the step's Q is blockdiag(Q_m, I), from a QR of [[T_m - mu I, 0], [0, I]]). The active block shrinks when
+    its last row left of the diagonal is below eps |a|; the shift is the eigenvalue of its trailing 2x2 nearer the
+    corner (Wilkinson's), with an exceptional shift after 10 steps without deflation."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    n = a.shape[-1]
+    eye = jnp.eye(n, dtype=a.dtype)
+    if n == 1:
+        return a, eye
+    rows = jnp.arange(n)
+    eps = float(jnp.finfo(jnp.float32).eps)
+    small = eps * jnp.sqrt(jnp.sum(jnp.real(a * _conj(a))))
+
+    def cond(state: Tuple[Any, Any, Any, Any, Any]) -> Any:
+        steps, m, _, _, _ = state
+        return (m > 1) & (steps < 30 * n)
+
+    def body(state: Tuple[Any, Any, Any, Any, Any]) -> Tuple[Any, Any, Any, Any, Any]:
+        steps, m, t, z, since = state
+        last = m - 1
+        row = jnp.where(rows < last, t[last], jnp.zeros((n,), t.dtype))
+        off = jnp.sqrt(jnp.sum(jnp.real(row * _conj(row))))
+
+        def deflate(args: Tuple[Any, Any]) -> Tuple[Any, Any]:
+            t, z = args
+            return t.at[last].set(jnp.where(rows < last, jnp.zeros((n,), t.dtype), t[last])), z
+
+        def qr_step(args: Tuple[Any, Any]) -> Tuple[Any, Any]:
+            t, z = args
+            p, q, r, d = t[last - 1, last - 1], t[last - 1, last], t[last, last - 1], t[last, last]
+            half = (p - d) / 2
+            root = jnp.sqrt(half * half + q * r)
+            # the 2x2's eigenvalues are d + half +- root: the one nearer d; every 10th step without deflation a kick
+            wilkinson = jnp.where(jnp.abs(half + root) <= jnp.abs(half - root), d + half + root, d + half - root)
+            mu = jnp.where(since % 10 == 9, d + 0.75 * off, wilkinson)
+            active = (rows < m)[:, None] & (rows < m)[None, :]
+            packed, taus = geqrf(jnp.where(active, t - mu * eye, eye))
+            qm = householder_product(packed, taus)
+            hi = lax.Precision.HIGHEST
+            t = jnp.matmul(_conj(qm.T), jnp.matmul(t, qm, precision=hi), precision=hi)
+            return t, jnp.matmul(z, qm, precision=hi)
+
+        done = off <= small
+        t, z = lax.cond(done, deflate, qr_step, (t, z))
+        return steps + 1, jnp.where(done, m - 1, m), t, z, jnp.where(done, 0, since + 1)
+
+    _, _, t, z, _ = lax.while_loop(cond, body, (jnp.int32(0), jnp.int32(n), a, eye, jnp.int32(0)))
+    return jnp.triu(t), z
+
+
+def _triangular_eigenvectors(t: Any) -> Any:
+    """Columns x_k with T x_k = t_kk x_k, x_k[k] = 1, x_k[j > k] = 0, by back substitution (trevc's, with its
+    floor eps |t_kk| on the divisors where eigenvalues coincide)."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    n = t.shape[-1]
+    d = jnp.diagonal(t)
+    cols = jnp.arange(n)
+    floor = jnp.maximum(float(jnp.finfo(jnp.float32).eps) * jnp.abs(d), jnp.finfo(jnp.float32).tiny)
+
+    def row(i: Any, x: Any) -> Any:
+        j = n - 2 - i
+        s = t[j] @ x  # columns k > j: sum over l > j of t[j, l] x[l, k] (rows < j of x are still 0 there)
+        divisor = t[j, j] - d
+        divisor = jnp.where(jnp.abs(divisor) < floor, floor.astype(t.dtype), divisor)
+        return x.at[j].set(jnp.where(cols > j, -s / divisor, x[j]))
+
+    return lax.fori_loop(0, n - 1, row, jnp.eye(n, dtype=t.dtype))
+
+
+def _normalized(v: Any) -> Any:
+    """Columns scaled to unit 2-norm with the component of largest modulus real and positive, as geev's."""
+    import jax.numpy as jnp
+
+    v = v / jnp.sqrt(jnp.sum(jnp.real(v * _conj(v)), axis=0)).astype(v.dtype)
+    big = jnp.take_along_axis(v, jnp.argmax(jnp.abs(v), axis=0)[None, :], axis=0)
+    return v * (_conj(big) / jnp.abs(big).astype(v.dtype))
 
 
 # ---------------------------------------------------------------------------------------------------- cholesky
