@@ -143,6 +143,18 @@ def test_tridiagonal_matches_sytrd(dtype, lower):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+def test_hessenberg_matches_gehrd(dtype):
+    """The packed reflectors and taus of LAPACK's gehrd (cpu), and jax.scipy.linalg.hessenberg's H and Q."""
+    rng = np.random.default_rng(18)
+    a = rng.standard_normal((2, 7, 7)).astype(np.float32)
+    if dtype == np.complex64:
+        a = (a + 1j * rng.standard_normal((2, 7, 7))).astype(dtype)
+    for x in (a, a[0, :1, :1], a[0, :2, :2]):
+        same(lax.linalg.hessenberg, x, rtol=1e-5, atol=1e-5)
+    same(lambda x: jsl.hessenberg(x, calc_q=True), a[1], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
 @pytest.mark.parametrize("shape", [(1, 1), (5, 5), (3, 6, 6), (24, 24)])
 def test_eig(dtype, shape):
     """Nonsymmetric eig: the eigenvalues are cpu's (geev) as a set (neither is sorted), and the left and right

@@ -17,6 +17,7 @@ already mapped and costed by the emulator.
   generic rule divides by it), so det, solve and their gradients of singular matrices give cpu's zeros, not NaN;
 - tridiagonal: sytd2/hetd2's Householder reduction, one reflector per step (a matrix-vector product and a rank-2
   update), with LAPACK's reflector conventions, so the packed result, d, e and taus agree with cpu's;
+- hessenberg: gehd2's Householder reduction, with LAPACK's reflector conventions (as tridiagonal);
 - eig (nonsymmetric, jax's cpu-only geev): the complex Schur form by the shifted QR algorithm (Wilkinson shifts,
   deflation at the bottom of the active block, each step one Householder QR above), then the eigenvectors of the
   triangular factor by back substitution, normalised as geev normalises them (unit norm, largest component real);
@@ -54,6 +55,7 @@ def install_lowerings() -> None:
     mlir.register_lowering(lax_linalg.lu_p, rule(_f32(lu), True), platform=PLATFORM)
     mlir.register_lowering(lax_linalg.tridiagonal_p, rule(_f32(tridiagonal), True), platform=PLATFORM)
     mlir.register_lowering(lax_linalg.eig_p, rule(_f32(eig), True), platform=PLATFORM)
+    mlir.register_lowering(lax_linalg.hessenberg_p, rule(_f32(hessenberg), True), platform=PLATFORM)
     mlir.register_lowering(lax_linalg.eigh_p, rule(_f32(eigh), True), platform=PLATFORM)
     mlir.register_lowering(lax_linalg.eigh_jacobi_p, rule(_f32(eigh_jacobi), True), platform=PLATFORM)
     from jax_ipu import rng  # rng_bit_generator: the other op jaxlib lowers through 64-bit or custom calls
@@ -236,6 +238,61 @@ def tridiagonal(a: Any, *, lower: bool) -> List[Any]:
         reduce = jax.vmap(reduce)
     packed, d, e, taus = reduce(a)
     return [packed, d, e, taus, jnp.zeros(a.shape[:-2], jnp.int32)]
+
+
+def _larfg(alpha: Any, x: Any, real: Any) -> Tuple[Any, Any, Any, Any]:
+    """LAPACK's larfg: (beta, tau, scale, identity) of the reflector H = I - tau v v^H with v = (1, x * scale) and
+    H^H (alpha, x) = (beta, 0), beta = -sign(Re alpha) |(alpha, x)| real; the identity (tau 0, x kept) when x is 0 and
+    alpha real."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    hermitian = jnp.iscomplexobj(x)
+    xnorm = jnp.sqrt(jnp.sum(jnp.real(x * _conj(x))))
+    ar, ai = jnp.real(alpha), jnp.imag(alpha) if hermitian else jnp.zeros((), real)
+    identity = (xnorm == 0) & (ai == 0)
+    beta = -jnp.where(ar >= 0, 1, -1).astype(real) * jnp.sqrt(ar * ar + ai * ai + xnorm * xnorm)
+    beta = jnp.where(identity, ar, beta)
+    safe = jnp.where(identity, jnp.ones_like(beta), beta)
+    tau = lax.complex((safe - ar) / safe, -ai / safe) if hermitian else ((safe - ar) / safe).astype(x.dtype)
+    tau = jnp.where(identity, jnp.zeros_like(tau), tau)
+    scale = 1 / jnp.where(identity, jnp.ones_like(alpha), alpha - beta.astype(x.dtype))
+    return beta, tau, scale, identity
+
+
+def hessenberg(a: Any) -> List[Any]:
+    """(packed, taus) as LAPACK's gehrd: step i zeroes column i below the subdiagonal with the reflector of larfg,
+    applied from the right to the whole matrix and from the left to the trailing rows; the Hessenberg matrix is in
+    the upper triangle and first subdiagonal, the reflectors' v below it."""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    n = a.shape[-1]
+    rows = jnp.arange(n)
+    real = jnp.finfo(a.dtype).dtype
+
+    def reduce(a: Any) -> Tuple[Any, Any]:
+        def step(i: Any, state: Tuple[Any, Any]) -> Tuple[Any, Any]:
+            a, taus = state
+            col = a[:, i]
+            rest = rows >= i + 2
+            x = jnp.where(rest, col, jnp.zeros_like(col))
+            beta, tau, scale, identity = _larfg(col[i + 1], x, real)
+            v = jnp.where(rows == i + 1, jnp.ones_like(col), jnp.where(rest, x * scale, jnp.zeros_like(col)))
+            hi = lax.Precision.HIGHEST
+            a = a - jnp.outer(jnp.matmul(a, v, precision=hi) * tau, _conj(v))           # A H
+            left = jnp.outer(v, jnp.matmul(_conj(v), a, precision=hi) * _conj(tau))     # H^H A, on columns > i
+            a = a - jnp.where(rows[None, :] > i, left, jnp.zeros_like(left))
+            a = a.at[:, i].set(jnp.where(rest, jnp.where(identity, x, v), a[:, i]))
+            return a.at[i + 1, i].set(beta.astype(a.dtype)), taus.at[i].set(tau)
+
+        taus = jnp.zeros((max(n - 1, 0),), a.dtype)
+        return lax.fori_loop(0, n - 1, step, (a, taus)) if n > 1 else (a, taus)
+
+    for _ in a.shape[:-2]:
+        reduce = jax.vmap(reduce)
+    return list(reduce(a))
 
 
 # ---------------------------------------------------------------------------------------------------- eig
