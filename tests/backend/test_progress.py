@@ -9,8 +9,17 @@ import time
 
 import pytest
 
-# A compile slow enough for the bar without any hook: a scan unrolled 1000 times, whose front end alone takes over
-# a second (about 1.3 s here on an idle machine; a busy one only makes it slower).
+# A compile slow enough for the bar: a scan unrolled 1000 times (a large module), with the front end held for a
+# second more so that the compile takes longer than the bar's delay however fast the machine is.
+HOLD = """
+import time
+from jax_ipu import plugin
+front_end = plugin._compile
+def held(module, options):
+    time.sleep(1.2)
+    return front_end(module, options)
+plugin._compile = held
+"""
 SLOW = """
 import jax, jax.numpy as jnp, numpy as np
 {setup}
@@ -41,7 +50,7 @@ def bars(stderr):
 
 
 def test_a_slow_compile_shows_a_bar_that_ends_at_100_percent(python):
-    drawn = bars(run(python, SLOW, "--show_progress_bar=true"))
+    drawn = bars(run(python, SLOW, "--show_progress_bar=true", setup=HOLD))
     assert drawn, "no progress bar"
     assert all(name.startswith("jit_") for name, _, _ in drawn)
     percents = [p for _, p, _ in drawn]
