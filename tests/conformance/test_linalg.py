@@ -179,6 +179,21 @@ def test_eig(dtype, shape):
         np.testing.assert_allclose(big.imag, 0, atol=1e-6)
 
 
+def test_complex_schur_and_sqrtm():
+    """The complex Schur form: T upper triangular, Z unitary, a = Z T Z^H (a Schur form is not unique, so not
+    compared with cpu's entry for entry); sqrtm, built on it, against cpu's; the real Schur form refused by name."""
+    rng = np.random.default_rng(19)
+    a = (rng.standard_normal((2, 9, 9)) + 1j * rng.standard_normal((2, 9, 9))).astype(np.complex64)
+    t, z = (np.asarray(x) for x in jax.jit(jsl.schur, static_argnames="output", backend=BACKEND)(a, output="complex"))
+    np.testing.assert_array_equal(np.tril(t, -1), 0)
+    np.testing.assert_allclose(np.conj(np.swapaxes(z, -1, -2)) @ z, np.broadcast_to(np.eye(9), z.shape), atol=2e-5)
+    np.testing.assert_allclose(z @ t @ np.conj(np.swapaxes(z, -1, -2)), a, atol=5e-5)
+    spd_a = spd((6, 6), seed=20)
+    same(jsl.sqrtm, spd_a, rtol=1e-4, atol=1e-4)
+    with pytest.raises(NotImplementedError, match="real Schur form"):
+        jax.jit(lax.linalg.schur, backend=BACKEND)(spd_a)
+
+
 def test_eigvals_of_non_finite_and_gradient():
     got, _ = run(jnp.linalg.eigvals, np.array([[np.inf]], np.float32))
     assert np.isnan(got[0]).all()

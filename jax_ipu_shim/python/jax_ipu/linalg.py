@@ -21,6 +21,8 @@ already mapped and costed by the emulator.
 - eig (nonsymmetric, jax's cpu-only geev): the complex Schur form by the shifted QR algorithm (Wilkinson shifts,
   deflation at the bottom of the active block, each step one Householder QR above), then the eigenvectors of the
   triangular factor by back substitution, normalised as geev normalises them (unit norm, largest component real);
+- schur of complex matrices (so ``jax.scipy.linalg.schur(a, output="complex")``, ``sqrtm``): that same complex Schur
+  form; the real Schur form (gees' 2x2 blocks) is refused by name;
 - svd keeps jax's own platform-independent rule (QDWH), which runs on the above.
 
 f16 inputs are computed in f32 and rounded back, as Poplar's f16 linear algebra accumulates in f32. complex64 runs
@@ -56,6 +58,7 @@ def install_lowerings() -> None:
     mlir.register_lowering(lax_linalg.tridiagonal_p, rule(_f32(tridiagonal), True), platform=PLATFORM)
     mlir.register_lowering(lax_linalg.eig_p, rule(_f32(eig), True), platform=PLATFORM)
     mlir.register_lowering(lax_linalg.hessenberg_p, rule(_f32(hessenberg), True), platform=PLATFORM)
+    mlir.register_lowering(lax_linalg.schur_p, rule(_f32(schur), True), platform=PLATFORM)
     mlir.register_lowering(lax_linalg.eigh_p, rule(_f32(eigh), True), platform=PLATFORM)
     mlir.register_lowering(lax_linalg.eigh_jacobi_p, rule(_f32(eigh_jacobi), True), platform=PLATFORM)
     from jax_ipu import rng  # rng_bit_generator: the other op jaxlib lowers through 64-bit or custom calls
@@ -326,6 +329,25 @@ def eig(a: Any, *, compute_left_eigenvectors: bool, compute_right_eigenvectors: 
     for _ in a.shape[:-2]:
         one = jax.vmap(one)
     return list(one(a))
+
+
+def schur(a: Any, *, compute_schur_vectors: bool, sort_eig_vals: bool, select_callable: Any) -> List[Any]:
+    """(T, Z) with a = Z T Z^H and T upper triangular, for complex matrices: _schur's form, batched. The real Schur
+    form of a real matrix (quasi-triangular, with 2x2 blocks for complex pairs) and sorted forms are not built."""
+    import jax
+    import jax.numpy as jnp
+
+    if not jnp.iscomplexobj(a):
+        raise NotImplementedError(
+            "the real Schur form (lax.linalg.schur of a real matrix) is not implemented on the ipu backend; use the "
+            "complex Schur form: jax.scipy.linalg.schur(a, output='complex')")
+    if sort_eig_vals or select_callable is not None:
+        raise NotImplementedError("a sorted Schur form (sort_eig_vals) is not implemented on the ipu backend")
+    factor = _schur
+    for _ in a.shape[:-2]:
+        factor = jax.vmap(factor)
+    t, z = factor(a) if a.shape[-1] > 0 else (a, a)
+    return [t, z] if compute_schur_vectors else [t]
 
 
 def _schur(a: Any) -> Tuple[Any, Any]:
