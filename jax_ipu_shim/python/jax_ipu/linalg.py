@@ -170,6 +170,26 @@ def lu(a: Any) -> List[Any]:
 
 # ---------------------------------------------------------------------------------------------------- tridiagonal
 
+def _larfg(alpha: Any, x: Any, real: Any) -> Tuple[Any, Any, Any, Any]:
+    """LAPACK's larfg: (beta, tau, scale, identity) of the reflector H = I - tau v v^H with v = (1, x * scale) and
+    H^H (alpha, x) = (beta, 0), beta = -sign(Re alpha) |(alpha, x)| real; the identity (tau 0, x kept) when x is 0 and
+    alpha real."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    hermitian = jnp.iscomplexobj(x)
+    xnorm = jnp.sqrt(jnp.sum(jnp.real(x * _conj(x))))
+    ar, ai = jnp.real(alpha), jnp.imag(alpha) if hermitian else jnp.zeros((), real)
+    identity = (xnorm == 0) & (ai == 0)
+    beta = -jnp.where(ar >= 0, 1, -1).astype(real) * jnp.sqrt(ar * ar + ai * ai + xnorm * xnorm)
+    beta = jnp.where(identity, ar, beta)
+    safe = jnp.where(identity, jnp.ones_like(beta), beta)
+    tau = lax.complex((safe - ar) / safe, -ai / safe) if hermitian else ((safe - ar) / safe).astype(x.dtype)
+    tau = jnp.where(identity, jnp.zeros_like(tau), tau)
+    scale = 1 / jnp.where(identity, jnp.ones_like(alpha), alpha - beta.astype(x.dtype))
+    return beta, tau, scale, identity
+
+
 def tridiagonal(a: Any, *, lower: bool) -> List[Any]:
     """(packed, d, e, taus, info) of the Householder reduction Q^H A Q = T of the symmetric (Hermitian) matrix held in
     ``a``'s lower (upper) triangle, as LAPACK's sytd2/hetd2: step i (i = 0.. for lower, n-2.. down for upper) builds
@@ -199,19 +219,8 @@ def tridiagonal(a: Any, *, lower: bool) -> List[Any]:
             head = i + 1 if lower else i             # alpha's row
             rest = rows >= i + 2 if lower else rows < i
             block = rows >= i + 1 if lower else rows <= i  # rows and columns H acts on
-            alpha = col[head]
             x = jnp.where(rest, col, jnp.zeros_like(col))
-            xnorm = jnp.sqrt(jnp.sum(jnp.real(x * _conj(x))))
-            ar, ai = jnp.real(alpha), jnp.imag(alpha) if hermitian else jnp.zeros((), real)
-            identity = (xnorm == 0) & (ai == 0)
-            beta = -jnp.where(ar >= 0, 1, -1).astype(real) * jnp.sqrt(ar * ar + ai * ai + xnorm * xnorm)
-            beta = jnp.where(identity, ar, beta)
-            safe = jnp.where(identity, jnp.ones_like(beta), beta)
-            tau = ((safe - ar) / safe).astype(a.dtype)
-            if hermitian:
-                tau = lax.complex((safe - ar) / safe, -ai / safe)
-            tau = jnp.where(identity, jnp.zeros_like(tau), tau)
-            scale = 1 / jnp.where(identity, jnp.ones_like(alpha), alpha - beta.astype(a.dtype))
+            beta, tau, scale, identity = _larfg(col[head], x, real)
             v = jnp.where(rows == head, jnp.ones_like(col), x * scale)
             p = jnp.where(block, tau * (w @ v), jnp.zeros_like(v))
             u = p + (-0.5 * tau * jnp.vdot(p, v)) * v
@@ -241,26 +250,6 @@ def tridiagonal(a: Any, *, lower: bool) -> List[Any]:
         reduce = jax.vmap(reduce)
     packed, d, e, taus = reduce(a)
     return [packed, d, e, taus, jnp.zeros(a.shape[:-2], jnp.int32)]
-
-
-def _larfg(alpha: Any, x: Any, real: Any) -> Tuple[Any, Any, Any, Any]:
-    """LAPACK's larfg: (beta, tau, scale, identity) of the reflector H = I - tau v v^H with v = (1, x * scale) and
-    H^H (alpha, x) = (beta, 0), beta = -sign(Re alpha) |(alpha, x)| real; the identity (tau 0, x kept) when x is 0 and
-    alpha real."""
-    import jax.numpy as jnp
-    from jax import lax
-
-    hermitian = jnp.iscomplexobj(x)
-    xnorm = jnp.sqrt(jnp.sum(jnp.real(x * _conj(x))))
-    ar, ai = jnp.real(alpha), jnp.imag(alpha) if hermitian else jnp.zeros((), real)
-    identity = (xnorm == 0) & (ai == 0)
-    beta = -jnp.where(ar >= 0, 1, -1).astype(real) * jnp.sqrt(ar * ar + ai * ai + xnorm * xnorm)
-    beta = jnp.where(identity, ar, beta)
-    safe = jnp.where(identity, jnp.ones_like(beta), beta)
-    tau = lax.complex((safe - ar) / safe, -ai / safe) if hermitian else ((safe - ar) / safe).astype(x.dtype)
-    tau = jnp.where(identity, jnp.zeros_like(tau), tau)
-    scale = 1 / jnp.where(identity, jnp.ones_like(alpha), alpha - beta.astype(x.dtype))
-    return beta, tau, scale, identity
 
 
 def hessenberg(a: Any) -> List[Any]:
