@@ -19,7 +19,8 @@ from build_tools import native, patches, wheels
 from build_tools.fetch import fetch, sha256_of
 from build_tools.pins import REPO, Artifact, Pins, Series, load
 
-BUILD = REPO / "build"
+# $JAX_IPU_BUILD_DIR moves the work trees elsewhere (`python -m build_tools reproduce` builds twice side by side).
+BUILD = Path(os.environ.get("JAX_IPU_BUILD_DIR") or REPO / "build")
 DIST = REPO / "dist"
 # Everything that can change a wheel. Build outputs and caches are excluded below.
 INPUT_PATHS = ("build_tools", "patches", "jax_ipu_shim", "noxfile.py")
