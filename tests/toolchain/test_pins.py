@@ -54,7 +54,9 @@ def test_wheel_download_asks_pip_for_the_pinned_tags(series: Series) -> None:
 
 
 @pytest.mark.parametrize("file, tools", [("requirements.txt", ("ziglang", "auditwheel", "pytest")),
-                                         ("lint-requirements.txt", ("ruff",))])
+                                         ("lint-requirements.txt", ("ruff",)),
+                                         ("test-requirements.txt", ("pytest",)),
+                                         ("upstream-test-requirements.txt", ("pytest",))])
 def test_build_tools_are_hash_locked_at_pinned_versions(pins: Pins, file: str, tools: tuple) -> None:
     text = (REPO / "build_tools" / file).read_text()
     requirements = re.findall(r"^([A-Za-z0-9_.-]+)==([^\s;\\]+)[^\n]*\\\n\s+--hash=sha256:[0-9a-f]{64}", text, flags=re.M)
