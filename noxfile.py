@@ -6,7 +6,9 @@
     nox -s tests                        # build or reuse dist/, toolchain tests, the installed-wheel suites, examples
     nox -s examples                     # examples/ end to end on dist/*.whl (their printed results checked)
     nox -s check_patches                # every patch series applies to its pinned upstream source
-    nox -s lint                         # ruff on our own Python (never on upstream code or patches)
+    nox -s lint                         # ruff, mypy, clang-format, actionlint, hadolint, patches, pins agree
+    nox -s release                      # dist/jax-ipu-<version>.zip: wheels, dependencies, sums, index, licences
+    nox -s reproducible                 # two clean builds of HEAD give byte-identical wheels
     nox -s bench                        # benchmark: the same jitted programs on cpu and ipu (not a test, not in CI)
     nox -s bench -- --quick             # a short run; also --only NAME[,NAME], --reps N, --json PATH, --list
     nox -s upstream_tests -- JAX_SRC    # JAX's own tests (a jax checkout at the pinned tag) on cpu and ipu
@@ -134,6 +136,22 @@ def lint(session: nox.Session) -> None:
     session.install("--only-binary=:all:", "--require-hashes", "-r", "build_tools/lint-requirements.txt")
     session.run("ruff", "check", "jax_ipu_shim/python", "build_tools", "tests", "examples", "noxfile.py",
                 *session.posargs)
+
+
+@nox.session(venv_backend="venv", reuse_venv=True)
+def release(session: nox.Session) -> None:
+    """dist/jax-ipu-<version>.zip: our wheels (rebuilt if stale), their locked dependency wheels, SHA256SUMS,
+    wheels.html, INSTALL, LICENSES/ (build_tools/release.py). Arguments: --pages-url URL, --tag vX, --no-build, --jobs N."""
+    _install_tools(session)
+    session.run("python", "-m", "build_tools", "release", *session.posargs)
+
+
+@nox.session(venv_backend="venv", reuse_venv=True)
+def reproducible(session: nox.Session) -> None:
+    """Two clean builds of HEAD (separate exports, caches and build dirs) must give byte-identical wheels.
+    Arguments go to `python -m build_tools reproduce`: --jobs N, --share-cache (quick: objects reused), --keep DIR."""
+    _install_tools(session)
+    session.run("python", "-m", "build_tools", "reproduce", *session.posargs)
 
 
 @nox.session(venv_backend="venv", reuse_venv=True)
