@@ -132,16 +132,25 @@ def check_patches(session: nox.Session) -> None:
 
 @nox.session(venv_backend="venv", reuse_venv=True)
 def lint(session: nox.Session) -> None:
-    """ruff (pyflakes, pycodestyle, isort, bugbear) over our Python; configuration in pyproject.toml."""
+    """ruff (line length enforced) and mypy over our Python, clang-format (check mode) over jax_ipu_shim's C++,
+    actionlint over the workflows, hadolint over docker/Dockerfile, every patch series applies, the Dockerfile, the
+    workflows and pins.toml agree, cited docs exist. Configuration: pyproject.toml, .clang-format,
+    build_tools/lint-baseline.toml (known findings in code owned elsewhere). Every tool is hash-locked."""
     session.install("--only-binary=:all:", "--require-hashes", "-r", "build_tools/lint-requirements.txt")
     session.run("ruff", "check", "jax_ipu_shim/python", "build_tools", "tests", "examples", "noxfile.py",
                 *session.posargs)
+    session.run("mypy")  # files and options: [tool.mypy] in pyproject.toml
+    session.run("python", "-m", "build_tools", "lint", "clang-format", "pins-agree", "citations")
+    session.run("actionlint", "-color=false", *sorted(str(p) for p in (REPO / ".github" / "workflows").glob("*.yml")))
+    session.run("hadolint", "--no-color", str(REPO / "docker" / "Dockerfile"))
+    session.run("python", "-m", "build_tools", "check-patches")
 
 
 @nox.session(venv_backend="venv", reuse_venv=True)
 def release(session: nox.Session) -> None:
     """dist/jax-ipu-<version>.zip: our wheels (rebuilt if stale), their locked dependency wheels, SHA256SUMS,
-    wheels.html, INSTALL, LICENSES/ (build_tools/release.py). Arguments: --pages-url URL, --tag vX, --no-build, --jobs N."""
+    wheels.html, INSTALL, LICENSES/ (build_tools/release.py).
+    Arguments: --pages-url URL, --tag vX, --no-build, --dist DIR, --jobs N."""
     _install_tools(session)
     session.run("python", "-m", "build_tools", "release", *session.posargs)
 
@@ -254,7 +263,7 @@ def bench(session: nox.Session) -> None:
     compare over time) unless `--json PATH` names another file (relative to the repository). Arguments go to
     bench.py: --quick, --only NAME[,NAME], --reps N, --list. It times things, so it is never part of `tests` or CI.
     """
-    _install_dist(session)  # the wheels and their locked dependencies (numpy, scipy, ml_dtypes): the bench needs no more
+    _install_dist(session)  # the wheels and their locked dependencies (numpy, scipy, ...): the bench needs no more
     args = [f"--json={(REPO / a[7:]).resolve()}" if a.startswith("--json=") else a for a in session.posargs]
     if "--json" in args[:-1]:  # relative paths are relative to the repository (nox runs there)
         i = args.index("--json") + 1

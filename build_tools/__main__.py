@@ -8,6 +8,7 @@
     python -m build_tools clean                 # remove build/ and dist/
     python -m build_tools release [--pages-url URL] [--url URL] [--jobs N]   # dist/jax-ipu-<version>.zip
     python -m build_tools reproduce [--jobs N] [--share-cache] [--keep DIR]  # two clean builds, byte-identical?
+    python -m build_tools lint [clang-format|pins-agree|citations ...]       # the checks of nox -s lint
 """
 
 from __future__ import annotations
@@ -81,6 +82,8 @@ def main(argv: list) -> int:
     r.add_argument("--dist", type=Path, default=build.DIST)
     r.add_argument("--tag", help="the git tag being released: must be v<version>")
     r.add_argument("--no-build", action="store_true", help="take the wheels in --dist as they are (built elsewhere)")
+    li = sub.add_parser("lint")
+    li.add_argument("checks", nargs="*", help="clang-format, pins-agree, citations (default: all)")
     rp = sub.add_parser("reproduce")
     rp.add_argument("--jobs", type=int)
     rp.add_argument("--share-cache", action="store_true", help="one cache for both builds (objects reused: quick)")
@@ -105,6 +108,10 @@ def main(argv: list) -> int:
 
             release.release(args.dist, args.series, args.pages_url, args.jobs, args.url,
                             build_first=not args.no_build, tag=args.tag)
+        elif args.command == "lint":
+            from build_tools import lint
+
+            return lint.main(args.checks)
         elif args.command == "reproduce":
             from build_tools import reproduce
 

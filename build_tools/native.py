@@ -56,7 +56,8 @@ def is_portable(cxx: Optional[str]) -> bool:
 def sources() -> List[Path]:
     found = sorted(p for d in SOURCE_DIRS if d.is_dir() for p in d.rglob("*.cc"))
     if not found:
-        raise NativeBuildError(f"no C++ sources (*.cc) under {', '.join(str(d.relative_to(REPO)) for d in SOURCE_DIRS)}")
+        where = ", ".join(str(d.relative_to(REPO)) for d in SOURCE_DIRS)
+        raise NativeBuildError(f"no C++ sources (*.cc) under {where}")
     return found
 
 
@@ -180,7 +181,8 @@ def build_library(series: Series, out_dir: Path, cxx: Optional[str] = None, jobs
             except NativeBuildError as e:
                 errors.append(str(e))
         if errors:
-            raise NativeBuildError(f"{len(errors)} of {len(srcs)} C++ sources failed to compile:\n\n" + "\n\n".join(errors))
+            raise NativeBuildError(
+                f"{len(errors)} of {len(srcs)} C++ sources failed to compile:\n\n" + "\n\n".join(errors))
 
     out_dir.mkdir(parents=True, exist_ok=True)
     lib = out_dir / LIBRARY_NAME

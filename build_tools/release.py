@@ -155,7 +155,8 @@ def download_dependencies(ours: List[Path], series: Series, dest: Path) -> List[
         if name in found:
             continue
         if name not in lock:
-            raise ReleaseError(f"{name} is a runtime dependency but not in {LOCK.relative_to(REPO)}; add it hash-locked "
+            raise ReleaseError(f"{name} is a runtime dependency but not in {LOCK.relative_to(REPO)}; add it "
+                               "hash-locked "
                                "(pip download --only-binary=:all: with Python 3.8, pip hash)")
         version, hashes = lock[name]
         wheel = _locked_wheel(wheelhouse, name, version, hashes) or _pip_download(wheelhouse, name, version, hashes,
@@ -286,7 +287,8 @@ def release(dist: Path = build.DIST, series_name: Optional[str] = None, pages_ur
     series = pins.get_series(series_name)
     version = pins.labelled(series.jax.version)
     if tag is not None and tag != f"v{version}":
-        raise ReleaseError(f"tag {tag!r} does not name the version pins.toml gives ({version}): tag v{version}, or bump "
+        raise ReleaseError(f"tag {tag!r} does not name the version pins.toml gives ({version}): tag v{version}, or "
+                           "bump "
                            "[project] label in build_tools/pins.toml first")
     if build_first:
         build.build(dist, series_name, jobs=jobs, if_stale=True)

@@ -10,6 +10,7 @@ sits at another path, then relinks and rewrites the wheels).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -34,7 +35,15 @@ def _export_head(dest: Path) -> str:
     return commit
 
 
-def _build(src: Path, cache: Path, work: Path, jobs: Optional[int]) -> Dict[str, object]:
+@dataclasses.dataclass
+class Build:
+    dist: Path
+    wheels: Dict[str, str]  # name -> sha256
+    compiled: int  # objects compiled (0: every object came from the cache)
+    seconds: int
+
+
+def _build(src: Path, cache: Path, work: Path, jobs: Optional[int]) -> Build:
     dist = work / "dist"
     env = dict(os.environ, JAX_IPU_CACHE=str(cache), JAX_IPU_BUILD_DIR=str(work / "build"))
     for name in ("ZIG_GLOBAL_CACHE_DIR", "ZIG_LOCAL_CACHE_DIR", "JAX_IPU_CXX"):
@@ -46,7 +55,7 @@ def _build(src: Path, cache: Path, work: Path, jobs: Optional[int]) -> Dict[str,
         raise RuntimeError(f"build in {src} failed (exit {proc.returncode}):\n{proc.stdout[-5000:]}")
     compiled = sum(1 for ln in proc.stdout.splitlines() if ln.startswith("[native] compiled"))
     wheels = {p.name: sha256_of(p) for p in sorted(dist.glob("*.whl"))}
-    return {"dist": dist, "wheels": wheels, "compiled": compiled, "seconds": round(time.monotonic() - started)}
+    return Build(dist, wheels, compiled, round(time.monotonic() - started))
 
 
 def differing_files(a: Path, b: Path) -> List[str]:
@@ -74,16 +83,16 @@ def reproduce(jobs: Optional[int] = None, share_cache: bool = False, keep: Optio
                 shutil.copytree(cache_dir() / "downloads", downloads)
             print(f"[reproduce] build {run}: {commit[:12]} exported to {src}, cache {cache}", flush=True)
             result = _build(src, cache, root / run, jobs)
-            print(f"[reproduce] build {run}: {result['compiled']} objects compiled, {result['seconds']} s", flush=True)
-            for name, digest in result["wheels"].items():  # type: ignore[union-attr]
+            print(f"[reproduce] build {run}: {result.compiled} objects compiled, {result.seconds} s", flush=True)
+            for name, digest in result.wheels.items():
                 print(f"[reproduce]   {digest}  {name}", flush=True)
             results.append(result)
         a, b = results
-        if a["wheels"] == b["wheels"] and a["wheels"]:
+        if a.wheels == b.wheels and a.wheels:
             print(f"[reproduce] OK: both builds of {commit[:12]} gave byte-identical wheels", flush=True)
             return 0
-        for name in sorted(set(a["wheels"]) | set(b["wheels"])):  # type: ignore[arg-type]
-            pa, pb = Path(a["dist"]) / name, Path(b["dist"]) / name  # type: ignore[arg-type]
+        for name in sorted(set(a.wheels) | set(b.wheels)):
+            pa, pb = a.dist / name, b.dist / name
             if not (pa.exists() and pb.exists()):
                 print(f"[reproduce] DIFFERENT: {name} only in one build", flush=True)
             elif sha256_of(pa) != sha256_of(pb):

@@ -77,7 +77,8 @@ def test_zip_layout(released: Path, pins: Pins, series: Series, tmp_path: Path) 
         if name not in ("jax", "jaxlib"):
             assert lock[name][0] == ver and sha256_of(folder / w) in lock[name][1], f"{w} is not the locked wheel"
     listed = re.findall(r"^([0-9a-f]{64})  (.+)$", (folder / "SHA256SUMS").read_text(), flags=re.M)
-    files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name != "SHA256SUMS")
+    files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")
+                   if p.is_file() and p.name != "SHA256SUMS")
     assert sorted(n for _, n in listed) == files
     links = re.findall(r'<a href="([^"#]+)#sha256=([0-9a-f]{64})">', (folder / "wheels.html").read_text())
     assert sorted(n.replace("%2B", "+") for n, _ in links) == wheels
@@ -121,8 +122,8 @@ def test_installs_offline_and_runs_on_ipu(released: Path, series: Series, tmp_pa
     assert example, "INSTALL has no minimal example"
     code = "\n".join(ln[4:] for ln in example.group(1).splitlines())
     for script, expected in ((code, r"\[ 2\.  5\. 10\.\] .*ipu"), (MATMUL, r"matmul ok on ipu")):
-        run = subprocess.run([py, "-c", script], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             text=True, timeout=600)
+        run = subprocess.run([py, "-c", script], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, timeout=600)
         assert run.returncode == 0, run.stdout
         assert re.search(expected, run.stdout), run.stdout
 
