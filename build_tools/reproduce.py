@@ -4,8 +4,9 @@ Each build runs on its own ``git archive`` export of HEAD, at a different path, 
 ($JAX_IPU_CACHE: objects, zig's caches, generated headers) and build directory. Only the pinned downloads are shared
 (inputs, verified by their sums). The sums of the wheels are compared, then every file inside differing wheels.
 
-``--share-cache`` keeps one cache for both (a quick check: the second build must reuse every object although it
-sits at another path, then relinks and rewrites the wheels).
+``--share-cache`` uses this checkout's cache ($JAX_IPU_CACHE or ~/.cache/jax-ipu) for both: a quick check that
+objects compiled in this checkout are reused by exports at other paths (0 compiled), and that linking and writing
+the wheels give the same bytes.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ def reproduce(jobs: Optional[int] = None, share_cache: bool = False, keep: Optio
     root = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="jax-ipu-reproduce-"))
     try:
         results = []
-        shared = root / "cache"
+        shared = cache_dir()
         for run in ("a", "b-elsewhere"):
             src = root / run / "src"
             commit = _export_head(src)
