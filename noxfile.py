@@ -9,6 +9,7 @@
     nox -s lint                         # ruff, mypy, clang-format, actionlint, hadolint, patches, pins agree
     nox -s release                      # dist/jax-ipu-<version>.zip: wheels, dependencies, sums, index, licences
     nox -s reproducible                 # two clean builds of HEAD give byte-identical wheels
+    nox -s cibuildwheel                 # the jaxlib wheel through cibuildwheel + auditwheel (needs Docker: CI)
     nox -s bench                        # benchmark: the same jitted programs on cpu and ipu (not a test, not in CI)
     nox -s bench -- --quick             # a short run; also --only NAME[,NAME], --reps N, --json PATH, --list
     nox -s upstream_tests -- JAX_SRC    # JAX's own tests (a jax checkout at the pinned tag) on cpu and ipu
@@ -161,6 +162,24 @@ def reproducible(session: nox.Session) -> None:
     Arguments go to `python -m build_tools reproduce`: --jobs N, --share-cache (quick: objects reused), --keep DIR."""
     _install_tools(session)
     session.run("python", "-m", "build_tools", "reproduce", *session.posargs)
+
+
+@nox.session(venv_backend="venv", reuse_venv=True)
+def cibuildwheel(session: nox.Session) -> None:
+    """The jaxlib wheel through cibuildwheel (pinned, hash-locked) in the manylinux2014 image: the same build
+    (build_tools/cibw), so the same bytes as dist/'s (nox -s compare_wheels). Needs a Docker engine: GitHub's release
+    workflow runs it. Output: dist/cibuildwheel/."""
+    session.install("--only-binary=:all:", "--require-hashes", "-r", "build_tools/release-requirements.txt")
+    session.run("cibuildwheel", "--platform", "linux", "--config-file", "pyproject.toml",
+                "--output-dir", "dist/cibuildwheel", "build_tools/cibw", *session.posargs)
+
+
+@nox.session(venv_backend="venv", reuse_venv=True)
+def compare_wheels(session: nox.Session) -> None:
+    """`nox -s compare_wheels -- DIR_A DIR_B`: the wheels both folders hold must be byte-identical (names the
+    differing files inside them otherwise)."""
+    _install_tools(session)
+    session.run("python", "-m", "build_tools", "compare", *session.posargs)
 
 
 @nox.session(venv_backend="venv", reuse_venv=True)

@@ -9,6 +9,7 @@
     python -m build_tools release [--pages-url URL] [--url URL] [--jobs N]   # dist/jax-ipu-<version>.zip
     python -m build_tools reproduce [--jobs N] [--share-cache] [--keep DIR]  # two clean builds, byte-identical?
     python -m build_tools lint [clang-format|pins-agree|citations ...]       # the checks of nox -s lint
+    python -m build_tools compare DIR_A DIR_B   # wheels of the same name in both: byte-identical?
 """
 
 from __future__ import annotations
@@ -84,6 +85,9 @@ def main(argv: list) -> int:
     r.add_argument("--no-build", action="store_true", help="take the wheels in --dist as they are (built elsewhere)")
     li = sub.add_parser("lint")
     li.add_argument("checks", nargs="*", help="clang-format, pins-agree, citations (default: all)")
+    cm = sub.add_parser("compare")
+    cm.add_argument("dir_a", type=Path)
+    cm.add_argument("dir_b", type=Path)
     rp = sub.add_parser("reproduce")
     rp.add_argument("--jobs", type=int)
     rp.add_argument("--share-cache", action="store_true", help="one cache for both builds (objects reused: quick)")
@@ -112,6 +116,10 @@ def main(argv: list) -> int:
             from build_tools import lint
 
             return lint.main(args.checks)
+        elif args.command == "compare":
+            from build_tools import reproduce
+
+            return reproduce.compare(args.dir_a, args.dir_b)
         elif args.command == "reproduce":
             from build_tools import reproduce
 

@@ -137,8 +137,10 @@ def compile_plan(series: Series, cxx: Optional[str] = None) -> Tuple[List[str], 
     generate_pjrt_header(series, tf_include, gen_dir)
     includes = [SHIM / "emulator" / "include", tf_include, gen_dir, SHIM]
     maps = path_maps(cxx_cmd)
-    # Paths in objects (__FILE__, debug info before --strip-all) name the fixed prefixes, not this checkout.
-    flags = CXXFLAGS + [f"-ffile-prefix-map={prefix}={name}" for prefix, name in maps] + [f"-I{p}" for p in includes]
+    # Paths in objects (__FILE__, debug info before --strip-all) name the fixed prefixes, not this checkout. The flags
+    # go in the order of the fixed names: an order by path length would differ between checkouts, and so would keys.
+    prefix_maps = [f"-ffile-prefix-map={prefix}={name}" for prefix, name in sorted(maps, key=lambda m: m[1])]
+    flags = CXXFLAGS + prefix_maps + [f"-I{p}" for p in includes]
     headers = _tree_digest([SHIM], HEADER_SUFFIXES) + _tree_digest([gen_dir], HEADER_SUFFIXES)
     base_key = "\0".join([_compiler_identity(cxx_cmd), portable(shlex.join(cxx_cmd), maps),
                           portable(shlex.join(flags), maps), headers, series.pjrt_header.sha256])

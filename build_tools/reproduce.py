@@ -69,6 +69,23 @@ def differing_files(a: Path, b: Path) -> List[str]:
     return sorted(n for n in set(ea) | set(eb) if ea.get(n) != eb.get(n))
 
 
+def compare(dir_a: Path, dir_b: Path) -> int:
+    """Every wheel name present in both folders must have the same bytes; prints what differs inside."""
+    common = sorted({p.name for p in dir_a.glob("*.whl")} & {p.name for p in dir_b.glob("*.whl")})
+    if not common:
+        print(f"[compare] FAIL no wheel name is in both {dir_a} and {dir_b}", flush=True)
+        return 1
+    failures = 0
+    for name in common:
+        a, b = sha256_of(dir_a / name), sha256_of(dir_b / name)
+        if a == b:
+            print(f"[compare] identical {a}  {name}", flush=True)
+        else:
+            failures += 1
+            print(f"[compare] DIFFERENT {name}: {', '.join(differing_files(dir_a / name, dir_b / name))}", flush=True)
+    return 1 if failures else 0
+
+
 def reproduce(jobs: Optional[int] = None, share_cache: bool = False, keep: Optional[Path] = None) -> int:
     root = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="jax-ipu-reproduce-"))
     try:
