@@ -7,6 +7,7 @@ the build writes, byte for byte; the jax wheel (pure Python) stays in the reposi
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -22,7 +23,11 @@ def get_requires_for_build_wheel(config_settings: Optional[Dict[str, Any]] = Non
 
 def build_wheel(wheel_directory: str, config_settings: Optional[Dict[str, Any]] = None,
                 metadata_directory: Optional[str] = None) -> str:
-    subprocess.run([sys.executable, "-m", "build_tools", "build", "--if-stale"], cwd=REPO, check=True)
+    # The variables pip and its hook runner set for this backend (its path, the build tracker) would make the pip
+    # the build runs for the jax wheel load this backend instead of setuptools.
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("_PYPROJECT_HOOKS", "PEP517", "PIP_BUILD_TRACKER", "PIP_REQ_TRACKER"))}
+    subprocess.run([sys.executable, "-m", "build_tools", "build", "--if-stale"], cwd=REPO, env=env, check=True)
     found = sorted((REPO / "dist").glob("jaxlib-*.whl"))
     if len(found) != 1:
         raise RuntimeError(f"expected one jaxlib wheel in {REPO / 'dist'}, found {[p.name for p in found]}")

@@ -70,3 +70,19 @@ def test_release_on_version_tags_runs_ci_first() -> None:
     for step in ("-s cibuildwheel", "-s release --", "-s compare_wheels", "action-gh-release@", "deploy-pages@",
                  "upload-pages-artifact@"):
         assert step in text, step
+
+
+def test_cibuildwheel_backend_gives_the_dist_wheel(jaxlib_wheel: Path, tmp_path: Path) -> None:
+    """What cibuildwheel runs in its container (pip wheel of build_tools/cibw) is the same build: the same bytes."""
+    import subprocess
+    import sys
+
+    from build_tools.fetch import sha256_of
+
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-w",
+                           str(tmp_path), str(REPO / "build_tools" / "cibw")], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    built = sorted(tmp_path.glob("jaxlib-*.whl"))
+    assert [p.name for p in built] == [jaxlib_wheel.name]
+    assert sha256_of(built[0]) == sha256_of(jaxlib_wheel)
