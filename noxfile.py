@@ -193,8 +193,9 @@ def tests(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(REPO / "tests" / "toolchain"),
                 str(REPO / "tests" / "toolchain"), "--ignore", str(REPO / "tests" / "toolchain" / "installed"),
                 env=suite_env(keep=BUILD_VARIABLES))
-    session.notify("installed_tests")
-    session.notify("examples")
+    # The arguments of `tests` are build arguments (e.g. --jobs 1): the suites get none of them.
+    session.notify("installed_tests", posargs=[])
+    session.notify("examples", posargs=[])
 
 
 def _dist_wheels(session: nox.Session) -> list:
