@@ -10,6 +10,7 @@
     python -m build_tools reproduce [--jobs N] [--share-cache] [--keep DIR]  # two clean builds, byte-identical?
     python -m build_tools lint [clang-format|pins-agree|citations ...]       # the checks of nox -s lint
     python -m build_tools compare DIR_A DIR_B   # wheels of the same name in both: byte-identical?
+    python -m build_tools wheelhouse [--dest DIR]   # every locked wheel in one folder, for offline sessions
 """
 
 from __future__ import annotations
@@ -85,6 +86,8 @@ def main(argv: list) -> int:
     r.add_argument("--no-build", action="store_true", help="take the wheels in --dist as they are (built elsewhere)")
     li = sub.add_parser("lint")
     li.add_argument("checks", nargs="*", help="clang-format, pins-agree, citations (default: all)")
+    wh = sub.add_parser("wheelhouse")
+    wh.add_argument("--dest", type=Path)
     cm = sub.add_parser("compare")
     cm.add_argument("dir_a", type=Path)
     cm.add_argument("dir_b", type=Path)
@@ -116,6 +119,10 @@ def main(argv: list) -> int:
             from build_tools import lint
 
             return lint.main(args.checks)
+        elif args.command == "wheelhouse":
+            from build_tools import release
+
+            release.wheelhouse(args.dest)
         elif args.command == "compare":
             from build_tools import reproduce
 

@@ -329,3 +329,34 @@ def release(dist: Path = build.DIST, series_name: Optional[str] = None, pages_ur
     print(f"[release] wrote {out} ({out.stat().st_size / 1e6:.1f} MB, sha256 {sha256_of(out)}) and "
           f"{dist / 'SHA256SUMS'}", flush=True)
     return out
+
+
+# ------------------------------------------------------------------------------------------------- offline runs
+
+# Every hash lock the sessions install from, and the Python it is for ("host": the tools' Python running this).
+LOCKS = (("build_tools/requirements.txt", "host"), ("build_tools/lint-requirements.txt", "host"),
+         ("build_tools/test-requirements.txt", "target"), ("build_tools/report-test-requirements.txt", "target"),
+         ("build_tools/upstream-test-requirements.txt", "target"), ("examples/requirements.txt", "target"))
+
+
+def wheelhouse(dest: Optional[Path] = None, series_name: Optional[str] = None) -> Path:
+    """Downloads every locked wheel (for the tools' Python and for the wheels' Python 3.8 manylinux) into one folder,
+    hash-checked, so that `PIP_NO_INDEX=1 PIP_FIND_LINKS=<folder> nox -s tests` runs without network."""
+    series = load().get_series(series_name)
+    dest = dest or cache_dir() / "wheelhouse" / "all"
+    dest.mkdir(parents=True, exist_ok=True)
+    host = f"{sys.version_info.major}.{sys.version_info.minor}"
+    for lock, which in LOCKS:
+        python = host if which == "host" else series.python
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--require-hashes", "--only-binary=:all:",
+               "--python-version", python, "--implementation", "cp", "--disable-pip-version-check", "-d", str(dest),
+               "-r", str(REPO / lock)]
+        for tag in ("manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_28_x86_64", "linux_x86_64"):
+            cmd += ["--platform", tag]
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if proc.returncode != 0:
+            raise ReleaseError(f"pip download -r {lock} (Python {python}) failed:\n{proc.stdout[-3000:]}")
+        print(f"[wheelhouse] {lock} (Python {python}): ok", flush=True)
+    print(f"[wheelhouse] {len(list(dest.glob('*.whl')))} wheels in {dest}; offline: "
+          f"PIP_NO_INDEX=1 PIP_FIND_LINKS={dest} nox -s tests", flush=True)
+    return dest
