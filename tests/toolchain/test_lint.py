@@ -56,3 +56,19 @@ def test_baseline_ratchet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsy
     assert "fixed.cc passes now" in capsys.readouterr().out
     assert lint._ratchet("demo", {"a.cc": "x", "fixed.cc": "x", "new.cc": "x"}) == 1
     assert lint._ratchet("demo", {"a.cc": "x", "fixed.cc": "x"}) == 0
+
+
+def test_citation_of_a_doc_outside_the_repository_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "a.cc").write_text("// 64 GB/s (ipu-model.md)\n")
+    (tmp_path / "b.py").write_text("# see docs/pjrt-notes.md\n")
+    (tmp_path / "baseline.toml").write_text("")
+    files = [tmp_path / "a.cc", tmp_path / "b.py"]
+    monkeypatch.setattr(lint, "REPO", tmp_path)
+    monkeypatch.setattr(lint, "BASELINE", tmp_path / "baseline.toml")
+    monkeypatch.setattr(lint, "tracked", lambda *patterns: list(files))
+    assert lint.citations() == 2
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "ipu-model.md").write_text("figures\n")
+    (tmp_path / "docs" / "pjrt-notes.md").write_text("notes\n")
+    files += [tmp_path / "docs" / "ipu-model.md", tmp_path / "docs" / "pjrt-notes.md"]
+    assert lint.citations() == 0
