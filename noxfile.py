@@ -6,7 +6,10 @@
     nox -s tests                        # build or reuse dist/, toolchain tests, the installed-wheel suites, examples
     nox -s examples                     # examples/ end to end on dist/*.whl (their printed results checked)
     nox -s check_patches                # every patch series applies to its pinned upstream source
-    nox -s lint                         # ruff on our own Python (never on upstream code or patches)
+    nox -s lint                         # ruff, mypy, clang-format, actionlint, hadolint, patches, pins agree
+    nox -s release                      # dist/jax-ipu-<version>.zip: wheels, dependencies, sums, index, licences
+    nox -s reproducible                 # two clean builds of HEAD give byte-identical wheels
+    nox -s cibuildwheel                 # the jaxlib wheel through cibuildwheel + auditwheel (needs Docker: CI)
     nox -s bench                        # benchmark: the same jitted programs on cpu and ipu (not a test, not in CI)
     nox -s bench -- --quick             # a short run; also --only NAME[,NAME], --reps N, --json PATH, --list
     nox -s upstream_tests -- JAX_SRC    # JAX's own tests (a jax checkout at the pinned tag) on cpu and ipu
@@ -31,26 +34,17 @@ REPO = Path(__file__).resolve().parent
 sys.path.insert(0, str(REPO))
 
 from build_tools.pins import load  # noqa: E402
+from build_tools.suites import BUILD_VARIABLES, suite_dirs, suite_env  # noqa: E402
 
 PINS = load()
 SERIES = PINS.get_series()
 PYTHON = SERIES.python  # the Python the wheels are for, e.g. "3.8"
 REQUIREMENTS = "build_tools/requirements.txt"
-# Suites that run against the installed wheels, from a directory outside the source tree. Missing ones are skipped.
-INSTALLED_SUITES = (
-    "tests/toolchain/installed", "tests/emulator", "tests/conformance", "tests/backend",
-    "tests/bench",  # only test_bench_programs.py: every bench program runs once on both backends and matches (untimed)
-    "tests/report",  # the profile report page in headless Chromium (skipped, saying so, where Chromium is absent)
-)
+# The installed-wheel test venvs: dist/*.whl with --no-deps plus this lock (runtime deps and pytest, Python 3.8).
+TEST_REQUIREMENTS = "build_tools/test-requirements.txt"
 # Screenshots and other files the suites keep for people to look at (CI uploads them).
 ARTIFACTS = REPO / "build" / "test-artifacts"
 
-# Variables that send the installed-wheel suites somewhere else than the ipu backend they test (cpu, another tile
-# count, x64): cleared for every suite run, which then sets its own.
-REDIRECTING_ENV = {name: None for name in (
-    "JAX_IPU_CONFORMANCE_BACKEND", "JAX_PLATFORMS", "JAX_PLATFORM_NAME", "JAX_ENABLE_X64", "JAX_IPU_MODEL_NUM_TILES",
-    "JAX_IPU_MODEL_VERSION", "JAX_IPU_DEVICE_COUNT", "JAX_IPU_VISIBLE_DEVICES", "JAX_NUM_GENERATED_CASES", "XLA_FLAGS",
-)}
 
 nox.options.sessions = ["build_wheels"]
 nox.options.error_on_missing_interpreters = True
@@ -139,10 +133,53 @@ def check_patches(session: nox.Session) -> None:
 
 @nox.session(venv_backend="venv", reuse_venv=True)
 def lint(session: nox.Session) -> None:
-    """ruff (pyflakes, pycodestyle, isort, bugbear) over our Python; configuration in pyproject.toml."""
+    """ruff (line length enforced) and mypy over our Python, clang-format (check mode) over jax_ipu_shim's C++,
+    actionlint over the workflows, hadolint over docker/Dockerfile, every patch series applies, the Dockerfile, the
+    workflows and pins.toml agree, cited docs exist. Configuration: pyproject.toml, .clang-format,
+    build_tools/lint-baseline.toml (known findings in code owned elsewhere). Every tool is hash-locked."""
     session.install("--only-binary=:all:", "--require-hashes", "-r", "build_tools/lint-requirements.txt")
     session.run("ruff", "check", "jax_ipu_shim/python", "build_tools", "tests", "examples", "noxfile.py",
                 *session.posargs)
+    session.run("mypy")  # files and options: [tool.mypy] in pyproject.toml
+    session.run("python", "-m", "build_tools", "lint", "clang-format", "pins-agree", "citations")
+    session.run("actionlint", "-color=false", *sorted(str(p) for p in (REPO / ".github" / "workflows").glob("*.yml")))
+    session.run("hadolint", "--no-color", str(REPO / "docker" / "Dockerfile"))
+    session.run("python", "-m", "build_tools", "check-patches")
+
+
+@nox.session(venv_backend="venv", reuse_venv=True)
+def release(session: nox.Session) -> None:
+    """dist/jax-ipu-<version>.zip: our wheels (rebuilt if stale), their locked dependency wheels, SHA256SUMS,
+    wheels.html, INSTALL, LICENSES/ (build_tools/release.py).
+    Arguments: --pages-url URL, --tag vX, --no-build, --dist DIR, --jobs N."""
+    _install_tools(session)
+    session.run("python", "-m", "build_tools", "release", *session.posargs)
+
+
+@nox.session(venv_backend="venv", reuse_venv=True)
+def reproducible(session: nox.Session) -> None:
+    """Two clean builds of HEAD (separate exports, caches and build dirs) must give byte-identical wheels.
+    Arguments go to `python -m build_tools reproduce`: --jobs N, --share-cache (quick: objects reused), --keep DIR."""
+    _install_tools(session)
+    session.run("python", "-m", "build_tools", "reproduce", *session.posargs)
+
+
+@nox.session(venv_backend="venv", reuse_venv=True)
+def cibuildwheel(session: nox.Session) -> None:
+    """The jaxlib wheel through cibuildwheel (pinned, hash-locked) in the manylinux2014 image: the same build
+    (build_tools/cibw), so the same bytes as dist/'s (nox -s compare_wheels). Needs a Docker engine: GitHub's release
+    workflow runs it. Output: dist/cibuildwheel/."""
+    session.install("--only-binary=:all:", "--require-hashes", "-r", "build_tools/release-requirements.txt")
+    session.run("cibuildwheel", "--platform", "linux", "--config-file", "pyproject.toml",
+                "--output-dir", "dist/cibuildwheel", "build_tools/cibw", *session.posargs)
+
+
+@nox.session(venv_backend="venv", reuse_venv=True)
+def compare_wheels(session: nox.Session) -> None:
+    """`nox -s compare_wheels -- DIR_A DIR_B`: the wheels both folders hold must be byte-identical (names the
+    differing files inside them otherwise)."""
+    _install_tools(session)
+    session.run("python", "-m", "build_tools", "compare", *session.posargs)
 
 
 @nox.session(venv_backend="venv", reuse_venv=True)
@@ -152,10 +189,13 @@ def tests(session: nox.Session) -> None:
     if args is None:
         return
     session.run("python", "-m", "build_tools", "build", "--if-stale", *args)
+    # The build's own variables (cache, development compiler) stay: the toolchain tests check that build.
     session.run("python", "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(REPO / "tests" / "toolchain"),
-                str(REPO / "tests" / "toolchain"), "--ignore", str(REPO / "tests" / "toolchain" / "installed"))
-    session.notify("installed_tests")
-    session.notify("examples")
+                str(REPO / "tests" / "toolchain"), "--ignore", str(REPO / "tests" / "toolchain" / "installed"),
+                env=suite_env(keep=BUILD_VARIABLES))
+    # The arguments of `tests` are build arguments (e.g. --jobs 1): the suites get none of them.
+    session.notify("installed_tests", posargs=[])
+    session.notify("examples", posargs=[])
 
 
 def _dist_wheels(session: nox.Session) -> list:
@@ -166,24 +206,33 @@ def _dist_wheels(session: nox.Session) -> list:
     return wheels
 
 
+def _install_dist(session: nox.Session) -> None:
+    """dist/*.whl without resolving anything, then their dependencies and pytest from the hash lock."""
+    session.install("--no-deps", *_dist_wheels(session))
+    session.install("--only-binary=:all:", "--require-hashes", "-r", TEST_REQUIREMENTS)
+
+
 @nox.session(python=PYTHON, venv_backend="venv", reuse_venv=False)
 def installed_tests(session: nox.Session) -> None:
     """A fresh Python 3.8 venv, `pip install dist/*.whl pytest`, and the suites run from outside the source tree."""
-    session.install(*_dist_wheels(session), f"pytest=={PINS.tools['pytest']}")
+    try:
+        suites = suite_dirs()
+    except FileNotFoundError as e:
+        session.error(str(e))
+    _install_dist(session)
     session.install("--only-binary=:all:", "--require-hashes", "-r", "build_tools/report-test-requirements.txt")
-    suites = [str(REPO / s) for s in INSTALLED_SUITES if (REPO / s).is_dir()]
     session.log(f"installed-wheel suites: {', '.join(os.path.relpath(s, REPO) for s in suites)}")
     with tempfile.TemporaryDirectory(prefix="jax-ipu-tests-") as outside:
         session.chdir(outside)
         # pytest exits 5 when it collected nothing: that fails the session like any other non-zero exit.
         session.run("python", "-m", "pytest", "--rootdir", outside, "-p", "no:cacheprovider", *suites, *session.posargs,
-                    env={**REDIRECTING_ENV, "JAX_IPU_TEST_ARTIFACTS": str(ARTIFACTS)})
+                    env=suite_env(JAX_IPU_TEST_ARTIFACTS=str(ARTIFACTS)))
         # The conformance suite again on an IPU Model of 7 tiles: every tensor then spreads unevenly over few tiles,
         # which exercises other tile mappings, exchanges and matmul plans than the full chip does.
         if not session.posargs:
             session.log("conformance on a 7-tile IPU Model")
             session.run("python", "-m", "pytest", "--rootdir", outside, "-p", "no:cacheprovider", "-q",
-                        str(REPO / "tests" / "conformance"), env={**REDIRECTING_ENV, "JAX_IPU_MODEL_NUM_TILES": "7"})
+                        str(REPO / "tests" / "conformance"), env=suite_env(JAX_IPU_MODEL_NUM_TILES="7"))
         session.chdir(str(REPO))
 
 
@@ -192,13 +241,13 @@ def examples(session: nox.Session) -> None:
     """The examples suite: every script and notebook under examples/ runs on ipu against dist/*.whl (`--short`) in a
     fresh Python 3.8 venv, and tests/examples checks what each prints. Needs no network: without one the MNIST
     examples use scikit-learn's 8x8 digits and say so. Arguments go to pytest (e.g. `-k gcn`)."""
-    session.install(*_dist_wheels(session))
+    _install_dist(session)
     session.install("--only-binary=:all:", "--require-hashes", "-r", "examples/requirements.txt")
     with tempfile.TemporaryDirectory(prefix="jax-ipu-examples-") as outside:
         session.chdir(outside)
         session.run("python", "-m", "pytest", "--rootdir", outside, "-p", "no:cacheprovider", "-v",
                     str(REPO / "tests" / "examples"), *session.posargs,
-                    env={**REDIRECTING_ENV, "MPLBACKEND": "Agg"})
+                    env=suite_env(MPLBACKEND="Agg", JAX_IPU_EXAMPLES_OFFLINE="1"))
         session.chdir(str(REPO))
 
 
@@ -217,12 +266,12 @@ def upstream_tests(session: nox.Session) -> None:
         session.error(f"pass a jax source checkout at tag {tag}: `git clone --depth 1 --branch {tag} "
                       f"https://github.com/jax-ml/jax /tmp/jax-src`, then `nox -s upstream_tests -- /tmp/jax-src`")
     checkout, rest = str((REPO / session.posargs[0]).resolve()), list(session.posargs[1:])
-    session.install(*_dist_wheels(session))
+    _install_dist(session)
     session.install("--only-binary=:all:", "--require-hashes", "-r", "build_tools/upstream-test-requirements.txt")
     if not any(a == "--json" or a.startswith("--json=") for a in rest):
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
         rest += ["--json", str(REPO / "build" / "upstream" / f"upstream-{stamp}.json")]
-    session.run("python", str(REPO / "tests" / "upstream" / "run_upstream.py"), checkout, *rest, env=REDIRECTING_ENV)
+    session.run("python", str(REPO / "tests" / "upstream" / "run_upstream.py"), checkout, *rest, env=suite_env())
 
 
 @nox.session(python=PYTHON, venv_backend="venv", reuse_venv=False)
@@ -234,7 +283,7 @@ def bench(session: nox.Session) -> None:
     compare over time) unless `--json PATH` names another file (relative to the repository). Arguments go to
     bench.py: --quick, --only NAME[,NAME], --reps N, --list. It times things, so it is never part of `tests` or CI.
     """
-    session.install(*_dist_wheels(session))  # jax and jaxlib bring numpy, scipy, ml_dtypes: the bench needs no more
+    _install_dist(session)  # the wheels and their locked dependencies (numpy, scipy, ...): the bench needs no more
     args = [f"--json={(REPO / a[7:]).resolve()}" if a.startswith("--json=") else a for a in session.posargs]
     if "--json" in args[:-1]:  # relative paths are relative to the repository (nox runs there)
         i = args.index("--json") + 1
@@ -244,5 +293,5 @@ def bench(session: nox.Session) -> None:
         args += ["--json", str(REPO / "build" / "bench" / f"bench-{stamp}{'-quick' if '--quick' in args else ''}.json")]
     with tempfile.TemporaryDirectory(prefix="jax-ipu-bench-") as outside:
         session.chdir(outside)
-        session.run("python", str(REPO / "tests" / "bench" / "bench.py"), *args)
+        session.run("python", str(REPO / "tests" / "bench" / "bench.py"), *args, env=suite_env())
         session.chdir(str(REPO))

@@ -6,6 +6,11 @@
     python -m build_tools pristine jax DEST     # write the pristine tree a series applies to (for editing patches)
     python -m build_tools native [--out DIR]    # only the native library
     python -m build_tools clean                 # remove build/ and dist/
+    python -m build_tools release [--pages-url URL] [--url URL] [--jobs N]   # dist/jax-ipu-<version>.zip
+    python -m build_tools reproduce [--jobs N] [--share-cache] [--keep DIR]  # two clean builds, byte-identical?
+    python -m build_tools lint [clang-format|pins-agree|citations ...]       # the checks of nox -s lint
+    python -m build_tools compare DIR_A DIR_B   # wheels of the same name in both: byte-identical?
+    python -m build_tools wheelhouse [--dest DIR]   # every locked wheel in one folder, for offline sessions
 """
 
 from __future__ import annotations
@@ -20,9 +25,11 @@ from build_tools.pins import load
 
 
 def _errors() -> tuple:
+    from build_tools.release import ReleaseError
     from build_tools.wheels import WheelError
 
-    return (build.BuildError, fetch.FetchError, native.NativeBuildError, patches.PatchError, WheelError, KeyError)
+    return (build.BuildError, fetch.FetchError, native.NativeBuildError, patches.PatchError, WheelError, KeyError,
+            ReleaseError)
 
 
 def check_patches(series_name: str | None) -> int:
@@ -69,6 +76,25 @@ def main(argv: list) -> int:
     n.add_argument("--series")
     n.add_argument("--cxx")
     sub.add_parser("clean")
+    r = sub.add_parser("release")
+    r.add_argument("--series")
+    r.add_argument("--jobs", type=int)
+    r.add_argument("--pages-url", help="also write dist/pages/wheels.html linking our wheels under this URL")
+    r.add_argument("--url", default="the jax-ipu repository", help="where INSTALL says the source is")
+    r.add_argument("--dist", type=Path, default=build.DIST)
+    r.add_argument("--tag", help="the git tag being released: must be v<version>")
+    r.add_argument("--no-build", action="store_true", help="take the wheels in --dist as they are (built elsewhere)")
+    li = sub.add_parser("lint")
+    li.add_argument("checks", nargs="*", help="clang-format, pins-agree, citations (default: all)")
+    wh = sub.add_parser("wheelhouse")
+    wh.add_argument("--dest", type=Path)
+    cm = sub.add_parser("compare")
+    cm.add_argument("dir_a", type=Path)
+    cm.add_argument("dir_b", type=Path)
+    rp = sub.add_parser("reproduce")
+    rp.add_argument("--jobs", type=int)
+    rp.add_argument("--share-cache", action="store_true", help="one cache for both builds (objects reused: quick)")
+    rp.add_argument("--keep", type=Path, help="build in this directory and keep it")
     args = parser.parse_args(argv)
 
     try:
@@ -84,6 +110,27 @@ def main(argv: list) -> int:
             print(patches.extract_pristine(getattr(series, args.project), args.dest))
         elif args.command == "native":
             native.build_library(load().get_series(args.series), args.out, cxx=args.cxx)
+        elif args.command == "release":
+            from build_tools import release
+
+            release.release(args.dist, args.series, args.pages_url, args.jobs, args.url,
+                            build_first=not args.no_build, tag=args.tag)
+        elif args.command == "lint":
+            from build_tools import lint
+
+            return lint.main(args.checks)
+        elif args.command == "wheelhouse":
+            from build_tools import release
+
+            release.wheelhouse(args.dest)
+        elif args.command == "compare":
+            from build_tools import reproduce
+
+            return reproduce.compare(args.dir_a, args.dir_b)
+        elif args.command == "reproduce":
+            from build_tools import reproduce
+
+            return reproduce.reproduce(args.jobs, args.share_cache, args.keep)
         elif args.command == "clean":
             for removed in build.clean():
                 print(f"removed {removed}")

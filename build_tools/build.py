@@ -19,7 +19,8 @@ from build_tools import native, patches, wheels
 from build_tools.fetch import fetch, sha256_of
 from build_tools.pins import REPO, Artifact, Pins, Series, load
 
-BUILD = REPO / "build"
+# $JAX_IPU_BUILD_DIR moves the work trees elsewhere (`python -m build_tools reproduce` builds twice side by side).
+BUILD = Path(os.environ.get("JAX_IPU_BUILD_DIR") or REPO / "build")
 DIST = REPO / "dist"
 # Everything that can change a wheel. Build outputs and caches are excluded below.
 INPUT_PATHS = ("build_tools", "patches", "jax_ipu_shim", "noxfile.py")
@@ -69,7 +70,8 @@ def check_version_patch(artifact: Artifact, tree: Path, expected: str) -> None:
     found = m.group(1) if m else None
     if found != expected:
         raise BuildError(
-            f"{artifact.package}/version.py says __version__ = {found!r} after patching, but build_tools/pins.toml gives "
+            f"{artifact.package}/version.py says __version__ = {found!r} after patching, but build_tools/pins.toml "
+            f"gives "
             f"{expected!r}. Refresh the version patch in {patches.series_dir(artifact).relative_to(REPO)} "
             f"(patches/README.md)."
         )
@@ -81,7 +83,8 @@ def build(out_dir: Path = DIST, series_name: Optional[str] = None, cxx: Optional
     series = pins.get_series(series_name)
     if if_stale and is_up_to_date(series, out_dir, cxx):
         stamp = json.loads(stamp_path(series).read_text())
-        print(f"[build] dist/ is up to date with the sources ({', '.join(stamp['wheels'])}); not rebuilding", flush=True)
+        print(f"[build] dist/ is up to date with the sources ({', '.join(stamp['wheels'])}); not rebuilding",
+              flush=True)
         return stamp
     started = time.monotonic()
     digest = inputs_digest(cxx)

@@ -49,7 +49,8 @@ def verify(path: Path, artifact: Artifact) -> None:
             f"sha256 mismatch for {path.name} ({path}):\n"
             f"  expected {artifact.sha256} (pinned in {PINS_FILE})\n"
             f"  actual   {actual}\n"
-            f"If the cached file is corrupt, delete it and rebuild: rm '{path}'. If upstream really changed, check the new "
+            f"If the cached file is corrupt, delete it and rebuild: rm '{path}'. If upstream really changed, check the "
+            f"new "
             f"file on PyPI and update sha256 in build_tools/pins.toml (README.md: 'Bumping an upstream version')."
         )
 
@@ -57,7 +58,8 @@ def verify(path: Path, artifact: Artifact) -> None:
 def _pip_download_args(artifact: Artifact) -> list[str]:
     spec = f"{artifact.package}=={artifact.version}"
     if artifact.is_sdist:
-        # --no-build-isolation: pip prepares the sdist's metadata with the setuptools already installed (no extra download).
+        # --no-build-isolation: pip prepares the sdist's metadata with the setuptools already installed (no extra
+        # download).
         return [spec, "--no-binary", ":all:", "--no-build-isolation"]
     # jaxlib-0.4.13-cp38-cp38-manylinux2014_x86_64.whl -> python tag, abi tag, platform tags (may be compressed: a.b)
     name_ver_py_abi_plat = artifact.filename[: -len(".whl")].split("-")
@@ -81,7 +83,8 @@ def download(artifact: Artifact, dest_dir: Path) -> Path:
             raise FetchError(
                 f"could not download {artifact.filename} (pip exit {proc.returncode}; got {found}).\n"
                 f"{proc.stdout[-3000:]}\n"
-                f"Without network, place the file by hand at {dest_dir / artifact.filename}; it is verified against the pin."
+                f"Without network, place the file by hand at {dest_dir / artifact.filename}; it is verified against "
+                f"the pin."
             )
         verify(got, artifact)
         final = dest_dir / artifact.filename
@@ -126,7 +129,8 @@ def extract_header_tree(artifact: Artifact) -> Path:
             n += 1
     header = tmp / artifact.extra["include_root"] / artifact.extra["header"]
     if not header.exists():
-        raise FetchError(f"{artifact.filename} has no {artifact.extra['header']} under {artifact.extra['include_root']}")
+        raise FetchError(
+            f"{artifact.filename} has no {artifact.extra['header']} under {artifact.extra['include_root']}")
     (tmp / ".complete").write_text(f"{n} files from {artifact.filename}\n")
     os.replace(tmp, out)
     print(f"[fetch] extracted {n} header files from {artifact.filename}", flush=True)

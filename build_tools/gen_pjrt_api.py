@@ -1,9 +1,10 @@
 """Generates the PJRT_Api function table that jaxlib 0.4.13 expects, from the TF 2.13 PJRT C API header.
 
 jaxlib 0.4.13 was built from an XLA of mid-June 2023, whose header no published wheel carries. Its table is the
-TF 2.13 table (552 bytes) with four differences (see ../shared/docs/pjrt-notes.md, "jaxlib 0.4.13 needs a 592-byte
-PJRT_Api"). This script reads the TF 2.13 field list, applies exactly those differences, and checks the offsets
-jaxlib is known to call. Argument types still come from the TF header; the three functions it lacks are declared here.
+TF 2.13 table (552 bytes) with four differences: jaxlib 0.4.13 needs a 592-byte PJRT_Api (the offsets it calls,
+checked below, say where the fields moved). This script reads the TF 2.13 field list, applies exactly those
+differences, and checks the offsets jaxlib is known to call. Argument types still come from the TF header; the
+three functions it lacks are declared here.
 
 Usage: python build_tools/gen_pjrt_api.py --header .../pjrt/c/pjrt_c_api.h --out gen/pjrt_api_0_4_13.h
 """

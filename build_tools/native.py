@@ -4,6 +4,11 @@ Compiler: ``python -m ziglang c++ -target x86_64-linux-gnu.<glibc>`` (libc++ lin
 manylinux2014 by auditwheel). ``--cxx`` / ``$JAX_IPU_CXX`` (e.g. ``g++``) gives a quick development build that is not
 portable. Objects compile in parallel and are cached by a content hash (source, every header the shim owns, the
 generated PJRT header, the pinned TF headers, compiler and flags), so an unchanged rebuild only links.
+
+Reproducible: no absolute path reaches a cache key or an object. Keys name files relative to the repository or the
+cache, and the compiler maps the repository, the cache and zig's own directory to fixed names
+(``-ffile-prefix-map``), so a worktree, the main checkout and the container's /src share objects and give the same
+bytes. ``python -m build_tools reproduce`` builds twice from scratch and compares.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from build_tools.fetch import cache_dir, extract_header_tree
 from build_tools.pins import REPO, Series
@@ -51,7 +56,8 @@ def is_portable(cxx: Optional[str]) -> bool:
 def sources() -> List[Path]:
     found = sorted(p for d in SOURCE_DIRS if d.is_dir() for p in d.rglob("*.cc"))
     if not found:
-        raise NativeBuildError(f"no C++ sources (*.cc) under {', '.join(str(d.relative_to(REPO)) for d in SOURCE_DIRS)}")
+        where = ", ".join(str(d.relative_to(REPO)) for d in SOURCE_DIRS)
+        raise NativeBuildError(f"no C++ sources (*.cc) under {where}")
     return found
 
 
@@ -83,21 +89,67 @@ def generate_pjrt_header(series: Series, tf_include: Path, gen_dir: Path) -> Pat
 
 
 def _tree_digest(roots: List[Path], suffixes: tuple) -> str:
+    """Digest of the files under ``roots`` by their paths relative to each root (never where the tree lies)."""
     h = hashlib.sha256()
     for root in roots:
         if not root.exists():
             continue
         files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file() and p.suffix in suffixes)
         for p in files:
-            h.update(str(p).encode() + b"\0" + p.read_bytes() + b"\0")
+            h.update(p.relative_to(root if root.is_dir() else root.parent).as_posix().encode() + b"\0")
+            h.update(p.read_bytes() + b"\0")
     return h.hexdigest()
+
+
+def path_maps(cxx: List[str]) -> List[tuple]:
+    """(absolute prefix, fixed name) for every directory whose location differs between checkouts and machines: the
+    repository, the cache, and zig's package (inside a per-checkout nox venv). Longest first, so nested ones win."""
+    maps = [(str(REPO), "/jax-ipu"), (str(cache_dir().resolve()), "/jax-ipu-cache")]
+    if cxx[:3] == [sys.executable, "-m", "ziglang"]:
+        import ziglang  # installed from build_tools/requirements.txt
+
+        maps.append((str(Path(ziglang.__file__).resolve().parent), "/zig"))
+        maps.append((str(Path(sys.executable).parent.parent), "/python"))
+    return sorted(maps, key=lambda m: -len(m[0]))
+
+
+def portable(text: str, maps: List[tuple]) -> str:
+    """``text`` with every mapped absolute prefix replaced by its fixed name (cache keys must not depend on them)."""
+    for prefix, name in maps:
+        text = text.replace(prefix, name)
+    return text
 
 
 def _compiler_identity(cxx: List[str]) -> str:
     try:
-        return _run(cxx + ["--version"], "compiler --version")
+        out = _run(cxx + ["--version"], "compiler --version")
     except (NativeBuildError, OSError) as e:
         raise NativeBuildError(f"C++ compiler not usable: {shlex.join(cxx)}: {e}") from e
+    # clang prints "InstalledDir: <where zig is>": a location, not an identity.
+    return "\n".join(ln for ln in out.splitlines() if not ln.startswith("InstalledDir:"))
+
+
+def compile_plan(series: Series, cxx: Optional[str] = None) -> Tuple[List[str], List[str], str]:
+    """(compiler command, flags, the key part every object shares). The key names no absolute path."""
+    cxx_cmd = compiler(series, cxx)
+    tf_include = extract_header_tree(series.pjrt_header)
+    gen_dir = cache_dir() / "generated" / series.name
+    generate_pjrt_header(series, tf_include, gen_dir)
+    includes = [SHIM / "emulator" / "include", tf_include, gen_dir, SHIM]
+    maps = path_maps(cxx_cmd)
+    # Paths in objects (__FILE__, debug info before --strip-all) name the fixed prefixes, not this checkout. The flags
+    # go in the order of the fixed names: an order by path length would differ between checkouts, and so would keys.
+    prefix_maps = [f"-ffile-prefix-map={prefix}={name}" for prefix, name in sorted(maps, key=lambda m: m[1])]
+    flags = CXXFLAGS + prefix_maps + [f"-I{p}" for p in includes]
+    headers = _tree_digest([SHIM], HEADER_SUFFIXES) + _tree_digest([gen_dir], HEADER_SUFFIXES)
+    base_key = "\0".join([_compiler_identity(cxx_cmd), portable(shlex.join(cxx_cmd), maps),
+                          portable(shlex.join(flags), maps), headers, series.pjrt_header.sha256])
+    return cxx_cmd, flags, base_key
+
+
+def object_key(base_key: str, src: Path) -> str:
+    rel = src.relative_to(REPO).as_posix()
+    return hashlib.sha256((base_key + "\0" + rel + "\0").encode() + src.read_bytes()).hexdigest()
 
 
 def build_library(series: Series, out_dir: Path, cxx: Optional[str] = None, jobs: Optional[int] = None) -> Path:
@@ -105,21 +157,12 @@ def build_library(series: Series, out_dir: Path, cxx: Optional[str] = None, jobs
     if not EXPORTS_MAP.exists():
         raise NativeBuildError(f"{EXPORTS_MAP.relative_to(REPO)} is missing: the linker version script (exports)")
     srcs = sources()
-    cxx_cmd = compiler(series, cxx)
-    tf_include = extract_header_tree(series.pjrt_header)
-    gen_dir = cache_dir() / "generated" / series.name
-    generate_pjrt_header(series, tf_include, gen_dir)
-    includes = [SHIM / "emulator" / "include", tf_include, gen_dir, SHIM]
-    flags = CXXFLAGS + [f"-I{p}" for p in includes]
-
-    headers = _tree_digest([SHIM], HEADER_SUFFIXES) + _tree_digest([gen_dir], HEADER_SUFFIXES)
-    base_key = "\0".join([_compiler_identity(cxx_cmd), shlex.join(cxx_cmd), shlex.join(flags), headers,
-                          series.pjrt_header.sha256])
+    cxx_cmd, flags, base_key = compile_plan(series, cxx)
     obj_cache = cache_dir() / "objects"
     obj_cache.mkdir(parents=True, exist_ok=True)
 
     def compile_one(src: Path) -> Path:
-        key = hashlib.sha256((base_key + "\0" + str(src) + "\0").encode() + src.read_bytes()).hexdigest()
+        key = object_key(base_key, src)
         obj = obj_cache / f"{src.stem}-{key[:24]}.o"
         if obj.exists():
             return obj
@@ -140,7 +183,8 @@ def build_library(series: Series, out_dir: Path, cxx: Optional[str] = None, jobs
             except NativeBuildError as e:
                 errors.append(str(e))
         if errors:
-            raise NativeBuildError(f"{len(errors)} of {len(srcs)} C++ sources failed to compile:\n\n" + "\n\n".join(errors))
+            raise NativeBuildError(
+                f"{len(errors)} of {len(srcs)} C++ sources failed to compile:\n\n" + "\n\n".join(errors))
 
     out_dir.mkdir(parents=True, exist_ok=True)
     lib = out_dir / LIBRARY_NAME

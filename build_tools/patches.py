@@ -87,7 +87,7 @@ def _git_apply(tree: Path, patch: Path, check: bool) -> subprocess.CompletedProc
 
 def apply_series(artifact: Artifact, tree: Path) -> List[Path]:
     """Applies the series of ``artifact`` to ``tree`` in order; raises PatchError naming the patch that failed."""
-    applied = []
+    applied: List[Path] = []
     for patch in read_series(artifact):
         proc = _git_apply(tree, patch, check=True)
         if proc.returncode == 0:

@@ -131,6 +131,8 @@ def github_output(pins: Pins) -> str:
         "series": s.name,
         "python": s.python,
         "nox": pins.tools["nox"],
+        "host_python": pins.tools["host_python"],
+        "cibuildwheel": pins.tools["cibuildwheel"],
         "jax_tag": f"jax-v{s.jax.version}",  # the jax source tag whose tests/ nox -s upstream_tests runs
         "base_image": pins.docker["base_image"],
         "cache_key": "jax-ipu-" + "-".join(a.sha256[:12] for a in s.artifacts),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import collections
+import functools
 import hashlib
 import os
 import re
@@ -88,7 +89,8 @@ def _our_package_files() -> List[Tuple[str, Path]]:
                          "other plugins (an __init__.py there hides them)")
     for required in ("jax_ipu/__init__.py", "jax_plugins/ipu/__init__.py"):
         if not (SHIM_PYTHON / required).exists():
-            raise WheelError(f"jax_ipu_shim/python/{required} is missing; the jaxlib wheel would ship no working plugin")
+            raise WheelError(
+                f"jax_ipu_shim/python/{required} is missing; the jaxlib wheel would ship no working plugin")
     files = []
     for pkg in OUR_PACKAGES:
         for root, dirs, names in os.walk(SHIM_PYTHON / pkg):
@@ -128,16 +130,16 @@ def build_jaxlib_wheel(pins: Pins, series: Series, patched_py: Path, library: Pa
             elif base == "top_level.txt":
                 tops = set(data.decode().split()) | set(OUR_PACKAGES)
                 data = ("\n".join(sorted(tops)) + "\n").encode()
-            entries.append((f"{new_di}/{base}", (lambda d=data: d), False))
+            entries.append((f"{new_di}/{base}", _constant(data), False))
         elif name.endswith(".py") and (patched_py / name).exists():
-            entries.append((name, (lambda p=patched_py / name: p.read_bytes()), executable))
+            entries.append((name, (patched_py / name).read_bytes, executable))
         else:
-            entries.append((name, (lambda i=info: zf.read(i)), executable))
+            entries.append((name, functools.partial(zf.read, info), executable))
     for name, path in ours:
         if name in upstream_names:
             raise WheelError(f"{name} from jax_ipu_shim/python would overwrite a file of upstream jaxlib")
-        entries.append((name, (lambda p=path: p.read_bytes()), False))
-    entries.append((LIBRARY_IN_WHEEL, (lambda: library.read_bytes()), True))
+        entries.append((name, path.read_bytes, False))
+    entries.append((LIBRARY_IN_WHEEL, library.read_bytes, True))
 
     out_dir.mkdir(parents=True, exist_ok=True)
     _, _, py, abi, plat = art.filename[: -len(".whl")].split("-")

@@ -54,10 +54,14 @@ def test_wheel_download_asks_pip_for_the_pinned_tags(series: Series) -> None:
 
 
 @pytest.mark.parametrize("file, tools", [("requirements.txt", ("ziglang", "auditwheel", "pytest")),
-                                         ("lint-requirements.txt", ("ruff",))])
+                                         ("lint-requirements.txt", ("ruff", "mypy")),
+                                         ("test-requirements.txt", ("pytest",)),
+                                         ("release-requirements.txt", ("cibuildwheel",)),
+                                         ("upstream-test-requirements.txt", ("pytest",))])
 def test_build_tools_are_hash_locked_at_pinned_versions(pins: Pins, file: str, tools: tuple) -> None:
     text = (REPO / "build_tools" / file).read_text()
-    requirements = re.findall(r"^([A-Za-z0-9_.-]+)==([^\s;\\]+)[^\n]*\\\n\s+--hash=sha256:[0-9a-f]{64}", text, flags=re.M)
+    pattern = r"^([A-Za-z0-9_.-]+)==([^\s;\\]+)[^\n]*\\\n\s+--hash=sha256:[0-9a-f]{64}"
+    requirements = re.findall(pattern, text, flags=re.M)
     plain = [ln for ln in text.splitlines() if ln and not ln.startswith(("#", " ")) and "\\" not in ln]
     assert not plain, f"{file}: requirements without --hash: {plain}"
     versions = dict(requirements)

@@ -1,0 +1,70 @@
+"""The test sessions' environment: ambient variables cleared, missing suites an error, the test venv hash-locked."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from build_tools import native, suites
+from build_tools.fetch import cache_dir
+from build_tools.pins import Series
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_ambient_variables_are_found_by_prefix() -> None:
+    environ = {"JAX_PLATFORMS": "cpu", "JAX_SOMETHING_NEW": "1", "XLA_FLAGS": "--xla_dump_to=/tmp",
+               "TF_POPLAR_FLAGS": "--use_ipu_model", "POPLAR_ENGINE_OPTIONS": "{}", "PVTI_OPTIONS": "{}",
+               "JAX_IPU_CHROMIUM": "/usr/bin/chromium", "HOME": "/root", "PATH": "/usr/bin", "MY_JAX_THING": "x"}
+    env = suites.suite_env(environ, JAX_IPU_MODEL_NUM_TILES="7")
+    removed = sorted(k for k, v in env.items() if v is None)
+    assert removed == ["JAX_PLATFORMS", "JAX_SOMETHING_NEW", "POPLAR_ENGINE_OPTIONS", "PVTI_OPTIONS",
+                       "TF_POPLAR_FLAGS", "XLA_FLAGS"]
+    assert env["JAX_IPU_MODEL_NUM_TILES"] == "7"  # the session's own setting wins
+    assert "JAX_IPU_CHROMIUM" not in env and "HOME" not in env and "MY_JAX_THING" not in env
+
+
+def test_build_variables_kept_only_when_asked() -> None:
+    environ = {"JAX_IPU_CACHE": "/c", "JAX_IPU_CXX": "g++", "JAX_PLATFORMS": "cpu"}
+    assert suites.suite_env(environ, keep=suites.BUILD_VARIABLES) == {"JAX_PLATFORMS": None}
+    assert suites.suite_env(environ) == {"JAX_IPU_CACHE": None, "JAX_IPU_CXX": None, "JAX_PLATFORMS": None}
+
+
+def test_missing_suite_folder_is_an_error_naming_it(tmp_path: Path) -> None:
+    for s in suites.INSTALLED_SUITES[1:]:
+        (tmp_path / s).mkdir(parents=True)
+    with pytest.raises(FileNotFoundError, match=re.escape(suites.INSTALLED_SUITES[0])):
+        suites.suite_dirs(tmp_path)
+    (tmp_path / suites.INSTALLED_SUITES[0]).mkdir(parents=True)
+    assert len(suites.suite_dirs(tmp_path)) == len(suites.INSTALLED_SUITES)
+    assert suites.suite_dirs() == [str(REPO / s) for s in suites.INSTALLED_SUITES]
+
+
+def test_sessions_install_wheels_without_resolving() -> None:
+    """Every `session.install` of noxfile.py is hash-locked or --no-deps (nothing resolved unpinned)."""
+    text = (REPO / "noxfile.py").read_text()
+    installs = re.findall(r"session\.install\(([^\n]*)\)", text)
+    assert installs
+    for args in installs:
+        assert "--require-hashes" in args or '"--no-deps", *_dist_wheels(session)' in args, args
+
+
+def test_object_cache_keys_name_no_absolute_path(series: Series) -> None:
+    cxx, flags, key = native.compile_plan(series)
+    for location in {str(REPO), str(cache_dir().resolve()), str(Path(sys.executable).parent.parent), "/work", "/tmp"}:
+        assert location not in key, f"cache key contains {location}"
+    assert any(f.startswith("-ffile-prefix-map=" + str(REPO) + "=") for f in flags)
+
+
+def test_object_key_is_the_same_in_another_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    keys = []
+    for where in ("a", "main-checkout"):
+        src = tmp_path / where / "jax_ipu_shim" / "pjrt" / "x.cc"
+        src.parent.mkdir(parents=True)
+        src.write_text("int x;\n")
+        monkeypatch.setattr(native, "REPO", tmp_path / where)
+        keys.append(native.object_key("base", src))
+    assert keys[0] == keys[1]
