@@ -1,6 +1,6 @@
 // The per-vertex cycle estimates. Every worker gets a contiguous share of the tile's elements in whole vectors; a
 // tile's cycles are 6 x the slowest worker's (the barrel-threaded pipeline runs each worker every 6th cycle) plus
-// the supervisor's overhead. Figures marked (doc) come from /work/shared/docs/ipu-model.md (poplibs' estimators);
+// the supervisor's overhead. Figures marked (doc) come from docs/ipu-model.md (poplibs' estimators);
 // every other number here is calibrated (unpublished, chosen to be plausible).
 #include "ipu/cost_model.h"
 

@@ -1,6 +1,6 @@
 // Cycle and memory cost figures: per-vertex estimates in the shape of poplibs' cycle estimators.
 //
-// Every figure says where it comes from: "ipu-model.md" (/work/shared/docs: published figures and the shapes of
+// Every figure says where it comes from: "ipu-model.md" (docs/ipu-model.md: published figures and the shapes of
 // poplibs' estimators), "derived" (arithmetic on those), or "calibrated" (unpublished: chosen to be plausible and
 // to keep estimates consistent across ops; change them freely). Link, host-link and inter-IPU sync figures are
 // per chip and live in device.cc with the rest of the hardware table.

@@ -259,11 +259,11 @@ class _Translator:
                 return [self._use(v) for v in op.operands]
             if scalar_body and op.name == "func.call":
                 self._inline(op, body)
-            elif op.name in _COMPLEX_PRODUCTS and any(self._type(v.type)[0] == "c64" for v in op.operands):
+            elif op.name in _COMPLEX_PRODUCTS and self._any_complex(op):
                 body.extend(self._complex_product(self._op(op), op))
             elif op.name in _COMPLEX_PRODUCTS and self._int_to_float(op):
                 body.extend(self._float_product(self._op(op), op))
-            elif op.name in _COMPLEX_SPLIT and any(self._type(v.type)[0] == "c64" for v in op.operands):
+            elif op.name in _COMPLEX_SPLIT and self._any_complex(op):
                 entry = self._op(op)
                 body.extend([entry] if "computation" in entry["attrs"] else self._split_complex(entry, op))
             else:
@@ -294,6 +294,16 @@ class _Translator:
         if mlir_type not in self.types:
             self.types[mlir_type] = T.tensor_type(mlir_type)
         return self.types[mlir_type]
+
+    def _tensor(self, value: Any) -> T.TensorType:
+        """The (dtype, shape) of a value that _check has accepted."""
+        tensor = self._type(value.type)
+        if tensor is None:
+            raise CompileError(f"{value.type} cannot be expressed as an IPU tensor")
+        return tensor
+
+    def _any_complex(self, op: Any) -> bool:
+        return any((self._type(v.type) or ("", []))[0] == "c64" for v in op.operands)
 
     def _check(self, op: Any) -> None:
         for value in list(op.operands) + list(op.results):
@@ -372,7 +382,7 @@ class _Translator:
 
         parts = []
         for operand, value in zip(entry["operands"], mlir_op.operands):
-            dtype, shape = self._type(value.type)
+            dtype, shape = self._tensor(value)
             if dtype != "c64":
                 raise CompileError(f"{entry['mlir']} of complex<f32> and {value.type} values: jax converts both "
                                    f"operands to one type; convert the real one to complex64 first")
@@ -388,7 +398,7 @@ class _Translator:
         """A dot_general or convolution of integers with a float result (preferred_element_type=float32)."""
         result = self._type(op.results[0].type)
         return (result is not None and T.dtype_kind(result[0]) == "f"
-                and all(T.dtype_kind(self._type(v.type)[0]) in "iu" for v in op.operands))
+                and all(T.dtype_kind(self._tensor(v)[0]) in "iu" for v in op.operands))
 
     def _float_product(self, entry: Dict[str, Any], mlir_op: Any) -> List[Dict[str, Any]]:
         """An integer product with a float result as the float product of the converted operands, as XLA computes
@@ -396,7 +406,7 @@ class _Translator:
         dtype = entry["results"][0]["dtype"]
         ops, operands = [], []
         for operand, value in zip(entry["operands"], mlir_op.operands):
-            converted = self._fresh(dtype, list(self._type(value.type)[1]))
+            converted = self._fresh(dtype, list(self._tensor(value)[1]))
             ops.append({"op": "convert", "mlir": "stablehlo.convert", "operands": [operand], "results": [converted],
                         "attrs": {}, "regions": [], **({"loc": entry["loc"]} if "loc" in entry else {})})
             operands.append(converted["id"])
@@ -432,16 +442,16 @@ class _Translator:
 
         operands: List[int] = []
         for operand, value in zip(entry["operands"], mlir_op.operands):
-            dtype, shape = self._type(value.type)
+            dtype, shape = self._tensor(value)
             operands += split_operand(operand, list(shape)) if dtype == "c64" else [operand]
         results: List[Dict[str, Any]] = []
         for result in entry["results"]:
             if result["dtype"] != "c64":
                 results.append(result)
                 continue
-            parts = [self._fresh("f32", result["shape"]) for _ in range(2)]
-            results += parts
-            after.append(op("complex", [p["id"] for p in parts], [result]))
+            halves = [self._fresh("f32", result["shape"]) for _ in range(2)]
+            results += halves
+            after.append(op("complex", [h["id"] for h in halves], [result]))
 
         parts: Dict[int, List[int]] = {}  # c64 value of the body -> its real and imaginary f32 values
         params: List[Dict[str, Any]] = []
@@ -489,7 +499,7 @@ class _Translator:
         if name == "cross-replica-sum":  # an all_reduce with an add body
             attrs["computation"] = "add"
         else:  # broadcast: new leading dimensions of the given sizes
-            sizes, rank = attrs.pop("broadcast_sizes"), len(T.tensor_type(op.operands[0].type)[1])
+            sizes, rank = attrs.pop("broadcast_sizes"), len(self._tensor(op.operands[0])[1])
             attrs["broadcast_dimensions"] = list(range(len(sizes), len(sizes) + rank))
         entry["attrs"] = attrs
         return entry
