@@ -175,6 +175,16 @@ def _loc(op: Any) -> Optional[str]:
     return name.group(1) if name else None
 
 
+def _derived(entry: Dict[str, Any], name: str, operands: List[int], results: List[Dict[str, Any]],
+             attrs: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """A stablehlo op the front end writes in place of `entry` (a rewrite of it), at `entry`'s source location."""
+    new = {"op": name, "mlir": f"stablehlo.{name}", "operands": operands, "results": results, "attrs": attrs or {},
+           "regions": []}
+    if "loc" in entry:
+        new["loc"] = entry["loc"]
+    return new
+
+
 class _Translator:
     """One pass over a module. Value ids are numbered per function, regions included."""
 
@@ -373,11 +383,7 @@ class _Translator:
         def op(name: str, operands: List[int], shape: List[int], attrs: Optional[Dict[str, Any]] = None,
                result: Optional[Dict[str, Any]] = None) -> int:
             result = result or self._fresh("f32", shape)
-            new = {"op": name, "mlir": f"stablehlo.{name}", "operands": operands, "results": [result],
-                   "attrs": attrs or {}, "regions": []}
-            if "loc" in entry:
-                new["loc"] = entry["loc"]
-            ops.append(new)
+            ops.append(_derived(entry, name, operands, [result], attrs))
             return result["id"]
 
         parts = []
@@ -407,8 +413,7 @@ class _Translator:
         ops, operands = [], []
         for operand, value in zip(entry["operands"], mlir_op.operands):
             converted = self._fresh(dtype, list(self._tensor(value)[1]))
-            ops.append({"op": "convert", "mlir": "stablehlo.convert", "operands": [operand], "results": [converted],
-                        "attrs": {}, "regions": [], **({"loc": entry["loc"]} if "loc" in entry else {})})
+            ops.append(_derived(entry, "convert", [operand], [converted]))
             operands.append(converted["id"])
         return ops + [dict(entry, operands=operands)]
 
@@ -425,18 +430,11 @@ class _Translator:
         after: List[Dict[str, Any]] = []
         region = entry["regions"][0]
 
-        def op(name: str, operands: List[int], results: List[Dict[str, Any]]) -> Dict[str, Any]:
-            new = {"op": name, "mlir": f"stablehlo.{name}", "operands": operands, "results": results, "attrs": {},
-                   "regions": []}
-            if "loc" in entry:
-                new["loc"] = entry["loc"]
-            return new
-
         def split_operand(operand: int, shape: List[int]) -> List[int]:
             parts = []
             for part in ("real", "imag"):
                 value = self._fresh("f32", shape)
-                before.append(op(part, [operand], [value]))
+                before.append(_derived(entry, part, [operand], [value]))
                 parts.append(value["id"])
             return parts
 
@@ -451,7 +449,7 @@ class _Translator:
                 continue
             halves = [self._fresh("f32", result["shape"]) for _ in range(2)]
             results += halves
-            after.append(op("complex", [h["id"] for h in halves], [result]))
+            after.append(_derived(entry, "complex", [h["id"] for h in halves], [result]))
 
         parts: Dict[int, List[int]] = {}  # c64 value of the body -> its real and imaginary f32 values
         params: List[Dict[str, Any]] = []
