@@ -250,6 +250,7 @@ PJRT_Error* PJRT_Buffer_Destroy_Impl(PJRT_Buffer_Destroy_Args* args) {
   return nullptr;
 }
 
+#if JAX_IPU_PJRT_MINOR == 0
 PJRT_Error* PJRT_Buffer_OnDeviceTrimmedShape_Impl(PJRT_Buffer_OnDeviceTrimmedShape_Args* args) {
   return Guard("PJRT_Buffer_OnDeviceTrimmedShape", [&]() -> PJRT_Error* {
     const size_t layout_offset = offsetof(PJRT_Buffer_OnDeviceTrimmedShape_Args, layout);
@@ -283,6 +284,7 @@ PJRT_Error* PJRT_Buffer_OnDeviceTrimmedShape_Impl(PJRT_Buffer_OnDeviceTrimmedSha
     return nullptr;
   });
 }
+#endif
 
 PJRT_Error* PJRT_Buffer_OnDeviceSizeInBytes_Impl(PJRT_Buffer_OnDeviceSizeInBytes_Args* args) {
   args->on_device_size_in_bytes = ByteSize(args->buffer);

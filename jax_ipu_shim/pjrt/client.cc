@@ -58,6 +58,9 @@ std::unique_ptr<PJRT_Client> CreateClient(const PJRT_NamedValue* options, size_t
   }
   client->platform_version = "IPU Model emulator (jax-ipu; " + std::to_string(num_devices) + " x " +
                              hardware.version + ", " + std::to_string(hardware.num_tiles) + " tiles each)";
+#if JAX_IPU_PJRT_MINOR >= 90
+  InitMemories(client.get());
+#endif
   return client;
 }
 

@@ -129,11 +129,18 @@ PJRT_Error* PJRT_Executable_Serialize_Impl(PJRT_Executable_Serialize_Args* args)
     const PJRT_Executable* e = args->executable;
     auto serialized = std::make_unique<PJRT_SerializedExecutable>();
     serialized->data = Serialize(*e->program, e->device_ids);
+#if JAX_IPU_PJRT_MINOR >= 90
+    // The newer tables hand the bytes out directly, with a deleter for what backs them.
+    args->serialized_bytes = serialized->data.data();
+    args->serialized_bytes_size = serialized->data.size();
+    args->serialized_executable_deleter = [](PJRT_SerializedExecutable* s) { delete s; };
+#endif
     args->serialized_executable = serialized.release();
     return nullptr;
   });
 }
 
+#if JAX_IPU_PJRT_MINOR == 0
 PJRT_Error* PJRT_SerializedExecutable_Destroy_Impl(PJRT_SerializedExecutable_Destroy_Args* args) {
   delete args->serialized_executable;
   return nullptr;
@@ -144,6 +151,7 @@ PJRT_Error* PJRT_SerializedExecutable_Data_Impl(PJRT_SerializedExecutable_Data_A
   args->data_size = args->serialized_executable->data.size();
   return nullptr;
 }
+#endif
 
 PJRT_Error* PJRT_Executable_DeserializeAndLoad_Impl(PJRT_Executable_DeserializeAndLoad_Args* args) {
   return Guard("PJRT_Executable_DeserializeAndLoad", [&]() -> PJRT_Error* {

@@ -1,5 +1,5 @@
 // GetPjrtApi: the function table jaxlib 0.4.13 loads. Its layout comes from build_tools/gen_pjrt_api.py.
-#include "plugin.h"
+#include "../plugin.h"
 
 namespace {
 
@@ -107,7 +107,7 @@ PJRT_Api_0_4_13 MakeApi() {
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const PJRT_Api_0_4_13* GetPjrtApi() {
+extern "C" __attribute__((visibility("default"))) const JaxIpu_PjrtApi* GetPjrtApi() {
   static const PJRT_Api_0_4_13 api = MakeApi();
   return &api;
 }
