@@ -263,7 +263,7 @@ def install_jax_cache_option() -> None:
     jax's persistent compilation cache there. Safe to call while jax is importing."""
     from jax._src.config import config as jax_config
 
-    if JAX_CACHE_OPTION in jax_config.values:
+    if JAX_CACHE_OPTION in jax_config.values:  # jax defines it (the current series)
         return
 
     defining = [True]
@@ -300,6 +300,11 @@ def install_jax_cache(platform: str, around_compile: Callable[[str], Any]) -> No
 
     ``around_compile(module_name)`` is a context manager wrapped around every compile of ``platform``, cached or
     not (the progress bar)."""
+    from jax_ipu import _jax
+
+    if _jax.is_current_series():
+        _install_current_jax_cache(platform, around_compile)
+        return
     from jax._src import compilation_cache, dispatch
     from jax._src.config import config as jax_config
     from jax._src.lib.mlir import ir
@@ -335,3 +340,32 @@ def install_jax_cache(platform: str, around_compile: Callable[[str], Any]) -> No
 
     compile_or_get_cached._jax_ipu = True  # type: ignore[attr-defined]
     dispatch.compile_or_get_cached = compile_or_get_cached
+
+
+def _install_current_jax_cache(platform: str, around_compile: Callable[[str], Any]) -> None:
+    """The current series: jax's own compile path has a persistent cache, used only for the platforms it lists;
+    we add the ipu (its key covers the module, devices, options, jaxlib and the platform version: chip, tiles,
+    IPUs) and wrap every ipu compile in ``around_compile``."""
+    from jax._src import compilation_cache, compiler
+    from jax._src.lib.mlir import ir
+
+    original = compiler.compile_or_get_cached
+    if getattr(original, "_jax_ipu", False):
+        return
+    original_is_cache_used = compilation_cache.is_cache_used
+
+    def is_cache_used(backend: Any) -> bool:
+        if getattr(backend, "platform", None) == platform:
+            return compilation_cache._is_cache_enabled()
+        return original_is_cache_used(backend)
+
+    def compile_or_get_cached(backend, computation, *args, **kwargs):
+        if backend.platform != platform:
+            return original(backend, computation, *args, **kwargs)
+        module_name = ir.StringAttr(computation.operation.attributes["sym_name"]).value
+        with around_compile(module_name):
+            return original(backend, computation, *args, **kwargs)
+
+    compile_or_get_cached._jax_ipu = True  # type: ignore[attr-defined]
+    compilation_cache.is_cache_used = is_cache_used
+    compiler.compile_or_get_cached = compile_or_get_cached

@@ -50,17 +50,17 @@ def install_lowerings() -> None:
     def rule(fn: Any, multiple_results: bool = False) -> Any:
         return mlir.lower_fun(fn, multiple_results=multiple_results)
 
-    mlir.register_lowering(lax_linalg.cholesky_p, rule(_f32(cholesky)), platform=PLATFORM)
-    mlir.register_lowering(lax_linalg.triangular_solve_p, rule(_f32(triangular_solve)), platform=PLATFORM)
-    mlir.register_lowering(lax_linalg.geqrf_p, rule(_f32(geqrf), True), platform=PLATFORM)
-    mlir.register_lowering(lax_linalg.householder_product_p, rule(_f32(householder_product)), platform=PLATFORM)
-    mlir.register_lowering(lax_linalg.lu_p, rule(_f32(lu), True), platform=PLATFORM)
-    mlir.register_lowering(lax_linalg.tridiagonal_p, rule(_f32(tridiagonal), True), platform=PLATFORM)
-    mlir.register_lowering(lax_linalg.eig_p, rule(_f32(eig), True), platform=PLATFORM)
-    mlir.register_lowering(lax_linalg.hessenberg_p, rule(_f32(hessenberg), True), platform=PLATFORM)
-    mlir.register_lowering(lax_linalg.schur_p, rule(_f32(schur), True), platform=PLATFORM)
-    mlir.register_lowering(lax_linalg.eigh_p, rule(_f32(eigh), True), platform=PLATFORM)
-    mlir.register_lowering(lax_linalg.eigh_jacobi_p, rule(_f32(eigh_jacobi), True), platform=PLATFORM)
+    lowerings = [
+        ("cholesky_p", cholesky, False), ("triangular_solve_p", triangular_solve, False),
+        ("geqrf_p", geqrf, True), ("householder_product_p", householder_product, False), ("lu_p", lu, True),
+        ("tridiagonal_p", tridiagonal, True), ("eig_p", eig, True), ("hessenberg_p", hessenberg, True),
+        ("schur_p", schur, True), ("eigh_p", eigh, True),
+        ("eigh_jacobi_p", eigh_jacobi, True),  # jax 0.4.13 only (its TPU-style eigh); later series have none
+    ]
+    for name, fn, multiple_results in lowerings:
+        primitive = getattr(lax_linalg, name, None)
+        if primitive is not None:
+            mlir.register_lowering(primitive, rule(_f32(fn), multiple_results), platform=PLATFORM)
     from jax_ipu import rng  # rng_bit_generator: the other op jaxlib lowers through 64-bit or custom calls
     rng.install_lowerings()
     _installed.append(True)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ctypes
 import logging
-import re
 import traceback
 from typing import Any, Dict, List, Optional
 
@@ -38,13 +37,13 @@ _client_device: Dict[str, Any] = {}
 
 
 def initialize() -> None:
-    from jax._src import xla_bridge
+    from jax_ipu import _jax
 
     _define_jax_options()
     executable_cache.install_jax_cache_option()
-    xla_bridge.register_backend_factory(
-        PLATFORM, _make_client, priority=PRIORITY, fail_quietly=False, experimental=True
-    )
+    _tell_library_stablehlo_versions()
+    _jax.register_backend(PLATFORM, _make_client, priority=PRIORITY)
+    _jax.allow_donation(PLATFORM)
     _add_device_properties()
     _add_host_streams()
 
@@ -52,24 +51,39 @@ def initialize() -> None:
 def _define_jax_options() -> None:
     """Defines jax_ipu_* options. Values stay raw here (environment spellings included) and are validated by
     ``jax_ipu.config.read`` when the backend is created, so that a typo cannot break ``import jax``."""
-    from jax._src.config import config as jax_config
+    from jax_ipu import _jax
 
     for option in ipu_config.JAX_OPTIONS:
-        if option in jax_config.values:
-            continue
-        jax_config.define_string_or_object_state(
-            option, None, help=f"ipu backend: see jax_ipu.config ({option.upper()} in the environment)."
-        )
+        _jax.define_string_option(
+            option, help=f"ipu backend: see jax_ipu.config ({option.upper()} in the environment).")
 
 
 def _jax_option_values() -> Dict[str, Any]:
-    from jax._src.config import config as jax_config
+    from jax_ipu import _jax
 
-    return {option: getattr(jax_config, option) for option in ipu_config.JAX_OPTIONS}
+    return _jax.option_values(ipu_config.JAX_OPTIONS)
+
+
+def _tell_library_stablehlo_versions() -> None:
+    """The StableHLO versions our front end reads go into the plugin attributes, which jaxlib reads to choose the
+    version of the VHLO artifact it hands to Compile (the current series; 0.4.13 sends plain bytecode)."""
+    from jax_ipu import _jax
+
+    versions = _jax.stablehlo_versions()
+    if versions is None:
+        return
+    try:
+        lib = _native.load()
+    except ImportError as error:  # surfaces again, naming the library, when the backend is created
+        logger.debug("ipu: %s", error)
+        return
+    array = ctypes.c_int64 * 3
+    current, minimum = (array(*(list(v) + [0, 0, 0])[:3]) for v in versions)
+    lib.JaxIpu_SetStablehloVersions(current, minimum)
 
 
 def _make_client():
-    from jax._src.lib import xla_client
+    from jax_ipu import _jax
 
     global _client_config, _client_device
     config = ipu_config.read(jax_options=_jax_option_values())
@@ -81,9 +95,7 @@ def _make_client():
     executable_cache.install_jax_cache(PLATFORM, _progress_bar)
     _add_host_callbacks(_native.load())
     __import__("jax_ipu.linalg").linalg.install_lowerings()  # jnp.linalg on the ipu: generic lowerings
-    if not xla_client.pjrt_plugin_loaded(PLATFORM):
-        xla_client.load_pjrt_plugin_dynamically(PLATFORM, _native.library_path())
-    return xla_client.make_c_api_client(PLATFORM, config.client_options())
+    return _jax.make_client(PLATFORM, _native.library_path(), config.client_options())
 
 
 def _check_device(config: ipu_config.IpuConfig) -> None:
@@ -171,27 +183,16 @@ def _describe(error: BaseException):
 
 def _device_ids(options: bytes) -> List[int]:
     """The devices of the compile options' device assignment, e.g. for ``jit(f, device=jax.devices("ipu")[1])``."""
-    if not options:
-        return []
-    from jax._src.lib import xla_client
+    from jax_ipu import compile_options
 
-    assignment = xla_client.CompileOptions.ParseFromString(options).device_assignment
-    if assignment is None:
-        return []
-    # DeviceAssignment shows itself as "Computations: 1 Replicas: 1\nComputation 0: 1 \n".
-    ids: List[int] = []
-    for line in str(assignment).splitlines():
-        match = re.match(r"\s*Computation \d+:(.*)", line)
-        if match:
-            ids.extend(int(word) for word in match.group(1).split())
-    return ids
+    return compile_options.parse(options).device_ids if options else []
 
 
 def _add_device_properties() -> None:
     """``device.is_ipu_model`` as a bool: PJRT attributes carry no booleans, so it arrives as an int."""
-    from jax._src.lib import xla_client
+    from jax_ipu import _jax
 
-    device_class = xla_client.Device
+    device_class = _jax.device_class()
     if getattr(device_class, "_jax_ipu_properties", False):
         return
     original_getattr = device_class.__getattr__

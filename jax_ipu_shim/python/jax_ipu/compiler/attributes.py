@@ -42,8 +42,17 @@ def _accepts_text(read: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return reader
 
 
-def _is(cls: Any, attr: Any) -> bool:
-    return cls is not None and hasattr(cls, "isinstance") and cls.isinstance(attr)
+def is_a(cls: Any, value: Any) -> bool:
+    """Whether an MLIR attribute or type is a ``cls``: jaxlib 0.4.13's bindings ask ``cls.isinstance(value)``; the
+    current series' downcast every value to its class and have no such method."""
+    if cls is None:
+        return False
+    if hasattr(cls, "isinstance"):
+        return bool(cls.isinstance(value))
+    return isinstance(value, cls)
+
+
+_is = is_a
 
 
 def _cannot(what: str, attr: Any) -> ValueError:

@@ -12,6 +12,8 @@ from typing import Any, Dict, List, Optional, Tuple
 from jax._src.interpreters import mlir as jmlir
 from jax._src.lib.mlir import ir
 
+from jax_ipu import _jax
+
 from . import attributes as A
 from . import ops as O
 from . import types as T
@@ -140,11 +142,11 @@ def _replication(module: Any, compile_options: bytes) -> Tuple[int, int]:
     """(num_replicas, num_partitions) from the compile options, else from the module's attributes, else (1, 1);
     the options' overrides are checked against COMPILE_OPTIONS."""
     if compile_options:
-        from jax._src.lib import xla_client
+        from jax_ipu import compile_options as options_proto
 
-        options = xla_client.CompileOptions.ParseFromString(compile_options)
-        _check_compile_options(list(options.env_option_overrides))
-        return max(1, int(options.num_replicas)), max(1, int(options.num_partitions))
+        options = options_proto.parse(compile_options)
+        _check_compile_options(options.env_option_overrides)
+        return options.num_replicas, options.num_partitions
     attrs = A.named(module.operation.attributes)
     return tuple(  # type: ignore[return-value]
         max(1, A.integer(attrs[name])) if name in attrs else 1 for name in ("mhlo.num_replicas", "mhlo.num_partitions")
@@ -154,7 +156,7 @@ def _replication(module: Any, compile_options: bytes) -> Tuple[int, int]:
 def _parse(module_bytes: Any) -> Any:
     data = module_bytes.encode() if isinstance(module_bytes, str) else bytes(module_bytes)
     try:
-        return ir.Module.parse(data)
+        return _jax.parse_module(data)
     except Exception as error:  # the bindings raise a bare Exception/MLIRError with the diagnostics
         raise CompileError(f"the ipu compiler cannot parse the module jax produced: {error}") from error
 

@@ -9,6 +9,8 @@ from typing import Any, Dict, List, Optional, Tuple
 import numpy as np
 from jax._src.lib.mlir import ir
 
+from . import attributes as A
+
 # The program format's element types, one row each: (program dtype, MLIR element spellings, numpy dtype name). The
 # Python side's one table: it mirrors the emulator's (emulator/include/ipu/dtype.h, kDTypeTable), and
 # tests/backend/test_dtype_transfers.py checks every row against the native library by round-tripping it.
@@ -66,7 +68,7 @@ def tensor_type(mlir_type: Any) -> Optional[TensorType]:
     token; None for anything else."""
     if str(mlir_type) == _TOKEN_TYPE:
         return TOKEN, []
-    if not ir.RankedTensorType.isinstance(mlir_type):
+    if not A.is_a(ir.RankedTensorType, mlir_type):
         return None
     ranked = ir.RankedTensorType(mlir_type)
     entry = DTYPES.get(str(ranked.element_type))

@@ -1,0 +1,128 @@
+"""The one adapter between jax_ipu and the jax/jaxlib series it runs under (0.4.13 on Python 3.8; 0.12 on 3.12).
+
+Everything that differs between the series' bindings and internals is answered here, chosen once by jaxlib's
+version; the rest of the package asks this module instead of testing versions itself. (MLIR attribute reading
+differs too and lives in ``compiler/attributes.py``; compile options are read from their proto bytes by
+``compile_options``, the same for both.)
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Dict, Iterable, Optional, Tuple
+
+
+@functools.lru_cache(maxsize=None)
+def jaxlib_version() -> Tuple[int, ...]:
+    from jaxlib import version
+
+    return tuple(int(part) for part in version.__version__.split("+")[0].split(".")[:3])
+
+
+def is_current_series() -> bool:
+    """jaxlib 0.5 or newer: VHLO compile input, memory spaces, no infeed/outfeed, plugins by entry point."""
+    return jaxlib_version() >= (0, 5)
+
+
+# ------------------------------------------------------------------------------------------------- options
+
+def define_string_option(name: str, help: str) -> None:
+    """A ``jax.config`` option holding a string or object, unvalidated (jax_ipu.config validates it later)."""
+    from jax._src import config as jax_config_module
+
+    if name in jax_config_module.config.values:
+        return
+    if is_current_series():
+        jax_config_module.string_or_object_state(name, None, help)
+    else:
+        jax_config_module.config.define_string_or_object_state(name, None, help=help)
+
+
+def option_values(names: Iterable[str]) -> Dict[str, Any]:
+    from jax._src.config import config as jax_config
+
+    if not is_current_series():
+        return {name: getattr(jax_config, name) for name in names}
+    values = jax_config.values  # the current series has no attribute access to options
+    return {name: values.get(name) for name in names}
+
+
+# ------------------------------------------------------------------------------------------------- backend
+
+def register_backend(platform: str, factory: Callable[[], Any], priority: int) -> None:
+    from jax._src import xla_bridge
+
+    xla_bridge.register_backend_factory(platform, factory, priority=priority, fail_quietly=False, experimental=True)
+
+
+def make_client(platform: str, library_path: str, options: Dict[str, Any]) -> Any:
+    from jax._src.lib import xla_client
+
+    if not xla_client.pjrt_plugin_loaded(platform):
+        xla_client.load_pjrt_plugin_dynamically(platform, library_path)
+    return xla_client.make_c_api_client(platform, options)
+
+
+def allow_donation(platform: str) -> None:
+    """jax lowers donation (``tf.aliasing_output``) only for the platforms it lists; jax 0.4.13's patch 0002 adds
+    the ipu there, the current series lists it from here."""
+    from jax._src.interpreters import mlir
+
+    platforms = getattr(mlir, "_platforms_with_donation", None)
+    if platforms is not None and platform not in platforms:
+        platforms.append(platform)
+
+
+def device_class() -> Any:
+    from jax._src.lib import xla_client
+
+    return xla_client.Device
+
+
+def runtime_error(message: str) -> Exception:
+    """The error jaxlib raises for runtime failures: XlaRuntimeError (0.4.13), JaxRuntimeError (current)."""
+    from jax._src.lib import xla_client
+
+    cls = getattr(xla_client, "XlaRuntimeError", None)
+    if cls is None:
+        import jax
+
+        cls = jax.errors.JaxRuntimeError
+    return cls(message)
+
+
+# ------------------------------------------------------------------------------------------------- compile input
+
+def stablehlo_versions() -> Optional[Tuple[Tuple[int, ...], Tuple[int, ...]]]:
+    """(current, minimum) StableHLO versions the bundled deserializer reads; None where compile input is not a
+    versioned artifact (0.4.13 sends native MLIR bytecode)."""
+    if not is_current_series():
+        return None
+    from jaxlib.mlir.dialects import stablehlo
+
+    def triple(text: str) -> Tuple[int, ...]:
+        return tuple(int(x) for x in text.split("."))
+
+    return triple(stablehlo.get_current_version()), triple(stablehlo.get_minimum_version())
+
+
+# MLIR bytecode starts with these four bytes; a VHLO portable artifact is bytecode of the vhlo dialect.
+_BYTECODE_MAGIC = b"ML\xefR"
+
+
+def parse_module(data: bytes) -> Any:
+    """The module jaxlib handed to Compile, as StableHLO in jax's MLIR context (the caller's ``with`` context).
+
+    jaxlib 0.4.13 sends native MLIR bytecode (StableHLO, CHLO, func); the current series a VHLO portable artifact,
+    which the bundled StableHLO deserializes at whatever version it was written (the plugin attributes tell jaxlib
+    which versions we read). Text (tests, tools) parses as it is."""
+    from jax._src.lib.mlir import ir
+
+    if is_current_series() and data.startswith(_BYTECODE_MAGIC):
+        from jaxlib.mlir.dialects import stablehlo
+
+        try:
+            return stablehlo.deserialize_portable_artifact(ir.Context.current, data)
+        except Exception:  # native (non-VHLO) bytecode, e.g. from tools: parse it as it is
+            pass
+    return ir.Module.parse(data)
