@@ -91,6 +91,63 @@ def runtime_error(message: str) -> Exception:
     return cls(message)
 
 
+def install_callback_emitter(platform: str, emitter: Callable[..., Any]) -> bool:
+    """Makes jax's ``emit_python_callback`` (pure_callback, io_callback, jax.debug.*) use ``emitter`` when lowering
+    for ``platform``, and registers debug_callback's lowering there. False if this jax offers no way in.
+
+    jax 0.4.13 asks ``mlir._platform_callback_emitters`` (added by our patch 0004); the current series has one
+    emitter, ``jax._src.callback.emit_python_callback``, looked up as a module attribute by every caller, which we
+    wrap (its other platforms are untouched)."""
+    from jax._src import debugging
+    from jax._src.interpreters import mlir
+
+    if not is_current_series():
+        emitters = getattr(mlir, "_platform_callback_emitters", None)
+        if emitters is None:
+            return False
+        emitters[platform] = emitter
+    else:
+        from jax._src import callback as jax_callback
+
+        original = jax_callback.emit_python_callback
+        if not getattr(original, "_jax_ipu", False):
+            def emit_python_callback(ctx: Any, callback: Any, token: Any, operands: Any, operand_avals: Any,
+                                     result_avals: Any, *, has_side_effect: bool, returns_token: bool = True,
+                                     partitioned: bool = False, sharding: Any = None) -> Any:
+                if list(ctx.module_context.platforms) != [platform]:
+                    return original(ctx, callback, token, operands, operand_avals, result_avals,
+                                    has_side_effect=has_side_effect, returns_token=returns_token,
+                                    partitioned=partitioned, sharding=sharding)
+                results, token, keepalive = emitter(ctx, callback, token, operands, operand_avals, result_avals,
+                                                    has_side_effect, sharding=sharding)
+                # The callers of this series drop what we return third: keep the registration alive with the
+                # executable ourselves (0.4.13's callers do it).
+                ctx.module_context.add_keepalive(keepalive)
+                return results, token, keepalive
+
+            emit_python_callback._jax_ipu = True  # type: ignore[attr-defined]
+            jax_callback.emit_python_callback = emit_python_callback
+    mlir.register_lowering(debugging.debug_callback_p, debugging.debug_callback_lowering, platform=platform)
+    if hasattr(debugging, "debug_print_p"):  # the current series' jax.debug.print has a primitive of its own
+        mlir.register_lowering(debugging.debug_print_p, debugging.debug_print_lowering_rule, platform=platform)
+    return True
+
+
+def ir_types(ctx: Any, aval: Any) -> Tuple[Any, ...]:
+    """The MLIR types of an abstract value; the current series needs the lowering's module context."""
+    from jax._src.interpreters import mlir
+
+    if is_current_series():
+        return tuple(mlir.aval_to_ir_types(ctx.module_context, aval))
+    return tuple(mlir.aval_to_ir_types(aval))
+
+
+def token_types() -> Tuple[Any, ...]:
+    from jax._src.lib.mlir.dialects import hlo
+
+    return (hlo.TokenType.get(),)
+
+
 # ------------------------------------------------------------------------------------------------- compile input
 
 def stablehlo_versions() -> Optional[Tuple[Tuple[int, ...], Tuple[int, ...]]]:

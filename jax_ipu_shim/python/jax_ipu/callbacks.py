@@ -90,14 +90,16 @@ def emit_python_callback(ctx: Any, callback: Callable[..., Any], token: Optional
     from jax._src.lib.mlir import ir
     from jax._src.lib.mlir.dialects import hlo
 
+    from jax_ipu import _jax
+
     # One IPU runs the call (no sharding to honour), and the program's arrays are always dense row-major.
-    del ctx, sharding, operand_layouts, result_layouts
+    del sharding, operand_layouts, result_layouts
     ident, keepalive = register(callback, operand_avals, result_avals)
-    result_types = [t for aval in result_avals for t in mlir.aval_to_ir_types(aval)]
+    result_types = [t for aval in result_avals for t in _jax.ir_types(ctx, aval)]
     operands = list(operands)
     if token is not None:
         operands = [token] + operands
-        result_types = list(mlir.token_type()) + result_types
+        result_types = list(_jax.token_types()) + result_types
     call = hlo.CustomCallOp(
         result_types, operands, call_target_name=ir.StringAttr.get(CALL_TARGET),
         has_side_effect=ir.BoolAttr.get(bool(has_side_effect)), backend_config=ir.StringAttr.get(str(ident)),
@@ -110,17 +112,12 @@ def emit_python_callback(ctx: Any, callback: Callable[..., Any], token: Optional
 
 
 def install_lowering() -> None:
-    """Registers our emitter for "ipu" (needs the jax patch) and debug_callback's lowering for "ipu"."""
-    from jax._src import debugging
-    from jax._src.interpreters import mlir
+    """Our emitter for "ipu" and debug_callback's lowering there (jax_ipu._jax knows how, per series)."""
+    from jax_ipu import _jax
 
-    emitters = getattr(mlir, "_platform_callback_emitters", None)
-    if emitters is None:
+    if not _jax.install_callback_emitter(PLATFORM, emit_python_callback):
         logger.warning("ipu: this jax lacks the jax-ipu patch that lets plugins emit host callbacks; "
                        "jax.debug.print and pure_callback will not work on the ipu")
-        return
-    emitters[PLATFORM] = emit_python_callback
-    mlir.register_lowering(debugging.debug_callback_p, debugging.debug_callback_lowering, platform=PLATFORM)
 
 
 # ---------------------------------------------------------------------------------------------------- runtime

@@ -212,8 +212,10 @@ def _add_device_properties() -> None:
 
 def _add_host_streams() -> None:
     """``device.transfer_to_infeed`` / ``transfer_from_outfeed`` for ipu devices (jaxlib's raise UNIMPLEMENTED)."""
-    from jax_ipu import feeds
+    from jax_ipu import _jax, feeds
 
+    if _jax.is_current_series():
+        return  # infeed and outfeed are gone from jax there: io_callback streams replace them (README)
     try:
         feeds.install_device_methods()
     except (AttributeError, TypeError) as e:  # pragma: no cover - a jaxlib whose Device class is sealed

@@ -187,6 +187,36 @@ def _derived(entry: Dict[str, Any], name: str, operands: List[int], results: Lis
     return new
 
 
+def _tokens_cross_as_bool0(main: Dict[str, Any]) -> None:
+    """Tokens that cross the entry function's boundary travel as bool[0] arrays: jax 0.4.13 rewrites them so
+    itself (replace_tokens_with_dummy), the current series leaves ``!stablehlo.token`` in main's signature and
+    passes bool[0] buffers at run time. Each token parameter becomes a bool[0] parameter and a create_token; each
+    token result a bool[0] constant."""
+    next_id = 1 + max([p["id"] for p in main["params"]] +
+                      [r["id"] for op in main["body"] for r in op.get("results", [])] + [-1])
+    prologue, epilogue = [], []
+    for param in main["params"]:
+        if param["dtype"] == T.TOKEN:
+            token = param["id"]
+            param.update(id=next_id, dtype="bool", shape=[0])
+            next_id += 1
+            prologue.append({"op": "create_token", "mlir": "stablehlo.create_token", "operands": [],
+                             "results": [{"id": token, "dtype": T.TOKEN, "shape": []}], "attrs": {}, "regions": []})
+    types = {r["id"]: r["dtype"] for op in main["body"] for r in op.get("results", [])}
+    types.update({p["id"]: p["dtype"] for p in main["params"]})
+    for token in prologue:
+        types[token["results"][0]["id"]] = T.TOKEN
+    for i, value in enumerate(main["results"]):
+        if types.get(value) == T.TOKEN:
+            epilogue.append({"op": "constant", "mlir": "stablehlo.constant", "operands": [],
+                             "results": [{"id": next_id, "dtype": "bool", "shape": [0]}],
+                             "attrs": {"value": Blob(b""), "splat": False}, "regions": []})
+            main["results"][i] = next_id
+            next_id += 1
+    main["body"][:0] = prologue
+    main["body"].extend(epilogue)
+
+
 class _Translator:
     """One pass over a module. Value ids are numbered per function, regions included."""
 
@@ -205,12 +235,8 @@ class _Translator:
         module_attrs = A.named(self.module.operation.attributes)
         name = A.string(module_attrs["sym_name"]) if "sym_name" in module_attrs else "main"
         program: Dict[str, Any] = {"format": FORMAT, "version": VERSION, "name": name, "entry": "main"}
-        signature = ir.FunctionType(ir.TypeAttr(self.funcs["main"].attributes["function_type"]).value)
-        if any(T.tensor_type(t) == (T.TOKEN, []) for t in list(signature.inputs) + list(signature.results)):
-            # jax passes bool[0] dummies in their place (replace_tokens_with_dummy): this module is not jax's.
-            raise CompileError("the entry function `main` takes or returns a !stablehlo.token; tokens can only be "
-                               "used inside an ipu program (pass bool[0] arrays across its boundary, as jax does)")
         program["functions"] = self._functions("main")
+        _tokens_cross_as_bool0(program["functions"][0])
         aliases = self._aliases(self.funcs["main"])
         if aliases:
             program["aliases"] = aliases
