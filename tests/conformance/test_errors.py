@@ -25,15 +25,21 @@ def compile_on_ipu(f, *args):
 
 # stablehlo.triangular_solve itself is an op the emulator does not implement (jax_ipu.linalg lowers
 # lax.linalg.triangular_solve to loops of ops it does): a primitive lowered with jax's own generic rule emits it.
-_raw_triangular_solve_p = jax.core.Primitive("raw_triangular_solve")
+try:  # the current series: Primitive lives in jax.extend.core
+    from jax.extend.core import Primitive
+except ImportError:  # jax 0.4.13
+    from jax.core import Primitive
+_raw_triangular_solve_p = Primitive("raw_triangular_solve")
 _raw_triangular_solve_p.def_abstract_eval(lambda a, b: b)
 _raw_triangular_solve_p.def_impl(lambda a, b: jax.lax.linalg.triangular_solve(a, b, left_side=True, lower=True))
-mlir.register_lowering(_raw_triangular_solve_p, functools.partial(
-    lax_linalg._triangular_solve_lowering, left_side=True, lower=True, transpose_a=False, conjugate_a=False,
-    unit_diagonal=False), platform="ipu")
 
 
 def triangular_solve(a, b):
+    # Registered on first use: the current series knows the "ipu" platform only once its backends are set up.
+    jax.devices("ipu")
+    mlir.register_lowering(_raw_triangular_solve_p, functools.partial(
+        lax_linalg._triangular_solve_lowering, left_side=True, lower=True, transpose_a=False, conjugate_a=False,
+        unit_diagonal=False), platform="ipu")
     return _raw_triangular_solve_p.bind(a, b)
 
 

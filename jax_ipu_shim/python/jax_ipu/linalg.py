@@ -289,7 +289,8 @@ def hessenberg(a: Any) -> List[Any]:
 
 # ---------------------------------------------------------------------------------------------------- eig
 
-def eig(a: Any, *, compute_left_eigenvectors: bool, compute_right_eigenvectors: bool) -> List[Any]:
+def eig(a: Any, *, compute_left_eigenvectors: bool, compute_right_eigenvectors: bool,
+        enable_eigvec_derivs: bool = False, implementation: Any = None) -> List[Any]:
     """Eigenvalues (and left and right eigenvectors) of a general square matrix, in complex64, as geev returns them:
     each vector of unit 2-norm with its largest component real; a matrix with an inf or NaN gives NaN eigenvalues.
     The order of the eigenvalues is the Schur form's (geev's is its own; neither is sorted)."""
@@ -572,8 +573,11 @@ def _round_robin(n: int) -> np.ndarray:
     return np.asarray(rounds, np.int32)
 
 
-def eigh(a: Any, *, lower: bool, sort_eigenvalues: bool) -> List[Any]:
-    """(eigenvectors, eigenvalues) of the symmetric (Hermitian) matrix held in ``a``'s lower (or upper) triangle."""
+def eigh(a: Any, *, lower: bool, sort_eigenvalues: bool, subset_by_index: Any = None, algorithm: Any = None) -> List[Any]:
+    """(eigenvectors, eigenvalues) of the symmetric (Hermitian) matrix held in ``a``'s lower (or upper) triangle.
+    The current series adds ``subset_by_index`` (the [lo, hi) range of the ascending eigenvalues to return) and
+    ``algorithm`` (a choice among XLA's implementations: the ipu has one)."""
+    del algorithm
     import jax.numpy as jnp
 
     a = jnp.tril(a) + _conj(jnp.swapaxes(jnp.tril(a, -1), -1, -2)) if lower else \
@@ -595,10 +599,13 @@ def eigh(a: Any, *, lower: bool, sort_eigenvalues: bool) -> List[Any]:
         b = (b + _conj(jnp.swapaxes(b, -1, -2))) / 2
         u, w = _jacobi(b, max_sweeps=3)
         v = jnp.matmul(v, u, precision=hi)
-    if sort_eigenvalues:
+    if sort_eigenvalues or subset_by_index is not None:
         order = jnp.argsort(w, axis=-1)
         w = jnp.take_along_axis(w, order, axis=-1)
         v = jnp.take_along_axis(v, order[..., None, :], axis=-1)
+    if subset_by_index is not None:
+        lo, hi = subset_by_index
+        v, w = v[..., lo:hi], w[..., lo:hi]
     return [v, w]
 
 

@@ -369,11 +369,21 @@ class _Translator:
             return self._respell(op, name)
         if _is_sharding_annotation(op):  # one partition: the annotation is the identity
             return self._op_entry(op, "reshape")
+        if mlir_name == "stablehlo.composite":
+            # The current series names some ops (erf_inv, top_k, acosh...) as composites whose decomposition is a
+            # function of ordinary ops: that function is the op.
+            entry = self._op_entry(op, "call")
+            entry["attrs"] = {"callee": A.symbol(A.named(op.attributes)["decomposition"])}
+            self.called.append(entry["attrs"]["callee"])
+            return entry
         self._check(op)
         known = mlir_name.split(".", 1)[0] in ("stablehlo", "chlo", "func") and O.is_known(name)
         operands = [self._use(v) for v in op.operands]
         try:
-            attrs = O.read_attrs(op.attributes) if known else {}
+            if mlir_name == "stablehlo.constant" and "complex" in str(op.results[0].type):
+                attrs = T.constant_from_op_text(op)
+            else:
+                attrs = O.read_attrs(op.attributes) if known else {}
         except (ValueError, TypeError) as error:
             raise CompileError(f"cannot read the attributes of {mlir_name} with types {_types_text(op)}: {error}") from error
         # Regions before results: values of a region are defined before the op's results in program order.
