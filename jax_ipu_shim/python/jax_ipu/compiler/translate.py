@@ -284,8 +284,33 @@ class _Translator:
     def _block(self, block: Any, owner: str, scalar_body: bool = False) -> Dict[str, Any]:
         params = [self._define(arg, owner) for arg in block.arguments]
         body: List[Dict[str, Any]] = []
+        outer = self._capture_constants(block, body, owner) if scalar_body else {}
         results = self._ops(block, body, scalar_body)
+        self.ids.update(outer)  # the enclosing scope's values keep their own ids
         return {"params": params, "body": body, "results": results}
+
+    def _capture_constants(self, block: Any, body: List[Dict[str, Any]], owner: str) -> Dict[Any, int]:
+        """A scalar body (comparator, reducer) runs on its own arguments, but StableHLO lets a region use values of
+        the enclosing scope, and jaxlib's canonicalisation hoists a body's constants out of it (the current
+        series). Each captured constant is defined again inside the body; anything else captured is refused by
+        name. Returns the captured values' outer ids, to restore after the body."""
+        defined = set(block.arguments)
+        outer: Dict[Any, int] = {}
+        for op in block.operations:
+            for value in op.operands:
+                if value in defined or value in outer:
+                    continue
+                source = value.owner
+                source_op = getattr(source, "operation", source)
+                if getattr(source_op, "name", None) != "stablehlo.constant":
+                    raise CompileError(
+                        f"a {owner} body uses {value.get_name() if hasattr(value, 'get_name') else 'a value'} from "
+                        f"outside it, computed by {getattr(source_op, 'name', 'a block argument')}; the ipu runs "
+                        "such bodies on their own arguments and constants only")
+                outer[value] = self.ids[value]
+                body.append(self._op(source_op))  # defines `value` again, with an id of the body
+            defined.update(op.results)
+        return outer
 
     def _ops(self, block: Any, body: List[Dict[str, Any]], scalar_body: bool) -> List[int]:
         """Translates the ops of `block` into `body`; returns the ids its terminator returns. In a scalar body (a
