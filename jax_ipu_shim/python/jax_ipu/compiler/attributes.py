@@ -141,11 +141,13 @@ _BINDING_NAMES = {"scatter_dims_to_operand_dims": "scattered_dims_to_operand_dim
 def _index_dimension_numbers(numbers: Any, lists: Any) -> Dict[str, Any]:
     out: Dict[str, Any] = {name: [int(v) for v in getattr(numbers, _BINDING_NAMES.get(name, name))] for name in lists}
     out["index_vector_dim"] = int(numbers.index_vector_dim)
-    # Newer StableHLO's batching dimensions: accepted only when empty (jax 0.4.13 never emits them).
+    # Newer StableHLO's batching dimensions (the current series' vmapped gathers and scatters): read when present;
+    # the front end rewrites them into index columns (translate._unbatch_indices).
     for name in ("operand_batching_dims", "start_indices_batching_dims", "input_batching_dims",
                  "scatter_indices_batching_dims"):
-        if list(getattr(numbers, name, [])):
-            raise ValueError(f"{name} (batching dimensions) are not supported")
+        dims = [int(v) for v in getattr(numbers, name, [])]
+        if dims:
+            out[name] = dims
     return out
 
 

@@ -320,7 +320,10 @@ class _Translator:
             op = op.operation
             if op.name in TERMINATORS:
                 return [self._use(v) for v in op.operands]
-            if scalar_body and op.name == "func.call":
+            if op.name in ("stablehlo.gather", "stablehlo.scatter"):
+                entry = self._op(op)
+                body.extend(self._unbatch_indices(entry, op) if _BATCHING.keys() & entry["attrs"].keys() else [entry])
+            elif scalar_body and op.name == "func.call":
                 self._inline(op, body)
             elif op.name in _COMPLEX_PRODUCTS and self._any_complex(op):
                 body.extend(self._complex_product(self._op(op), op))
@@ -463,6 +466,45 @@ class _Translator:
         op("complex", [re, im], out["shape"], result=out)
         return ops
 
+    def _unbatch_indices(self, entry: Dict[str, Any], mlir_op: Any) -> List[Dict[str, Any]]:
+        """A gather or scatter with batching dimensions (newer StableHLO) as one without: batching dimension k of
+        the operand is indexed by the position along batching dimension k of the indices, so each becomes one more
+        index column, an iota along that dimension, and a collapsed (inserted) dimension. The emulator then sees
+        the gather or scatter it has always run."""
+        attrs = dict(entry["attrs"])
+        gather = entry["op"] == "gather"
+        operand_dims = attrs.pop("operand_batching_dims" if gather else "input_batching_dims", [])
+        index_dims = attrs.pop("start_indices_batching_dims" if gather else "scatter_indices_batching_dims", [])
+        collapsed, to_operand = ("collapsed_slice_dims", "start_index_map") if gather else \
+            ("inserted_window_dims", "scatter_dims_to_operand_dims")
+        indices_id = entry["operands"][1]
+        dtype, dims = self._tensor(mlir_op.operands[1])
+        shape = list(dims)
+        ops: List[Dict[str, Any]] = []
+        vector_dim = attrs["index_vector_dim"]
+        if vector_dim == len(shape):  # an implicit trailing index vector of one: make it explicit
+            shape = shape + [1]
+            reshaped = self._fresh(dtype, shape)
+            ops.append(_derived(entry, "reshape", [indices_id], [reshaped]))
+            indices_id = reshaped["id"]
+        columns = [indices_id]
+        for dim in index_dims:
+            column_shape = list(shape)
+            column_shape[vector_dim] = 1
+            column = self._fresh(dtype, column_shape)
+            ops.append(_derived(entry, "iota", [], [column], {"iota_dimension": dim}))
+            columns.append(column["id"])
+        shape = list(shape)
+        shape[vector_dim] += len(index_dims)
+        joined = self._fresh(dtype, shape)
+        ops.append(_derived(entry, "concatenate", columns, [joined], {"dimension": vector_dim}))
+        attrs[collapsed] = sorted(attrs[collapsed] + operand_dims)
+        attrs[to_operand] = attrs[to_operand] + operand_dims
+        operands = list(entry["operands"])
+        operands[1] = joined["id"]
+        ops.append(dict(entry, operands=operands, attrs=attrs))
+        return ops
+
     def _int_to_float(self, op: Any) -> bool:
         """A dot_general or convolution of integers with a float result (preferred_element_type=float32)."""
         result = self._type(op.results[0].type)
@@ -593,6 +635,9 @@ def _is_sharding_annotation(op: Any) -> bool:
 
 # Ops with a per-element scalar body the emulator interprets (calls in them are inlined), and those of them whose
 # c64 operands are split into f32 parts when the body is not a single op the emulator runs on pairs.
+# Attributes of a gather or scatter with batching dimensions (translate._unbatch_indices removes them).
+_BATCHING = {"operand_batching_dims": 0, "start_indices_batching_dims": 0, "input_batching_dims": 0,
+             "scatter_indices_batching_dims": 0}
 _SCALAR_BODIES = ("reduce", "reduce_window", "sort", "scatter", "select_and_scatter", "all_reduce", "reduce_scatter")
 _COMPLEX_SPLIT = ("stablehlo.sort", "stablehlo.reduce", "stablehlo.reduce_window")
 # Products of c64 values, computed as four f32 products of the parts.
