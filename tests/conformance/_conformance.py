@@ -149,3 +149,42 @@ def check(f, *args, rtol: float = 0.0, atol: float = 0.0, scale_ulps: Optional[f
         if rtol == 0.0 and atol == 0.0:
             zeros = w == 0
             np.testing.assert_array_equal(np.signbit(g[zeros]), np.signbit(w[zeros]), err_msg=f"{where}: sign of zero")
+
+
+# ---------------------------------------------------------------------------------------------------- both series
+# The public spellings that moved between jax 0.4.13 and the current series, for tests that run on both.
+
+def enable_x64() -> Any:
+    """A context manager with 64-bit types enabled."""
+    if hasattr(jax, "enable_x64"):  # the current series
+        return jax.enable_x64(True)
+    from jax.experimental import enable_x64 as experimental_enable_x64  # jax 0.4.13
+
+    return experimental_enable_x64()
+
+
+def optimization_barrier(values: Any) -> Any:
+    if hasattr(jax.lax, "optimization_barrier"):
+        return jax.lax.optimization_barrier(values)
+    from jax._src.ad_checkpoint import _optimization_barrier  # jax 0.4.13
+
+    return _optimization_barrier(values)
+
+
+def _jaxlib_version() -> Tuple[int, ...]:
+    from jaxlib import version
+
+    return tuple(int(p) for p in version.__version__.split("+")[0].split(".")[:3])
+
+
+# The current series (jax/jaxlib 0.5 and newer): pmap is a jit over a mesh, infeed/outfeed are gone, and MLIR text
+# in jax 0.4.13's spelling no longer parses.
+CURRENT_SERIES = _jaxlib_version() >= (0, 5)
+
+
+def text_of_jax_0_4_13(reason: str = "") -> Any:
+    """Skips a test built on MLIR text in jax 0.4.13's StableHLO spelling (the current series' parser rejects it)."""
+    import pytest
+
+    return pytest.mark.skipif(CURRENT_SERIES, reason="module text in jax 0.4.13's StableHLO spelling" +
+                              (f": {reason}" if reason else ""))

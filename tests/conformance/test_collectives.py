@@ -22,6 +22,7 @@ from typing import Any, Callable, Dict, Tuple
 
 import numpy as np
 import pytest
+from _conformance import text_of_jax_0_4_13
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 COUNTS = (2, 4)
@@ -359,6 +360,7 @@ module @pmap_f attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 4 
 """
 
 
+@text_of_jax_0_4_13()
 def test_front_end_writes_replicas_and_collective_attrs():
     from jax_ipu.compiler import compile_to_program
 
@@ -381,6 +383,7 @@ def test_front_end_writes_replicas_and_collective_attrs():
     assert ops["replica_id"]["results"][0] == {"id": ops["replica_id"]["results"][0]["id"], "dtype": "u32", "shape": []}
 
 
+@text_of_jax_0_4_13()
 def test_front_end_reads_the_compile_options():
     from jax._src.lib import xla_client
 

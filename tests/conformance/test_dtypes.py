@@ -227,7 +227,7 @@ def test_a_model_step_in_bfloat16():
 def test_64_bit_values_are_refused_with_advice(dtype, name, advice):
     if BACKEND != "ipu":
         pytest.skip("checks the ipu's error")
-    from jax.experimental import enable_x64
+    from _conformance import enable_x64
 
     with enable_x64():
         x = np.ones(3, dtype)
@@ -239,7 +239,7 @@ def test_complex128_values_are_refused_with_advice():
     # complex64 is emulated as pairs of f32 (test_complex.py); complex128 needs f64
     if BACKEND != "ipu":
         pytest.skip("checks the ipu's error")
-    from jax.experimental import enable_x64
+    from _conformance import enable_x64
 
     with enable_x64():
         x = np.ones(3, np.complex128)

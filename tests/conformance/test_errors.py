@@ -53,7 +53,7 @@ def test_unsupported_op_names_the_op_and_its_types():
 # 8/16-bit integers and bf16 are first-class (test_dtypes.py) and c64 is emulated as pairs of f32
 # (test_complex.py); f64/i64 are refused there, c128 here: its message names the type and what to use instead.
 def test_unsupported_dtype_names_the_dtype():
-    from jax.experimental import enable_x64
+    from _conformance import enable_x64
 
     with enable_x64():
         with pytest.raises(RuntimeError, match=r"c128.*complex64"):
@@ -91,12 +91,10 @@ def test_the_process_survives_errors():
 def test_compile_options_are_checked():
     """compiler_options reach the ipu compiler: an unknown key or a bad bool is refused with XLA's words, a known one
     compiles (each its own executable)."""
-    from jax._src.lib import xla_extension
-
     lowered = jax.jit(lambda x: jnp.sqrt(x ** 2) + 1.0, backend=BACKEND).lower(np.float32(2))
-    with pytest.raises(xla_extension.XlaRuntimeError, match="No such compile option: 'invalid_key'"):
+    with pytest.raises(RuntimeError, match="No such compile option: 'invalid_key'"):
         lowered.compile(compiler_options={"invalid_key": "invalid_value"})
-    with pytest.raises(xla_extension.XlaRuntimeError, match="is not a valid bool value."):
+    with pytest.raises(RuntimeError, match="is not a valid bool value."):
         lowered.compile(compiler_options={"xla_embed_ir_in_executable": "invalid_value"})
     on, off = (lowered.compile(compiler_options={"xla_embed_ir_in_executable": v}) for v in (True, False))
     assert on is not off and float(on(np.float32(-2))) == float(off(np.float32(2))) == 3.0

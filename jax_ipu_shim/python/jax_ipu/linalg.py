@@ -48,7 +48,20 @@ def install_lowerings() -> None:
     from jax._src.lax import linalg as lax_linalg
 
     def rule(fn: Any, multiple_results: bool = False) -> Any:
-        return mlir.lower_fun(fn, multiple_results=multiple_results)
+        if not multiple_results:
+            return mlir.lower_fun(fn, multiple_results=False)
+
+        def lowering(ctx: Any, *args: Any, **params: Any) -> Any:
+            # LAPACK's trailing info status: jax 0.4.13's primitives return it, the current series' drop it.
+            wanted = len(ctx.avals_out)
+
+            def trimmed(*a: Any, **p: Any) -> Any:
+                out = fn(*a, **p)
+                return out[:wanted] if len(out) == wanted + 1 else out
+
+            return mlir.lower_fun(trimmed, multiple_results=True)(ctx, *args, **params)
+
+        return lowering
 
     lowerings = [
         ("cholesky_p", cholesky, False), ("triangular_solve_p", triangular_solve, False),

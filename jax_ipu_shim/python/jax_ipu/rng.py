@@ -29,7 +29,31 @@ def install_lowerings() -> None:
 
     mlir.register_lowering(lax_internal.rng_bit_generator_p,
                            mlir.lower_fun(rng_bit_generator, multiple_results=True), platform=PLATFORM)
+    try:  # the current series' threefry counts with a u64 iota (jax_threefry_partitionable, on by default there)
+        from jax._src.random.prng import iota_2x32_shape_p
+    except ImportError:  # jax 0.4.13 counts in u32 unless asked otherwise
+        from jax._src.prng import iota_2x32_shape_p
+    mlir.register_lowering(iota_2x32_shape_p, mlir.lower_fun(iota_2x32_shape, multiple_results=True),
+                           platform=PLATFORM)
     _installed.append(True)
+
+
+def iota_2x32_shape(*, shape: Any) -> List[Any]:
+    """(high, low) u32 words of each element's row-major index, as jax's u64 iota gives them: the IPU has no 64-bit
+    integers, and an array on one IPU has far fewer than 2**32 elements, so the high words are zero."""
+    import jax.numpy as jnp
+    import numpy as np
+    from jax import lax
+
+    shape = tuple(int(d) for d in shape)
+    if int(np.prod(shape, dtype=np.int64)) >= 1 << 32:
+        raise NotImplementedError(f"ipu: random bits for {shape} ({np.prod(shape)} elements): at most 2**32 - 1")
+    low = jnp.zeros(shape, jnp.uint32)
+    stride = 1
+    for dim in reversed(range(len(shape))):
+        low = low + lax.broadcasted_iota(jnp.uint32, shape, dim) * jnp.uint32(stride)
+        stride *= shape[dim]
+    return [jnp.zeros(shape, jnp.uint32), low]
 
 
 def _mul_hi_lo(x: Any, k: int) -> Tuple[Any, Any]:
