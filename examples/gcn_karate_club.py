@@ -116,7 +116,7 @@ def main(argv=None):
     wrong = [int(i) + 1 for i in unlabelled if predicted[i] != labels[i]]
     print(f"graph nodes {NUM_NODES} edges {(len(senders) - NUM_NODES) // 2} labelled {len(LABELLED)} steps {steps}")
     print(f"misclassified members (1-based) {wrong}")
-    print(f"RESULT device {jax.tree_util.tree_leaves(params_ipu)[0].device().platform}")
+    print(f"RESULT device {next(iter(jax.tree_util.tree_leaves(params_ipu)[0].devices())).platform}")
     print(f"RESULT accuracy {accuracy:.4f} required {REQUIRED_ACCURACY:.2f}")
     print(f"RESULT cpu_logits_max_abs_diff {float(np.max(np.abs(out_ipu - out_cpu))):.3g}"
           f" cpu_agree {float(np.mean(predicted == np.argmax(out_cpu, 1))):.4f}")

@@ -137,7 +137,7 @@ def main(argv=None):
         line = f"epoch {epoch + 1} time_s {epoch_time:.2f} train_acc {train_acc:.4f} test_acc {test_acc:.4f}"
         progress.write(line)
     progress.close()
-    device = jax.tree_util.tree_leaves(opt_state)[0].device()
+    device = next(iter(jax.tree_util.tree_leaves(opt_state)[0].devices()))
     print(f"RESULT dataset {data.name}")
     print(f"RESULT device {device.platform}:{device.id}")
     print(f"RESULT test_accuracy {test_acc:.4f} required {REQUIRED_TEST_ACCURACY:.2f}")

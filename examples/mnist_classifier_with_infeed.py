@@ -82,7 +82,7 @@ def main(argv=None):
     progress.close()
     leaf = jax.tree_util.tree_leaves(opt_state)[0]
     print(f"RESULT dataset {data.name}")
-    print(f"RESULT device {leaf.device().platform}:{leaf.device().id}")
+    print(f"RESULT device {next(iter(leaf.devices())).platform}:{next(iter(leaf.devices())).id}")
     print(f"RESULT device_calls_last_epoch {calls} steps_per_epoch {steps}")
     print(f"RESULT test_accuracy {test_acc:.4f} required {mc.REQUIRED_TEST_ACCURACY:.2f}")
     return 0 if test_acc >= mc.REQUIRED_TEST_ACCURACY else 1

@@ -237,6 +237,10 @@ PJRT_Error* PJRT_Client_BufferFromHostBuffer_Impl(PJRT_Client_BufferFromHostBuff
       }
     }
     PJRT_Device* device = args->device ? args->device : args->client->device_pointers.front();
+#if JAX_IPU_PJRT_MINOR >= 90
+    // The newer tables may name the destination by its memory space instead (each IPU's one memory).
+    if (!args->device && args->memory) device = args->memory->device;
+#endif
     CountHostTransfer(device, bytes, /*to_device=*/true, started);
     // The host data is copied before returning (jax may free it at once), so the buffer is born defined.
     args->buffer = NewBuffer(device, args->type, std::move(dims), std::move(data), Completion::Ready());

@@ -4,10 +4,12 @@ waits on or reads a result."""
 from __future__ import annotations
 
 import os
+import re
 import time
 
 import jax
 import numpy as np
+from _series import needs_feeds
 
 
 def ipu():
@@ -163,7 +165,9 @@ def test_a_failed_run_surfaces_where_the_result_is_waited_on_or_read(python):
     errors = [line[len("ERROR "):] for line in lines if line.startswith("ERROR ")]
     assert len(errors) == 4, result.stdout
     for message in errors:
-        assert message == "XlaRuntimeError: RESOURCE_EXHAUSTED: ipu device 0: out of host memory running jit__lambda_"
+        # jax 0.4.13's error class and module name, or the current series'
+        assert re.fullmatch(r"(Xla|Jax)RuntimeError: RESOURCE_EXHAUSTED: ipu device 0: out of host memory running "
+                            r"jit__lambda_?", message), message
 
 
 def _streams_lib():
@@ -198,6 +202,7 @@ def _call_streams(name, dtype, shape, data, *extra):
     return message
 
 
+@needs_feeds
 def test_outfeed_read_with_a_timeout_gives_up_with_the_shapes_it_waited_for():
     ipu()  # the backend (and its client) exists
     out = np.zeros((2, 3), np.float32)
@@ -205,6 +210,7 @@ def test_outfeed_read_with_a_timeout_gives_up_with_the_shapes_it_waited_for():
     assert message == "ipu device 0: no outfeed of (f32[2,3]) arrived within 0.200000 s"
 
 
+@needs_feeds
 def test_outfeed_read_after_the_program_that_would_fill_it_failed_fails_instead_of_hanging(python):
     result = python(
         """
@@ -242,6 +248,7 @@ def test_outfeed_read_after_the_program_that_would_fill_it_failed_fails_instead_
     assert lines[2] == "FAST True", lines
 
 
+@needs_feeds
 def test_infeed_push_checks_dtypes_and_counts_bytes(python):
     # In a process of its own: an entry left in the infeed would be read by the next program that infeeds.
     result = python(

@@ -102,23 +102,31 @@ def test_a_different_device_or_lowering_flag_compiles_again(python, tmp_path, fl
 
 
 def test_keys_cover_module_options_compiler_and_device(monkeypatch):
+    from jax._src.lib import xla_client
+
     from jax_ipu import executable_cache as cache
 
+    def options(replicas: int) -> bytes:
+        o = xla_client.CompileOptions()
+        o.num_replicas = replicas
+        return o.SerializeAsString()
+
+    one, two = options(1), options(2)
     device = {"version": "ipu2", "num_tiles": 1472, "num_devices": 1}
-    base = cache.cache_key(b"module", b"options", device, environ={})
-    assert base == cache.cache_key(b"module", b"options", dict(device), environ={})
+    base = cache.cache_key(b"module", one, device, environ={})
+    assert base == cache.cache_key(b"module", options(1), dict(device), environ={})
     variants = [
-        cache.cache_key(b"module2", b"options", device, environ={}),
-        cache.cache_key(b"module", b"options2", device, environ={}),
-        cache.cache_key(b"modul", b"eoptions", device, environ={}),  # fields cannot slide into each other
-        cache.cache_key(b"module", b"options", dict(device, num_tiles=16), environ={}),
-        cache.cache_key(b"module", b"options", dict(device, version="ipu21"), environ={}),
-        cache.cache_key(b"module", b"options", dict(device, num_devices=2), environ={}),
-        cache.cache_key(b"module", b"options", device, environ={"JAX_IPU_FUSION": "0"}),
-        cache.cache_key(b"module", b"options", device, environ={"JAX_IPU_EXCHANGE_PER_ELEMENT": "1"}),
+        cache.cache_key(b"module2", one, device, environ={}),
+        cache.cache_key(b"module", two, device, environ={}),
+        cache.cache_key(b"modul", one, device, environ={}),
+        cache.cache_key(b"module", one, dict(device, num_tiles=16), environ={}),
+        cache.cache_key(b"module", one, dict(device, version="ipu21"), environ={}),
+        cache.cache_key(b"module", one, dict(device, num_devices=2), environ={}),
+        cache.cache_key(b"module", one, device, environ={"JAX_IPU_FUSION": "0"}),
+        cache.cache_key(b"module", one, device, environ={"JAX_IPU_EXCHANGE_PER_ELEMENT": "1"}),
     ]
     monkeypatch.setattr(cache, "compiler_fingerprint", lambda: "another jax-ipu build")
-    variants.append(cache.cache_key(b"module", b"options", device, environ={}))
+    variants.append(cache.cache_key(b"module", one, device, environ={}))
     assert len(set(variants + [base])) == len(variants) + 1
 
 
@@ -214,7 +222,8 @@ def test_an_unwritable_cache_directory_warns_and_still_compiles(python, tmp_path
 JAX_CACHE_SETUP = """
 import logging
 logging.basicConfig(level=logging.WARNING)
-logging.getLogger("jax._src.dispatch").setLevel(logging.INFO)
+logging.getLogger("jax._src.dispatch").setLevel(logging.INFO)  # jax 0.4.13 logs cache hits here
+logging.getLogger("jax._src.compiler").setLevel(logging.INFO)  # the current series here
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
 {how}
 """
@@ -271,6 +280,9 @@ def test_jax_persistent_cache_entry_that_is_not_an_ipu_executable_is_recompiled(
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["compiled"] == 2
     errors = [w for w in result["all_warnings"] if w.startswith("Error reading persistent compilation cache entry")]
-    assert len(errors) == 2 and all("not a loadable serialised ipu executable" in w for w in errors), errors
+    # jax 0.4.13 hands the bytes to us; the current series' jaxlib wraps executables in metadata of its own and
+    # refuses the entry before we see it. Either way the entry is named and the program compiled again.
+    assert len(errors) == 2 and all("not a loadable serialised ipu executable" in w or
+                                    "Failed to parse SerializedXlaExecutableMetadata" in w for w in errors), errors
     for got, want in zip(result["out"], result["want"]):
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-5)

@@ -12,6 +12,9 @@ import numpy as np
 import pytest
 from jax import lax, tree_util
 from jax._src.lib import xla_client
+from _series import needs_feeds
+
+pytestmark = needs_feeds
 
 ShapedArray = jax.core.ShapedArray
 

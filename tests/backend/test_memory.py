@@ -30,7 +30,7 @@ def test_out_of_memory_uses_poplars_wording(python):
     assert match, result.stdout
     assert int(match.group(1)) < 4
     assert int(match.group(2)) > 638976
-    assert result.stdout.startswith("XlaRuntimeError")
+    assert result.stdout.startswith(("XlaRuntimeError", "JaxRuntimeError"))  # jax 0.4.13, the current series
 
 
 def test_the_same_program_fits_with_more_tiles(python):
@@ -58,7 +58,7 @@ def test_each_execution_has_a_cycle_estimate():
     big = f(np.ones(100_000, np.float32)).block_until_ready()
     second = jax_ipu.last_execution()
     assert small is not None and big is not None
-    assert first["program"] == second["program"] == "jit__lambda_"
+    assert first["program"] == second["program"] and first["program"].rstrip("_") == "jit__lambda"  # both series' names
     assert first["total_cycles"] > 0
     assert second["total_cycles"] > first["total_cycles"]
     assert second["total_cycles"] >= second["compute_cycles"] > 0

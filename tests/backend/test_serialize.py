@@ -32,7 +32,7 @@ def test_serialize_and_load_runs_like_the_original_and_numpy():
     got, original = loaded(params, x), compiled(params, x)
     h = np.tanh(x @ params[0] + params[1])
     for a, b, want in zip(got, original, (np.sum(h * h, axis=1), h.max())):
-        assert a.device().platform == "ipu"
+        assert next(iter(a.devices())).platform == "ipu"
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))  # bit for bit
         np.testing.assert_allclose(np.asarray(a), want, rtol=1e-5, atol=1e-5)
     assert loaded.cost_analysis() == compiled.cost_analysis()

@@ -22,3 +22,19 @@ def _backend_under_test():
     if want:
         assert {d.num_tiles for d in devices} == {int(want)}, f"{TILES_FLAG}={want} but the ipu devices have " \
             f"{sorted({d.num_tiles for d in devices})} tiles"
+
+
+
+def pytest_collection_modifyitems(config, items):
+    """This suite's known failures of the installed series (tests/expected-failures/<jaxlib version>.txt) as
+    strict xfails."""
+    import os
+    import sys
+
+    suite = os.path.dirname(os.path.abspath(__file__))
+    tests = os.path.dirname(suite)
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    import _series_expectations
+
+    _series_expectations.mark([item for item in items if str(item.fspath).startswith(suite + os.sep)])

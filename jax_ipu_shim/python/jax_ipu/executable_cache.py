@@ -133,8 +133,19 @@ def cache_key(module: bytes, options: bytes, device: Dict[str, Any], environ: Op
     field(json.dumps(device, sort_keys=True).encode())
     field(_lowering_env(env).encode())
     field(bytes(module))
-    field(bytes(options))
+    field(_options_key(bytes(options)))
     return hasher.hexdigest()
+
+
+def _options_key(options: bytes) -> bytes:
+    """What the front end reads from the compile options (replicas, partitions, devices, option overrides), not
+    their bytes: the current series serialises the proto's map fields in no fixed order, so equal options can
+    differ byte for byte."""
+    from jax_ipu import compile_options
+
+    parsed = compile_options.parse(options)
+    return json.dumps([parsed.num_replicas, parsed.num_partitions, parsed.device_ids,
+                       sorted((k, repr(v)) for k, v in parsed.env_option_overrides)]).encode()
 
 
 def _lowering_env(environ: Any) -> str:
