@@ -13,3 +13,8 @@ CURRENT_SERIES = JAXLIB >= (0, 5)
 needs_feeds = pytest.mark.skipif(
     CURRENT_SERIES, reason="infeed/outfeed are gone from the current series; io_callback streams replace them "
                            "(README, examples/training_loop_with_streams.py)")
+
+
+def only_jax_0_4_13(reason: str) -> pytest.MarkDecorator:
+    """A test of jax 0.4.13 behaviour the current series does not have (the reason says what changed)."""
+    return pytest.mark.skipif(CURRENT_SERIES, reason=f"jax 0.4.13 only: {reason}")

@@ -223,7 +223,7 @@ JAX_CACHE_SETUP = """
 import logging
 logging.basicConfig(level=logging.WARNING)
 logging.getLogger("jax._src.dispatch").setLevel(logging.INFO)  # jax 0.4.13 logs cache hits here
-logging.getLogger("jax._src.compiler").setLevel(logging.INFO)  # the current series here
+logging.getLogger("jax._src.compiler").setLevel(logging.DEBUG)  # the current series here, at debug level
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
 {how}
 """
@@ -252,7 +252,10 @@ def test_jax_persistent_cache_hits_on_ipu(python, tmp_path):
 def test_jax_persistent_cache_from_the_environment_and_the_experimental_api(python, tmp_path):
     env = {"JAX_COMPILATION_CACHE_DIR": str(tmp_path)}
     assert run_jax_cache(python, tmp_path, how="", env=env)["compiled"] == 2
-    api = "from jax.experimental.compilation_cache import compilation_cache as cc; cc.initialize_cache({directory!r})"
+    # jax 0.4.13's initialize_cache, the current series' set_cache_dir
+    api = ("from jax.experimental.compilation_cache import compilation_cache as cc; "
+           "getattr(cc, 'initialize_cache', None) or cc.set_cache_dir; "
+           "(getattr(cc, 'initialize_cache', None) or cc.set_cache_dir)({directory!r})")
     again = run_jax_cache(python, tmp_path, how=api)
     assert again["compiled"] == 0 and again["hits"] == 2
 

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax.experimental import serialize_executable
-from jax.lib import xla_client
+from _series import only_jax_0_4_13
 
 
 def model(params, x):
@@ -101,11 +101,12 @@ def test_donation_survives_serialization():
         (lambda blob: blob.replace(b"devices 0", b"devices 5", 1), "no ipu device with id 5"),
     ],
 )
+@only_jax_0_4_13("the current series' jaxlib wraps serialised executables in metadata of its own")
 def test_a_blob_for_another_chip_or_damaged_is_refused(edit, message):
     backend = jax.devices("ipu")[0].client
     executable = jax.jit(lambda a: a * 2, backend="ipu").lower(np.ones(3, np.float32)).compile()
     blob = edit(backend.serialize_executable(executable.runtime_executable()))
-    with pytest.raises(xla_client.XlaRuntimeError, match="INVALID_ARGUMENT") as error:
+    with pytest.raises(RuntimeError, match="INVALID_ARGUMENT") as error:
         backend.deserialize_executable(blob, None)
     assert message in str(error.value)
 

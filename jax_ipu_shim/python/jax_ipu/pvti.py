@@ -100,7 +100,7 @@ def _span(cat: str, name: str, args: Dict[str, Any]) -> Iterator[None]:
         _add(cat, name, start, _now_us() - start, args)
 
 
-def _on_jax_duration(event: str, duration: float) -> None:
+def _on_jax_duration(event: str, duration: float, **_: Any) -> None:  # the current series adds fun_name=...
     name = _JAX_EVENTS.get(event)
     if name is not None:
         end = _now_us()

@@ -620,6 +620,7 @@ class _Translator:
         return entry
 
 
+_SDY_ANNOTATIONS = ("sdy.sharding_constraint", "sdy.reshard")
 _SHARDING_TARGETS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")
 
 
@@ -627,7 +628,11 @@ def _is_sharding_annotation(op: Any) -> bool:
     """A custom_call jax emits for jax.sharding / shard_map (@Sharding, @SPMDFullToShardShape, @SPMDShardToFullShape).
     XLA's SPMD partitioner consumes them; compile_to_program refuses more than one partition, so here each is the
     identity on one array (the full and the shard shape of one partition have the same elements)."""
-    if op.name != "stablehlo.custom_call" or len(op.operands) != 1 or len(op.results) != 1:
+    if len(op.operands) != 1 or len(op.results) != 1:
+        return False
+    if op.name in _SDY_ANNOTATIONS:  # the current series' Shardy spelling of the same annotations
+        return True
+    if op.name != "stablehlo.custom_call":
         return False
     attrs = A.named(op.attributes)
     return "call_target_name" in attrs and A.string(attrs["call_target_name"]) in _SHARDING_TARGETS
