@@ -53,8 +53,19 @@ def is_portable(cxx: Optional[str]) -> bool:
     return not (cxx or os.environ.get("JAX_IPU_CXX"))
 
 
-def sources() -> List[Path]:
-    found = sorted(p for d in SOURCE_DIRS if d.is_dir() for p in d.rglob("*.cc"))
+TABLES = SHIM / "pjrt" / "tables"
+
+
+def table_of(series: Series) -> str:
+    """The PJRT_Api table a series fills: "0.4.13" or an API version such as "0.90" (pins: pjrt_header.table)."""
+    return str(series.pjrt_header.extra.get("table", "0.4.13"))
+
+
+def sources(series: Optional[Series] = None) -> List[Path]:
+    """The emulator, the shared PJRT objects, and the one table source of ``series`` (pjrt/tables/api_<t>.cc)."""
+    table = TABLES / f"api_{table_of(series).replace('.', '_')}.cc" if series is not None else None
+    found = sorted(p for d in SOURCE_DIRS if d.is_dir() for p in d.rglob("*.cc")
+                   if TABLES not in p.parents or p == table)
     if not found:
         where = ", ".join(str(d.relative_to(REPO)) for d in SOURCE_DIRS)
         raise NativeBuildError(f"no C++ sources (*.cc) under {where}")
@@ -82,7 +93,8 @@ def generate_pjrt_header(series: Series, tf_include: Path, gen_dir: Path) -> Pat
     gen_dir.mkdir(parents=True, exist_ok=True)
     out = gen_dir / series.pjrt_header.extra["generated"]
     header = tf_include / series.pjrt_header.extra["header"]
-    _run([sys.executable, str(GENERATOR), "--header", str(header), "--out", str(out)], "gen_pjrt_api.py")
+    _run([sys.executable, str(GENERATOR), "--table", table_of(series), "--header", str(header), "--out", str(out)],
+         "gen_pjrt_api.py")
     if not out.exists():
         raise NativeBuildError(f"gen_pjrt_api.py exited 0 but did not write {out}")
     return out
@@ -156,7 +168,7 @@ def build_library(series: Series, out_dir: Path, cxx: Optional[str] = None, jobs
     """Compiles and links the library into ``out_dir/libjax_ipu.so``; returns its path."""
     if not EXPORTS_MAP.exists():
         raise NativeBuildError(f"{EXPORTS_MAP.relative_to(REPO)} is missing: the linker version script (exports)")
-    srcs = sources()
+    srcs = sources(series)
     cxx_cmd, flags, base_key = compile_plan(series, cxx)
     obj_cache = cache_dir() / "objects"
     obj_cache.mkdir(parents=True, exist_ok=True)

@@ -13,6 +13,7 @@ Nothing here imports jax at module level: ``import jax_ipu`` stays cheap.
 from __future__ import annotations
 
 import atexit
+import collections
 import ctypes
 import itertools
 import logging
@@ -52,8 +53,15 @@ _next_id = itertools.count(1)
 _installed: List[Any] = []  # the ctypes function object, kept alive for the life of the process
 
 
+# Entries whose executable is gone, oldest first. Dispatch is asynchronous: a run queued on a device may still call
+# back after jax dropped the executable (``jax.jit(lambda ...)(x)`` frees it at once in the current series), so an
+# entry is kept for the next _RETIRED_KEPT retirements before it is really forgotten.
+_retired: "collections.OrderedDict[int, None]" = collections.OrderedDict()
+_RETIRED_KEPT = 256
+
+
 class _Keepalive:
-    """Owned by the executable that calls callback ``ident``; unregisters it when the executable goes."""
+    """Owned by the executable that calls callback ``ident``; retires it when the executable goes."""
 
     def __init__(self, ident: int) -> None:
         self.ident = ident
@@ -61,7 +69,9 @@ class _Keepalive:
     def __del__(self) -> None:
         try:
             with _registry_lock:
-                _registry.pop(self.ident, None)
+                _retired[self.ident] = None
+                while len(_retired) > _RETIRED_KEPT:
+                    _registry.pop(_retired.popitem(last=False)[0], None)
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
 
@@ -128,7 +138,8 @@ def _invoke(ident: int, num_in: int, ins: Any, num_out: int, outs: Any, error: O
         with _registry_lock:
             entry = _registry.get(int(ident))
         if entry is None:
-            raise RuntimeError(f"host callback {ident} is not registered (its executable was deleted)")
+            raise RuntimeError(f"host callback {ident} is not registered (its executable was deleted "
+                               f"{_RETIRED_KEPT}+ executables ago while this run was queued)")
         if num_in != len(entry.operands) or num_out != len(entry.results):
             raise RuntimeError(f"host callback {ident} takes {len(entry.operands)} operands and returns "
                                f"{len(entry.results)} results, but the device passed {num_in} and {num_out}")
