@@ -402,12 +402,37 @@ def test_host_callback_custom_call_keeps_its_target_and_id():
     assert [r["dtype"] for r in call["results"]] == ["token", "f32"]
 
 
-def test_tokens_in_the_entry_signature_are_refused():
-    with pytest.raises(CompileError, match=r"`main` takes or returns a !stablehlo\.token"):
-        from_text("""
-          func.func public @main(%t: !stablehlo.token) -> !stablehlo.token {
-            return %t : !stablehlo.token
-          }""")
+def test_tokens_in_the_entry_signature_cross_as_bool0():
+    # The current series leaves !stablehlo.token in main's signature and passes bool[0] buffers at run time: the
+    # program takes and returns bool[0] there, and the token inside comes from a create_token.
+    program = from_text("""
+      func.func public @main(%t: !stablehlo.token, %x: tensor<2xf32>) -> (!stablehlo.token, tensor<2xf32>) {
+        return %t, %x : !stablehlo.token, tensor<2xf32>
+      }""")
+    main = program["functions"][0]
+    assert [(p["dtype"], p["shape"]) for p in main["params"]] == [("bool", [0]), ("f32", [2])]
+    ops = {op["op"]: op for op in main["body"]}
+    assert ops["create_token"]["results"][0]["dtype"] == "token"
+    assert ops["constant"]["results"][0] == {"id": main["results"][0], "dtype": "bool", "shape": [0]}
+    assert main["results"][1] == main["params"][1]["id"]
+    got = jax_run_of_token_program()
+    np.testing.assert_array_equal(got, np.array([1.0, 2.0], np.float32))
+
+
+def jax_run_of_token_program():
+    """An ordered effect makes jax thread a token through main's signature; the program runs."""
+    from jax.experimental import io_callback
+
+    seen = []
+
+    def f(x):
+        io_callback(lambda v: seen.append(np.asarray(v)), None, x, ordered=True)
+        return x
+
+    out = jax.jit(f, backend="ipu")(np.array([1.0, 2.0], np.float32))
+    jax.effects_barrier()
+    assert len(seen) == 1
+    return np.asarray(out)
 
 
 def test_tuple_params_are_refused():
