@@ -59,7 +59,8 @@ def main(argv: list) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     b = sub.add_parser("build")
     b.add_argument("--out", type=Path, default=build.DIST)
-    b.add_argument("--series")
+    b.add_argument("--series", action="append",
+                   help="a series of build_tools/pins.toml (repeatable; default: every series)")
     b.add_argument("--cxx", help="development compiler instead of zig (also $JAX_IPU_CXX); wheel is not portable")
     b.add_argument("--jobs", type=int)
     b.add_argument("--if-stale", action="store_true", help="do nothing if dist/ was built from the current inputs")
@@ -99,7 +100,7 @@ def main(argv: list) -> int:
 
     try:
         if args.command == "build":
-            build.build(args.out, args.series, args.cxx, args.jobs, args.if_stale)
+            build.build_all(args.out, args.series, args.cxx, args.jobs, args.if_stale)
         elif args.command == "fetch":
             for artifact in load().get_series(args.series).artifacts:
                 print(f"[fetch] ok {fetch.fetch(artifact)}")

@@ -66,7 +66,10 @@ def is_up_to_date(series: Series, out_dir: Path, cxx: Optional[str]) -> bool:
 def check_version_patch(artifact: Artifact, tree: Path, expected: str) -> None:
     """The version patch carries the label as text; make sure it agrees with the pin."""
     version_py = tree / artifact.package / "version.py"
-    m = re.search(r'^__version__ = "([^"]+)"', version_py.read_text(), flags=re.M)
+    # jax 0.4.13 spells it `__version__ = "..."`; later series compute __version__ from `_release_version`.
+    text = version_py.read_text()
+    m = (re.search(r'^__version__ = "([^"]+)"', text, flags=re.M)
+         or re.search(r"^_release_version: str = '([^']+)'", text, flags=re.M))
     found = m.group(1) if m else None
     if found != expected:
         raise BuildError(
@@ -75,6 +78,20 @@ def check_version_patch(artifact: Artifact, tree: Path, expected: str) -> None:
             f"{expected!r}. Refresh the version patch in {patches.series_dir(artifact).relative_to(REPO)} "
             f"(patches/README.md)."
         )
+
+
+def series_dist(pins: Pins, series: Series, out_dir: Path = DIST) -> Path:
+    """Where a series' wheels go: dist/ itself for the default series (0.4.13: `pip install dist/*.whl`), and
+    dist/<series>/ for every other (`pip install dist/0.12.0.1/*.whl`)."""
+    return out_dir if series.name == pins.default_series else out_dir / series.name
+
+
+def build_all(out_dir: Path = DIST, series_names: Optional[List[str]] = None, cxx: Optional[str] = None,
+              jobs: Optional[int] = None, if_stale: bool = False) -> List[Dict[str, object]]:
+    """Every series (pins.toml order), or those named; each into its own place under ``out_dir``."""
+    pins = load()
+    chosen = [pins.get_series(n) for n in series_names] if series_names else pins.all_series()
+    return [build(series_dist(pins, s, out_dir), s.name, cxx, jobs, if_stale) for s in chosen]
 
 
 def build(out_dir: Path = DIST, series_name: Optional[str] = None, cxx: Optional[str] = None,
@@ -102,14 +119,21 @@ def build(out_dir: Path = DIST, series_name: Optional[str] = None, cxx: Optional
     library = native.build_library(series, work / "lib", cxx=cxx, jobs=jobs)
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    for old in list(out_dir.glob("jax-*.whl")) + list(out_dir.glob("jaxlib-*.whl")):
+    for old in [p for pattern in ("jax-*.whl", "jaxlib-*.whl", "jax_ipu_plugin-*.whl") for p in out_dir.glob(pattern)]:
         old.unlink()
-    jaxlib_wheel = wheels.build_jaxlib_wheel(pins, series, jaxlib_tree, library, out_dir)
+    plugin = series.packaging == "plugin"
+    jaxlib_wheel = wheels.build_jaxlib_wheel(pins, series, jaxlib_tree, None if plugin else library, out_dir)
     print(f"[build] wrote {jaxlib_wheel}", flush=True)
     jax_wheel = wheels.build_jax_wheel(pins, series, jax_tree, out_dir)
     print(f"[build] wrote {jax_wheel}", flush=True)
-    tag, line = wheels.check_platform(jaxlib_wheel, series, strict=native.is_portable(cxx))
-    print(f"[build] auditwheel: {jaxlib_wheel.name} {line}", flush=True)
+    built = [jax_wheel, jaxlib_wheel]
+    native_wheel = jaxlib_wheel
+    if plugin:
+        native_wheel = wheels.build_plugin_wheel(pins, series, library, out_dir)
+        built.append(native_wheel)
+        print(f"[build] wrote {native_wheel}", flush=True)
+    tag, line = wheels.check_platform(native_wheel, series, strict=native.is_portable(cxx))
+    print(f"[build] auditwheel: {native_wheel.name} {line}", flush=True)
 
     stamp = {
         "series": series.name,
@@ -118,11 +142,11 @@ def build(out_dir: Path = DIST, series_name: Optional[str] = None, cxx: Optional
         "portable": native.is_portable(cxx),
         "auditwheel": line,
         "platform_tag": tag,
-        "wheels": {w.name: sha256_of(w) for w in (jax_wheel, jaxlib_wheel)},
+        "wheels": {w.name: sha256_of(w) for w in built},
         "seconds": round(time.monotonic() - started, 1),
     }
     stamp_path(series).write_text(json.dumps(stamp, indent=2) + "\n")
-    for w in (jax_wheel, jaxlib_wheel):
+    for w in built:
         print(f"[build] {w.name}: {w.stat().st_size / 1e6:.1f} MB", flush=True)
     return stamp
 

@@ -60,7 +60,8 @@ def _pip_download_args(artifact: Artifact) -> list[str]:
     if artifact.is_sdist:
         # --no-build-isolation: pip prepares the sdist's metadata with the setuptools already installed (no extra
         # download).
-        return [spec, "--no-binary", ":all:", "--no-build-isolation"]
+        # --ignore-requires-python: the download only, on the build host's Python (jax 0.12 wants 3.12).
+        return [spec, "--no-binary", ":all:", "--no-build-isolation", "--ignore-requires-python"]
     # jaxlib-0.4.13-cp38-cp38-manylinux2014_x86_64.whl -> python tag, abi tag, platform tags (may be compressed: a.b)
     name_ver_py_abi_plat = artifact.filename[: -len(".whl")].split("-")
     py, abi, plats = name_ver_py_abi_plat[-3], name_ver_py_abi_plat[-2], name_ver_py_abi_plat[-1]

@@ -50,6 +50,9 @@ class Series:
     jax: Artifact
     jaxlib: Artifact
     pjrt_header: Artifact
+    # "jaxlib": our package and library inside the jaxlib wheel (0.4.13); "plugin": a jax-ipu-plugin wheel of
+    # their own, found by jax's `jax_plugins` entry point (the current series).
+    packaging: str = "jaxlib"
 
     @property
     def artifacts(self) -> List[Artifact]:
@@ -74,6 +77,10 @@ class Pins:
         if name not in self.series:
             raise KeyError(f"no series {name!r} in {PINS_FILE}; known: {', '.join(sorted(self.series))}")
         return self.series[name]
+
+    def all_series(self) -> List[Series]:
+        """Every series, in pins.toml's order (the default first)."""
+        return sorted(self.series.values(), key=lambda s: s.name != self.default_series)
 
     def labelled(self, version: str) -> str:
         return f"{version}+{self.label}"
@@ -103,6 +110,7 @@ def load(path: Path = PINS_FILE) -> Pins:
             jax=_artifact(name, "jax", table["jax"]),
             jaxlib=_artifact(name, "jaxlib", table["jaxlib"]),
             pjrt_header=_artifact(name, "pjrt_header", table["pjrt_header"]),
+            packaging=table.get("packaging", "jaxlib"),
         )
     project = raw["project"]
     return Pins(project["label"], project["default_series"], dict(raw["tools"]), dict(raw["docker"]), series, raw)

@@ -103,14 +103,16 @@ def _our_package_files() -> List[Tuple[str, Path]]:
     return files
 
 
-def build_jaxlib_wheel(pins: Pins, series: Series, patched_py: Path, library: Path, out_dir: Path) -> Path:
-    """Upstream jaxlib wheel + patched Python files + our packages + the native library, relabelled."""
+def build_jaxlib_wheel(pins: Pins, series: Series, patched_py: Path, library: Optional[Path], out_dir: Path) -> Path:
+    """Upstream jaxlib wheel + patched Python files, relabelled; + our packages and the native library when
+    ``library`` is given (0.4.13; the current series ships them in the plugin wheel instead)."""
     art = series.jaxlib
     upstream = fetch(art)
     version = pins.labelled(art.version)
     old_di = f"jaxlib-{art.version}.dist-info"
     new_di = f"jaxlib-{version}.dist-info"
-    ours = _our_package_files()
+    ours = _our_package_files() if library is not None else []
+    our_tops = set(OUR_PACKAGES) if library is not None else set()
     entries: List[Entry] = []
     zf = zipfile.ZipFile(upstream)
     upstream_names = set()
@@ -128,7 +130,7 @@ def build_jaxlib_wheel(pins: Pins, series: Series, patched_py: Path, library: Pa
             if base == "METADATA":
                 data = _replace_version_in_metadata(data.decode(), version).encode()
             elif base == "top_level.txt":
-                tops = set(data.decode().split()) | set(OUR_PACKAGES)
+                tops = set(data.decode().split()) | our_tops
                 data = ("\n".join(sorted(tops)) + "\n").encode()
             entries.append((f"{new_di}/{base}", _constant(data), False))
         elif name.endswith(".py") and (patched_py / name).exists():
@@ -139,7 +141,8 @@ def build_jaxlib_wheel(pins: Pins, series: Series, patched_py: Path, library: Pa
         if name in upstream_names:
             raise WheelError(f"{name} from jax_ipu_shim/python would overwrite a file of upstream jaxlib")
         entries.append((name, path.read_bytes, False))
-    entries.append((LIBRARY_IN_WHEEL, library.read_bytes, True))
+    if library is not None:
+        entries.append((LIBRARY_IN_WHEEL, library.read_bytes, True))
 
     out_dir.mkdir(parents=True, exist_ok=True)
     _, _, py, abi, plat = art.filename[: -len(".whl")].split("-")
@@ -152,6 +155,44 @@ def build_jaxlib_wheel(pins: Pins, series: Series, patched_py: Path, library: Pa
 
 
 
+PLUGIN_DISTRIBUTION = "jax_ipu_plugin"  # pip name jax-ipu-plugin
+
+
+def build_plugin_wheel(pins: Pins, series: Series, library: Path, out_dir: Path) -> Path:
+    """jax-ipu-plugin: jax_ipu/ and its native library, found by jax through the ``jax_plugins`` entry point.
+
+    Python-independent (the library is loaded with ctypes, no CPython ABI): ``py3-none-<platform>``. Its version is
+    the jaxlib series' with our label, and it requires exactly that jax and jaxlib (public versions, so our
+    relabelled wheels and upstream's both satisfy it)."""
+    version = pins.labelled(series.jaxlib.version)
+    di = f"{PLUGIN_DISTRIBUTION}-{version}.dist-info"
+    files = [(name, path) for name, path in _our_package_files() if name.startswith("jax_ipu/")]
+    python = series.python
+    metadata = "\n".join([
+        "Metadata-Version: 2.1",
+        "Name: jax-ipu-plugin",
+        f"Version: {version}",
+        "Summary: The ipu backend for jax: a PJRT plugin whose runtime is a tile-level Graphcore IPU Model emulator",
+        "License: Apache-2.0",
+        f"Requires-Python: >={python}",
+        f"Requires-Dist: jax=={series.jax.version}",
+        f"Requires-Dist: jaxlib=={series.jaxlib.version}",
+        "",
+        "jax.devices('ipu'), jax.jit(f, backend='ipu'): see the jax-ipu README.",
+        "",
+    ])
+    wheel_meta = "\n".join(["Wheel-Version: 1.0", "Generator: jax-ipu build_tools", "Root-Is-Purelib: false",
+                             f"Tag: py3-none-{series.platform_tag}", ""])
+    entries: List[Entry] = [(name, path.read_bytes, False) for name, path in files]
+    entries.append((LIBRARY_IN_WHEEL, library.read_bytes, True))
+    entries.append((f"{di}/METADATA", _constant(metadata.encode()), False))
+    entries.append((f"{di}/WHEEL", _constant(wheel_meta.encode()), False))
+    entries.append((f"{di}/entry_points.txt", _constant(b"[jax_plugins]\nipu = jax_ipu.plugin\n"), False))
+    entries.append((f"{di}/top_level.txt", _constant(b"jax_ipu\n"), False))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return write_wheel(out_dir / f"{PLUGIN_DISTRIBUTION}-{version}-py3-none-{series.platform_tag}.whl", entries, di)
+
+
 def _constant(data: bytes) -> Callable[[], bytes]:
     """An Entry's reader for bytes already in memory."""
     return lambda: data
@@ -161,8 +202,10 @@ def build_jax_wheel(pins: Pins, series: Series, patched_sdist: Path, out_dir: Pa
     version = pins.labelled(series.jax.version)
     with tempfile.TemporaryDirectory(prefix="jax-wheel-") as tmp:
         env = dict(os.environ, SOURCE_DATE_EPOCH="315532800", PYTHONDONTWRITEBYTECODE="1")
+        # --ignore-requires-python: the wheel is pure Python and the build host's Python may be older than the
+        # series' (jax 0.12 needs 3.12; the build tools run on 3.11).
         cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--disable-pip-version-check",
-               "-w", tmp, str(patched_sdist)]
+               "--ignore-requires-python", "-w", tmp, str(patched_sdist)]
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         built = sorted(Path(tmp).glob("jax-*.whl"))
         if proc.returncode != 0 or len(built) != 1:
