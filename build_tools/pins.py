@@ -4,6 +4,7 @@ Usable as a module (``from build_tools.pins import load``) and as a script for s
 
     python build_tools/pins.py get tools.nox               # prints 2024.10.9
     python build_tools/pins.py get series.0.4.13.python    # dotted path; series keys may contain dots
+    python build_tools/pins.py pythons                     # every series' Python: 3.8, 3.12
     python build_tools/pins.py github-output >> "$GITHUB_OUTPUT"
 """
 
@@ -153,6 +154,9 @@ def main(argv: List[str]) -> int:
     if len(argv) == 2 and argv[0] == "get":
         value = lookup(pins.raw, argv[1].replace("default_series", pins.default_series))
         print(value if not isinstance(value, (dict, list)) else repr(value))
+        return 0
+    if argv == ["pythons"]:  # every series' Python, one per line (.ci/run)
+        print("\n".join(s.python for s in pins.all_series()))
         return 0
     if argv == ["github-output"]:
         sys.stdout.write(github_output(pins))
