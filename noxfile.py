@@ -175,11 +175,14 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(venv_backend="venv", reuse_venv=True)
 def release(session: nox.Session) -> None:
-    """dist/jax-ipu-<version>.zip: our wheels (rebuilt if stale), their locked dependency wheels, SHA256SUMS,
-    wheels.html, INSTALL, LICENSES/ (build_tools/release.py).
+    """Per series, jax-ipu-<version>.zip in its dist folder: our wheels (rebuilt if stale), their locked dependency
+    wheels, SHA256SUMS, wheels.html, INSTALL, LICENSES/ (build_tools/release.py).
     Arguments: --pages-url URL, --tag vX, --no-build, --dist DIR, --jobs N."""
     _install_tools(session)
-    session.run("python", "-m", "build_tools", "release", *session.posargs)
+    series = [] if any(a == "--series" or a.startswith("--series=") for a in session.posargs) else \
+        [["--series", s.name] for s in PINS.all_series()]
+    for args in series or [[]]:  # every series' zip (dist/ and dist/<series>/), or the one named
+        session.run("python", "-m", "build_tools", "release", *args, *session.posargs)
 
 
 @nox.session(venv_backend="venv", reuse_venv=True)
@@ -275,7 +278,8 @@ def examples(session: nox.Session) -> None:
     fresh Python 3.8 venv, and tests/examples checks what each prints. Needs no network: without one the MNIST
     examples use scikit-learn's 8x8 digits and say so. Arguments go to pytest (e.g. `-k gcn`)."""
     _install_dist(session)
-    session.install("--only-binary=:all:", "--require-hashes", "-r", _lock("examples/requirements.txt", _series(session)))
+    session.install("--only-binary=:all:", "--require-hashes", "-r",
+                    _lock("examples/requirements.txt", _series(session)))
     with tempfile.TemporaryDirectory(prefix="jax-ipu-examples-") as outside:
         session.chdir(outside)
         session.run("python", "-m", "pytest", "--rootdir", outside, "-p", "no:cacheprovider", "-v",

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from build_tools import build
+from build_tools import wheels as wheels_mod
 from build_tools.fetch import cache_dir, sha256_of
 from build_tools.pins import REPO, Pins, Series, load
 
@@ -49,9 +50,9 @@ for Python {python} on Linux x86-64 (glibc >= {glibc}). This folder holds every 
 2. Install into a fresh Python {python} environment, from this folder only:
 
     python{python} -m venv venv && . venv/bin/activate
-    pip install --no-index --find-links . jax jaxlib
+    pip install --no-index --find-links . {packages}
 
-   (`pip install --no-index -f wheels.html jax jaxlib` does the same through the index page.)
+   (`pip install --no-index -f wheels.html {packages}` does the same through the index page.)
 
 3. Run the minimal example:
 
@@ -75,7 +76,7 @@ def ipu_function(data):
 
 data = np.array([1, -2, 3], np.float32)
 output = ipu_function(data)
-print(output, output.device())
+print(output, next(iter(output.devices())))
 """
 
 JAXLIB_CONTENTS = """\
@@ -91,6 +92,21 @@ jaxlib {version}: the upstream jaxlib {jax_version} wheel for cp38 manylinux2014
   - jax_ipu/ and jax_plugins/ipu/, jax-ipu's Python packages (the PJRT plugin, the StableHLO compiler front end),
     distributed under Apache-2.0 like the wheel they ship in;
   - jax_ipu/lib/libjax_ipu.so, jax-ipu's native library (PJRT C API layer and IPU emulator), Apache-2.0; it links
+    LLVM's libc++, libc++abi and libunwind statically (Apache-2.0 WITH LLVM-exception): jaxlib/libcxx-LICENSE.TXT.
+"""
+
+PLUGIN_CONTENTS = """\
+jax, jaxlib and jax-ipu-plugin {version}, as built by jax-ipu.
+
+jax {version}: the upstream jax {jax_version} source release (Apache-2.0, Google LLC) with the patches of
+  patches/jax/{jax_version}/ applied (the version label). Its licence: jax/LICENSE.
+
+jaxlib {version}: the upstream jaxlib {jax_version} wheel (Apache-2.0, Google LLC), unchanged except for the patched
+  Python files of patches/jaxlib/{jax_version}/ (the version label); its notices: jaxlib/LICENSE.txt.
+
+jax-ipu-plugin {version}: jax-ipu's backend, found by jax through its `jax_plugins` entry point:
+  - jax_ipu/, the PJRT plugin's Python package and the StableHLO compiler front end, Apache-2.0;
+  - jax_ipu/lib/libjax_ipu.so, the native library (PJRT C API 0.90 layer and IPU emulator), Apache-2.0; it links
     LLVM's libc++, libc++abi and libunwind statically (Apache-2.0 WITH LLVM-exception): jaxlib/libcxx-LICENSE.TXT.
 """
 
@@ -142,10 +158,19 @@ def runtime_requirements(wheel: Path, series: Series) -> List[str]:
     return names
 
 
+def series_lock(series: Series) -> Path:
+    """The series' test lock, which the release ships the runtime part of: test-requirements.txt for the default
+    series, test-requirements-<python>.txt for the others (noxfile._lock)."""
+    if series.name == load().default_series:
+        return LOCK
+    return LOCK.with_name(f"{LOCK.stem}-{series.python}{LOCK.suffix}")
+
+
 def download_dependencies(ours: List[Path], series: Series, dest: Path) -> List[Path]:
     """Every runtime dependency of ``ours`` (transitively) as the locked cp38 manylinux wheel, hash-checked by pip and
     again here. Downloads go to the cache's wheelhouse; a file already there with the locked sum is reused."""
-    lock = read_lock()
+    lock_path = series_lock(series)
+    lock = read_lock(lock_path)
     wheelhouse = cache_dir() / "wheelhouse" / series.name
     wheelhouse.mkdir(parents=True, exist_ok=True)
     wanted = [n for w in ours for n in runtime_requirements(w, series)]
@@ -155,7 +180,7 @@ def download_dependencies(ours: List[Path], series: Series, dest: Path) -> List[
         if name in found:
             continue
         if name not in lock:
-            raise ReleaseError(f"{name} is a runtime dependency but not in {LOCK.relative_to(REPO)}; add it "
+            raise ReleaseError(f"{name} is a runtime dependency but not in {lock_path.relative_to(REPO)}; add it "
                                "hash-locked "
                                "(pip download --only-binary=:all: with Python 3.8, pip hash)")
         version, hashes = lock[name]
@@ -233,8 +258,9 @@ def licence_files(wheels: List[Path], series: Series) -> Dict[str, bytes]:
         jax_licence = _jax_sdist_licence(series)
         if jax_licence is not None:
             files["jax/LICENSE"] = jax_licence
-    files["CONTENTS"] = JAXLIB_CONTENTS.format(version=load().labelled(series.jax.version),
-                                               jax_version=series.jax.version).encode()
+    contents = PLUGIN_CONTENTS if series.packaging == "plugin" else JAXLIB_CONTENTS
+    files["CONTENTS"] = contents.format(version=load().labelled(series.jax.version),
+                                        jax_version=series.jax.version).encode()
     index += ["", "CONTENTS says what the jax and jaxlib wheels are made of."]
     files["README"] = ("\n".join(index) + "\n").encode()
     return files
@@ -290,13 +316,19 @@ def release(dist: Path = build.DIST, series_name: Optional[str] = None, pages_ur
         raise ReleaseError(f"tag {tag!r} does not name the version pins.toml gives ({version}): tag v{version}, or "
                            "bump "
                            "[project] label in build_tools/pins.toml first")
+    if dist == build.DIST:  # each series has its place under dist/ (build.series_dist)
+        dist = build.series_dist(pins, series, dist)
     if build_first:
-        build.build(dist, series_name, jobs=jobs, if_stale=True)
+        build.build(dist, series.name, jobs=jobs, if_stale=True)
     ours = [dist / f"jax-{version}-py3-none-any.whl"]
     ours += sorted(dist.glob(f"jaxlib-{version}-{series.python_tag}-*.whl"))
+    wanted = 2
+    if series.packaging == "plugin":  # the current series' backend: its own wheel
+        ours += sorted(dist.glob(f"{wheels_mod.PLUGIN_DISTRIBUTION}-{version}-py3-none-*.whl"))
+        wanted = 3
     missing = [p.name for p in ours if not p.exists()]
-    if missing or len(ours) != 2:
-        raise ReleaseError(f"dist/ lacks our wheels ({missing or [p.name for p in ours]}); run `nox -s build_wheels`")
+    if missing or len(ours) != wanted:
+        raise ReleaseError(f"{dist} lacks our wheels ({missing or [p.name for p in ours]}); run `nox -s build_wheels`")
 
     top = f"jax-ipu-{version}"
     with tempfile.TemporaryDirectory(prefix="jax-ipu-release-") as tmp:
@@ -309,9 +341,10 @@ def release(dist: Path = build.DIST, series_name: Optional[str] = None, pages_ur
             (folder / "LICENSES" / name).write_bytes(data)
         (folder / "wheels.html").write_text(wheels_html(wheels))
         example = "".join("    " + ln + "\n" if ln else "\n" for ln in EXAMPLE.splitlines())
+        packages = "jax jaxlib" + (" jax-ipu-plugin" if series.packaging == "plugin" else "")
         (folder / "INSTALL").write_text(INSTALL_TEXT.format(
             version=version, jax_version=series.jax.version, python=series.python, glibc=series.glibc,
-            example=example, url=url))
+            example=example, url=url, packages=packages))
         names = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
         (folder / "SHA256SUMS").write_text(sha256sums(folder, names))
         files = {n: folder / n for n in names + ["SHA256SUMS"]}

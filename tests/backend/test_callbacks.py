@@ -7,9 +7,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _series import CURRENT_SERIES
 from jax import lax
 from jax.experimental import io_callback
-from _series import CURRENT_SERIES
 
 
 def run_on(backend, f, *args):

@@ -8,11 +8,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _series import needs_feeds
 from jax import lax
 from jax._src.lib import xla_client
 
 from jax_ipu.compiler import types
-from _series import needs_feeds
 
 DTYPES = [types.numpy_dtype(np_name) for _, _, np_name in types.IPU_DTYPES]
 IDS = [d.name for d in DTYPES]

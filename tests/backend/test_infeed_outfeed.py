@@ -10,9 +10,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _series import needs_feeds
 from jax import lax, tree_util
 from jax._src.lib import xla_client
-from _series import needs_feeds
 
 pytestmark = needs_feeds
 

@@ -7,8 +7,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax.experimental import serialize_executable
 from _series import only_jax_0_4_13
+from jax.experimental import serialize_executable
 
 
 def model(params, x):

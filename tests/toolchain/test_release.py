@@ -31,7 +31,7 @@ rng = np.random.default_rng(7)
 a = rng.standard_normal((64, 48)).astype(np.float32)
 b = rng.standard_normal((48, 32)).astype(np.float32)
 out = jax.jit(lambda x, y: jnp.tanh(x @ y), device=ipu)(a, b)
-assert out.device() == ipu, out.device()
+assert next(iter(out.devices())) == ipu, out.devices()
 np.testing.assert_allclose(np.asarray(out), np.tanh(a @ b), rtol=2e-5, atol=2e-5)
 print("matmul ok on", ipu.platform, ipu)
 """

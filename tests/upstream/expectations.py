@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import List, NamedTuple, Optional, Tuple
 
 KINDS = ("skip", "xfail")
-DEFAULT_PATH = Path(__file__).with_name("expectations.txt")
+DEFAULT_PATH = Path(__file__).with_name("expectations.txt")  # jax 0.4.13
+
+
+def series_path(jax_version: str) -> Path:
+    """The list of a series: expectations.txt for jax 0.4.13, expectations-<version>.txt for any other."""
+    public = jax_version.split("+")[0]
+    return DEFAULT_PATH if public == "0.4.13" else DEFAULT_PATH.with_name(f"expectations-{public}.txt")
 _HEADER = re.compile(r"^\[(?P<kind>[a-z]+)\]\s*(?P<reason>.*)$")
 
 

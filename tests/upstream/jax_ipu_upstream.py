@@ -13,6 +13,7 @@ the list shrinks as the backend grows). Works with pytest-xdist: reports reach t
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Dict
 
 import pytest
@@ -34,7 +35,12 @@ def pytest_collection_modifyitems(config, items):
     path = config.getoption("--upstream-expectations-file")
     if not (config.getoption("--upstream-expectations") or path):
         return
-    rules = load(path) if path else load()
+    if not path:  # the installed series' own list
+        import jax
+        from expectations import series_path
+
+        path = str(series_path(jax.__version__))
+    rules = load(Path(path)) if Path(path).exists() else []
     for item in items:
         rule = match(rules, item.nodeid)
         if rule is None:

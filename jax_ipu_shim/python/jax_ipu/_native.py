@@ -22,8 +22,9 @@ def load() -> ctypes.CDLL:
     path = library_path()
     if not os.path.exists(path):
         raise ImportError(
-            f"jax_ipu: native library not found at {path}. Reinstall the jaxlib wheel built by "
-            "`nox -s build_wheels`, or point JAX_IPU_LIBRARY at a built libjax_ipu.so."
+            f"jax_ipu: native library not found at {path}. Reinstall the wheel that carries it (jaxlib for jax "
+            "0.4.13, jax-ipu-plugin for the current series) built by `nox -s build_wheels`, or point "
+            "JAX_IPU_LIBRARY at a built libjax_ipu.so."
         )
     return ctypes.CDLL(path)
 

@@ -95,7 +95,7 @@ def parse(data: bytes) -> CompileOptions:
     overrides: List[Tuple[str, Any]] = []
     for number, _, value in _fields(bytes(data)):
         if number == 3:
-            for field, wire, v in _fields(value):  # type: ignore[arg-type]
+            for field, _wire, v in _fields(value):  # type: ignore[arg-type]
                 if field == 4:
                     replicas = max(1, int(v))  # type: ignore[arg-type]
                 elif field == 5:

@@ -1,4 +1,5 @@
-"""Runs in a fresh Python 3.8 venv where only `pip install dist/*.whl pytest` happened, from outside the source tree."""
+"""Runs in a fresh venv of a series' Python where only `pip install <its wheels> pytest` happened, from outside the
+source tree."""
 
 from __future__ import annotations
 
@@ -18,7 +19,23 @@ def _pinned(key: str) -> str:
     return match.group(1)
 
 
-LABELLED = "{}+{}".format(_pinned("default_series"), _pinned("label"))
+def _series_names() -> list:
+    return re.findall(r'^\[series\."([^"]+)"\]$', (REPO / "build_tools" / "pins.toml").read_text(), flags=re.M)
+
+
+def _installed_series() -> str:
+    """The series whose wheels this venv holds: the one whose version the installed jaxlib carries."""
+    from importlib import metadata
+
+    public = metadata.version("jaxlib").split("+")[0]
+    assert public in _series_names(), f"jaxlib {public} is none of the pinned series {_series_names()}"
+    return public
+
+
+SERIES = _installed_series()
+LABELLED = "{}+{}".format(SERIES, _pinned("label"))
+# The current series ships the backend as a plugin wheel of its own (pins.toml: packaging = "plugin").
+PLUGIN_WHEEL = SERIES != _pinned("default_series")
 
 
 def _is_installed(path: str) -> bool:
@@ -47,9 +64,17 @@ def test_distribution_metadata() -> None:
 
 
 def test_packages_come_from_the_installed_wheels() -> None:
+    from importlib import metadata
+
     for name in ("jax", "jaxlib", "jax_ipu"):
         spec = importlib.util.find_spec(name)
         assert spec and spec.origin and _is_installed(spec.origin), f"{name} imported from {spec and spec.origin}"
+    if PLUGIN_WHEEL:  # jax finds the backend by the plugin wheel's entry point
+        assert metadata.version("jax-ipu-plugin") == LABELLED
+        points = [e for e in metadata.entry_points(group="jax_plugins") if e.name == "ipu"]
+        assert [e.value for e in points] == ["jax_ipu.plugin"]
+        assert metadata.distribution("jax-ipu-plugin").read_text("WHEEL").count("Tag: py3-none-manylinux_2_27_x86_64")
+        return
     plugins = importlib.util.find_spec("jax_plugins")
     assert plugins and plugins.origin in (None, "namespace"), "jax_plugins must be a namespace package"
     assert importlib.util.find_spec("jax_plugins.ipu") is not None
@@ -63,7 +88,10 @@ def test_native_library_is_installed() -> None:
 
 
 def test_donation_lists_ipu() -> None:
+    import jax
     from jax._src.interpreters import mlir
+
+    jax.devices("ipu")  # the current series initialises plugins at the first use of a backend
 
     assert "ipu" in mlir._platforms_with_donation and "cpu" in mlir._platforms_with_donation
 

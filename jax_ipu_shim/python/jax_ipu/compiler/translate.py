@@ -400,10 +400,10 @@ class _Translator:
         if mlir_name == "stablehlo.composite":
             # The current series names some ops (erf_inv, top_k, acosh...) as composites whose decomposition is a
             # function of ordinary ops: that function is the op.
-            entry = self._op_entry(op, "call")
-            entry["attrs"] = {"callee": A.symbol(A.named(op.attributes)["decomposition"])}
-            self.called.append(entry["attrs"]["callee"])
-            return entry
+            composite = self._op_entry(op, "call")
+            composite["attrs"] = {"callee": A.symbol(A.named(op.attributes)["decomposition"])}
+            self.called.append(composite["attrs"]["callee"])
+            return composite
         self._check(op)
         known = mlir_name.split(".", 1)[0] in ("stablehlo", "chlo", "func") and O.is_known(name)
         operands = [self._use(v) for v in op.operands]
