@@ -84,9 +84,9 @@ void InitMemories(PJRT_Client* client) {
     memory->id = static_cast<int>(i);
     memory->device = client->devices[i].get();
     memory->to_string = "MEMORY_SPACE_" + std::to_string(i);
-    memory->debug_string = "IpuMemory(id=" + std::to_string(i) + ", kind=" + kMemoryKind + ", device=" +
-                           std::to_string(i) + ", " + std::to_string(memory->device->description.hardware.num_tiles) +
-                           " tiles)";
+    memory->debug_string = "IpuMemory(id=" + std::to_string(i) + ", kind=" + kMemoryKind +
+                           ", device=" + std::to_string(i) + ", " +
+                           std::to_string(memory->device->description.hardware.num_tiles) + " tiles)";
     client->devices[i]->memory = memory.get();
     client->memory_pointers.push_back(memory.get());
     client->memories.push_back(std::move(memory));

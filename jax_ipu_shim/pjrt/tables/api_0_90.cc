@@ -6,15 +6,16 @@
 
 namespace {
 
-#define JAX_IPU_UNIMPLEMENTED(name, what)                                                                   \
-  PJRT_Error* name##_Unimplemented(name##_Args*) {                                                          \
-    return jax_ipu::MakeError(PJRT_Error_Code_UNIMPLEMENTED,                                                \
-                              std::string(#name ": ") + what + " is not supported on the ipu backend");     \
+#define JAX_IPU_UNIMPLEMENTED(name, what)                                                               \
+  PJRT_Error* name##_Unimplemented(name##_Args*) {                                                      \
+    return jax_ipu::MakeError(PJRT_Error_Code_UNIMPLEMENTED,                                            \
+                              std::string(#name ": ") + what + " is not supported on the ipu backend"); \
   }
 
 JAX_IPU_UNIMPLEMENTED(PJRT_Buffer_IncreaseExternalReferenceCount, "external references to device memory (DLPack)")
 JAX_IPU_UNIMPLEMENTED(PJRT_Buffer_DecreaseExternalReferenceCount, "external references to device memory (DLPack)")
-JAX_IPU_UNIMPLEMENTED(PJRT_Buffer_OpaqueDeviceMemoryDataPointer, "raw device pointers (IPU memory is not host-addressable)")
+JAX_IPU_UNIMPLEMENTED(PJRT_Buffer_OpaqueDeviceMemoryDataPointer,
+                      "raw device pointers (IPU memory is not host-addressable)")
 JAX_IPU_UNIMPLEMENTED(PJRT_CopyToDeviceStream_Destroy, "streaming copies to device")
 JAX_IPU_UNIMPLEMENTED(PJRT_CopyToDeviceStream_AddChunk, "streaming copies to device")
 JAX_IPU_UNIMPLEMENTED(PJRT_CopyToDeviceStream_TotalBytes, "streaming copies to device")
@@ -28,14 +29,19 @@ JAX_IPU_UNIMPLEMENTED(PJRT_ExecuteContext_Create, "execute contexts (FFI user da
 JAX_IPU_UNIMPLEMENTED(PJRT_ExecuteContext_Destroy, "execute contexts (FFI user data)")
 JAX_IPU_UNIMPLEMENTED(PJRT_Buffer_CopyRawToHost, "raw byte-range reads")
 JAX_IPU_UNIMPLEMENTED(PJRT_AsyncHostToDeviceTransferManager_Destroy, "asynchronous host-to-device transfer managers")
-JAX_IPU_UNIMPLEMENTED(PJRT_AsyncHostToDeviceTransferManager_TransferData, "asynchronous host-to-device transfer managers")
+JAX_IPU_UNIMPLEMENTED(PJRT_AsyncHostToDeviceTransferManager_TransferData,
+                      "asynchronous host-to-device transfer managers")
 JAX_IPU_UNIMPLEMENTED(PJRT_Client_CreateBuffersForAsyncHostToDevice, "asynchronous host-to-device transfer managers")
-JAX_IPU_UNIMPLEMENTED(PJRT_AsyncHostToDeviceTransferManager_RetrieveBuffer, "asynchronous host-to-device transfer managers")
+JAX_IPU_UNIMPLEMENTED(PJRT_AsyncHostToDeviceTransferManager_RetrieveBuffer,
+                      "asynchronous host-to-device transfer managers")
 JAX_IPU_UNIMPLEMENTED(PJRT_AsyncHostToDeviceTransferManager_Device, "asynchronous host-to-device transfer managers")
-JAX_IPU_UNIMPLEMENTED(PJRT_AsyncHostToDeviceTransferManager_BufferCount, "asynchronous host-to-device transfer managers")
+JAX_IPU_UNIMPLEMENTED(PJRT_AsyncHostToDeviceTransferManager_BufferCount,
+                      "asynchronous host-to-device transfer managers")
 JAX_IPU_UNIMPLEMENTED(PJRT_AsyncHostToDeviceTransferManager_BufferSize, "asynchronous host-to-device transfer managers")
-JAX_IPU_UNIMPLEMENTED(PJRT_AsyncHostToDeviceTransferManager_SetBufferError, "asynchronous host-to-device transfer managers")
-JAX_IPU_UNIMPLEMENTED(PJRT_AsyncHostToDeviceTransferManager_AddMetadata, "asynchronous host-to-device transfer managers")
+JAX_IPU_UNIMPLEMENTED(PJRT_AsyncHostToDeviceTransferManager_SetBufferError,
+                      "asynchronous host-to-device transfer managers")
+JAX_IPU_UNIMPLEMENTED(PJRT_AsyncHostToDeviceTransferManager_AddMetadata,
+                      "asynchronous host-to-device transfer managers")
 JAX_IPU_UNIMPLEMENTED(PJRT_Client_DmaMap, "DMA-mapped host memory")
 JAX_IPU_UNIMPLEMENTED(PJRT_Client_DmaUnmap, "DMA-mapped host memory")
 JAX_IPU_UNIMPLEMENTED(PJRT_Client_CreateUninitializedBuffer, "uninitialised buffers")
@@ -44,7 +50,8 @@ JAX_IPU_UNIMPLEMENTED(PJRT_TopologyDescription_Deserialize, "serialising a topol
 JAX_IPU_UNIMPLEMENTED(PJRT_Client_CreateAliasBuffer, "alias buffers")
 JAX_IPU_UNIMPLEMENTED(PJRT_Client_FulfillAliasBuffer, "alias buffers")
 JAX_IPU_UNIMPLEMENTED(PJRT_Client_CreateErrorBuffer, "error buffers")
-JAX_IPU_UNIMPLEMENTED(PJRT_AsyncHostToDeviceTransferManager_TransferLiteral, "asynchronous host-to-device transfer managers")
+JAX_IPU_UNIMPLEMENTED(PJRT_AsyncHostToDeviceTransferManager_TransferLiteral,
+                      "asynchronous host-to-device transfer managers")
 JAX_IPU_UNIMPLEMENTED(PJRT_Buffer_CopyRawToHostFuture, "raw byte-range reads")
 JAX_IPU_UNIMPLEMENTED(PJRT_Device_PoisonExecution, "poisoning executions")
 JAX_IPU_UNIMPLEMENTED(PJRT_Device_CreateAsyncTrackingEvent, "async tracking events")
