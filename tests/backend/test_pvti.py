@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 
+from _series import needs_feeds
+
 PROGRAM = """
 import jax, jax.numpy as jnp, numpy as np
 import jax_ipu
@@ -69,6 +71,7 @@ def test_timeline_is_trace_event_json_with_the_expected_events(python, tmp_path)
     assert {("host to ipu 0", 256), ("host to ipu 1", 256), ("ipu 0 to host", 256), ("ipu 1 to host", 256)} <= transfers
 
 
+@needs_feeds
 def test_streams_are_on_the_timeline(python, tmp_path):
     code = """
 import jax, jax.numpy as jnp, numpy as np
