@@ -40,3 +40,12 @@ def test_rendered_header_declares_the_table(tf_fields: list, tmp_path) -> None:
     text = gen_pjrt_api.render(gen_pjrt_api.table_0_4_13(tf_fields), "pjrt_c_api.h")
     assert "static_assert(sizeof(PJRT_Api_0_4_13) == 592" in text
     assert "PJRT_Executable_GetCostAnalysis_Args" in text
+
+
+def test_current_table_is_the_headers_own_and_checks_its_version() -> None:
+    # The 0.90 table is the pinned header's PJRT_Api as it is; the generator refuses a header of another version,
+    # so the plugin can never report a version its table does not fill.
+    text = gen_pjrt_api.render_current("0.90", "#define PJRT_API_MINOR 90\n", "pjrt_c_api.h")
+    assert "#define JAX_IPU_PJRT_MINOR 90" in text and "sizeof(PJRT_Api) == 1064" in text
+    with pytest.raises(SystemExit, match=r"is PJRT API 0\.91, the 0\.90 table needs 0\.90"):
+        gen_pjrt_api.render_current("0.90", "#define PJRT_API_MINOR 91\n", "pjrt_c_api.h")
