@@ -139,6 +139,8 @@ def github_output(pins: Pins) -> str:
         "label": pins.label,
         "series": s.name,
         "python": s.python,
+        # The other series' Python (the current series: 3.12); the workflows install it next to the default's.
+        "current_python": " ".join(x.python for x in pins.all_series() if x.name != s.name),
         "nox": pins.tools["nox"],
         "host_python": pins.tools["host_python"],
         "cibuildwheel": pins.tools["cibuildwheel"],
