@@ -1,9 +1,10 @@
 """Known failures of one jax/jaxlib series, marked as strict xfails (shared by the installed-wheel suites' conftests).
 
 ``tests/expected-failures/<jaxlib version>.txt`` lists test ids (``<suite>/<file>::<test>``, optionally followed by
-``when VAR=value`` to hold only in runs with that environment), one per line, each group under a ``# reason`` comment: the gaps of a series still being brought up (the current series: see the
-issue and README). A listed test that passes fails the run (strict), so the list only ever shrinks with the work;
-a series without a file expects every test to pass.
+``when VAR=value`` to hold only in runs with that environment), one per line, each group under a ``# reason``
+comment: the gaps of a series still being brought up (the current series: see README). A listed test that passes
+fails the run (strict), so the list only ever shrinks with the work; a series without a file expects every test to
+pass.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ def test_id(item) -> str:  # noqa: ANN001 - a pytest Item
 
 
 def mark(items: List) -> None:  # noqa: ANN001 - pytest Items
+    """Marks the listed items (once each, however many suites' conftests call this in one run)."""
     import pytest
 
     known = expected_failures()
@@ -57,5 +59,11 @@ def mark(items: List) -> None:  # noqa: ANN001 - pytest Items
     tag = series()
     for item in items:
         reason = known.get(test_id(item))
-        if reason is not None:
+        if reason is not None and not getattr(item, "_series_expectation", False):
+            item._series_expectation = True
             item.add_marker(pytest.mark.xfail(reason=f"jaxlib {tag}: {reason}", strict=True))
+
+
+def pytest_collection_modifyitems(config, items):  # noqa: ANN001 - imported by each suite's conftest.py
+    """The installed series' known failures (expected-failures/<jaxlib version>.txt) as strict xfails."""
+    mark(items)

@@ -40,17 +40,6 @@ def python():
     return run_python
 
 
-
-def pytest_collection_modifyitems(config, items):
-    """This suite's known failures of the installed series (tests/expected-failures/<jaxlib version>.txt) as
-    strict xfails."""
-    import os
-    import sys
-
-    suite = os.path.dirname(os.path.abspath(__file__))
-    tests = os.path.dirname(suite)
-    if tests not in sys.path:
-        sys.path.insert(0, tests)
-    import _series_expectations
-
-    _series_expectations.mark([item for item in items if str(item.fspath).startswith(suite + os.sep)])
+# This suite's known failures of the installed series, as strict xfails (tests/_series_expectations.py).
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from _series_expectations import pytest_collection_modifyitems  # noqa: E402, F401
