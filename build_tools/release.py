@@ -174,7 +174,9 @@ def download_dependencies(ours: List[Path], series: Series, dest: Path) -> List[
     wheelhouse = cache_dir() / "wheelhouse" / series.name
     wheelhouse.mkdir(parents=True, exist_ok=True)
     wanted = [n for w in ours for n in runtime_requirements(w, series)]
-    found: Dict[str, Path] = {}
+    # Our own wheels satisfy each other's requirements (jax-ipu-plugin requires jax and jaxlib).
+    own = {normalise(_metadata(w)["Name"]): w for w in ours}
+    found: Dict[str, Path] = dict(own)
     while wanted:
         name = wanted.pop(0)
         if name in found:
@@ -189,7 +191,7 @@ def download_dependencies(ours: List[Path], series: Series, dest: Path) -> List[
         found[name] = wheel
         wanted += runtime_requirements(wheel, series)
     dest.mkdir(parents=True, exist_ok=True)
-    return [Path(shutil.copy2(found[n], dest / found[n].name)) for n in sorted(found)]
+    return [Path(shutil.copy2(found[n], dest / found[n].name)) for n in sorted(found) if n not in own]
 
 
 def _locked_wheel(where: Path, name: str, version: str, hashes: List[str]) -> Optional[Path]:
@@ -247,6 +249,8 @@ def licence_files(wheels: List[Path], series: Series) -> Dict[str, bytes]:
         with zipfile.ZipFile(wheel) as zf:
             for name in sorted(zf.namelist()):
                 top = name.split("/", 1)
+                if name.endswith("/"):  # a directory entry (PEP 639 wheels keep licences under licenses/)
+                    continue
                 if len(top) == 2 and top[0].endswith(".dist-info") and LICENSE_FILE.search("/" + top[1]):
                     files[f"{project}/{top[1]}"] = zf.read(name)
         index.append(f"{wheel.name}\n    {licence}; LICENSES/{project}/")
