@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _series import CURRENT_SERIES
 
 
 def test_one_ipu2_device_with_graphcore_properties():
@@ -199,3 +200,14 @@ def test_jax_platforms_ipu_alone_differentiates_scans(python):
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "['ipu'] [9.0, 4.0, 2.0, 0.0]"
+
+
+@pytest.mark.skipif(not CURRENT_SERIES, reason="jax 0.4.13 sends native MLIR bytecode: no version to negotiate")
+def test_plugin_attributes_tell_jaxlib_the_stablehlo_version_we_read():
+    # jaxlib serialises the VHLO artifact it hands to Compile at the version the plugin attributes give: the one
+    # the bundled StableHLO (and so our front end) reads.
+    from jax._src import xla_bridge
+    from jaxlib.mlir.dialects import stablehlo
+
+    want = [int(x) for x in stablehlo.get_current_version().split(".")]
+    assert list(xla_bridge.backend_stablehlo_version("ipu")) == want
