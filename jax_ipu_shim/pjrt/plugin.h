@@ -1,4 +1,6 @@
-// The PJRT objects of the ipu plugin, for jaxlib 0.4.13's C API (one small file per object kind beside this one).
+// The PJRT objects of the ipu plugin, shared by every jaxlib series (one small file per object kind beside this one).
+// Each series compiles them against its own generated pjrt_api.h and fills its own table in tables/api_<t>.cc:
+// jaxlib 0.4.13's 592-byte table, or PJRT C API 0.90's for the current series (JAX_IPU_PJRT_MINOR tells them apart).
 //
 // This layer only translates between PJRT and the emulator's public interface (ipu/emulator.h): it knows nothing
 // about tiles. Every entry point catches everything and answers with a PJRT_Error: a plugin must never abort
