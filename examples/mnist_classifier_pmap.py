@@ -31,6 +31,18 @@ from jax import lax  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
 
+def replicate(tree, devices):
+    """A copy of every leaf on each IPU, stacked along a new leading axis as pmap takes it: jax 0.4.13's
+    jax.device_put_replicated; current jax removed it for device_put of the stacked copies, split over the IPUs."""
+    if hasattr(jax, "device_put_replicated"):  # jax 0.4.13 (current jax raises AttributeError for it)
+        return jax.device_put_replicated(tree, devices)
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    split = NamedSharding(Mesh(np.array(devices), ("ipus",)), PartitionSpec("ipus"))
+    return jax.tree_util.tree_map(
+        lambda x: jax.device_put(np.broadcast_to(np.asarray(x), (len(devices),) + x.shape), split), tree)
+
+
 def main(argv=None):
     parser = mc.parser(__doc__.splitlines()[0], batch_help="the global batch, split over the IPUs")
     parser.add_argument("--ipus", type=int, default=4)
@@ -51,7 +63,7 @@ def main(argv=None):
         grads = lax.pmean(jax.grad(mc.loss)(opt_state[0], batch), axis_name="ipus")
         return opt_update(grads, opt_state)
 
-    opt_state = jax.device_put_replicated(opt_init(mc.init_params(jax.random.PRNGKey(0))), devices)
+    opt_state = replicate(opt_init(mc.init_params(jax.random.PRNGKey(0))), devices)
     rng = np.random.RandomState(0)
     per_ipu = args.batch_size // n
     steps = len(data.train_labels) // args.batch_size

@@ -1,7 +1,8 @@
 """Known failures of one jax/jaxlib series, marked as strict xfails (shared by the installed-wheel suites' conftests).
 
 ``tests/expected-failures/<jaxlib version>.txt`` lists test ids (``<suite>/<file>::<test>``, optionally followed by
-``when VAR=value`` to hold only in runs with that environment), one per line, each group under a ``# reason``
+``when VAR=value`` to hold only in runs with that environment, or ``when cpu has FLAG`` / ``when cpu lacks FLAG``
+to hold only on hosts with or without that instruction-set flag), one per line, each group under a ``# reason``
 comment: the gaps of a series still being brought up (the current series: see README). A listed test that passes
 fails the run (strict), so the list only ever shrinks with the work; a series without a file expects every test to
 pass.
@@ -35,12 +36,31 @@ def expected_failures(name: str = "") -> Dict[str, str]:
                 reason = line.lstrip("# ").strip() or reason
             elif line:
                 test, _, condition = line.partition(" when ")
-                if condition:  # `when VAR=value`: only in runs with that variable so (e.g. the 7-tile run)
-                    name, _, value = condition.strip().partition("=")
-                    if os.environ.get(name.strip()) != value.strip():
-                        continue
+                if condition and not _holds(condition.strip()):
+                    continue
                 out[test.strip()] = reason
     return out
+
+
+def _cpu_flags() -> List[str]:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return line.split(":", 1)[1].split()
+    except OSError:
+        pass
+    return []
+
+
+def _holds(condition: str) -> bool:
+    """`VAR=value`: only in runs with that variable so (the 7-tile run); `cpu has FLAG` / `cpu lacks FLAG`: only on
+    hosts whose /proc/cpuinfo flags have (lack) FLAG, for what XLA:CPU computes differently by instruction set."""
+    words = condition.split()
+    if len(words) == 3 and words[0] == "cpu" and words[1] in ("has", "lacks"):
+        return (words[2] in _cpu_flags()) == (words[1] == "has")
+    name, _, value = condition.partition("=")
+    return os.environ.get(name.strip()) == value.strip()
 
 
 def test_id(item) -> str:  # noqa: ANN001 - a pytest Item

@@ -28,7 +28,9 @@ PJRT_NamedValue IntValue(const std::string& name, int64_t value) {
 }  // namespace
 
 int NumReplicas(const ipu::Executable& program, size_t num_devices) {
-  return std::max(program.numReplicas(), static_cast<int>(std::max<size_t>(num_devices, 1)));
+  // The program runs one copy per device: replicas x partitions of them (ipu::Program::partitions).
+  return std::max(program.numReplicas(), static_cast<int>(std::max<size_t>(num_devices, 1))) /
+         std::max(program.numPartitions(), 1);
 }
 
 }  // namespace jax_ipu
@@ -53,7 +55,7 @@ PJRT_Error* PJRT_Executable_NumReplicas_Impl(PJRT_Executable_NumReplicas_Args* a
 }
 
 PJRT_Error* PJRT_Executable_NumPartitions_Impl(PJRT_Executable_NumPartitions_Args* args) {
-  args->num_partitions = 1;
+  args->num_partitions = args->executable->program->numPartitions();
   return nullptr;
 }
 

@@ -79,7 +79,18 @@ Proto ProgramShape(const ipu::Executable& program) {
   return shape;
 }
 
+// xla.OpSharding of a TileSharding: type = 1 (REPLICATED 0, TUPLE 2, OTHER 3), tile_assignment_dimensions = 3,
+// tile_assignment_devices = 4, tuple_shardings = 5, replicate_on_last_tile_dim = 6.
+Proto OpSharding(const ipu::TileSharding& sharding) {
+  Proto out;
+  if (sharding.tile.empty()) return out.Int(1, 0);
+  out.Int(1, 3).PackedInts(3, sharding.tile).PackedInts(4, sharding.devices);
+  if (sharding.replicate_last) out.Int(6, 1);
+  return out;
+}
+
 std::string SignatureModule(const ipu::Executable& program, int num_replicas) {
+  const int num_partitions = program.numPartitions();
   const int64_t num_params = static_cast<int64_t>(program.inputTypes().size());
   Proto computation;
   computation.Bytes(1, "main");                                              // HloComputationProto.name
@@ -104,8 +115,18 @@ std::string SignatureModule(const ipu::Executable& program, int num_replicas) {
   Proto module;                                                              // HloModuleProto
   module.Bytes(1, program.name()).Bytes(2, "main").Message(3, computation).Message(4, signature);
   module.Int(5, 1).Int(6, computation_id);                                   // id, entry_computation_id
+  // A program over several devices says how its global arrays are split: jax reads these (spmd_output_sharding
+  // = 12, a tuple; spmd_parameters_shardings = 14) for a jit whose shardings it leaves to the compiler.
+  if (!program.resultShardings().empty()) {
+    Proto tuple;
+    tuple.Int(1, 2);
+    for (const auto& sharding : program.resultShardings()) tuple.Message(5, OpSharding(sharding));
+    module.Message(12, tuple);
+  }
+  for (const auto& sharding : program.paramShardings()) module.Message(14, OpSharding(sharding));
   Proto config;                                                              // HloModuleConfigProto
-  config.Message(1, signature).Int(4, num_replicas).Int(5, 1).Int(12, -1);  // layout, replicas, partitions, threads
+  // layout, replicas, partitions, threads
+  config.Message(1, signature).Int(4, num_replicas).Int(5, num_partitions).Int(12, -1);
   Proto with_config;                                                         // HloModuleProtoWithConfig
   with_config.Message(1, module).Message(2, config);
   return with_config.str();

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+from _series import CURRENT_SERIES
+
 TWO_IPUS = {"JAX_IPU_DEVICE_COUNT": "2"}
 
 
@@ -100,7 +102,7 @@ def test_jit_on_the_second_ipu_runs_there(python):
     )
     assert out["device"] == 1 and out["close"]
     assert out["runs"] == [0, 1]
-    assert out["program"] == "jit__lambda_"
+    assert out["program"] == ("jit__lambda" if CURRENT_SERIES else "jit__lambda_")  # jax's module name
 
 
 def test_pmap_runs_one_replica_per_ipu_and_matches_numpy(python):
@@ -148,4 +150,7 @@ def test_pmap_over_more_replicas_than_ipus_is_refused(python):
         TWO_IPUS,
     )
     assert result.returncode != 0
-    assert "requires 3 logical devices, but only 2 XLA devices are available" in result.stderr
+    if CURRENT_SERIES:  # jax refuses it itself, before compiling, as on every backend
+        assert "implies that array axis 0 is partitioned 2 times, but the dimension size is 3" in result.stderr
+    else:
+        assert "requires 3 logical devices, but only 2 XLA devices are available" in result.stderr

@@ -54,7 +54,9 @@ def test_main_prints_the_table_and_writes_json(tmp_path, capsys) -> None:
     assert "ipu/cpu" in printed and "geomean ipu/cpu" in printed and str(out) in printed
     results = json.loads(out.read_text())
     assert [p["name"] for p in results["programs"]] == ["sort_1m_f32", "dispatch"]
-    assert results["machine"]["cores"] and results["versions"]["jax"].startswith("0.4.13")
+    import jax
+
+    assert results["machine"]["cores"] and results["versions"]["jax"] == jax.__version__  # the installed series
     for entry in results["programs"]:
         assert entry["status"] == "ok" and entry["ratio"] > 0 and entry["ipu"]["cycles"] > 0
         assert entry["cpu"]["compile_s"] > 0 and entry["ipu"]["compile_s"] > 0

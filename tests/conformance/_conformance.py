@@ -188,3 +188,16 @@ def text_of_jax_0_4_13(reason: str = "") -> Any:
 
     return pytest.mark.skipif(CURRENT_SERIES, reason="module text in jax 0.4.13's StableHLO spelling" +
                               (f": {reason}" if reason else ""))
+
+
+def compile_text(text: str, options: Any = None, backend: str = BACKEND) -> Any:
+    """Compiles StableHLO text through the backend's client, as jaxlib of either series spells it."""
+    from jax._src import xla_bridge
+    from jax._src.lib import xla_client
+
+    client = xla_bridge.get_backend(backend)
+    options = options or xla_client.CompileOptions()
+    if hasattr(client, "compile_and_load"):  # the current series: loaded onto a device list
+        count = max(1, options.num_replicas * options.num_partitions)
+        return client.compile_and_load(text, xla_client.DeviceList(tuple(jax.devices(backend)[:count])), options)
+    return client.compile(text, options)

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _conformance import BACKEND, run_both
+from _conformance import BACKEND, compile_text, run_both
 from jax import lax
 
 C64 = np.complex64
@@ -305,9 +305,6 @@ def test_sort_comparator_reading_complex_otherwise_is_refused_clearly():
 
 def _custom_comparator_sort():
     """A stablehlo.sort whose comparator compares abs(lhs) > abs(rhs), compiled from StableHLO text."""
-    from jax._src import xla_bridge
-
-    client = xla_bridge.get_backend(BACKEND)
     text = """
     module @custom {
       func.func public @main(%x: tensor<8xcomplex<f32>>) -> tensor<8xcomplex<f32>> {
@@ -321,7 +318,7 @@ def _custom_comparator_sort():
         return %0 : tensor<8xcomplex<f32>>
       }
     }"""
-    return client.compile(text)
+    return compile_text(text)
 
 
 @pytest.mark.parametrize("name, f", [

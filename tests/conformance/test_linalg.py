@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 import numpy as np
 import pytest
-from _conformance import BACKEND, REFERENCE
+from _conformance import BACKEND, CURRENT_SERIES, REFERENCE
 from jax import lax
 
 TOL = {"rtol": 2e-4, "atol": 2e-4}
@@ -274,17 +274,23 @@ def test_gradients():
 
 
 def test_f16_computed_in_f32():
-    # cpu (LAPACK) has no f16 linalg: compared with numpy in f64 on the f16-rounded inputs
+    # cpu (LAPACK) has no f16 linalg: compared with numpy in f64 on the f16-rounded inputs. jax 0.4.13 takes f16
+    # for cholesky; the current series refuses it itself (on every backend), so there only triangular_solve.
     a = spd((6, 6), seed=20)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "backend and device argument on jit is deprecated", DeprecationWarning)
-        got = jax.jit(lambda a: (jnp.linalg.cholesky(a.astype(jnp.float16)), lax.linalg.triangular_solve(
-            a.astype(jnp.float16), a.astype(jnp.float16), left_side=True, lower=True)), backend=BACKEND)(a)
-    got = [np.asarray(g) for g in got]
-    assert got[0].dtype == np.float16
-    np.testing.assert_allclose(got[0], np.linalg.cholesky(a.astype(np.float64)), rtol=5e-3, atol=5e-3)
-    np.testing.assert_allclose(got[1], np.linalg.solve(np.tril(a).astype(np.float16).astype(np.float64),
+        got = jax.jit(lambda a: (lax.linalg.triangular_solve(a.astype(jnp.float16), a.astype(jnp.float16),
+                                                             left_side=True, lower=True),
+                                 () if CURRENT_SERIES else jnp.linalg.cholesky(a.astype(jnp.float16))),
+                      backend=BACKEND)(a)
+    solved = np.asarray(got[0])
+    assert solved.dtype == np.float16
+    np.testing.assert_allclose(solved, np.linalg.solve(np.tril(a).astype(np.float16).astype(np.float64),
                                                        a.astype(np.float16).astype(np.float64)), rtol=1e-2, atol=1e-2)
+    if not CURRENT_SERIES:
+        factor = np.asarray(got[1])
+        assert factor.dtype == np.float16
+        np.testing.assert_allclose(factor, np.linalg.cholesky(a.astype(np.float64)), rtol=5e-3, atol=5e-3)
 
 
 def test_gaussian_process_regression():

@@ -128,7 +128,8 @@ struct Plan {
   int in = -1, out = -1;
   Shape in_shape, out_shape;
   size_t element = 0;  // bytes per element
-  int replicas = 1;
+  int replicas = 1;    // copies of the program that run at once, one per IPU
+  int partitions = 1;  // copy c is partition c % partitions of replica c / partitions
   std::vector<std::vector<int>> groups;  // replica ids of each group, in group order
   std::vector<int> group_of, position;   // per replica: its group and its place in it
   std::vector<int> source;               // collective_permute: per replica, who sends to it (-1: nobody)
@@ -158,7 +159,8 @@ class CollectiveKernel : public Kernel {
     const int me = s.options ? s.options->replica : 0;
     const int size = group ? group->size() : 1;
     if (p_.pattern == Pattern::ReplicaId || p_.pattern == Pattern::PartitionId) {
-      *s.at<uint32_t>(p_.out) = p_.pattern == Pattern::ReplicaId ? static_cast<uint32_t>(me) : 0u;
+      const int id = p_.pattern == Pattern::ReplicaId ? me / p_.partitions : me % p_.partitions;
+      *s.at<uint32_t>(p_.out) = static_cast<uint32_t>(id);
       return;
     }
     if (size != p_.replicas || me < 0 || me >= size) {
@@ -372,6 +374,7 @@ std::vector<int> Lowerer::lowerCollective(OpContext& ctx) {
   Plan p;
   p.name = op.mlir;
   p.replicas = program_.replicas;
+  p.partitions = program_.partitions;
   p.out_shape = out.shape;
 
   if (kind == OpKind::ReplicaId || kind == OpKind::PartitionId) {

@@ -96,7 +96,10 @@ std::string typeJson(const TensorType& t) {
 class ExecutableImpl : public Executable {
  public:
   ExecutableImpl(const Program& program, const DeviceDescription& device, std::string json)
-      : name_(program.name), json_(std::move(json)), replicas_(program.replicas) {
+      : name_(program.name), json_(std::move(json)), replicas_(program.replicas),
+        partitions_(program.partitions),
+        param_shardings_(program.param_shardings),
+        result_shardings_(program.result_shardings) {
     Lowerer lowerer(program, device, &graph_);
     lowerer.lowerEntry();
     aliases_ = program.aliases;
@@ -215,6 +218,9 @@ class ExecutableImpl : public Executable {
   bool hasOutfeed() const override { return host_io_.outfeed; }
   bool hasHostCalls() const override { return host_io_.callbacks; }
   int numReplicas() const override { return replicas_; }
+  int numPartitions() const override { return partitions_; }
+  const std::vector<TileSharding>& paramShardings() const override { return param_shardings_; }
+  const std::vector<TileSharding>& resultShardings() const override { return result_shardings_; }
 
   ~ExecutableImpl() override {
     for (auto& spare : spare_states_) delete spare.exchange(nullptr);
@@ -392,6 +398,8 @@ class ExecutableImpl : public Executable {
   std::string name_;
   std::string json_;
   int replicas_;
+  int partitions_;
+  std::vector<TileSharding> param_shardings_, result_shardings_;
   Graph graph_;
   std::vector<TensorType> inputs_, outputs_;
   std::vector<std::pair<int, int>> aliases_;

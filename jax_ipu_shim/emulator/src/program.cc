@@ -186,6 +186,32 @@ Program parseProgram(const std::string& text) {
 }
 
 namespace {
+// "shardings": {"params": [...], "results": [...]}, one {"tile": [...], "devices": [...], "replicate_last": bool}
+// per entry parameter or result ({} when it is whole on every copy).
+std::vector<TileSharding> parseShardings(const json::Value& doc, const char* key, size_t count, int partitions) {
+  const std::string where = std::string("\"shardings\".") + key;
+  const json::Value& list = field(doc, key, json::Value::Kind::Array, "\"shardings\"");
+  if (list.array.size() != count)
+    malformed(where + " has " + std::to_string(list.array.size()) + " entries for " + std::to_string(count));
+  std::vector<TileSharding> out;
+  for (const json::Value& v : list.array) {
+    if (!v.isObject()) malformed(where + " must hold objects");
+    TileSharding s;
+    if (const json::Value* tile = v.find("tile")) s.tile = toInts(*tile, where + ".tile");
+    if (const json::Value* devices = v.find("devices")) s.devices = toInts(*devices, where + ".devices");
+    if (const json::Value* last = v.find("replicate_last"))
+      s.replicate_last = last->kind == json::Value::Kind::Bool && last->boolean;
+    int64_t pieces = s.tile.empty() ? 0 : 1;
+    for (int64_t t : s.tile) pieces *= t;
+    bool in_range = true;
+    for (int64_t d : s.devices) in_range = in_range && d >= 0 && d < partitions;
+    if (pieces != static_cast<int64_t>(s.devices.size()) || !in_range)
+      malformed(where + ": a tiling needs one device (a partition id) per piece");
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 Program parseDocument(const json::Value& doc) {
   if (!doc.isObject()) malformed("the document must be a JSON object");
   const json::Value* format = doc.find("format");
@@ -228,6 +254,18 @@ Program parseDocument(const json::Value& doc) {
     const int64_t n = toInt(*replicas, "\"replicas\"");
     if (n < 1 || n > 1024) malformed("\"replicas\" must be between 1 and 1024, not " + std::to_string(n));
     p.replicas = static_cast<int>(n);
+  }
+  if (const json::Value* partitions = doc.find("partitions")) {
+    const int64_t n = toInt(*partitions, "\"partitions\"");
+    if (n < 1 || p.replicas % n != 0)
+      malformed("\"partitions\" must divide \"replicas\" (" + std::to_string(p.replicas) + "), not be " +
+                std::to_string(n));
+    p.partitions = static_cast<int>(n);
+  }
+  if (const json::Value* shardings = doc.find("shardings")) {
+    const Region& entry = p.find(p.entry)->region;
+    p.param_shardings = parseShardings(*shardings, "params", entry.params.size(), p.partitions);
+    p.result_shardings = parseShardings(*shardings, "results", entry.results.size(), p.partitions);
   }
   if (p.name.empty()) p.name = p.entry;
   return p;

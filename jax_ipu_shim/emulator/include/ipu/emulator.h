@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "ipu/program.h"
+
 namespace ipu {
 
 // Element types the emulated IPU stores; their facts are the one trait table of ipu/dtype.h. Everything else in a
@@ -204,8 +206,14 @@ class Executable {
   virtual bool hasInfeed() const { return false; }
   virtual bool hasOutfeed() const { return false; }
   virtual bool hasHostCalls() const { return false; }
-  // Replicas it was compiled for (stablehlo collectives need exactly that many IPUs).
+  // Copies it was compiled for, one per IPU (stablehlo collectives need exactly that many IPUs).
   virtual int numReplicas() const { return 1; }
+  // Of those, how many make one replica (jax's num_partitions; Program::partitions).
+  virtual int numPartitions() const { return 1; }
+  // How the entry's parameters and results, as global arrays, are split over the copies (partitions > 1); empty
+  // when the program does not say (Program::param_shardings).
+  virtual const std::vector<TileSharding>& paramShardings() const = 0;
+  virtual const std::vector<TileSharding>& resultShardings() const = 0;
 };
 
 }  // namespace ipu

@@ -37,6 +37,16 @@ struct Region {
   std::vector<int64_t> results;
 };
 
+// How one of the entry's parameters or results, as a global array, is split over the program's copies (jax's
+// tiled HloSharding): dimension d in tile[d] pieces, the pieces in row-major order of `tile` going to `devices`
+// (partition ids); with replicate_last, the last entry of `tile` counts the copies that hold the same piece. Empty
+// `tile`: every copy holds the whole array.
+struct TileSharding {
+  std::vector<int64_t> tile;
+  std::vector<int64_t> devices;
+  bool replicate_last = false;
+};
+
 struct Function {
   std::string name;
   Region region;
@@ -47,7 +57,12 @@ struct Program {
   std::string entry;
   std::vector<Function> functions;
   std::vector<std::pair<int, int>> aliases;
-  int replicas = 1;  // IPUs the program runs on at once, one replica each (its collectives span them)
+  int replicas = 1;  // IPUs the program runs on at once, one copy each (its collectives span them)
+  // Of those copies, how many make one replica: copy c is partition c % partitions of replica c / partitions
+  // (partitions > 1: the current series' pmap and shard_map, one partition per IPU; spmd.py).
+  int partitions = 1;
+  // The entry's parameters and results as global arrays (partitions > 1), for PJRT to report; empty otherwise.
+  std::vector<TileSharding> param_shardings, result_shardings;
   const Function* find(const std::string& name) const;
 };
 

@@ -10,7 +10,7 @@ ValueError naming the attribute it cannot read.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, NamedTuple, Tuple, Union
 
 from jax._src.lib.mlir import ir
 from jax._src.lib.mlir.dialects import hlo
@@ -209,9 +209,28 @@ def bool_list(attr: Any) -> List[bool]:
     return [bool(v) for v in int_list(attr)]
 
 
+class MeshAxes(NamedTuple):
+    """Replica groups named by axes of a device mesh (the current series' pmap): the translator, which knows the
+    module's meshes, turns them into device groups (spmd.Mesh.groups)."""
+
+    mesh: str
+    axes: Tuple[str, ...]
+
+
 @_accepts_text
-def replica_groups(attr: Any) -> List[List[int]]:
-    """``dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>`` -> [[0, 1], [2, 3]]; the -1s that pad uneven groups are dropped."""
+def replica_groups(attr: Any) -> Union[List[List[int]], MeshAxes]:
+    """``dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>`` -> [[0, 1], [2, 3]] (the -1s that pad uneven groups are
+    dropped); ``#stablehlo.replica_group_mesh_axes<mesh = @m, axes = [...]>`` -> MeshAxes("m", (...))."""
+    mesh_axes = getattr(hlo, "ReplicaGroupMeshAxesAttr", None)  # the current series only
+    if _is(mesh_axes, attr):
+        groups = mesh_axes(attr)
+        axes = []
+        for ref in groups.axes:
+            ref = hlo.AxisRefAttr(ref)
+            if ref.sub_axis_info is not None:
+                raise ValueError(f"replica groups over a sub-axis of mesh axis '{ref.name}' are not supported: {attr}")
+            axes.append(str(ref.name))
+        return MeshAxes(symbol(groups.mesh), tuple(axes))
     return [[v for v in row if v != -1] for row in int_rows(attr)]
 
 

@@ -16,12 +16,13 @@ from jax_ipu import _jax
 
 from . import attributes as A
 from . import ops as O
+from . import spmd
 from . import types as T
 from .errors import CompileError, unsupported
 
 FORMAT = "jax-ipu-program"
 VERSION = 1
-TERMINATORS = ("func.return", "stablehlo.return")
+TERMINATORS = ("func.return", "stablehlo.return", "sdy.return")
 _FILE_LINE = re.compile(r'"([^"]+)":(\d+):\d+')
 
 
@@ -42,8 +43,10 @@ def compile_to_program(module_bytes: bytes, compile_options: bytes = b"") -> str
     base64): the readable form, which the emulator reads too.
 
     ``compile_options`` (a serialized CompileOptionsProto, as PJRT passes it) gives the number of replicas (one per
-    IPU, e.g. for ``pmap``); without it the module's ``mhlo.num_replicas`` does. Raises CompileError for a module
-    the program format cannot express, and for a program partitioned over several IPUs (a sharded ``jit``).
+    IPU, e.g. for ``pmap`` in jax 0.4.13) and of partitions (one per IPU: ``pmap`` and ``shard_map`` in the current
+    series, spmd.py); without it the module's ``mhlo.num_replicas`` and ``mhlo.num_partitions`` do. Raises
+    CompileError for a module the program format cannot express, and for a program that XLA's SPMD partitioner
+    would split over several IPUs (a ``jit`` of global arrays with shardings).
     """
     return encode(translate(module_bytes, compile_options), binary=False)  # type: ignore[return-value]
 
@@ -108,15 +111,17 @@ def translate(module_bytes: Any, compile_options: bytes = b"") -> Dict[str, Any]
     with jmlir.make_ir_context():
         module = _parse(module_bytes)
         replicas, partitions = _replication(module, compile_options)
-        if partitions > 1:
+        if partitions > 1 and replicas > 1:
             raise CompileError(
-                f"a jit sharded over {partitions} ipu devices (num_partitions={partitions}, e.g. jax.jit with "
-                "shardings over a Mesh, pjit or shard_map) is not supported by the ipu backend: each IPU runs a whole "
-                "program. Use jax.pmap over the ipu devices to run on several IPUs (with psum, pmean, all_gather, "
-                "ppermute, all_to_all, ... between them), or jit on one ipu device."
-            )
-        program = _Translator(module).program()
-        program["replicas"] = replicas
+                f"a program of {replicas} replicas x {partitions} partitions is not supported by the ipu backend: "
+                "it runs one copy of a program per IPU, as replicas (jax.pmap) or as the partitions of one shard_map "
+                "over a mesh of the ipu devices, not both")
+        program = _Translator(module, partitions).program()
+        # The emulator runs the program on replicas x partitions IPUs, one copy each (Poplar's replication);
+        # "partitions" tells it how to number them (replica_id, partition_id) and PJRT what to report.
+        program["replicas"] = replicas * partitions
+        if partitions > 1:
+            program["partitions"] = partitions
         return program
 
 
@@ -220,8 +225,12 @@ def _tokens_cross_as_bool0(main: Dict[str, Any]) -> None:
 class _Translator:
     """One pass over a module. Value ids are numbered per function, regions included."""
 
-    def __init__(self, module: Any):
+    def __init__(self, module: Any, partitions: int = 1):
         self.module = module
+        self.partitions = partitions
+        self.meshes = spmd.module_meshes(module) if spmd.sdy is not None else {}
+        self.param_shapes: Dict[int, List[int]] = {}  # main's parameters as one device sees them (partitions > 1)
+        self.shardings: Dict[str, List[Dict[str, Any]]] = {}  # main's as global arrays (partitions > 1)
         self.types: Dict[Any, Optional[T.TensorType]] = {}
         self.called: List[str] = []  # callees of func.call ops, in the order the walk meets them
         self.funcs: Dict[str, Any] = {}
@@ -237,7 +246,15 @@ class _Translator:
         program: Dict[str, Any] = {"format": FORMAT, "version": VERSION, "name": name, "entry": "main"}
         program["functions"] = self._functions("main")
         _tokens_cross_as_bool0(program["functions"][0])
+        if self.shardings:
+            program["shardings"] = self.shardings
         aliases = self._aliases(self.funcs["main"])
+        if self.partitions > 1:  # a donated shard is reused only for a result shard of its type
+            entry = program["functions"][0]
+            types = {r["id"]: (r["dtype"], r["shape"]) for op in entry["body"] for r in op["results"]}
+            types.update({p["id"]: (p["dtype"], p["shape"]) for p in entry["params"]})
+            aliases = [[i, j] for i, j in aliases
+                       if types[entry["params"][i]["id"]] == types.get(entry["results"][j])]
         if aliases:
             program["aliases"] = aliases
         return program
@@ -279,7 +296,112 @@ class _Translator:
         region = func.regions[0]
         if len(region.blocks) != 1:
             raise CompileError(f"func.func @{name} has {len(region.blocks)} blocks; the ipu compiler expects one")
+        if name == "main" and self.partitions > 1:
+            return {"name": name, **self._mesh_entry(func)}
         return {"name": name, **self._block(region.blocks[0], f"func.func @{name}")}
+
+    def _mesh_entry(self, func: Any) -> Dict[str, Any]:
+        """The entry of a program over a device mesh, whose parameters and results are one device's shards (spmd.py).
+        With a manual computation (pmap, shard_map) its body is the program, inlined by _ops. Without (a jit of
+        global arrays with shardings), every IPU gathers the whole of each split parameter from the others, runs
+        main on whole arrays, and keeps its own piece of each split result: the IPUs compute the same thing, which
+        XLA's SPMD partitioner would divide among them."""
+        if not self.meshes:  # jax 0.4.13: GSPMD's HloSharding text, for XLA's SPMD partitioner
+            raise CompileError(
+                f"a jit sharded over {self.partitions} ipu devices (num_partitions={self.partitions}, e.g. jax.jit "
+                "with shardings over a Mesh, pjit or shard_map) is not supported by the ipu backend in this jax "
+                "series: each IPU runs a whole program. Use jax.pmap over the ipu devices to run on several IPUs "
+                "(with psum, pmean, all_gather, ppermute, all_to_all, ... between them), or jit on one ipu device.")
+        computation = spmd.mesh_computation(func, self.partitions, self.meshes)
+        block = func.regions[0].blocks[0]
+        shardings = spmd.entry_shardings(func, computation, self.meshes)
+        params = []
+        for arg, sharding in zip(block.arguments, shardings):
+            param = self._define(arg, "func.func @main")
+            param["shape"] = spmd.shard_shape(param["shape"], sharding)
+            self.param_shapes[param["id"]] = param["shape"]
+            params.append(param)
+        body: List[Dict[str, Any]] = []
+        if computation is None:
+            for arg, param, sharding in zip(block.arguments, params, shardings):
+                self.ids[arg] = self._gather_whole(body, param, sharding)
+        results = self._ops(block, body, False)
+        returned = list(block.operations)[-1].operation.operands
+        ranks = [len(self._tensor(v)[1]) for v in returned]
+        result_shardings = spmd.result_shardings(func, computation, self.meshes)
+        if computation is None:
+            results = [self._keep_piece(body, r, v, s) for r, v, s in zip(results, returned, result_shardings)]
+        self.shardings = {
+            "params": [spmd.tile_sharding(s, len(p["shape"])) for s, p in zip(shardings, params)],
+            "results": [spmd.tile_sharding(s, r) for s, r in zip(result_shardings, ranks)],
+        }
+        return {"params": params, "body": body, "results": results}
+
+    def _emit(self, body: List[Dict[str, Any]], name: str, operands: List[int], dtype: str, shape: List[int],
+              attrs: Optional[Dict[str, Any]] = None) -> int:
+        """Appends an op of the program the module does not spell out (gathers, slices of a sharded jit)."""
+        result = self._fresh(dtype, shape)
+        body.append({"op": name, "mlir": f"stablehlo.{name}", "operands": operands, "results": [result],
+                     "attrs": attrs or {}, "regions": [], "loc": "sharded jit"})
+        return result["id"]
+
+    def _gather_whole(self, body: List[Dict[str, Any]], param: Dict[str, Any], sharding: Any) -> int:
+        """The whole array of a split parameter on every IPU: an all_gather along each split dimension, between
+        the devices that hold its pieces (the mesh axes it is split over, in order)."""
+        value, shape = param["id"], list(param["shape"])
+        for dim, axes in enumerate(spmd.split_dims(sharding, len(shape))):
+            if not axes:
+                continue
+            groups = sharding.mesh.groups(axes)
+            shape[dim] *= len(groups[0])
+            value = self._emit(body, "all_gather", [value], param["dtype"], shape, {
+                "all_gather_dim": dim, "replica_groups": groups, "channel_id": 1, "channel_type": 1,
+                "use_global_device_ids": True})
+        return value
+
+    def _keep_piece(self, body: List[Dict[str, Any]], value: int, mlir_value: Any, sharding: Any) -> int:
+        """This device's piece of a whole result the sharding splits: a dynamic_slice at offsets computed from
+        partition_id (the device's coordinates on the mesh axes of each split dimension)."""
+        dtype, whole = self._tensor(mlir_value)
+        dims = spmd.split_dims(sharding, len(whole))
+        if not any(dims):
+            return value
+        strides = spmd.coordinate_strides(sharding.mesh, self.partitions, "a jit result split over the mesh")
+
+        def u32(number: int) -> int:
+            return self._emit(body, "constant", [], "u32", [], {"value": Blob(struct.pack("<I", number)), "splat": False})
+
+        partition = self._emit(body, "partition_id", [], "u32", [])
+        starts, piece_shape = [], list(whole)
+        for dim, axes in enumerate(dims):
+            piece = u32(0)
+            ways = 1
+            for name in axes:  # row-major over the dimension's axes
+                stride, size = strides[name]
+                coordinate = self._emit(body, "remainder", [self._emit(body, "divide", [partition, u32(stride)], "u32", []),
+                                                            u32(size)], "u32", [])
+                piece = self._emit(body, "add", [self._emit(body, "multiply", [piece, u32(size)], "u32", []),
+                                                 coordinate], "u32", [])
+                ways *= size
+            piece_shape[dim] = whole[dim] // ways
+            starts.append(self._emit(body, "multiply", [piece, u32(piece_shape[dim])], "u32", []))
+        return self._emit(body, "dynamic_slice", [value] + starts, dtype, piece_shape, {"slice_sizes": piece_shape})
+
+    def _inline_manual(self, op: Any, body: List[Dict[str, Any]]) -> None:
+        """An ``sdy.manual_computation``'s body in place of it: its arguments are its operands (one device's shards:
+        the whole arrays on one device, main's parameters on a mesh), its results what its body returns."""
+        region = op.regions[0]
+        if len(region.blocks) != 1:
+            raise CompileError(f"a region of {op.name} has {len(region.blocks)} blocks; the ipu compiler expects one")
+        block = region.blocks[0]
+        for arg, operand in zip(block.arguments, op.operands):
+            self.ids[arg] = self._use(operand)
+            shape = self.param_shapes.get(self.ids[arg])
+            if shape is not None and list(self._tensor(arg)[1]) != shape:
+                raise CompileError(f"{op.name}: a shard of shape {list(self._tensor(arg)[1])} of a parameter that "
+                                   f"main's sharding splits into shards of shape {shape}")
+        for result, returned in zip(op.results, self._ops(block, body, False)):
+            self.ids[result] = returned
 
     def _block(self, block: Any, owner: str, scalar_body: bool = False) -> Dict[str, Any]:
         params = [self._define(arg, owner) for arg in block.arguments]
@@ -325,6 +447,8 @@ class _Translator:
                 body.extend(self._unbatch_indices(entry, op) if _BATCHING.keys() & entry["attrs"].keys() else [entry])
             elif scalar_body and op.name == "func.call":
                 self._inline(op, body)
+            elif op.name == spmd.MANUAL_COMPUTATION:
+                self._inline_manual(op, body)
             elif op.name in _COMPLEX_PRODUCTS and self._any_complex(op):
                 body.extend(self._complex_product(self._op(op), op))
             elif op.name in _COMPLEX_PRODUCTS and self._int_to_float(op):
@@ -426,6 +550,8 @@ class _Translator:
             "attrs": attrs,
             "regions": regions,
         }
+        if isinstance(attrs.get("replica_groups"), A.MeshAxes):
+            attrs["replica_groups"] = self._mesh_groups(attrs["replica_groups"], mlir_name)
         if name in _REDUCING and known:
             computation = _body_computation(op, assign=name == "scatter")
             if computation:
@@ -434,6 +560,11 @@ class _Translator:
         if loc:
             entry["loc"] = loc
         return entry
+
+    def _mesh_groups(self, groups: A.MeshAxes, what: str) -> List[List[int]]:
+        if groups.mesh not in self.meshes:
+            raise CompileError(f"{what}: its replica groups name the mesh @{groups.mesh}, which the module does not define")
+        return self.meshes[groups.mesh].groups(groups.axes)
 
     def _fresh(self, dtype: str, shape: List[int]) -> Dict[str, Any]:
         """A value of the program that the module does not have (numbered after the module's values)."""
