@@ -122,6 +122,8 @@ def _run_in_docker(session: nox.Session, name: str, args: list) -> None:
                 "--build-arg", f"BASE_IMAGE={PINS.docker['base_image']}",
                 "--build-arg", f"PYTHON_VERSION={PYTHON}",
                 "--build-arg", f"NOX_VERSION={PINS.tools['nox']}",
+                "--build-arg", f"UV_VERSION={PINS.tools['uv']}",
+                "--build-arg", f"CURRENT_PYTHON_VERSION={' '.join(p for p in PYTHONS if p != PYTHON)}",
                 str(REPO / "docker"), external=True)
     cache = os.environ.get("JAX_IPU_CACHE") or os.path.expanduser("~/.cache/jax-ipu")
     os.makedirs(cache, exist_ok=True)

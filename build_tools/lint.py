@@ -99,8 +99,10 @@ def _pins_agree_problems(pins: Pins) -> List[str]:
     series = pins.get_series()
     problems = []
     docker = (REPO / "docker" / "Dockerfile").read_text()
+    others = [s.python for s in pins.all_series() if s.name != series.name]
     expected_args = {"BASE_IMAGE": pins.docker["base_image"], "PYTHON_VERSION": series.python,
-                     "NOX_VERSION": pins.tools["nox"]}
+                     "NOX_VERSION": pins.tools["nox"], "UV_VERSION": pins.tools["uv"],
+                     "CURRENT_PYTHON_VERSION": " ".join(others)}
     for arg, value in re.findall(r"^ARG (\w+)=(\S+)", docker, flags=re.M):
         if arg in expected_args and value != expected_args[arg]:
             problems.append(f"docker/Dockerfile: ARG {arg}={value}, pins.toml says {expected_args[arg]}")

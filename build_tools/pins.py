@@ -141,6 +141,7 @@ def github_output(pins: Pins) -> str:
         "python": s.python,
         # The other series' Python (the current series: 3.12); the workflows install it next to the default's.
         "current_python": " ".join(x.python for x in pins.all_series() if x.name != s.name),
+        "current_series": " ".join(x.name for x in pins.all_series() if x.name != s.name),  # its dist/<series>/
         "nox": pins.tools["nox"],
         "host_python": pins.tools["host_python"],
         "cibuildwheel": pins.tools["cibuildwheel"],

@@ -10,8 +10,9 @@
       LICENSES/                           the notices of everything redistributed
 
 The zip is deterministic: sorted entries, fixed timestamps and permissions, so the same wheels give the same zip.
-Also written: dist/SHA256SUMS (the two wheels and the zip: what a GitHub Release attaches) and, with --pages-url,
-dist/pages/wheels.html (our two wheels linked at their release URLs; pip takes their dependencies from the index).
+Also written: dist/SHA256SUMS (our wheels and the zip: what a GitHub Release attaches) and, with --pages-url,
+dist/pages/wheels.html (our wheels linked at their release URLs; pip takes their dependencies from the index). The
+current series' (jax, jaxlib and jax-ipu-plugin for Python 3.12) go to dist/<series>/ and dist/pages/<series>/.
 """
 
 from __future__ import annotations
@@ -316,10 +317,16 @@ def release(dist: Path = build.DIST, series_name: Optional[str] = None, pages_ur
     pins: Pins = load()
     series = pins.get_series(series_name)
     version = pins.labelled(series.jax.version)
-    if tag is not None and tag != f"v{version}":
-        raise ReleaseError(f"tag {tag!r} does not name the version pins.toml gives ({version}): tag v{version}, or "
-                           "bump "
-                           "[project] label in build_tools/pins.toml first")
+    # A tag releases every series together (the toolchain's release): it names the version of one of them.
+    tags = sorted(f"v{pins.labelled(s.jax.version)}" for s in pins.all_series())
+    if tag is not None and tag not in tags:
+        raise ReleaseError(f"tag {tag!r} does not name a version pins.toml gives: tag one of {', '.join(tags)}, or "
+                           "bump [project] label in build_tools/pins.toml first")
+    pages_root = dist / "pages"  # one site: the default series' page at its top, the others' in <series>/
+    extra_sums = None  # the other series' sums, also beside the default's, named for a release's assets
+    if series.name != pins.default_series:
+        pages_root = pages_root / series.name
+        extra_sums = dist / f"SHA256SUMS-{series.name}"
     if dist == build.DIST:  # each series has its place under dist/ (build.series_dist)
         dist = build.series_dist(pins, series, dist)
     if build_first:
@@ -356,9 +363,11 @@ def release(dist: Path = build.DIST, series_name: Optional[str] = None, pages_ur
         for w in wheels:
             print(f"[release] {w.name}  {sha256_of(w)}", flush=True)
     (dist / "SHA256SUMS").write_text(sha256sums(dist, [p.name for p in ours] + [out.name]))
+    if extra_sums is not None and extra_sums.parent.is_dir():
+        extra_sums.write_text((dist / "SHA256SUMS").read_text())
     if pages_url:
-        pages = dist / "pages"
-        pages.mkdir(exist_ok=True)
+        pages = pages_root
+        pages.mkdir(parents=True, exist_ok=True)
         base = urllib.parse.quote(pages_url.rstrip("/"), safe=":/") + "/"
         (pages / "wheels.html").write_text(wheels_html(ours, base))
         (pages / "index.html").write_text((pages / "wheels.html").read_text())

@@ -1,9 +1,10 @@
-"""The release zip installs offline into a fresh Python 3.8 venv and runs on ipu; its sums catch a tampered file.
+"""Each series' release zip installs offline into a fresh venv of its Python (3.8, 3.12) and runs on ipu; its sums
+catch a tampered file.
 
-The zip is assembled here from dist/ (`nox -s tests` builds or reuses dist/ first) into a temporary folder, the same
-way `nox -s release` does, so these tests always run: about a minute and a half. The dependency wheels come from the
-cache's wheelhouse (filled by the first `nox -s release` or the first run of this test, like the build's downloads);
-pip runs with --no-index and no network settings.
+The zips are assembled here from dist/ and dist/<series>/ (`nox -s tests` builds or reuses them first) into a
+temporary folder, the same way `nox -s release` does, so these tests always run: about a minute and a half each.
+The dependency wheels come from the cache's wheelhouse (filled by the first `nox -s release` or the first run of this
+test, like the build's downloads); pip runs with --no-index and no network settings.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ import shutil
 import subprocess
 import zipfile
 from pathlib import Path
+from typing import List
 
 import pytest
 
 from build_tools import release
 from build_tools.fetch import sha256_of
-from build_tools.pins import Pins, Series
+from build_tools.pins import Pins, Series, load
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -37,7 +39,7 @@ print("matmul ok on", ipu.platform, ipu)
 """
 
 
-def _python38(version: str) -> str:
+def _python_of(version: str) -> str:
     exe = f"python{version}"
     candidates = [shutil.which(exe)] + sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{version}.*/bin/{exe}")))
     for c in candidates:
@@ -46,12 +48,27 @@ def _python38(version: str) -> str:
     pytest.fail(f"{exe} not found (PATH or pyenv): the release is tested in a fresh Python {version} venv")
 
 
+@pytest.fixture(scope="module", params=[s.name for s in load().all_series()])
+def series(request: pytest.FixtureRequest, pins: Pins) -> Series:
+    """Every series in turn (overrides conftest's default series here)."""
+    return pins.get_series(request.param)
+
+
 @pytest.fixture(scope="module")
-def released(tmp_path_factory: pytest.TempPathFactory, jax_wheel: Path, jaxlib_wheel: Path) -> Path:
+def released(tmp_path_factory: pytest.TempPathFactory, pins: Pins, series: Series) -> Path:
+    built = REPO / "dist" if series.name == pins.default_series else REPO / "dist" / series.name
+    version = pins.labelled(series.jax.version)
+    ours = sorted(built.glob(f"*-{version}-*.whl"))
+    if len(ours) != (3 if series.packaging == "plugin" else 2):
+        pytest.fail(f"{built} lacks the {series.name} wheels ({[p.name for p in ours]}); run `nox -s build_wheels`")
     dist = tmp_path_factory.mktemp("dist")
-    for w in (jax_wheel, jaxlib_wheel):
+    for w in ours:
         shutil.copy2(w, dist / w.name)
-    return release.release(dist, build_first=False)
+    return release.release(dist, series.name, build_first=False)
+
+
+def _packages(series: Series) -> List[str]:
+    return ["jax", "jaxlib"] + (["jax-ipu-plugin"] if series.packaging == "plugin" else [])
 
 
 def _unzip(zip_path: Path, dest: Path) -> Path:
@@ -68,13 +85,15 @@ def test_zip_layout(released: Path, pins: Pins, series: Series, tmp_path: Path) 
     folder = _unzip(released, tmp_path)
     wheels = sorted(p.name for p in folder.glob("*.whl"))
     projects = {release.normalise(w.split("-")[0]) for w in wheels}
-    assert {"jax", "jaxlib", "numpy", "scipy", "ml-dtypes", "opt-einsum"} <= projects
-    for w in wheels:  # every wheel is for the target: pure Python or cp38 manylinux x86_64
-        assert w.endswith("-py3-none-any.whl") or (f"-{series.python_tag}-" in w and "manylinux" in w), w
-    lock = release.read_lock()
+    ours = {release.normalise(p) for p in _packages(series)}
+    assert ours | {"numpy", "scipy", "ml-dtypes", "opt-einsum"} <= projects
+    for w in wheels:  # every wheel is for the target: pure Python, the series' cpXY manylinux, or our plugin
+        assert (w.endswith("-py3-none-any.whl") or (f"-{series.python_tag}-" in w and "manylinux" in w)
+                or (w.startswith("jax_ipu_plugin-") and "-py3-none-manylinux" in w)), w
+    lock = release.read_lock(release.series_lock(series))
     for w in wheels:
         name, ver = release.normalise(w.split("-")[0]), w.split("-")[1]
-        if name not in ("jax", "jaxlib"):
+        if name not in ours:
             assert lock[name][0] == ver and sha256_of(folder / w) in lock[name][1], f"{w} is not the locked wheel"
     listed = re.findall(r"^([0-9a-f]{64})  (.+)$", (folder / "SHA256SUMS").read_text(), flags=re.M)
     files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")
@@ -88,15 +107,16 @@ def test_zip_layout(released: Path, pins: Pins, series: Series, tmp_path: Path) 
     assert "Apache" in (licences / "jaxlib" / "LICENSE.txt").read_text()
     assert "libjax_ipu.so" in (licences / "CONTENTS").read_text()
     install = (folder / "INSTALL").read_text()
-    assert "sha256sum -c SHA256SUMS" in install and "pip install --no-index --find-links . jax jaxlib" in install
+    assert "sha256sum -c SHA256SUMS" in install
+    assert f"pip install --no-index --find-links . {' '.join(_packages(series))}" in install
 
 
-def test_zip_is_deterministic(released: Path, tmp_path: Path) -> None:
+def test_zip_is_deterministic(released: Path, series: Series, tmp_path: Path) -> None:
     dist = tmp_path / "again"
     dist.mkdir()
     for w in released.parent.glob("*.whl"):
         shutil.copy2(w, dist / w.name)
-    again = release.release(dist, build_first=False)
+    again = release.release(dist, series.name, build_first=False)
     assert sha256_of(again) == sha256_of(released)
     with zipfile.ZipFile(released) as zf:
         assert {i.date_time for i in zf.infolist()} == {release.ZIP_DATE}
@@ -108,12 +128,12 @@ def test_installs_offline_and_runs_on_ipu(released: Path, series: Series, tmp_pa
     folder = _unzip(released, tmp_path / "unzipped")
     subprocess.run(["sha256sum", "-c", "--quiet", "SHA256SUMS"], cwd=folder, check=True)
     venv = tmp_path / "venv"
-    subprocess.run([_python38(series.python), "-m", "venv", str(venv)], check=True)
+    subprocess.run([_python_of(series.python), "-m", "venv", str(venv)], check=True)
     py = str(venv / "bin" / "python")
     # No index, no user or global pip configuration: the folder is the only source.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "JAX_", "XLA_", "PYTHON"))}
     env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_CACHE_DIR="1")
-    cmd = [py, "-m", "pip", "install", "--no-index", "--find-links", ".", "jax", "jaxlib"]
+    cmd = [py, "-m", "pip", "install", "--no-index", "--find-links", ".", *_packages(series)]
     proc = subprocess.run(cmd, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.returncode == 0, proc.stdout
     # The minimal example exactly as INSTALL prints it, then a jitted matmul on jax.devices("ipu") against numpy.
@@ -139,3 +159,8 @@ def test_tampered_file_fails_the_check(released: Path, tmp_path: Path) -> None:
     bad = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=folder, stdout=subprocess.PIPE, text=True)
     assert bad.returncode != 0
     assert f"{victim.name}: FAILED" in bad.stdout
+
+
+def test_a_tag_must_name_a_series_version(pins: Pins, tmp_path: Path) -> None:
+    with pytest.raises(release.ReleaseError, match=r"tag 'v9\.9' does not name a version pins\.toml gives: tag one of"):
+        release.release(tmp_path, tag="v9.9", build_first=False)

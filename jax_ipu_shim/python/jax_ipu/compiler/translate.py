@@ -9,6 +9,7 @@ import re
 import struct
 from typing import Any, Dict, List, Optional, Tuple
 
+import numpy as np
 from jax._src.interpreters import mlir as jmlir
 from jax._src.lib.mlir import ir
 
@@ -449,6 +450,8 @@ class _Translator:
                 self._inline(op, body)
             elif op.name == spmd.MANUAL_COMPUTATION:
                 self._inline_manual(op, body)
+            elif op.name == "stablehlo.constant" and not scalar_body and _splat_for_elementwise_ops(op):
+                body.extend(self._splat_as_broadcast(op))
             elif op.name in _COMPLEX_PRODUCTS and self._any_complex(op):
                 body.extend(self._complex_product(self._op(op), op))
             elif op.name in _COMPLEX_PRODUCTS and self._int_to_float(op):
@@ -560,6 +563,16 @@ class _Translator:
         if loc:
             entry["loc"] = loc
         return entry
+
+    def _splat_as_broadcast(self, op: Any) -> List[Dict[str, Any]]:
+        """A splat constant that only elementwise ops read, as its one element broadcast: Poplar keeps such a
+        constant as a scalar and broadcasts it as a view, and the emulator fuses the broadcast into the ops that
+        read it, so the array is never stored (jax 0.12 folds every broadcast scalar into one: erf alone has 16)."""
+        entry = self._op(op)
+        whole = entry["results"][0]
+        scalar = self._fresh(whole["dtype"], [])
+        entry.update(results=[scalar], attrs=dict(entry["attrs"], splat=False))
+        return [entry, _derived(entry, "broadcast_in_dim", [scalar["id"]], [whole], {"broadcast_dimensions": []})]
 
     def _mesh_groups(self, groups: A.MeshAxes, what: str) -> List[List[int]]:
         if groups.mesh not in self.meshes:
@@ -749,6 +762,28 @@ class _Translator:
         if loc:
             entry["loc"] = loc
         return entry
+
+
+# Families of the ops the emulator fuses into one elementwise vertex (ipu/fusion.h), read from the registry.
+_ELEMENTWISE_FAMILIES = ("unary", "binary", "compare", "select", "clamp", "convert")
+
+
+def _splat_for_elementwise_ops(op: Any) -> bool:
+    """A splat constant of more than one real element whose every use is an elementwise op."""
+    result = ir.RankedTensorType(op.results[0].type)
+    if A.is_a(ir.ComplexType, result.element_type) or not result.has_static_shape or \
+            int(np.prod(result.shape)) < 2:  # complex constants are read from their text (types.py)
+        return False
+    attr = op.attributes["value"]
+    if not A.is_a(ir.DenseElementsAttr, attr) or not ir.DenseElementsAttr(attr).is_splat:
+        return False
+    uses = list(op.results[0].uses)
+    for use in uses:
+        name = use.owner.name
+        entry = O.registry().get(name.split(".", 1)[-1]) if name.startswith("stablehlo.") else None
+        if entry is None or entry["family"] not in _ELEMENTWISE_FAMILIES:
+            return False
+    return bool(uses)
 
 
 _SDY_ANNOTATIONS = ("sdy.sharding_constraint", "sdy.reshard")
