@@ -183,6 +183,29 @@ def test_splat_constants_hold_one_element(mlir, dtype, fill):
     assert constant_array(const)[0, 0] == np.array(fill, dtype)
 
 
+def test_splat_constants_read_only_elementwise_become_a_broadcast_scalar():
+    # jax 0.12 folds broadcast scalars into splat constants (erf's decomposition has 16 of the full shape): read
+    # only by elementwise ops, one is a scalar broadcast the emulator fuses into them, never stored as an array.
+    prog = from_text("""
+      func.func public @main(%x: tensor<1000xf32>) -> (tensor<1000xf32>, tensor<10x100xf32>) {
+        %c = stablehlo.constant dense<2.5> : tensor<1000xf32>
+        %k = stablehlo.constant dense<-1.0> : tensor<1000xf32>
+        %0 = stablehlo.multiply %x, %c : tensor<1000xf32>
+        %1 = stablehlo.add %0, %c : tensor<1000xf32>
+        %2 = stablehlo.reshape %k : (tensor<1000xf32>) -> tensor<10x100xf32>
+        return %1, %2 : tensor<1000xf32>, tensor<10x100xf32>
+      }""")
+    body = function(prog)["body"]
+    constants = [op for op in body if op["op"] == "constant"]
+    assert [(c["results"][0]["shape"], c["attrs"]["splat"]) for c in constants] == [([], False), ([1000], True)]
+    assert constant_array(constants[0]) == np.float32(2.5)
+    (broadcast,) = [op for op in body if op["op"] == "broadcast_in_dim"]
+    assert broadcast["operands"] == [constants[0]["results"][0]["id"]]
+    assert broadcast["results"][0]["shape"] == [1000] and broadcast["attrs"] == {"broadcast_dimensions": []}
+    multiply = next(op for op in body if op["op"] == "multiply")
+    assert multiply["operands"][1] == broadcast["results"][0]["id"]
+
+
 @pytest.mark.parametrize("mlir, dtype, expected", [
     ("dense<[1.0, -2.5, 0x7FC0]> : tensor<3xbf16>", "bf16", np.array([0x3F80, 0xC020, 0x7FC0], np.uint16)),
     ("dense<[(1.0, 2.0), (-3.0, 0.5)]> : tensor<2xcomplex<f32>>", "c64", np.array([1 + 2j, -3 + 0.5j], np.complex64)),

@@ -779,7 +779,7 @@ def _splat_for_elementwise_ops(op: Any) -> bool:
         return False
     uses = list(op.results[0].uses)
     for use in uses:
-        name = use.owner.name
+        name = getattr(use.owner, "operation", use.owner).name  # an OpView (0.4.13) or an Operation
         entry = O.registry().get(name.split(".", 1)[-1]) if name.startswith("stablehlo.") else None
         if entry is None or entry["family"] not in _ELEMENTWISE_FAMILIES:
             return False
