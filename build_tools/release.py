@@ -108,7 +108,8 @@ jaxlib {version}: the upstream jaxlib {jax_version} wheel (Apache-2.0, Google LL
 jax-ipu-plugin {version}: jax-ipu's backend, found by jax through its `jax_plugins` entry point:
   - jax_ipu/, the PJRT plugin's Python package and the StableHLO compiler front end, Apache-2.0;
   - jax_ipu/lib/libjax_ipu.so, the native library (PJRT C API 0.90 layer and IPU emulator), Apache-2.0; it links
-    LLVM's libc++, libc++abi and libunwind statically (Apache-2.0 WITH LLVM-exception): jaxlib/libcxx-LICENSE.TXT.
+    LLVM's libc++, libc++abi and libunwind statically (Apache-2.0 WITH LLVM-exception): its notices,
+    jax-ipu-plugin/licenses/LICENSE and jax-ipu-plugin/licenses/libcxx-LICENSE.TXT.
 """
 
 
@@ -257,7 +258,7 @@ def licence_files(wheels: List[Path], series: Series) -> Dict[str, bytes]:
         index.append(f"{wheel.name}\n    {licence}; LICENSES/{project}/")
     jaxlib_dir = "jaxlib"
     libcxx = _libcxx_licence()
-    if libcxx is not None:
+    if libcxx is not None and series.packaging == "jaxlib":  # the plugin wheel carries its own (wheels.py)
         files[f"{jaxlib_dir}/libcxx-LICENSE.TXT"] = libcxx
     if "jax/LICENSE" not in files:  # the jax wheel carries the sdist's LICENSE; if a build ever drops it, take it there
         jax_licence = _jax_sdist_licence(series)
@@ -272,12 +273,8 @@ def licence_files(wheels: List[Path], series: Series) -> Dict[str, bytes]:
 
 
 def _libcxx_licence() -> Optional[bytes]:
-    try:
-        import ziglang  # the compiler whose libc++ libjax_ipu.so links statically
-    except ImportError:
-        return None
-    path = Path(ziglang.__file__).parent / "lib" / "libcxx" / "LICENSE.TXT"
-    return path.read_bytes() if path.exists() else None
+    path = wheels_mod._zig_libcxx_licence()
+    return path.read_bytes() if path is not None else None
 
 
 def _jax_sdist_licence(series: Series) -> Optional[bytes]:

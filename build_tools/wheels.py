@@ -188,9 +188,23 @@ def build_plugin_wheel(pins: Pins, series: Series, library: Path, out_dir: Path)
     entries.append((f"{di}/METADATA", _constant(metadata.encode()), False))
     entries.append((f"{di}/WHEEL", _constant(wheel_meta.encode()), False))
     entries.append((f"{di}/entry_points.txt", _constant(b"[jax_plugins]\nipu = jax_ipu.plugin\n"), False))
+    # Its notices: the project's licence, and LLVM's for the libc++ the library links statically (zig's).
+    entries.append((f"{di}/licenses/LICENSE", (REPO / "LICENSE").read_bytes, False))
+    libcxx = _zig_libcxx_licence()
+    if libcxx is not None:
+        entries.append((f"{di}/licenses/libcxx-LICENSE.TXT", libcxx.read_bytes, False))
     entries.append((f"{di}/top_level.txt", _constant(b"jax_ipu\n"), False))
     out_dir.mkdir(parents=True, exist_ok=True)
     return write_wheel(out_dir / f"{PLUGIN_DISTRIBUTION}-{version}-py3-none-{series.platform_tag}.whl", entries, di)
+
+
+def _zig_libcxx_licence() -> Optional[Path]:
+    try:
+        import ziglang  # the compiler whose libc++ libjax_ipu.so links statically
+    except ImportError:
+        return None
+    path = Path(ziglang.__file__).parent / "lib" / "libcxx" / "LICENSE.TXT"
+    return path if path.exists() else None
 
 
 def _constant(data: bytes) -> Callable[[], bytes]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from build_tools import native, wheels
-from build_tools.pins import Pins, Series
+from build_tools.pins import Pins, Series, load
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -105,3 +105,26 @@ def test_platform_check_rejects_newer_glibc(series: Series, monkeypatch: pytest.
     monkeypatch.setattr(wheels, "auditwheel_show", lambda w: ("manylinux_2_34_x86_64", "platform tag: manylinux_2_34"))
     with pytest.raises(wheels.WheelError, match="newer than the pinned manylinux2014"):
         wheels.check_platform(Path("x.whl"), series)
+
+
+@pytest.mark.parametrize("name", [s.name for s in load().all_series() if s.packaging == "plugin"])
+def test_plugin_wheel_names_its_entry_point_requirements_and_notices(pins: Pins, name: str) -> None:
+    """The current series' backend wheel: jax finds it by entry point, it pins its jax and jaxlib, and it carries
+    the project's licence and LLVM's (libc++ is linked into its library)."""
+    series = pins.get_series(name)
+    version = pins.labelled(series.jaxlib.version)
+    found = sorted((REPO / "dist" / name).glob(f"{wheels.PLUGIN_DISTRIBUTION}-{version}-py3-none-*.whl"))
+    assert len(found) == 1, f"dist/{name}/ should hold one plugin wheel; run `nox -s build_wheels`"
+    wheel = found[0]
+    assert wheel.name.endswith(f"-py3-none-{series.platform_tag}.whl")
+    names = _names(wheel)
+    di = f"{wheels.PLUGIN_DISTRIBUTION}-{version}.dist-info"
+    assert {"jax_ipu/__init__.py", "jax_ipu/plugin.py", wheels.LIBRARY_IN_WHEEL, f"{di}/RECORD",
+            f"{di}/licenses/LICENSE"} <= set(names)
+    assert not any(n.startswith(("jax/", "jaxlib/", "jax_plugins/")) for n in names)
+    meta = _metadata(wheel, "METADATA")
+    assert meta["Name"] == "jax-ipu-plugin" and meta["Version"] == version
+    assert sorted(meta.get_all("Requires-Dist")) == [f"jax=={series.jax.version}", f"jaxlib=={series.jaxlib.version}"]
+    with zipfile.ZipFile(wheel) as zf:
+        assert zf.read(f"{di}/entry_points.txt").decode().split() == ["[jax_plugins]", "ipu", "=", "jax_ipu.plugin"]
+        assert b"Apache License" in zf.read(f"{di}/licenses/LICENSE")
