@@ -56,3 +56,26 @@ def test_f16_dot_accumulates_in_f32():
     a, b = random("float16", (64, 512), seed=1, low=0.25, high=2.0), random("float16", (512, 48), seed=2, low=0.25,
                                                                              high=2.0)
     check(lambda a, b: (a @ b, jnp.einsum("ik,jk->ij", a, b.T)), a, b, scale_ulps=2)
+
+
+def test_float_operands_of_different_types_widen_to_the_f32_result():
+    # f32 x bf16 -> f32, as the transpose of jax 0.12's dot_product_attention writes it: each operand widens exactly
+    # to f32, as XLA computes it (the program converts the bf16 one; run by the emulator against numpy).
+    import ml_dtypes
+
+    from jax_ipu import emulator
+    from jax_ipu.compiler import compile_to_program
+
+    text = """
+      func.func public @main(%a: tensor<24x40xf32>, %b: tensor<40x8xbf16>) -> tensor<24x8xf32> {
+        %0 = "stablehlo.dot_general"(%a, %b) {dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [1],
+             rhs_contracting_dimensions = [0]>} : (tensor<24x40xf32>, tensor<40x8xbf16>) -> tensor<24x8xf32>
+        return %0 : tensor<24x8xf32>
+      }"""
+    program = compile_to_program(text.encode())
+    assert '"op":"convert"' in program.replace(" ", "")
+    a = away_from_zero("float32", (24, 40), seed=31)
+    b = away_from_zero("float32", (40, 8), seed=32).astype(ml_dtypes.bfloat16)
+    (got,) = emulator.compile(program).run(a, b)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -56,3 +56,30 @@ def test_unsupported_algorithm_is_named():
     with pytest.raises(Exception, match="THREE_FRY"):
         jax.jit(lambda k: lax.rng_bit_generator(k, (4,), algorithm=lax.RandomAlgorithm.RNG_THREE_FRY),
                 backend="ipu")(np.zeros(4, np.uint32))
+
+
+@pytest.mark.skipif(not hasattr(lax, "mulhi"), reason="lax.mulhi is new in the current series")
+@pytest.mark.parametrize("dtype", ["uint32", "int32", "uint16", "int16", "uint8", "int8"])
+def test_mulhi_is_the_high_half_of_each_product(dtype):
+    # jax lowers it through 64-bit integers; the ipu computes it from 16-bit partial products (rng.mulhi)
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(11)
+    a = rng.integers(info.min, info.max, 4099, endpoint=True).astype(dtype)
+    b = rng.integers(info.min, info.max, 4099, endpoint=True).astype(dtype)
+    edges = [info.min, info.max, 0, 1, -1 if info.min < 0 else 2, info.min + 1]
+    a[:36], b[:36] = np.repeat(edges, 6).astype(dtype), np.tile(edges, 6).astype(dtype)
+    check(lax.mulhi, a, b, **EXACT)
+
+
+PHILOX = [name for name in ("philox2x32", "philox4x32") if hasattr(lax, "mulhi")]
+
+
+@pytest.mark.skipif(not PHILOX, reason="the Philox PRNGs are new in the current series")
+@pytest.mark.parametrize("impl", PHILOX)
+def test_philox_prngs_give_cpus_bits(impl):
+    def f(seed):
+        key = jax.random.key(seed, impl=impl)
+        k1, k2 = jax.random.split(key)
+        return jax.random.key_data(k1), jax.random.bits(k2, (1000,)), jax.random.uniform(k1, (257,))
+
+    check(f, np.uint32(1701), **EXACT)

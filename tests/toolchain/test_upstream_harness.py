@@ -91,4 +91,17 @@ def test_the_rate_counts_only_tests_that_pass_on_cpu() -> None:
     assert (a["cpu_passed"], a["ipu_passed"], a["ipu_xfailed"], a["ipu_missing"]) == (3, 1, 1, ["a_test.py::t4"])
     assert a["rate"] == pytest.approx(100 / 3)
     assert b["collect_error_cpu"] and b["collect_error_ipu"] and b["rate"] is None
-    assert total == {"cpu_passed": 3, "ipu_passed": 1, "rate": pytest.approx(100 / 3)}
+    assert total == {"cpu_passed": 3, "ipu_passed": 1, "rate": pytest.approx(100 / 3), "jax_device_restricted": 0,
+                     "runnable_rate": pytest.approx(100 / 3)}
+
+
+def test_tests_jax_keeps_to_other_devices_leave_the_runnable_rate() -> None:
+    cpu = {f"a_test.py::t{i}": "passed" for i in range(5)}
+    ipu = {"a_test.py::t0": "passed", "a_test.py::t1": "passed", "a_test.py::t2": "failed",
+           "a_test.py::t3": "skipped", "a_test.py::t4": "skipped"}
+    messages = {"a_test.py::t2": "AssertionError", "a_test.py::t3": "Skipped unless running on devices with tags: cpu",
+                "a_test.py::t4": "jax-ipu: listed"}
+    (row,), total = run_upstream.summarise(["a_test.py"], cpu, ipu, messages)
+    assert row["jax_device_restricted"] == 1 and row["ipu_skipped"] == 2
+    assert row["rate"] == pytest.approx(40.0) and row["runnable_rate"] == pytest.approx(50.0)
+    assert total["runnable_rate"] == pytest.approx(50.0)

@@ -71,6 +71,11 @@ def _append_partial(config, nodeid: str) -> None:
 def pytest_configure(config):
     global _CONFIG
     _CONFIG = config
+    try:  # our jax_ipu_* options, defined before the first test: jax's tests check that none appears during one
+        import jax  # noqa: F401 - first: jax_ipu defines its options in an imported jax
+        import jax_ipu  # noqa: F401
+    except ImportError:
+        pass
 
 
 def pytest_runtest_logreport(report):
@@ -82,6 +87,9 @@ def pytest_runtest_logreport(report):
         if outcome in ("failed", "error"):
             crash = getattr(report.longrepr, "reprcrash", None)
             _MESSAGES[report.nodeid] = (crash.message if crash else str(report.longrepr)).strip().splitlines()[0][:300]
+        elif outcome == "skipped" and isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:
+            reason = str(report.longrepr[2])  # (file, line, "Skipped: <reason>"): why it was skipped
+            _MESSAGES[report.nodeid] = (reason[len("Skipped: "):] if reason.startswith("Skipped: ") else reason)[:300]
     if report.when == "teardown" and _CONFIG is not None:
         _append_partial(_CONFIG, report.nodeid)
 

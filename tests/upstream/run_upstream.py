@@ -12,7 +12,9 @@ JAX_PLATFORMS=ipu, from a copy of the checkout's tests/ directory, so that `impo
 On ipu, tests/upstream/expectations.txt is applied: listed tests are skipped or strict-xfail, each with its reason.
 The pass rate of a file is: of the tests that pass on cpu, the share that pass on ipu (an xfail counts as a
 failure). Exit status 1 when a file does not collect on ipu, a test that passes on cpu fails on ipu without being
-listed, a listed xfail passes (shrink the list), or the total rate is below --min-rate.
+listed, a listed xfail passes (shrink the list), or the total rate is below --min-rate. The rate the target
+applies to leaves out the tests jax's own utilities keep to other devices (@jtu.run_on_devices("cpu"): skipped
+on ipu as on jax's GPU and TPU runs); the table shows both.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 HERE = Path(__file__).resolve().parent
 # Issue 7's choice: lax, lax_numpy*, control flow, autodiff, vmap, random, linalg, fft, nn, einsum and api.
@@ -70,17 +72,31 @@ def file_of(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
 
 
-def summarise(files: List[str], cpu: Dict[str, str], ipu: Dict[str, str]) -> Tuple[list, dict]:
+# What jax's own test utilities say when they skip a test on a device its author did not enable it for
+# (@jtu.run_on_devices("cpu"), ...): such a test is for another backend, as on jax's GPU and TPU runs.
+JAX_DEVICE_RESTRICTION = ("Skipped unless running on devices with tags",)
+
+
+def summarise(files: List[str], cpu: Dict[str, str], ipu: Dict[str, str],
+              ipu_messages: Optional[Dict[str, str]] = None) -> Tuple[list, dict]:
+    """Per file and in total: of the tests that pass on cpu, how many pass on ipu (`rate`), and the same leaving out
+    those jax's own test utilities run only on other devices (`runnable_rate`)."""
+    ipu_messages = ipu_messages or {}
     rows = []
     for f in files:
         cpu_f = {k: v for k, v in cpu.items() if file_of(k) == f}
         ipu_f = {k: v for k, v in ipu.items() if file_of(k) == f}
         base = sorted(k for k, v in cpu_f.items() if v in PASS)
         ok = [k for k in base if ipu_f.get(k) in PASS]
+        restricted = [k for k in base if ipu_f.get(k) == "skipped"
+                      and ipu_messages.get(k, "").startswith(JAX_DEVICE_RESTRICTION)]
+        runnable = len(base) - len(restricted)
         rows.append({
             "file": f, "cpu_passed": len(base), "ipu_passed": len(ok),
             "ipu_xfailed": sum(1 for k in base if ipu_f.get(k) == "xfailed"),
             "ipu_skipped": sum(1 for k in base if ipu_f.get(k) == "skipped"),
+            "jax_device_restricted": len(restricted),
+            "runnable_rate": 100.0 * len(ok) / runnable if runnable else None,
             "ipu_failed": sorted(k for k in base if ipu_f.get(k) in ("failed", "error")),
             "ipu_missing": sorted(k for k in base if k not in ipu_f),
             "xpassed": sorted(k for k, v in ipu_f.items() if v == "xpassed"),
@@ -89,23 +105,33 @@ def summarise(files: List[str], cpu: Dict[str, str], ipu: Dict[str, str]) -> Tup
         })
     total_base = sum(r["cpu_passed"] for r in rows)
     total_ok = sum(r["ipu_passed"] for r in rows)
+    runnable = total_base - sum(r["jax_device_restricted"] for r in rows)
     total = {"cpu_passed": total_base, "ipu_passed": total_ok,
-             "rate": 100.0 * total_ok / total_base if total_base else None}
+             "rate": 100.0 * total_ok / total_base if total_base else None,
+             "jax_device_restricted": total_base - runnable,
+             "runnable_rate": 100.0 * total_ok / runnable if runnable else None}
     return rows, total
 
 
+def _percent(value: Optional[float], digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}%"
+
+
 def print_table(rows: list, total: dict) -> None:
-    print(f"\n{'file':32} {'cpu pass':>9} {'ipu pass':>9} {'xfail':>6} {'skip':>5} {'fail':>5} {'rate':>7}")
-    print("-" * 78)
+    """`cpu only`: skipped on ipu by jax's own device restrictions; `runnable`: the rate without them."""
+    print(f"\n{'file':32} {'cpu pass':>9} {'ipu pass':>9} {'xfail':>6} {'skip':>5} {'cpu only':>8} {'fail':>5} "
+          f"{'rate':>7} {'runnable':>8}")
+    print("-" * 96)
     for r in rows:
-        rate = "-" if r["rate"] is None else f"{r['rate']:.1f}%"
         note = " (ipu: collection error)" if r["collect_error_ipu"] else ""
         note += " (cpu: collection error)" if r["collect_error_cpu"] else ""
         print(f"{r['file']:32} {r['cpu_passed']:9} {r['ipu_passed']:9} {r['ipu_xfailed']:6} {r['ipu_skipped']:5} "
-              f"{len(r['ipu_failed']) + len(r['ipu_missing']):5} {rate:>7}{note}")
-    rate = "-" if total["rate"] is None else f"{total['rate']:.2f}%"
-    print("-" * 78)
-    print(f"{'total':32} {total['cpu_passed']:9} {total['ipu_passed']:9} {'':6} {'':5} {'':5} {rate:>7}")
+              f"{r['jax_device_restricted']:8} {len(r['ipu_failed']) + len(r['ipu_missing']):5} "
+              f"{_percent(r['rate']):>7} {_percent(r['runnable_rate']):>8}{note}")
+    print("-" * 96)
+    print(f"{'total':32} {total['cpu_passed']:9} {total['ipu_passed']:9} {'':6} {'':5} "
+          f"{total['jax_device_restricted']:8} {'':5} {_percent(total['rate'], 2):>7} "
+          f"{_percent(total['runnable_rate'], 2):>8}")
 
 
 def main(argv=None) -> int:
@@ -164,7 +190,7 @@ def main(argv=None) -> int:
     report = {"jax": jax.__version__, "tests_of": version, "files": files, "cases": args.cases, "exit_codes": codes}
     status = 0
     if "cpu" in results and "ipu" in results:
-        rows, total = summarise(files, results["cpu"], results["ipu"])
+        rows, total = summarise(files, results["cpu"], results["ipu"], messages.get("ipu"))
         print_table(rows, total)
         report.update(rows=rows, total=total)
         problems = []
@@ -178,8 +204,10 @@ def main(argv=None) -> int:
                 problems.append(f"passes on cpu, did not run on ipu: {k}")
             for k in r["xpassed"]:
                 problems.append(f"listed as xfail but passes on ipu (remove it from expectations.txt): {k}")
-        if total["rate"] is not None and total["rate"] < args.min_rate:
-            problems.append(f"ipu pass rate {total['rate']:.2f}% is below the target {args.min_rate}%")
+        # The target holds for the tests jax runs on any device (not those its own utilities keep to cpu).
+        if total["runnable_rate"] is not None and total["runnable_rate"] < args.min_rate:
+            problems.append(f"ipu pass rate {total['runnable_rate']:.2f}% (of the cpu passes jax does not keep to "
+                            f"other devices) is below the target {args.min_rate}%")
         for line in problems[:200]:
             print("  " + line)
         if len(problems) > 200:

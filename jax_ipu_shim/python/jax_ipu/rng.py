@@ -35,6 +35,9 @@ def install_lowerings() -> None:
         from jax._src.prng import iota_2x32_shape_p
     mlir.register_lowering(iota_2x32_shape_p, mlir.lower_fun(iota_2x32_shape, multiple_results=True),
                            platform=PLATFORM)
+    mulhi_p = getattr(lax_internal, "mulhi_p", None)  # the current series (jax 0.4.13 has no lax.mulhi)
+    if mulhi_p is not None:
+        mlir.register_lowering(mulhi_p, mlir.lower_fun(mulhi, multiple_results=False), platform=PLATFORM)
     _installed.append(True)
 
 
@@ -56,17 +59,43 @@ def iota_2x32_shape(*, shape: Any) -> List[Any]:
     return [jnp.zeros(shape, jnp.uint32), low]
 
 
-def _mul_hi_lo(x: Any, k: int) -> Tuple[Any, Any]:
-    """(high, low) 32-bit words of the 64-bit product x * k, from 16-bit partial products."""
+def _mul_hi_lo(x: Any, k: Any) -> Tuple[Any, Any]:
+    """(high, low) 32-bit words of the 64-bit product x * k (k a u32 array or a constant), from 16-bit partial
+    products."""
     import jax.numpy as jnp
 
     u = jnp.uint32
+    k = u(k) if isinstance(k, int) else k
     xl, xh = x & u(0xFFFF), x >> u(16)
-    kl, kh = u(k & 0xFFFF), u(k >> 16)
+    kl, kh = k & u(0xFFFF), k >> u(16)
     ll, lh, hl, hh = xl * kl, xl * kh, xh * kl, xh * kh
     cross = (ll >> u(16)) + (lh & u(0xFFFF)) + (hl & u(0xFFFF))
     high = hh + (lh >> u(16)) + (hl >> u(16)) + (cross >> u(16))
-    return high, x * u(k)
+    return high, x * k
+
+
+def mulhi(x: Any, y: Any) -> Any:
+    """``lax.mulhi`` (the current series' Philox PRNGs): the high half of each product. jax lowers it through
+    64-bit integers, which the IPU has not: 32-bit types from 16-bit partial products (a signed high word is the
+    unsigned one less y where x < 0 and x where y < 0), narrower ones in a 32-bit product."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    dtype = x.dtype
+    signed = jnp.issubdtype(dtype, jnp.signedinteger)
+    bits = jnp.iinfo(dtype).bits
+    if bits < 32:
+        wide = jnp.int32 if signed else jnp.uint32
+        return lax.convert_element_type((x.astype(wide) * y.astype(wide)) >> wide(bits), dtype)
+    if bits > 32:
+        raise NotImplementedError(f"ipu: lax.mulhi of {dtype} (the IPU has no 64-bit integers)")
+    u = jnp.uint32
+    ux, uy = (lax.bitcast_convert_type(v, u) for v in (x, y)) if signed else (x, y)
+    high, _ = _mul_hi_lo(ux, uy)
+    if signed:
+        high = high - jnp.where(x < 0, uy, u(0)) - jnp.where(y < 0, ux, u(0))
+        return lax.bitcast_convert_type(high, dtype)
+    return high
 
 
 def philox4x32(counter: List[Any], key: Tuple[Any, Any]) -> List[Any]:

@@ -448,13 +448,15 @@ class _Translator:
                 body.extend(self._unbatch_indices(entry, op) if _BATCHING.keys() & entry["attrs"].keys() else [entry])
             elif scalar_body and op.name == "func.call":
                 self._inline(op, body)
+            elif _is_dce_sink(op):
+                continue  # keeps a value from XLA's dead-code elimination; the ipu runs every op as written
             elif op.name == spmd.MANUAL_COMPUTATION:
                 self._inline_manual(op, body)
             elif op.name == "stablehlo.constant" and not scalar_body and _splat_for_elementwise_ops(op):
                 body.extend(self._splat_as_broadcast(op))
             elif op.name in _COMPLEX_PRODUCTS and self._any_complex(op):
                 body.extend(self._complex_product(self._op(op), op))
-            elif op.name in _COMPLEX_PRODUCTS and self._int_to_float(op):
+            elif op.name in _COMPLEX_PRODUCTS and (self._int_to_float(op) or self._widening(op)):
                 body.extend(self._float_product(self._op(op), op))
             elif op.name in _COMPLEX_SPLIT and self._any_complex(op):
                 entry = self._op(op)
@@ -655,12 +657,22 @@ class _Translator:
         return (result is not None and T.dtype_kind(result[0]) == "f"
                 and all(T.dtype_kind(self._tensor(v)[0]) in "iu" for v in op.operands))
 
+    def _widening(self, op: Any) -> bool:
+        """A dot_general or convolution of floats of different types with an f32 result (f32 x bf16, as jax 0.12's
+        attention writes it): each operand widens exactly to f32."""
+        result = self._type(op.results[0].type)
+        dtypes = {self._tensor(v)[0] for v in op.operands}
+        return result is not None and result[0] == "f32" and len(dtypes) > 1 and dtypes <= {"f16", "bf16", "f32"}
+
     def _float_product(self, entry: Dict[str, Any], mlir_op: Any) -> List[Dict[str, Any]]:
-        """An integer product with a float result as the float product of the converted operands, as XLA computes
-        it (jax's tests check exactly that equivalence)."""
+        """A product of integers, or of floats of different types, with a float result as the product of the
+        operands converted to the result's type, as XLA computes it (jax's tests check exactly that equivalence)."""
         dtype = entry["results"][0]["dtype"]
         ops, operands = [], []
         for operand, value in zip(entry["operands"], mlir_op.operands):
+            if self._tensor(value)[0] == dtype:
+                operands.append(operand)
+                continue
             converted = self._fresh(dtype, list(self._tensor(value)[1]))
             ops.append(_derived(entry, "convert", [operand], [converted]))
             operands.append(converted["id"])
@@ -784,6 +796,14 @@ def _splat_for_elementwise_ops(op: Any) -> bool:
         if entry is None or entry["family"] not in _ELEMENTWISE_FAMILIES:
             return False
     return bool(uses)
+
+
+def _is_dce_sink(op: Any) -> bool:
+    """jax's ``dce_sink`` custom call (no results): an anchor against XLA's dead-code elimination."""
+    if op.name != "stablehlo.custom_call" or len(op.results):
+        return False
+    attrs = A.named(op.attributes)
+    return "call_target_name" in attrs and A.string(attrs["call_target_name"]) == "dce_sink"
 
 
 _SDY_ANNOTATIONS = ("sdy.sharding_constraint", "sdy.reshard")
