@@ -73,6 +73,7 @@ def pytest_configure(config):
     _CONFIG = config
     try:  # our jax_ipu_* options, defined before the first test: jax's tests check that none appears during one
         import jax  # noqa: F401 - first: jax_ipu defines its options in an imported jax
+
         import jax_ipu  # noqa: F401
     except ImportError:
         pass
