@@ -6,8 +6,10 @@ returns global arrays, and its body is one ``sdy.manual_computation`` whose regi
 with manual axes covering the whole mesh. Its collectives name their groups by mesh axes
 (``#stablehlo.replica_group_mesh_axes<mesh = @mesh, axes = ["i"]>``) or by device ids. At run time PJRT hands each
 device its shard and takes back its shard of every result, so the program one IPU runs is the region: an IPU
-program replicated over the N IPUs (Poplar's replication), partition p on the p-th device of the assignment. What is
-not a whole-mesh manual computation (XLA's SPMD partitioner splitting ops of global arrays) is refused.
+program replicated over the N IPUs (Poplar's replication), partition p on the p-th device of the assignment. A jit of
+global arrays with shardings and no manual computation (what XLA's SPMD partitioner would split) runs whole on every
+IPU, which gathers its split inputs and keeps its piece of each result (translate._mesh_entry). A shard_map with
+auto axes, or among other ops, is refused.
 """
 
 from __future__ import annotations
