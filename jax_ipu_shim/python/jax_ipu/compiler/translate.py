@@ -46,8 +46,8 @@ def compile_to_program(module_bytes: bytes, compile_options: bytes = b"") -> str
     ``compile_options`` (a serialized CompileOptionsProto, as PJRT passes it) gives the number of replicas (one per
     IPU, e.g. for ``pmap`` in jax 0.4.13) and of partitions (one per IPU: ``pmap`` and ``shard_map`` in the current
     series, spmd.py); without it the module's ``mhlo.num_replicas`` and ``mhlo.num_partitions`` do. Raises
-    CompileError for a module the program format cannot express, and for a program that XLA's SPMD partitioner
-    would split over several IPUs (a ``jit`` of global arrays with shardings).
+    CompileError for a module the program format cannot express, and, in jax 0.4.13, for a ``jit`` sharded over
+    several IPUs (its GSPMD shardings are for XLA's SPMD partitioner; the current series' Shardy meshes are read).
     """
     return encode(translate(module_bytes, compile_options), binary=False)  # type: ignore[return-value]
 
