@@ -22,7 +22,7 @@ from typing import Any, Callable, Dict, Tuple
 
 import numpy as np
 import pytest
-from _conformance import CURRENT_SERIES, text_of_jax_0_4_13
+from _conformance import CURRENT_SERIES, compile_text, text_of_jax_0_4_13
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 COUNTS = (2, 4)
@@ -144,16 +144,15 @@ def _cases(backend: str, n: int) -> Dict[str, Callable[[], Any]]:
         options.num_replicas = n
         options.device_assignment = xla_client.DeviceAssignment.create(np.arange(n).reshape(n, 1))
         values = rng.standard_normal((n, 1, 8)).astype(np.float32)
+        executable = compile_text(text, options, backend)
         if hasattr(client, "compile_and_load"):  # the current series: global arrays in and out
             from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-            executable = client.compile_and_load(text, xla_client.DeviceList(tuple(devices)), options)
             sharding = NamedSharding(Mesh(np.array(devices), ("i",)), PartitionSpec("i"))
             arg = jax.make_array_from_single_device_arrays(
                 (n, 8), sharding, [jax.device_put(values[i], d) for i, d in enumerate(devices)])
             outs = executable.execute_sharded([arg]).disassemble_into_single_device_arrays()
         else:
-            executable = client.compile(text, options)
             args = [[client.buffer_from_pyval(values[i], executable.local_devices()[i]) for i in range(n)]]
             outs = executable.execute_sharded_on_local_devices(args)
         got = [np.stack([np.asarray(b) for b in out]) for out in outs]

@@ -15,6 +15,7 @@ auto axes, or among other ops, is refused.
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from jax._src.lib.mlir import ir
@@ -39,10 +40,7 @@ class Mesh(NamedTuple):
 
     @property
     def size(self) -> int:
-        total = 1
-        for _, size in self.axes:
-            total *= size
-        return total
+        return math.prod(size for _, size in self.axes)
 
     def axis_size(self, name: str) -> int:
         for axis, size in self.axes:
@@ -50,28 +48,29 @@ class Mesh(NamedTuple):
                 return size
         raise CompileError(f"the mesh {self.describe()} has no axis '{name}'")
 
+    def ways(self, axes: Sequence[str]) -> int:
+        """Into how many pieces splitting over ``axes`` cuts an array."""
+        return math.prod(self.axis_size(name) for name in axes)
+
+    def device_at(self, coords: Dict[str, int]) -> int:
+        """The logical device id at the given coordinate on every axis (row-major over the axes)."""
+        position = 0
+        for name, size in self.axes:
+            position = position * size + coords[name]
+        return self.device_ids[position] if self.device_ids else position
+
     def describe(self) -> str:
         return "[" + ", ".join(f'"{name}"={size}' for name, size in self.axes) + "]"
 
     def groups(self, axes: Sequence[str]) -> List[List[int]]:
         """The device groups of a collective over mesh ``axes``: devices that agree on every other axis form one
         group, ordered row-major over ``axes`` in the order given (as XLA expands replica_group_mesh_axes)."""
-        for name in axes:
-            self.axis_size(name)
-        names = [name for name, _ in self.axes]
-        others = [name for name in names if name not in axes]
-        sizes = dict(self.axes)
-        ids = self.device_ids or tuple(range(self.size))
+        others = [name for name, _ in self.axes if name not in axes]
         groups = []
-        for fixed in itertools.product(*(range(sizes[name]) for name in others)):
+        for fixed in itertools.product(*(range(self.axis_size(name)) for name in others)):
             group = []
-            for varying in itertools.product(*(range(sizes[name]) for name in axes)):
-                coords = dict(zip(others, fixed))
-                coords.update(zip(axes, varying))
-                position = 0
-                for name in names:
-                    position = position * sizes[name] + coords[name]
-                group.append(ids[position])
+            for varying in itertools.product(*(range(self.axis_size(name)) for name in axes)):
+                group.append(self.device_at({**dict(zip(others, fixed)), **dict(zip(axes, varying))}))
             groups.append(group)
         return groups
 
@@ -128,9 +127,7 @@ def shard_shape(shape: Sequence[int], sharding: Optional[Sharding]) -> List[int]
         return list(shape)
     out = list(shape)
     for dim, axes in enumerate(sharding.dims):
-        ways = 1
-        for name in axes:
-            ways *= sharding.mesh.axis_size(name)
+        ways = sharding.mesh.ways(axes)
         if dim >= len(out) or out[dim] % ways:
             raise CompileError(f"an array of shape {list(shape)} cannot be split {ways} ways along dimension {dim}")
         out[dim] //= ways
@@ -174,42 +171,48 @@ def mesh_computation(main: Any, partitions: int, meshes: Dict[str, Mesh]) -> Opt
     return op
 
 
-def entry_shardings(main: Any, computation: Optional[Any], meshes: Dict[str, Mesh]) -> List[Optional[Sharding]]:
-    """How each of main's parameters is split over the mesh: its own ``sdy.sharding`` (pmap, jit with
-    in_shardings), else that of the manual computation's operand it is (a jit of a shard_map), else replicated."""
+def _own_shardings(main: Any, key: str, count: int, meshes: Dict[str, Mesh]) -> List[Optional[Sharding]]:
+    """The ``sdy.sharding`` main's ``arg_attrs`` or ``res_attrs`` give each of its ``count`` values, if any."""
     attrs = A.named(main.attributes)
-    arg_attrs = list(ir.ArrayAttr(attrs["arg_attrs"])) if "arg_attrs" in attrs else []
-    operand_shardings = [] if computation is None else \
-        sdy.TensorShardingPerValueAttr(computation.attributes["in_shardings"]).shardings
-    operands = [] if computation is None else list(computation.operands)
-    block = main.regions[0].blocks[0]
+    listed = list(ir.ArrayAttr(attrs[key])) if key in attrs else []
     out: List[Optional[Sharding]] = []
-    for index, arg in enumerate(block.arguments):
-        entries = A.named(ir.DictAttr(arg_attrs[index])) if index < len(arg_attrs) else {}
-        if "sdy.sharding" in entries:
-            out.append(read_sharding(entries["sdy.sharding"], meshes))
-            continue
-        uses = [k for k, operand in enumerate(operands) if operand == arg]
-        out.append(read_sharding(operand_shardings[uses[0]], meshes) if uses else None)
+    for index in range(count):
+        entries = A.named(ir.DictAttr(listed[index])) if index < len(listed) else {}
+        out.append(read_sharding(entries["sdy.sharding"], meshes) if "sdy.sharding" in entries else None)
     return out
 
 
-def result_shardings(main: Any, computation: Optional[Any], meshes: Dict[str, Mesh]) -> List[Optional[Sharding]]:
+def entry_shardings(main: Any, computation: Optional[Any], meshes: Dict[str, Mesh]) -> List[Optional[Sharding]]:
+    """How each of main's parameters is split over the mesh: its own ``sdy.sharding`` (pmap, jit with
+    in_shardings), else that of the manual computation's operand it is (a jit of a shard_map), else replicated."""
+    block = main.regions[0].blocks[0]
+    own = _own_shardings(main, "arg_attrs", len(block.arguments), meshes)
+    operand_shardings = [] if computation is None else \
+        sdy.TensorShardingPerValueAttr(computation.attributes["in_shardings"]).shardings
+    operands = [] if computation is None else list(computation.operands)
+    out: List[Optional[Sharding]] = []
+    for arg, sharding in zip(block.arguments, own):
+        uses = [k for k, operand in enumerate(operands) if operand == arg]
+        if sharding is None and uses:
+            sharding = read_sharding(operand_shardings[uses[0]], meshes)
+        out.append(sharding)
+    return out
+
+
+def result_shardings(main: Any, computation: Optional[Any], params: List[Optional[Sharding]],
+                     meshes: Dict[str, Mesh]) -> List[Optional[Sharding]]:
     """How each of main's results is split over the mesh: its own ``sdy.sharding``, else that of the manual
-    computation's result it is, else replicated (a parameter returned as it is keeps the parameter's)."""
-    attrs = A.named(main.attributes)
-    res_attrs = list(ir.ArrayAttr(attrs["res_attrs"])) if "res_attrs" in attrs else []
+    computation's result it is, else replicated (a parameter returned as it is keeps ``params``' sharding)."""
     out_shardings = [] if computation is None else \
         sdy.TensorShardingPerValueAttr(computation.attributes["out_shardings"]).shardings
     results = [] if computation is None else list(computation.results)
-    params = entry_shardings(main, computation, meshes)
     block = main.regions[0].blocks[0]
     returned = list(block.operations)[-1].operation.operands
+    own = _own_shardings(main, "res_attrs", len(returned), meshes)
     out: List[Optional[Sharding]] = []
-    for index, value in enumerate(returned):
-        entries = A.named(ir.DictAttr(res_attrs[index])) if index < len(res_attrs) else {}
-        if "sdy.sharding" in entries:
-            out.append(read_sharding(entries["sdy.sharding"], meshes))
+    for value, sharding in zip(returned, own):
+        if sharding is not None:
+            out.append(sharding)
         elif value in results:
             out.append(read_sharding(out_shardings[results.index(value)], meshes))
         elif value in list(block.arguments):
@@ -223,33 +226,21 @@ def tile_sharding(sharding: Optional[Sharding], rank: int) -> Dict[str, Any]:
     """The program's form of a sharding (jax's tiled HloSharding; ipu::TileSharding): dimension d in ``tile[d]``
     pieces, piece after piece in row-major order of ``tile`` going to ``devices``; with ``replicate_last``, a last
     tile dimension counting the devices that hold the same piece. {} for an array whole on every device."""
-    if sharding is None:
+    dims = split_dims(sharding, rank)
+    used = {a for axes in dims for a in axes}
+    if sharding is None or not used:
         return {}
     mesh = sharding.mesh
-    sizes = dict(mesh.axes)
-    dims = [tuple(a for a in sharding.dims[d] if sizes[a] > 1) if d < len(sharding.dims) else () for d in range(rank)]
-    used = {a for axes in dims for a in axes}
     rest = tuple(name for name, size in mesh.axes if name not in used and size > 1)
-    if not used:
-        return {}
     groups = dims + ([rest] if rest else [])
-    tile = [1] * len(groups)
-    for g, axes in enumerate(groups):
-        for name in axes:
-            tile[g] *= sizes[name]
-    ids = mesh.device_ids or tuple(range(mesh.size))
-    names = [name for name, _ in mesh.axes]
+    tile = [mesh.ways(axes) for axes in groups]
     devices = []
     for piece in itertools.product(*(range(t) for t in tile)):
-        coords = {name: 0 for name in names}
+        coords = {name: 0 for name, _ in mesh.axes}
         for axes, index in zip(groups, piece):
             for name in reversed(axes):  # the piece index of a dimension is row-major over its axes
-                coords[name] = index % sizes[name]
-                index //= sizes[name]
-        position = 0
-        for name in names:
-            position = position * sizes[name] + coords[name]
-        devices.append(ids[position])
+                index, coords[name] = divmod(index, mesh.axis_size(name))
+        devices.append(mesh.device_at(coords))
     return {"tile": tile, "devices": devices, "replicate_last": bool(rest)}
 
 

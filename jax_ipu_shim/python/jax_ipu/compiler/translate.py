@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import os
 import re
 import struct
 from typing import Any, Dict, List, Optional, Tuple
 
-import numpy as np
 from jax._src.interpreters import mlir as jmlir
 from jax._src.lib.mlir import ir
 
@@ -329,7 +329,7 @@ class _Translator:
         results = self._ops(block, body, False)
         returned = list(block.operations)[-1].operation.operands
         ranks = [len(self._tensor(v)[1]) for v in returned]
-        result_shardings = spmd.result_shardings(func, computation, self.meshes)
+        result_shardings = spmd.result_shardings(func, computation, shardings, self.meshes)
         if computation is None:
             results = [self._keep_piece(body, r, v, s) for r, v, s in zip(results, returned, result_shardings)]
         self.shardings = {
@@ -376,15 +376,13 @@ class _Translator:
         starts, piece_shape = [], list(whole)
         for dim, axes in enumerate(dims):
             piece = u32(0)
-            ways = 1
             for name in axes:  # row-major over the dimension's axes
                 stride, size = strides[name]
                 coordinate = self._emit(body, "remainder", [self._emit(body, "divide", [partition, u32(stride)], "u32", []),
                                                             u32(size)], "u32", [])
                 piece = self._emit(body, "add", [self._emit(body, "multiply", [piece, u32(size)], "u32", []),
                                                  coordinate], "u32", [])
-                ways *= size
-            piece_shape[dim] = whole[dim] // ways
+            piece_shape[dim] = whole[dim] // sharding.mesh.ways(axes)
             starts.append(self._emit(body, "multiply", [piece, u32(piece_shape[dim])], "u32", []))
         return self._emit(body, "dynamic_slice", [value] + starts, dtype, piece_shape, {"slice_sizes": piece_shape})
 
@@ -784,7 +782,7 @@ def _splat_for_elementwise_ops(op: Any) -> bool:
     """A splat constant of more than one real element whose every use is an elementwise op."""
     result = ir.RankedTensorType(op.results[0].type)
     if A.is_a(ir.ComplexType, result.element_type) or not result.has_static_shape or \
-            int(np.prod(result.shape)) < 2:  # complex constants are read from their text (types.py)
+            math.prod(result.shape) < 2:  # complex constants are read from their text (types.py)
         return False
     attr = op.attributes["value"]
     if not A.is_a(ir.DenseElementsAttr, attr) or not ir.DenseElementsAttr(attr).is_splat:
