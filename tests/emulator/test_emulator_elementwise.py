@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from jax_ipu import emulator as E
 from emulator_helpers import TOLERANCE, assert_same, dtype_name, run_op
 
 F32_SPECIALS = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 1e-40, 3.4e38, -3.4e38, np.inf, -np.inf, np.nan], np.float32)
@@ -99,6 +100,61 @@ def test_max_min_propagate_nan():
     mx = run_op("maximum", [a, b])
     mn = run_op("minimum", [a, b])
     assert np.isnan(mx[:3]).all() and np.isnan(mn[:3]).all()
+
+
+# maximum, minimum and clamp as each jaxlib's XLA:CPU computes them (the program's "numerics", ipu/numerics.h), on
+# every pair of signed zeros, f32 denormals, NaN, ones and infinities: jaxlib 0.4.13 selects (lhs wins ties, NaN lhs
+# kept; the comparison reads denormals as zeros, the selected operand keeps its bits); jaxlib 0.12 takes IEEE maximum/minimum (-0 < +0, NaN wins) of f32 operands read with
+# denormals as zeros (f16 has no f32 denormals to read).
+SIGNED_SPECIALS = np.array([0.0, -0.0, 1e-40, -1e-40, np.nan, 1.0, -1.0, np.inf, -np.inf], np.float32)
+
+
+def _daz(x):
+    return np.where(np.abs(x) < np.finfo(np.float32).tiny, np.copysign(np.float32(0), x), x).astype(x.dtype)
+
+
+def _reference_max_min(numerics, a, b):
+    if numerics == "jaxlib-0.4":
+        da, db = (_daz(a), _daz(b)) if a.dtype == np.float32 else (a, b)
+        return np.where((da >= db) | np.isnan(a), a, b), np.where((da <= db) | np.isnan(a), a, b)
+    if a.dtype == np.float32:
+        a, b = _daz(a), _daz(b)
+    nan = np.isnan(a) | np.isnan(b)
+    tie = a == b
+    mx = np.where(nan, np.nan, np.where(tie, np.where(np.signbit(a), b, a), np.where(a > b, a, b)))
+    mn = np.where(nan, np.nan, np.where(tie, np.where(np.signbit(a), a, b), np.where(a < b, a, b)))
+    return mx.astype(a.dtype), mn.astype(a.dtype)
+
+
+def _run_numerics(numerics, op, *xs):
+    p = E.Program(numerics=numerics)
+    ids = [p.main.param(dtype_name(x), x.shape) for x in xs]
+    p.main.ret(p.main.op(op, ids, dtype_name(xs[-1]), xs[-1].shape))
+    return E.compile(p).run(*xs)[0]
+
+
+def _same_bits(got, want):
+    both_nan = np.isnan(got) & np.isnan(want)
+    assert ((got.view(f"u{got.itemsize}") == want.view(f"u{want.itemsize}")) | both_nan).all(), (got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("numerics", ["jaxlib-0.4", "jaxlib-0.12"])
+def test_maximum_minimum_clamp_follow_the_programs_numerics(numerics, dtype):
+    with np.errstate(under="ignore"):
+        v = SIGNED_SPECIALS.astype(dtype)
+    a, b = (g.ravel() for g in np.meshgrid(v, v, indexing="ij"))
+    want_max, want_min = _reference_max_min(numerics, a, b)
+    _same_bits(_run_numerics(numerics, "maximum", a, b), want_max)
+    _same_bits(_run_numerics(numerics, "minimum", a, b), want_min)
+    lo, x, hi = (g.ravel() for g in np.meshgrid(v, v, v, indexing="ij"))
+    _same_bits(_run_numerics(numerics, "clamp", lo, x, hi),
+               _reference_max_min(numerics, _reference_max_min(numerics, x, lo)[0], hi)[1])
+
+
+def test_unknown_numerics_is_refused():
+    with pytest.raises(E.EmulatorError, match=r'"numerics" must be "jaxlib-0.4" or "jaxlib-0.12"'):
+        _run_numerics("jaxlib-0.5", "maximum", SIGNED_SPECIALS, SIGNED_SPECIALS)
 
 
 def test_int_division_semantics():

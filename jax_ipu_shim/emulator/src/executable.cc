@@ -100,8 +100,11 @@ class ExecutableImpl : public Executable {
         partitions_(program.partitions),
         param_shardings_(program.param_shardings),
         result_shardings_(program.result_shardings) {
-    Lowerer lowerer(program, device, &graph_);
-    lowerer.lowerEntry();
+    {
+      const NumericsScope numerics(program.numerics);  // the kernels' arithmetic (ipu/numerics.h)
+      Lowerer lowerer(program, device, &graph_);
+      lowerer.lowerEntry();
+    }
     aliases_ = program.aliases;
     for (int slot : graph_.param_slots) inputs_.push_back(graph_.slots[static_cast<size_t>(slot)].type);
     outputs_ = graph_.result_types;

@@ -267,6 +267,11 @@ Program parseDocument(const json::Value& doc) {
     p.param_shardings = parseShardings(*shardings, "params", entry.params.size(), p.partitions);
     p.result_shardings = parseShardings(*shardings, "results", entry.results.size(), p.partitions);
   }
+  if (const json::Value* numerics = doc.find("numerics")) {
+    if (!numerics->isString() || !parseNumerics(numerics->string, &p.numerics))
+      malformed("\"numerics\" must be \"jaxlib-0.4\" or \"jaxlib-0.12\" (the jaxlib whose XLA:CPU arithmetic the "
+                "program reproduces)");
+  }
   if (p.name.empty()) p.name = p.entry;
   return p;
 }

@@ -24,6 +24,13 @@ def is_current_series() -> bool:
     return jaxlib_version() >= (0, 5)
 
 
+def numerics() -> str:
+    """Whose XLA:CPU arithmetic the emulator reproduces for this process's programs (their document's "numerics";
+    the emulator's ipu/numerics.h says what differs): XLA:CPU changed maximum, minimum and its approximations of
+    exp, tanh, erf... between the series, and backend="ipu" computes what backend="cpu" does."""
+    return "jaxlib-0.12" if is_current_series() else "jaxlib-0.4"
+
+
 # ------------------------------------------------------------------------------------------------- options
 
 def define_string_option(name: str, help: str) -> None:

@@ -277,8 +277,9 @@ class Builder:
 class Program:
     """Builds a "jax-ipu-program" v1 document: ``main`` is the entry function's body."""
 
-    def __init__(self, name: str = "jit_f") -> None:
+    def __init__(self, name: str = "jit_f", numerics: Optional[str] = None) -> None:
         self.name = name
+        self.numerics = numerics  # "jaxlib-0.4" / "jaxlib-0.12": whose XLA:CPU arithmetic (default: jaxlib-0.4)
         self._ids = 0
         self.functions: Dict[str, Builder] = {}
         self.main = self.function("main")
@@ -299,10 +300,13 @@ class Program:
             f = body.to_dict()
             f["name"] = name
             functions.append(f)
-        return {
+        doc = {
             "format": "jax-ipu-program", "version": 1, "name": self.name, "entry": "main",
             "functions": functions, "aliases": self.aliases,
         }
+        if self.numerics is not None:
+            doc["numerics"] = self.numerics
+        return doc
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict())

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ipu/json.h"
+#include "ipu/numerics.h"
 
 namespace ipu {
 
@@ -63,6 +64,8 @@ struct Program {
   int partitions = 1;
   // The entry's parameters and results as global arrays (partitions > 1), for PJRT to report; empty otherwise.
   std::vector<TileSharding> param_shardings, result_shardings;
+  // Which XLA:CPU's arithmetic the kernels reproduce (ipu/numerics.h): "numerics" in the document.
+  Numerics numerics = Numerics::Jaxlib04;
   const Function* find(const std::string& name) const;
 };
 

@@ -18,6 +18,7 @@
 #include <type_traits>
 
 #include "ipu/dtype.h"
+#include "ipu/numerics.h"
 #include "ipu/registry.h"
 #include "ipu/special_functions.h"
 #include "ipu/xla_math.h"
@@ -34,6 +35,23 @@ using Tag = TypeTag<T>;
 // XLA's EmitFloatMax/Min: NaN in either operand propagates; otherwise lhs wins ties (so max(-0, +0) = -0).
 inline float maxXla(float a, float b) { return (a >= b || std::isnan(a)) ? a : b; }
 inline float minXla(float a, float b) { return (a <= b || std::isnan(a)) ? a : b; }
+// jaxlib 0.12's XLA:CPU (Numerics::Jaxlib012): IEEE 754-2019 maximum/minimum, -0 < +0 and NaN propagating. f32
+// operands are read with denormals as zeros of their sign (so a denormal result is a zero too); f16 and bf16 ones as
+// they are (XLA:CPU computes bf16 maximum natively on an AVX512-BF16 host, keeping a bf16 denormal).
+template <bool Daz>
+inline float maxIeee(float a, float b) {
+  if (Daz) a = xla_math::ftz_(a), b = xla_math::ftz_(b);
+  if (std::isnan(a) || std::isnan(b)) return a + b;
+  if (a == b) return std::signbit(a) ? b : a;
+  return a > b ? a : b;
+}
+template <bool Daz>
+inline float minIeee(float a, float b) {
+  if (Daz) a = xla_math::ftz_(a), b = xla_math::ftz_(b);
+  if (std::isnan(a) || std::isnan(b)) return a + b;
+  if (a == b) return std::signbit(a) ? a : b;
+  return a < b ? a : b;
+}
 
 inline float signF(float x) { return std::isnan(x) || x == 0.0f ? x : (x > 0.0f ? 1.0f : -1.0f); }
 
@@ -263,6 +281,10 @@ IPU_FLOAT_BINARY(RemainderF, std::fmod(x, y))
 IPU_FLOAT_BINARY(PowerF, std::pow(x, y))
 IPU_FLOAT_BINARY(MaximumF, maxXla(x, y))
 IPU_FLOAT_BINARY(MinimumF, minXla(x, y))
+IPU_FLOAT_BINARY(MaximumIeeeF, maxIeee<true>(x, y))
+IPU_FLOAT_BINARY(MinimumIeeeF, minIeee<true>(x, y))
+IPU_FLOAT_BINARY(MaximumIeee16F, maxIeee<false>(x, y))  // f16/bf16 widened to f32
+IPU_FLOAT_BINARY(MinimumIeee16F, minIeee<false>(x, y))
 IPU_FLOAT_BINARY(Atan2F, std::atan2(x, y))
 IPU_FLOAT_BINARY(NextAfterF, special::nextAfter(x, y))
 #undef IPU_FLOAT_BINARY
@@ -405,14 +427,19 @@ struct SelectOp {
   T operator()(uint8_t c, T x, T y) const { return c ? x : y; }
 };
 
+// clamp is min(max(x, lo), hi) with the numerics' maximum and minimum (Ieee: Numerics::Jaxlib012).
+template <bool Ieee>
 struct ClampF32 {
-  float operator()(float l, float v, float h) const { return minXla(maxXla(v, l), h); }
+  float operator()(float l, float v, float h) const {
+    return Ieee ? minIeee<true>(maxIeee<true>(v, l), h) : minXla(maxXla(v, l), h);
+  }
 };
-template <class Fmt>
+template <class Fmt, bool Ieee>
 struct Clamp16 {
   using T = typename Fmt::type;
   T operator()(T l, T v, T h) const {
-    return Fmt::fromFloat(minXla(maxXla(Fmt::toFloat(v), Fmt::toFloat(l)), Fmt::toFloat(h)));
+    const float fl = Fmt::toFloat(l), fv = Fmt::toFloat(v), fh = Fmt::toFloat(h);
+    return Fmt::fromFloat(Ieee ? minIeee<false>(maxIeee<false>(fv, fl), fh) : minXla(maxXla(fv, fl), fh));
   }
 };
 template <class T>
@@ -754,6 +781,7 @@ bool visitUnary(OpKind k, DType dt, V&& v) {
 template <class V>
 bool visitBinary(OpKind k, DType dt, V&& v) {
   bool found = false;
+  const bool ieee = currentNumerics() == Numerics::Jaxlib012;
   visitDType(dt, [&](auto tag) {
     constexpr DType D = decltype(tag)::value;
     using T = Storage<D>;
@@ -769,8 +797,16 @@ bool visitBinary(OpKind k, DType dt, V&& v) {
         case OpKind::Divide: found = f(DivideF{}); break;
         case OpKind::Remainder: found = f(RemainderF{}); break;
         case OpKind::Power: found = f(PowerF{}); break;
-        case OpKind::Maximum: found = f(MaximumF{}); break;
-        case OpKind::Minimum: found = f(MinimumF{}); break;
+        case OpKind::Maximum:
+          if (!ieee) found = f(MaximumF{});
+          else if constexpr (D == DType::F32) found = f(MaximumIeeeF{});
+          else found = f(MaximumIeee16F{});
+          break;
+        case OpKind::Minimum:
+          if (!ieee) found = f(MinimumF{});
+          else if constexpr (D == DType::F32) found = f(MinimumIeeeF{});
+          else found = f(MinimumIeee16F{});
+          break;
         case OpKind::Atan2: found = f(Atan2F{}); break;
         case OpKind::NextAfter:
           if constexpr (D == DType::F32) found = f(NextAfterF{});
@@ -881,12 +917,21 @@ bool visitSelect(DType dt, V&& v) {
 template <class V>
 bool visitClamp(DType dt, V&& v) {
   bool found = false;
+  const bool ieee = currentNumerics() == Numerics::Jaxlib012;
   visitDType(dt, [&](auto tag) {
     constexpr DType D = decltype(tag)::value;
     using T = Storage<D>;
-    if constexpr (D == DType::F32) v(ClampF32{}, Tag<T>{}), found = true;
-    else if constexpr (isNarrowFloat(D)) v(Clamp16<FloatFormat<D>>{}, Tag<T>{}), found = true;
-    else if constexpr (D != DType::Bool && D != DType::C64) v(ClampI<T>{}, Tag<T>{}), found = true;
+    if constexpr (D == DType::F32) {
+      if (ieee) v(ClampF32<true>{}, Tag<T>{});
+      else v(ClampF32<false>{}, Tag<T>{});
+      found = true;
+    } else if constexpr (isNarrowFloat(D)) {
+      if (ieee) v(Clamp16<FloatFormat<D>, true>{}, Tag<T>{});
+      else v(Clamp16<FloatFormat<D>, false>{}, Tag<T>{});
+      found = true;
+    } else if constexpr (D != DType::Bool && D != DType::C64) {
+      v(ClampI<T>{}, Tag<T>{}), found = true;
+    }
   });
   return found;
 }

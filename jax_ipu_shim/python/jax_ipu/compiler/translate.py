@@ -123,6 +123,7 @@ def translate(module_bytes: Any, compile_options: bytes = b"") -> Dict[str, Any]
         program["replicas"] = replicas * partitions
         if partitions > 1:
             program["partitions"] = partitions
+        program["numerics"] = _jax.numerics()
         return program
 
 
