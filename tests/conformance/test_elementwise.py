@@ -274,3 +274,36 @@ def test_polynomial_and_powers():
     x = random("float32", (1001,), seed=1, low=-3, high=3)
     check(lambda x: (x ** 2, x ** 3, jnp.square(x), 1 / x, jnp.reciprocal(x), 3 * x * x - 2 * x + 1), x,
           **TRANSCENDENTAL["float32"])
+
+
+# --- divides as XLA's algebraic simplifier rewrites them (the front end's _divide, per jaxlib) ----------------------
+
+K = random("float32", (24, 40), seed=21, low=1.0, high=9.0)  # a constant divisor (closed over, as the operands' type)
+DIVIDES = {
+    "(a/b)/c": lambda a, b, c, r: (a / b) / c,
+    "a/(b/c)": lambda a, b, c, r: a / (b / c),
+    "(a/b)/(c/a)": lambda a, b, c, r: (a / b) / (c / a),
+    "((a/b)/c)/a": lambda a, b, c, r: ((a / b) / c) / a,
+    "(a/b)/constant": lambda a, b, c, r: (a / b) / K.astype(a.dtype),
+    "a/(constant/b)": lambda a, b, c, r: a / (K.astype(a.dtype) / b),
+    "a/constant": lambda a, b, c, r: a / K.astype(a.dtype),
+    "a/scalar": lambda a, b, c, r: a / 3.7,
+    "a/row": lambda a, b, c, r: a / r[None, :],
+    "(a/row)/c": lambda a, b, c, r: (a / r[None, :]) / c,
+    "a/(b/row)": lambda a, b, c, r: a / (b / r[None, :]),
+    "a/exp(b)": lambda a, b, c, r: a / jnp.exp(b),
+    "a/rsqrt(b)": lambda a, b, c, r: a / lax.rsqrt(b),
+    "a/sqrt(b)": lambda a, b, c, r: a / jnp.sqrt(b),
+    "(a/b)/sqrt(c)": lambda a, b, c, r: (a / b) / jnp.sqrt(c),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("name", sorted(DIVIDES))
+def test_divide_rewrites_round_as_cpu(name, dtype):
+    """XLA rewrites divides before XLA:CPU runs them (A / sqrt(B) => A * rsqrt(B), A / constant => A * (1 / C),
+    jaxlib 0.12's A / broadcast(B) => A * broadcast(1 / B)...), each rounding differently from the divide: the ipu
+    program is rewritten the same way, so every bit agrees."""
+    a, b, c = (random(dtype, (24, 40), seed=s, low=1.0, high=9.0) for s in (22, 23, 24))
+    r = random(dtype, (40,), seed=25, low=1.0, high=9.0)
+    check(DIVIDES[name], a, b, c, r, **EXACT)

@@ -234,6 +234,10 @@ class _Translator:
         self.param_shapes: Dict[int, List[int]] = {}  # main's parameters as one device sees them (partitions > 1)
         self.shardings: Dict[str, List[Dict[str, Any]]] = {}  # main's as global arrays (partitions > 1)
         self.types: Dict[Any, Optional[T.TensorType]] = {}
+        # A float divide's result: the ids of the divide that computes it (after _divide's rules), and the MLIR
+        # value of its numerator where that divide is the module's own.
+        self.quotients: Dict[Any, Tuple[int, int]] = {}
+        self.quotient_values: Dict[Any, Any] = {}
         self.called: List[str] = []  # callees of func.call ops, in the order the walk meets them
         self.funcs: Dict[str, Any] = {}
         for op in module.body.operations:
@@ -453,6 +457,8 @@ class _Translator:
                 self._inline_manual(op, body)
             elif op.name == "stablehlo.constant" and not scalar_body and _splat_for_elementwise_ops(op):
                 body.extend(self._splat_as_broadcast(op))
+            elif op.name == "stablehlo.divide" and not scalar_body and self._real_float(op):
+                body.extend(self._divide(self._op(op), op))
             elif op.name in _COMPLEX_PRODUCTS and self._any_complex(op):
                 body.extend(self._complex_product(self._op(op), op))
             elif op.name in _COMPLEX_PRODUCTS and (self._int_to_float(op) or self._widening(op)):
@@ -574,6 +580,97 @@ class _Translator:
         scalar = self._fresh(whole["dtype"], [])
         entry.update(results=[scalar], attrs=dict(entry["attrs"], splat=False))
         return [entry, _derived(entry, "broadcast_in_dim", [scalar["id"]], [whole], {"broadcast_dimensions": []})]
+
+    def _real_float(self, op: Any) -> bool:
+        return (self._type(op.results[0].type) or ("", []))[0] in ("f32", "f16", "bf16")
+
+    def _divide(self, entry: Dict[str, Any], mlir_op: Any) -> List[Dict[str, Any]]:
+        """A float divide as XLA's algebraic simplifier rewrites it before XLA:CPU computes it (HandleDivide), so
+        that the ipu rounds as cpu does. Operands are simplified first (program order), and a divide a rule writes
+        is simplified again. The rules of the jaxlib the program is compiled for (_jax.numerics()), in order:
+          (A / B) / (C / D) => (A * D) / (B * C)
+          A / sqrt(B) => A * rsqrt(B)          A / rsqrt(B) => A * sqrt(B)
+          A / exp(B) => A * exp(-B)            (jaxlib 0.4.13)
+          A / constant C => A * (1 / C)        (jaxlib 0.4.13: also a constant broadcast or reshaped)
+          A / broadcast(B) => A * broadcast(1 / B)   (jaxlib 0.12: softmax's sum, any scalar divisor)
+          (A / B) / C => A / (B * C)           A / (B / C) => (A * C) / B
+        Operands a rule no longer reads are still computed (the emulator removes no op)."""
+        ops: List[Dict[str, Any]] = []
+        out = entry["results"][0]
+        dtype, shape = out["dtype"], out["shape"]
+        current = _jax.numerics() == "jaxlib-0.12"
+
+        def emit(name: str, operands: List[int], shape: List[int], attrs: Optional[Dict[str, Any]] = None,
+                 result: Optional[Dict[str, Any]] = None) -> int:
+            result = result or self._fresh(dtype, shape)
+            ops.append(_derived(entry, name, operands, [result], attrs))
+            return result["id"]
+
+        def reciprocal(x: int, shape: List[int]) -> int:
+            one = emit("constant", [], [], {"value": Blob(_one(dtype)), "splat": False})
+            ones = emit("broadcast_in_dim", [one], shape, {"broadcast_dimensions": []}) if shape else one
+            return emit("divide", [ones, x], shape)
+
+        def inverse_of(value: Any) -> Optional[int]:
+            """1 / value written without a divide (sqrt, rsqrt, exp) or as a reciprocal XLA folds or hoists, or
+            None when no rule applies to dividing by it."""
+            producer = _producer(value)
+            name = producer.name if producer is not None else ""
+            moves, source, below = [], value, producer  # broadcasts and reshapes XLA 0.4.13 sees through
+            while below is not None and below.name in _MOVED and not current:
+                moves.append(below)
+                source = below.operands[0]
+                below = _producer(source)
+            if moves and below is not None and below.name == "stablehlo.constant":
+                inverse = inverse_of(source)
+                for move in reversed(moves):
+                    inverse = emit(move.name.split(".", 1)[1], [inverse], list(self._tensor(move.results[0])[1]),
+                                   O.read_attrs(move.attributes))
+                return inverse
+            if name in ("stablehlo.sqrt", "stablehlo.rsqrt"):
+                value_shape = list(self._tensor(value)[1])
+                x = self._use(producer.operands[0])
+                if name == "stablehlo.rsqrt":
+                    return emit("sqrt", [x], value_shape)
+                # XLA:CPU computes an f16/bf16 rsqrt as 1 / sqrt, each rounded to the type
+                return emit("rsqrt", [x], value_shape) if dtype == "f32" else reciprocal(emit("sqrt", [x], value_shape), value_shape)
+            if name == "stablehlo.exponential" and not current:
+                x = self._use(producer.operands[0])
+                value_shape = list(self._tensor(value)[1])
+                return emit("exponential", [emit("negate", [x], value_shape)], value_shape)
+            if name == "stablehlo.constant":
+                return reciprocal(self._use(value), list(self._tensor(value)[1]))
+            if name == "stablehlo.broadcast_in_dim" and current:
+                source = producer.operands[0]
+                inverse = reciprocal(self._use(source), list(self._tensor(source)[1]))
+                return emit("broadcast_in_dim", [inverse], shape, O.read_attrs(producer.attributes))
+            return None
+
+        def divide(a: int, a_value: Any, b: int, b_value: Any) -> Tuple[str, List[int]]:
+            """The op that computes a / b and its operands (values: the MLIR values a and b are, if any)."""
+            if a_value in self.quotients and b_value in self.quotients:
+                (n1, d1), (n2, d2) = self.quotients[a_value], self.quotients[b_value]
+                return "divide", [emit("multiply", [n1, d2], shape), emit("multiply", [d1, n2], shape)]
+            factor = inverse_of(b_value) if b_value is not None else None
+            if factor is not None:
+                return "multiply", [a, factor]
+            if a_value in self.quotients:
+                numerator, denominator = self.quotients[a_value]
+                return "divide", [numerator, emit("multiply", [denominator, b], shape)]
+            if b_value in self.quotients:
+                numerator, denominator = self.quotients[b_value]
+                numerator_value = self.quotient_values.get(b_value)
+                return divide(emit("multiply", [a, denominator], shape), None, numerator, numerator_value)
+            return "divide", [a, b]
+
+        a_value, b_value = mlir_op.operands
+        name, operands = divide(entry["operands"][0], a_value, entry["operands"][1], b_value)
+        if name == "divide":
+            self.quotients[mlir_op.results[0]] = (operands[0], operands[1])
+            if operands[0] == entry["operands"][0] and operands[1] == entry["operands"][1]:
+                self.quotient_values[mlir_op.results[0]] = a_value
+                return ops + [entry]
+        return ops + [_derived(entry, name, operands, [out])]
 
     def _mesh_groups(self, groups: A.MeshAxes, what: str) -> List[List[int]]:
         if groups.mesh not in self.meshes:
@@ -795,6 +892,23 @@ def _splat_for_elementwise_ops(op: Any) -> bool:
         if entry is None or entry["family"] not in _ELEMENTWISE_FAMILIES:
             return False
     return bool(uses)
+
+
+def _producer(value: Any) -> Optional[Any]:
+    """The op that defines `value`, or None for a block argument."""
+    owner = value.owner
+    owner = getattr(owner, "operation", owner)
+    return owner if hasattr(owner, "name") and hasattr(owner, "operands") else None
+
+
+_MOVED = ("stablehlo.broadcast_in_dim", "stablehlo.reshape")
+
+
+def _one(dtype: str) -> bytes:
+    """1.0 as the bytes of a constant of `dtype` (f32, f16 or bf16)."""
+    if dtype == "bf16":
+        return struct.pack("<f", 1.0)[2:]
+    return struct.pack("<e" if dtype == "f16" else "<f", 1.0)
 
 
 def _is_dce_sink(op: Any) -> bool:
