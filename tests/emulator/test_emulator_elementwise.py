@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from jax_ipu import emulator as E
 from emulator_helpers import TOLERANCE, assert_same, dtype_name, run_op
+
+from jax_ipu import emulator as E
 
 F32_SPECIALS = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 1e-40, 3.4e38, -3.4e38, np.inf, -np.inf, np.nan], np.float32)
 

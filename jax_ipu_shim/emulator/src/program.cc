@@ -269,8 +269,9 @@ Program parseDocument(const json::Value& doc) {
   }
   if (const json::Value* numerics = doc.find("numerics")) {
     if (!numerics->isString() || !parseNumerics(numerics->string, &p.numerics))
-      malformed("\"numerics\" must be \"jaxlib-0.4\" or \"jaxlib-0.12\" (the jaxlib whose XLA:CPU arithmetic the "
-                "program reproduces)");
+      malformed(
+          "\"numerics\" must be \"jaxlib-0.4\" or \"jaxlib-0.12\" (the jaxlib whose XLA:CPU arithmetic the "
+          "program reproduces)");
   }
   if (p.name.empty()) p.name = p.entry;
   return p;

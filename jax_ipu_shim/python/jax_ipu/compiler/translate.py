@@ -614,7 +614,7 @@ class _Translator:
         def inverse_of(value: Any) -> Optional[int]:
             """1 / value written without a divide (sqrt, rsqrt, exp) or as a reciprocal XLA folds or hoists, or
             None when no rule applies to dividing by it."""
-            producer = _producer(value)
+            producer: Any = _producer(value)
             name = producer.name if producer is not None else ""
             moves, source, below = [], value, producer  # broadcasts and reshapes XLA 0.4.13 sees through
             while below is not None and below.name in _MOVED and not current:
@@ -622,7 +622,7 @@ class _Translator:
                 source = below.operands[0]
                 below = _producer(source)
             if moves and below is not None and below.name == "stablehlo.constant":
-                inverse = inverse_of(source)
+                inverse = reciprocal(self._use(source), list(self._tensor(source)[1]))
                 for move in reversed(moves):
                     inverse = emit(move.name.split(".", 1)[1], [inverse], list(self._tensor(move.results[0])[1]),
                                    O.read_attrs(move.attributes))
@@ -633,7 +633,9 @@ class _Translator:
                 if name == "stablehlo.rsqrt":
                     return emit("sqrt", [x], value_shape)
                 # XLA:CPU computes an f16/bf16 rsqrt as 1 / sqrt, each rounded to the type
-                return emit("rsqrt", [x], value_shape) if dtype == "f32" else reciprocal(emit("sqrt", [x], value_shape), value_shape)
+                if dtype == "f32":
+                    return emit("rsqrt", [x], value_shape)
+                return reciprocal(emit("sqrt", [x], value_shape), value_shape)
             if name == "stablehlo.exponential" and not current:
                 x = self._use(producer.operands[0])
                 value_shape = list(self._tensor(value)[1])
