@@ -17,10 +17,11 @@ def dtype_name(a: np.ndarray) -> str:
 
 def run_op(op: str, inputs: Sequence[np.ndarray], out_dtype: Optional[str] = None,
            out_shape: Optional[Sequence[int]] = None, attrs: Optional[Dict[str, Any]] = None,
-           num_tiles: int = 0, version: str = "ipu2", **kwargs: Any) -> np.ndarray:
-    """Runs `op` on `inputs` (all parameters) and returns its single result."""
+           num_tiles: int = 0, version: str = "ipu2", numerics: Optional[str] = None, **kwargs: Any) -> np.ndarray:
+    """Runs `op` on `inputs` (all parameters) and returns its single result (`numerics`: the program's, whose
+    XLA:CPU arithmetic it reproduces; default jaxlib-0.4)."""
     inputs = [np.asarray(x) for x in inputs]
-    p = E.Program()
+    p = E.Program(numerics=numerics)
     ids = [p.main.param(dtype_name(x), x.shape) for x in inputs]
     if out_dtype is None:
         out_dtype = dtype_name(inputs[0])

@@ -37,20 +37,23 @@ inline float maxXla(float a, float b) { return (a >= b || std::isnan(a)) ? a : b
 inline float minXla(float a, float b) { return (a <= b || std::isnan(a)) ? a : b; }
 // jaxlib 0.12's XLA:CPU (Numerics::Jaxlib012): IEEE 754-2019 maximum/minimum, -0 < +0 and NaN propagating. f32
 // operands are read with denormals as zeros of their sign (so a denormal result is a zero too); f16 and bf16 ones as
-// they are (XLA:CPU computes bf16 maximum natively on an AVX512-BF16 host, keeping a bf16 denormal).
+// they are (XLA:CPU computes bf16 maximum natively on an AVX512-BF16 host, keeping a bf16 denormal). Ordered on the
+// bits, not by float comparison, so that the host's denormals-are-zero mode cannot change the answer.
+inline int32_t ieeeOrderKey(float x) {
+  const int32_t i = static_cast<int32_t>(xla_math::floatToBits(x));
+  return i ^ ((i >> 31) & 0x7fffffff);
+}
 template <bool Daz>
 inline float maxIeee(float a, float b) {
   if (Daz) a = xla_math::ftz_(a), b = xla_math::ftz_(b);
   if (std::isnan(a) || std::isnan(b)) return a + b;
-  if (a == b) return std::signbit(a) ? b : a;
-  return a > b ? a : b;
+  return ieeeOrderKey(a) >= ieeeOrderKey(b) ? a : b;
 }
 template <bool Daz>
 inline float minIeee(float a, float b) {
   if (Daz) a = xla_math::ftz_(a), b = xla_math::ftz_(b);
   if (std::isnan(a) || std::isnan(b)) return a + b;
-  if (a == b) return std::signbit(a) ? a : b;
-  return a < b ? a : b;
+  return ieeeOrderKey(a) <= ieeeOrderKey(b) ? a : b;
 }
 
 inline float signF(float x) { return std::isnan(x) || x == 0.0f ? x : (x > 0.0f ? 1.0f : -1.0f); }
@@ -266,6 +269,32 @@ IPU_FLOAT_UNARY(ErfInvF, xla_math::ftz_(erfInv(xla_math::ftz_(x))))
 IPU_FLOAT_UNARY(LgammaF, special::lgamma(xla_math::ftz_(x)))
 IPU_FLOAT_UNARY(DigammaF, special::digamma(xla_math::ftz_(x)))
 IPU_FLOAT_UNARY(BesselI1eF, special::besselI1e(x))
+IPU_FLOAT_UNARY(Atan012F, xla_math::atan012(x))
+// jaxlib 0.12's XLA:CPU has HLO tan and erf ops: tan is the host's tanf (f16 upcast and rounded once), erf its
+// elemental emitter's (special::erf012). (tanf returns a denormal x as it is, with no arithmetic to flush it.)
+IPU_FLOAT_UNARY(Tan012F, std::tan(x))
+IPU_FLOAT_UNARY(Erf012F, special::erf012(x))
+// jaxlib 0.12's exp, logistic and log1p (ipu/xla_math.h), eight lanes at a time where the host has AVX2
+#ifdef IPU_HAVE_AVX2_MATH
+#define IPU_FLOAT_UNARY_012(Name, scalar, vector)                           \
+  struct Name {                                                             \
+    float operator()(float x) const { return scalar; }                      \
+    IPU_AVX2_TARGET static __m256 avx2(__m256 x) { return vector; }         \
+  };
+#else
+#define IPU_FLOAT_UNARY_012(Name, scalar, vector) IPU_FLOAT_UNARY(Name, scalar)
+#endif
+IPU_FLOAT_UNARY_012(Exp012F, xla_math::exp012(x), xla_math::avx2::exp012(x))
+IPU_FLOAT_UNARY_012(Logistic012F, xla_math::logistic012(x), xla_math::avx2::logistic012(x))
+IPU_FLOAT_UNARY_012(Log1p012F, xla_math::log1p<true>(x), xla_math::avx2::log1p<true>(x))
+#undef IPU_FLOAT_UNARY_012
+// jaxlib 0.12's tanh: Eigen's clamp (xla_math::kTanhClamp012)
+struct Tanh012F {
+  float operator()(float x) const { return xla_math::tanh(x, xla_math::kTanhClamp012); }
+#ifdef IPU_HAVE_AVX2_MATH
+  IPU_AVX2_TARGET static __m256 avx2(__m256 x) { return xla_math::avx2::tanh(x, xla_math::kTanhClamp012); }
+#endif
+};
 #undef IPU_FLOAT_UNARY
 #undef IPU_FLOAT_UNARY_AVX2
 
@@ -674,6 +703,7 @@ auto floatOp2(F op) {
 template <class V>
 bool visitUnary(OpKind k, DType dt, V&& v) {
   bool found = false;
+  const bool v012 = currentNumerics() == Numerics::Jaxlib012;
   visitDType(dt, [&](auto tag) {
     constexpr DType D = decltype(tag)::value;
     using T = Storage<D>;
@@ -692,29 +722,29 @@ bool visitUnary(OpKind k, DType dt, V&& v) {
         case OpKind::Abs: found = f(AbsF{}); break;
         case OpKind::Negate: found = f(NegateF{}); break;
         case OpKind::Sign: found = f(SignF{}); break;
-        case OpKind::Exp: found = f(ExpF{}); break;
+        case OpKind::Exp: found = v012 ? f(Exp012F{}) : f(ExpF{}); break;
         case OpKind::Expm1: found = f(Expm1F{}); break;
         case OpKind::Log: found = f(LogF{}); break;
-        case OpKind::Log1p: found = f(Log1pF{}); break;
+        case OpKind::Log1p: found = v012 ? f(Log1p012F{}) : f(Log1pF{}); break;
         case OpKind::Sqrt: found = f(SqrtF{}); break;
         case OpKind::Rsqrt: found = f(RsqrtF{}); break;
         case OpKind::Cbrt: found = f(CbrtF{}); break;
-        case OpKind::Tanh: found = f(TanhF{}); break;
-        case OpKind::Logistic: found = f(LogisticF{}); break;
+        case OpKind::Tanh: found = v012 ? f(Tanh012F{}) : f(TanhF{}); break;
+        case OpKind::Logistic: found = v012 ? f(Logistic012F{}) : f(LogisticF{}); break;
         case OpKind::Sine: found = f(SineF{}); break;
         case OpKind::Cosine: found = f(CosineF{}); break;
-        case OpKind::Tan: found = f(TanF{}); break;
+        case OpKind::Tan: found = v012 ? f(Tan012F{}) : f(TanF{}); break;
         case OpKind::Floor: found = f(FloorF{}); break;
         case OpKind::Ceil: found = f(CeilF{}); break;
         case OpKind::RoundEven: found = f(RoundEvenF{}); break;
         case OpKind::RoundAfz: found = f(RoundAfzF{}); break;
-        case OpKind::Erf: found = f(ErfF{}); break;
+        case OpKind::Erf: found = v012 ? f(Erf012F{}) : f(ErfF{}); break;
         case OpKind::Erfc: found = f(ErfcF{}); break;
         case OpKind::Sinh: found = f(SinhF{}); break;
         case OpKind::Cosh: found = f(CoshF{}); break;
         case OpKind::Asin: found = f(AsinF{}); break;
         case OpKind::Acos: found = f(AcosF{}); break;
-        case OpKind::Atan: found = f(AtanF{}); break;
+        case OpKind::Atan: found = v012 ? f(Atan012F{}) : f(AtanF{}); break;
         case OpKind::Asinh: found = f(AsinhF{}); break;
         case OpKind::Acosh: found = f(AcoshF{}); break;
         case OpKind::Atanh: found = f(AtanhF{}); break;

@@ -56,6 +56,27 @@ inline float exp(float in) {
   return sel(in != in, in, sel((n == -127.0f) | (r < 1.17549435e-38f), 0.0f, r));
 }
 
+// jaxlib 0.12's XLA:CPU exp (Eigen's pexp_float on an FMA host): the same polynomial after a reduction by ln2 split
+// as Eigen splits it for FMA, the input clamped above only (88.723), and the scaling by 2^n in two steps, so n may
+// reach 128 and go below -126 (results below the smallest normal flush to zero; below -104 the result is 0).
+inline float exp012(float in) {
+  const float x0 = fmin_(fmax_(in, -110.0f), 88.723f);  // (the lower clamp only keeps floor_ in range)
+  const float n = floor_(fma_(x0, 1.44269504088896341f, 0.5f));
+  float x = fma_(n, -0.693145751953125f, x0);
+  x = fma_(n, -1.428606765330187045e-06f, x);
+  float z = fma_(x, 1.9875691500e-4f, 1.3981999507e-3f);
+  z = fma_(z, x, 8.3334519073e-3f);
+  z = fma_(z, x, 4.1665795894e-2f);
+  z = fma_(z, x, 1.6666665459e-1f);
+  z = fma_(z, x, 5.0000001201e-1f);
+  z = fma_(z, x * x, x);
+  z = 1.0f + z;
+  const int32_t e = static_cast<int32_t>(n), half = e / 2;
+  const float r = (z * bitsToFloat(static_cast<uint32_t>(half + 127) << 23)) *
+                  bitsToFloat(static_cast<uint32_t>(e - half + 127) << 23);
+  return sel(in != in, in, sel(in < -104.0f, 0.0f, ftz_(r)));
+}
+
 // log(x) = e ln2 + log(m), m in [sqrt(1/2), sqrt(2)): Cephes' degree-8 polynomial in m - 1, evaluated in three
 // parts; ln2 in two parts. 0 -> -inf, +inf -> +inf, negative or NaN -> NaN.
 inline float log(float in) {
@@ -86,9 +107,11 @@ inline float log(float in) {
 }
 
 // EmitFastTanh: x for |x| < 0.0004, else a [7/4] rational function of the input clamped to +-9 (XLA's bound: the
-// result may pass +-1 by an ulp there, and does on cpu).
-inline float tanh(float in) {
-  const float x = fmin_(fmax_(in, -9.0f), 9.0f);
+// result may pass +-1 by an ulp there, and does on cpu). jaxlib 0.12's XLA:CPU calls Eigen's ptanh_float instead:
+// the same function in the same order, clamped where it reaches 1 with FMA (kTanhClamp012).
+constexpr float kTanhClamp04 = 9.0f, kTanhClamp012 = 7.99881172180175781f;
+inline float tanh(float in, float clamp = kTanhClamp04) {
+  const float x = fmin_(fmax_(in, -clamp), clamp);
   const float x2 = x * x;
   float p = fma_(x2, -2.76076847742355e-16f, 2.00018790482477e-13f);
   p = fma_(x2, p, -8.60467152213735e-11f);
@@ -103,8 +126,25 @@ inline float tanh(float in) {
   return sel((fabs_(in) < 0.0004f) | (in != in), in, p / q);
 }
 
-// LogisticExpander: 1 / (1 + exp(-x)).
+// jaxlib 0.12's XLA:CPU atan (Eigen's generic_atan as XLA writes it for scalars): for |x| > 1 atan(x) = pi/2 -
+// atan(1/|x|), atan of [0, 1] as x P(x^2) / Q(x^2) with [2/3] polynomials by Horner's rule, each step an FMA (the
+// C++ XLA compiles contracts them), the sign copied back. (jaxlib 0.4.13 calls the host's atanf.)
+inline float atan012(float in) {
+  const float ax = fabs_(in);
+  const bool large = ax > 1.0f;
+  const float x = large ? 1.0f / ax : ax;
+  const float x2 = x * x;
+  const float p = fma_(fma_(1.12026982009410858154296875e-01f, x2, 7.296695709228515625e-01f), x2,
+                       8.109951019287109375e-01f);
+  const float q = fma_(fma_(fma_(1.00917108356952667236328125e-02f, x2, 2.8318560123443603515625e-01f), x2, 1.0f),
+                       x2, 8.109951019287109375e-01f);
+  const float r = x * (p / q);
+  return ftz_(std::copysign(large ? 1.5707963267948966f - r : r, in));
+}
+
+// LogisticExpander: 1 / (1 + exp(-x)), with each series' exp.
 inline float logistic(float x) { return ftz_(1.0f / (1.0f + exp(-x))); }
+inline float logistic012(float x) { return ftz_(1.0f / (1.0f + exp012(-x))); }
 
 // expm1: tanh(x/2) (e^x + 1), which keeps the relative accuracy e^x - 1 loses to cancellation; e^x - 1 for
 // |x| > 1/2, x where x/2 underflows to 0.
@@ -115,6 +155,8 @@ inline float expm1(float x) {
 }
 
 // log1p: for |x| < sqrt(2) - 1 Cephes' rational approximation x - x^2/2 + x^3 P(x)/Q(x), else log(1 + x).
+// jaxlib 0.4.13 fuses the x^3 P/Q product into the subtraction of x^2/2; jaxlib 0.12 rounds it first (kJaxlib012).
+template <bool kJaxlib012 = false>
 inline float log1p(float in) {
   const float x = ftz_(in);
   const float large = log(x + 1.0f);
@@ -133,8 +175,8 @@ inline float log1p(float in) {
   q = fma_(q, x, 3.0909872225312059774938e2f);
   q = fma_(q, x, 2.1642788614495947685003e2f);
   q = fma_(q, x, 6.0118660497603843919306e1f);
-  float small = fma_(x * x2, p / q, -0.5f * x2);
-  small = x + small;
+  const float x3 = x * x2, ratio = p / q;
+  const float small = x + (kJaxlib012 ? x3 * ratio - 0.5f * x2 : fma_(x3, ratio, -0.5f * x2));
   return sel(fabs_(x) < 0.41421356237309504880f, ftz_(small), large);
 }
 

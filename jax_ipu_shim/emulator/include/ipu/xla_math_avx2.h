@@ -54,6 +54,28 @@ IPU_AVX2 __m256 exp(__m256 in) {
   return sel(isNan(in), in, sel(zero, _mm256_setzero_ps(), r));
 }
 
+IPU_AVX2 __m256 exp012(__m256 in) {
+  const __m256 x0 = fmin_(fmax_(in, set(-110.0f)), set(88.723f));
+  const __m256 n = floor_(_mm256_fmadd_ps(x0, set(1.44269504088896341f), set(0.5f)));
+  __m256 x = _mm256_fmadd_ps(n, set(-0.693145751953125f), x0);
+  x = _mm256_fmadd_ps(n, set(-1.428606765330187045e-06f), x);
+  __m256 z = _mm256_fmadd_ps(x, set(1.9875691500e-4f), set(1.3981999507e-3f));
+  z = _mm256_fmadd_ps(z, x, set(8.3334519073e-3f));
+  z = _mm256_fmadd_ps(z, x, set(4.1665795894e-2f));
+  z = _mm256_fmadd_ps(z, x, set(1.6666665459e-1f));
+  z = _mm256_fmadd_ps(z, x, set(5.0000001201e-1f));
+  z = _mm256_fmadd_ps(z, _mm256_mul_ps(x, x), x);
+  z = _mm256_add_ps(set(1.0f), z);
+  const __m256i e = _mm256_cvttps_epi32(n);
+  // e / 2 rounded toward zero, as the scalar version's integer division
+  const __m256i half = _mm256_srai_epi32(_mm256_add_epi32(e, _mm256_srli_epi32(e, 31)), 1);
+  const __m256i bias = _mm256_set1_epi32(127);
+  const __m256 p1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(half, bias), 23));
+  const __m256 p2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(e, half), bias), 23));
+  const __m256 r = ftz_(_mm256_mul_ps(_mm256_mul_ps(z, p1), p2));
+  return sel(isNan(in), in, sel(lt(in, set(-104.0f)), _mm256_setzero_ps(), r));
+}
+
 IPU_AVX2 __m256 log(__m256 in) {
   const __m256 t0 = fmax_(in, set(1.17549435e-38f));
   const __m256i bits = _mm256_castps_si256(t0);
@@ -86,8 +108,8 @@ IPU_AVX2 __m256 log(__m256 in) {
              sel(eq(z, inf), inf, sel(_mm256_cmp_ps(z, _mm256_setzero_ps(), _CMP_NGT_UQ), nan, x)));
 }
 
-IPU_AVX2 __m256 tanh(__m256 in) {
-  const __m256 x = fmin_(fmax_(in, set(-9.0f)), set(9.0f));
+IPU_AVX2 __m256 tanh(__m256 in, float clamp = kTanhClamp04) {
+  const __m256 x = fmin_(fmax_(in, set(-clamp)), set(clamp));
   const __m256 x2 = _mm256_mul_ps(x, x);
   __m256 p = _mm256_fmadd_ps(x2, set(-2.76076847742355e-16f), set(2.00018790482477e-13f));
   p = _mm256_fmadd_ps(x2, p, set(-8.60467152213735e-11f));
@@ -107,6 +129,11 @@ IPU_AVX2 __m256 logistic(__m256 x) {
   return ftz_(_mm256_div_ps(set(1.0f), _mm256_add_ps(set(1.0f), exp(neg))));
 }
 
+IPU_AVX2 __m256 logistic012(__m256 x) {
+  const __m256 neg = _mm256_xor_ps(x, _mm256_castsi256_ps(_mm256_set1_epi32(INT32_MIN)));
+  return ftz_(_mm256_div_ps(set(1.0f), _mm256_add_ps(set(1.0f), exp012(neg))));
+}
+
 IPU_AVX2 __m256 expm1(__m256 x) {
   const __m256 e = exp(x), half = ftz_(_mm256_mul_ps(ftz_(x), set(0.5f)));
   const __m256 r = sel(gt(fabs_(x), set(0.5f)), _mm256_sub_ps(e, set(1.0f)),
@@ -114,6 +141,7 @@ IPU_AVX2 __m256 expm1(__m256 x) {
   return sel(eq(half, _mm256_setzero_ps()), x, r);
 }
 
+template <bool kJaxlib012 = false>
 IPU_AVX2 __m256 log1p(__m256 in) {
   const __m256 x = ftz_(in);
   const __m256 large = log(_mm256_add_ps(x, set(1.0f)));
@@ -132,8 +160,9 @@ IPU_AVX2 __m256 log1p(__m256 in) {
   q = _mm256_fmadd_ps(q, x, set(3.0909872225312059774938e2f));
   q = _mm256_fmadd_ps(q, x, set(2.1642788614495947685003e2f));
   q = _mm256_fmadd_ps(q, x, set(6.0118660497603843919306e1f));
-  __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(x, x2), _mm256_div_ps(p, q), _mm256_mul_ps(set(-0.5f), x2));
-  small = _mm256_add_ps(x, small);
+  const __m256 x3 = _mm256_mul_ps(x, x2), ratio = _mm256_div_ps(p, q), half_x2 = _mm256_mul_ps(set(-0.5f), x2);
+  const __m256 small = _mm256_add_ps(
+      x, kJaxlib012 ? _mm256_add_ps(_mm256_mul_ps(x3, ratio), half_x2) : _mm256_fmadd_ps(x3, ratio, half_x2));
   return sel(lt(fabs_(x), set(0.41421356237309504880f)), ftz_(small), large);
 }
 

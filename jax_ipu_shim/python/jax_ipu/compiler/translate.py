@@ -459,6 +459,16 @@ class _Translator:
                 body.extend(self._splat_as_broadcast(op))
             elif op.name == "stablehlo.divide" and not scalar_body and self._real_float(op):
                 body.extend(self._divide(self._op(op), op))
+            elif op.name == "stablehlo.composite" and _composite_name(op) in _CHLO_OPS:
+                # A CHLO op jaxlib 0.12 sends a plugin as a composite of its decomposition, where XLA:CPU computes
+                # an HLO op of its own: that op, so the ipu computes what cpu does.
+                name = _composite_name(op)
+                entry = self._op(op)
+                self.called.remove(entry["attrs"]["callee"])
+                body.append(dict(entry, op=_CHLO_OPS[name], mlir=name, attrs={}))
+            elif op.name == "stablehlo.atan2" and _jax.is_current_series() and _is_one(op.operands[1]):
+                entry = self._op(op)  # chlo.atan, as jaxlib 0.12 writes it for a plugin: atan2(x, 1)
+                body.append(dict(entry, op="atan", mlir="chlo.atan", operands=entry["operands"][:1]))
             elif op.name in _COMPLEX_PRODUCTS and self._any_complex(op):
                 body.extend(self._complex_product(self._op(op), op))
             elif op.name in _COMPLEX_PRODUCTS and (self._int_to_float(op) or self._widening(op)):
@@ -904,6 +914,28 @@ def _producer(value: Any) -> Optional[Any]:
 
 
 _MOVED = ("stablehlo.broadcast_in_dim", "stablehlo.reshape")
+
+
+# Composites of chlo ops whose decomposition XLA:CPU does not run, computing an HLO op of its own instead (jaxlib
+# 0.12's has an erf op), and the emulator's op for each.
+_CHLO_OPS = {"chlo.erf": "erf"}
+
+
+def _composite_name(op: Any) -> str:
+    return A.string(A.named(op.attributes)["name"])
+
+
+def _is_one(value: Any) -> bool:
+    """`value` is 1.0 everywhere: a splat constant of 1, or one broadcast."""
+    producer = _producer(value)
+    if producer is not None and producer.name == "stablehlo.broadcast_in_dim":
+        producer = _producer(producer.operands[0])
+    if producer is None or producer.name != "stablehlo.constant":
+        return False
+    attr = producer.attributes["value"]
+    if not A.is_a(ir.DenseFPElementsAttr, attr) or not ir.DenseElementsAttr(attr).is_splat:
+        return False
+    return float(ir.FloatAttr(ir.DenseElementsAttr(attr).get_splat_value()).value) == 1.0
 
 
 def _one(dtype: str) -> bytes:
