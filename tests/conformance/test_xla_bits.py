@@ -1,7 +1,8 @@
 """The f32 functions whose results the emulator computes exactly as XLA:CPU does: ipu == cpu bit for bit.
 
 XLA:CPU evaluates exp, expm1, log, log1p, tanh and logistic with its own polynomial approximations, and chlo expands
-erf, erfc, erf_inv, tan, lgamma and digamma into fixed formulas before it compiles for cpu. On a host with FMA, LLVM
+erf, erfc, erf_inv, tan, lgamma and digamma into fixed formulas before it compiles for cpu (jaxlib 0.12's XLA:CPU
+has Eigen's exp, tanh and atan, HLO erf and tan ops, and an rsqrt refined from the host's rsqrtss: ipu/numerics.h). On a host with FMA, LLVM
 fuses each multiply feeding an add into one fused multiply-add, and the process runs with denormals flushed to zero.
 The emulator (ipu/xla_math.h, ipu/special_functions.h, ipu/scalar_ops.h) evaluates the same algorithms with the same
 roundings, so every bit must agree: ~100k inputs per function over its range and a wide range of magnitudes, plus
@@ -56,6 +57,7 @@ FUNCTIONS: Dict[str, Tuple[Callable, Tuple[float, float]]] = {
     "tan": (jnp.tan, (-4.0, 4.0)),
     "lgamma": (lax.lgamma, (-20.0, 20.0)),
     "digamma": (lax.digamma, (-20.0, 20.0)),
+    "rsqrt": (lax.rsqrt, (0.0, 100.0)),
 }
 
 
@@ -79,7 +81,7 @@ def test_function_bits_match_cpu(name):
 
 # f16: XLA upcasts these to f32 and rounds once, except tan, which chlo expands in f16 (sine and cosine each rounded
 # to f16). (f16 expm1 and log1p follow other algorithms on cpu and are not bit-exact yet.)
-F16_FUNCTIONS = ("exp", "log", "tanh", "logistic", "erf", "erf_inv", "lgamma", "tan")
+F16_FUNCTIONS = ("exp", "log", "tanh", "logistic", "erf", "erf_inv", "lgamma", "tan", "rsqrt")
 
 
 @pytest.mark.parametrize("name", F16_FUNCTIONS)

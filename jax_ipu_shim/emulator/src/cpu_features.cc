@@ -1,7 +1,11 @@
 #include "ipu/cpu_features.h"
 
+#include <cmath>
+#include <cstring>
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <cpuid.h>
+#include <immintrin.h>
 #endif
 
 namespace ipu {
@@ -31,10 +35,21 @@ bool detectFma() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   return osSavesYmm() && __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 12)) != 0;
 }
+bool detectAmd() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return false;
+  char vendor[13] = {};
+  std::memcpy(vendor, &ebx, 4);
+  std::memcpy(vendor + 4, &edx, 4);
+  std::memcpy(vendor + 8, &ecx, 4);
+  return std::strcmp(vendor, "AuthenticAMD") == 0;
+}
 #else
 bool detectAvx2() { return false; }
 bool detectF16C() { return false; }
 bool detectFma() { return false; }
+bool osSavesYmm() { return false; }
+bool detectAmd() { return false; }
 #endif
 
 }  // namespace
@@ -52,6 +67,24 @@ bool hostHasF16C() {
 bool hostHasFma() {
   static const bool yes = detectFma();
   return yes;
+}
+
+bool hostHasAvx() {
+  static const bool yes = osSavesYmm();
+  return yes;
+}
+
+bool hostIsAmd() {
+  static const bool yes = detectAmd();
+  return yes;
+}
+
+float hostRsqrtApprox(float x) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  return _mm_cvtss_f32(_mm_rsqrt_ss(_mm_set_ss(x)));
+#else
+  return 1.0f / std::sqrt(x);
+#endif
 }
 
 }  // namespace ipu

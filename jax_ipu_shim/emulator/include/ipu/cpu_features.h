@@ -8,5 +8,11 @@ namespace ipu {
 bool hostHasAvx2();  // AVX2, and the OS saves YMM state
 bool hostHasF16C();  // AVX + F16C, and the OS saves YMM state
 bool hostHasFma();   // FMA3, and the OS saves YMM state
+bool hostHasAvx();   // AVX, and the OS saves YMM state
+bool hostIsAmd();    // CPUID's vendor is AuthenticAMD
+
+// The host's own approximate reciprocal square root (rsqrtss; 1/sqrt off x86-64): implementation-defined bits, which
+// jaxlib 0.12's XLA:CPU starts its rsqrt from (scalar_ops.h: rsqrt012).
+float hostRsqrtApprox(float x);
 
 }  // namespace ipu

@@ -17,6 +17,7 @@
 #include <string>
 #include <type_traits>
 
+#include "ipu/cpu_features.h"
 #include "ipu/dtype.h"
 #include "ipu/numerics.h"
 #include "ipu/registry.h"
@@ -273,6 +274,22 @@ IPU_FLOAT_UNARY(Atan012F, xla_math::atan012(x))
 // jaxlib 0.12's XLA:CPU has HLO tan and erf ops: tan is the host's tanf (f16 upcast and rounded once), erf its
 // elemental emitter's (special::erf012). (tanf returns a denormal x as it is, with no arithmetic to flush it.)
 IPU_FLOAT_UNARY(Tan012F, std::tan(x))
+// jaxlib 0.12's XLA:CPU rsqrt, as its Rsqrt intrinsic computes it on this host: the host's rsqrtss approximation
+// refined by Newton-Raphson steps in FMAs, g - g/2 (x g^2 - 1), one step on AMD and two elsewhere (XLA's count for
+// its 8-lane vectors); the bare approximation below the smallest normal and at +inf; 1 / sqrt(x) without AVX. The
+// approximation's bits are the CPU's own: like XLA:CPU's, these results depend on the host.
+inline float rsqrt012(float x) {
+  static const int steps = !hostHasAvx() ? 0 : hostIsAmd() ? 1 : 2;
+  if (steps == 0) return 1.0f / std::sqrt(x);
+  const float approx = hostRsqrtApprox(x);
+  float g = approx;
+  for (int i = 0; i < steps; ++i) {
+    const float r2 = x * g, half = g * -0.5f;
+    g = xla_math::fma_(half, xla_math::fma_(r2, g, -1.0f), g);
+  }
+  return (x < 1.17549435e-38f || x == std::numeric_limits<float>::infinity()) ? approx : g;
+}
+IPU_FLOAT_UNARY(Rsqrt012F, rsqrt012(x))
 IPU_FLOAT_UNARY(Erf012F, special::erf012(x))
 // jaxlib 0.12's exp, logistic and log1p (ipu/xla_math.h), eight lanes at a time where the host has AVX2
 #ifdef IPU_HAVE_AVX2_MATH
@@ -339,6 +356,15 @@ struct Half1<TanF, Fmt> {
     const float f = xla_math::ftz_(Fmt::toFloat(x));
     return Fmt::fromFloat(Fmt::toFloat(Fmt::fromFloat(std::sin(f))) / Fmt::toFloat(Fmt::fromFloat(std::cos(f))));
   }
+};
+
+// jaxlib 0.4.13's XLA:CPU computes an f16 rsqrt as 1 / sqrt in f16, sqrt rounded to it before the division.
+// (jaxlib 0.12's, Rsqrt012F, upcasts and rounds once.)
+template <>
+struct Half1<RsqrtF, FloatFormat<DType::F16>> {
+  using Fmt = HalfFormat;
+  using T = typename Fmt::type;
+  T operator()(T x) const { return Fmt::fromFloat(1.0f / Fmt::toFloat(Fmt::fromFloat(std::sqrt(Fmt::toFloat(x))))); }
 };
 
 // next_after steps the 16-bit format's bits, not f32 ones: no upcast.
@@ -727,7 +753,7 @@ bool visitUnary(OpKind k, DType dt, V&& v) {
         case OpKind::Log: found = f(LogF{}); break;
         case OpKind::Log1p: found = v012 ? f(Log1p012F{}) : f(Log1pF{}); break;
         case OpKind::Sqrt: found = f(SqrtF{}); break;
-        case OpKind::Rsqrt: found = f(RsqrtF{}); break;
+        case OpKind::Rsqrt: found = v012 ? f(Rsqrt012F{}) : f(RsqrtF{}); break;
         case OpKind::Cbrt: found = f(CbrtF{}); break;
         case OpKind::Tanh: found = v012 ? f(Tanh012F{}) : f(TanhF{}); break;
         case OpKind::Logistic: found = v012 ? f(Logistic012F{}) : f(LogisticF{}); break;

@@ -640,12 +640,7 @@ class _Translator:
             if name in ("stablehlo.sqrt", "stablehlo.rsqrt"):
                 value_shape = list(self._tensor(value)[1])
                 x = self._use(producer.operands[0])
-                if name == "stablehlo.rsqrt":
-                    return emit("sqrt", [x], value_shape)
-                # XLA:CPU computes an f16/bf16 rsqrt as 1 / sqrt, each rounded to the type
-                if dtype == "f32":
-                    return emit("rsqrt", [x], value_shape)
-                return reciprocal(emit("sqrt", [x], value_shape), value_shape)
+                return emit("sqrt" if name == "stablehlo.rsqrt" else "rsqrt", [x], value_shape)
             if name == "stablehlo.exponential" and not current:
                 x = self._use(producer.operands[0])
                 value_shape = list(self._tensor(value)[1])
