@@ -21,6 +21,7 @@
 #include "ipu/dtype.h"
 #include "ipu/kernels.h"
 #include "ipu/lowering.h"
+#include "ipu/numerics.h"
 #include "ipu/scalar_ops.h"
 #include "ipu/scalar_program.h"
 
@@ -354,10 +355,12 @@ class SelectAndScatterKernel : public Kernel {
 
 // XLA's ReducePrecision on the bits of a float with E exponent and M mantissa bits: round the mantissa to
 // `mant` bits (to nearest, ties to even), then values above the reduced format's range become infinity and values
-// at or below its smallest normal exponent become zero (the reduced format keeps no subnormals); NaN stays NaN.
+// at or below its smallest normal exponent become zero (the reduced format keeps no subnormals); NaN stays NaN
+// (jaxlib 0.4.13's XLA writes a NaN as infinity when no mantissa bits are left; jaxlib 0.12's keeps it: keep_nan).
 template <class U, int E, int M>
 struct ReducePrecisionF {
   int exp_bits, mant_bits;
+  bool keep_nan;
   U operator()(U x) const {
     constexpr int kBits = 8 * sizeof(U);
     constexpr U kExpMask = static_cast<U>(((U(1) << E) - 1) << M);
@@ -378,7 +381,7 @@ struct ReducePrecisionF {
       if (exponent > src_bias + reduced_bias) r = static_cast<U>((r & sign) | kExpMask);
       else if (exponent <= src_bias - reduced_bias) r = static_cast<U>(r & sign);
     }
-    if (nan) r = mant_bits > 0 ? x : kExpMask;  // with no mantissa bits left a NaN could only be written as infinity
+    if (nan) r = mant_bits > 0 || keep_nan ? x : kExpMask;
     return r;
   }
 };
@@ -449,9 +452,10 @@ std::vector<int> Lowerer::lowerWindow(OpContext& ctx) {
     const int o = newSlotLike(ctx.out_types[0], ctx.in[0]);
     std::unique_ptr<Kernel> kernel;
     const int e = static_cast<int>(exp_bits), m = static_cast<int>(mant_bits);
-    if (in.dtype == DType::F32) kernel = map1<uint32_t, uint32_t>(ctx.in[0], o, ReducePrecisionF<uint32_t, 8, 23>{e, m});
-    else if (in.dtype == DType::F16) kernel = map1<uint16_t, uint16_t>(ctx.in[0], o, ReducePrecisionF<uint16_t, 5, 10>{e, m});
-    else if (in.dtype == DType::BF16) kernel = map1<uint16_t, uint16_t>(ctx.in[0], o, ReducePrecisionF<uint16_t, 8, 7>{e, m});
+    const bool keep = currentNumerics() == Numerics::Jaxlib012;
+    if (in.dtype == DType::F32) kernel = map1<uint32_t, uint32_t>(ctx.in[0], o, ReducePrecisionF<uint32_t, 8, 23>{e, m, keep});
+    else if (in.dtype == DType::F16) kernel = map1<uint16_t, uint16_t>(ctx.in[0], o, ReducePrecisionF<uint16_t, 5, 10>{e, m, keep});
+    else if (in.dtype == DType::BF16) kernel = map1<uint16_t, uint16_t>(ctx.in[0], o, ReducePrecisionF<uint16_t, 8, 7>{e, m, keep});
     else unimplemented(ctx, std::string("reduce_precision is implemented for f32, f16 and bf16, not ") + dtypeName(in.dtype));
     const TileMapping work = graph().slots[static_cast<size_t>(o)].mapping;
     std::vector<Superstep> steps;

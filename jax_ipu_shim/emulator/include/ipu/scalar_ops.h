@@ -517,6 +517,10 @@ struct ConvertOp {
 inline Complex64 cmul(Complex64 x, Complex64 y) {
   return {std::fma(x.re, y.re, -(x.im * y.im)), std::fma(x.im, y.re, x.re * y.im)};
 }
+// jaxlib 0.12's XLA:CPU contracts the imaginary part's other product: a d fused, b c rounded.
+inline Complex64 cmul012(Complex64 x, Complex64 y) {
+  return {std::fma(x.re, y.re, -(x.im * y.im)), std::fma(x.re, y.im, x.im * y.re)};
+}
 
 // Smith's algorithm (scaling by the larger part of the divisor), then XLA's corner cases when the result is
 // (NaN, NaN): a zero divisor gives signed infinities, an infinite numerator over a finite divisor an infinity, a
@@ -680,6 +684,7 @@ IPU_COMPLEX_UNARY(AtanhC, viaDouble(x, [](const std::complex<double>& z) { retur
 IPU_COMPLEX_BINARY(AddC, (Complex64{x.re + y.re, x.im + y.im}))
 IPU_COMPLEX_BINARY(SubtractC, (Complex64{x.re - y.re, x.im - y.im}))
 IPU_COMPLEX_BINARY(MultiplyC, cmul(x, y))
+IPU_COMPLEX_BINARY(MultiplyC012, cmul012(x, y))
 IPU_COMPLEX_BINARY(DivideC, cdiv(x, y))
 IPU_COMPLEX_BINARY(PowerC, cpowF(x, y))
 #undef IPU_COMPLEX_BINARY
@@ -837,7 +842,7 @@ bool visitUnary(OpKind k, DType dt, V&& v) {
 template <class V>
 bool visitBinary(OpKind k, DType dt, V&& v) {
   bool found = false;
-  const bool ieee = currentNumerics() == Numerics::Jaxlib012;
+  const bool v012 = currentNumerics() == Numerics::Jaxlib012;
   visitDType(dt, [&](auto tag) {
     constexpr DType D = decltype(tag)::value;
     using T = Storage<D>;
@@ -854,12 +859,12 @@ bool visitBinary(OpKind k, DType dt, V&& v) {
         case OpKind::Remainder: found = f(RemainderF{}); break;
         case OpKind::Power: found = f(PowerF{}); break;
         case OpKind::Maximum:
-          if (!ieee) found = f(MaximumF{});
+          if (!v012) found = f(MaximumF{});
           else if constexpr (D == DType::F32) found = f(MaximumIeeeF{});
           else found = f(MaximumIeee16F{});
           break;
         case OpKind::Minimum:
-          if (!ieee) found = f(MinimumF{});
+          if (!v012) found = f(MinimumF{});
           else if constexpr (D == DType::F32) found = f(MinimumIeeeF{});
           else found = f(MinimumIeee16F{});
           break;
@@ -878,7 +883,7 @@ bool visitBinary(OpKind k, DType dt, V&& v) {
       switch (k) {
         case OpKind::Add: found = f(AddC{}); break;
         case OpKind::Subtract: found = f(SubtractC{}); break;
-        case OpKind::Multiply: found = f(MultiplyC{}); break;
+        case OpKind::Multiply: found = v012 ? f(MultiplyC012{}) : f(MultiplyC{}); break;
         case OpKind::Divide: found = f(DivideC{}); break;
         case OpKind::Power: found = f(PowerC{}); break;
         default: break;
@@ -973,16 +978,16 @@ bool visitSelect(DType dt, V&& v) {
 template <class V>
 bool visitClamp(DType dt, V&& v) {
   bool found = false;
-  const bool ieee = currentNumerics() == Numerics::Jaxlib012;
+  const bool v012 = currentNumerics() == Numerics::Jaxlib012;
   visitDType(dt, [&](auto tag) {
     constexpr DType D = decltype(tag)::value;
     using T = Storage<D>;
     if constexpr (D == DType::F32) {
-      if (ieee) v(ClampF32<true>{}, Tag<T>{});
+      if (v012) v(ClampF32<true>{}, Tag<T>{});
       else v(ClampF32<false>{}, Tag<T>{});
       found = true;
     } else if constexpr (isNarrowFloat(D)) {
-      if (ieee) v(Clamp16<FloatFormat<D>, true>{}, Tag<T>{});
+      if (v012) v(Clamp16<FloatFormat<D>, true>{}, Tag<T>{});
       else v(Clamp16<FloatFormat<D>, false>{}, Tag<T>{});
       found = true;
     } else if constexpr (D != DType::Bool && D != DType::C64) {
