@@ -14,6 +14,7 @@
 #include "ipu/cost_model.h"
 #include "ipu/dtype.h"
 #include "ipu/lowering.h"
+#include "ipu/numerics.h"
 #include "ipu/scalar_ops.h"
 #include "ipu/scalar_program.h"
 
@@ -445,7 +446,19 @@ std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
       kind = findOp(computation)->kind;
       if (dt == DType::Bool && kind == OpKind::Add) kind = OpKind::Or;
       if (dt == DType::Bool && kind == OpKind::Multiply) kind = OpKind::And;
-      if (!(isFloat(dt) && (kind == OpKind::And || kind == OpKind::Or)))
+      auto make = [&](auto f) {
+        using S = typename decltype(f)::T;
+        kernel = std::make_unique<ScatterKernel<S, decltype(f)>>(f, ctx.in[0], ctx.in[2], o, dtypeSize(dt), plan,
+                                                                  upd.shape, bstr, wstr);
+      };
+      using BF16 = scalar::FloatFormat<DType::BF16>;
+      if (dt == DType::BF16 && currentNumerics() == Numerics::Jaxlib012 && kind == OpKind::Maximum) {
+        // jaxlib 0.12's XLA:CPU computes a bf16 scatter's maximum/minimum in f32, reading denormals as zeros (its
+        // elementwise bf16 maximum, native on an AVX512-BF16 host, keeps them)
+        make(scalar::Half2<scalar::MaximumIeeeF, BF16>{});
+      } else if (dt == DType::BF16 && currentNumerics() == Numerics::Jaxlib012 && kind == OpKind::Minimum) {
+        make(scalar::Half2<scalar::MinimumIeeeF, BF16>{});
+      } else if (!(isFloat(dt) && (kind == OpKind::And || kind == OpKind::Or)))
         scalar::visitBinary(kind, dt, [&](auto f, auto t) {
           using S = typename decltype(t)::type;
           kernel = std::make_unique<ScatterKernel<S, decltype(f)>>(f, ctx.in[0], ctx.in[2], o, dtypeSize(dt), plan,
