@@ -238,6 +238,7 @@ class _Translator:
         # value of its numerator where that divide is the module's own.
         self.quotients: Dict[Any, Tuple[int, int]] = {}
         self.quotient_values: Dict[Any, Any] = {}
+        self.splat_scalars: Dict[int, int] = {}  # a splat constant written as a broadcast scalar: broadcast id -> scalar id
         self.called: List[str] = []  # callees of func.call ops, in the order the walk meets them
         self.funcs: Dict[str, Any] = {}
         for op in module.body.operations:
@@ -589,6 +590,7 @@ class _Translator:
         whole = entry["results"][0]
         scalar = self._fresh(whole["dtype"], [])
         entry.update(results=[scalar], attrs=dict(entry["attrs"], splat=False))
+        self.splat_scalars[whole["id"]] = scalar["id"]
         return [entry, _derived(entry, "broadcast_in_dim", [scalar["id"]], [whole], {"broadcast_dimensions": []})]
 
     def _real_float(self, op: Any) -> bool:
@@ -646,7 +648,11 @@ class _Translator:
                 value_shape = list(self._tensor(value)[1])
                 return emit("exponential", [emit("negate", [x], value_shape)], value_shape)
             if name == "stablehlo.constant":
-                return reciprocal(self._use(value), list(self._tensor(value)[1]))
+                whole, value_shape = self._use(value), list(self._tensor(value)[1])
+                if whole in self.splat_scalars:  # one reciprocal, broadcast, as XLA folds it
+                    inverse = reciprocal(self.splat_scalars[whole], [])
+                    return emit("broadcast_in_dim", [inverse], value_shape, {"broadcast_dimensions": []})
+                return reciprocal(whole, value_shape)
             if name == "stablehlo.broadcast_in_dim" and current:
                 source = producer.operands[0]
                 inverse = reciprocal(self._use(source), list(self._tensor(source)[1]))
