@@ -238,7 +238,8 @@ class _Translator:
         # value of its numerator where that divide is the module's own.
         self.quotients: Dict[Any, Tuple[int, int]] = {}
         self.quotient_values: Dict[Any, Any] = {}
-        self.splat_scalars: Dict[int, int] = {}  # a splat constant written as a broadcast scalar: broadcast id -> scalar id
+        # A splat constant written as a broadcast scalar, in the function being translated: broadcast id -> scalar id
+        self.splat_scalars: Dict[int, int] = {}
         self.called: List[str] = []  # callees of func.call ops, in the order the walk meets them
         self.funcs: Dict[str, Any] = {}
         for op in module.body.operations:
@@ -300,6 +301,7 @@ class _Translator:
     def _function(self, name: str, func: Any) -> Dict[str, Any]:
         self.ids: Dict[Any, int] = {}
         self.next_id = 0
+        self.splat_scalars = {}  # ids are per function
         region = func.regions[0]
         if len(region.blocks) != 1:
             raise CompileError(f"func.func @{name} has {len(region.blocks)} blocks; the ipu compiler expects one")
