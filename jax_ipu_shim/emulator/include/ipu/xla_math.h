@@ -35,6 +35,17 @@ inline float floor_(float x) {  // |x| < 2^23 here
   return t - sel(t > x, 1.0f, 0.0f);
 }
 
+// e^a for |a| <= ln2 / 2: Cephes' degree-5 polynomial, as both series' exp evaluate it.
+inline float expReduced(float x) {
+  float z = fma_(x, 1.9875691500e-4f, 1.3981999507e-3f);
+  z = fma_(z, x, 8.3334519073e-3f);
+  z = fma_(z, x, 4.1665795894e-2f);
+  z = fma_(z, x, 1.6666665459e-1f);
+  z = fma_(z, x, 5.0000001201e-1f);
+  z = fma_(z, x * x, x);
+  return 1.0f + z;
+}
+
 // e^x = e^a * 2^n, n = floor(x log2(e) + 1/2) clamped to [-127, 127], a = x - n ln2 (ln2 in two parts), e^a by
 // Cephes' degree-5 polynomial; the input is clamped to [-87.8, 88.8] first (denormal results flush to 0).
 inline float exp(float in) {
@@ -43,13 +54,7 @@ inline float exp(float in) {
   n = fmin_(fmax_(n, -127.0f), 127.0f);
   float x = fma_(-n, 0.693359375f, x0);
   x = fma_(-n, -2.12194440e-4f, x);
-  float z = fma_(x, 1.9875691500e-4f, 1.3981999507e-3f);
-  z = fma_(z, x, 8.3334519073e-3f);
-  z = fma_(z, x, 4.1665795894e-2f);
-  z = fma_(z, x, 1.6666665459e-1f);
-  z = fma_(z, x, 5.0000001201e-1f);
-  z = fma_(z, x * x, x);
-  z = 1.0f + z;
+  const float z = expReduced(x);
   const float pow2 = bitsToFloat(static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23);
   const float r = z * pow2;
   // XLA:CPU runs with denormals flushed to zero: a result below the smallest normal is 0. NaN propagates.
@@ -64,13 +69,7 @@ inline float exp012(float in) {
   const float n = floor_(fma_(x0, 1.44269504088896341f, 0.5f));
   float x = fma_(n, -0.693145751953125f, x0);
   x = fma_(n, -1.428606765330187045e-06f, x);
-  float z = fma_(x, 1.9875691500e-4f, 1.3981999507e-3f);
-  z = fma_(z, x, 8.3334519073e-3f);
-  z = fma_(z, x, 4.1665795894e-2f);
-  z = fma_(z, x, 1.6666665459e-1f);
-  z = fma_(z, x, 5.0000001201e-1f);
-  z = fma_(z, x * x, x);
-  z = 1.0f + z;
+  const float z = expReduced(x);
   const int32_t e = static_cast<int32_t>(n), half = e / 2;
   const float r = (z * bitsToFloat(static_cast<uint32_t>(half + 127) << 23)) *
                   bitsToFloat(static_cast<uint32_t>(e - half + 127) << 23);

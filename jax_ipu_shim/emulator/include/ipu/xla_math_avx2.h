@@ -35,19 +35,23 @@ IPU_AVX2 __m256 floor_(__m256 x) {  // |x| < 2^23: truncate, then step down wher
   return _mm256_sub_ps(t, _mm256_and_ps(gt(t, x), set(1.0f)));
 }
 
-IPU_AVX2 __m256 exp(__m256 in) {
-  const __m256 x0 = fmin_(fmax_(in, set(-87.8f)), set(88.8f));
-  __m256 n = floor_(_mm256_fmadd_ps(x0, set(1.44269504088896341f), set(0.5f)));
-  n = fmin_(fmax_(n, set(-127.0f)), set(127.0f));
-  __m256 x = _mm256_fnmadd_ps(n, set(0.693359375f), x0);  // fma(-n, c, x0)
-  x = _mm256_fnmadd_ps(n, set(-2.12194440e-4f), x);
+IPU_AVX2 __m256 expReduced(__m256 x) {
   __m256 z = _mm256_fmadd_ps(x, set(1.9875691500e-4f), set(1.3981999507e-3f));
   z = _mm256_fmadd_ps(z, x, set(8.3334519073e-3f));
   z = _mm256_fmadd_ps(z, x, set(4.1665795894e-2f));
   z = _mm256_fmadd_ps(z, x, set(1.6666665459e-1f));
   z = _mm256_fmadd_ps(z, x, set(5.0000001201e-1f));
   z = _mm256_fmadd_ps(z, _mm256_mul_ps(x, x), x);
-  z = _mm256_add_ps(set(1.0f), z);
+  return _mm256_add_ps(set(1.0f), z);
+}
+
+IPU_AVX2 __m256 exp(__m256 in) {
+  const __m256 x0 = fmin_(fmax_(in, set(-87.8f)), set(88.8f));
+  __m256 n = floor_(_mm256_fmadd_ps(x0, set(1.44269504088896341f), set(0.5f)));
+  n = fmin_(fmax_(n, set(-127.0f)), set(127.0f));
+  __m256 x = _mm256_fnmadd_ps(n, set(0.693359375f), x0);  // fma(-n, c, x0)
+  x = _mm256_fnmadd_ps(n, set(-2.12194440e-4f), x);
+  const __m256 z = expReduced(x);
   const __m256i e = _mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127));
   const __m256 r = _mm256_mul_ps(z, _mm256_castsi256_ps(_mm256_slli_epi32(e, 23)));
   const __m256 zero = _mm256_or_ps(eq(n, set(-127.0f)), lt(r, set(1.17549435e-38f)));
@@ -59,13 +63,7 @@ IPU_AVX2 __m256 exp012(__m256 in) {
   const __m256 n = floor_(_mm256_fmadd_ps(x0, set(1.44269504088896341f), set(0.5f)));
   __m256 x = _mm256_fmadd_ps(n, set(-0.693145751953125f), x0);
   x = _mm256_fmadd_ps(n, set(-1.428606765330187045e-06f), x);
-  __m256 z = _mm256_fmadd_ps(x, set(1.9875691500e-4f), set(1.3981999507e-3f));
-  z = _mm256_fmadd_ps(z, x, set(8.3334519073e-3f));
-  z = _mm256_fmadd_ps(z, x, set(4.1665795894e-2f));
-  z = _mm256_fmadd_ps(z, x, set(1.6666665459e-1f));
-  z = _mm256_fmadd_ps(z, x, set(5.0000001201e-1f));
-  z = _mm256_fmadd_ps(z, _mm256_mul_ps(x, x), x);
-  z = _mm256_add_ps(set(1.0f), z);
+  const __m256 z = expReduced(x);
   const __m256i e = _mm256_cvttps_epi32(n);
   // e / 2 rounded toward zero, as the scalar version's integer division
   const __m256i half = _mm256_srai_epi32(_mm256_add_epi32(e, _mm256_srli_epi32(e, 31)), 1);
