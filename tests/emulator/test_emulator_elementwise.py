@@ -105,8 +105,8 @@ def test_max_min_propagate_nan():
 
 # maximum, minimum and clamp as each jaxlib's XLA:CPU computes them (the program's "numerics", ipu/numerics.h), on
 # every pair of signed zeros, f32 denormals, NaN, ones and infinities: jaxlib 0.4.13 selects (lhs wins ties, NaN lhs
-# kept; the comparison reads denormals as zeros, the selected operand keeps its bits); jaxlib 0.12 takes IEEE maximum/minimum (-0 < +0, NaN wins) of f32 operands read with
-# denormals as zeros (f16 has no f32 denormals to read).
+# kept; the comparison reads denormals as zeros, the selected operand keeps its bits); jaxlib 0.12 takes IEEE
+# maximum/minimum (-0 < +0, NaN wins) of f32 operands read with denormals as zeros (f16 has none to read).
 SIGNED_SPECIALS = np.array([0.0, -0.0, 1e-40, -1e-40, np.nan, 1.0, -1.0, np.inf, -np.inf], np.float32)
 
 
@@ -127,13 +127,6 @@ def _reference_max_min(numerics, a, b):
     return mx.astype(a.dtype), mn.astype(a.dtype)
 
 
-def _run_numerics(numerics, op, *xs):
-    p = E.Program(numerics=numerics)
-    ids = [p.main.param(dtype_name(x), x.shape) for x in xs]
-    p.main.ret(p.main.op(op, ids, dtype_name(xs[-1]), xs[-1].shape))
-    return E.compile(p).run(*xs)[0]
-
-
 def _same_bits(got, want):
     both_nan = np.isnan(got) & np.isnan(want)
     assert ((got.view(f"u{got.itemsize}") == want.view(f"u{want.itemsize}")) | both_nan).all(), (got, want)
@@ -146,16 +139,16 @@ def test_maximum_minimum_clamp_follow_the_programs_numerics(numerics, dtype):
         v = SIGNED_SPECIALS.astype(dtype)
     a, b = (g.ravel() for g in np.meshgrid(v, v, indexing="ij"))
     want_max, want_min = _reference_max_min(numerics, a, b)
-    _same_bits(_run_numerics(numerics, "maximum", a, b), want_max)
-    _same_bits(_run_numerics(numerics, "minimum", a, b), want_min)
+    _same_bits(run_op("maximum", [a, b], numerics=numerics), want_max)
+    _same_bits(run_op("minimum", [a, b], numerics=numerics), want_min)
     lo, x, hi = (g.ravel() for g in np.meshgrid(v, v, v, indexing="ij"))
-    _same_bits(_run_numerics(numerics, "clamp", lo, x, hi),
+    _same_bits(run_op("clamp", [lo, x, hi], numerics=numerics),
                _reference_max_min(numerics, _reference_max_min(numerics, x, lo)[0], hi)[1])
 
 
 def test_unknown_numerics_is_refused():
     with pytest.raises(E.EmulatorError, match=r'"numerics" must be "jaxlib-0.4" or "jaxlib-0.12"'):
-        _run_numerics("jaxlib-0.5", "maximum", SIGNED_SPECIALS, SIGNED_SPECIALS)
+        run_op("maximum", [SIGNED_SPECIALS, SIGNED_SPECIALS], numerics="jaxlib-0.5")
 
 
 def test_int_division_semantics():

@@ -446,24 +446,22 @@ std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
       kind = findOp(computation)->kind;
       if (dt == DType::Bool && kind == OpKind::Add) kind = OpKind::Or;
       if (dt == DType::Bool && kind == OpKind::Multiply) kind = OpKind::And;
-      auto make = [&](auto f) {
-        using S = typename decltype(f)::T;
+      auto make = [&](auto f, auto t) {  // a vector kernel of the combiner f on storage type t
+        using S = typename decltype(t)::type;
         kernel = std::make_unique<ScatterKernel<S, decltype(f)>>(f, ctx.in[0], ctx.in[2], o, dtypeSize(dt), plan,
                                                                   upd.shape, bstr, wstr);
       };
+      // jaxlib 0.12's XLA:CPU computes a bf16 scatter's maximum/minimum in f32, reading denormals as zeros (its
+      // elementwise bf16 maximum, native on an AVX512-BF16 host, keeps them)
+      const bool bf16_in_f32 = dt == DType::BF16 && currentNumerics() == Numerics::Jaxlib012;
       using BF16 = scalar::FloatFormat<DType::BF16>;
-      if (dt == DType::BF16 && currentNumerics() == Numerics::Jaxlib012 && kind == OpKind::Maximum) {
-        // jaxlib 0.12's XLA:CPU computes a bf16 scatter's maximum/minimum in f32, reading denormals as zeros (its
-        // elementwise bf16 maximum, native on an AVX512-BF16 host, keeps them)
-        make(scalar::Half2<scalar::MaximumIeeeF, BF16>{});
-      } else if (dt == DType::BF16 && currentNumerics() == Numerics::Jaxlib012 && kind == OpKind::Minimum) {
-        make(scalar::Half2<scalar::MinimumIeeeF, BF16>{});
-      } else if (!(isFloat(dt) && (kind == OpKind::And || kind == OpKind::Or)))
-        scalar::visitBinary(kind, dt, [&](auto f, auto t) {
-          using S = typename decltype(t)::type;
-          kernel = std::make_unique<ScatterKernel<S, decltype(f)>>(f, ctx.in[0], ctx.in[2], o, dtypeSize(dt), plan,
-                                                                    upd.shape, bstr, wstr);
-        });
+      const scalar::Tag<Storage<DType::BF16>> bf16;
+      if (bf16_in_f32 && kind == OpKind::Maximum)
+        make(scalar::Half2<scalar::MaximumIeeeF, BF16>{}, bf16);
+      else if (bf16_in_f32 && kind == OpKind::Minimum)
+        make(scalar::Half2<scalar::MinimumIeeeF, BF16>{}, bf16);
+      else if (!(isFloat(dt) && (kind == OpKind::And || kind == OpKind::Or)))
+        scalar::visitBinary(kind, dt, make);
     }
     ScalarProgram body;
     std::string codelet = "scatter" + computation;
