@@ -278,8 +278,12 @@ IPU_FLOAT_UNARY(Tan012F, std::tan(x))
 // refined by Newton-Raphson steps in FMAs, g - g/2 (x g^2 - 1), one step on AMD and two elsewhere (XLA's count for
 // its 8-lane vectors); the bare approximation below the smallest normal and at +inf; 1 / sqrt(x) without AVX. The
 // approximation's bits are the CPU's own: like XLA:CPU's, these results depend on the host.
-inline float rsqrt012(float x) {
+inline int rsqrt012Steps() {
   static const int steps = !hostHasAvx() ? 0 : hostIsAmd() ? 1 : 2;
+  return steps;
+}
+inline float rsqrt012(float x) {
+  const int steps = rsqrt012Steps();
   if (steps == 0) return 1.0f / std::sqrt(x);
   const float approx = hostRsqrtApprox(x);
   float g = approx;
@@ -289,9 +293,8 @@ inline float rsqrt012(float x) {
   }
   return (x < 1.17549435e-38f || x == std::numeric_limits<float>::infinity()) ? approx : g;
 }
-IPU_FLOAT_UNARY(Rsqrt012F, rsqrt012(x))
 IPU_FLOAT_UNARY(Erf012F, special::erf012(x))
-// jaxlib 0.12's exp, logistic and log1p (ipu/xla_math.h), eight lanes at a time where the host has AVX2
+// jaxlib 0.12's exp, logistic, log1p (ipu/xla_math.h) and rsqrt, eight lanes at a time where the host has AVX2
 #ifdef IPU_HAVE_AVX2_MATH
 #define IPU_FLOAT_UNARY_012(Name, scalar, vector)                           \
   struct Name {                                                             \
@@ -304,6 +307,7 @@ IPU_FLOAT_UNARY(Erf012F, special::erf012(x))
 IPU_FLOAT_UNARY_012(Exp012F, xla_math::exp012(x), xla_math::avx2::exp012(x))
 IPU_FLOAT_UNARY_012(Logistic012F, xla_math::logistic012(x), xla_math::avx2::logistic012(x))
 IPU_FLOAT_UNARY_012(Log1p012F, xla_math::log1p<true>(x), xla_math::avx2::log1p<true>(x))
+IPU_FLOAT_UNARY_012(Rsqrt012F, rsqrt012(x), xla_math::avx2::rsqrt012(x, rsqrt012Steps()))
 #undef IPU_FLOAT_UNARY_012
 // jaxlib 0.12's tanh: Eigen's clamp (xla_math::kTanhClamp012)
 struct Tanh012F {

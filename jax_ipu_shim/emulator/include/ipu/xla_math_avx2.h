@@ -164,6 +164,18 @@ IPU_AVX2 __m256 log1p(__m256 in) {
   return sel(lt(fabs_(x), set(0.41421356237309504880f)), ftz_(small), large);
 }
 
+// jaxlib 0.12's rsqrt (scalar_ops.h: rsqrt012): vrsqrtps gives each lane the bits rsqrtss gives it on the same CPU.
+IPU_AVX2 __m256 rsqrt012(__m256 x, int steps) {
+  const __m256 approx = _mm256_rsqrt_ps(x);
+  __m256 g = approx;
+  for (int i = 0; i < steps; ++i) {
+    const __m256 r2 = _mm256_mul_ps(x, g), half = _mm256_mul_ps(g, set(-0.5f));
+    g = _mm256_fmadd_ps(half, _mm256_fmadd_ps(r2, g, set(-1.0f)), g);
+  }
+  const __m256 inf = _mm256_castsi256_ps(_mm256_set1_epi32(0x7f800000));
+  return sel(_mm256_or_ps(lt(x, set(1.17549435e-38f)), eq(x, inf)), approx, g);
+}
+
 }  // namespace avx2
 }  // namespace xla_math
 }  // namespace ipu
