@@ -325,6 +325,43 @@ def test_while_and_case_regions():
     assert captured & outer_ids
 
 
+def test_ops_nothing_reads_are_dropped_as_xla_drops_them():
+    body = """
+      %u = stablehlo.cosine %arg0 : tensor<3xf32>
+      %v = stablehlo.sine %u : tensor<3xf32>
+      %w = stablehlo.exponential %arg0 : tensor<3xf32>
+      %c = stablehlo.constant dense<2.0> : tensor<3xf32>
+      %s = stablehlo.multiply %arg0, %c : tensor<3xf32>
+      %t = stablehlo.negate %s : tensor<3xf32>
+      %r = stablehlo.negate %w : tensor<3xf32>
+      %n = "stablehlo.while"(%t) ({
+        ^bb0(%a: tensor<3xf32>):
+          %one = stablehlo.constant dense<true> : tensor<i1>
+          %dead = stablehlo.abs %a : tensor<3xf32>
+          stablehlo.return %one : tensor<i1>
+        }, {
+        ^bb0(%a: tensor<3xf32>):
+          %dead2 = stablehlo.floor %a : tensor<3xf32>
+          %used = stablehlo.ceil %r : tensor<3xf32>
+          stablehlo.return %used : tensor<3xf32>
+        }) : (tensor<3xf32>) -> tensor<3xf32>
+      %k = stablehlo.tanh %arg0 : tensor<3xf32>
+      stablehlo.custom_call @dce_sink(%k) {has_side_effect = true} : (tensor<3xf32>) -> ()
+      return %s : tensor<3xf32>"""
+    main = function(from_text("func.func @main(%arg0: tensor<3xf32>) -> tensor<3xf32> {" + body + "\n}"))
+    names = [op["op"] for op in ops(main["body"])]
+    # cosine and sine are read by nothing; the while is kept (loops stay), and with it what it and its body read
+    # (%t, %r, %w); inside it, abs and floor are dropped; tanh is kept by jax's dce_sink. (The splat %c is a scalar
+    # constant broadcast.)
+    assert names == ["exponential", "constant", "broadcast_in_dim", "multiply", "negate", "negate", "while", "constant",
+                     "ceil", "tanh"]
+
+
+def test_a_divide_rewritten_leaves_no_unread_operand():
+    main = function(program(lambda x, y: x / jnp.sqrt(y), np.ones(3, np.float32), np.ones(3, np.float32)))
+    assert [op["op"] for op in main["body"]] == ["rsqrt", "multiply"]
+
+
 def test_value_ids_are_unique_within_a_function():
     def f(x):
         return lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] + jnp.sum(c[1])), (0, x))

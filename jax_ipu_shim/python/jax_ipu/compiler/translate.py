@@ -8,7 +8,7 @@ import math
 import os
 import re
 import struct
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from jax._src.interpreters import mlir as jmlir
 from jax._src.lib.mlir import ir
@@ -302,12 +302,16 @@ class _Translator:
         self.ids: Dict[Any, int] = {}
         self.next_id = 0
         self.splat_scalars = {}  # ids are per function
+        self.anchors: Set[int] = set()  # the operands of jax's dce_sinks
         region = func.regions[0]
         if len(region.blocks) != 1:
             raise CompileError(f"func.func @{name} has {len(region.blocks)} blocks; the ipu compiler expects one")
         if name == "main" and self.partitions > 1:
-            return {"name": name, **self._mesh_entry(func)}
-        return {"name": name, **self._block(region.blocks[0], f"func.func @{name}")}
+            function = {"name": name, **self._mesh_entry(func)}
+        else:
+            function = {"name": name, **self._block(region.blocks[0], f"func.func @{name}")}
+        _drop_dead(function, self.anchors)
+        return function
 
     def _mesh_entry(self, func: Any) -> Dict[str, Any]:
         """The entry of a program over a device mesh, whose parameters and results are one device's shards (spmd.py).
@@ -455,7 +459,7 @@ class _Translator:
             elif scalar_body and op.name == "func.call":
                 self._inline(op, body)
             elif _is_dce_sink(op):
-                continue  # keeps a value from XLA's dead-code elimination; the ipu runs every op as written
+                self.anchors.update(self._use(v) for v in op.operands)  # kept from _drop_dead, as from XLA's
             elif op.name == spmd.MANUAL_COMPUTATION:
                 self._inline_manual(op, body)
             elif op.name == "stablehlo.constant" and not scalar_body and _splat_for_elementwise_ops(op):
@@ -608,7 +612,7 @@ class _Translator:
           A / constant C => A * (1 / C)        (jaxlib 0.4.13: also a constant broadcast or reshaped)
           A / broadcast(B) => A * broadcast(1 / B)   (jaxlib 0.12: softmax's sum, any scalar divisor)
           (A / B) / C => A / (B * C)           A / (B / C) => (A * C) / B
-        Operands a rule no longer reads are still computed (the emulator removes no op)."""
+        An operand a rule no longer reads (the sqrt, the exp...) is left to _drop_dead."""
         ops: List[Dict[str, Any]] = []
         out = entry["results"][0]
         dtype, shape = out["dtype"], out["shape"]
@@ -946,6 +950,37 @@ def _one(dtype: str) -> bytes:
     if dtype == "bf16":
         return struct.pack("<f", 1.0)[2:]
     return struct.pack("<e" if dtype == "f16" else "<f", 1.0)
+
+
+# Families of the registry whose ops only compute their results: XLA removes one whose results nothing reads, and so
+# does _drop_dead. (Calls, loops, host I/O and collectives stay: a body or another replica may depend on them.)
+_PURE_FAMILIES = frozenset(("unary", "binary", "compare", "select", "clamp", "convert", "shape", "dot", "reduce",
+                            "sort", "conv", "window", "complex"))
+_KEPT_OPS = frozenset(("optimization_barrier",))
+
+
+def _pure(entry: Dict[str, Any]) -> bool:
+    info = O.registry().get(entry["op"])
+    return bool(entry["results"]) and info is not None and info["family"] in _PURE_FAMILIES \
+        and entry["op"] not in _KEPT_OPS
+
+
+def _drop_dead(block: Dict[str, Any], anchors: Set[int]) -> Set[int]:
+    """XLA's dead-code elimination on a function or region of the program: drops, last op first, each pure op whose
+    results nothing reads (neither a later op, a region, the block's results nor a dce_sink), as XLA does before
+    XLA:CPU compiles (the ops the front end's own rewrites leave unread, such as a divide's sqrt, included). Returns
+    the ids the block reads, its regions' included."""
+    live = set(block["results"]) | anchors
+    kept = []
+    for entry in reversed(block["body"]):
+        if _pure(entry) and not any(r["id"] in live for r in entry["results"]):
+            continue
+        for region in entry.get("regions", ()):
+            live |= _drop_dead(region, anchors)
+        live.update(entry["operands"])
+        kept.append(entry)
+    block["body"] = kept[::-1]
+    return live
 
 
 def _is_dce_sink(op: Any) -> bool:
