@@ -82,13 +82,13 @@ def test_the_plugin_applies_expectations_and_records_outcomes(tmp_path: Path) ->
 
 
 def test_the_rate_counts_only_tests_that_pass_on_cpu() -> None:
-    cpu = {"a_test.py::t1": "passed", "a_test.py::t2": "passed", "a_test.py::t3": "failed", "a_test.py::t4": "passed",
+    cpu = {"a_test.py::t1": "passed", "a_test.py::t2": "passed", "a_test.py::t3": "failed", "a_test.py::u": "passed",
            "a_test.py::t5": "skipped", "b_test.py": "error"}
     ipu = {"a_test.py::t1": "passed", "a_test.py::t2": "xfailed", "a_test.py::t3": "passed", "a_test.py::t5": "passed",
            "b_test.py": "error"}
     rows, total = run_upstream.summarise(["a_test.py", "b_test.py"], cpu, ipu)
     a, b = rows
-    assert (a["cpu_passed"], a["ipu_passed"], a["ipu_xfailed"], a["ipu_missing"]) == (3, 1, 1, ["a_test.py::t4"])
+    assert (a["cpu_passed"], a["ipu_passed"], a["ipu_xfailed"], a["ipu_missing"]) == (3, 1, 1, ["a_test.py::u"])
     assert a["rate"] == pytest.approx(100 / 3)
     assert b["collect_error_cpu"] and b["collect_error_ipu"] and b["rate"] is None
     assert total == {"cpu_passed": 3, "ipu_passed": 1, "rate": pytest.approx(100 / 3), "jax_device_restricted": 0,
@@ -105,3 +105,12 @@ def test_tests_jax_keeps_to_other_devices_leave_the_runnable_rate() -> None:
     assert row["jax_device_restricted"] == 1 and row["ipu_skipped"] == 2
     assert row["rate"] == pytest.approx(40.0) and row["runnable_rate"] == pytest.approx(50.0)
     assert total["runnable_rate"] == pytest.approx(50.0)
+
+
+def test_cases_jax_generates_for_cpu_only_leave_the_runnable_rate() -> None:
+    # testSVD1 is a case jax generates on cpu only (another case of testSVD ran on ipu); testQR0 did not run at all
+    cpu = {"a_test.py::C::testSVD0": "passed", "a_test.py::C::testSVD1": "passed", "a_test.py::C::testQR0": "passed"}
+    ipu = {"a_test.py::C::testSVD0": "passed"}
+    (row,), total = run_upstream.summarise(["a_test.py"], cpu, ipu)
+    assert row["not_generated_on_ipu"] == ["a_test.py::C::testSVD1"] and row["ipu_missing"] == ["a_test.py::C::testQR0"]
+    assert row["jax_device_restricted"] == 1 and row["runnable_rate"] == pytest.approx(50.0)
