@@ -76,20 +76,44 @@ def test_broadcast_scalar_is_a_view_of_the_fused_vertex(monkeypatch, rng):
     assert on.last_profile["exchange_cycles"] <= off.last_profile["exchange_cycles"]
 
 
-def test_an_intermediate_with_another_use_is_materialised(monkeypatch, rng):
+@pytest.mark.parametrize("return_t", [False, True])
+def test_a_value_read_by_several_members_fuses_unless_read_outside(monkeypatch, rng, return_t):
     n = 4096
     p = E.Program()
     x = p.main.param("f32", (n,))
     t = p.main.op("tanh", [x], "f32", (n,))
     e = p.main.op("exponential", [t], "f32", (n,))
-    s = p.main.op("multiply", [e, t], "f32", (n,))  # t used twice: not fused into e
-    p.main.ret(s, p.main.op("negate", [s], "f32", (n,)))
+    s = p.main.op("multiply", [e, t], "f32", (n,))  # t read by two members: a DAG
+    results = [s, p.main.op("negate", [s], "f32", (n,))] + ([t] if return_t else [])
+    p.main.ret(*results)
     off, on = compile_both(monkeypatch, p)
     xv = rng.normal(size=n).astype(np.float32)
-    for a, b in zip(off.run(xv), on.run(xv)):
+    got = on.run(xv)
+    for a, b in zip(off.run(xv), got):
         np.testing.assert_array_equal(a, b)
-    # tanh alone; exp+multiply fused; s is a result, so negate alone.
-    assert on.last_profile["supersteps"] == 3 and off.last_profile["supersteps"] == 4
+    np.testing.assert_allclose(got[0], np.exp(np.tanh(xv)) * np.tanh(xv), rtol=1e-5)
+    # tanh, exp and multiply fused, negate alone (s is a result); t returned too: tanh alone, then exp + multiply.
+    assert on.last_profile["supersteps"] == (3 if return_t else 2) and off.last_profile["supersteps"] == 4
+
+
+def test_a_broadcast_read_by_several_groups_is_a_view_of_each(monkeypatch, rng):
+    n = 60_000
+    p = E.Program()
+    x, c = p.main.param("f32", (n,)), p.main.param("f32", ())
+    b = p.main.op("broadcast_in_dim", [c], "f32", (n,), {"broadcast_dimensions": []})
+    u = p.main.op("add", [x, b], "f32", (n,))
+    v = p.main.op("multiply", [p.main.op("tanh", [x], "f32", (n,)), b], "f32", (n,))
+    p.main.ret(u, v)  # two results: two groups, each reading b
+    off, on = compile_both(monkeypatch, p)
+    xv, cv = rng.normal(size=n).astype(np.float32), np.float32(1.5)
+    got = on.run(xv, cv)
+    for a, w in zip(off.run(xv, cv), got):
+        np.testing.assert_array_equal(a, w)
+    np.testing.assert_array_equal(got[0], xv + cv)
+    # off: broadcast, add, tanh, multiply; on: (add) and (tanh, multiply), each reading c, with no n-element broadcast
+    assert off.last_profile["supersteps"] == 4 and on.last_profile["supersteps"] == 2
+    assert on.info["host"]["peak_live_bytes"] <= 4 * (3 * n + 1)  # x and the two results
+    assert on.info["memory"]["worst_bytes"] < off.info["memory"]["worst_bytes"]
 
 
 def test_mixed_types_select_compare_convert_fuse(monkeypatch, rng):

@@ -259,6 +259,7 @@ std::vector<int> Lowerer::lowerRegion(const Region& region, Env* env, Node* seq)
   const FusionPlan plan = planFusion(region, fusion_);
   for (size_t i = 0; i < region.body.size(); ++i) {
     const int g = plan.group_of[i];
+    if (g == FusionPlan::kView) continue;  // lowered in each group that reads it
     if (g < 0) lowerOp(region.body[i], env, seq);
     else if (plan.groups[static_cast<size_t>(g)].back() == i) lowerFusedGroup(region, plan.groups[static_cast<size_t>(g)], env, seq);
     // other members are lowered with their group's root, the group's last op
@@ -287,7 +288,10 @@ void Lowerer::lowerFusedGroup(const Region& region, const std::vector<size_t>& m
   std::vector<OpContext> ctxs;
   for (size_t i : members) {
     ctxs.push_back(prepareOp(region.body[i], env, seq));
-    if (i != members.back()) bindResults(ctxs.back(), {-1}, env);
+    if (i == members.back()) continue;
+    auto bound = env->slots.find(region.body[i].results[0].id);
+    if (bound == env->slots.end() || bound->second != -1) bindResults(ctxs.back(), {-1}, env);
+    // (else a broadcast viewed by an earlier group too: FusionPlan::kView)
   }
   const size_t first_node = seq->children.size();
   op_scratch_ = 0;
