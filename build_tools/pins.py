@@ -146,6 +146,7 @@ def github_output(pins: Pins) -> str:
         "host_python": pins.tools["host_python"],
         "cibuildwheel": pins.tools["cibuildwheel"],
         "jax_tag": f"jax-v{s.jax.version}",  # the jax source tag whose tests/ nox -s upstream_tests runs
+        "current_jax_tag": " ".join(f"jax-v{x.jax.version}" for x in pins.all_series() if x.name != s.name),
         "base_image": pins.docker["base_image"],
         "cache_key": "jax-ipu-" + "-".join(a.sha256[:12] for a in s.artifacts),
     }

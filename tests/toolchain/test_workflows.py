@@ -15,7 +15,7 @@ SESSIONS = set(re.findall(r"@nox\.session\([^)]*\)\ndef (\w+)\(", (REPO / "noxfi
 # What a `run:` step may be: the bootstrap of nox itself, or the project's own entry points.
 ALLOWED_RUN = (r'python -m pip install "nox==\$\{\{ steps\.pins\.outputs\.nox \}\}"',
                r'python build_tools/pins\.py github-output >> "\$GITHUB_OUTPUT"',
-               r"bash \.ci/run", r"nox --non-interactive -s (\w+)( -- .*)?")
+               r"bash \.ci/run", r"nox --non-interactive -s (\w+)(?: -p \S+)?( -- .*)?")
 
 
 def _runs(text: str) -> List[str]:
