@@ -1,6 +1,6 @@
 """The hand-vectorised and native host kernels give the bits of the code they replace.
 
-- exp, expm1, log, log1p, tanh, logistic and (jaxlib 0.12's) rsqrt on f32 run whole 8-lane AVX2+FMA vectors
+- exp, expm1, log, log1p, tanh, logistic, sqrt and rsqrt on f32 run whole 8-lane AVX2+FMA vectors
   (ipu/xla_math_avx2.h) and finish a block's last n % 8 elements with the scalar version, in each series' numerics.
   On one tile an array of 8k + 7 elements is one block: the same values placed in the vector part and in the tail
   must give the same bits. (Off x86-64 or without AVX2 both parts are scalar.)
@@ -31,7 +31,7 @@ def _values(rng: np.random.Generator) -> np.ndarray:
 
 @pytest.mark.parametrize("numerics", ["jaxlib-0.4", "jaxlib-0.12"])
 @pytest.mark.parametrize("op", ["exponential", "exponential_minus_one", "log", "log_plus_one", "tanh", "logistic",
-                                "rsqrt"])
+                                "rsqrt", "sqrt"])
 def test_vector_lanes_match_scalar_tail(op, numerics, rng):
     values = _values(rng)
     body = values[: len(values) // 8 * 8]

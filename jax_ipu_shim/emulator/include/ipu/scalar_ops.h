@@ -244,8 +244,20 @@ IPU_FLOAT_UNARY_AVX2(ExpF, exp)
 IPU_FLOAT_UNARY_AVX2(Expm1F, expm1)
 IPU_FLOAT_UNARY_AVX2(LogF, log)
 IPU_FLOAT_UNARY_AVX2(Log1pF, log1p)
-IPU_FLOAT_UNARY(SqrtF, std::sqrt(x))
-IPU_FLOAT_UNARY(RsqrtF, 1.0f / std::sqrt(x))
+// sqrt and 1 / sqrt are correctly rounded in IEEE arithmetic, one lane or eight: vsqrtps (and vdivps) give the
+// scalar bits. (g++ does not vectorise std::sqrt, which may set errno.)
+struct SqrtF {
+  float operator()(float x) const { return std::sqrt(x); }
+#ifdef IPU_HAVE_AVX2_MATH
+  IPU_AVX2_TARGET static __m256 avx2(__m256 x) { return _mm256_sqrt_ps(x); }
+#endif
+};
+struct RsqrtF {
+  float operator()(float x) const { return 1.0f / std::sqrt(x); }
+#ifdef IPU_HAVE_AVX2_MATH
+  IPU_AVX2_TARGET static __m256 avx2(__m256 x) { return _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_sqrt_ps(x)); }
+#endif
+};
 IPU_FLOAT_UNARY(CbrtF, std::cbrt(x))
 IPU_FLOAT_UNARY_AVX2(TanhF, tanh)
 IPU_FLOAT_UNARY_AVX2(LogisticF, logistic)
