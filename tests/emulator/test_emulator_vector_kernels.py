@@ -6,7 +6,8 @@
   must give the same bits. (Off x86-64 or without AVX2 both parts are scalar.)
 - select_and_scatter with max pooling's f32 bodies (compare GE/GT, add) runs natively: it must match the same bodies
   run through the interpreter (made unrecognisable by an identity op each).
-- f32 add/max/min over the innermost dimension run 8 rows at a time: each row is still summed in order.
+- f32 add/max/min over the innermost dimension run 8 rows at a time: each row is still summed in order. jaxlib
+  0.12's IEEE maximum/minimum run 8 lanes at a time too, elementwise and in those row reductions.
 """
 
 from __future__ import annotations
@@ -110,10 +111,10 @@ def test_native_select_and_scatter_matches_interpreted(direction, scatter, windo
     assert np.count_nonzero(native) > 0
 
 
-def _reduce_rows(x, op, dims):
+def _reduce_rows(x, op, dims, numerics=None):
     name = {"add": "add", "max": "maximum", "min": "minimum"}[op]
     init = {"add": 0.0, "max": -np.inf, "min": np.inf}[op]
-    p = E.Program()
+    p = E.Program(numerics=numerics)
     xv = p.main.param("f32", x.shape)
     iv = p.main.constant(np.float32(init))
     body = p.main.region()
@@ -140,3 +141,40 @@ def test_row_reductions_sum_in_order(cols, rng):
     y = x[:76].reshape(4, 19, cols)
     np.testing.assert_array_equal(_reduce_rows(y, "add", [2]).view(np.uint32),
                                   np.cumsum(y, axis=2, dtype=np.float32)[..., -1].view(np.uint32))
+
+
+def _ieee_pick(a: np.ndarray, b: np.ndarray, is_max: bool) -> np.ndarray:
+    """jaxlib 0.12's XLA:CPU maximum/minimum: f32 denormals read as zeros, -0 < +0, NaN if either is."""
+    def daz(v):
+        return np.where(np.abs(v) < np.float32(1.17549435e-38), np.copysign(np.float32(0), v), v).astype(np.float32)
+
+    def key(v):
+        i = v.view(np.int32)
+        return i ^ ((i >> 31) & 0x7FFFFFFF)
+
+    a, b = daz(a), daz(b)
+    pick_a = key(a) >= key(b) if is_max else key(a) <= key(b)
+    return np.where(np.isnan(a) | np.isnan(b), np.float32(np.nan), np.where(pick_a, a, b)).astype(np.float32)
+
+
+def _same(got: np.ndarray, want: np.ndarray) -> None:
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    np.testing.assert_array_equal(got[ok].view(np.uint32), want[ok].view(np.uint32))
+
+
+@pytest.mark.parametrize("op", ["maximum", "minimum"])
+def test_jaxlib_012_maximum_and_minimum_vectors_and_rows(op, rng):
+    """jaxlib 0.12's IEEE maximum/minimum run eight lanes at a time (elementwise, and row reductions 8 rows at a
+    time): the same bits as the scalar rule, specials (signed zeros, denormals, infinities, NaN) included."""
+    specials = np.array([0.0, -0.0, 1e-40, -1e-40, 1e-45, -1e-45, np.inf, -np.inf, np.nan, 1.0, -1.0, 3.4e38,
+                         1.17549435e-38, -1.17549435e-38], np.float32)
+    a = np.concatenate([np.repeat(specials, len(specials)), rng.standard_normal(1001).astype(np.float32)])
+    b = np.concatenate([np.tile(specials, len(specials)), rng.standard_normal(1001).astype(np.float32)])
+    _same(run_op(op, [a, b], num_tiles=1, numerics="jaxlib-0.12"), _ieee_pick(a, b, op == "maximum"))
+    rows = rng.choice(np.concatenate([specials, rng.standard_normal(50).astype(np.float32)]), size=(77, 61))
+    rows = rows.astype(np.float32)
+    want = np.full(77, -np.inf if op == "maximum" else np.inf, np.float32)
+    for k in range(rows.shape[1]):
+        want = _ieee_pick(want, rows[:, k], op == "maximum")
+    _same(_reduce_rows(rows, {"maximum": "max", "minimum": "min"}[op], [1], numerics="jaxlib-0.12"), want)

@@ -63,19 +63,22 @@ inline int64_t offsetOf(int64_t i, const std::vector<int64_t>& shape, const std:
 // f32 add, maximum and minimum over 8 rows of `inner` contiguous elements at once (8 outputs of a reduction over
 // the innermost dimension): each 8x8 block is transposed in registers so that one vector holds element k of all
 // 8 rows, combined into the 8 accumulators in k order: every output in its own order, so the scalar code's bits.
-// maximum/minimum are XLA's (scalar::maxXla/minXla): acc wins ties and a NaN acc stays.
-enum class RowOp { Add, Max, Min };
+// maximum/minimum are XLA's (scalar::maxXla/minXla): acc wins ties and a NaN acc stays; jaxlib 0.12's are IEEE
+// maximum/minimum on denormals read as zeros (scalar::MaximumIeeeF/MinimumIeeeF's vector form).
+enum class RowOp { Add, Max, Min, MaxIeee, MinIeee };
 
 template <RowOp kOp>
-__attribute__((target("avx2"), always_inline)) inline __m256 rowOp(__m256 acc, __m256 x) {
+__attribute__((target("avx2,fma"), always_inline)) inline __m256 rowOp(__m256 acc, __m256 x) {
   if (kOp == RowOp::Add) return _mm256_add_ps(acc, x);
+  if (kOp == RowOp::MaxIeee) return scalar::MaximumIeeeF::avx2(acc, x);
+  if (kOp == RowOp::MinIeee) return scalar::MinimumIeeeF::avx2(acc, x);
   const __m256 keep = _mm256_or_ps(_mm256_cmp_ps(acc, x, kOp == RowOp::Max ? _CMP_GE_OQ : _CMP_LE_OQ),
                                    _mm256_cmp_ps(acc, acc, _CMP_UNORD_Q));
   return _mm256_blendv_ps(x, acc, keep);
 }
 
 template <RowOp kOp, class F>
-__attribute__((target("avx2"))) void reduceRows8(const float* const* p, int64_t inner, float init, float* out, const F& f) {
+__attribute__((target("avx2,fma"))) void reduceRows8(const float* const* p, int64_t inner, float init, float* out, const F& f) {
   __m256 acc = _mm256_set1_ps(init);
   int64_t k = 0;
   for (; k + 8 <= inner; k += 8) {
@@ -111,6 +114,8 @@ constexpr int rowOpOf() {
   else if constexpr (std::is_same<F, scalar::AddF>::value) return static_cast<int>(RowOp::Add);
   else if constexpr (std::is_same<F, scalar::MaximumF>::value) return static_cast<int>(RowOp::Max);
   else if constexpr (std::is_same<F, scalar::MinimumF>::value) return static_cast<int>(RowOp::Min);
+  else if constexpr (std::is_same<F, scalar::MaximumIeeeF>::value) return static_cast<int>(RowOp::MaxIeee);
+  else if constexpr (std::is_same<F, scalar::MinimumIeeeF>::value) return static_cast<int>(RowOp::MinIeee);
   else return -1;
 }
 #endif
@@ -141,7 +146,7 @@ class ReduceKernel : public Kernel {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
         constexpr int kRowOp = rowOpOf<S, F>();
         if constexpr (kRowOp >= 0) {
-          if (inner_stride == 1 && hostHasAvx2())
+          if (inner_stride == 1 && hostHasAvx2() && hostHasFma())
             for (; i + 8 <= e; i += 8) {
               const float* p[8];
               for (int j = 0; j < 8; ++j) {

@@ -132,7 +132,8 @@ IPU_DEFINE_LOOPS(Avx2, __attribute__((target("avx2,fma"))))
   (hostHasAvx2() && hostHasFma() ? loop##Avx2<__VA_ARGS__> : loop##Base<__VA_ARGS__>)
 
 // f32 functors with a hand-vectorised form, F::avx2(__m256) (exp, log, tanh... of ipu/xla_math_avx2.h, which g++
-// does not vectorise from the scalar code): whole vectors of 8 with it, the tail with the scalar form (same bits).
+// does not vectorise from the scalar code), or F::avx2(__m256, __m256) (jaxlib 0.12's maximum and minimum): whole
+// vectors of 8 with it, the tail with the scalar form (same bits).
 template <class F, class = void>
 struct HasAvx2Form : std::false_type {};
 template <class F>
@@ -144,6 +145,20 @@ __attribute__((target("avx2,fma"))) void loop1Vec(const float* __restrict a, flo
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(o + i, F::avx2(_mm256_loadu_ps(a + i)));
   const F f{};
   for (; i < n; ++i) o[i] = f(a[i]);
+}
+template <class F, class = void>
+struct HasAvx2Form2 : std::false_type {};
+template <class F>
+struct HasAvx2Form2<F, std::void_t<decltype(F::avx2(std::declval<__m256>(), std::declval<__m256>()))>>
+    : std::true_type {};
+
+template <class F>
+__attribute__((target("avx2,fma"))) void loop2Vec(const float* __restrict a, const float* __restrict b,
+                                                  float* __restrict o, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(o + i, F::avx2(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+  const F f{};
+  for (; i < n; ++i) o[i] = f(a[i], b[i]);
 }
 #else
 #define IPU_DISPATCH(loop, ...) loop##Base<__VA_ARGS__>
@@ -161,6 +176,13 @@ void block1(const void* const* in, void* out, int64_t n) {
 }
 template <class A, class B, class O, class F>
 void block2(const void* const* in, void* out, int64_t n) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if constexpr (std::is_same_v<A, float> && std::is_same_v<B, float> && std::is_same_v<O, float> &&
+                HasAvx2Form2<F>::value) {
+    if (hostHasAvx2() && hostHasFma())
+      return loop2Vec<F>(static_cast<const float*>(in[0]), static_cast<const float*>(in[1]), static_cast<float*>(out), n);
+  }
+#endif
   IPU_DISPATCH(loop2, A, B, O, F)(static_cast<const A*>(in[0]), static_cast<const B*>(in[1]), static_cast<O*>(out), n);
 }
 template <class A, class B, class C, class O, class F>

@@ -343,8 +343,35 @@ IPU_FLOAT_BINARY(RemainderF, std::fmod(x, y))
 IPU_FLOAT_BINARY(PowerF, std::pow(x, y))
 IPU_FLOAT_BINARY(MaximumF, maxXla(x, y))
 IPU_FLOAT_BINARY(MinimumF, minXla(x, y))
-IPU_FLOAT_BINARY(MaximumIeeeF, maxIeee<true>(x, y))
-IPU_FLOAT_BINARY(MinimumIeeeF, minIeee<true>(x, y))
+#ifdef IPU_HAVE_AVX2_MATH
+// maxIeee<true>/minIeee<true> eight lanes at a time, the same steps: denormals read as zeros, ordered on the bits
+// (ieeeOrderKey), a NaN operand gives a + b.
+IPU_AVX2_TARGET inline __m256i ieeeOrderKeys(__m256 x) {
+  const __m256i i = _mm256_castps_si256(x);
+  return _mm256_xor_si256(i, _mm256_and_si256(_mm256_srai_epi32(i, 31), _mm256_set1_epi32(0x7fffffff)));
+}
+template <bool kMax>
+IPU_AVX2_TARGET inline __m256 pickIeeeDaz(__m256 a, __m256 b) {
+  a = xla_math::avx2::ftz_(a);
+  b = xla_math::avx2::ftz_(b);
+  const __m256i ka = ieeeOrderKeys(a), kb = ieeeOrderKeys(b);
+  const __m256 take_b = _mm256_castsi256_ps(kMax ? _mm256_cmpgt_epi32(kb, ka) : _mm256_cmpgt_epi32(ka, kb));
+  const __m256 nan = _mm256_or_ps(_mm256_cmp_ps(a, a, _CMP_UNORD_Q), _mm256_cmp_ps(b, b, _CMP_UNORD_Q));
+  return _mm256_blendv_ps(_mm256_blendv_ps(a, b, take_b), _mm256_add_ps(a, b), nan);
+}
+#endif
+struct MaximumIeeeF {
+  float operator()(float x, float y) const { return maxIeee<true>(x, y); }
+#ifdef IPU_HAVE_AVX2_MATH
+  IPU_AVX2_TARGET static __m256 avx2(__m256 x, __m256 y) { return pickIeeeDaz<true>(x, y); }
+#endif
+};
+struct MinimumIeeeF {
+  float operator()(float x, float y) const { return minIeee<true>(x, y); }
+#ifdef IPU_HAVE_AVX2_MATH
+  IPU_AVX2_TARGET static __m256 avx2(__m256 x, __m256 y) { return pickIeeeDaz<false>(x, y); }
+#endif
+};
 IPU_FLOAT_BINARY(MaximumIeee16F, maxIeee<false>(x, y))  // f16/bf16 widened to f32
 IPU_FLOAT_BINARY(MinimumIeee16F, minIeee<false>(x, y))
 IPU_FLOAT_BINARY(Atan2F, std::atan2(x, y))
