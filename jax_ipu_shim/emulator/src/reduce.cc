@@ -18,6 +18,7 @@
 #include "ipu/cost_model.h"
 #include "ipu/cpu_features.h"
 #include "ipu/dtype.h"
+#include "ipu/kernels.h"
 #include "ipu/lowering.h"
 #include "ipu/scalar_ops.h"
 #include "ipu/scalar_program.h"
@@ -63,15 +64,14 @@ inline int64_t offsetOf(int64_t i, const std::vector<int64_t>& shape, const std:
 // f32 add, maximum and minimum over 8 rows of `inner` contiguous elements at once (8 outputs of a reduction over
 // the innermost dimension): each 8x8 block is transposed in registers so that one vector holds element k of all
 // 8 rows, combined into the 8 accumulators in k order: every output in its own order, so the scalar code's bits.
-// maximum/minimum are XLA's (scalar::maxXla/minXla): acc wins ties and a NaN acc stays; jaxlib 0.12's are IEEE
-// maximum/minimum on denormals read as zeros (scalar::MaximumIeeeF/MinimumIeeeF's vector form).
-enum class RowOp { Add, Max, Min, MaxIeee, MinIeee };
+// maximum/minimum are XLA's (scalar::maxXla/minXla): acc wins ties and a NaN acc stays. A combiner with a vector
+// form of its own, F::avx2(acc, x) (jaxlib 0.12's IEEE maximum/minimum), is that form (Vector).
+enum class RowOp { Add, Max, Min, Vector };
 
-template <RowOp kOp>
+template <RowOp kOp, class F>
 __attribute__((target("avx2,fma"), always_inline)) inline __m256 rowOp(__m256 acc, __m256 x) {
+  if constexpr (kOp == RowOp::Vector) return F::avx2(acc, x);
   if (kOp == RowOp::Add) return _mm256_add_ps(acc, x);
-  if (kOp == RowOp::MaxIeee) return scalar::MaximumIeeeF::avx2(acc, x);
-  if (kOp == RowOp::MinIeee) return scalar::MinimumIeeeF::avx2(acc, x);
   const __m256 keep = _mm256_or_ps(_mm256_cmp_ps(acc, x, kOp == RowOp::Max ? _CMP_GE_OQ : _CMP_LE_OQ),
                                    _mm256_cmp_ps(acc, acc, _CMP_UNORD_Q));
   return _mm256_blendv_ps(x, acc, keep);
@@ -94,14 +94,14 @@ __attribute__((target("avx2,fma"))) void reduceRows8(const float* const* p, int6
     const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
     const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
     const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-    acc = rowOp<kOp>(acc, _mm256_permute2f128_ps(u0, u4, 0x20));  // element k of rows 0..7
-    acc = rowOp<kOp>(acc, _mm256_permute2f128_ps(u1, u5, 0x20));
-    acc = rowOp<kOp>(acc, _mm256_permute2f128_ps(u2, u6, 0x20));
-    acc = rowOp<kOp>(acc, _mm256_permute2f128_ps(u3, u7, 0x20));
-    acc = rowOp<kOp>(acc, _mm256_permute2f128_ps(u0, u4, 0x31));  // element k + 4
-    acc = rowOp<kOp>(acc, _mm256_permute2f128_ps(u1, u5, 0x31));
-    acc = rowOp<kOp>(acc, _mm256_permute2f128_ps(u2, u6, 0x31));
-    acc = rowOp<kOp>(acc, _mm256_permute2f128_ps(u3, u7, 0x31));
+    acc = rowOp<kOp, F>(acc, _mm256_permute2f128_ps(u0, u4, 0x20));  // element k of rows 0..7
+    acc = rowOp<kOp, F>(acc, _mm256_permute2f128_ps(u1, u5, 0x20));
+    acc = rowOp<kOp, F>(acc, _mm256_permute2f128_ps(u2, u6, 0x20));
+    acc = rowOp<kOp, F>(acc, _mm256_permute2f128_ps(u3, u7, 0x20));
+    acc = rowOp<kOp, F>(acc, _mm256_permute2f128_ps(u0, u4, 0x31));  // element k + 4
+    acc = rowOp<kOp, F>(acc, _mm256_permute2f128_ps(u1, u5, 0x31));
+    acc = rowOp<kOp, F>(acc, _mm256_permute2f128_ps(u2, u6, 0x31));
+    acc = rowOp<kOp, F>(acc, _mm256_permute2f128_ps(u3, u7, 0x31));
   }
   _mm256_storeu_ps(out, acc);
   for (int j = 0; j < 8; ++j)
@@ -114,8 +114,7 @@ constexpr int rowOpOf() {
   else if constexpr (std::is_same<F, scalar::AddF>::value) return static_cast<int>(RowOp::Add);
   else if constexpr (std::is_same<F, scalar::MaximumF>::value) return static_cast<int>(RowOp::Max);
   else if constexpr (std::is_same<F, scalar::MinimumF>::value) return static_cast<int>(RowOp::Min);
-  else if constexpr (std::is_same<F, scalar::MaximumIeeeF>::value) return static_cast<int>(RowOp::MaxIeee);
-  else if constexpr (std::is_same<F, scalar::MinimumIeeeF>::value) return static_cast<int>(RowOp::MinIeee);
+  else if constexpr (HasAvx2Form2<F>::value) return static_cast<int>(RowOp::Vector);
   else return -1;
 }
 #endif

@@ -466,15 +466,12 @@ class _Translator:
                 body.extend(self._splat_as_broadcast(op))
             elif op.name == "stablehlo.divide" and not scalar_body and self._real_float(op):
                 body.extend(self._divide(self._op(op), op))
-            elif op.name == "stablehlo.composite" and (
-                    _composite_name(op) in _CHLO_OPS
-                    or (_composite_name(op) in _COMPLEX_CHLO_OPS and self._any_complex(op))):
+            elif op.name == "stablehlo.composite" and self._chlo_op(op):
                 # A CHLO op jaxlib 0.12 sends a plugin as a composite of its decomposition, where XLA:CPU computes
                 # an HLO op of its own: that op, so the ipu computes what cpu does.
-                name = _composite_name(op)
                 entry = self._op(op)
                 self.called.remove(entry["attrs"]["callee"])
-                body.append(dict(entry, op={**_CHLO_OPS, **_COMPLEX_CHLO_OPS}[name], mlir=name, attrs={}))
+                body.append(dict(entry, op=self._chlo_op(op), mlir=_composite_name(op), attrs={}))
             elif op.name == "stablehlo.atan2" and _jax.is_current_series() and _is_one(op.operands[1]):
                 entry = self._op(op)  # chlo.atan, as jaxlib 0.12 writes it for a plugin: atan2(x, 1)
                 body.append(dict(entry, op="atan", mlir="chlo.atan", operands=entry["operands"][:1]))
@@ -520,6 +517,13 @@ class _Translator:
         if tensor is None:
             raise CompileError(f"{value.type} cannot be expressed as an IPU tensor")
         return tensor
+
+    def _chlo_op(self, composite: Any) -> Optional[str]:
+        """The emulator op that computes a chlo composite as XLA:CPU does (_CHLO_OPS, _COMPLEX_CHLO_OPS), or None."""
+        name = _composite_name(composite)
+        if name in _COMPLEX_CHLO_OPS and self._any_complex(composite):
+            return _COMPLEX_CHLO_OPS[name]
+        return _CHLO_OPS.get(name)
 
     def _any_complex(self, op: Any) -> bool:
         return any((self._type(v.type) or ("", []))[0] == "c64" for v in op.operands)
