@@ -58,6 +58,7 @@ FUNCTIONS: Dict[str, Tuple[Callable, Tuple[float, float]]] = {
     "lgamma": (lax.lgamma, (-20.0, 20.0)),
     "digamma": (lax.digamma, (-20.0, 20.0)),
     "rsqrt": (lax.rsqrt, (0.0, 100.0)),
+    "sign": (jnp.sign, (-2.0, 2.0)),  # copysign(x != 0, x): a denormal compares equal to 0, so its sign is +-0
 }
 
 

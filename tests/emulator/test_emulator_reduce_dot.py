@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from emulator_helpers import assert_same, dtype_name
+from emulator_helpers import assert_same, dtype_name, tree_reduce
 
 from jax_ipu import emulator as E
 
@@ -37,7 +37,7 @@ def test_reduce_float_dims(computation, dims, rng):
     x = rng.uniform(0.5, 1.5, size=(7, 11, 13)).astype(np.float32)
     init = np.float32(INIT[computation])
     out = E.compile(reduce_program(x, computation, dims, init), num_tiles=7).run(x)[0]
-    expected = NP[computation](x, axis=dims) if dims else x
+    expected = NP[computation](x.astype(np.float64), axis=dims) if dims else x  # exact sums and products
     np.testing.assert_allclose(out, np.asarray(expected, np.float32), rtol=2e-6)
 
 
@@ -56,11 +56,8 @@ def test_reduce_bool_and_f16(rng):
     b = rng.integers(0, 2, size=(5, 9)).astype(bool)
     assert_same(E.compile(reduce_program(b, "or", (1,), False)).run(b)[0], b.any(axis=1))
     assert_same(E.compile(reduce_program(b, "and", (1,), True)).run(b)[0], b.all(axis=1))
-    h = rng.uniform(0, 1, size=(4, 300)).astype(np.float16)
-    acc = np.zeros(4, np.float16)
-    for k in range(300):  # f16 per-op rounding, sequential order
-        acc = (acc.astype(np.float32) + h[:, k].astype(np.float32)).astype(np.float16)
-    assert_same(E.compile(reduce_program(h, "add", (1,), 0)).run(h)[0], acc)
+    h = rng.uniform(0, 1, size=(4, 300)).astype(np.float16)  # f16 per-op rounding, in XLA:CPU's tree order
+    assert_same(E.compile(reduce_program(h, "add", (1,), 0)).run(h)[0], xla_tree_sum(h, (1,)))
 
 
 def test_reduce_init_folded_once_and_nan(rng):
@@ -152,3 +149,38 @@ def test_big_matmul_parallel(rng):
     b = rng.normal(size=(512, 256)).astype(np.float32)
     out = E.compile(dot_program(a, b, "f32", lc=[1], rc=[0], out_shape=(256, 256))).run(a, b)[0]
     np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4)
+
+
+def xla_tree_sum(x: np.ndarray, dims) -> np.ndarray:
+    """jnp.sum's order on the emulator: emulator_helpers.tree_reduce over the reduced dimensions in row-major order."""
+    dims = sorted(dims)
+    kept = [d for d in range(x.ndim) if d not in dims]
+    flat = np.transpose(x, kept + dims)
+    return tree_reduce(flat.reshape(flat.shape[:len(kept)] + (-1,)), 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("shape, dims", [
+    ((33,), (0,)), ((1000,), (0,)), ((100_003,), (0,)),  # one, two and three levels; uneven pads
+    ((11, 1000), (1,)),                                    # rows: 8 at a time (vector kernel) and 3 alone
+    ((1000, 20), (0, 1)), ((5, 40, 7), (0, 1)), ((3, 70, 33), (1, 2)),  # windows over several dimensions
+    ((70, 3), (0,)), ((2100, 5), (0,)), ((40, 3, 50), (0, 2)),  # reduced-major: outputs swept per coordinate
+    ((20, 32), (1,)), ((32, 32), (0, 1)),                  # every dimension <= 32: one sequential fold
+])
+def test_reduce_follows_xla_cpu_tree(dtype, shape, dims, rng):
+    # Random sums against a bit-exact model of the emulator's order (XLA:CPU's tree over the flattened reduced
+    # elements, windows in 8 lanes): a window, pad or lane off by one, or a path (vector lanes, windows across rows,
+    # outputs swept per reduced coordinate) that folds in another order, fails here.
+    x = rng.standard_normal(shape).astype(dtype)
+    out = E.compile(reduce_program(x, "add", dims, dtype(0)), num_tiles=13).run(x)[0]
+    assert_same(out, xla_tree_sum(x, dims))
+
+
+def test_large_sum_of_ones():
+    # 2^25 f32 ones: one sequential f32 accumulator stops at 2^24 (2^24 + 1 rounds back to it); XLA:CPU's tree gives
+    # 2^25, and so must the emulator. The same for 2^21 rows of 16 summed over both dimensions, and per column.
+    x = np.ones(1 << 25, np.float32)
+    assert E.compile(reduce_program(x, "add", (0,), np.float32(0))).run(x)[0] == np.float32(1 << 25)
+    m = np.ones((1 << 21, 16), np.float32)
+    assert E.compile(reduce_program(m, "add", (0, 1), np.float32(0))).run(m)[0] == np.float32(1 << 25)
+    assert_same(E.compile(reduce_program(m, "add", (0,), np.float32(0))).run(m)[0], np.full(16, 1 << 21, np.float32))

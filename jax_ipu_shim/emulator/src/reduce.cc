@@ -5,10 +5,21 @@
 //
 // A body that combines each input with one add/multiply/maximum/minimum/and/or gets a vector kernel per input; any
 // other body (argmax's compare/select bodies, ...) is compiled into a ScalarProgram that combines all inputs at once.
-// Either way each output is accumulated sequentially from the init value over its reduced elements in row-major
-// order, as XLA:CPU does.
+// Either way each output's reduced elements, taken in row-major order, are combined as a tree of 32-element windows
+// (ReduceTree below): windows of 32 consecutive elements (the first shortened by half the pad, where XLA's SAME padding
+// places it) each give a partial, then the partials the same way, until at most 32 are left, which are folded in
+// order from the init value. This is XLA:CPU's TreeReductionRewriter (reduce_window of 32 with stride 32, again until
+// a dimension is at most 32) applied to the reduced elements as one dimension: for a reduction over one dimension it
+// is the tree XLA:CPU's HLO has; over several, XLA's first window folds 32 x (the other reduced dimensions) elements,
+// where here no window holds more than 32. A sum or product folds each window in 8 lanes, as XLA:CPU's LLVM
+// vectorises it (windowFold); other combiners fold it in order. A sum of 2^25 f32 ones is 2^25, as on cpu, not the
+// 2^24 a single f32 accumulator stops at, and the error on random data is no larger than cpu's. The order within a
+// vectorised fold depends on the host's vector width, so sums of more than a few elements can differ from cpu's in
+// the last bits. Reductions of at most 32 elements per output, and variadic ones (argmax: XLA leaves them alone too),
+// fold in order from the init value.
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <type_traits>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -34,6 +45,42 @@ struct ReduceGeometry {
   bool inner_reduced = false;                   // the input's innermost dimension is reduced
   int64_t reduced_count = 1;
 };
+
+// The tree of a reduce (see the top of the file): the levels of windowed folds over the flattened reduced index, from
+// the input to one value per output. A level folds windows of `w` of its `n` elements (stride w, `lo` pad elements
+// before the first, none of them combined) into `o` partials; the last level is one window of everything left
+// (n <= 32). A reduce of at most 32 elements per output has that level only: the plain sequential fold.
+constexpr int64_t kTreeWindow = 32;
+
+struct TreeLevel {
+  int64_t n = 1, w = 1, lo = 0, o = 1;
+  int64_t windowOf(int64_t r) const { return (r + lo) / w; }  // the partial element r goes to
+  int64_t windowStart(int64_t j) const { return std::max<int64_t>(0, j * w - lo); }  // its first element
+  int64_t windowEnd(int64_t j) const { return std::min(n, (j + 1) * w - lo); }  // one past its last element
+};
+
+struct ReduceTree {
+  std::vector<TreeLevel> levels;
+  bool tree() const { return levels.size() > 1; }
+};
+
+ReduceTree reduceTree(int64_t count, bool variadic) {
+  ReduceTree t;
+  int64_t n = std::max<int64_t>(count, 1);
+  while (!variadic && n > kTreeWindow) {
+    TreeLevel l;
+    l.n = n;
+    l.w = kTreeWindow;
+    l.o = (n + kTreeWindow - 1) / kTreeWindow;
+    l.lo = (l.o * kTreeWindow - n) / 2;  // XLA's MakePadding(kSame): half the pad low, rounded down
+    t.levels.push_back(l);
+    n = l.o;
+  }
+  TreeLevel last;
+  last.n = last.w = n;
+  t.levels.push_back(last);
+  return t;
+}
 
 // Advances a multi-index over `shape`, keeping `offset` = sum idx_d * strides_d. Returns false on wrap-around.
 inline bool advance(std::vector<int64_t>& idx, const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
@@ -117,13 +164,35 @@ constexpr int rowOpOf() {
   else if constexpr (HasAvx2Form2<F>::value) return static_cast<int>(RowOp::Vector);
   else return -1;
 }
+
+// An f32 sum window of `m` contiguous elements in lanes (ReduceKernel::windowFold): 8 lanes from -0, the last vector
+// padded with -0 (which leaves a lane as it is), halved 8 -> 4 -> 2 -> 1, then init + that. The scalar code's bits.
+__attribute__((target("avx2,fma"))) inline float windowSum8(const float* p, int64_t m, float init) {
+  const __m256 id = _mm256_set1_ps(-0.0f);
+  __m256 acc = id;
+  int64_t k = 0;
+  for (; k + 8 <= m; k += 8) acc = _mm256_add_ps(acc, _mm256_loadu_ps(p + k));
+  if (k < m) {
+    alignas(32) float tail[8];
+    for (int j = 0; j < 8; ++j) tail[j] = k + j < m ? p[k + j] : -0.0f;
+    acc = _mm256_add_ps(acc, _mm256_load_ps(tail));
+  }
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));  // lane j + lane j + 4
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));                                            // lane j + lane j + 2
+  h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));                                        // lane 0 + lane 1
+  return init + _mm_cvtss_f32(h);
+}
 #endif
 
 // Each output tile's outputs, accumulated in input order from the init value; f16 rounds after every step.
 template <class S, class F>
 class ReduceKernel : public Kernel {
  public:
-  ReduceKernel(int in, int init, int out, ReduceGeometry g, F f) : in_(in), init_(init), out_(out), g_(std::move(g)), f_(f) {}
+  // `identity`: for a sum or product, the value lanes start from (-0 for a float sum: -0 + x is x for every x, +0
+  // included); none (sequential windows) for the other combiners.
+  ReduceKernel(int in, int init, int out, ReduceGeometry g, bool variadic, F f, std::optional<S> identity)
+      : in_(in), init_(init), out_(out), g_(std::move(g)), tree_(reduceTree(g_.reduced_count, variadic)), f_(f),
+        lanes_(identity.has_value()), identity_(identity.value_or(S{})) {}
 
   void compute(RunState& s, int64_t b, int64_t e) const override {
     const S* x = s.at<const S>(in_);
@@ -133,6 +202,7 @@ class ReduceKernel : public Kernel {
       for (int64_t i = b; i < e; ++i) o[i] = init;
       return;
     }
+    if (tree_.tree()) return computeTree(x, init, o, b, e);
     std::vector<int64_t> oidx, ridx(g_.red_shape.size(), 0);
     if (g_.inner_reduced) {  // output-major: each output walks its reduced elements, innermost contiguous
       int64_t base = offsetOf(b, g_.out_shape, g_.out_strides, &oidx);
@@ -203,27 +273,208 @@ class ReduceKernel : public Kernel {
   }
 
  private:
+  // One window's partial from `m` elements at stride `st`. A sum or product (lanes_) takes them in 8 lanes: element
+  // k into lane k % 8, each lane from the identity, the lanes halved 8 -> 4 -> 2 -> 1 (lane j with lane j + h), then
+  // init combined with that: as XLA:CPU's LLVM vectorises a window's fold, so no partial sums more than 4 terms in a
+  // row. Any other combiner (maximum, minimum, and, or: exact, where order only picks among equal values) folds
+  // the elements in order from init, as XLA's reduce_window does.
+  S windowFold(const S* p, int64_t st, int64_t m, S init) const {
+    if (!lanes_) {
+      S acc = init;
+      for (int64_t k = 0; k < m; ++k) acc = f_(acc, p[k * st]);
+      return acc;
+    }
+    S a[8];
+    std::fill(a, a + 8, identity_);
+    for (int64_t k = 0; k < m; ++k) a[k & 7] = f_(a[k & 7], p[k * st]);
+    for (int h = 4; h > 0; h /= 2)
+      for (int j = 0; j < h; ++j) a[j] = f_(a[j], a[j + h]);
+    return f_(init, a[0]);
+  }
+
+  // The tree (ReduceTree): the first level's window partials straight from the input, the later levels over those
+  // partials, laid out [partial][lane] for `lanes` outputs taken together.
+  void computeTree(const S* x, S init, S* o, int64_t b, int64_t e) const {
+    const TreeLevel& l0 = tree_.levels[0];
+    std::vector<S> cur, next;
+    std::vector<int64_t> oidx, ridx(g_.red_shape.size(), 0);
+    if (g_.inner_reduced) {  // output-major: each output's reduced elements in order, a window at a time
+      int64_t base = offsetOf(b, g_.out_shape, g_.out_strides, &oidx);
+      const int64_t inner = g_.red_shape.back(), inner_stride = g_.red_strides.back();
+      const bool one_row = g_.red_shape.size() == 1;
+      int64_t i = b;
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+      constexpr int kRowOp = rowOpOf<S, F>();
+      if constexpr (kRowOp >= 0) {
+        if (one_row && inner_stride == 1 && hostHasAvx2() && hostHasFma()) {
+          if (lanes_ && kRowOp == static_cast<int>(RowOp::Add)) {
+            for (; i < e; ++i) {  // each output's windows in vector lanes
+              cur.resize(static_cast<size_t>(l0.o));
+              for (int64_t jw = 0; jw < l0.o; ++jw)
+                cur[static_cast<size_t>(jw)] = windowSum8(x + base + l0.windowStart(jw), l0.windowEnd(jw) - l0.windowStart(jw), init);
+              foldLevels(cur, next, 1, init, o + i);
+              advance(oidx, g_.out_shape, g_.out_strides, base);
+            }
+          } else if (!lanes_) {
+            for (; i + 8 <= e; i += 8) {  // 8 outputs at once, window by window, each window in order
+              const float* p[8];
+              for (int j = 0; j < 8; ++j) {
+                p[j] = x + base;
+                advance(oidx, g_.out_shape, g_.out_strides, base);
+              }
+              cur.resize(static_cast<size_t>(l0.o * 8));
+              for (int64_t jw = 0; jw < l0.o; ++jw) {
+                const float* q[8];
+                for (int j = 0; j < 8; ++j) q[j] = p[j] + l0.windowStart(jw);
+                reduceRows8<static_cast<RowOp>(kRowOp)>(q, l0.windowEnd(jw) - l0.windowStart(jw), init, cur.data() + jw * 8, f_);
+              }
+              foldLevels(cur, next, 8, init, o + i);
+            }
+          }
+        }
+      }
+#endif
+      S window[kTreeWindow];
+      for (; i < e; ++i) {
+        cur.resize(static_cast<size_t>(l0.o));
+        if (one_row) {
+          for (int64_t jw = 0; jw < l0.o; ++jw)
+            cur[static_cast<size_t>(jw)] = windowFold(x + base + l0.windowStart(jw) * inner_stride, inner_stride,
+                                                      l0.windowEnd(jw) - l0.windowStart(jw), init);
+        } else {  // windows may span rows: gather each window's elements, then fold it
+          std::fill(ridx.begin(), ridx.end(), 0);
+          int64_t roff = 0, r = 0, jw = 0, filled = 0;
+          do {
+            const S* p = x + base + roff;
+            for (int64_t c = 0; c < inner; ++c, ++r) {
+              window[filled++] = p[c * inner_stride];
+              if (r + 1 == l0.windowEnd(jw)) {
+                cur[static_cast<size_t>(jw++)] = windowFold(window, 1, filled, init);
+                filled = 0;
+              }
+            }
+            ridx.back() = inner - 1;
+            roff += (inner - 1) * inner_stride;
+          } while (advance(ridx, g_.red_shape, g_.red_strides, roff));
+        }
+        foldLevels(cur, next, 1, init, o + i);
+        advance(oidx, g_.out_shape, g_.out_strides, base);
+      }
+      return;
+    }
+    // reduced-major: chunks of outputs swept once per reduced coordinate, each element into its window's lane
+    // (element k of a window into lane k % 8, or one accumulator per window without lanes), then each window's lanes
+    // combined as windowFold combines them.
+    const int64_t last = g_.out_shape.empty() ? 1 : g_.out_shape.back();
+    const int64_t os = g_.out_strides.empty() ? 0 : g_.out_strides.back();
+    const int64_t nl = lanes_ ? 8 : 1;
+    const int64_t chunk = std::max<int64_t>(1, (int64_t(1) << 20) / (l0.o * nl));
+    std::vector<S> acc;
+    for (int64_t c0 = b; c0 < e; c0 += chunk) {
+      const int64_t c1 = std::min(e, c0 + chunk), lanes = c1 - c0;
+      acc.assign(static_cast<size_t>(l0.o * nl * lanes), lanes_ ? identity_ : init);
+      std::fill(ridx.begin(), ridx.end(), 0);
+      int64_t roff = 0, r = 0;
+      do {
+        const int64_t jw = l0.windowOf(r);
+        S* row = acc.data() + (jw * nl + (lanes_ ? (r - l0.windowStart(jw)) & 7 : 0)) * lanes;
+        ++r;
+        for (int64_t i = c0; i < c1;) {
+          const int64_t base = offsetOf(i, g_.out_shape, g_.out_strides, &oidx) + roff;
+          const int64_t len = std::min(c1 - i, last - (oidx.empty() ? 0 : oidx.back()));
+          S* a = row + (i - c0);
+          for (int64_t j = 0; j < len; ++j) a[j] = f_(a[j], x[base + j * os]);
+          i += len;
+        }
+      } while (advance(ridx, g_.red_shape, g_.red_strides, roff));
+      cur.resize(static_cast<size_t>(l0.o * lanes));
+      for (int64_t jw = 0; jw < l0.o; ++jw) {
+        S* w = acc.data() + jw * nl * lanes;
+        if (lanes_)
+          for (int64_t h = 4; h > 0; h /= 2)
+            for (int64_t k = 0; k < h; ++k)
+              for (int64_t j = 0; j < lanes; ++j) w[k * lanes + j] = f_(w[k * lanes + j], w[(k + h) * lanes + j]);
+        for (int64_t j = 0; j < lanes; ++j) cur[static_cast<size_t>(jw * lanes + j)] = lanes_ ? f_(init, w[j]) : w[j];
+      }
+      foldLevels(cur, next, lanes, init, o + c0);
+    }
+  }
+
+  // The levels after the first, over partials laid out [partial][lane] (windows folded by windowFold, the last level
+  // in order from init); writes each lane's result to out[lane].
+  void foldLevels(std::vector<S>& cur, std::vector<S>& next, int64_t lanes, S init, S* out) const {
+    for (size_t li = 1; li < tree_.levels.size(); ++li) {
+      const TreeLevel& l = tree_.levels[li];
+      next.resize(static_cast<size_t>(l.o * lanes));
+      const bool last = li + 1 == tree_.levels.size();
+      for (int64_t jw = 0; jw < l.o; ++jw)
+        for (int64_t j = 0; j < lanes; ++j) {
+          const S* p = cur.data() + l.windowStart(jw) * lanes + j;
+          const int64_t m = l.windowEnd(jw) - l.windowStart(jw);
+          S r = init;
+          if (last)
+            for (int64_t k = 0; k < m; ++k) r = f_(r, p[k * lanes]);
+          else
+            r = windowFold(p, lanes, m, init);
+          next[static_cast<size_t>(jw * lanes + j)] = r;
+        }
+      cur.swap(next);
+    }
+    std::copy(cur.begin(), cur.begin() + lanes, out);
+  }
+
   static constexpr int kLanes = 8;
   int in_, init_, out_;
   ReduceGeometry g_;
+  ReduceTree tree_;
   F f_;
+  bool lanes_;
+  S identity_;
 };
 
 template <class S, class F>
-std::unique_ptr<Kernel> make(int in, int init, int out, const ReduceGeometry& g, F f) {
-  return std::make_unique<ReduceKernel<S, F>>(in, init, out, g, f);
+std::unique_ptr<Kernel> make(int in, int init, int out, const ReduceGeometry& g, bool variadic, F f, std::optional<S> identity) {
+  return std::make_unique<ReduceKernel<S, F>>(in, init, out, g, variadic, f, identity);
+}
+
+// The identity a sum's or a product's window lanes start from (ReduceKernel::windowFold): -0 for a sum (+0 for the
+// integers), 1 for a product; none for a complex product (1 * inf is not exact there) or any other combiner.
+template <DType D>
+std::optional<Storage<D>> laneIdentity(OpKind kind) {
+  if constexpr (D == DType::C64) {
+    if (kind == OpKind::Add) return Complex64{-0.0f, -0.0f};
+    return std::nullopt;
+  } else {
+    if (kind == OpKind::Add) return scalar::convertRealValue<D, DType::F32>(-0.0f);
+    if (kind == OpKind::Multiply) return scalar::convertRealValue<D, DType::F32>(1.0f);
+    return std::nullopt;
+  }
 }
 
 // The vector kernel of a single-op computation on `dt`, or null. f16 steps are computed in f32 and rounded, as
 // XLA:CPU does per op; for bool, add is or and multiply is and (XLA's convention).
-std::unique_ptr<Kernel> reduceKernel(const std::string& c, DType dt, int in, int init, int out, const ReduceGeometry& g) {
+std::unique_ptr<Kernel> reduceKernel(const std::string& c, DType dt, int in, int init, int out, const ReduceGeometry& g,
+                                     bool variadic) {
   if (!isReducer(c)) return nullptr;
   OpKind kind = findOp(c)->kind;
   if (dt == DType::Bool && kind == OpKind::Add) kind = OpKind::Or;
   if (dt == DType::Bool && kind == OpKind::Multiply) kind = OpKind::And;
   if (isFloat(dt) && (kind == OpKind::And || kind == OpKind::Or)) return nullptr;
   std::unique_ptr<Kernel> kernel;
-  scalar::visitBinary(kind, dt, [&](auto f, auto t) { kernel = make<typename decltype(t)::type>(in, init, out, g, f); });
+  visitDType(dt, [&](auto tag) {
+    constexpr DType D = decltype(tag)::value;
+    if constexpr (D != DType::Bool) {
+      const auto identity = laneIdentity<D>(kind);
+      scalar::visitBinary(kind, dt, [&](auto f, auto t) {
+        using S = typename decltype(t)::type;
+        if constexpr (std::is_same<S, Storage<D>>::value) kernel = make<S>(in, init, out, g, variadic, f, identity);
+      });
+    } else {
+      scalar::visitBinary(kind, dt, [&](auto f, auto t) {
+        kernel = make<typename decltype(t)::type>(in, init, out, g, variadic, f, std::nullopt);
+      });
+    }
+  });
   return kernel;
 }
 
@@ -361,7 +612,7 @@ std::vector<int> Lowerer::lowerReduce(OpContext& ctx) {
   std::unique_ptr<Kernel> kernel;
   std::vector<std::unique_ptr<Kernel>> parts;
   for (size_t i = 0; i < n && !computation.empty(); ++i) {
-    auto k = reduceKernel(computation, ctx.in_types[i].dtype, ctx.in[i], ctx.in[n + i], outs[i], g);
+    auto k = reduceKernel(computation, ctx.in_types[i].dtype, ctx.in[i], ctx.in[n + i], outs[i], g, n > 1);
     if (!k) {
       parts.clear();
       break;

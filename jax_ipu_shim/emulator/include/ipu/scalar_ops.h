@@ -17,6 +17,7 @@
 #include <string>
 #include <type_traits>
 
+#include "ipu/complex_pow.h"
 #include "ipu/cpu_features.h"
 #include "ipu/dtype.h"
 #include "ipu/numerics.h"
@@ -57,7 +58,13 @@ inline float minIeee(float a, float b) {
   return ieeeOrderKey(a) <= ieeeOrderKey(b) ? a : b;
 }
 
-inline float signF(float x) { return std::isnan(x) || x == 0.0f ? x : (x > 0.0f ? 1.0f : -1.0f); }
+// XLA's sign: copysign(x != 0 ? 1 : 0, x), NaN kept. Under XLA:CPU's denormals-are-zero a denormal compares equal
+// to 0, so its sign is a zero of its sign (not the denormal itself); read through ftz_ so that the host's MXCSR mode
+// cannot change it.
+inline float signF(float x) {
+  if (std::isnan(x)) return x;
+  return std::copysign(xla_math::ftz_(x) != 0.0f ? 1.0f : 0.0f, x);
+}
 
 // Giles' single-precision erfinv, as chlo.erf_inv expands for f32: w = -log1p(-x^2) with XLA's log1p, a degree-8
 // polynomial in w - 2.5 (w < 5) or sqrt(w) - 3 evaluated by Horner's rule with fused multiply-adds, times x; +-1
@@ -681,17 +688,22 @@ inline Complex64 csignF(Complex64 z) {
   const float m = cabsF(z);
   return {z.re / m, z.im / m};
 }
-// x^y = (a^2+b^2)^(c/2) e^(-d arg x) (cos q + i sin q), q = c arg x + d/2 ln(a^2+b^2) (XLA's form, so its
-// under/overflows of a^2+b^2 too); 0^0 = 1, 0^y = 0 for real y > 0.
+// x^y = (a^2+b^2)^(c/2) e^(-d arg x) (cos q + i sin q), q = c arg x + d/2 ln(a^2+b^2) (jaxlib 0.4's XLA form, so its
+// under/overflows of a^2+b^2 too); where a^2+b^2 is 0 (x = 0, or |x| < 1e-19 underflowing, flushed as XLA:CPU flushes
+// it) and y is real and >= 0: 1 for y = 0, else 0, as XLA selects.
 inline Complex64 cpowF(Complex64 x, Complex64 y) {
-  if (x.re == 0.0f && x.im == 0.0f) {
-    if (y.re == 0.0f && y.im == 0.0f) return {1.0f, 0.0f};
-    if (y.re > 0.0f && y.im == 0.0f) return {0.0f, 0.0f};
-  }
-  const float aa_bb = x.re * x.re + x.im * x.im, th = std::atan2(x.im, x.re);
+  const float aa_bb = xla_math::ftz_(x.re * x.re + x.im * x.im), th = std::atan2(x.im, x.re);
+  if (aa_bb == 0.0f && y.im == 0.0f && y.re >= 0.0f) return {y.re == 0.0f ? 1.0f : 0.0f, 0.0f};
   const float coeff = std::pow(aa_bb, 0.5f * y.re) * std::exp(-y.im * th);
   const float q = y.re * th + 0.5f * y.im * std::log(aa_bb);
   return {coeff * std::cos(q), coeff * std::sin(q)};
+}
+
+// jaxlib 0.12's complex power (ipu/complex_pow.h): finite for tiny and huge |z|, where 0.4's a^2 + b^2 under/overflows.
+inline Complex64 cpow012(Complex64 x, Complex64 y) {
+  Complex64 r;
+  xla012::cpow(x.re, x.im, y.re, y.im, &r.re, &r.im);
+  return r;
 }
 
 #define IPU_COMPLEX_UNARY(Name, expr) \
@@ -730,6 +742,7 @@ IPU_COMPLEX_BINARY(MultiplyC, cmul(x, y))
 IPU_COMPLEX_BINARY(MultiplyC012, cmul012(x, y))
 IPU_COMPLEX_BINARY(DivideC, cdiv(x, y))
 IPU_COMPLEX_BINARY(PowerC, cpowF(x, y))
+IPU_COMPLEX_BINARY(PowerC012, cpow012(x, y))
 #undef IPU_COMPLEX_BINARY
 
 struct AbsC {
@@ -928,7 +941,7 @@ bool visitBinary(OpKind k, DType dt, V&& v) {
         case OpKind::Subtract: found = f(SubtractC{}); break;
         case OpKind::Multiply: found = v012 ? f(MultiplyC012{}) : f(MultiplyC{}); break;
         case OpKind::Divide: found = f(DivideC{}); break;
-        case OpKind::Power: found = f(PowerC{}); break;
+        case OpKind::Power: found = v012 ? f(PowerC012{}) : f(PowerC{}); break;
         default: break;
       }
     } else if constexpr (D == DType::Bool) {
