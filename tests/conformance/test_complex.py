@@ -178,13 +178,15 @@ def test_power_of_tiny_and_huge_magnitudes():
     # |z|^2 under- or overflows f32 for |z| < 1e-19 or > 1e19. jaxlib 0.12's XLA:CPU scales |z| and stays finite
     # (1e-30 ** -0.5 = 1e15: optax's adafactor on complex parameters); 0.4's forms a^2 + b^2 and gives NaN. Whichever
     # the series, the ipu must give cpu's values: NaN where cpu has NaN, finite where it is finite. Exponents are
-    # operands (runtime w) and constants of the program (z ** -0.5, as users write it).
+    # operands (runtime w: each series' formula, exp, log and fused multiply-adds as its XLA:CPU compiles them, so
+    # bit for bit) and constants of the program (z ** -0.5, as users write it: LLVM specialises pow for a constant
+    # exponent, so an ulp or two of slack).
     rng = np.random.default_rng(7)
     mag = 10.0 ** rng.uniform(-37, 37, 2000)
     z = (mag * np.exp(1j * rng.uniform(-np.pi, np.pi, 2000))).astype(C64)
     z[:8] = [1e-30, 1e-30 + 1e-30j, 1e-20j, 3e20, 1e30 + 1e30j, -1e-30, 1e38, 2 + 1j]
     w = (rng.uniform(-3, 3, 2000) + 1j * rng.choice([0.0, 1.0], 2000) * rng.uniform(-2, 2, 2000)).astype(C64)
-    assert_close(*run_both(lambda a, b: a ** b, z, w), rtol=64 * np.finfo(np.float32).eps)
+    assert_close(*run_both(lambda a, b: a ** b, z, w))
     for e in (-0.5, 0.5, 2.5, 1.5 + 0.5j):
         assert_close(*run_both(lambda a: a ** e, z), rtol=64 * np.finfo(np.float32).eps)
     got, want = run_both(lambda a: 0 * a ** -0.5, z[:1])

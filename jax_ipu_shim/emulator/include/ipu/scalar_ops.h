@@ -688,14 +688,15 @@ inline Complex64 csignF(Complex64 z) {
   const float m = cabsF(z);
   return {z.re / m, z.im / m};
 }
-// x^y = (a^2+b^2)^(c/2) e^(-d arg x) (cos q + i sin q), q = c arg x + d/2 ln(a^2+b^2) (jaxlib 0.4's XLA form, so its
-// under/overflows of a^2+b^2 too); where a^2+b^2 is 0 (x = 0, or |x| < 1e-19 underflowing, flushed as XLA:CPU flushes
-// it) and y is real and >= 0: 1 for y = 0, else 0, as XLA selects.
+// jaxlib 0.4's XLA:CPU complex power, bit for bit: x^y = (a^2+b^2)^(c/2) e^(-d arg x) (cos q + i sin q),
+// q = c arg x + d/2 ln(a^2+b^2), with a^2 + b^2 = fma(a, a, b^2) (so its under- and overflows too), XLA's own exp and
+// log (xla_math.h), libm's pow, atan2, cos and sin, and c arg x fused into q; where a^2 + b^2 is 0 (x = 0, or
+// |x| < 1e-19 underflowing and flushed) and y is real and >= 0: 1 for y = 0, else 0, as XLA selects.
 inline Complex64 cpowF(Complex64 x, Complex64 y) {
-  const float aa_bb = xla_math::ftz_(x.re * x.re + x.im * x.im), th = std::atan2(x.im, x.re);
+  const float aa_bb = xla_math::ftz_(std::fma(x.re, x.re, x.im * x.im)), th = std::atan2(x.im, x.re);
   if (aa_bb == 0.0f && y.im == 0.0f && y.re >= 0.0f) return {y.re == 0.0f ? 1.0f : 0.0f, 0.0f};
-  const float coeff = std::pow(aa_bb, 0.5f * y.re) * std::exp(-y.im * th);
-  const float q = y.re * th + 0.5f * y.im * std::log(aa_bb);
+  const float coeff = std::pow(aa_bb, 0.5f * y.re) * xla_math::exp(-y.im * th);
+  const float q = std::fma(y.re, th, 0.5f * y.im * xla_math::log(aa_bb));
   return {coeff * std::cos(q), coeff * std::sin(q)};
 }
 
