@@ -131,6 +131,9 @@ def test_jax_platforms_cpu_skips_the_ipu(python):
         ({"JAX_IPU_MODEL_NUM_TILES": "abc"}, ["JAX_IPU_MODEL_NUM_TILES=abc", "expected an integer"]),
         ({"TF_POPLAR_FLAGS": "--ipu_model_tiles=0"}, ["--ipu_model_tiles=0", "at least 1 tile"]),
         ({"TF_POPLAR_FLAGS": "--ipu_model_tiles=5000"}, ["--ipu_model_tiles=5000", "5000"]),
+        # beyond 32 bits: refused as written, not as the count a 32-bit field would wrap it to
+        ({"TF_POPLAR_FLAGS": "--ipu_model_tiles=99999999999999999999"},
+         ["--ipu_model_tiles=99999999999999999999", "'99999999999999999999' tiles is more than any IPU has"]),
         ({"TF_POPLAR_FLAGS": "--ipu_model_version=ipu9"}, ["--ipu_model_version=ipu9", "ipu2"]),
         ({"JAX_IPU_USE_MODEL": "maybe"}, ["JAX_IPU_USE_MODEL=maybe", "yes/true"]),
         ({"JAX_IPU_DEVICE_COUNT": "0"}, ["JAX_IPU_DEVICE_COUNT=0", "device count"]),

@@ -245,3 +245,10 @@ np.testing.assert_allclose(np.asarray(f(x)), np.broadcast_to(np.sin(x).sum(0), (
     assert [r["device"] for r in runs] == [0, 1]
     assert all(r["total_cycles"] > 0 and any(s["type"] != "Execute" or s["name"] for s in r["steps"]) for r in runs)
     assert any("all_reduce" in o["name"] for o in runs[0]["ops"])
+
+
+def test_deeply_nested_json_is_named(python):
+    # 60,000 nested brackets exhaust Python's JSON parser (a RecursionError); the error still names the variable
+    result = python("import jax; print(jax.devices('ipu'))", {"POPLAR_ENGINE_OPTIONS": "[" * 60_000})
+    assert result.returncode != 0
+    assert "POPLAR_ENGINE_OPTIONS: not valid option JSON (nested too deeply" in result.stderr, result.stderr[-2000:]

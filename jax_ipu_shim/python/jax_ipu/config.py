@@ -74,7 +74,13 @@ def parse_tiles(value: Any, where: str) -> int:
     number = _parse_int(value, where)
     if number < 1:
         raise ValueError(f"{where}: the IPU Model needs at least 1 tile, got {number}")
+    if number > MAX_TILES:  # refused here, as given: the native side takes a 32-bit count
+        raise ValueError(f"{where}: {value!r} tiles is more than any IPU has (an ipu2 has 1472); "
+                         "set it to at most the chip's tile count")
     return number
+
+
+MAX_TILES = 2**31 - 1  # beyond this no count reaches the emulator unchanged; its own check names the chip's limit
 
 
 def parse_device_count(value: Any, where: str) -> int:

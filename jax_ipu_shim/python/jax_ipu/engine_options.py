@@ -70,6 +70,10 @@ class PvtiOptions:
 def _load(text: str, variable: str) -> Dict[str, Any]:
     try:
         value = json.loads(text)
+    except RecursionError:  # thousands of nested brackets: Python's parser gives up before finding the error
+        raise ValueError(f"{variable}: not valid option JSON (nested too deeply, {len(text)} characters: "
+                         f"{text[:40]!r}...); write it like "
+                         "'{\"autoReport.all\":\"true\",\"autoReport.directory\":\"./reports\"}'") from None
     except ValueError as e:
         raise ValueError(f"{variable}: not valid JSON ({e}); write it like "
                          "'{\"autoReport.all\":\"true\",\"autoReport.directory\":\"./reports\"}'") from None

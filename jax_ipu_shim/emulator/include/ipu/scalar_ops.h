@@ -34,9 +34,32 @@ using Tag = TypeTag<T>;
 
 // ---- helpers ----
 
-// XLA's EmitFloatMax/Min: NaN in either operand propagates; otherwise lhs wins ties (so max(-0, +0) = -0).
+// XLA's EmitFloatMax/Min: NaN in either operand propagates; otherwise lhs wins ties (so max(-0, +0) = -0), compared
+// as the host compares (under XLA:CPU's denormals-are-zero a denormal equals 0) and returned as it is: a reduce's,
+// a reduce_window's and a scatter's maximum, and an elementwise one of two arrays or of a nonzero constant.
+// jaxlib 0.4's XLA:CPU vectorises an elementwise maximum or minimum against +0 (relu) into maxps/minps, which return a
+// denormal as a zero of its sign (maxXlaDaz), and clamp's maxps/minps return the bound on a tie (clampXlaDaz), so
+// clip(denormal, 0, 1) is +0. (Arrays of 2 to 7 elements, which it leaves unvectorised, keep the denormal there; the
+// emulator flushes at every size.) f16 values are normal f32s; bf16 denormals are f32 denormals.
 inline float maxXla(float a, float b) { return (a >= b || std::isnan(a)) ? a : b; }
 inline float minXla(float a, float b) { return (a <= b || std::isnan(a)) ? a : b; }
+inline bool isDenormal(float x) { return xla_math::floatToBits(x) != xla_math::floatToBits(xla_math::ftz_(x)); }
+inline bool isPlusZero(float x) { return xla_math::floatToBits(x) == 0; }
+inline float maxXlaDaz(float a, float b) {
+  if (isPlusZero(b) && isDenormal(a)) return xla_math::ftz_(a);
+  if (isPlusZero(a) && isDenormal(b)) return xla_math::ftz_(b);
+  return maxXla(a, b);
+}
+inline float minXlaDaz(float a, float b) {
+  if (isPlusZero(b) && isDenormal(a)) return xla_math::ftz_(a);
+  if (isPlusZero(a) && isDenormal(b)) return xla_math::ftz_(b);
+  return minXla(a, b);
+}
+inline float clampXlaDaz(float v, float l, float h) {
+  if (std::isnan(v) || std::isnan(l) || std::isnan(h)) return minXla(maxXla(v, l), h);
+  const float z = xla_math::ftz_(v), lo = xla_math::ftz_(l) < z ? z : l;  // a tie (+-0, a denormal) gives the bound
+  return lo < xla_math::ftz_(h) ? lo : h;
+}
 // jaxlib 0.12's XLA:CPU (Numerics::Jaxlib012): IEEE 754-2019 maximum/minimum, -0 < +0 and NaN propagating. f32
 // operands are read with denormals as zeros of their sign (so a denormal result is a zero too); f16 and bf16 ones as
 // they are (XLA:CPU computes bf16 maximum natively on an AVX512-BF16 host, keeping a bf16 denormal). Ordered on the
@@ -266,6 +289,9 @@ struct RsqrtF {
 #endif
 };
 IPU_FLOAT_UNARY(CbrtF, std::cbrt(x))
+// jaxlib 0.4's XLA:CPU cbrt: copysign(pow(|x|, 1/3), x) with libm's pow (so a denormal x, which libm reads under
+// denormals-are-zero, keeps its sign: 8.9e-16, not cbrt's -5.6e-16; and pow's rounding of 1/3 shows in the last bits).
+IPU_FLOAT_UNARY(Cbrt04F, std::copysign(std::pow(std::fabs(x), static_cast<float>(1.0 / 3.0)), x))
 IPU_FLOAT_UNARY_AVX2(TanhF, tanh)
 IPU_FLOAT_UNARY_AVX2(LogisticF, logistic)
 IPU_FLOAT_UNARY(SineF, std::sin(x))
@@ -278,11 +304,15 @@ IPU_FLOAT_UNARY(RoundAfzF, std::round(x))
 IPU_FLOAT_UNARY(ErfF, xla_math::ftz_(special::erf(xla_math::ftz_(x))))
 IPU_FLOAT_UNARY(ErfcF, special::erfc(x))
 IPU_FLOAT_UNARY(SinhF, std::sinh(x))
+// jaxlib 0.4's XLA:CPU sinh reads a denormal as a zero of its sign (its expansion is arithmetic on x).
+IPU_FLOAT_UNARY(Sinh04F, std::sinh(xla_math::ftz_(x)))
 IPU_FLOAT_UNARY(CoshF, std::cosh(x))
 IPU_FLOAT_UNARY(AsinF, std::asin(x))
 IPU_FLOAT_UNARY(AcosF, std::acos(x))
 IPU_FLOAT_UNARY(AtanF, std::atan(x))
 IPU_FLOAT_UNARY(AsinhF, std::asinh(x))
+// jaxlib 0.4's XLA:CPU asinh reads a denormal as a zero of its sign (its expansion is arithmetic on x).
+IPU_FLOAT_UNARY(Asinh04F, std::asinh(xla_math::ftz_(x)))
 IPU_FLOAT_UNARY(AcoshF, std::acosh(x))
 IPU_FLOAT_UNARY(AtanhF, std::atanh(x))
 IPU_FLOAT_UNARY(ErfInvF, xla_math::ftz_(erfInv(xla_math::ftz_(x))))
@@ -348,8 +378,10 @@ IPU_FLOAT_BINARY(MultiplyF, x * y)
 IPU_FLOAT_BINARY(DivideF, x / y)
 IPU_FLOAT_BINARY(RemainderF, std::fmod(x, y))
 IPU_FLOAT_BINARY(PowerF, std::pow(x, y))
-IPU_FLOAT_BINARY(MaximumF, maxXla(x, y))
+IPU_FLOAT_BINARY(MaximumF, maxXla(x, y))  // a reduce's, reduce_window's, scatter's combiner
 IPU_FLOAT_BINARY(MinimumF, minXla(x, y))
+IPU_FLOAT_BINARY(MaximumDazF, maxXlaDaz(x, y))  // elementwise
+IPU_FLOAT_BINARY(MinimumDazF, minXlaDaz(x, y))
 #ifdef IPU_HAVE_AVX2_MATH
 // maxIeee<true>/minIeee<true> eight lanes at a time, the same steps: denormals read as zeros, ordered on the bits
 // (ieeeOrderKey), a NaN operand gives a + b.
@@ -536,7 +568,7 @@ struct SelectOp {
 template <bool Ieee>
 struct ClampF32 {
   float operator()(float l, float v, float h) const {
-    return Ieee ? minIeee<true>(maxIeee<true>(v, l), h) : minXla(maxXla(v, l), h);
+    return Ieee ? minIeee<true>(maxIeee<true>(v, l), h) : clampXlaDaz(v, l, h);
   }
 };
 template <class Fmt, bool Ieee>
@@ -544,7 +576,7 @@ struct Clamp16 {
   using T = typename Fmt::type;
   T operator()(T l, T v, T h) const {
     const float fl = Fmt::toFloat(l), fv = Fmt::toFloat(v), fh = Fmt::toFloat(h);
-    return Fmt::fromFloat(Ieee ? minIeee<false>(maxIeee<false>(fv, fl), fh) : minXla(maxXla(fv, fl), fh));
+    return Fmt::fromFloat(Ieee ? minIeee<false>(maxIeee<false>(fv, fl), fh) : clampXlaDaz(fv, fl, fh));
   }
 };
 template <class T>
@@ -816,7 +848,7 @@ bool visitUnary(OpKind k, DType dt, V&& v) {
         case OpKind::Log1p: found = v012 ? f(Log1p012F{}) : f(Log1pF{}); break;
         case OpKind::Sqrt: found = f(SqrtF{}); break;
         case OpKind::Rsqrt: found = v012 ? f(Rsqrt012F{}) : f(RsqrtF{}); break;
-        case OpKind::Cbrt: found = f(CbrtF{}); break;
+        case OpKind::Cbrt: found = v012 ? f(CbrtF{}) : f(Cbrt04F{}); break;
         case OpKind::Tanh: found = v012 ? f(Tanh012F{}) : f(TanhF{}); break;
         case OpKind::Logistic: found = v012 ? f(Logistic012F{}) : f(LogisticF{}); break;
         case OpKind::Sine: found = f(SineF{}); break;
@@ -828,12 +860,12 @@ bool visitUnary(OpKind k, DType dt, V&& v) {
         case OpKind::RoundAfz: found = f(RoundAfzF{}); break;
         case OpKind::Erf: found = v012 ? f(Erf012F{}) : f(ErfF{}); break;
         case OpKind::Erfc: found = f(ErfcF{}); break;
-        case OpKind::Sinh: found = f(SinhF{}); break;
+        case OpKind::Sinh: found = v012 ? f(SinhF{}) : f(Sinh04F{}); break;
         case OpKind::Cosh: found = f(CoshF{}); break;
         case OpKind::Asin: found = f(AsinF{}); break;
         case OpKind::Acos: found = f(AcosF{}); break;
         case OpKind::Atan: found = v012 ? f(Atan012F{}) : f(AtanF{}); break;
-        case OpKind::Asinh: found = f(AsinhF{}); break;
+        case OpKind::Asinh: found = v012 ? f(AsinhF{}) : f(Asinh04F{}); break;
         case OpKind::Acosh: found = f(AcoshF{}); break;
         case OpKind::Atanh: found = f(AtanhF{}); break;
         case OpKind::ErfInv: found = f(ErfInvF{}); break;
@@ -895,9 +927,14 @@ bool visitUnary(OpKind k, DType dt, V&& v) {
   return found;
 }
 
+// Where a binary op runs: an elementwise op (or fused vertex), or the combiner of a reduce, reduce_window, scatter or
+// collective (jaxlib 0.4's float maximum/minimum differ there: maxXla and maxXlaDaz).
+enum class BinaryUse { Elementwise, Combiner };
+
 // Binary ops: calls v(f, Tag<T>) with T f(T, T). Returns false when `k` on `dt` has no functor.
 template <class V>
-bool visitBinary(OpKind k, DType dt, V&& v) {
+bool visitBinary(OpKind k, DType dt, V&& v, BinaryUse use = BinaryUse::Elementwise) {
+  const bool combiner = use == BinaryUse::Combiner;
   bool found = false;
   const bool v012 = currentNumerics() == Numerics::Jaxlib012;
   visitDType(dt, [&](auto tag) {
@@ -916,12 +953,12 @@ bool visitBinary(OpKind k, DType dt, V&& v) {
         case OpKind::Remainder: found = f(RemainderF{}); break;
         case OpKind::Power: found = f(PowerF{}); break;
         case OpKind::Maximum:
-          if (!v012) found = f(MaximumF{});
+          if (!v012) found = combiner ? f(MaximumF{}) : f(MaximumDazF{});
           else if constexpr (D == DType::F32) found = f(MaximumIeeeF{});
           else found = f(MaximumIeee16F{});
           break;
         case OpKind::Minimum:
-          if (!v012) found = f(MinimumF{});
+          if (!v012) found = combiner ? f(MinimumF{}) : f(MinimumDazF{});
           else if constexpr (D == DType::F32) found = f(MinimumIeeeF{});
           else found = f(MinimumIeee16F{});
           break;

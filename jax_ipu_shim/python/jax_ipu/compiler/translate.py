@@ -464,8 +464,28 @@ class _Translator:
                 self._inline_manual(op, body)
             elif op.name == "stablehlo.constant" and not scalar_body and _splat_for_elementwise_ops(op):
                 body.extend(self._splat_as_broadcast(op))
+            elif not scalar_body and self._identity_operand(op) is not None:
+                # A + 0, A - 0, A * 1, A / 1 (either side where the op commutes): XLA's algebraic simplifier returns
+                # A itself, so cpu keeps what arithmetic would change (a denormal, -0 + 0)
+                self.ids[op.results[0]] = self._use(self._identity_operand(op))
+            elif op.name in _MIN_MAX and not scalar_body and not _jax.is_current_series() and self._real_float(op) \
+                    and _clamp_parts(op) is not None:
+                # jaxlib 0.4.13's simplifier: min(max(x, c0), c1) and max(min(x, c1), c0) => clamp(c0, x, c1) for
+                # constants c0 <= c1 (jnp.clip), which XLA:CPU computes with clamp's own denormal rule
+                entry = self._op(op)
+                low, x, high = _clamp_parts(op) or (None, None, None)
+                body.append(dict(entry, op="clamp", mlir="stablehlo.clamp",
+                                 operands=[self._use(low), self._use(x), self._use(high)]))
             elif op.name == "stablehlo.divide" and not scalar_body and self._real_float(op):
                 body.extend(self._divide(self._op(op), op))
+            elif op.name == "stablehlo.power" and not scalar_body and self._real_float(op) \
+                    and _splat_value(op.operands[1]) in (0.5, 2.0):
+                body.extend(self._power_of_constant(self._op(op), op))
+            elif op.name == "stablehlo.sqrt" and not scalar_body and not _jax.is_current_series() \
+                    and self._real_float(op) and _square_of(op.operands[0]) is not None:
+                entry = self._op(op)  # jaxlib 0.4.13's simplifier: sqrt(A * A) => |A| (no overflow, no flush)
+                body.append(dict(entry, op="abs", mlir="stablehlo.abs",
+                                 operands=[self._use(_square_of(op.operands[0]))]))
             elif op.name == "stablehlo.composite" and self._chlo_op(op):
                 # A CHLO op jaxlib 0.12 sends a plugin as a composite of its decomposition, where XLA:CPU computes
                 # an HLO op of its own: that op, so the ipu computes what cpu does.
@@ -604,6 +624,54 @@ class _Translator:
         entry.update(results=[scalar], attrs=dict(entry["attrs"], splat=False))
         self.splat_scalars[whole["id"]] = scalar["id"]
         return [entry, _derived(entry, "broadcast_in_dim", [scalar["id"]], [whole], {"broadcast_dimensions": []})]
+
+    def _identity_operand(self, op: Any) -> Any:
+        """For A + 0, 0 + A, A - 0, A * 1, 1 * A, A / 1 (the constant splat, or a broadcast scalar, of the result's
+        type): the MLIR value A; else None."""
+        rules = {"stablehlo.add": (0.0, True), "stablehlo.subtract": (0.0, False),
+                 "stablehlo.multiply": (1.0, True), "stablehlo.divide": (1.0, False)}
+        if op.name not in rules or len(op.operands) != 2 or not self._real_float(op):
+            return None
+        identity, commutes = rules[op.name]
+        a, b = op.operands
+        if a.type != op.results[0].type and b.type != op.results[0].type:
+            return None
+        if _splat_value(b) == identity and a.type == op.results[0].type:
+            return a
+        if commutes and _splat_value(a) == identity and b.type == op.results[0].type:
+            return b
+        return None
+
+    def _power_of_constant(self, entry: Dict[str, Any], mlir_op: Any) -> List[Dict[str, Any]]:
+        """A real power with a constant exponent as cpu computes it. pow(A, 2) => A * A (XLA's simplifier);
+        pow(A, 0.5) => A == -inf ? inf : |sqrt(A)| (LLVM's pow simplification, which XLA:CPU's code goes through): a
+        denormal or -0 gives +0 under denormals-are-zero, where libm's pow of a negative denormal is NaN."""
+        out = entry["results"][0]
+        dtype, shape = out["dtype"], out["shape"]
+        a = entry["operands"][0]
+        if _splat_value(mlir_op.operands[1]) == 2.0:
+            return [_derived(entry, "multiply", [a, a], [out])]
+        ops: List[Dict[str, Any]] = []
+
+        def emit(name: str, operands: List[int], result_dtype: str, attrs: Optional[Dict[str, Any]] = None,
+                 result: Optional[Dict[str, Any]] = None) -> int:
+            result = result or self._fresh(result_dtype, shape)
+            ops.append(_derived(entry, name, operands, [result], attrs))
+            return result["id"]
+
+        def splat(number: float) -> int:
+            scalar = self._fresh(dtype, [])
+            ops.append(_derived(entry, "constant", [], [scalar], {"value": Blob(_float_bytes(dtype, number)),
+                                                                   "splat": False}))
+            if not shape:
+                return scalar["id"]
+            return emit("broadcast_in_dim", [scalar["id"]], dtype, {"broadcast_dimensions": []})
+
+        root = emit("abs", [emit("sqrt", [a], dtype)], dtype)
+        minus_inf = emit("compare", [a, splat(-math.inf)], "bool", {"comparison_direction": "EQ",
+                                                                     "compare_type": "FLOAT"})
+        emit("select", [minus_inf, splat(math.inf), root], dtype, result=out)
+        return ops
 
     def _real_float(self, op: Any) -> bool:
         return (self._type(op.results[0].type) or ("", []))[0] in ("f32", "f16", "bf16")
@@ -944,22 +1012,74 @@ def _composite_name(op: Any) -> str:
 
 def _is_one(value: Any) -> bool:
     """`value` is 1.0 everywhere: a splat constant of 1, or one broadcast."""
-    producer = _producer(value)
-    if producer is not None and producer.name == "stablehlo.broadcast_in_dim":
-        producer = _producer(producer.operands[0])
-    if producer is None or producer.name != "stablehlo.constant":
-        return False
-    attr = producer.attributes["value"]
-    if not A.is_a(ir.DenseFPElementsAttr, attr) or not ir.DenseElementsAttr(attr).is_splat:
-        return False
-    return float(ir.FloatAttr(ir.DenseElementsAttr(attr).get_splat_value()).value) == 1.0
+    return _splat_value(value) == 1.0
 
 
 def _one(dtype: str) -> bytes:
     """1.0 as the bytes of a constant of `dtype` (f32, f16 or bf16)."""
+    return _float_bytes(dtype, 1.0)
+
+
+def _float_bytes(dtype: str, number: float) -> bytes:
+    """`number` (exact in bf16, f16 and f32: 1, 0.5, infinities...) as the bytes of a scalar of `dtype`."""
     if dtype == "bf16":
-        return struct.pack("<f", 1.0)[2:]
-    return struct.pack("<e" if dtype == "f16" else "<f", 1.0)
+        return struct.pack("<f", number)[2:]
+    return struct.pack("<e" if dtype == "f16" else "<f", number)
+
+
+def _splat_value(value: Any) -> Optional[float]:
+    """The number every element of `value` is, when it is a real float splat constant or a broadcast scalar one."""
+    producer = _producer(value)
+    if producer is not None and producer.name == "stablehlo.broadcast_in_dim":
+        producer = _producer(producer.operands[0])
+    if producer is None or producer.name != "stablehlo.constant":
+        return None
+    attr = producer.attributes["value"]
+    if not A.is_a(ir.DenseFPElementsAttr, attr) or not ir.DenseElementsAttr(attr).is_splat:
+        return None
+    return float(ir.FloatAttr(ir.DenseElementsAttr(attr).get_splat_value()).value)
+
+
+_MIN_MAX = {"stablehlo.minimum": "stablehlo.maximum", "stablehlo.maximum": "stablehlo.minimum"}
+
+
+def _clamp_parts(op: Any) -> Optional[Tuple[Any, Any, Any]]:
+    """(c0, x, c1) when `op` is min(max(x, c0), c1) or max(min(x, c1), c0), either operand order, with c0 and c1
+    splat constants (or broadcast scalars) of the result's type and c0 <= c1; else None."""
+    def split(o: Any) -> Optional[Tuple[Any, Any]]:  # (constant operand, other operand)
+        a, b = o.operands
+        if _splat_value(b) is not None:
+            return b, a
+        if _splat_value(a) is not None:
+            return a, b
+        return None
+
+    outer = split(op)
+    if outer is None:
+        return None
+    outer_const, inner_value = outer
+    inner = _producer(inner_value)
+    if inner is None or inner.name != _MIN_MAX[op.name] or inner_value.type != op.results[0].type:
+        return None
+    parts = split(inner)
+    if parts is None or parts[1].type != op.results[0].type or outer_const.type != op.results[0].type \
+            or parts[0].type != op.results[0].type:
+        return None
+    inner_const, x = parts
+    low, high = (inner_const, outer_const) if op.name == "stablehlo.minimum" else (outer_const, inner_const)
+    low_value, high_value = _splat_value(low), _splat_value(high)
+    if low_value is None or high_value is None or not low_value <= high_value:  # NaN bounds too: XLA leaves them
+        return None
+    return low, x, high
+
+
+def _square_of(value: Any) -> Any:
+    """A when `value` is A * A; else None."""
+    producer = _producer(value)
+    if producer is None or producer.name != "stablehlo.multiply":
+        return None
+    a, b = producer.operands
+    return a if a == b else None
 
 
 # Families of the registry whose ops only compute their results: XLA removes one whose results nothing reads, and so
