@@ -2,16 +2,18 @@
 //
 // The form is a short text header followed by the program it was compiled from:
 //
-//   jax-ipu-executable 1          magic and format version
+//   jax-ipu-executable 2          magic and format version
 //   device ipu2 1472              the chip and tile count it was lowered for
 //   replicas 2                    replicas it runs as
 //   devices 0 1                   the device ids it runs on, one replica each
+//   checksum 0123456789abcdef     FNV-1a (64 bits) of the program bytes
 //   program 12345                 bytes of the program that follow (the binary container the front end wrote,
 //                                 or "jax-ipu-program" JSON text)
 //   {...}
 //
 // Loading lowers the program again for the client's IPU (the emulator's lowering is deterministic), so a loaded
-// executable runs and costs exactly as the original. A blob for another chip or tile count is refused.
+// executable runs and costs exactly as the original. A blob for another chip or tile count is refused, and so is one
+// whose program bytes (its ops, constants, shapes) no longer give its checksum: a changed byte never runs.
 #include <algorithm>
 
 #include "plugin.h"
@@ -20,7 +22,7 @@ namespace jax_ipu {
 namespace {
 
 constexpr const char* kMagic = "jax-ipu-executable";
-constexpr int kFormatVersion = 1;
+constexpr int kFormatVersion = 2;  // 2: the checksum line
 
 struct Header {
   std::string version;
@@ -29,6 +31,16 @@ struct Header {
   std::vector<int> device_ids;
   std::string program;
 };
+
+// FNV-1a, 64 bits, as 16 hex digits: a checksum against damaged blobs (not a signature).
+std::string Checksum(const std::string& bytes) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ull;
+  static const char* kHex = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, h >>= 4) out[static_cast<size_t>(i)] = kHex[h & 15];
+  return out;
+}
 
 ipu::Error Malformed(const std::string& what) {
   return ipu::Error(ipu::ErrorCode::InvalidArgument,
@@ -44,7 +56,7 @@ std::string Serialize(const ipu::Executable& program, const std::vector<int>& de
   out += "devices";
   for (int id : device_ids) out += " " + std::to_string(id);
   const std::string& json = program.programJson();
-  return out + "\nprogram " + std::to_string(json.size()) + "\n" + json;
+  return out + "\nchecksum " + Checksum(json) + "\nprogram " + std::to_string(json.size()) + "\n" + json;
 }
 
 // The header, one line at a time: "key word word...".
@@ -110,11 +122,17 @@ Header Parse(const std::string& blob) {
   if (replicas.size() != 1) throw Malformed("bad 'replicas' line");
   h.replicas = static_cast<int>(Number(replicas[0], "replica count"));
   for (const std::string& id : in.Line("devices")) h.device_ids.push_back(static_cast<int>(Number(id, "device id")));
+  const auto checksum = in.Line("checksum");
+  if (checksum.size() != 1) throw Malformed("bad 'checksum' line");
   const auto program = in.Line("program");
   if (program.size() != 1) throw Malformed("bad 'program' line");
   h.program = in.Rest();
   if (h.program.size() != static_cast<size_t>(Number(program[0], "program size"))) {
     throw Malformed("the program is cut short or has trailing bytes");
+  }
+  if (Checksum(h.program) != checksum[0]) {
+    throw Malformed("its program does not match its checksum (checksum " + checksum[0] + ", program bytes give " +
+                    Checksum(h.program) + "): it was changed or damaged after it was serialised");
   }
   return h;
 }
