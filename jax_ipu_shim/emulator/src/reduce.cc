@@ -279,17 +279,24 @@ class ReduceKernel : public Kernel {
   // row. Any other combiner (maximum, minimum, and, or: exact, where order only picks among equal values) folds
   // the elements in order from init, as XLA's reduce_window does.
   S windowFold(const S* p, int64_t st, int64_t m, S init) const {
-    if (!lanes_) {
-      S acc = init;
-      for (int64_t k = 0; k < m; ++k) acc = f_(acc, p[k * st]);
-      return acc;
-    }
+    if (!lanes_) return foldInOrder(p, st, m, init);
     S a[8];
     std::fill(a, a + 8, identity_);
     for (int64_t k = 0; k < m; ++k) a[k & 7] = f_(a[k & 7], p[k * st]);
-    for (int h = 4; h > 0; h /= 2)
-      for (int j = 0; j < h; ++j) a[j] = f_(a[j], a[j + h]);
-    return f_(init, a[0]);
+    return f_(init, halveLanes(a, 1));
+  }
+
+  // `m` elements at stride `st`, folded in order from init.
+  S foldInOrder(const S* p, int64_t st, int64_t m, S init) const {
+    for (int64_t k = 0; k < m; ++k) init = f_(init, p[k * st]);
+    return init;
+  }
+
+  // 8 lanes at stride `st` halved in place, 8 -> 4 -> 2 -> 1 (lane j with lane j + h); the last lane left.
+  S halveLanes(S* a, int64_t st) const {
+    for (int64_t h = 4; h > 0; h /= 2)
+      for (int64_t j = 0; j < h; ++j) a[j * st] = f_(a[j * st], a[(j + h) * st]);
+    return a[0];
   }
 
   // The tree (ReduceTree): the first level's window partials straight from the input, the later levels over those
@@ -390,11 +397,8 @@ class ReduceKernel : public Kernel {
       cur.resize(static_cast<size_t>(l0.o * lanes));
       for (int64_t jw = 0; jw < l0.o; ++jw) {
         S* w = acc.data() + jw * nl * lanes;
-        if (lanes_)
-          for (int64_t h = 4; h > 0; h /= 2)
-            for (int64_t k = 0; k < h; ++k)
-              for (int64_t j = 0; j < lanes; ++j) w[k * lanes + j] = f_(w[k * lanes + j], w[(k + h) * lanes + j]);
-        for (int64_t j = 0; j < lanes; ++j) cur[static_cast<size_t>(jw * lanes + j)] = lanes_ ? f_(init, w[j]) : w[j];
+        for (int64_t j = 0; j < lanes; ++j)
+          cur[static_cast<size_t>(jw * lanes + j)] = lanes_ ? f_(init, halveLanes(w + j, lanes)) : w[j];
       }
       foldLevels(cur, next, lanes, init, o + c0);
     }
@@ -411,12 +415,7 @@ class ReduceKernel : public Kernel {
         for (int64_t j = 0; j < lanes; ++j) {
           const S* p = cur.data() + l.windowStart(jw) * lanes + j;
           const int64_t m = l.windowEnd(jw) - l.windowStart(jw);
-          S r = init;
-          if (last)
-            for (int64_t k = 0; k < m; ++k) r = f_(r, p[k * lanes]);
-          else
-            r = windowFold(p, lanes, m, init);
-          next[static_cast<size_t>(jw * lanes + j)] = r;
+          next[static_cast<size_t>(jw * lanes + j)] = last ? foldInOrder(p, lanes, m, init) : windowFold(p, lanes, m, init);
         }
       cur.swap(next);
     }

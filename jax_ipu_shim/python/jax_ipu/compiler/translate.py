@@ -464,18 +464,16 @@ class _Translator:
                 self._inline_manual(op, body)
             elif op.name == "stablehlo.constant" and not scalar_body and _splat_for_elementwise_ops(op):
                 body.extend(self._splat_as_broadcast(op))
-            elif not scalar_body and self._identity_operand(op) is not None:
+            elif not scalar_body and (kept := self._identity_operand(op)) is not None:
                 # A + 0, A - 0, A * 1, A / 1 (either side where the op commutes): XLA's algebraic simplifier returns
                 # A itself, so cpu keeps what arithmetic would change (a denormal, -0 + 0)
-                self.ids[op.results[0]] = self._use(self._identity_operand(op))
+                self.ids[op.results[0]] = self._use(kept)
             elif op.name in _MIN_MAX and not scalar_body and not _jax.is_current_series() and self._real_float(op) \
-                    and _clamp_parts(op) is not None:
+                    and (parts := _clamp_parts(op)) is not None:
                 # jaxlib 0.4.13's simplifier: min(max(x, c0), c1) and max(min(x, c1), c0) => clamp(c0, x, c1) for
                 # constants c0 <= c1 (jnp.clip), which XLA:CPU computes with clamp's own denormal rule
                 entry = self._op(op)
-                low, x, high = _clamp_parts(op) or (None, None, None)
-                body.append(dict(entry, op="clamp", mlir="stablehlo.clamp",
-                                 operands=[self._use(low), self._use(x), self._use(high)]))
+                body.append(dict(entry, op="clamp", mlir="stablehlo.clamp", operands=[self._use(v) for v in parts]))
             elif op.name == "stablehlo.divide" and not scalar_body and self._real_float(op):
                 body.extend(self._divide(self._op(op), op))
             elif op.name == "stablehlo.power" and not scalar_body and self._real_float(op) \
