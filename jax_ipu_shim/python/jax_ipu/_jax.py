@@ -190,3 +190,79 @@ def parse_module(data: bytes) -> Any:
         except Exception:  # native (non-VHLO) bytecode, e.g. from tools: parse it as it is
             pass
     return ir.Module.parse(data)
+
+
+# ------------------------------------------------------------------------------------------------- XLA's partitioner
+
+def cpu_compile_to_dump(module: bytes, options: Any, partitions: int) -> Optional[Exception]:
+    """Compiles ``module`` with this jaxlib's XLA:CPU for ``partitions`` devices, so that the passes it runs first
+    (sharding propagation, Shardy, the SPMD partitioner) write the dumps ``options`` asks for. Returns the error of
+    a compile that failed (after those passes, e.g. at an ipu-only custom call), else None.
+
+    jaxlib 0.4.13's cpu client has the process's cpu devices (one unless XLA_FLAGS forces more) and compiles for
+    a device assignment that names one of them N times; the current series' executables check the assignment
+    against the devices, so it gets a cpu client of N devices of its own, made once per N."""
+    import numpy
+    from jax._src.lib import xla_client
+
+    build = options.executable_build_options
+    build.num_partitions = options.num_partitions = partitions
+    build.num_replicas = options.num_replicas = 1
+    try:
+        if is_current_series():
+            client = _cpu_client(partitions)
+            build.device_assignment = xla_client.DeviceAssignment.create(numpy.arange(partitions, dtype=numpy.int32)[None])
+            client.compile_and_load(module, xla_client.DeviceList(tuple(client.devices())), options)
+        else:
+            client = _cpu_client(0)
+            build.device_assignment = xla_client.DeviceAssignment.create(numpy.zeros((1, partitions), dtype=numpy.int32))
+            client.compile(module, options)
+    except Exception as error:  # the dumps were written before it; the caller decides
+        return error
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _cpu_client(devices: int) -> Any:
+    from jax._src.lib import xla_client
+
+    if is_current_series():
+        return xla_client.make_cpu_client(num_devices=devices)
+    return xla_client._xla.get_tfrt_cpu_client(asynchronous=True)
+
+
+def compile_options(serialized: bytes) -> Any:
+    """jaxlib's CompileOptions from the serialized proto PJRT hands a plugin (empty: the defaults)."""
+    from jax._src.lib import xla_client
+
+    if not serialized:
+        return xla_client.CompileOptions()
+    return xla_client.CompileOptions.ParseFromString(serialized)
+
+
+def hlo_module(proto: bytes) -> Any:
+    """An HloModuleProto as jaxlib's HloModule (spmd_parameters_shardings, spmd_output_sharding)."""
+    from jax._src.lib import xla_client
+
+    cls = getattr(getattr(xla_client, "hlo", None), "HloModule", None) or xla_client._xla.HloModule
+    return cls.from_serialized_hlo_module_proto(proto)
+
+
+def hlo_to_stablehlo(proto: bytes) -> Any:
+    """An HloModuleProto as StableHLO (text or bytecode, for parse_module): the importer both series ship."""
+    from jax._src.lib import xla_client
+
+    mlir = xla_client._xla.mlir
+    if is_current_series():
+        return mlir.hlo_to_stablehlo(proto)
+    return mlir.mhlo_to_stablehlo(mlir.xla_computation_to_mlir_module(xla_client.XlaComputation(proto)).encode())
+
+
+def tiled_sharding(op_sharding: Any) -> Any:
+    """An OpSharding (or HloSharding) as jaxlib's HloSharding, in the tiled form (a mesh sharding of the current
+    series as tiles)."""
+    from jax._src.lib import xla_client
+
+    sharding = op_sharding if isinstance(op_sharding, xla_client.HloSharding) \
+        else xla_client.HloSharding.from_proto(op_sharding)
+    return sharding.v3_to_v2_sharding() if hasattr(sharding, "v3_to_v2_sharding") else sharding

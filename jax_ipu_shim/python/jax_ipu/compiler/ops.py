@@ -46,7 +46,7 @@ ATTRS: Dict[str, Callable[[Any], Any]] = {
 }
 
 # Older spellings jax still emits, and the program op each becomes (see translate._respell).
-RESPELLED = {"cross-replica-sum": "all_reduce", "broadcast": "broadcast_in_dim"}
+RESPELLED = {"cross-replica-sum": "all_reduce", "broadcast": "broadcast_in_dim", "dot": "dot_general"}
 
 
 @functools.lru_cache(maxsize=None)

@@ -17,7 +17,7 @@ from jax_ipu import _jax
 
 from . import attributes as A
 from . import ops as O
-from . import spmd
+from . import partitioner, spmd
 from . import types as T
 from .errors import CompileError, unsupported
 
@@ -117,7 +117,14 @@ def translate(module_bytes: Any, compile_options: bytes = b"") -> Dict[str, Any]
                 f"a program of {replicas} replicas x {partitions} partitions is not supported by the ipu backend: "
                 "it runs one copy of a program per IPU, as replicas (jax.pmap) or as the partitions of one shard_map "
                 "over a mesh of the ipu devices, not both")
-        program = _Translator(module, partitions).program()
+        if partitions > 1:  # XLA's SPMD partitioner makes the program one IPU runs (partitioner.py)
+            partitioned = partitioner.partition(jmlir.module_to_bytecode(module), compile_options, partitions,
+                                                uses_shardy=bool(spmd.sdy is not None and spmd.module_meshes(module)))
+            aliases = _aliases(_main(module))
+            module = _parse(partitioned.module)
+            program = _Translator(module, partitions, partitioned, aliases).program()
+        else:
+            program = _Translator(module).program()
         # The emulator runs the program on replicas x partitions IPUs, one copy each (Poplar's replication);
         # "partitions" tells it how to number them (replica_id, partition_id) and PJRT what to report.
         program["replicas"] = replicas * partitions
@@ -158,6 +165,26 @@ def _replication(module: Any, compile_options: bytes) -> Tuple[int, int]:
     return tuple(  # type: ignore[return-value]
         max(1, A.integer(attrs[name])) if name in attrs else 1 for name in ("mhlo.num_replicas", "mhlo.num_partitions")
     )
+
+
+def _main(module: Any) -> Any:
+    for op in module.body.operations:
+        if op.operation.name == "func.func" and A.string(op.attributes["sym_name"]) == "main":
+            return op.operation
+    raise CompileError("the module has no entry function `main`; the ipu compiler expects jax's modules")
+
+
+def _aliases(func: Any) -> List[List[int]]:
+    """[parameter, result] of each donation jax asked for (``tf.aliasing_output`` on a parameter)."""
+    attrs = A.named(func.attributes)
+    if "arg_attrs" not in attrs:
+        return []
+    aliases = []
+    for index, arg_attrs in enumerate(ir.ArrayAttr(attrs["arg_attrs"])):
+        entries = A.named(ir.DictAttr(arg_attrs))
+        if "tf.aliasing_output" in entries:
+            aliases.append([index, A.integer(entries["tf.aliasing_output"])])
+    return aliases
 
 
 def _parse(module_bytes: Any) -> Any:
@@ -227,12 +254,17 @@ def _tokens_cross_as_bool0(main: Dict[str, Any]) -> None:
 class _Translator:
     """One pass over a module. Value ids are numbered per function, regions included."""
 
-    def __init__(self, module: Any, partitions: int = 1):
+    def __init__(self, module: Any, partitions: int = 1, partitioned: Optional[partitioner.Partitioned] = None,
+                 aliases: Optional[List[List[int]]] = None):
+        """``module`` is one device's program; for several partitions, XLA's partitioning of jax's (``partitioned``
+        says how main's parameters and results split, ``aliases`` are jax's donations, by position)."""
         self.module = module
         self.partitions = partitions
+        self.partitioned = partitioned
+        self.donations = aliases
         self.meshes = spmd.module_meshes(module) if spmd.sdy is not None else {}
-        self.param_shapes: Dict[int, List[int]] = {}  # main's parameters as one device sees them (partitions > 1)
-        self.shardings: Dict[str, List[Dict[str, Any]]] = {}  # main's as global arrays (partitions > 1)
+        # XLA's HLO has tuples where StableHLO has several values: a tuple op's value -> the ids of its elements
+        self.tuples: Dict[Any, List[int]] = {}
         self.types: Dict[Any, Optional[T.TensorType]] = {}
         # A float divide's result: the ids of the divide that computes it (after _divide's rules), and the MLIR
         # value of its numerator where that divide is the module's own.
@@ -254,9 +286,9 @@ class _Translator:
         program: Dict[str, Any] = {"format": FORMAT, "version": VERSION, "name": name, "entry": "main"}
         program["functions"] = self._functions("main")
         _tokens_cross_as_bool0(program["functions"][0])
-        if self.shardings:
-            program["shardings"] = self.shardings
-        aliases = self._aliases(self.funcs["main"])
+        if self.partitioned is not None:
+            program["shardings"] = {"params": self.partitioned.params, "results": self.partitioned.results}
+        aliases = self.donations if self.donations is not None else _aliases(self.funcs["main"])
         if self.partitions > 1:  # a donated shard is reused only for a result shard of its type
             entry = program["functions"][0]
             types = {r["id"]: (r["dtype"], r["shape"]) for op in entry["body"] for r in op["results"]}
@@ -285,17 +317,6 @@ class _Translator:
             pending.extend(self.called)
         return functions
 
-    def _aliases(self, func: Any) -> List[List[int]]:
-        attrs = A.named(func.attributes)
-        if "arg_attrs" not in attrs:
-            return []
-        aliases = []
-        for index, arg_attrs in enumerate(ir.ArrayAttr(attrs["arg_attrs"])):
-            entries = A.named(ir.DictAttr(arg_attrs))
-            if "tf.aliasing_output" in entries:
-                aliases.append([index, A.integer(entries["tf.aliasing_output"])])
-        return aliases
-
     # --- functions, regions, ops -------------------------------------------------------------------------------
 
     def _function(self, name: str, func: Any) -> Dict[str, Any]:
@@ -306,111 +327,20 @@ class _Translator:
         region = func.regions[0]
         if len(region.blocks) != 1:
             raise CompileError(f"func.func @{name} has {len(region.blocks)} blocks; the ipu compiler expects one")
-        if name == "main" and self.partitions > 1:
-            function = {"name": name, **self._mesh_entry(func)}
-        else:
-            function = {"name": name, **self._block(region.blocks[0], f"func.func @{name}")}
+        function = {"name": name, **self._block(region.blocks[0], f"func.func @{name}")}
         _drop_dead(function, self.anchors)
         return function
 
-    def _mesh_entry(self, func: Any) -> Dict[str, Any]:
-        """The entry of a program over a device mesh, whose parameters and results are one device's shards (spmd.py).
-        With a manual computation (pmap, shard_map) its body is the program, inlined by _ops. Without (a jit of
-        global arrays with shardings), every IPU gathers the whole of each split parameter from the others, runs
-        main on whole arrays, and keeps its own piece of each split result: the IPUs compute the same thing, which
-        XLA's SPMD partitioner would divide among them."""
-        if not self.meshes:  # jax 0.4.13: GSPMD's HloSharding text, for XLA's SPMD partitioner
-            raise CompileError(
-                f"a jit sharded over {self.partitions} ipu devices (num_partitions={self.partitions}, e.g. jax.jit "
-                "with shardings over a Mesh, pjit or shard_map) is not supported by the ipu backend in this jax "
-                "series: each IPU runs a whole program. Use jax.pmap over the ipu devices to run on several IPUs "
-                "(with psum, pmean, all_gather, ppermute, all_to_all, ... between them), or jit on one ipu device.")
-        computation = spmd.mesh_computation(func, self.partitions, self.meshes)
-        block = func.regions[0].blocks[0]
-        shardings = spmd.entry_shardings(func, computation, self.meshes)
-        params = []
-        for arg, sharding in zip(block.arguments, shardings):
-            param = self._define(arg, "func.func @main")
-            param["shape"] = spmd.shard_shape(param["shape"], sharding)
-            self.param_shapes[param["id"]] = param["shape"]
-            params.append(param)
-        body: List[Dict[str, Any]] = []
-        if computation is None:
-            for arg, param, sharding in zip(block.arguments, params, shardings):
-                self.ids[arg] = self._gather_whole(body, param, sharding)
-        results = self._ops(block, body, False)
-        returned = list(block.operations)[-1].operation.operands
-        ranks = [len(self._tensor(v)[1]) for v in returned]
-        result_shardings = spmd.result_shardings(func, computation, shardings, self.meshes)
-        if computation is None:
-            results = [self._keep_piece(body, r, v, s) for r, v, s in zip(results, returned, result_shardings)]
-        self.shardings = {
-            "params": [spmd.tile_sharding(s, len(p["shape"])) for s, p in zip(shardings, params)],
-            "results": [spmd.tile_sharding(s, r) for s, r in zip(result_shardings, ranks)],
-        }
-        return {"params": params, "body": body, "results": results}
-
-    def _emit(self, body: List[Dict[str, Any]], name: str, operands: List[int], dtype: str, shape: List[int],
-              attrs: Optional[Dict[str, Any]] = None) -> int:
-        """Appends an op of the program the module does not spell out (gathers, slices of a sharded jit)."""
-        result = self._fresh(dtype, shape)
-        body.append({"op": name, "mlir": f"stablehlo.{name}", "operands": operands, "results": [result],
-                     "attrs": attrs or {}, "regions": [], "loc": "sharded jit"})
-        return result["id"]
-
-    def _gather_whole(self, body: List[Dict[str, Any]], param: Dict[str, Any], sharding: Any) -> int:
-        """The whole array of a split parameter on every IPU: an all_gather along each split dimension, between
-        the devices that hold its pieces (the mesh axes it is split over, in order)."""
-        value, shape = param["id"], list(param["shape"])
-        for dim, axes in enumerate(spmd.split_dims(sharding, len(shape))):
-            if not axes:
-                continue
-            groups = sharding.mesh.groups(axes)
-            shape[dim] *= len(groups[0])
-            value = self._emit(body, "all_gather", [value], param["dtype"], shape, {
-                "all_gather_dim": dim, "replica_groups": groups, "channel_id": 1, "channel_type": 1,
-                "use_global_device_ids": True})
-        return value
-
-    def _keep_piece(self, body: List[Dict[str, Any]], value: int, mlir_value: Any, sharding: Any) -> int:
-        """This device's piece of a whole result the sharding splits: a dynamic_slice at offsets computed from
-        partition_id (the device's coordinates on the mesh axes of each split dimension)."""
-        dtype, whole = self._tensor(mlir_value)
-        dims = spmd.split_dims(sharding, len(whole))
-        if not any(dims):
-            return value
-        strides = spmd.coordinate_strides(sharding.mesh, self.partitions, "a jit result split over the mesh")
-
-        def u32(number: int) -> int:
-            return self._emit(body, "constant", [], "u32", [], {"value": Blob(struct.pack("<I", number)), "splat": False})
-
-        partition = self._emit(body, "partition_id", [], "u32", [])
-        starts, piece_shape = [], list(whole)
-        for dim, axes in enumerate(dims):
-            piece = u32(0)
-            for name in axes:  # row-major over the dimension's axes
-                stride, size = strides[name]
-                coordinate = self._emit(body, "remainder", [self._emit(body, "divide", [partition, u32(stride)], "u32", []),
-                                                            u32(size)], "u32", [])
-                piece = self._emit(body, "add", [self._emit(body, "multiply", [piece, u32(size)], "u32", []),
-                                                 coordinate], "u32", [])
-            piece_shape[dim] = whole[dim] // sharding.mesh.ways(axes)
-            starts.append(self._emit(body, "multiply", [piece, u32(piece_shape[dim])], "u32", []))
-        return self._emit(body, "dynamic_slice", [value] + starts, dtype, piece_shape, {"slice_sizes": piece_shape})
-
     def _inline_manual(self, op: Any, body: List[Dict[str, Any]]) -> None:
-        """An ``sdy.manual_computation``'s body in place of it: its arguments are its operands (one device's shards:
-        the whole arrays on one device, main's parameters on a mesh), its results what its body returns."""
+        """An ``sdy.manual_computation`` on one device (a shard_map over a mesh of one): its body in place of it, its
+        arguments being its operands (the whole arrays), its results what its body returns. (Over several devices
+        XLA's partitioner has made the body the program.)"""
         region = op.regions[0]
         if len(region.blocks) != 1:
             raise CompileError(f"a region of {op.name} has {len(region.blocks)} blocks; the ipu compiler expects one")
         block = region.blocks[0]
         for arg, operand in zip(block.arguments, op.operands):
             self.ids[arg] = self._use(operand)
-            shape = self.param_shapes.get(self.ids[arg])
-            if shape is not None and list(self._tensor(arg)[1]) != shape:
-                raise CompileError(f"{op.name}: a shard of shape {list(self._tensor(arg)[1])} of a parameter that "
-                                   f"main's sharding splits into shards of shape {shape}")
         for result, returned in zip(op.results, self._ops(block, body, False)):
             self.ids[result] = returned
 
@@ -452,8 +382,15 @@ class _Translator:
         for op in block.operations:
             op = op.operation
             if op.name in TERMINATORS:
-                return [self._use(v) for v in op.operands]
-            if op.name in ("stablehlo.gather", "stablehlo.scatter"):
+                return [i for v in op.operands for i in (self.tuples[v] if v in self.tuples else [self._use(v)])]
+            if op.name == "stablehlo.tuple":  # the entry of XLA's HLO returns its results as one tuple
+                self.tuples[op.results[0]] = [self._use(v) for v in op.operands]
+            elif op.name == "stablehlo.get_tuple_element" and op.operands[0] in self.tuples:
+                index = A.integer(op.attributes["index"])
+                self.ids[op.results[0]] = self.tuples[op.operands[0]][index]
+            elif op.name == "mhlo.copy":  # XLA's HLO (the partitioned program): the same value
+                self.ids[op.results[0]] = self._use(op.operands[0])
+            elif op.name in ("stablehlo.gather", "stablehlo.scatter"):
                 entry = self._op(op)
                 body.extend(self._unbatch_indices(entry, op) if _BATCHING.keys() & entry["attrs"].keys() else [entry])
             elif scalar_body and op.name == "func.call":
@@ -944,6 +881,10 @@ class _Translator:
         attrs = O.read_attrs(op.attributes)
         if name == "cross-replica-sum":  # an all_reduce with an add body
             attrs["computation"] = "add"
+        elif name == "dot":  # XLA's HLO: a matrix or vector product, contracting lhs's last dimension with rhs's first
+            attrs.update(lhs_batching_dimensions=[], rhs_batching_dimensions=[],
+                         lhs_contracting_dimensions=[len(self._tensor(op.operands[0])[1]) - 1],
+                         rhs_contracting_dimensions=[0])
         else:  # broadcast: new leading dimensions of the given sizes
             sizes, rank = attrs.pop("broadcast_sizes"), len(self._tensor(op.operands[0])[1])
             attrs["broadcast_dimensions"] = list(range(len(sizes), len(sizes) + rank))
