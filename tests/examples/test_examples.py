@@ -125,6 +125,30 @@ def test_mnist_classifier_pmap_over_4_ipus():
         assert abs(p["train_acc"] - q["train_acc"]) <= 0.01 and abs(p["test_acc"] - q["test_acc"]) <= 0.01
 
 
+def test_mnist_classifier_2d_sharded_over_8_ipus():
+    """A jit over a 4 x 2 (data x model) mesh, partitioned: each IPU holds half of each weight and a quarter of each
+    batch, and trains as the single IPU does."""
+    stdout = output("mnist_classifier_2d_sharded.py")
+    res = results(stdout)
+    check_dataset(res, stdout)
+    assert res["devices"][:8] == [f"ipu:{i}" for i in range(8)]
+    shapes = {name: res[name] for name in ("layer0", "layer1", "layer2")}
+    assert shapes["layer0"][:5] == ["weight", "784x1024", "spec", "(None,", "'model')"] and shapes["layer0"][6] == "784x512"
+    assert shapes["layer1"][1] == "1024x1024" and shapes["layer1"][6] == "512x1024"
+    assert shapes["layer2"][1] == "1024x10" and shapes["layer2"][6] == "512x10"
+    # Half of every weight, bias and velocity and a quarter of the batch per IPU: about half of the replicated
+    # program's inputs; its tile memory (temporaries included) shrinks at least as much.
+    inputs, memory = (float(res[key][4]) for key in ("input_bytes_per_ipu", "memory_bytes_per_ipu"))
+    assert 0.45 < inputs < 0.52 and memory < 0.55, (inputs, memory)
+    accuracy, required = float(res["test_accuracy"][0]), float(res["test_accuracy"][2])
+    assert required >= 0.9 and accuracy >= required
+    # The same updates as the single-IPU run (only summation orders differ): the same accuracies epoch by epoch.
+    plain, sharded = epochs(output("mnist_classifier.py")), epochs(stdout)
+    assert 2 <= len(sharded) <= len(plain)
+    for p, q in zip(plain, sharded):
+        assert abs(p["train_acc"] - q["train_acc"]) <= 0.01 and abs(p["test_acc"] - q["test_acc"]) <= 0.01
+
+
 def test_linear_regression(tmp_path):
     plot = tmp_path / "fit.png"
     res = results(run_example("linear_regression.py", "--plot", str(plot), cwd=str(tmp_path)))
