@@ -110,7 +110,7 @@ def main(argv=None):
     weights = opt_state[0]
     print(f"RESULT dataset {data.name}")
     print(f"RESULT devices {' '.join(f'{d.platform}:{d.id}' for d in devices)} mesh data=4 model=2")
-    for index, (w, b) in enumerate(weights):
+    for index, (w, _bias) in enumerate(weights):
         shard = w.addressable_shards[0].data.shape
         print(f"RESULT layer{index} weight {w.shape[0]}x{w.shape[1]} spec {tuple(w.sharding.spec)} "
               f"per_ipu {shard[0]}x{shard[1]}")

@@ -39,6 +39,7 @@ CASES: Dict[str, Dict[str, float]] = {
     "positional_sharding": SUM,
     "gspmd_sharding": SUM,
     "int_and_bool_pieces": EXACT,
+    "sum_over_every_partition": SUM,
 }
 # The collectives each of these programs needs (any of them), which the ipu must run: XLA's partitioner inserts them
 # for cpu too (a reduce-scatter is an all-reduce and a slice where the pass that fuses them has not run yet)
@@ -178,6 +179,14 @@ def _cases(backend: str) -> Dict[str, Callable[[], Any]]:
         spec = sharding.GSPMDSharding(tuple(devices), op)
         return jax.jit(lambda v: v @ v, out_shardings=spec)(jax.device_put(square, spec))
 
+    def sum_over_every_partition() -> Any:
+        # jax 0.4.13's pjit_test testEvalJaxpr: on a 2 x 1 mesh XLA sums the halves with an all-reduce whose
+        # replica_groups={{0}} (a channel, no global device ids) mean "replica 0, every partition"
+        small = Mesh(np.array(devices[:2]).reshape(2, 1), ("x", "y"))
+        f = jax.jit(lambda a, b: a.sum() + jnp.sin(b), out_shardings=NamedSharding(small, P("y")))
+        return f(jax.device_put(np.arange(4, dtype=np.float32), NamedSharding(small, P("x"))),
+                 jax.device_put(np.arange(5, dtype=np.float32), NamedSharding(small, P("y"))))
+
     def int_and_bool_pieces() -> Any:
         ints = put(np.arange(256, dtype=np.int32).reshape(16, 16), "data", "model")
         return list(jax.jit(lambda i: (i.sum(0), i.T > 100, jnp.cumsum(i, 1)))(ints))
@@ -189,7 +198,7 @@ def _cases(backend: str) -> Dict[str, Callable[[], Any]]:
         "all_to_all_by_resharding": all_to_all_by_resharding, "collective_permute_by_roll": collective_permute_by_roll,
         "reduce_scatter_by_contraction": reduce_scatter_by_contraction, "pjit": pjit_case,
         "positional_sharding": positional_sharding, "gspmd_sharding": gspmd_sharding,
-        "int_and_bool_pieces": int_and_bool_pieces,
+        "int_and_bool_pieces": int_and_bool_pieces, "sum_over_every_partition": sum_over_every_partition,
     }
 
 

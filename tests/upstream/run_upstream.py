@@ -1,7 +1,7 @@
 """Runs JAX's own test files against the installed wheels, on cpu and on ipu, and reports the ipu pass rate.
 
     python tests/upstream/run_upstream.py JAX_CHECKOUT [--files a_test.py,b_test.py] [--backends cpu,ipu]
-        [--cases N] [--workers N] [--json PATH] [--min-rate 97]
+        [--cases N] [--workers N] [--devices N] [--json PATH] [--min-rate 97]
 
 Run it through `nox -s upstream_tests -- JAX_CHECKOUT` (a fresh Python venv with dist/*.whl and
 build_tools/upstream-test-requirements.txt). JAX_CHECKOUT is a jax source tree at the tag of the pinned jax (the jax
@@ -56,6 +56,12 @@ def run_backend(backend: str, tests_dir: Path, files: List[str], args, out: Path
     env = dict(os.environ)  # nox cleared the variables that would redirect the run (noxfile.REDIRECTING_ENV)
     env.update(JAX_PLATFORMS=backend, JAX_NUM_GENERATED_CASES=str(args.cases),
                PYTHONPATH=os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    if args.devices:  # the multi-device files: the same number of devices on either backend
+        if backend == "ipu":
+            env["JAX_IPU_DEVICE_COUNT"] = str(args.devices)
+        else:
+            flags = [f for f in env.get("XLA_FLAGS", "").split() if "xla_force_host_platform_device_count" not in f]
+            env["XLA_FLAGS"] = " ".join(flags + [f"--xla_force_host_platform_device_count={args.devices}"])
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "jax_ipu_upstream",
            "--rootdir", str(tests_dir), f"--upstream-results={out}", "-o", "addopts=", "--tb=line", "-rN",
            "--continue-on-collection-errors"]
@@ -154,6 +160,8 @@ def main(argv=None) -> int:
     p.add_argument("--backends", default="cpu,ipu")
     p.add_argument("--cases", type=int, default=5, help="JAX_NUM_GENERATED_CASES")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--devices", type=int, default=None,
+                   help="devices per backend (JAX_IPU_DEVICE_COUNT; cpu: --xla_force_host_platform_device_count)")
     p.add_argument("--json", type=Path, default=Path("upstream-results.json"))
     p.add_argument("--min-rate", type=float, default=97.0)
     p.add_argument("--tests-of", metavar="VERSION", default=None,
@@ -200,7 +208,8 @@ def main(argv=None) -> int:
             results[backend] = recorded.get("outcomes", {})
             messages[backend] = recorded.get("messages", {})
 
-    report = {"jax": jax.__version__, "tests_of": version, "files": files, "cases": args.cases, "exit_codes": codes}
+    report = {"jax": jax.__version__, "tests_of": version, "files": files, "cases": args.cases, "devices": args.devices,
+              "exit_codes": codes}
     status = 0
     if "cpu" in results and "ipu" in results:
         rows, total = summarise(files, results["cpu"], results["ipu"], messages.get("ipu"))

@@ -149,6 +149,24 @@ def ir_types(ctx: Any, aval: Any) -> Tuple[Any, ...]:
     return tuple(mlir.aval_to_ir_types(aval))
 
 
+def set_callback_sharding(ctx: Any, op: Any, sharding: Any, token_first: bool) -> None:
+    """Annotates a host callback's custom_call with the sharding jax chose for it, as jax's own emitter does: an
+    OpSharding (``mhlo.sharding``) or, in the current series with Shardy, one sharding per result, the leading
+    token's on the same device as the first result's."""
+    from jax._src.interpreters import mlir
+
+    if not is_current_series():
+        mlir.set_sharding(op, sharding)
+        return
+    from jax._src.sharding_impls import SdyArray, SdyArrayList
+
+    if token_first and isinstance(sharding, SdyArrayList):
+        first = sharding.shardings[0]
+        sharding = SdyArrayList((SdyArray(mesh_shape=(), dim_shardings=(), logical_device_ids=first.logical_device_ids),
+                                 *sharding.shardings))
+    mlir.set_sharding(ctx.module_context, op, sharding)
+
+
 def token_types() -> Tuple[Any, ...]:
     from jax._src.lib.mlir.dialects import hlo
 

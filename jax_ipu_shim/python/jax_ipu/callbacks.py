@@ -102,8 +102,8 @@ def emit_python_callback(ctx: Any, callback: Callable[..., Any], token: Optional
 
     from jax_ipu import _jax
 
-    # One IPU runs the call (no sharding to honour), and the program's arrays are always dense row-major.
-    del sharding, operand_layouts, result_layouts
+    # The program's arrays are always dense row-major.
+    del operand_layouts, result_layouts
     ident, keepalive = register(callback, operand_avals, result_avals)
     result_types = [t for aval in result_avals for t in _jax.ir_types(ctx, aval)]
     operands = list(operands)
@@ -115,6 +115,10 @@ def emit_python_callback(ctx: Any, callback: Callable[..., Any], token: Optional
         has_side_effect=ir.BoolAttr.get(bool(has_side_effect)), backend_config=ir.StringAttr.get(str(ident)),
         api_version=mlir.i32_attr(2), called_computations=ir.ArrayAttr.get([]),
     )
+    if sharding is not None:
+        # A jit over several IPUs: where the call runs, as jax says (one device of a sharded jit, every device in
+        # a shard_map), which XLA's partitioner honours as it does for cpu.
+        _jax.set_callback_sharding(ctx, call, sharding, token is not None and len(result_avals) > 0)
     results = list(call.results)
     if token is not None:
         token, results = results[0], results[1:]

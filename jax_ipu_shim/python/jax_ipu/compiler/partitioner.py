@@ -20,15 +20,21 @@ from __future__ import annotations
 
 import glob
 import os
+import re
+import sys
 import tempfile
+import warnings
 from typing import Any, Dict, List, NamedTuple
 
 from .. import _jax
 from .. import compile_options as options_proto
+from ..callbacks import CALL_TARGET
 from .errors import CompileError
 
 # XLA's name for the pass, as the dump file names it ("...after_spmd-partitioning...hlo.pb").
 PARTITIONER_PASS = "spmd-partitioning"
+# jax's host callback on cpu, whose placement XLA's sharding passes keep (xla/ffi's python callback handler)
+XLA_CALLBACK_TARGET = "xla_ffi_python_cpu_callback"
 # HloProto (what XLA dumps as .hlo.pb): hlo_module = 1
 _HLO_PROTO_MODULE = 1
 # OpSharding.ShardGroupType of a subgroup whose devices hold the same piece (REPLICATED = 0)
@@ -36,17 +42,25 @@ _SUBGROUP_REPLICATED = 0
 
 
 class Partitioned(NamedTuple):
-    """One device's program, as StableHLO for parse_module, and the sharding of each entry parameter and result
-    in the program's form ({} for whole on every device; see tile_sharding)."""
+    """One device's program, as StableHLO for parse_module, the sharding of each entry parameter and result in the
+    program's form ({} for whole on every device; see tile_sharding), and the partitioner's warnings."""
 
     module: Any
     params: List[Dict[str, Any]]
     results: List[Dict[str, Any]]
+    warnings: List[str]  # what XLA's partitioner said (arrays it made whole where the shardings did not say how)
 
 
-def partition(module: bytes, compile_options: bytes, partitions: int, uses_shardy: bool) -> Partitioned:
-    """XLA's partitioning of ``module`` (native MLIR bytecode or text) over ``partitions`` devices, with the
-    serialized CompileOptionsProto jax passed to the plugin (empty: jax's defaults for a sharded jit)."""
+def partition(module: Any, compile_options: bytes, partitions: int, uses_shardy: bool) -> Partitioned:
+    """XLA's partitioning of ``module`` (jax's, parsed; its host callbacks are renamed in place) over ``partitions``
+    devices, with the serialized CompileOptionsProto jax passed to the plugin (empty: jax's defaults for a sharded
+    jit)."""
+    from jax._src.interpreters import mlir as jax_mlir
+
+    # XLA keeps the placement jax gives a host callback (a maximal sharding: one device runs it) only for the
+    # custom call targets of jax's own callbacks; ours goes through the partitioner under that name.
+    rename_custom_calls(module, CALL_TARGET, XLA_CALLBACK_TARGET)
+    module = jax_mlir.module_to_bytecode(module)
     options = _jax.compile_options(compile_options)
     build = options.executable_build_options
     if not compile_options:
@@ -60,18 +74,77 @@ def partition(module: bytes, compile_options: bytes, partitions: int, uses_shard
             ("xla_dump_to", dump), ("xla_dump_hlo_pass_re", PARTITIONER_PASS),
             ("xla_dump_hlo_as_proto", True), ("xla_dump_hlo_as_text", False),
         ]
-        error = _jax.cpu_compile_to_dump(module, options, partitions)
+        with _StderrOfXla() as xla_log:
+            error = _jax.cpu_compile_to_dump(module, options, partitions)
         dumped = sorted(glob.glob(os.path.join(dump, f"*after_{PARTITIONER_PASS}*.hlo.pb")))
         if not dumped:
             raise CompileError(f"XLA's SPMD partitioner could not partition the program over {partitions} ipu "
                                f"devices: {error or 'it wrote no partitioned module'}")
         with open(dumped[-1], "rb") as file:
             proto = _hlo_module_proto(file.read())
+    for message in xla_log.partitioner_messages:
+        # XLA's words (e.g. "Involuntary full rematerialization ... from sharding {devices=[2,2]0,1,2,3} to
+        # {maximal device=0}"): an array made whole on every IPU (or moved to one) where the shardings did not say how
+        warnings.warn(f"ipu: XLA's SPMD partitioner, partitioning the program over {partitions} ipu devices: "
+                      f"{message}", stacklevel=2)
     hlo = _jax.hlo_module(proto)
-    params = [tile_sharding(s) for s in hlo.spmd_parameters_shardings]
-    output = _jax.tiled_sharding(hlo.spmd_output_sharding)
-    results = [tile_sharding(s) for s in output.tuple_elements() or [output]]
-    return Partitioned(_jax.hlo_to_stablehlo(proto), params, results)
+    # (jaxlib 0.4.13 leaves them unset for a program without parameters, or results: translate pads with {})
+    params = [tile_sharding(s) for s in hlo.spmd_parameters_shardings or []]
+    results = []
+    if hlo.spmd_output_sharding is not None:
+        output = _jax.tiled_sharding(hlo.spmd_output_sharding)
+        results = [tile_sharding(s) for s in output.tuple_elements() or [output]]
+    return Partitioned(_jax.hlo_to_stablehlo(proto), params, results, xla_log.partitioner_messages)
+
+
+class _StderrOfXla:
+    """Captures what XLA logs to the process's stderr (file descriptor 2) during the cpu compile: the partitioner's
+    own warnings, which become Python warnings, and the complaints of a cpu code generator that meets the ipu's
+    custom calls in a program that never runs on cpu, which are dropped. Anything else is written back to stderr."""
+
+    _PARTITIONER = re.compile(r"spmd_partitioner\.cc:\d+\] (?:\[spmd\] )?(.*)")
+    _CPU_CODEGEN = ("simple_orc_jit", "JIT session error", "Symbols not found", "Unable to resolve runtime symbol")
+
+    def __enter__(self) -> "_StderrOfXla":
+        self.partitioner_messages: List[str] = []
+        sys.stderr.flush()
+        self._saved = os.dup(2)
+        self._file = tempfile.TemporaryFile()
+        os.dup2(self._file.fileno(), 2)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        os.dup2(self._saved, 2)
+        os.close(self._saved)
+        self._file.seek(0)
+        text = self._file.read().decode("utf-8", errors="replace")
+        self._file.close()
+        kept = []
+        for line in text.splitlines():
+            found = self._PARTITIONER.search(line)
+            if found:
+                self.partitioner_messages.append(found.group(1).strip())
+            elif not any(noise in line for noise in self._CPU_CODEGEN):
+                kept.append(line)
+        if kept:
+            sys.stderr.write("\n".join(kept) + "\n")
+
+
+def rename_custom_calls(module: Any, old: str, new: str) -> None:
+    """Sets the call_target_name of every ``stablehlo.custom_call`` to ``old`` in ``module`` to ``new``."""
+    from jax._src.lib.mlir import ir
+
+    def walk(op: Any) -> None:
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    inner = inner.operation
+                    if inner.name == "stablehlo.custom_call" and \
+                            ir.StringAttr(inner.attributes["call_target_name"]).value == old:
+                        inner.attributes["call_target_name"] = ir.StringAttr.get(new)
+                    walk(inner)
+
+    walk(module.operation)
 
 
 def _hlo_module_proto(hlo_proto: bytes) -> bytes:

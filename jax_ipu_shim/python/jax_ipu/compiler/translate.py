@@ -118,10 +118,11 @@ def translate(module_bytes: Any, compile_options: bytes = b"") -> Dict[str, Any]
                 "it runs one copy of a program per IPU, as replicas (jax.pmap) or as the partitions of one shard_map "
                 "over a mesh of the ipu devices, not both")
         if partitions > 1:  # XLA's SPMD partitioner makes the program one IPU runs (partitioner.py)
-            partitioned = partitioner.partition(jmlir.module_to_bytecode(module), compile_options, partitions,
-                                                uses_shardy=bool(spmd.sdy is not None and spmd.module_meshes(module)))
             aliases = _aliases(_main(module))
+            partitioned = partitioner.partition(module, compile_options, partitions,
+                                                uses_shardy=bool(spmd.sdy is not None and spmd.module_meshes(module)))
             module = _parse(partitioned.module)
+            partitioner.rename_custom_calls(module, partitioner.XLA_CALLBACK_TARGET, partitioner.CALL_TARGET)
             program = _Translator(module, partitions, partitioned, aliases).program()
         else:
             program = _Translator(module).program()
@@ -211,6 +212,34 @@ def _loc(op: Any) -> Optional[str]:
     return name.group(1) if name else None
 
 
+# Collectives whose replica_groups (or source_target_pairs) name devices by XLA's CollectiveOpGroupMode.
+_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute",
+                "collective_broadcast")
+
+
+def _partition_groups(name: str, attrs: Dict[str, Any], partitions: int) -> None:
+    """A collective of a program partitioned over ``partitions`` IPUs (one replica), its groups rewritten as the
+    IPUs' numbers (partition p runs on IPU p), which is what the emulator reads, as XLA defines them
+    (CollectiveOpGroupMode): without a channel the groups are of replica ids (cross-replica: with one replica,
+    every IPU on its own); with a channel and ``use_global_device_ids``, of device ids (as they are); with a
+    channel, an all_to_all's or collective_permute's are of partition ids (as they are); with a channel and no
+    ``use_global_device_ids``, of replica ids each spanning every partition (the one replica: all the IPUs)."""
+    channel = "channel_id" in attrs
+    if name == "collective_permute":
+        if not channel and [0, 0] in attrs.get("source_target_pairs", []):  # replica 0 to itself, on every IPU
+            attrs["source_target_pairs"] = [[d, d] for d in range(partitions)]
+        elif not channel:
+            attrs["source_target_pairs"] = []
+        return
+    if attrs.get("use_global_device_ids") or (channel and name in ("all_to_all", "collective_broadcast")):
+        return
+    if not channel:
+        attrs["replica_groups"] = [[d] for d in range(partitions)]
+    else:
+        attrs["replica_groups"] = [list(range(partitions))]
+    attrs["use_global_device_ids"] = True
+
+
 def _derived(entry: Dict[str, Any], name: str, operands: List[int], results: List[Dict[str, Any]],
              attrs: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """A stablehlo op the front end writes in place of `entry` (a rewrite of it), at `entry`'s source location."""
@@ -287,7 +316,12 @@ class _Translator:
         program["functions"] = self._functions("main")
         _tokens_cross_as_bool0(program["functions"][0])
         if self.partitioned is not None:
-            program["shardings"] = {"params": self.partitioned.params, "results": self.partitioned.results}
+            entry = program["functions"][0]
+            params, results = self.partitioned.params, self.partitioned.results
+            program["shardings"] = {"params": params + [{}] * (len(entry["params"]) - len(params)),
+                                    "results": results + [{}] * (len(entry["results"]) - len(results))}
+            if self.partitioned.warnings:  # for the profile report (report.graph_profile)
+                program["partitioner_warnings"] = self.partitioned.warnings
         aliases = self.donations if self.donations is not None else _aliases(self.funcs["main"])
         if self.partitions > 1:  # a donated shard is reused only for a result shard of its type
             entry = program["functions"][0]
@@ -390,6 +424,11 @@ class _Translator:
                 self.ids[op.results[0]] = self.tuples[op.operands[0]][index]
             elif op.name == "mhlo.copy":  # XLA's HLO (the partitioned program): the same value
                 self.ids[op.results[0]] = self._use(op.operands[0])
+            elif op.name == "stablehlo.if":
+                body.extend(self._if_as_case(op))
+            elif op.name == "stablehlo.custom_call" and len(op.results) == 1 and \
+                    A.is_a(ir.TupleType, op.results[0].type):
+                body.append(self._untupled_call(op))
             elif op.name in ("stablehlo.gather", "stablehlo.scatter"):
                 entry = self._op(op)
                 body.extend(self._unbatch_indices(entry, op) if _BATCHING.keys() & entry["attrs"].keys() else [entry])
@@ -440,6 +479,39 @@ class _Translator:
             else:
                 body.append(self._op(op))
         return []
+
+    def _untupled_call(self, op: Any) -> Dict[str, Any]:
+        """A custom call of XLA's HLO (the partitioned program: a host callback) returns a tuple: the call with its
+        elements as results, read back by get_tuple_element."""
+        tuple_type = ir.TupleType(op.results[0].type)
+        results = []
+        for index in range(tuple_type.num_types):
+            element = self._type(tuple_type.get_type(index))
+            if element is None:
+                raise unsupported(op.name, _types_text(op), f"{tuple_type} cannot be expressed as IPU tensors")
+            results.append(self._fresh(element[0], list(element[1])))
+        self.tuples[op.results[0]] = [r["id"] for r in results]
+        entry = {"op": "custom_call", "mlir": op.name, "operands": [self._use(v) for v in op.operands],
+                 "results": results, "attrs": O.read_attrs(op.attributes), "regions": []}
+        loc = _loc(op)
+        if loc:
+            entry["loc"] = loc
+        return entry
+
+    def _if_as_case(self, op: Any) -> List[Dict[str, Any]]:
+        """XLA's conditional on a predicate (``stablehlo.if``, from the partitioner: a call only one device makes)
+        as a ``case`` on the predicate as an index, the false branch first."""
+        self._check(op)
+        index = self._fresh("i32", [])
+        convert = {"op": "convert", "mlir": op.name, "operands": [self._use(op.operands[0])], "results": [index],
+                   "attrs": {}, "regions": []}
+        regions = [self._region(op.regions[1], "stablehlo.case"), self._region(op.regions[0], "stablehlo.case")]
+        case = dict(convert, op="case", operands=[index["id"]], regions=regions,
+                    results=[self._define(v, op.name) for v in op.results])
+        loc = _loc(op)
+        if loc:
+            convert["loc"] = case["loc"] = loc
+        return [convert, case]
 
     def _inline(self, call: Any, body: List[Dict[str, Any]]) -> None:
         callee = A.symbol(A.named(call.attributes)["callee"])
@@ -540,6 +612,8 @@ class _Translator:
         }
         if isinstance(attrs.get("replica_groups"), A.MeshAxes):
             attrs["replica_groups"] = self._mesh_groups(attrs["replica_groups"], mlir_name)
+        if self.partitions > 1 and name in _COLLECTIVES:
+            _partition_groups(name, attrs, self.partitions)
         if name in _REDUCING and known:
             computation = _body_computation(op, assign=name == "scatter")
             if computation:

@@ -28,6 +28,7 @@ import json
 import logging
 import os
 import re
+import struct
 import threading
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -91,6 +92,7 @@ def _write_graph_report(program: bytes, device_ids: List[int], options: _options
         profile = graph_profile(executable.info, graph, device_ids, options)
     finally:
         executable.close()
+    profile["partitioning"] = partitioning(program)
     name = profile["program"]
     with _lock:
         count = _folders.get(name, 0)
@@ -107,6 +109,23 @@ def _write_graph_report(program: bytes, device_ids: List[int], options: _options
                        "the worst is tile %d with %d bytes; see %s", name, len(profile["memory"]["overflowing_tiles"]),
                        profile["memory"]["worst_tile"], profile["memory"]["worst_bytes"],
                        os.path.join(folder, HTML_NAME))
+
+
+def partitioning(program: bytes) -> Optional[Dict[str, Any]]:
+    """How a program over several IPUs was partitioned (translate's document: partitions, shardings, what XLA's
+    partitioner warned of), or None for a program on one IPU or replicated by pmap."""
+    from jax_ipu.compiler.translate import CONTAINER_MAGIC
+
+    data = bytes(program)
+    if data.startswith(CONTAINER_MAGIC):
+        (size,) = struct.unpack_from("<Q", data, len(CONTAINER_MAGIC))
+        data = data[len(CONTAINER_MAGIC) + 8:len(CONTAINER_MAGIC) + 8 + size]
+    document = json.loads(data)
+    if "partitions" not in document:
+        return None
+    shardings = document.get("shardings", {})
+    return {"partitions": document["partitions"], "params": shardings.get("params", []),
+            "results": shardings.get("results", []), "warnings": document.get("partitioner_warnings", [])}
 
 
 def _executable_profile(executable: Any) -> Dict[str, Any]:

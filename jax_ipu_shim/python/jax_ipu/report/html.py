@@ -55,6 +55,7 @@ svg text{font-size:10px;fill:#5b6478}
 <section><h2>Cycles per op (by source line)</h2><div class="scroll"><table id="op-table"></table></div></section>
 <section id="tree-section"><h2>Program tree</h2><div class="scroll" id="program-tree"></div></section>
 <section><h2>Host transfers and callbacks</h2><div id="host"></div></section>
+<section id="partitioning-section"><h2>Partitioning over IPUs</h2><div id="partitioning"></div></section>
 </main>
 <script id="profile-data" type="application/json">__DATA__</script>
 <script>
@@ -245,6 +246,20 @@ if (P.host.transfers) {
         Object.keys(P.host.transfers).map(d => { const t = P.host.transfers[d];
           return [{"data-device": d}, [d, fmt(t.bytes_to_device), fmt(t.bytes_from_device), fmt(t.infeed_bytes), fmt(t.outfeed_bytes), fmt(t.executions)]]; }),
         host);
+}
+// Partitioning (a program over several IPUs)
+const part = document.getElementById("partitioning");
+if (P.partitioning) {
+  const sharding = s => s && s.tile ? `split ${s.tile.join(" x ")}${s.replicate_last ? " (last: copies)" : ""} over devices ${s.devices.join(",")}` : "whole on every IPU";
+  el("div", {id: "partitions", "data-count": P.partitioning.partitions},
+     `${P.partitioning.partitions} IPUs, each running its partition on its own shards (memory and cycles above are one IPU's)`, part);
+  table("partition-shardings", [["Value", false], ["Sharding", false]],
+        P.partitioning.params.map((s, i) => [{}, [`input ${i}`, sharding(s)]]).concat(
+        P.partitioning.results.map((s, i) => [{}, [`output ${i}`, sharding(s)]])), part);
+  const warnings = el("ul", {id: "partition-warnings", "data-count": P.partitioning.warnings.length}, null, part);
+  P.partitioning.warnings.forEach(w => el("li", null, "XLA's partitioner: " + w, warnings));
+} else {
+  document.getElementById("partitioning-section").style.display = "none";
 }
 document.body.setAttribute("data-rendered", "true");
 </script>
