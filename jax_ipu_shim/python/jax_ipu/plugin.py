@@ -182,10 +182,15 @@ def _describe(error: BaseException):
 
 
 def _device_ids(options: bytes) -> List[int]:
-    """The devices of the compile options' device assignment, e.g. for ``jit(f, device=jax.devices("ipu")[1])``."""
+    """The devices of the compile options' device assignment, e.g. for ``jit(f, device=jax.devices("ipu")[1])``;
+    without one, PJRT's default for its replicas x partitions (the first ones: jax 0.4.13's jit of a pmap)."""
     from jax_ipu import compile_options
 
-    return compile_options.parse(options).device_ids if options else []
+    if not options:
+        return []
+    parsed = compile_options.parse(options)
+    count = parsed.num_replicas * parsed.num_partitions
+    return parsed.device_ids or (list(range(count)) if count > 1 else [])
 
 
 def _add_device_properties() -> None:
