@@ -11,7 +11,7 @@ from _series import CURRENT_SERIES
 
 def test_callbacks_warnings_and_report_of_a_partitioned_jit(python, tmp_path):
     reports = tmp_path / "reports"
-    proc = python(f"""
+    proc = python("""
         import json, warnings
         import numpy as np
         import jax, jax.numpy as jnp
@@ -37,7 +37,7 @@ def test_callbacks_warnings_and_report_of_a_partitioned_jit(python, tmp_path):
         told = [str(w.message) for w in caught if "SPMD partitioner" in str(w.message)]
         import jax_ipu.report
         jax_ipu.report.update()
-        print("RESULT " + json.dumps({{"warnings": told}}))
+        print("RESULT " + json.dumps({"warnings": told}))
         """, env={"JAX_PLATFORMS": "cpu,ipu", "JAX_IPU_DEVICE_COUNT": "4",
                   "POPLAR_ENGINE_OPTIONS": json.dumps({"autoReport.all": "true", "autoReport.directory": str(reports)})})
     assert proc.returncode == 0, proc.stderr[-3000:]
