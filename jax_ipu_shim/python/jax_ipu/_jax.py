@@ -9,7 +9,7 @@ differs too and lives in ``compiler/attributes.py``; compile options are read fr
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Dict, Iterable, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 
 @functools.lru_cache(maxsize=None)
@@ -238,6 +238,14 @@ def cpu_compile_to_dump(module: bytes, options: Any, partitions: int) -> Optiona
     except Exception as error:  # the dumps were written before it; the caller decides
         return error
     return None
+
+
+def cheap_cpu_codegen() -> List[Tuple[str, Any]]:
+    """Debug options that make XLA:CPU's code generation cheap, as compile option overrides (jaxlib 0.4.13's
+    overrides cannot set an int: only the bool there)."""
+    if is_current_series():
+        return [("xla_backend_optimization_level", 0), ("xla_llvm_disable_expensive_passes", True)]
+    return [("xla_llvm_disable_expensive_passes", True)]
 
 
 @functools.lru_cache(maxsize=None)
