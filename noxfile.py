@@ -7,6 +7,7 @@
     nox -s tests                        # build or reuse dist/, toolchain tests, every series' suites and examples
     nox -s installed_tests-3.12         # one series' suites (sessions per series are named by its Python)
     nox -s examples                     # examples/ end to end on each series' wheels (their printed results checked)
+    nox -s multihost                    # IPUs of several processes (jax.distributed on localhost), per series
     nox -s check_patches                # every patch series applies to its pinned upstream source
     nox -s lint                         # ruff, mypy, clang-format, actionlint, hadolint, patches, pins agree
     nox -s release                      # dist/jax-ipu-<version>.zip: wheels, dependencies, sums, index, licences
@@ -271,6 +272,19 @@ def installed_tests(session: nox.Session) -> None:
             session.log("conformance on a 7-tile IPU Model")
             session.run("python", "-m", "pytest", "--rootdir", outside, "-p", "no:cacheprovider", "-q",
                         str(REPO / "tests" / "conformance"), env=suite_env(JAX_IPU_MODEL_NUM_TILES="7"))
+        session.chdir(str(REPO))
+
+
+@nox.session(python=PYTHONS, venv_backend="venv", reuse_venv=False)
+def multihost(session: nox.Session) -> None:
+    """IPUs of several processes (jax.distributed on localhost), per series: 1, 2 and 4 processes run the same
+    data-parallel training step over 4 IPUs and get the same parameters; a process that dies fails the others at
+    once, naming it (tests/backend/test_multihost.py, also part of the installed-wheel suites)."""
+    _install_dist(session)
+    with tempfile.TemporaryDirectory(prefix="jax-ipu-multihost-") as outside:
+        session.chdir(outside)
+        session.run("python", "-m", "pytest", "--rootdir", outside, "-p", "no:cacheprovider", "-v",
+                    str(REPO / "tests" / "backend" / "test_multihost.py"), *session.posargs, env=suite_env())
         session.chdir(str(REPO))
 
 

@@ -236,11 +236,17 @@ PJRT_Error* PJRT_Client_BufferFromHostBuffer_Impl(PJRT_Client_BufferFromHostBuff
         GatherStrided(src, dims, args->byte_strides, element_size, data->data());
       }
     }
-    PJRT_Device* device = args->device ? args->device : args->client->device_pointers.front();
+    PJRT_Device* device = args->device ? args->device : args->client->addressable_pointers.front();
 #if JAX_IPU_PJRT_MINOR >= 90
     // The newer tables may name the destination by its memory space instead (each IPU's one memory).
     if (!args->device && args->memory) device = args->memory->device;
 #endif
+    if (!device->addressable) {
+      throw ipu::Error(ipu::ErrorCode::InvalidArgument,
+                       "ipu device " + std::to_string(device->description.id) + " belongs to process " +
+                           std::to_string(device->process_index) + ": this process (" +
+                           std::to_string(args->client->process_index) + ") can only put arrays on its own IPUs");
+    }
     CountHostTransfer(device, bytes, /*to_device=*/true, started);
     // The host data is copied before returning (jax may free it at once), so the buffer is born defined.
     args->buffer = NewBuffer(device, args->type, std::move(dims), std::move(data), Completion::Ready());

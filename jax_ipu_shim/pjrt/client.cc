@@ -19,25 +19,56 @@ int64_t IntOption(const PJRT_NamedValue& option) {
 
 }  // namespace
 
+std::vector<std::string> Split(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    out.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::string StringOption(const PJRT_NamedValue& option) {
+  if (option.type != PJRT_NamedValue_kString) {
+    throw ipu::Error(ipu::ErrorCode::InvalidArgument, "ipu client option '" + OptionName(option) + "' must be a string");
+  }
+  return std::string(option.string_value, option.value_size);
+}
+
 std::unique_ptr<PJRT_Client> CreateClient(const PJRT_NamedValue* options, size_t num_options) {
   std::string version = "ipu2";
   int64_t num_tiles = 0;  // the chip's own
   int64_t num_devices = 1;
+  // Several processes (jax.distributed; jax_ipu/multihost.py): this one's index, every process's address and
+  // device count, and how long a collective waits for another process.
+  int64_t process_index = 0;
+  std::vector<std::string> peers;
+  std::vector<std::string> process_devices;
+  int64_t timeout_seconds = 300;
   for (size_t i = 0; i < num_options; ++i) {
     const PJRT_NamedValue& option = options[i];
     const std::string name = OptionName(option);
     if (name == "version") {
-      if (option.type != PJRT_NamedValue_kString) {
-        throw ipu::Error(ipu::ErrorCode::InvalidArgument, "ipu client option 'version' must be a string");
-      }
-      version.assign(option.string_value, option.value_size);
+      version = StringOption(option);
     } else if (name == "num_tiles") {
       num_tiles = IntOption(option);
     } else if (name == "num_devices") {
       num_devices = IntOption(option);
+    } else if (name == "process_index") {
+      process_index = IntOption(option);
+    } else if (name == "peers") {
+      peers = Split(StringOption(option));
+    } else if (name == "process_devices") {
+      process_devices = Split(StringOption(option));
+    } else if (name == "collective_timeout") {
+      timeout_seconds = IntOption(option);
     } else {
       throw ipu::Error(ipu::ErrorCode::InvalidArgument,
-                       "unknown ipu client option '" + name + "' (known: version, num_tiles, num_devices)");
+                       "unknown ipu client option '" + name + "' (known: version, num_tiles, num_devices, "
+                       "process_index, peers, process_devices, collective_timeout)");
     }
   }
   if (num_devices < 1 || num_devices > 64) {
@@ -48,25 +79,63 @@ std::unique_ptr<PJRT_Client> CreateClient(const PJRT_NamedValue* options, size_t
     throw ipu::Error(ipu::ErrorCode::InvalidArgument,
                      "ipu tile count " + std::to_string(num_tiles) + " is out of range");
   }
+  // One process unless told otherwise: its devices are all there is.
+  std::vector<int64_t> counts{num_devices};
+  if (!peers.empty()) {
+    counts.clear();
+    for (const std::string& c : process_devices) counts.push_back(std::stoll(c));
+    if (counts.size() != peers.size() || process_index < 0 || process_index >= static_cast<int64_t>(peers.size()) ||
+        counts[static_cast<size_t>(process_index)] != num_devices) {
+      throw ipu::Error(ipu::ErrorCode::InvalidArgument,
+                       "ipu client options: process " + std::to_string(process_index) + " of " +
+                           std::to_string(peers.size()) + " processes, with device counts for " +
+                           std::to_string(counts.size()) + ", do not agree");
+    }
+  }
   const ipu::DeviceDescription hardware = ipu::DeviceDescription::forVersion(version, static_cast<int>(num_tiles));
 
   auto client = std::make_unique<PJRT_Client>();
-  for (int id = 0; id < num_devices; ++id) {
-    client->devices.push_back(std::make_unique<PJRT_Device>());
-    InitDevice(client->devices.back().get(), client.get(), id, hardware);
-    client->device_pointers.push_back(client->devices.back().get());
+  client->process_index = static_cast<int>(process_index);
+  client->num_processes = static_cast<int>(counts.size());
+  int id = 0;
+  for (size_t p = 0; p < counts.size(); ++p) {
+    for (int64_t local = 0; local < counts[p]; ++local, ++id) {
+      client->devices.push_back(std::make_unique<PJRT_Device>());
+      PJRT_Device* device = client->devices.back().get();
+      InitDevice(device, client.get(), id, hardware);
+      device->local_hardware_id = static_cast<int>(local);
+      device->process_index = device->description.process_index = static_cast<int>(p);
+      device->addressable = static_cast<int64_t>(p) == process_index;
+      client->device_pointers.push_back(device);
+      if (device->addressable) client->addressable_pointers.push_back(device);
+    }
   }
   client->platform_version = "IPU Model emulator (jax-ipu; " + std::to_string(num_devices) + " x " +
-                             hardware.version + ", " + std::to_string(hardware.num_tiles) + " tiles each)";
+                             hardware.version + ", " + std::to_string(hardware.num_tiles) + " tiles each" +
+                             (counts.size() > 1 ? ", process " + std::to_string(process_index) + " of " +
+                                                      std::to_string(counts.size())
+                                                : std::string()) +
+                             ")";
 #if JAX_IPU_PJRT_MINOR >= 90
   InitMemories(client.get());
 #endif
+  if (counts.size() > 1) TransportConnect(static_cast<int>(process_index), peers, static_cast<double>(timeout_seconds));
   return client;
 }
 
 void Enqueue(PJRT_Device* device, std::function<void()> item) {
   std::lock_guard<std::mutex> lock(device->client->launch_mutex);
   device->queue->Enqueue(std::move(item));
+}
+
+void SetAddressable(PJRT_LoadedExecutable* loaded) {
+  loaded->addressable.clear();
+  loaded->addressable_replicas.clear();
+  for (size_t r = 0; r < loaded->devices.size(); ++r) {
+    if (!loaded->devices[r]->addressable) continue;
+    loaded->addressable.push_back(loaded->devices[r]);
+    loaded->addressable_replicas.push_back(static_cast<int>(r));
+  }
 }
 
 PJRT_Device* LookupDevice(PJRT_Client* client, int id) {
@@ -110,7 +179,7 @@ PJRT_Error* PJRT_Client_PlatformName_Impl(PJRT_Client_PlatformName_Args* args) {
 }
 
 PJRT_Error* PJRT_Client_ProcessIndex_Impl(PJRT_Client_ProcessIndex_Args* args) {
-  args->process_index = 0;
+  args->process_index = args->client->process_index;
   return nullptr;
 }
 
@@ -127,8 +196,8 @@ PJRT_Error* PJRT_Client_Devices_Impl(PJRT_Client_Devices_Args* args) {
 }
 
 PJRT_Error* PJRT_Client_AddressableDevices_Impl(PJRT_Client_AddressableDevices_Args* args) {
-  args->addressable_devices = args->client->device_pointers.data();
-  args->num_addressable_devices = args->client->device_pointers.size();
+  args->addressable_devices = args->client->addressable_pointers.data();
+  args->num_addressable_devices = args->client->addressable_pointers.size();
   return nullptr;
 }
 
@@ -141,7 +210,13 @@ PJRT_Error* PJRT_Client_LookupDevice_Impl(PJRT_Client_LookupDevice_Args* args) {
 
 PJRT_Error* PJRT_Client_LookupAddressableDevice_Impl(PJRT_Client_LookupAddressableDevice_Args* args) {
   return Guard("PJRT_Client_LookupAddressableDevice", [&]() -> PJRT_Error* {
-    args->addressable_device = LookupDevice(args->client, args->local_hardware_id);
+    const auto& mine = args->client->addressable_pointers;
+    if (args->local_hardware_id < 0 || static_cast<size_t>(args->local_hardware_id) >= mine.size()) {
+      throw ipu::Error(ipu::ErrorCode::InvalidArgument,
+                       "no ipu device with local hardware id " + std::to_string(args->local_hardware_id) +
+                           " in this process (it has " + std::to_string(mine.size()) + ")");
+    }
+    args->addressable_device = mine[static_cast<size_t>(args->local_hardware_id)];
     return nullptr;
   });
 }
@@ -174,7 +249,7 @@ PJRT_Error* PJRT_Client_Compile_Impl(PJRT_Client_Compile_Args* args) {
     const std::string json = CompileToProgram(std::string(program->code, program->code_size),
                                               std::string(args->compile_options, args->compile_options_size),
                                               &device_ids);
-    if (device_ids.empty()) device_ids.push_back(0);
+    if (device_ids.empty()) device_ids.push_back(args->client->addressable_pointers.front()->description.id);
     std::vector<PJRT_Device*> devices;
     for (int id : device_ids) devices.push_back(LookupDevice(args->client, id));
     // Devices of one client share one description, so one lowering serves them all.
@@ -184,6 +259,7 @@ PJRT_Error* PJRT_Client_Compile_Impl(PJRT_Client_Compile_Args* args) {
     loaded->program = std::move(lowered);
     loaded->client = args->client;
     loaded->devices = std::move(devices);
+    SetAddressable(loaded.get());
     args->executable = loaded.release();
     return nullptr;
   });

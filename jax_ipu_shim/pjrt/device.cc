@@ -64,7 +64,7 @@ PJRT_Error* PJRT_DeviceDescription_Id_Impl(PJRT_DeviceDescription_Id_Args* args)
 }
 
 PJRT_Error* PJRT_DeviceDescription_ProcessIndex_Impl(PJRT_DeviceDescription_ProcessIndex_Args* args) {
-  args->process_index = 0;
+  args->process_index = args->device_description->process_index;
   return nullptr;
 }
 
@@ -98,7 +98,7 @@ PJRT_Error* PJRT_Device_GetDescription_Impl(PJRT_Device_GetDescription_Args* arg
 }
 
 PJRT_Error* PJRT_Device_IsAddressable_Impl(PJRT_Device_IsAddressable_Args* args) {
-  args->is_addressable = true;
+  args->is_addressable = args->device->addressable;
   return nullptr;
 }
 

@@ -111,15 +111,15 @@ PJRT_Error* PJRT_LoadedExecutable_GetExecutable_Impl(PJRT_LoadedExecutable_GetEx
   auto* executable = new PJRT_Executable();
   executable->program = args->loaded_executable->program;
   for (PJRT_Device* device : args->loaded_executable->devices) {
-    executable->device_ids.push_back(device->local_hardware_id);
+    executable->device_ids.push_back(device->description.id);
   }
   args->executable = executable;
   return nullptr;
 }
 
 PJRT_Error* PJRT_LoadedExecutable_AddressableDevices_Impl(PJRT_LoadedExecutable_AddressableDevices_Args* args) {
-  args->addressable_devices = args->executable->devices.data();
-  args->num_addressable_devices = args->executable->devices.size();
+  args->addressable_devices = args->executable->addressable.data();
+  args->num_addressable_devices = args->executable->addressable.size();
   return nullptr;
 }
 

@@ -245,21 +245,27 @@ PJRT_Error* PJRT_LoadedExecutable_Execute_Impl(PJRT_LoadedExecutable_Execute_Arg
       return MakeError(PJRT_Error_Code_INVALID_ARGUMENT, "the ipu executable has been deleted");
     }
     const ipu::Executable& program = *loaded->program;
-    PJRT_Device* const* devices = loaded->devices.data();
-    size_t n = loaded->devices.size();
+    // This process's devices of the executable, each running its replica (its place in the device assignment);
+    // the other processes of a jax.distributed job run the rest.
+    PJRT_Device* const* devices = loaded->addressable.data();
+    size_t n = loaded->addressable.size();
+    const int* replica_of = loaded->addressable_replicas.data();
+    const int zero = 0;
+    size_t total = loaded->devices.size();
     if (args->execute_device != nullptr) {
       devices = &args->execute_device;
-      n = 1;
+      n = total = 1;
+      replica_of = &zero;
     }
     if (args->num_devices != n) {
       return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
-                       "executable compiled for " + std::to_string(n) + " ipu devices, launched on " +
+                       "executable compiled for " + std::to_string(n) + " ipu devices of this process, launched on " +
                            std::to_string(args->num_devices));
     }
-    if (program.numReplicas() > 1 && static_cast<size_t>(program.numReplicas()) != n) {
+    if (program.numReplicas() > 1 && static_cast<size_t>(program.numReplicas()) != total) {
       return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
                        program.name() + " was compiled for " + std::to_string(program.numReplicas()) +
-                           " replicas but is launched on " + std::to_string(n) + " ipu devices");
+                           " replicas but is launched on " + std::to_string(total) + " ipu devices");
     }
     const size_t num_inputs = program.inputTypes().size();
     if (args->num_args != num_inputs) {
@@ -268,10 +274,22 @@ PJRT_Error* PJRT_LoadedExecutable_Execute_Impl(PJRT_LoadedExecutable_Execute_Arg
                                                              " given");
     }
 
-    if (n == 1 && ExecuteInline(*loaded, devices[0], args)) return nullptr;
+    if (n == 1 && total == 1 && ExecuteInline(*loaded, devices[0], args)) return nullptr;
 
     // Everything that can fail happens before anything is queued or donated.
-    auto group = n > 1 ? std::make_shared<ipu::ReplicaGroup>(static_cast<int>(n)) : nullptr;
+    std::shared_ptr<ipu::ReplicaGroup> group;
+    std::shared_ptr<RemoteLaunchReplicas> remote;
+    if (total > n) {  // replicas in other processes: their posts come over the transport
+      std::vector<int> local(replica_of, replica_of + n), processes;
+      for (PJRT_Device* d : loaded->devices) {
+        if (!d->addressable && std::find(processes.begin(), processes.end(), d->process_index) == processes.end())
+          processes.push_back(d->process_index);
+      }
+      remote = RemoteLaunch(program.name(), processes);
+      group = std::make_shared<ipu::ReplicaGroup>(static_cast<int>(total), std::move(local), remote);
+    } else if (n > 1) {
+      group = std::make_shared<ipu::ReplicaGroup>(static_cast<int>(n));
+    }
     const size_t num_outputs = program.outputTypes().size();
     std::vector<std::shared_ptr<Replica>> replicas;
     replicas.reserve(n);
@@ -279,7 +297,7 @@ PJRT_Error* PJRT_LoadedExecutable_Execute_Impl(PJRT_LoadedExecutable_Execute_Arg
       auto r = std::make_shared<Replica>();
       r->program = loaded->program;
       r->device = devices[d];
-      r->index = static_cast<int>(d);
+      r->index = replica_of[d];
       r->group = group;
       r->done = std::make_shared<Completion>();
       r->last_run_ns = loaded->last_run_ns;
@@ -306,6 +324,7 @@ PJRT_Error* PJRT_LoadedExecutable_Execute_Impl(PJRT_LoadedExecutable_Execute_Arg
     {
       // One launch goes onto all its queues before any other launch does (see PJRT_Client::launch_mutex).
       std::lock_guard<std::mutex> lock(loaded->client->launch_mutex);
+      if (remote) remote->Number();
       for (size_t d = 0; d < n; ++d) {
         // jaxlib leaves deleting donated arrays to a C API plugin (pjrt-notes.md): after this, x.is_deleted() is
         // True, and the run holds the only other reference to the bytes.

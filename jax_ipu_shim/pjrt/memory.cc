@@ -88,7 +88,7 @@ void InitMemories(PJRT_Client* client) {
                            ", device=" + std::to_string(i) + ", " +
                            std::to_string(memory->device->description.hardware.num_tiles) + " tiles)";
     client->devices[i]->memory = memory.get();
-    client->memory_pointers.push_back(memory.get());
+    if (client->devices[i]->addressable) client->memory_pointers.push_back(memory.get());
     client->memories.push_back(std::move(memory));
     client->topology.descriptions.push_back(&client->devices[i]->description);
   }

@@ -189,6 +189,7 @@ std::string ShapesString(const std::vector<ipu::TensorType>& types);  // (f32[3,
 
 struct PJRT_DeviceDescription {
   int id = 0;
+  int process_index = 0;
   ipu::DeviceDescription hardware;
   std::string kind;          // Graphcore-IPUModel(ipu2)-NumTiles(1472)
   std::string to_string;     // IpuDevice(id=0, num_tiles=1472, version=ipu2)
@@ -211,7 +212,9 @@ struct DeviceCounters {
 struct PJRT_Device {
   PJRT_DeviceDescription description;
   PJRT_Client* client = nullptr;
-  int local_hardware_id = 0;
+  int local_hardware_id = 0;  // its place among its own process's devices
+  int process_index = 0;      // the process (jax.distributed) whose IPU it is
+  bool addressable = true;    // this process's: buffers live and programs run only on these
   std::shared_ptr<jax_ipu::HostStreams> host;
   std::shared_ptr<jax_ipu::WorkQueue> queue;
   std::mutex stats_mutex;
@@ -249,11 +252,16 @@ struct PJRT_TopologyDescription {
 // ----------------------------------------------------------------------------------------------- client
 
 struct PJRT_Client {
+  // Every process's IPUs, by global id (device ids run on across the processes of a jax.distributed job);
+  // addressable_pointers are this process's.
   std::vector<std::unique_ptr<PJRT_Device>> devices;
   std::vector<PJRT_Device*> device_pointers;
+  std::vector<PJRT_Device*> addressable_pointers;
+  int process_index = 0;
+  int num_processes = 1;
 #if JAX_IPU_PJRT_MINOR >= 90
   std::vector<std::unique_ptr<PJRT_Memory>> memories;  // memories[i] is devices[i]'s
-  std::vector<PJRT_Memory*> memory_pointers;
+  std::vector<PJRT_Memory*> memory_pointers;  // the addressable devices' 
   PJRT_TopologyDescription topology;
 #endif
   std::string platform_name = "ipu";
@@ -276,6 +284,8 @@ void ForgetClient(PJRT_Client* client);
 // Runs `body` with the current client (null if none) under the lock that keeps it alive.
 void WithCurrentClient(const std::function<void(PJRT_Client*)>& body);
 PJRT_Device* LookupDevice(PJRT_Client* client, int id);
+// Fills `loaded->addressable` (and their replica indices) from its devices.
+void SetAddressable(::PJRT_LoadedExecutable* loaded);
 // Queues `item` on `device` (under the client's launch mutex).
 void Enqueue(PJRT_Device* device, std::function<void()> item);
 }
@@ -362,7 +372,9 @@ struct PJRT_Executable {
 struct PJRT_LoadedExecutable {
   std::shared_ptr<const ipu::Executable> program;
   PJRT_Client* client = nullptr;
-  std::vector<PJRT_Device*> devices;  // where it runs; one replica per device
+  std::vector<PJRT_Device*> devices;  // where it runs; one replica per device (of every process)
+  std::vector<PJRT_Device*> addressable;  // those of this process, with their replica indices
+  std::vector<int> addressable_replicas;
   bool deleted = false;
   // Host time of its latest run (ns; -1: never run), shared with queued runs. See launch.cc (cheap programs).
   std::shared_ptr<std::atomic<int64_t>> last_run_ns = std::make_shared<std::atomic<int64_t>>(-1);
@@ -371,6 +383,20 @@ struct PJRT_LoadedExecutable {
 struct PJRT_SerializedExecutable {
   std::string data;
 };
+
+namespace jax_ipu {
+// The replicas of a launch in other processes (transport.cc). Number() gives it the next launch number; call it as
+// the launch is queued, under the client's launch mutex, so that numbers follow launch order (every process
+// launches the same programs in the same order).
+class RemoteLaunchReplicas : public ipu::RemoteReplicas {
+ public:
+  virtual void Number() = 0;
+};
+std::shared_ptr<RemoteLaunchReplicas> RemoteLaunch(const std::string& program, const std::vector<int>& processes);
+// Listens for the other processes (once); returns the port. Connects to them (transport.cc).
+int TransportListen();
+void TransportConnect(int me, const std::vector<std::string>& addresses, double timeout_seconds);
+}  // namespace jax_ipu
 
 namespace jax_ipu {
 // Replicas a program runs as: what it was compiled for, or the devices it was compiled onto if more.

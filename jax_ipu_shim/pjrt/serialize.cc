@@ -191,6 +191,7 @@ PJRT_Error* PJRT_Executable_DeserializeAndLoad_Impl(PJRT_Executable_DeserializeA
     loaded->program = ipu::Executable::compile(h.program, hardware);
     loaded->client = client;
     loaded->devices = std::move(devices);
+    SetAddressable(loaded.get());
     if (NumReplicas(*loaded->program, loaded->devices.size()) != h.replicas) {
       throw Malformed("it says " + std::to_string(h.replicas) + " replicas but its program and devices make " +
                       std::to_string(NumReplicas(*loaded->program, loaded->devices.size())));

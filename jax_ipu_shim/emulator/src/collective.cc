@@ -3,17 +3,18 @@
 // stablehlo all_reduce, all_gather, reduce_scatter, collective_permute, all_to_all, replica_id and partition_id.
 //
 // Running. A collective is an Execute step whose kernel does its work in prepare(), once per execution, on the run's
-// thread. It posts this replica's slot table to the launch's ReplicaGroup and gets every replica's back once all have
-// arrived (so every source is final); it reads the sources of its replica group's members, writes only its own result,
-// then waits at a barrier so that no replica overwrites a source that another is still reading. Every replica runs
-// the same program, so a slot index names the same value in each. Without a ReplicaGroup (one replica) a collective
+// thread. It posts this replica's operand to the launch's ReplicaGroup and gets every replica's back once all have
+// arrived (so every source is final; a replica in another process sends a copy); it reads the sources of its replica
+// group's members, writes only its own result, then waits at a barrier so that no replica overwrites a source that
+// another is still reading. Every replica runs the same program, so a result slot names the same collective in each. Without a ReplicaGroup (one replica) a collective
 // sees a group of one. A replica that reaches a different collective, or ends the program while others wait (the
 // launcher's end-of-program exchange posts null), aborts the group: every replica then throws, none waits forever.
 //
 // Cost. The ring algorithms GCL uses between IPUs; every ring step is a BSP superstep of its own: an inter-IPU sync
 // (DeviceDescription::interIpuSyncCycles: poplibs' 15 ns per hop, x2), the step's bytes over the IPU-Links
 // (DeviceDescription::linkCycles: 10 links, 320 GB/s per chip, so 160 GB/s each way, plus a calibrated start-up
-// latency), plus the on-chip exchange that moves each tile's 1/n share between the tile and the links
+// latency; between IPUs of different hosts the ring's slowest hop, the IPU-Machines' GW-Links: 12.5 GB/s each way
+// and a 2 us start, DeviceDescription::gatewayCycles), plus the on-chip exchange that moves each tile's 1/n share between the tile and the links
 // (exchange_bytes_per_cycle per tile), plus, for reductions, the tiles combining what they received (the
 // elementwise op's vertex cost). With n IPUs in a group and B bytes of operand per IPU:
 //   all_reduce          ring reduce-scatter then ring all-gather: 2(n-1) steps of B/n bytes (2(n-1)/n of B per IPU)
@@ -142,12 +143,6 @@ struct Plan {
   bool general = false;
 };
 
-// What each replica posts: which collective it is at, and where its values are.
-struct Post {
-  int tag;
-  uint8_t* const* slots;
-};
-
 class CollectiveKernel : public Kernel {
  public:
   explicit CollectiveKernel(Plan plan) : p_(std::move(plan)) {}
@@ -171,25 +166,29 @@ class CollectiveKernel : public Kernel {
       if (group) group->abort(why);
       throw Error(ErrorCode::InvalidArgument, why);
     }
-    const Post mine{p_.out, s.ptr.data()};
-    const std::vector<const void*> posts = group ? group->exchange(me, &mine) : std::vector<const void*>{&mine};
+    // What this replica posts: the collective it is at (its result's slot: the same in every replica) and its
+    // operand, which the others read (a replica in another process gets a copy).
+    const size_t out_bytes = static_cast<size_t>(shapeElements(p_.out_shape)) * p_.element;
+    const size_t in_bytes = static_cast<size_t>(shapeElements(p_.in_shape)) * p_.element;
+    const ReplicaPost mine{p_.out, s.ptr[static_cast<size_t>(p_.in)], in_bytes};
+    const std::vector<const ReplicaPost*> posts =
+        group ? group->exchange(me, &mine) : std::vector<const ReplicaPost*>{&mine};
     for (int r = 0; r < size; ++r) {
-      const Post* q = static_cast<const Post*>(posts[static_cast<size_t>(r)]);
-      if (q && q->tag == p_.out) continue;
+      const ReplicaPost* q = posts[static_cast<size_t>(r)];
+      if (q && q->tag == p_.out && q->size == in_bytes) continue;
       const std::string why = p_.name + ": replica " + std::to_string(r) +
-                              (q ? " is at a different collective" : " has ended the program") + " while replica " +
-                              std::to_string(me) +
+                              (!q ? " has ended the program"
+                                  : q->tag != p_.out ? " is at a different collective"
+                                                     : " posts " + std::to_string(q->size) + " bytes, not " +
+                                                           std::to_string(in_bytes) + ",") +
+                              " while replica " + std::to_string(me) +
                               " waits here; every replica must run the same collectives in the same order";
       if (group) group->abort(why);
       throw Error(ErrorCode::InvalidArgument, why);
     }
-    auto source = [&](int replica) -> const uint8_t* {
-      return static_cast<const Post*>(posts[static_cast<size_t>(replica)])->slots[static_cast<size_t>(p_.in)];
-    };
+    auto source = [&](int replica) -> const uint8_t* { return posts[static_cast<size_t>(replica)]->bytes; };
     // Others read our operand until the barrier: a result that shares its memory is staged until then.
     uint8_t* out = s.ptr[static_cast<size_t>(p_.out)];
-    const size_t out_bytes = static_cast<size_t>(shapeElements(p_.out_shape)) * p_.element;
-    const size_t in_bytes = static_cast<size_t>(shapeElements(p_.in_shape)) * p_.element;
     const uint8_t* in = source(me);
     std::vector<uint8_t> staged;
     uint8_t* dst = out;
@@ -488,6 +487,15 @@ std::vector<int> Lowerer::lowerCollective(OpContext& ctx) {
   // A step in which each tile of `work` exchanges 1/`split` of its elements with the links, `link_bytes` cross the
   // IPU-Links after a sync of `ipus` IPUs, and each tile then combines what it received if `combines`.
   std::vector<Superstep> steps;
+  // Whether a group of this collective has members on different hosts (program.hosts; jax.distributed).
+  bool crosses_hosts = false;
+  if (program_.hosts.size() == static_cast<size_t>(p.replicas)) {
+    auto host = [&](int r) { return program_.hosts[static_cast<size_t>(r)]; };
+    for (const std::vector<int>& g : p.groups)
+      for (int r : g) crosses_hosts = crosses_hosts || host(r) != host(g.front());
+    for (size_t r = 0; r < p.source.size(); ++r)
+      if (p.source[r] >= 0) crosses_hosts = crosses_hosts || host(p.source[r]) != host(static_cast<int>(r));
+  }
   auto ringStep = [&](const std::string& codelet, const TileMapping& work, int64_t split, int64_t link_bytes, int ipus,
                       bool combines) {
     std::vector<int64_t> recv(static_cast<size_t>(dev.num_tiles), 0);
@@ -495,7 +503,8 @@ std::vector<int> Lowerer::lowerCollective(OpContext& ctx) {
     Superstep s = superstep(codelet, work, recv, [&](int, int64_t m) -> uint64_t {
       return combines ? combineCycles(divUp(m, split)) : 0;
     }, false);
-    s.cost.exchange += dev.linkCycles(link_bytes);
+    // A ring over IPUs of several hosts waits for its slowest hop: the one between IPU-Machines (GW-Links).
+    s.cost.exchange += crosses_hosts ? dev.gatewayCycles(link_bytes) : dev.linkCycles(link_bytes);
     s.cost.sync += dev.interIpuSyncCycles(ipus);
     steps.push_back(std::move(s));
   };

@@ -32,8 +32,13 @@ const ChipSpec kChips[] = {
 constexpr double kIpuLinkBytesPerSecond = 320e9 / 2;
 // Host link: PCIe Gen4 x16, 64 GB/s (ipu-model.md), taken as 32 GB/s each way.
 constexpr double kHostLinkBytesPerSecond = 64e9 / 2;
+// GW-Links between IPU-Machines (hosts of an IPU-POD): each IPU-M2000 / Bow-2000 has two 100 Gb/s (100 GbE) GW-Link
+// ports, east and west, so a ring over machines sends 100 Gb/s = 12.5 GB/s each way per hop (ipu-model.md).
+constexpr double kGatewayLinkBytesPerSecond = 100e9 / 8;
 // Calibrated (unpublished): the fixed cost of starting a transfer over a link (a sync plus the first packet).
 constexpr uint64_t kLinkLatencyCycles = 1000;
+// Unpublished: a GW-Link transfer starts through the IPU-Gateway (RoCE); taken as 2 us, ten times an IPU-Link's.
+constexpr double kGatewayLatencySeconds = 2e-6;
 constexpr uint64_t kHostLatencyCycles = 2000;
 // poplibs models a sync between IPUs as 15 ns per hop, x2 (there and back).
 constexpr double kInterIpuSyncSecondsPerHop = 15e-9 * 2;
@@ -65,6 +70,7 @@ DeviceDescription DeviceDescription::forVersion(const std::string& version, int 
     d.exchange_bytes_per_cycle = kExchangeBytesPerCycle;
     d.link_bytes_per_cycle = kIpuLinkBytesPerSecond / static_cast<double>(chip.clock_hz);
     d.host_bytes_per_cycle = kHostLinkBytesPerSecond / static_cast<double>(chip.clock_hz);
+    d.gateway_bytes_per_cycle = kGatewayLinkBytesPerSecond / static_cast<double>(chip.clock_hz);
     return d;
   }
   throw Error(ErrorCode::InvalidArgument,
@@ -74,6 +80,12 @@ DeviceDescription DeviceDescription::forVersion(const std::string& version, int 
 uint64_t DeviceDescription::linkCycles(int64_t bytes) const {
   if (bytes <= 0) return 0;
   return kLinkLatencyCycles + static_cast<uint64_t>(static_cast<double>(bytes) / link_bytes_per_cycle + 0.999999);
+}
+
+uint64_t DeviceDescription::gatewayCycles(int64_t bytes) const {
+  if (bytes <= 0) return 0;
+  const double latency = kGatewayLatencySeconds * static_cast<double>(tile_clock_frequency);
+  return static_cast<uint64_t>(latency + static_cast<double>(bytes) / gateway_bytes_per_cycle + 0.999999);
 }
 
 uint64_t DeviceDescription::hostTransferCycles(int64_t bytes) const {

@@ -262,6 +262,11 @@ Program parseDocument(const json::Value& doc) {
                 std::to_string(n));
     p.partitions = static_cast<int>(n);
   }
+  if (const json::Value* hosts = doc.find("hosts")) {
+    if (!hosts->isArray() || hosts->array.size() != static_cast<size_t>(p.replicas))
+      malformed("\"hosts\" must list the host of each of the " + std::to_string(p.replicas) + " copies");
+    for (const json::Value& h : hosts->array) p.hosts.push_back(static_cast<int>(toInt(h, "a host in \"hosts\"")));
+  }
   if (const json::Value* shardings = doc.find("shardings")) {
     const Region& entry = p.find(p.entry)->region;
     p.param_shardings = parseShardings(*shardings, "params", entry.params.size(), p.partitions);

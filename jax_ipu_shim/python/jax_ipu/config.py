@@ -9,7 +9,10 @@ Sources, highest precedence first:
 - the older ``XLA_IPU_PLATFORM_DEVICE_COUNT``;
 - ``JAX_IPU_HOST_THREADS`` (environment only: the host threads that run the emulated tiles, 1..256);
 - ``JAX_IPU_FUSION`` (environment only, default on: fuse chains of elementwise ops into one compute set, as
-  popops' expression maps do; ``0`` lowers every op on its own, for comparison).
+  popops' expression maps do; ``0`` lowers every op on its own, for comparison);
+- ``JAX_IPU_COLLECTIVE_TIMEOUT`` (environment only, seconds, default 300): with several processes
+  (``jax.distributed``), how long a collective waits for another process that sends nothing before it fails,
+  naming that process (one that ends or dies fails the others at once).
 
 Nothing here imports jax, so the configuration can be read and tested on its own. A malformed value raises
 ``ValueError`` naming the flag, where it came from, and what is accepted.
@@ -48,6 +51,7 @@ class IpuConfig:
     show_progress_bar: Optional[bool] = None  # --show_progress_bar; None: when stderr is a terminal (jax_ipu.progress)
     host_threads: int = 0  # 0: the emulator's default, min(hardware threads, 8)
     fusion: bool = True  # JAX_IPU_FUSION
+    collective_timeout: int = 300  # JAX_IPU_COLLECTIVE_TIMEOUT, seconds
     # field -> the flag that set it ("TF_POPLAR_FLAGS --ipu_model_tiles=8"), for error messages
     sources: Mapping[str, str] = dataclasses.field(default_factory=dict, compare=False)
 
@@ -68,6 +72,13 @@ def parse_bool(value: Any, where: str) -> bool:
     if text in _FALSE:
         return False
     raise ValueError(f"{where}: invalid boolean {value!r}; use one of yes/true/t/1 or no/false/f/0")
+
+
+def parse_timeout(value: Any, where: str) -> int:
+    number = _parse_int(value, where)
+    if not 1 <= number <= 86400:
+        raise ValueError(f"{where}: a timeout of {number} s is outside 1..86400 (seconds)")
+    return number
 
 
 def parse_tiles(value: Any, where: str) -> int:
@@ -231,6 +242,12 @@ def read(jax_options: Optional[Mapping[str, Any]] = None, environ: Optional[Mapp
             where = f"jax option {option}={value!r}"
         fields[field] = parse(value, where)
         sources[field] = where
+
+    timeout = env.get("JAX_IPU_COLLECTIVE_TIMEOUT", "")
+    if timeout.strip():
+        where = f"JAX_IPU_COLLECTIVE_TIMEOUT={timeout}"
+        fields["collective_timeout"] = parse_timeout(timeout, where)
+        sources["collective_timeout"] = where
 
     config = IpuConfig(sources=sources, **fields)
     if not config.use_model:

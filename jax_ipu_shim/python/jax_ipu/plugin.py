@@ -13,7 +13,7 @@ import logging
 import traceback
 from typing import Any, Dict, List, Optional
 
-from jax_ipu import _native, executable_cache, progress, pvti, report
+from jax_ipu import _native, executable_cache, multihost, progress, pvti, report
 from jax_ipu import config as ipu_config
 
 logger = logging.getLogger(__name__)
@@ -95,7 +95,10 @@ def _make_client():
     executable_cache.install_jax_cache(PLATFORM, _progress_bar)
     _add_host_callbacks(_native.load())
     __import__("jax_ipu.linalg").linalg.install_lowerings()  # jnp.linalg on the ipu: generic lowerings
-    return _jax.make_client(PLATFORM, _native.library_path(), config.client_options())
+    options = config.client_options()
+    # jax.distributed with several processes: every process's IPUs, through jax's key-value store (multihost.py)
+    options.update(multihost.rendezvous(_native.load(), config.num_devices, config.collective_timeout))
+    return _jax.make_client(PLATFORM, _native.library_path(), options)
 
 
 def _check_device(config: ipu_config.IpuConfig) -> None:
@@ -149,24 +152,25 @@ def _progress_bar(module_name: str) -> Any:
 def _compile_cached(module: bytes, options: bytes) -> bytes:
     """The program from the executable cache (--executable_cache_path) if it holds it, else from the front end."""
     directory = _client_config.executable_cache_path if _client_config is not None else None
+    hosts = multihost.hosts_of(_device_ids(options))  # several processes: whose IPU each replica runs on
     if not directory:
         progress.stage("front end")
-        return _compile(module, options)
+        return _compile(module, options, hosts)
     progress.stage("loading from the executable cache")
-    key = executable_cache.cache_key(module, options, _client_device)
+    key = executable_cache.cache_key(module, options + (repr(hosts).encode() if hosts else b""), _client_device)
 
     def compile_program() -> bytes:
         progress.stage("front end")
-        return _compile(module, options)
+        return _compile(module, options, hosts)
 
     return executable_cache.for_directory(directory).get_or_compile(key, compile_program)
 
 
-def _compile(module: bytes, options: bytes) -> bytes:
+def _compile(module: bytes, options: bytes, hosts: Optional[List[int]] = None) -> bytes:
     """The program in the binary container (constants as raw blobs, see compiler.translate.encode)."""
     from jax_ipu.compiler import compile_to_binary
 
-    return compile_to_binary(module, options)
+    return compile_to_binary(module, options, hosts=hosts)
 
 
 def _describe(error: BaseException):

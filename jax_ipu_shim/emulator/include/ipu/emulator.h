@@ -58,11 +58,14 @@ struct DeviceDescription {
   double exchange_bytes_per_cycle = 0;  // per tile
   double link_bytes_per_cycle = 0;      // IPU-Links, per chip, one direction (chip to chip)
   double host_bytes_per_cycle = 0;      // the host link (PCIe), per chip
+  double gateway_bytes_per_cycle = 0;   // GW-Links between IPU-Machines (hosts), one direction
 
   // Cycles (at this chip's clock) to move `bytes` over the IPU-Links to another IPU, or over the host link;
   // each includes a fixed latency. Sources and calibrations are in device.cc.
   uint64_t linkCycles(int64_t bytes) const;
   uint64_t hostTransferCycles(int64_t bytes) const;
+  // Cycles to move `bytes` from an IPU of one IPU-Machine to one of another over their IPU-Gateways' GW-Links.
+  uint64_t gatewayCycles(int64_t bytes) const;
   // A sync across `ipus` chips (poplibs: 15 ns per hop, x2).
   uint64_t interIpuSyncCycles(int ipus) const;
 
@@ -125,30 +128,67 @@ class HostInterface {
                         const std::vector<TensorType>& out_types, const std::vector<void*>& out) = 0;
 };
 
+// What a replica brings to a step of its launch's ReplicaGroup: the collective it is at (`tag`; kEnded when its
+// program has ended, kBarrier at a barrier) and the bytes of its operand, which the other replicas read (a replica
+// in another process receives a copy of them).
+struct ReplicaPost {
+  static constexpr int kEnded = -1;
+  static constexpr int kBarrier = -2;
+  int tag = kEnded;
+  const uint8_t* bytes = nullptr;
+  size_t size = 0;
+};
+
+// The replicas of a launch that run in other processes (several hosts, jax.distributed), and the transport that
+// carries their posts. Implemented by the runtime (the PJRT layer); the group calls step() once per step with the
+// same step numbers in every process.
+class RemoteReplicas {
+ public:
+  struct Received {
+    int replica = 0;
+    ReplicaPost post;               // bytes point into `data`
+    std::vector<uint8_t> data;
+  };
+  virtual ~RemoteReplicas() = default;
+  // Sends the posts of this process's replicas (replica id, post) to the other processes and returns theirs.
+  // Throws Error naming a process that failed, ended or went silent past the timeout.
+  virtual std::vector<Received> step(uint64_t step, const std::vector<std::pair<int, const ReplicaPost*>>& local) = 0;
+  // Tells the other processes that this launch failed (they throw with `why` instead of waiting).
+  virtual void abort(const std::string& why) = 0;
+};
+
 // The replicas of one launch over several IPUs: collectives meet here. The launcher makes one per launch and
 // hands it to every replica's run. Every replica calls the same sequence of exchange()/barrier() calls.
 class ReplicaGroup {
  public:
   explicit ReplicaGroup(int num_replicas);
+  // A group of `num_replicas` of which `local` run in this process and the others elsewhere, behind `remote`.
+  ReplicaGroup(int num_replicas, std::vector<int> local, std::shared_ptr<RemoteReplicas> remote);
   int size() const { return size_; }
-  // Posts `mine` for this replica, waits for every replica to post, and returns all posts in replica order.
-  // The caller must not change what it posted until the next barrier() returns.
-  std::vector<const void*> exchange(int replica, const void* mine);
+  // Posts `mine` (null: the replica has ended its program) for this replica, waits for every replica to post,
+  // and returns all posts in replica order (null for an ended one). The caller must not change what it posted
+  // until the next barrier() returns; a remote replica's post stays valid until then too.
+  std::vector<const ReplicaPost*> exchange(int replica, const ReplicaPost* mine);
   // Waits until every replica has arrived.
   void barrier(int replica);
   // Fails the group: every replica waiting now or later throws Error(Internal) with `why`. Called by a replica
-  // whose run fails, so that the others never wait forever.
+  // whose run fails, so that the others never wait forever (in other processes too).
   void abort(const std::string& why);
 
  private:
   void arrive(std::unique_lock<std::mutex>& lock);
+  void abortLocked(const std::string& why, bool tell_remote);
   const int size_;
+  int local_count_;
+  std::shared_ptr<RemoteReplicas> remote_;
+  std::vector<int> local_;
   std::mutex mu_;
   std::condition_variable cv_;
   int arrived_ = 0;
   uint64_t generation_ = 0;
-  std::vector<const void*> posts_;
-  std::vector<const void*> published_;
+  std::vector<const ReplicaPost*> posts_;
+  std::vector<const ReplicaPost*> published_;
+  std::vector<RemoteReplicas::Received> received_;  // the remote posts of the latest step
   std::string aborted_;
 };
 

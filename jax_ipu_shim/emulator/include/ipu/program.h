@@ -62,6 +62,9 @@ struct Program {
   // Of those copies, how many make one replica: copy c is partition c % partitions of replica c / partitions
   // (partitions > 1: the current series' pmap and shard_map, one partition per IPU; spmd.py).
   int partitions = 1;
+  // The host (process) of each copy, for programs over IPUs of several hosts (jax.distributed): collectives between
+  // hosts cross the IPU-Machines' GW-Links. Empty: every copy on one host.
+  std::vector<int> hosts;
   // The entry's parameters and results as global arrays (partitions > 1), for PJRT to report; empty otherwise.
   std::vector<TileSharding> param_shardings, result_shardings;
   // Which XLA:CPU's arithmetic the kernels reproduce (ipu/numerics.h): "numerics" in the document.

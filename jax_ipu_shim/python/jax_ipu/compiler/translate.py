@@ -52,9 +52,13 @@ def compile_to_program(module_bytes: bytes, compile_options: bytes = b"") -> str
     return encode(translate(module_bytes, compile_options), binary=False)  # type: ignore[return-value]
 
 
-def compile_to_binary(module_bytes: bytes, compile_options: bytes = b"") -> bytes:
-    """As compile_to_program, in the binary container the plugin passes to the emulator (constants as raw blobs)."""
-    return encode(translate(module_bytes, compile_options), binary=True)  # type: ignore[return-value]
+def compile_to_binary(module_bytes: bytes, compile_options: bytes = b"", hosts: Optional[List[int]] = None) -> bytes:
+    """As compile_to_program, in the binary container the plugin passes to the emulator (constants as raw blobs).
+    ``hosts``: with several processes (jax.distributed), the process of each replica's IPU, for the cost model."""
+    program = translate(module_bytes, compile_options)
+    if hosts is not None and len(hosts) == program["replicas"]:
+        program["hosts"] = hosts
+    return encode(program, binary=True)  # type: ignore[return-value]
 
 
 def encode(program: Dict[str, Any], binary: bool) -> Any:
@@ -210,6 +214,13 @@ def _loc(op: Any) -> Optional[str]:
         return f"{os.path.basename(match.group(1))}:{match.group(2)}"
     name = re.match(r'loc\("([^"]*)"\)$', text)
     return name.group(1) if name else None
+
+
+def _mhlo_op(op: Any) -> Optional[str]:
+    """The program op of a custom call to ``mhlo.<op>`` (XLA's HLO spelling of an op it had no opcode for)."""
+    target = A.string(op.attributes["call_target_name"]) if "call_target_name" in op.attributes else ""
+    name = target[len("mhlo."):] if target.startswith("mhlo.") else ""
+    return name if name and O.is_known(name) else None
 
 
 # Collectives whose replica_groups (or source_target_pairs) name devices by XLA's CollectiveOpGroupMode.
@@ -426,6 +437,9 @@ class _Translator:
                 self.ids[op.results[0]] = self._use(op.operands[0])
             elif op.name == "stablehlo.if":
                 body.extend(self._if_as_case(op))
+            elif op.name == "stablehlo.custom_call" and _mhlo_op(op) is not None:
+                # an op HLO had none of when jaxlib 0.4.13 was built, as XLA writes it (custom-call "mhlo.tan")
+                body.append(dict(self._op(op), op=_mhlo_op(op), attrs={}))
             elif op.name == "stablehlo.custom_call" and len(op.results) == 1 and \
                     A.is_a(ir.TupleType, op.results[0].type):
                 body.append(self._untupled_call(op))

@@ -1,0 +1,144 @@
+"""IPUs of several processes (jax.distributed on localhost): the same data-parallel training step on 4 IPUs as 1, 2
+and 4 processes gives the same parameters, bit for bit; jax.devices() lists every process's IPUs; a process that
+dies fails the others at once, naming it.
+
+Run as a script (``python test_multihost.py WORKER OUT``), it is one process of the job; the tests start them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from typing import Any, Dict, List
+
+import pytest
+
+IPUS = 4  # in every layout: 1 process x 4 IPUs, 2 x 2, 4 x 1
+STEPS = 3
+_FLAGS = ("TF_POPLAR_FLAGS", "XLA_IPU_PLATFORM_DEVICE_COUNT", "JAX_PLATFORMS", "JAX_PLATFORM_NAME", "JAX_IPU_USE_MODEL",
+          "JAX_IPU_DEVICE_COUNT", "JAX_IPU_VISIBLE_DEVICES", "XLA_FLAGS", "POPLAR_ENGINE_OPTIONS")
+
+
+# ---------------------------------------------------------------------------------------------- the worker side
+
+def _worker(out: str) -> None:
+    import jax
+
+    processes, me = int(os.environ["MH_PROCESSES"]), int(os.environ["MH_ID"])
+    jax.distributed.initialize(coordinator_address=os.environ["MH_COORDINATOR"], num_processes=processes,
+                               process_id=me)
+    import jax.numpy as jnp
+    import numpy as np
+    from jax import lax
+
+    devices = jax.devices("ipu")
+    local = jax.local_devices(backend="ipu")
+    info: Dict[str, Any] = {
+        "devices": [[d.id, d.process_index] for d in devices],
+        "local": [d.id for d in local],
+        "process_index": jax.process_index("ipu"),
+    }
+    if os.environ.get("MH_DIE") == str(me):
+        os._exit(3)  # gone before the first collective: the others must fail, naming this process
+
+    rng = np.random.default_rng(0)
+    batch = rng.standard_normal((IPUS, 8, 16)).astype(np.float32)  # the global batch, one slice per IPU
+    targets = rng.standard_normal((IPUS, 8, 4)).astype(np.float32)
+    w = (rng.standard_normal((16, 4)) * 0.3).astype(np.float32)
+
+    def loss(w: Any, x: Any, y: Any) -> Any:
+        return jnp.mean((jnp.tanh(x @ w) - y) ** 2)
+
+    def update(w: Any, x: Any, y: Any) -> Any:
+        value, grad = jax.value_and_grad(loss)(w, x, y)
+        return w - 0.5 * lax.pmean(grad, "i"), lax.pmean(value, "i")
+
+    step = jax.pmap(update, axis_name="i")
+
+    # This process's IPUs take their slices of the global batch (jax's multi-controller model).
+    mine = [devices.index(d) for d in local]
+    weights = np.broadcast_to(w, (len(local),) + w.shape)
+    losses = []
+    try:
+        for _ in range(STEPS):
+            weights, value = step(weights, batch[mine], targets[mine])
+            losses.append(float(np.asarray(value.addressable_shards[0].data).reshape(-1)[0]))
+        info["weights"] = np.asarray(weights.addressable_shards[0].data).reshape(w.shape).tolist()
+        info["losses"] = losses
+    except Exception as error:  # noqa: BLE001 - reported to the test
+        info["error"] = f"{type(error).__name__}: {error}"
+    with open(out, "w") as f:
+        json.dump(info, f)
+    sys.stdout.flush()
+    os._exit(0)  # without jax.distributed's shutdown barrier, which a dead process would hold up
+
+
+# ---------------------------------------------------------------------------------------------- the test side
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _job(tmp_path: Any, processes: int, die: int = -1, timeout: float = 240) -> List[Dict[str, Any]]:
+    coordinator = f"127.0.0.1:{_free_port()}"
+    procs = []
+    for me in range(processes):
+        env = {k: v for k, v in os.environ.items() if k not in _FLAGS}
+        env.update(JAX_PLATFORMS="ipu", JAX_IPU_DEVICE_COUNT=str(IPUS // processes), MH_PROCESSES=str(processes),
+                   MH_ID=str(me), MH_COORDINATOR=coordinator, JAX_IPU_COLLECTIVE_TIMEOUT="60")
+        if die >= 0:
+            env["MH_DIE"] = str(die)
+        out = str(tmp_path / f"p{processes}_{me}.json")
+        procs.append((subprocess.Popen([sys.executable, os.path.abspath(__file__), "worker", out], env=env,
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True), out))
+    results = []
+    start = time.monotonic()
+    for proc, out in procs:
+        try:
+            _, stderr = proc.communicate(timeout=max(1.0, timeout - (time.monotonic() - start)))
+        except subprocess.TimeoutExpired:
+            for p, _ in procs:
+                p.kill()
+            pytest.fail(f"a process of the {processes}-process job did not finish in {timeout} s")
+        info = json.load(open(out)) if os.path.exists(out) else {}
+        info["returncode"], info["stderr"] = proc.returncode, stderr[-3000:]
+        results.append(info)
+    return results
+
+
+@pytest.fixture(scope="module")
+def one_process(tmp_path_factory):
+    (only,) = _job(tmp_path_factory.mktemp("mh1"), 1)
+    assert "error" not in only and only["returncode"] == 0, only
+    return only
+
+
+@pytest.mark.parametrize("processes", [2, 4])
+def test_a_data_parallel_step_over_processes_matches_one_process(tmp_path, one_process, processes):
+    results = _job(tmp_path, processes)
+    for me, info in enumerate(results):
+        assert info["returncode"] == 0 and "error" not in info, (me, info)
+        # every process sees every IPU, numbered process by process, and runs its own
+        assert info["devices"] == [[d, d // (IPUS // processes)] for d in range(IPUS)]
+        assert info["local"] == [d for d in range(IPUS) if d // (IPUS // processes) == me]
+        assert info["process_index"] == me
+        assert info["weights"] == one_process["weights"] and info["losses"] == one_process["losses"], me
+    assert one_process["losses"][-1] < one_process["losses"][0]  # it trains
+
+
+def test_a_process_that_dies_fails_the_others_naming_it(tmp_path):
+    start = time.monotonic()
+    results = _job(tmp_path, 2, die=1, timeout=120)
+    assert results[1]["returncode"] == 3
+    assert "process 1" in results[0].get("error", ""), results[0]
+    assert time.monotonic() - start < 100  # at once, not after the collective timeout
+
+
+if __name__ == "__main__":
+    _worker(sys.argv[2])
