@@ -70,6 +70,9 @@ def _worker(out: str) -> None:
             weights, value = step(weights, batch[mine], targets[mine])
             losses.append(float(np.asarray(value.addressable_shards[0].data).reshape(-1)[0]))
         info["step_seconds"] = (time.perf_counter() - start) / (STEPS - 1)
+        import jax_ipu
+
+        info["cycles"] = jax_ipu.last_execution(local[0])["total_cycles"]  # the step's estimate on an IPU
         info["weights"] = np.asarray(weights.addressable_shards[0].data).reshape(w.shape).tolist()
         info["losses"] = losses
         info["sharded_jit"] = _sharded_jit(jax, np, batch, w, devices, local)
@@ -151,6 +154,8 @@ def test_a_data_parallel_step_over_processes_matches_one_process(tmp_path, one_p
         assert info["process_index"] == me
         assert info["weights"] == one_process["weights"] and info["losses"] == one_process["losses"], me
         assert info["sharded_jit"] == one_process["sharded_jit"], me
+        # the gradient's all-reduce crosses hosts: over the GW-Links, slower than the IPU-Links of one host
+        assert info["cycles"] > one_process["cycles"], (info["cycles"], one_process["cycles"])
     assert one_process["losses"][-1] < one_process["losses"][0]  # it trains
 
 
