@@ -60,7 +60,7 @@ struct Program {
   std::vector<std::pair<int, int>> aliases;
   int replicas = 1;  // IPUs the program runs on at once, one copy each (its collectives span them)
   // Of those copies, how many make one replica: copy c is partition c % partitions of replica c / partitions
-  // (partitions > 1: the current series' pmap and shard_map, one partition per IPU; spmd.py).
+  // (partitions > 1: a jit partitioned by XLA's SPMD partitioner, one partition per IPU; compiler/partitioner.py).
   int partitions = 1;
   // The host (process) of each copy, for programs over IPUs of several hosts (jax.distributed): collectives between
   // hosts cross the IPU-Machines' GW-Links. Empty: every copy on one host.

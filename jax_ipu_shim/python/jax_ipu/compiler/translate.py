@@ -44,10 +44,10 @@ def compile_to_program(module_bytes: bytes, compile_options: bytes = b"") -> str
     base64): the readable form, which the emulator reads too.
 
     ``compile_options`` (a serialized CompileOptionsProto, as PJRT passes it) gives the number of replicas (one per
-    IPU, e.g. for ``pmap`` in jax 0.4.13) and of partitions (one per IPU: ``pmap`` and ``shard_map`` in the current
-    series, spmd.py); without it the module's ``mhlo.num_replicas`` and ``mhlo.num_partitions`` do. Raises
-    CompileError for a module the program format cannot express, and, in jax 0.4.13, for a ``jit`` sharded over
-    several IPUs (its GSPMD shardings are for XLA's SPMD partitioner; the current series' Shardy meshes are read).
+    IPU, e.g. for ``pmap`` in jax 0.4.13) and of partitions (one per IPU: a sharded ``jit``, ``shard_map``, the
+    current series' ``pmap``, partitioned by XLA's SPMD partitioner: partitioner.py); without it the module's
+    ``mhlo.num_replicas`` and ``mhlo.num_partitions`` do. Raises CompileError for a module the program format
+    cannot express.
     """
     return encode(translate(module_bytes, compile_options), binary=False)  # type: ignore[return-value]
 
