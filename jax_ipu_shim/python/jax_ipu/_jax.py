@@ -167,6 +167,15 @@ def set_callback_sharding(ctx: Any, op: Any, sharding: Any, token_first: bool) -
     mlir.set_sharding(ctx.module_context, op, sharding)
 
 
+def without_manual_axes(aval: Any) -> Any:
+    """An abstract value without the manual axes a shard_map's body gives it (the current series' manual axis
+    type: over which axes it varies or is unreduced); jax 0.4.13's have none."""
+    mat = getattr(aval, "manual_axis_type", None)
+    if mat is not None and (mat.varying or mat.unreduced or getattr(mat, "reduced", None)):
+        return aval.update(manual_axis_type=type(mat)())
+    return aval
+
+
 def token_types() -> Tuple[Any, ...]:
     from jax._src.lib.mlir.dialects import hlo
 

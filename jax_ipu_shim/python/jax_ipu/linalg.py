@@ -40,6 +40,17 @@ PLATFORM = "ipu"
 _installed: List[bool] = []
 
 
+def _without_manual_axes(ctx: Any) -> Any:
+    """The lowering context with its abstract values' manual axes (varying, unreduced) dropped."""
+    from jax_ipu import _jax
+
+    avals_in = [_jax.without_manual_axes(a) for a in ctx.avals_in]
+    avals_out = [_jax.without_manual_axes(a) for a in ctx.avals_out]
+    if list(avals_in) == list(ctx.avals_in) and list(avals_out) == list(ctx.avals_out):
+        return ctx
+    return ctx.replace(avals_in=avals_in, avals_out=avals_out)
+
+
 def install_lowerings() -> None:
     """Registers the ipu lowerings (once), rng_bit_generator's too (jax_ipu.rng); called when the ipu backend is created, after jax has imported."""
     if _installed:
@@ -48,10 +59,13 @@ def install_lowerings() -> None:
     from jax._src.lax import linalg as lax_linalg
 
     def rule(fn: Any, multiple_results: bool = False) -> Any:
-        if not multiple_results:
-            return mlir.lower_fun(fn, multiple_results=False)
-
         def lowering(ctx: Any, *args: Any, **params: Any) -> Any:
+            # Inside a shard_map the operands' types say over which manual axes they vary; the algorithms' loops
+            # start from constants that do not, and each device computes on its own operands anyway: they are
+            # traced on plain types (what the IR they produce is the same for).
+            ctx = _without_manual_axes(ctx)
+            if not multiple_results:
+                return mlir.lower_fun(fn, multiple_results=False)(ctx, *args, **params)
             # LAPACK's trailing info status: jax 0.4.13's primitives return it, the current series' drop it.
             wanted = len(ctx.avals_out)
 

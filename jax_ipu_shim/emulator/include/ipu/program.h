@@ -45,7 +45,8 @@ struct Region {
 struct TileSharding {
   std::vector<int64_t> tile;
   std::vector<int64_t> devices;
-  bool replicate_last = false;
+  bool replicate_last = false;  // the last tile dimension counts devices holding the same piece
+  bool unreduced_last = false;  // ... devices holding partial sums of the piece (jax's unreduced arrays)
 };
 
 struct Function {

@@ -37,8 +37,10 @@ PARTITIONER_PASS = "spmd-partitioning"
 XLA_CALLBACK_TARGET = "xla_ffi_python_cpu_callback"
 # HloProto (what XLA dumps as .hlo.pb): hlo_module = 1
 _HLO_PROTO_MODULE = 1
-# OpSharding.ShardGroupType of a subgroup whose devices hold the same piece (REPLICATED = 0)
+# OpSharding.Type of a last tile dimension whose devices hold the same piece (REPLICATED = 0), or partial sums of
+# it (UNREDUCED = 6: jax's unreduced arrays, shard_map's out_specs with unreduced axes)
 _SUBGROUP_REPLICATED = 0
+_SUBGROUP_UNREDUCED = 6
 
 
 class Partitioned(NamedTuple):
@@ -170,7 +172,11 @@ def _tiles(sharding: Any) -> Dict[str, Any]:
     devices = [int(d) for d in sharding.tile_assignment_devices()]
     subgroups = [int(getattr(t, "value", t)) for t in sharding.subgroup_types()]
     replicate_last = bool(sharding.replicate_on_last_tile_dim()) or subgroups == [_SUBGROUP_REPLICATED]
-    if not tile or (subgroups and subgroups != [_SUBGROUP_REPLICATED]):
+    if not tile or (subgroups and subgroups not in ([_SUBGROUP_REPLICATED], [_SUBGROUP_UNREDUCED])):
         raise CompileError(f"an entry value of the partitioned program has the sharding {sharding}, which the ipu "
-                           "backend cannot hand to jax (only tiled, optionally partly replicated, shardings)")
-    return {"tile": tile, "devices": devices, "replicate_last": replicate_last}
+                           "backend cannot hand to jax (only tiled shardings, optionally partly replicated or "
+                           "unreduced)")
+    out = {"tile": tile, "devices": devices, "replicate_last": replicate_last}
+    if subgroups == [_SUBGROUP_UNREDUCED]:
+        out["unreduced_last"] = True
+    return out

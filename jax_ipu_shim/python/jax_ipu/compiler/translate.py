@@ -329,8 +329,9 @@ class _Translator:
         if self.partitioned is not None:
             entry = program["functions"][0]
             params, results = self.partitioned.params, self.partitioned.results
-            program["shardings"] = {"params": params + [{}] * (len(entry["params"]) - len(params)),
-                                    "results": results + [{}] * (len(entry["results"]) - len(results))}
+            counts = len(entry["params"]), len(entry["results"])  # (XLA may say nothing of some, or a tuple of none)
+            program["shardings"] = {"params": (params + [{}] * counts[0])[:counts[0]],
+                                    "results": (results + [{}] * counts[1])[:counts[1]]}
             if self.partitioned.warnings:  # for the profile report (report.graph_profile)
                 program["partitioner_warnings"] = self.partitioned.warnings
         aliases = self.donations if self.donations is not None else _aliases(self.funcs["main"])
