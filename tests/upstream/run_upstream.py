@@ -38,6 +38,10 @@ FILES = (
     "lax_control_flow_test.py", "lax_autodiff_test.py", "lax_vmap_test.py", "lax_vmap_op_test.py",
     "random_test.py", "linalg_test.py", "fft_test.py", "nn_test.py", "api_test.py",
 )
+# Issue 20's multi-device lane: `--files` these with `--devices 4` or `--devices 8` (jax's own tests of sharding,
+# pjit, shard_map and pmap; the same forced device count on cpu).
+MULTI_DEVICE_FILES = ("pjit_test.py", "xmap_test.py", "shard_map_test.py", "multi_device_test.py", "array_test.py",
+                      "pmap_test.py")
 PASS = ("passed", "xpassed")
 
 
