@@ -152,25 +152,26 @@ def _progress_bar(module_name: str) -> Any:
 def _compile_cached(module: bytes, options: bytes) -> bytes:
     """The program from the executable cache (--executable_cache_path) if it holds it, else from the front end."""
     directory = _client_config.executable_cache_path if _client_config is not None else None
-    hosts = multihost.hosts_of(_device_ids(options))  # several processes: whose IPU each replica runs on
     if not directory:
         progress.stage("front end")
-        return _compile(module, options, hosts)
+        return _compile(module, options)
     progress.stage("loading from the executable cache")
+    hosts = multihost.hosts_of(_device_ids(options))  # several processes: part of what the program is
     key = executable_cache.cache_key(module, options + (repr(hosts).encode() if hosts else b""), _client_device)
 
     def compile_program() -> bytes:
         progress.stage("front end")
-        return _compile(module, options, hosts)
+        return _compile(module, options)
 
     return executable_cache.for_directory(directory).get_or_compile(key, compile_program)
 
 
-def _compile(module: bytes, options: bytes, hosts: Optional[List[int]] = None) -> bytes:
-    """The program in the binary container (constants as raw blobs, see compiler.translate.encode)."""
+def _compile(module: bytes, options: bytes) -> bytes:
+    """The program in the binary container (constants as raw blobs, see compiler.translate.encode); with several
+    processes, it says whose IPU each replica runs on (for the cost of collectives between hosts)."""
     from jax_ipu.compiler import compile_to_binary
 
-    return compile_to_binary(module, options, hosts=hosts)
+    return compile_to_binary(module, options, hosts=multihost.hosts_of(_device_ids(options)))
 
 
 def _describe(error: BaseException):

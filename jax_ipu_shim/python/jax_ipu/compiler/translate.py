@@ -216,9 +216,13 @@ def _loc(op: Any) -> Optional[str]:
     return name.group(1) if name else None
 
 
+def _call_target(op: Any) -> str:
+    return A.string(op.attributes["call_target_name"]) if "call_target_name" in op.attributes else ""
+
+
 def _mhlo_op(op: Any) -> Optional[str]:
     """The program op of a custom call to ``mhlo.<op>`` (XLA's HLO spelling of an op it had no opcode for)."""
-    target = A.string(op.attributes["call_target_name"]) if "call_target_name" in op.attributes else ""
+    target = _call_target(op)
     name = target[len("mhlo."):] if target.startswith("mhlo.") else ""
     return name if name and O.is_known(name) else None
 
@@ -442,7 +446,7 @@ class _Translator:
                 # an op HLO had none of when jaxlib 0.4.13 was built, as XLA writes it (custom-call "mhlo.tan")
                 body.append(dict(self._op(op), op=_mhlo_op(op), attrs={}))
             elif op.name == "stablehlo.custom_call" and len(op.results) == 1 and \
-                    A.is_a(ir.TupleType, op.results[0].type):
+                    A.is_a(ir.TupleType, op.results[0].type) and _call_target(op) == partitioner.CALL_TARGET:
                 body.append(self._untupled_call(op))
             elif op.name in ("stablehlo.gather", "stablehlo.scatter"):
                 entry = self._op(op)
@@ -496,8 +500,8 @@ class _Translator:
         return []
 
     def _untupled_call(self, op: Any) -> Dict[str, Any]:
-        """A custom call of XLA's HLO (the partitioned program: a host callback) returns a tuple: the call with its
-        elements as results, read back by get_tuple_element."""
+        """Our host callback in XLA's HLO (the partitioned program) returns a tuple: the call with its elements as
+        results, read back by get_tuple_element. (Any other custom call with a tuple is refused by _check.)"""
         tuple_type = ir.TupleType(op.results[0].type)
         results = []
         for index in range(tuple_type.num_types):
