@@ -90,7 +90,8 @@ class Transport {
     std::lock_guard<std::mutex> lock(mu_);
     if (listen_fd_ >= 0) return port_;
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0) throw ipu::Error(ipu::ErrorCode::Internal, std::string("ipu transport: socket: ") + std::strerror(errno));
+    if (fd < 0)
+      throw ipu::Error(ipu::ErrorCode::Internal, std::string("ipu transport: socket: ") + std::strerror(errno));
     const int one = 1;
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     sockaddr_in addr{};
@@ -129,7 +130,8 @@ class Transport {
       Put<uint32_t>(&hello, kHello);
       Put<int32_t>(&hello, me);
       if (!WriteAll(fd, hello.data(), hello.size()))
-        throw ipu::Error(ipu::ErrorCode::Internal, "ipu transport: " + Name(static_cast<int>(j)) + " refused the connection");
+        throw ipu::Error(ipu::ErrorCode::Internal,
+                         "ipu transport: " + Name(static_cast<int>(j)) + " refused the connection");
       std::lock_guard<std::mutex> lock(mu_);
       out_fds_[j] = fd;
     }
@@ -166,23 +168,23 @@ class Transport {
       const auto key = std::make_tuple(launch, step, j);
       while (true) {
         auto aborted = aborts_.find(launch);
-        if (aborted != aborts_.end())
-          throw ipu::Error(ipu::ErrorCode::Internal, aborted->second);
+        if (aborted != aborts_.end()) throw ipu::Error(ipu::ErrorCode::Internal, aborted->second);
         auto it = frames_.find(key);
         if (it != frames_.end()) {
           if (it->second.program != program)
             throw ipu::Error(ipu::ErrorCode::InvalidArgument,
                              program_name + ": " + Name(j) + " runs a different program at launch " +
-                                 std::to_string(launch) + " of the IPUs of several processes; every process must "
+                                 std::to_string(launch) +
+                                 " of the IPUs of several processes; every process must "
                                  "launch the same programs in the same order");
           for (auto& post : it->second.posts) out.push_back(std::move(post));
           frames_.erase(it);
           break;
         }
         if (!dead_[j].empty())
-          throw ipu::Error(ipu::ErrorCode::Internal,
-                           program_name + ": " + Name(j) + " " + dead_[j] + " while this process (" +
-                               std::to_string(me_) + ") waits for it at a collective");
+          throw ipu::Error(ipu::ErrorCode::Internal, program_name + ": " + Name(j) + " " + dead_[j] +
+                                                         " while this process (" + std::to_string(me_) +
+                                                         ") waits for it at a collective");
         if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && frames_.find(key) == frames_.end() &&
             aborts_.find(launch) == aborts_.end() && dead_[j].empty()) {
           throw ipu::Error(ipu::ErrorCode::Internal,
@@ -213,8 +215,9 @@ class Transport {
 
  private:
   std::string Name(int j) const {
-    return "process " + std::to_string(j) + (j >= 0 && static_cast<size_t>(j) < addresses_.size()
-                                                 ? " (" + addresses_[static_cast<size_t>(j)] + ")" : std::string());
+    return "process " + std::to_string(j) +
+           (j >= 0 && static_cast<size_t>(j) < addresses_.size() ? " (" + addresses_[static_cast<size_t>(j)] + ")"
+                                                                 : std::string());
   }
 
   int Dial(const std::string& address, std::chrono::steady_clock::time_point deadline, int j) {
@@ -254,9 +257,9 @@ class Transport {
     if (fd < 0) throw ipu::Error(ipu::ErrorCode::Internal, "ipu transport: no connection to " + Name(j));
     std::lock_guard<std::mutex> lock(*send_mu_[static_cast<size_t>(j)]);
     if (!WriteAll(fd, frame.data(), frame.size()))
-      throw ipu::Error(ipu::ErrorCode::Internal,
-                       program_name + ": " + Name(j) + " closed its connection (it ended or failed): " +
-                           std::strerror(errno));
+      throw ipu::Error(
+          ipu::ErrorCode::Internal,
+          program_name + ": " + Name(j) + " closed its connection (it ended or failed): " + std::strerror(errno));
   }
 
   void AcceptLoop() {
@@ -345,7 +348,8 @@ class LaunchReplicas : public RemoteLaunchReplicas {
 
   void Number() override { launch_ = Transport::Get().NextLaunch(); }
 
-  std::vector<Received> step(uint64_t step, const std::vector<std::pair<int, const ipu::ReplicaPost*>>& local) override {
+  std::vector<Received> step(uint64_t step,
+                             const std::vector<std::pair<int, const ipu::ReplicaPost*>>& local) override {
     return Transport::Get().Step(launch_, step, hash_, program_, processes_, local);
   }
 
@@ -378,7 +382,5 @@ void TransportConnect(int me, const std::vector<std::string>& addresses, double 
 JAX_IPU_EXPORT int JaxIpu_TransportListen() {
   try {
     return jax_ipu::TransportListen();
-  } catch (const std::exception&) {
-    return 0;
-  }
+  } catch (const std::exception&) { return 0; }
 }
