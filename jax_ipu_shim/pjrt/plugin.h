@@ -261,7 +261,7 @@ struct PJRT_Client {
   int num_processes = 1;
 #if JAX_IPU_PJRT_MINOR >= 90
   std::vector<std::unique_ptr<PJRT_Memory>> memories;  // memories[i] is devices[i]'s
-  std::vector<PJRT_Memory*> memory_pointers;  // the addressable devices' 
+  std::vector<PJRT_Memory*> memory_pointers;  // the addressable devices'
   PJRT_TopologyDescription topology;
 #endif
   std::string platform_name = "ipu";
@@ -385,6 +385,13 @@ struct PJRT_SerializedExecutable {
 };
 
 namespace jax_ipu {
+// FNV-1a, 64 bits: a serialised program's checksum (serialize.cc), a program name's hash on the wire (transport.cc).
+inline uint64_t Fnv1a64(const std::string& bytes) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
 // The replicas of a launch in other processes (transport.cc). Number() gives it the next launch number; call it as
 // the launch is queued, under the client's launch mutex, so that numbers follow launch order (every process
 // launches the same programs in the same order).

@@ -34,8 +34,7 @@ struct Header {
 
 // FNV-1a, 64 bits, as 16 hex digits: a checksum against damaged blobs (not a signature).
 std::string Checksum(const std::string& bytes) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : bytes) h = (h ^ c) * 0x100000001b3ull;
+  uint64_t h = Fnv1a64(bytes);
   static const char* kHex = "0123456789abcdef";
   std::string out(16, '0');
   for (int i = 15; i >= 0; --i, h >>= 4) out[static_cast<size_t>(i)] = kHex[h & 15];

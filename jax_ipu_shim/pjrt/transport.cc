@@ -38,12 +38,6 @@ namespace {
 constexpr uint32_t kMagic = 0x5550494a;  // "JIPU"
 constexpr uint32_t kHello = 0, kStep = 1, kAbort = 2;
 
-uint64_t Fnv1a(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
 bool WriteAll(int fd, const void* data, size_t size) {
   const char* p = static_cast<const char*>(data);
   while (size > 0) {
@@ -344,7 +338,7 @@ class Transport {
 class LaunchReplicas : public RemoteLaunchReplicas {
  public:
   LaunchReplicas(std::string program, std::vector<int> processes)
-      : program_(std::move(program)), hash_(Fnv1a(program_)), processes_(std::move(processes)) {}
+      : program_(std::move(program)), hash_(Fnv1a64(program_)), processes_(std::move(processes)) {}
 
   void Number() override { launch_ = Transport::Get().NextLaunch(); }
 

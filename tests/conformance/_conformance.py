@@ -8,9 +8,12 @@ is "ipu".
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import warnings
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import jax
 import numpy as np
@@ -201,3 +204,40 @@ def compile_text(text: str, options: Any = None, backend: str = BACKEND) -> Any:
         count = max(1, options.num_replicas * options.num_partitions)
         return client.compile_and_load(text, xla_client.DeviceList(tuple(jax.devices(backend)[:count])), options)
     return client.compile(text, options)
+
+
+# ---------------------------------------------------------------------------------------------- one process per run
+
+# Flags that would change the backend under test; a device script's process starts without them, plus its own.
+_BACKEND_FLAGS = ("TF_POPLAR_FLAGS", "XLA_IPU_PLATFORM_DEVICE_COUNT", "JAX_PLATFORMS", "JAX_PLATFORM_NAME",
+                  "JAX_IPU_USE_MODEL", "JAX_IPU_MODEL_NUM_TILES", "JAX_IPU_MODEL_VERSION", "JAX_IPU_DEVICE_COUNT",
+                  "JAX_IPU_VISIBLE_DEVICES", "XLA_FLAGS", "POPLAR_ENGINE_OPTIONS")
+
+
+def run_device_script(script: str, backend: str, n: int, out: str,
+                      timeout: float = 600) -> Tuple[Dict[str, np.ndarray], Dict[str, Any]]:
+    """Runs ``python SCRIPT BACKEND N OUT`` on N devices of BACKEND (jax makes its devices once per process: N
+    ipu devices, or N forced cpu host devices); returns the arrays it saved in OUT (.npz) and its OUT.json."""
+    env = {k: v for k, v in os.environ.items() if k not in _BACKEND_FLAGS}
+    if backend == "ipu":
+        env.update(JAX_PLATFORMS="cpu,ipu", JAX_IPU_DEVICE_COUNT=str(n))
+        # the conformance session may shrink the IPU Model; keep that here too
+        for flag in ("JAX_IPU_MODEL_NUM_TILES", "JAX_IPU_MODEL_VERSION"):
+            if flag in os.environ:
+                env[flag] = os.environ[flag]
+    else:
+        env.update(JAX_PLATFORMS="cpu", XLA_FLAGS=f"--xla_force_host_platform_device_count={n}")
+    proc = subprocess.run([sys.executable, os.path.abspath(script), backend, str(n), out], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=timeout)
+    assert proc.returncode == 0, f"{backend} x {n} failed:\n{proc.stderr[-4000:]}"
+    with np.load(out) as data:
+        arrays = {k: data[k] for k in data.files}
+    with open(out + ".json") as f:
+        return arrays, json.load(f)
+
+
+def numbered(arrays: Dict[str, np.ndarray], prefix: str) -> List[np.ndarray]:
+    """The arrays saved as PREFIX0, PREFIX1, ... in order."""
+    keys = sorted((k for k in arrays if k.startswith(prefix) and k[len(prefix):].isdigit()),
+                  key=lambda k: int(k[len(prefix):]))
+    return [arrays[k] for k in keys]

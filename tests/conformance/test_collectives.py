@@ -16,13 +16,12 @@ from __future__ import annotations
 import functools
 import json
 import os
-import subprocess
 import sys
 from typing import Any, Callable, Dict, Tuple
 
 import numpy as np
 import pytest
-from _conformance import CURRENT_SERIES, compile_text, text_of_jax_0_4_13
+from _conformance import CURRENT_SERIES, compile_text, numbered, run_device_script, text_of_jax_0_4_13
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 COUNTS = (2, 4)
@@ -305,45 +304,17 @@ def _cycles(backend: str, n: int) -> Dict[str, Any]:
 
 # ---------------------------------------------------------------------------------------------- the test side
 
-_FLAGS = ("TF_POPLAR_FLAGS", "XLA_IPU_PLATFORM_DEVICE_COUNT", "JAX_PLATFORMS", "JAX_PLATFORM_NAME", "JAX_IPU_USE_MODEL",
-          "JAX_IPU_MODEL_NUM_TILES", "JAX_IPU_MODEL_VERSION", "JAX_IPU_DEVICE_COUNT", "JAX_IPU_VISIBLE_DEVICES",
-          "XLA_FLAGS")
-
-
-def _run(backend: str, n: int, out: str) -> Tuple[Dict[str, np.ndarray], Dict[str, Any]]:
-    env = {k: v for k, v in os.environ.items() if k not in _FLAGS}
-    if backend == "ipu":
-        env.update(JAX_PLATFORMS="cpu,ipu", JAX_IPU_DEVICE_COUNT=str(n))
-        # the conformance session may shrink the IPU Model; keep that here too
-        for flag in ("JAX_IPU_MODEL_NUM_TILES", "JAX_IPU_MODEL_VERSION"):
-            if flag in os.environ:
-                env[flag] = os.environ[flag]
-    else:
-        env.update(JAX_PLATFORMS="cpu", XLA_FLAGS=f"--xla_force_host_platform_device_count={n}")
-    proc = subprocess.run([sys.executable, os.path.abspath(__file__), backend, str(n), out], env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=600)
-    assert proc.returncode == 0, f"{backend} x {n} failed:\n{proc.stderr[-4000:]}"
-    with np.load(out) as data:
-        arrays = {k: data[k] for k in data.files}
-    with open(out + ".json") as f:
-        return arrays, json.load(f)
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     cache: Dict[Tuple[str, int], Any] = {}
 
     def get(backend: str, n: int):
         if (backend, n) not in cache:
-            cache[backend, n] = _run(backend, n, str(tmp_path_factory.mktemp("coll") / f"{backend}{n}.npz"))
+            cache[backend, n] = run_device_script(__file__, backend, n,
+                                                  str(tmp_path_factory.mktemp("coll") / f"{backend}{n}.npz"))
         return cache[backend, n]
 
     return get
-
-
-def _leaves(arrays: Dict[str, np.ndarray], prefix: str):
-    keys = sorted((k for k in arrays if k.startswith(prefix) and k[len(prefix):].isdigit()), key=lambda k: int(k[len(prefix):]))
-    return [arrays[k] for k in keys]
 
 
 @pytest.mark.parametrize("n", COUNTS)
@@ -354,13 +325,13 @@ def test_collective(runs, case, n):
     reference, tolerance = CASES[case]
     got_arrays, got_info = runs("ipu", n)
     assert case not in got_info["errors"], got_info["errors"][case]
-    got = _leaves(got_arrays, f"{case}/")
+    got = numbered(got_arrays, f"{case}/")
     if reference == "numpy":
-        want = _leaves(got_arrays, f"{case}/numpy/")
+        want = numbered(got_arrays, f"{case}/numpy/")
     else:
         want_arrays, want_info = runs("cpu", n)
         assert case not in want_info["errors"], f"cpu: {want_info['errors'][case]}"
-        want = _leaves(want_arrays, f"{case}/")
+        want = numbered(want_arrays, f"{case}/")
     assert len(got) == len(want) > 0
     for index, (g, w) in enumerate(zip(got, want)):
         where = f"{case} x {n} IPUs, output {index} ({w.dtype}{list(w.shape)})"

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import functools
 import json
-import os
-import subprocess
 import sys
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List
 
 import numpy as np
 import pytest
+from _conformance import numbered, run_device_script
 
 N = 8  # a 4 x 2 mesh ("data", "model"), as in seed 004
 TRAIN = {"rtol": 2e-5, "atol": 2e-6}  # dots and sums split over devices, added in another order
@@ -247,40 +246,17 @@ def _main(backend: str, out: str) -> None:
 
 # ---------------------------------------------------------------------------------------------- the test side
 
-_FLAGS = ("TF_POPLAR_FLAGS", "XLA_IPU_PLATFORM_DEVICE_COUNT", "JAX_PLATFORMS", "JAX_PLATFORM_NAME", "JAX_IPU_USE_MODEL",
-          "JAX_IPU_DEVICE_COUNT", "JAX_IPU_VISIBLE_DEVICES", "XLA_FLAGS", "POPLAR_ENGINE_OPTIONS")
-
-
-def _run(backend: str, out: str) -> Tuple[Dict[str, np.ndarray], Dict[str, Any]]:
-    env = {k: v for k, v in os.environ.items() if k not in _FLAGS}
-    if backend == "ipu":
-        env.update(JAX_PLATFORMS="cpu,ipu", JAX_IPU_DEVICE_COUNT=str(N))
-    else:
-        env.update(JAX_PLATFORMS="cpu", XLA_FLAGS=f"--xla_force_host_platform_device_count={N}")
-    proc = subprocess.run([sys.executable, os.path.abspath(__file__), backend, out], env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=900)
-    assert proc.returncode == 0, f"{backend} x {N} failed:\n{proc.stderr[-4000:]}"
-    with np.load(out) as data:
-        arrays = {k: data[k] for k in data.files}
-    with open(out + ".json") as f:
-        return arrays, json.load(f)
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     cache: Dict[str, Any] = {}
 
     def get(backend: str):
         if backend not in cache:
-            cache[backend] = _run(backend, str(tmp_path_factory.mktemp("partition") / f"{backend}.npz"))
+            cache[backend] = run_device_script(__file__, backend, N,
+                                               str(tmp_path_factory.mktemp("partition") / f"{backend}.npz"), 900)
         return cache[backend]
 
     return get
-
-
-def _outputs(arrays: Dict[str, np.ndarray], case: str) -> List[np.ndarray]:
-    keys = sorted((k for k in arrays if k.startswith(case + "/")), key=lambda k: int(k.split("/")[1]))
-    return [arrays[k] for k in keys]
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -292,7 +268,7 @@ def test_partitioned_jit_matches_cpu(runs, case):
     assert case not in got_info["errors"], got_info["errors"][case]
     # every result is split as cpu splits it: the same piece on the same device
     assert got_info["layouts"][case] == want_info["layouts"][case]
-    got_values, want_values = _outputs(got, case), _outputs(want, case)
+    got_values, want_values = numbered(got, case + "/"), numbered(want, case + "/")
     assert len(got_values) == len(want_values) > 0
     for index, (g, w) in enumerate(zip(got_values, want_values)):
         where = f"{case}, output {index} ({w.dtype}{list(w.shape)})"
@@ -316,4 +292,4 @@ def test_an_ipu_computes_only_its_piece(runs):
 
 
 if __name__ == "__main__":
-    _main(sys.argv[1], sys.argv[2])
+    _main(sys.argv[1], sys.argv[3])  # BACKEND N OUT (N is the module's)

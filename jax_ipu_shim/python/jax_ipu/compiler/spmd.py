@@ -9,7 +9,6 @@ that name their groups by mesh axes (``#stablehlo.replica_group_mesh_axes<mesh =
 from __future__ import annotations
 
 import itertools
-import math
 from typing import Any, Dict, List, NamedTuple, Sequence, Tuple
 
 from . import attributes as A
@@ -30,19 +29,11 @@ class Mesh(NamedTuple):
     axes: Tuple[Tuple[str, int], ...]
     device_ids: Tuple[int, ...]
 
-    @property
-    def size(self) -> int:
-        return math.prod(size for _, size in self.axes)
-
     def axis_size(self, name: str) -> int:
         for axis, size in self.axes:
             if axis == name:
                 return size
         raise CompileError(f"the mesh {self.describe()} has no axis '{name}'")
-
-    def ways(self, axes: Sequence[str]) -> int:
-        """Into how many pieces splitting over ``axes`` cuts an array."""
-        return math.prod(self.axis_size(name) for name in axes)
 
     def device_at(self, coords: Dict[str, int]) -> int:
         """The logical device id at the given coordinate on every axis (row-major over the axes)."""

@@ -255,6 +255,14 @@ def _partition_groups(name: str, attrs: Dict[str, Any], partitions: int) -> None
     attrs["use_global_device_ids"] = True
 
 
+def _located(entry: Dict[str, Any], op: Any) -> Dict[str, Any]:
+    """`entry` with the source location of the MLIR op it comes from, if jax gave one."""
+    loc = _loc(op)
+    if loc:
+        entry["loc"] = loc
+    return entry
+
+
 def _derived(entry: Dict[str, Any], name: str, operands: List[int], results: List[Dict[str, Any]],
              attrs: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """A stablehlo op the front end writes in place of `entry` (a rewrite of it), at `entry`'s source location."""
@@ -512,10 +520,7 @@ class _Translator:
         self.tuples[op.results[0]] = [r["id"] for r in results]
         entry = {"op": "custom_call", "mlir": op.name, "operands": [self._use(v) for v in op.operands],
                  "results": results, "attrs": O.read_attrs(op.attributes), "regions": []}
-        loc = _loc(op)
-        if loc:
-            entry["loc"] = loc
-        return entry
+        return _located(entry, op)
 
     def _if_as_case(self, op: Any) -> List[Dict[str, Any]]:
         """XLA's conditional on a predicate (``stablehlo.if``, from the partitioner: a call only one device makes)
@@ -527,10 +532,7 @@ class _Translator:
         regions = [self._region(op.regions[1], "stablehlo.case"), self._region(op.regions[0], "stablehlo.case")]
         case = dict(convert, op="case", operands=[index["id"]], regions=regions,
                     results=[self._define(v, op.name) for v in op.results])
-        loc = _loc(op)
-        if loc:
-            convert["loc"] = case["loc"] = loc
-        return [convert, case]
+        return [_located(convert, op), _located(case, op)]
 
     def _inline(self, call: Any, body: List[Dict[str, Any]]) -> None:
         callee = A.symbol(A.named(call.attributes)["callee"])
@@ -637,10 +639,7 @@ class _Translator:
             computation = _body_computation(op, assign=name == "scatter")
             if computation:
                 attrs["computation"] = computation
-        loc = _loc(op)
-        if loc:
-            entry["loc"] = loc
-        return entry
+        return _located(entry, op)
 
     def _splat_as_broadcast(self, op: Any) -> List[Dict[str, Any]]:
         """A splat constant that only elementwise ops read, as its one element broadcast: Poplar keeps such a
@@ -991,10 +990,7 @@ class _Translator:
             "op": name, "mlir": op.name, "operands": [self._use(v) for v in op.operands],
             "results": [self._define(v, op.name) for v in op.results], "attrs": {}, "regions": [],
         }
-        loc = _loc(op)
-        if loc:
-            entry["loc"] = loc
-        return entry
+        return _located(entry, op)
 
 
 # Families of the ops the emulator fuses into one elementwise vertex (ipu/fusion.h), read from the registry.
