@@ -230,9 +230,16 @@ class Transport {
           ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
           return fd;
         }
-        last = std::strerror(errno);
+        const int error = errno;
+        last = std::strerror(error);
         if (fd >= 0) ::close(fd);
         ::freeaddrinfo(found);
+        // Every process listens before it publishes its address: a refusal means it has gone, not that it is
+        // late. (A listener whose backlog is full drops the handshake, which is retried, rather than refusing.)
+        if (fd >= 0 && error == ECONNREFUSED)
+          throw ipu::Error(ipu::ErrorCode::Internal, "ipu transport: " + Name(j) +
+                                                         " refused the connection: it ended or failed after it "
+                                                         "published its address (" + last + ")");
       } else {
         last = "cannot resolve " + host;
       }

@@ -13,7 +13,7 @@ import socket
 import subprocess
 import sys
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, NoReturn
 
 import pytest
 
@@ -35,13 +35,16 @@ def _worker(out: str) -> None:
     import numpy as np
     from jax import lax
 
-    devices = jax.devices("ipu")
+    info: Dict[str, Any] = {}
+    if os.environ.get("MH_GONE") == str(me):
+        _gone_after_publishing(jax, processes, me, out)
+    try:
+        devices = jax.devices("ipu")
+    except Exception as error:  # noqa: BLE001 - reported to the test (an exception here would leave through
+        _leave(info, out, error)  # jax.distributed's shutdown, which waits for a dead process's heartbeats)
     local = jax.local_devices(backend="ipu")
-    info: Dict[str, Any] = {
-        "devices": [[d.id, d.process_index] for d in devices],
-        "local": [d.id for d in local],
-        "process_index": jax.process_index("ipu"),
-    }
+    info.update(devices=[[d.id, d.process_index] for d in devices], local=[d.id for d in local],
+                process_index=jax.process_index("ipu"))
     if os.environ.get("MH_DIE") == str(me):
         os._exit(3)  # gone before the first collective: the others must fail, naming this process
 
@@ -77,11 +80,17 @@ def _worker(out: str) -> None:
         info["losses"] = losses
         info["sharded_jit"] = _sharded_jit(jax, np, batch, w, devices, local)
     except Exception as error:  # noqa: BLE001 - reported to the test
+        _leave(info, out, error)
+    _leave(info, out, None)
+
+
+def _leave(info: Dict[str, Any], out: str, error: Any) -> NoReturn:
+    if error is not None:
         info["error"] = f"{type(error).__name__}: {error}"
     with open(out, "w") as f:
         json.dump(info, f)
     sys.stdout.flush()
-    if "error" not in info:  # the others may still be computing: leave together (jax notices a process go)
+    if error is None:  # the others may still be computing: leave together (jax notices a process go)
         from jax._src import distributed
 
         try:
@@ -89,6 +98,21 @@ def _worker(out: str) -> None:
         except Exception:  # noqa: BLE001 - the result is written; the test reads it
             pass
     os._exit(0)  # without jax.distributed's shutdown barrier, which a dead process would hold up
+
+
+def _gone_after_publishing(jax: Any, processes: int, me: int, out: str) -> NoReturn:
+    """A process that published its address and died before the others connected to it: the address is
+    published, nothing listens there. Stays (for jax's coordination service) until process 0 has reported."""
+    from jax._src import distributed
+    from jax_ipu import multihost
+
+    distributed.global_state.client.key_value_set(
+        multihost.KEY.format(me), json.dumps({"address": f"127.0.0.1:{_free_port()}", "devices": IPUS // processes}))
+    first = os.path.join(os.path.dirname(out), f"p{processes}_0.json")
+    deadline = time.monotonic() + 60
+    while not os.path.exists(first) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os._exit(3)
 
 
 def _sharded_jit(jax: Any, np: Any, batch: Any, w: Any, devices: List[Any], local: List[Any]) -> Any:
@@ -116,7 +140,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _job(tmp_path: Any, processes: int, die: int = -1, timeout: float = 240) -> List[Dict[str, Any]]:
+def _job(tmp_path: Any, processes: int, die: int = -1, timeout: float = 240, gone: int = -1) -> List[Dict[str, Any]]:
     coordinator = f"127.0.0.1:{_free_port()}"
     procs = []
     for me in range(processes):
@@ -125,6 +149,8 @@ def _job(tmp_path: Any, processes: int, die: int = -1, timeout: float = 240) -> 
                    MH_ID=str(me), MH_COORDINATOR=coordinator, JAX_IPU_COLLECTIVE_TIMEOUT="60")
         if die >= 0:
             env["MH_DIE"] = str(die)
+        if gone >= 0:
+            env["MH_GONE"] = str(gone)
         out = str(tmp_path / f"p{processes}_{me}.json")
         procs.append((subprocess.Popen([sys.executable, os.path.abspath(__file__), "worker", out], env=env,
                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True), out))
@@ -177,6 +203,15 @@ def test_a_process_that_dies_fails_the_others_naming_it(tmp_path):
     jaxs = survivor["returncode"] != 0 and "task:1" in survivor["stderr"]
     assert ours or jaxs, survivor
     assert time.monotonic() - start < 100  # at once, not after the collective timeout
+
+
+def test_a_process_gone_before_the_others_connect_fails_them_at_once_naming_it(tmp_path):
+    start = time.monotonic()
+    results = _job(tmp_path, 2, gone=1, timeout=120)
+    assert results[1]["returncode"] == 3
+    survivor = results[0]
+    assert "process 1" in survivor.get("error", "") and "refused the connection" in survivor["error"], survivor
+    assert time.monotonic() - start < 50  # at once, not after the collective timeout (60 s here)
 
 
 if __name__ == "__main__":
