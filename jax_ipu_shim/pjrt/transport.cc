@@ -239,7 +239,8 @@ class Transport {
         if (fd >= 0 && error == ECONNREFUSED)
           throw ipu::Error(ipu::ErrorCode::Internal, "ipu transport: " + Name(j) +
                                                          " refused the connection: it ended or failed after it "
-                                                         "published its address (" + last + ")");
+                                                         "published its address (" +
+                                                         last + ")");
       } else {
         last = "cannot resolve " + host;
       }
