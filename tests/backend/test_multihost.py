@@ -104,6 +104,7 @@ def _gone_after_publishing(jax: Any, processes: int, me: int, out: str) -> NoRet
     """A process that published its address and died before the others connected to it: the address is
     published, nothing listens there. Stays (for jax's coordination service) until process 0 has reported."""
     from jax._src import distributed
+
     from jax_ipu import multihost
 
     distributed.global_state.client.key_value_set(
