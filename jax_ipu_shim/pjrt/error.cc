@@ -19,6 +19,8 @@ PJRT_Error_Code ToPjrtCode(ipu::ErrorCode code) {
       return PJRT_Error_Code_UNIMPLEMENTED;
     case ipu::ErrorCode::ResourceExhausted:
       return PJRT_Error_Code_RESOURCE_EXHAUSTED;
+    case ipu::ErrorCode::Cancelled:
+      return PJRT_Error_Code_CANCELLED;
     case ipu::ErrorCode::Internal:
       break;
   }

@@ -11,16 +11,22 @@
 //   // Takes the oldest outfeed entry of the device, blocking until there is one. Its arrays must match the n
 //   // described; they are copied into data[i]. Nonzero and *error if the types differ (the entry stays queued), if
 //   // timeout_seconds >= 0 passes first, or when the queue is empty and no program that outfeeds
-//   // (Executable::hasOutfeed()) is queued or running on the device, so nothing could ever arrive (never a hang).
+//   // (Executable::hasOutfeed()) is queued or running on the device, so nothing could ever arrive (never a hang),
+//   // or when a Ctrl-C (SIGINT) ends the wait.
 //   int JaxIpu_OutfeedPop(int device_id, size_t n, const char* const* dtypes, const int* ranks,
 //                         const int64_t* const* dims, void* const* data, double timeout_seconds, char** error);
-//   // Host callbacks: called on a device's worker thread for each HostCall step of a run. Returns 0, or nonzero
+//   // Host callbacks: called on a device's callback thread for each HostCall step of a run. Returns 0, or nonzero
 //   // after writing a NUL-terminated message (at most error_size bytes) into `error`, which fails the run with it.
 //   typedef int (*JaxIpu_HostCallbackFn)(int64_t id, size_t num_in, const void* const* in,
 //                                        size_t num_out, void* const* out, char* error, size_t error_size);
 //   void JaxIpu_SetHostCallback(JaxIpu_HostCallbackFn fn);
-//   // Blocks until every device of the current client has finished all work queued so far (used at exit).
+//   // Blocks until every device of the current client has finished all work queued so far.
 //   void JaxIpu_Synchronize(void);
+//   // At exit: a run waiting on an empty infeed, now or later, fails (nothing can feed it any more); then
+//   // JaxIpu_Synchronize, so that queued work that calls back into Python runs while the interpreter is whole.
+//   void JaxIpu_AtExit(void);
+#include <pthread.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -85,8 +91,11 @@ void HostStreams::PopOutfeed(const std::vector<ipu::TensorType>& want, const std
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                     std::chrono::duration<double>(timeout_seconds >= 0 ? timeout_seconds : 0));
+  const uint64_t interrupts = InterruptsSeenByThisThread();
+  auto warn_at = start + kInfeedWarningPeriod;
   std::unique_lock<std::mutex> lock(mutex_);
   while (outfeed_.empty()) {
+    ThrowIfInterrupted(interrupts, device + ": transfer_from_outfeed, waiting for an outfeed of " + ShapesString(want) + ",");
     if (closed_) {
       throw ipu::Error(ipu::ErrorCode::Internal,
                        device + ": the ipu client was destroyed while waiting for an outfeed of " +
@@ -98,14 +107,17 @@ void HostStreams::PopOutfeed(const std::vector<ipu::TensorType>& want, const std
                        device + ": no outfeed of " + ShapesString(want) +
                            " can arrive: the program that would have filled it failed: " + last_outfeed_failure_);
     }
-    auto until = std::chrono::steady_clock::now() + kInfeedWarningPeriod;
+    auto until = std::chrono::steady_clock::now() + kInterruptPoll;
     if (timeout_seconds >= 0 && deadline < until) until = deadline;
     if (cv_.wait_until(lock, until) == std::cv_status::timeout && outfeed_.empty()) {
-      if (timeout_seconds >= 0 && std::chrono::steady_clock::now() >= deadline) {
+      const auto now = std::chrono::steady_clock::now();
+      if (timeout_seconds >= 0 && now >= deadline) {
         throw ipu::Error(ipu::ErrorCode::Internal, device + ": no outfeed of " + ShapesString(want) +
                                                                " arrived within " + std::to_string(timeout_seconds) +
                                                                " s");
       }
+      if (now < warn_at) continue;
+      warn_at += kInfeedWarningPeriod;
       const int waited = static_cast<int>(std::chrono::duration_cast<std::chrono::seconds>(
                                     std::chrono::steady_clock::now() - start).count());
       std::fprintf(stderr, "jax-ipu: %s: transfer_from_outfeed has waited %d s for an outfeed of %s%s\n",
@@ -144,6 +156,14 @@ void HostStreams::OutfeedProgramFinished(const std::string* failure) {
   cv_.notify_all();
 }
 
+void HostStreams::Exiting() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    exiting_ = true;
+  }
+  cv_.notify_all();
+}
+
 void HostStreams::Close() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -157,14 +177,23 @@ void HostStreams::infeed(const std::string& program, const std::vector<ipu::Tens
   const std::string where = "ipu device " + std::to_string(device_id_) + ": program '" + program + "'";
   Entry entry;
   {
+    const uint64_t interrupts = InterruptsSeenByThisThread();
+    auto warn_at = std::chrono::steady_clock::now() + kInfeedWarningPeriod;
     std::unique_lock<std::mutex> lock(mutex_);
     int waited = 0;
     while (infeed_.empty()) {
+      ThrowIfInterrupted(interrupts, where + ", waiting for an infeed of " + ShapesString(types) + ",");
       if (closed_) {
         throw ipu::Error(ipu::ErrorCode::Internal, where + " was waiting for an infeed of " + ShapesString(types) +
                                                        " when the ipu client was destroyed");
       }
-      if (cv_.wait_for(lock, kInfeedWarningPeriod) == std::cv_status::timeout && infeed_.empty() && !closed_) {
+      if (exiting_) {
+        throw ipu::Error(ipu::ErrorCode::Cancelled, where + " was waiting for an infeed of " + ShapesString(types) +
+                                                        " when the process exited: nothing can feed it any more");
+      }
+      if (cv_.wait_for(lock, kInterruptPoll) == std::cv_status::timeout && infeed_.empty() && !closed_ &&
+          std::chrono::steady_clock::now() >= warn_at) {
+        warn_at += kInfeedWarningPeriod;
         waited += static_cast<int>(kInfeedWarningPeriod.count());
         std::fprintf(stderr,
                      "jax-ipu: %s has waited %d s for an infeed of %s; feed it from another thread with "
@@ -201,20 +230,117 @@ void HostStreams::outfeed(const std::string&, const std::vector<ipu::TensorType>
   cv_.notify_all();
 }
 
-void HostStreams::callback(int64_t id, const std::vector<ipu::TensorType>&, const std::vector<const void*>& in,
-                           const std::vector<ipu::TensorType>&, const std::vector<void*>& out) {
-  JaxIpu_HostCallbackFn fn = g_host_callback.load();
+// Host callbacks run on a thread of their own (one per device, started on first use) while the run waits for them,
+// so that a Ctrl-C ends the wait even when a callback never returns: the run then fails, and the lane is left to
+// the callback (a new lane serves the next one). A call's arguments and results are its own copies, so nothing a
+// left callback writes later reaches memory that the run has given back.
+struct CallbackLane {
+  struct Call {
+    int64_t id = 0;
+    const WorkQueue* serving = nullptr;  // the queue whose run waits for the call
+    std::vector<std::vector<uint8_t>> in, out;
+    int status = 0;
+    char error[2048] = {0};
+    bool done = false;
+  };
+  std::mutex mutex;
+  std::condition_variable cv;
+  std::shared_ptr<Call> call;  // the pending or running call, until done
+  bool left = false;           // the lane ends once its call returns
+
+  static std::shared_ptr<CallbackLane> Start(int device_id) {
+    auto lane = std::make_shared<CallbackLane>();
+    std::thread([lane, device_id] {
+      pthread_setname_np(pthread_self(), ("ipu" + std::to_string(device_id) + "-callback").substr(0, 15).c_str());
+      lane->Loop();
+    }).detach();  // never joined: a callback that never returns must not hold up the client or the process
+    return lane;
+  }
+
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mutex);
+    for (;;) {
+      cv.wait(lock, [this] { return left || (call && !call->done); });
+      if (!call || call->done) return;  // left, with nothing to run
+      std::shared_ptr<Call> c = call;
+      lock.unlock();
+      {
+        const Serving serving(c->serving);
+        std::vector<const void*> in;
+        std::vector<void*> out;
+        for (const auto& b : c->in) in.push_back(b.data());
+        for (auto& b : c->out) out.push_back(b.data());
+        JaxIpu_HostCallbackFn fn = g_host_callback.load();
+        c->status = fn(c->id, in.size(), in.data(), out.size(), out.data(), c->error, sizeof(c->error));
+        c->error[sizeof(c->error) - 1] = '\0';
+      }
+      lock.lock();
+      c->done = true;
+      cv.notify_all();
+      if (left) return;
+    }
+  }
+};
+
+void HostStreams::callback(int64_t id, const std::vector<ipu::TensorType>& in_types, const std::vector<const void*>& in,
+                           const std::vector<ipu::TensorType>& out_types, const std::vector<void*>& out) {
   const std::string where = "ipu device " + std::to_string(device_id_) + ": host callback " + std::to_string(id);
-  if (fn == nullptr) {
+  if (g_host_callback.load() == nullptr) {
     throw ipu::Error(ipu::ErrorCode::Internal,
                      where + " was called but no host callback handler is registered (JaxIpu_SetHostCallback; "
                              "the jax_ipu package registers it when the ipu backend starts)");
   }
-  char error[2048] = {0};
-  if (fn(id, in.size(), in.data(), out.size(), out.data(), error, sizeof(error)) != 0) {
-    error[sizeof(error) - 1] = '\0';
-    throw ipu::Error(ipu::ErrorCode::Internal, error[0] ? std::string(error) : where + " failed");
+  auto call = std::make_shared<CallbackLane::Call>();
+  call->id = id;
+  call->serving = ServingQueue();
+  for (size_t i = 0; i < in.size(); ++i) {
+    const auto* bytes = static_cast<const uint8_t*>(in[i]);
+    call->in.emplace_back(bytes, bytes + in_types[i].numBytes());
   }
+  for (size_t i = 0; i < out.size(); ++i) call->out.emplace_back(out_types[i].numBytes());
+  std::shared_ptr<CallbackLane> lane;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!lane_) lane_ = CallbackLane::Start(device_id_);
+    lane = lane_;
+  }
+  const uint64_t interrupts = InterruptsSeenByThisThread();
+  {
+    std::unique_lock<std::mutex> lock(lane->mutex);
+    lane->call = call;
+    lane->cv.notify_all();
+    while (!call->done) {
+      if (Interrupts().load(std::memory_order_relaxed) != interrupts) {
+        lane->left = true;  // the callback keeps its lane; the next call gets a new one
+        lock.unlock();
+        {
+          std::lock_guard<std::mutex> streams_lock(mutex_);
+          if (lane_ == lane) lane_.reset();
+        }
+        ThrowIfInterrupted(interrupts, where + ", which had not returned,");
+      }
+      lane->cv.wait_for(lock, kInterruptPoll);
+    }
+    lane->call.reset();
+  }
+  if (call->status != 0) {
+    throw ipu::Error(ipu::ErrorCode::Internal, call->error[0] ? std::string(call->error) : where + " failed");
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!call->out[i].empty()) std::memcpy(out[i], call->out[i].data(), call->out[i].size());
+  }
+}
+
+HostStreams::~HostStreams() {
+  std::shared_ptr<CallbackLane> lane;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    lane.swap(lane_);
+  }
+  if (!lane) return;
+  std::lock_guard<std::mutex> lock(lane->mutex);
+  lane->left = true;  // its thread ends (now if idle, else after its call)
+  lane->cv.notify_all();
 }
 
 }  // namespace jax_ipu
@@ -299,6 +425,20 @@ JAX_IPU_EXPORT int JaxIpu_OutfeedPop(int device_id, size_t n, const char* const*
 }
 
 JAX_IPU_EXPORT void JaxIpu_SetHostCallback(JaxIpu_HostCallbackFn fn) { g_host_callback.store(fn); }
+
+JAX_IPU_EXPORT void JaxIpu_Synchronize(void);
+
+JAX_IPU_EXPORT void JaxIpu_AtExit(void) {
+  try {
+    jax_ipu::WithCurrentClient([&](PJRT_Client* client) {
+      if (client == nullptr) return;
+      for (const auto& device : client->devices)
+        if (device->host) device->host->Exiting();
+    });
+  } catch (...) {
+  }
+  JaxIpu_Synchronize();
+}
 
 JAX_IPU_EXPORT void JaxIpu_Synchronize(void) {
   try {

@@ -34,6 +34,7 @@ struct Replica {
   std::vector<Bytes> outputs;
   std::shared_ptr<Completion> done;  // defines every output; also the launch's device-complete event
   std::shared_ptr<std::atomic<int64_t>> last_run_ns;  // the executable's
+  uint64_t interrupts_seen = 0;  // Interrupts() at launch: a Ctrl-C after it cancels the run (interrupt.cc)
 };
 
 // Host time below which a run is cheaper on the caller's thread than a round trip through the worker.
@@ -102,6 +103,7 @@ RunScratch& ThisThreadsScratch() {
 PJRT_Error_Code RunReplica(Replica& r, std::string* message) {
   PJRT_Error_Code code = static_cast<PJRT_Error_Code>(0);
   const ipu::Executable& program = *r.program;
+  const RunInterrupts interrupts(r.interrupts_seen);  // for the waits of this run (infeed, callbacks, collectives)
   // An input from another IPU's queue may still be in flight; one whose definition failed fails this run with
   // the same error (as jax's other backends propagate errors through buffers).
   for (const auto& defined : r.inputs_defined) {
@@ -128,6 +130,8 @@ PJRT_Error_Code RunReplica(Replica& r, std::string* message) {
       options.replica = r.index;
       options.replicas = r.group.get();
       options.host = r.device->host.get();
+      options.interrupts = &Interrupts();
+      options.interrupts_seen = r.interrupts_seen;
       const auto start = std::chrono::steady_clock::now();
       program.runInto(in, out, options, &profile);
       // The end of the program is a meeting point too: a replica still waiting in a collective then learns that
@@ -138,6 +142,10 @@ PJRT_Error_Code RunReplica(Replica& r, std::string* message) {
     } catch (const ipu::Error& e) {
       code = ToPjrtCode(e.code());
       *message = e.what();
+      if (e.code() == ipu::ErrorCode::Cancelled && *message == "interrupted") {  // between two steps (engine.cc)
+        *message = "ipu device " + std::to_string(r.device->local_hardware_id) + ": " + program.name() +
+                   " was interrupted (SIGINT, Ctrl-C) before it finished; its results do not exist";
+      }
     } catch (const std::bad_alloc&) {
       code = PJRT_Error_Code_RESOURCE_EXHAUSTED;
       *message = "ipu device " + std::to_string(r.device->local_hardware_id) + ": out of host memory running " +
@@ -200,6 +208,7 @@ bool ExecuteInline(const PJRT_LoadedExecutable& loaded, PJRT_Device* device, PJR
   r.device = device;
   r.index = 0;
   r.last_run_ns = loaded.last_run_ns;
+  r.interrupts_seen = Interrupts().load(std::memory_order_relaxed);
   const size_t num_inputs = program.inputTypes().size();
   for (size_t i = 0; i < num_inputs; ++i) AddArgument(program, i, args->argument_lists[0][i], &r);
   for (const auto& defined : r.inputs_defined) {
@@ -301,6 +310,7 @@ PJRT_Error* PJRT_LoadedExecutable_Execute_Impl(PJRT_LoadedExecutable_Execute_Arg
       r->group = group;
       r->done = std::make_shared<Completion>();
       r->last_run_ns = loaded->last_run_ns;
+      r->interrupts_seen = Interrupts().load(std::memory_order_relaxed);
       r->inputs.reserve(num_inputs);
       r->inputs_defined.reserve(num_inputs);
       r->outputs.reserve(num_outputs);

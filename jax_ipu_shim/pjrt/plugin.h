@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -53,6 +54,27 @@ char* CopyString(const std::string& s);
 
 // The caller's struct must be at least as large as the part of it we read and write.
 PJRT_Error* CheckStructSize(const char* function, size_t given, size_t needed);
+
+// ----------------------------------------------------------------------------------------------- Ctrl-C (interrupt.cc)
+
+// How many SIGINTs (Ctrl-C) this process has had since the ipu backend started watching for them.
+const std::atomic<uint64_t>& Interrupts();
+// How often a wait looks at Interrupts(): a Ctrl-C ends any wait of ours within this (and the run's next step).
+constexpr std::chrono::milliseconds kInterruptPoll(50);
+// The interrupt count when the run on this thread was launched (a wait of that run fails once it changes), or, on a
+// thread that runs nothing (transfer_from_outfeed), the count when the wait began. Set by RunReplica.
+uint64_t InterruptsSeenByThisThread();
+class RunInterrupts {  // scope of a run on this thread
+ public:
+  explicit RunInterrupts(uint64_t seen);
+  ~RunInterrupts();
+
+ private:
+  uint64_t saved_;
+  bool had_;
+};
+// Throws ipu::Error(Cancelled) "<what> was interrupted (SIGINT, Ctrl-C)" if a Ctrl-C came since `seen`.
+void ThrowIfInterrupted(uint64_t seen, const std::string& what);
 
 }  // namespace jax_ipu
 
@@ -138,11 +160,24 @@ class WorkQueue : public std::enable_shared_from_this<WorkQueue> {
   std::thread thread_;
 };
 
+// The queue whose work the calling thread is doing: a worker's own, or, on a host callback's thread, the queue of
+// the run it serves (which waits for it: Drain and Stop from there must not wait for that queue).
+const WorkQueue* ServingQueue();
+class Serving {  // scope: this thread does `queue`'s work
+ public:
+  explicit Serving(const WorkQueue* queue);
+  ~Serving();
+
+ private:
+  const WorkQueue* saved_;
+};
+
 // The host side of one IPU's data streams and host functions (ipu::HostInterface), shared by the runs on its
 // worker and the JaxIpu_InfeedPush/OutfeedPop callers (which may outlive the client: hence shared, and Close()).
 class HostStreams : public ipu::HostInterface {
  public:
   explicit HostStreams(int device_id) : device_id_(device_id) {}
+  ~HostStreams() override;
   struct Array {
     ipu::TensorType type;
     std::vector<uint8_t> bytes;
@@ -160,6 +195,8 @@ class HostStreams : public ipu::HostInterface {
   void OutfeedProgramFinished(const std::string* failure);
   // The client is going away: waits fail instead of hanging.
   void Close();
+  // The process is exiting: a run waiting on an empty infeed fails (JaxIpu_AtExit).
+  void Exiting();
 
   void infeed(const std::string& program, const std::vector<ipu::TensorType>& types,
               const std::vector<void*>& dst) override;
@@ -178,6 +215,8 @@ class HostStreams : public ipu::HostInterface {
   int outfeed_programs_ = 0;
   std::string last_outfeed_failure_;  // the error of the newest program that outfeeds, if it failed
   bool closed_ = false;
+  bool exiting_ = false;
+  std::shared_ptr<struct CallbackLane> lane_;  // the thread host callbacks run on (host_io.cc); under mutex_
 };
 
 std::string ShapeString(const ipu::TensorType& type);  // f32[3,4]

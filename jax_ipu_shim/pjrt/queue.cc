@@ -11,6 +11,14 @@ namespace jax_ipu {
 // How long an idle worker looks for new work before it sleeps.
 constexpr std::chrono::microseconds kSpin(50);
 
+namespace {
+thread_local const WorkQueue* t_serving = nullptr;
+}  // namespace
+
+const WorkQueue* ServingQueue() { return t_serving; }
+Serving::Serving(const WorkQueue* queue) : saved_(t_serving) { t_serving = queue; }
+Serving::~Serving() { t_serving = saved_; }
+
 void WorkQueue::Start() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (stopping_) {
@@ -35,8 +43,8 @@ void WorkQueue::Enqueue(std::function<void()> item) {
 
 void WorkQueue::Drain() {
   std::unique_lock<std::mutex> lock(mutex_);
-  // A host callback running on this worker cannot wait for its own queue.
-  if (thread_.joinable() && std::this_thread::get_id() == thread_.get_id()) return;
+  // A host callback running for this worker cannot wait for its own queue.
+  if (t_serving == this) return;
   const uint64_t target = enqueued_;
   idle_cv_.wait(lock, [&] { return finished_ >= target; });
 }
@@ -48,7 +56,7 @@ void WorkQueue::Stop() {
   }
   cv_.notify_all();
   if (!thread_.joinable()) return;
-  if (std::this_thread::get_id() == thread_.get_id()) {
+  if (std::this_thread::get_id() == thread_.get_id() || t_serving == this) {
     thread_.detach();  // destroyed from its own work (a callback): it exits once the queue is empty
   } else {
     thread_.join();
@@ -58,6 +66,7 @@ void WorkQueue::Stop() {
 void WorkQueue::Loop() {
   // Named for debuggers and py-spy: "ipu0-worker" (at most 15 characters).
   pthread_setname_np(pthread_self(), (name_.substr(0, 8) + "-worker").c_str());
+  const Serving serving(this);
   for (;;) {
     std::function<void()> item;
     {

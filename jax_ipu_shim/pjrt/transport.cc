@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -156,6 +157,7 @@ class Transport {
     }
     for (int j : processes) Send(j, frame, program_name);
     std::vector<ipu::RemoteReplicas::Received> out;
+    const uint64_t interrupts = InterruptsSeenByThisThread();
     std::unique_lock<std::mutex> lock(mu_);
     const auto deadline = std::chrono::steady_clock::now() + timeout_;
     for (int j : processes) {
@@ -179,8 +181,10 @@ class Transport {
           throw ipu::Error(ipu::ErrorCode::Internal, program_name + ": " + Name(j) + " " + dead_[j] +
                                                          " while this process (" + std::to_string(me_) +
                                                          ") waits for it at a collective");
-        if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && frames_.find(key) == frames_.end() &&
-            aborts_.find(launch) == aborts_.end() && dead_[j].empty()) {
+        ThrowIfInterrupted(interrupts, program_name + ", waiting for " + Name(j) + " at a collective,");
+        const auto until = std::min(deadline, std::chrono::steady_clock::now() + kInterruptPoll);
+        if (cv_.wait_until(lock, until) == std::cv_status::timeout && std::chrono::steady_clock::now() >= deadline &&
+            frames_.find(key) == frames_.end() && aborts_.find(launch) == aborts_.end() && dead_[j].empty()) {
           throw ipu::Error(ipu::ErrorCode::Internal,
                            program_name + ": " + Name(j) + " sent nothing for " +
                                std::to_string(timeout_.count() / 1000) +

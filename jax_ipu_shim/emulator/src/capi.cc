@@ -39,6 +39,7 @@ const char* codeName(ipu::ErrorCode code) {
     case ipu::ErrorCode::Unimplemented: return "UNIMPLEMENTED";
     case ipu::ErrorCode::ResourceExhausted: return "RESOURCE_EXHAUSTED";
     case ipu::ErrorCode::Internal: return "INTERNAL";
+    case ipu::ErrorCode::Cancelled: return "CANCELLED";
   }
   return "INTERNAL";
 }

@@ -191,6 +191,11 @@ void record(RunState& state, const Node& node, const Counters& before) {
 }  // namespace
 
 void Executor::run(const Node& node) {
+  const RunOptions* options = state_.options;
+  if (options && options->interrupts &&
+      options->interrupts->load(std::memory_order_relaxed) != options->interrupts_seen) {
+    throw Error(ErrorCode::Cancelled, "interrupted");  // the runtime says by what, and where
+  }
   const Counters before = Counters::of(state_.profile);
   switch (node.kind) {
     case NodeKind::Sequence:

@@ -3,7 +3,7 @@
 jax lowers all of them through ``mlir.emit_python_callback``. Our jax patch (patches/jax/0.4.13/0004) lets a plugin
 emit them for its platform: for "ipu" we emit ``stablehlo.custom_call @jax_ipu_host_callback`` with the callback's
 id in ``backend_config``, flat results and an optional token first in and out. The emulator runs it as a HostCall
-step; the PJRT layer calls the ``JaxIpu_HostCallbackFn`` installed here, on a device worker thread, with pointers to
+step; the PJRT layer calls the ``JaxIpu_HostCallbackFn`` installed here, on the device's callback thread, with pointers to
 the operands and the results to fill. The registry (id -> callable, operand and result types) lives here and an entry
 lives as long as the executable that uses it (jax keeps the keepalive we return).
 
@@ -195,7 +195,7 @@ def install_runtime(lib: ctypes.CDLL) -> None:
     if _installed:
         return
     set_callback = getattr(lib, "JaxIpu_SetHostCallback", None)
-    synchronize = getattr(lib, "JaxIpu_Synchronize", None)
+    at_exit = getattr(lib, "JaxIpu_AtExit", None)
     if set_callback is None:
         logger.warning("ipu: the native library has no JaxIpu_SetHostCallback; host callbacks will fail")
         return
@@ -204,9 +204,10 @@ def install_runtime(lib: ctypes.CDLL) -> None:
     function = HOST_CALLBACK_FN(_invoke)
     _installed.append(function)
     set_callback(function)
-    if synchronize is not None:
-        synchronize.argtypes = []
-        synchronize.restype = None
+    if at_exit is not None:
+        at_exit.argtypes = []
+        at_exit.restype = None
         # Work still queued at exit may call back into Python: let it finish while the interpreter is whole
-        # (ctypes releases the GIL for the wait). Registered after jax's own atexit handlers, so it runs first.
-        atexit.register(synchronize)
+        # (ctypes releases the GIL for the wait); a run waiting on an empty infeed fails instead, since nothing
+        # can feed it any more. Registered after jax's own atexit handlers, so it runs first.
+        atexit.register(at_exit)

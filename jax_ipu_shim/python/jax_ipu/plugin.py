@@ -13,7 +13,7 @@ import logging
 import traceback
 from typing import Any, Dict, List, Optional
 
-from jax_ipu import _native, executable_cache, multihost, progress, pvti, report
+from jax_ipu import _native, executable_cache, interrupts, multihost, progress, pvti, report
 from jax_ipu import config as ipu_config
 
 logger = logging.getLogger(__name__)
@@ -94,6 +94,7 @@ def _make_client():
     _register_compiler(_native.load())
     executable_cache.install_jax_cache(PLATFORM, _progress_bar)
     _add_host_callbacks(_native.load())
+    interrupts.install(_native.load())  # Ctrl-C ends waits (interrupts.py)
     __import__("jax_ipu.linalg").linalg.install_lowerings()  # jnp.linalg on the ipu: generic lowerings
     options = config.client_options()
     # jax.distributed with several processes: every process's IPUs, through jax's key-value store (multihost.py)

@@ -3,6 +3,7 @@
 // This is all that the PJRT layer (and any other client) may include. It knows nothing of JAX, MLIR or PJRT.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -36,7 +37,7 @@ struct TensorType {
 };
 
 // What kind of failure an Error is; the PJRT layer maps it onto its error codes.
-enum class ErrorCode { InvalidArgument, Unimplemented, ResourceExhausted, Internal };
+enum class ErrorCode { InvalidArgument, Unimplemented, ResourceExhausted, Internal, Cancelled };
 
 class Error : public std::runtime_error {
  public:
@@ -196,6 +197,10 @@ struct RunOptions {
   int replica = 0;                   // this run's replica (stablehlo.replica_id)
   ReplicaGroup* replicas = nullptr;  // null: a single replica
   HostInterface* host = nullptr;     // null: a program with streams or host calls fails, naming them
+  // The host's interrupt count (Ctrl-C) and its value when the run was launched: once they differ, the run stops
+  // before its next step with Error(Cancelled). Null: never interrupted.
+  const std::atomic<uint64_t>* interrupts = nullptr;
+  uint64_t interrupts_seen = 0;
 };
 
 // A program lowered onto a device's tiles. Immutable after compile; run() may be called from several threads.

@@ -1,0 +1,101 @@
+"""Ctrl-C on the ipu: ``KeyboardInterrupt`` within a second, in any wait.
+
+Python runs its SIGINT handler between bytecodes, so a main thread blocked in jaxlib (waiting for a result) or in
+the library (``transfer_from_outfeed``) would never get to it, and a program waiting for an infeed, a host callback
+that never returns, or another process would wait on. When the ipu backend starts, :func:`install` asks the library
+to count SIGINTs in front of Python's handler (``pjrt/interrupt.cc``): a Ctrl-C then fails every program running or
+queued at that moment (``CANCELLED: ... was interrupted (SIGINT, Ctrl-C)``, on its results) and ends the wait. The
+IPU is free for the next program.
+
+What ends the wait is then an error raised by jaxlib, with Python's ``KeyboardInterrupt`` pending behind it (or
+already dropped, if an audit hook or a gc callback ran Python's handler first). The places where jax waits
+(``np.asarray(x)`` and the rest of ``ArrayImpl._value``, ``x.block_until_ready()``, ``jax.block_until_ready``,
+``device.transfer_from_outfeed``) are wrapped so that the error of a Ctrl-C is raised there as one
+``KeyboardInterrupt``, at once: a script stops as it does on Ctrl-C anywhere else. Reading an interrupted
+program's results later gives the error itself.
+
+If the process installs its own SIGINT handler (``signal.signal``), Ctrl-C is its alone: nothing is cancelled.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import signal
+from typing import Any, Callable
+
+_installed = False
+_MARK = "(SIGINT, Ctrl-C)"  # in the message of a wait or program that a Ctrl-C ended (pjrt/interrupt.cc)
+_take: Any = None  # the library's JaxIpu_TakeInterrupt, looked up once (a lookup is an audited event)
+
+
+def _let_signals_run() -> None:
+    """A Python call: the interpreter runs pending signal handlers on entering it (every series)."""
+
+
+def _raising_pending_interrupt(function: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            try:
+                return function(*args, **kwargs)
+            except Exception as error:
+                # If Python's pending handler runs first (at any call here), the outer clause takes the Ctrl-C.
+                if _MARK in str(error) and _take():
+                    _let_signals_run()  # Python's own KeyboardInterrupt, if it is still pending
+                    # Else something ran Python's handler first and dropped its KeyboardInterrupt (an audit hook
+                    # or a gc callback, where exceptions are ignored): raise it here, once.
+                    raise KeyboardInterrupt from error
+                raise  # not an interrupt, or the result of one already reported: the error itself
+        except KeyboardInterrupt:
+            _take()  # Python raised it on entering the handler above (3.8 looks before every instruction)
+            raise
+
+    for name in ("__module__", "__name__", "__qualname__", "__doc__"):
+        try:
+            setattr(wrapper, name, getattr(function, name))
+        except (AttributeError, TypeError):  # jax's profiler wrappers may lack some
+            pass
+    wrapper.__wrapped__ = function  # type: ignore[attr-defined]
+    wrapper._jax_ipu_interrupts = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _wrap_waits() -> None:
+    import jax
+    from jax._src import api, array
+
+    cls = array.ArrayImpl
+    if not getattr(cls.block_until_ready, "_jax_ipu_interrupts", False):
+        cls.block_until_ready = _raising_pending_interrupt(cls.block_until_ready)
+        value = cls._value
+        cls._value = property(_raising_pending_interrupt(value.fget), doc=value.__doc__)
+    if not getattr(api.block_until_ready, "_jax_ipu_interrupts", False):
+        wrapped = _raising_pending_interrupt(api.block_until_ready)
+        api.block_until_ready = wrapped
+        if getattr(jax, "block_until_ready", None) is getattr(wrapped, "__wrapped__", None):
+            jax.block_until_ready = wrapped
+    from jax_ipu import feeds
+
+    if not getattr(feeds.transfer_from_outfeed, "_jax_ipu_interrupts", False):
+        feeds.transfer_from_outfeed = _raising_pending_interrupt(feeds.transfer_from_outfeed)
+
+
+def install(lib: ctypes.CDLL) -> bool:
+    """Counts Ctrl-Cs in the library and raises them in jax's waits, if Python's own SIGINT handler is installed.
+    True if it is (or was already) watching."""
+    global _installed
+    if _installed:
+        return True
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return False  # the process's own handler (or SIG_DFL / SIG_IGN): Ctrl-C is its alone
+    global _take
+    lib.JaxIpu_WatchInterrupts.restype = ctypes.c_int
+    lib.JaxIpu_TakeInterrupt.restype = ctypes.c_int
+    if lib.JaxIpu_WatchInterrupts() != 0:
+        return False
+    _take = lib.JaxIpu_TakeInterrupt
+    try:
+        _wrap_waits()
+    except (AttributeError, TypeError):  # pragma: no cover - a jax whose Array class is sealed
+        pass
+    _installed = True
+    return True

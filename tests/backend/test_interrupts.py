@@ -1,0 +1,182 @@
+"""Ctrl-C on the ipu: SIGINT raises KeyboardInterrupt within a second in every blocking wait (a result whose program
+computes forever, waits on an unfed infeed, or on a host callback that never returns; ``transfer_from_outfeed`` with
+nothing to take), the interrupted program fails saying why, and the IPU runs the next program. A process that exits
+while a program waits on an infeed ends within seconds.
+
+Each case runs in a child Python (``python test_interrupts.py CASE``), which prints ``waiting`` just before it
+blocks; the test then sends SIGINT, as a terminal's Ctrl-C does.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import Any, Callable, Dict
+
+import pytest
+
+SETTLE = 0.3  # after "waiting": the child is inside the wait (a wait that has not started is not the test)
+WITHIN = 1.0  # Ctrl-C ends a wait within a second (issue 21)
+
+
+# ---------------------------------------------------------------------------------------------- the child side
+
+def _forever_loop() -> Any:
+    import jax
+    from jax import lax
+
+    f = jax.jit(lambda x: lax.while_loop(lambda c: c[0] >= 0, lambda c: (c[0] + 1, c[1] * 1.0001), (0, x))[1],
+                backend="ipu")
+    return f(1.0)
+
+
+def _unfed_infeed() -> Any:
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    def f(x):
+        (y,), _ = lax.infeed(lax.create_token(), shape=(jax.core.ShapedArray((3,), jnp.float32),))
+        return x + y
+
+    return jax.jit(f, backend="ipu")(jnp.ones(3))
+
+
+def _callback_that_never_returns() -> Any:
+    import threading
+
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    never = threading.Event()
+
+    def host(x: Any) -> Any:
+        never.wait()
+        return np.asarray(x)
+
+    f = jax.jit(lambda x: jax.pure_callback(host, jax.ShapeDtypeStruct((3,), jnp.float32), x) + 1, backend="ipu")
+    return f(jnp.ones(3))
+
+
+def _empty_outfeed() -> Any:
+    import jax
+    import numpy as np
+    from jax._src.lib import xla_client
+
+    shape = xla_client.shape_from_pyval((np.zeros(3, np.float32),)).with_major_to_minor_layout_if_absent()
+    return jax.devices("ipu")[0].transfer_from_outfeed(shape)
+
+
+CASES: Dict[str, Callable[[], Any]] = {
+    "forever_loop": _forever_loop,
+    "unfed_infeed": _unfed_infeed,
+    "callback_that_never_returns": _callback_that_never_returns,
+    "empty_outfeed": _empty_outfeed,
+}
+
+
+def _child(case: str) -> None:
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    jax.devices("ipu")
+    if case == "exit_while_infeed_waits":
+        _ = CASES["unfed_infeed"]()  # dispatched, never fed; the process leaves while it waits
+        print("waiting", flush=True)
+        sys.exit(0)
+    started = time.monotonic()
+    try:
+        if case == "empty_outfeed":  # the call itself waits
+            print("waiting", flush=True)
+            started = time.monotonic()
+        result = CASES[case]()
+        if case != "empty_outfeed":  # dispatched: reading the result waits
+            print("waiting", flush=True)
+            started = time.monotonic()
+        np.asarray(result)
+        print("finished without an interrupt", flush=True)
+    except KeyboardInterrupt:
+        print(f"KeyboardInterrupt after {time.monotonic() - started:.3f} s", flush=True)
+    # The IPU runs the next program.
+    print("next:", np.asarray(jax.jit(lambda x: x * 2, backend="ipu")(jnp.arange(3.0))).tolist(), flush=True)
+    if case != "empty_outfeed":
+        try:
+            np.asarray(result)
+        except Exception as error:  # noqa: BLE001 - the interrupted program's results say why
+            print("interrupted result:", f"{type(error).__name__}: {error}", flush=True)
+
+
+# ---------------------------------------------------------------------------------------------- the test side
+
+FEEDS = ("unfed_infeed", "empty_outfeed", "exit_while_infeed_waits")
+
+
+def _needs(case: str) -> None:
+    from _series import CURRENT_SERIES
+
+    if case in FEEDS and CURRENT_SERIES:
+        pytest.skip("infeed/outfeed are gone from the current series")
+
+
+def _start(case: str) -> Any:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_FLAGS", "TF_POPLAR", "POPLAR_"))}
+    env["JAX_PLATFORMS"] = "cpu,ipu"
+    return subprocess.Popen([sys.executable, __file__, case], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            universal_newlines=True, env=env)
+
+
+def _wait_for_line(proc: Any, text: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if text in line:
+            return
+        if not line and proc.poll() is not None:
+            break
+    proc.kill()
+    pytest.fail(f"the child never printed {text!r}: {proc.stderr.read()[-3000:]}")
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_ctrl_c_raises_keyboard_interrupt_in_the_wait(case):
+    _needs(case)
+    proc = _start(case)
+    _wait_for_line(proc, "waiting", 120)
+    time.sleep(SETTLE)
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        pytest.fail(f"{case}: Ctrl-C did not end the wait ({out}{err[-2000:]})")
+    assert proc.returncode == 0, (out, err[-3000:])
+    assert "KeyboardInterrupt after" in out, (out, err[-3000:])
+    seconds = float(out.split("KeyboardInterrupt after ")[1].split()[0])
+    assert seconds < SETTLE + WITHIN, out
+    assert "next: [0.0, 2.0, 4.0]" in out, (out, err[-3000:])
+    if case != "empty_outfeed":  # the interrupted program failed, saying why
+        assert "interrupted result:" in out and "interrupted" in out.split("interrupted result:")[1], out
+
+
+def test_a_process_that_exits_while_a_program_waits_on_an_infeed_ends():
+    _needs("exit_while_infeed_waits")
+    proc = _start("exit_while_infeed_waits")
+    _wait_for_line(proc, "waiting", 120)
+    start = time.monotonic()
+    try:
+        out, err = proc.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail("a process that exits while a program waits on its infeed did not end within 20 s")
+    assert time.monotonic() - start < 10
+    assert proc.returncode == 0, err[-3000:]
+
+
+if __name__ == "__main__":
+    _child(sys.argv[1])
