@@ -305,6 +305,29 @@ def examples(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHONS, venv_backend="venv", reuse_venv=False)
+def fuzz(session: nox.Session) -> None:
+    """The differential fuzzer per series: random jax programs on cpu and on ipu against the installed wheels.
+
+        nox -s fuzz-3.8 -- --n 10000 --seed 1 [--jobs 2] [--only I,J] [--out DIR] [--no-minimise]
+
+    Program i of seed s is always the same (tests/fuzz/fuzz.py). Prints the summary (ok, unsupported by op, explained
+    per accepted reason, open, unexplained); each unexplained mismatch is minimised to a standalone script in
+    build/fuzz/<jaxlib version>/ (or --out, relative to the repository), with summary.json. Fails on any unexplained
+    mismatch. A fixed-seed slice of it runs in the installed suites (tests/fuzz/test_fuzz.py)."""
+    _install_dist(session)
+    args = list(session.posargs)
+    for i, a in enumerate(args):  # --out is relative to the repository (the fuzzer runs from a temporary directory)
+        if a == "--out" and i + 1 < len(args):
+            args[i + 1] = str((REPO / args[i + 1]).resolve())
+        elif a.startswith("--out="):
+            args[i] = f"--out={(REPO / a[6:]).resolve()}"
+    with tempfile.TemporaryDirectory(prefix="jax-ipu-fuzz-") as outside:
+        session.chdir(outside)
+        session.run("python", str(REPO / "tests" / "fuzz" / "fuzz.py"), *args, env=suite_env())
+        session.chdir(str(REPO))
+
+
+@nox.session(python=PYTHONS, venv_backend="venv", reuse_venv=False)
 def upstream_tests(session: nox.Session) -> None:
     """JAX's own test files, at the pinned jax's tag, on dist/*.whl: cpu and ipu, and the ipu pass rate against cpu.
 

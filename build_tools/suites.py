@@ -18,6 +18,7 @@ INSTALLED_SUITES = (
     "tests/toolchain/installed", "tests/emulator", "tests/conformance", "tests/backend",
     "tests/bench",  # only test_bench_programs.py: every bench program runs once on both backends and matches (untimed)
     "tests/report",  # the profile report page in headless Chromium (skipped, saying so, where Chromium is absent)
+    "tests/fuzz",  # a fixed-seed slice of the differential fuzzer (nox -s fuzz runs more)
 )
 AMBIENT_PREFIXES = ("JAX_", "XLA_FLAGS", "TF_POPLAR_FLAGS", "POPLAR_", "PVTI_OPTIONS")
 # Where the harness finds things, not what it tests: passed through.

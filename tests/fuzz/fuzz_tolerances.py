@@ -1,0 +1,463 @@
+"""What the fuzzer allows between ipu and cpu: one table of float tolerances per op, and one list of accepted
+differences. Integers and bools are always compared exactly; so is every float op this table calls exact.
+
+TOLERANCES: per op (the ``op`` of fuzz_programs.Step), how far the ipu's float result may be from cpu's: 0 is bit
+for bit (NaN matches any NaN; a zero's sign counts); N is N ulps of the result (``per="result"``), of the sum of the
+terms' magnitudes for sums (``"scale"``), or of the array's largest magnitude (``"norm"``); where some order of a sum's
+or product's terms over- or underflows, anything. A pair (a, b) is (jaxlib 0.4.13, jaxlib 0.12). A program's
+tolerance follows from its ops: cpu runs the program again with each inexact op's result moved by its N ulps (up,
+down, by random signs), and an ipu float result must lie within SAFETY times the largest move this caused in cpu's;
+an int or bool result, or one computed from such through a discontinuous op (a compare, a bitcast, a sort, a branch),
+may differ only where a move changed it. So a difference an op is allowed is carried, amplified or damped, through
+the ops after it, and with every op on the way exact, the envelope is empty: bit for bit.
+
+ACCEPTED: differences the README explains, and those the fuzzer found that the backend has yet to fix (``open``),
+each matched by op and dtype and by conditions (series, host flags, result size, terms per element, a property of
+the program or of the op's operand values: WHEN), never by program. A program that fails the table alone but passes
+when one entry's ops get that entry's tolerance is counted under that entry's reason (the first in the list that
+suffices); ``error`` entries explain an error of the ipu instead, ``hang`` entries keep programs off the ipu. Open
+entries are counted apart, so that they stay visible, and go with their fix.
+
+UNSUPPORTED_BY_DESIGN: what the README says the ipu backend refuses; an "Unsupported operation" error naming one of
+these is counted, any other is a mismatch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+SAFETY = 4  # an ipu result may move SAFETY times as far as cpu's moved under its ops' allowed ulps
+
+Ulps = Union[int, Tuple[int, int]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Tolerance:
+    f32: Ulps  # ulps in f32 (also each part of a complex64); 0: bit for bit; (jaxlib 0.4.13, jaxlib 0.12)
+    half: Ulps  # ulps in f16 and bf16 (their own)
+    reason: str
+    per: str = "result"  # "result": ulps of the result; "scale": of the sum of the terms' magnitudes (anything where
+    #                      that overflows); "product": of the result, anything where some order of the factors
+    #                      over- or underflows; "norm": of the largest magnitude in the array
+    exact_upto: int = 0  # sums of at most this many terms are bit for bit
+    grows: bool = False  # ulps times sqrt(terms / 32): the sum's order differs, and its error grows with its length
+
+
+def _exact(reason: str) -> Tolerance:
+    return Tolerance(0, 0, reason)
+
+
+EXACT_ROUNDING = "exactly rounded in f32 (f16/bf16: computed in f32 and rounded once, as XLA:CPU does)"
+XLA_BITS = "XLA's own approximation with its FMAs, bit for bit with XLA:CPU (README; test_xla_bits.py)"
+MOVES = "moves or selects values without arithmetic"
+LIBM = "the emulator's libm against XLA:CPU's expansion: a few ulp (test_elementwise.py's measured ULP_UNARY)"
+
+TOLERANCES: Dict[str, Tolerance] = {
+    # elementwise, exactly rounded or defined bit for bit
+    "neg": _exact(EXACT_ROUNDING), "abs": _exact(EXACT_ROUNDING), "floor": _exact(EXACT_ROUNDING),
+    "ceil": _exact(EXACT_ROUNDING), "round": _exact(EXACT_ROUNDING), "round_afz": _exact(EXACT_ROUNDING),
+    "sqrt": _exact(EXACT_ROUNDING), "square": _exact(EXACT_ROUNDING), "reciprocal": _exact(EXACT_ROUNDING),
+    "add": _exact(EXACT_ROUNDING), "sub": _exact(EXACT_ROUNDING), "mul": _exact(EXACT_ROUNDING),
+    "div": _exact(EXACT_ROUNDING + "; divides rewritten as XLA's simplifier rewrites them (README)"),
+    "rem": _exact(EXACT_ROUNDING + " (fmod is exact)"), "max": _exact(EXACT_ROUNDING),
+    "min": _exact(EXACT_ROUNDING), "relu": _exact(EXACT_ROUNDING), "clamp": _exact(EXACT_ROUNDING),
+    "sign": _exact("copysign(x != 0, x), denormals as zeros (README, denormals)"),
+    "nextafter": _exact("next_after bit for bit (README)"),
+    "pow_2": _exact("a ** 2.0 is a * a (XLA's simplifier, README)"),
+    "pow_half": _exact("a ** 0.5 is LLVM's |sqrt(a)| (README)"),
+    "integer_pow": _exact("repeated multiplies, as jax lowers integer_pow"),
+    "reduce_precision": _exact("rounds the mantissa and exponent, exactly defined"),
+    "is_finite": _exact("a predicate"), "isnan": _exact("a predicate"), "signbit": _exact("a predicate"),
+    "compare": _exact("a predicate"),
+    "compare_eq": _exact("a predicate; an equality of values that depend on inexact ops holds within their ulps"),
+    "convert": _exact("exactly rounded; float -> int saturates, NaN -> 0 (README)"),
+    "bitcast": _exact("reinterprets bits"),
+    # integer and bool ops (their results are compared exactly whatever the table says)
+    **{op: _exact("integers and bools: exact") for op in ("and", "or", "xor", "not", "popcount", "clz", "floordiv",
+                                                          "mod", "shift_left", "shift_right_arithmetic",
+                                                          "shift_right_logical")},
+    # XLA's approximations, reproduced bit for bit
+    "exp": _exact(XLA_BITS), "exp2": _exact(XLA_BITS + " (jax's exp2 is exp(x * ln 2))"),
+    "expm1": Tolerance(0, 2, XLA_BITS + "; f16: cpu's own f16 algorithm, 2 ulp (test_elementwise.py)"),
+    "log": _exact(XLA_BITS),
+    "log1p": Tolerance(0, 2, XLA_BITS + "; f16: cpu's own f16 algorithm, 2 ulp (test_elementwise.py)"),
+    "tanh": _exact(XLA_BITS), "logistic": _exact(XLA_BITS), "erf": _exact(XLA_BITS), "erfc": _exact(XLA_BITS),
+    "erf_inv": _exact(XLA_BITS), "tan": _exact(XLA_BITS), "lgamma": _exact(XLA_BITS),
+    "digamma": _exact(XLA_BITS), "rsqrt": _exact(XLA_BITS + " (0.12: the host's rsqrtss and XLA's Newton steps)"),
+    "atan": Tolerance((1, 0), 1, "jaxlib 0.4.13: libm's atanf against XLA:CPU's (1 ulp, test_elementwise.py); "
+                      "jaxlib 0.12: Eigen's atan, bit for bit (README)"),
+    # the emulator's libm against XLA:CPU's expansions
+    "sin": Tolerance(1, 1, LIBM), "cos": Tolerance(1, 1, LIBM), "asin": Tolerance(3, 2, LIBM),
+    "acos": Tolerance(3, 2, LIBM), "sinh": Tolerance(6, 1, LIBM), "cosh": Tolerance(6, 1, LIBM),
+    "asinh": Tolerance(4, 2, LIBM), "acosh": Tolerance(4, 2, LIBM), "atanh": Tolerance(3, 2, LIBM),
+    "cbrt": Tolerance(2, 1, LIBM), "pow": Tolerance(2, 1, LIBM + " (powf)"), "atan2": Tolerance(2, 1, LIBM),
+    # data movement
+    "reshape": _exact(MOVES), "transpose": _exact(MOVES), "broadcast": _exact(MOVES), "slice": _exact(MOVES),
+    "pad": _exact(MOVES), "concatenate": _exact(MOVES), "rev": _exact(MOVES), "dynamic_slice": _exact(MOVES),
+    "dynamic_update_slice": _exact(MOVES), "select": _exact(MOVES), "gather": _exact(MOVES),
+    "scatter_set": _exact(MOVES + " (distinct indices)"), "iota": _exact("exact integers"),
+    "sort": _exact(MOVES + " (a total order: -0 < +0, NaN last)"), "sort_multi": _exact(MOVES),
+    "top_k": _exact(MOVES), "unpack": _exact(MOVES),
+    # reductions and scans
+    "reduce_max": _exact("max/min return one of their operands"), "reduce_logical": _exact("a predicate"),
+    "argmax": _exact("comparisons only"), "cummax": _exact("comparisons only"),
+    "window_max": _exact("comparisons only"), "scatter_min": _exact("comparisons only"),
+    "scatter_max": _exact("comparisons only"),
+    "reduce_sum": Tolerance(4, 2, "XLA:CPU's tree of 32-element windows in 8 lanes; sums of more than 32 terms agree "
+                            "to a few ulp of their scale, the lanes depending on the host's vector width (README, "
+                            "reductions; test_reduce.py)", per="scale", exact_upto=32),
+    "reduce_prod": Tolerance(4, 2, "a product reordered as the sum is: a few ulp of the result (anything where some "
+                             "order of its factors overflows)", per="product", exact_upto=32),
+    "cumsum": Tolerance(4, 2, "the README states no order: jaxlib 0.4.13 lowers it to jax's associative scan (the "
+                        "same adds in the same order: bit for bit in practice), jaxlib 0.12 to a reduce_window over "
+                        "the whole axis, which the ipu adds window by window in order and XLA:CPU as a scan: a few "
+                        "ulp of the scale, growing as the square root of the axis beyond 32", per="scale",
+                        exact_upto=1, grows=True),
+    "cumprod": Tolerance(4, 2, "as cumsum, for products: ulps of the result", per="product", exact_upto=1,
+                         grows=True),
+    "cumlogsumexp": Tolerance(4, 2, "as cumsum, of logaddexp (exp, log1p)", exact_upto=1, grows=True),
+    "window_sum": Tolerance(4, 2, "the README states no order for windowed sums, and the ipu's is not XLA:CPU's "
+                            "(which adds each window in order from the init value): a few ulp of the scale, from "
+                            "windows of 2", per="scale"),
+    "window_mul": Tolerance(4, 2, "as window_sum, for products: a few ulp of the result", per="product"),
+    "scatter_add": Tolerance(4, 2, "duplicate indices add in update order", per="scale", exact_upto=1),
+    "scatter_mul": Tolerance(4, 2, "duplicate indices multiply in update order", exact_upto=1),
+    "dot": Tolerance(8, 2, "XLA:CPU's matmul kernels block and vectorise the sum over k; f16/bf16 accumulate in f32 "
+                     "(README; test_dot.py: 8 ulp of the scale in f32, 2 in f16)", per="scale"),
+    "conv": Tolerance(8, 2, "as dot (test_conv.py: 8 ulp of the scale in f32, 2 in f16)", per="scale"),
+    "softmax": Tolerance(4, 2, "exp bit for bit; its sum as reduce_sum's (of positive terms: ulps of the result)",
+                         exact_upto=32),
+    "log_softmax": Tolerance(4, 2, "as softmax", exact_upto=32),
+    "logsumexp": Tolerance(4, 2, "as softmax", exact_upto=32),
+    # complex64 as pairs of f32, computed as XLA:CPU computes it (README); ulps of |z|, for both parts
+    "complex": _exact(MOVES), "complex_part": _exact(MOVES), "complex_neg": _exact(EXACT_ROUNDING),
+    "complex_conj": _exact(EXACT_ROUNDING), "complex_add": _exact(EXACT_ROUNDING),
+    "complex_sub": _exact(EXACT_ROUNDING),
+    "complex_mul": Tolerance(1, 1, "XLA:CPU's (ac - bd, ad + bc) (README), bit for bit alone; in chains XLA:CPU "
+                             "0.4.13 contracts across the multiplies: 1 ulp of |z|"),
+    "complex_square": Tolerance(1, 1, "as complex_mul"),
+    "complex_div": Tolerance(2, 2, "Smith's division with C99's infinities (README); each part within 2 ulp of |z|"),
+    "complex_abs": Tolerance(2, 2, "overflow-free abs (README)"),
+    "complex_exp": Tolerance(2, 2, "exp and sin/cos of the parts (README)"),
+    "complex_log": Tolerance(2, 2, "log of |z| and atan2 (README); in ulps of max(|log z|, 1), as log |z| of a |z| "
+                             "near 1 is an absolute error", per="scale"),
+    "complex_sqrt": Tolerance(2, 2, "README: as XLA:CPU"), "complex_tanh": Tolerance(4, 2, "README: as XLA:CPU"),
+    "complex_sin": Tolerance(4, 2, "README: as XLA:CPU"),
+    # control flow and transformations: their bodies' ops count; these add nothing of their own but grad's sums
+    "cond": _exact("runs one branch"), "fori_loop": _exact("runs its body"), "while": _exact("runs its body"),
+    "scan": _exact("runs its body"), "vmap": _exact("batches its body's ops"),
+    "grad": Tolerance(8, 2, "the backward pass sums cotangents (the transposes of broadcasts, dots, gathers) in an "
+                      "order of XLA's choosing: ulps of the gradient's largest element", per="norm"),
+}
+
+HALF = ("float16", "bfloat16")
+SCANS = ("cumsum", "cumprod", "cummax", "cumlogsumexp")
+XLA_APPROXIMATIONS = ("exp", "exp2", "expm1", "log", "log1p", "tanh", "logistic", "erf", "erfc", "erf_inv", "tan",
+                      "lgamma", "digamma", "rsqrt", "atan")
+SCANS_AND_WINDOWS = SCANS + ("window_sum", "window_mul", "window_max", "scatter_add", "scatter_mul")
+DTYPES_ALL = ("float32", "float16", "bfloat16", "int32", "uint32", "int8", "uint8", "bool", "complex64")
+
+
+def _ulps(value: Ulps, series: str) -> int:
+    if isinstance(value, tuple):
+        return value[0] if series.startswith("0.4.") else value[1]
+    return value
+
+
+def tolerance(step, series: str, accepted: Sequence["Accepted"] = ()) -> Optional[Tuple[int, str]]:  # noqa: ANN001
+    """(ulps, per) for a fuzz_programs.Step, or None where it must be bit for bit. Accepted entries that cover the
+    step raise its tolerance to theirs (in ulps of its result where the table has it exact)."""
+    if any(a.per == "any" and a.covers(step) for a in accepted):
+        return 1, "any"
+    if step.dtype not in ("float32", "complex64") + HALF:
+        return None
+    row = TOLERANCES[step.op]
+    ulps = _ulps(row.half if step.dtype in HALF else row.f32, series)
+    exact = ulps == 0 or step.count <= row.exact_upto
+    if row.grows and step.count > 32:
+        ulps = int(math.ceil(ulps * math.sqrt(step.count / 32)))
+    covering = sorted((a for a in accepted if a.covers(step)), key=lambda a: a.ulps)
+    if covering:
+        entry = covering[-1]
+        if entry.per == "any":
+            return 1, "any"
+        per = row.per if entry.per == "row" else entry.per
+        return (entry.ulps, per) if exact else (max(ulps, entry.ulps), row.per)
+    return None if exact else (ulps, row.per)
+
+
+# ---------------------------------------------------------------------------------------------------- accepted
+
+ELEMENTWISE_F32 = ("neg", "abs", "sign", "floor", "ceil", "round", "round_afz", "sqrt", "rsqrt", "cbrt", "exp",
+                   "exp2", "expm1", "log", "log1p", "tanh", "logistic", "sin", "cos", "tan", "asin", "acos", "atan",
+                   "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "erf_inv", "lgamma", "digamma", "square",
+                   "reciprocal", "relu", "add", "sub", "mul", "div", "rem", "max", "min", "pow", "atan2", "nextafter",
+                   "pow_2", "pow_half", "integer_pow", "clamp", "reduce_precision")
+TRANSCENDENTAL = ("exp", "exp2", "expm1", "log", "log1p", "tanh", "logistic", "sin", "cos", "tan", "asin", "acos",
+                  "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "erfc", "erf_inv", "lgamma", "digamma",
+                  "cbrt", "pow", "atan2", "rsqrt", "softmax", "log_softmax", "logsumexp", "cumlogsumexp")
+
+
+@dataclasses.dataclass(frozen=True)
+class Accepted:
+    reason: str
+    ops: Tuple[str, ...]  # the table's rows this entry relaxes
+    dtypes: Tuple[str, ...]
+    ulps: int  # those ops' tolerance under this entry: ulps of their result (at least that many f32 smallest
+    #            normals); per="denormal": only that many f32 smallest normals; per="row": as the table's row;
+    #            per="any": any value (NaN included)
+    per: str = "result"
+    series: str = ""  # only with this jaxlib ("0.4." or "0.12")
+    cpu_has: str = ""  # only on hosts whose /proc/cpuinfo flags have this one
+    cpu_lacks: str = ""  # ... or lack it
+    min_size: int = 0  # only where the op's result has min_size..max_size elements
+    max_size: int = 0
+    requires: Tuple[Tuple[str, str], ...] = ()  # (op, dtype) steps the program must also have
+    when: str = ""  # a key of WHEN: only steps whose operands (cpu's values) satisfy it
+    min_count: int = 0  # only steps of at least (at most) this many terms per result element
+    max_count: int = 0
+    min_work: int = 0  # only steps whose result elements times terms per element (a scan's axis) reach this
+    empty: bool = False  # only steps with an empty result
+    error: str = ""  # explains an error of the ipu whose message has this text (not a difference of values)
+    hang: bool = False  # the ipu takes too long: such programs are counted under this entry without running there
+    open: bool = False  # found by the fuzzer, not yet fixed in the backend: counted apart, visible
+
+    def applies(self, steps: Sequence, series: str) -> bool:
+        """Whether the environment fits and the program has a step this entry covers (and those it requires)."""
+        if self.series and not series.startswith(self.series):
+            return False
+        flags = cpu_flags()
+        if (self.cpu_has and self.cpu_has not in flags) or (self.cpu_lacks and self.cpu_lacks in flags):
+            return False
+        if not all(any(s.op == op and s.dtype == dtype for s in steps) for op, dtype in self.requires):
+            return False
+        return any(self.covers(s) for s in steps)
+
+    def covers(self, step) -> bool:  # noqa: ANN001 - a fuzz_programs.Step
+        if step.op not in self.ops or step.dtype not in self.dtypes or step.size * step.count < self.min_work:
+            return False
+        if self.empty and step.size != 0:
+            return False
+        if step.count < self.min_count or (self.max_count and step.count > self.max_count):
+            return False
+        return not self.max_size or self.min_size <= step.size <= self.max_size
+
+
+ACCEPTED: List[Accepted] = [
+    # -- explained by the README or the series' expected failures
+    Accepted("XLA:CPU leaves arrays of 2 to 7 elements unvectorised and there returns some f32 denormals unflushed; "
+             "the emulator flushes at every size (README, denormals)",
+             ELEMENTWISE_F32 + ("convert", "select"), ("float32",), 1, per="denormal", min_size=2, max_size=7),
+    Accepted("jaxlib 0.12's XLA:CPU expm1 is a new ~0.5-ulp approximation, not reproduced yet: the ipu's agrees to "
+             "an ulp or two (README; expected-failures/0.12.0.1.txt)", ("expm1",), ("float32",), 2, series="0.12"),
+    Accepted("on hosts without AVX512-BF16, jaxlib 0.12's XLA:CPU bf16 elementwise arithmetic rounds differently "
+             "from computing in f32 and rounding once (README; expected-failures/0.12.0.1.txt)",
+             ELEMENTWISE_F32, ("bfloat16",), 1, series="0.12", cpu_lacks="avx512_bf16"),
+    Accepted("on hosts with AVX512-FP16, XLA:CPU computes f16 arithmetic natively, rounding to f16 inside its "
+             "expansions and loops and fusing f16 multiply-adds, where the ipu computes in f32 and rounds each op "
+             "once (expected-failures: test_transcendental_chain[float16], asinh f16; jaxlib 0.12 with "
+             "--xla_cpu_max_isa=AVX2 agrees with the ipu)",
+             ELEMENTWISE_F32 + TRANSCENDENTAL + SCANS_AND_WINDOWS, ("float16",), 2, cpu_has="avx512_fp16"),
+    Accepted("XLA:CPU computes an integer 0 / x whose 0 it knows at compile time as 0 (LLVM folds it), so 0 / 0 is "
+             "0 there, not XLA's -1 (which its compiled code and the ipu give); seen with a while loop's counter",
+             ("div", "floordiv"), ("int32", "uint32", "int8", "uint8"), 0, per="any", when="zero_by_zero"),
+    Accepted("jnp.clip of jax 0.4.13 calls a function XLA inlines and simplifies to a clamp, which returns the bound "
+             "on a tie with a flushed denormal; the ipu computes max then min (expected-failures/0.4.13.txt)",
+             ("clamp",), ("float32",), 1, per="denormal", series="0.4."),
+    # -- found by this fuzzer, to be fixed in the backend (each with a reproducer in the fuzzer's report); the
+    #    first entry whose relaxation alone explains a mismatch counts it, so the narrow ones come first
+    Accepted("open: bf16 divides of the forms XLA's simplifier rewrites (a / (b / c), (a / b) / c, a / sqrt(b), "
+             "a / constant, and by a broadcast value in jaxlib 0.12): the ipu rewrites them as it does f32 divides, "
+             "XLA:CPU (whose bf16 ops sit between converts) does not: an ulp apart, and NaN against -0 where the "
+             "quotient under- or overflows", ("div",), ("bfloat16",), 1, per="any", when="rewritten_divide",
+             open=True),
+    Accepted("open: jaxlib 0.4.13, bf16 tan: XLA:CPU's and the ipu's differ by a bf16 ulp on a third of the inputs "
+             "(tan(4) is 1.15625 on cpu, 1.1640625 on the ipu)", ("tan",), ("bfloat16",), 1, series="0.4.",
+             open=True),
+    Accepted("open: jaxlib 0.12's XLA:CPU multiplies long products in another order than the ipu, which follows "
+             "jaxlib 0.4.13's (bit for bit with it): the product of 2^23 factors near 1 is 0.93886 on cpu, 0.93788 "
+             "on the ipu (both 6% from the exact product)", ("reduce_prod",), ("float32", "complex64"), 1,
+             per="any", series="0.12", min_count=33, open=True),
+    Accepted("open: jaxlib 0.4.13, an elementwise maximum or minimum of two arrays where a denormal meets a zero: "
+             "the ipu gives a zero (-0 for max(0, -1e-45) too), XLA:CPU the operand its compare picks (README: "
+             "such a maximum returns a denormal as it is); f32 and bf16", ("max", "min"), ("float32", "bfloat16"), 1,
+             per="denormal", series="0.4.", open=True),
+    Accepted("open: jaxlib 0.12, maxima and minima (elementwise, relu, clamp, reduced, windowed, cumulative, "
+             "scattered) of bf16 denormals: the ipu passes them through, XLA:CPU (which computes bf16 in f32 and "
+             "reads f32 denormals as zeros there) gives zeros",
+             ("max", "min", "relu", "clamp", "reduce_max", "cummax", "window_max", "scatter_min", "scatter_max",
+              "argmax"), ("bfloat16",), 1, per="denormal", series="0.12", open=True),
+    Accepted("open: jaxlib 0.12, windows of one element (a reduce_window of window 1, a cumsum along an axis of "
+             "length 1): XLA:CPU drops the reduction and passes the element as it is, the ipu combines it with the "
+             "init value (+0 for a -0 in a sum, a zero for a denormal in a min or max)",
+             ("cumsum", "cumprod", "cummax", "window_sum", "window_mul", "window_max"),
+             ("float32", "float16", "bfloat16"), 1, per="denormal", series="0.12", max_count=1, open=True),
+    Accepted("open: XLA's simplifier turns x * convert(predicate) into select(predicate, x, 0), so a NaN or "
+             "infinite x gives 0 where the predicate is false; the ipu multiplies (NaN * 0 = NaN): jax's gradient "
+             "of a maximum whose value is NaN is 0 on cpu, NaN on the ipu", ("grad", "mul"),
+             ("float32", "float16", "bfloat16"), 1, per="any", when="masked", open=True),
+    Accepted("open: jaxlib 0.4.13, atanh of an f32 denormal: XLA:CPU reads it as a zero (as the README has for sinh "
+             "and asinh), the ipu returns the denormal, so atan2(atanh(d), d) is -pi on cpu, NaN on the ipu",
+             ("atanh",), ("float32",), 1, per="any", series="0.4.", when="denormal_operand", open=True),
+    Accepted("open: the ipu contracts a multiply into the add that reads it (one fused multiply-add) even when the "
+             "product has another reader inside a nested function (a vmap, a branch, a loop body), where XLA:CPU "
+             "rounds the product: an ulp apart", ("add", "sub"), ("float32", "float16", "bfloat16"), 1,
+             when="product_used_twice", open=True),
+    Accepted("open: a convolution with padding or lhs dilation and an infinite or NaN kernel element: XLA:CPU skips "
+             "the padding and the holes, the ipu multiplies them as zeros (0 * inf = NaN)", ("conv",),
+             ("float32", "float16", "bfloat16"), 1, per="any", when="kernel_not_finite", open=True),
+    Accepted("open: complex sin near the axes: XLA:CPU's expansion cancels (jaxlib 0.4.13: sin(1e-6j) = 9.54e-7j, "
+             "sin(4.1e-16j) = 0; sinh(1e-6+1e-6j) has real part 9.83e-7 in both series), the ipu's is accurate",
+             ("complex_sin",), ("complex64",), 1, per="any", open=True),
+    Accepted("open: jaxlib 0.12 lowers jnp.cumsum, cumprod, cummax and cumlogsumexp to a reduce_window whose window "
+             "is the whole axis; the ipu evaluates it window by window, in time quadratic in the axis (2^14 "
+             "elements: 1.7 s, 2^23: days), where XLA:CPU rewrites it into a scan: not run on the ipu above 2^30 "
+             "element-windows", SCANS, DTYPES_ALL, 0, series="0.12", min_work=2 ** 30, hang=True, open=True),
+    Accepted("open: jaxlib 0.12, those whole-axis reduce_windows of jnp.cumsum and friends run out of tile memory "
+             "from about 2^27 element-windows (cumsum of f32[256, 8192] along axis 0: 'Out of memory on tile 1465: "
+             "1466348 bytes used but tiles only have 638976 bytes')", SCANS, DTYPES_ALL, 0, series="0.12",
+             min_work=2 ** 26, error="Out of memory on tile", open=True),
+    Accepted("open: jaxlib 0.12, an empty bf16 array in acosh, atanh (functions whose expansion has a bf16 "
+             "constant of the operand's shape): the ipu refuses the program ('Malformed IPU program: "
+             "stablehlo.constant() -> tensor<3x0x2xbf16>: \"value\" holds 2 bytes but the result needs 0')",
+             ELEMENTWISE_F32 + TRANSCENDENTAL, ("bfloat16",), 0, empty=True, error="Malformed IPU program",
+             series="0.12", open=True),
+    # -- broad ones last
+    Accepted("open: XLA:CPU computes arrays of rank 2 and more, arrays of under 8 elements and values it fuses into "
+             "a reduction's loop with other code than long vectors, and there its approximations can round "
+             "differently by an ulp (seen: jaxlib 0.4.13 exp2 and erf; jaxlib 0.12 exp2, logistic, tanh, tan, atan, "
+             "erf_inv); the ipu gives the long vectors' bits everywhere (the README names only the denormals of "
+             "arrays of 2 to 7 elements)", XLA_APPROXIMATIONS, ("float32",), 1, when="unvectorised", open=True),
+    Accepted("open: XLA:CPU keeps computed bf16 values in f32 between some ops and where the program converts them "
+             "to f32 (its xla_allow_excess_precision drops the f32 -> bf16 -> f32 round trips; jaxlib 0.12 with "
+             "--xla_allow_excess_precision=false agrees with the ipu), while the ipu rounds each op's result to bf16",
+             ELEMENTWISE_F32 + TRANSCENDENTAL + SCANS_AND_WINDOWS + ("reduce_sum", "reduce_prod", "dot", "conv"),
+             ("bfloat16",), 1, open=True),
+    Accepted("open: sums and products of 3 to 32 terms do not always give XLA:CPU's bits, though the README has "
+             "them added in XLA:CPU's order (jaxlib 0.4.13: f32 sums and products of 3-32 terms; jaxlib 0.12: f32 "
+             "sums of 16-32 terms, complex64 products); they agree to a few ulp of their scale",
+             ("reduce_sum", "reduce_prod", "softmax", "log_softmax", "logsumexp"),
+             ("float32", "complex64", "float16", "bfloat16"), 4, per="row", open=True),
+]
+
+
+def _not_finite(values: Sequence) -> bool:
+    import numpy as np
+
+    return any(not np.all(np.isfinite(np.asarray(v, np.float32))) for v in values)
+
+
+def _rewritten_divide(step, program, values) -> bool:  # noqa: ANN001
+    """A divide of the forms XLA's simplifier rewrites (README): by or of a constant, of or by a quotient, by a
+    square root, an exponential or a broadcast value."""
+    import re
+
+    if re.search(r"(?<![A-Za-z_\d.])\d|float\(", step.expr):  # a literal number
+        return True
+    producers = {o.name: s for s in program.ops() for o in s.outs}
+    if any(r in producers and producers[r].op in ("div", "sqrt", "rsqrt", "exp", "pow_half") for r in step.reads):
+        return True
+    shapes = {program.var(r).shape for r in step.reads if r in producers or any(i.var.name == r
+                                                                                 for i in program.inputs)}
+    return len(shapes) > 1
+
+
+def _masked(step, program, values) -> bool:  # noqa: ANN001
+    """A grad whose function takes a maximum (jax's derivative multiplies by the converted equality mask), or a
+    multiply by a bool converted to float."""
+    if step.op == "grad":
+        return any(s.op == "reduce_max" for b in step.blocks for s in _all(b.steps))
+    producers = {o.name: s for s in program.ops() for o in s.outs}
+    return any(r in producers and producers[r].op == "convert" and program.var(producers[r].reads[0]).dtype == "bool"
+               for r in step.reads)
+
+
+def _all(steps: Sequence) -> List:
+    out = []
+    for s in steps:
+        out.append(s)
+        for b in s.blocks:
+            out += _all(b.steps)
+    return out
+
+
+def _denormal_operand(values: Sequence) -> bool:
+    import numpy as np
+
+    for v in values:
+        a = np.abs(np.asarray(v, np.float32))
+        if ((a > 0) & (a < 1.1754944e-38)).any():
+            return True
+    return False
+
+
+def _product_used_twice(step, program, values) -> bool:  # noqa: ANN001
+    """An add or subtract of a product (or a quotient by a constant) that another step, nested ones included, or the
+    program's result also reads."""
+    producers = {o.name: s for s in program.ops() for o in s.outs}
+    readers: Dict[str, int] = {}
+    for s in program.ops():
+        for r in set(s.reads):
+            readers[r] = readers.get(r, 0) + 1
+    for r in program.outputs:
+        readers[r] = readers.get(r, 0) + 1
+    return any(r in producers and producers[r].op in ("mul", "div") and readers.get(r, 0) > 1 for r in step.reads)
+
+
+def _zero_by_zero(values: Sequence) -> bool:
+    import numpy as np
+
+    a, b = (np.asarray(v) for v in values()[:2])
+    return bool(np.any((a == 0) & (b == 0)))
+
+
+REDUCING = ("reduce_sum", "reduce_prod", "reduce_max", "argmax", "cumsum", "cumprod", "cummax", "cumlogsumexp",
+            "softmax", "log_softmax", "logsumexp", "window_sum", "window_mul", "window_max", "dot", "conv")
+
+
+def _unvectorised(step, program, values) -> bool:  # noqa: ANN001
+    """A result of fewer than 8 elements or of rank 2 and more, or one a reduction reads (XLA:CPU fuses it into
+    the reduction's loop)."""
+    if step.size < 8 or max(len(o.shape) for o in step.outs) >= 2:
+        return True
+    names = {o.name for o in step.outs}
+    return any(s.op in REDUCING and names & set(s.reads) for s in program.ops())
+
+
+# Conditions for entries that hold only for some steps: (step, program, its operands' values on cpu) -> bool.
+WHEN = {
+    "zero_by_zero": lambda step, program, values: _zero_by_zero(values),
+    "unvectorised": _unvectorised,
+    "denormal_operand": lambda step, program, values: _denormal_operand(values()),
+    "product_used_twice": _product_used_twice,
+    "masked": _masked,
+    "kernel_not_finite": lambda step, program, values: _not_finite(values()[1:2]),
+    "rewritten_divide": _rewritten_divide,
+}
+
+
+# ---------------------------------------------------------------------------------------------------- unsupported
+
+# stablehlo ops (or types) the README says the ipu refuses: an "Unsupported operation" naming one is counted, not a
+# mismatch. The generator makes none of these on purpose; anything else unsupported is a mismatch.
+UNSUPPORTED_BY_DESIGN = ("stablehlo.triangular_solve", "f64", "i64", "ui64", "c128")
+
+
+_FLAGS: Optional[List[str]] = None
+
+
+def cpu_flags() -> List[str]:
+    """The host's instruction-set flags (/proc/cpuinfo), which decide some of XLA:CPU's arithmetic."""
+    global _FLAGS
+    if _FLAGS is None:
+        _FLAGS = []
+        if os.path.exists("/proc/cpuinfo"):
+            with open("/proc/cpuinfo") as f:
+                for line in f:
+                    if line.startswith("flags"):
+                        _FLAGS = line.split(":", 1)[1].split()
+                        break
+    return _FLAGS

@@ -1,0 +1,100 @@
+"""A fixed-seed slice of the differential fuzzer (fuzz.py) against the installed wheels, and checks of the fuzzer.
+
+Each chunk of the slice runs its programs on cpu and on ipu in a worker process (fuzz.py's, so a crash or a hang
+costs one program and is reported as a mismatch of it); it fails on any mismatch that fuzz_tolerances.py does not
+explain, with the minimised reproducers in the message. Differences listed there as "open" pass here and are counted
+in the summary: `nox -s fuzz -- --n 10000 --seed 1` prints them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import fuzz
+import fuzz_compare as fc
+import fuzz_programs as fp
+import fuzz_tolerances as ft
+import pytest
+
+SEED = 20_261
+PROGRAMS = 400  # about 90 s per series on two cores
+CHUNKS = 4
+
+
+@pytest.mark.parametrize("chunk", range(CHUNKS))
+def test_fixed_seed_slice(chunk: int, tmp_path) -> None:  # noqa: ANN001 - pytest's tmp_path
+    size = PROGRAMS // CHUNKS
+    code = fuzz.main(["--seed", str(SEED), "--start", str(chunk * size), "--n", str(size), "--out", str(tmp_path),
+                      "--quiet"])
+    with open(tmp_path / "summary.json") as f:
+        summary = json.load(f)
+    assert summary["programs"] == size
+    if code:
+        scripts = "".join(f"\n\n--- {m['reproducer']}\n" + open(m["reproducer"]).read()
+                          for m in summary["mismatches"][:3] if m.get("reproducer"))
+        pytest.fail(fuzz.report(summary) + scripts, pytrace=False)
+
+
+def test_programs_come_from_their_index_alone() -> None:
+    assert fp.render(fp.generate(SEED, 7)) == fp.render(fp.generate(SEED, 7))
+    assert fp.render(fp.generate(SEED, 7)) != fp.render(fp.generate(SEED, 8))
+    assert [i.seed for i in fp.generate(SEED, 7).inputs] == [i.seed for i in fp.generate(SEED, 7).inputs]
+
+
+def test_every_op_has_one_tolerance_row() -> None:
+    """The table covers every op the generator makes, and the accepted list names only ops of the table."""
+    ops = {s.op for i in range(1500) for s in fp.generate(SEED, i).ops()}
+    assert ops <= set(ft.TOLERANCES), sorted(ops - set(ft.TOLERANCES))
+    for entry in ft.ACCEPTED:
+        assert set(entry.ops) <= set(ft.TOLERANCES), entry.reason
+        assert entry.open == entry.reason.startswith("open: "), entry.reason
+        assert not entry.when or entry.when in ft.WHEN, entry.reason
+
+
+def _exact_programs(count: int):  # noqa: ANN202
+    """Programs with a float output and only bit-exact ops (under no accepted entry), with their inputs."""
+    s = fc.series()
+    found = 0
+    for i in range(500):
+        program = fp.generate(SEED + 1, i)
+        if program.big or any(ft.tolerance(step, s) for step in program.ops()):
+            continue
+        if any(a.applies(program.ops(), s) for a in ft.ACCEPTED):
+            continue
+        float_out = [o for o in program.outputs if program.var(o).dtype in fp.FLOATS and program.var(o).size]
+        if not float_out:
+            continue
+        program.outputs = float_out
+        outcome = fc.judge(program)
+        if outcome.status != "ok":
+            continue
+        yield program
+        found += 1
+        if found == count:
+            return
+
+
+def test_one_ulp_off_is_a_mismatch() -> None:
+    """Where the table asks for cpu's bits, an ipu result one ulp away fails."""
+    programs = list(_exact_programs(4))
+    assert programs
+    for program in programs:
+        outcome = fc.judge(program, perturb_ipu=True)
+        assert outcome.status == "mismatch", (outcome, fp.render(program))
+
+
+def test_a_reproducer_runs_by_itself(tmp_path) -> None:  # noqa: ANN001
+    import fuzz_minimise as fm
+
+    program = fp.generate(SEED, 3)
+    path = tmp_path / "reproducer.py"
+    fm.write(str(path), fm.reproducer(program, fm.header(program, fc.series(), "a check", "")))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_")}
+    env["JAX_PLATFORMS"] = "cpu,ipu"
+    proc = subprocess.run([sys.executable, str(path)], cwd=str(tmp_path), env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "output 0:" in proc.stdout
