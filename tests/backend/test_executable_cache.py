@@ -289,3 +289,63 @@ def test_jax_persistent_cache_entry_that_is_not_an_ipu_executable_is_recompiled(
                                     "Failed to parse SerializedXlaExecutableMetadata" in w for w in errors), errors
     for got, want in zip(result["out"], result["want"]):
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-5)
+
+
+# Two functions with host callbacks (the same module, different Python callbacks), compiled again after
+# jax.clear_caches() (their callbacks get new ids each time), then in the order swapped: each call must reach its own
+# callbacks.
+CALLBACKS_SCRIPT = """
+import json
+import numpy as np
+import jax, jax.numpy as jnp
+from jax_ipu import plugin, executable_cache
+compiled, seen = [], []
+front_end = plugin._compile
+def counting(module, options):
+    compiled.append(len(module))
+    return front_end(module, options)
+plugin._compile = counting
+
+def make(tag):
+    def f(x):
+        y = jax.pure_callback(lambda v: (v * {{"a": 2, "b": 3}}[tag]).astype(v.dtype), x, x)
+        jax.debug.callback(lambda v: seen.append((tag, float(v[0]))), y)
+        return y + 1
+    return f
+
+x = np.arange(4, dtype=np.float32)
+out = []
+for order in {orders}:
+    for tag in order:
+        out.append([tag, np.asarray(jax.jit(make(tag), backend="ipu")(x)).tolist()])
+    jax.effects_barrier()
+    jax.clear_caches()
+print(json.dumps({{"compiled": len(compiled), "stats": executable_cache.stats(), "out": out, "seen": seen}}))
+"""
+
+
+def test_host_callbacks_hit_the_cache_after_clear_caches_and_call_their_own(python, tmp_path):
+    # Before, a callback's id (a counter) was part of the key: every compile after clear_caches missed and the
+    # directory grew by one entry per compile; a hit must still call this lowering's callbacks, not the ids it was
+    # compiled with.
+    def run_callbacks(orders):
+        proc = python(CALLBACKS_SCRIPT.format(orders=orders),
+                      env={"TF_POPLAR_FLAGS": f"--executable_cache_path={tmp_path}"})
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    # "a" and "b" lower to the same module (only their Python callbacks differ): one program, each call binding
+    # its own callbacks
+    first = run_callbacks([("a", "b"), ("a", "b"), ("b", "a")])
+    assert first["compiled"] == 1
+    assert first["stats"] == {"hits": 5, "misses": 1, "writes": 1, "rejected": 0}
+    assert len(entries(tmp_path)) == 1
+    want = {"a": [1.0, 3.0, 5.0, 7.0], "b": [1.0, 4.0, 7.0, 10.0]}
+    assert all(values == want[tag] for tag, values in first["out"])
+    assert first["seen"] == [["a", 0.0], ["b", 0.0]] * 2 + [["b", 0.0], ["a", 0.0]]
+
+    second = run_callbacks([("b", "a")])  # another process, the other order: other ids
+    assert second["compiled"] == 0 and second["stats"]["hits"] == 2
+    assert all(values == want[tag] for tag, values in second["out"])
+    assert second["seen"] == [["b", 0.0], ["a", 0.0]]
+    assert len(entries(tmp_path)) == 1

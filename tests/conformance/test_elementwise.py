@@ -295,15 +295,46 @@ DIVIDES = {
     "a/rsqrt(b)": lambda a, b, c, r: a / lax.rsqrt(b),
     "a/sqrt(b)": lambda a, b, c, r: a / jnp.sqrt(b),
     "(a/b)/sqrt(c)": lambda a, b, c, r: (a / b) / jnp.sqrt(c),
+    "a/b**0.5": lambda a, b, c, r: a / b ** 0.5,
+    "a/b**1.5": lambda a, b, c, r: a / b ** 1.5,
+    "a/b**c": lambda a, b, c, r: a / b ** (c / 4),
+    "1/b**1.5": lambda a, b, c, r: 1 / b ** 1.5,
+    # jaxlib 0.12 moves alike broadcasts below the divide before its reciprocal rule sees it: x / x stays 1
+    "row/row": lambda a, b, c, r: jnp.broadcast_to(r, a.shape) / jnp.broadcast_to(r, a.shape),
+    "row[None]/row": lambda a, b, c, r: r[None, :] / jnp.broadcast_to(r, a.shape),
+    "2row/row": lambda a, b, c, r: jnp.broadcast_to(2 * r, a.shape) / jnp.broadcast_to(r, a.shape),
 }
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("name", sorted(DIVIDES))
 def test_divide_rewrites_round_as_cpu(name, dtype):
-    """XLA rewrites divides before XLA:CPU runs them (A / sqrt(B) => A * rsqrt(B), A / constant => A * (1 / C),
-    jaxlib 0.12's A / broadcast(B) => A * broadcast(1 / B)...), each rounding differently from the divide: the ipu
-    program is rewritten the same way, so every bit agrees."""
+    """XLA rewrites divides before XLA:CPU runs them (A / sqrt(B) => A * rsqrt(B), A / pow(B, C) => A * pow(B, -C),
+    A / constant => A * (1 / C), jaxlib 0.12's A / broadcast(B) => A * broadcast(1 / B)...), each rounding
+    differently from the divide: the ipu program is rewritten the same way, so every bit agrees. bf16 divides are
+    not rewritten (XLA:CPU computes each between converts to and from f32, where no rule matches)."""
     a, b, c = (random(dtype, (24, 40), seed=s, low=1.0, high=9.0) for s in (22, 23, 24))
     r = random(dtype, (40,), seed=25, low=1.0, high=9.0)
     check(DIVIDES[name], a, b, c, r, **EXACT)
+
+
+LOGS = {
+    "log(sqrt(a))": lambda a, b: jnp.log(jnp.sqrt(a)),
+    "log(rsqrt(a))": lambda a, b: jnp.log(lax.rsqrt(a)),
+    "log(a**1.7)": lambda a, b: jnp.log(a ** 1.7),
+    "log(a**b)": lambda a, b: jnp.log(a ** b),
+    "log(exp(b))": lambda a, b: jnp.log(jnp.exp(b)),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("name", sorted(LOGS))
+def test_log_rewrites_round_as_cpu(name, dtype):
+    """XLA's simplifier rewrites a log of a square root, a power or (jaxlib 0.4.13) an exponential:
+    log(sqrt(A)) => log(A) * 0.5, log(pow(A, B)) => B == 0 ? 0 : log(|A|) * B, log(exp(A)) => A. bf16 is not
+    rewritten. Zeros, infinities, NaN and negative bases included, with a zero exponent among the powers."""
+    a = random(dtype, (1000,), seed=26, low=0.0, high=20.0)
+    b = random(dtype, (1000,), seed=27, low=-3.0, high=3.0)
+    a[:8] = np.array([0, -0.0, np.inf, np.nan, -2.0, 1.0, 1e-30, -np.inf]).astype(a.dtype)
+    b[:8] = np.array([0, 2.0, 0, -1.0, 3.0, 0, 0.5, 2.0]).astype(b.dtype)
+    check(LOGS[name], a, b, **EXACT)

@@ -154,12 +154,15 @@ def test_aliases_from_donation_attributes():
     np.arange(1000, dtype=np.float32).reshape(10, 100),
     np.zeros((0,), np.float32),
     np.zeros((3, 0), np.bool_),
-], ids=["f32", "f16", "bool", "u32", "i32", "large", "empty", "empty_bool"])
+    np.linspace(-3, 3, 500).astype(jnp.bfloat16),  # large constants print as raw hex: dense<"0x...">
+    (np.linspace(-3, 3, 300) + 1j * np.linspace(0, 1, 300)).astype(np.complex64),
+    np.array([1.5, -0.0, 2.0], jnp.bfloat16),
+], ids=["f32", "f16", "bool", "u32", "i32", "large", "empty", "empty_bool", "large_bf16", "large_c64", "bf16"])
 def test_constants_round_trip(value):
     prog = program(lambda: jnp.asarray(value))
     const = only(prog, "constant")
     assert const["results"][0]["shape"] == list(value.shape)
-    np.testing.assert_array_equal(constant_array(const), value)
+    np.testing.assert_array_equal(constant_array(const), value.view(np.uint16) if value.dtype == jnp.bfloat16 else value)
     assert const["attrs"]["splat"] is False
 
 

@@ -89,7 +89,8 @@ def _test_function(nodeid: str) -> str:
 
 # What jax's own test utilities say when they skip a test on a device its author did not enable it for
 # (@jtu.run_on_devices("cpu"), ...): such a test is for another backend, as on jax's GPU and TPU runs.
-JAX_DEVICE_RESTRICTION = ("Skipped unless running on devices with tags",)
+# Also a feature jaxlib gives cpu buffers only: array_test's buffer protocol tests skip themselves elsewhere.
+JAX_DEVICE_RESTRICTION = ("Skipped unless running on devices with tags", "Buffer protocol only works on CPU")
 
 
 def summarise(files: List[str], cpu: Dict[str, str], ipu: Dict[str, str],

@@ -156,7 +156,12 @@ def _compile_cached(module: bytes, options: bytes) -> bytes:
     if not directory:
         progress.stage("front end")
         return _compile(module, options)
+    from jax_ipu.compiler import callback_ids
+
     progress.stage("loading from the executable cache")
+    # Host callbacks by position, not by this process's ids: the same function compiled again gets the same key
+    # (after jax.clear_caches(), in another process), and the program calls the callbacks of this lowering.
+    module, ids = callback_ids.positional(module)
     hosts = multihost.hosts_of(_device_ids(options))  # several processes: part of what the program is
     key = executable_cache.cache_key(module, options + (repr(hosts).encode() if hosts else b""), _client_device)
 
@@ -164,7 +169,7 @@ def _compile_cached(module: bytes, options: bytes) -> bytes:
         progress.stage("front end")
         return _compile(module, options)
 
-    return executable_cache.for_directory(directory).get_or_compile(key, compile_program)
+    return callback_ids.bind(executable_cache.for_directory(directory).get_or_compile(key, compile_program), ids)
 
 
 def _compile(module: bytes, options: bytes) -> bytes:

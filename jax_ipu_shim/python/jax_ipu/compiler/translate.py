@@ -477,8 +477,11 @@ class _Translator:
                 # constants c0 <= c1 (jnp.clip), which XLA:CPU computes with clamp's own denormal rule
                 entry = self._op(op)
                 body.append(dict(entry, op="clamp", mlir="stablehlo.clamp", operands=[self._use(v) for v in parts]))
-            elif op.name == "stablehlo.divide" and not scalar_body and self._real_float(op):
+            elif op.name == "stablehlo.divide" and not scalar_body and self._simplified_float(op):
                 body.extend(self._divide(self._op(op), op))
+            elif op.name == "stablehlo.log" and not scalar_body and self._simplified_float(op) \
+                    and (rewritten := self._log(self._op(op), op)) is not None:
+                body.extend(rewritten)
             elif op.name == "stablehlo.power" and not scalar_body and self._real_float(op) \
                     and _splat_value(op.operands[1]) in (0.5, 2.0):
                 body.extend(self._power_of_constant(self._op(op), op))
@@ -703,6 +706,54 @@ class _Translator:
     def _real_float(self, op: Any) -> bool:
         return (self._type(op.results[0].type) or ("", []))[0] in ("f32", "f16", "bf16")
 
+    def _simplified_float(self, op: Any) -> bool:
+        """f32 or f16: XLA:CPU's simplifier sees bf16 ops only between the converts to and from f32 that its float
+        normalization has already put around each of them, so its rules of two ops never match a bf16 pair."""
+        return (self._type(op.results[0].type) or ("", []))[0] in ("f32", "f16")
+
+    def _log(self, entry: Dict[str, Any], mlir_op: Any) -> Optional[List[Dict[str, Any]]]:
+        """A real log as XLA's algebraic simplifier rewrites it (HandleLog), in both series:
+          log(sqrt(A)) => log(A) * 0.5         log(rsqrt(A)) => log(A) * -0.5
+          log(pow(A, B)) => B == 0 ? 0 : log(|A|) * B
+          log(exp(A)) => A                     (jaxlib 0.4.13)
+        None when none applies. The sqrt, pow or exp no longer read is left to _drop_dead."""
+        producer: Any = _producer(mlir_op.operands[0])
+        name = producer.name if producer is not None else ""
+        out = entry["results"][0]
+        dtype, shape = out["dtype"], out["shape"]
+        if name == "stablehlo.exponential" and not _jax.is_current_series():
+            self.ids[mlir_op.results[0]] = self._use(producer.operands[0])
+            return []
+        if name not in ("stablehlo.sqrt", "stablehlo.rsqrt", "stablehlo.power"):
+            return None
+        ops: List[Dict[str, Any]] = []
+
+        def emit(op_name: str, operands: List[int], result_dtype: str = dtype, result_shape: Optional[List[int]] = None,
+                 attrs: Optional[Dict[str, Any]] = None, result: Optional[Dict[str, Any]] = None) -> int:
+            result = result or self._fresh(result_dtype, shape if result_shape is None else result_shape)
+            ops.append(_derived(entry, op_name, operands, [result], attrs))
+            return result["id"]
+
+        def splat(number: float) -> int:
+            scalar = emit("constant", [], result_shape=[], attrs={"value": Blob(_float_bytes(dtype, number)),
+                                                                  "splat": False})
+            return emit("broadcast_in_dim", [scalar], attrs={"broadcast_dimensions": []}) if shape else scalar
+
+        a = self._use(producer.operands[0])
+        if name != "stablehlo.power":
+            emit("multiply", [emit("log", [a]), splat(0.5 if name == "stablehlo.sqrt" else -0.5)], result=out)
+            return ops
+        b = self._use(producer.operands[1])
+        product = emit("multiply", [emit("log", [emit("abs", [a])]), b])
+        exponent = _splat_value(producer.operands[1])
+        if exponent is not None and exponent != 0:
+            ops[-1]["results"] = [out]  # a constant B that is not 0: XLA folds the select away
+            return ops
+        zero = splat(0.0)
+        is_zero = emit("compare", [b, zero], "bool", attrs={"comparison_direction": "EQ", "compare_type": "FLOAT"})
+        emit("select", [is_zero, zero, product], result=out)
+        return ops
+
     def _divide(self, entry: Dict[str, Any], mlir_op: Any) -> List[Dict[str, Any]]:
         """A float divide as XLA's algebraic simplifier rewrites it before XLA:CPU computes it (HandleDivide), so
         that the ipu rounds as cpu does. Operands are simplified first (program order), and a divide a rule writes
@@ -710,6 +761,7 @@ class _Translator:
           (A / B) / (C / D) => (A * D) / (B * C)
           A / sqrt(B) => A * rsqrt(B)          A / rsqrt(B) => A * sqrt(B)
           A / exp(B) => A * exp(-B)            (jaxlib 0.4.13)
+          A / pow(B, C) => A * pow(B, -C)      (f32 and f16)
           A / constant C => A * (1 / C)        (jaxlib 0.4.13: also a constant broadcast or reshaped)
           A / broadcast(B) => A * broadcast(1 / B)   (jaxlib 0.12: softmax's sum, any scalar divisor)
           (A / B) / C => A / (B * C)           A / (B / C) => (A * C) / B
@@ -750,6 +802,10 @@ class _Translator:
                 value_shape = list(self._tensor(value)[1])
                 x = self._use(producer.operands[0])
                 return emit("sqrt" if name == "stablehlo.rsqrt" else "rsqrt", [x], value_shape)
+            if name == "stablehlo.power" and dtype != "bf16":
+                value_shape = list(self._tensor(value)[1])
+                base, exponent = (self._use(v) for v in producer.operands)
+                return emit("power", [base, emit("negate", [exponent], value_shape)], value_shape)
             if name == "stablehlo.exponential" and not current:
                 x = self._use(producer.operands[0])
                 value_shape = list(self._tensor(value)[1])
@@ -771,7 +827,11 @@ class _Translator:
             if a_value in self.quotients and b_value in self.quotients:
                 (n1, d1), (n2, d2) = self.quotients[a_value], self.quotients[b_value]
                 return "divide", [emit("multiply", [n1, d2], shape), emit("multiply", [d1, n2], shape)]
-            factor = inverse_of(b_value) if b_value is not None else None
+            sunk = current and a_value is not None and b_value is not None and \
+                _broadcast_of(a_value, self._tensor) == _broadcast_of(b_value, self._tensor) is not None
+            # jaxlib 0.12 moves a broadcast below an elementwise op whose operands are all broadcast alike
+            # (op(bcast(x), bcast(y)) => bcast(op(x, y))) before HandleDivide sees it: x / x stays a divide
+            factor = inverse_of(b_value) if b_value is not None and not sunk else None
             if factor is not None:
                 return "multiply", [a, factor]
             if a_value in self.quotients:
@@ -1099,6 +1159,26 @@ def _clamp_parts(op: Any) -> Optional[Tuple[Any, Any, Any]]:
     if low_value is None or high_value is None or not low_value <= high_value:  # NaN bounds too: XLA leaves them
         return None
     return low, x, high
+
+
+def _broadcast_of(value: Any, tensor: Any) -> Optional[Tuple[Tuple[int, ...], Tuple[int, ...]]]:
+    """(operand shape, result dimensions of its axes) when `value` is a broadcast_in_dim, of a broadcast_in_dim...,
+    or a transpose of one (XLA folds these into one broadcast); else None. `tensor` gives a value's (dtype, shape)."""
+    producer = _producer(value)
+    permutation = None
+    if producer is not None and producer.name == "stablehlo.transpose":
+        permutation = list(O.read_attrs(producer.attributes)["permutation"])
+        producer = _producer(producer.operands[0])
+    if producer is None or producer.name != "stablehlo.broadcast_in_dim":
+        return None
+    dims = list(O.read_attrs(producer.attributes)["broadcast_dimensions"])
+    below = _producer(producer.operands[0])
+    while below is not None and below.name == "stablehlo.broadcast_in_dim":  # axis i below is axis dims[i] here
+        dims = [dims[d] for d in O.read_attrs(below.attributes)["broadcast_dimensions"]]
+        producer, below = below, _producer(below.operands[0])
+    if permutation is not None:  # result axis j of the transpose is axis permutation[j] of the broadcast
+        dims = [permutation.index(d) for d in dims]
+    return tuple(tensor(producer.operands[0])[1]), tuple(dims)
 
 
 def _square_of(value: Any) -> Any:

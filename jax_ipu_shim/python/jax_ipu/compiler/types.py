@@ -115,10 +115,10 @@ def _raw_bytes(dense: Any, element: str, splat: bool) -> bytes:
 
 
 def _bytes_from_text(text: str, element: str, count: int) -> bytes:
-    body = text[text.index("<") + 1: text.rindex(">")].rsplit(":", 1)[0].strip()
-    hex_blob = re.fullmatch(r'"0x([0-9A-Fa-f]*)"', body)
-    if hex_blob:  # MLIR prints large constants as their raw storage
+    hex_blob = re.match(r'\s*dense<"0x([0-9A-Fa-f]*)">', text)
+    if hex_blob:  # MLIR prints large constants as their raw storage: dense<"0x..."> : tensor<...>
         return bytes.fromhex(hex_blob.group(1))
+    body = text[text.index("<") + 1: text.rindex(">")].rsplit(":", 1)[0].strip()
     tokens = re.findall(r"0x[0-9A-Fa-f]+|[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|inf|nan)", body)
     if element == "bf16":
         out = bytearray()

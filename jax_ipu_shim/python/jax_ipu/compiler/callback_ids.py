@@ -1,0 +1,90 @@
+"""Host callbacks by position, for the executable cache.
+
+A module jax lowers for the ipu names each host callback by the id jax_ipu.callbacks registered it under
+(``stablehlo.custom_call @jax_ipu_host_callback`` with ``backend_config = "<id>"``). Ids are a process's counter:
+the same function lowered again (after ``jax.clear_caches()``, or in another process) gets new ones, so a cache
+keyed by the module's bytes would miss every time and grow. The cache instead keys, and compiles, the module with
+each callback named by its position (``positional``), and binds the positions of the program it gets, compiled or
+cached, to the ids of the module being compiled (``bind``): a cached program then calls the callbacks this lowering
+registered, as a fresh compile would.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+from typing import Any, Iterator, List, Tuple
+
+from jax._src.interpreters import mlir as jmlir
+
+from jax_ipu.callbacks import CALL_TARGET
+
+from .errors import CompileError
+from .translate import CONTAINER_MAGIC, _parse
+
+
+def positional(module_bytes: bytes) -> Tuple[bytes, List[str]]:
+    """(the module with its host callbacks numbered 0, 1, ... in the order of its ops, as text; their ids in that
+    order). A module without host callbacks is returned as it is, with no ids."""
+    if CALL_TARGET.encode() not in bytes(module_bytes):  # the call target is in bytecode's string table too
+        return bytes(module_bytes), []
+    from jax._src.lib.mlir import ir
+
+    with jmlir.make_ir_context():
+        module = _parse(module_bytes)
+        ids: List[str] = []
+        for op in _walk(module.operation):
+            if op.name != "stablehlo.custom_call" or "call_target_name" not in op.attributes:
+                continue
+            if ir.StringAttr(op.attributes["call_target_name"]).value != CALL_TARGET:
+                continue
+            ids.append(ir.StringAttr(op.attributes["backend_config"]).value)
+            op.attributes["backend_config"] = ir.StringAttr.get(str(len(ids) - 1))
+        # With its source locations (the program's error messages name them), but not the addresses of the
+        # callbacks' Python functions, which jax 0.4.13 writes into the names of their locations
+        # ("pure_callback[callback=<function ... at 0x7f59968a550> ...]").
+        text = module.operation.get_asm(enable_debug_info=True)
+        return _ADDRESS.sub(" at 0x0>", text).encode(), ids
+
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
+
+
+def _walk(op: Any) -> Iterator[Any]:
+    for region in op.regions:
+        for block in region.blocks:
+            for child in block.operations:
+                child = getattr(child, "operation", child)
+                yield child
+                yield from _walk(child)
+
+
+def bind(program: bytes, ids: List[str]) -> bytes:
+    """The binary program with host callback i (as ``positional`` numbered them) calling ``ids[i]``."""
+    if not ids:
+        return program
+    if program[:len(CONTAINER_MAGIC)] != CONTAINER_MAGIC:
+        raise CompileError("the executable cache holds a program that is not a binary program container")
+    (size,) = struct.unpack_from("<Q", program, 8)
+    document = json.loads(program[16:16 + size].decode("utf-8"))
+
+    def rename(value: Any) -> None:
+        if isinstance(value, dict):
+            attrs = value.get("attrs")
+            if isinstance(attrs, dict) and attrs.get("call_target_name") == CALL_TARGET:
+                position = int(attrs["backend_config"])
+                if not 0 <= position < len(ids):
+                    raise CompileError(f"the cached program calls host callback {position}, but the module has "
+                                       f"{len(ids)}")
+                attrs["backend_config"] = ids[position]
+            for v in value.values():
+                rename(v)
+        elif isinstance(value, list):
+            for v in value:
+                rename(v)
+
+    rename(document)
+    text = json.dumps(document, separators=(",", ":")).encode("utf-8")
+    return CONTAINER_MAGIC + struct.pack("<Q", len(text)) + text + program[16 + size:]
+
