@@ -356,3 +356,20 @@ def test_chains_mixing_complex_and_real(name, f):
     # A few ulp of the terms' size: the results cancel (abs(...) * 2 + x), so |result| alone would be too tight.
     terms = 2 * (np.abs(z) * (np.abs(w) + np.abs(z)) + 1) + 2 * np.abs(x) + 1
     assert_close(got, want, rtol=F32_ULPS, scale=terms.astype(np.float64))
+
+
+def test_tanh_as_xla_computes_it():
+    """Complex tanh is XLA:CPU's formula (from e^2a - 1 and e^-2a - 1) with its special values, bit for bit on cpu's
+    jaxlib 0.4.13 for finite operands: the old quotient (tanh a + i tan b) / (1 + i tanh a tan b) gave
+    tanh(30 + 1i) = 1 - 2.7e-8i (cpu 1 + 1.6e-26i) and NaN for tanh(+-inf + i NaN) (cpu +-1 + 0i)."""
+    inf, nan = np.inf, np.nan
+    parts = [0.0, -0.0, 1e-6, 0.5, 1.0, 3.0, 9.0, 30.0, -30.0, 1e30, inf, -inf, nan]
+    z = np.array([complex(a, b) for a in parts for b in parts], C64)
+    got, want = run_both(jnp.tanh, z)
+    got, want = np.asarray(got), np.asarray(want)
+    for part in ("real", "imag"):
+        g, w = getattr(got, part), getattr(want, part)
+        assert np.array_equal(np.isnan(g), np.isnan(w)), (part, z[np.isnan(g) != np.isnan(w)])
+        big = np.abs(z.real) >= 9  # beyond tanh's saturation: signs and exact limits
+        assert np.array_equal(np.signbit(g[big & ~np.isnan(w)]), np.signbit(w[big & ~np.isnan(w)])), part
+        assert_close(g, w, rtol=8 * np.finfo(np.float32).eps)

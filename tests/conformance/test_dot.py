@@ -79,3 +79,33 @@ def test_float_operands_of_different_types_widen_to_the_f32_result():
     (got,) = emulator.compile(program).run(a, b)
     want = a.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_dot_of_one_term_is_the_product_with_its_sign_of_zero():
+    # XLA rewrites a dot whose contraction has one term into a multiply: -0 products stay -0 on cpu (the old kernel
+    # added them to a +0 accumulator). Longer contractions add from +0 on both.
+    a = np.zeros((2, 129, 1), np.float32)
+    b = np.array([[0.0, 1.0, -0.0, 3.0, -0.5671727]], np.float32)
+    c = np.array([[-0.0, -0.0], [-0.0, -0.0]], np.float32)
+    check(lambda a, b, c: (a @ b, jnp.outer(a[0, :, 0], b[0]), jnp.ones((3, 2), np.float32) @ c, -a[0] @ b), a, b, c)
+
+
+def _host_has_fma() -> bool:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return any(line.startswith("flags") and " fma " in f" {line.split(':', 1)[1]} " for line in f)
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _host_has_fma(), reason="XLA:CPU and the emulator fuse a dot's multiply-adds on FMA hosts")
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_dot_fuses_each_product_into_its_sum_as_cpu_does(dtype):
+    # [-3.376e38, -37] . [-11.125, 3.376e38]: the first product overflows to inf, and the second, fused into it,
+    # leaves inf (cpu); rounded first, it is -inf and the sum NaN (the emulator before). Short dots are then cpu's
+    # bits: the products added in order, each in one fused multiply-add.
+    a = np.array([[-3.376e38, -37.0]], np.float32).astype(dtype)
+    b = np.array([[-11.125], [3.376e38]], np.float32).astype(dtype)
+    check(lambda a, b: a @ b, a, b)
+    x, y = random(dtype, (64, 2), seed=3), random(dtype, (2, 48), seed=4)
+    check(lambda x, y: (x @ y, x[:, :1] @ y[:1]), x, y)

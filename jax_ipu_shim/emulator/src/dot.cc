@@ -79,7 +79,17 @@ constexpr int64_t kSmallM = 8;
 // keeps 2 x MR of them as accumulators in registers.
 typedef float Vec8 __attribute__((vector_size(32)));
 
-template <int MR, bool kLoadC>
+// acc + a * b, fused in gemmF32Fma's kernels: clang's vector fma builtin, or GCC's contraction of the expression, which
+// gemmF32Fma allows for itself alone (the build's -ffp-contract=off keeps every other product rounded).
+template <bool kFma>
+inline __attribute__((always_inline)) Vec8 madd(Vec8 acc, float a, Vec8 b) {
+#if defined(__clang__)
+  if constexpr (kFma) return __builtin_elementwise_fma(a - Vec8{}, b, acc);  // a - (+0) is a, -0 and NaN included
+#endif
+  return acc + a * b;
+}
+
+template <int MR, bool kLoadC, bool kFma>
 inline __attribute__((always_inline)) void microF32(const float* A, int64_t lda, const float* B, int64_t ldb,
                                                      float* C, int64_t ldc, int64_t kc) {
   Vec8 lo[MR], hi[MR];
@@ -100,8 +110,8 @@ inline __attribute__((always_inline)) void microF32(const float* A, int64_t lda,
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const float a = A[r * lda + k];
-      lo[r] += a * b0;
-      hi[r] += a * b1;
+      lo[r] = madd<kFma>(lo[r], a, b0);
+      hi[r] = madd<kFma>(hi[r], a, b1);
     }
   }
 #pragma GCC unroll 8
@@ -111,23 +121,29 @@ inline __attribute__((always_inline)) void microF32(const float* A, int64_t lda,
   }
 }
 
-template <bool kLoadC>
+template <bool kLoadC, bool kFma>
 inline __attribute__((always_inline)) void microF32Rows(int mr, const float* A, int64_t lda, const float* B,
                                                          int64_t ldb, float* C, int64_t ldc, int64_t kc) {
   switch (mr) {
-    case 6: microF32<6, kLoadC>(A, lda, B, ldb, C, ldc, kc); return;
-    case 5: microF32<5, kLoadC>(A, lda, B, ldb, C, ldc, kc); return;
-    case 4: microF32<4, kLoadC>(A, lda, B, ldb, C, ldc, kc); return;
-    case 3: microF32<3, kLoadC>(A, lda, B, ldb, C, ldc, kc); return;
-    case 2: microF32<2, kLoadC>(A, lda, B, ldb, C, ldc, kc); return;
-    default: microF32<1, kLoadC>(A, lda, B, ldb, C, ldc, kc); return;
+    case 6: microF32<6, kLoadC, kFma>(A, lda, B, ldb, C, ldc, kc); return;
+    case 5: microF32<5, kLoadC, kFma>(A, lda, B, ldb, C, ldc, kc); return;
+    case 4: microF32<4, kLoadC, kFma>(A, lda, B, ldb, C, ldc, kc); return;
+    case 3: microF32<3, kLoadC, kFma>(A, lda, B, ldb, C, ldc, kc); return;
+    case 2: microF32<2, kLoadC, kFma>(A, lda, B, ldb, C, ldc, kc); return;
+    default: microF32<1, kLoadC, kFma>(A, lda, B, ldb, C, ldc, kc); return;
   }
 }
 
+template <bool kFma>
 inline __attribute__((always_inline)) void gemmF32Body(const float* A, int64_t lda, const float* B, int64_t ldb,
                                                         float* C, int64_t ldc, int64_t m, int64_t n, int64_t k) {
   if (k == 0) {
     for (int64_t i = 0; i < m; ++i) std::fill(C + i * ldc, C + i * ldc + n, 0.0f);
+    return;
+  }
+  if (k == 1) {  // XLA rewrites a dot of one term per result into a multiply: the product itself (-0 stays -0)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) C[i * ldc + j] = A[i * lda] * B[j];
     return;
   }
   alignas(64) float pad[kKC * kNR];  // a column panel of B, packed (and zero-padded to 16 columns)
@@ -160,14 +176,14 @@ inline __attribute__((always_inline)) void gemmF32Body(const float* A, int64_t l
         const float* ap = A + i0 * lda + k0;
         float* cp = C + i0 * ldc + j0;
         if (nr == kNR) {
-          if (first) microF32Rows<false>(mr, ap, lda, bp, ldbp, cp, ldc, kc);
-          else microF32Rows<true>(mr, ap, lda, bp, ldbp, cp, ldc, kc);
+          if (first) microF32Rows<false, kFma>(mr, ap, lda, bp, ldbp, cp, ldc, kc);
+          else microF32Rows<true, kFma>(mr, ap, lda, bp, ldbp, cp, ldc, kc);
           continue;
         }
         if (!first)
           for (int r = 0; r < mr; ++r) std::copy(cp + r * ldc, cp + r * ldc + nr, tmp + r * kNR);
-        if (first) microF32Rows<false>(mr, ap, lda, bp, ldbp, tmp, kNR, kc);
-        else microF32Rows<true>(mr, ap, lda, bp, ldbp, tmp, kNR, kc);
+        if (first) microF32Rows<false, kFma>(mr, ap, lda, bp, ldbp, tmp, kNR, kc);
+        else microF32Rows<true, kFma>(mr, ap, lda, bp, ldbp, tmp, kNR, kc);
         for (int r = 0; r < mr; ++r) std::copy(tmp + r * kNR, tmp + r * kNR + nr, cp + r * ldc);
       }
     }
@@ -176,22 +192,31 @@ inline __attribute__((always_inline)) void gemmF32Body(const float* A, int64_t l
 
 void gemmF32Portable(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t m,
                      int64_t n, int64_t k) {
-  gemmF32Body(A, lda, B, ldb, C, ldc, m, n, k);
+  gemmF32Body<false>(A, lda, B, ldb, C, ldc, m, n, k);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-// The same code compiled for AVX2 (no FMA: products and sums round as in the portable build), chosen at run time.
-__attribute__((target("avx2"))) void gemmF32Avx2(const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
-                                                 int64_t ldc, int64_t m, int64_t n, int64_t k) {
-  gemmF32Body(A, lda, B, ldb, C, ldc, m, n, k);
+// The same code for hosts with AVX2 and FMA, chosen at run time, each product added to its sum in one fused
+// multiply-add (madd), as XLA:CPU's dot kernels do on such a host: [-3.4e38, -37] . [-11.1, 3.4e38] is inf (the
+// first product overflows, the second is fused into it), where a rounded second product gives inf - inf = NaN.
+// Without FMA the portable build runs, adding rounded products as XLA:CPU does there.
+#if defined(__clang__)
+#define IPU_FUSED_MULTIPLY_ADDS __attribute__((target("avx2,fma")))
+#else
+#define IPU_FUSED_MULTIPLY_ADDS __attribute__((target("avx2,fma"), optimize("fp-contract=fast")))
+#endif
+IPU_FUSED_MULTIPLY_ADDS void gemmF32Fma(const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
+                                        int64_t ldc, int64_t m, int64_t n, int64_t k) {
+  gemmF32Body<true>(A, lda, B, ldb, C, ldc, m, n, k);
 }
+#undef IPU_FUSED_MULTIPLY_ADDS
 #endif
 
 
 void gemmF32(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t m, int64_t n,
              int64_t k) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (hostHasAvx2()) return gemmF32Avx2(A, lda, B, ldb, C, ldc, m, n, k);
+  if (hostHasAvx2() && hostHasFma()) return gemmF32Fma(A, lda, B, ldb, C, ldc, m, n, k);
 #endif
   gemmF32Portable(A, lda, B, ldb, C, ldc, m, n, k);
 }

@@ -592,7 +592,7 @@ struct ConvertOp {
 // ---- c64: pairs of f32 (the IPU has no complex type; Poplar users ran the pair arithmetic in f32) ----
 // Computed as XLA:CPU's elemental IR emitter does (its NaN/inf results included): the 4-mul product (with the two
 // fused multiply-adds XLA:CPU's LLVM contracts it to, which decide the infinities), Smith's division with C99's
-// recovery of infinite results, |z| without overflow, tanh as (tanh a + i tan b) / (1 + i tanh a tan b), pow in
+// recovery of infinite results, |z| without overflow, tanh from e^2a - 1 and e^-2a - 1 (ctanhF), pow in
 // polar form from a^2 + b^2. Two exceptions, where XLA:CPU's formulas cancel: expm1 (it computes e^a cos b - 1) and
 // the sinh/cosh of sin/cos (from e^b - e^-b) are computed accurately here, so small arguments keep their digits.
 
@@ -686,9 +686,32 @@ inline Complex64 csqrtF(Complex64 z) {
   return {static_cast<float>(std::fabs(y) / (2 * t)), static_cast<float>(std::copysign(t, y))};
 }
 inline Complex64 crsqrtF(Complex64 z) { return cdiv({1.0f, 0.0f}, csqrtF(z)); }
-inline Complex64 ctanhF(Complex64 z) {
+// (tanh a + i tan b) / (1 + i tanh a tan b): what complex tan is computed from (as -i tanh(iz)).
+inline Complex64 ctanhQuotient(Complex64 z) {
   const float ta = std::tanh(z.re), tb = std::tan(z.im);
   return cdiv({ta, tb}, {1.0f, ta * tb});
+}
+// Complex tanh as XLA:CPU computes it (EmitComplexTanh, both series):
+//   tanh(a+bi) = (e^2a - e^-2a + 4i cos b sin b) / (e^2a + e^-2a - 2 + 4 cos^2 b),
+// the exponentials as XLA's expm1 (e^2a - 1 and e^-2a - 1, so small a keeps its digits), a^2 for their sum when
+// a^2 < 1e-8; where that sum overflows the real part is +-1 (the sign of a) and the imaginary part a signed zero or
+// e^-2|a|-small (tanh(30+1i) is 1 + 1.59e-26i, not 1 - 2.7e-8i). Then C99's special values: a finite a with an
+// infinite or NaN b gives NaN + NaN i, an infinite a with such a b gives +-1 + 0i, and b = 0 keeps a +0 imaginary
+// part (NaN + 0i for a NaN a).
+inline Complex64 ctanhF(Complex64 z) {
+  const float a = z.re, b = z.im, inf = std::numeric_limits<float>::infinity();
+  const float up = xla_math::expm1(a + a), down = xla_math::expm1(-(a + a));
+  const float cb = std::cos(b), sb = std::sin(b);
+  const float im_num = 4.0f * (cb * sb);
+  const float a2 = xla_math::ftz_(a * a);
+  const float sum_m2 = a2 < 1e-8f ? a2 : up + down;
+  const float den = sum_m2 + (cb * cb) * 4.0f;
+  float re = sum_m2 == inf ? std::copysign(1.0f, a) : (up - down) / den;
+  float im = im_num / den;
+  const bool a_inf = std::fabs(a) == inf, sin_nan = std::isnan(im_num);
+  if (sin_nan && !a_inf) re = std::numeric_limits<float>::quiet_NaN();
+  if (b == 0.0f || (a_inf && sin_nan)) im = 0.0f;
+  return {re, im};
 }
 // sin(a+bi) = sin a cosh b + i cos a sinh b; cos(a+bi) = cos a cosh b - i sin a sinh b.
 inline Complex64 csinF(Complex64 z) {
@@ -711,7 +734,7 @@ inline Complex64 viaDouble(Complex64 z, F f) {
   return {static_cast<float>(r.real()), static_cast<float>(r.imag())};
 }
 inline Complex64 ctanF(Complex64 z) {
-  const Complex64 t = ctanhF({-z.im, z.re});
+  const Complex64 t = ctanhQuotient({-z.im, z.re});
   return {t.im, -t.re};
 }
 // z / |z|, 0 for 0 (and NaN for NaN).
