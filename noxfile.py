@@ -289,6 +289,49 @@ def multihost(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHONS, venv_backend="venv", reuse_venv=False)
+def sanitize(session: nox.Session) -> None:
+    """Per series: libjax_ipu.so built with ASan+UBSan and with TSan (host g++, -O0 -g1; build_tools/sanitize.py),
+    each lane's tests run under its sanitizer against the installed wheels (the library through $JAX_IPU_LIBRARY, the
+    runtime preloaded). asan: tests/emulator, tests/backend and a conformance file of every op family; tsan:
+    tests/emulator and tests/backend. A finding aborts the run with the sanitizer's report.
+
+        nox -s sanitize-3.8 [-- --lane asan|tsan] [--ci] [--jobs N] [PYTEST ARGS]
+
+    --ci: each lane's CI subset (sanitize.LANES' ci_tests). --lane (repeatable): only those lanes. .ci/run runs
+    `sanitize-3.8 -- --ci --lane asan` and `sanitize-3.12 -- --ci --lane tsan`: two cold builds fit its 12-minute
+    budget, both lanes on both series (four builds) do not; GitHub's workflow runs both lanes in full per series."""
+    import argparse
+    import time
+
+    from build_tools import sanitize as lanes
+
+    parser = argparse.ArgumentParser(prog="nox -s sanitize --")
+    parser.add_argument("--lane", action="append", choices=list(lanes.LANES))
+    parser.add_argument("--ci", action="store_true")
+    parser.add_argument("--jobs", type=int, help="parallel compiles (default: all cores)")
+    args, pytest_args = parser.parse_known_args(session.posargs)
+    _install_dist(session)
+    series = _series(session)
+    with tempfile.TemporaryDirectory(prefix="jax-ipu-sanitize-") as outside:
+        session.chdir(outside)
+        for name in args.lane or list(lanes.LANES):
+            lane = lanes.LANES[name]
+            started = time.monotonic()
+            try:
+                library = lanes.build(lane, series, jobs=args.jobs)
+                env = lanes.run_env(lane, library)
+            except lanes.native.NativeBuildError as e:
+                session.error(str(e))
+            built = time.monotonic()
+            session.log(f"{name}: {' '.join(f'{k}={v}' for k, v in env.items())}")
+            launcher = lanes.launcher(lane)  # tsan: setarch -R (address space randomisation off)
+            session.run(*launcher, "python", "-m", "pytest", "--rootdir", outside, "-p", "no:cacheprovider", "-q",
+                        *lane.pytest_args(args.ci), *pytest_args, env=suite_env(**env), external=bool(launcher))
+            session.log(f"{name}: built in {built - started:.0f} s, tests ran in {time.monotonic() - built:.0f} s")
+        session.chdir(str(REPO))
+
+
+@nox.session(python=PYTHONS, venv_backend="venv", reuse_venv=False)
 def examples(session: nox.Session) -> None:
     """The examples suite: every script and notebook under examples/ runs on ipu against dist/*.whl (`--short`) in a
     fresh Python 3.8 venv, and tests/examples checks what each prints. Needs no network: without one the MNIST

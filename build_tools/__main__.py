@@ -5,6 +5,7 @@
     python -m build_tools check-patches         # every series applies to its pristine source; headers complete
     python -m build_tools pristine jax DEST     # write the pristine tree a series applies to (for editing patches)
     python -m build_tools native [--out DIR]    # only the native library
+    python -m build_tools build-sanitized --lane asan|tsan [--series S] [--out DIR] [--jobs N]  # for nox -s sanitize
     python -m build_tools clean                 # remove build/ and dist/
     python -m build_tools release [--pages-url URL] [--url URL] [--jobs N]   # dist/jax-ipu-<version>.zip
     python -m build_tools reproduce [--jobs N] [--share-cache] [--keep DIR]  # two clean builds, byte-identical?
@@ -16,6 +17,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import tempfile
 from pathlib import Path
@@ -76,6 +78,12 @@ def main(argv: list) -> int:
     n.add_argument("--out", type=Path, default=build.BUILD / "native")
     n.add_argument("--series")
     n.add_argument("--cxx")
+    bs = sub.add_parser("build-sanitized", help="libjax_ipu.so under ASan+UBSan or TSan (build_tools/sanitize.py)")
+    bs.add_argument("--lane", required=True, help="asan (address + undefined) or tsan (thread)")
+    bs.add_argument("--series")
+    bs.add_argument("--out", type=Path, help="default: build/sanitize/<lane>/<series>/")
+    bs.add_argument("--cxx", help="compiler with the sanitizer runtimes (default: g++)")
+    bs.add_argument("--jobs", type=int)
     sub.add_parser("clean")
     r = sub.add_parser("release")
     r.add_argument("--series")
@@ -111,6 +119,13 @@ def main(argv: list) -> int:
             print(patches.extract_pristine(getattr(series, args.project), args.dest))
         elif args.command == "native":
             native.build_library(load().get_series(args.series), args.out, cxx=args.cxx)
+        elif args.command == "build-sanitized":
+            from build_tools import sanitize
+
+            lane = sanitize.lane(args.lane)
+            lib = sanitize.build(lane, load().get_series(args.series), args.out, args.jobs, args.cxx)
+            env = sanitize.run_env(lane, lib, args.cxx)
+            print("run the tests with:\n  " + " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()))
         elif args.command == "release":
             from build_tools import release
 

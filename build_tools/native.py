@@ -21,7 +21,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from build_tools.fetch import cache_dir, extract_header_tree
 from build_tools.pins import REPO, Series
@@ -35,6 +35,12 @@ LIBRARY_NAME = "libjax_ipu.so"
 # the compiler may not fuse others, whatever the target (g++ -std=c++17 and clang differ in their defaults).
 CXXFLAGS = ["-std=c++17", "-O2", "-fPIC", "-Wall", "-Wextra", "-fvisibility=hidden", "-ffp-contract=off"]
 HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".inc", ".def")
+# A sanitizer build (build_tools/sanitize.py) adds these to CXXFLAGS (the last -O wins): -O0, as the instrumented
+# templates of the kernels compile in a third of -O1's time (ASan+UBSan: reduce.cc 67 instead of 213 CPU seconds; the
+# whole library in a few CPU minutes instead of ~15), which keeps a cold build inside CI's budget, and the suites'
+# time goes to jax and Python, not to our kernels; frame pointers for stacks that match the source; -g1 (line tables
+# and inlined frames) is all a report needs.
+SANITIZE_CXXFLAGS = ["-O0", "-g1", "-fno-omit-frame-pointer"]
 
 
 class NativeBuildError(RuntimeError):
@@ -51,6 +57,15 @@ def compiler(series: Series, cxx: Optional[str]) -> List[str]:
 
 def is_portable(cxx: Optional[str]) -> bool:
     return not (cxx or os.environ.get("JAX_IPU_CXX"))
+
+
+def sanitize_flags(sanitizers: Sequence[str]) -> List[str]:
+    """Compile and link flags of a sanitizer build (-fsanitize= names: "address", "undefined", "thread", ...); none
+    for a normal build. Every finding aborts with its report rather than printing it and going on (=all: g++'s
+    "undefined" group leaves out float-cast-overflow, which recovers otherwise)."""
+    if not sanitizers:
+        return []
+    return SANITIZE_CXXFLAGS + [f"-fsanitize={','.join(sanitizers)}", "-fno-sanitize-recover=all"]
 
 
 TABLES = SHIM / "pjrt" / "tables"
@@ -141,8 +156,10 @@ def _compiler_identity(cxx: List[str]) -> str:
     return "\n".join(ln for ln in out.splitlines() if not ln.startswith("InstalledDir:"))
 
 
-def compile_plan(series: Series, cxx: Optional[str] = None) -> Tuple[List[str], List[str], str]:
-    """(compiler command, flags, the key part every object shares). The key names no absolute path."""
+def compile_plan(series: Series, cxx: Optional[str] = None,
+                 sanitizers: Sequence[str] = ()) -> Tuple[List[str], List[str], str]:
+    """(compiler command, flags, the key part every object shares). The key names no absolute path; it has the
+    flags, so a sanitizer build's objects never stand in for a normal build's."""
     cxx_cmd = compiler(series, cxx)
     tf_include = extract_header_tree(series.pjrt_header)
     gen_dir = cache_dir() / "generated" / series.name
@@ -152,7 +169,7 @@ def compile_plan(series: Series, cxx: Optional[str] = None) -> Tuple[List[str], 
     # Paths in objects (__FILE__, debug info before --strip-all) name the fixed prefixes, not this checkout. The flags
     # go in the order of the fixed names: an order by path length would differ between checkouts, and so would keys.
     prefix_maps = [f"-ffile-prefix-map={prefix}={name}" for prefix, name in sorted(maps, key=lambda m: m[1])]
-    flags = CXXFLAGS + prefix_maps + [f"-I{p}" for p in includes]
+    flags = CXXFLAGS + sanitize_flags(sanitizers) + prefix_maps + [f"-I{p}" for p in includes]
     headers = _tree_digest([SHIM], HEADER_SUFFIXES) + _tree_digest([gen_dir], HEADER_SUFFIXES)
     base_key = "\0".join([_compiler_identity(cxx_cmd), portable(shlex.join(cxx_cmd), maps),
                           portable(shlex.join(flags), maps), headers, series.pjrt_header.sha256])
@@ -164,12 +181,14 @@ def object_key(base_key: str, src: Path) -> str:
     return hashlib.sha256((base_key + "\0" + rel + "\0").encode() + src.read_bytes()).hexdigest()
 
 
-def build_library(series: Series, out_dir: Path, cxx: Optional[str] = None, jobs: Optional[int] = None) -> Path:
-    """Compiles and links the library into ``out_dir/libjax_ipu.so``; returns its path."""
+def build_library(series: Series, out_dir: Path, cxx: Optional[str] = None, jobs: Optional[int] = None,
+                  sanitizers: Sequence[str] = ()) -> Path:
+    """Compiles and links the library into ``out_dir/libjax_ipu.so``; returns its path. ``sanitizers`` (e.g.
+    ("address", "undefined")) gives a sanitizer build for testing, never for a wheel (build_tools/sanitize.py)."""
     if not EXPORTS_MAP.exists():
         raise NativeBuildError(f"{EXPORTS_MAP.relative_to(REPO)} is missing: the linker version script (exports)")
     srcs = sources(series)
-    cxx_cmd, flags, base_key = compile_plan(series, cxx)
+    cxx_cmd, flags, base_key = compile_plan(series, cxx, sanitizers)
     obj_cache = cache_dir() / "objects"
     obj_cache.mkdir(parents=True, exist_ok=True)
 
@@ -204,9 +223,14 @@ def build_library(series: Series, out_dir: Path, cxx: Optional[str] = None, jobs
     link = cxx_cmd + ["-shared", "-o", str(tmp_lib)] + [str(objs[s]) for s in srcs]
     # --no-undefined: a symbol no object defines fails the link here, not dlopen() in the user's process.
     link += [f"-Wl,--version-script={EXPORTS_MAP}", f"-Wl,-soname,{LIBRARY_NAME}", "-Wl,--no-undefined"]
-    link += ["-Wl,--strip-all"]  # users get no debug info from a wheel; keep it small
-    if not is_portable(cxx):
-        link += ["-static-libstdc++", "-static-libgcc"]
+    if sanitizers:
+        # The sanitizer's runtime is linked in (it is preloaded: Python is not instrumented); debug info stays for
+        # its reports; libstdc++ stays shared, so that the runtime's operator new/delete replace its own.
+        link += sanitize_flags(sanitizers)
+    else:
+        link += ["-Wl,--strip-all"]  # users get no debug info from a wheel; keep it small
+        if not is_portable(cxx):
+            link += ["-static-libstdc++", "-static-libgcc"]
     _run(link, "linking libjax_ipu.so")
     os.replace(tmp_lib, lib)
     print(f"[native] linked {lib} ({lib.stat().st_size} bytes) from {len(srcs)} sources", flush=True)
