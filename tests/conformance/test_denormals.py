@@ -45,6 +45,16 @@ FUNCTIONS = {
     "maximum_minus_zero": lambda x: jnp.maximum(x, -0.0),
     "minimum_one": lambda x: jnp.minimum(x, 1.0),
     "maximum_of_arrays": lambda x: jnp.maximum(x, x[::-1]),
+    "maximum_of_itself": lambda x: jnp.maximum(x, x),  # XLA's simplifier: max(A, A) = A, min(A, A) = A,
+    "minimum_of_itself": lambda x: jnp.minimum(x, x),  # max(A, -inf) = A, min(A, inf) = A (no arithmetic)
+    "maximum_minus_inf": lambda x: jnp.maximum(-jnp.inf, x),
+    "minimum_inf": lambda x: jnp.minimum(x, jnp.inf),
+    # windows of one element are that element (XLA's simplifier), padding the init value; a product's still multiply
+    "cumsum_axis_of_one": lambda x: jnp.cumsum(x[None], axis=0),
+    "cummax_axis_of_one": lambda x: lax.cummax(x[None], axis=0),
+    "cumprod_axis_of_one": lambda x: jnp.cumprod(x[None], axis=0),
+    "window_of_one": lambda x: lax.reduce_window(x, 0.0, lax.add, (1,), (1,), ((2, 1),)),
+    "max_window_of_one": lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (1,), (1,), "VALID"),
     "reduce_max": lambda x: jnp.max(jnp.stack([x, jnp.zeros_like(x)]), axis=0),
     "add_zero": lambda x: x + 0.0,
     "zero_add": lambda x: 0.0 + x,

@@ -297,11 +297,6 @@ ACCEPTED: List[Accepted] = [
              "reads f32 denormals as zeros there) gives zeros",
              ("max", "min", "relu", "clamp", "reduce_max", "cummax", "window_max", "scatter_min", "scatter_max",
               "argmax"), ("bfloat16",), 1, per="denormal", series="0.12", open=True),
-    Accepted("open: jaxlib 0.12, windows of one element (a reduce_window of window 1, a cumsum along an axis of "
-             "length 1): XLA:CPU drops the reduction and passes the element as it is, the ipu combines it with the "
-             "init value (+0 for a -0 in a sum, a zero for a denormal in a min or max)",
-             ("cumsum", "cumprod", "cummax", "window_sum", "window_mul", "window_max"),
-             ("float32", "float16", "bfloat16"), 1, per="denormal", series="0.12", max_count=1, open=True),
     Accepted("open: XLA's simplifier turns x * convert(predicate) into select(predicate, x, 0), so a NaN or "
              "infinite x gives 0 where the predicate is false; the ipu multiplies (NaN * 0 = NaN): jax's gradient "
              "of a maximum whose value is NaN is 0 on cpu, NaN on the ipu", ("grad", "mul"),

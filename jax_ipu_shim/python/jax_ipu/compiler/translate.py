@@ -479,6 +479,17 @@ class _Translator:
                 body.append(dict(entry, op="clamp", mlir="stablehlo.clamp", operands=[self._use(v) for v in parts]))
             elif op.name == "stablehlo.divide" and not scalar_body and self._simplified_float(op):
                 body.extend(self._divide(self._op(op), op))
+            elif op.name == "stablehlo.reduce_window" and not scalar_body and _one_element_windows(op) \
+                    and (entry := self._op(op))["attrs"].get("computation") in _ONE_ELEMENT_WINDOW_IS_THE_ELEMENT:
+                # XLA's simplifier: a window of one element, stride 1, no dilation, is that element; padding is
+                # the init value (a sum does not turn -0 into +0, a maximum does not flush a denormal)
+                padding = entry["attrs"].get("padding") or []
+                if not any(lo or hi for lo, hi in padding):
+                    self.ids[op.results[0]] = self._use(op.operands[0])
+                else:
+                    body.append(_derived(entry, "pad", entry["operands"][:2], entry["results"], {
+                        "edge_padding_low": [lo for lo, _ in padding], "edge_padding_high": [hi for _, hi in padding],
+                        "interior_padding": [0] * len(padding)}))
             elif op.name == "stablehlo.log" and not scalar_body and self._simplified_float(op) \
                     and (rewritten := self._log(self._op(op), op)) is not None:
                 body.extend(rewritten)
@@ -656,14 +667,18 @@ class _Translator:
         return [entry, _derived(entry, "broadcast_in_dim", [scalar["id"]], [whole], {"broadcast_dimensions": []})]
 
     def _identity_operand(self, op: Any) -> Any:
-        """For A + 0, 0 + A, A - 0, A * 1, 1 * A, A / 1 (the constant splat, or a broadcast scalar, of the result's
-        type): the MLIR value A; else None."""
+        """For A + 0, 0 + A, A - 0, A * 1, 1 * A, A / 1, max(A, -inf), min(A, +inf), max(A, A), min(A, A) (the
+        constant a splat, or a broadcast scalar, of the result's type; either side where the op commutes): the MLIR
+        value A; else None."""
         rules = {"stablehlo.add": (0.0, True), "stablehlo.subtract": (0.0, False),
-                 "stablehlo.multiply": (1.0, True), "stablehlo.divide": (1.0, False)}
+                 "stablehlo.multiply": (1.0, True), "stablehlo.divide": (1.0, False),
+                 "stablehlo.maximum": (-math.inf, True), "stablehlo.minimum": (math.inf, True)}
         if op.name not in rules or len(op.operands) != 2 or not self._real_float(op):
             return None
         identity, commutes = rules[op.name]
         a, b = op.operands
+        if op.name in _MIN_MAX and a == b and a.type == op.results[0].type:
+            return a  # max(A, A) and min(A, A) are A: a denormal A is not read as a zero
         if a.type != op.results[0].type and b.type != op.results[0].type:
             return None
         if _splat_value(b) == identity and a.type == op.results[0].type:
@@ -1159,6 +1174,20 @@ def _clamp_parts(op: Any) -> Optional[Tuple[Any, Any, Any]]:
     if low_value is None or high_value is None or not low_value <= high_value:  # NaN bounds too: XLA leaves them
         return None
     return low, x, high
+
+
+# The reductions whose one-element windows XLA:CPU returns as they are (jnp.cumsum, cummax and cummin along an axis of
+# length 1, lax.reduce_window of window 1); a product's it still multiplies by the init value 1, flushing a denormal.
+_ONE_ELEMENT_WINDOW_IS_THE_ELEMENT = ("add", "maximum", "minimum", "or", "and")
+
+
+def _one_element_windows(op: Any) -> bool:
+    """A reduce_window of one operand whose every window is one element (sizes, strides and dilations all 1)."""
+    if len(op.operands) != 2:
+        return False
+    attrs = O.read_attrs(op.attributes)
+    return all(all(d == 1 for d in attrs.get(name) or [1])
+               for name in ("window_dimensions", "window_strides", "base_dilations", "window_dilations"))
 
 
 def _broadcast_of(value: Any, tensor: Any) -> Optional[Tuple[Tuple[int, ...], Tuple[int, ...]]]:
