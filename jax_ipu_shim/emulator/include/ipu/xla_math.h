@@ -30,8 +30,9 @@ inline float fabs_(float x) { return bitsToFloat(floatToBits(x) & 0x7fffffffu); 
 // XLA:CPU runs with denormals flushed to zero: a denormal operand of arithmetic reads as a zero of its sign (DAZ),
 // a denormal result becomes one (FTZ). Selects and clamps move a denormal through unchanged.
 inline float ftz_(float x) { return sel(fabs_(x) < 1.17549435e-38f, bitsToFloat(floatToBits(x) & 0x80000000u), x); }
-inline float floor_(float x) {  // |x| < 2^23 here
-  const float t = static_cast<float>(static_cast<int32_t>(x));
+inline float floor_(float x) {  // |x| < 2^23 here, or NaN (whose result the caller discards)
+  // NaN converted to an integer is undefined behaviour: it converts a 0 instead.
+  const float t = static_cast<float>(static_cast<int32_t>(sel(x != x, 0.0f, x)));
   return t - sel(t > x, 1.0f, 0.0f);
 }
 
