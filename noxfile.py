@@ -325,9 +325,11 @@ def sanitize(session: nox.Session) -> None:
             built = time.monotonic()
             session.log(f"{name}: {' '.join(f'{k}={v}' for k, v in env.items())}")
             launcher = lanes.launcher(lane)  # tsan: setarch -R (address space randomisation off)
-            session.run(*launcher, "python", "-m", "pytest", "--rootdir", outside, "-p", "no:cacheprovider", "-q",
-                        *lane.pytest_args(args.ci), *pytest_args, env=suite_env(**env), external=bool(launcher))
-            session.log(f"{name}: built in {built - started:.0f} s, tests ran in {time.monotonic() - built:.0f} s")
+            try:
+                session.run(*launcher, "python", "-m", "pytest", "--rootdir", outside, "-p", "no:cacheprovider", "-q",
+                            *lane.pytest_args(args.ci), *pytest_args, env=suite_env(**env), external=bool(launcher))
+            finally:  # the times, also of a lane that failed
+                session.log(f"{name}: built in {built - started:.0f} s, tests ran in {time.monotonic() - built:.0f} s")
         session.chdir(str(REPO))
 
 
