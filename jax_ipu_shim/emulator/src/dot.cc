@@ -79,14 +79,19 @@ constexpr int64_t kSmallM = 8;
 // keeps 2 x MR of them as accumulators in registers.
 typedef float Vec8 __attribute__((vector_size(32)));
 
-// acc + a * b, fused in gemmF32Fma's kernels: clang's vector fma builtin, or GCC's contraction of the expression, which
-// gemmF32Fma allows for itself alone (the build's -ffp-contract=off keeps every other product rounded).
+// acc + a * b, fused in gemmF32Fma's kernels (one rounding, at any optimisation level): clang's vector fma builtin, or
+// GCC's fmaf per lane, which becomes vfmadd in gemmF32Fma's AVX2+FMA code. Elsewhere the product is rounded first.
 template <bool kFma>
-inline __attribute__((always_inline)) Vec8 madd(Vec8 acc, float a, Vec8 b) {
+inline __attribute__((always_inline)) void madd(Vec8& acc, float a, const Vec8& b) {
+  if constexpr (kFma) {
 #if defined(__clang__)
-  if constexpr (kFma) return __builtin_elementwise_fma(a - Vec8{}, b, acc);  // a - (+0) is a, -0 and NaN included
+    acc = __builtin_elementwise_fma(a - Vec8{}, b, acc);  // a - (+0) is a, -0 and NaN included
+#else
+    for (int i = 0; i < 8; ++i) acc[i] = __builtin_fmaf(a, b[i], acc[i]);
 #endif
-  return acc + a * b;
+  } else {
+    acc += a * b;
+  }
 }
 
 template <int MR, bool kLoadC, bool kFma>
@@ -110,8 +115,8 @@ inline __attribute__((always_inline)) void microF32(const float* A, int64_t lda,
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const float a = A[r * lda + k];
-      lo[r] = madd<kFma>(lo[r], a, b0);
-      hi[r] = madd<kFma>(hi[r], a, b1);
+      madd<kFma>(lo[r], a, b0);
+      madd<kFma>(hi[r], a, b1);
     }
   }
 #pragma GCC unroll 8
@@ -200,16 +205,10 @@ void gemmF32Portable(const float* A, int64_t lda, const float* B, int64_t ldb, f
 // multiply-add (madd), as XLA:CPU's dot kernels do on such a host: [-3.4e38, -37] . [-11.1, 3.4e38] is inf (the
 // first product overflows, the second is fused into it), where a rounded second product gives inf - inf = NaN.
 // Without FMA the portable build runs, adding rounded products as XLA:CPU does there.
-#if defined(__clang__)
-#define IPU_FUSED_MULTIPLY_ADDS __attribute__((target("avx2,fma")))
-#else
-#define IPU_FUSED_MULTIPLY_ADDS __attribute__((target("avx2,fma"), optimize("fp-contract=fast")))
-#endif
-IPU_FUSED_MULTIPLY_ADDS void gemmF32Fma(const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
-                                        int64_t ldc, int64_t m, int64_t n, int64_t k) {
+__attribute__((target("avx2,fma"))) void gemmF32Fma(const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
+                                                    int64_t ldc, int64_t m, int64_t n, int64_t k) {
   gemmF32Body<true>(A, lda, B, ldb, C, ldc, m, n, k);
 }
-#undef IPU_FUSED_MULTIPLY_ADDS
 #endif
 
 
