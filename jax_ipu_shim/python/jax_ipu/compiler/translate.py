@@ -480,9 +480,10 @@ class _Translator:
             elif op.name == "stablehlo.divide" and not scalar_body and self._simplified_float(op):
                 body.extend(self._divide(self._op(op), op))
             elif op.name == "stablehlo.reduce_window" and not scalar_body and _one_element_windows(op) \
-                    and (entry := self._op(op))["attrs"].get("computation") in _ONE_ELEMENT_WINDOW_IS_THE_ELEMENT:
+                    and _body_computation(op, False) in _ONE_ELEMENT_WINDOW_IS_THE_ELEMENT:
                 # XLA's simplifier: a window of one element, stride 1, no dilation, is that element; padding is
                 # the init value (a sum does not turn -0 into +0, a maximum does not flush a denormal)
+                entry = self._op(op)
                 padding = entry["attrs"].get("padding") or []
                 if not any(lo or hi for lo, hi in padding):
                     self.ids[op.results[0]] = self._use(op.operands[0])
