@@ -10,11 +10,30 @@ from test_emulator_reduce_dot import dot_program
 from jax_ipu import emulator as E
 
 
+def _host_fuses() -> bool:
+    """dot.cc fuses each product into its sum on hosts with AVX2 and FMA (as XLA:CPU does there)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    except OSError:
+        return False
+    return "avx2" in flags and "fma" in flags
+
+
+FUSED = _host_fuses()
+
+
 def sequential_f32(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    # Each output a running f32 sum over k in order, one rounding per product and per sum: the host kernel's order.
+    # Each output a running f32 sum over k in order: the host kernel's order. With FMA one rounding per step (the
+    # product of two f32 values is exact in f64, and so, but for double roundings too rare to meet here, is the sum
+    # rounded from f64), else one per product and one per sum.
     acc = np.zeros((a.shape[0], b.shape[1]), np.float32)
     for kk in range(a.shape[1]):
-        acc = acc + a[:, kk:kk + 1] * b[kk:kk + 1, :]
+        if FUSED:
+            product = a[:, kk:kk + 1].astype(np.float64) * b[kk:kk + 1, :].astype(np.float64)
+            acc = (acc.astype(np.float64) + product).astype(np.float32)
+        else:
+            acc = acc + a[:, kk:kk + 1] * b[kk:kk + 1, :]
     return acc
 
 
