@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import json
 import re
-import struct
-from typing import Any, Iterator, List, Tuple
+from typing import Any, List, Tuple
 
 from jax._src.interpreters import mlir as jmlir
 
 from jax_ipu.callbacks import CALL_TARGET
 
 from .errors import CompileError
-from .translate import CONTAINER_MAGIC, _parse
+from .partitioner import custom_calls
+from .translate import _parse, container, container_parts
 
 
 def positional(module_bytes: bytes) -> Tuple[bytes, List[str]]:
@@ -34,11 +34,7 @@ def positional(module_bytes: bytes) -> Tuple[bytes, List[str]]:
     with jmlir.make_ir_context():
         module = _parse(module_bytes)
         ids: List[str] = []
-        for op in _walk(module.operation):
-            if op.name != "stablehlo.custom_call" or "call_target_name" not in op.attributes:
-                continue
-            if ir.StringAttr(op.attributes["call_target_name"]).value != CALL_TARGET:
-                continue
+        for op in custom_calls(module, CALL_TARGET):
             ids.append(ir.StringAttr(op.attributes["backend_config"]).value)
             op.attributes["backend_config"] = ir.StringAttr.get(str(len(ids) - 1))
         # With its source locations (the program's error messages name them), but not the addresses of the
@@ -51,23 +47,11 @@ def positional(module_bytes: bytes) -> Tuple[bytes, List[str]]:
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+>")
 
 
-def _walk(op: Any) -> Iterator[Any]:
-    for region in op.regions:
-        for block in region.blocks:
-            for child in block.operations:
-                child = getattr(child, "operation", child)
-                yield child
-                yield from _walk(child)
-
-
 def bind(program: bytes, ids: List[str]) -> bytes:
     """The binary program with host callback i (as ``positional`` numbered them) calling ``ids[i]``."""
     if not ids:
         return program
-    if program[:len(CONTAINER_MAGIC)] != CONTAINER_MAGIC:
-        raise CompileError("the executable cache holds a program that is not a binary program container")
-    (size,) = struct.unpack_from("<Q", program, 8)
-    document = json.loads(program[16:16 + size].decode("utf-8"))
+    document, blobs = container_parts(program)
 
     def rename(value: Any) -> None:
         if isinstance(value, dict):
@@ -85,6 +69,4 @@ def bind(program: bytes, ids: List[str]) -> bytes:
                 rename(v)
 
     rename(document)
-    text = json.dumps(document, separators=(",", ":")).encode("utf-8")
-    return CONTAINER_MAGIC + struct.pack("<Q", len(text)) + text + program[16 + size:]
-
+    return container(json.dumps(document, separators=(",", ":")), blobs)

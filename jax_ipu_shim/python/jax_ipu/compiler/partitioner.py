@@ -24,7 +24,7 @@ import re
 import sys
 import tempfile
 import warnings
-from typing import Any, Dict, List, NamedTuple
+from typing import Any, Dict, Iterator, List, NamedTuple
 
 from .. import _jax
 from .. import compile_options as options_proto
@@ -134,21 +134,29 @@ class _StderrOfXla:
             sys.stderr.write("\n".join(kept) + "\n")
 
 
-def rename_custom_calls(module: Any, old: str, new: str) -> None:
-    """Sets the call_target_name of every ``stablehlo.custom_call`` to ``old`` in ``module`` to ``new``."""
+def custom_calls(module: Any, target: str) -> Iterator[Any]:
+    """Every ``stablehlo.custom_call`` to ``target`` in ``module``, nested ones included, in program order."""
     from jax._src.lib.mlir import ir
 
-    def walk(op: Any) -> None:
+    def walk(op: Any) -> Iterator[Any]:
         for region in op.regions:
             for block in region.blocks:
                 for inner in block.operations:
                     inner = inner.operation
                     if inner.name == "stablehlo.custom_call" and \
-                            ir.StringAttr(inner.attributes["call_target_name"]).value == old:
-                        inner.attributes["call_target_name"] = ir.StringAttr.get(new)
-                    walk(inner)
+                            ir.StringAttr(inner.attributes["call_target_name"]).value == target:
+                        yield inner
+                    yield from walk(inner)
 
-    walk(module.operation)
+    return walk(module.operation)
+
+
+def rename_custom_calls(module: Any, old: str, new: str) -> None:
+    """Sets the call_target_name of every ``stablehlo.custom_call`` to ``old`` in ``module`` to ``new``."""
+    from jax._src.lib.mlir import ir
+
+    for op in list(custom_calls(module, old)):
+        op.attributes["call_target_name"] = ir.StringAttr.get(new)
 
 
 def _hlo_module_proto(hlo_proto: bytes) -> bytes:

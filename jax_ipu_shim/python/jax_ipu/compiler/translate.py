@@ -76,21 +76,32 @@ def encode(program: Dict[str, Any], binary: bool) -> Any:
     text = json.dumps(program, separators=(",", ":"), default=blob)
     if not binary:
         return text
-    document = text.encode("utf-8")
-    parts = [CONTAINER_MAGIC, struct.pack("<Q", len(document)), document, struct.pack("<Q", len(blobs))]
+    parts = [struct.pack("<Q", len(blobs))]
     for data in blobs:
         parts += [struct.pack("<Q", len(data)), data]
-    return b"".join(parts)
+    return container(text, b"".join(parts))
+
+
+def container_parts(data: bytes) -> Tuple[Dict[str, Any], bytes]:
+    """The JSON document of a binary container (blobs as {"blob": i}) and the blob section that follows it."""
+    if bytes(data[:len(CONTAINER_MAGIC)]) != CONTAINER_MAGIC:
+        raise CompileError("not a binary program container (its magic is missing)")
+    (size,) = struct.unpack_from("<Q", data, 8)
+    return json.loads(bytes(data[16:16 + size]).decode("utf-8")), bytes(data[16 + size:])
+
+
+def container(document: str, blob_section: bytes) -> bytes:
+    """The binary container of a document's JSON text whose blobs are ``blob_section`` (see container_parts)."""
+    text = document.encode("utf-8")
+    return CONTAINER_MAGIC + struct.pack("<Q", len(text)) + text + blob_section
 
 
 def decode(data: Any) -> Dict[str, Any]:
     """The program document of JSON text or a binary container, blobs back in base64 (for tests and tools)."""
     if not bytes(data[:len(CONTAINER_MAGIC)]) == CONTAINER_MAGIC:
         return json.loads(data)
-    data = bytes(data)
-    (size,) = struct.unpack_from("<Q", data, 8)
-    program = json.loads(data[16:16 + size].decode("utf-8"))
-    pos = 16 + size
+    program, data = container_parts(bytes(data))
+    pos = 0
     (count,) = struct.unpack_from("<Q", data, pos)
     pos += 8
     blobs = []
@@ -261,6 +272,29 @@ def _located(entry: Dict[str, Any], op: Any) -> Dict[str, Any]:
     if loc:
         entry["loc"] = loc
     return entry
+
+
+class _Rewrite:
+    """The ops the front end writes in place of ``entry`` (a rewrite of it, at its source location), by default of
+    its result's dtype and shape."""
+
+    def __init__(self, translator: Any, entry: Dict[str, Any]) -> None:
+        self.translator, self.entry = translator, entry
+        self.ops: List[Dict[str, Any]] = []
+        self.dtype, self.shape = entry["results"][0]["dtype"], entry["results"][0]["shape"]
+
+    def emit(self, name: str, operands: List[int], dtype: Optional[str] = None, shape: Optional[List[int]] = None,
+             attrs: Optional[Dict[str, Any]] = None, result: Optional[Dict[str, Any]] = None) -> int:
+        """Appends op ``name``; returns its result's id (``result``, or a fresh value)."""
+        result = result or self.translator._fresh(dtype or self.dtype, self.shape if shape is None else shape)
+        self.ops.append(_derived(self.entry, name, operands, [result], attrs))
+        return result["id"]
+
+    def splat(self, number: float) -> int:
+        """``number`` in every element: a scalar constant, broadcast to the shape."""
+        scalar = self.emit("constant", [], shape=[], attrs={"value": Blob(_float_bytes(self.dtype, number)),
+                                                            "splat": False})
+        return self.emit("broadcast_in_dim", [scalar], attrs={"broadcast_dimensions": []}) if self.shape else scalar
 
 
 def _derived(entry: Dict[str, Any], name: str, operands: List[int], results: List[Dict[str, Any]],
@@ -693,31 +727,16 @@ class _Translator:
         pow(A, 0.5) => A == -inf ? inf : |sqrt(A)| (LLVM's pow simplification, which XLA:CPU's code goes through): a
         denormal or -0 gives +0 under denormals-are-zero, where libm's pow of a negative denormal is NaN."""
         out = entry["results"][0]
-        dtype, shape = out["dtype"], out["shape"]
         a = entry["operands"][0]
         if _splat_value(mlir_op.operands[1]) == 2.0:
             return [_derived(entry, "multiply", [a, a], [out])]
-        ops: List[Dict[str, Any]] = []
-
-        def emit(name: str, operands: List[int], result_dtype: str, attrs: Optional[Dict[str, Any]] = None,
-                 result: Optional[Dict[str, Any]] = None) -> int:
-            result = result or self._fresh(result_dtype, shape)
-            ops.append(_derived(entry, name, operands, [result], attrs))
-            return result["id"]
-
-        def splat(number: float) -> int:
-            scalar = self._fresh(dtype, [])
-            ops.append(_derived(entry, "constant", [], [scalar], {"value": Blob(_float_bytes(dtype, number)),
-                                                                   "splat": False}))
-            if not shape:
-                return scalar["id"]
-            return emit("broadcast_in_dim", [scalar["id"]], dtype, {"broadcast_dimensions": []})
-
-        root = emit("abs", [emit("sqrt", [a], dtype)], dtype)
-        minus_inf = emit("compare", [a, splat(-math.inf)], "bool", {"comparison_direction": "EQ",
-                                                                     "compare_type": "FLOAT"})
-        emit("select", [minus_inf, splat(math.inf), root], dtype, result=out)
-        return ops
+        rewrite = _Rewrite(self, entry)
+        emit, splat = rewrite.emit, rewrite.splat
+        root = emit("abs", [emit("sqrt", [a])])
+        minus_inf = emit("compare", [a, splat(-math.inf)], "bool", attrs={"comparison_direction": "EQ",
+                                                                           "compare_type": "FLOAT"})
+        emit("select", [minus_inf, splat(math.inf), root], result=out)
+        return rewrite.ops
 
     def _real_float(self, op: Any) -> bool:
         return (self._type(op.results[0].type) or ("", []))[0] in ("f32", "f16", "bf16")
@@ -736,25 +755,13 @@ class _Translator:
         producer: Any = _producer(mlir_op.operands[0])
         name = producer.name if producer is not None else ""
         out = entry["results"][0]
-        dtype, shape = out["dtype"], out["shape"]
         if name == "stablehlo.exponential" and not _jax.is_current_series():
             self.ids[mlir_op.results[0]] = self._use(producer.operands[0])
             return []
         if name not in ("stablehlo.sqrt", "stablehlo.rsqrt", "stablehlo.power"):
             return None
-        ops: List[Dict[str, Any]] = []
-
-        def emit(op_name: str, operands: List[int], result_dtype: str = dtype, result_shape: Optional[List[int]] = None,
-                 attrs: Optional[Dict[str, Any]] = None, result: Optional[Dict[str, Any]] = None) -> int:
-            result = result or self._fresh(result_dtype, shape if result_shape is None else result_shape)
-            ops.append(_derived(entry, op_name, operands, [result], attrs))
-            return result["id"]
-
-        def splat(number: float) -> int:
-            scalar = emit("constant", [], result_shape=[], attrs={"value": Blob(_float_bytes(dtype, number)),
-                                                                  "splat": False})
-            return emit("broadcast_in_dim", [scalar], attrs={"broadcast_dimensions": []}) if shape else scalar
-
+        rewrite = _Rewrite(self, entry)
+        ops, emit, splat = rewrite.ops, rewrite.emit, rewrite.splat
         a = self._use(producer.operands[0])
         if name != "stablehlo.power":
             emit("multiply", [emit("log", [a]), splat(0.5 if name == "stablehlo.sqrt" else -0.5)], result=out)
