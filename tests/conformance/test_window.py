@@ -179,6 +179,28 @@ def test_cumulative_ops_and_their_gradients(dtype):
         check(jax.grad(lambda x: jnp.sum(jnp.cumsum(x, 1) * jnp.cumprod(x, 2)) + jnp.sum(lax.cummax(x, 0))), x, **tol)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int32"])
+@pytest.mark.parametrize("shape, axis", [((3000,), 0), ((17,), 0), ((5, 4099), 1), ((300, 7), 0), ((3, 40, 7), 1)])
+def test_long_cumulative_ops_are_cpus_bits(dtype, shape, axis):
+    """jaxlib 0.12 lowers jnp.cumsum and friends to a reduce_window over the whole axis, which XLA:CPU rewrites
+    into a scan in rows of 16 (its ReduceWindowRewriter): the ipu computes the same tree, bit for bit, in linear
+    time (it used to add every window in turn: quadratic, out of tile memory from ~2^27 element-windows); jaxlib
+    0.4.13 lowers them to jax's associative scan, bit for bit as well."""
+    rng = np.random.default_rng(3)
+    x = rng.integers(-5, 5, shape) if dtype == "int32" else rng.standard_normal(shape)
+    x = jnp.asarray(x, dtype)
+    check(lambda x: [jnp.cumsum(x, axis), lax.cumsum(x, axis, reverse=True), lax.cummax(x, axis),
+                     lax.cummin(x, axis, reverse=True), jnp.cumprod(x % 2 + 1 if dtype == "int32" else 1 + x / 1e3,
+                                                                    axis)], x)
+
+
+def test_long_cumsum_is_linear_and_exact():
+    """2^22 elements: quadratic in the old lowering (hours), and a running f32 sum would stall at 2^24 where cpu's
+    tree of rows does not."""
+    x = jnp.ones((2 ** 22,), jnp.float32) * 3
+    check(lambda x: jnp.cumsum(x)[::4097], x)
+
+
 def test_checkpointed_mlp_gradient():
     rng = np.random.default_rng(8)
     params = [((rng.normal(size=(16, 32)) / 4).astype(np.float32), np.zeros(32, np.float32)),

@@ -111,14 +111,14 @@ TOLERANCES: Dict[str, Tolerance] = {
                             "reductions; test_reduce.py)", per="scale", exact_upto=32),
     "reduce_prod": Tolerance(4, 2, "a product reordered as the sum is: a few ulp of the result (anything where some "
                              "order of its factors overflows)", per="product", exact_upto=32),
-    "cumsum": Tolerance(4, 2, "the README states no order: jaxlib 0.4.13 lowers it to jax's associative scan (the "
-                        "same adds in the same order: bit for bit in practice), jaxlib 0.12 to a reduce_window over "
-                        "the whole axis, which the ipu adds window by window in order and XLA:CPU as a scan: a few "
-                        "ulp of the scale, growing as the square root of the axis beyond 32", per="scale",
-                        exact_upto=1, grows=True),
-    "cumprod": Tolerance(4, 2, "as cumsum, for products: ulps of the result", per="product", exact_upto=1,
-                         grows=True),
-    "cumlogsumexp": Tolerance(4, 2, "as cumsum, of logaddexp (exp, log1p)", exact_upto=1, grows=True),
+    "cumsum": _exact("XLA:CPU's order: jaxlib 0.4.13 lowers it to jax's associative scan (the same adds in the same "
+                     "order), jaxlib 0.12 to a reduce_window over the whole axis, which the ipu rewrites into rows of "
+                     "16 and a scan of their ends as XLA:CPU's ReduceWindowRewriter does (test_window.py)"),
+    "cumprod": _exact("as cumsum"),
+    "cumlogsumexp": Tolerance(4, 2, "jaxlib 0.12's reduce_window over the whole axis with logaddexp (a body of "
+                              "several ops) the ipu adds window by window in order where XLA:CPU rewrites it into a "
+                              "tree of rows of 16: a few ulp of the scale, growing as the square root of the axis "
+                              "beyond 32; jaxlib 0.4.13 as cumsum", exact_upto=1, grows=True),
     "window_sum": Tolerance(4, 2, "the README states no order for windowed sums, and the ipu's is not XLA:CPU's "
                             "(which adds each window in order from the init value): a few ulp of the scale, from "
                             "windows of 2", per="scale"),
@@ -314,14 +314,15 @@ ACCEPTED: List[Accepted] = [
     Accepted("open: complex sin near the axes: XLA:CPU's expansion cancels (jaxlib 0.4.13: sin(1e-6j) = 9.54e-7j, "
              "sin(4.1e-16j) = 0; sinh(1e-6+1e-6j) has real part 9.83e-7 in both series), the ipu's is accurate",
              ("complex_sin",), ("complex64",), 1, per="any", open=True),
-    Accepted("open: jaxlib 0.12 lowers jnp.cumsum, cumprod, cummax and cumlogsumexp to a reduce_window whose window "
-             "is the whole axis; the ipu evaluates it window by window, in time quadratic in the axis (2^14 "
-             "elements: 1.7 s, 2^23: days), where XLA:CPU rewrites it into a scan: not run on the ipu above 2^30 "
-             "element-windows", SCANS, DTYPES_ALL, 0, series="0.12", min_work=2 ** 30, hang=True, open=True),
-    Accepted("open: jaxlib 0.12, those whole-axis reduce_windows of jnp.cumsum and friends run out of tile memory "
-             "from about 2^27 element-windows (cumsum of f32[256, 8192] along axis 0: 'Out of memory on tile 1465: "
-             "1466348 bytes used but tiles only have 638976 bytes')", SCANS, DTYPES_ALL, 0, series="0.12",
-             min_work=2 ** 26, error="Out of memory on tile", open=True),
+    Accepted("open: jaxlib 0.12 lowers jnp.cumsum and friends to a reduce_window whose window is the whole axis; "
+             "the ipu rewrites those whose body is one op (cumsum, cumprod, cummax, cummin) into XLA:CPU's scan, but "
+             "evaluates cumlogsumexp's (logaddexp: several ops) window by window, in time quadratic in the axis "
+             "(2^14 elements: 1.7 s, 2^23: days): not run on the ipu above 2^30 element-windows",
+             ("cumlogsumexp",), DTYPES_ALL, 0, series="0.12", min_work=2 ** 30, hang=True, open=True),
+    Accepted("open: jaxlib 0.12, cumlogsumexp's whole-axis reduce_windows run out of tile memory from about 2^27 "
+             "element-windows (along axis 0 of f32[256, 8192]: 'Out of memory on tile 1465: 1466348 bytes used but "
+             "tiles only have 638976 bytes')", ("cumlogsumexp",), DTYPES_ALL, 0, series="0.12", min_work=2 ** 26,
+             error="Out of memory on tile", open=True),
     Accepted("open: jaxlib 0.12, an empty bf16 array in acosh, atanh (functions whose expansion has a bf16 "
              "constant of the operand's shape): the ipu refuses the program ('Malformed IPU program: "
              "stablehlo.constant() -> tensor<3x0x2xbf16>: \"value\" holds 2 bytes but the result needs 0')",

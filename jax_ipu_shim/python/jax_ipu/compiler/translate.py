@@ -513,6 +513,9 @@ class _Translator:
                 body.append(dict(entry, op="clamp", mlir="stablehlo.clamp", operands=[self._use(v) for v in parts]))
             elif op.name == "stablehlo.divide" and not scalar_body and self._simplified_float(op):
                 body.extend(self._divide(self._op(op), op))
+            elif op.name == "stablehlo.reduce_window" and not scalar_body and _jax.is_current_series() \
+                    and (scan := _scan_window(op)) is not None:
+                body.extend(self._scan_as_tree(self._op(op), *scan))
             elif op.name == "stablehlo.reduce_window" and not scalar_body and _one_element_windows(op) \
                     and _body_computation(op, False) in _ONE_ELEMENT_WINDOW_IS_THE_ELEMENT:
                 # XLA's simplifier: a window of one element, stride 1, no dilation, is that element; padding is
@@ -689,6 +692,84 @@ class _Translator:
             if computation:
                 attrs["computation"] = computation
         return _located(entry, op)
+
+    def _scan_as_tree(self, entry: Dict[str, Any], shape: List[int], dim: int, forward: bool,
+                      exclusive: bool) -> List[Dict[str, Any]]:
+        """A cumulative reduce_window (jnp.cumsum, cumprod, cummax and cummin as jaxlib 0.12 lowers them: a window
+        of the whole axis) as XLA:CPU's ReduceWindowRewriter (base length 16) rewrites it, so the ipu combines the
+        elements in cpu's order, in linear time: the axis, moved last and padded with the init value to a multiple
+        of 16, scanned in rows of 16; the rows' last (first, in reverse) elements scanned exclusively, the same
+        way, and combined with each row's scan; the padding sliced off again."""
+        rewrite = _Rewrite(self, entry)
+        init = entry["operands"][1]
+        computation = entry["attrs"]["computation"]
+
+        def window(x: int, x_shape: List[int], size: int, pad: int, out_len: int) -> int:
+            rank = len(x_shape)
+            return rewrite.emit("reduce_window", [x, init], shape=x_shape[:-1] + [out_len], attrs={
+                "window_dimensions": [1] * (rank - 1) + [size], "window_strides": [1] * rank,
+                "base_dilations": [1] * rank, "window_dilations": [1] * rank,
+                "padding": [[0, 0]] * (rank - 1) + [[pad, 0] if forward else [0, pad]],
+                "computation": computation})
+
+        def scan(x: int, x_shape: List[int], d: int, excl: bool) -> int:
+            rank, length = len(x_shape), x_shape[d]
+            if length <= _SCAN_BASE:  # XLA:CPU's own window, each output from init in the window's order
+                pad = length if excl else length - 1
+                out_shape = list(x_shape)
+                out_shape[d] += 1 if excl else 0
+                window_dims, padding = [1] * rank, [[0, 0]] * rank
+                window_dims[d], padding[d] = length, [pad, 0] if forward else [0, pad]
+                return rewrite.emit("reduce_window", [x, init], shape=out_shape, attrs={
+                    "window_dimensions": window_dims, "window_strides": [1] * rank, "base_dilations": [1] * rank,
+                    "window_dilations": [1] * rank, "padding": padding, "computation": computation})
+            perm = list(range(rank))
+            perm[d], perm[-1] = perm[-1], perm[d]
+            moved = [x_shape[p] for p in perm]
+            if d != rank - 1:
+                x = rewrite.emit("transpose", [x], shape=moved, attrs={"permutation": perm})
+            padded = -(-length // _SCAN_BASE) * _SCAN_BASE
+            if padded != length:
+                x = rewrite.emit("pad", [x, init], shape=moved[:-1] + [padded], attrs={
+                    "edge_padding_low": [0] * rank, "edge_padding_high": [0] * (rank - 1) + [padded - length],
+                    "interior_padding": [0] * rank})
+            columns = padded // _SCAN_BASE
+            tiled = moved[:-1] + [columns, _SCAN_BASE]
+            x = rewrite.emit("reshape", [x], shape=tiled)
+            rows = window(x, tiled, _SCAN_BASE, _SCAN_BASE - 1, _SCAN_BASE)
+            edge = _SCAN_BASE - 1 if forward else 0
+            column = rewrite.emit("slice", [rows], shape=tiled[:-1] + [1], attrs={
+                "start_indices": [0] * rank + [edge], "limit_indices": tiled[:-1] + [edge + 1],
+                "strides": [1] * (rank + 1)})
+            column = rewrite.emit("reshape", [column], shape=tiled[:-1])
+            carried = scan(column, tiled[:-1], rank - 1, True)  # [..., columns + 1]
+            start = 0 if forward else 1
+            carried = rewrite.emit("slice", [carried], shape=tiled[:-1], attrs={
+                "start_indices": [0] * (rank - 1) + [start], "limit_indices": tiled[:-2] + [start + columns],
+                "strides": [1] * rank})
+            carried = rewrite.emit("broadcast_in_dim", [carried], shape=tiled,
+                                   attrs={"broadcast_dimensions": list(range(rank))})
+            out = rewrite.emit(computation, [rows, carried], shape=tiled)
+            out = rewrite.emit("reshape", [out], shape=moved[:-1] + [padded])
+            full = list(x_shape)
+            full[d] = padded
+            if d != rank - 1:
+                out = rewrite.emit("transpose", [out], shape=full, attrs={"permutation": perm})
+            if padded != length:
+                out = rewrite.emit("slice", [out], shape=x_shape, attrs={
+                    "start_indices": [0] * rank, "limit_indices": list(x_shape), "strides": [1] * rank})
+            if excl:
+                out_shape = list(x_shape)
+                out_shape[d] += 1
+                low, high = [0] * rank, [0] * rank
+                (low if forward else high)[d] = 1
+                out = rewrite.emit("pad", [out, init], shape=out_shape, attrs={
+                    "edge_padding_low": low, "edge_padding_high": high, "interior_padding": [0] * rank})
+            return out
+
+        scan(entry["operands"][0], shape, dim, exclusive)
+        rewrite.ops[-1]["results"] = entry["results"]  # the last op writes the reduce_window's own result
+        return rewrite.ops
 
     def _splat_as_broadcast(self, op: Any) -> List[Dict[str, Any]]:
         """A splat constant that only elementwise ops read, as its one element broadcast: Poplar keeps such a
@@ -1187,6 +1268,40 @@ def _clamp_parts(op: Any) -> Optional[Tuple[Any, Any, Any]]:
 # The reductions whose one-element windows XLA:CPU returns as they are (jnp.cumsum, cummax and cummin along an axis of
 # length 1, lax.reduce_window of window 1); a product's it still multiplies by the init value 1, flushing a denormal.
 _ONE_ELEMENT_WINDOW_IS_THE_ELEMENT = ("add", "maximum", "minimum", "or", "and")
+
+
+_SCAN_BASE = 16  # XLA:CPU's ReduceWindowRewriter(base_length=16): its scans' rows
+_SCAN_COMPUTATIONS = ("add", "multiply", "maximum", "minimum", "and", "or")
+
+
+def _scan_window(op: Any) -> Optional[Tuple[List[int], int, bool, bool]]:
+    """(operand shape, axis, forward, exclusive) for a reduce_window that XLA's ReduceWindowRewriter takes for a scan: one
+    operand, a known reducer, every window dimension trivial but one, whose window is the whole axis (stride 1, no
+    dilation) with the axis' length less one (inclusive) or the length (exclusive) of padding on one side, over an
+    axis longer than the base length; else None."""
+    if len(op.operands) != 2 or _body_computation(op, False) not in _SCAN_COMPUTATIONS:
+        return None
+    attrs = O.read_attrs(op.attributes)
+    shape = list(ir.RankedTensorType(op.operands[0].type).shape)
+    rank = len(shape)
+    sizes = attrs.get("window_dimensions") or [1] * rank
+    strides = attrs.get("window_strides") or [1] * rank
+    base = attrs.get("base_dilations") or [1] * rank
+    dilations = attrs.get("window_dilations") or [1] * rank
+    padding = attrs.get("padding") or [[0, 0]] * rank
+    axes = [d for d in range(rank) if (sizes[d], strides[d], base[d], dilations[d], list(padding[d])) !=
+            (1, 1, 1, 1, [0, 0])]
+    if len(axes) != 1:
+        return None
+    d = axes[0]
+    length, (low, high) = shape[d], padding[d]
+    if strides[d] != 1 or sizes[d] != length or base[d] != 1 or dilations[d] != 1 or length <= _SCAN_BASE:
+        return None
+    forward = low in (length - 1, length) and high == 0
+    reverse = high in (length - 1, length) and low == 0
+    if not (forward or reverse):
+        return None
+    return shape, d, forward, (low if forward else high) == length
 
 
 def _one_element_windows(op: Any) -> bool:
