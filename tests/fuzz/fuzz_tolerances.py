@@ -323,11 +323,6 @@ ACCEPTED: List[Accepted] = [
              "element-windows (along axis 0 of f32[256, 8192]: 'Out of memory on tile 1465: 1466348 bytes used but "
              "tiles only have 638976 bytes')", ("cumlogsumexp",), DTYPES_ALL, 0, series="0.12", min_work=2 ** 26,
              error="Out of memory on tile", open=True),
-    Accepted("open: jaxlib 0.12, an empty bf16 array in acosh, atanh (functions whose expansion has a bf16 "
-             "constant of the operand's shape): the ipu refuses the program ('Malformed IPU program: "
-             "stablehlo.constant() -> tensor<3x0x2xbf16>: \"value\" holds 2 bytes but the result needs 0')",
-             ELEMENTWISE_F32 + TRANSCENDENTAL, ("bfloat16",), 0, empty=True, error="Malformed IPU program",
-             series="0.12", open=True),
     # -- broad ones last
     Accepted("open: XLA:CPU computes arrays of rank 2 and more, arrays of under 8 elements and values it fuses into "
              "a reduction's loop with other code than long vectors, and there its approximations can round "

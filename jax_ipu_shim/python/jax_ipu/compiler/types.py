@@ -115,6 +115,8 @@ def _raw_bytes(dense: Any, element: str, splat: bool) -> bytes:
 
 
 def _bytes_from_text(text: str, element: str, count: int) -> bytes:
+    if count == 0:  # an empty array printed as a splat (dense<1.0> : tensor<3x0x2xbf16>) holds no element
+        return b""
     hex_blob = re.match(r'\s*dense<"0x([0-9A-Fa-f]*)">', text)
     if hex_blob:  # MLIR prints large constants as their raw storage: dense<"0x..."> : tensor<...>
         return bytes.fromhex(hex_blob.group(1))
