@@ -338,3 +338,28 @@ def test_log_rewrites_round_as_cpu(name, dtype):
     a[:8] = np.array([0, -0.0, np.inf, np.nan, -2.0, 1.0, 1e-30, -np.inf]).astype(a.dtype)
     b[:8] = np.array([0, 2.0, 0, -1.0, 3.0, 0, 0.5, 2.0]).astype(b.dtype)
     check(LOGS[name], a, b, **EXACT)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_product_with_a_converted_predicate_is_a_select(dtype):
+    """XLA's simplifier: A * convert(predicate) => select(predicate, A, 0) in f32 and f16 (bf16 is not rewritten),
+    so an infinite or NaN A gives +0 where the predicate is false, -0 gives +0; jax's gradient of a maximum
+    multiplies by such a mask (the gradient of jnp.max over a row holding a NaN is 0 elsewhere on cpu)."""
+    a = random(dtype, (64,), seed=28)
+    a[:6] = np.array([np.nan, np.inf, -np.inf, -0.0, 0.0, 1.0]).astype(a.dtype)
+    mask = np.arange(64) % 3 == 0
+    check(lambda a, m: [a * m.astype(a.dtype), m.astype(a.dtype) * a, a * (a > 0).astype(a.dtype)], a, mask, **EXACT)
+    x = random(dtype, (4, 16), seed=29)
+    x[1, 3] = np.nan
+    check(jax.grad(lambda x: jnp.sum(jnp.max(x, axis=1) * 2)), x, **EXACT)
+
+
+@pytest.mark.parametrize("n", [1, 3, 72])
+def test_bf16_compared_with_zero(n):
+    """XLA:CPU tests a bf16 value widened to f32 against a zero constant by its bits, so a bf16 denormal is nonzero
+    there (x.astype(f32) != 0), and jaxlib 0.4.13 tests the bf16 value itself so too (x != 0, x == 0,
+    x.astype(bool)); a compare with a computed zero or an order reads it as a zero. The ipu does as cpu does."""
+    bits = np.array([2, 0, 0x8000, 0x8002, 0x7F, 0x80, 0x3F80, 0x7FC0, 0x7F80] * 8, np.uint16)[:n]
+    x = bits.view(jnp.bfloat16)
+    check(lambda x: [x != 0, x == 0, 0 == x, x == -0.0, x.astype(bool), x.astype(jnp.float32) != 0, x < 0,
+                     x == x[::-1] * 0, (x * 1.5) == 0], x, **EXACT)

@@ -511,6 +511,18 @@ class _Translator:
                 # constants c0 <= c1 (jnp.clip), which XLA:CPU computes with clamp's own denormal rule
                 entry = self._op(op)
                 body.append(dict(entry, op="clamp", mlir="stablehlo.clamp", operands=[self._use(v) for v in parts]))
+            elif op.name == "stablehlo.multiply" and not scalar_body and self._simplified_float(op) \
+                    and (masked := _predicate_product(op)) is not None:
+                # XLA's simplifier: A * convert(predicate) => select(predicate, A, 0), so an infinite or NaN A gives
+                # 0 where the predicate is false (jax's gradient of a maximum multiplies by the converted mask)
+                entry = self._op(op)
+                rewrite = _Rewrite(self, entry)
+                rewrite.emit("select", [self._use(masked[0]), self._use(masked[1]), rewrite.splat(0.0)],
+                             result=entry["results"][0])
+                body.extend(rewrite.ops)
+            elif op.name == "stablehlo.compare" and not scalar_body \
+                    and (tested := _bf16_zero_test(op, direct=not _jax.is_current_series())) is not None:
+                body.extend(self._bf16_zero_test(self._op(op), tested))
             elif op.name == "stablehlo.divide" and not scalar_body and self._simplified_float(op):
                 body.extend(self._divide(self._op(op), op))
             elif op.name == "stablehlo.reduce_window" and not scalar_body and _jax.is_current_series() \
@@ -769,6 +781,25 @@ class _Translator:
 
         scan(entry["operands"][0], shape, dim, exclusive)
         rewrite.ops[-1]["results"] = entry["results"]  # the last op writes the reduce_window's own result
+        return rewrite.ops
+
+    def _bf16_zero_test(self, entry: Dict[str, Any], tested: Any) -> List[Dict[str, Any]]:
+        """x == 0 or x != 0 for a bf16 x converted to f32 (and, with jaxlib 0.4.13, for a bf16 x itself) as XLA:CPU
+        computes it: LLVM folds the compare of the widened bf16 with zero into a test of its bits, so a bf16 denormal
+        is nonzero there although every other compare reads it as a zero: (bits(x) & 0x7fff) == 0 (or !=)."""
+        rewrite = _Rewrite(self, entry)
+
+        def u16(number: int) -> int:
+            scalar = rewrite.emit("constant", [], "u16", shape=[], attrs={"value": Blob(struct.pack("<H", number)),
+                                                                           "splat": False})
+            return rewrite.emit("broadcast_in_dim", [scalar], "u16", attrs={"broadcast_dimensions": []}) \
+                if rewrite.shape else scalar
+
+        bits = rewrite.emit("bitcast_convert", [self._use(tested)], "u16")
+        magnitude = rewrite.emit("and", [bits, u16(0x7FFF)], "u16")
+        rewrite.emit("compare", [magnitude, u16(0)], result=entry["results"][0],
+                     attrs={"comparison_direction": entry["attrs"]["comparison_direction"],
+                            "compare_type": "UNSIGNED"})
         return rewrite.ops
 
     def _splat_as_broadcast(self, op: Any) -> List[Dict[str, Any]]:
@@ -1187,6 +1218,35 @@ def _producer(value: Any) -> Optional[Any]:
 
 
 _MOVED = ("stablehlo.broadcast_in_dim", "stablehlo.reshape")
+
+
+def _bf16_zero_test(op: Any, direct: bool) -> Optional[Any]:
+    """The bf16 value x that a compare of x converted to a wider float (or, ``direct``, of x itself) with a zero
+    constant, EQ or NE, tests; else None."""
+    if A.enum(op.attributes["comparison_direction"]) not in ("EQ", "NE"):
+        return None
+    for x, other in (op.operands, reversed(list(op.operands))):
+        if _splat_value(other) != 0.0:
+            continue
+        producer = _producer(x)
+        widened = producer is not None and producer.name == "stablehlo.convert"
+        if producer is not None and widened:
+            x = producer.operands[0]
+        if (widened or direct) and str(ir.RankedTensorType(x.type).element_type) == "bf16":
+            return x
+    return None
+
+
+def _predicate_product(op: Any) -> Optional[Tuple[Any, Any]]:
+    """(predicate, A) for a multiply of A by the conversion of a predicate of the same shape (either side); else
+    None."""
+    for converted, other in (op.operands, reversed(list(op.operands))):
+        producer = _producer(converted)
+        if producer is not None and producer.name == "stablehlo.convert" and \
+                str(ir.RankedTensorType(producer.operands[0].type).element_type) == "i1" and \
+                producer.operands[0].type.shape == op.results[0].type.shape:
+            return producer.operands[0], other
+    return None
 
 
 # Composites of chlo ops whose decomposition XLA:CPU does not run, computing an HLO op of its own instead (jaxlib
