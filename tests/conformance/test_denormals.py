@@ -56,6 +56,15 @@ FUNCTIONS = {
     "window_of_one": lambda x: lax.reduce_window(x, 0.0, lax.add, (1,), (1,), ((2, 1),)),
     "max_window_of_one": lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (1,), (1,), "VALID"),
     "reduce_max": lambda x: jnp.max(jnp.stack([x, jnp.zeros_like(x)]), axis=0),
+    # XLA's simplifier puts a constant on the right (max(0, x) is max(x, 0)); it sees constants through the calls it
+    # inlines (jnp.clip's bounds in jax's own jitted function), a clamp of two infinite bounds is x in jaxlib 0.12
+    "maximum_zero_first": lambda x: jnp.maximum(0.0, x),
+    "minimum_zero_first": lambda x: jnp.minimum(0.0, x),
+    "maximum_minus_zero_first": lambda x: jnp.maximum(-0.0, x),
+    "min_of_max_infinite": lambda x: jnp.minimum(jnp.maximum(x, -jnp.inf), jnp.inf),
+    "clip_infinite": lambda x: jnp.clip(x, -jnp.inf, jnp.inf),
+    "clip_lower_only_infinite_upper": lambda x: jnp.clip(x, -1.0, jnp.inf),
+    "clamp_infinite": lambda x: lax.clamp(-jnp.float32(jnp.inf), x, jnp.float32(jnp.inf)),
     "add_zero": lambda x: x + 0.0,
     "zero_add": lambda x: 0.0 + x,
     "subtract_zero": lambda x: x - 0.0,

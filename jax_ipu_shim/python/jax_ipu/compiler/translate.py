@@ -8,6 +8,7 @@ import math
 import os
 import re
 import struct
+import threading
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from jax._src.interpreters import mlir as jmlir
@@ -370,7 +371,12 @@ class _Translator:
         module_attrs = A.named(self.module.operation.attributes)
         name = A.string(module_attrs["sym_name"]) if "sym_name" in module_attrs else "main"
         program: Dict[str, Any] = {"format": FORMAT, "version": VERSION, "name": name, "entry": "main"}
-        program["functions"] = self._functions("main")
+        _CALLS.constants = {}
+        try:
+            _CALLS.constants = _call_constants(self.funcs)
+            program["functions"] = self._functions("main")
+        finally:
+            _CALLS.constants = {}
         _tokens_cross_as_bool0(program["functions"][0])
         if self.partitioned is not None:
             entry = program["functions"][0]
@@ -501,16 +507,23 @@ class _Translator:
                 self._inline_manual(op, body)
             elif op.name == "stablehlo.constant" and not scalar_body and _splat_for_elementwise_ops(op):
                 body.extend(self._splat_as_broadcast(op))
+            elif op.name in _MIN_MAX and not scalar_body and not _jax.is_current_series() and self._real_float(op) \
+                    and (parts := _clamp_parts(op)) is not None:
+                # jaxlib 0.4.13's simplifier: min(max(x, c0), c1) and max(min(x, c1), c0) => clamp(c0, x, c1) for
+                # constants c0 <= c1 (jnp.clip), which XLA:CPU computes with clamp's own denormal rule; before the
+                # identities, as there: min(max(x, -inf), inf) is a clamp
+                entry = self._op(op)
+                body.append(dict(entry, op="clamp", mlir="stablehlo.clamp", operands=[self._use(v) for v in parts]))
+            elif op.name in _MIN_MAX and not scalar_body and not _jax.is_current_series() and self._real_float(op) \
+                    and _is_constant(op.operands[0]) and _splat_value(op.operands[1]) is None:
+                # XLA's simplifier puts a commutative op's constant on the right: max(0, x) is max(x, 0), which
+                # jaxlib 0.4.13's XLA:CPU computes with its operand-order-dependent denormal and zero rules
+                entry = self._op(op)
+                body.append(dict(entry, operands=entry["operands"][::-1]))
             elif not scalar_body and (kept := self._identity_operand(op)) is not None:
                 # A + 0, A - 0, A * 1, A / 1 (either side where the op commutes): XLA's algebraic simplifier returns
                 # A itself, so cpu keeps what arithmetic would change (a denormal, -0 + 0)
                 self.ids[op.results[0]] = self._use(kept)
-            elif op.name in _MIN_MAX and not scalar_body and not _jax.is_current_series() and self._real_float(op) \
-                    and (parts := _clamp_parts(op)) is not None:
-                # jaxlib 0.4.13's simplifier: min(max(x, c0), c1) and max(min(x, c1), c0) => clamp(c0, x, c1) for
-                # constants c0 <= c1 (jnp.clip), which XLA:CPU computes with clamp's own denormal rule
-                entry = self._op(op)
-                body.append(dict(entry, op="clamp", mlir="stablehlo.clamp", operands=[self._use(v) for v in parts]))
             elif op.name == "stablehlo.multiply" and not scalar_body and self._simplified_float(op) \
                     and (masked := _predicate_product(op)) is not None:
                 # XLA's simplifier: A * convert(predicate) => select(predicate, A, 0), so an infinite or NaN A gives
@@ -816,7 +829,12 @@ class _Translator:
     def _identity_operand(self, op: Any) -> Any:
         """For A + 0, 0 + A, A - 0, A * 1, 1 * A, A / 1, max(A, -inf), min(A, +inf), max(A, A), min(A, A) (the
         constant a splat, or a broadcast scalar, of the result's type; either side where the op commutes): the MLIR
-        value A; else None."""
+        value A; else None. With jaxlib 0.12 also clamp(-inf, A, +inf) (XLA's simplifier takes a clamp of constant
+        bounds for a maximum and a minimum, and those for A)."""
+        if op.name == "stablehlo.clamp" and _jax.is_current_series() and self._real_float(op):
+            low, a, high = op.operands
+            infinite = _splat_value(low) == -math.inf and _splat_value(high) == math.inf
+            return a if infinite and a.type == op.results[0].type else None
         rules = {"stablehlo.add": (0.0, True), "stablehlo.subtract": (0.0, False),
                  "stablehlo.multiply": (1.0, True), "stablehlo.divide": (1.0, False),
                  "stablehlo.maximum": (-math.inf, True), "stablehlo.minimum": (math.inf, True)}
@@ -1220,6 +1238,15 @@ def _producer(value: Any) -> Optional[Any]:
 _MOVED = ("stablehlo.broadcast_in_dim", "stablehlo.reshape")
 
 
+def _is_constant(value: Any) -> bool:
+    """A constant, or a broadcast one, in this function (not through a convert or a call's parameter, which XLA's
+    first simplifier passes still see)."""
+    producer = _producer(value)
+    if producer is not None and producer.name == "stablehlo.broadcast_in_dim":
+        producer = _producer(producer.operands[0])
+    return producer is not None and producer.name == "stablehlo.constant"
+
+
 def _bf16_zero_test(op: Any, direct: bool) -> Optional[Any]:
     """The bf16 value x that a compare of x converted to a wider float (or, ``direct``, of x itself) with a zero
     constant, EQ or NE, tests; else None."""
@@ -1280,16 +1307,69 @@ def _float_bytes(dtype: str, number: float) -> bytes:
 
 
 def _splat_value(value: Any) -> Optional[float]:
-    """The number every element of `value` is, when it is a real float splat constant or a broadcast scalar one."""
+    """The number every element of `value` is, when it is a real float splat constant or a broadcast scalar one, seen
+    through converts to its own type and, as XLA sees it once it has inlined the calls, through the parameters of a
+    function that every call passes the same such constant (jnp.clip's bounds in jax's own jitted functions)."""
     producer = _producer(value)
-    if producer is not None and producer.name == "stablehlo.broadcast_in_dim":
-        producer = _producer(producer.operands[0])
-    if producer is None or producer.name != "stablehlo.constant":
+    sign = 1.0
+    while producer is not None and (producer.name in ("stablehlo.broadcast_in_dim", "stablehlo.negate") or (
+            producer.name == "stablehlo.convert" and producer.operands[0].type == producer.results[0].type)):
+        sign = -sign if producer.name == "stablehlo.negate" else sign  # XLA folds the negation of a constant
+        value = producer.operands[0]
+        producer = _producer(value)
+    if producer is None:
+        number = _CALLS.constants.get(_parameter_of(value)) if getattr(_CALLS, "constants", None) else None
+        return None if number is None else sign * number
+    if producer.name != "stablehlo.constant":
         return None
     attr = producer.attributes["value"]
     if not A.is_a(ir.DenseFPElementsAttr, attr) or not ir.DenseElementsAttr(attr).is_splat:
         return None
-    return float(ir.FloatAttr(ir.DenseElementsAttr(attr).get_splat_value()).value)
+    return sign * float(ir.FloatAttr(ir.DenseElementsAttr(attr).get_splat_value()).value)
+
+
+# The constants each function's parameters receive from every call of it, while a module is translated
+# (_Translator.program): (function, parameter number) -> the number.
+_CALLS = threading.local()
+
+
+def _parameter_of(value: Any) -> Optional[Tuple[str, int]]:
+    """(function name, parameter number) for a parameter of a function (an argument of its entry block); else None."""
+    block = value.owner
+    if not isinstance(block, ir.Block):
+        return None
+    parent = block.owner
+    parent = getattr(parent, "operation", parent)
+    if parent is None or parent.name != "func.func" or "sym_name" not in A.named(parent.attributes):
+        return None
+    return A.string(parent.attributes["sym_name"]), ir.BlockArgument(value).arg_number
+
+
+def _call_constants(funcs: Dict[str, Any]) -> Dict[Tuple[str, int], float]:
+    """For the private functions of a module, the parameters that every func.call of the function passes the same
+    splat constant (a float of _splat_value's kind): (function, parameter number) -> the number."""
+    passed: Dict[Tuple[str, int], Optional[float]] = {}
+
+    def walk(operation: Any) -> None:
+        for region in operation.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    inner = getattr(inner, "operation", inner)
+                    if inner.name == "func.call":
+                        callee = ir.FlatSymbolRefAttr(inner.attributes["callee"]).value
+                        for number, operand in enumerate(inner.operands):
+                            value = _splat_value(operand)
+                            key = (callee, number)
+                            if key in passed and passed[key] != value:
+                                value = None
+                            passed[key] = value
+                    walk(inner)
+
+    for func in funcs.values():
+        walk(func)
+    public = {name for name, func in funcs.items()
+              if "sym_visibility" not in A.named(func.attributes) or A.string(func.attributes["sym_visibility"]) != "private"}
+    return {key: value for key, value in passed.items() if value is not None and key[0] not in public}
 
 
 _MIN_MAX = {"stablehlo.minimum": "stablehlo.maximum", "stablehlo.maximum": "stablehlo.minimum"}
