@@ -1310,6 +1310,8 @@ def _splat_value(value: Any) -> Optional[float]:
     """The number every element of `value` is, when it is a real float splat constant or a broadcast scalar one, seen
     through converts to its own type and, as XLA sees it once it has inlined the calls, through the parameters of a
     function that every call passes the same such constant (jnp.clip's bounds in jax's own jitted functions)."""
+    if not _real_float_type(value.type):
+        return None
     producer = _producer(value)
     sign = 1.0
     while producer is not None and (producer.name in ("stablehlo.broadcast_in_dim", "stablehlo.negate") or (
@@ -1331,6 +1333,11 @@ def _splat_value(value: Any) -> Optional[float]:
 # The constants each function's parameters receive from every call of it, while a module is translated
 # (_Translator.program): (function, parameter number) -> the number.
 _CALLS = threading.local()
+
+
+def _real_float_type(mlir_type: Any) -> bool:
+    return A.is_a(ir.RankedTensorType, mlir_type) and \
+        str(ir.RankedTensorType(mlir_type).element_type) in ("f16", "bf16", "f32", "f64")
 
 
 def _parameter_of(value: Any) -> Optional[Tuple[str, int]]:
