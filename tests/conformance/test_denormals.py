@@ -65,6 +65,9 @@ FUNCTIONS = {
     "clip_infinite": lambda x: jnp.clip(x, -jnp.inf, jnp.inf),
     "clip_lower_only_infinite_upper": lambda x: jnp.clip(x, -1.0, jnp.inf),
     "clamp_infinite": lambda x: lax.clamp(-jnp.float32(jnp.inf), x, jnp.float32(jnp.inf)),
+    # jaxlib 0.12: max(select(p, A, B), A) is select(p, A, max(B, A)) (jnp.where is a call XLA inlines)
+    "minimum_of_where": lambda x: jnp.minimum(jnp.where(jnp.arange(x.size) % 2 == 0, x, jnp.ones_like(x)), x),
+    "maximum_of_where": lambda x: jnp.maximum(x, jnp.where(jnp.arange(x.size) % 3 == 0, -jnp.ones_like(x), x)),
     "add_zero": lambda x: x + 0.0,
     "zero_add": lambda x: 0.0 + x,
     "subtract_zero": lambda x: x - 0.0,

@@ -520,6 +520,17 @@ class _Translator:
                 # jaxlib 0.4.13's XLA:CPU computes with its operand-order-dependent denormal and zero rules
                 entry = self._op(op)
                 body.append(dict(entry, operands=entry["operands"][::-1]))
+            elif op.name in _MIN_MAX and not scalar_body and _jax.is_current_series() and self._real_float(op) \
+                    and (parts := _select_extremum(op)) is not None:
+                # jaxlib 0.12's simplifier: max(select(p, A, B), A) => select(p, A, max(B, A)) (either operand, either
+                # branch), so where A is chosen it is A itself: a denormal A is not read as a zero
+                entry = self._op(op)
+                rewrite = _Rewrite(self, entry)
+                predicate, kept, other, kept_first = parts
+                extremum = rewrite.emit(op.name.split(".", 1)[1], [self._use(other), self._use(kept)])
+                branches = [self._use(kept), extremum] if kept_first else [extremum, self._use(kept)]
+                rewrite.emit("select", [self._use(predicate)] + branches, result=entry["results"][0])
+                body.extend(rewrite.ops)
             elif not scalar_body and (kept := self._identity_operand(op)) is not None:
                 # A + 0, A - 0, A * 1, A / 1 (either side where the op commutes): XLA's algebraic simplifier returns
                 # A itself, so cpu keeps what arithmetic would change (a denormal, -0 + 0)
@@ -1236,6 +1247,53 @@ def _producer(value: Any) -> Optional[Any]:
 
 
 _MOVED = ("stablehlo.broadcast_in_dim", "stablehlo.reshape")
+
+
+def _inlined_operands(producer: Any, name: str) -> Optional[List[Any]]:
+    """The operands of `producer` if it is op `name`, or, as XLA sees it once it has inlined the call, of a call of
+    a private function that returns op `name` of its parameters (jax 0.12's jnp.where is a call of @_where, one
+    select), as values of the caller; else None."""
+    if producer.name == name:
+        return list(producer.operands)
+    if producer.name != "func.call" or len(producer.results) != 1:
+        return None
+    callee = ir.FlatSymbolRefAttr(producer.attributes["callee"]).value
+    module = producer
+    while module is not None and module.name != "builtin.module":
+        module = getattr(module.parent, "operation", module.parent) if module.parent is not None else None
+    if module is None:
+        return None
+    for func in module.regions[0].blocks[0].operations:
+        func = getattr(func, "operation", func)
+        if func.name != "func.func" or A.string(func.attributes["sym_name"]) != callee:
+            continue
+        body = [getattr(o, "operation", o) for o in func.regions[0].blocks[0].operations]
+        if len(body) != 2 or body[0].name != name or body[1].name != "func.return" or \
+                list(body[1].operands) != list(body[0].results):
+            return None
+        params = list(func.regions[0].blocks[0].arguments)
+        if not all(v in params for v in body[0].operands):
+            return None
+        return [producer.operands[params.index(v)] for v in body[0].operands]
+    return None
+
+
+def _select_extremum(op: Any) -> Optional[Tuple[Any, Any, Any, bool]]:
+    """(p, A, B, whether A is the select's first branch) for max or min of select(p, A, B) (or select(p, B, A))
+    and A, either operand order, all of the result's type; else None."""
+    for chosen, kept in (op.operands, reversed(list(op.operands))):
+        producer = _producer(chosen)
+        operands = _inlined_operands(producer, "stablehlo.select") if producer is not None else None
+        if operands is None or kept.type != op.results[0].type:
+            continue
+        predicate, first, second = operands
+        if first.type != kept.type or second.type != kept.type:
+            continue
+        if first == kept and second != kept:
+            return predicate, kept, second, True
+        if second == kept and first != kept:
+            return predicate, kept, first, False
+    return None
 
 
 def _is_constant(value: Any) -> bool:
