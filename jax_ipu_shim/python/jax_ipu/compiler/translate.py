@@ -521,15 +521,16 @@ class _Translator:
                 entry = self._op(op)
                 body.append(dict(entry, operands=entry["operands"][::-1]))
             elif op.name in _MIN_MAX and not scalar_body and _jax.is_current_series() and self._real_float(op) \
-                    and (parts := _select_extremum(op)) is not None:
+                    and (selected := _select_extremum(op)) is not None:
                 # jaxlib 0.12's simplifier: max(select(p, A, B), A) => select(p, A, max(B, A)) (either operand, either
                 # branch), so where A is chosen it is A itself: a denormal A is not read as a zero
                 entry = self._op(op)
                 rewrite = _Rewrite(self, entry)
-                predicate, kept, other, kept_first = parts
-                extremum = rewrite.emit(op.name.split(".", 1)[1], [self._use(other), self._use(kept)])
-                branches = [self._use(kept), extremum] if kept_first else [extremum, self._use(kept)]
-                rewrite.emit("select", [self._use(predicate)] + branches, result=entry["results"][0])
+                predicate, same, other, same_first = (self._use(selected[0]), self._use(selected[1]),
+                                                      self._use(selected[2]), selected[3])
+                extremum = rewrite.emit(op.name.split(".", 1)[1], [other, same])
+                branches = [same, extremum] if same_first else [extremum, same]
+                rewrite.emit("select", [predicate] + branches, result=entry["results"][0])
                 body.extend(rewrite.ops)
             elif not scalar_body and (kept := self._identity_operand(op)) is not None:
                 # A + 0, A - 0, A * 1, A / 1 (either side where the op commutes): XLA's algebraic simplifier returns
