@@ -1089,9 +1089,13 @@ class Generator:
         count = a.shape[axis]
         if fn == "logsumexp":
             shape = a.shape[:axis] + a.shape[axis + 1:]
-            return _step(self, "logsumexp", f"jax.nn.logsumexp({a.name}, axis={axis})", [a], a.dtype, shape,
+            step = _step(self, "logsumexp", f"jax.nn.logsumexp({a.name}, axis={axis})", [a], a.dtype, shape,
                          count=count)
-        return _step(self, fn, f"jax.nn.{fn}({a.name}, axis={axis})", [a], a.dtype, a.shape, count=count)
+        else:
+            step = _step(self, fn, f"jax.nn.{fn}({a.name}, axis={axis})", [a], a.dtype, a.shape, count=count)
+        if fn != "softmax":  # an error of the sum is an absolute one after its log: ulps of max(|result|, 1)
+            step.scale = f"jnp.maximum(jnp.abs({step.outs[0].name}), 1.0)"
+        return step
 
     # -- control flow and transformations
     def _body(self, params: List[Var], pool: List[Var], ctx: Context, n: int) -> Tuple[List[Step], List[Var]]:

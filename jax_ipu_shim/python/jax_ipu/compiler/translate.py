@@ -571,6 +571,9 @@ class _Translator:
             elif op.name == "stablehlo.power" and not scalar_body and self._real_float(op) \
                     and _splat_value(op.operands[1]) in (0.5, 2.0):
                 body.extend(self._power_of_constant(self._op(op), op))
+            elif op.name in _TINY_IS_ZERO and not scalar_body and not _jax.is_current_series() \
+                    and (self._type(op.results[0].type) or ("", []))[0] in ("f32", "bf16"):
+                body.extend(self._tiny_as_zero(self._op(op), _TINY_IS_ZERO[op.name]))
             elif op.name == "stablehlo.sqrt" and not scalar_body and not _jax.is_current_series() \
                     and self._real_float(op) and _square_of(op.operands[0]) is not None:
                 entry = self._op(op)  # jaxlib 0.4.13's simplifier: sqrt(A * A) => |A| (no overflow, no flush)
@@ -825,6 +828,20 @@ class _Translator:
         rewrite.emit("compare", [magnitude, u16(0)], result=entry["results"][0],
                      attrs={"comparison_direction": entry["attrs"]["comparison_direction"],
                             "compare_type": "UNSIGNED"})
+        return rewrite.ops
+
+    def _tiny_as_zero(self, entry: Dict[str, Any], below: float) -> List[Dict[str, Any]]:
+        """``entry`` (a function f with f(x) ~ x near 0) with a zero of x's sign where |x| < ``below``, as jaxlib
+        0.4.13's XLA:CPU computes it: its expansion's intermediate (x / 2 in asin's 2 atan2(x, 1 + sqrt(1 - x^2)),
+        2x in atanh's) is a denormal there, which it flushes."""
+        rewrite = _Rewrite(self, entry)
+        out = entry["results"][0]
+        exact = self._fresh(out["dtype"], out["shape"])
+        rewrite.ops.append(dict(entry, results=[exact]))
+        x = entry["operands"][0]
+        tiny = rewrite.emit("compare", [rewrite.emit("abs", [x]), rewrite.splat(below)], "bool",
+                            attrs={"comparison_direction": "LT", "compare_type": "FLOAT"})
+        rewrite.emit("select", [tiny, rewrite.emit("multiply", [x, rewrite.splat(0.0)]), exact["id"]], result=out)
         return rewrite.ops
 
     def _splat_as_broadcast(self, op: Any) -> List[Dict[str, Any]]:
@@ -1475,6 +1492,10 @@ def _clamp_parts(op: Any) -> Optional[Tuple[Any, Any, Any]]:
 # length 1, lax.reduce_window of window 1); a product's it still multiplies by the init value 1, flushing a denormal.
 _ONE_ELEMENT_WINDOW_IS_THE_ELEMENT = ("add", "maximum", "minimum", "or", "and")
 
+
+# Functions with f(x) ~ x near 0 whose jaxlib 0.4.13 XLA:CPU expansion flushes a tiny x's result to a zero: below
+# what magnitude (asin: x / 2 is a denormal; atanh: x itself is, read as a zero).
+_TINY_IS_ZERO = {"chlo.asin": 2 * 1.1754943508222875e-38, "chlo.atanh": 1.1754943508222875e-38}
 
 _SCAN_BASE = 16  # XLA:CPU's ReduceWindowRewriter(base_length=16): its scans' rows
 _SCAN_COMPUTATIONS = ("add", "multiply", "maximum", "minimum", "and", "or")
