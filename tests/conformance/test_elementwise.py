@@ -362,4 +362,5 @@ def test_bf16_compared_with_zero(n):
     bits = np.array([2, 0, 0x8000, 0x8002, 0x7F, 0x80, 0x3F80, 0x7FC0, 0x7F80] * 8, np.uint16)[:n]
     x = bits.view(jnp.bfloat16)
     check(lambda x: [x != 0, x == 0, 0 == x, x == -0.0, x.astype(bool), x.astype(jnp.float32) != 0, x < 0,
-                     x == x[::-1] * 0, (x * 1.5) == 0], x, **EXACT)
+                     x == x[::-1] * 0, (x * 1.5) == 0, jnp.flip(x.astype(jnp.float32)).astype(bool),
+                     x.astype(jnp.float32)[::-1].reshape(-1, 1) == 0], x, **EXACT)

@@ -282,11 +282,21 @@ ACCEPTED: List[Accepted] = [
              "a window's of two elements passes the denormal on at every size. The ipu passes it on (README, "
              "denormals)", ("window_max",), ("float32", "bfloat16"), 1, per="denormal", series="0.4.",
              when="denormal_operand"),
-    Accepted("jaxlib 0.12's XLA:CPU computes a bf16 select that it fuses with bf16 arithmetic in f32 (its float "
-             "normalization) and rounds back to bf16 with FTZ, so a selected bf16 denormal may come out as a zero, "
-             "depending on its fusion decisions (where(m, erf(x), x) of a bf16[3, 7] flushes when m is sliced "
-             "inside the jit, not when m is an argument): the ipu moves the selected value untouched (README, "
-             "denormals)", ("select",), ("bfloat16",), 1, per="denormal", series="0.12", when="denormal_operand"),
+    Accepted("jaxlib 0.12's XLA:CPU moves some bf16 arrays through f32 (a select it fuses with bf16 arithmetic, "
+             "a broadcast: its float normalization computes them in f32) and rounds them back to bf16 with FTZ, so "
+             "a bf16 denormal may come out as a zero, depending on its fusion decisions (where(m, erf(x), x) of a "
+             "bf16[3, 7] flushes when m is sliced inside the jit, not when m is an argument; broadcast_to of a "
+             "bf16[7] flushes): the ipu moves the value untouched (README, denormals)",
+             ("select", "broadcast", "reshape", "transpose", "slice", "pad", "concatenate", "rev", "dynamic_slice",
+              "dynamic_update_slice", "gather"), ("bfloat16",), 1, per="denormal", series="0.12",
+             when="denormal_operand"),
+    Accepted("jaxlib 0.12's XLA:CPU computes cbrt of an f32 denormal as 5.6e-16 of a sign its code decides: "
+             "-5.6e-16 for every denormal of an array (the ipu's), +5.6e-16 for the negation of a bitcast one",
+             ("cbrt",), ("float32",), 1, per="any", series="0.12", when="denormal_operand"),
+    Accepted("jaxlib 0.4.13's XLA:CPU computes a maximum or minimum (relu) that it fuses into a gather's loop once "
+             "per gathered element, with compares and selects that return a denormal as it is, where its vector "
+             "loops (maxps) and the ipu read it as a zero (README, denormals)", ("relu", "max", "min"),
+             ("float32",), 1, per="denormal", series="0.4.", when="read_by_gather"),
     Accepted("XLA folds what it can compute at compile time (an op of constants, a pad of an empty array, which is "
              "all padding value) with host arithmetic, which keeps a denormal result that its compiled code would "
              "flush (1e-40 / 65504 is 1.4e-45 there); the ipu computes it at run time, with the series' flushing",
@@ -434,6 +444,11 @@ def _divides_by_logistic(step, program, values) -> bool:  # noqa: ANN001
     return step.expr.split(" / ")[-1] in producers and producers[step.expr.split(" / ")[-1]].op == "logistic"
 
 
+def _read_by_gather(step, program, values) -> bool:  # noqa: ANN001
+    names = {o.name for o in step.outs}
+    return any(s.op in ("gather", "dynamic_slice") and names & set(s.reads) for s in program.ops())
+
+
 # Conditions for entries that hold only for some steps: (step, program, its operands' values on cpu) -> bool.
 WHEN = {
     "zero_by_zero": lambda step, program, values: _zero_by_zero(values),
@@ -444,6 +459,7 @@ WHEN = {
     "nan_operand": lambda step, program, values: _nan(values()),
     "folded": _folded,
     "divides_by_logistic": _divides_by_logistic,
+    "read_by_gather": _read_by_gather,
 }
 
 

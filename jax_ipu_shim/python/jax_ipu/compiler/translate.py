@@ -812,20 +812,23 @@ class _Translator:
         return rewrite.ops
 
     def _bf16_zero_test(self, entry: Dict[str, Any], tested: Any) -> List[Dict[str, Any]]:
-        """x == 0 or x != 0 for a bf16 x converted to f32 (and, with jaxlib 0.4.13, for a bf16 x itself) as XLA:CPU
-        computes it: LLVM folds the compare of the widened bf16 with zero into a test of its bits, so a bf16 denormal
-        is nonzero there although every other compare reads it as a zero: (bits(x) & 0x7fff) == 0 (or !=)."""
+        """x == 0 or x != 0 for a bf16 x widened to f32 (moved after the widening or not; with jaxlib 0.4.13 also
+        for a bf16 x itself) as XLA:CPU computes it: LLVM folds the compare of the widened bf16 with zero into a
+        test of its bits, so a bf16 denormal is nonzero there although every other compare reads it as a zero:
+        (bits(x) & ~sign) == 0 (or !=), in x's own width."""
         rewrite = _Rewrite(self, entry)
+        wide = str(ir.RankedTensorType(tested.type).element_type) == "f32"
+        unsigned, pack, magnitude_mask = ("u32", "<I", 0x7FFFFFFF) if wide else ("u16", "<H", 0x7FFF)
 
-        def u16(number: int) -> int:
-            scalar = rewrite.emit("constant", [], "u16", shape=[], attrs={"value": Blob(struct.pack("<H", number)),
-                                                                           "splat": False})
-            return rewrite.emit("broadcast_in_dim", [scalar], "u16", attrs={"broadcast_dimensions": []}) \
+        def constant(number: int) -> int:
+            scalar = rewrite.emit("constant", [], unsigned, shape=[],
+                                  attrs={"value": Blob(struct.pack(pack, number)), "splat": False})
+            return rewrite.emit("broadcast_in_dim", [scalar], unsigned, attrs={"broadcast_dimensions": []}) \
                 if rewrite.shape else scalar
 
-        bits = rewrite.emit("bitcast_convert", [self._use(tested)], "u16")
-        magnitude = rewrite.emit("and", [bits, u16(0x7FFF)], "u16")
-        rewrite.emit("compare", [magnitude, u16(0)], result=entry["results"][0],
+        bits = rewrite.emit("bitcast_convert", [self._use(tested)], unsigned)
+        magnitude = rewrite.emit("and", [bits, constant(magnitude_mask)], unsigned)
+        rewrite.emit("compare", [magnitude, constant(0)], result=entry["results"][0],
                      attrs={"comparison_direction": entry["attrs"]["comparison_direction"],
                             "compare_type": "UNSIGNED"})
         return rewrite.ops
@@ -1324,20 +1327,34 @@ def _is_constant(value: Any) -> bool:
 
 
 def _bf16_zero_test(op: Any, direct: bool) -> Optional[Any]:
-    """The bf16 value x that a compare of x converted to a wider float (or, ``direct``, of x itself) with a zero
-    constant, EQ or NE, tests; else None."""
+    """For a compare, EQ or NE, with a zero constant of an f32 value that is a bf16 value widened (and then only
+    moved: reversed, reshaped, transposed, sliced, broadcast), that f32 value; with ``direct``, for one of a bf16
+    value, that value; else None."""
     if A.enum(op.attributes["comparison_direction"]) not in ("EQ", "NE"):
         return None
     for x, other in (op.operands, reversed(list(op.operands))):
         if _splat_value(other) != 0.0:
             continue
+        element = str(ir.RankedTensorType(x.type).element_type)
+        if element == "bf16" and direct:
+            return x
+        if element != "f32":
+            continue
         producer = _producer(x)
-        widened = producer is not None and producer.name == "stablehlo.convert"
-        if producer is not None and widened:
-            x = producer.operands[0]
-        if (widened or direct) and str(ir.RankedTensorType(x.type).element_type) == "bf16":
+        while producer is not None:  # moves, also those of jax's jitted helpers XLA inlines (jnp.flip)
+            moved = next((operands for name in _MOVES_ONLY
+                          if (operands := _inlined_operands(producer, name)) is not None), None)
+            if moved is None:
+                break
+            producer = _producer(moved[0])
+        if producer is not None and producer.name == "stablehlo.convert" and \
+                str(ir.RankedTensorType(producer.operands[0].type).element_type) == "bf16":
             return x
     return None
+
+
+_MOVES_ONLY = ("stablehlo.reverse", "stablehlo.reshape", "stablehlo.transpose", "stablehlo.slice",
+               "stablehlo.broadcast_in_dim")
 
 
 def _predicate_product(op: Any) -> Optional[Tuple[Any, Any]]:
