@@ -742,15 +742,40 @@ class _Translator:
         way, and combined with each row's scan; the padding sliced off again."""
         rewrite = _Rewrite(self, entry)
         init = entry["operands"][1]
-        computation = entry["attrs"]["computation"]
+        computation = entry["attrs"].get("computation")  # None: a body of several ops (cumlogsumexp's)
+        region = entry["regions"][0] if computation is None else None
+
+        def reduce_window(x: int, out_shape: List[int], attrs: Dict[str, Any]) -> int:
+            if computation is not None:
+                attrs["computation"] = computation
+            result = rewrite.emit("reduce_window", [x, init], shape=out_shape, attrs=attrs)
+            if region is not None:
+                rewrite.ops[-1]["regions"] = [self._renumbered(region)]
+            return result
 
         def window(x: int, x_shape: List[int], size: int, pad: int, out_len: int) -> int:
             rank = len(x_shape)
-            return rewrite.emit("reduce_window", [x, init], shape=x_shape[:-1] + [out_len], attrs={
+            return reduce_window(x, x_shape[:-1] + [out_len], {
                 "window_dimensions": [1] * (rank - 1) + [size], "window_strides": [1] * rank,
                 "base_dilations": [1] * rank, "window_dilations": [1] * rank,
-                "padding": [[0, 0]] * (rank - 1) + [[pad, 0] if forward else [0, pad]],
-                "computation": computation})
+                "padding": [[0, 0]] * (rank - 1) + [[pad, 0] if forward else [0, pad]]})
+
+        def combine(a: int, b: int, shape: List[int]) -> int:
+            """The body applied to a and b elementwise (XLA's map of it)."""
+            if region is None:
+                return rewrite.emit(computation, [a, b], shape=shape)
+            values = {p["id"]: v for p, v in zip(region["params"], (a, b))}
+            for inner in region["body"]:
+                dtype = inner["results"][0]["dtype"]
+                if inner["op"] == "constant":
+                    scalar = rewrite.emit("constant", [], dtype, shape=[], attrs=inner["attrs"])
+                    values[inner["results"][0]["id"]] = rewrite.emit(
+                        "broadcast_in_dim", [scalar], dtype, shape=shape, attrs={"broadcast_dimensions": []}) \
+                        if shape else scalar
+                else:
+                    values[inner["results"][0]["id"]] = rewrite.emit(
+                        inner["op"], [values[o] for o in inner["operands"]], dtype, shape=shape, attrs=inner["attrs"])
+            return values[region["results"][0]]
 
         def scan(x: int, x_shape: List[int], d: int, excl: bool) -> int:
             rank, length = len(x_shape), x_shape[d]
@@ -760,9 +785,9 @@ class _Translator:
                 out_shape[d] += 1 if excl else 0
                 window_dims, padding = [1] * rank, [[0, 0]] * rank
                 window_dims[d], padding[d] = length, [pad, 0] if forward else [0, pad]
-                return rewrite.emit("reduce_window", [x, init], shape=out_shape, attrs={
+                return reduce_window(x, out_shape, {
                     "window_dimensions": window_dims, "window_strides": [1] * rank, "base_dilations": [1] * rank,
-                    "window_dilations": [1] * rank, "padding": padding, "computation": computation})
+                    "window_dilations": [1] * rank, "padding": padding})
             perm = list(range(rank))
             perm[d], perm[-1] = perm[-1], perm[d]
             moved = [x_shape[p] for p in perm]
@@ -789,7 +814,7 @@ class _Translator:
                 "strides": [1] * rank})
             carried = rewrite.emit("broadcast_in_dim", [carried], shape=tiled,
                                    attrs={"broadcast_dimensions": list(range(rank))})
-            out = rewrite.emit(computation, [rows, carried], shape=tiled)
+            out = combine(rows, carried, tiled)
             out = rewrite.emit("reshape", [out], shape=moved[:-1] + [padded])
             full = list(x_shape)
             full[d] = padded
@@ -846,6 +871,22 @@ class _Translator:
                             attrs={"comparison_direction": "LT", "compare_type": "FLOAT"})
         rewrite.emit("select", [tiny, rewrite.emit("multiply", [x, rewrite.splat(0.0)]), exact["id"]], result=out)
         return rewrite.ops
+
+    def _renumbered(self, region: Dict[str, Any]) -> Dict[str, Any]:
+        """A copy of a translated region with fresh ids for its values (for a second op with the same body)."""
+        ids: Dict[int, int] = {}
+
+        def fresh(value: Dict[str, Any]) -> Dict[str, Any]:
+            new = self._fresh(value["dtype"], value["shape"])
+            ids[value["id"]] = new["id"]
+            return new
+
+        params = [fresh(p) for p in region["params"]]
+        body = []
+        for inner in region["body"]:
+            operands = [ids.get(o, o) for o in inner["operands"]]
+            body.append(dict(inner, operands=operands, results=[fresh(r) for r in inner["results"]]))
+        return dict(region, params=params, body=body, results=[ids.get(r, r) for r in region["results"]])
 
     def _splat_as_broadcast(self, op: Any) -> List[Dict[str, Any]]:
         """A splat constant that only elementwise ops read, as its one element broadcast: Poplar keeps such a
@@ -1518,12 +1559,27 @@ _SCAN_BASE = 16  # XLA:CPU's ReduceWindowRewriter(base_length=16): its scans' ro
 _SCAN_COMPUTATIONS = ("add", "multiply", "maximum", "minimum", "and", "or")
 
 
+def _mappable_body(op: Any) -> bool:
+    """A one-result body of elementwise ops and scalar constants (cumlogsumexp's logaddexp), which the front end can
+    apply to whole arrays as XLA's map does."""
+    if len(op.results) != 1 or len(op.regions) != 1:
+        return False
+    for inner in op.regions[0].blocks[0].operations:
+        inner = getattr(inner, "operation", inner)
+        if inner.name in ("stablehlo.return", "stablehlo.constant"):
+            continue
+        entry = O.registry().get(inner.name.split(".", 1)[-1]) if inner.name.startswith("stablehlo.") else None
+        if entry is None or entry["family"] not in _ELEMENTWISE_FAMILIES or len(inner.regions):
+            return False
+    return True
+
+
 def _scan_window(op: Any) -> Optional[Tuple[List[int], int, bool, bool]]:
     """(operand shape, axis, forward, exclusive) for a reduce_window that XLA's ReduceWindowRewriter takes for a scan: one
     operand, a known reducer, every window dimension trivial but one, whose window is the whole axis (stride 1, no
     dilation) with the axis' length less one (inclusive) or the length (exclusive) of padding on one side, over an
     axis longer than the base length; else None."""
-    if len(op.operands) != 2 or _body_computation(op, False) not in _SCAN_COMPUTATIONS:
+    if len(op.operands) != 2 or (_body_computation(op, False) not in _SCAN_COMPUTATIONS and not _mappable_body(op)):
         return None
     attrs = O.read_attrs(op.attributes)
     shape = list(ir.RankedTensorType(op.operands[0].type).shape)
