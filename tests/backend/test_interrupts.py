@@ -126,8 +126,11 @@ def _needs(case: str) -> None:
 def _start(case: str) -> Any:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "XLA_FLAGS", "TF_POPLAR", "POPLAR_"))}
     env["JAX_PLATFORMS"] = "cpu,ipu"
+    # A shell without job control starts background jobs with SIGINT ignored, and Python then installs no
+    # KeyboardInterrupt handler: the child gets the default disposition back, as a user's terminal gives it.
     return subprocess.Popen([sys.executable, __file__, case], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            universal_newlines=True, env=env)
+                            universal_newlines=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
 def _wait_for_line(proc: Any, text: str, timeout: float) -> None:
