@@ -63,6 +63,7 @@ FUNCTIONS = {
     "maximum_minus_zero_first": lambda x: jnp.maximum(-0.0, x),
     "min_of_max_infinite": lambda x: jnp.minimum(jnp.maximum(x, -jnp.inf), jnp.inf),
     "clip_infinite": lambda x: jnp.clip(x, -jnp.inf, jnp.inf),
+    "clip_to_a_denormal": lambda x: jnp.clip(x, 0.0, 1e-40),  # jaxlib 0.4.13: the bound is read as 0
     "clip_lower_only_infinite_upper": lambda x: jnp.clip(x, -1.0, jnp.inf),
     "clamp_infinite": lambda x: lax.clamp(-jnp.float32(jnp.inf), x, jnp.float32(jnp.inf)),
     # jaxlib 0.12: max(select(p, A, B), A) is select(p, A, max(B, A)) (jnp.where is a call XLA inlines)

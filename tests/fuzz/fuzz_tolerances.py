@@ -291,10 +291,11 @@ ACCEPTED: List[Accepted] = [
     Accepted("jaxlib 0.12's XLA:CPU computes cbrt of an f32 denormal as 5.6e-16 of a sign its code decides: "
              "-5.6e-16 for every denormal of an array (the ipu's), +5.6e-16 for the negation of a bitcast one",
              ("cbrt",), ("float32",), 1, per="any", series="0.12", when="denormal_operand"),
-    Accepted("jaxlib 0.4.13's XLA:CPU computes a maximum or minimum (relu) that it fuses into a gather's loop once "
-             "per gathered element, with compares and selects that return a denormal as it is, where its vector "
-             "loops (maxps) and the ipu read it as a zero (README, denormals)", ("relu", "max", "min"),
-             ("float32",), 1, per="denormal", series="0.4.", when="read_by_gather"),
+    Accepted("jaxlib 0.4.13's XLA:CPU computes a maximum, minimum or clamp (relu, jnp.clip) that it fuses into a "
+             "loop it cannot vectorise (a gather's, once per gathered element; one that calls fmod) with compares "
+             "and selects that return a denormal (operand or bound) as it is, where its vector loops (maxps) and the "
+             "ipu read it as a zero (README, denormals)", ("relu", "max", "min", "clamp"), ("float32",), 1,
+             per="denormal", series="0.4.", when="scalar_loop"),
     Accepted("XLA folds what it can compute at compile time (an op of constants, a pad of an empty array, which is "
              "all padding value) with host arithmetic, which keeps a denormal result that its compiled code would "
              "flush (1e-40 / 65504 is 1.4e-45 there); the ipu computes it at run time, with the series' flushing",
@@ -434,9 +435,23 @@ def _divides_by_logistic(step, program, values) -> bool:  # noqa: ANN001
     return step.expr.split(" / ")[-1] in producers and producers[step.expr.split(" / ")[-1]].op == "logistic"
 
 
-def _read_by_gather(step, program, values) -> bool:  # noqa: ANN001
+def _scalar_loop(step, program, values) -> bool:  # noqa: ANN001
+    """The step shares a fused loop with a gather (reads one, through at most one move, or is read by one) or with an
+    fmod (reads what an fmod reads): loops XLA:CPU leaves unvectorised."""
     names = {o.name for o in step.outs}
-    return any(s.op in ("gather", "dynamic_slice") and names & set(s.reads) for s in program.ops())
+    producers = {o.name: s for s in program.ops() for o in s.outs}
+    gathers = ("gather", "dynamic_slice")
+
+    def gathered(name: str, moves: int) -> bool:
+        producer = producers.get(name)
+        return producer is not None and (producer.op in gathers or (
+            moves > 0 and producer.op in MOVES_OPS and any(gathered(r, moves - 1) for r in producer.reads)))
+
+    return any((s.op in gathers and names & set(s.reads)) or (s.op == "rem" and set(s.reads) & set(step.reads))
+               for s in program.ops()) or any(gathered(r, 1) for r in step.reads)
+
+
+MOVES_OPS = ("reshape", "transpose", "broadcast", "slice", "pad", "concatenate", "rev")
 
 
 # Conditions for entries that hold only for some steps: (step, program, its operands' values on cpu) -> bool.
@@ -449,7 +464,7 @@ WHEN = {
     "nan_operand": lambda step, program, values: _nan(values()),
     "folded": _folded,
     "divides_by_logistic": _divides_by_logistic,
-    "read_by_gather": _read_by_gather,
+    "scalar_loop": _scalar_loop,
 }
 
 

@@ -511,9 +511,16 @@ class _Translator:
                     and (parts := _clamp_parts(op)) is not None:
                 # jaxlib 0.4.13's simplifier: min(max(x, c0), c1) and max(min(x, c1), c0) => clamp(c0, x, c1) for
                 # constants c0 <= c1 (jnp.clip), which XLA:CPU computes with clamp's own denormal rule; before the
-                # identities, as there: min(max(x, -inf), inf) is a clamp
+                # identities, as there: min(max(x, -inf), inf) is a clamp. A denormal bound is a zero of its sign
+                # there (maxps/minps read it so: jnp.clip(x, 0, 1e-40) is 0)
                 entry = self._op(op)
-                body.append(dict(entry, op="clamp", mlir="stablehlo.clamp", operands=[self._use(v) for v in parts]))
+                rewrite = _Rewrite(self, entry)
+                operands = []
+                for k, v in enumerate(parts):
+                    bound = (_splat_value(v) if k != 1 else None) or 0.0
+                    denormal = 0 < abs(bound) < _F32_TINY
+                    operands.append(rewrite.splat(math.copysign(0.0, bound)) if denormal else self._use(v))
+                body.extend(rewrite.ops + [dict(entry, op="clamp", mlir="stablehlo.clamp", operands=operands)])
             elif op.name in _MIN_MAX and not scalar_body and not _jax.is_current_series() and self._real_float(op) \
                     and _is_constant(op.operands[0]) and _splat_value(op.operands[1]) is None:
                 # XLA's simplifier puts a commutative op's constant on the right: max(0, x) is max(x, 0), which
@@ -1551,9 +1558,11 @@ def _clamp_parts(op: Any) -> Optional[Tuple[Any, Any, Any]]:
 _ONE_ELEMENT_WINDOW_IS_THE_ELEMENT = ("add", "maximum", "minimum", "or", "and")
 
 
+_F32_TINY = 1.1754943508222875e-38  # the smallest normal f32
+
 # Functions with f(x) ~ x near 0 whose jaxlib 0.4.13 XLA:CPU expansion flushes a tiny x's result to a zero: below
 # what magnitude (asin: x / 2 is a denormal; atanh: x itself is, read as a zero).
-_TINY_IS_ZERO = {"chlo.asin": 2 * 1.1754943508222875e-38, "chlo.atanh": 1.1754943508222875e-38}
+_TINY_IS_ZERO = {"chlo.asin": 2 * _F32_TINY, "chlo.atanh": _F32_TINY}
 
 _SCAN_BASE = 16  # XLA:CPU's ReduceWindowRewriter(base_length=16): its scans' rows
 _SCAN_COMPUTATIONS = ("add", "multiply", "maximum", "minimum", "and", "or")
