@@ -166,6 +166,16 @@ def test_constants_round_trip(value):
     assert const["attrs"]["splat"] is False
 
 
+def _constant_of(mlir: str) -> dict:
+    """The program's constant op for a module returning ``stablehlo.constant <mlir>``."""
+    tensor_type = mlir.rsplit(":", 1)[1].strip()
+    return only(from_text(f"""
+      func.func public @main() -> {tensor_type} {{
+        %0 = stablehlo.constant {mlir}
+        return %0 : {tensor_type}
+      }}"""), "constant")
+
+
 @pytest.mark.parametrize("mlir, dtype, fill", [
     ("dense<-2.5> : tensor<1000x1000xf32>", np.float32, -2.5),
     ("dense<1.000000e-01> : tensor<1000x1000xf16>", np.float16, 0.1),
@@ -174,12 +184,7 @@ def test_constants_round_trip(value):
     ("dense<true> : tensor<1000x1000xi1>", np.bool_, True),
 ])
 def test_splat_constants_hold_one_element(mlir, dtype, fill):
-    tensor_type = mlir.rsplit(":", 1)[1].strip()
-    const = only(from_text(f"""
-      func.func public @main() -> {tensor_type} {{
-        %0 = stablehlo.constant {mlir}
-        return %0 : {tensor_type}
-      }}"""), "constant")
+    const = _constant_of(mlir)
     assert const["attrs"]["splat"] is True
     assert len(base64.b64decode(const["attrs"]["value"])) == np.dtype(dtype).itemsize
     assert const["results"][0]["shape"] == [1000, 1000]
@@ -191,12 +196,7 @@ def test_splat_constants_hold_one_element(mlir, dtype, fill):
 def test_empty_splat_constants_hold_nothing(mlir):
     """An empty array printed as a splat holds no bytes (jaxlib 0.12's acosh and atanh of an empty bf16 array have
     such a constant; the emulator refused it: '"value" holds 2 bytes but the result needs 0')."""
-    tensor_type = mlir.rsplit(":", 1)[1].strip()
-    const = only(from_text(f"""
-      func.func public @main() -> {tensor_type} {{
-        %0 = stablehlo.constant {mlir}
-        return %0 : {tensor_type}
-      }}"""), "constant")
+    const = _constant_of(mlir)
     assert base64.b64decode(const["attrs"]["value"]) == b""
 
 

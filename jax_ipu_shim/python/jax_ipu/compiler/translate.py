@@ -371,12 +371,12 @@ class _Translator:
         module_attrs = A.named(self.module.operation.attributes)
         name = A.string(module_attrs["sym_name"]) if "sym_name" in module_attrs else "main"
         program: Dict[str, Any] = {"format": FORMAT, "version": VERSION, "name": name, "entry": "main"}
-        _CALLS.constants = {}
+        _CALLS.constants, _CALLS.funcs = {}, self.funcs
         try:
             _CALLS.constants = _call_constants(self.funcs)
             program["functions"] = self._functions("main")
         finally:
-            _CALLS.constants = {}
+            _CALLS.constants, _CALLS.funcs = {}, {}
         _tokens_cross_as_bool0(program["functions"][0])
         if self.partitioned is not None:
             entry = program["functions"][0]
@@ -1326,25 +1326,17 @@ def _inlined_operands(producer: Any, name: str) -> Optional[List[Any]]:
         return list(producer.operands)
     if producer.name != "func.call" or len(producer.results) != 1:
         return None
-    callee = ir.FlatSymbolRefAttr(producer.attributes["callee"]).value
-    module = producer
-    while module is not None and module.name != "builtin.module":
-        module = getattr(module.parent, "operation", module.parent) if module.parent is not None else None
-    if module is None:
+    func = getattr(_CALLS, "funcs", {}).get(ir.FlatSymbolRefAttr(producer.attributes["callee"]).value)
+    if func is None:
         return None
-    for func in module.regions[0].blocks[0].operations:
-        func = getattr(func, "operation", func)
-        if func.name != "func.func" or A.string(func.attributes["sym_name"]) != callee:
-            continue
-        body = [getattr(o, "operation", o) for o in func.regions[0].blocks[0].operations]
-        if len(body) != 2 or body[0].name != name or body[1].name != "func.return" or \
-                list(body[1].operands) != list(body[0].results):
-            return None
-        params = list(func.regions[0].blocks[0].arguments)
-        if not all(v in params for v in body[0].operands):
-            return None
-        return [producer.operands[params.index(v)] for v in body[0].operands]
-    return None
+    body = [getattr(o, "operation", o) for o in func.regions[0].blocks[0].operations]
+    if len(body) != 2 or body[0].name != name or body[1].name != "func.return" or \
+            list(body[1].operands) != list(body[0].results):
+        return None
+    params = list(func.regions[0].blocks[0].arguments)
+    if not all(v in params for v in body[0].operands):
+        return None
+    return [producer.operands[params.index(v)] for v in body[0].operands]
 
 
 def _select_extremum(op: Any) -> Optional[Tuple[Any, Any, Any, bool]]:
@@ -1471,8 +1463,8 @@ def _splat_value(value: Any) -> Optional[float]:
     return sign * float(ir.FloatAttr(ir.DenseElementsAttr(attr).get_splat_value()).value)
 
 
-# The constants each function's parameters receive from every call of it, while a module is translated
-# (_Translator.program): (function, parameter number) -> the number.
+# While a module is translated (_Translator.program): the constants each function's parameters receive from every
+# call of it ((function, parameter number) -> the number) and the module's functions by name.
 _CALLS = threading.local()
 
 
