@@ -87,6 +87,18 @@ def assert_ran_on(leaves: Any, platform: str) -> None:
         assert {d.platform for d in devices} == {platform}, f"ran on {devices}, not on {platform}"
 
 
+def skip_unless_memory(nbytes: int, what: str) -> None:
+    """Skip a test whose program keeps ``nbytes`` live when the ipu devices' tiles together hold less: the suite's
+    7-tile IPU Model lane (4.4 MB) cannot hold what a whole chip (940 MB) runs; on the chip the test runs."""
+    if BACKEND != "ipu":
+        return
+    device = jax.devices(BACKEND)[0]
+    have = device.num_tiles * device.bytes_per_tile
+    if have < nbytes:
+        import pytest
+        pytest.skip(f"{what} keeps about {nbytes} bytes live; {device.num_tiles} tiles hold {have}")
+
+
 def eps(dtype: Any) -> float:
     """The spacing of a float dtype's numbers at 1.0 (one ulp of 1)."""
     return float(np.finfo(dtype).eps)
