@@ -303,6 +303,8 @@ DIVIDES = {
     "row/row": lambda a, b, c, r: jnp.broadcast_to(r, a.shape) / jnp.broadcast_to(r, a.shape),
     "row[None]/row": lambda a, b, c, r: r[None, :] / jnp.broadcast_to(r, a.shape),
     "2row/row": lambda a, b, c, r: jnp.broadcast_to(2 * r, a.shape) / jnp.broadcast_to(r, a.shape),
+    # ... and a broadcast scalar divided by a broadcast constant is a multiply by its reciprocal there
+    "scalars/constant": lambda a, b, c, r: [jnp.broadcast_to(r[i], (3,)) / -1.5 for i in range(len(r))],
 }
 
 

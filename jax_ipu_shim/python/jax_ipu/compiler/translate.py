@@ -1063,8 +1063,10 @@ class _Translator:
             sunk = current and a_value is not None and b_value is not None and \
                 _broadcast_of(a_value, self._tensor) == _broadcast_of(b_value, self._tensor) is not None
             # jaxlib 0.12 moves a broadcast below an elementwise op whose operands are all broadcast alike
-            # (op(bcast(x), bcast(y)) => bcast(op(x, y))) before HandleDivide sees it: x / x stays a divide
-            factor = inverse_of(b_value) if b_value is not None and not sunk else None
+            # (op(bcast(x), bcast(y)) => bcast(op(x, y))) before HandleDivide sees it: x / x stays a divide, and
+            # x / constant C becomes x * (1 / C) below the broadcast, the same bits as a broadcast reciprocal
+            factor = inverse_of(b_value) if b_value is not None and (not sunk or _broadcasts_constant(b_value)) \
+                else None
             if factor is not None:
                 return "multiply", [a, factor]
             if a_value in self.quotients:
@@ -1612,6 +1614,16 @@ def _one_element_windows(op: Any) -> bool:
     attrs = O.read_attrs(op.attributes)
     return all(all(d == 1 for d in attrs.get(name) or [1])
                for name in ("window_dimensions", "window_strides", "base_dilations", "window_dilations"))
+
+
+def _broadcasts_constant(value: Any) -> bool:
+    """`value` is a broadcast_in_dim (of a broadcast_in_dim...) of a stablehlo.constant."""
+    producer = _producer(value)
+    if producer is None or producer.name != "stablehlo.broadcast_in_dim":
+        return False
+    while producer is not None and producer.name == "stablehlo.broadcast_in_dim":
+        producer = _producer(producer.operands[0])
+    return producer is not None and producer.name == "stablehlo.constant"
 
 
 def _broadcast_of(value: Any, tensor: Any) -> Optional[Tuple[Tuple[int, ...], Tuple[int, ...]]]:
