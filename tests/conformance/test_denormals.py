@@ -6,6 +6,7 @@ denormal through, and libm calls see the raw bits. Which ops flush is therefore 
 - an elementwise maximum/minimum against +0 (relu: maxps/minps) returns a denormal as a zero of its sign, clamp
   returns the bound it ties with (clip(denormal, 0, 1) = +0), any other maximum (of two arrays, against another
   constant, a reduce's) returns it as it is;
+- max(x, -x) and min(x, -x) are |x| and -|x| in jaxlib 0.12, of both operands flushed in jaxlib 0.4.13;
 - sign is copysign(x != 0, x), so a denormal's sign is a zero of its sign;
 - A + 0, A - 0, A * 1, A / 1 are A (XLA's simplifier), so a denormal A stays;
 - pow(A, 0.5) is LLVM's |sqrt(A)| (A == -inf: inf), so a negative denormal gives +0, not libm's NaN; pow(A, 2) is A * A;
@@ -85,6 +86,12 @@ FUNCTIONS = {
     "asin": jnp.arcsin,  # jaxlib 0.4.13: 2 atan2(x, 1 + sqrt(1 - x^2)) flushes |x| < 2^-125 to a zero
     "atanh": jnp.arctanh,  # jaxlib 0.4.13: reads a denormal as a zero
     "abs_negate": lambda x: jnp.abs(-x),
+    # max(x, -x) and min(-x, x): jaxlib 0.12's LLVM folds them into |x| and -|x| (a denormal kept); jaxlib 0.4.13
+    # flushes both operands (a denormal x gives a zero of the first operand's sign)
+    "maximum_of_negation": lambda x: jnp.maximum(-x, x),
+    "maximum_negation_second": lambda x: jnp.maximum(x, -x),
+    "minimum_of_negation": lambda x: jnp.minimum(-x, x),
+    "minimum_negation_second": lambda x: jnp.minimum(x, -x),
 }
 
 

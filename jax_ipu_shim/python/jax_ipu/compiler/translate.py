@@ -527,6 +527,8 @@ class _Translator:
                 # jaxlib 0.4.13's XLA:CPU computes with its operand-order-dependent denormal and zero rules
                 entry = self._op(op)
                 body.append(dict(entry, operands=entry["operands"][::-1]))
+            elif op.name in _MIN_MAX and not scalar_body and self._f32(op) and (x := _negation_pair(op)) is not None:
+                body.extend(self._extremum_of_negation(self._op(op), op, x))
             elif op.name in _MIN_MAX and not scalar_body and _jax.is_current_series() and self._real_float(op) \
                     and (selected := _select_extremum(op)) is not None:
                 # jaxlib 0.12's simplifier: max(select(p, A, B), A) => select(p, A, max(B, A)) (either operand, either
@@ -951,6 +953,9 @@ class _Translator:
     def _real_float(self, op: Any) -> bool:
         return (self._type(op.results[0].type) or ("", []))[0] in ("f32", "f16", "bf16")
 
+    def _f32(self, op: Any) -> bool:
+        return (self._type(op.results[0].type) or ("", []))[0] == "f32"
+
     def _simplified_float(self, op: Any) -> bool:
         """f32 or f16: XLA:CPU's simplifier sees bf16 ops only between the converts to and from f32 that its float
         normalization has already put around each of them, so its rules of two ops never match a bf16 pair."""
@@ -986,6 +991,24 @@ class _Translator:
         is_zero = emit("compare", [b, zero], "bool", attrs={"comparison_direction": "EQ", "compare_type": "FLOAT"})
         emit("select", [is_zero, zero, product], result=out)
         return ops
+
+    def _extremum_of_negation(self, entry: Dict[str, Any], op: Any, x: Any) -> List[Dict[str, Any]]:
+        """max(x, -x), max(-x, x), min(x, -x) or min(-x, x) of f32 as XLA:CPU computes them. jaxlib 0.12: |x| and
+        -|x| (LLVM folds the pair into fabs), so a denormal is kept. jaxlib 0.4.13: the maximum or minimum of both
+        operands flushed (a denormal x gives a zero of the first operand's sign, as its compiled loops do at every
+        size), written as products by 1 that the emulator flushes."""
+        rewrite = _Rewrite(self, entry)
+        result = entry["results"][0]
+        if _jax.is_current_series():
+            if op.name == "stablehlo.minimum":
+                rewrite.emit("negate", [rewrite.emit("abs", [self._use(x)])], result=result)
+            else:
+                rewrite.emit("abs", [self._use(x)], result=result)
+        else:
+            one = rewrite.splat(1.0)
+            flushed = [rewrite.emit("multiply", [operand, one]) for operand in entry["operands"]]
+            rewrite.emit(op.name.split(".", 1)[1], flushed, result=result)
+        return rewrite.ops
 
     def _divide(self, entry: Dict[str, Any], mlir_op: Any) -> List[Dict[str, Any]]:
         """A float divide as XLA's algebraic simplifier rewrites it before XLA:CPU computes it (HandleDivide), so
@@ -1339,6 +1362,16 @@ def _inlined_operands(producer: Any, name: str) -> Optional[List[Any]]:
     if not all(v in params for v in body[0].operands):
         return None
     return [producer.operands[params.index(v)] for v in body[0].operands]
+
+
+def _negation_pair(op: Any) -> Optional[Any]:
+    """x for a binary op of x and negate(x), in either order; else None."""
+    a, b = op.operands
+    for negated, other in ((a, b), (b, a)):
+        producer = _producer(negated)
+        if producer is not None and producer.name == "stablehlo.negate" and producer.operands[0] == other:
+            return other
+    return None
 
 
 def _select_extremum(op: Any) -> Optional[Tuple[Any, Any, Any, bool]]:
