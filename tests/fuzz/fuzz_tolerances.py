@@ -292,7 +292,8 @@ ACCEPTED: List[Accepted] = [
              "-5.6e-16 for every denormal of an array (the ipu's), +5.6e-16 for the negation of a bitcast one",
              ("cbrt",), ("float32",), 1, per="any", series="0.12", when="denormal_operand"),
     Accepted("jaxlib 0.4.13's XLA:CPU computes a maximum, minimum or clamp (relu, jnp.clip) that it fuses into a "
-             "loop it cannot vectorise (a gather's, once per gathered element; one that calls fmod) with compares "
+             "loop it does not vectorise (a gather's, once per gathered element; one that calls fmod; one whose "
+             "minor dimension is 3, 5, 6 or 7, or 1 under more dimensions: relu of f32[6, 4, 7]) with compares "
              "and selects that return a denormal (operand or bound) as it is, where its vector loops (maxps) and the "
              "ipu read it as a zero (README, denormals)", ("relu", "max", "min", "clamp"), ("float32",), 1,
              per="denormal", series="0.4.", when="scalar_loop"),
@@ -440,8 +441,12 @@ def _divides_by_logistic(step, program, values) -> bool:  # noqa: ANN001
 
 
 def _scalar_loop(step, program, values) -> bool:  # noqa: ANN001
-    """The step shares a fused loop with a gather (reads one, through at most one move, or is read by one) or with an
-    fmod (reads what an fmod reads): loops XLA:CPU leaves unvectorised."""
+    """The step's result has a minor dimension of 3, 5, 6 or 7 (or 1, of rank 2 or more), or it shares a fused loop
+    with a gather (reads one, through at most one move, or is read by one) or with an fmod (reads what an fmod
+    reads): loops jaxlib 0.4.13's XLA:CPU leaves unvectorised (measured on relu and maximum, sizes 1 to 33)."""
+    if any(o.shape and (o.shape[-1] in (3, 5, 6, 7) or (o.shape[-1] == 1 and len(o.shape) >= 2))
+           for o in step.outs):
+        return True
     names = {o.name for o in step.outs}
     producers = {o.name: s for s in program.ops() for o in s.outs}
     gathers = ("gather", "dynamic_slice")
