@@ -297,6 +297,12 @@ ACCEPTED: List[Accepted] = [
              "and selects that return a denormal (operand or bound) as it is, where its vector loops (maxps) and the "
              "ipu read it as a zero (README, denormals)", ("relu", "max", "min", "clamp"), ("float32",), 1,
              per="denormal", series="0.4.", when="scalar_loop"),
+    Accepted("jaxlib 0.4.13's XLA:CPU computes exp (exp2, and what jax builds on it) of x + NaN, x * NaN... fused "
+             "with the arithmetic on a NaN literal as whatever LLVM's constant folding of its expansion gives (its "
+             "float-to-int of NaN is poison): 0 for f32[250, 3], -2.98e38 for exp(x[0, 0] + nan), NaN once a "
+             "reduce stands between; exp of a NaN is NaN on the ipu, as IEEE and XLA define it",
+             ("exp", "exp2", "expm1", "logistic", "tanh", "value_and_grad", "grad"), ("float32", "float16", "bfloat16"),
+             1, per="any", series="0.4.", when="nan_literal_operand"),
     Accepted("jaxlib 0.12's XLA:CPU computes a ** 0.5 of a program's one-element array with powf (NaN for a "
              "negative denormal, where its vector code's |sqrt(a)| and the ipu give 0); the same op inside a fused "
              "loop (a slice of a longer array) gives 0 there too, so the ipu keeps the README's rule",
@@ -440,6 +446,20 @@ def _divides_by_logistic(step, program, values) -> bool:  # noqa: ANN001
     return step.expr.split(" / ")[-1] in producers and producers[step.expr.split(" / ")[-1]].op == "logistic"
 
 
+def _nan_literal_operand(step, program, values) -> bool:  # noqa: ANN001
+    """The step reads the result of arithmetic with a NaN literal (x + float('nan')), directly or through one more
+    elementwise step: a value LLVM knows is NaN at compile time; or the step is a function (grad) of such steps."""
+    producers = {o.name: s for s in program.ops() for o in s.outs}
+
+    def known_nan(name: str, depth: int) -> bool:
+        producer = producers.get(name)
+        return producer is not None and ("float('nan')" in producer.expr or (
+            depth > 0 and any(known_nan(r, depth - 1) for r in producer.reads)))
+
+    nested = [s for b in step.blocks for s in b.steps]
+    return any(known_nan(r, 1) for r in step.reads) or any(_nan_literal_operand(s, program, values) for s in nested)
+
+
 def _scalar_loop(step, program, values) -> bool:  # noqa: ANN001
     """The step's result has a minor dimension of 3, 5, 6 or 7 (or 1, of rank 2 or more), or it shares a fused loop
     with a gather (reads one, through at most one move, or is read by one) or with an fmod (reads what an fmod
@@ -474,6 +494,7 @@ WHEN = {
     "folded": _folded,
     "divides_by_logistic": _divides_by_logistic,
     "scalar_loop": _scalar_loop,
+    "nan_literal_operand": _nan_literal_operand,
 }
 
 
