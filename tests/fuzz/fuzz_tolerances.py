@@ -335,6 +335,10 @@ ACCEPTED: List[Accepted] = [
              "min(x, 0)) of a bf16 denormal x is -pi/2 on cpu, atan2(x, x) = NaN on the ipu)",
              ("max", "min", "relu", "clamp", "reduce_max", "cummax", "window_max", "scatter_min", "scatter_max",
               "argmax"), ("bfloat16",), 1, per="any", series="0.12", when="denormal_operand", open=True),
+    Accepted("open: jaxlib 0.12's XLA:CPU computes A / broadcast(b) as A * broadcast(1 / b), as the ipu does, where "
+             "the quotient has one reader, but as a divide in some of the fusions of one with several ((v / s, "
+             "v / s + 1), both branches of a cond reading it): an ulp apart", ("div",), ("float32", "float16"), 2,
+             series="0.12", when="read_twice", open=True),
     Accepted("open: the ipu contracts a multiply into the add that reads it (one fused multiply-add) even when the "
              "product has another reader inside a nested function (a vmap, a branch, a loop body), where XLA:CPU "
              "rounds the product: an ulp apart", ("add", "sub"), ("float32", "float16", "bfloat16"), 1,
@@ -401,6 +405,12 @@ def _product_used_twice(step, program, values) -> bool:  # noqa: ANN001
     for r in program.outputs:
         readers[r] = readers.get(r, 0) + 1
     return any(r in producers and producers[r].op in ("mul", "div") and readers.get(r, 0) > 1 for r in step.reads)
+
+
+def _read_twice(step, program, values) -> bool:  # noqa: ANN001
+    """The step's result has more than one reader (steps, nested ones included, and the program's result)."""
+    name = step.outs[0].name
+    return sum(name in s.reads for s in program.ops()) + program.outputs.count(name) > 1
 
 
 def _zero_by_zero(values: Sequence) -> bool:
@@ -495,6 +505,7 @@ WHEN = {
     "divides_by_logistic": _divides_by_logistic,
     "scalar_loop": _scalar_loop,
     "nan_literal_operand": _nan_literal_operand,
+    "read_twice": _read_twice,
 }
 
 
