@@ -198,6 +198,14 @@ def test_long_cumulative_ops_are_cpus_bits(dtype, shape, axis):
               rtol=2.5e-7 if dtype == "float32" else 1e-2)
 
 
+def test_bf16_windows_of_one_element_flush_denormals_as_cpu():
+    """A window of one element is that element (XLA's simplifier), but not a bf16 one in jaxlib 0.12, which XLA:CPU
+    computes between converts to and from f32 as init + x: a bf16 denormal comes out as a zero there."""
+    x = jnp.asarray(np.array([2.9e-39, -2.9e-39, 1e-39, 0.5, -3.0, 0.0, -0.0, 7.0], np.float32), jnp.bfloat16)
+    check(lambda x: [jnp.cumsum(x[:, None], axis=1), lax.reduce_window(x, jnp.bfloat16(0), lax.add, (1,), (1,),
+                                                                       "VALID")], x)
+
+
 def test_long_cumsum_is_linear_and_exact():
     """2^22 elements: quadratic in the old lowering (hours), and a running f32 sum would stall at 2^24 where cpu's
     tree of rows does not."""
