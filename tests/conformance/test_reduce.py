@@ -7,7 +7,7 @@ import itertools
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _conformance import away_from_zero, check, random, small_ints, special
+from _conformance import CURRENT_SERIES, EXACT, away_from_zero, check, random, small_ints, special
 
 AXES = [()] + [c for r in (1, 2, 3) for c in itertools.combinations(range(3), r)] + [None]
 REDUCTIONS = {
@@ -34,6 +34,26 @@ def test_reduce_over_every_axis_subset(name, dtype):
         x = away_from_zero(dtype, x.shape, seed=1) if name == "sum" else away_from_zero(dtype, x.shape, 1, 0.8, 1.25)
         tolerance = {"scale_ulps": SCALE_ULPS[dtype]}
     check(lambda x: [reduce(x, axis=axes) for axes in AXES] + [reduce(x, axis=1, keepdims=True)], x, **tolerance)
+
+
+ROW_LENGTHS = list(range(1, 41)) + [47, 63, 64, 100, 1000, 1057]
+
+
+@pytest.mark.parametrize("name", ["sum", "prod"])
+def test_rows_fold_in_cpus_order(name):
+    """jaxlib 0.4.13: an f32 sum or product over the innermost dimension is XLA:CPU's bits at every row length: up
+    to 32 elements in the lanes of its vectorised loop (8 or 4 lanes, halved, then the rest in order), longer rows as
+    its tree of 32-element windows with that same last fold. (A sequential fold differs from cpu's in most rows of 3
+    or more.) jaxlib 0.12's XLA:CPU hands these reductions to its YNNPACK kernels, whose order depends on the number
+    of rows too: there, a few ulps of each output's scale (a product of 1,000 factors: its error, about n ulps)."""
+    rng = np.random.default_rng(5)
+    if name == "sum":
+        x = (rng.standard_normal((64, 1057)) * np.exp2(rng.integers(-8, 8, (64, 1057)))).astype(np.float32)
+    else:
+        x = (1 + rng.standard_normal((64, 1057)) / 4).astype(np.float32)
+    reduce = jnp.sum if name == "sum" else jnp.prod
+    check(lambda x: [reduce(x[:, :n], axis=1) for n in ROW_LENGTHS] + [reduce(x[0, :n]) for n in ROW_LENGTHS], x,
+          **(EXACT if not CURRENT_SERIES else {"scale_ulps": 8} if name == "sum" else {"rtol": 1e-4}))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16"])

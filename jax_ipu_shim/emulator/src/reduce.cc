@@ -13,10 +13,11 @@
 // is the tree XLA:CPU's HLO has; over several, XLA's first window folds 32 x (the other reduced dimensions) elements,
 // where here no window holds more than 32. A sum or product folds each window in 8 lanes, as XLA:CPU's LLVM
 // vectorises it (windowFold); other combiners fold it in order. A sum of 2^25 f32 ones is 2^25, as on cpu, not the
-// 2^24 a single f32 accumulator stops at, and the error on random data is no larger than cpu's. The order within a
-// vectorised fold depends on the host's vector width, so sums of more than a few elements can differ from cpu's in
-// the last bits. Reductions of at most 32 elements per output, and variadic ones (argmax: XLA leaves them alone too),
-// fold in order from the init value.
+// 2^24 a single f32 accumulator stops at, and the error on random data is no larger than cpu's. With jaxlib 0.4.13 an
+// f32 sum or product over the innermost dimension alone folds its rows of up to 32 elements (and its tree's last
+// level) in the lanes of XLA:CPU's vectorised loop (shortFold), so it is cpu's bits at every length on a host with
+// 256-bit vectors; other reductions of at most 32 elements per output, and variadic ones (argmax: XLA leaves them
+// alone too), fold in order from the init value, and can differ from cpu's in the last bits.
 #include <algorithm>
 #include <cstring>
 #include <optional>
@@ -192,7 +193,8 @@ class ReduceKernel : public Kernel {
   // included); none (sequential windows) for the other combiners.
   ReduceKernel(int in, int init, int out, ReduceGeometry g, bool variadic, F f, std::optional<S> identity)
       : in_(in), init_(init), out_(out), g_(std::move(g)), tree_(reduceTree(g_.reduced_count, variadic)), f_(f),
-        lanes_(identity.has_value()), identity_(identity.value_or(S{})) {}
+        lanes_(identity.has_value()), identity_(identity.value_or(S{})),
+        short_rows_(kF32Fold && currentNumerics() == Numerics::Jaxlib04 && g_.red_shape.size() == 1 && g_.inner_reduced) {}
 
   void compute(RunState& s, int64_t b, int64_t e) const override {
     const S* x = s.at<const S>(in_);
@@ -209,6 +211,13 @@ class ReduceKernel : public Kernel {
       const int64_t inner = g_.red_shape.back();
       const int64_t inner_stride = g_.red_strides.back();
       int64_t i = b;
+      if (short_rows_) {
+        for (; i < e; ++i) {
+          o[i] = shortFold(x + base, inner_stride, inner, init);
+          advance(oidx, g_.out_shape, g_.out_strides, base);
+        }
+        return;
+      }
       if (g_.red_shape.size() == 1) {
         // One reduced dimension: kLanes outputs at once, each still accumulated in its own order (the same
         // result), so their chains of dependent adds overlap instead of waiting on each other.
@@ -284,6 +293,27 @@ class ReduceKernel : public Kernel {
     std::fill(a, a + 8, identity_);
     for (int64_t k = 0; k < m; ++k) a[k & 7] = f_(a[k & 7], p[k * st]);
     return f_(init, halveLanes(a, 1));
+  }
+
+  // jaxlib 0.4.13's XLA:CPU adds (multiplies) a row of at most 32 f32 elements (a reduce over the innermost dimension,
+  // or the last level of its tree) as LLVM vectorises the loop, reassociating, with 256-bit vectors
+  // (tests/conformance/test_reduce.py): up to 16 elements in one vector of 8 lanes (element k into lane k % 8, the
+  // other lanes from the identity, the init value into lane 0 first), halved
+  // 8 -> 4 -> 2 -> 1 (lane j with lane j + h); 17 to 32 elements, those up to the last multiple of 4 the same way in
+  // 8 lanes when they are an even number of 4-element steps (two interleaved 4-lane vectors) and in 4 lanes when odd,
+  // then the rest added in order. (Up to 2 elements, and for the other combiners, this is the sequential fold.)
+  S shortFold(const S* p, int64_t st, int64_t m, S init) const {
+    S a[8];
+    std::fill(a, a + 8, identity_);
+    a[0] = init;
+    const int64_t main = m <= 16 ? m : m & ~int64_t(3);
+    const int64_t w = m <= 16 || (main / 4) % 2 == 0 ? 8 : 4;
+    for (int64_t k = 0; k < main; ++k) a[k % w] = f_(a[k % w], p[k * st]);
+    for (int64_t h = w / 2; h > 0; h /= 2)
+      for (int64_t j = 0; j < h; ++j) a[j] = f_(a[j], a[j + h]);
+    S r = a[0];
+    for (int64_t k = main; k < m; ++k) r = f_(r, p[k * st]);
+    return r;
   }
 
   // `m` elements at stride `st`, folded in order from init.
@@ -415,7 +445,8 @@ class ReduceKernel : public Kernel {
         for (int64_t j = 0; j < lanes; ++j) {
           const S* p = cur.data() + l.windowStart(jw) * lanes + j;
           const int64_t m = l.windowEnd(jw) - l.windowStart(jw);
-          next[static_cast<size_t>(jw * lanes + j)] = last ? foldInOrder(p, lanes, m, init) : windowFold(p, lanes, m, init);
+          next[static_cast<size_t>(jw * lanes + j)] =
+              !last ? windowFold(p, lanes, m, init) : short_rows_ ? shortFold(p, lanes, m, init) : foldInOrder(p, lanes, m, init);
         }
       cur.swap(next);
     }
@@ -423,12 +454,16 @@ class ReduceKernel : public Kernel {
   }
 
   static constexpr int kLanes = 8;
+  static constexpr bool kF32Fold = std::is_same<S, float>::value &&
+                                   (std::is_same<F, scalar::AddF>::value || std::is_same<F, scalar::MultiplyF>::value);
   int in_, init_, out_;
   ReduceGeometry g_;
   ReduceTree tree_;
   F f_;
   bool lanes_;
   S identity_;
+  bool short_rows_;  // jaxlib 0.4.13, an f32 sum or product over the innermost dimension alone: rows of up to 32 as
+                     // shortFold folds them
 };
 
 template <class S, class F>
