@@ -56,6 +56,29 @@ def test_rows_fold_in_cpus_order(name):
           **(EXACT if not CURRENT_SERIES else {"scale_ulps": 8} if name == "sum" else {"rtol": 1e-4}))
 
 
+SEVERAL = [((4, 5), None), ((6, 2, 3), None), ((4, 5, 7), (1, 2)), ((100, 50), None), ((3, 33), None),
+           ((33, 3), None), ((70, 24), None), ((2, 40, 40), (1, 2)), ((40, 5, 40), (0, 2)), ((5, 1, 7), None),
+           ((2000, 3), None), ((40, 40, 5), (0, 1)), ((16, 3, 3, 8), (0, 1, 2)), ((3, 50, 2, 40), (1, 3))]
+
+
+@pytest.mark.parametrize("name", ["sum", "prod"])
+def test_reductions_over_several_dimensions_fold_in_cpus_order(name):
+    """jaxlib 0.4.13: an f32 sum or product over several dimensions is XLA:CPU's bits: dimensions of one element
+    dropped, XLA's tree of 32-element windows along each dimension longer than 32 (not over the flattened elements),
+    window rows and the last loop nest folded as XLA:CPU's loops fold them (jnp.sum of a matrix, a batch norm's
+    mean over N, H and W). jaxlib 0.12: a few ulps of each output's scale, as for rows."""
+    rng = np.random.default_rng(6)
+    xs = []
+    for shape, _ in SEVERAL:
+        if name == "sum":
+            xs.append((rng.standard_normal(shape) * np.exp2(rng.integers(-8, 8, shape))).astype(np.float32))
+        else:
+            xs.append((1 + rng.standard_normal(shape) / 64).astype(np.float32))
+    reduce = jnp.sum if name == "sum" else jnp.prod
+    check(lambda *xs: [reduce(x, axis=axes) for x, (_, axes) in zip(xs, SEVERAL)], *xs,
+          **(EXACT if not CURRENT_SERIES else {"scale_ulps": 8} if name == "sum" else {"rtol": 1e-4}))
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_max_min_propagate_nan_and_keep_infinities(dtype):
     s = special(dtype)

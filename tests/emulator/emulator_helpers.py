@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
@@ -49,14 +50,16 @@ def assert_same(actual: np.ndarray, expected: np.ndarray) -> None:
 TOLERANCE = {"f32": dict(rtol=3e-6, atol=1e-6), "f16": dict(rtol=2e-3, atol=1e-4)}
 
 
-def tree_reduce(flat: np.ndarray, init: Any, op: Any = np.add, lanes: bool = True) -> np.ndarray:
+def tree_reduce(flat: np.ndarray, init: Any, op: Any = np.add, lanes: bool = True, short_last: bool = False
+                ) -> np.ndarray:
     """The emulator's reduction order as a numpy model (emulator/src/reduce.cc): `flat` is [outputs..., n], each
     output's reduced elements in row-major order; `op` a numpy ufunc, rounded to the dtype at every step. Up to 32
     elements are folded in order from `init`. More are reduced as XLA:CPU's TreeReductionRewriter reduces one
     dimension: while more than 32 are left, windows of 32 (stride 32, SAME padding: half the pad low, rounded down)
     each give a partial, then the partials the same way; the last 32 or fewer are folded in order from `init`. A
     window of a sum or product (`lanes`) takes element k into lane k % 8, the lanes from the identity (-0 or 1),
-    halves them 8 -> 4 -> 2 -> 1 and combines `init` with that; any other window is folded in order from `init`."""
+    halves them 8 -> 4 -> 2 -> 1 and combines `init` with that; any other window is folded in order from `init`.
+    `short_last` (jaxlib 0.4.13, an f32 sum or product over the innermost dimension): the last fold is _short_fold's."""
     dt = flat.dtype
     init = np.asarray(init, dt)
     identity = np.asarray(1 if op is np.multiply else -0.0, dt)
@@ -86,5 +89,95 @@ def tree_reduce(flat: np.ndarray, init: Any, op: Any = np.add, lanes: bool = Tru
                 acc = op(acc[..., :h], acc[..., h:2 * h]).astype(dt)
             parts.append(op(init, acc[..., 0]).astype(dt))
         cur = np.stack(parts, axis=-1)
+    if short_last:
+        return _short_fold(cur, np.broadcast_to(init, cur.shape[:-1]).astype(dt), op, identity)
     return fold(cur)
 
+
+
+def _short_fold(rows: np.ndarray, acc: np.ndarray, op: Any, identity: np.ndarray) -> np.ndarray:
+    """jaxlib 0.4.13's XLA:CPU fold of rows of at most 32 f32 elements ([..., m]) into `acc` (reduce.cc shortFold):
+    up to 16 in 8 lanes (the running value in lane 0, the other lanes from the identity), halved 8 -> 4 -> 2 -> 1;
+    17 to 32: those up to the last multiple of 4 in 8 lanes (an even number of 4-element steps) or 4 (odd), halved,
+    then the rest in order."""
+    dt = rows.dtype
+    m = rows.shape[-1]
+    main = m if m <= 16 else m // 4 * 4
+    w = 8 if m <= 16 or (main // 4) % 2 == 0 else 4
+    a = np.empty(rows.shape[:-1] + (8,), dt)
+    a[...] = identity
+    a[..., 0] = acc
+    for k in range(main):
+        a[..., k % w] = op(a[..., k % w], rows[..., k]).astype(dt)
+    h = w // 2
+    while h:
+        a[..., :h] = op(a[..., :h], a[..., h:2 * h]).astype(dt)
+        h //= 2
+    r = a[..., 0]
+    for k in range(main, m):
+        r = op(r, rows[..., k]).astype(dt)
+    return r
+
+
+def _fold_nested(x: np.ndarray, init: np.ndarray, op: Any, identity: np.ndarray, inner_rows: bool) -> np.ndarray:
+    """x [outputs, reduced...] reduced as reduce.cc's foldNested: dimensions of one element dropped; while one is
+    longer than 32, XLA's tree level windowing each such dimension (32, stride 32, SAME padding), window rows along
+    the innermost dimension folded into the window's running value (8 lanes by window position when it is windowed,
+    _short_fold when whole); then a loop nest (_short_fold per innermost row with `inner_rows`, else in order)."""
+    dt = x.dtype
+    shape = [d for d in x.shape[1:] if d != 1] or [1]
+    x = x.reshape((x.shape[0],) + tuple(shape))
+    acc0 = np.full(x.shape[0], init, dt)
+    if all(d <= 32 for d in shape):
+        acc = acc0
+        for oc in itertools.product(*[range(d) for d in shape[:-1]]):
+            row = x[(slice(None),) + oc]
+            if inner_rows:
+                acc = _short_fold(row, acc, op, identity)
+            else:
+                for k in range(row.shape[-1]):
+                    acc = op(acc, row[:, k]).astype(dt)
+        return acc
+    o = [-(-d // 32) if d > 32 else 1 for d in shape]
+    pad = [(o[k] * 32 - d) // 2 if d > 32 else 0 for k, d in enumerate(shape)]
+    partials = np.empty((x.shape[0],) + tuple(o), dt)
+    for w in itertools.product(*[range(k) for k in o]):
+        lo = [max(0, w[k] * 32 - pad[k]) if d > 32 else 0 for k, d in enumerate(shape)]
+        hi = [min(d, (w[k] + 1) * 32 - pad[k]) if d > 32 else d for k, d in enumerate(shape)]
+        acc = acc0
+        for oc in itertools.product(*[range(lo[k], hi[k]) for k in range(len(shape) - 1)]):
+            row = x[(slice(None),) + oc]
+            if shape[-1] <= 32:
+                acc = _short_fold(row, acc, op, identity)
+                continue
+            a = np.empty((x.shape[0], 8), dt)
+            a[...] = identity
+            a[:, 0] = acc
+            start = w[-1] * 32 - pad[-1]
+            for q in range(lo[-1], hi[-1]):
+                a[:, (q - start) % 8] = op(a[:, (q - start) % 8], row[:, q]).astype(dt)
+            for h in (4, 2, 1):
+                a[:, :h] = op(a[:, :h], a[:, h:2 * h]).astype(dt)
+            acc = a[:, 0]
+        partials[(slice(None),) + w] = acc
+    return _fold_nested(partials, init, op, identity, inner_rows)
+
+
+def xla_reduce(x: np.ndarray, dims: Sequence[int], init: Any, op: Any = np.add) -> np.ndarray:
+    """The emulator's reduction of `x` over `dims` (jaxlib-0.4 numerics) as a numpy model: an f32 sum or product as
+    jaxlib 0.4.13's XLA:CPU computes it (reduce.cc: one dimension, tree_reduce with its last fold _short_fold when it
+    is the innermost; several, _fold_nested); anything else tree_reduce over the reduced elements in row-major order."""
+    dims = sorted(dims)
+    kept = [d for d in range(x.ndim) if d not in dims]
+    moved = np.transpose(x, kept + dims)
+    flat = moved.reshape(moved.shape[:len(kept)] + (-1,))
+    dt = x.dtype
+    if dt != np.float32 or op not in (np.add, np.multiply) or not dims:
+        return tree_reduce(flat, init, op, lanes=op in (np.add, np.multiply))
+    inner = dims[-1] == x.ndim - 1
+    identity = np.asarray(1 if op is np.multiply else -0.0, dt)
+    init = np.asarray(init, dt)
+    if len(dims) == 1:
+        return tree_reduce(flat, init, op, short_last=inner)
+    out = _fold_nested(moved.reshape((-1,) + moved.shape[len(kept):]), init, op, identity, inner)
+    return out.reshape(moved.shape[:len(kept)])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from emulator_helpers import assert_same, dtype_name, tree_reduce
+from emulator_helpers import assert_same, dtype_name, xla_reduce
 
 from jax_ipu import emulator as E
 
@@ -152,11 +152,8 @@ def test_big_matmul_parallel(rng):
 
 
 def xla_tree_sum(x: np.ndarray, dims) -> np.ndarray:
-    """jnp.sum's order on the emulator: emulator_helpers.tree_reduce over the reduced dimensions in row-major order."""
-    dims = sorted(dims)
-    kept = [d for d in range(x.ndim) if d not in dims]
-    flat = np.transpose(x, kept + dims)
-    return tree_reduce(flat.reshape(flat.shape[:len(kept)] + (-1,)), 0)
+    """jnp.sum's order on the emulator: emulator_helpers.xla_reduce."""
+    return xla_reduce(x, dims, 0)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
@@ -165,12 +162,14 @@ def xla_tree_sum(x: np.ndarray, dims) -> np.ndarray:
     ((11, 1000), (1,)),                                    # rows: 8 at a time (vector kernel) and 3 alone
     ((1000, 20), (0, 1)), ((5, 40, 7), (0, 1)), ((3, 70, 33), (1, 2)),  # windows over several dimensions
     ((70, 3), (0,)), ((2100, 5), (0,)), ((40, 3, 50), (0, 2)),  # reduced-major: outputs swept per coordinate
-    ((20, 32), (1,)), ((32, 32), (0, 1)),                  # every dimension <= 32: one sequential fold
+    ((20, 32), (1,)), ((32, 32), (0, 1)),                  # every dimension <= 32: a loop nest, no tree
+    ((100, 50), (0, 1)), ((6, 1, 7), (0, 1, 2)),           # a padded innermost window; a dimension of one dropped
 ])
 def test_reduce_follows_xla_cpu_tree(dtype, shape, dims, rng):
-    # Random sums against a bit-exact model of the emulator's order (XLA:CPU's tree over the flattened reduced
-    # elements, windows in 8 lanes): a window, pad or lane off by one, or a path (vector lanes, windows across rows,
-    # outputs swept per reduced coordinate) that folds in another order, fails here.
+    # Random sums against a bit-exact model of the emulator's order (emulator_helpers.xla_reduce: jaxlib 0.4.13's
+    # XLA:CPU tree and loops for f32, the tree over the flattened reduced elements for f16): a window, pad or lane off
+    # by one, or a path (vector lanes, windows across rows, outputs swept per reduced coordinate) that folds in
+    # another order, fails here.
     x = rng.standard_normal(shape).astype(dtype)
     out = E.compile(reduce_program(x, "add", dims, dtype(0)), num_tiles=13).run(x)[0]
     assert_same(out, xla_tree_sum(x, dims))

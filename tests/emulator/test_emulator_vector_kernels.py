@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from emulator_helpers import run_op, tree_reduce
+from emulator_helpers import run_op, xla_reduce
 
 from jax_ipu import emulator as E
 
@@ -128,17 +128,17 @@ def _reduce_rows(x, op, dims, numerics=None):
 
 @pytest.mark.parametrize("cols", [1, 7, 8, 61, 1024])
 def test_row_reductions_sum_in_order(cols, rng):
-    """Row sums (up to 32 columns: 8 rows at a time as transposed 8x8 blocks, in order; more: the windows of the
-    reduction tree in vector lanes) give emulator_helpers.tree_reduce's bits; max and min propagate NaN as XLA's do."""
+    """Row sums (up to 32 columns as jaxlib 0.4.13's XLA:CPU folds a row; more: the windows of the reduction tree in
+    vector lanes) give emulator_helpers.xla_reduce's bits; max and min propagate NaN as XLA's do."""
     x = (rng.standard_normal((77, cols)) * 10.0 ** rng.integers(-3, 4, (77, cols))).astype(np.float32)
-    np.testing.assert_array_equal(_reduce_rows(x, "add", [1]).view(np.uint32), tree_reduce(x, 0).view(np.uint32))
+    np.testing.assert_array_equal(_reduce_rows(x, "add", [1]).view(np.uint32), xla_reduce(x, [1], 0).view(np.uint32))
     x[5, cols // 2] = np.nan
     x[13, 0] = np.nan
     for op, fn in (("max", np.max), ("min", np.min)):
         np.testing.assert_array_equal(_reduce_rows(x, op, [1]), fn(x, axis=1))
     # the innermost dimension of a 3-d array: outputs over two dimensions
     y = x[:76].reshape(4, 19, cols)
-    np.testing.assert_array_equal(_reduce_rows(y, "add", [2]).view(np.uint32), tree_reduce(y, 0).view(np.uint32))
+    np.testing.assert_array_equal(_reduce_rows(y, "add", [2]).view(np.uint32), xla_reduce(y, [2], 0).view(np.uint32))
 
 
 def _ieee_pick(a: np.ndarray, b: np.ndarray, is_max: bool) -> np.ndarray:

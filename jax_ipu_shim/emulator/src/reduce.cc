@@ -15,9 +15,10 @@
 // vectorises it (windowFold); other combiners fold it in order. A sum of 2^25 f32 ones is 2^25, as on cpu, not the
 // 2^24 a single f32 accumulator stops at, and the error on random data is no larger than cpu's. With jaxlib 0.4.13 an
 // f32 sum or product over the innermost dimension alone folds its rows of up to 32 elements (and its tree's last
-// level) in the lanes of XLA:CPU's vectorised loop (shortFold), so it is cpu's bits at every length on a host with
-// 256-bit vectors; other reductions of at most 32 elements per output, and variadic ones (argmax: XLA leaves them
-// alone too), fold in order from the init value, and can differ from cpu's in the last bits.
+// level) in the lanes of XLA:CPU's vectorised loop (shortFold), and one over several dimensions follows XLA's own
+// tree, which windows each dimension longer than 32 (foldNested), so both are cpu's bits on a host with 256-bit
+// vectors; other reductions of at most 32 elements per output, and variadic ones (argmax: XLA leaves them alone
+// too), fold in order from the init value, and can differ from cpu's in the last bits.
 #include <algorithm>
 #include <cstring>
 #include <optional>
@@ -194,7 +195,8 @@ class ReduceKernel : public Kernel {
   ReduceKernel(int in, int init, int out, ReduceGeometry g, bool variadic, F f, std::optional<S> identity)
       : in_(in), init_(init), out_(out), g_(std::move(g)), tree_(reduceTree(g_.reduced_count, variadic)), f_(f),
         lanes_(identity.has_value()), identity_(identity.value_or(S{})),
-        short_rows_(kF32Fold && currentNumerics() == Numerics::Jaxlib04 && g_.red_shape.size() == 1 && g_.inner_reduced) {}
+        short_rows_(kF32Fold && currentNumerics() == Numerics::Jaxlib04 && g_.inner_reduced),
+        nested_(kF32Fold && currentNumerics() == Numerics::Jaxlib04 && g_.red_shape.size() >= 2) {}
 
   void compute(RunState& s, int64_t b, int64_t e) const override {
     const S* x = s.at<const S>(in_);
@@ -204,6 +206,7 @@ class ReduceKernel : public Kernel {
       for (int64_t i = b; i < e; ++i) o[i] = init;
       return;
     }
+    if (nested_) return computeNested(x, init, o, b, e);
     if (tree_.tree()) return computeTree(x, init, o, b, e);
     std::vector<int64_t> oidx, ridx(g_.red_shape.size(), 0);
     if (g_.inner_reduced) {  // output-major: each output walks its reduced elements, innermost contiguous
@@ -211,9 +214,17 @@ class ReduceKernel : public Kernel {
       const int64_t inner = g_.red_shape.back();
       const int64_t inner_stride = g_.red_strides.back();
       int64_t i = b;
-      if (short_rows_) {
+      if (short_rows_) {  // each innermost row folded into the running value, as XLA:CPU's loop nest does
         for (; i < e; ++i) {
-          o[i] = shortFold(x + base, inner_stride, inner, init);
+          S acc = init;
+          std::fill(ridx.begin(), ridx.end(), 0);
+          int64_t roff = 0;
+          do {
+            acc = shortFold(x + base + roff, inner_stride, inner, acc);
+            ridx.back() = inner - 1;
+            roff += (inner - 1) * inner_stride;
+          } while (advance(ridx, g_.red_shape, g_.red_strides, roff));
+          o[i] = acc;
           advance(oidx, g_.out_shape, g_.out_strides, base);
         }
         return;
@@ -314,6 +325,94 @@ class ReduceKernel : public Kernel {
     S r = a[0];
     for (int64_t k = main; k < m; ++k) r = f_(r, p[k * st]);
     return r;
+  }
+
+  // jaxlib 0.4.13, an f32 sum or product over several dimensions (nested_): each output as XLA:CPU computes it
+  // (tests/conformance/test_reduce.py::test_reductions_over_several_dimensions_fold_in_cpus_order).
+  void computeNested(const S* x, S init, S* o, int64_t b, int64_t e) const {
+    std::vector<int64_t> oidx;
+    int64_t base = offsetOf(b, g_.out_shape, g_.out_strides, &oidx);
+    for (int64_t i = b; i < e; ++i) {
+      o[i] = foldNested(x + base, g_.red_shape, g_.red_strides, init, g_.inner_reduced);
+      advance(oidx, g_.out_shape, g_.out_strides, base);
+    }
+  }
+
+  // The elements of `shape` at `strides` from p, reduced as XLA:CPU's TreeReductionRewriter and loop emitters do:
+  // dimensions of one element dropped first; while one is longer than 32, a reduce_window level (windows of 32 with
+  // stride 32 along each such dimension, padded as XLA pads them, the whole of every other dimension) whose window
+  // rows along the innermost dimension are folded into the window's running value, in 8 lanes by window position when
+  // that dimension is windowed (pads take no lanes' values), as shortFold folds a row otherwise; then the partials
+  // the same way; at most 32 per dimension left, a loop nest: with `inner_rows` (the input's innermost dimension is
+  // reduced) folding each innermost row into the running value as shortFold does, else (vectorised across outputs)
+  // each element in turn.
+  S foldNested(const S* p, std::vector<int64_t> shape, std::vector<int64_t> strides, S init, bool inner_rows) const {
+    for (size_t k = shape.size(); k-- > 0;)
+      if (shape[k] == 1) {
+        shape.erase(shape.begin() + static_cast<std::ptrdiff_t>(k));
+        strides.erase(strides.begin() + static_cast<std::ptrdiff_t>(k));
+      }
+    if (shape.empty()) shape.assign(1, 1), strides.assign(1, 1);
+    const size_t r = shape.size(), last = r - 1;
+    std::vector<int64_t> lo(r, 0), hi(shape), idx(r);
+    // Calls visit(offset) for every row start of the box [lo, hi) over the dimensions before the innermost.
+    const auto rows = [&](const auto& visit) {
+      for (size_t k = 0; k < last; ++k) {
+        if (lo[k] >= hi[k]) return;
+        idx[k] = lo[k];
+      }
+      for (;;) {
+        int64_t off = 0;
+        for (size_t k = 0; k < last; ++k) off += idx[k] * strides[k];
+        visit(off);
+        size_t k = last;
+        while (k-- > 0 && ++idx[k] == hi[k]) idx[k] = lo[k];
+        if (k == static_cast<size_t>(-1)) return;
+      }
+    };
+    if (std::none_of(shape.begin(), shape.end(), [](int64_t d) { return d > kTreeWindow; })) {
+      S acc = init;
+      rows([&](int64_t off) {
+        acc = inner_rows ? shortFold(p + off, strides[last], shape[last], acc)
+                         : foldInOrder(p + off, strides[last], shape[last], acc);
+      });
+      return acc;
+    }
+    std::vector<int64_t> o(r), pad(r);
+    for (size_t k = 0; k < r; ++k) {
+      o[k] = shape[k] > kTreeWindow ? (shape[k] + kTreeWindow - 1) / kTreeWindow : 1;
+      pad[k] = shape[k] > kTreeWindow ? (o[k] * kTreeWindow - shape[k]) / 2 : 0;  // MakePadding(kSame)'s low half
+    }
+    std::vector<S> partials;
+    std::vector<int64_t> w(r, 0);
+    for (;;) {
+      for (size_t k = 0; k < r; ++k) {
+        lo[k] = shape[k] > kTreeWindow ? std::max<int64_t>(0, w[k] * kTreeWindow - pad[k]) : 0;
+        hi[k] = shape[k] > kTreeWindow ? std::min(shape[k], (w[k] + 1) * kTreeWindow - pad[k]) : shape[k];
+      }
+      S acc = init;
+      rows([&](int64_t off) {
+        if (shape[last] <= kTreeWindow) {
+          acc = shortFold(p + off, strides[last], shape[last], acc);
+          return;
+        }
+        S a[8];
+        std::fill(a, a + 8, identity_);
+        a[0] = acc;
+        const int64_t start = w[last] * kTreeWindow - pad[last];  // the window's first position, maybe a pad
+        for (int64_t q = lo[last]; q < hi[last]; ++q) a[(q - start) & 7] = f_(a[(q - start) & 7], p[off + q * strides[last]]);
+        for (int64_t h = 4; h > 0; h /= 2)
+          for (int64_t j = 0; j < h; ++j) a[j] = f_(a[j], a[j + h]);
+        acc = a[0];
+      });
+      partials.push_back(acc);
+      size_t k = r;
+      while (k-- > 0 && ++w[k] == o[k]) w[k] = 0;
+      if (k == static_cast<size_t>(-1)) break;
+    }
+    std::vector<int64_t> pstrides(r, 1);
+    for (size_t k = last; k-- > 0;) pstrides[k] = pstrides[k + 1] * o[k + 1];
+    return foldNested(partials.data(), o, pstrides, init, inner_rows);
   }
 
   // `m` elements at stride `st`, folded in order from init.
@@ -446,7 +545,8 @@ class ReduceKernel : public Kernel {
           const S* p = cur.data() + l.windowStart(jw) * lanes + j;
           const int64_t m = l.windowEnd(jw) - l.windowStart(jw);
           next[static_cast<size_t>(jw * lanes + j)] =
-              !last ? windowFold(p, lanes, m, init) : short_rows_ ? shortFold(p, lanes, m, init) : foldInOrder(p, lanes, m, init);
+              !last ? windowFold(p, lanes, m, init)
+              : short_rows_ && g_.red_shape.size() == 1 ? shortFold(p, lanes, m, init) : foldInOrder(p, lanes, m, init);
         }
       cur.swap(next);
     }
@@ -462,8 +562,9 @@ class ReduceKernel : public Kernel {
   F f_;
   bool lanes_;
   S identity_;
-  bool short_rows_;  // jaxlib 0.4.13, an f32 sum or product over the innermost dimension alone: rows of up to 32 as
-                     // shortFold folds them
+  bool short_rows_;  // jaxlib 0.4.13, an f32 sum or product over the innermost dimension: rows of up to 32 elements,
+                     // and a one-dimension tree's last level, as shortFold folds them
+  bool nested_;      // ... over several dimensions: computeNested
 };
 
 template <class S, class F>
