@@ -305,6 +305,8 @@ DIVIDES = {
     "2row/row": lambda a, b, c, r: jnp.broadcast_to(2 * r, a.shape) / jnp.broadcast_to(r, a.shape),
     # ... and a broadcast scalar divided by a broadcast constant is a multiply by its reciprocal there
     "scalars/constant": lambda a, b, c, r: [jnp.broadcast_to(r[i], (3,)) / -1.5 for i in range(len(r))],
+    # a broadcast_in_dim that only adds a dimension of one (jnp.expand_dims) is a reshape to XLA: no reciprocal
+    "b**-2/expand_dims(b)": lambda a, b, c, r: jnp.expand_dims(b, 2) ** -2 / jnp.expand_dims(b, 2),
 }
 
 

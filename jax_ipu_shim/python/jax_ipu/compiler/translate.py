@@ -1079,7 +1079,9 @@ class _Translator:
                     inverse = reciprocal(self.splat_scalars[whole], [])
                     return emit("broadcast_in_dim", [inverse], value_shape, {"broadcast_dimensions": []})
                 return reciprocal(whole, value_shape)
-            if name == "stablehlo.broadcast_in_dim" and current:
+            if name == "stablehlo.broadcast_in_dim" and current and \
+                    math.prod(self._tensor(producer.operands[0])[1]) < math.prod(shape):
+                # (a broadcast that only adds dimensions of one, jnp.expand_dims, is a reshape to XLA)
                 source = producer.operands[0]
                 inverse = reciprocal(self._use(source), list(self._tensor(source)[1]))
                 return emit("broadcast_in_dim", [inverse], shape, O.read_attrs(producer.attributes))
