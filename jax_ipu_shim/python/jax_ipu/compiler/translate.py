@@ -279,10 +279,13 @@ class _Rewrite:
     """The ops the front end writes in place of ``entry`` (a rewrite of it, at its source location), by default of
     its result's dtype and shape."""
 
-    def __init__(self, translator: Any, entry: Dict[str, Any]) -> None:
+    def __init__(self, translator: Any, entry: Dict[str, Any], ops: Optional[List[Dict[str, Any]]] = None,
+                 shape: Optional[List[int]] = None, dtype: Optional[str] = None) -> None:
+        """``ops``: a list to append to (another rewrite's); ``shape``, ``dtype``: the defaults, if not the result's."""
         self.translator, self.entry = translator, entry
-        self.ops: List[Dict[str, Any]] = []
-        self.dtype, self.shape = entry["results"][0]["dtype"], entry["results"][0]["shape"]
+        self.ops: List[Dict[str, Any]] = [] if ops is None else ops
+        self.dtype = entry["results"][0]["dtype"] if dtype is None else dtype
+        self.shape = entry["results"][0]["shape"] if shape is None else shape
 
     def emit(self, name: str, operands: List[int], dtype: Optional[str] = None, shape: Optional[List[int]] = None,
              attrs: Optional[Dict[str, Any]] = None, result: Optional[Dict[str, Any]] = None) -> int:
@@ -541,6 +544,11 @@ class _Translator:
                 branches = [same, extremum] if same_first else [extremum, same]
                 rewrite.emit("select", [predicate] + branches, result=entry["results"][0])
                 body.extend(rewrite.ops)
+            elif op.name == "stablehlo.subtract" and not scalar_body and self._simplified_float(op) \
+                    and _is_minus_zero(op.operands[0]) and op.operands[1].type == op.results[0].type:
+                # XLA's simplifier: -0 - A => -A (the same bits: a sign flip, so a denormal A stays)
+                entry = self._op(op)
+                body.append(dict(entry, op="negate", mlir="stablehlo.negate", operands=entry["operands"][1:]))
             elif not scalar_body and (kept := self._identity_operand(op)) is not None:
                 # A + 0, A - 0, A * 1, A / 1 (either side where the op commutes): XLA's algebraic simplifier returns
                 # A itself, so cpu keeps what arithmetic would change (a denormal, -0 + 0)
@@ -581,11 +589,15 @@ class _Translator:
                     and (rewritten := self._log(self._op(op), op)) is not None:
                 body.extend(rewritten)
             elif op.name == "stablehlo.power" and not scalar_body and self._real_float(op) \
-                    and _splat_value(op.operands[1]) in (0.5, 2.0):
+                    and (_splat_value(op.operands[1]) in (0.5, 2.0) or (
+                        self._simplified_float(op) and _splat_value(op.operands[1]) in _POWERS_XLA_FOLDS)):
                 body.extend(self._power_of_constant(self._op(op), op))
             elif op.name in _TINY_IS_ZERO and not scalar_body and not _jax.is_current_series() \
                     and (self._type(op.results[0].type) or ("", []))[0] in ("f32", "bf16"):
                 body.extend(self._tiny_as_zero(self._op(op), _TINY_IS_ZERO[op.name]))
+            elif op.name == "chlo.sinh" and not scalar_body and not _jax.is_current_series() \
+                    and self._real_float(op):
+                body.extend(self._sinh_decomposed(self._op(op)))
             elif op.name == "stablehlo.sqrt" and not scalar_body and not _jax.is_current_series() \
                     and self._real_float(op) and _square_of(op.operands[0]) is not None:
                 entry = self._op(op)  # jaxlib 0.4.13's simplifier: sqrt(A * A) => |A| (no overflow, no flush)
@@ -937,20 +949,35 @@ class _Translator:
             return b
         return None
 
-    def _power_of_constant(self, entry: Dict[str, Any], mlir_op: Any) -> List[Dict[str, Any]]:
-        """A real power with a constant exponent as cpu computes it. pow(A, 2) => A * A (XLA's simplifier);
-        pow(A, 0.5) => A == -inf ? inf : |sqrt(A)| (LLVM's pow simplification, which XLA:CPU's code goes through): a
-        denormal or -0 gives +0 under denormals-are-zero, where libm's pow of a negative denormal is NaN."""
+    def _sinh_decomposed(self, entry: Dict[str, Any]) -> List[Dict[str, Any]]:
+        """jaxlib 0.4.13's real chlo.sinh as XLA decomposes it (chlo_legalize_to_hlo), in f32 (an f16 or bf16 operand
+        converted up and the result back): |x| < 1 ? (expm1(x) + expm1(x) / (expm1(x) + 1)) * 0.5 :
+        exp(x + log(1/2)) - exp(log(1/2) - x), each op XLA:CPU's (its exp and expm1 approximations), so a denormal
+        x gives a zero of its sign and large ones round as cpu's do."""
         out = entry["results"][0]
-        a = entry["operands"][0]
-        if _splat_value(mlir_op.operands[1]) == 2.0:
-            return [_derived(entry, "multiply", [a, a], [out])]
-        rewrite = _Rewrite(self, entry)
+        rewrite = _Rewrite(self, entry, dtype="f32")
         emit, splat = rewrite.emit, rewrite.splat
-        root = emit("abs", [emit("sqrt", [a])])
-        minus_inf = emit("compare", [a, splat(-math.inf)], "bool", attrs={"comparison_direction": "EQ",
-                                                                           "compare_type": "FLOAT"})
-        emit("select", [minus_inf, splat(math.inf), root], result=out)
+        x = entry["operands"][0]
+        if out["dtype"] != "f32":
+            x = emit("convert", [x])
+        log_half = splat(math.log(0.5))  # XLA folds log(0.5) with the host's logf
+        large = emit("subtract", [emit("exponential", [emit("add", [x, log_half])]),
+                                  emit("exponential", [emit("subtract", [log_half, x])])])
+        e = emit("exponential_minus_one", [x])
+        ratio = emit("divide", [e, emit("add", [e, splat(1.0)])])
+        small = emit("multiply", [splat(0.5), emit("add", [e, ratio])])
+        below_one = emit("compare", [emit("abs", [x]), splat(1.0)], "bool", attrs={
+            "comparison_direction": "LT", "compare_type": "FLOAT"})
+        if out["dtype"] == "f32":
+            emit("select", [below_one, small, large], result=out)
+        else:
+            emit("convert", [emit("select", [below_one, small, large])], out["dtype"], result=out)
+        return rewrite.ops
+
+    def _power_of_constant(self, entry: Dict[str, Any], mlir_op: Any) -> List[Dict[str, Any]]:
+        """A real power with a constant exponent as cpu computes it (_pow_by_constant)."""
+        rewrite = _Rewrite(self, entry)
+        _pow_by_constant(rewrite, entry["operands"][0], _splat_value(mlir_op.operands[1]), entry["results"][0])
         return rewrite.ops
 
     def _real_float(self, op: Any) -> bool:
@@ -1066,8 +1093,15 @@ class _Translator:
                 x = self._use(producer.operands[0])
                 return emit("sqrt" if name == "stablehlo.rsqrt" else "rsqrt", [x], value_shape)
             if name == "stablehlo.power" and dtype != "bf16":
+                c = _splat_value(producer.operands[1])
+                if c == -1.0:  # 1 / B when HandleDivide sees it: A / (1 / B) => (A * B) / 1 => A * B
+                    return self._use(producer.operands[0])
+                if c in _POWERS_XLA_FOLDS:  # already multiplies (or 1, or A) when HandleDivide sees it
+                    return None
                 value_shape = list(self._tensor(value)[1])
                 base, exponent = (self._use(v) for v in producer.operands)
+                if c is not None and -c in _POWERS_REWRITTEN:  # the new pow(B, -c), simplified in turn
+                    return _pow_by_constant(_Rewrite(self, entry, ops, value_shape), base, -c)
                 return emit("power", [base, emit("negate", [exponent], value_shape)], value_shape)
             if name == "stablehlo.exponential" and not current:
                 x = self._use(producer.operands[0])
@@ -1100,7 +1134,9 @@ class _Translator:
             factor = inverse_of(b_value) if b_value is not None and (not sunk or _broadcasts_constant(b_value)) \
                 else None
             if factor is not None:
-                return "multiply", [a, factor]
+                # 1 * F is F (XLA's simplifier drops the multiply, so a denormal F stays)
+                return ("reshape", [factor]) if a_value is not None and _splat_value(a_value) == 1.0 else \
+                    ("multiply", [a, factor])
             if a_value in self.quotients:
                 numerator, denominator = self.quotients[a_value]
                 return "divide", [numerator, emit("multiply", [denominator, b], shape)]
@@ -1373,6 +1409,11 @@ def _inlined_operands(producer: Any, name: str) -> Optional[List[Any]]:
     return [producer.operands[params.index(v)] for v in body[0].operands]
 
 
+def _is_minus_zero(value: Any) -> bool:
+    number = _splat_value(value)
+    return number == 0.0 and math.copysign(1.0, number) < 0
+
+
 def _negation_pair(op: Any) -> Optional[Any]:
     """x for a binary op of x and negate(x), in either order; else None."""
     a, b = op.operands
@@ -1510,6 +1551,34 @@ def _splat_value(value: Any) -> Optional[float]:
 # While a module is translated (_Translator.program): the constants each function's parameters receive from every
 # call of it ((function, parameter number) -> the number) and the module's functions by name.
 _CALLS = threading.local()
+
+
+# XLA's simplifier rewrites pow(A, c) for these constants (HandlePower) before any rule of an op that reads it; a
+# half is LLVM's pow simplification, in XLA:CPU's code (_pow_by_constant).
+_POWERS_XLA_FOLDS = (0.0, 1.0, 2.0, 3.0, -1.0)
+_POWERS_REWRITTEN = _POWERS_XLA_FOLDS + (0.5,)
+
+
+def _pow_by_constant(rewrite: "_Rewrite", a: int, c: float, result: Optional[Dict[str, Any]] = None) -> int:
+    """pow(A, c) for c in _POWERS_REWRITTEN as cpu computes it: XLA's HandlePower pow(A, 0) => 1, pow(A, 1) => A,
+    pow(A, 2) => A * A, pow(A, 3) => A * (A * A), pow(A, -1) => 1 / A; pow(A, 0.5) => A == -inf ? inf : |sqrt(A)|
+    (LLVM's pow simplification, which XLA:CPU's code goes through: a denormal or -0 gives +0 under
+    denormals-are-zero, where libm's pow of a negative denormal is NaN). Returns the result's id (`result`'s, if
+    given: a 1 or A is then a broadcast or copy into it)."""
+    emit, splat = rewrite.emit, rewrite.splat
+    if c in (0.0, 1.0):
+        value = splat(1.0) if c == 0.0 else a
+        return emit("reshape", [value], result=result) if result is not None else value
+    if c == 2.0:
+        return emit("multiply", [a, a], result=result)
+    if c == 3.0:
+        return emit("multiply", [a, emit("multiply", [a, a])], result=result)
+    if c == -1.0:
+        return emit("divide", [splat(1.0), a], result=result)
+    root = emit("abs", [emit("sqrt", [a])])
+    minus_inf = emit("compare", [a, splat(-math.inf)], "bool", attrs={"comparison_direction": "EQ",
+                                                                       "compare_type": "FLOAT"})
+    return emit("select", [minus_inf, splat(math.inf), root], result=result)
 
 
 def _real_float_type(mlir_type: Any) -> bool:
