@@ -977,7 +977,9 @@ class _Translator:
     def _power_of_constant(self, entry: Dict[str, Any], mlir_op: Any) -> List[Dict[str, Any]]:
         """A real power with a constant exponent as cpu computes it (_pow_by_constant)."""
         rewrite = _Rewrite(self, entry)
-        _pow_by_constant(rewrite, entry["operands"][0], _splat_value(mlir_op.operands[1]), entry["results"][0])
+        exponent = _splat_value(mlir_op.operands[1])
+        assert exponent is not None  # the caller matched it
+        _pow_by_constant(rewrite, entry["operands"][0], exponent, entry["results"][0])
         return rewrite.ops
 
     def _real_float(self, op: Any) -> bool:
