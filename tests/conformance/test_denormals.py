@@ -105,6 +105,10 @@ FUNCTIONS = {
     "reciprocal_of_power_minus_three": lambda x: 1 / x ** -3.0,
     "reciprocal_of_power_minus_half": lambda x: 1 / x ** -0.5,
     "quotient_by_fourth_power": lambda x: x[::-1] / x ** 4.0,
+    # a reduce over dimensions of one element (its init the identity) is a reshape to XLA's simplifier
+    "sum_of_one_row": lambda x: jnp.sum(x[None], axis=0),
+    "product_of_one_row": lambda x: jnp.prod(x[None, None], axis=(0, 1)),
+    "maximum_of_one_row": lambda x: jnp.max(x[None], axis=0),
 }
 
 

@@ -595,6 +595,12 @@ class _Translator:
             elif op.name in _TINY_IS_ZERO and not scalar_body and not _jax.is_current_series() \
                     and (self._type(op.results[0].type) or ("", []))[0] in ("f32", "bf16"):
                 body.extend(self._tiny_as_zero(self._op(op), _TINY_IS_ZERO[op.name]))
+            elif op.name == "stablehlo.reduce" and not scalar_body and _reduces_one_element(op) \
+                    and self._real_float(op):
+                # XLA's simplifier: a reduce with as many results as operand elements is a reshape (its init value
+                # the identity), so a denormal or a -0 stays; only where the init is the identity, as jax's is
+                entry = self._op(op)
+                body.append(_derived(entry, "reshape", entry["operands"][:1], entry["results"]))
             elif op.name == "chlo.sinh" and not scalar_body and not _jax.is_current_series() \
                     and self._real_float(op):
                 body.extend(self._sinh_decomposed(self._op(op)))
@@ -1718,6 +1724,21 @@ def _scan_window(op: Any) -> Optional[Tuple[List[int], int, bool, bool]]:
     if not (forward or reverse):
         return None
     return shape, d, forward, (low if forward else high) == length
+
+
+_REDUCER_IDENTITY = {"add": 0.0, "multiply": 1.0, "maximum": -math.inf, "minimum": math.inf}
+
+
+def _reduces_one_element(op: Any) -> bool:
+    """A reduce of one operand over dimensions of one element only, whose init value is its combiner's identity."""
+    if len(op.operands) != 2 or len(op.results) != 1:
+        return False
+    operand = op.operands[0].type
+    dims = list(O.read_attrs(op.attributes).get("dimensions") or [])
+    if not A.is_a(ir.RankedTensorType, operand) or any(operand.shape[d] != 1 for d in dims):
+        return False
+    computation = _body_computation(op, False)
+    return computation in _REDUCER_IDENTITY and _splat_value(op.operands[1]) == _REDUCER_IDENTITY[computation]
 
 
 def _one_element_windows(op: Any) -> bool:
