@@ -403,8 +403,8 @@ def _denormal_operand(values: Sequence) -> bool:
 
 
 def _product_used_twice(step, program, values) -> bool:  # noqa: ANN001
-    """An add or subtract of a product (or a quotient by a constant) that another step, nested ones included, or the
-    program's result also reads."""
+    """An add or subtract of a product (x ** 2 and jnp.square included, which are x * x; or a quotient by a constant)
+    that another step, nested ones included, or the program's result also reads."""
     producers = {o.name: s for s in program.ops() for o in s.outs}
     readers: Dict[str, int] = {}
     for s in program.ops():
@@ -412,7 +412,8 @@ def _product_used_twice(step, program, values) -> bool:  # noqa: ANN001
             readers[r] = readers.get(r, 0) + 1
     for r in program.outputs:
         readers[r] = readers.get(r, 0) + 1
-    return any(r in producers and producers[r].op in ("mul", "div") and readers.get(r, 0) > 1 for r in step.reads)
+    return any(r in producers and producers[r].op in ("mul", "div", "pow_2", "square") and readers.get(r, 0) > 1
+               for r in step.reads)
 
 
 def _read_twice(step, program, values) -> bool:  # noqa: ANN001
