@@ -306,7 +306,7 @@ ACCEPTED: List[Accepted] = [
              "with the arithmetic on a NaN literal as whatever LLVM's constant folding of its expansion gives (its "
              "float-to-int of NaN is poison): 0 for f32[250, 3], -2.98e38 for exp(x[0, 0] + nan), NaN once a "
              "reduce stands between; exp of a NaN is NaN on the ipu, as IEEE and XLA define it",
-             ("exp", "exp2", "expm1", "logistic", "tanh", "grad"), ("float32", "float16", "bfloat16"),
+             ("exp", "exp2", "expm1", "logistic", "tanh", "sinh", "grad"), ("float32", "float16", "bfloat16"),
              1, per="any", series="0.4.", when="nan_literal_operand"),
     Accepted("jaxlib 0.12's XLA:CPU computes a ** 0.5 of a program's one-element array with powf (NaN for a "
              "negative denormal, where its vector code's |sqrt(a)| and the ipu give 0); the same op inside a fused "
