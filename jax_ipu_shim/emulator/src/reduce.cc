@@ -214,22 +214,7 @@ class ReduceKernel : public Kernel {
       const int64_t inner = g_.red_shape.back();
       const int64_t inner_stride = g_.red_strides.back();
       int64_t i = b;
-      if (short_rows_) {  // each innermost row folded into the running value, as XLA:CPU's loop nest does
-        for (; i < e; ++i) {
-          S acc = init;
-          std::fill(ridx.begin(), ridx.end(), 0);
-          int64_t roff = 0;
-          do {
-            acc = shortFold(x + base + roff, inner_stride, inner, acc);
-            ridx.back() = inner - 1;
-            roff += (inner - 1) * inner_stride;
-          } while (advance(ridx, g_.red_shape, g_.red_strides, roff));
-          o[i] = acc;
-          advance(oidx, g_.out_shape, g_.out_strides, base);
-        }
-        return;
-      }
-      if (g_.red_shape.size() == 1) {
+      if (g_.red_shape.size() == 1 && !short_rows_) {
         // One reduced dimension: kLanes outputs at once, each still accumulated in its own order (the same
         // result), so their chains of dependent adds overlap instead of waiting on each other.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -263,9 +248,9 @@ class ReduceKernel : public Kernel {
         S acc = init;
         std::fill(ridx.begin(), ridx.end(), 0);
         int64_t roff = 0;
-        do {
+        do {  // short_rows_: each row in the lanes XLA:CPU's vectorised loop folds it in
           const S* p = x + base + roff;
-          for (int64_t k = 0; k < inner; ++k) acc = f_(acc, p[k * inner_stride]);
+          acc = short_rows_ ? shortFold(p, inner_stride, inner, acc) : foldInOrder(p, inner_stride, inner, acc);
           ridx.back() = inner - 1;
           roff += (inner - 1) * inner_stride;
         } while (advance(ridx, g_.red_shape, g_.red_strides, roff));
