@@ -3,9 +3,12 @@
 XLA:CPU runs with denormals flushed (MXCSR DAZ + FTZ): arithmetic reads a denormal operand as a zero of its sign and
 flushes a denormal result, but what it does not compute (a select, a copy, an op its simplifier removed) passes a
 denormal through, and libm calls see the raw bits. Which ops flush is therefore a property of each op and series:
-- an elementwise maximum/minimum against +0 (relu: maxps/minps) returns a denormal as a zero of its sign, clamp
-  returns the bound it ties with (clip(denormal, 0, 1) = +0), any other maximum (of two arrays, against another
-  constant, a reduce's) returns it as it is;
+- jaxlib 0.4.13: an elementwise maximum/minimum against +0 (relu: maxps/minps) returns a denormal as a zero of its
+  sign, clamp returns the bound it ties with (clip(denormal, 0, 1) = +0), any other maximum (of two arrays, against
+  another constant, a reduce's) returns it as it is, except against a constant XLA sees only through a call
+  (jnp.clip's one bound), which maxps reads and returns with denormals as zeros;
+- jaxlib 0.12: a maximum/minimum against a constant that is neither a zero nor NaN is maxss/minss, which returns x on
+  a tie (max(-0, 1e-40) = -0);
 - max(x, -x) and min(x, -x) are |x| and -|x| in jaxlib 0.12, of both operands flushed in jaxlib 0.4.13;
 - sign is copysign(x != 0, x), so a denormal's sign is a zero of its sign;
 - A + 0, A - 0, A * 1, A / 1 are A (XLA's simplifier), so a denormal A stays;
@@ -35,6 +38,10 @@ def _inputs() -> np.ndarray:
     return np.concatenate([base, tiny, rest]).astype(np.float32)
 
 
+# jitted functions a program calls: XLA sees the constants they receive only once it has inlined them
+_MAXIMUM_OF = jax.jit(jnp.maximum)
+_MINIMUM_OF = jax.jit(jnp.minimum)
+
 FUNCTIONS = {
     "sign": jnp.sign,
     "maximum": lambda x: jnp.maximum(x, 0.0),
@@ -47,6 +54,15 @@ FUNCTIONS = {
     "maximum_minus_zero": lambda x: jnp.maximum(x, -0.0),
     "minimum_one": lambda x: jnp.minimum(x, 1.0),
     "maximum_of_arrays": lambda x: jnp.maximum(x, x[::-1]),
+    "maximum_of_zeros_and_denormals": lambda x: jnp.maximum(x, x * 0.0),  # a tie of two arrays: the select's lhs
+    "minimum_of_zeros_and_denormals": lambda x: jnp.minimum(x * 0.0, x),
+    "maximum_denormal_constant": lambda x: jnp.maximum(x, np.float32(1e-40)),
+    "minimum_negative_denormal_constant": lambda x: jnp.minimum(np.float32(-1e-40), x),
+    "maximum_constant_through_a_call": lambda x: _MAXIMUM_OF(np.float32(1e-40), x),
+    "minimum_zero_through_a_call": lambda x: _MINIMUM_OF(np.float32(0.0), x),
+    "minimum_second_through_a_call": lambda x: _MINIMUM_OF(x, np.float32(-1e-40)),
+    "clip_lower_only_denormal": lambda x: jnp.clip(x, np.float32(1e-40), None),
+    "clip_upper_only_minus_zero": lambda x: jnp.clip(x, None, np.float32(-0.0)),
     "maximum_of_itself": lambda x: jnp.maximum(x, x),  # XLA's simplifier: max(A, A) = A, min(A, A) = A,
     "minimum_of_itself": lambda x: jnp.minimum(x, x),  # max(A, -inf) = A, min(A, inf) = A (no arithmetic)
     "maximum_minus_inf": lambda x: jnp.maximum(-jnp.inf, x),

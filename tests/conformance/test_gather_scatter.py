@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _conformance import ALL_DTYPES, CURRENT_SERIES, check, random
+from _conformance import ALL_DTYPES, CURRENT_SERIES, check, random, run_both
 
 # In range, negative (wrapped by jax), duplicated, and out of range in both directions.
 IDX = np.array([0, 3, -1, 3, 36, -37, 40, -50, 7, 3], np.int32)
@@ -150,3 +150,28 @@ def test_dimension_number_readers():
     for bad in bad_ones:
         with pytest.raises(ValueError):
             A.gather_dimension_numbers(bad)
+
+
+# A scatter of one update window at constant indices into a splat of its combiner's identity is the update placed
+# as it is: XLA unrolls its scatter loop of one trip, simplifies 0 + u to u and the dynamic-update-slice of a
+# constant to a pad, so a -0 or denormal update survives on cpu (jnp.zeros(n).at[i].add(x), segment_sum of one id).
+ONE_UPDATE_SCATTERS = {
+    "at_add": lambda v: jnp.zeros(5).at[3].add(v[0]),
+    "at_add_row": lambda v: jnp.zeros((3, 4)).at[1].add(v),
+    "at_add_slice": lambda v: jnp.zeros(6).at[2:4].add(v[1:3]),
+    "at_add_element_of_2d": lambda v: jnp.zeros((3, 4)).at[1, 2].add(v[3]),
+    "at_add_column": lambda v: jnp.zeros((4, 3)).at[:, 1].add(v),
+    "at_multiply": lambda v: jnp.ones(5).at[3].multiply(v[1]),
+    "at_add_out_of_bounds": lambda v: jnp.zeros(5).at[7].add(v[1]),  # dropped
+    "segment_sum_of_one_id": lambda v: jax.ops.segment_sum(v.reshape(1, 4), jnp.array([1], jnp.int32), num_segments=4),
+    "at_add_of_an_argument": lambda v: v.at[2].add(v[3]),  # not into the identity: the add computes (flushes)
+}
+if CURRENT_SERIES:  # jaxlib 0.4.13 computes max(-inf, u) there with maxps, reading a denormal as a zero
+    ONE_UPDATE_SCATTERS["at_max"] = lambda v: jnp.full(5, -jnp.inf).at[3].max(v[1])
+
+
+@pytest.mark.parametrize("name", sorted(ONE_UPDATE_SCATTERS))
+def test_one_update_into_the_identity_is_placed_as_it_is(name):
+    v = np.array([-0.0, 1e-40, -1e-40, -1e-40], np.float32)
+    got, want = (np.asarray(r) for r in run_both(ONE_UPDATE_SCATTERS[name], v))
+    assert (got.view(np.uint32) == want.view(np.uint32)).all(), (name, got.ravel(), want.ravel())

@@ -105,10 +105,10 @@ def test_max_min_propagate_nan():
 
 # maximum, minimum and clamp as each jaxlib's XLA:CPU computes them (the program's "numerics", ipu/numerics.h), on
 # every pair of signed zeros, f32 denormals, NaN, ones and infinities: jaxlib 0.4.13 selects (lhs wins ties, NaN lhs
-# kept; the comparison reads denormals as zeros, the selected operand keeps its bits), except that against +0 (relu,
-# maxps/minps) a denormal is returned as a zero of its sign, and clamp returns the bound it ties with (its
-# maxps/minps; NaN anywhere: the select rule); jaxlib 0.12 takes IEEE maximum/minimum (-0 < +0, NaN wins) of f32
-# operands read with denormals as zeros (f16 has none to read).
+# kept; the comparison reads denormals as zeros, the selected operand keeps its bits), and clamp returns the bound it
+# ties with (its maxps/minps; NaN anywhere: the select rule); jaxlib 0.12 takes IEEE maximum/minimum (-0 < +0, NaN
+# wins) of f32 operands read with denormals as zeros (f16 has none to read). Against a splat constant (the op's
+# "constant_operand"), as LLVM lowers it knowing the constant: see _reference_against_constant.
 SIGNED_SPECIALS = np.array([0.0, -0.0, 1e-40, -1e-40, np.nan, 1.0, -1.0, np.inf, -np.inf], np.float32)
 
 
@@ -116,16 +116,10 @@ def _daz(x):
     return np.where(np.abs(x) < np.finfo(np.float32).tiny, np.copysign(np.float32(0), x), x).astype(x.dtype)
 
 
-def _reference_max_min(numerics, a, b, relu=True):
+def _reference_max_min(numerics, a, b):
     if numerics == "jaxlib-0.4":
         da, db = (_daz(a), _daz(b)) if a.dtype == np.float32 else (a, b)
         mx, mn = np.where((da >= db) | np.isnan(a), a, b), np.where((da <= db) | np.isnan(a), a, b)
-        if relu and a.dtype == np.float32:  # against +0 a denormal comes back as a zero of its sign
-            a_den, b_den = (da != a) & ~np.isnan(a), (db != b) & ~np.isnan(b)
-            plus_zero = lambda x: x.view(np.uint32) == 0  # noqa: E731
-            flush = np.where(plus_zero(b) & a_den, da, np.where(plus_zero(a) & b_den, db, np.nan))
-            pick = ~np.isnan(flush)
-            mx, mn = np.where(pick, flush, mx), np.where(pick, flush, mn)
         return mx.astype(a.dtype), mn.astype(a.dtype)
     if a.dtype == np.float32:
         a, b = _daz(a), _daz(b)
@@ -134,6 +128,34 @@ def _reference_max_min(numerics, a, b, relu=True):
     mx = np.where(nan, np.nan, np.where(tie, np.where(np.signbit(a), b, a), np.where(a > b, a, b)))
     mn = np.where(nan, np.nan, np.where(tie, np.where(np.signbit(a), a, b), np.where(a < b, a, b)))
     return mx.astype(a.dtype), mn.astype(a.dtype)
+
+
+def _reference_against_constant(numerics, x, c, side):
+    """max and min of f32 x and a splat constant c on `side` ("rhs": where XLA's simplifier puts it; "lhs": one it
+    saw through a call's parameter), as measured on XLA:CPU. jaxlib 0.4.13, rhs: the select, except that against +0
+    (relu's maxps/minps) a denormal x comes back as a zero of its sign; lhs: maxps/minps of both operands read and
+    returned with denormals as zeros, a tie giving x (c a zero: c), a NaN x returned. jaxlib 0.12: against a c that
+    is neither a zero nor NaN, maxss/minss (as lhs in 0.4.13, a tie giving x); against -inf (max) or +inf (min) x
+    itself; otherwise IEEE's."""
+    is_zero = c.view(np.uint32) & 0x7FFFFFFF == 0
+    dx, dc = _daz(x), _daz(c)
+
+    def maxps(mx):
+        beats = (dc > dx) if mx else (dc < dx)
+        tie_to_c = is_zero & (dc == dx)
+        return np.where(np.isnan(x), x, np.where(beats | tie_to_c, dc, dx)).astype(np.float32)
+
+    if numerics == "jaxlib-0.4" and side == "rhs":
+        mx, mn = _reference_max_min(numerics, x, c)
+        flush = (c.view(np.uint32) == 0) & (dx != x) & ~np.isnan(x)
+        return np.where(flush, dx, mx), np.where(flush, dx, mn)
+    if numerics == "jaxlib-0.4":
+        return maxps(True), maxps(False)
+    ieee = _reference_max_min(numerics, x, c)
+    special = is_zero | np.isnan(c)
+    mx = np.where(c == -np.inf, x, np.where(special, ieee[0], maxps(True)))
+    mn = np.where(c == np.inf, x, np.where(special, ieee[1], maxps(False)))
+    return mx, mn
 
 
 def _same_bits(got, want):
@@ -154,8 +176,26 @@ def test_maximum_minimum_clamp_follow_the_programs_numerics(numerics, dtype):
     _same_bits(run_op("clamp", [lo, x, hi], numerics=numerics), _reference_clamp(numerics, lo, x, hi))
 
 
+@pytest.mark.parametrize("side", ["lhs", "rhs"])
+@pytest.mark.parametrize("numerics", ["jaxlib-0.4", "jaxlib-0.12"])
+def test_maximum_minimum_against_a_constant_follow_llvms_lowering(numerics, side):
+    for c in SIGNED_SPECIALS:
+        x = SIGNED_SPECIALS
+        constant = np.full_like(x, c)
+        operands = [constant, x] if side == "lhs" else [x, constant]
+        want_max, want_min = _reference_against_constant(numerics, x, constant, side)
+        attrs = {"constant_operand": side}
+        _same_bits(run_op("maximum", operands, numerics=numerics, attrs=attrs), want_max)
+        _same_bits(run_op("minimum", operands, numerics=numerics, attrs=attrs), want_min)
+
+
+def test_unknown_constant_operand_is_refused():
+    with pytest.raises(E.EmulatorError, match=r"unknown constant_operand 'middle'"):
+        run_op("maximum", [SIGNED_SPECIALS, SIGNED_SPECIALS], attrs={"constant_operand": "middle"})
+
+
 def _reference_clamp(numerics, lo, x, hi):
-    select = _reference_max_min(numerics, _reference_max_min(numerics, x, lo, False)[0], hi, False)[1]
+    select = _reference_max_min(numerics, _reference_max_min(numerics, x, lo)[0], hi)[1]
     if numerics != "jaxlib-0.4":
         return _reference_max_min(numerics, _reference_max_min(numerics, x, lo)[0], hi)[1]
     daz = _daz if x.dtype == np.float32 else (lambda v: v)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 SAFETY = 4  # an ipu result may move SAFETY times as far as cpu's moved under its ops' allowed ulps
@@ -293,6 +294,11 @@ ACCEPTED: List[Accepted] = [
              ("select", "broadcast", "reshape", "transpose", "slice", "pad", "concatenate", "rev", "dynamic_slice",
               "dynamic_update_slice", "gather"), ("bfloat16",), 1, per="denormal", series="0.12",
              when="denormal_operand"),
+    Accepted("jaxlib 0.4.13's XLA:CPU tests a bf16 value against zero (x != 0, x.astype(bool)) with its bits, so a "
+             "bf16 denormal is nonzero, where the test is all its loop reads of x (the ipu's rule), but with a float "
+             "compare that reads it as a zero where the loop also computes with x: where(x != 0, tan(x), x) of a "
+             "bf16 denormal selects x on cpu, tan(x) = 0 on the ipu (README, denormals)", ("select",), ("bfloat16",),
+             1, per="denormal", series="0.4.", when="denormal_operand"),
     Accepted("jaxlib 0.12's XLA:CPU computes cbrt of an f32 denormal as 5.6e-16 of a sign its code decides: "
              "-5.6e-16 for every denormal of an array (the ipu's), +5.6e-16 for the negation of a bitcast one",
              ("cbrt",), ("float32",), 1, per="any", series="0.12", when="denormal_operand"),
@@ -312,11 +318,28 @@ ACCEPTED: List[Accepted] = [
              "negative denormal, where its vector code's |sqrt(a)| and the ipu give 0); the same op inside a fused "
              "loop (a slice of a longer array) gives 0 there too, so the ipu keeps the README's rule",
              ("pow_half",), ("float32",), 1, per="any", series="0.12", max_size=1, when="denormal_operand"),
+    Accepted("XLA folds an array it computes at compile time whose elements all compare equal into a broadcast "
+             "of the first, +0 and -0 alike: bitcast_convert_type of a folded f32 -0 (-jnp.sum of an empty array) "
+             "to bf16[2] is [0, 0] on cpu, [0, -0] (the bits) on the ipu", ("bitcast",),
+             ("float32", "float16", "bfloat16"), 1, per="any", when="folded"),
     Accepted("XLA folds what it can compute at compile time (an op of constants, a pad of an empty array, which is "
-             "all padding value) with host arithmetic, which keeps a denormal result that its compiled code would "
-             "flush (1e-40 / 65504 is 1.4e-45 there); the ipu computes it at run time, with the series' flushing",
+             "all padding value, the indices of an argmax over one element) with host arithmetic, which keeps a "
+             "denormal result that its compiled code would flush (1e-40 / 65504 is 1.4e-45 there) and reads a "
+             "denormal operand as it is (1e-40 / 0 is inf there, NaN compiled); the ipu computes it at run time, "
+             "with the series' flushing",
              ELEMENTWISE_F32 + TRANSCENDENTAL + ("convert",), ("float32", "float16", "bfloat16"), 1, per="denormal",
              when="folded"),
+    Accepted("jaxlib 0.12's XLA:CPU computes a one-element maximum or minimum against a constant with scalar code "
+             "that returns the constant on a tie (max(-0, 1e-40) is +0 there), where its vector loops and the ipu "
+             "return x (-0)", ("max", "min"), ("float32",), 1, per="denormal", series="0.12", max_size=1),
+    Accepted("jaxlib 0.12's LLVM knows that max(x, c) of a positive constant c is positive and drops the zero "
+             "case of what reads it: rsqrt(max(x, 1e-40)) is NaN on cpu (its Newton step on the denormal read as a "
+             "zero), inf on the ipu as rsqrt(+0)", ("rsqrt",), ("float32",), 1, per="any", series="0.12",
+             when="denormal_bound"),
+    Accepted("jaxlib 0.12's XLA:CPU erf rounds differently by an ulp where it is fused with the erf_inv that reads "
+             "it, which turns the ulp into anything near +-1 (erf_inv(erf(x)) of f32[129]: erf(3.77) is 1 there, "
+             "so inf; 0.99999994 alone and on the ipu, so 3.83)", ("erf",), ("float32",), 1, per="any",
+             series="0.12", when="read_by_erf_inv"),
     Accepted("jaxlib 0.12's XLA:CPU computes atan in vector loops of 64 elements that read a denormal as a zero, and "
              "the rest of an array (all of one under 64 elements, the last n mod 64 of others) with scalar code that "
              "returns a denormal as it is; the ipu reads it as a zero everywhere (README, denormals)", ("atan",),
@@ -330,10 +353,6 @@ ACCEPTED: List[Accepted] = [
              "jaxlib 0.4.13's (bit for bit with it): the product of 2^23 factors near 1 is 0.93886 on cpu, 0.93788 "
              "on the ipu (both 6% from the exact product)", ("reduce_prod",), ("float32", "complex64"), 1,
              per="any", series="0.12", min_count=33, open=True),
-    Accepted("open: jaxlib 0.4.13, an elementwise maximum or minimum of two arrays where a denormal meets a zero: "
-             "the ipu gives a zero (-0 for max(0, -1e-45) too), XLA:CPU the operand its compare picks (README: "
-             "such a maximum returns a denormal as it is); f32 and bf16", ("max", "min"), ("float32", "bfloat16"), 1,
-             per="denormal", series="0.4.", open=True),
     Accepted("open: jaxlib 0.12, maxima and minima (elementwise, relu, clamp, reduced, windowed, cumulative, "
              "scattered) of bf16 denormals: the ipu passes them through, XLA:CPU (which computes bf16 in f32 and "
              "reads f32 denormals as zeros there) gives zeros; what follows may differ by anything (atan2(x, "
@@ -444,9 +463,27 @@ def _unvectorised(step, program, values) -> bool:  # noqa: ANN001
 
 def _folded(step, program, values) -> bool:  # noqa: ANN001
     """Every operand of the step is known at compile time: computed from constants alone (no input), a pad of an
-    empty array counting as its padding value."""
+    empty array counting as its padding value, what reads only empty arrays (a reduction of one: its init value)
+    and the indices of a top_k or argmax over an axis of one element as zeros."""
     producers = {o.name: s for s in program.ops() for o in s.outs}
     known: Dict[str, bool] = {}
+
+    def indices_of_one(producer, name: str) -> bool:  # noqa: ANN001
+        try:
+            source = program.var(producer.reads[0])
+        except (IndexError, KeyError):  # no operand, or a block's argument
+            return False
+        if source.size == 0:
+            return False
+        if producer.op == "top_k":
+            return name == producer.outs[1].name and source.shape[-1] == 1
+        return producer.op == "argmax" and producer.outs[0].size == source.size
+
+    def empty(name: str) -> bool:  # an empty array: what reads it (a reduction's result) is its init value
+        try:
+            return program.var(name).size == 0
+        except KeyError:
+            return False
 
     def constant(name: str) -> bool:
         if name not in known:
@@ -454,7 +491,7 @@ def _folded(step, program, values) -> bool:  # noqa: ANN001
             producer = producers.get(name)
             if producer is not None:
                 known[name] = (producer.op == "pad" and program.var(producer.reads[0]).size == 0) or \
-                    all(constant(r) for r in producer.reads)
+                    indices_of_one(producer, name) or all(constant(r) or empty(r) for r in producer.reads)
         return known[name]
 
     return bool(step.reads) and all(constant(r) for r in step.reads)
@@ -509,6 +546,30 @@ MOVES_OPS = ("reshape", "transpose", "broadcast", "slice", "pad", "concatenate",
 
 
 # Conditions for entries that hold only for some steps: (step, program, its operands' values on cpu) -> bool.
+def _denormal_bound(step, program, values) -> bool:  # noqa: ANN001
+    """The step reads a maximum, minimum or clamp against a literal denormal bound (jnp.maximum(x, 1e-40))."""
+    producers = {o.name: s for s in program.ops() for o in s.outs}
+    for name in step.reads:
+        producer = producers.get(name)
+        if producer is None or producer.op not in ("max", "min", "clamp", "relu"):
+            continue
+        for literal in re.findall(r"(?<![\w.])-?\d+(?:\.\d*)?(?:e-?\d+)?", producer.expr):
+            if 0 < abs(float(literal)) < 1.1754943508222875e-38:
+                return True
+    return False
+
+
+def _read_by_erf_inv(step, program, values) -> bool:  # noqa: ANN001
+    """An erf_inv reads the step's result, directly or through steps computed from it."""
+    names = {o.name for o in step.outs}
+    for s in program.ops():  # program order: a step's readers come after it
+        if names & set(s.reads):
+            if s.op == "erf_inv":
+                return True
+            names |= {o.name for o in s.outs}
+    return False
+
+
 WHEN = {
     "zero_by_zero": lambda step, program, values: _zero_by_zero(values),
     "unvectorised": _unvectorised,
@@ -522,6 +583,8 @@ WHEN = {
     "nan_literal_operand": _nan_literal_operand,
     "read_twice": _read_twice,
     "minor_unvectorised": _minor_unvectorised,
+    "denormal_bound": _denormal_bound,
+    "read_by_erf_inv": _read_by_erf_inv,
 }
 
 

@@ -459,7 +459,7 @@ std::vector<int> Lowerer::lowerCollective(OpContext& ctx) {
       if (identityBits(combine, in.dtype, &identity)) {
         scalar::visitBinary(combine, in.dtype, [&](auto f, auto t) {
           p.fold = &foldLoop<typename decltype(t)::type, decltype(f)>;
-        }, scalar::BinaryUse::Combiner);
+        });
         p.identity = identity;
       }
     }

@@ -121,12 +121,17 @@ Member describe(const Lowerer& lowerer, const OpContext& ctx) {
         m.fn = &block1<typename decltype(a)::type, typename decltype(r)::type, decltype(f)>;
       });
       break;
-    case OpFamily::Binary:
+    case OpFamily::Binary: {
+      scalar::ConstantOperand constantOperand;
+      const std::string which = attrString(*ctx.op, "constant_operand", "");
+      if (!scalar::parseConstantOperand(which, &constantOperand))
+        lowerer.invalid(ctx, "unknown constant_operand '" + which + "' (expected \"lhs\" or \"rhs\")");
       scalar::visitBinary(kind, dt, [&](auto f, auto t) {
         using T = typename decltype(t)::type;
         m.fn = &block2<T, T, T, decltype(f)>;
-      });
+      }, constantOperand);
       break;
+    }
     case OpFamily::Compare: {
       scalar::Direction d;
       const std::string dir = attrString(*ctx.op, "comparison_direction");

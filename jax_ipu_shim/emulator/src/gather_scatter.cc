@@ -461,7 +461,7 @@ std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
       else if (bf16_in_f32 && kind == OpKind::Minimum)
         make(scalar::Half2<scalar::MinimumIeeeF, BF16>{}, bf16);
       else if (!(isFloat(dt) && (kind == OpKind::And || kind == OpKind::Or)))
-        scalar::visitBinary(kind, dt, make, scalar::BinaryUse::Combiner);
+        scalar::visitBinary(kind, dt, make);
     }
     ScalarProgram body;
     std::string codelet = "scatter" + computation;

@@ -588,11 +588,11 @@ std::unique_ptr<Kernel> reduceKernel(const std::string& c, DType dt, int in, int
       scalar::visitBinary(kind, dt, [&](auto f, auto t) {
         using S = typename decltype(t)::type;
         if constexpr (std::is_same<S, Storage<D>>::value) kernel = make<S>(in, init, out, g, variadic, f, identity);
-      }, scalar::BinaryUse::Combiner);
+      });
     } else {
       scalar::visitBinary(kind, dt, [&](auto f, auto t) {
         kernel = make<typename decltype(t)::type>(in, init, out, g, variadic, f, std::nullopt);
-      }, scalar::BinaryUse::Combiner);
+      });
     }
   });
   return kernel;

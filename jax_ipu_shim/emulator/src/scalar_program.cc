@@ -170,12 +170,17 @@ ScalarProgram ScalarProgram::compile(const Region& region, const std::vector<DTy
           ins.exec = &exec1<decltype(f), typename decltype(a)::type, typename decltype(r)::type>;
         });
         break;
-      case OpFamily::Binary:
+      case OpFamily::Binary: {
+        scalar::ConstantOperand constant;
+        const std::string which = attrString(op, "constant_operand", "");
+        if (!scalar::parseConstantOperand(which, &constant))
+          fail(ErrorCode::InvalidArgument, sig + ": unknown constant_operand '" + which + "' (expected \"lhs\" or \"rhs\")");
         scalar::visitBinary(info->kind, dt, [&](auto f, auto t) {
           using T = typename decltype(t)::type;
           ins.exec = &exec2<decltype(f), T, T, T>;
-        });
+        }, constant);
         break;
+      }
       case OpFamily::Compare: {
         scalar::Direction d;
         const std::string dir = attrString(op, "comparison_direction");

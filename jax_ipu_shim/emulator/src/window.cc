@@ -175,7 +175,7 @@ std::unique_ptr<Kernel> windowKernel(const std::string& c, DType dt, int in, int
   std::unique_ptr<Kernel> kernel;
   scalar::visitBinary(kind, dt, [&](auto f, auto t) {
     kernel = std::make_unique<ReduceWindowKernel<typename decltype(t)::type, decltype(f)>>(in, init, out, w, f);
-  }, scalar::BinaryUse::Combiner);
+  });
   return kernel;
 }
 

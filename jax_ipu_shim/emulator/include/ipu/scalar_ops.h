@@ -35,26 +35,14 @@ using Tag = TypeTag<T>;
 // ---- helpers ----
 
 // XLA's EmitFloatMax/Min: NaN in either operand propagates; otherwise lhs wins ties (so max(-0, +0) = -0), compared
-// as the host compares (under XLA:CPU's denormals-are-zero a denormal equals 0) and returned as it is: a reduce's,
-// a reduce_window's and a scatter's maximum, and an elementwise one of two arrays or of a nonzero constant.
-// jaxlib 0.4's XLA:CPU vectorises an elementwise maximum or minimum against +0 (relu) into maxps/minps, which return a
-// denormal as a zero of its sign (maxXlaDaz), and clamp's maxps/minps return the bound on a tie (clampXlaDaz), so
-// clip(denormal, 0, 1) is +0. (Arrays of 2 to 7 elements, which it leaves unvectorised, keep the denormal there; the
-// emulator flushes at every size.) f16 values are normal f32s; bf16 denormals are f32 denormals.
+// as the host compares (under XLA:CPU's denormals-are-zero a denormal equals 0) and returned as it is: jaxlib 0.4's
+// maximum and minimum, elementwise and as a reduce's, a reduce_window's and a scatter's combiner (against a constant,
+// see xlaConstant). clamp's maxps/minps return the bound on a tie (clampXlaDaz), so clip(denormal, 0, 1) is +0.
+// f16 values are normal f32s; bf16 denormals are f32 denormals.
 inline float maxXla(float a, float b) { return (a >= b || std::isnan(a)) ? a : b; }
 inline float minXla(float a, float b) { return (a <= b || std::isnan(a)) ? a : b; }
 inline bool isDenormal(float x) { return xla_math::floatToBits(x) != xla_math::floatToBits(xla_math::ftz_(x)); }
-inline bool isPlusZero(float x) { return xla_math::floatToBits(x) == 0; }
-inline float maxXlaDaz(float a, float b) {
-  if (isPlusZero(b) && isDenormal(a)) return xla_math::ftz_(a);
-  if (isPlusZero(a) && isDenormal(b)) return xla_math::ftz_(b);
-  return maxXla(a, b);
-}
-inline float minXlaDaz(float a, float b) {
-  if (isPlusZero(b) && isDenormal(a)) return xla_math::ftz_(a);
-  if (isPlusZero(a) && isDenormal(b)) return xla_math::ftz_(b);
-  return minXla(a, b);
-}
+inline bool isZeroBits(float x) { return (xla_math::floatToBits(x) & 0x7fffffffu) == 0; }
 inline float clampXlaDaz(float v, float l, float h) {
   if (std::isnan(v) || std::isnan(l) || std::isnan(h)) return minXla(maxXla(v, l), h);
   const float z = xla_math::ftz_(v), lo = xla_math::ftz_(l) < z ? z : l;  // a tie (+-0, a denormal) gives the bound
@@ -79,6 +67,47 @@ inline float minIeee(float a, float b) {
   if (Daz) a = xla_math::ftz_(a), b = xla_math::ftz_(b);
   if (std::isnan(a) || std::isnan(b)) return a + b;
   return ieeeOrderKey(a) <= ieeeOrderKey(b) ? a : b;
+}
+
+// A maximum or minimum of x and a splat constant c, as LLVM lowers it knowing c. XLA's simplifier puts a
+// commutative op's constant on the right; one that reaches the op through a call's parameter (jnp.clip's bound in
+// jax 0.4.13) stays where it is. The front end writes the op so and marks it "constant_operand": "rhs" or "lhs".
+//   jaxlib 0.4, c on the right (xlaConstant): against +0 (relu), maxps/minps, which read a denormal x as a zero of
+//       its sign and return it so (arrays of 2 to 7 elements, left unvectorised, keep the denormal on cpu; the
+//       emulator flushes at every size); against any other c, maxXla/minXla (x wins a tie, returned as it is).
+//   jaxlib 0.4, c on the left (xlaConstantLhs): select(c >= x, c, x) as maxps/minps, both operands read with
+//       denormals as zeros and returned so; a tie gives x when c is not a zero (maxps(c, x)) and c when it is
+//       (maxps(x, c), signed zeros kept); a NaN x is returned.
+//   jaxlib 0.12, f32 (ieeeConstant; either side): against a c that is neither a zero nor NaN, no signed zero can tie
+//       and no NaN come from c, so IEEE's maximum is one maxss/minss, which reads both operands with denormals as
+//       zeros and returns x on a tie or when it is NaN (max(-0, 1e-40) is -0); against -inf (max) or +inf (min), x
+//       itself; against a zero or NaN, maxIeee/minIeee.
+enum class ConstantOperand { None, Lhs, Rhs };
+inline bool parseConstantOperand(const std::string& s, ConstantOperand* out) {
+  if (s == "lhs" || s == "rhs" || s.empty()) {
+    *out = s.empty() ? ConstantOperand::None : s == "lhs" ? ConstantOperand::Lhs : ConstantOperand::Rhs;
+    return true;
+  }
+  return false;
+}
+template <bool kMax>
+inline float xlaConstant(float x, float c) {
+  if (xla_math::floatToBits(c) == 0 && isDenormal(x)) return xla_math::ftz_(x);
+  return kMax ? maxXla(x, c) : minXla(x, c);
+}
+template <bool kMax>
+inline float xlaConstantLhs(float c, float x) {
+  const float a = xla_math::ftz_(c), b = xla_math::ftz_(x);
+  if (std::isnan(b)) return b;
+  if (isZeroBits(c)) return (kMax ? b > a : b < a) ? b : a;
+  return (kMax ? a > b : a < b) ? a : b;
+}
+template <bool kMax>
+inline float ieeeConstant(float x, float c) {
+  if (c == (kMax ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity())) return x;
+  if (isZeroBits(c) || std::isnan(c)) return kMax ? maxIeee<true>(x, c) : minIeee<true>(x, c);
+  const float a = xla_math::ftz_(x), b = xla_math::ftz_(c);
+  return (kMax ? b > a : b < a) ? b : a;  // compared as floats: -0 ties with +0; a NaN x is returned
 }
 
 // XLA's sign: copysign(x != 0 ? 1 : 0, x), NaN kept. Under XLA:CPU's denormals-are-zero a denormal compares equal
@@ -380,8 +409,14 @@ IPU_FLOAT_BINARY(RemainderF, std::fmod(x, y))
 IPU_FLOAT_BINARY(PowerF, std::pow(x, y))
 IPU_FLOAT_BINARY(MaximumF, maxXla(x, y))  // a reduce's, reduce_window's, scatter's combiner
 IPU_FLOAT_BINARY(MinimumF, minXla(x, y))
-IPU_FLOAT_BINARY(MaximumDazF, maxXlaDaz(x, y))  // elementwise
-IPU_FLOAT_BINARY(MinimumDazF, minXlaDaz(x, y))
+IPU_FLOAT_BINARY(MaximumConstantF, xlaConstant<true>(x, y))
+IPU_FLOAT_BINARY(MinimumConstantF, xlaConstant<false>(x, y))
+IPU_FLOAT_BINARY(MaximumConstantLhsF, xlaConstantLhs<true>(x, y))
+IPU_FLOAT_BINARY(MinimumConstantLhsF, xlaConstantLhs<false>(x, y))
+IPU_FLOAT_BINARY(MaximumIeeeConstantF, ieeeConstant<true>(x, y))
+IPU_FLOAT_BINARY(MinimumIeeeConstantF, ieeeConstant<false>(x, y))
+IPU_FLOAT_BINARY(MaximumIeeeConstantLhsF, ieeeConstant<true>(y, x))
+IPU_FLOAT_BINARY(MinimumIeeeConstantLhsF, ieeeConstant<false>(y, x))
 #ifdef IPU_HAVE_AVX2_MATH
 // maxIeee<true>/minIeee<true> eight lanes at a time, the same steps: denormals read as zeros, ordered on the bits
 // (ieeeOrderKey), a NaN operand gives a + b.
@@ -950,14 +985,10 @@ bool visitUnary(OpKind k, DType dt, V&& v) {
   return found;
 }
 
-// Where a binary op runs: an elementwise op (or fused vertex), or the combiner of a reduce, reduce_window, scatter or
-// collective (jaxlib 0.4's float maximum/minimum differ there: maxXla and maxXlaDaz).
-enum class BinaryUse { Elementwise, Combiner };
-
-// Binary ops: calls v(f, Tag<T>) with T f(T, T). Returns false when `k` on `dt` has no functor.
+// Binary ops: calls v(f, Tag<T>) with T f(T, T). Returns false when `k` on `dt` has no functor. `constant`: which
+// operand is a splat constant (an elementwise op's "constant_operand"; see xlaConstant).
 template <class V>
-bool visitBinary(OpKind k, DType dt, V&& v, BinaryUse use = BinaryUse::Elementwise) {
-  const bool combiner = use == BinaryUse::Combiner;
+bool visitBinary(OpKind k, DType dt, V&& v, ConstantOperand constant = ConstantOperand::None) {
   bool found = false;
   const bool v012 = currentNumerics() == Numerics::Jaxlib012;
   visitDType(dt, [&](auto tag) {
@@ -976,13 +1007,21 @@ bool visitBinary(OpKind k, DType dt, V&& v, BinaryUse use = BinaryUse::Elementwi
         case OpKind::Remainder: found = f(RemainderF{}); break;
         case OpKind::Power: found = f(PowerF{}); break;
         case OpKind::Maximum:
-          if (!v012) found = combiner ? f(MaximumF{}) : f(MaximumDazF{});
-          else if constexpr (D == DType::F32) found = f(MaximumIeeeF{});
+          if (!v012 && constant == ConstantOperand::Lhs) found = f(MaximumConstantLhsF{});
+          else if (!v012) found = constant == ConstantOperand::Rhs ? f(MaximumConstantF{}) : f(MaximumF{});
+          else if constexpr (D == DType::F32)
+            found = constant == ConstantOperand::Rhs   ? f(MaximumIeeeConstantF{})
+                    : constant == ConstantOperand::Lhs ? f(MaximumIeeeConstantLhsF{})
+                                                       : f(MaximumIeeeF{});
           else found = f(MaximumIeee16F{});
           break;
         case OpKind::Minimum:
-          if (!v012) found = combiner ? f(MinimumF{}) : f(MinimumDazF{});
-          else if constexpr (D == DType::F32) found = f(MinimumIeeeF{});
+          if (!v012 && constant == ConstantOperand::Lhs) found = f(MinimumConstantLhsF{});
+          else if (!v012) found = constant == ConstantOperand::Rhs ? f(MinimumConstantF{}) : f(MinimumF{});
+          else if constexpr (D == DType::F32)
+            found = constant == ConstantOperand::Rhs   ? f(MinimumIeeeConstantF{})
+                    : constant == ConstantOperand::Lhs ? f(MinimumIeeeConstantLhsF{})
+                                                       : f(MinimumIeeeF{});
           else found = f(MinimumIeee16F{});
           break;
         case OpKind::Atan2: found = f(Atan2F{}); break;

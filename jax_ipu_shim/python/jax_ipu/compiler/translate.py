@@ -501,7 +501,11 @@ class _Translator:
                 body.append(self._untupled_call(op))
             elif op.name in ("stablehlo.gather", "stablehlo.scatter"):
                 entry = self._op(op)
-                body.extend(self._unbatch_indices(entry, op) if _BATCHING.keys() & entry["attrs"].keys() else [entry])
+                if op.name == "stablehlo.scatter" and (placed := self._scatter_into_identity(entry, op)) is not None:
+                    body.extend(placed)
+                else:
+                    body.extend(self._unbatch_indices(entry, op) if _BATCHING.keys() & entry["attrs"].keys()
+                                else [entry])
             elif scalar_body and op.name == "func.call":
                 self._inline(op, body)
             elif _is_dce_sink(op):
@@ -524,12 +528,6 @@ class _Translator:
                     denormal = 0 < abs(bound) < _F32_TINY
                     operands.append(rewrite.splat(math.copysign(0.0, bound)) if denormal else self._use(v))
                 body.extend(rewrite.ops + [dict(entry, op="clamp", mlir="stablehlo.clamp", operands=operands)])
-            elif op.name in _MIN_MAX and not scalar_body and not _jax.is_current_series() and self._real_float(op) \
-                    and _is_constant(op.operands[0]) and _splat_value(op.operands[1]) is None:
-                # XLA's simplifier puts a commutative op's constant on the right: max(0, x) is max(x, 0), which
-                # jaxlib 0.4.13's XLA:CPU computes with its operand-order-dependent denormal and zero rules
-                entry = self._op(op)
-                body.append(dict(entry, operands=entry["operands"][::-1]))
             elif op.name in _MIN_MAX and not scalar_body and self._f32(op) and (x := _negation_pair(op)) is not None:
                 body.extend(self._extremum_of_negation(self._op(op), op, x))
             elif op.name in _MIN_MAX and not scalar_body and _jax.is_current_series() and self._real_float(op) \
@@ -553,6 +551,9 @@ class _Translator:
                 # A + 0, A - 0, A * 1, A / 1 (either side where the op commutes): XLA's algebraic simplifier returns
                 # A itself, so cpu keeps what arithmetic would change (a denormal, -0 + 0)
                 self.ids[op.results[0]] = self._use(kept)
+            elif op.name in _MIN_MAX and not scalar_body and self._real_float(op) \
+                    and (bound := _constant_bound(op)) is not None:
+                body.extend(self._extremum_with_constant(self._op(op), op, *bound))
             elif op.name == "stablehlo.multiply" and not scalar_body and self._simplified_float(op) \
                     and (masked := _predicate_product(op)) is not None:
                 # XLA's simplifier: A * convert(predicate) => select(predicate, A, 0), so an infinite or NaN A gives
@@ -952,6 +953,8 @@ class _Translator:
         if _splat_value(b) == identity and a.type == op.results[0].type:
             return a
         if commutes and _splat_value(a) == identity and b.type == op.results[0].type:
+            if op.name in _MIN_MAX and not _jax.is_current_series() and _through_parameter(a):
+                return None  # jaxlib 0.4.13: it stays on the left, where maxps reads b's denormals as zeros
             return b
         return None
 
@@ -1033,6 +1036,19 @@ class _Translator:
         is_zero = emit("compare", [b, zero], "bool", attrs={"comparison_direction": "EQ", "compare_type": "FLOAT"})
         emit("select", [is_zero, zero, product], result=out)
         return ops
+
+    def _extremum_with_constant(self, entry: Dict[str, Any], op: Any, x: Any, bound: Any) -> List[Dict[str, Any]]:
+        """max(x, c) or min(x, c) of a float x and a constant c, either operand order. XLA's simplifier puts a
+        commutative op's constant on the right, except one it sees only after inlining a call that receives it as a
+        parameter (jnp.clip's bound in jax 0.4.13), and LLVM lowers a maximum or minimum knowing a splat constant
+        (relu's maxps on jaxlib 0.4.13, maxss on 0.12). So the op is written in XLA's operand order, marked
+        "constant_operand": "lhs" or "rhs" when c is a splat, and the emulator computes it as XLA:CPU does
+        (ipu/scalar_ops.h, xlaConstant). An array constant is only put on the right."""
+        moved = not _through_parameter(bound) or entry["operands"][1] == self._use(bound)
+        operands = [self._use(x), self._use(bound)] if moved else [self._use(bound), self._use(x)]
+        if _splat_value(bound) is None:
+            return [dict(entry, operands=operands)]
+        return [dict(entry, operands=operands, attrs=dict(entry["attrs"], constant_operand="rhs" if moved else "lhs"))]
 
     def _extremum_of_negation(self, entry: Dict[str, Any], op: Any, x: Any) -> List[Dict[str, Any]]:
         """max(x, -x), max(-x, x), min(x, -x) or min(-x, x) of f32 as XLA:CPU computes them. jaxlib 0.12: |x| and
@@ -1198,6 +1214,41 @@ class _Translator:
         re, im = op("subtract", [ac, bd], out["shape"]), op("add", [ad, bc], out["shape"])
         op("complex", [re, im], out["shape"], result=out)
         return ops
+
+    def _scatter_into_identity(self, entry: Dict[str, Any], op: Any) -> Optional[List[Dict[str, Any]]]:
+        """A float scatter of one update window at constant indices, in bounds, into a splat of its combiner's identity
+        (jnp.zeros(n).at[3].add(x), segment_sum with one constant segment id), as XLA:CPU computes it: its scatter
+        expander's loop of one trip is unrolled, the combine with the identity is the update itself (XLA's A + 0 =>
+        A; jaxlib 0.12 also max(-inf, A) => A) and the dynamic-update-slice of a broadcast constant a pad, so the
+        update is placed as it is (a -0 or a denormal update is kept): a dynamic_update_slice of the update reshaped
+        to its window. (jax 0.4.13 writes a negative index as a select XLA folds; the front end does not see through
+        it.) Else None."""
+        attrs = entry["attrs"]
+        identities = {"add": 0.0, "multiply": 1.0}
+        if _jax.is_current_series():  # jaxlib 0.4.13 computes max(-inf, u) with maxps, reading a denormal as 0
+            identities.update(maximum=-math.inf, minimum=math.inf)
+        identity = identities.get(attrs.get("computation", ""))
+        if len(op.operands) != 3 or identity is None or not self._real_float(op) or _BATCHING.keys() & attrs.keys() \
+                or _splat_value(op.operands[0]) != identity:
+            return None
+        indices = _int_constant(op.operands[1])
+        (_, operand_shape), (_, update_shape) = self._tensor(op.operands[0]), self._tensor(op.operands[2])
+        if indices is None or len(indices) != len(attrs["scatter_dims_to_operand_dims"]):
+            return None
+        window = [1 if d in attrs["inserted_window_dims"] else 0 for d in range(len(operand_shape))]
+        sizes = iter(update_shape[d] for d in attrs["update_window_dims"])
+        window = [w or next(sizes) for w in window]
+        start = [0] * len(operand_shape)
+        for k, d in enumerate(attrs["scatter_dims_to_operand_dims"]):
+            start[d] = int(indices[k])
+        if any(s < 0 or s + w > n for s, w, n in zip(start, window, operand_shape)):
+            return None  # dropped, or clamped: left to the scatter
+        rewrite = _Rewrite(self, entry)
+        update = rewrite.emit("reshape", [entry["operands"][2]], shape=window)
+        starts = [rewrite.emit("constant", [], "i32", shape=[], attrs={"value": Blob(struct.pack("<i", s)),
+                                                                         "splat": False}) for s in start]
+        rewrite.emit("dynamic_update_slice", [entry["operands"][0], update] + starts, result=entry["results"][0])
+        return rewrite.ops
 
     def _unbatch_indices(self, entry: Dict[str, Any], mlir_op: Any) -> List[Dict[str, Any]]:
         """A gather or scatter with batching dimensions (newer StableHLO) as one without: batching dimension k of
@@ -1415,6 +1466,44 @@ def _inlined_operands(producer: Any, name: str) -> Optional[List[Any]]:
     if not all(v in params for v in body[0].operands):
         return None
     return [producer.operands[params.index(v)] for v in body[0].operands]
+
+
+def _constant_bound(op: Any) -> Optional[Tuple[Any, Any]]:
+    """(x, c) for a binary op of which exactly one operand c is a constant (_is_constant or _splat_value); else
+    None."""
+    a, b = op.operands
+    constant = [_is_constant(v) or _splat_value(v) is not None for v in (a, b)]
+    if constant[0] == constant[1]:
+        return None
+    return (b, a) if constant[0] else (a, b)
+
+
+def _through_parameter(value: Any) -> bool:
+    """`value` is a constant seen through a call's parameter (_splat_value), not one in this function."""
+    producer = _producer(value)
+    while producer is not None and producer.name in ("stablehlo.broadcast_in_dim", "stablehlo.negate", "stablehlo.convert"):
+        producer = _producer(producer.operands[0])
+    return producer is None
+
+
+def _int_constant(value: Any) -> Optional[List[int]]:
+    """The elements of an integer constant, or of a broadcast of a one-element one, in order; else None."""
+    producer = _producer(value)
+    size = math.prod(ir.RankedTensorType(value.type).shape)
+    if producer is not None and producer.name == "stablehlo.broadcast_in_dim":
+        inner = _int_constant(producer.operands[0])
+        return None if inner is None or len(inner) != 1 else inner * size
+    if producer is not None and producer.name == "stablehlo.reshape":
+        return _int_constant(producer.operands[0])
+    if producer is not None and producer.name == "stablehlo.concatenate" and \
+            A.is_a(ir.RankedTensorType, value.type) and ir.RankedTensorType(value.type).rank == 1:
+        parts = [_int_constant(v) for v in producer.operands]
+        return None if any(p is None for p in parts) else [e for p in parts for e in p]  # type: ignore[union-attr]
+    if producer is None or producer.name != "stablehlo.constant" or \
+            not A.is_a(ir.DenseIntElementsAttr, producer.attributes["value"]):
+        return None
+    attr = ir.DenseIntElementsAttr(producer.attributes["value"])
+    return [attr[0]] * size if attr.is_splat else [attr[i] for i in range(len(attr))]
 
 
 def _is_minus_zero(value: Any) -> bool:
