@@ -552,8 +552,8 @@ class _Translator:
                 # A itself, so cpu keeps what arithmetic would change (a denormal, -0 + 0)
                 self.ids[op.results[0]] = self._use(kept)
             elif op.name in _MIN_MAX and not scalar_body and self._real_float(op) \
-                    and (bound := _constant_bound(op)) is not None:
-                body.extend(self._extremum_with_constant(self._op(op), op, *bound))
+                    and (pair := _constant_bound(op)) is not None:
+                body.extend(self._extremum_with_constant(self._op(op), op, *pair))
             elif op.name == "stablehlo.multiply" and not scalar_body and self._simplified_float(op) \
                     and (masked := _predicate_product(op)) is not None:
                 # XLA's simplifier: A * convert(predicate) => select(predicate, A, 0), so an infinite or NaN A gives
