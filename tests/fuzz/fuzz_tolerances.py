@@ -311,9 +311,10 @@ ACCEPTED: List[Accepted] = [
     Accepted("jaxlib 0.4.13's XLA:CPU computes exp (exp2, and what jax builds on it) of x + NaN, x * NaN... fused "
              "with the arithmetic on a NaN literal as whatever LLVM's constant folding of its expansion gives (its "
              "float-to-int of NaN is poison): 0 for f32[250, 3], -2.98e38 for exp(x[0, 0] + nan), NaN once a "
-             "reduce stands between; exp of a NaN is NaN on the ipu, as IEEE and XLA define it",
-             ("exp", "exp2", "expm1", "logistic", "tanh", "sinh", "grad"), ("float32", "float16", "bfloat16"),
-             1, per="any", series="0.4.", when="nan_literal_operand"),
+             "reduce stands between; logsumexp over a jnp.take(..., mode='fill') whose NaN fill it fuses in "
+             "drops the NaN: 0 for logsumexp([0, fill])); exp of a NaN is NaN on the ipu, as IEEE and XLA define it",
+             ("exp", "exp2", "expm1", "logistic", "tanh", "sinh", "logsumexp", "softmax", "log_softmax", "grad"),
+             ("float32", "float16", "bfloat16"), 1, per="any", series="0.4.", when="nan_literal_operand"),
     Accepted("jaxlib 0.12's XLA:CPU computes a ** 0.5 of a program's one-element array with powf (NaN for a "
              "negative denormal, where its vector code's |sqrt(a)| and the ipu give 0); the same op inside a fused "
              "loop (a slice of a longer array) gives 0 there too, so the ipu keeps the README's rule",
@@ -340,6 +341,14 @@ ACCEPTED: List[Accepted] = [
              "it, which turns the ulp into anything near +-1 (erf_inv(erf(x)) of f32[129]: erf(3.77) is 1 there, "
              "so inf; 0.99999994 alone and on the ipu, so 3.83)", ("erf",), ("float32",), 1, per="any",
              series="0.12", when="read_by_erf_inv"),
+    Accepted("jaxlib 0.4.13's LLVM takes relu's maximum for maxnum, which never returns NaN, and drops the NaN case "
+             "of the convert to uint32 that reads it: relu(nan).astype(uint32) is 4294967295 on cpu, 0 (XLA's NaN "
+             "rule, cpu's own for nan.astype(uint32)) on the ipu", ("relu", "max"), ("float32",), 1, per="any",
+             series="0.4.", when="nan_to_unsigned"),
+    Accepted("XLA:CPU fuses a pad into the elementwise ops that read it, and LLVM folds them on the padding value "
+             "with host arithmetic, which keeps a denormal (max(round(p), p) of a pad with 1e-40 is 1e-40 there); "
+             "the ipu computes them at run time, with the series' flushing", ELEMENTWISE_F32,
+             ("float32", "float16", "bfloat16"), 1, per="denormal", when="denormal_padding"),
     Accepted("jaxlib 0.12's XLA:CPU computes atan in vector loops of 64 elements that read a denormal as a zero, and "
              "the rest of an array (all of one under 64 elements, the last n mod 64 of others) with scalar code that "
              "returns a denormal as it is; the ipu reads it as a zero everywhere (README, denormals)", ("atan",),
@@ -377,12 +386,18 @@ ACCEPTED: List[Accepted] = [
              "XLA inlines it and its simplifier's A / (1 / C) => A * C makes x / sigmoid(x) x * (1 + exp(-x)), an "
              "ulp from the ipu's quotient (the front end's divide rules do not see into calls)", ("div",),
              ("float32", "float16"), 1, series="0.4.", when="divides_by_logistic", open=True),
+    Accepted("open: jaxlib 0.4.13, a divide of jax.nn.softmax, which jax 0.4.13 lowers to a call of exp(x - m) / s: "
+             "XLA inlines it and its simplifier's (A / B) / C => A / (B * C) makes softmax(x) / c one divide, an ulp "
+             "from the ipu's two (the front end's divide rules do not see into calls)", ("div",),
+             ("float32", "float16"), 1, series="0.4.", when="divides_softmax", open=True),
     # -- broad ones last
     Accepted("open: XLA:CPU computes arrays of rank 2 and more, arrays of under 8 elements and values it fuses into "
              "a reduction's loop with other code than long vectors, and there its approximations can round "
              "differently by an ulp (seen: jaxlib 0.4.13 exp2 and erf; jaxlib 0.12 exp2, logistic, tanh, tan, atan, "
-             "erf_inv); the ipu gives the long vectors' bits everywhere (the README names only the denormals of "
-             "arrays of 2 to 7 elements)", XLA_APPROXIMATIONS, ("float32",), 1, when="unvectorised", open=True),
+             "erf_inv; jaxlib 0.4.13 log_softmax over the first axis of f32[3, 1]); the ipu gives the long "
+             "vectors' bits everywhere (the README names only the denormals of arrays of 2 to 7 elements)",
+             XLA_APPROXIMATIONS + ("softmax", "log_softmax", "logsumexp"), ("float32",), 1, when="unvectorised",
+             open=True),
     Accepted("open: XLA:CPU keeps computed bf16 values in f32 between some ops and where the program converts them "
              "to f32 (its xla_allow_excess_precision drops the f32 -> bf16 -> f32 round trips; jaxlib 0.12 with "
              "--xla_allow_excess_precision=false agrees with the ipu), while the ipu rounds each op's result to bf16",
@@ -497,20 +512,34 @@ def _folded(step, program, values) -> bool:  # noqa: ANN001
     return bool(step.reads) and all(constant(r) for r in step.reads)
 
 
+def _divides_softmax(step, program, values) -> bool:  # noqa: ANN001
+    """The step divides a softmax, or what a nested function (a vmap) returns from one."""
+    producers = {o.name: s for s in program.ops() for o in s.outs}
+    producer = producers.get(step.expr.split(" / ")[0])
+    if producer is None:
+        return False
+    inner = {s.op for b in producer.blocks for s in b.steps if s.outs and s.outs[0].name == b.result}
+    return producer.op == "softmax" or "softmax" in inner
+
+
 def _divides_by_logistic(step, program, values) -> bool:  # noqa: ANN001
     producers = {o.name: s for s in program.ops() for o in s.outs}
     return step.expr.split(" / ")[-1] in producers and producers[step.expr.split(" / ")[-1]].op == "logistic"
 
 
 def _nan_literal_operand(step, program, values) -> bool:  # noqa: ANN001
-    """The step reads the result of arithmetic with a NaN literal (x + float('nan')), directly or through one more
-    elementwise step: a value LLVM knows is NaN at compile time; or the step is a function (grad) of such steps."""
+    """The step reads the result of arithmetic with a NaN literal (x + float('nan'), or a float gather's NaN fill:
+    jnp.take(..., mode='fill')), directly or through one more elementwise step: a value LLVM knows is NaN at
+    compile time; or the step is a function (grad) of such steps."""
     producers = {o.name: s for s in program.ops() for o in s.outs}
 
     def known_nan(name: str, depth: int) -> bool:
         producer = producers.get(name)
-        return producer is not None and ("float('nan')" in producer.expr or (
-            depth > 0 and any(known_nan(r, depth - 1) for r in producer.reads)))
+        if producer is None:
+            return False
+        fill = "mode='fill'" in producer.expr and producer.dtype in ("float32", "float16", "bfloat16")
+        return "float('nan')" in producer.expr or fill or (
+            depth > 0 and any(known_nan(r, depth - 1) for r in producer.reads))
 
     nested = [s for b in step.blocks for s in b.steps]
     return any(known_nan(r, 1) for r in step.reads) or any(_nan_literal_operand(s, program, values) for s in nested)
@@ -553,10 +582,37 @@ def _denormal_bound(step, program, values) -> bool:  # noqa: ANN001
         producer = producers.get(name)
         if producer is None or producer.op not in ("max", "min", "clamp", "relu"):
             continue
-        for literal in re.findall(r"(?<![\w.])-?\d+(?:\.\d*)?(?:e-?\d+)?", producer.expr):
-            if 0 < abs(float(literal)) < 1.1754943508222875e-38:
-                return True
+        if _denormal_literal(producer.expr):
+            return True
     return False
+
+
+def _nan_to_unsigned(step, program, values) -> bool:  # noqa: ANN001
+    """A NaN operand, and a convert to uint32 reads the step's result."""
+    names = {o.name for o in step.outs}
+    converted = any(s.op == "convert" and names & set(s.reads) and any(o.dtype == "uint32" for o in s.outs)
+                    for s in program.ops())
+    return converted and _nan(values())
+
+
+def _denormal_literal(expr: str) -> bool:
+    return any(0 < abs(float(x)) < 1.1754943508222875e-38
+               for x in re.findall(r"(?<![\w.])-?\d+(?:\.\d*)?(?:e-?\d+)?", expr))
+
+
+def _denormal_padding(step, program, values) -> bool:  # noqa: ANN001
+    """The step reads, directly or through elementwise steps, a pad whose padding value is a denormal literal."""
+    producers = {o.name: s for s in program.ops() for o in s.outs}
+
+    def padded(name: str, depth: int) -> bool:
+        producer = producers.get(name)
+        if producer is None:
+            return False
+        if producer.op == "pad" and _denormal_literal(producer.expr):
+            return True
+        return depth > 0 and producer.op in ELEMENTWISE_F32 and any(padded(r, depth - 1) for r in producer.reads)
+
+    return any(padded(r, 2) for r in step.reads)
 
 
 def _read_by_erf_inv(step, program, values) -> bool:  # noqa: ANN001
@@ -579,12 +635,15 @@ WHEN = {
     "nan_operand": lambda step, program, values: _nan(values()),
     "folded": _folded,
     "divides_by_logistic": _divides_by_logistic,
+    "divides_softmax": _divides_softmax,
     "scalar_loop": _scalar_loop,
     "nan_literal_operand": _nan_literal_operand,
     "read_twice": _read_twice,
     "minor_unvectorised": _minor_unvectorised,
     "denormal_bound": _denormal_bound,
     "read_by_erf_inv": _read_by_erf_inv,
+    "nan_to_unsigned": _nan_to_unsigned,
+    "denormal_padding": _denormal_padding,
 }
 
 
