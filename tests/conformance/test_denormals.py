@@ -63,6 +63,7 @@ FUNCTIONS = {
     "minimum_second_through_a_call": lambda x: _MINIMUM_OF(x, np.float32(-1e-40)),
     "clip_lower_only_denormal": lambda x: jnp.clip(x, np.float32(1e-40), None),
     "clip_upper_only_minus_zero": lambda x: jnp.clip(x, None, np.float32(-0.0)),
+    "clip_to_nan": lambda x: jnp.clip(x, 0.0, np.float32(np.nan)),  # NaN everywhere on cpu
     "maximum_of_itself": lambda x: jnp.maximum(x, x),  # XLA's simplifier: max(A, A) = A, min(A, A) = A,
     "minimum_of_itself": lambda x: jnp.minimum(x, x),  # max(A, -inf) = A, min(A, inf) = A (no arithmetic)
     "maximum_minus_inf": lambda x: jnp.maximum(-jnp.inf, x),

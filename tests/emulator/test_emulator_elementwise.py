@@ -134,7 +134,7 @@ def _reference_against_constant(numerics, x, c, side):
     """max and min of f32 x and a splat constant c on `side` ("rhs": where XLA's simplifier puts it; "lhs": one it
     saw through a call's parameter), as measured on XLA:CPU. jaxlib 0.4.13, rhs: the select, except that against +0
     (relu's maxps/minps) a denormal x comes back as a zero of its sign; lhs: maxps/minps of both operands read and
-    returned with denormals as zeros, a tie giving x (c a zero: c), a NaN x returned. jaxlib 0.12: against a c that
+    returned with denormals as zeros, a tie giving x (c a zero: c), a NaN x returned, a NaN c the result. jaxlib 0.12: against a c that
     is neither a zero nor NaN, maxss/minss (as lhs in 0.4.13, a tie giving x); against -inf (max) or +inf (min) x
     itself; otherwise IEEE's."""
     is_zero = c.view(np.uint32) & 0x7FFFFFFF == 0
@@ -145,12 +145,15 @@ def _reference_against_constant(numerics, x, c, side):
         tie_to_c = is_zero & (dc == dx)
         return np.where(np.isnan(x), x, np.where(beats | tie_to_c, dc, dx)).astype(np.float32)
 
+    def lhs(mx):  # the select XLA emits, folded for a NaN constant: c itself
+        return np.where(np.isnan(c), c, maxps(mx)).astype(np.float32)
+
     if numerics == "jaxlib-0.4" and side == "rhs":
         mx, mn = _reference_max_min(numerics, x, c)
         flush = (c.view(np.uint32) == 0) & (dx != x) & ~np.isnan(x)
         return np.where(flush, dx, mx), np.where(flush, dx, mn)
     if numerics == "jaxlib-0.4":
-        return maxps(True), maxps(False)
+        return lhs(True), lhs(False)
     ieee = _reference_max_min(numerics, x, c)
     special = is_zero | np.isnan(c)
     mx = np.where(c == -np.inf, x, np.where(special, ieee[0], maxps(True)))

@@ -349,6 +349,11 @@ ACCEPTED: List[Accepted] = [
              "with host arithmetic, which keeps a denormal (max(round(p), p) of a pad with 1e-40 is 1e-40 there); "
              "the ipu computes them at run time, with the series' flushing", ELEMENTWISE_F32,
              ("float32", "float16", "bfloat16"), 1, per="denormal", when="denormal_padding"),
+    Accepted("LLVM folds arithmetic on a bool converted to a float (a select of 1 and 0) and a constant into a "
+             "select of two constants it computes with host arithmetic, denormals read as they are, in some of "
+             "XLA:CPU's loops and not in others: 1e-40 / p.astype(f32) is inf where p is false for one element, "
+             "NaN for 16 (as on the ipu); p.astype(f32) / 1e-40 is 0 there for 16, NaN on the ipu", ("div",),
+             ("float32", "float16", "bfloat16"), 1, per="any", when="converted_bool_operand"),
     Accepted("jaxlib 0.12's XLA:CPU computes atan in vector loops of 64 elements that read a denormal as a zero, and "
              "the rest of an array (all of one under 64 elements, the last n mod 64 of others) with scalar code that "
              "returns a denormal as it is; the ipu reads it as a zero everywhere (README, denormals)", ("atan",),
@@ -390,6 +395,10 @@ ACCEPTED: List[Accepted] = [
              "XLA inlines it and its simplifier's (A / B) / C => A / (B * C) makes softmax(x) / c one divide, an ulp "
              "from the ipu's two (the front end's divide rules do not see into calls)", ("div",),
              ("float32", "float16"), 1, series="0.4.", when="divides_softmax", open=True),
+    Accepted("open: jaxlib 0.4.13, f32 sums over outer dimensions whose kept minor dimension is 3, 5, 6 or 7 "
+             "(jnp.sum(x, axis=(0, 1)) of f32[3, 7, 5, 1]): XLA:CPU leaves that loop unvectorised and adds in another "
+             "order than the emulator's model of its vector loops; a few ulp of the scale", ("reduce_sum",),
+             ("float32",), 4, per="row", series="0.4.", when="minor_unvectorised", open=True),
     # -- broad ones last
     Accepted("open: XLA:CPU computes arrays of rank 2 and more, arrays of under 8 elements and values it fuses into "
              "a reduction's loop with other code than long vectors, and there its approximations can round "
@@ -615,6 +624,20 @@ def _denormal_padding(step, program, values) -> bool:  # noqa: ANN001
     return any(padded(r, 2) for r in step.reads)
 
 
+def _converted_bool_operand(step, program, values) -> bool:  # noqa: ANN001
+    """The step reads a bool array converted to a float (x.astype(jnp.float32)), directly."""
+    producers = {o.name: s for s in program.ops() for o in s.outs}
+    for name in step.reads:
+        producer = producers.get(name)
+        if producer is not None and producer.op == "convert" and producer.reads:
+            try:
+                if program.var(producer.reads[0]).dtype == "bool":
+                    return True
+            except KeyError:
+                continue
+    return False
+
+
 def _read_by_erf_inv(step, program, values) -> bool:  # noqa: ANN001
     """An erf_inv reads the step's result, directly or through steps computed from it."""
     names = {o.name for o in step.outs}
@@ -644,6 +667,7 @@ WHEN = {
     "read_by_erf_inv": _read_by_erf_inv,
     "nan_to_unsigned": _nan_to_unsigned,
     "denormal_padding": _denormal_padding,
+    "converted_bool_operand": _converted_bool_operand,
 }
 
 

@@ -214,6 +214,9 @@ class ConvKernel : public Kernel {
         if constexpr (std::is_same<Acc, uint8_t>::value) acc = static_cast<uint8_t>(acc | part[kp * plane + idx]);
         else acc += part[kp * plane + idx];
       }
+      // XLA:CPU's convolution (Eigen's contraction) adds each product to a sum that starts at +0, so products that
+      // are all -0 sum to +0; the gemm here starts from the first product.
+      if constexpr (std::is_floating_point<Acc>::value) acc += Acc(0);
       out[i] = fromAcc<Out>(acc);
     };
     if (g_.groups == 1 && b < e) {

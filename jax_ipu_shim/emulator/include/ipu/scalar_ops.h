@@ -77,7 +77,7 @@ inline float minIeee(float a, float b) {
 //       emulator flushes at every size); against any other c, maxXla/minXla (x wins a tie, returned as it is).
 //   jaxlib 0.4, c on the left (xlaConstantLhs): select(c >= x, c, x) as maxps/minps, both operands read with
 //       denormals as zeros and returned so; a tie gives x when c is not a zero (maxps(c, x)) and c when it is
-//       (maxps(x, c), signed zeros kept); a NaN x is returned.
+//       (maxps(x, c), signed zeros kept); a NaN x is returned, and a NaN c (jnp.clip(x, 0, nan)) is the result.
 //   jaxlib 0.12, f32 (ieeeConstant; either side): against a c that is neither a zero nor NaN, no signed zero can tie
 //       and no NaN come from c, so IEEE's maximum is one maxss/minss, which reads both operands with denormals as
 //       zeros and returns x on a tie or when it is NaN (max(-0, 1e-40) is -0); against -inf (max) or +inf (min), x
@@ -97,6 +97,7 @@ inline float xlaConstant(float x, float c) {
 }
 template <bool kMax>
 inline float xlaConstantLhs(float c, float x) {
+  if (std::isnan(c)) return c;  // select(c >= x || isnan(c), c, x) folds to c
   const float a = xla_math::ftz_(c), b = xla_math::ftz_(x);
   if (std::isnan(b)) return b;
   if (isZeroBits(c)) return (kMax ? b > a : b < a) ? b : a;
