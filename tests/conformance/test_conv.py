@@ -144,15 +144,17 @@ def test_conv_grads(kw):
     check(jax.grad(loss, argnums=(0, 1)), x, w, rtol=1e-5, atol=1e-4)
 
 
-def test_products_that_are_all_minus_zero_sum_to_plus_zero():
+@pytest.mark.parametrize("strides", [(1, 1), (2, 2)])
+@pytest.mark.parametrize("padding", [((0, 0), (0, 0)), ((2, 0), (0, 1))])
+def test_products_that_are_all_minus_zero_sum_to_plus_zero(padding, strides):
     """XLA:CPU's convolution adds the products to a sum that starts at +0 (Eigen's contraction), so a result whose
     products are all -0 (zeros times a negative weight, or padding) is +0, in every series, with or without padding
     and strides."""
     x = np.zeros((1, 1, 1, 5), np.float32)
     w = np.array([0.0, -4.5], np.float32).reshape(2, 1, 1, 1)
-    for padding in ([(0, 0), (0, 0)], [(2, 0), (0, 1)]):
-        for strides in ((1, 1), (2, 2)):
-            got, want = (np.asarray(r) for r in run_both(
-                lambda a, b: lax.conv_general_dilated(a, b, strides, padding, dimension_numbers=("NCHW", "OIHW", "NCHW")),
-                x, w))
-            assert (np.signbit(got) == np.signbit(want)).all() and (got == want).all(), (padding, strides, got, want)
+
+    def conv(a, b):
+        return lax.conv_general_dilated(a, b, strides, padding, dimension_numbers=("NCHW", "OIHW", "NCHW"))
+
+    got, want = (np.asarray(r) for r in run_both(conv, x, w))
+    assert (np.signbit(got) == np.signbit(want)).all() and (got == want).all(), (got, want)
