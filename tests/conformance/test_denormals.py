@@ -88,6 +88,12 @@ FUNCTIONS = {
     # jaxlib 0.12: max(select(p, A, B), A) is select(p, A, max(B, A)) (jnp.where is a call XLA inlines)
     "minimum_of_where": lambda x: jnp.minimum(jnp.where(jnp.arange(x.size) % 2 == 0, x, jnp.ones_like(x)), x),
     "maximum_of_where": lambda x: jnp.maximum(x, jnp.where(jnp.arange(x.size) % 3 == 0, -jnp.ones_like(x), x)),
+    # ... which LLVM folds in XLA:CPU's fused loop only where that loop reads the select once: not when an op fused
+    # with the extremum reads the select too
+    "atan2_of_minimum_of_where": lambda x: (lambda s: jnp.arctan2(jnp.minimum(s, x), s))(
+        jnp.where(jnp.arange(x.size) % 2 == 0, x, jnp.ones_like(x))),
+    "where_of_minimum_of_where": lambda x: (lambda s: jnp.where(s > 2, s, jnp.minimum(s, x)))(
+        jnp.where(jnp.arange(x.size) % 2 == 0, x, jnp.ones_like(x))),
     "add_zero": lambda x: x + 0.0,
     "zero_add": lambda x: 0.0 + x,
     "subtract_zero": lambda x: x - 0.0,

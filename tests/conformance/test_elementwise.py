@@ -307,6 +307,12 @@ DIVIDES = {
     "scalars/constant": lambda a, b, c, r: [jnp.broadcast_to(r[i], (3,)) / -1.5 for i in range(len(r))],
     # a broadcast_in_dim that only adds a dimension of one (jnp.expand_dims) is a reshape to XLA: no reciprocal
     "b**-2/expand_dims(b)": lambda a, b, c, r: jnp.expand_dims(b, 2) ** -2 / jnp.expand_dims(b, 2),
+    # jaxlib 0.12 leaves a divide by a while loop's own scalar (a scalar lax.scan's body captures) a divide, but
+    # rewrites one by a scalar the body computes (r[0] of a captured r, a sum)
+    "scan: x/captured": lambda a, b, c, r: (lambda s: lax.scan(lambda x, _: (x / s,) * 2, a, None, length=3)[1])(
+        jnp.sum(r)),
+    "scan: x/r[0]": lambda a, b, c, r: lax.scan(lambda x, _: (x / r[0],) * 2, a, None, length=3)[1],
+    "scan: x/sum(row)": lambda a, b, c, r: lax.scan(lambda x, _: (x / jnp.sum(r),) * 2, a, None, length=3)[1],
 }
 
 

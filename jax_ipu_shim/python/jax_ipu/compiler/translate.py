@@ -532,8 +532,9 @@ class _Translator:
                 body.extend(self._extremum_of_negation(self._op(op), op, x))
             elif op.name in _MIN_MAX and not scalar_body and _jax.is_current_series() and self._real_float(op) \
                     and (selected := _select_extremum(op)) is not None:
-                # jaxlib 0.12's simplifier: max(select(p, A, B), A) => select(p, A, max(B, A)) (either operand, either
-                # branch), so where A is chosen it is A itself: a denormal A is not read as a zero
+                # jaxlib 0.12: XLA:CPU fuses the select into the extremum's loop, where LLVM folds max(select(p, A,
+                # B), A) => select(p, A, max(B, A)) (either operand, either branch) if the loop reads the select once,
+                # so where A is chosen it is A itself: a denormal A is not read as a zero
                 entry = self._op(op)
                 rewrite = _Rewrite(self, entry)
                 predicate, same, other, same_first = (self._use(selected[0]), self._use(selected[1]),
@@ -1077,7 +1078,8 @@ class _Translator:
           A / exp(B) => A * exp(-B)            (jaxlib 0.4.13)
           A / pow(B, C) => A * pow(B, -C)      (f32 and f16)
           A / constant C => A * (1 / C)        (jaxlib 0.4.13: also a constant broadcast or reshaped)
-          A / broadcast(B) => A * broadcast(1 / B)   (jaxlib 0.12: softmax's sum, any scalar divisor)
+          A / broadcast(B) => A * broadcast(1 / B)   (jaxlib 0.12: softmax's sum, any scalar divisor but a
+                                                      while loop's own value)
           (A / B) / C => A / (B * C)           A / (B / C) => (A * C) / B
         An operand a rule no longer reads (the sqrt, the exp...) is left to _drop_dead."""
         ops: List[Dict[str, Any]] = []
@@ -1138,8 +1140,10 @@ class _Translator:
                     return emit("broadcast_in_dim", [inverse], value_shape, {"broadcast_dimensions": []})
                 return reciprocal(whole, value_shape)
             if name == "stablehlo.broadcast_in_dim" and current and \
-                    math.prod(self._tensor(producer.operands[0])[1]) < math.prod(shape):
-                # (a broadcast that only adds dimensions of one, jnp.expand_dims, is a reshape to XLA)
+                    math.prod(self._tensor(producer.operands[0])[1]) < math.prod(shape) and \
+                    not _while_argument(producer.operands[0]):
+                # (a broadcast that only adds dimensions of one, jnp.expand_dims, is a reshape to XLA; a divisor that
+                # is a loop's own value, lax.scan's `c / s` of a captured s, stays a divide on cpu)
                 source = producer.operands[0]
                 inverse = reciprocal(self._use(source), list(self._tensor(source)[1]))
                 return emit("broadcast_in_dim", [inverse], shape, O.read_attrs(producer.attributes))
@@ -1532,11 +1536,39 @@ def _select_extremum(op: Any) -> Optional[Tuple[Any, Any, Any, bool]]:
         predicate, first, second = operands
         if first.type != kept.type or second.type != kept.type:
             continue
+        if not _read_once_where_fused(chosen, op):
+            continue
         if first == kept and second != kept:
             return predicate, kept, second, True
         if second == kept and first != kept:
             return predicate, kept, first, False
     return None
+
+
+def _owner(use: Any) -> Any:
+    return getattr(use.owner, "operation", use.owner)  # an OpView (0.4.13) or an Operation
+
+
+def _read_once_where_fused(value: Any, op: Any) -> bool:
+    """XLA:CPU fuses `value` (an elementwise result) into `op`'s loop and LLVM folds it there only if that loop reads
+    it once: not if it is also a result of the function (the fusion writes it too), nor if an op the loop also holds
+    (one that reads op's result through elementwise ops) reads it as well. jnp.arctan2(jnp.minimum(s, x), s) of a
+    select s keeps the minimum (a denormal is read as zero) where jnp.minimum(s, x) alone is the select's x."""
+    others = [_owner(use) for use in value.uses if _owner(use) != op]
+    if any(o.name == "func.return" for o in others):
+        return False
+    frontier, seen = list(op.results), 0
+    while frontier and seen < 64:
+        for use in frontier.pop().uses:
+            seen += 1
+            owner = _owner(use)
+            if any(owner == o for o in others):
+                return False
+            name = owner.name
+            entry = O.registry().get(name.split(".", 1)[-1]) if name.startswith("stablehlo.") else None
+            if name == "func.call" or (entry is not None and entry["family"] in _ELEMENTWISE_FAMILIES):
+                frontier.extend(owner.results)
+    return True
 
 
 def _is_constant(value: Any) -> bool:
@@ -1681,6 +1713,15 @@ def _pow_by_constant(rewrite: "_Rewrite", a: int, c: float, result: Optional[Dic
 def _real_float_type(mlir_type: Any) -> bool:
     return A.is_a(ir.RankedTensorType, mlir_type) and \
         str(ir.RankedTensorType(mlir_type).element_type) in ("f16", "bf16", "f32", "f64")
+
+
+def _while_argument(value: Any) -> bool:
+    """`value` is an argument of a while loop's region: a loop-carried value as the body reads it."""
+    block = value.owner
+    if not isinstance(block, ir.Block):
+        return False
+    parent = getattr(block.owner, "operation", block.owner)
+    return parent is not None and parent.name == "stablehlo.while"
 
 
 def _parameter_of(value: Any) -> Optional[Tuple[str, int]]:
