@@ -47,3 +47,17 @@ def test_sums_of_many_terms_match_cpu_and_the_exact_sum():
         ipu_err = np.abs(ipu.astype(np.float64) - exact)
         cpu_err = np.abs(cpu.astype(np.float64) - exact)
         assert np.all(ipu_err <= 2 * cpu_err + 2 * ulp), (name, ipu, cpu, exact)
+
+
+def test_a_long_outer_axis_reduces_through_an_intermediate_stage():
+    # jnp.argmax(x, axis=0) of f16[8192, 1024]: every tile holds rows of all 1024 columns, so each column has 1,472
+    # partials (value and index, 8 bytes each). Sent straight to the tiles of the result, 64 columns' worth is
+    # 754 KB on one tile, more than it holds (it failed to compile); Poplar reduces them first on tiles across the
+    # chip (at most 32 partials per output reach the result's tile). The sum and max take the same path.
+    x = np.random.default_rng(2).standard_normal((8192, 1024)).astype(np.float16)
+    f = lambda x: (jnp.argmax(x, axis=0), jnp.argmin(x, axis=0), jnp.max(x, axis=0),  # noqa: E731
+                   jnp.sum(x.astype(jnp.float32), axis=0))
+    ipu, cpu = jax.jit(f, backend="ipu")(x), jax.jit(f, backend="cpu")(x)
+    for k in range(3):
+        np.testing.assert_array_equal(np.asarray(ipu[k]), np.asarray(cpu[k]))
+    np.testing.assert_allclose(np.asarray(ipu[3]), np.asarray(cpu[3]), rtol=1e-5, atol=1e-3)

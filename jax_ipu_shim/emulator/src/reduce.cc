@@ -1,7 +1,8 @@
 // Reductions over any set of dimensions. Poplar's two-stage plan: each tile first reduces the input elements it
 // holds into partials (one per output it touches); a second superstep exchanges the partials to the tiles that
-// hold the outputs and reduces them there (with the init value folded in once). A reduction whose input and
-// output sit on one tile is a single superstep.
+// hold the outputs and reduces them there (with the init value folded in once); where that would give an output
+// more than 32 partials, an intermediate stage on tiles across the IPU reduces them first (lowerReduce). A
+// reduction whose input and output sit on one tile is a single superstep.
 //
 // A body that combines each input with one add/multiply/maximum/minimum/and/or gets a vector kernel per input; any
 // other body (argmax's compare/select bodies, ...) is compiled into a ScalarProgram that combines all inputs at once.
@@ -800,6 +801,38 @@ std::vector<int> Lowerer::lowerReduce(OpContext& ctx) {
   }
   cross_tile = cross_tile || in_map.tilesUsed() > 1;
 
+  // Poplar's intermediate stage (popops' reduction plan goes on to an intermediate stage while the partials outnumber
+  // the outputs more than 32 times): an output tile whose outputs would each take more than kPartialsPerOutput
+  // partials gets them reduced first on tiles spread over the whole IPU, in pieces of `rows` partials of an output,
+  // so that it takes at most kPartialsPerOutput per output. Without it a reduction over a long outer axis sends
+  // every input tile's partial of each output to the output's tile (jnp.argmax(x, axis=0) of f16[8192, 1024]: 1,472
+  // partials of 8 bytes for each of the 64 outputs of a tile, 754 KB, more than the tile holds).
+  constexpr int64_t kPartialsPerOutput = 32;
+  TileMapping mid;  // the intermediate stage's pieces: (output, group of `mid_rows` partials) units, spread
+  int64_t mid_rows = 0;
+  std::vector<int64_t> mid_recv;
+  if (cross_tile) {
+    int64_t units = 0;
+    for (int d = 0; d < out_map.tilesUsed(); ++d) {
+      const size_t u = static_cast<size_t>(d);
+      const int64_t outputs = out_map.elementsOn(d);
+      const int64_t per_output = (partials_taken[u] + outputs - 1) / outputs;
+      if (per_output <= kPartialsPerOutput) continue;
+      const int64_t rows = (per_output + kPartialsPerOutput - 1) / kPartialsPerOutput;
+      const int64_t left = (per_output + rows - 1) / rows;  // partials per output after the intermediate stage
+      mid_rows = std::max(mid_rows, rows);
+      units += outputs * left;
+      partials_taken[u] = outputs * left;
+      recv[u] = outputs * left * partial_bytes;  // all from the intermediate tiles
+    }
+    if (units > 0) {
+      mid.num_elements = units;
+      mid.per_tile = (units + tiles - 1) / tiles;
+      mid_recv.assign(static_cast<size_t>(tiles), 0);
+      for (int t = 0; t < mid.tilesUsed(); ++t) mid_recv[static_cast<size_t>(t)] = mid.elementsOn(t) * mid_rows * partial_bytes;
+    }
+  }
+
   std::vector<Superstep> steps;
   const int workers = device().num_worker_contexts;
   // Per-tile cycles of reducing `inputs` elements (of every input) into `outputs`.
@@ -811,12 +844,24 @@ std::vector<int> Lowerer::lowerReduce(OpContext& ctx) {
   const int64_t in_elems = in0.numElements();
   const double weight = std::max<double>(1, static_cast<double>(in_elems) / std::max<int64_t>(1, out_map.num_elements));
   if (out_map.num_elements > 0 && cross_tile) {
+    const size_t mark = pending_.transient.size();
     steps.push_back(superstep(codelet + ".partials", in_map, {}, [&](int t, int64_t m) {
       return cycles(m, partials_made[static_cast<size_t>(t)]);
     }, false));
+    if (mid.num_elements > 0)
+      steps.push_back(superstep(codelet + ".intermediate", mid, mid_recv, [&](int, int64_t m) {
+        return cycles(m * mid_rows, m);
+      }, false));
     steps.push_back(superstep(codelet, out_map, recv, [&](int t, int64_t m) {
       return cycles(partials_taken[static_cast<size_t>(t)], m);
     }));
+    if (mid.num_elements > 0) {  // a tile's receive buffers of the two stages are not live together
+      pending_.transient.resize(mark);
+      for (int t = 0; t < tiles; ++t) {
+        const int64_t bytes = std::max(mid_recv[static_cast<size_t>(t)], recv[static_cast<size_t>(t)]);
+        if (bytes > 0) pending_.transient.emplace_back(t, bytes);
+      }
+    }
   } else if (out_map.num_elements > 0) {
     steps.push_back(superstep(codelet, out_map, {}, [&](int, int64_t m) {
       return cycles(in_elems, m);
