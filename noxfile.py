@@ -164,8 +164,8 @@ def check_patches(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff (line length enforced) and mypy over our Python, clang-format (check mode) over jax_ipu_shim's C++,
     actionlint over the workflows, hadolint over docker/Dockerfile, every patch series applies, the Dockerfile, the
-    workflows and pins.toml agree, cited docs exist. Configuration: pyproject.toml, .clang-format,
-    build_tools/lint-baseline.toml (known findings in code owned elsewhere). Every tool is hash-locked."""
+    workflows and pins.toml agree, cited docs exist. Configuration: pyproject.toml, .clang-format (no baseline:
+    every finding fails). Every tool is hash-locked."""
     session.install("--only-binary=:all:", "--require-hashes", "-r", "build_tools/lint-requirements.txt")
     session.run("ruff", "check", "jax_ipu_shim/python", "build_tools", "tests", "examples", "noxfile.py",
                 *session.posargs)

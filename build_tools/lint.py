@@ -4,8 +4,7 @@
     pins-agree     docker/Dockerfile, .github/workflows/*.yml and pyproject's cibuildwheel table agree with pins.toml
     citations      every doc a comment cites (ipu-model.md, pjrt-notes.md, ...) is a file of the repository
 
-Findings in files listed in build_tools/lint-baseline.toml are reported but do not fail (code owned elsewhere, to be
-fixed by its owner); a new finding fails, and so does a listed file that is clean now (remove it from the list).
+Every finding fails: there is no baseline of known findings (the tree was brought to the checks when they came).
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Set
+from typing import Dict, List
 
 from build_tools.pins import REPO, Pins, load
 
@@ -24,12 +23,11 @@ if sys.version_info >= (3, 11):
 else:
     import tomli as tomllib
 
-BASELINE = REPO / "build_tools" / "lint-baseline.toml"
 # Docs that comments cite by name; until they live in the repository a citation points nowhere for a reader.
 CITED_DOCS = ("ipu-model.md", "pjrt-notes.md", "style.md", "prior-art.md", "tooling-notes.md")
 CITATION = re.compile(r"(?:[\w./-]*/)?(" + "|".join(re.escape(d) for d in CITED_DOCS) + r")\b")
 # The check, its baseline and its test name those docs as data, not as citations.
-NOT_CITING = ("build_tools/lint.py", "build_tools/lint-baseline.toml", "tests/toolchain/test_lint.py")
+NOT_CITING = ("build_tools/lint.py", "tests/toolchain/test_lint.py")
 CODE_SUFFIXES = (".py", ".cc", ".h", ".toml", ".yml", ".yaml", ".sh", ".txt", ".ipynb", ".map", ".md")
 
 
@@ -38,27 +36,12 @@ def tracked(*patterns: str) -> List[Path]:
     return [REPO / p for p in out.stdout.decode().split("\0") if p and (REPO / p).is_file()]
 
 
-def _baseline(section: str) -> Set[str]:
-    if not BASELINE.exists():
-        return set()
-    with open(BASELINE, "rb") as f:
-        return set(tomllib.load(f).get(section, {}).get("files", []))
-
-
-def _ratchet(section: str, failing: Dict[str, str]) -> int:
-    """Prints findings; returns how many fail (new ones, and baseline entries that are clean now)."""
-    known = _baseline(section)
-    new = sorted(set(failing) - known)
-    fixed = sorted(known - set(failing))
-    for name in sorted(set(failing) & known):
-        print(f"[{section}] known (lint-baseline.toml): {name}: {failing[name]}")
-    for name in new:
+def _report(section: str, failing: Dict[str, str]) -> int:
+    """Prints each finding; returns how many files have one."""
+    for name in sorted(failing):
         print(f"[{section}] FAIL {name}: {failing[name]}")
-    for name in fixed:
-        print(f"[{section}] FAIL {name} passes now: remove it from build_tools/lint-baseline.toml [{section}]")
-    print(f"[{section}] {len(failing)} file(s) with findings, {len(failing) - len(new)} of them known; "
-          f"{len(new)} new, {len(fixed)} stale baseline entr{'y' if len(fixed) == 1 else 'ies'}")
-    return len(new) + len(fixed)
+    print(f"[{section}] {len(failing)} file(s) with findings")
+    return len(failing)
 
 
 def clang_format() -> int:
@@ -76,7 +59,7 @@ def clang_format() -> int:
             warnings_total += count
             failing[path.relative_to(REPO).as_posix()] = f"{count} place(s) differ from .clang-format"
     print(f"[clang-format] {warnings_total} place(s) in {len(failing)} file(s) differ from .clang-format")
-    return _ratchet("clang-format", failing)
+    return _report("clang-format", failing)
 
 
 def citations() -> int:
@@ -92,7 +75,7 @@ def citations() -> int:
             lines = [str(i) for i, ln in enumerate(text.splitlines(), 1) if any(d in ln for d in missing)]
             failing[path.relative_to(REPO).as_posix()] = (f"cites {', '.join(missing)} (not in the repository) on "
                                                           f"line(s) {', '.join(lines)}")
-    return _ratchet("citations", failing)
+    return _report("citations", failing)
 
 
 def _pins_agree_problems(pins: Pins) -> List[str]:

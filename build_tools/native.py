@@ -164,7 +164,7 @@ def compile_plan(series: Series, cxx: Optional[str] = None,
     tf_include = extract_header_tree(series.pjrt_header)
     gen_dir = cache_dir() / "generated" / series.name
     generate_pjrt_header(series, tf_include, gen_dir)
-    includes = [SHIM / "emulator" / "include", tf_include, gen_dir, SHIM]
+    includes = [SHIM / "include", SHIM / "emulator" / "include", tf_include, gen_dir, SHIM]
     maps = path_maps(cxx_cmd)
     # Paths in objects (__FILE__, debug info before --strip-all) name the fixed prefixes, not this checkout. The flags
     # go in the order of the fixed names: an order by path length would differ between checkouts, and so would keys.

@@ -97,7 +97,8 @@ def load(args, short_epochs=4):
     """The data (MNIST, else the digits, saying which), the epochs and the step size the MNIST examples train with."""
     data = _data.load_mnist_or_digits()
     print(f"dataset {data.name} train {len(data.train_labels)} test {len(data.test_labels)}"
-          + ("" if data.name == "mnist" else " (MNIST could not be downloaded: scikit-learn's 8x8 digits, upscaled to 28x28)"))
+          + ("" if data.name == "mnist"
+             else " (MNIST could not be downloaded: scikit-learn's 8x8 digits, upscaled to 28x28)"))
     # MNIST has 469 steps per epoch; the digits only 11, so they take a larger step to train in a few epochs.
     epochs = args.epochs or (short_epochs if args.short else 10)
     step_size = args.step_size or (1e-3 if data.name == "mnist" else 1e-2)

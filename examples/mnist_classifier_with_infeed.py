@@ -77,7 +77,8 @@ def main(argv=None):
         train_acc = mc.accuracy(params, data.train_images, data.train_labels)
         test_acc = mc.accuracy(params, data.test_images, data.test_labels)
         progress.write(f"epoch {epoch + 1} time_s {epoch_time:.2f} train_acc {train_acc:.4f} test_acc {test_acc:.4f}")
-        progress.write(f"loss_first {losses[0]:.4f} loss_last {losses[-1]:.4f} steps {len(losses)} device_calls {calls}")
+        progress.write(f"loss_first {losses[0]:.4f} loss_last {losses[-1]:.4f} steps {len(losses)}"
+                       f" device_calls {calls}")
         progress.update()
     progress.close()
     leaf = jax.tree_util.tree_leaves(opt_state)[0]

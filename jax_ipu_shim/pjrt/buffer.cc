@@ -23,14 +23,22 @@ struct TypeInfo {
 
 // Every element type PJRT can name. Buffers hold any of them; programs accept only what the emulator computes on.
 constexpr TypeInfo kTypes[] = {
-    {PJRT_Buffer_Type_PRED, "bool", 1, 1},      {PJRT_Buffer_Type_S8, "int8", 1, 2},
-    {PJRT_Buffer_Type_S16, "int16", 2, 3},      {PJRT_Buffer_Type_S32, "int32", 4, 4},
-    {PJRT_Buffer_Type_S64, "int64", 8, 5},      {PJRT_Buffer_Type_U8, "uint8", 1, 6},
-    {PJRT_Buffer_Type_U16, "uint16", 2, 7},     {PJRT_Buffer_Type_U32, "uint32", 4, 8},
-    {PJRT_Buffer_Type_U64, "uint64", 8, 9},     {PJRT_Buffer_Type_F16, "float16", 2, 10},
-    {PJRT_Buffer_Type_F32, "float32", 4, 11},   {PJRT_Buffer_Type_F64, "float64", 8, 12},
-    {PJRT_Buffer_Type_BF16, "bfloat16", 2, 16}, {PJRT_Buffer_Type_C64, "complex64", 8, 15},
-    {PJRT_Buffer_Type_C128, "complex128", 16, 18}, {PJRT_Buffer_Type_F8E5M2, "float8_e5m2", 1, 19},
+    {PJRT_Buffer_Type_PRED, "bool", 1, 1},
+    {PJRT_Buffer_Type_S8, "int8", 1, 2},
+    {PJRT_Buffer_Type_S16, "int16", 2, 3},
+    {PJRT_Buffer_Type_S32, "int32", 4, 4},
+    {PJRT_Buffer_Type_S64, "int64", 8, 5},
+    {PJRT_Buffer_Type_U8, "uint8", 1, 6},
+    {PJRT_Buffer_Type_U16, "uint16", 2, 7},
+    {PJRT_Buffer_Type_U32, "uint32", 4, 8},
+    {PJRT_Buffer_Type_U64, "uint64", 8, 9},
+    {PJRT_Buffer_Type_F16, "float16", 2, 10},
+    {PJRT_Buffer_Type_F32, "float32", 4, 11},
+    {PJRT_Buffer_Type_F64, "float64", 8, 12},
+    {PJRT_Buffer_Type_BF16, "bfloat16", 2, 16},
+    {PJRT_Buffer_Type_C64, "complex64", 8, 15},
+    {PJRT_Buffer_Type_C128, "complex128", 16, 18},
+    {PJRT_Buffer_Type_F8E5M2, "float8_e5m2", 1, 19},
     {PJRT_Buffer_Type_F8E4M3FN, "float8_e4m3fn", 1, 20},
 };
 
@@ -69,26 +77,13 @@ Bytes LiveData(PJRT_Buffer* buffer, const char* what) {
   return buffer->data;
 }
 
-// Host threads for staging: $JAX_IPU_HOST_THREADS as the emulator reads it (jax_ipu.config has checked it when
-// the backend was created), else min(hardware threads, 8).
-int StagingThreads() {
-  static const int threads = [] {
-    const int fallback = static_cast<int>(std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
-    const char* env = std::getenv("JAX_IPU_HOST_THREADS");
-    char* end = nullptr;
-    const long v = env ? std::strtol(env, &end, 10) : 0;
-    return v >= 1 && v <= 256 ? static_cast<int>(v) : fallback;
-  }();
-  return threads;
-}
-
 // Below this a copy is not worth starting threads for (a thread start costs about as much as copying 100 KB).
 constexpr size_t kParallelCopyBytes = size_t{4} << 20;
 
 }  // namespace
 
-void ParallelCopy(void* dst, const void* src, size_t bytes) {
-  const int parts = static_cast<int>(std::min<size_t>(StagingThreads(), bytes / (kParallelCopyBytes / 2)));
+void ParallelCopy(void* dst, const void* src, size_t bytes, int threads) {
+  const int parts = static_cast<int>(std::min<size_t>(std::max(1, threads), bytes / (kParallelCopyBytes / 2)));
   if (parts <= 1) {
     if (bytes) std::memcpy(dst, src, bytes);
     return;
@@ -160,7 +155,8 @@ struct DTypeMaps {
       if (d <= kNumDTypes) to_pjrt[d] = PjrtTypeOf(t);
       const int p = static_cast<int>(PjrtTypeOf(t));
       // The first row wins, as the search did (tokens excluded).
-      if (t.dtype != ipu::DType::Token && p > 0 && p < kMaxPjrtType && to_ipu[p] == 0) to_ipu[p] = static_cast<int>(d) + 1;
+      if (t.dtype != ipu::DType::Token && p > 0 && p < kMaxPjrtType && to_ipu[p] == 0)
+        to_ipu[p] = static_cast<int>(d) + 1;
     }
   }
 };
@@ -231,7 +227,7 @@ PJRT_Error* PJRT_Client_BufferFromHostBuffer_Impl(PJRT_Client_BufferFromHostBuff
     }
     if (bytes > 0) {
       if (dense) {
-        ParallelCopy(data->data(), src, bytes);
+        ParallelCopy(data->data(), src, bytes, args->client->pool->threads());
       } else {
         GatherStrided(src, dims, args->byte_strides, element_size, data->data());
       }
@@ -264,8 +260,8 @@ PJRT_Error* PJRT_Buffer_Destroy_Impl(PJRT_Buffer_Destroy_Args* args) {
 PJRT_Error* PJRT_Buffer_OnDeviceTrimmedShape_Impl(PJRT_Buffer_OnDeviceTrimmedShape_Args* args) {
   return Guard("PJRT_Buffer_OnDeviceTrimmedShape", [&]() -> PJRT_Error* {
     const size_t layout_offset = offsetof(PJRT_Buffer_OnDeviceTrimmedShape_Args, layout);
-    if (PJRT_Error* e = CheckStructSize("PJRT_Buffer_OnDeviceTrimmedShape", args->struct_size,
-                                        layout_offset + sizeof(Int64List))) {
+    if (PJRT_Error* e =
+            CheckStructSize("PJRT_Buffer_OnDeviceTrimmedShape", args->struct_size, layout_offset + sizeof(Int64List))) {
       return e;
     }
     PJRT_Buffer* buffer = args->buffer;
@@ -334,9 +330,8 @@ PJRT_Error* PJRT_Buffer_CopyToDevice_Impl(PJRT_Buffer_CopyToDevice_Args* args) {
       try {
         *copy = *data;
       } catch (const std::bad_alloc&) {
-        return done->Set(PJRT_Error_Code_RESOURCE_EXHAUSTED, "copy to ipu device " +
-                                                                 std::to_string(to->local_hardware_id) +
-                                                                 ": out of host memory");
+        return done->Set(PJRT_Error_Code_RESOURCE_EXHAUSTED,
+                         "copy to ipu device " + std::to_string(to->local_hardware_id) + ": out of host memory");
       }
       data.reset();
       if (from != to) {
@@ -359,9 +354,8 @@ PJRT_Error* PJRT_Buffer_ToHostBuffer_Impl(PJRT_Buffer_ToHostBuffer_Args* args) {
       return nullptr;
     }
     if (args->dst_size < bytes) {
-      return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
-                       "host buffer of " + std::to_string(args->dst_size) + " bytes is too small for " +
-                           std::to_string(bytes));
+      return MakeError(PJRT_Error_Code_INVALID_ARGUMENT, "host buffer of " + std::to_string(args->dst_size) +
+                                                             " bytes is too small for " + std::to_string(bytes));
     }
     // Copied once the buffer is defined: at once if it is, else on the thread that defines it. jaxlib keeps
     // `dst` alive until the event completes. A failed definition fails the transfer with its error.
@@ -376,7 +370,7 @@ PJRT_Error* PJRT_Buffer_ToHostBuffer_Impl(PJRT_Buffer_ToHostBuffer_Args* args) {
                                                        std::to_string(bytes));
       }
       const int64_t started = ipu::trace::enabled() ? ipu::trace::nowNs() : 0;  // PVTI_OPTIONS
-      ParallelCopy(dst, data->data(), bytes);
+      ParallelCopy(dst, data->data(), bytes, device->client->pool->threads());
       CountHostTransfer(device, bytes, /*to_device=*/false, started);
       done->Set(static_cast<PJRT_Error_Code>(0), "");
     });

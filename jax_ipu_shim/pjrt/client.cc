@@ -33,7 +33,8 @@ std::vector<std::string> Split(const std::string& text) {
 
 std::string StringOption(const PJRT_NamedValue& option) {
   if (option.type != PJRT_NamedValue_kString) {
-    throw ipu::Error(ipu::ErrorCode::InvalidArgument, "ipu client option '" + OptionName(option) + "' must be a string");
+    throw ipu::Error(ipu::ErrorCode::InvalidArgument,
+                     "ipu client option '" + OptionName(option) + "' must be a string");
   }
   return std::string(option.string_value, option.value_size);
 }
@@ -48,6 +49,7 @@ std::unique_ptr<PJRT_Client> CreateClient(const PJRT_NamedValue* options, size_t
   std::vector<std::string> peers;
   std::vector<std::string> process_devices;
   int64_t timeout_seconds = 300;
+  int64_t host_threads = ipu::ThreadPool::defaultThreads();  // jax_ipu.config: JAX_IPU_HOST_THREADS
   for (size_t i = 0; i < num_options; ++i) {
     const PJRT_NamedValue& option = options[i];
     const std::string name = OptionName(option);
@@ -65,15 +67,22 @@ std::unique_ptr<PJRT_Client> CreateClient(const PJRT_NamedValue* options, size_t
       process_devices = Split(StringOption(option));
     } else if (name == "collective_timeout") {
       timeout_seconds = IntOption(option);
+    } else if (name == "host_threads") {
+      host_threads = IntOption(option);
     } else {
       throw ipu::Error(ipu::ErrorCode::InvalidArgument,
-                       "unknown ipu client option '" + name + "' (known: version, num_tiles, num_devices, "
-                       "process_index, peers, process_devices, collective_timeout)");
+                       "unknown ipu client option '" + name +
+                           "' (known: version, num_tiles, num_devices, "
+                           "process_index, peers, process_devices, collective_timeout, host_threads)");
     }
   }
   if (num_devices < 1 || num_devices > 64) {
     throw ipu::Error(ipu::ErrorCode::InvalidArgument,
                      "ipu device count " + std::to_string(num_devices) + " is out of range 1..64");
+  }
+  if (host_threads < 1 || host_threads > 256) {
+    throw ipu::Error(ipu::ErrorCode::InvalidArgument,
+                     "ipu host threads " + std::to_string(host_threads) + " are out of range 1..256");
   }
   if (num_tiles < 0 || num_tiles > (1 << 20)) {
     throw ipu::Error(ipu::ErrorCode::InvalidArgument,
@@ -86,10 +95,10 @@ std::unique_ptr<PJRT_Client> CreateClient(const PJRT_NamedValue* options, size_t
     for (const std::string& c : process_devices) counts.push_back(std::stoll(c));
     if (counts.size() != peers.size() || process_index < 0 || process_index >= static_cast<int64_t>(peers.size()) ||
         counts[static_cast<size_t>(process_index)] != num_devices) {
-      throw ipu::Error(ipu::ErrorCode::InvalidArgument,
-                       "ipu client options: process " + std::to_string(process_index) + " of " +
-                           std::to_string(peers.size()) + " processes, with device counts for " +
-                           std::to_string(counts.size()) + ", do not agree");
+      throw ipu::Error(ipu::ErrorCode::InvalidArgument, "ipu client options: process " + std::to_string(process_index) +
+                                                            " of " + std::to_string(peers.size()) +
+                                                            " processes, with device counts for " +
+                                                            std::to_string(counts.size()) + ", do not agree");
     }
   }
   const ipu::DeviceDescription hardware = ipu::DeviceDescription::forVersion(version, static_cast<int>(num_tiles));
@@ -97,6 +106,7 @@ std::unique_ptr<PJRT_Client> CreateClient(const PJRT_NamedValue* options, size_t
   auto client = std::make_unique<PJRT_Client>();
   client->process_index = static_cast<int>(process_index);
   client->num_processes = static_cast<int>(counts.size());
+  client->pool = std::make_unique<ipu::ThreadPool>(static_cast<int>(host_threads));
   int id = 0;
   for (size_t p = 0; p < counts.size(); ++p) {
     for (int64_t local = 0; local < counts[p]; ++local, ++id) {
@@ -110,12 +120,12 @@ std::unique_ptr<PJRT_Client> CreateClient(const PJRT_NamedValue* options, size_t
       if (device->addressable) client->addressable_pointers.push_back(device);
     }
   }
-  client->platform_version = "IPU Model emulator (jax-ipu; " + std::to_string(num_devices) + " x " +
-                             hardware.version + ", " + std::to_string(hardware.num_tiles) + " tiles each" +
-                             (counts.size() > 1 ? ", process " + std::to_string(process_index) + " of " +
-                                                      std::to_string(counts.size())
-                                                : std::string()) +
-                             ")";
+  client->platform_version =
+      "IPU Model emulator (jax-ipu; " + std::to_string(num_devices) + " x " + hardware.version + ", " +
+      std::to_string(hardware.num_tiles) + " tiles each" +
+      (counts.size() > 1 ? ", process " + std::to_string(process_index) + " of " + std::to_string(counts.size())
+                         : std::string()) +
+      ")";
 #if JAX_IPU_PJRT_MINOR >= 90
   InitMemories(client.get());
 #endif
@@ -246,15 +256,16 @@ PJRT_Error* PJRT_Client_Compile_Impl(PJRT_Client_Compile_Args* args) {
                        "the ipu backend compiles StableHLO given as MLIR; it was given format '" + format + "'");
     }
     std::vector<int> device_ids;
-    const std::string json = CompileToProgram(std::string(program->code, program->code_size),
-                                              std::string(args->compile_options, args->compile_options_size),
-                                              &device_ids);
+    ipu::CompileOptions options;
+    const std::string json =
+        CompileToProgram(std::string(program->code, program->code_size),
+                         std::string(args->compile_options, args->compile_options_size), &device_ids, &options);
     if (device_ids.empty()) device_ids.push_back(args->client->addressable_pointers.front()->description.id);
     std::vector<PJRT_Device*> devices;
     for (int id : device_ids) devices.push_back(LookupDevice(args->client, id));
     // Devices of one client share one description, so one lowering serves them all.
     std::shared_ptr<const ipu::Executable> lowered =
-        ipu::Executable::compile(json, devices.front()->description.hardware);
+        ipu::Executable::compile(json, devices.front()->description.hardware, options);
     auto loaded = std::make_unique<PJRT_LoadedExecutable>();
     loaded->program = std::move(lowered);
     loaded->client = args->client;

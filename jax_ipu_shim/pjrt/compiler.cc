@@ -2,6 +2,7 @@
 // with JaxIpu_SetCompiler. ctypes takes the GIL itself, so the call is safe from any thread.
 #include <atomic>
 
+#include "jax_ipu/c_api.h"
 #include "plugin.h"
 
 namespace {
@@ -11,28 +12,30 @@ struct CompileResult {
   bool done = false;
   PJRT_Error_Code code = PJRT_Error_Code_INTERNAL;
   std::string program_or_message;
+  std::string options;  // the emulator's compile options (JSON), if the front end gave them
   std::vector<int> device_ids;
 };
 
-// int compile(const char* module, size_t module_size, const char* options, size_t options_size, void* result);
-using CompilerFn = int (*)(const char*, size_t, const char*, size_t, void*);
-std::atomic<CompilerFn> g_compiler{nullptr};
+std::atomic<JaxIpu_CompilerFn> g_compiler{nullptr};
 
 }  // namespace
 
-#define JAX_IPU_EXPORT extern "C" __attribute__((visibility("default")))
 
-JAX_IPU_EXPORT void JaxIpu_SetCompiler(CompilerFn compiler) { g_compiler.store(compiler); }
+void JaxIpu_SetCompiler(JaxIpu_CompilerFn compiler) { g_compiler.store(compiler); }
+
+void JaxIpu_CompileResult_SetOptions(void* result, const char* options, size_t size) {
+  static_cast<CompileResult*>(result)->options.assign(options, size);
+}
 
 // The program as the front end wrote it: the binary container (program.cc) or JSON text.
-JAX_IPU_EXPORT void JaxIpu_CompileResult_SetProgram(void* result, const char* program, size_t size) {
+void JaxIpu_CompileResult_SetProgram(void* result, const char* program, size_t size) {
   auto* r = static_cast<CompileResult*>(result);
   r->done = true;
   r->code = static_cast<PJRT_Error_Code>(0);
   r->program_or_message.assign(program, size);
 }
 
-JAX_IPU_EXPORT void JaxIpu_CompileResult_SetError(void* result, int code, const char* message, size_t size) {
+void JaxIpu_CompileResult_SetError(void* result, int code, const char* message, size_t size) {
   auto* r = static_cast<CompileResult*>(result);
   r->done = true;
   r->code = code > 0 && code <= PJRT_Error_Code_UNAUTHENTICATED ? static_cast<PJRT_Error_Code>(code)
@@ -40,15 +43,15 @@ JAX_IPU_EXPORT void JaxIpu_CompileResult_SetError(void* result, int code, const 
   r->program_or_message.assign(message, size);
 }
 
-JAX_IPU_EXPORT void JaxIpu_CompileResult_AddDevice(void* result, int device_id) {
+void JaxIpu_CompileResult_AddDevice(void* result, int device_id) {
   static_cast<CompileResult*>(result)->device_ids.push_back(device_id);
 }
 
 namespace jax_ipu {
 
 std::string CompileToProgram(const std::string& module, const std::string& compile_options,
-                             std::vector<int>* device_ids) {
-  CompilerFn compiler = g_compiler.load();
+                             std::vector<int>* device_ids, ipu::CompileOptions* options) {
+  JaxIpu_CompilerFn compiler = g_compiler.load();
   if (compiler == nullptr) {
     throw ipu::Error(ipu::ErrorCode::Internal,
                      "the ipu compiler front end is not registered: the backend must be created through "
@@ -56,9 +59,7 @@ std::string CompileToProgram(const std::string& module, const std::string& compi
   }
   CompileResult result;
   compiler(module.data(), module.size(), compile_options.data(), compile_options.size(), &result);
-  if (!result.done) {
-    throw ipu::Error(ipu::ErrorCode::Internal, "the ipu compiler front end returned no result");
-  }
+  if (!result.done) { throw ipu::Error(ipu::ErrorCode::Internal, "the ipu compiler front end returned no result"); }
   if (result.code != 0) {
     ipu::ErrorCode code = ipu::ErrorCode::Internal;
     if (result.code == PJRT_Error_Code_INVALID_ARGUMENT) code = ipu::ErrorCode::InvalidArgument;
@@ -67,6 +68,7 @@ std::string CompileToProgram(const std::string& module, const std::string& compi
     throw ipu::Error(code, result.program_or_message);
   }
   *device_ids = std::move(result.device_ids);
+  *options = ipu::CompileOptions::parse(result.options);
   return std::move(result.program_or_message);
 }
 

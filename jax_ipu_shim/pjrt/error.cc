@@ -7,22 +7,15 @@
 
 namespace jax_ipu {
 
-PJRT_Error* MakeError(PJRT_Error_Code code, std::string message) {
-  return new PJRT_Error{code, std::move(message)};
-}
+PJRT_Error* MakeError(PJRT_Error_Code code, std::string message) { return new PJRT_Error{code, std::move(message)}; }
 
 PJRT_Error_Code ToPjrtCode(ipu::ErrorCode code) {
   switch (code) {
-    case ipu::ErrorCode::InvalidArgument:
-      return PJRT_Error_Code_INVALID_ARGUMENT;
-    case ipu::ErrorCode::Unimplemented:
-      return PJRT_Error_Code_UNIMPLEMENTED;
-    case ipu::ErrorCode::ResourceExhausted:
-      return PJRT_Error_Code_RESOURCE_EXHAUSTED;
-    case ipu::ErrorCode::Cancelled:
-      return PJRT_Error_Code_CANCELLED;
-    case ipu::ErrorCode::Internal:
-      break;
+    case ipu::ErrorCode::InvalidArgument: return PJRT_Error_Code_INVALID_ARGUMENT;
+    case ipu::ErrorCode::Unimplemented: return PJRT_Error_Code_UNIMPLEMENTED;
+    case ipu::ErrorCode::ResourceExhausted: return PJRT_Error_Code_RESOURCE_EXHAUSTED;
+    case ipu::ErrorCode::Cancelled: return PJRT_Error_Code_CANCELLED;
+    case ipu::ErrorCode::Internal: break;
   }
   return PJRT_Error_Code_INTERNAL;
 }
@@ -30,16 +23,11 @@ PJRT_Error_Code ToPjrtCode(ipu::ErrorCode code) {
 PJRT_Error* CurrentExceptionToError(const char* function) {
   try {
     throw;
-  } catch (const ipu::Error& e) {
-    return MakeError(ToPjrtCode(e.code()), e.what());
-  } catch (const std::bad_alloc&) {
-    return MakeError(PJRT_Error_Code_RESOURCE_EXHAUSTED,
-                     std::string(function) + ": out of host memory");
+  } catch (const ipu::Error& e) { return MakeError(ToPjrtCode(e.code()), e.what()); } catch (const std::bad_alloc&) {
+    return MakeError(PJRT_Error_Code_RESOURCE_EXHAUSTED, std::string(function) + ": out of host memory");
   } catch (const std::exception& e) {
     return MakeError(PJRT_Error_Code_INTERNAL, std::string(function) + ": " + e.what());
-  } catch (...) {
-    return MakeError(PJRT_Error_Code_INTERNAL, std::string(function) + ": unknown failure");
-  }
+  } catch (...) { return MakeError(PJRT_Error_Code_INTERNAL, std::string(function) + ": unknown failure"); }
 }
 
 char* CopyString(const std::string& s) {

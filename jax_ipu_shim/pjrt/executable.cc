@@ -84,9 +84,9 @@ PJRT_Error* PJRT_Executable_GetCostAnalysis_Impl(PJRT_Executable_GetCostAnalysis
       };
       // The static trace: "ipu_step 3 stablehlo.dot_general (model.py:12)" -> the cycles of one execution.
       for (const ipu::StepProfile& st : p.staticSteps()) {
-        values.emplace_back("ipu_step " + std::to_string(st.id) + " " + st.name +
-                                (st.loc.empty() ? "" : " (" + st.loc + ")"),
-                            static_cast<double>(st.compute_cycles + st.exchange_cycles + st.sync_cycles));
+        values.emplace_back(
+            "ipu_step " + std::to_string(st.id) + " " + st.name + (st.loc.empty() ? "" : " (" + st.loc + ")"),
+            static_cast<double>(st.compute_cycles + st.exchange_cycles + st.sync_cycles));
       }
       // Names first: the properties point into the strings, which must not move afterwards.
       for (const auto& v : values) e->cost_names.push_back(v.first);

@@ -1,30 +1,7 @@
 // The host side of an IPU's data streams (infeed, outfeed) and host functions (callbacks), and the C functions
 // the Python package feeds and drains them with.
-//
-// The C ABI (exported; the Python package calls it through ctypes, which releases the GIL for the call):
-//
-//   // Appends one infeed entry to device `device_id` of the current client: n arrays, each with a dtype name
-//   // ("bool","f16","f32","i32","u32"), rank, dims, and dense row-major bytes, copied before returning.
-//   // 0 on success; else nonzero and *error (free with JaxIpu_FreeString).
-//   int JaxIpu_InfeedPush(int device_id, size_t n, const char* const* dtypes, const int* ranks,
-//                         const int64_t* const* dims, const void* const* data, char** error);
-//   // Takes the oldest outfeed entry of the device, blocking until there is one. Its arrays must match the n
-//   // described; they are copied into data[i]. Nonzero and *error if the types differ (the entry stays queued), if
-//   // timeout_seconds >= 0 passes first, or when the queue is empty and no program that outfeeds
-//   // (Executable::hasOutfeed()) is queued or running on the device, so nothing could ever arrive (never a hang),
-//   // or when a Ctrl-C (SIGINT) ends the wait.
-//   int JaxIpu_OutfeedPop(int device_id, size_t n, const char* const* dtypes, const int* ranks,
-//                         const int64_t* const* dims, void* const* data, double timeout_seconds, char** error);
-//   // Host callbacks: called on a device's callback thread for each HostCall step of a run. Returns 0, or nonzero
-//   // after writing a NUL-terminated message (at most error_size bytes) into `error`, which fails the run with it.
-//   typedef int (*JaxIpu_HostCallbackFn)(int64_t id, size_t num_in, const void* const* in,
-//                                        size_t num_out, void* const* out, char* error, size_t error_size);
-//   void JaxIpu_SetHostCallback(JaxIpu_HostCallbackFn fn);
-//   // Blocks until every device of the current client has finished all work queued so far.
-//   void JaxIpu_Synchronize(void);
-//   // At exit: a run waiting on an empty infeed, now or later, fails (nothing can feed it any more); then
-//   // JaxIpu_Synchronize, so that queued work that calls back into Python runs while the interpreter is whole.
-//   void JaxIpu_AtExit(void);
+// (JaxIpu_InfeedPush, JaxIpu_OutfeedPop, JaxIpu_SetHostCallback, JaxIpu_Synchronize, JaxIpu_AtExit: declared
+// and described in jax_ipu/c_api.h; the Python package calls them through ctypes, which releases the GIL).
 #include <pthread.h>
 
 #include <atomic>
@@ -34,10 +11,8 @@
 #include <cstring>
 
 #include "ipu/dtype.h"
+#include "jax_ipu/c_api.h"
 #include "plugin.h"
-
-using JaxIpu_HostCallbackFn = int (*)(int64_t id, size_t num_in, const void* const* in, size_t num_out,
-                                      void* const* out, char* error, size_t error_size);
 
 namespace {
 
@@ -95,11 +70,11 @@ void HostStreams::PopOutfeed(const std::vector<ipu::TensorType>& want, const std
   auto warn_at = start + kInfeedWarningPeriod;
   std::unique_lock<std::mutex> lock(mutex_);
   while (outfeed_.empty()) {
-    ThrowIfInterrupted(interrupts, device + ": transfer_from_outfeed, waiting for an outfeed of " + ShapesString(want) + ",");
+    ThrowIfInterrupted(interrupts,
+                       device + ": transfer_from_outfeed, waiting for an outfeed of " + ShapesString(want) + ",");
     if (closed_) {
       throw ipu::Error(ipu::ErrorCode::Internal,
-                       device + ": the ipu client was destroyed while waiting for an outfeed of " +
-                           ShapesString(want));
+                       device + ": the ipu client was destroyed while waiting for an outfeed of " + ShapesString(want));
     }
     // Nothing can arrive once the program that would have filled the outfeed has failed and no other is pending.
     if (outfeed_programs_ == 0 && !last_outfeed_failure_.empty()) {
@@ -113,13 +88,12 @@ void HostStreams::PopOutfeed(const std::vector<ipu::TensorType>& want, const std
       const auto now = std::chrono::steady_clock::now();
       if (timeout_seconds >= 0 && now >= deadline) {
         throw ipu::Error(ipu::ErrorCode::Internal, device + ": no outfeed of " + ShapesString(want) +
-                                                               " arrived within " + std::to_string(timeout_seconds) +
-                                                               " s");
+                                                       " arrived within " + std::to_string(timeout_seconds) + " s");
       }
       if (now < warn_at) continue;
       warn_at += kInfeedWarningPeriod;
-      const int waited = static_cast<int>(std::chrono::duration_cast<std::chrono::seconds>(
-                                    std::chrono::steady_clock::now() - start).count());
+      const int waited = static_cast<int>(
+          std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start).count());
       std::fprintf(stderr, "jax-ipu: %s: transfer_from_outfeed has waited %d s for an outfeed of %s%s\n",
                    device.c_str(), waited, ShapesString(want).c_str(),
                    outfeed_programs_ ? "" : "; no program that calls lax.outfeed is queued or running on the device");
@@ -128,9 +102,9 @@ void HostStreams::PopOutfeed(const std::vector<ipu::TensorType>& want, const std
   }
   const Entry& entry = outfeed_.front();
   if (!SameTypes(entry, want)) {
-    throw ipu::Error(ipu::ErrorCode::InvalidArgument,
-                     device + ": the oldest outfeed entry is " + ShapesString(TypesOf(entry)) + " but " +
-                         ShapesString(want) + " was asked for (the entry stays queued)");
+    throw ipu::Error(ipu::ErrorCode::InvalidArgument, device + ": the oldest outfeed entry is " +
+                                                          ShapesString(TypesOf(entry)) + " but " + ShapesString(want) +
+                                                          " was asked for (the entry stays queued)");
   }
   for (size_t i = 0; i < entry.size(); ++i) {
     if (!entry[i].bytes.empty()) std::memcpy(dst[i], entry[i].bytes.data(), entry[i].bytes.size());
@@ -287,8 +261,9 @@ void HostStreams::callback(int64_t id, const std::vector<ipu::TensorType>& in_ty
   const std::string where = "ipu device " + std::to_string(device_id_) + ": host callback " + std::to_string(id);
   if (g_host_callback.load() == nullptr) {
     throw ipu::Error(ipu::ErrorCode::Internal,
-                     where + " was called but no host callback handler is registered (JaxIpu_SetHostCallback; "
-                             "the jax_ipu package registers it when the ipu backend starts)");
+                     where +
+                         " was called but no host callback handler is registered (JaxIpu_SetHostCallback; "
+                         "the jax_ipu package registers it when the ipu backend starts)");
   }
   auto call = std::make_shared<CallbackLane::Call>();
   call->id = id;
@@ -376,7 +351,8 @@ std::vector<ipu::TensorType> ParseTypes(size_t n, const char* const* dtypes, con
     if (ranks[i] < 0) throw ipu::Error(ipu::ErrorCode::InvalidArgument, "negative rank");
     types[i].shape.assign(dims[i], dims[i] + ranks[i]);
     for (int64_t d : types[i].shape) {
-      if (d < 0) throw ipu::Error(ipu::ErrorCode::InvalidArgument, "negative dimension in " + jax_ipu::ShapeString(types[i]));
+      if (d < 0)
+        throw ipu::Error(ipu::ErrorCode::InvalidArgument, "negative dimension in " + jax_ipu::ShapeString(types[i]));
     }
   }
   return types;
@@ -389,10 +365,9 @@ int Fail(char** error, const std::string& message) {
 
 }  // namespace
 
-#define JAX_IPU_EXPORT extern "C" __attribute__((visibility("default")))
 
-JAX_IPU_EXPORT int JaxIpu_InfeedPush(int device_id, size_t n, const char* const* dtypes, const int* ranks,
-                                     const int64_t* const* dims, const void* const* data, char** error) {
+int JaxIpu_InfeedPush(int device_id, size_t n, const char* const* dtypes, const int* ranks, const int64_t* const* dims,
+                      const void* const* data, char** error) {
   try {
     const std::vector<ipu::TensorType> types = ParseTypes(n, dtypes, ranks, dims);
     jax_ipu::HostStreams::Entry entry(n);
@@ -403,44 +378,36 @@ JAX_IPU_EXPORT int JaxIpu_InfeedPush(int device_id, size_t n, const char* const*
     }
     StreamsOf(device_id)->PushInfeed(std::move(entry));
     return 0;
-  } catch (const std::exception& e) {
-    return Fail(error, e.what());
-  } catch (...) {
+  } catch (const std::exception& e) { return Fail(error, e.what()); } catch (...) {
     return Fail(error, "JaxIpu_InfeedPush: unknown failure");
   }
 }
 
-JAX_IPU_EXPORT int JaxIpu_OutfeedPop(int device_id, size_t n, const char* const* dtypes, const int* ranks,
-                                     const int64_t* const* dims, void* const* data, double timeout_seconds,
-                                     char** error) {
+int JaxIpu_OutfeedPop(int device_id, size_t n, const char* const* dtypes, const int* ranks, const int64_t* const* dims,
+                      void* const* data, double timeout_seconds, char** error) {
   try {
     const std::vector<ipu::TensorType> types = ParseTypes(n, dtypes, ranks, dims);
     StreamsOf(device_id)->PopOutfeed(types, std::vector<void*>(data, data + n), timeout_seconds);
     return 0;
-  } catch (const std::exception& e) {
-    return Fail(error, e.what());
-  } catch (...) {
+  } catch (const std::exception& e) { return Fail(error, e.what()); } catch (...) {
     return Fail(error, "JaxIpu_OutfeedPop: unknown failure");
   }
 }
 
-JAX_IPU_EXPORT void JaxIpu_SetHostCallback(JaxIpu_HostCallbackFn fn) { g_host_callback.store(fn); }
+void JaxIpu_SetHostCallback(JaxIpu_HostCallbackFn fn) { g_host_callback.store(fn); }
 
-JAX_IPU_EXPORT void JaxIpu_Synchronize(void);
-
-JAX_IPU_EXPORT void JaxIpu_AtExit(void) {
+void JaxIpu_AtExit(void) {
   try {
     jax_ipu::WithCurrentClient([&](PJRT_Client* client) {
       if (client == nullptr) return;
       for (const auto& device : client->devices)
         if (device->host) device->host->Exiting();
     });
-  } catch (...) {
-  }
+  } catch (...) {}
   JaxIpu_Synchronize();
 }
 
-JAX_IPU_EXPORT void JaxIpu_Synchronize(void) {
+void JaxIpu_Synchronize(void) {
   try {
     std::vector<std::shared_ptr<jax_ipu::WorkQueue>> queues;
     jax_ipu::WithCurrentClient([&](PJRT_Client* client) {
@@ -449,6 +416,5 @@ JAX_IPU_EXPORT void JaxIpu_Synchronize(void) {
     });
     // Without the client lock: work being drained may ask for device stats.
     for (const auto& queue : queues) queue->Drain();
-  } catch (...) {
-  }
+  } catch (...) {}
 }

@@ -13,6 +13,7 @@
 
 #include <cstring>
 
+#include "jax_ipu/c_api.h"
 #include "plugin.h"
 
 namespace jax_ipu {
@@ -61,11 +62,10 @@ void ThrowIfInterrupted(uint64_t seen, const std::string& what) {
 
 }  // namespace jax_ipu
 
-#define JAX_IPU_EXPORT extern "C" __attribute__((visibility("default")))
 
 // Chains our SIGINT handler in front of the one installed now (Python's). 0: watching (or already), 1: there is no
 // handler to chain to (SIG_DFL ends the process, SIG_IGN ignores Ctrl-C): nothing to do.
-JAX_IPU_EXPORT int JaxIpu_WatchInterrupts(void) {
+int JaxIpu_WatchInterrupts(void) {
   static std::mutex mutex;
   std::lock_guard<std::mutex> lock(mutex);
   struct sigaction current;
@@ -84,7 +84,7 @@ JAX_IPU_EXPORT int JaxIpu_WatchInterrupts(void) {
 
 // 1 once per Ctrl-C (or run of them) not reported yet, and marks it reported; else 0. jax_ipu raises one
 // KeyboardInterrupt per Ctrl-C with it: the mark is made here, before Python's own pending handler can run.
-JAX_IPU_EXPORT int JaxIpu_TakeInterrupt(void) {
+int JaxIpu_TakeInterrupt(void) {
   static std::atomic<uint64_t> taken{0};
   const uint64_t now = jax_ipu::Interrupts().load(std::memory_order_relaxed);
   return taken.exchange(now) != now ? 1 : 0;

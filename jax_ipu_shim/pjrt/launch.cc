@@ -46,15 +46,14 @@ void AddArgument(const ipu::Executable& program, size_t index, PJRT_Buffer* buff
   ipu::DType dtype;
   const bool known = ToIpuDType(buffer->type, &dtype);
   if (!known || dtype != want.dtype || buffer->dims != want.shape) {
-    throw ipu::Error(ipu::ErrorCode::InvalidArgument,
-                     "argument " + std::to_string(index) + " of " + program.name() + " is " +
-                         ShapeString(buffer->type, buffer->dims) + " but the program takes " + want.str());
+    throw ipu::Error(ipu::ErrorCode::InvalidArgument, "argument " + std::to_string(index) + " of " + program.name() +
+                                                          " is " + ShapeString(buffer->type, buffer->dims) +
+                                                          " but the program takes " + want.str());
   }
   std::lock_guard<std::mutex> lock(buffer->mutex);
   if (!buffer->data) {
-    throw ipu::Error(ipu::ErrorCode::InvalidArgument,
-                     "argument " + std::to_string(index) + " of " + program.name() +
-                         " has been deleted or donated to an earlier call");
+    throw ipu::Error(ipu::ErrorCode::InvalidArgument, "argument " + std::to_string(index) + " of " + program.name() +
+                                                          " has been deleted or donated to an earlier call");
   }
   replica->inputs.push_back(buffer->data);
   replica->inputs_defined.push_back(buffer->defined);
@@ -128,6 +127,7 @@ PJRT_Error_Code RunReplica(Replica& r, std::string* message) {
       for (const Bytes& b : r.outputs) out.push_back(b->data());
       ipu::RunOptions options;
       options.replica = r.index;
+      options.pool = r.device->client->pool.get();
       options.replicas = r.group.get();
       options.host = r.device->host.get();
       options.interrupts = &Interrupts();
@@ -250,9 +250,7 @@ using namespace jax_ipu;
 PJRT_Error* PJRT_LoadedExecutable_Execute_Impl(PJRT_LoadedExecutable_Execute_Args* args) {
   return Guard("PJRT_LoadedExecutable_Execute", [&]() -> PJRT_Error* {
     PJRT_LoadedExecutable* loaded = args->executable;
-    if (loaded->deleted) {
-      return MakeError(PJRT_Error_Code_INVALID_ARGUMENT, "the ipu executable has been deleted");
-    }
+    if (loaded->deleted) { return MakeError(PJRT_Error_Code_INVALID_ARGUMENT, "the ipu executable has been deleted"); }
     const ipu::Executable& program = *loaded->program;
     // This process's devices of the executable, each running its replica (its place in the device assignment);
     // the other processes of a jax.distributed job run the rest.
@@ -267,9 +265,9 @@ PJRT_Error* PJRT_LoadedExecutable_Execute_Impl(PJRT_LoadedExecutable_Execute_Arg
       replica_of = &zero;
     }
     if (args->num_devices != n) {
-      return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
-                       "executable compiled for " + std::to_string(n) + " ipu devices of this process, launched on " +
-                           std::to_string(args->num_devices));
+      return MakeError(PJRT_Error_Code_INVALID_ARGUMENT, "executable compiled for " + std::to_string(n) +
+                                                             " ipu devices of this process, launched on " +
+                                                             std::to_string(args->num_devices));
     }
     if (program.numReplicas() > 1 && static_cast<size_t>(program.numReplicas()) != total) {
       return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,

@@ -1,5 +1,6 @@
 // What only the newer PJRT tables (API 0.90, jaxlib 0.12) have: plugin attributes, memory spaces, the topology,
 // and the typed queries that replaced PJRT_Buffer_OnDeviceTrimmedShape. Empty when built for jaxlib 0.4.13's table.
+#include "jax_ipu/c_api.h"
 #include "plugin.h"
 
 #if JAX_IPU_PJRT_MINOR >= 90
@@ -99,8 +100,7 @@ void InitMemories(PJRT_Client* client) {
 
 // Called by the Python plugin before jaxlib loads the table (jax_ipu/plugin.py): the StableHLO versions its
 // front end reads, [current, minimum] as (major, minor, patch) each.
-extern "C" __attribute__((visibility("default"))) void JaxIpu_SetStablehloVersions(const int64_t* current,
-                                                                                   const int64_t* minimum) {
+void JaxIpu_SetStablehloVersions(const int64_t* current, const int64_t* minimum) {
   jax_ipu::StablehloVersions& v = jax_ipu::Versions();
   std::lock_guard<std::mutex> lock(v.mutex);
   for (int i = 0; i < 3; ++i) {

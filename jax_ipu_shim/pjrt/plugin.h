@@ -44,9 +44,7 @@ template <class Body>
 PJRT_Error* Guard(const char* function, Body&& body) {
   try {
     return body();
-  } catch (...) {
-    return CurrentExceptionToError(function);
-  }
+  } catch (...) { return CurrentExceptionToError(function); }
 }
 
 // A malloc'ed copy for the caller to free with JaxIpu_FreeString (null if out of memory).
@@ -305,6 +303,9 @@ struct PJRT_Client {
 #endif
   std::string platform_name = "ipu";
   std::string platform_version;
+  // The host threads its runs compute on, whose count its host copies use too (the create option host_threads);
+  // destroyed after the destructor has drained every device's queue (no run is left to use it).
+  std::unique_ptr<ipu::ThreadPool> pool;
   // Held while work goes onto device queues, so that launches over several IPUs are queued in one order on all
   // of them (two launches queued in different orders on two IPUs would deadlock their collectives).
   std::mutex launch_mutex;
@@ -327,7 +328,7 @@ PJRT_Device* LookupDevice(PJRT_Client* client, int id);
 void SetAddressable(::PJRT_LoadedExecutable* loaded);
 // Queues `item` on `device` (under the client's launch mutex).
 void Enqueue(PJRT_Device* device, std::function<void()> item);
-}
+}  // namespace jax_ipu
 
 // ----------------------------------------------------------------------------------------------- buffers
 
@@ -372,9 +373,9 @@ struct PJRT_Buffer {
 
 namespace jax_ipu {
 using Bytes = std::shared_ptr<ByteVector>;
-// memcpy, split over the host threads ($JAX_IPU_HOST_THREADS) when it is large (staging big arrays to and from
-// the device); a small copy stays on the calling thread.
-void ParallelCopy(void* dst, const void* src, size_t bytes);
+// memcpy, split over up to `threads` threads (the client's host threads) when it is large (staging big arrays to
+// and from the device); a small copy stays on the calling thread.
+void ParallelCopy(void* dst, const void* src, size_t bytes, int threads);
 size_t ElementSize(PJRT_Buffer_Type type);  // 0 for types the plugin cannot hold
 const char* TypeName(PJRT_Buffer_Type type);
 int XlaPrimitiveType(PJRT_Buffer_Type type);  // xla::PrimitiveType number
@@ -388,7 +389,7 @@ PJRT_Buffer* NewBuffer(PJRT_Device* device, PJRT_Buffer_Type type, std::vector<i
 // `started_ns` (ipu::trace::nowNs() when the copy began, or 0): a "Transfer" span on the PVTI timeline.
 void CountHostTransfer(PJRT_Device* device, size_t bytes, bool to_device, int64_t started_ns = 0);
 void CountLinkTransfer(PJRT_Device* device, size_t bytes);
-}
+}  // namespace jax_ipu
 
 // ----------------------------------------------------------------------------------------------- executables
 
@@ -447,16 +448,17 @@ void TransportConnect(int me, const std::vector<std::string>& addresses, double 
 namespace jax_ipu {
 // Replicas a program runs as: what it was compiled for, or the devices it was compiled onto if more.
 int NumReplicas(const ipu::Executable& program, size_t num_devices);
-}
+}  // namespace jax_ipu
 
 // ----------------------------------------------------------------------------------------------- compiler
 
 namespace jax_ipu {
 // Turns a StableHLO module into an IPU program (JSON) by calling the Python front end that registered itself
-// with JaxIpu_SetCompiler. Fills `device_ids` with the devices the program was compiled for (empty: default).
+// with JaxIpu_SetCompiler. Fills `device_ids` with the devices the program was compiled for (empty: default) and
+// `options` with how the emulator is to lower it.
 std::string CompileToProgram(const std::string& module, const std::string& compile_options,
-                             std::vector<int>* device_ids);
-}
+                             std::vector<int>* device_ids, ipu::CompileOptions* options);
+}  // namespace jax_ipu
 
 // ----------------------------------------------------------------------------------------------- entry points
 

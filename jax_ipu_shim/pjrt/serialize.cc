@@ -6,14 +6,16 @@
 //   device ipu2 1472              the chip and tile count it was lowered for
 //   replicas 2                    replicas it runs as
 //   devices 0 1                   the device ids it runs on, one replica each
-//   checksum 0123456789abcdef     FNV-1a (64 bits) of the program bytes
+//   options {"fusion":true,...}   the emulator's compile options it was lowered with (ipu::CompileOptions)
+//   checksum 0123456789abcdef     FNV-1a (64 bits) of the options line's JSON, a newline and the program bytes
 //   program 12345                 bytes of the program that follow (the binary container the front end wrote,
 //                                 or "jax-ipu-program" JSON text)
 //   {...}
 //
-// Loading lowers the program again for the client's IPU (the emulator's lowering is deterministic), so a loaded
-// executable runs and costs exactly as the original. A blob for another chip or tile count is refused, and so is one
-// whose program bytes (its ops, constants, shapes) no longer give its checksum: a changed byte never runs.
+// Loading lowers the program again for the client's IPU with the same options (the emulator's lowering is
+// deterministic), so a loaded executable runs and costs exactly as the original. A blob for another chip or tile count
+// is refused, and so is one whose program bytes (its ops, constants, shapes) no longer give its checksum: a changed
+// byte never runs.
 #include <algorithm>
 
 #include "plugin.h"
@@ -22,13 +24,14 @@ namespace jax_ipu {
 namespace {
 
 constexpr const char* kMagic = "jax-ipu-executable";
-constexpr int kFormatVersion = 2;  // 2: the checksum line
+constexpr int kFormatVersion = 3;  // 2: the checksum line; 3: the options line
 
 struct Header {
   std::string version;
   int num_tiles = 0;
   int replicas = 1;
   std::vector<int> device_ids;
+  std::string options;
   std::string program;
 };
 
@@ -55,7 +58,9 @@ std::string Serialize(const ipu::Executable& program, const std::vector<int>& de
   out += "devices";
   for (int id : device_ids) out += " " + std::to_string(id);
   const std::string& json = program.programJson();
-  return out + "\nchecksum " + Checksum(json) + "\nprogram " + std::to_string(json.size()) + "\n" + json;
+  const std::string options = program.options().toJson();
+  return out + "\noptions " + options + "\nchecksum " + Checksum(options + "\n" + json) + "\nprogram " +
+         std::to_string(json.size()) + "\n" + json;
 }
 
 // The header, one line at a time: "key word word...".
@@ -93,9 +98,7 @@ int64_t Number(const std::string& word, const std::string& what) {
   int64_t value = -1;
   try {
     value = std::stoll(word, &used);
-  } catch (...) {
-    used = 0;
-  }
+  } catch (...) { used = 0; }
   if (used != word.size() || value < 0) throw Malformed("bad " + what + " '" + word + "'");
   return value;
 }
@@ -105,9 +108,7 @@ Header Parse(const std::string& blob) {
   std::vector<std::string> magic;
   try {
     magic = in.Line(kMagic);
-  } catch (const ipu::Error&) {
-    throw Malformed("it does not start with '" + std::string(kMagic) + "'");
-  }
+  } catch (const ipu::Error&) { throw Malformed("it does not start with '" + std::string(kMagic) + "'"); }
   if (magic.size() != 1 || magic[0] != std::to_string(kFormatVersion)) {
     throw Malformed("its format version is '" + (magic.empty() ? "" : magic[0]) + "', this jax-ipu reads version " +
                     std::to_string(kFormatVersion));
@@ -121,6 +122,9 @@ Header Parse(const std::string& blob) {
   if (replicas.size() != 1) throw Malformed("bad 'replicas' line");
   h.replicas = static_cast<int>(Number(replicas[0], "replica count"));
   for (const std::string& id : in.Line("devices")) h.device_ids.push_back(static_cast<int>(Number(id, "device id")));
+  const auto options = in.Line("options");
+  if (options.size() != 1) throw Malformed("bad 'options' line");
+  h.options = options[0];
   const auto checksum = in.Line("checksum");
   if (checksum.size() != 1) throw Malformed("bad 'checksum' line");
   const auto program = in.Line("program");
@@ -129,9 +133,10 @@ Header Parse(const std::string& blob) {
   if (h.program.size() != static_cast<size_t>(Number(program[0], "program size"))) {
     throw Malformed("the program is cut short or has trailing bytes");
   }
-  if (Checksum(h.program) != checksum[0]) {
-    throw Malformed("its program does not match its checksum (checksum " + checksum[0] + ", program bytes give " +
-                    Checksum(h.program) + "): it was changed or damaged after it was serialised");
+  const std::string summed = Checksum(h.options + "\n" + h.program);
+  if (summed != checksum[0]) {
+    throw Malformed("its program does not match its checksum (checksum " + checksum[0] + ", its options and program " +
+                    "bytes give " + summed + "): it was changed or damaged after it was serialised");
   }
   return h;
 }
@@ -187,7 +192,7 @@ PJRT_Error* PJRT_Executable_DeserializeAndLoad_Impl(PJRT_Executable_DeserializeA
     for (int id : h.device_ids) devices.push_back(LookupDevice(client, id));
     if (devices.empty()) devices.push_back(client->devices.front().get());
     auto loaded = std::make_unique<PJRT_LoadedExecutable>();
-    loaded->program = ipu::Executable::compile(h.program, hardware);
+    loaded->program = ipu::Executable::compile(h.program, hardware, ipu::CompileOptions::parse(h.options));
     loaded->client = client;
     loaded->devices = std::move(devices);
     SetAddressable(loaded.get());

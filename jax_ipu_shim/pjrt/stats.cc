@@ -1,6 +1,7 @@
 // The current client (the one the JaxIpu_* functions act on) and JaxIpu_DeviceStats: what the Python package
 // reports about a device: host and IPU-Link transfers and the last execution.
 #include "ipu/trace.h"
+#include "jax_ipu/c_api.h"
 #include "plugin.h"
 
 namespace {
@@ -38,8 +39,8 @@ void CountHostTransfer(PJRT_Device* device, size_t bytes, bool to_device, int64_
   if (started_ns && ipu::trace::enabled()) {
     const std::string ipu = "ipu " + std::to_string(device->description.id);
     ipu::trace::record("Transfer", to_device ? "host to " + ipu : ipu + " to host", started_ns, ipu::trace::nowNs(),
-                       "{\"device\": " + std::to_string(device->description.id) + ", \"bytes\": " +
-                           std::to_string(bytes) + ", \"cycles\": " + std::to_string(cycles) + "}");
+                       "{\"device\": " + std::to_string(device->description.id) +
+                           ", \"bytes\": " + std::to_string(bytes) + ", \"cycles\": " + std::to_string(cycles) + "}");
   }
   std::lock_guard<std::mutex> lock(device->stats_mutex);
   (to_device ? device->counters.bytes_to_device : device->counters.bytes_from_device) += bytes;
@@ -55,7 +56,7 @@ void CountLinkTransfer(PJRT_Device* device, size_t bytes) {
 }  // namespace jax_ipu
 
 // JSON for device `device_id` of the current client, or NULL if there is no such device. Free with JaxIpu_FreeString.
-extern "C" __attribute__((visibility("default"))) char* JaxIpu_DeviceStats(int device_id) {
+char* JaxIpu_DeviceStats(int device_id) {
   try {
     std::lock_guard<std::mutex> lock(g_client_mutex);
     if (g_client == nullptr || device_id < 0 || static_cast<size_t>(device_id) >= g_client->devices.size()) {
@@ -76,7 +77,5 @@ extern "C" __attribute__((visibility("default"))) char* JaxIpu_DeviceStats(int d
                        ", \"last_program\": " + Quoted(device->last_program) +
                        ", \"last_profile\": " + (device->executions ? device->last_profile.toJson() : "null") + "}";
     return jax_ipu::CopyString(json);
-  } catch (...) {
-    return nullptr;
-  }
+  } catch (...) { return nullptr; }
 }

@@ -31,6 +31,7 @@
 #include <map>
 #include <tuple>
 
+#include "jax_ipu/c_api.h"
 #include "plugin.h"
 
 namespace jax_ipu {
@@ -382,10 +383,9 @@ void TransportConnect(int me, const std::vector<std::string>& addresses, double 
 
 }  // namespace jax_ipu
 
-#define JAX_IPU_EXPORT extern "C" __attribute__((visibility("default")))
 
 // Called by jax_ipu.multihost before the client exists: the port the other processes connect to (0 on failure).
-JAX_IPU_EXPORT int JaxIpu_TransportListen() {
+int JaxIpu_TransportListen() {
   try {
     return jax_ipu::TransportListen();
   } catch (const std::exception&) { return 0; }

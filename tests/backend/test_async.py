@@ -171,17 +171,9 @@ def test_a_failed_run_surfaces_where_the_result_is_waited_on_or_read(python):
 
 
 def _streams_lib():
-    import ctypes
-
     from jax_ipu import _native
 
-    lib = _native.load()
-    c_char_pp, c_int64_pp = ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.POINTER(ctypes.c_int64))
-    arrays = [ctypes.c_int, ctypes.c_size_t, c_char_pp, ctypes.POINTER(ctypes.c_int), c_int64_pp]
-    lib.JaxIpu_InfeedPush.argtypes = arrays + [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p)]
-    lib.JaxIpu_OutfeedPop.argtypes = arrays + [
-        ctypes.POINTER(ctypes.c_void_p), ctypes.c_double, ctypes.POINTER(ctypes.c_void_p)]
-    return lib
+    return _native.load()  # with the signatures of _native.SIGNATURES (arrays pass as the pointers they are)
 
 
 def _call_streams(name, dtype, shape, data, *extra):
@@ -267,4 +259,6 @@ def test_infeed_push_checks_dtypes_and_counts_bytes(python):
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         "the ipu backend has not been created yet",
-        "array 0 has dtype 'f64', which the ipu streams do not carry (bool, i8, u8, i16, u16, i32, u32, f16, bf16, f32, c64)", "''", "16"]
+        "array 0 has dtype 'f64', which the ipu streams do not carry"
+        " (bool, i8, u8, i16, u16, i32, u32, f16, bf16, f32, c64)",
+        "''", "16"]

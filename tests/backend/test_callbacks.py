@@ -121,7 +121,8 @@ def test_pure_callback_with_a_wrong_result_fails_the_call():
         got = jax.block_until_ready(f(np.arange(3, dtype=np.float32)))
         assert got.dtype == np.float32 and np.array_equal(np.asarray(got), np.arange(3, dtype=np.float32))
         return
-    with pytest.raises(Exception, match=r"Incorrect output dtype for return value 0: Expected: float32, Actual: float64"):
+    with pytest.raises(Exception,
+                       match=r"Incorrect output dtype for return value 0: Expected: float32, Actual: float64"):
         jax.block_until_ready(f(np.zeros(3, np.float32)))
 
 
@@ -182,4 +183,5 @@ def test_callbacks_whose_results_are_never_read_do_not_deadlock(python):
     assert result.returncode == 0, result.stderr
     assert "main done" in result.stderr
     # Every callback fired, in order, even though nothing waited for them before the process exited.
-    assert result.stdout.splitlines() == ["dropped [0. 0. 0.]", "io 0.0", "dropped [1. 1. 1.]", "io 6.0", "dropped [2. 2. 2.]", "io 12.0"]
+    assert result.stdout.splitlines() == ["dropped [0. 0. 0.]", "io 0.0", "dropped [1. 1. 1.]", "io 6.0",
+                                          "dropped [2. 2. 2.]", "io 12.0"]

@@ -1,6 +1,6 @@
 """IPUs of several processes (jax.distributed on localhost): the same data-parallel training step (pmap) and
-sharded jit on 4 IPUs as 1, 2 and 4 processes give the same results, bit for bit; jax.devices() lists every process's IPUs; a process that
-dies fails the others at once, naming it.
+sharded jit on 4 IPUs as 1, 2 and 4 processes give the same results, bit for bit; jax.devices() lists every
+process's IPUs; a process that dies fails the others at once, naming it.
 
 Run as a script (``python test_multihost.py WORKER OUT``), it is one process of the job; the tests start them.
 """

@@ -39,7 +39,8 @@ def test_callbacks_warnings_and_report_of_a_partitioned_jit(python, tmp_path):
         jax_ipu.report.update()
         print("RESULT " + json.dumps({"warnings": told}))
         """, env={"JAX_PLATFORMS": "cpu,ipu", "JAX_IPU_DEVICE_COUNT": "4",
-                  "POPLAR_ENGINE_OPTIONS": json.dumps({"autoReport.all": "true", "autoReport.directory": str(reports)})})
+                  "POPLAR_ENGINE_OPTIONS": json.dumps({"autoReport.all": "true",
+                                                       "autoReport.directory": str(reports)})})
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(next(line for line in proc.stdout.splitlines() if line.startswith("RESULT "))[7:])
     if not CURRENT_SERIES:  # GSPMD says when it gathers a split array whole; Shardy reshards without a word
@@ -62,7 +63,8 @@ def test_a_jit_on_one_ipu_has_no_partitioning_section(python, tmp_path):
         import jax, jax.numpy as jnp
         jax.jit(lambda a: a * 2, backend="ipu")(jnp.ones(4)).block_until_ready()
         """, env={"JAX_PLATFORMS": "cpu,ipu",
-                  "POPLAR_ENGINE_OPTIONS": json.dumps({"autoReport.all": "true", "autoReport.directory": str(reports)})})
+                  "POPLAR_ENGINE_OPTIONS": json.dumps({"autoReport.all": "true",
+                                                       "autoReport.directory": str(reports)})})
     assert proc.returncode == 0, proc.stderr[-3000:]
     (folder,) = list(reports.iterdir())
     assert json.loads((folder / "profile.json").read_text())["partitioning"] is None

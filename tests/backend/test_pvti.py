@@ -51,7 +51,8 @@ def test_timeline_is_trace_event_json_with_the_expected_events(python, tmp_path)
     assert any(c == "Compile" and n.startswith("lower jit_step") for c, n in names)
     executes = [e for e in spans if e["cat"] == "Execute"]
     assert sum(e["name"] == "jit_step" for e in executes) == 3
-    assert sum(e["name"] == ("jit__lambda" if CURRENT_SERIES else "jit__lambda_") for e in executes) == 1  # jax names it
+    assert sum(e["name"] == ("jit__lambda" if CURRENT_SERIES else "jit__lambda_")
+               for e in executes) == 1  # jax names it
     assert all(e["args"]["cycles"] > 0 for e in executes)
     callbacks = [e for e in spans if e["cat"] == "Callback"]
     assert len(callbacks) == 3
@@ -64,7 +65,8 @@ def test_timeline_is_trace_event_json_with_the_expected_events(python, tmp_path)
     front = [e for e in spans if e["name"] == "compile (front end)"]
     backend = [e for e in spans if e["name"] == "backend compile"]
     assert len(backend) >= len(front) >= 2
-    assert all(any(b["ts"] <= f["ts"] and f["ts"] + f["dur"] <= b["ts"] + b["dur"] + 1000 for b in backend) for f in front)
+    assert all(any(b["ts"] <= f["ts"] and f["ts"] + f["dur"] <= b["ts"] + b["dur"] + 1000 for b in backend)
+               for f in front)
     thread_names = [e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"]
     assert any(n.startswith("IPU device worker") for n in thread_names)
     # Host <-> device transfers: the inputs to each device, and the results read back (64 f32 each way).

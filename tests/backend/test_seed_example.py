@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from _series import only_jax_0_4_13
 
-pytestmark = only_jax_0_4_13("the seed is a jax 0.4.13 program (its Array.device() is a property in the current series)")
+pytestmark = only_jax_0_4_13(
+    "the seed is a jax 0.4.13 program (its Array.device() is a property in the current series)")
 
 SEED_EXAMPLE = """
 from functools import partial

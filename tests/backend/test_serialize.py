@@ -64,11 +64,11 @@ def test_backend_serialize_executable_round_trip():
     if CURRENT_SERIES:  # jaxlib wraps our bytes in metadata of its own, loads onto a device list, runs jax Arrays
         from jax._src.lib import xla_client
 
-        assert b"jax-ipu-executable 2\n" in blob
+        assert b"jax-ipu-executable 3\n" in blob
         loaded = backend.deserialize_executable(blob, xla_client.DeviceList((ipu,)))
         outs = [out[0] for out in loaded.execute_sharded(args).disassemble_into_single_device_arrays()]
     else:
-        assert blob.startswith(b"jax-ipu-executable 2\n")
+        assert blob.startswith(b"jax-ipu-executable 3\n")
         loaded = backend.deserialize_executable(blob, None)
         outs = loaded.execute(args)
     np.testing.assert_allclose(np.asarray(outs[0]), a * b + 1, rtol=1e-6)
@@ -96,7 +96,10 @@ def test_donation_survives_serialization():
     "edit, message",
     [
         (lambda blob: b"not an executable", "it does not start with 'jax-ipu-executable'"),
-        (lambda blob: blob.replace(b"jax-ipu-executable 2", b"jax-ipu-executable 9", 1), "format version is '9'"),
+        (lambda blob: blob.replace(b"jax-ipu-executable 3", b"jax-ipu-executable 9", 1), "format version is '9'"),
+        # the options it was lowered with are checked too: allowing out of memory is not slipped in
+        (lambda blob: blob.replace(b'"allow_out_of_memory":false', b'"allow_out_of_memory":true', 1),
+         "does not match its checksum"),
         # one byte of the program changed (the constant 2.0 of a * 2 is in it): refused, never run changed
         (lambda blob: blob[:-40] + bytes([blob[-40] ^ 1]) + blob[-39:], "does not match its checksum"),
         (lambda blob: blob.replace(b"\nchecksum ", b"\nchecksum 0", 1), "does not match its checksum"),
@@ -153,7 +156,8 @@ def test_pmap_executable_round_trip_on_two_ipus(python):
     # two IPUs: 2 replicas of one partition in jax 0.4.13, one replica of 2 partitions (a jit over a mesh) since
     replicas = 1 if CURRENT_SERIES else 2
     header, checksum = header.split("|checksum ")
-    assert header == f"jax-ipu-executable 2|device ipu2 1472|replicas {replicas}|devices 0 1"
+    assert header == (f"jax-ipu-executable 3|device ipu2 1472|replicas {replicas}|devices 0 1|options "
+                      '{"fusion":true,"exchange_per_element":false,"allow_out_of_memory":false}')
     assert len(checksum) == 16 and int(checksum, 16) >= 0
     assert devices == "[0, 1]"
     assert values == str([[-1.0, 2.0, 5.0, 8.0], [11.0, 14.0, 17.0, 20.0]])

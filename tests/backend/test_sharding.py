@@ -33,7 +33,8 @@ def test_shard_map_on_one_ipu_matches_cpu(spec):
         mesh = _mesh(platform)
         f = shard_map(lambda x, w: jax.lax.psum(jnp.tanh(x @ w), "x") * 2.0, mesh=mesh, in_specs=(spec, P()),
                       out_specs=spec if spec != P(None, "x") else P(None, "x"))
-        out[platform] = jax.jit(f)(jax.device_put(x, NamedSharding(mesh, spec)), jax.device_put(w, NamedSharding(mesh, P())))
+        out[platform] = jax.jit(f)(jax.device_put(x, NamedSharding(mesh, spec)),
+                                   jax.device_put(w, NamedSharding(mesh, P())))
     assert out["ipu"].devices() == set(jax.devices("ipu")[:1])
     np.testing.assert_allclose(np.asarray(out["ipu"]), np.asarray(out["cpu"]), rtol=1e-5, atol=1e-5)
 

@@ -98,7 +98,8 @@ def compare(cpu_out: Any, ipu_out: Any, rtol: float, atol: float) -> Dict[str, A
     for i, (c, p) in enumerate(zip(cpu_leaves, ipu_leaves)):
         c, p = np.asarray(c), np.asarray(p)
         if c.shape != p.shape or c.dtype != p.dtype:
-            return dict(result, ok=False, problem=f"output {i}: cpu {c.dtype}{list(c.shape)}, ipu {p.dtype}{list(p.shape)}")
+            return dict(result, ok=False,
+                        problem=f"output {i}: cpu {c.dtype}{list(c.shape)}, ipu {p.dtype}{list(p.shape)}")
         c64, p64 = c.astype(np.float64), p.astype(np.float64)
         if c64.size:
             err = np.abs(p64 - c64)
@@ -107,7 +108,8 @@ def compare(cpu_out: Any, ipu_out: Any, rtol: float, atol: float) -> Dict[str, A
             result["max_rel_err"] = max(result["max_rel_err"], float(np.nanmax(np.where(np.isnan(rel), np.inf, rel))))
             tol = atol + rtol * np.abs(c64)
             over = np.where(err == 0, 0.0, err / np.where(tol > 0, tol, np.finfo(np.float64).tiny))
-            result["err_over_tol"] = max(result["err_over_tol"], float(np.nanmax(np.where(np.isnan(over), np.inf, over))))
+            result["err_over_tol"] = max(result["err_over_tol"],
+                                         float(np.nanmax(np.where(np.isnan(over), np.inf, over))))
         if not np.all(np.isfinite(c64)):
             result.setdefault("problem", f"output {i}: cpu result is not finite")
         if not np.allclose(p64, c64, rtol=rtol, atol=atol, equal_nan=True):
@@ -256,7 +258,8 @@ def environment() -> Dict[str, Any]:
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "versions": {"python": platform.python_version(), "jax": jax.__version__, "jaxlib": jaxlib.version.__version__,
                      "numpy": np.__version__, "jax_ipu_git_revision": _git_revision(),
-                     "libjax_ipu_sha256": hashlib.sha256(native.read_bytes()).hexdigest() if native.is_file() else None},
+                     "libjax_ipu_sha256": (hashlib.sha256(native.read_bytes()).hexdigest()
+                                           if native.is_file() else None)},
         "machine": {"cores": os.cpu_count(),
                     "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
                     "cpu": cpu_model, "platform": platform.platform()},
@@ -276,7 +279,8 @@ def select(only: List[str]) -> List[Program]:
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small inputs and 3 repetitions (a smoke run)")
-    parser.add_argument("--json", default="bench-results.json", help="where to write the results (default: %(default)s)")
+    parser.add_argument("--json", default="bench-results.json",
+                        help="where to write the results (default: %(default)s)")
     parser.add_argument("--only", action="append", default=[], metavar="NAME", help="run only these programs")
     parser.add_argument("--reps", type=int, default=None, help="timed runs per backend (default 7, 3 with --quick)")
     parser.add_argument("--list", action="store_true", help="list the programs and exit")
@@ -301,7 +305,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(format_table(entries, summary))
     out = Path(args.json).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(dict(info, quick=args.quick, reps=reps, programs=entries, summary=summary), indent=1) + "\n")
+    out.write_text(json.dumps(dict(info, quick=args.quick, reps=reps, programs=entries, summary=summary),
+                              indent=1) + "\n")
     print(f"\nresults: {out}")
     return 1 if summary["mismatches"] else 0
 

@@ -37,7 +37,8 @@ def test_wrong_and_unsupported_programs_are_reported_not_raised() -> None:
     assert not check["ok"] and abs(check["max_abs_err"] - 1e-3) < 1e-6 and check["err_over_tol"] > 50
     assert bench.compare(np.ones(4, np.float32), np.ones(4, np.float32), 0.0, 0.0)["err_over_tol"] == 0
     schur = Program("schur", "the real Schur form (2x2 blocks) is refused on ipu",
-                    lambda quick: Case(lambda x: lax.linalg.schur(x.reshape(2, 2))[0], (np.arange(4, dtype=np.float32),)),
+                    lambda quick: Case(lambda x: lax.linalg.schur(x.reshape(2, 2))[0],
+                                       (np.arange(4, dtype=np.float32),)),
                     0.0, 0.0)
     entry = bench.measure(schur, quick=True, reps=1, log=io.StringIO())
     assert entry["status"].startswith("unsupported: ") and "\n" not in entry["status"], entry

@@ -97,8 +97,10 @@ def _cases(backend: str, n: int) -> Dict[str, Callable[[], Any]]:
 
     def training_step():
         # A data-parallel MLP step: replicated params, the batch split over the replicas, grads averaged with pmean.
-        k1, k2 = rng.standard_normal((8, 16)).astype(np.float32) * 0.3, rng.standard_normal((16, 1)).astype(np.float32) * 0.3
-        params = jax.tree_util.tree_map(lambda p: np.broadcast_to(p, (n,) + p.shape), (k1, np.zeros(16, np.float32), k2))
+        k1, k2 = (rng.standard_normal((8, 16)).astype(np.float32) * 0.3,
+                  rng.standard_normal((16, 1)).astype(np.float32) * 0.3)
+        params = jax.tree_util.tree_map(lambda p: np.broadcast_to(p, (n,) + p.shape),
+                                        (k1, np.zeros(16, np.float32), k2))
         xs = rng.standard_normal((n, 4, 8)).astype(np.float32)
         ys = np.sin(xs.sum(-1, keepdims=True)).astype(np.float32)
 
@@ -211,7 +213,8 @@ def _cases(backend: str, n: int) -> Dict[str, Callable[[], Any]]:
         "all_to_all_1_0": lambda: pmap(lambda v: lax.all_to_all(v.reshape(2, n, -1), "i", 1, 0))(x),
         "all_to_all_0_1": lambda: pmap(lambda v: lax.all_to_all(v.reshape(n, 3, -1), "i", 0, 1))(x),
         "psum_scatter": lambda: pmap(lambda v: lax.psum_scatter(v.reshape(n, -1), "i"))(x),
-        "psum_scatter_tiled_axis1": lambda: pmap(lambda v: lax.psum_scatter(v, "i", scatter_dimension=1, tiled=True))(x),
+        "psum_scatter_tiled_axis1": lambda: pmap(
+            lambda v: lax.psum_scatter(v, "i", scatter_dimension=1, tiled=True))(x),
         "axis_index": lambda: pmap(lambda v: v * lax.axis_index("i"))(x),
         "axis_index_groups": lambda: pmap(lambda v: lax.psum(v, "i", axis_index_groups=groups))(x),
         "grad_through_psum": lambda: pmap(jax.grad(
@@ -277,7 +280,8 @@ def _cycles(backend: str, n: int) -> Dict[str, Any]:
         cycles[str(size)] = [jax_ipu.last_execution(d)["total_cycles"] for d in devices]
     sharding = NamedSharding(Mesh(np.array(devices), ("x",)), PartitionSpec("x"))
     try:
-        doubled = jax.jit(lambda a: a * 2, in_shardings=sharding, out_shardings=sharding)(np.arange(4 * n, dtype=np.float32))
+        doubled = jax.jit(lambda a: a * 2, in_shardings=sharding, out_shardings=sharding)(
+            np.arange(4 * n, dtype=np.float32))
         sharded = {"values": np.asarray(doubled).tolist(),
                    "shards": [[s.device.id, s.index[0].start] for s in doubled.addressable_shards]}
     except Exception as error:  # noqa: BLE001

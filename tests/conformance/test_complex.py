@@ -196,7 +196,8 @@ def test_power_of_tiny_and_huge_magnitudes():
 def test_convert_to_and_from_real():
     x = crandom((100,), 7)
     r = np.linspace(-3, 3, 100, dtype=np.float32)
-    got, want = run_both(lambda a, b: (b.astype(C64), (b.astype(jnp.int32)).astype(C64), a.real.astype(jnp.int32)), x, r)
+    got, want = run_both(lambda a, b: (b.astype(C64), (b.astype(jnp.int32)).astype(C64), a.real.astype(jnp.int32)),
+                         x, r)
     for g, w in zip(got, want):
         assert_close(g, w)
 

@@ -79,7 +79,8 @@ def test_conv_1d_and_3d():
     x1, w1 = away_from_zero("float32", (3, 5, 17), seed=1), away_from_zero("float32", (4, 5, 4), seed=2)
     check(conv(window_strides=(3,), padding=((2, 5),), rhs_dilation=(2,)), x1, w1, **tol("float32"))
     x3, w3 = away_from_zero("float32", (2, 3, 5, 6, 7), seed=3), away_from_zero("float32", (4, 3, 2, 3, 2), seed=4)
-    check(conv(window_strides=(1, 2, 1), padding=((1, 0), (1, 1), (0, 2)), lhs_dilation=(1, 1, 2)), x3, w3, **tol("float32"))
+    check(conv(window_strides=(1, 2, 1), padding=((1, 0), (1, 1), (0, 2)), lhs_dilation=(1, 1, 2)), x3, w3,
+          **tol("float32"))
     x3b = away_from_zero("float32", (2, 5, 6, 7, 4), seed=5)
     w3b = away_from_zero("float32", (2, 2, 2, 2, 6), seed=6)
     check(conv(window_strides=(1, 1, 2), padding="VALID", feature_group_count=2,

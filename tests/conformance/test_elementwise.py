@@ -294,6 +294,9 @@ DIVIDES = {
     "a/exp(b)": lambda a, b, c, r: a / jnp.exp(b),
     "a/rsqrt(b)": lambda a, b, c, r: a / lax.rsqrt(b),
     "a/sqrt(b)": lambda a, b, c, r: a / jnp.sqrt(b),
+    # ... only where nothing else reads the sqrt (rsqrt): XLA's rule matches a root with one use
+    "a/sqrt(b) + sqrt(b)": lambda a, b, c, r: (lambda s: a / s + s)(jnp.sqrt(b)),
+    "a/rsqrt(b) - rsqrt(b)": lambda a, b, c, r: (lambda s: a / s - s)(lax.rsqrt(b)),
     "(a/b)/sqrt(c)": lambda a, b, c, r: (a / b) / jnp.sqrt(c),
     "a/b**0.5": lambda a, b, c, r: a / b ** 0.5,
     "a/b**1.5": lambda a, b, c, r: a / b ** 1.5,
@@ -334,6 +337,9 @@ LOGS = {
     "log(a**1.7)": lambda a, b: jnp.log(a ** 1.7),
     "log(a**b)": lambda a, b: jnp.log(a ** b),
     "log(exp(b))": lambda a, b: jnp.log(jnp.exp(b)),
+    # a conditional's branch gets what it captures as parameters: XLA cannot see the power there (a ** 0.5 of a
+    # negative a is NaN, and stays so in the log)
+    "log in a branch, of a**0.5": lambda a, b: lax.cond(b[9] > 100, lambda v: v, jnp.log, (a - 10) ** 0.5),
 }
 
 

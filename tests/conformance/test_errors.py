@@ -44,8 +44,8 @@ def triangular_solve(a, b):
 
 
 def test_unsupported_op_names_the_op_and_its_types():
-    # An op the emulator does not implement is refused by name and types.
-    with pytest.raises(RuntimeError, match=r"stablehlo\.triangular_solve") as error:  # XlaRuntimeError is a RuntimeError
+    # An op the emulator does not implement is refused by name and types (XlaRuntimeError is a RuntimeError).
+    with pytest.raises(RuntimeError, match=r"stablehlo\.triangular_solve") as error:
         compile_on_ipu(triangular_solve, np.eye(3, dtype=np.float32), np.ones((3, 2), np.float32))
     assert "tensor<3x3xf32>" in str(error.value) and "tensor<3x2xf32>" in str(error.value)
 

@@ -162,7 +162,8 @@ def test_constants_round_trip(value):
     prog = program(lambda: jnp.asarray(value))
     const = only(prog, "constant")
     assert const["results"][0]["shape"] == list(value.shape)
-    np.testing.assert_array_equal(constant_array(const), value.view(np.uint16) if value.dtype == jnp.bfloat16 else value)
+    np.testing.assert_array_equal(constant_array(const),
+                                  value.view(np.uint16) if value.dtype == jnp.bfloat16 else value)
     assert const["attrs"]["splat"] is False
 
 
@@ -462,8 +463,10 @@ def test_tokens_infeed_and_outfeed():
       func.func public @main(%a: tensor<f32>) -> tensor<f32> {
         %t = stablehlo.create_token : !stablehlo.token
         %u = stablehlo.after_all %t, %t : !stablehlo.token
-        %x:2 = "stablehlo.infeed"(%u) {infeed_config = "", layout = [[1, 0]]} : (!stablehlo.token) -> (tensor<3x4xf32>, !stablehlo.token)
-        %o = "stablehlo.outfeed"(%x#0, %x#1) {outfeed_config = ""} : (tensor<3x4xf32>, !stablehlo.token) -> !stablehlo.token
+        %x:2 = "stablehlo.infeed"(%u) {infeed_config = "", layout = [[1, 0]]}
+            : (!stablehlo.token) -> (tensor<3x4xf32>, !stablehlo.token)
+        %o = "stablehlo.outfeed"(%x#0, %x#1) {outfeed_config = ""}
+            : (tensor<3x4xf32>, !stablehlo.token) -> !stablehlo.token
         return %a : tensor<f32>
       }""")
     create, after, infeed, outfeed = function(prog)["body"]
@@ -478,11 +481,14 @@ def test_host_callback_custom_call_keeps_its_target_and_id():
     prog = from_text("""
       func.func public @main(%a: tensor<2xf32>) -> tensor<2xf32> {
         %t = stablehlo.create_token : !stablehlo.token
-        %r:2 = stablehlo.custom_call @jax_ipu_host_callback(%t, %a) {api_version = 2 : i32, backend_config = "42", has_side_effect = true} : (!stablehlo.token, tensor<2xf32>) -> (!stablehlo.token, tensor<2xf32>)
+        %r:2 = stablehlo.custom_call @jax_ipu_host_callback(%t, %a)
+            {api_version = 2 : i32, backend_config = "42", has_side_effect = true}
+            : (!stablehlo.token, tensor<2xf32>) -> (!stablehlo.token, tensor<2xf32>)
         return %r#1 : tensor<2xf32>
       }""")
     call = function(prog)["body"][1]
-    assert call["attrs"] == {"call_target_name": "jax_ipu_host_callback", "backend_config": "42", "has_side_effect": True}
+    assert call["attrs"] == {"call_target_name": "jax_ipu_host_callback", "backend_config": "42",
+                             "has_side_effect": True}
     assert [r["dtype"] for r in call["results"]] == ["token", "f32"]
 
 
@@ -569,8 +575,10 @@ def test_enum_and_dot_dimension_attributes():
             "lhs_contracting_dimensions = [3], rhs_contracting_dimensions = [2]>"
         )) == {"lhs_batching_dimensions": [0, 1], "rhs_batching_dimensions": [0, 1], "lhs_contracting_dimensions": [3],
                "rhs_contracting_dimensions": [2]}
-        assert attributes.dot_dimension_numbers(parse("#stablehlo.dot<lhs_contracting_dimensions = [1], "
-                                                      "rhs_contracting_dimensions = [0]>"))["lhs_batching_dimensions"] == []
+        assert attributes.dot_dimension_numbers(parse(
+            "#stablehlo.dot<lhs_contracting_dimensions = [1], "
+            "rhs_contracting_dimensions = [0]>"
+        ))["lhs_batching_dimensions"] == []
         # Another attribute class is refused, not misread.
         for read, other in ((attributes.dot_dimension_numbers, "#stablehlo<comparison_direction GE>"),
                             (attributes.enum, "dense<[1, 2]> : tensor<2xi64>"), (attributes.integer, '"3"'),
@@ -603,7 +611,8 @@ def test_conv_dimension_numbers_attributes():
         with pytest.raises(ValueError):
             attributes.conv_dimension_numbers(ir.Attribute.parse("#stablehlo<comparison_direction GE>"))
     with jmlir.make_ir_context():
-        assert attributes.padding_pairs(ir.Attribute.parse("dense<[[1, -2], [0, 3]]> : tensor<2x2xi64>")) == [[1, -2], [0, 3]]
+        assert attributes.padding_pairs(
+            ir.Attribute.parse("dense<[[1, -2], [0, 3]]> : tensor<2x2xi64>")) == [[1, -2], [0, 3]]
         assert attributes.padding_pairs(ir.Attribute.parse("dense<0> : tensor<1x2xi64>")) == [[0, 0]]
         assert attributes.padding_pairs(ir.Attribute.parse("dense<> : tensor<0x2xi64>")) == []
         assert attributes.bool_list(ir.Attribute.parse("dense<[true, false]> : tensor<2xi1>")) == [True, False]
@@ -632,7 +641,8 @@ def test_one_body_recogniser_for_reduce_and_scatter(swapped):
     # A scatter body that combines (update, current) instead of (current, update) is the same commutative op.
     order = "%b, %a" if swapped else "%a, %b"
     prog = from_text(f"""
-      func.func public @main(%x: tensor<8xf32>, %i: tensor<3x1xi32>, %u: tensor<3xf32>) -> (tensor<8xf32>, tensor<f32>) {{
+      func.func public @main(%x: tensor<8xf32>, %i: tensor<3x1xi32>, %u: tensor<3xf32>)
+          -> (tensor<8xf32>, tensor<f32>) {{
         %0 = "stablehlo.scatter"(%x, %i, %u) ({{
           ^bb0(%a: tensor<f32>, %b: tensor<f32>):
             %s = stablehlo.maximum {order} : tensor<f32>
@@ -652,7 +662,7 @@ def test_one_body_recogniser_for_reduce_and_scatter(swapped):
 def test_binary_container_carries_constants_as_raw_blobs():
     from jax_ipu import emulator
     from jax_ipu.compiler import compile_to_binary, decode
-    from jax_ipu.compiler.translate import CONTAINER_MAGIC
+    from jax_ipu.compiler.program_format import CONTAINER_MAGIC
 
     table = np.arange(4096, dtype=np.float32).reshape(64, 64) / 7
     module = bytecode(lower(lambda x: x @ table + 1.0, np.ones((2, 64), np.float32)))

@@ -17,8 +17,8 @@ IDX = np.array([0, 3, -1, 3, 36, -37, 40, -50, 7, 3], np.int32)
 def test_gather_indexing(dtype):
     def f(x, idx, i, idx2d, cols):
         return (x[::2], x[:, i], x[i], x[idx], x[idx, 1:4], x[:, cols], x[idx2d], x[idx, cols[: idx.shape[0]]],
-                x[i, cols], x.at[idx].get(mode="clip"), x.at[idx].get(mode="fill", fill_value=1), x.at[idx].get(mode="fill"),
-                x.reshape(-1)[idx2d])
+                x[i, cols], x.at[idx].get(mode="clip"), x.at[idx].get(mode="fill", fill_value=1),
+                x.at[idx].get(mode="fill"), x.reshape(-1)[idx2d])
 
     x = random(dtype, (37, 53), seed=1)
     cols = np.array([0, 52, -1, -53, 60, 5, 5, 9, 1, 2], np.int32)
@@ -30,9 +30,9 @@ def test_gather_indexing(dtype):
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
 def test_take_and_take_along_axis(dtype):
     def f(x, idx, along, along0):
-        return (jnp.take(x, idx, axis=0), jnp.take(x, idx, axis=1), jnp.take(x, idx), jnp.take(x, idx, axis=1, mode="clip"),
-                jnp.take(x, idx, axis=0, mode="wrap"), jnp.take_along_axis(x, along, axis=1),
-                jnp.take_along_axis(x, along0, axis=0))
+        return (jnp.take(x, idx, axis=0), jnp.take(x, idx, axis=1), jnp.take(x, idx),
+                jnp.take(x, idx, axis=1, mode="clip"), jnp.take(x, idx, axis=0, mode="wrap"),
+                jnp.take_along_axis(x, along, axis=1), jnp.take_along_axis(x, along0, axis=0))
 
     x = random(dtype, (37, 53), seed=2)
     rng = np.random.default_rng(0)
@@ -141,8 +141,10 @@ def test_dimension_number_readers():
         "#stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>"
     ) == {"offset_dims": [1], "collapsed_slice_dims": [0], "start_index_map": [0], "index_vector_dim": 1}
     # the printer leaves out empty lists and index_vector_dim = 0
-    assert A.scatter_dimension_numbers("#stablehlo.scatter<update_window_dims = [0], scatter_dims_to_operand_dims = [0]>") == {
-        "update_window_dims": [0], "inserted_window_dims": [], "scatter_dims_to_operand_dims": [0], "index_vector_dim": 0}
+    assert A.scatter_dimension_numbers(
+        "#stablehlo.scatter<update_window_dims = [0], scatter_dims_to_operand_dims = [0]>"
+    ) == {"update_window_dims": [0], "inserted_window_dims": [], "scatter_dims_to_operand_dims": [0],
+          "index_vector_dim": 0}
     bad_ones = ["#stablehlo.gather<offset_dims = [1], bogus = [2]>", "#stablehlo.dot<lhs_batching_dimensions = [0]>",
                 "#stablehlo.gather<offset_dims = [1] junk>"]
     if not CURRENT_SERIES:  # batching dimensions are StableHLO of the current series (translate unbatches them)

@@ -58,15 +58,17 @@ def test_rows_fold_in_cpus_order(name):
 
 SEVERAL = [((4, 5), None), ((6, 2, 3), None), ((4, 5, 7), (1, 2)), ((100, 50), None), ((3, 33), None),
            ((33, 3), None), ((70, 24), None), ((2, 40, 40), (1, 2)), ((40, 5, 40), (0, 2)), ((5, 1, 7), None),
-           ((2000, 3), None), ((40, 40, 5), (0, 1)), ((16, 3, 3, 8), (0, 1, 2)), ((3, 50, 2, 40), (1, 3))]
+           ((2000, 3), None), ((40, 40, 5), (0, 1)), ((16, 3, 3, 8), (0, 1, 2)), ((3, 50, 2, 40), (1, 3)),
+           # kept dimensions of one element after the reduced ones: no dimensions to XLA (the innermost is reduced)
+           ((4, 4, 1), (0, 1)), ((6, 5, 1, 1), (0, 1)), ((7, 1, 3, 1), (0, 2))]
 
 
 @pytest.mark.parametrize("name", ["sum", "prod"])
 def test_reductions_over_several_dimensions_fold_in_cpus_order(name):
     """jaxlib 0.4.13: an f32 sum or product over several dimensions is XLA:CPU's bits: dimensions of one element
-    dropped, XLA's tree of 32-element windows along each dimension longer than 32 (not over the flattened elements),
-    window rows and the last loop nest folded as XLA:CPU's loops fold them (jnp.sum of a matrix, a batch norm's
-    mean over N, H and W). jaxlib 0.12: a few ulps of each output's scale, as for rows."""
+    dropped (kept ones too), XLA's tree of 32-element windows along each dimension longer than 32 (not over the
+    flattened elements), window rows and the last loop nest folded as XLA:CPU's loops fold them (jnp.sum of a matrix,
+    a batch norm's mean over N, H and W). jaxlib 0.12: a few ulps of each output's scale, as for rows."""
     rng = np.random.default_rng(6)
     xs = []
     for shape, _ in SEVERAL:

@@ -27,7 +27,8 @@ def assert_ulps(got, want, ulps: float, floor: float = 0.0, where: str = "") -> 
     eps = float(np.finfo(want.dtype).eps)
     g, w = got.astype(np.float64), want.astype(np.float64)
     nan_ok = np.isnan(g) == np.isnan(w)
-    assert nan_ok.all(), f"{where}: NaN mismatch at {np.flatnonzero(~nan_ok)[:5]}: got {g[~nan_ok][:5]} want {w[~nan_ok][:5]}"
+    assert nan_ok.all(), (f"{where}: NaN mismatch at {np.flatnonzero(~nan_ok)[:5]}:"
+                          f" got {g[~nan_ok][:5]} want {w[~nan_ok][:5]}")
     inf = np.isinf(w) | np.isinf(g)
     assert (g[inf] == w[inf]).all(), f"{where}: infinities differ: got {g[inf]} want {w[inf]}"
     finite = np.isfinite(w) & np.isfinite(g)
@@ -62,8 +63,8 @@ UNARY: Dict[str, Tuple] = {
 
 def inputs(dtype, low, high):
     edges = np.array(EDGES if dtype == "float32" else EDGES16, dtype)
-    return [edges, random(dtype, (37, 53), seed=1, low=low, high=high), random(dtype, (100_003,), seed=2, low=-3, high=3),
-            random(dtype, (0,), seed=3)]
+    return [edges, random(dtype, (37, 53), seed=1, low=low, high=high),
+            random(dtype, (100_003,), seed=2, low=-3, high=3), random(dtype, (0,), seed=3)]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16"])

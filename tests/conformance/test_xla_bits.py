@@ -2,8 +2,9 @@
 
 XLA:CPU evaluates exp, expm1, log, log1p, tanh and logistic with its own polynomial approximations, and chlo expands
 erf, erfc, erf_inv, tan, lgamma and digamma into fixed formulas before it compiles for cpu (jaxlib 0.12's XLA:CPU
-has Eigen's exp, tanh and atan, HLO erf and tan ops, and an rsqrt refined from the host's rsqrtss: ipu/numerics.h). On a host with FMA, LLVM
-fuses each multiply feeding an add into one fused multiply-add, and the process runs with denormals flushed to zero.
+has Eigen's exp, tanh and atan, HLO erf and tan ops, and an rsqrt refined from the host's rsqrtss: ipu/numerics.h).
+On a host with FMA, LLVM fuses each multiply feeding an add into one fused multiply-add, and the process runs with
+denormals flushed to zero.
 The emulator (ipu/xla_math.h, ipu/special_functions.h, ipu/scalar_ops.h) evaluates the same algorithms with the same
 roundings, so every bit must agree: ~100k inputs per function over its range and a wide range of magnitudes, plus
 edge values (signed zeros, infinities, NaN, denormals, the smallest normals, the ends of the approximations' ranges).

@@ -138,7 +138,8 @@ def cycles(op, elements, replicas, **kwargs):
         "all_reduce": ((elements,), (elements,), {"computation": "add"}),
         "reduce_scatter": ((elements,), (elements // replicas,), {"computation": "add", "scatter_dimension": 0}),
         "all_gather": ((elements,), (elements * replicas,), {"all_gather_dim": 0}),
-        "all_to_all": ((elements,), (elements,), {"split_dimension": 0, "concat_dimension": 0, "split_count": replicas}),
+        "all_to_all": ((elements,), (elements,),
+                       {"split_dimension": 0, "concat_dimension": 0, "split_count": replicas}),
         "collective_permute": ((elements,), (elements,), {"source_target_pairs": [[i, (i + 1) % replicas]
                                                                                   for i in range(replicas)]}),
     }

@@ -100,18 +100,10 @@ def run_with_host_threads(value: str) -> subprocess.CompletedProcess:
                           stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
 
 
-@pytest.mark.parametrize("value", ["abc", "0", "257", "4x", "-3"])
-def test_malformed_host_threads_is_an_error_naming_the_flag(value):
-    result = run_with_host_threads(value)
-    assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
-    assert len(lines) == 2
-    for line in lines:
-        assert line.startswith(f"INVALID_ARGUMENT JAX_IPU_HOST_THREADS={value}: expected an integer from 1 to 256")
-
-
-@pytest.mark.parametrize("value", ["1", " 3 ", "256"])
-def test_valid_host_threads(value):
+@pytest.mark.parametrize("value", ["abc", "1", "256"])
+def test_the_emulator_reads_no_host_threads_from_the_environment(value):
+    """JAX_IPU_HOST_THREADS is jax_ipu.config's (it sizes a PJRT client's pool; a malformed value fails when the
+    backend is created, tests/backend/test_devices.py): the emulator's own C API runs on its pool whatever it says."""
     result = run_with_host_threads(value)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["ok -100000.0"] * 2

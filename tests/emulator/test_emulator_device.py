@@ -27,7 +27,8 @@ def test_fewer_tiles():
 
 @pytest.mark.parametrize("version,tiles", [("ipu2", 1473), ("ipu2", -1), ("ipu1", 1472)])
 def test_bad_tile_count(version, tiles):
-    with pytest.raises(E.EmulatorError, match=f"Invalid number of IPU Model tiles {tiles} for {version}: must be between 1 and") as e:
+    with pytest.raises(E.EmulatorError,
+                       match=f"Invalid number of IPU Model tiles {tiles} for {version}: must be between 1 and") as e:
         E.device_info(version, tiles)
     assert e.value.code == "INVALID_ARGUMENT"
 

@@ -134,9 +134,9 @@ def _reference_against_constant(numerics, x, c, side):
     """max and min of f32 x and a splat constant c on `side` ("rhs": where XLA's simplifier puts it; "lhs": one it
     saw through a call's parameter), as measured on XLA:CPU. jaxlib 0.4.13, rhs: the select, except that against +0
     (relu's maxps/minps) a denormal x comes back as a zero of its sign; lhs: maxps/minps of both operands read and
-    returned with denormals as zeros, a tie giving x (c a zero: c), a NaN x returned, a NaN c the result. jaxlib 0.12: against a c that
-    is neither a zero nor NaN, maxss/minss (as lhs in 0.4.13, a tie giving x); against -inf (max) or +inf (min) x
-    itself; otherwise IEEE's."""
+    returned with denormals as zeros, a tie giving x (c a zero: c), a NaN x returned, a NaN c the result.
+    jaxlib 0.12: against a c that is neither a zero nor NaN, maxss/minss (as lhs in 0.4.13, a tie giving x); against
+    -inf (max) or +inf (min) x itself; otherwise IEEE's."""
     is_zero = c.view(np.uint32) & 0x7FFFFFFF == 0
     dx, dc = _daz(x), _daz(c)
 
@@ -323,7 +323,8 @@ def test_clamp(dtype, rng):
     x = rng.integers(-10, 10, size=50).astype(dtype)
     lo = np.array(-3, dtype) if dtype != np.uint32 else np.array(2, dtype)
     hi = rng.integers(3, 8, size=50).astype(dtype)
-    assert_same(run_op("clamp", [lo, x, hi], out_dtype=_name(dtype), out_shape=(50,)), np.minimum(np.maximum(x, lo), hi))
+    assert_same(run_op("clamp", [lo, x, hi], out_dtype=_name(dtype), out_shape=(50,)),
+                np.minimum(np.maximum(x, lo), hi))
 
 
 CONVERT_DTYPES = [np.float32, np.float16, np.int32, np.uint32, np.bool_]

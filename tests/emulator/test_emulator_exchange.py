@@ -1,10 +1,9 @@
 """Exchange of data-movement ops is counted per tile interval and row (Lowerer::exchangeStrided), not per element:
 the estimated cycles and per-tile memory are exactly those of the per-element count it replaced
-(JAX_IPU_EXCHANGE_PER_ELEMENT=1 selects that count), and compile time does not grow with the element count."""
+(the compile option exchange_per_element selects that count), and compile time does not grow with the element count."""
 
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
@@ -40,15 +39,7 @@ def _program(op, in_shape, out_shape, attrs, dtype="f32"):
 
 
 def _compile(p, num_tiles, per_element):
-    old = os.environ.pop("JAX_IPU_EXCHANGE_PER_ELEMENT", None)
-    try:
-        if per_element:
-            os.environ["JAX_IPU_EXCHANGE_PER_ELEMENT"] = "1"
-        return E.compile(p, num_tiles=num_tiles)
-    finally:
-        os.environ.pop("JAX_IPU_EXCHANGE_PER_ELEMENT", None)
-        if old is not None:
-            os.environ["JAX_IPU_EXCHANGE_PER_ELEMENT"] = old
+    return E.compile(p, num_tiles=num_tiles, options={"exchange_per_element": per_element})
 
 
 def _costs(exe):
@@ -93,7 +84,7 @@ def test_reduce_partials_per_run_equal_per_element(shape, dims, num_tiles, rng):
 
 
 def _fused_bias_program(n):
-    """x + broadcast(b): one fused vertex (JAX_IPU_FUSION), which reads the broadcast as a view of b."""
+    """x + broadcast(b): one fused vertex (compile option fusion), which reads the broadcast as a view of b."""
     p = E.Program()
     x, b = p.main.param("f32", (n, n)), p.main.param("f32", (n,))
     row = p.main.op("broadcast_in_dim", [b], "f32", (n, n), {"broadcast_dimensions": [1]})

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from jax_ipu import config
 from jax_ipu import emulator as E
 
 SUPERVISOR, SYNC = 50, 100  # cost_model.h: kSupervisorCycles, kSyncCycles
@@ -35,10 +36,8 @@ def chain(n: int, length: int, scalar: bool = False) -> E.Program:
 
 
 def compile_both(monkeypatch, program: E.Program, **kw):
-    monkeypatch.setenv("JAX_IPU_FUSION", "0")
-    off = E.compile(program, **kw)
-    monkeypatch.setenv("JAX_IPU_FUSION", "1")
-    on = E.compile(program, **kw)
+    off = E.compile(program, options={"fusion": False}, **kw)
+    on = E.compile(program, options={"fusion": True}, **kw)
     return off, on
 
 
@@ -134,11 +133,29 @@ def test_mixed_types_select_compare_convert_fuse(monkeypatch, rng):
     assert on.last_profile["supersteps"] == 1 and off.last_profile["supersteps"] == 5
 
 
-def test_malformed_fusion_flag_is_an_error_naming_it(monkeypatch):
-    monkeypatch.setenv("JAX_IPU_FUSION", "maybe")
+def test_malformed_fusion_flag_is_an_error_naming_it():
+    with pytest.raises(ValueError, match="JAX_IPU_FUSION=maybe: invalid boolean 'maybe'"):
+        config.lowering_options({"JAX_IPU_FUSION": "maybe"})
+    assert config.lowering_options({"JAX_IPU_FUSION": "off"})["fusion"] is False
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"fusion": "maybe"}, "compile option 'fusion' must be true or false, not a string"),
+    ({"fuse": True}, "unknown compile option 'fuse' (known: fusion, exchange_per_element, allow_out_of_memory)"),
+])
+def test_malformed_compile_options_are_refused_by_name(options, message):
     with pytest.raises(E.EmulatorError) as e:
-        E.compile(chain(16, 3))
-    assert "JAX_IPU_FUSION=maybe" in str(e.value)
+        E.compile(chain(16, 3), options=options)
+    assert e.value.code == "INVALID_ARGUMENT" and message in e.value.message
+
+
+def test_the_emulator_reads_no_flag_from_the_environment(monkeypatch):
+    """The lowering takes its options as given (jax_ipu.config fills them for jax); JAX_IPU_FUSION set in the
+    environment does not reach a compile through the C API."""
+    monkeypatch.setenv("JAX_IPU_FUSION", "0")
+    fused = E.compile(chain(16, 3))
+    assert fused.info == E.compile(chain(16, 3), options={"fusion": True}).info
+    assert fused.info != E.compile(chain(16, 3), options={"fusion": False}).info
 
 
 @pytest.mark.parametrize("shape", [(37, 53), (300, 1000), (4, 1, 6)])

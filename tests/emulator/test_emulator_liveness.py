@@ -47,9 +47,9 @@ def chain_reference(x: np.ndarray, n_ops: int, scalar_operands: bool = True) -> 
     return x
 
 
-def test_arena_of_a_200_op_chain_is_bounded_by_the_live_values(monkeypatch):
-    monkeypatch.setenv("JAX_IPU_FUSION", "0")  # one slot per op, as tested here; fused, the chain is one vertex
-    exe = E.compile(chain_program(200))
+def test_arena_of_a_200_op_chain_is_bounded_by_the_live_values():
+    # unfused: one slot per op, as tested here; fused, the chain is one vertex
+    exe = E.compile(chain_program(200), options={"fusion": False})
     host = exe.info["host"]
     # Every intermediate (200 ops + 100 broadcasts + 50 negates) has a slot ...
     assert host["intermediate_bytes"] >= 350 * NBYTES

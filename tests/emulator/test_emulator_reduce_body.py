@@ -242,7 +242,8 @@ def test_plain_bodies_accumulate_in_order(name, dims, op, rng):
     # add/maximum bodies run the native kernels (several outputs at a time for one inner reduced dimension, runs of
     # outputs for outer ones); subtract is no plain reduction and stays interpreted. Mixed magnitudes make any other
     # summation order round differently; 21 rows over 5 tiles leave partial groups of outputs.
-    x = (rng.normal(size=(21, 37, 13)) * np.where(rng.random((21, 37, 13)) < 0.2, 3e3 if name == "f32" else 20.0, 1.0)).astype(E.NUMPY_DTYPES[name])
+    x = (rng.normal(size=(21, 37, 13))
+         * np.where(rng.random((21, 37, 13)) < 0.2, 3e3 if name == "f32" else 20.0, 1.0)).astype(E.NUMPY_DTYPES[name])
     if op == "maximum":
         x.ravel()[::17] = np.nan
     flat, _ = flat_reduced(x, dims)

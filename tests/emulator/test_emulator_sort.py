@@ -261,7 +261,8 @@ def unary_key_comparator(op, direction="LT", swap=False):
     return build
 
 
-@pytest.mark.parametrize("direction,swap,sign", [("LT", False, -1), ("GT", False, 1), ("LT", True, 1), ("GT", True, -1)])
+@pytest.mark.parametrize("direction,swap,sign",
+                         [("LT", False, -1), ("GT", False, 1), ("LT", True, 1), ("GT", True, -1)])
 def test_key_comparator_direction_and_side(rng, direction, swap, sign):
     # compare(-x, -y) LT sorts by -x, GT by x; compare(-y, -x) LT sorts by x, GT by -x. Ties keep their order.
     keys = rng.integers(-4, 4, size=(3, 300)).astype(np.int32)

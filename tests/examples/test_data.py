@@ -45,7 +45,8 @@ def test_download_verifies_caches_and_parses(tmp_path, monkeypatch):
     mirror, arrays = fake_mirror(tmp_path, monkeypatch)
     data = _data.load_mnist_or_digits()
     assert data.name == "mnist"
-    np.testing.assert_array_equal(data.train_images, (arrays["train-images-idx3-ubyte.gz"].reshape(6, 784) / np.float32(255)).astype(np.float32))
+    np.testing.assert_array_equal(
+        data.train_images, (arrays["train-images-idx3-ubyte.gz"].reshape(6, 784) / np.float32(255)).astype(np.float32))
     np.testing.assert_array_equal(data.test_labels, arrays["t10k-labels-idx1-ubyte.gz"])
     assert sorted(os.listdir(tmp_path / "cache" / "mnist")) == sorted(arrays)
     # Cached: the mirror is not needed any more.

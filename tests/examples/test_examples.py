@@ -137,7 +137,8 @@ def test_mnist_classifier_2d_sharded_over_8_ipus():
     check_dataset(res, stdout)
     assert res["devices"][:8] == [f"ipu:{i}" for i in range(8)]
     shapes = {name: res[name] for name in ("layer0", "layer1", "layer2")}
-    assert shapes["layer0"][:5] == ["weight", "784x1024", "spec", "(None,", "'model')"] and shapes["layer0"][6] == "784x512"
+    assert (shapes["layer0"][:5] == ["weight", "784x1024", "spec", "(None,", "'model')"]
+            and shapes["layer0"][6] == "784x512")
     assert shapes["layer1"][1] == "1024x1024" and shapes["layer1"][6] == "512x1024"
     assert shapes["layer2"][1] == "1024x10" and shapes["layer2"][6] == "512x10"
     # Half of every weight, bias and velocity and a quarter of the batch per IPU: about half of the replicated

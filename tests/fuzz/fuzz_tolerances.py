@@ -349,6 +349,9 @@ ACCEPTED: List[Accepted] = [
              "with host arithmetic, which keeps a denormal (max(round(p), p) of a pad with 1e-40 is 1e-40 there); "
              "the ipu computes them at run time, with the series' flushing", ELEMENTWISE_F32,
              ("float32", "float16", "bfloat16"), 1, per="denormal", when="denormal_padding"),
+    Accepted("... and a product or quotient of that padding value and an infinity folds to an infinity there (1e-40 "
+             "* inf is inf in LLVM's host arithmetic), where the ipu reads the denormal as a zero (0 * inf is NaN)",
+             ("mul", "div"), ("float32", "float16", "bfloat16"), 1, per="any", when="denormal_padding"),
     Accepted("LLVM folds arithmetic on a bool converted to a float (a select of 1 and 0) and a constant into a "
              "select of two constants it computes with host arithmetic, denormals read as they are, in some of "
              "XLA:CPU's loops and not in others: 1e-40 / p.astype(f32) is inf where p is false for one element, "

@@ -1,4 +1,5 @@
-"""The reviewed list of JAX tests that are skipped or expected to fail on the ipu backend: tests/upstream/expectations.txt.
+"""The reviewed list of JAX tests that are skipped or expected to fail on the ipu backend:
+tests/upstream/expectations.txt.
 
 Format: a section starts with ``[skip] <reason>`` or ``[xfail] <reason>``; the lines under it are glob patterns
 (fnmatch, case-sensitive) over pytest node ids relative to JAX's ``tests/`` directory, e.g.
@@ -56,7 +57,8 @@ def parse(text: str, source: str = "expectations.txt") -> List[Rule]:
         if section is None:
             raise ExpectationsError(f"{source}:{number}: pattern {line!r} comes before any [skip] or [xfail] section")
         if "::" not in line or not line.split("::", 1)[0].endswith(".py"):
-            raise ExpectationsError(f"{source}:{number}: {line!r} is not a node id pattern like file_test.py::Class::test*")
+            raise ExpectationsError(
+                f"{source}:{number}: {line!r} is not a node id pattern like file_test.py::Class::test*")
         if line in seen:
             raise ExpectationsError(f"{source}:{number}: pattern {line!r} repeats line {seen[line]}")
         seen[line] = number

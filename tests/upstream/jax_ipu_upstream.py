@@ -4,8 +4,8 @@
 
 ``--upstream-results`` writes {"outcomes": {node id: outcome}, "messages": {node id: first line of its failure}} as
 JSON when the session ends, and appends each outcome to ``<results>.partial.jsonl`` as it arrives, so that an
-interrupted run still tells what it saw (outcomes: passed, failed, skipped, xfailed, xpassed, error; a file that failed to collect
-is an "error" under the file's name). ``--upstream-expectations``
+interrupted run still tells what it saw (outcomes: passed, failed, skipped, xfailed, xpassed, error; a file that
+failed to collect is an "error" under the file's name). ``--upstream-expectations``
 marks the tests listed in expectations.txt as skipped or xfail (strict: a listed test that passes is reported, so
 the list shrinks as the backend grows). Works with pytest-xdist: reports reach the controller.
 """

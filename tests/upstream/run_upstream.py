@@ -48,11 +48,13 @@ PASS = ("passed", "xpassed")
 def checkout_version(checkout: Path) -> str:
     version_py = checkout / "jax" / "version.py"
     if not (checkout / "tests").is_dir() or not version_py.is_file():
-        raise SystemExit(f"{checkout} is not a jax source checkout (it needs tests/ and jax/version.py). Get one at the "
-                         "pinned tag, e.g.: git clone --depth 1 --branch jax-v<version> https://github.com/jax-ml/jax")
+        raise SystemExit(f"{checkout} is not a jax source checkout (it needs tests/ and jax/version.py). "
+                         "Get one at the pinned tag, e.g.: git clone --depth 1 --branch jax-v<version> "
+                         "https://github.com/jax-ml/jax")
     text = version_py.read_text(encoding="utf-8")
     # jax 0.4.13: __version__ = "..."; later series: _version = "..." (a source tree has no release version).
-    found = re.search(r'^__version__\s*=\s*"([^"]+)"', text, re.M) or re.search(r'^_version\s*=\s*"([^"]+)"', text, re.M)
+    found = (re.search(r'^__version__\s*=\s*"([^"]+)"', text, re.M)
+             or re.search(r'^_version\s*=\s*"([^"]+)"', text, re.M))
     return found.group(1) if found else "?"
 
 

@@ -11,14 +11,21 @@
 #include <vector>
 
 #include "ipu/emulator.h"
-#include "ipu/memory.h"
 #include "ipu/json.h"
+#include "ipu/memory.h"
 #include "ipu/registry.h"
 #include "ipu/trace.h"
+#include "jax_ipu/c_api.h"
 
-#define JAXIPU_EXPORT extern "C" __attribute__((visibility("default")))
 
 namespace {
+
+// The host threads of the C API's runs (JaxIpu_Run: the emulator without PJRT, as tests and tools use it), made on
+// the first run and kept: min(hardware threads, 8). (A PJRT client has its own, sized by its host_threads option.)
+ipu::ThreadPool& runPool() {
+  static ipu::ThreadPool* pool = new ipu::ThreadPool(ipu::ThreadPool::defaultThreads());
+  return *pool;
+}
 
 // What a C handle points at: the executable and the profile of its most recent run.
 struct Handle {
@@ -58,9 +65,7 @@ auto guarded(char** error, F f, decltype(f()) failure) -> decltype(f()) {
     setError(error, std::string(codeName(e.code())) + ": " + e.what());
   } catch (const std::bad_alloc&) {
     setError(error, "RESOURCE_EXHAUSTED: host out of memory");
-  } catch (const std::exception& e) {
-    setError(error, std::string("INTERNAL: ") + e.what());
-  } catch (...) {
+  } catch (const std::exception& e) { setError(error, std::string("INTERNAL: ") + e.what()); } catch (...) {
     setError(error, "INTERNAL: unknown error");
   }
   return failure;
@@ -123,93 +128,95 @@ std::string takeJson() {
 }  // namespace trace
 }  // namespace ipu
 
-JAXIPU_EXPORT char* JaxIpu_DeviceInfo(const char* version, int num_tiles, char** error) {
-  return guarded(error, [&]() -> char* {
-    return copyString(ipu::DeviceDescription::forVersion(version ? version : "ipu2", num_tiles).toJson());
-  }, nullptr);
+char* JaxIpu_DeviceInfo(const char* version, int num_tiles, char** error) {
+  return guarded(
+      error,
+      [&]() -> char* {
+        return copyString(ipu::DeviceDescription::forVersion(version ? version : "ipu2", num_tiles).toJson());
+      },
+      nullptr);
 }
 
-JAXIPU_EXPORT void* JaxIpu_Compile(const char* program_json, size_t size, const char* version, int num_tiles,
-                                   char** error) {
-  return guarded(error, [&]() -> void* {
-    if (!program_json) throw ipu::Error(ipu::ErrorCode::InvalidArgument, "Malformed IPU program: no program given");
-    ipu::DeviceDescription device = ipu::DeviceDescription::forVersion(version ? version : "ipu2", num_tiles);
-    auto handle = std::make_unique<Handle>();
-    handle->executable = ipu::Executable::compile(std::string(program_json, size), device);
-    return handle.release();
-  }, nullptr);
+void* JaxIpu_Compile(const char* program_json, size_t size, const char* version, int num_tiles, const char* options,
+                     char** error) {
+  return guarded(
+      error,
+      [&]() -> void* {
+        if (!program_json) throw ipu::Error(ipu::ErrorCode::InvalidArgument, "Malformed IPU program: no program given");
+        ipu::DeviceDescription device = ipu::DeviceDescription::forVersion(version ? version : "ipu2", num_tiles);
+        auto handle = std::make_unique<Handle>();
+        handle->executable = ipu::Executable::compile(std::string(program_json, size), device,
+                                                      ipu::CompileOptions::parse(options ? options : ""));
+        return handle.release();
+      },
+      nullptr);
 }
 
-JAXIPU_EXPORT char* JaxIpu_ExecutableInfo(void* executable) {
+char* JaxIpu_ExecutableInfo(void* executable) {
   if (!executable) return nullptr;
   char* error = nullptr;
-  char* out = guarded(&error, [&]() -> char* {
-    return copyString(static_cast<Handle*>(executable)->executable->infoJson());
-  }, nullptr);
+  char* out = guarded(
+      &error, [&]() -> char* { return copyString(static_cast<Handle*>(executable)->executable->infoJson()); }, nullptr);
   std::free(error);
   return out;
 }
 
 // The graph part of a profile report (Executable::profileJson); NULL on failure.
-JAXIPU_EXPORT char* JaxIpu_ExecutableProfile(void* executable) {
+char* JaxIpu_ExecutableProfile(void* executable) {
   if (!executable) return nullptr;
   char* error = nullptr;
-  char* out = guarded(&error, [&]() -> char* {
-    return copyString(static_cast<Handle*>(executable)->executable->profileJson());
-  }, nullptr);
+  char* out = guarded(
+      &error, [&]() -> char* { return copyString(static_cast<Handle*>(executable)->executable->profileJson()); },
+      nullptr);
   std::free(error);
   return out;
 }
 
-// Poplar's debug.allowOutOfMemory, process-wide: later compiles of programs that overflow a tile succeed.
-JAXIPU_EXPORT void JaxIpu_SetAllowOutOfMemory(int allow) { ipu::setAllowOutOfMemory(allow != 0); }
-
-JAXIPU_EXPORT int JaxIpu_Run(void* executable, const void* const* inputs, void* const* outputs, char** error) {
-  return guarded(error, [&]() -> int {
-    if (!executable) throw ipu::Error(ipu::ErrorCode::InvalidArgument, "JaxIpu_Run: null executable");
-    Handle* h = static_cast<Handle*>(executable);
-    const size_t n_in = h->executable->inputTypes().size(), n_out = h->executable->outputTypes().size();
-    if ((n_in && !inputs) || (n_out && !outputs))
-      throw ipu::Error(ipu::ErrorCode::InvalidArgument, "JaxIpu_Run: null input or output array");
-    std::vector<const void*> in(inputs, inputs + n_in);
-    std::vector<void*> out(outputs, outputs + n_out);
-    ipu::RunProfile profile = h->executable->run(in, out);
-    std::lock_guard<std::mutex> lock(h->mu);
-    h->last = profile;
-    return 0;
-  }, 1);
+int JaxIpu_Run(void* executable, const void* const* inputs, void* const* outputs, char** error) {
+  return guarded(
+      error,
+      [&]() -> int {
+        if (!executable) throw ipu::Error(ipu::ErrorCode::InvalidArgument, "JaxIpu_Run: null executable");
+        Handle* h = static_cast<Handle*>(executable);
+        const size_t n_in = h->executable->inputTypes().size(), n_out = h->executable->outputTypes().size();
+        if ((n_in && !inputs) || (n_out && !outputs))
+          throw ipu::Error(ipu::ErrorCode::InvalidArgument, "JaxIpu_Run: null input or output array");
+        std::vector<const void*> in(inputs, inputs + n_in);
+        std::vector<void*> out(outputs, outputs + n_out);
+        ipu::RunOptions options;
+        options.pool = &runPool();
+        ipu::RunProfile profile = h->executable->run(in, out, options);
+        std::lock_guard<std::mutex> lock(h->mu);
+        h->last = profile;
+        return 0;
+      },
+      1);
 }
 
-JAXIPU_EXPORT char* JaxIpu_LastRunProfile(void* executable) {
+char* JaxIpu_LastRunProfile(void* executable) {
   if (!executable) return nullptr;
   Handle* h = static_cast<Handle*>(executable);
   try {
     std::lock_guard<std::mutex> lock(h->mu);
     return copyString(h->last.toJson());
-  } catch (...) {
-    return nullptr;
-  }
+  } catch (...) { return nullptr; }
 }
 
-JAXIPU_EXPORT void JaxIpu_Destroy(void* executable) { delete static_cast<Handle*>(executable); }
+void JaxIpu_Destroy(void* executable) { delete static_cast<Handle*>(executable); }
 
 // The op registry (registryJson): the compiler front end learns the ops, families and dtypes from here.
-JAXIPU_EXPORT char* JaxIpu_OpRegistry() {
+char* JaxIpu_OpRegistry() {
   try {
     return copyString(ipu::registryJson());
-  } catch (...) {
-    return nullptr;
-  }
+  } catch (...) { return nullptr; }
 }
 
 // The host timeline (PVTI_OPTIONS): switch it on or off; take the spans recorded so far (JSON, see trace.h).
-JAXIPU_EXPORT void JaxIpu_TraceEnable(int on) { ipu::trace::enable(on != 0); }
-JAXIPU_EXPORT char* JaxIpu_TraceTake() {
+void JaxIpu_TraceEnable(int on) { ipu::trace::enable(on != 0); }
+char* JaxIpu_TraceTake() {
   try {
     return copyString(ipu::trace::takeJson());
-  } catch (...) {
-    return nullptr;
-  }
+  } catch (...) { return nullptr; }
 }
 
-JAXIPU_EXPORT void JaxIpu_FreeString(char* s) { std::free(s); }
+void JaxIpu_FreeString(char* s) { std::free(s); }

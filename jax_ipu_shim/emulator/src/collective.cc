@@ -6,17 +6,18 @@
 // thread. It posts this replica's operand to the launch's ReplicaGroup and gets every replica's back once all have
 // arrived (so every source is final; a replica in another process sends a copy); it reads the sources of its replica
 // group's members, writes only its own result, then waits at a barrier so that no replica overwrites a source that
-// another is still reading. Every replica runs the same program, so a result slot names the same collective in each. Without a ReplicaGroup (one replica) a collective
-// sees a group of one. A replica that reaches a different collective, or ends the program while others wait (the
-// launcher's end-of-program exchange posts null), aborts the group: every replica then throws, none waits forever.
+// another is still reading. Every replica runs the same program, so a result slot names the same collective in each.
+// Without a ReplicaGroup (one replica) a collective sees a group of one. A replica that reaches a different collective,
+// or ends the program while others wait (the launcher's end-of-program exchange posts null), aborts the group: every
+// replica then throws, none waits forever.
 //
 // Cost. The ring algorithms GCL uses between IPUs; every ring step is a BSP superstep of its own: an inter-IPU sync
 // (DeviceDescription::interIpuSyncCycles: poplibs' 15 ns per hop, x2), the step's bytes over the IPU-Links
 // (DeviceDescription::linkCycles: 10 links, 320 GB/s per chip, so 160 GB/s each way, plus a calibrated start-up
 // latency; between IPUs of different hosts the ring's slowest hop, the IPU-Machines' GW-Links: 12.5 GB/s each way
-// and a 2 us start, DeviceDescription::gatewayCycles), plus the on-chip exchange that moves each tile's 1/n share between the tile and the links
-// (exchange_bytes_per_cycle per tile), plus, for reductions, the tiles combining what they received (the
-// elementwise op's vertex cost). With n IPUs in a group and B bytes of operand per IPU:
+// and a 2 us start, DeviceDescription::gatewayCycles), plus the on-chip exchange that moves each tile's 1/n share
+// between the tile and the links (exchange_bytes_per_cycle per tile), plus, for reductions, the tiles combining what
+// they received (the elementwise op's vertex cost). With n IPUs in a group and B bytes of operand per IPU:
 //   all_reduce          ring reduce-scatter then ring all-gather: 2(n-1) steps of B/n bytes (2(n-1)/n of B per IPU)
 //   reduce_scatter      n-1 steps of B/n bytes, each combining
 //   all_gather          n-1 steps, each passing on one replica's block (B bytes)
@@ -113,7 +114,8 @@ std::string bodyComputation(const Op& op) {
   const Region& body = op.regions[0];
   if (body.params.size() != 2 || body.body.size() != 1 || body.results.size() != 1) return "";
   const Op& combine = body.body[0];
-  if (combine.operands.size() != 2 || combine.results.size() != 1 || combine.results[0].id != body.results[0]) return "";
+  if (combine.operands.size() != 2 || combine.results.size() != 1 || combine.results[0].id != body.results[0])
+    return "";
   const int64_t a = body.params[0].id, b = body.params[1].id;
   const auto& x = combine.operands;
   if (!((x[0] == a && x[1] == b) || (x[0] == b && x[1] == a))) return "";
@@ -129,12 +131,12 @@ struct Plan {
   int in = -1, out = -1;
   Shape in_shape, out_shape;
   size_t element = 0;  // bytes per element
-  int replicas = 1;    // copies of the program that run at once, one per IPU
+  int replicas = 1;  // copies of the program that run at once, one per IPU
   int partitions = 1;  // copy c is partition c % partitions of replica c / partitions
   std::vector<std::vector<int>> groups;  // replica ids of each group, in group order
-  std::vector<int> group_of, position;   // per replica: its group and its place in it
-  std::vector<int> source;               // collective_permute: per replica, who sends to it (-1: nobody)
-  size_t dim = 0, concat_dim = 0;        // all_gather / reduce_scatter dimension; all_to_all: split and concat
+  std::vector<int> group_of, position;  // per replica: its group and its place in it
+  std::vector<int> source;  // collective_permute: per replica, who sends to it (-1: nobody)
+  size_t dim = 0, concat_dim = 0;  // all_gather / reduce_scatter dimension; all_to_all: split and concat
   // Reductions: a vector fold from the computation's identity (as XLA:CPU accumulates), else the body interpreted
   // from the first member's value on.
   FoldFn fold = nullptr;
@@ -176,13 +178,13 @@ class CollectiveKernel : public Kernel {
     for (int r = 0; r < size; ++r) {
       const ReplicaPost* q = posts[static_cast<size_t>(r)];
       if (q && q->tag == p_.out && q->size == in_bytes) continue;
-      const std::string why = p_.name + ": replica " + std::to_string(r) +
-                              (!q ? " has ended the program"
-                                  : q->tag != p_.out ? " is at a different collective"
-                                                     : " posts " + std::to_string(q->size) + " bytes, not " +
-                                                           std::to_string(in_bytes) + ",") +
-                              " while replica " + std::to_string(me) +
-                              " waits here; every replica must run the same collectives in the same order";
+      const std::string why =
+          p_.name + ": replica " + std::to_string(r) +
+          (!q                 ? " has ended the program"
+           : q->tag != p_.out ? " is at a different collective"
+                              : " posts " + std::to_string(q->size) + " bytes, not " + std::to_string(in_bytes) + ",") +
+          " while replica " + std::to_string(me) +
+          " waits here; every replica must run the same collectives in the same order";
       if (group) group->abort(why);
       throw Error(ErrorCode::InvalidArgument, why);
     }
@@ -215,17 +217,17 @@ class CollectiveKernel : public Kernel {
     const size_t eb = p_.element;
     auto copy = [&](const Shape& box, const uint8_t* src, const Shape& src_at, const Shape& dst_at) {
       forEachRun(box, p_.in_shape, src_at, p_.out_shape, dst_at, [&](int64_t so, int64_t d, int64_t count) {
-        std::memcpy(dst + static_cast<size_t>(d) * eb, src + static_cast<size_t>(so) * eb, static_cast<size_t>(count) * eb);
+        std::memcpy(dst + static_cast<size_t>(d) * eb, src + static_cast<size_t>(so) * eb,
+                    static_cast<size_t>(count) * eb);
       });
     };
     switch (p_.pattern) {
-      case Pattern::AllReduce:
-        return reduce(dst, members, source, Shape(rank, 0));
-      case Pattern::ReduceScatter:
-        return reduce(dst, members, source, at(rank, p_.dim, pos * p_.out_shape[p_.dim]));
+      case Pattern::AllReduce: return reduce(dst, members, source, Shape(rank, 0));
+      case Pattern::ReduceScatter: return reduce(dst, members, source, at(rank, p_.dim, pos * p_.out_shape[p_.dim]));
       case Pattern::AllGather:
         for (int64_t k = 0; k < n; ++k)
-          copy(p_.in_shape, source(members[static_cast<size_t>(k)]), Shape(rank, 0), at(rank, p_.dim, k * p_.in_shape[p_.dim]));
+          copy(p_.in_shape, source(members[static_cast<size_t>(k)]), Shape(rank, 0),
+               at(rank, p_.dim, k * p_.in_shape[p_.dim]));
         return;
       case Pattern::AllToAll: {
         Shape chunk = p_.in_shape;
@@ -256,7 +258,9 @@ class CollectiveKernel : public Kernel {
         op(dst + static_cast<size_t>(d) * eb, src + static_cast<size_t>(so) * eb, count);
       });
     };
-    auto copy = [&](uint8_t* a, const uint8_t* x, int64_t count) { std::memcpy(a, x, static_cast<size_t>(count) * eb); };
+    auto copy = [&](uint8_t* a, const uint8_t* x, int64_t count) {
+      std::memcpy(a, x, static_cast<size_t>(count) * eb);
+    };
     if (members.size() == 1) return each(source(members[0]), copy);  // passed through, as XLA drops such a reduction
     if (!p_.general) {
       const int64_t count = shapeElements(p_.out_shape);
@@ -302,8 +306,9 @@ void readGroups(const Lowerer& lowerer, const OpContext& ctx, Plan* p) {
         if (v.kind != json::Value::Kind::Number || !v.is_integer) lowerer.invalid(ctx, "replica ids must be integers");
         if (v.integer == -1) continue;
         if (v.integer < 0 || v.integer >= replicas)
-          lowerer.invalid(ctx, "replica " + std::to_string(v.integer) + " in replica_groups is not one of the program's " +
-                                   std::to_string(replicas) + " replicas");
+          lowerer.invalid(ctx, "replica " + std::to_string(v.integer) +
+                                   " in replica_groups is not one of the program's " + std::to_string(replicas) +
+                                   " replicas");
         const int r = static_cast<int>(v.integer);
         if (p->group_of[static_cast<size_t>(r)] >= 0)
           lowerer.invalid(ctx, "replica " + std::to_string(r) + " is in more than one replica group");
@@ -337,7 +342,8 @@ void readPairs(const Lowerer& lowerer, const OpContext& ctx, Plan* p, int64_t* p
   if (!attr || !attr->isArray()) lowerer.invalid(ctx, "source_target_pairs must be a list of [source, target] pairs");
   *pairs = 0;
   for (const json::Value& pair : attr->array) {
-    if (!pair.isArray() || pair.array.size() != 2) lowerer.invalid(ctx, "each source_target_pair must be [source, target]");
+    if (!pair.isArray() || pair.array.size() != 2)
+      lowerer.invalid(ctx, "each source_target_pair must be [source, target]");
     int64_t st[2];
     for (size_t i = 0; i < 2; ++i) {
       const json::Value& v = pair.array[i];
@@ -383,8 +389,9 @@ std::vector<int> Lowerer::lowerCollective(OpContext& ctx) {
     p.element = 4;
     const TileMapping work = graph().slots[static_cast<size_t>(p.out)].mapping;
     std::vector<Superstep> steps;
-    steps.push_back(superstep(kind == OpKind::ReplicaId ? "replicaId" : "partitionId", work, {},
-                              [&](int, int64_t) { return cost::copy(4, workers); }, false));
+    steps.push_back(superstep(
+        kind == OpKind::ReplicaId ? "replicaId" : "partitionId", work, {},
+        [&](int, int64_t) { return cost::copy(4, workers); }, false));
     const int o = p.out;
     emitExecute(ctx, std::make_unique<CollectiveKernel>(std::move(p)), std::move(steps), {o}, 0);
     return {o};
@@ -425,7 +432,8 @@ std::vector<int> Lowerer::lowerCollective(OpContext& ctx) {
       p.pattern = Pattern::ReduceScatter;
       uniformGroups();
       p.dim = dimension("scatter_dimension");
-      if (in.shape[p.dim] % ni) invalid(ctx, "the scatter dimension must divide by the group size " + std::to_string(n));
+      if (in.shape[p.dim] % ni)
+        invalid(ctx, "the scatter dimension must divide by the group size " + std::to_string(n));
       want[p.dim] /= ni;
       break;
     case OpKind::AllToAll: {
@@ -457,9 +465,8 @@ std::vector<int> Lowerer::lowerCollective(OpContext& ctx) {
       if (in.dtype == DType::Bool && combine == OpKind::Multiply) combine = OpKind::And;
       uint64_t identity = 0;
       if (identityBits(combine, in.dtype, &identity)) {
-        scalar::visitBinary(combine, in.dtype, [&](auto f, auto t) {
-          p.fold = &foldLoop<typename decltype(t)::type, decltype(f)>;
-        });
+        scalar::visitBinary(combine, in.dtype, numerics(),
+                            [&](auto f, auto t) { p.fold = &foldLoop<typename decltype(t)::type, decltype(f)>; });
         p.identity = identity;
       }
     }
@@ -500,9 +507,9 @@ std::vector<int> Lowerer::lowerCollective(OpContext& ctx) {
                       bool combines) {
     std::vector<int64_t> recv(static_cast<size_t>(dev.num_tiles), 0);
     for (int t = 0; t < work.tilesUsed(); ++t) recv[static_cast<size_t>(t)] = divUp(work.elementsOn(t), split) * eb;
-    Superstep s = superstep(codelet, work, recv, [&](int, int64_t m) -> uint64_t {
-      return combines ? combineCycles(divUp(m, split)) : 0;
-    }, false);
+    Superstep s = superstep(
+        codelet, work, recv, [&](int, int64_t m) -> uint64_t { return combines ? combineCycles(divUp(m, split)) : 0; },
+        false);
     // A ring over IPUs of several hosts waits for its slowest hop: the one between IPU-Machines (GW-Links).
     s.cost.exchange += crosses_hosts ? dev.gatewayCycles(link_bytes) : dev.linkCycles(link_bytes);
     s.cost.sync += dev.interIpuSyncCycles(ipus);
@@ -511,9 +518,9 @@ std::vector<int> Lowerer::lowerCollective(OpContext& ctx) {
   double flops = 0;
   const bool local = kind == OpKind::CollectivePermute ? pairs == 0 || p.replicas == 1 : n == 1;
   if (local || in_bytes == 0) {  // a group of one (or nothing to move): the result is copied (zeroed) on chip
-    steps.push_back(superstep(std::string(ctx.info->name) + type, out_map, {}, [&](int, int64_t m) {
-      return cost::copy(m * eb, workers);
-    }, false));
+    steps.push_back(superstep(
+        std::string(ctx.info->name) + type, out_map, {}, [&](int, int64_t m) { return cost::copy(m * eb, workers); },
+        false));
   } else {
     const int ipus = static_cast<int>(n);
     switch (kind) {

@@ -22,7 +22,8 @@ using K = OpKind;
 // op each, as popops runs them).
 std::vector<F32OpCount> f32Ops(OpKind kind) {
   switch (kind) {
-    case K::Add: case K::Subtract: return {{K::Add, 2}};
+    case K::Add:
+    case K::Subtract: return {{K::Add, 2}};
     case K::Negate: return {{K::Negate, 2}};
     case K::Multiply: return {{K::Multiply, 4}, {K::Add, 2}};
     case K::Divide: return {{K::Divide, 3}, {K::Multiply, 3}, {K::Add, 3}, {K::Abs, 2}};  // Smith's algorithm
@@ -34,9 +35,18 @@ std::vector<F32OpCount> f32Ops(OpKind kind) {
     case K::Log1p: return {{K::Multiply, 3}, {K::Add, 3}, {K::Log1p, 1}, {K::Atan2, 1}};
     case K::Sqrt: return {{K::Abs, 2}, {K::Sqrt, 2}, {K::Divide, 2}, {K::Multiply, 2}, {K::Add, 2}};
     case K::Rsqrt: return {{K::Abs, 2}, {K::Sqrt, 2}, {K::Divide, 5}, {K::Multiply, 5}, {K::Add, 5}};
-    case K::Tanh: case K::Tan: return {{K::Tanh, 1}, {K::Tan, 1}, {K::Multiply, 6}, {K::Add, 2}, {K::Divide, 2}};
-    case K::Sine: case K::Cosine: case K::Sinh: case K::Cosh: return {{K::Sine, 1}, {K::Cosine, 1}, {K::Sinh, 1}, {K::Cosh, 1}, {K::Multiply, 2}};
-    case K::Asin: case K::Acos: case K::Atan: case K::Asinh: case K::Acosh: case K::Atanh:  // log and sqrt of c64
+    case K::Tanh:
+    case K::Tan: return {{K::Tanh, 1}, {K::Tan, 1}, {K::Multiply, 6}, {K::Add, 2}, {K::Divide, 2}};
+    case K::Sine:
+    case K::Cosine:
+    case K::Sinh:
+    case K::Cosh: return {{K::Sine, 1}, {K::Cosine, 1}, {K::Sinh, 1}, {K::Cosh, 1}, {K::Multiply, 2}};
+    case K::Asin:
+    case K::Acos:
+    case K::Atan:
+    case K::Asinh:
+    case K::Acosh:
+    case K::Atanh:  // log and sqrt of c64
       return {{K::Log, 1}, {K::Sqrt, 2}, {K::Atan2, 2}, {K::Abs, 2}, {K::Multiply, 6}, {K::Add, 6}, {K::Divide, 2}};
     case K::Power:
       return {{K::Log, 1}, {K::Log1p, 1}, {K::Atan2, 1}, {K::Exp, 1}, {K::Cosine, 1}, {K::Sine, 1}, {K::Multiply, 8}};
@@ -51,8 +61,10 @@ std::vector<F32OpCount> f32Ops(OpKind kind) {
 bool isComplexOp(const OpContext& ctx) {
   if (ctx.info->family == OpFamily::Complex) return true;
   switch (ctx.info->family) {
-    case OpFamily::Unary: case OpFamily::Binary: case OpFamily::Compare: case OpFamily::Convert:
-      break;
+    case OpFamily::Unary:
+    case OpFamily::Binary:
+    case OpFamily::Compare:
+    case OpFamily::Convert: break;
     default: return false;
   }
   for (const TensorType& t : ctx.in_types)
@@ -69,11 +81,14 @@ std::vector<int> Lowerer::lowerComplex(OpContext& ctx) {
   const TensorType& out = ctx.out_types[0];
   const DType dt = ctx.in_types[0].dtype;
   for (size_t i = 0; i < ctx.in.size(); ++i)
-    if (ctx.in_types[i].shape != out.shape) invalid(ctx, "operand " + std::to_string(i) + " does not have the result's shape");
+    if (ctx.in_types[i].shape != out.shape)
+      invalid(ctx, "operand " + std::to_string(i) + " does not have the result's shape");
   // Element types: what each op takes and gives.
   DType want_in = DType::C64, want_out = DType::C64;
   switch (kind) {
-    case K::Real: case K::Imag: case K::Abs: want_out = DType::F32; break;
+    case K::Real:
+    case K::Imag:
+    case K::Abs: want_out = DType::F32; break;
     case K::Complex: want_in = DType::F32; break;
     case K::Compare: want_out = DType::Bool; break;
     case K::Convert: want_in = dt, want_out = out.dtype; break;
@@ -95,12 +110,12 @@ std::vector<int> Lowerer::lowerComplex(OpContext& ctx) {
       if (kind == K::Complex) kernel = map2<float, float, Complex64>(in[0], in[1], o, scalar::MakeComplex{});
       break;
     case OpFamily::Unary:
-      scalar::visitUnary(kind, dt, [&](auto f, auto a, auto r) {
+      scalar::visitUnary(kind, dt, numerics(), [&](auto f, auto a, auto r) {
         kernel = map1<typename decltype(a)::type, typename decltype(r)::type>(in[0], o, f);
       });
       break;
     case OpFamily::Binary:
-      scalar::visitBinary(kind, dt, [&](auto f, auto t) {
+      scalar::visitBinary(kind, dt, numerics(), [&](auto f, auto t) {
         using T = typename decltype(t)::type;
         kernel = map2<T, T, T>(in[0], in[1], o, f);
       });
@@ -124,8 +139,9 @@ std::vector<int> Lowerer::lowerComplex(OpContext& ctx) {
   if (!kernel)
     // The registry's element types already refused ops that have no c64 form: an op it lists for c64 that has no
     // functor here is an emulator bug, named as such.
-    unimplemented(ctx, std::string(ctx.info->name) + " is listed for c64 in the op registry but has no c64 kernel "
-                       "(an emulator bug: please report it)");
+    unimplemented(ctx, std::string(ctx.info->name) +
+                           " is listed for c64 in the op registry but has no c64 kernel "
+                           "(an emulator bug: please report it)");
 
   const TileMapping work = graph().slots[static_cast<size_t>(o)].mapping;
   std::vector<int64_t> recv;

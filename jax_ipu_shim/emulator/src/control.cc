@@ -10,7 +10,9 @@ namespace ipu {
 
 namespace {
 
-bool sameLayout(const TensorType& a, const TensorType& b) { return a.dtype == b.dtype && a.numElements() == b.numElements(); }
+bool sameLayout(const TensorType& a, const TensorType& b) {
+  return a.dtype == b.dtype && a.numElements() == b.numElements();
+}
 
 // Whether an Execute node in `node`'s tree computes `result` in place over `operand` (Node::in_place).
 bool computesInPlace(const Node& node, int operand, int result) {
@@ -57,26 +59,31 @@ std::vector<int> Lowerer::lowerCall(OpContext& ctx) {
   const Function* fn = program_.find(callee);
   if (!fn) invalid(ctx, "calls '" + callee + "', which is not among the program's functions");
   for (const std::string& active : call_stack_)
-    if (active == callee) unimplemented(ctx, "recursive call to '" + callee + "' (the IPU has no call stack for recursion)");
+    if (active == callee)
+      unimplemented(ctx, "recursive call to '" + callee + "' (the IPU has no call stack for recursion)");
   const Region& region = fn->region;
-  if (region.params.size() != ctx.in.size()) invalid(ctx, "'" + callee + "' takes " + std::to_string(region.params.size()) + " arguments");
+  if (region.params.size() != ctx.in.size())
+    invalid(ctx, "'" + callee + "' takes " + std::to_string(region.params.size()) + " arguments");
   Env env;
   for (size_t i = 0; i < region.params.size(); ++i) {
     const ValueDecl& p = region.params[i];
     TensorType t;
     if (!parseDType(p.dtype, &t.dtype))
-      throw Error(ErrorCode::Unimplemented, "Unsupported element type " + p.dtype + " in parameter " + std::to_string(i) +
-                                                " of " + callee + " : " + unsupportedDTypeAdvice(p.dtype));
+      throw Error(ErrorCode::Unimplemented, "Unsupported element type " + p.dtype + " in parameter " +
+                                                std::to_string(i) + " of " + callee + " : " +
+                                                unsupportedDTypeAdvice(p.dtype));
     t.shape = p.shape;
     if (t.dtype != ctx.in_types[i].dtype || t.shape != ctx.in_types[i].shape)
-      invalid(ctx, "argument " + std::to_string(i) + " does not match parameter " + p.mlirType() + " of '" + callee + "'");
+      invalid(ctx,
+              "argument " + std::to_string(i) + " does not match parameter " + p.mlirType() + " of '" + callee + "'");
     env.slots[p.id] = ctx.in[i];  // the callee reads the caller's values in place
     env.decls[p.id] = &p;
   }
   call_stack_.push_back(callee);
   std::vector<int> results = lowerRegion(region, &env, ctx.seq);
   call_stack_.pop_back();
-  if (results.size() != ctx.out_types.size()) invalid(ctx, "'" + callee + "' returns " + std::to_string(results.size()) + " values");
+  if (results.size() != ctx.out_types.size())
+    invalid(ctx, "'" + callee + "' returns " + std::to_string(results.size()) + " values");
   for (size_t i = 0; i < results.size(); ++i)
     if (!sameLayout(graph().slots[static_cast<size_t>(results[i])].type, ctx.out_types[i]))
       invalid(ctx, "result " + std::to_string(i) + " of '" + callee + "' does not match the call's result type");
@@ -106,7 +113,8 @@ std::vector<int> Lowerer::lowerWhile(OpContext& ctx, Env* env) {
     for (size_t i = 0; i < n; ++i) {
       const ValueDecl& p = r.params[i];
       if (p.dtype != dtypeName(ctx.in_types[i].dtype) || p.shape != ctx.in_types[i].shape)
-        invalid(ctx, "region parameter " + std::to_string(i) + " (" + p.mlirType() + ") does not match the loop-carried value");
+        invalid(ctx, "region parameter " + std::to_string(i) + " (" + p.mlirType() +
+                         ") does not match the loop-carried value");
       if (env->slots.count(p.id)) invalid(ctx, "region parameter %" + std::to_string(p.id) + " reuses a value id");
       env->slots[p.id] = carried[i];
       env->decls[p.id] = &p;
@@ -144,7 +152,8 @@ std::vector<int> Lowerer::lowerWhile(OpContext& ctx, Env* env) {
 
 std::vector<int> Lowerer::lowerCase(OpContext& ctx, Env* env) {
   const Op& op = *ctx.op;
-  if (!ctx.in_types[0].shape.empty() || !isInteger(ctx.in_types[0].dtype)) invalid(ctx, "the index must be an integer scalar");
+  if (!ctx.in_types[0].shape.empty() || !isInteger(ctx.in_types[0].dtype))
+    invalid(ctx, "the index must be an integer scalar");
   if (op.regions.empty()) invalid(ctx, "case needs at least one branch");
   std::vector<int> outs;
   for (const TensorType& t : ctx.out_types) outs.push_back(newSlot(t));

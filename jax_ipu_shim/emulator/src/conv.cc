@@ -23,7 +23,6 @@ namespace ipu {
 namespace {
 
 
-
 // Everything about one convolution the kernel needs, with the operands' strides.
 struct ConvGeom {
   int64_t rank = 0;                 // spatial rank
@@ -81,10 +80,10 @@ void gemmConv(const Acc* A, const Acc* B, Acc* C, int64_t m, int64_t n, int64_t 
 template <class In, class Acc, class Out>
 class ConvKernel : public Kernel {
  public:
-  ConvKernel(int lhs, int rhs, int out, ConvGeom g, int64_t kparts, int64_t kblock, int64_t plan_blocks,
-             int scratch_w, int scratch_p)
-      : lhs_(lhs), rhs_(rhs), out_(out), g_(std::move(g)), kparts_(kparts), kblock_(kblock),
-        plan_blocks_(plan_blocks), scratch_w_(scratch_w), scratch_p_(scratch_p), tables_(windowTables(g_)) {}
+  ConvKernel(int lhs, int rhs, int out, ConvGeom g, int64_t kparts, int64_t kblock, int64_t plan_blocks, int scratch_w,
+             int scratch_p)
+      : lhs_(lhs), rhs_(rhs), out_(out), g_(std::move(g)), kparts_(kparts), kblock_(kblock), plan_blocks_(plan_blocks),
+        scratch_w_(scratch_w), scratch_p_(scratch_p), tables_(windowTables(g_)) {}
 
   // The kernel as [groups][K][N] in the accumulator type (window reversal applied), and room for the partials.
   void prepare(RunState& s) const override {
@@ -137,7 +136,8 @@ class ConvKernel : public Kernel {
     std::vector<int64_t> offs(static_cast<size_t>(g_.k_spatial));
     std::vector<int64_t> os(static_cast<size_t>(g_.rank)), kidx(static_cast<size_t>(g_.rank));
     std::vector<std::vector<int64_t>> per_dim(static_cast<size_t>(g_.rank));
-    for (int64_t d = 0; d < g_.rank; ++d) per_dim[static_cast<size_t>(d)].resize(static_cast<size_t>(g_.k_size[static_cast<size_t>(d)]));
+    for (int64_t d = 0; d < g_.rank; ++d)
+      per_dim[static_cast<size_t>(d)].resize(static_cast<size_t>(g_.k_size[static_cast<size_t>(d)]));
     for (int64_t it = i0; it < i1; ++it) {
       const int64_t im = it % hm, gi = (it / hm) % g_.groups, ik = it / hm / g_.groups;
       const int64_t m0 = im * kHostRows, mb = std::min(M, m0 + kHostRows) - m0;
@@ -222,7 +222,9 @@ class ConvKernel : public Kernel {
     if (g_.groups == 1 && b < e) {
       // One group: the partial's index is linear in the output coordinates, so walk them with an odometer over the
       // output's dims (outermost first) instead of dividing per element.
-      struct Dim { int64_t stride, extent, coeff; };
+      struct Dim {
+        int64_t stride, extent, coeff;
+      };
       std::vector<Dim> dims{{g_.os_b, g_.out_batch, g_.out_spatial * N}, {g_.os_f, N, 1}};
       for (int64_t d = 0, c = N * g_.out_spatial; d < g_.rank; ++d) {
         const size_t du = static_cast<size_t>(d);
@@ -289,7 +291,8 @@ std::vector<int> Lowerer::lowerConv(OpContext& ctx) {
     std::vector<int64_t> all = sp;
     all.push_back(a);
     all.push_back(b);
-    if (static_cast<int64_t>(sp.size()) != S) invalid(ctx, std::string(what) + " spatial dimensions do not match the rank");
+    if (static_cast<int64_t>(sp.size()) != S)
+      invalid(ctx, std::string(what) + " spatial dimensions do not match the rank");
     for (int64_t d : all) {
       if (d < 0 || d >= static_cast<int64_t>(rank) || used[static_cast<size_t>(d)])
         invalid(ctx, std::string(what) + " dimension numbers are out of range or repeated");
@@ -302,7 +305,8 @@ std::vector<int> Lowerer::lowerConv(OpContext& ctx) {
   auto window = [&](const char* name, int64_t dflt) {
     std::vector<int64_t> v = attrInts(op, name, false);
     if (v.empty() && S > 0) v.assign(static_cast<size_t>(S), dflt);
-    if (static_cast<int64_t>(v.size()) != S) invalid(ctx, std::string(name) + " must have one entry per spatial dimension");
+    if (static_cast<int64_t>(v.size()) != S)
+      invalid(ctx, std::string(name) + " must have one entry per spatial dimension");
     return v;
   };
   ConvGeom g;
@@ -387,9 +391,9 @@ std::vector<int> Lowerer::lowerConv(OpContext& ctx) {
   const int64_t in_bytes = static_cast<int64_t>(dtypeSize(dt));
   const int64_t acc_bytes = static_cast<int64_t>(dtypeSize(dtypeInfo(dt).acc));
   const int64_t M = g.M(), K = g.K(), Ng = g.cog, G = g.groups;
-  const MatmulPlan plan = planMatmul(G, M, Ng, K, dt, in_bytes, acc_bytes, device().num_tiles, workers,
-                                     device().exchange_bytes_per_cycle, omap.per_tile, omap.tilesUsed(),
-                                     static_cast<int64_t>(device().bytes_per_tile / 2));
+  const MatmulPlan plan =
+      planMatmul(G, M, Ng, K, dt, in_bytes, acc_bytes, device().num_tiles, workers, device().exchange_bytes_per_cycle,
+                 omap.per_tile, omap.tilesUsed(), static_cast<int64_t>(device().bytes_per_tile / 2));
   const int64_t kparts = K > 0 ? plan.k.parts : 1, kblock = K > 0 ? plan.k.block : 0;
   const int64_t P = std::max<int64_t>(1, plan.blocks());
 
@@ -400,7 +404,8 @@ std::vector<int> Lowerer::lowerConv(OpContext& ctx) {
   });
   if (!kernel)
     unimplemented(ctx, std::string("convolution needs a result of its operands' element type, or a wider one of the "
-                                   "same kind (preferred_element_type); not ") + dtypeName(dt) + " -> " + dtypeName(out.dtype));
+                                   "same kind (preferred_element_type); not ") +
+                           dtypeName(dt) + " -> " + dtypeName(out.dtype));
 
   std::vector<Superstep> steps;
   const int64_t outs = out.numElements();
@@ -432,8 +437,7 @@ std::vector<int> Lowerer::lowerConv(OpContext& ctx) {
       macs[t] = kb;
       part[t] = nb * mb * nn * acc_bytes;
     }
-    for (int t = 0; t < omap.tilesUsed(); ++t)
-      recv2[static_cast<size_t>(t)] = omap.elementsOn(t) * kparts * acc_bytes;
+    for (int t = 0; t < omap.tilesUsed(); ++t) recv2[static_cast<size_t>(t)] = omap.elementsOn(t) * kparts * acc_bytes;
     const size_t mark = pending_.transient.size();
     TileMapping blocks;
     blocks.num_elements = P;
@@ -441,7 +445,8 @@ std::vector<int> Lowerer::lowerConv(OpContext& ctx) {
     steps.push_back(superstep(std::string("conv<") + dtypeName(dt) + ">", blocks, recv1, [&](int t, int64_t) {
       return cost::matmul(dt, bouts[static_cast<size_t>(t)], macs[static_cast<size_t>(t)], workers);
     }));
-    steps.back().cost_weight = static_cast<double>(std::max<int64_t>(1, G * M * Ng / P * std::max<int64_t>(1, K / kparts)));
+    steps.back().cost_weight =
+        static_cast<double>(std::max<int64_t>(1, G * M * Ng / P * std::max<int64_t>(1, K / kparts)));
     const DType rdt = dtypeInfo(dt).acc;
     steps.push_back(superstep(std::string("convReduce<") + dtypeName(dt) + ">", omap, recv2, [&](int, int64_t e) {
       return kparts > 1 ? cost::reduce(rdt, e * kparts, e, workers) : cost::copy(e * acc_bytes, workers);
@@ -455,7 +460,8 @@ std::vector<int> Lowerer::lowerConv(OpContext& ctx) {
       if (bytes > 0) pending_.transient.emplace_back(static_cast<int>(t), bytes);
     }
   }
-  const double flops = 2.0 * static_cast<double>(G) * static_cast<double>(M) * static_cast<double>(Ng) * static_cast<double>(K);
+  const double flops =
+      2.0 * static_cast<double>(G) * static_cast<double>(M) * static_cast<double>(Ng) * static_cast<double>(K);
   emitExecute(ctx, std::move(kernel), std::move(steps), {o}, isFloat(dt) ? flops : 0);
   return {o};
 }

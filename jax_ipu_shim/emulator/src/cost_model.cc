@@ -33,27 +33,49 @@ VectorCost elementwiseCost(OpKind kind, DType dtype) {
   const bool f16 = dtype == DType::F16;
   const bool flt = isFloat(dtype);
   switch (kind) {
-    case OpKind::Add: case OpKind::Subtract: case OpKind::Multiply:
+    case OpKind::Add:
+    case OpKind::Subtract:
+    case OpKind::Multiply:
       return flt ? VectorCost{29, 3} : VectorCost{29, 7};  // (doc) 3 per vector; integer add ~7 per element
-    case OpKind::Maximum: case OpKind::Minimum: case OpKind::Compare: case OpKind::Select: case OpKind::Clamp:
-    case OpKind::And: case OpKind::Or: case OpKind::Xor: case OpKind::ShiftLeft:
-    case OpKind::ShiftRightArithmetic: case OpKind::ShiftRightLogical:
-      return flt ? VectorCost{29, 3} : VectorCost{29, 4};  // (doc) max ~3 per 2 f32
+    case OpKind::Maximum:
+    case OpKind::Minimum:
+    case OpKind::Compare:
+    case OpKind::Select:
+    case OpKind::Clamp:
+    case OpKind::And:
+    case OpKind::Or:
+    case OpKind::Xor:
+    case OpKind::ShiftLeft:
+    case OpKind::ShiftRightArithmetic:
+    case OpKind::ShiftRightLogical: return flt ? VectorCost{29, 3} : VectorCost{29, 4};  // (doc) max ~3 per 2 f32
     case OpKind::Divide:
       return f16 ? VectorCost{29, 21} : flt ? VectorCost{29, 10} : VectorCost{29, 40};  // (doc) float; int: software
     case OpKind::Remainder: return flt ? VectorCost{29, 30} : VectorCost{29, 40};
     case OpKind::Power: return VectorCost{40, 60};
     case OpKind::Atan2: return VectorCost{40, 120};
-    case OpKind::Exp: case OpKind::Expm1: return VectorCost{33, 6};  // (doc)
-    case OpKind::Log: case OpKind::Log1p: return VectorCost{33, 8};
+    case OpKind::Exp:
+    case OpKind::Expm1: return VectorCost{33, 6};  // (doc)
+    case OpKind::Log:
+    case OpKind::Log1p: return VectorCost{33, 8};
     case OpKind::Tanh: return VectorCost{17, 12};  // (doc)
     case OpKind::Logistic: return VectorCost{17, 14};
-    case OpKind::Sqrt: case OpKind::Rsqrt: return VectorCost{17, 10};  // (doc)
+    case OpKind::Sqrt:
+    case OpKind::Rsqrt: return VectorCost{17, 10};  // (doc)
     case OpKind::Cbrt: return VectorCost{17, 40};
-    case OpKind::Sine: case OpKind::Cosine: case OpKind::Tan:
+    case OpKind::Sine:
+    case OpKind::Cosine:
+    case OpKind::Tan:
       return VectorCost{17, 2300.0 * vectorWidth(dtype)};  // (doc) ~2,300 per element: software routines
-    case OpKind::Erf: case OpKind::Erfc: case OpKind::ErfInv: case OpKind::Sinh: case OpKind::Cosh:
-    case OpKind::Asin: case OpKind::Acos: case OpKind::Atan: case OpKind::Asinh: case OpKind::Acosh:
+    case OpKind::Erf:
+    case OpKind::Erfc:
+    case OpKind::ErfInv:
+    case OpKind::Sinh:
+    case OpKind::Cosh:
+    case OpKind::Asin:
+    case OpKind::Acos:
+    case OpKind::Atan:
+    case OpKind::Asinh:
+    case OpKind::Acosh:
     case OpKind::Atanh:
       return VectorCost{17, 200.0 * vectorWidth(dtype)};  // software polynomial, per element
     // CHLO special functions, software routines per element (calibrated): lgamma and digamma are a 9-term Lanczos
@@ -179,10 +201,20 @@ uint64_t exchange(int64_t bytes, double bytes_per_cycle) {
 
 double flopsPerElement(OpKind kind) {
   switch (kind) {
-    case OpKind::Convert: case OpKind::Select: case OpKind::Not: case OpKind::And: case OpKind::Or:
-    case OpKind::Xor: case OpKind::ShiftLeft: case OpKind::ShiftRightArithmetic: case OpKind::ShiftRightLogical:
-    case OpKind::Popcnt: case OpKind::Clz: case OpKind::IsFinite: case OpKind::Negate: case OpKind::Abs:
-      return 0;
+    case OpKind::Convert:
+    case OpKind::Select:
+    case OpKind::Not:
+    case OpKind::And:
+    case OpKind::Or:
+    case OpKind::Xor:
+    case OpKind::ShiftLeft:
+    case OpKind::ShiftRightArithmetic:
+    case OpKind::ShiftRightLogical:
+    case OpKind::Popcnt:
+    case OpKind::Clz:
+    case OpKind::IsFinite:
+    case OpKind::Negate:
+    case OpKind::Abs: return 0;
     case OpKind::Clamp: return 2;
     default: return 1;
   }

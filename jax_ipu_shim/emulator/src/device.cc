@@ -55,10 +55,10 @@ DeviceDescription DeviceDescription::forVersion(const std::string& version, int 
     known += chip.version;
     if (version != chip.version) continue;
     if (num_tiles < 0 || num_tiles > chip.tiles) {
-      throw Error(ErrorCode::InvalidArgument,
-                  "Invalid number of IPU Model tiles " + std::to_string(num_tiles) + " for " + version +
-                      ": must be between 1 and " + std::to_string(chip.tiles) + " (or 0 for all " +
-                      std::to_string(chip.tiles) + " tiles of the chip)");
+      throw Error(ErrorCode::InvalidArgument, "Invalid number of IPU Model tiles " + std::to_string(num_tiles) +
+                                                  " for " + version + ": must be between 1 and " +
+                                                  std::to_string(chip.tiles) + " (or 0 for all " +
+                                                  std::to_string(chip.tiles) + " tiles of the chip)");
     }
     DeviceDescription d;
     d.version = chip.version;
@@ -73,8 +73,7 @@ DeviceDescription DeviceDescription::forVersion(const std::string& version, int 
     d.gateway_bytes_per_cycle = kGatewayLinkBytesPerSecond / static_cast<double>(chip.clock_hz);
     return d;
   }
-  throw Error(ErrorCode::InvalidArgument,
-              "Unknown IPU version '" + version + "': expected one of " + known);
+  throw Error(ErrorCode::InvalidArgument, "Unknown IPU version '" + version + "': expected one of " + known);
 }
 
 uint64_t DeviceDescription::linkCycles(int64_t bytes) const {
@@ -113,10 +112,11 @@ std::string DeviceDescription::toJson() const {
 }
 
 std::string RunProfile::toJson() const {
-  std::string s = "{\"total_cycles\": " + std::to_string(total_cycles) + ", \"compute_cycles\": " +
-                  std::to_string(compute_cycles) + ", \"exchange_cycles\": " + std::to_string(exchange_cycles) +
-                  ", \"sync_cycles\": " + std::to_string(sync_cycles) + ", \"supersteps\": " +
-                  std::to_string(supersteps) + ", \"steps\": [";
+  std::string s = "{\"total_cycles\": " + std::to_string(total_cycles) +
+                  ", \"compute_cycles\": " + std::to_string(compute_cycles) +
+                  ", \"exchange_cycles\": " + std::to_string(exchange_cycles) +
+                  ", \"sync_cycles\": " + std::to_string(sync_cycles) +
+                  ", \"supersteps\": " + std::to_string(supersteps) + ", \"steps\": [";
   for (size_t i = 0; i < steps.size(); ++i) {
     const StepProfile& p = steps[i];
     s += (i ? ", " : "") + std::string("{\"id\": ") + std::to_string(p.id) + ", \"type\": " + json::quote(p.type) +
@@ -125,7 +125,8 @@ std::string RunProfile::toJson() const {
          ", \"cycles\": " + std::to_string(p.compute_cycles + p.exchange_cycles + p.sync_cycles) +
          ", \"compute_cycles\": " + std::to_string(p.compute_cycles) +
          ", \"exchange_cycles\": " + std::to_string(p.exchange_cycles) +
-         ", \"sync_cycles\": " + std::to_string(p.sync_cycles) + ", \"supersteps\": " + std::to_string(p.supersteps) + "}";
+         ", \"sync_cycles\": " + std::to_string(p.sync_cycles) + ", \"supersteps\": " + std::to_string(p.supersteps) +
+         "}";
   }
   return s + "]}";
 }

@@ -95,8 +95,8 @@ inline __attribute__((always_inline)) void madd(Vec8& acc, float a, const Vec8& 
 }
 
 template <int MR, bool kLoadC, bool kFma>
-inline __attribute__((always_inline)) void microF32(const float* A, int64_t lda, const float* B, int64_t ldb,
-                                                     float* C, int64_t ldc, int64_t kc) {
+inline __attribute__((always_inline)) void microF32(const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
+                                                    int64_t ldc, int64_t kc) {
   Vec8 lo[MR], hi[MR];
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
@@ -128,7 +128,7 @@ inline __attribute__((always_inline)) void microF32(const float* A, int64_t lda,
 
 template <bool kLoadC, bool kFma>
 inline __attribute__((always_inline)) void microF32Rows(int mr, const float* A, int64_t lda, const float* B,
-                                                         int64_t ldb, float* C, int64_t ldc, int64_t kc) {
+                                                        int64_t ldb, float* C, int64_t ldc, int64_t kc) {
   switch (mr) {
     case 6: microF32<6, kLoadC, kFma>(A, lda, B, ldb, C, ldc, kc); return;
     case 5: microF32<5, kLoadC, kFma>(A, lda, B, ldb, C, ldc, kc); return;
@@ -141,7 +141,7 @@ inline __attribute__((always_inline)) void microF32Rows(int mr, const float* A, 
 
 template <bool kFma>
 inline __attribute__((always_inline)) void gemmF32Body(const float* A, int64_t lda, const float* B, int64_t ldb,
-                                                        float* C, int64_t ldc, int64_t m, int64_t n, int64_t k) {
+                                                       float* C, int64_t ldc, int64_t m, int64_t n, int64_t k) {
   if (k == 0) {
     for (int64_t i = 0; i < m; ++i) std::fill(C + i * ldc, C + i * ldc + n, 0.0f);
     return;
@@ -240,8 +240,8 @@ void gemmExact(const Acc* A, int64_t lda, const Acc* B, int64_t ldb, Acc* C, int
   }
 }
 
-inline void gemm(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t m,
-                 int64_t n, int64_t k) {
+inline void gemm(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t m, int64_t n,
+                 int64_t k) {
   gemmF32(A, lda, B, ldb, C, ldc, m, n, k);
 }
 inline void gemm(const uint32_t* A, int64_t lda, const uint32_t* B, int64_t ldb, uint32_t* C, int64_t ldc, int64_t m,
@@ -260,7 +260,9 @@ inline void gemm(const uint8_t* A, int64_t lda, const uint8_t* B, int64_t ldb, u
 struct Split {
   int64_t parts = 1, block = 0;
   int64_t begin(int64_t i) const { return i * block; }
-  int64_t size(int64_t i, int64_t dim) const { return std::max<int64_t>(0, std::min(dim, (i + 1) * block) - i * block); }
+  int64_t size(int64_t i, int64_t dim) const {
+    return std::max<int64_t>(0, std::min(dim, (i + 1) * block) - i * block);
+  }
 };
 
 Split makeSplit(int64_t dim, int64_t parts) {
@@ -336,15 +338,14 @@ void estimate(const PlanInputs& in, const DotPlan& p, uint64_t* cycles, int64_t*
   const int64_t bn = std::max<int64_t>(p.n.block, 1), bk = p.k.block;
   const int64_t recv1 = (bb * bm * bk + bb * bk * bn) * in.in_bytes;
   const int64_t part = bb * bm * bn * in.acc_bytes;
-  const uint64_t c1 = cost::matmul(in.dt, bb * bm * bn, bk, in.workers) + cost::exchange(recv1, in.bytes_per_cycle) +
-                      cost::kSyncCycles;
+  const uint64_t c1 =
+      cost::matmul(in.dt, bb * bm * bn, bk, in.workers) + cost::exchange(recv1, in.bytes_per_cycle) + cost::kSyncCycles;
   const bool second = p.k.parts > 1 || p.blocks() > 1 || in.out_tiles > 1;
   const int64_t recv2 = second ? in.out_per_tile * p.k.parts * in.acc_bytes : 0;
   uint64_t c2 = 0;
   if (second)
     c2 = cost::exchange(recv2, in.bytes_per_cycle) + cost::kSyncCycles +
-         (p.k.parts > 1 ? cost::reduce(dtypeInfo(in.dt).acc, in.out_per_tile * p.k.parts,
-                                       in.out_per_tile, in.workers)
+         (p.k.parts > 1 ? cost::reduce(dtypeInfo(in.dt).acc, in.out_per_tile * p.k.parts, in.out_per_tile, in.workers)
                         : cost::copy(in.out_per_tile * in.acc_bytes, in.workers));
   *cycles = c1 + c2;
   *working = std::max(recv1 + part, part + recv2) + 2 * cost::kVertexStateBytes;
@@ -420,8 +421,10 @@ class DotKernel : public Kernel {
   }
 
  private:
-  static constexpr bool kSameType = std::is_same<In, Acc>::value || (std::is_same<In, int32_t>::value && std::is_same<Acc, uint32_t>::value);
-  static constexpr bool kOutIsAcc = std::is_same<Out, Acc>::value || (std::is_same<Out, int32_t>::value && std::is_same<Acc, uint32_t>::value);
+  static constexpr bool kSameType =
+      std::is_same<In, Acc>::value || (std::is_same<In, int32_t>::value && std::is_same<Acc, uint32_t>::value);
+  static constexpr bool kOutIsAcc =
+      std::is_same<Out, Acc>::value || (std::is_same<Out, int32_t>::value && std::is_same<Acc, uint32_t>::value);
   bool direct() const { return kOutIsAcc && plan_.k.parts == 1; }
 
   // The host computes superstep 1 in its own blocks: only the plan's k split decides which partial an output's
@@ -487,7 +490,8 @@ class DotKernel : public Kernel {
   // Accumulators -> results, rounding once (f16 rows as one vector conversion).
   static void convertRow(const Acc* a, Out* o, int64_t n) {
     if constexpr (std::is_same<Out, uint16_t>::value && std::is_same<Acc, float>::value) floatsToHalves(a, o, n);
-    else for (int64_t j = 0; j < n; ++j) o[j] = fromAcc<Out>(a[j]);
+    else
+      for (int64_t j = 0; j < n; ++j) o[j] = fromAcc<Out>(a[j]);
   }
 
   void stage(RunState& s, int slot, const OperandLayout& l, int scratch) const {
@@ -522,7 +526,8 @@ std::vector<int> Lowerer::lowerDot(OpContext& ctx) {
   const std::vector<int64_t> rb = attrInts(op, "rhs_batching_dimensions", false);
   const std::vector<int64_t> lc = attrInts(op, "lhs_contracting_dimensions", false);
   const std::vector<int64_t> rc = attrInts(op, "rhs_contracting_dimensions", false);
-  if (lb.size() != rb.size() || lc.size() != rc.size()) invalid(ctx, "batching and contracting dimensions must pair up");
+  if (lb.size() != rb.size() || lc.size() != rc.size())
+    invalid(ctx, "batching and contracting dimensions must pair up");
 
   auto layout = [&](const TensorType& t, const std::vector<int64_t>& batch, const std::vector<int64_t>& contract,
                     bool contract_last, std::vector<int64_t>* free) {
@@ -579,8 +584,18 @@ std::vector<int> Lowerer::lowerDot(OpContext& ctx) {
   const int64_t in_bytes = static_cast<int64_t>(dtypeSize(dt));
   const int64_t acc_bytes = static_cast<int64_t>(dtypeSize(dtypeInfo(dt).acc));
 
-  PlanInputs pin{batch, m, n, k, dt, in_bytes, acc_bytes, device().num_tiles, workers,
-                 device().exchange_bytes_per_cycle, omap.per_tile, omap.tilesUsed(),
+  PlanInputs pin{batch,
+                 m,
+                 n,
+                 k,
+                 dt,
+                 in_bytes,
+                 acc_bytes,
+                 device().num_tiles,
+                 workers,
+                 device().exchange_bytes_per_cycle,
+                 omap.per_tile,
+                 omap.tilesUsed(),
                  static_cast<int64_t>(device().bytes_per_tile / 2)};
   const DotPlan plan = choosePlan(pin);
 
@@ -591,7 +606,8 @@ std::vector<int> Lowerer::lowerDot(OpContext& ctx) {
   });
   if (!kernel)
     unimplemented(ctx, std::string("dot_general needs a result of its operands' element type, or a wider one of the "
-                                   "same kind (preferred_element_type); not ") + dtypeName(dt) + " -> " + dtypeName(out.dtype));
+                                   "same kind (preferred_element_type); not ") +
+                           dtypeName(dt) + " -> " + dtypeName(out.dtype));
 
   std::vector<Superstep> steps;
   const int64_t outs = batch * m * n;
@@ -638,19 +654,20 @@ std::vector<int> Lowerer::lowerDot(OpContext& ctx) {
     TileMapping blocks;
     blocks.num_elements = P;
     blocks.per_tile = 1;
-    steps.push_back(superstep(std::string("matmul<") + dtypeName(dt) + ">", blocks, recv1,
-                              [&](int t, int64_t) {
-                                return cost::matmul(dt, bouts[static_cast<size_t>(t)], macs[static_cast<size_t>(t)], workers);
-                              }));
-    steps.back().cost_weight = static_cast<double>(std::max<int64_t>(1, outs / P * std::max<int64_t>(1, k / plan.k.parts)));
+    steps.push_back(superstep(std::string("matmul<") + dtypeName(dt) + ">", blocks, recv1, [&](int t, int64_t) {
+      return cost::matmul(dt, bouts[static_cast<size_t>(t)], macs[static_cast<size_t>(t)], workers);
+    }));
+    steps.back().cost_weight =
+        static_cast<double>(std::max<int64_t>(1, outs / P * std::max<int64_t>(1, k / plan.k.parts)));
     if (second) {
       const int64_t pk = plan.k.parts;
       const DType rdt = dtypeInfo(dt).acc;
-      steps.push_back(superstep(std::string("matmulReduce<") + dtypeName(dt) + ">", omap, recv2,
-                                [&](int, int64_t e) {
-                                  return pk > 1 ? cost::reduce(rdt, e * pk, e, workers) : cost::copy(e * acc_bytes, workers);
-                                },
-                                /*computes=*/pk > 1));
+      steps.push_back(superstep(
+          std::string("matmulReduce<") + dtypeName(dt) + ">", omap, recv2,
+          [&](int, int64_t e) {
+            return pk > 1 ? cost::reduce(rdt, e * pk, e, workers) : cost::copy(e * acc_bytes, workers);
+          },
+          /*computes=*/pk > 1));
       steps.back().cost_weight = static_cast<double>(pk);
     }
     // Memory: while superstep 1 runs a tile holds its received blocks and its partial; during superstep 2 the
@@ -661,15 +678,17 @@ std::vector<int> Lowerer::lowerDot(OpContext& ctx) {
       if (bytes > 0) pending_.transient.emplace_back(static_cast<int>(t), bytes);
     }
   }
-  const double flops = 2.0 * static_cast<double>(batch) * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  const double flops =
+      2.0 * static_cast<double>(batch) * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   emitExecute(ctx, std::move(kernel), std::move(steps), {o}, isFloat(dt) ? flops : 0);
   return {o};
 }
 
 MatmulPlan planMatmul(int64_t B, int64_t M, int64_t N, int64_t K, DType dt, int64_t in_bytes, int64_t acc_bytes,
-                      int tiles, int workers, double bytes_per_cycle, int64_t out_per_tile, int out_tiles, int64_t cap) {
-  const DotPlan p = choosePlan(PlanInputs{B, M, N, K, dt, in_bytes, acc_bytes, tiles, workers, bytes_per_cycle,
-                                          out_per_tile, out_tiles, cap});
+                      int tiles, int workers, double bytes_per_cycle, int64_t out_per_tile, int out_tiles,
+                      int64_t cap) {
+  const DotPlan p = choosePlan(
+      PlanInputs{B, M, N, K, dt, in_bytes, acc_bytes, tiles, workers, bytes_per_cycle, out_per_tile, out_tiles, cap});
   MatmulPlan out;
   out.b = {p.b.parts, p.b.block}, out.m = {p.m.parts, p.m.block}, out.n = {p.n.parts, p.n.block};
   out.k = {p.k.parts, p.k.block};

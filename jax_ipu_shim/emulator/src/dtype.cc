@@ -55,13 +55,18 @@ bool parseDType(const std::string& name, DType* out) {
 namespace {
 // The front end's spellings of types the IPU lacks, with MLIR's name and the advice given to the user (c64 is in
 // kDTypeTable: emulated as pairs of f32).
-struct Unsupported { const char* name; const char* mlir; const char* advice; };
+struct Unsupported {
+  const char* name;
+  const char* mlir;
+  const char* advice;
+};
 const Unsupported kUnsupported[] = {
     {"f64", "f64", "the IPU has no f64 hardware; use f32 (jax_enable_x64=False)"},
     {"i64", "i64", "the IPU has no 64-bit integer hardware; use i32 (jax_enable_x64=False)"},
     {"u64", "ui64", "the IPU has no 64-bit integer hardware; use u32 (jax_enable_x64=False)"},
-    {"c128", "complex<f64>", "the IPU has no f64 hardware; use complex64 (emulated as pairs of f32; "
-                             "jax_enable_x64=False)"},
+    {"c128", "complex<f64>",
+     "the IPU has no f64 hardware; use complex64 (emulated as pairs of f32; "
+     "jax_enable_x64=False)"},
 };
 }  // namespace
 
@@ -118,7 +123,8 @@ const bool kF16C = hostHasF16C();
 __attribute__((target("avx,f16c"))) void floatsToHalvesF16C(const float* in, uint16_t* out, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT));
   for (; i < n; ++i) out[i] = floatToHalf(in[i]);
 }
 }  // namespace

@@ -107,7 +107,8 @@ Member describe(const Lowerer& lowerer, const OpContext& ctx) {
   DType expected_out = dt;
   if (family == OpFamily::Compare || kind == OpKind::IsFinite) expected_out = DType::Bool;
   if (family == OpFamily::Convert) expected_out = out.dtype;
-  if (out.dtype != expected_out) lowerer.invalid(ctx, "the result's element type should be " + std::string(dtypeName(expected_out)));
+  if (out.dtype != expected_out)
+    lowerer.invalid(ctx, "the result's element type should be " + std::string(dtypeName(expected_out)));
   for (size_t i = 0; i < ctx.in.size(); ++i) {
     const DType want = (family == OpFamily::Select && i == 0) ? DType::Bool : dt;
     if (family != OpFamily::Convert && ctx.in_types[i].dtype != want)
@@ -117,7 +118,7 @@ Member describe(const Lowerer& lowerer, const OpContext& ctx) {
   m.codelet = std::string(ctx.info->name) + "<" + dtypeName(dt) + ">";
   switch (family) {
     case OpFamily::Unary:
-      scalar::visitUnary(kind, dt, [&](auto f, auto a, auto r) {
+      scalar::visitUnary(kind, dt, lowerer.numerics(), [&](auto f, auto a, auto r) {
         m.fn = &block1<typename decltype(a)::type, typename decltype(r)::type, decltype(f)>;
       });
       break;
@@ -126,10 +127,13 @@ Member describe(const Lowerer& lowerer, const OpContext& ctx) {
       const std::string which = attrString(*ctx.op, "constant_operand", "");
       if (!scalar::parseConstantOperand(which, &constantOperand))
         lowerer.invalid(ctx, "unknown constant_operand '" + which + "' (expected \"lhs\" or \"rhs\")");
-      scalar::visitBinary(kind, dt, [&](auto f, auto t) {
-        using T = typename decltype(t)::type;
-        m.fn = &block2<T, T, T, decltype(f)>;
-      }, constantOperand);
+      scalar::visitBinary(
+          kind, dt, lowerer.numerics(),
+          [&](auto f, auto t) {
+            using T = typename decltype(t)::type;
+            m.fn = &block2<T, T, T, decltype(f)>;
+          },
+          constantOperand);
       break;
     }
     case OpFamily::Compare: {
@@ -151,7 +155,7 @@ Member describe(const Lowerer& lowerer, const OpContext& ctx) {
       });
       break;
     case OpFamily::Clamp:
-      scalar::visitClamp(dt, [&](auto f, auto t) {
+      scalar::visitClamp(dt, lowerer.numerics(), [&](auto f, auto t) {
         using T = typename decltype(t)::type;
         m.fn = &block3<T, T, T, T, decltype(f)>;
       });
@@ -164,7 +168,8 @@ Member describe(const Lowerer& lowerer, const OpContext& ctx) {
       break;
     default: break;
   }
-  if (!m.fn) lowerer.unimplemented(ctx, std::string(ctx.info->name) + " is implemented for " + dtypeList(ctx.info->dtypes));
+  if (!m.fn)
+    lowerer.unimplemented(ctx, std::string(ctx.info->name) + " is implemented for " + dtypeList(ctx.info->dtypes));
   const bool heavy = family == OpFamily::Unary && isFloat(dt) && kind != OpKind::Abs && kind != OpKind::Negate;
   m.weight = heavy ? 8 : 1;
   return m;
@@ -183,8 +188,9 @@ std::vector<int> Lowerer::lowerElementwise(OpContext& ctx) {
 // once and keeps intermediates in registers: it costs the sum of the members' elementwise() cycles (fixed setup and
 // per-vector ALU work, including the loads and stores the estimators count) minus the supervisor launch of all
 // but one, in one superstep: one sync. A broadcast_in_dim is a view in Poplar (no compute set): the elements of
-// its operand that a tile reads are exchanged to it as an operand of the vertex (a scalar: its one element). Memory: no intermediate tensors, one
-// vertex per tile instead of one per op, and the exchange receive buffers of the external operands only.
+// its operand that a tile reads are exchanged to it as an operand of the vertex (a scalar: its one element). Memory: no
+// intermediate tensors, one vertex per tile instead of one per op, and the exchange receive buffers of the external
+// operands only.
 int Lowerer::lowerElementwiseGroup(std::vector<OpContext>& members) {
   OpContext& root = members.back();
   struct Value {
@@ -223,7 +229,8 @@ int Lowerer::lowerElementwiseGroup(std::vector<OpContext>& members) {
         continue;
       }
       const std::vector<int64_t> dims = attrInts(*ctx.op, "broadcast_dimensions");
-      if (dims.size() != in.shape.size()) invalid(ctx, "broadcast_dimensions must name one result dimension per operand dimension");
+      if (dims.size() != in.shape.size())
+        invalid(ctx, "broadcast_dimensions must name one result dimension per operand dimension");
       std::vector<int64_t> strides(out.shape.size(), 0);
       int64_t stride = 1;
       for (size_t i = dims.size(); i-- > 0;) {
@@ -262,7 +269,8 @@ int Lowerer::lowerElementwiseGroup(std::vector<OpContext>& members) {
     costs.emplace_back(ctx.info->kind, m.dt);
     codelet += (codelet.empty() ? "" : ",") + m.codelet;
     weight += m.weight;
-    if (isFloat(m.dt)) flops += cost::flopsPerElement(ctx.info->kind) * static_cast<double>(ctx.out_types[0].numElements());
+    if (isFloat(m.dt))
+      flops += cost::flopsPerElement(ctx.info->kind) * static_cast<double>(ctx.out_types[0].numElements());
   }
   if (instrs.empty() || values.at(root.op->results[0].id).instr != static_cast<int>(instrs.size() - 1))
     invalid(root, "a fused group must end with an elementwise op");
@@ -273,7 +281,8 @@ int Lowerer::lowerElementwiseGroup(std::vector<OpContext>& members) {
   std::vector<int> uses(instrs.size(), 0);
   for (const auto& ins : instrs)
     for (int a : ins.args)
-      if (a >= 0 && args[static_cast<size_t>(a)].second >= 0) ++uses[static_cast<size_t>(args[static_cast<size_t>(a)].second)];
+      if (a >= 0 && args[static_cast<size_t>(a)].second >= 0)
+        ++uses[static_cast<size_t>(args[static_cast<size_t>(a)].second)];
   std::vector<bool> contracted(instrs.size(), false);
   for (size_t k = 0; k < instrs.size(); ++k) {
     const OpKind kind = costs[k].first;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -12,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #if defined(__SSE2__)
 #include <xmmintrin.h>
@@ -50,6 +50,8 @@ struct ThreadPool::Impl {
   std::mutex mu;
   std::condition_variable wake;
   std::deque<std::shared_ptr<Job>> queue;
+  bool stopping = false;
+  std::vector<std::thread> workers;
 
   // Claims and runs items of `job` until none are left.
   static void work(Job& job) {
@@ -74,7 +76,8 @@ struct ThreadPool::Impl {
       std::shared_ptr<Job> job;
       {
         std::unique_lock<std::mutex> lock(mu);
-        wake.wait(lock, [&] { return !queue.empty(); });
+        wake.wait(lock, [&] { return stopping || !queue.empty(); });
+        if (stopping) return;
         job = queue.front();
         if (job->next.load() >= job->n) {  // fully claimed: retire it
           queue.pop_front();
@@ -86,44 +89,26 @@ struct ThreadPool::Impl {
   }
 };
 
-ThreadPool::ThreadPool(int threads) : impl_(new Impl), threads_(std::max(1, threads)) {
+ThreadPool::ThreadPool(int threads) : impl_(std::make_unique<Impl>()), threads_(std::max(1, std::min(threads, 256))) {
   for (int i = 1; i < threads_; ++i) {
-    std::thread([impl = impl_] {
+    impl_->workers.emplace_back([impl = impl_.get()] {
       ScopedFlushDenormals flush;  // for the thread's whole life: it only ever runs kernels
       impl->workerLoop();
-    }).detach();
+    });
   }
 }
 
-namespace {
-
-// $JAX_IPU_HOST_THREADS: an integer in 1..256 (surrounding blanks allowed, empty = unset), else min(hardware, 8).
-// jax_ipu.config checks the same when the backend is created; this catches programs run without it.
-int hostThreads() {
-  const int fallback = static_cast<int>(std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
-  const char* env = std::getenv("JAX_IPU_HOST_THREADS");
-  if (!env) return fallback;
-  std::string text(env);
-  const size_t b = text.find_first_not_of(" \t\n"), e = text.find_last_not_of(" \t\n");
-  text = b == std::string::npos ? "" : text.substr(b, e - b + 1);
-  if (text.empty()) return fallback;
-  char* end = nullptr;
-  errno = 0;
-  const long v = std::strtol(text.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0' || v < 1 || v > 256)
-    throw Error(ErrorCode::InvalidArgument,
-                "JAX_IPU_HOST_THREADS=" + std::string(env) + ": expected an integer from 1 to 256 (the host threads " +
-                    "that run the emulated tiles); unset it to use min(hardware threads, 8)");
-  return static_cast<int>(v);
+ThreadPool::~ThreadPool() {  // no run uses the pool any more (its owner's promise): the workers are idle
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->stopping = true;
+  }
+  impl_->wake.notify_all();
+  for (std::thread& t : impl_->workers) t.join();
 }
 
-}  // namespace
-
-ThreadPool& ThreadPool::instance() {
-  // Never destroyed: its threads sleep until the process exits. A malformed $JAX_IPU_HOST_THREADS throws here, on
-  // every use, and the pool is not made.
-  static ThreadPool* pool = new ThreadPool(hostThreads());
-  return *pool;
+int ThreadPool::defaultThreads() {
+  return static_cast<int>(std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
 }
 
 void ThreadPool::parallelFor(int64_t n, const std::function<void(int64_t)>& fn) {
@@ -248,19 +233,19 @@ void Executor::execute(const Node& node) {
     if (!step.computes || !kernel) continue;
     const TileMapping& w = step.work;
     const int tiles = w.tilesUsed();
-    ThreadPool& pool = ThreadPool::instance();
+    ThreadPool* pool = state_.options ? state_.options->pool : nullptr;
     if (tiles == 0) continue;
-    if (tiles == 1 || in_place || pool.threads() == 1 ||
+    if (tiles == 1 || in_place || pool == nullptr || pool->threads() == 1 ||
         static_cast<double>(w.num_elements) * step.cost_weight < kParallelThreshold) {
       // The tiles' ranges are consecutive: one call covers them all (a kernel's per-call setup, once).
       kernel->computeStep(state_, si, w.begin(0), w.end(tiles - 1));
       continue;
     }
     // Chunks of whole tiles, a few per host thread for balance.
-    const int chunks = std::min(tiles, pool.threads() * 4);
+    const int chunks = std::min(tiles, pool->threads() * 4);
     const int per_chunk = (tiles + chunks - 1) / chunks;
     RunState& state = state_;
-    pool.parallelFor(chunks, [&](int64_t c) {
+    pool->parallelFor(chunks, [&](int64_t c) {
       const int t0 = static_cast<int>(c) * per_chunk;
       const int t1 = std::min(tiles, t0 + per_chunk);
       if (t0 < t1) kernel->computeStep(state, si, w.begin(t0), w.end(t1 - 1));

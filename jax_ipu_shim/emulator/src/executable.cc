@@ -95,26 +95,27 @@ std::string typeJson(const TensorType& t) {
 // A lowered program; immutable after construction, so run() only touches its own RunState.
 class ExecutableImpl : public Executable {
  public:
-  ExecutableImpl(const Program& program, const DeviceDescription& device, std::string json)
-      : name_(program.name), json_(std::move(json)), replicas_(program.replicas),
-        partitions_(program.partitions),
-        param_shardings_(program.param_shardings),
+  ExecutableImpl(const Program& program, const DeviceDescription& device, std::string json,
+                 const CompileOptions& options)
+      : name_(program.name), json_(std::move(json)), options_(options), replicas_(program.replicas),
+        partitions_(program.partitions), param_shardings_(program.param_shardings),
         result_shardings_(program.result_shardings) {
     {
-      const NumericsScope numerics(program.numerics);  // the kernels' arithmetic (ipu/numerics.h)
-      Lowerer lowerer(program, device, &graph_);
+      Lowerer lowerer(program, device, options,
+                      &graph_);  // kernels compute program.numerics' arithmetic (ipu/numerics.h)
       lowerer.lowerEntry();
     }
     aliases_ = program.aliases;
     for (int slot : graph_.param_slots) inputs_.push_back(graph_.slots[static_cast<size_t>(slot)].type);
     outputs_ = graph_.result_types;
     memory_ = computeMemory(graph_);
-    checkMemory(memory_, device);
+    checkMemory(memory_, device, options.allow_out_of_memory);
     totals_ = staticTotals(*graph_.root);
     // When a param's bytes are last read, for writing results straight into a donated input's buffer. A param
     // returned as a result is read when the run copies its results out, after every step.
     const int64_t after_all = static_cast<int64_t>(graph_.steps.size()) + 1;
-    for (int slot : graph_.param_slots) param_last_.push_back(liveRange(graph_, graph_.slots[static_cast<size_t>(slot)]).second);
+    for (int slot : graph_.param_slots)
+      param_last_.push_back(liveRange(graph_, graph_.slots[static_cast<size_t>(slot)]).second);
     for (int slot : graph_.result_slots)
       for (size_t i = 0; i < graph_.param_slots.size(); ++i)
         if (graph_.param_slots[i] == slot) param_last_[i] = after_all;
@@ -127,7 +128,8 @@ class ExecutableImpl : public Executable {
     host_io_ = hostIOUse(*graph_.root);
     for (size_t i = 0; i < graph_.slots.size(); ++i) {
       const Slot& s = graph_.slots[i];
-      if (s.storage == Slot::Storage::Param) param_slot_index_.emplace_back(static_cast<int>(i), static_cast<size_t>(s.index));
+      if (s.storage == Slot::Storage::Param)
+        param_slot_index_.emplace_back(static_cast<int>(i), static_cast<size_t>(s.index));
       if (s.storage == Slot::Storage::Arena) arena_slot_offset_.emplace_back(static_cast<int>(i), s.offset);
       if (s.storage == Slot::Storage::Arena && s.share >= 0) {
         size_t root = i;
@@ -165,15 +167,16 @@ class ExecutableImpl : public Executable {
     s += "], \"memory\": {\"bytes_per_tile_limit\": " + std::to_string(graph_.device.bytes_per_tile) +
          ", \"worst_tile\": " + std::to_string(memory_.worst_tile) +
          ", \"worst_bytes\": " + std::to_string(memory_.worst_bytes) +
-         ", \"total_bytes\": " + std::to_string(memory_.total_bytes) + ", \"tiles_used\": " + std::to_string(tiles_used) +
-         ", \"top_tiles\": [";
+         ", \"total_bytes\": " + std::to_string(memory_.total_bytes) +
+         ", \"tiles_used\": " + std::to_string(tiles_used) + ", \"top_tiles\": [";
     for (size_t i = 0; i < top.size() && i < 8 && top[i].first < 0; ++i)
       s += (i ? ", [" : "[") + std::to_string(top[i].second) + ", " + std::to_string(-top[i].first) + "]";
     s += "]}, \"estimated_cycles\": " + std::to_string(totals_.cycles) +
          ", \"estimated_seconds\": " + seconds(totals_.cycles) +
          ", \"static_supersteps\": " + std::to_string(totals_.supersteps) +
          ", \"flops\": " + std::to_string(totals_.flops) + ", \"codelets\": [";
-    for (size_t i = 0; i < graph_.codelet_names.size(); ++i) s += (i ? ", " : "") + json::quote(graph_.codelet_names[i]);
+    for (size_t i = 0; i < graph_.codelet_names.size(); ++i)
+      s += (i ? ", " : "") + json::quote(graph_.codelet_names[i]);
     // Host memory of a run: the arena holds every intermediate value, placed by live range.
     size_t slot_bytes = 0;
     for (const Slot& slot : graph_.slots)
@@ -187,10 +190,12 @@ class ExecutableImpl : public Executable {
     for (size_t i = 0; i < steps.size(); ++i) {
       const StepProfile& st = steps[i];
       s += (i ? ", " : "") + std::string("{\"id\": ") + std::to_string(st.id) + ", \"type\": " + json::quote(st.type) +
-           ", \"name\": " + json::quote(st.name) + ", \"loc\": " + json::quote(st.loc) + ", \"cycles\": " +
-           std::to_string(st.compute_cycles + st.exchange_cycles + st.sync_cycles) + ", \"compute_cycles\": " +
-           std::to_string(st.compute_cycles) + ", \"exchange_cycles\": " + std::to_string(st.exchange_cycles) +
-           ", \"sync_cycles\": " + std::to_string(st.sync_cycles) + ", \"supersteps\": " + std::to_string(st.supersteps) +
+           ", \"name\": " + json::quote(st.name) + ", \"loc\": " + json::quote(st.loc) +
+           ", \"cycles\": " + std::to_string(st.compute_cycles + st.exchange_cycles + st.sync_cycles) +
+           ", \"compute_cycles\": " + std::to_string(st.compute_cycles) +
+           ", \"exchange_cycles\": " + std::to_string(st.exchange_cycles) +
+           ", \"sync_cycles\": " + std::to_string(st.sync_cycles) +
+           ", \"supersteps\": " + std::to_string(st.supersteps) +
            ", \"flops\": " + std::to_string(graph_.step_nodes[i]->flops) + "}";
     }
     return s + "]}";
@@ -217,6 +222,7 @@ class ExecutableImpl : public Executable {
   std::string profileJson() const override { return ipu::profileJson(graph_); }
 
   const std::string& programJson() const override { return json_; }
+  const CompileOptions& options() const override { return options_; }
   bool hasInfeed() const override { return host_io_.infeed; }
   bool hasOutfeed() const override { return host_io_.outfeed; }
   bool hasHostCalls() const override { return host_io_.callbacks; }
@@ -241,11 +247,14 @@ class ExecutableImpl : public Executable {
     if (inputs.size() != inputs_.size() || outputs.size() != outputs_.size())
       throw Error(ErrorCode::InvalidArgument, "Executable '" + name_ + "' takes " + std::to_string(inputs_.size()) +
                                                   " inputs and " + std::to_string(outputs_.size()) + " outputs, not " +
-                                                  std::to_string(inputs.size()) + " and " + std::to_string(outputs.size()));
+                                                  std::to_string(inputs.size()) + " and " +
+                                                  std::to_string(outputs.size()));
     for (size_t i = 0; i < inputs.size(); ++i)
-      if (!inputs[i] && inputs_[i].numBytes() > 0) throw Error(ErrorCode::InvalidArgument, "input " + std::to_string(i) + " is null");
+      if (!inputs[i] && inputs_[i].numBytes() > 0)
+        throw Error(ErrorCode::InvalidArgument, "input " + std::to_string(i) + " is null");
     for (size_t i = 0; i < outputs.size(); ++i)
-      if (!outputs[i] && outputs_[i].numBytes() > 0) throw Error(ErrorCode::InvalidArgument, "output " + std::to_string(i) + " is null");
+      if (!outputs[i] && outputs_[i].numBytes() > 0)
+        throw Error(ErrorCode::InvalidArgument, "output " + std::to_string(i) + " is null");
     try {
       // A previous run's storage (arena, scratch, slot pointers, step counters): fresh pages would cost a fault
       // each, and fresh vectors an allocation each, every run.
@@ -272,8 +281,9 @@ class ExecutableImpl : public Executable {
       }
       stepsThatRan(state.profile, profile);
       if (traced)
-        trace::record("Execute", name_, traced, trace::nowNs(), "{\"replica\": " + std::to_string(options.replica) +
-                                                                 ", \"cycles\": " + std::to_string(profile->total_cycles) + "}");
+        trace::record("Execute", name_, traced, trace::nowNs(),
+                      "{\"replica\": " + std::to_string(options.replica) +
+                          ", \"cycles\": " + std::to_string(profile->total_cycles) + "}");
       copyResults(state, outputs, bound);
       giveState(std::move(held));
     } catch (const std::bad_alloc&) {
@@ -284,7 +294,8 @@ class ExecutableImpl : public Executable {
  private:
   std::string seconds(uint64_t cycles) const {
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%.9g", static_cast<double>(cycles) / static_cast<double>(graph_.device.tile_clock_frequency));
+    std::snprintf(buf, sizeof buf, "%.9g",
+                  static_cast<double>(cycles) / static_cast<double>(graph_.device.tile_clock_frequency));
     return buf;
   }
 
@@ -400,6 +411,7 @@ class ExecutableImpl : public Executable {
   mutable std::atomic<RunState*> spare_states_[2] = {};
   std::string name_;
   std::string json_;
+  CompileOptions options_;
   int replicas_;
   int partitions_;
   std::vector<TileSharding> param_shardings_, result_shardings_;
@@ -418,11 +430,39 @@ class ExecutableImpl : public Executable {
 
 }  // namespace
 
-std::unique_ptr<Executable> Executable::compile(const std::string& program_json, const DeviceDescription& device) {
+CompileOptions CompileOptions::parse(const std::string& text) {
+  CompileOptions options;
+  if (text.empty()) return options;
+  const json::Value doc = json::parse(text);
+  if (!doc.isObject()) throw Error(ErrorCode::InvalidArgument, "compile options must be a JSON object: " + text);
+  for (const auto& field : doc.object) {
+    bool* target = field.first == "fusion"                 ? &options.fusion
+                   : field.first == "exchange_per_element" ? &options.exchange_per_element
+                   : field.first == "allow_out_of_memory"  ? &options.allow_out_of_memory
+                                                           : nullptr;
+    if (target == nullptr)
+      throw Error(ErrorCode::InvalidArgument, "unknown compile option '" + field.first +
+                                                  "' (known: fusion, exchange_per_element, allow_out_of_memory)");
+    if (field.second.kind != json::Value::Kind::Bool)
+      throw Error(ErrorCode::InvalidArgument, "compile option '" + field.first + "' must be true or false, not " +
+                                                  json::Value::kindName(field.second.kind));
+    *target = field.second.boolean;
+  }
+  return options;
+}
+
+std::string CompileOptions::toJson() const {
+  auto b = [](bool v) { return v ? "true" : "false"; };
+  return std::string("{\"fusion\":") + b(fusion) + ",\"exchange_per_element\":" + b(exchange_per_element) +
+         ",\"allow_out_of_memory\":" + b(allow_out_of_memory) + "}";
+}
+
+std::unique_ptr<Executable> Executable::compile(const std::string& program_json, const DeviceDescription& device,
+                                                const CompileOptions& options) {
   try {
     const int64_t traced = trace::enabled() ? trace::nowNs() : 0;  // PVTI_OPTIONS: a span per lowering
     Program program = parseProgram(program_json);
-    auto executable = std::make_unique<ExecutableImpl>(program, device, program_json);
+    auto executable = std::make_unique<ExecutableImpl>(program, device, program_json, options);
     if (traced) trace::record("Compile", "lower " + program.name + " onto tiles", traced, trace::nowNs(), "");
     return executable;
   } catch (const std::bad_alloc&) {

@@ -65,7 +65,8 @@ void dft(std::vector<cd>& a, int sign) {
   std::vector<cd> x(static_cast<size_t>(m)), y(static_cast<size_t>(m));
   for (int64_t k = 0; k < n; ++k) x[static_cast<size_t>(k)] = a[static_cast<size_t>(k)] * w[static_cast<size_t>(k)];
   y[0] = std::conj(w[0]);
-  for (int64_t k = 1; k < n; ++k) y[static_cast<size_t>(k)] = y[static_cast<size_t>(m - k)] = std::conj(w[static_cast<size_t>(k)]);
+  for (int64_t k = 1; k < n; ++k)
+    y[static_cast<size_t>(k)] = y[static_cast<size_t>(m - k)] = std::conj(w[static_cast<size_t>(k)]);
   radix2(x, -1);
   radix2(y, -1);
   for (int64_t k = 0; k < m; ++k) x[static_cast<size_t>(k)] *= y[static_cast<size_t>(k)];
@@ -146,7 +147,8 @@ class FftKernel : public Kernel {
             line[static_cast<size_t>(k)] = k < half_ ? h[static_cast<size_t>(row * half_ + k)]
                                                      : std::conj(h[static_cast<size_t>(row * half_ + last - k)]);
           dft(line, 1);
-          for (int64_t k = 0; k < last; ++k) y[row * last + k] = static_cast<float>(line[static_cast<size_t>(k)].real() * scale);
+          for (int64_t k = 0; k < last; ++k)
+            y[row * last + k] = static_cast<float>(line[static_cast<size_t>(k)].real() * scale);
         }
       }
     }
@@ -198,18 +200,22 @@ std::vector<int> Lowerer::lowerFft(OpContext& ctx) {
   const std::vector<int64_t>& want_in = type == FftType::IRFFT ? half : full;
   const std::vector<int64_t>& want_out = type == FftType::RFFT ? half : full;
   if (in.shape != want_in || in.dtype != (real_in ? DType::F32 : DType::C64))
-    invalid(ctx, "the operand must be " + TensorType{real_in ? DType::F32 : DType::C64, want_in}.str() + " for " + type_name);
+    invalid(ctx, "the operand must be " + TensorType{real_in ? DType::F32 : DType::C64, want_in}.str() + " for " +
+                     type_name);
   if (out.shape != want_out || out.dtype != (real_out ? DType::F32 : DType::C64))
-    invalid(ctx, "the result must be " + TensorType{real_out ? DType::F32 : DType::C64, want_out}.str() + " for " + type_name);
+    invalid(ctx, "the result must be " + TensorType{real_out ? DType::F32 : DType::C64, want_out}.str() + " for " +
+                     type_name);
 
   int64_t n = 1;
   for (int64_t l : len) n *= l;
   const int64_t batch = shapeElements({in.shape.begin(), in.shape.begin() + static_cast<std::ptrdiff_t>(rank - r)});
-  const int64_t in_per = in.numElements() / std::max<int64_t>(1, batch), out_per = out.numElements() / std::max<int64_t>(1, batch);
+  const int64_t in_per = in.numElements() / std::max<int64_t>(1, batch),
+                out_per = out.numElements() / std::max<int64_t>(1, batch);
   const int64_t in_eb = static_cast<int64_t>(dtypeSize(in.dtype)), out_eb = static_cast<int64_t>(dtypeSize(out.dtype));
   const int tiles = device().num_tiles;
   // whole transforms per tile; the result is mapped with them
-  const TileMapping work = TileMapping::linear(batch, static_cast<size_t>(std::max<int64_t>(1, out_per * out_eb)), tiles);
+  const TileMapping work =
+      TileMapping::linear(batch, static_cast<size_t>(std::max<int64_t>(1, out_per * out_eb)), tiles);
   const int o = newSlot(out);
   graph().slots[static_cast<size_t>(o)].mapping.per_tile = std::max<int64_t>(1, work.per_tile * out_per);
   std::vector<int64_t> recv(static_cast<size_t>(tiles), 0);

@@ -2,8 +2,6 @@
 #include "ipu/fusion.h"
 
 #include <algorithm>
-#include <cctype>
-#include <cstdlib>
 #include <numeric>
 #include <string>
 #include <unordered_map>
@@ -29,14 +27,17 @@ Fusable fusable(const Op& op, const std::unordered_map<int64_t, std::string>& dt
   // c64 into a real result (abs, eq, real part), so their operand's type must be known to be real.
   if (op.results[0].dtype == "c64") return Fusable::No;
   switch (info->family) {
-    case OpFamily::Unary: case OpFamily::Compare: case OpFamily::Convert:
+    case OpFamily::Unary:
+    case OpFamily::Compare:
+    case OpFamily::Convert:
       for (int64_t id : op.operands) {
         auto it = dtype_of.find(id);
         if (it == dtype_of.end() || it->second == "c64") return Fusable::No;
       }
       return Fusable::Elementwise;
-    case OpFamily::Binary: case OpFamily::Select: case OpFamily::Clamp:
-      return Fusable::Elementwise;
+    case OpFamily::Binary:
+    case OpFamily::Select:
+    case OpFamily::Clamp: return Fusable::Elementwise;
     default: break;
   }
   if (info->kind == OpKind::BroadcastInDim && op.operands.size() == 1 && hasAttr(op, "broadcast_dimensions"))
@@ -85,26 +86,12 @@ Readers readers(const Region& region) {
 }
 
 int find(std::vector<int>* parent, int i) {
-  while ((*parent)[static_cast<size_t>(i)] != i) i = (*parent)[static_cast<size_t>(i)] = (*parent)[static_cast<size_t>((*parent)[static_cast<size_t>(i)])];
+  while ((*parent)[static_cast<size_t>(i)] != i)
+    i = (*parent)[static_cast<size_t>(i)] = (*parent)[static_cast<size_t>((*parent)[static_cast<size_t>(i)])];
   return i;
 }
 
 }  // namespace
-
-bool fusionEnabled() {
-  const char* env = std::getenv("JAX_IPU_FUSION");
-  if (!env) return true;
-  std::string v;
-  for (const char* c = env; *c; ++c)
-    if (!std::isspace(static_cast<unsigned char>(*c))) v += static_cast<char>(std::tolower(static_cast<unsigned char>(*c)));
-  for (const char* t : {"", "1", "y", "yes", "t", "true", "on"})
-    if (v == t) return true;
-  for (const char* f : {"0", "n", "no", "f", "false", "off"})
-    if (v == f) return false;
-  throw Error(ErrorCode::InvalidArgument, "JAX_IPU_FUSION=" + std::string(env) +
-                                              ": expected a boolean (1/true/yes/on to fuse elementwise ops, "
-                                              "0/false/no/off to lower each op on its own)");
-}
 
 FusionPlan planFusion(const Region& region, bool enabled) {
   const size_t n = region.body.size();
@@ -142,8 +129,9 @@ FusionPlan planFusion(const Region& region, bool enabled) {
         const std::vector<size_t>& users = read.ops.at(id);
         // A multiply-add the vertex contracts (elementwise.cc) joins past the size cap, as XLA:CPU's fused loop
         // contracts it wherever it is: the results then round as cpu's do whatever the grouping.
-        if (a == b || (static_cast<size_t>(size[static_cast<size_t>(a)] + size[static_cast<size_t>(b)]) > kMaxGroupOps &&
-                       !(users.size() == 1 && contractible(region.body[j], op))))
+        if (a == b ||
+            (static_cast<size_t>(size[static_cast<size_t>(a)] + size[static_cast<size_t>(b)]) > kMaxGroupOps &&
+             !(users.size() == 1 && contractible(region.body[j], op))))
           continue;
         // (A value a broadcast reads stays outside: the broadcast, a view, reads a tensor.)
         if (!std::all_of(users.begin(), users.end(), [&](size_t u) {
@@ -166,7 +154,8 @@ FusionPlan planFusion(const Region& region, bool enabled) {
     auto users = read.ops.find(id);
     shared[j] = !read.escaping.count(id) && users != read.ops.end() &&
                 std::all_of(users->second.begin(), users->second.end(), [&](size_t u) {
-                  return kind[u] == Fusable::Elementwise && elements(region.body[u].results[0]) == elements(region.body[j].results[0]);
+                  return kind[u] == Fusable::Elementwise &&
+                         elements(region.body[u].results[0]) == elements(region.body[j].results[0]);
                 });
   }
   std::unordered_map<int, int> group_id;
@@ -182,13 +171,15 @@ FusionPlan planFusion(const Region& region, bool enabled) {
   for (size_t i = 0; i < n; ++i) {
     if (shared[i]) {
       plan.group_of[i] = FusionPlan::kView;
-      for (size_t u : read.ops.at(region.body[i].results[0].id)) plan.groups[static_cast<size_t>(groupOf(u))].push_back(i);
+      for (size_t u : read.ops.at(region.body[i].results[0].id))
+        plan.groups[static_cast<size_t>(groupOf(u))].push_back(i);
       continue;
     }
-    const bool reads_view = std::any_of(region.body[i].operands.begin(), region.body[i].operands.end(), [&](int64_t id) {
-      auto p = producer.find(id);
-      return p != producer.end() && shared[p->second];
-    });
+    const bool reads_view =
+        std::any_of(region.body[i].operands.begin(), region.body[i].operands.end(), [&](int64_t id) {
+          auto p = producer.find(id);
+          return p != producer.end() && shared[p->second];
+        });
     if (size[static_cast<size_t>(find(&parent, static_cast<int>(i)))] < 2 && !reads_view) continue;
     plan.group_of[i] = groupOf(i);
     plan.groups[static_cast<size_t>(plan.group_of[i])].push_back(i);

@@ -171,7 +171,8 @@ class ScatterBase : public Kernel {
  public:
   ScatterBase(int x, int upd, int out, size_t elem, StartPlan plan, const std::vector<int64_t>& upd_shape,
               const std::vector<int64_t>& batch_strides, const std::vector<int64_t>& window_strides)
-      : x_(x), upd_(upd), out_(out), elem_(elem), plan_(std::move(plan)), runs_(upd_shape, batch_strides, window_strides) {
+      : x_(x), upd_(upd), out_(out), elem_(elem), plan_(std::move(plan)),
+        runs_(upd_shape, batch_strides, window_strides) {
     count_ = shapeElements(upd_shape);
   }
   void prepare(RunState& s) const override {
@@ -241,7 +242,9 @@ class ScatterKernel : public ScatterBase {
 
 struct Assign {
   template <class T>
-  T operator()(T, T b) const { return b; }
+  T operator()(T, T b) const {
+    return b;
+  }
 };
 
 // A general update computation: (current, update) loaded into registers 0 and 1, the body run, its result stored.
@@ -318,7 +321,8 @@ std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
     invalid(ctx, std::string(map_name) + " " + list(plan.dims_map) + " must have one entry per index component (" +
                      std::to_string(k_len) + ")");
   for (size_t k = 0; k < plan.dims_map.size(); ++k)
-    if (plan.dims_map[k] < 0 || plan.dims_map[k] >= rank || contains({plan.dims_map.begin(), plan.dims_map.begin() + static_cast<std::ptrdiff_t>(k)}, plan.dims_map[k]))
+    if (plan.dims_map[k] < 0 || plan.dims_map[k] >= rank ||
+        contains({plan.dims_map.begin(), plan.dims_map.begin() + static_cast<std::ptrdiff_t>(k)}, plan.dims_map[k]))
       invalid(ctx, std::string(map_name) + " " + list(plan.dims_map) + " has an out-of-range or repeated dimension");
 
   const int o = is_gather ? newSlot(out) : newSlotLike(out, ctx.in[0]);
@@ -334,16 +338,20 @@ std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
     const std::vector<int64_t> collapsed = attrInts(op, "collapsed_slice_dims");
     const std::vector<int64_t> sizes = attrInts(op, "slice_sizes");
     const int64_t out_rank = static_cast<int64_t>(out.shape.size());
-    if (static_cast<int64_t>(sizes.size()) != rank) invalid(ctx, "slice_sizes " + list(sizes) + " must have one entry per operand dimension");
-    if (!sortedUnique(collapsed, rank)) invalid(ctx, "collapsed_slice_dims " + list(collapsed) + " must be sorted, unique operand dimensions");
-    if (!sortedUnique(offset_dims, out_rank)) invalid(ctx, "offset_dims " + list(offset_dims) + " must be sorted, unique result dimensions");
+    if (static_cast<int64_t>(sizes.size()) != rank)
+      invalid(ctx, "slice_sizes " + list(sizes) + " must have one entry per operand dimension");
+    if (!sortedUnique(collapsed, rank))
+      invalid(ctx, "collapsed_slice_dims " + list(collapsed) + " must be sorted, unique operand dimensions");
+    if (!sortedUnique(offset_dims, out_rank))
+      invalid(ctx, "offset_dims " + list(offset_dims) + " must be sorted, unique result dimensions");
     if (static_cast<int64_t>(offset_dims.size() + collapsed.size()) != rank)
       invalid(ctx, "offset_dims and collapsed_slice_dims must together cover the operand's dimensions");
     if (out_rank != static_cast<int64_t>(plan.layout.batch_shape.size() + offset_dims.size()))
       invalid(ctx, "the result's rank is not the batch rank plus the number of offset_dims");
     for (int64_t d = 0; d < rank; ++d) {
       const int64_t sz = sizes[static_cast<size_t>(d)];
-      if (sz < 0 || sz > x.shape[static_cast<size_t>(d)]) invalid(ctx, "slice_sizes " + list(sizes) + " do not fit the operand");
+      if (sz < 0 || sz > x.shape[static_cast<size_t>(d)])
+        invalid(ctx, "slice_sizes " + list(sizes) + " do not fit the operand");
       if (contains(collapsed, d) && sz != 1) invalid(ctx, "collapsed_slice_dims must have slice size 1");
       plan.limit.push_back(x.shape[static_cast<size_t>(d)] - sz);
     }
@@ -400,8 +408,10 @@ std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
     const std::vector<int64_t> window_dims = attrInts(op, "update_window_dims");
     const std::vector<int64_t> inserted = attrInts(op, "inserted_window_dims");
     const int64_t upd_rank = static_cast<int64_t>(upd.shape.size());
-    if (!sortedUnique(window_dims, upd_rank)) invalid(ctx, "update_window_dims " + list(window_dims) + " must be sorted, unique update dimensions");
-    if (!sortedUnique(inserted, rank)) invalid(ctx, "inserted_window_dims " + list(inserted) + " must be sorted, unique operand dimensions");
+    if (!sortedUnique(window_dims, upd_rank))
+      invalid(ctx, "update_window_dims " + list(window_dims) + " must be sorted, unique update dimensions");
+    if (!sortedUnique(inserted, rank))
+      invalid(ctx, "inserted_window_dims " + list(inserted) + " must be sorted, unique operand dimensions");
     if (static_cast<int64_t>(window_dims.size() + inserted.size()) != rank)
       invalid(ctx, "update_window_dims and inserted_window_dims must together cover the operand's dimensions");
     if (upd_rank != static_cast<int64_t>(plan.layout.batch_shape.size() + window_dims.size()))
@@ -427,20 +437,34 @@ std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
         ++next_batch;
       }
     }
-    for (int64_t d = 0; d < rank; ++d) plan.limit.push_back(x.shape[static_cast<size_t>(d)] - wsize[static_cast<size_t>(d)]);
+    for (int64_t d = 0; d < rank; ++d)
+      plan.limit.push_back(x.shape[static_cast<size_t>(d)] - wsize[static_cast<size_t>(d)]);
 
     std::string computation = attrString(op, "computation", "");
     const bool known = computation == "assign" || isReducer(computation);
     if (!computation.empty() && !known)
-      invalid(ctx, "unknown computation \"" + computation + "\" (expected assign, add, multiply, maximum, minimum, and, or)");
+      invalid(ctx, "unknown computation \"" + computation +
+                       "\" (expected assign, add, multiply, maximum, minimum, and, or)");
     const DType dt = x.dtype;
     OpKind kind = OpKind::Add;
     if (computation == "assign") {
       switch (eb) {
-        case 1: kernel = std::make_unique<ScatterKernel<uint8_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], o, dtypeSize(dt), plan, upd.shape, bstr, wstr); break;
-        case 2: kernel = std::make_unique<ScatterKernel<uint16_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], o, dtypeSize(dt), plan, upd.shape, bstr, wstr); break;
-        case 8: kernel = std::make_unique<ScatterKernel<uint64_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], o, dtypeSize(dt), plan, upd.shape, bstr, wstr); break;  // c64
-        default: kernel = std::make_unique<ScatterKernel<uint32_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], o, dtypeSize(dt), plan, upd.shape, bstr, wstr); break;
+        case 1:
+          kernel = std::make_unique<ScatterKernel<uint8_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], o, dtypeSize(dt),
+                                                                    plan, upd.shape, bstr, wstr);
+          break;
+        case 2:
+          kernel = std::make_unique<ScatterKernel<uint16_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], o, dtypeSize(dt),
+                                                                     plan, upd.shape, bstr, wstr);
+          break;
+        case 8:
+          kernel = std::make_unique<ScatterKernel<uint64_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], o, dtypeSize(dt),
+                                                                     plan, upd.shape, bstr, wstr);
+          break;  // c64
+        default:
+          kernel = std::make_unique<ScatterKernel<uint32_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], o, dtypeSize(dt),
+                                                                     plan, upd.shape, bstr, wstr);
+          break;
       }
     } else if (!computation.empty()) {
       kind = findOp(computation)->kind;
@@ -449,19 +473,17 @@ std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
       auto make = [&](auto f, auto t) {  // a vector kernel of the combiner f on storage type t
         using S = typename decltype(t)::type;
         kernel = std::make_unique<ScatterKernel<S, decltype(f)>>(f, ctx.in[0], ctx.in[2], o, dtypeSize(dt), plan,
-                                                                  upd.shape, bstr, wstr);
+                                                                 upd.shape, bstr, wstr);
       };
       // jaxlib 0.12's XLA:CPU computes a bf16 scatter's maximum/minimum in f32, reading denormals as zeros (its
       // elementwise bf16 maximum, native on an AVX512-BF16 host, keeps them)
-      const bool bf16_in_f32 = dt == DType::BF16 && currentNumerics() == Numerics::Jaxlib012;
+      const bool bf16_in_f32 = dt == DType::BF16 && numerics() == Numerics::Jaxlib012;
       using BF16 = scalar::FloatFormat<DType::BF16>;
       const scalar::Tag<Storage<DType::BF16>> bf16;
-      if (bf16_in_f32 && kind == OpKind::Maximum)
-        make(scalar::Half2<scalar::MaximumIeeeF, BF16>{}, bf16);
-      else if (bf16_in_f32 && kind == OpKind::Minimum)
-        make(scalar::Half2<scalar::MinimumIeeeF, BF16>{}, bf16);
+      if (bf16_in_f32 && kind == OpKind::Maximum) make(scalar::Half2<scalar::MaximumIeeeF, BF16>{}, bf16);
+      else if (bf16_in_f32 && kind == OpKind::Minimum) make(scalar::Half2<scalar::MinimumIeeeF, BF16>{}, bf16);
       else if (!(isFloat(dt) && (kind == OpKind::And || kind == OpKind::Or)))
-        scalar::visitBinary(kind, dt, make);
+        scalar::visitBinary(kind, dt, numerics(), make);
     }
     ScalarProgram body;
     std::string codelet = "scatter" + computation;
@@ -469,7 +491,8 @@ std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
       if (op.regions.size() != 1) invalid(ctx, "scatter must have one update computation region");
       body = compileBody(ctx, op.regions[0], {dt, dt}, {dt}, "in the update computation");
       codelet = "scatter{" + body.summary() + "}";
-      kernel = std::make_unique<BodyScatterKernel>(body, ctx.in[0], ctx.in[2], o, dtypeSize(dt), plan, upd.shape, bstr, wstr);
+      kernel = std::make_unique<BodyScatterKernel>(body, ctx.in[0], ctx.in[2], o, dtypeSize(dt), plan, upd.shape, bstr,
+                                                   wstr);
     }
     codelet += "<" + std::string(dtypeName(dt)) + ">";
     // Exchange: the operand's share (local: the result is mapped like it), and the updates with their indices
@@ -489,9 +512,11 @@ std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
                                                            : cost::elementwise(kind, dt, share, workers);
         return cost::copy(m * eb, workers) + combine;
       }));
-    if (!steps.empty()) steps.back().cost_weight = std::max<double>(1, static_cast<double>(upd_n) / std::max<int64_t>(1, n));
-    flops = general ? body.flopsPerElement() * static_cast<double>(upd_n)
-                    : (isFloat(dt) && computation != "assign") ? static_cast<double>(upd_n) : 0;
+    if (!steps.empty())
+      steps.back().cost_weight = std::max<double>(1, static_cast<double>(upd_n) / std::max<int64_t>(1, n));
+    flops = general                                    ? body.flopsPerElement() * static_cast<double>(upd_n)
+            : (isFloat(dt) && computation != "assign") ? static_cast<double>(upd_n)
+                                                       : 0;
   }
   Node* node = emitExecute(ctx, std::move(kernel), std::move(steps), {o}, flops);
   // A scatter reads each operand element only to write the same result element: it can update the operand in

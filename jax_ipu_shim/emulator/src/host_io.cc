@@ -4,12 +4,13 @@
 // outfeed become StreamCopy steps (Poplar's host-to-device and device-to-host stream copies) and the custom call
 // @jax_ipu_host_callback becomes a HostCall step. Their kernels do all their work in prepare(), on the run's
 // thread, through RunState::options->host; each is costed as transfers over the host link.
+#include "ipu/host_io.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
 #include "ipu/dtype.h"
-#include "ipu/host_io.h"
 #include "ipu/lowering.h"
 
 namespace ipu {
@@ -32,8 +33,9 @@ class HostKernel : public Kernel {
   HostInterface& host(const RunState& s) const {
     if (!s.options || !s.options->host)
       throw Error(ErrorCode::InvalidArgument,
-                  what_ + " needs the host, but this run has no host interface: infeed, outfeed and host callbacks "
-                          "run only through jax's ipu backend, which serves them");
+                  what_ +
+                      " needs the host, but this run has no host interface: infeed, outfeed and host callbacks "
+                      "run only through jax's ipu backend, which serves them");
     return *s.options->host;
   }
   // Runs a host interface call, naming the step in any error it reports.
@@ -41,9 +43,7 @@ class HostKernel : public Kernel {
   void call(F f) const {
     try {
       f();
-    } catch (const Error& e) {
-      throw Error(e.code(), what_ + ": " + e.what());
-    }
+    } catch (const Error& e) { throw Error(e.code(), what_ + ": " + e.what()); }
   }
   std::vector<void*> pointers(const RunState& s, const std::vector<int>& slots) const {
     std::vector<void*> out;
@@ -114,7 +114,8 @@ constexpr int64_t kMaxStreamBytes = int64_t{128} << 20;
 
 void walk(const Node& node, HostIOUse* use) {
   const Kernel* k = node.kernel.get();
-  if (const auto* stream = dynamic_cast<const StreamCopyKernel*>(k)) (stream->toDevice() ? use->infeed : use->outfeed) = true;
+  if (const auto* stream = dynamic_cast<const StreamCopyKernel*>(k))
+    (stream->toDevice() ? use->infeed : use->outfeed) = true;
   if (k && dynamic_cast<const HostCallKernel*>(k)) use->callbacks = true;
   for (const auto& child : node.children) walk(*child, use);
 }
@@ -157,17 +158,15 @@ std::vector<int> Lowerer::lowerHostIO(OpContext& ctx) {
       if (isToken(t.dtype)) invalid(ctx, "only the last value may be a token");
     const int64_t bytes = totalBytes(data);
     if (bytes > kMaxStreamBytes)
-      throw Error(ErrorCode::ResourceExhausted,
-                  "Out of memory. Single stream of length " + std::to_string(bytes) + " in " + ctx.signature +
-                      ": a host stream buffer holds at most " + std::to_string(kMaxStreamBytes) +
-                      " bytes; feed smaller batches" + (op.loc.empty() ? "" : " (at " + op.loc + ")"));
+      throw Error(ErrorCode::ResourceExhausted, "Out of memory. Single stream of length " + std::to_string(bytes) +
+                                                    " in " + ctx.signature + ": a host stream buffer holds at most " +
+                                                    std::to_string(kMaxStreamBytes) + " bytes; feed smaller batches" +
+                                                    (op.loc.empty() ? "" : " (at " + op.loc + ")"));
     emit(NodeKind::StreamCopy, std::move(kernel), results, device().hostTransferCycles(bytes));
   };
 
   switch (ctx.info->kind) {
-    case OpKind::CreateToken:
-      token_result();
-      return {newSlot(token_type)};
+    case OpKind::CreateToken: token_result(); return {newSlot(token_type)};
 
     case OpKind::AfterAll:
       all_tokens(ctx.in_types, "its operands");
@@ -177,7 +176,8 @@ std::vector<int> Lowerer::lowerHostIO(OpContext& ctx) {
     case OpKind::Infeed: {
       // (token) -> (data..., token)
       all_tokens(ctx.in_types, "its operand");
-      if (ctx.out_types.empty() || !isToken(ctx.out_types.back().dtype)) invalid(ctx, "the last result must be a token");
+      if (ctx.out_types.empty() || !isToken(ctx.out_types.back().dtype))
+        invalid(ctx, "the last result must be a token");
       std::vector<TensorType> data(ctx.out_types.begin(), ctx.out_types.end() - 1);
       std::vector<int> slots, results;
       for (const TensorType& t : ctx.out_types) results.push_back(newSlot(t));
@@ -201,7 +201,8 @@ std::vector<int> Lowerer::lowerHostIO(OpContext& ctx) {
       const std::string target = attrString(op, "call_target_name", "");
       if (target != kHostCallbackTarget)
         unimplemented(ctx, "the emulator does not implement the custom call target '" + target + "' (only " +
-                               kHostCallbackTarget + ", the host callbacks of jax.debug.print, jax.pure_callback "
+                               kHostCallbackTarget +
+                               ", the host callbacks of jax.debug.print, jax.pure_callback "
                                "and io_callback)");
       const std::string config = attrString(op, "backend_config", "");
       char* end = nullptr;
@@ -227,7 +228,8 @@ std::vector<int> Lowerer::lowerHostIO(OpContext& ctx) {
       // one host-link latency each way.
       const uint64_t cycles = device().hostTransferCycles(std::max<int64_t>(1, totalBytes(in_types))) +
                               device().hostTransferCycles(std::max<int64_t>(1, totalBytes(out_types)));
-      emit(NodeKind::HostCall, std::make_unique<HostCallKernel>(what, id, in_types, in, out_types, out), results, cycles);
+      emit(NodeKind::HostCall, std::make_unique<HostCallKernel>(what, id, in_types, in, out_types, out), results,
+           cycles);
       return results;
     }
 

@@ -93,9 +93,7 @@ class Parser {
       ++pos_;
       v.kind = Value::Kind::Array;
       if (consume(']')) return v;
-      do {
-        v.array.push_back(parseValue(depth + 1));
-      } while (consume(','));
+      do { v.array.push_back(parseValue(depth + 1)); } while (consume(','));
       if (!consume(']')) fail("',' or ']'");
     } else if (c == '"') {
       v.kind = Value::Kind::String;
@@ -254,8 +252,10 @@ bool base64Decode(const std::string& text, std::vector<uint8_t>* out) {
     else if (c >= '0' && c <= '9') v = c - '0' + 52;
     else if (c == '+' || c == '-') v = 62;
     else if (c == '/' || c == '_') v = 63;
-    else if (c == '=') { ++padding; continue; }
-    else if (c == '\n' || c == '\r' || c == ' ') continue;
+    else if (c == '=') {
+      ++padding;
+      continue;
+    } else if (c == '\n' || c == '\r' || c == ' ') continue;
     else return false;
     if (padding) return false;  // data after padding
     acc = (acc << 6) | static_cast<uint32_t>(v);

@@ -24,8 +24,8 @@ void stamp(Node* node, const Op& op) {
 }
 }  // namespace
 
-Lowerer::Lowerer(const Program& program, const DeviceDescription& device, Graph* graph)
-    : program_(program), device_(device), graph_(graph), fusion_(fusionEnabled()) {
+Lowerer::Lowerer(const Program& program, const DeviceDescription& device, const CompileOptions& options, Graph* graph)
+    : program_(program), device_(device), options_(options), graph_(graph) {
   graph_->device = device;
   graph_->vertex_bytes.assign(static_cast<size_t>(device.num_tiles), 0);
   graph_->codelets.assign(static_cast<size_t>(device.num_tiles), {});
@@ -41,7 +41,7 @@ ScalarProgram Lowerer::compileBody(const OpContext& ctx, const Region& region, c
                                    const std::vector<DType>& results, const std::string& where,
                                    bool name_unimplemented) const {
   try {
-    return ScalarProgram::compile(region, params, results);
+    return ScalarProgram::compile(region, params, results, numerics());
   } catch (const Error& e) {
     if (e.code() == ErrorCode::Unimplemented) unimplemented(ctx, (name_unimplemented ? where + ": " : "") + e.what());
     invalid(ctx, where + ": " + e.what());
@@ -64,7 +64,8 @@ int Lowerer::newSlot(const TensorType& type) {
 int Lowerer::newSlotLike(const TensorType& type, int like) {
   int slot = newSlot(type);
   const Slot& model = graph_->slots[static_cast<size_t>(like)];
-  if (model.mapping.num_elements == type.numElements()) graph_->slots[static_cast<size_t>(slot)].mapping = model.mapping;
+  if (model.mapping.num_elements == type.numElements())
+    graph_->slots[static_cast<size_t>(slot)].mapping = model.mapping;
   return slot;
 }
 
@@ -105,13 +106,14 @@ void Lowerer::exchangeSameIndex(std::vector<int64_t>* recv, const TileMapping& w
 void Lowerer::exchangeScalar(std::vector<int64_t>* recv, const TileMapping& work, int slot) const {
   const Slot& s = graph_->slots[static_cast<size_t>(slot)];
   recv->resize(static_cast<size_t>(device_.num_tiles), 0);
-  for (int t = 1; t < work.tilesUsed(); ++t) (*recv)[static_cast<size_t>(t)] += static_cast<int64_t>(dtypeSize(s.type.dtype));
+  for (int t = 1; t < work.tilesUsed(); ++t)
+    (*recv)[static_cast<size_t>(t)] += static_cast<int64_t>(dtypeSize(s.type.dtype));
 }
 
 void Lowerer::exchangeStrided(std::vector<int64_t>* recv, const TileMapping& work, int slot,
                               const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
                               int64_t base) const {
-  if (StridedMap::perElement()) {  // the per-element count, literally: the reference of the tests
+  if (options_.exchange_per_element) {  // the per-element count, literally: the reference of the tests
     exchangeGather(recv, work, slot, [&](int64_t i) {
       int64_t src = base;
       for (size_t d = shape.size(); d-- > 0;) {
@@ -235,14 +237,17 @@ Node* Lowerer::emitCopy(Node* seq, const std::vector<std::pair<int, int>>& copie
   }
   uint64_t worst = 0;
   for (int t = 0; t < device_.num_tiles; ++t) {
-    const uint64_t c = bytes[static_cast<size_t>(t)] ? cost::copy(bytes[static_cast<size_t>(t)], device_.num_worker_contexts) : 0;
-    const uint64_t x = recv.empty() ? 0 : cost::exchange(recv[static_cast<size_t>(t)], device_.exchange_bytes_per_cycle);
+    const uint64_t c =
+        bytes[static_cast<size_t>(t)] ? cost::copy(bytes[static_cast<size_t>(t)], device_.num_worker_contexts) : 0;
+    const uint64_t x =
+        recv.empty() ? 0 : cost::exchange(recv[static_cast<size_t>(t)], device_.exchange_bytes_per_cycle);
     if (c + x > worst) {
       worst = c + x;
       node->cost.compute = c;
       node->cost.exchange = x;
     }
-    if (!recv.empty() && recv[static_cast<size_t>(t)] > 0) pending_.transient.emplace_back(t, recv[static_cast<size_t>(t)]);
+    if (!recv.empty() && recv[static_cast<size_t>(t)] > 0)
+      pending_.transient.emplace_back(t, recv[static_cast<size_t>(t)]);
   }
   node->cost.sync = node->copies.empty() ? 0 : cost::kSyncCycles;
   for (const auto& c : node->copies) use(c.first);
@@ -256,12 +261,13 @@ Node* Lowerer::emitCopy(Node* seq, const std::vector<std::pair<int, int>>& copie
 }
 
 std::vector<int> Lowerer::lowerRegion(const Region& region, Env* env, Node* seq) {
-  const FusionPlan plan = planFusion(region, fusion_);
+  const FusionPlan plan = planFusion(region, options_.fusion);
   for (size_t i = 0; i < region.body.size(); ++i) {
     const int g = plan.group_of[i];
     if (g == FusionPlan::kView) continue;  // lowered in each group that reads it
     if (g < 0) lowerOp(region.body[i], env, seq);
-    else if (plan.groups[static_cast<size_t>(g)].back() == i) lowerFusedGroup(region, plan.groups[static_cast<size_t>(g)], env, seq);
+    else if (plan.groups[static_cast<size_t>(g)].back() == i)
+      lowerFusedGroup(region, plan.groups[static_cast<size_t>(g)], env, seq);
     // other members are lowered with their group's root, the group's last op
   }
   std::vector<int> results;
@@ -320,8 +326,8 @@ OpContext Lowerer::prepareOp(const Op& op, Env* env, Node* seq) {
   for (const ValueDecl* d : all) {
     DType dtype;
     if (!parseDType(d->dtype, &dtype))
-      throw Error(ErrorCode::Unimplemented, "Unsupported element type " + d->dtype + " in " + ctx.signature +
-                                                " : " + unsupportedDTypeAdvice(d->dtype) + atLoc(&op));
+      throw Error(ErrorCode::Unimplemented, "Unsupported element type " + d->dtype + " in " + ctx.signature + " : " +
+                                                unsupportedDTypeAdvice(d->dtype) + atLoc(&op));
   }
   for (const ValueDecl* d : decls) {
     TensorType t;
@@ -368,9 +374,12 @@ std::vector<int> Lowerer::lowerFamily(OpContext& ctx, Env* env) {
   if (ctx.info->kind == OpKind::Gather || ctx.info->kind == OpKind::Scatter) return lowerGatherScatter(ctx);
   if (isComplexOp(ctx)) return lowerComplex(ctx);
   switch (ctx.info->family) {
-    case OpFamily::Unary: case OpFamily::Binary: case OpFamily::Compare: case OpFamily::Select:
-    case OpFamily::Clamp: case OpFamily::Convert:
-      return lowerElementwise(ctx);
+    case OpFamily::Unary:
+    case OpFamily::Binary:
+    case OpFamily::Compare:
+    case OpFamily::Select:
+    case OpFamily::Clamp:
+    case OpFamily::Convert: return lowerElementwise(ctx);
     case OpFamily::Shape: return lowerShapeOp(ctx);
     case OpFamily::Reduce: return lowerReduce(ctx);
     case OpFamily::Dot: return lowerDot(ctx);

@@ -1,6 +1,5 @@
 #include "ipu/mapping.h"
 
-#include <cstdlib>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -32,7 +31,8 @@ int64_t countInRange(int64_t a, int64_t step, int64_t count, int64_t lo, int64_t
   return std::max<int64_t>(0, k1 - k0);
 }
 
-StridedMap::StridedMap(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides, int64_t base)
+StridedMap::StridedMap(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides, int64_t base,
+                       bool per_element)
     : base_(base) {
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == 1) continue;
@@ -53,12 +53,7 @@ StridedMap::StridedMap(const std::vector<int64_t>& shape, const std::vector<int6
     if (m.first <= reach) rows_ = false;
     reach += m.first * (m.second - 1);
   }
-  rows_ = rows_ && !perElement();
-}
-
-bool StridedMap::perElement() {
-  const char* v = std::getenv("JAX_IPU_EXCHANGE_PER_ELEMENT");
-  return v && v[0] == '1';
+  rows_ = rows_ && !per_element;  // per element: one run per distinct element
 }
 
 int64_t StridedMap::image(int64_t i) const {

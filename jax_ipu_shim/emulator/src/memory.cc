@@ -1,7 +1,6 @@
 #include "ipu/memory.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -91,7 +90,6 @@ MemoryReport computeMemory(const Graph& g) {
 }
 
 namespace {
-std::atomic<bool> g_allow_out_of_memory{false};
 
 std::string intArray(const std::vector<int64_t>& v) {
   std::string s = "[";
@@ -114,8 +112,6 @@ void treeJson(const Node& n, std::string* out) {
 }
 }  // namespace
 
-void setAllowOutOfMemory(bool allow) { g_allow_out_of_memory.store(allow); }
-bool allowOutOfMemory() { return g_allow_out_of_memory.load(); }
 
 // The same sweep as computeMemory, keeping the categories apart and the bytes live at every step.
 std::string profileJson(const Graph& g) {
@@ -184,22 +180,23 @@ std::string profileJson(const Graph& g) {
   std::string s = "{\"tiles\": {\"bytes\": " + intArray(total) + ", \"variables\": " + intArray(variables) +
                   ", \"not_always_live\": " + intArray(peak) + ", \"exchange_buffers\": " + intArray(peak_exchange) +
                   ", \"vertex_state\": " + intArray(vertex) + ", \"code\": " + intArray(code) +
-                  "}, \"liveness\": {\"bytes\": " + intArray(live_total) + ", \"max_tile_bytes\": " +
-                  intArray(live_max) + ", \"max_tile\": " + intArray(live_max_tile) + "}, \"program_tree\": ";
+                  "}, \"liveness\": {\"bytes\": " + intArray(live_total) +
+                  ", \"max_tile_bytes\": " + intArray(live_max) + ", \"max_tile\": " + intArray(live_max_tile) +
+                  "}, \"program_tree\": ";
   if (g.root) treeJson(*g.root, &s);
   else s += "null";
   return s + "}";
 }
 
-void checkMemory(const MemoryReport& r, const DeviceDescription& device) {
-  if (r.worst_bytes <= device.bytes_per_tile || allowOutOfMemory()) return;
+void checkMemory(const MemoryReport& r, const DeviceDescription& device, bool allow_out_of_memory) {
+  if (r.worst_bytes <= device.bytes_per_tile || allow_out_of_memory) return;
   const int64_t ideal_tiles = (r.total_bytes + device.bytes_per_tile - 1) / device.bytes_per_tile;
   throw Error(ErrorCode::ResourceExhausted,
               "Out of memory on tile " + std::to_string(r.worst_tile) + ": " + std::to_string(r.worst_bytes) +
                   " bytes used but tiles only have " + std::to_string(device.bytes_per_tile) + " bytes of memory\n" +
                   "Hint: the program needs " + std::to_string(r.total_bytes) + " bytes over " +
-                  std::to_string(device.num_tiles) + " tile(s) of an " + device.version +
-                  " (at least " + std::to_string(ideal_tiles) + " tiles' worth). Use more tiles (JAX_IPU_MODEL_NUM_TILES or " +
+                  std::to_string(device.num_tiles) + " tile(s) of an " + device.version + " (at least " +
+                  std::to_string(ideal_tiles) + " tiles' worth). Use more tiles (JAX_IPU_MODEL_NUM_TILES or " +
                   "TF_POPLAR_FLAGS=--ipu_model_tiles=N, up to " + std::to_string(device.tiles_per_chip) +
                   "), or a smaller batch.");
 }
@@ -224,8 +221,7 @@ void shareInPlaceResults(Graph* g) {
     // The operand's last read is the op itself, and no loop runs the op without redefining the operand first (a
     // loop around the op alone would read the old operand again next iteration; control.cc handles carried values).
     bool ok = o.last_use == r.def && liveRange(*g, o).second == r.def;
-    for (const auto& loop : g->loops)
-      ok = ok && !(r.def >= loop.first && r.def <= loop.second && o.def < loop.first);
+    for (const auto& loop : g->loops) ok = ok && !(r.def >= loop.first && r.def <= loop.second && o.def < loop.first);
     if (ok) r.share = p.first;
   }
 }
@@ -312,7 +308,8 @@ void layoutArena(Graph* g) {
     placed.push_back(i);
   }
   for (size_t i = 0; i < g->slots.size(); ++i)
-    if (g->slots[i].storage == Slot::Storage::Arena && g->slots[i].share >= 0) g->slots[i].offset = g->slots[root(i)].offset;
+    if (g->slots[i].storage == Slot::Storage::Arena && g->slots[i].share >= 0)
+      g->slots[i].offset = g->slots[root(i)].offset;
   g->arena_bytes = arena;
 }
 

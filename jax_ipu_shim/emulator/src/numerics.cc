@@ -1,9 +1,6 @@
 #include "ipu/numerics.h"
 
 namespace ipu {
-namespace {
-thread_local Numerics current = Numerics::Jaxlib04;
-}  // namespace
 
 bool parseNumerics(const std::string& name, Numerics* out) {
   if (name == "jaxlib-0.4") *out = Numerics::Jaxlib04;
@@ -13,10 +10,5 @@ bool parseNumerics(const std::string& name, Numerics* out) {
 }
 
 const char* numericsName(Numerics n) { return n == Numerics::Jaxlib012 ? "jaxlib-0.12" : "jaxlib-0.4"; }
-
-Numerics currentNumerics() { return current; }
-
-NumericsScope::NumericsScope(Numerics n) : saved_(current) { current = n; }
-NumericsScope::~NumericsScope() { current = saved_; }
 
 }  // namespace ipu

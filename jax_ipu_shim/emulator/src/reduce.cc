@@ -45,7 +45,7 @@ namespace {
 struct ReduceGeometry {
   std::vector<int64_t> out_shape, out_strides;  // kept dims of the input, in order
   std::vector<int64_t> red_shape, red_strides;  // reduced dims, in order
-  bool inner_reduced = false;                   // the input's innermost dimension is reduced
+  bool inner_reduced = false;  // the input's innermost dimension is reduced
   int64_t reduced_count = 1;
 };
 
@@ -128,7 +128,8 @@ __attribute__((target("avx2,fma"), always_inline)) inline __m256 rowOp(__m256 ac
 }
 
 template <RowOp kOp, class F>
-__attribute__((target("avx2,fma"))) void reduceRows8(const float* const* p, int64_t inner, float init, float* out, const F& f) {
+__attribute__((target("avx2,fma"))) void reduceRows8(const float* const* p, int64_t inner, float init, float* out,
+                                                     const F& f) {
   __m256 acc = _mm256_set1_ps(init);
   int64_t k = 0;
   for (; k + 8 <= inner; k += 8) {
@@ -181,8 +182,8 @@ __attribute__((target("avx2,fma"))) inline float windowSum8(const float* p, int6
     acc = _mm256_add_ps(acc, _mm256_load_ps(tail));
   }
   __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));  // lane j + lane j + 4
-  h = _mm_add_ps(h, _mm_movehl_ps(h, h));                                            // lane j + lane j + 2
-  h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));                                        // lane 0 + lane 1
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));  // lane j + lane j + 2
+  h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));  // lane 0 + lane 1
   return init + _mm_cvtss_f32(h);
 }
 #endif
@@ -193,11 +194,12 @@ class ReduceKernel : public Kernel {
  public:
   // `identity`: for a sum or product, the value lanes start from (-0 for a float sum: -0 + x is x for every x, +0
   // included); none (sequential windows) for the other combiners.
-  ReduceKernel(int in, int init, int out, ReduceGeometry g, bool variadic, F f, std::optional<S> identity)
+  ReduceKernel(int in, int init, int out, ReduceGeometry g, bool variadic, F f, std::optional<S> identity,
+               Numerics numerics)
       : in_(in), init_(init), out_(out), g_(std::move(g)), tree_(reduceTree(g_.reduced_count, variadic)), f_(f),
         lanes_(identity.has_value()), identity_(identity.value_or(S{})),
-        short_rows_(kF32Fold && currentNumerics() == Numerics::Jaxlib04 && g_.inner_reduced),
-        nested_(kF32Fold && currentNumerics() == Numerics::Jaxlib04 && g_.red_shape.size() >= 2) {}
+        short_rows_(kF32Fold && numerics == Numerics::Jaxlib04 && g_.inner_reduced),
+        nested_(kF32Fold && numerics == Numerics::Jaxlib04 && g_.red_shape.size() >= 2) {}
 
   void compute(RunState& s, int64_t b, int64_t e) const override {
     const S* x = s.at<const S>(in_);
@@ -386,7 +388,8 @@ class ReduceKernel : public Kernel {
         std::fill(a, a + 8, identity_);
         a[0] = acc;
         const int64_t start = w[last] * kTreeWindow - pad[last];  // the window's first position, maybe a pad
-        for (int64_t q = lo[last]; q < hi[last]; ++q) a[(q - start) & 7] = f_(a[(q - start) & 7], p[off + q * strides[last]]);
+        for (int64_t q = lo[last]; q < hi[last]; ++q)
+          a[(q - start) & 7] = f_(a[(q - start) & 7], p[off + q * strides[last]]);
         for (int64_t h = 4; h > 0; h /= 2)
           for (int64_t j = 0; j < h; ++j) a[j] = f_(a[j], a[j + h]);
         acc = a[0];
@@ -433,7 +436,8 @@ class ReduceKernel : public Kernel {
             for (; i < e; ++i) {  // each output's windows in vector lanes
               cur.resize(static_cast<size_t>(l0.o));
               for (int64_t jw = 0; jw < l0.o; ++jw)
-                cur[static_cast<size_t>(jw)] = windowSum8(x + base + l0.windowStart(jw), l0.windowEnd(jw) - l0.windowStart(jw), init);
+                cur[static_cast<size_t>(jw)] =
+                    windowSum8(x + base + l0.windowStart(jw), l0.windowEnd(jw) - l0.windowStart(jw), init);
               foldLevels(cur, next, 1, init, o + i);
               advance(oidx, g_.out_shape, g_.out_strides, base);
             }
@@ -448,7 +452,8 @@ class ReduceKernel : public Kernel {
               for (int64_t jw = 0; jw < l0.o; ++jw) {
                 const float* q[8];
                 for (int j = 0; j < 8; ++j) q[j] = p[j] + l0.windowStart(jw);
-                reduceRows8<static_cast<RowOp>(kRowOp)>(q, l0.windowEnd(jw) - l0.windowStart(jw), init, cur.data() + jw * 8, f_);
+                reduceRows8<static_cast<RowOp>(kRowOp)>(q, l0.windowEnd(jw) - l0.windowStart(jw), init,
+                                                        cur.data() + jw * 8, f_);
               }
               foldLevels(cur, next, 8, init, o + i);
             }
@@ -530,9 +535,10 @@ class ReduceKernel : public Kernel {
         for (int64_t j = 0; j < lanes; ++j) {
           const S* p = cur.data() + l.windowStart(jw) * lanes + j;
           const int64_t m = l.windowEnd(jw) - l.windowStart(jw);
-          next[static_cast<size_t>(jw * lanes + j)] =
-              !last ? windowFold(p, lanes, m, init)
-              : short_rows_ && g_.red_shape.size() == 1 ? shortFold(p, lanes, m, init) : foldInOrder(p, lanes, m, init);
+          next[static_cast<size_t>(jw * lanes + j)] = !last ? windowFold(p, lanes, m, init)
+                                                      : short_rows_ && g_.red_shape.size() == 1
+                                                          ? shortFold(p, lanes, m, init)
+                                                          : foldInOrder(p, lanes, m, init);
         }
       cur.swap(next);
     }
@@ -550,12 +556,13 @@ class ReduceKernel : public Kernel {
   S identity_;
   bool short_rows_;  // jaxlib 0.4.13, an f32 sum or product over the innermost dimension: rows of up to 32 elements,
                      // and a one-dimension tree's last level, as shortFold folds them
-  bool nested_;      // ... over several dimensions: computeNested
+  bool nested_;  // ... over several dimensions: computeNested
 };
 
 template <class S, class F>
-std::unique_ptr<Kernel> make(int in, int init, int out, const ReduceGeometry& g, bool variadic, F f, std::optional<S> identity) {
-  return std::make_unique<ReduceKernel<S, F>>(in, init, out, g, variadic, f, identity);
+std::unique_ptr<Kernel> make(int in, int init, int out, const ReduceGeometry& g, bool variadic, F f,
+                             std::optional<S> identity, Numerics numerics) {
+  return std::make_unique<ReduceKernel<S, F>>(in, init, out, g, variadic, f, identity, numerics);
 }
 
 // The identity a sum's or a product's window lanes start from (ReduceKernel::windowFold): -0 for a sum (+0 for the
@@ -574,8 +581,8 @@ std::optional<Storage<D>> laneIdentity(OpKind kind) {
 
 // The vector kernel of a single-op computation on `dt`, or null. f16 steps are computed in f32 and rounded, as
 // XLA:CPU does per op; for bool, add is or and multiply is and (XLA's convention).
-std::unique_ptr<Kernel> reduceKernel(const std::string& c, DType dt, int in, int init, int out, const ReduceGeometry& g,
-                                     bool variadic) {
+std::unique_ptr<Kernel> reduceKernel(const std::string& c, DType dt, Numerics numerics, int in, int init, int out,
+                                     const ReduceGeometry& g, bool variadic) {
   if (!isReducer(c)) return nullptr;
   OpKind kind = findOp(c)->kind;
   if (dt == DType::Bool && kind == OpKind::Add) kind = OpKind::Or;
@@ -586,13 +593,14 @@ std::unique_ptr<Kernel> reduceKernel(const std::string& c, DType dt, int in, int
     constexpr DType D = decltype(tag)::value;
     if constexpr (D != DType::Bool) {
       const auto identity = laneIdentity<D>(kind);
-      scalar::visitBinary(kind, dt, [&](auto f, auto t) {
+      scalar::visitBinary(kind, dt, numerics, [&](auto f, auto t) {
         using S = typename decltype(t)::type;
-        if constexpr (std::is_same<S, Storage<D>>::value) kernel = make<S>(in, init, out, g, variadic, f, identity);
+        if constexpr (std::is_same<S, Storage<D>>::value)
+          kernel = make<S>(in, init, out, g, variadic, f, identity, numerics);
       });
     } else {
-      scalar::visitBinary(kind, dt, [&](auto f, auto t) {
-        kernel = make<typename decltype(t)::type>(in, init, out, g, variadic, f, std::nullopt);
+      scalar::visitBinary(kind, dt, numerics, [&](auto f, auto t) {
+        kernel = make<typename decltype(t)::type>(in, init, out, g, variadic, f, std::nullopt, numerics);
       });
     }
   });
@@ -613,7 +621,9 @@ class BodyReduceKernel : public Kernel {
 
   void compute(RunState& s, int64_t b, int64_t e) const override {
     for (const Operand& op : ops_)
-      for (int64_t i = b; i < e; ++i) copyElement(s.ptr[static_cast<size_t>(op.out)] + i * static_cast<int64_t>(op.size), s.ptr[static_cast<size_t>(op.init)], op.size);
+      for (int64_t i = b; i < e; ++i)
+        copyElement(s.ptr[static_cast<size_t>(op.out)] + i * static_cast<int64_t>(op.size),
+                    s.ptr[static_cast<size_t>(op.init)], op.size);
     if (g_.reduced_count == 0) return;
     ScalarRegisters file(body_);
     uint32_t* regs = file.data();
@@ -677,7 +687,8 @@ std::string inferComputation(const Op& op, size_t n) {
     if (!kind.empty() && def->op != kind) return "";
     kind = def->op;
     const int64_t a = body.params[i].id, x = body.params[n + i].id;
-    if (!((def->operands[0] == a && def->operands[1] == x) || (def->operands[0] == x && def->operands[1] == a))) return "";
+    if (!((def->operands[0] == a && def->operands[1] == x) || (def->operands[0] == x && def->operands[1] == a)))
+      return "";
   }
   return isReducer(kind) ? kind : "";
 }
@@ -696,7 +707,8 @@ std::vector<int> Lowerer::lowerReduce(OpContext& ctx) {
   std::vector<int64_t> dims = attrInts(op, "dimensions");
   std::vector<bool> reduced(rank, false);
   for (int64_t d : dims) {
-    if (d < 0 || d >= static_cast<int64_t>(rank) || reduced[static_cast<size_t>(d)]) invalid(ctx, "dimensions are out of range or repeated");
+    if (d < 0 || d >= static_cast<int64_t>(rank) || reduced[static_cast<size_t>(d)])
+      invalid(ctx, "dimensions are out of range or repeated");
     reduced[static_cast<size_t>(d)] = true;
   }
   ReduceGeometry g;
@@ -712,7 +724,11 @@ std::vector<int> Lowerer::lowerReduce(OpContext& ctx) {
       g.out_strides.push_back(strides[d]);
     }
   }
-  g.inner_reduced = rank > 0 && reduced[rank - 1];
+  // Dimensions of one element are no dimensions to XLA (it drops them before it lowers a reduce): the input's
+  // innermost dimension is reduced when the last one with more than one element is (f32[4, 4, 1] over {0, 1}).
+  size_t inner = rank;
+  while (inner > 1 && in0.shape[inner - 1] == 1) --inner;
+  g.inner_reduced = rank > 0 && reduced[inner - 1];
   if (g.red_shape.empty()) {  // nothing reduced: a single (empty) reduced coordinate
     g.red_shape.push_back(1);
     g.red_strides.push_back(0);
@@ -725,7 +741,9 @@ std::vector<int> Lowerer::lowerReduce(OpContext& ctx) {
     const TensorType& out = ctx.out_types[i];
     if (in.shape != in0.shape) invalid(ctx, "all inputs must have the same shape");
     if (!init.shape.empty() || init.dtype != in.dtype || out.dtype != in.dtype || out.shape != g.out_shape)
-      invalid(ctx, "init values must be scalars of the input's type and results the input's shape without the reduced dimensions");
+      invalid(ctx,
+              "init values must be scalars of the input's type and results the input's shape without the reduced "
+              "dimensions");
     outs.push_back(i == 0 ? newSlot(out) : newSlotLike(out, outs[0]));  // the outputs sit together
   }
 
@@ -733,7 +751,7 @@ std::vector<int> Lowerer::lowerReduce(OpContext& ctx) {
   std::unique_ptr<Kernel> kernel;
   std::vector<std::unique_ptr<Kernel>> parts;
   for (size_t i = 0; i < n && !computation.empty(); ++i) {
-    auto k = reduceKernel(computation, ctx.in_types[i].dtype, ctx.in[i], ctx.in[n + i], outs[i], g, n > 1);
+    auto k = reduceKernel(computation, ctx.in_types[i].dtype, numerics(), ctx.in[i], ctx.in[n + i], outs[i], g, n > 1);
     if (!k) {
       parts.clear();
       break;
@@ -778,7 +796,7 @@ std::vector<int> Lowerer::lowerReduce(OpContext& ctx) {
   for (size_t d = g.out_shape.size(); d-- > 1;) out_row_strides[d - 1] = out_row_strides[d] * g.out_shape[d];
   for (size_t d = 0, k = 0; d < rank; ++d)
     if (!reduced[d]) to_out[d] = out_row_strides[k++];
-  const StridedMap to_output(in0.shape, to_out, 0);
+  const StridedMap to_output(in0.shape, to_out, 0, options().exchange_per_element);
   bool cross_tile = false;
   for (int t = 0; t < in_map.tilesUsed(); ++t) {
     to_output.forEachRun(in_map.begin(t), in_map.end(t), [&](int64_t first, int64_t step, int64_t count) {
@@ -829,7 +847,8 @@ std::vector<int> Lowerer::lowerReduce(OpContext& ctx) {
       mid.num_elements = units;
       mid.per_tile = (units + tiles - 1) / tiles;
       mid_recv.assign(static_cast<size_t>(tiles), 0);
-      for (int t = 0; t < mid.tilesUsed(); ++t) mid_recv[static_cast<size_t>(t)] = mid.elementsOn(t) * mid_rows * partial_bytes;
+      for (int t = 0; t < mid.tilesUsed(); ++t)
+        mid_recv[static_cast<size_t>(t)] = mid.elementsOn(t) * mid_rows * partial_bytes;
     }
   }
 
@@ -845,16 +864,14 @@ std::vector<int> Lowerer::lowerReduce(OpContext& ctx) {
   const double weight = std::max<double>(1, static_cast<double>(in_elems) / std::max<int64_t>(1, out_map.num_elements));
   if (out_map.num_elements > 0 && cross_tile) {
     const size_t mark = pending_.transient.size();
-    steps.push_back(superstep(codelet + ".partials", in_map, {}, [&](int t, int64_t m) {
-      return cycles(m, partials_made[static_cast<size_t>(t)]);
-    }, false));
+    steps.push_back(superstep(
+        codelet + ".partials", in_map, {},
+        [&](int t, int64_t m) { return cycles(m, partials_made[static_cast<size_t>(t)]); }, false));
     if (mid.num_elements > 0)
-      steps.push_back(superstep(codelet + ".intermediate", mid, mid_recv, [&](int, int64_t m) {
-        return cycles(m * mid_rows, m);
-      }, false));
-    steps.push_back(superstep(codelet, out_map, recv, [&](int t, int64_t m) {
-      return cycles(partials_taken[static_cast<size_t>(t)], m);
-    }));
+      steps.push_back(superstep(
+          codelet + ".intermediate", mid, mid_recv, [&](int, int64_t m) { return cycles(m * mid_rows, m); }, false));
+    steps.push_back(superstep(codelet, out_map, recv,
+                              [&](int t, int64_t m) { return cycles(partials_taken[static_cast<size_t>(t)], m); }));
     if (mid.num_elements > 0) {  // a tile's receive buffers of the two stages are not live together
       pending_.transient.resize(mark);
       for (int t = 0; t < tiles; ++t) {
@@ -863,13 +880,14 @@ std::vector<int> Lowerer::lowerReduce(OpContext& ctx) {
       }
     }
   } else if (out_map.num_elements > 0) {
-    steps.push_back(superstep(codelet, out_map, {}, [&](int, int64_t m) {
-      return cycles(in_elems, m);
-    }));
+    steps.push_back(superstep(codelet, out_map, {}, [&](int, int64_t m) { return cycles(in_elems, m); }));
   }
-  if (!steps.empty()) steps.back().cost_weight = weight * (general ? std::max<double>(1, static_cast<double>(body.numInstructions())) : 1);
-  const double flops = general ? body.flopsPerElement() * static_cast<double>(in_elems)
-                               : isFloat(dt) ? static_cast<double>(in_elems * static_cast<int64_t>(n)) : 0;
+  if (!steps.empty())
+    steps.back().cost_weight =
+        weight * (general ? std::max<double>(1, static_cast<double>(body.numInstructions())) : 1);
+  const double flops = general       ? body.flopsPerElement() * static_cast<double>(in_elems)
+                       : isFloat(dt) ? static_cast<double>(in_elems * static_cast<int64_t>(n))
+                                     : 0;
   emitExecute(ctx, std::move(kernel), std::move(steps), outs, flops);
   return outs;
 }

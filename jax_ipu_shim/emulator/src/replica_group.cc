@@ -9,21 +9,17 @@
 namespace ipu {
 
 ReplicaGroup::ReplicaGroup(int num_replicas)
-    : size_(num_replicas < 1 ? 1 : num_replicas),
-      local_count_(size_),
-      posts_(static_cast<size_t>(size_), nullptr) {
+    : size_(num_replicas < 1 ? 1 : num_replicas), local_count_(size_), posts_(static_cast<size_t>(size_), nullptr) {
   for (int r = 0; r < size_; ++r) local_.push_back(r);
 }
 
 ReplicaGroup::ReplicaGroup(int num_replicas, std::vector<int> local, std::shared_ptr<RemoteReplicas> remote)
-    : size_(num_replicas < 1 ? 1 : num_replicas),
-      local_count_(static_cast<int>(local.size())),
-      remote_(std::move(remote)),
-      local_(std::move(local)),
-      posts_(static_cast<size_t>(size_), nullptr) {
+    : size_(num_replicas < 1 ? 1 : num_replicas), local_count_(static_cast<int>(local.size())),
+      remote_(std::move(remote)), local_(std::move(local)), posts_(static_cast<size_t>(size_), nullptr) {
   for (int r : local_) {
     if (r < 0 || r >= size_)
-      throw Error(ErrorCode::Internal, "replica " + std::to_string(r) + " is not in a group of " + std::to_string(size_));
+      throw Error(ErrorCode::Internal,
+                  "replica " + std::to_string(r) + " is not in a group of " + std::to_string(size_));
   }
 }
 
@@ -41,9 +37,7 @@ void ReplicaGroup::arrive(std::unique_lock<std::mutex>& lock) {
       lock.unlock();
       try {
         got = remote_->step(generation, mine);
-      } catch (const std::exception& e) {
-        failure = e.what();
-      }
+      } catch (const std::exception& e) { failure = e.what(); }
       lock.lock();
       if (!failure.empty() && aborted_.empty()) abortLocked(failure, false);
       if (!aborted_.empty()) throw Error(ErrorCode::Internal, aborted_);  // the waiting replicas throw too
@@ -67,8 +61,8 @@ void ReplicaGroup::arrive(std::unique_lock<std::mutex>& lock) {
 std::vector<const ReplicaPost*> ReplicaGroup::exchange(int replica, const ReplicaPost* mine) {
   std::unique_lock<std::mutex> lock(mu_);
   if (replica < 0 || replica >= size_)
-    throw Error(ErrorCode::Internal, "replica " + std::to_string(replica) + " is not in a group of " +
-                                         std::to_string(size_));
+    throw Error(ErrorCode::Internal,
+                "replica " + std::to_string(replica) + " is not in a group of " + std::to_string(size_));
   posts_[static_cast<size_t>(replica)] = mine;
   arrive(lock);
   return published_;

@@ -54,7 +54,7 @@ struct Value {
 }  // namespace
 
 ScalarProgram ScalarProgram::compile(const Region& region, const std::vector<DType>& param_types,
-                                     const std::vector<DType>& result_types) {
+                                     const std::vector<DType>& result_types, Numerics numerics) {
   ScalarProgram p;
   std::unordered_map<int64_t, Value> env;
   if (region.params.size() != param_types.size())
@@ -62,8 +62,10 @@ ScalarProgram ScalarProgram::compile(const Region& region, const std::vector<DTy
   for (size_t i = 0; i < region.params.size(); ++i) {
     const ValueDecl& d = region.params[i];
     if (isComplex(param_types[i]))  // registers hold 32 bits; a c64 pair is not interpreted
-      fail(ErrorCode::Unimplemented, "c64 values (emulated as pairs of f32) run only in single-op bodies (add, "
-                                     "multiply); this body or comparator takes " + d.mlirType());
+      fail(ErrorCode::Unimplemented,
+           "c64 values (emulated as pairs of f32) run only in single-op bodies (add, "
+           "multiply); this body or comparator takes " +
+               d.mlirType());
     DType dt;
     if (!parseDType(d.dtype, &dt) || dt != param_types[i] || !d.shape.empty())
       fail(ErrorCode::InvalidArgument, "body argument " + std::to_string(i) + " must be a " +
@@ -86,14 +88,16 @@ ScalarProgram ScalarProgram::compile(const Region& region, const std::vector<DTy
     }
     const std::string sig = opSignature(op, decls);
     const OpInfo* info = findOp(op.op);
-    if (!info) fail(ErrorCode::Unimplemented, "the emulator does not implement " + op.mlir + " (in the body: " + sig + ")");
+    if (!info)
+      fail(ErrorCode::Unimplemented, "the emulator does not implement " + op.mlir + " (in the body: " + sig + ")");
     const OpFamily family = info->family;
     const bool elementwise = family == OpFamily::Unary || family == OpFamily::Binary || family == OpFamily::Compare ||
                              family == OpFamily::Select || family == OpFamily::Clamp || family == OpFamily::Convert;
     if (!elementwise && info->kind != OpKind::Constant && info->kind != OpKind::BitcastConvert)
       fail(ErrorCode::Unimplemented,
            "a body may use elementwise ops (unary, binary, compare, select, clamp, convert, bitcast_convert) and "
-           "scalar constants; " + op.mlir + " is not implemented in a reduce body or sort comparator (" + sig + ")");
+           "scalar constants; " +
+               op.mlir + " is not implemented in a reduce body or sort comparator (" + sig + ")");
     if (op.results.size() != 1) fail(ErrorCode::InvalidArgument, sig + " in the body must have one result");
     const ValueDecl& res = op.results[0];
     DType out;
@@ -111,8 +115,8 @@ ScalarProgram ScalarProgram::compile(const Region& region, const std::vector<DTy
     if (info->role == TypeRole::Operand0) checked = args[0].dtype;
     if (info->role == TypeRole::Operand1) checked = args[1].dtype;
     if (!(info->dtypes & dtypeBit(checked)))
-      fail(ErrorCode::Unimplemented, std::string(info->name) + " is implemented for " + dtypeList(info->dtypes) +
-                                         " (in the body: " + sig + ")");
+      fail(ErrorCode::Unimplemented,
+           std::string(info->name) + " is implemented for " + dtypeList(info->dtypes) + " (in the body: " + sig + ")");
 
     const int dst = p.num_registers_++;
     if (!env.emplace(res.id, Value{dst, out, &res}).second)
@@ -122,8 +126,7 @@ ScalarProgram ScalarProgram::compile(const Region& region, const std::vector<DTy
       std::vector<uint8_t> bytes;
       if (!json::base64Decode(attrString(op, "value"), &bytes))
         fail(ErrorCode::InvalidArgument, sig + ": attribute \"value\" is not valid base64");
-      if (bytes.size() != dtypeSize(out))
-        fail(ErrorCode::InvalidArgument, sig + ": the value must hold one element");
+      if (bytes.size() != dtypeSize(out)) fail(ErrorCode::InvalidArgument, sig + ": the value must hold one element");
       uint32_t bits = 0;
       std::memcpy(&bits, bytes.data(), bytes.size());
       if (out == DType::Bool) bits = bits ? 1u : 0u;
@@ -155,8 +158,8 @@ ScalarProgram ScalarProgram::compile(const Region& region, const std::vector<DTy
     for (size_t i = 0; i < args.size() && family != OpFamily::Convert; ++i) {
       const DType want = (family == OpFamily::Select && i == 0) ? DType::Bool : dt;
       if (args[i].dtype != want)
-        fail(ErrorCode::InvalidArgument, sig + ": operand " + std::to_string(i) + " should have element type " +
-                                             dtypeName(want));
+        fail(ErrorCode::InvalidArgument,
+             sig + ": operand " + std::to_string(i) + " should have element type " + dtypeName(want));
     }
 
     ScalarInstr ins;
@@ -166,7 +169,7 @@ ScalarProgram ScalarProgram::compile(const Region& region, const std::vector<DTy
     ins.c = n > 2 ? args[2].reg : 0;
     switch (family) {
       case OpFamily::Unary:
-        scalar::visitUnary(info->kind, dt, [&](auto f, auto a, auto r) {
+        scalar::visitUnary(info->kind, dt, numerics, [&](auto f, auto a, auto r) {
           ins.exec = &exec1<decltype(f), typename decltype(a)::type, typename decltype(r)::type>;
         });
         break;
@@ -174,11 +177,15 @@ ScalarProgram ScalarProgram::compile(const Region& region, const std::vector<DTy
         scalar::ConstantOperand constant;
         const std::string which = attrString(op, "constant_operand", "");
         if (!scalar::parseConstantOperand(which, &constant))
-          fail(ErrorCode::InvalidArgument, sig + ": unknown constant_operand '" + which + "' (expected \"lhs\" or \"rhs\")");
-        scalar::visitBinary(info->kind, dt, [&](auto f, auto t) {
-          using T = typename decltype(t)::type;
-          ins.exec = &exec2<decltype(f), T, T, T>;
-        }, constant);
+          fail(ErrorCode::InvalidArgument,
+               sig + ": unknown constant_operand '" + which + "' (expected \"lhs\" or \"rhs\")");
+        scalar::visitBinary(
+            info->kind, dt, numerics,
+            [&](auto f, auto t) {
+              using T = typename decltype(t)::type;
+              ins.exec = &exec2<decltype(f), T, T, T>;
+            },
+            constant);
         break;
       }
       case OpFamily::Compare: {
@@ -199,7 +206,7 @@ ScalarProgram ScalarProgram::compile(const Region& region, const std::vector<DTy
         });
         break;
       case OpFamily::Clamp:
-        scalar::visitClamp(dt, [&](auto f, auto t) {
+        scalar::visitClamp(dt, numerics, [&](auto f, auto t) {
           using T = typename decltype(t)::type;
           ins.exec = &exec3<decltype(f), T, T, T, T>;
         });
@@ -212,8 +219,8 @@ ScalarProgram ScalarProgram::compile(const Region& region, const std::vector<DTy
       default: break;
     }
     if (!ins.exec)
-      fail(ErrorCode::Unimplemented, std::string(info->name) + " is implemented for " + dtypeList(info->dtypes) +
-                                         " (in the body: " + sig + ")");
+      fail(ErrorCode::Unimplemented,
+           std::string(info->name) + " is implemented for " + dtypeList(info->dtypes) + " (in the body: " + sig + ")");
     p.code_.push_back(ins);
     InstrInfo meta{n, dt, info->name, "", ""};
     if (family == OpFamily::Compare) {
@@ -231,10 +238,12 @@ ScalarProgram ScalarProgram::compile(const Region& region, const std::vector<DTy
   for (size_t i = 0; i < region.results.size(); ++i) {
     auto it = env.find(region.results[i]);
     if (it == env.end())
-      fail(ErrorCode::InvalidArgument, "the body returns %" + std::to_string(region.results[i]) + ", which is not defined");
+      fail(ErrorCode::InvalidArgument,
+           "the body returns %" + std::to_string(region.results[i]) + ", which is not defined");
     if (it->second.dtype != result_types[i] || !it->second.decl->shape.empty())
       fail(ErrorCode::InvalidArgument, "body result " + std::to_string(i) + " must be a " +
-                                           TensorType{result_types[i], {}}.str() + ", not " + it->second.decl->mlirType());
+                                           TensorType{result_types[i], {}}.str() + ", not " +
+                                           it->second.decl->mlirType());
     p.results_.push_back(it->second.reg);
   }
   return p;
@@ -291,14 +300,16 @@ bool ScalarProgram::splitKeyCompare(ScalarProgram* key, KeyCompare* cmp) const {
     for (int r = 0; r + 1 < params; r += 2) map[static_cast<size_t>(r)] = r + 1;
     auto same = [&](int x, int y) {
       if (map[static_cast<size_t>(x)] == y) return true;
-      return constant[static_cast<size_t>(x)] >= 0 && constant[static_cast<size_t>(x)] == constant[static_cast<size_t>(y)];
+      return constant[static_cast<size_t>(x)] >= 0 &&
+             constant[static_cast<size_t>(x)] == constant[static_cast<size_t>(y)];
     };
     for (size_t k = 0; k < b_slice.size(); ++k) {
       const ScalarInstr& x = code_[(*a_slice)[k]];
       const ScalarInstr& y = code_[b_slice[k]];
       const InstrInfo& xi = info_[(*a_slice)[k]];
       const InstrInfo& yi = info_[b_slice[k]];
-      if (x.exec != y.exec || xi.arity != yi.arity || xi.direction != yi.direction || xi.compare_type != yi.compare_type)
+      if (x.exec != y.exec || xi.arity != yi.arity || xi.direction != yi.direction ||
+          xi.compare_type != yi.compare_type)
         return false;
       const int32_t xo[3] = {x.a, x.b, x.c}, yo[3] = {y.a, y.b, y.c};
       for (int o = 0; o < xi.arity; ++o)

@@ -205,9 +205,7 @@ class UpdateSliceKernel : public Kernel {
     for (size_t d = 0; d < shape_.size(); ++d) limits_.push_back(shape_[d] - update_shape_[d]);
   }
 
-  void prepare(RunState& s) const override {
-    readStarts(s, starts_, start_types_, limits_, s.dynamic.data() + dyn_);
-  }
+  void prepare(RunState& s) const override { readStarts(s, starts_, start_types_, limits_, s.dynamic.data() + dyn_); }
 
   void compute(RunState& s, int64_t b, int64_t e) const override {
     const T* x = s.at<const T>(x_);
@@ -333,8 +331,9 @@ std::vector<int> Lowerer::lowerShapeOp(OpContext& ctx) {
     if (wi < wo && !in->shape.empty()) expect = std::vector<int64_t>(in->shape.begin(), in->shape.end() - 1);
     if (wi > wo) (expect = in->shape).push_back(static_cast<int64_t>(wi / wo));
     const bool ok = wi == wo ? in->shape == out.shape
-                  : wi < wo  ? !in->shape.empty() && in->shape.back() == static_cast<int64_t>(wo / wi) && expect == out.shape
-                             : expect == out.shape;
+                    : wi < wo
+                        ? !in->shape.empty() && in->shape.back() == static_cast<int64_t>(wo / wi) && expect == out.shape
+                        : expect == out.shape;
     if (!ok || in->numBytes() != out.numBytes())
       invalid(ctx, "bitcast_convert to " + std::string(dtypeName(out.dtype)) + " needs the shape " +
                        TensorType{out.dtype, expect}.str());
@@ -346,7 +345,8 @@ std::vector<int> Lowerer::lowerShapeOp(OpContext& ctx) {
       if (wi > wo)  // each output reads part of one operand element
         exchangeGather(&recv, work, ctx.in[0], [&](int64_t i) { return i / ratio; });
       else  // each output reads `ratio` operand elements
-        for (int64_t k = 0; k < ratio; ++k) exchangeGather(&recv, work, ctx.in[0], [&](int64_t i) { return i * ratio + k; });
+        for (int64_t k = 0; k < ratio; ++k)
+          exchangeGather(&recv, work, ctx.in[0], [&](int64_t i) { return i * ratio + k; });
       std::vector<Superstep> steps;
       if (work.num_elements > 0)
         steps.push_back(superstep("bitcastConvert", work, recv, [&](int, int64_t m) {
@@ -378,7 +378,8 @@ std::vector<int> Lowerer::lowerShapeOp(OpContext& ctx) {
   switch (kind) {
     case OpKind::BroadcastInDim: {
       const std::vector<int64_t> dims = attrInts(op, "broadcast_dimensions");
-      if (dims.size() != in->shape.size()) invalid(ctx, "broadcast_dimensions must name one result dimension per operand dimension");
+      if (dims.size() != in->shape.size())
+        invalid(ctx, "broadcast_dimensions must name one result dimension per operand dimension");
       std::vector<int64_t> strides(rank, 0);
       std::vector<bool> seen(rank, false);
       for (size_t i = 0; i < dims.size(); ++i) {
@@ -405,7 +406,8 @@ std::vector<int> Lowerer::lowerShapeOp(OpContext& ctx) {
         if (d < 0 || d >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(d)])
           invalid(ctx, "dimensions are out of range or repeated");
         seen[static_cast<size_t>(d)] = true;
-        if (in->shape[static_cast<size_t>(d)] > 0) base += (in->shape[static_cast<size_t>(d)] - 1) * in_strides[static_cast<size_t>(d)];
+        if (in->shape[static_cast<size_t>(d)] > 0)
+          base += (in->shape[static_cast<size_t>(d)] - 1) * in_strides[static_cast<size_t>(d)];
         strides[static_cast<size_t>(d)] = -in_strides[static_cast<size_t>(d)];
       }
       if (in->shape != out.shape) invalid(ctx, "reverse keeps the operand's shape");
@@ -421,7 +423,8 @@ std::vector<int> Lowerer::lowerShapeOp(OpContext& ctx) {
         if (perm[d] < 0 || perm[d] >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(perm[d])])
           invalid(ctx, "permutation is not a permutation");
         seen[static_cast<size_t>(perm[d])] = true;
-        if (out.shape[d] != in->shape[static_cast<size_t>(perm[d])]) invalid(ctx, "result shape does not match the permutation");
+        if (out.shape[d] != in->shape[static_cast<size_t>(perm[d])])
+          invalid(ctx, "result shape does not match the permutation");
         strides[d] = in_strides[static_cast<size_t>(perm[d])];
       }
       kernel = gather(strides, 0);
@@ -479,7 +482,8 @@ std::vector<int> Lowerer::lowerShapeOp(OpContext& ctx) {
         start_types.push_back(st.dtype);
       }
       const int dyn = newDynamic(static_cast<int>(rank));
-      kernel = bySize<UpdateSliceKernel>(out.dtype, ctx.in[0], ctx.in[1], o, out.shape, upd.shape, starts, start_types, dyn);
+      kernel =
+          bySize<UpdateSliceKernel>(out.dtype, ctx.in[0], ctx.in[1], o, out.shape, upd.shape, starts, start_types, dyn);
       exchangeSameIndex(&recv, work, ctx.in[0]);
       const std::vector<int64_t> ustr = rowMajorStrides(upd.shape);
       const std::vector<int64_t> ostr = rowMajorStrides(out.shape);
@@ -500,13 +504,16 @@ std::vector<int> Lowerer::lowerShapeOp(OpContext& ctx) {
       std::vector<int64_t> sizes;
       int64_t total = 0;
       for (const TensorType& t : ctx.in_types) {
-        if (t.shape.size() != rank || t.dtype != out.dtype) invalid(ctx, "operands must have the result's rank and type");
+        if (t.shape.size() != rank || t.dtype != out.dtype)
+          invalid(ctx, "operands must have the result's rank and type");
         for (size_t d = 0; d < rank; ++d)
-          if (static_cast<int64_t>(d) != dim && t.shape[d] != out.shape[d]) invalid(ctx, "operand shapes differ outside the concatenated dimension");
+          if (static_cast<int64_t>(d) != dim && t.shape[d] != out.shape[d])
+            invalid(ctx, "operand shapes differ outside the concatenated dimension");
         sizes.push_back(t.shape[static_cast<size_t>(dim)]);
         total += sizes.back();
       }
-      if (total != out.shape[static_cast<size_t>(dim)]) invalid(ctx, "result size along the dimension is not the sum of the operands'");
+      if (total != out.shape[static_cast<size_t>(dim)])
+        invalid(ctx, "result size along the dimension is not the sum of the operands'");
       int64_t inner = 1;
       for (size_t d = static_cast<size_t>(dim) + 1; d < rank; ++d) inner *= out.shape[d];
       kernel = bySize<ConcatKernel>(out.dtype, ctx.in, o, sizes, inner);
@@ -526,7 +533,8 @@ std::vector<int> Lowerer::lowerShapeOp(OpContext& ctx) {
       if (interior.empty()) interior.assign(rank, 0);
       if (lo.size() != rank || hi.size() != rank || interior.size() != rank || in->shape.size() != rank)
         invalid(ctx, "padding attributes must have one entry per dimension");
-      if (!ctx.in_types[1].shape.empty() || ctx.in_types[1].dtype != out.dtype) invalid(ctx, "the padding value must be a scalar of the operand's type");
+      if (!ctx.in_types[1].shape.empty() || ctx.in_types[1].dtype != out.dtype)
+        invalid(ctx, "the padding value must be a scalar of the operand's type");
       for (size_t d = 0; d < rank; ++d) {
         if (interior[d] < 0) invalid(ctx, "interior padding must be non-negative");
         const int64_t size = lo[d] + hi[d] + in->shape[d] + std::max<int64_t>(0, in->shape[d] - 1) * interior[d];
@@ -543,7 +551,8 @@ std::vector<int> Lowerer::lowerShapeOp(OpContext& ctx) {
       if (dim < 0 || dim >= static_cast<int64_t>(rank)) invalid(ctx, "iota_dimension is out of range");
       const int64_t stride = rowMajorStrides(out.shape)[static_cast<size_t>(dim)];
       const int64_t size = std::max<int64_t>(1, out.shape[static_cast<size_t>(dim)]);
-      if (!visitDType(out.dtype, [&](auto t) { kernel = std::make_unique<IotaKernel<decltype(t)::value>>(o, stride, size); }))
+      if (!visitDType(out.dtype,
+                      [&](auto t) { kernel = std::make_unique<IotaKernel<decltype(t)::value>>(o, stride, size); }))
         unimplemented(ctx, "tokens are not computed on");
       break;
     }

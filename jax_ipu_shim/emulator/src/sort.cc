@@ -4,9 +4,9 @@
 // 0..n-1, calling the comparator with (lhs_0, rhs_0, lhs_1, rhs_1, ...); then every operand is permuted by the
 // sorted indices. The sort is always stable: for is_stable (what jax emits) that is required, and for an unstable
 // sort it is one of the allowed orders (XLA:CPU's own tie order there comes from its C++ library's std::sort and is
-// not reproducible across libraries). The comparator is compiled into a ScalarProgram (the reduce-body interpreter), so it computes
-// exactly what the elementwise ops compute, including jax's total-order float comparator (bitcasts to i32/u32, or to
-// i16/u16 for f16).
+// not reproducible across libraries). The comparator is compiled into a ScalarProgram (the reduce-body interpreter), so
+// it computes exactly what the elementwise ops compute, including jax's total-order float comparator (bitcasts to
+// i32/u32, or to i16/u16 for f16).
 //
 // Placement, as popops sorts per slice: the slices are spread over the tiles (whole slices per tile); superstep 1
 // exchanges each slice's elements to its tile and sorts there (~ n log2 n comparator calls per slice, slices shared
@@ -207,7 +207,8 @@ int64_t topKKey(const uint8_t* p) {
   } else if constexpr (D == DType::F16 || D == DType::BF16) {  // the same total order on the 16 bits
     uint16_t x;
     std::memcpy(&x, &v, 2);
-    return static_cast<int16_t>(x) < 0 ? static_cast<int16_t>(static_cast<uint16_t>(0x7FFFu - x)) : static_cast<int16_t>(x);
+    return static_cast<int16_t>(x) < 0 ? static_cast<int16_t>(static_cast<uint16_t>(0x7FFFu - x))
+                                       : static_cast<int16_t>(x);
   } else if constexpr (D == DType::C64) {  // top_k is not defined on c64 (the registry refuses it)
     return 0;
   } else {
@@ -266,8 +267,8 @@ std::vector<int> lowerTopK(Lowerer& L, OpContext& ctx) {
   std::vector<int64_t> out_shape = in.shape;
   out_shape.back() = k;
   if (k < 0 || k > n) L.invalid(ctx, "k must be in [0, " + std::to_string(n) + "]");
-  if (ctx.out_types[0].shape != out_shape || ctx.out_types[0].dtype != in.dtype || ctx.out_types[1].shape != out_shape ||
-      ctx.out_types[1].dtype != DType::I32)
+  if (ctx.out_types[0].shape != out_shape || ctx.out_types[0].dtype != in.dtype ||
+      ctx.out_types[1].shape != out_shape || ctx.out_types[1].dtype != DType::I32)
     L.invalid(ctx, "the results must be the operand's type and i32 with the last dimension k");
   const size_t size = dtypeSize(in.dtype);
   const int64_t slices = n == 0 ? (in.numElements() == 0 ? shapeElements({in.shape.begin(), in.shape.end() - 1}) : 0)
@@ -289,9 +290,8 @@ std::vector<int> lowerTopK(Lowerer& L, OpContext& ctx) {
   const int workers = L.device().num_worker_contexts;
   std::vector<Superstep> steps;
   if (slices > 0 && n > 0)
-    steps.push_back(L.superstep(std::string("topk<") + dtypeName(in.dtype) + ">", work, recv, [&](int, int64_t m) {
-      return cost::topK(m, n, k, workers);
-    }));
+    steps.push_back(L.superstep(std::string("topk<") + dtypeName(in.dtype) + ">", work, recv,
+                                [&](int, int64_t m) { return cost::topK(m, n, k, workers); }));
   if (!steps.empty()) steps.back().cost_weight = std::max(1.0, cost::topKSliceCycles(n, k));
   L.emitExecute(ctx, std::make_unique<TopKKernel>(ctx.in[0], values, indices, size, in.dtype, n, k), std::move(steps),
                 {values, indices}, 0);
@@ -336,7 +336,8 @@ std::vector<int> Lowerer::lowerSort(OpContext& ctx) {
   }
   const int tiles = device().num_tiles;
   const int workers = device().num_worker_contexts;
-  const TileMapping slice_work = TileMapping::linear(slices, static_cast<size_t>(std::max<int64_t>(1, slice_bytes)), tiles);
+  const TileMapping slice_work =
+      TileMapping::linear(slices, static_cast<size_t>(std::max<int64_t>(1, slice_bytes)), tiles);
   // A tile holds every slice it sorts twice (in and out) at once; more than a quarter of its memory: distributed.
   const bool distributed = 2 * slice_work.per_tile * slice_bytes > device().bytes_per_tile / 4;
   if (!distributed && g.inner == 1) {  // contiguous slices: the outputs stay on the tiles that sort them
@@ -363,7 +364,8 @@ std::vector<int> Lowerer::lowerSort(OpContext& ctx) {
           const int64_t x = base + j * g.inner;
           for (size_t k = 0; k < n_ops; ++k) {
             const int64_t size = static_cast<int64_t>(operands[k].size);
-            if (graph().slots[static_cast<size_t>(ctx.in[k])].mapping.tileOf(x) != t) recv[static_cast<size_t>(t)] += size;
+            if (graph().slots[static_cast<size_t>(ctx.in[k])].mapping.tileOf(x) != t)
+              recv[static_cast<size_t>(t)] += size;
             const int owner = graph().slots[static_cast<size_t>(outs[k])].mapping.tileOf(x);
             if (owner != t) back[static_cast<size_t>(owner)] += size;
           }
@@ -387,29 +389,30 @@ std::vector<int> Lowerer::lowerSort(OpContext& ctx) {
     }));
     steps.back().cost_weight = std::max(1.0, slice_cycles);
     if (std::any_of(back.begin(), back.end(), [](int64_t v) { return v > 0; }))
-      steps.push_back(superstep(codelet + ".writeback", out_map, back, [&](int t, int64_t) {
-        return cost::copy(back[static_cast<size_t>(t)], workers);
-      }));
+      steps.push_back(superstep(codelet + ".writeback", out_map, back,
+                                [&](int t, int64_t) { return cost::copy(back[static_cast<size_t>(t)], workers); }));
   } else if (slices > 0) {
     // Local sort: each worker sorts 1/6 of the block, then the block is merged; then the bitonic merge rounds.
     const int p = out_map.tilesUsed();
     const int64_t rounds = cost::bitonicMergeRounds(p);
-    steps.push_back(superstep(codelet + ".local", work, recv, [&](int, int64_t m) {
-      return cost::sortBlock(m, per_compare, operand_count, workers);
-    }, rounds == 0));
+    steps.push_back(superstep(
+        codelet + ".local", work, recv,
+        [&](int, int64_t m) { return cost::sortBlock(m, per_compare, operand_count, workers); }, rounds == 0));
     std::vector<int64_t> block(static_cast<size_t>(tiles), 0);  // each tile receives its partner's block
     for (int t = 0; t < p; ++t)
-      for (size_t k = 0; k < n_ops; ++k) block[static_cast<size_t>(t)] += out_map.elementsOn(t) * static_cast<int64_t>(operands[k].size);
+      for (size_t k = 0; k < n_ops; ++k)
+        block[static_cast<size_t>(t)] += out_map.elementsOn(t) * static_cast<int64_t>(operands[k].size);
     size_t one_round = 0;  // the rounds reuse one receive buffer: its bytes are transient once
     for (int64_t r = 0; r < rounds; ++r) {
-      steps.push_back(superstep(codelet + ".merge", work, block, [&](int, int64_t m) {
-        return cost::sortMergeRound(m, per_compare, workers);
-      }, r + 1 == rounds));
+      steps.push_back(superstep(
+          codelet + ".merge", work, block,
+          [&](int, int64_t m) { return cost::sortMergeRound(m, per_compare, workers); }, r + 1 == rounds));
       if (r == 0) one_round = pending_.transient.size();
     }
     if (rounds > 0) pending_.transient.resize(one_round);
     comparisons += static_cast<double>(rounds) * static_cast<double>(elements);
-    for (Superstep& st : steps) st.cost_weight = std::max(1.0, slice_cycles / static_cast<double>(std::max<int64_t>(1, g.n)));
+    for (Superstep& st : steps)
+      st.cost_weight = std::max(1.0, slice_cycles / static_cast<double>(std::max<int64_t>(1, g.n)));
   }
   const double flops = cmp.flopsPerElement() * comparisons;
   const size_t sort_step = distributed && !steps.empty() ? steps.size() - 1 : 0;

@@ -166,14 +166,15 @@ class ReduceWindowKernel : public Kernel {
   F f_;
 };
 
-std::unique_ptr<Kernel> windowKernel(const std::string& c, DType dt, int in, int init, int out, const Window& w) {
+std::unique_ptr<Kernel> windowKernel(const std::string& c, DType dt, Numerics numerics, int in, int init, int out,
+                                     const Window& w) {
   if (!isReducer(c)) return nullptr;
   OpKind kind = findOp(c)->kind;
   if (dt == DType::Bool && kind == OpKind::Add) kind = OpKind::Or;  // XLA's bool convention, as reduce
   if (dt == DType::Bool && kind == OpKind::Multiply) kind = OpKind::And;
   if (isFloat(dt) && (kind == OpKind::And || kind == OpKind::Or)) return nullptr;
   std::unique_ptr<Kernel> kernel;
-  scalar::visitBinary(kind, dt, [&](auto f, auto t) {
+  scalar::visitBinary(kind, dt, numerics, [&](auto f, auto t) {
     kernel = std::make_unique<ReduceWindowKernel<typename decltype(t)::type, decltype(f)>>(in, init, out, w, f);
   });
   return kernel;
@@ -200,14 +201,15 @@ class BodyWindowKernel : public Kernel {
       for (size_t k = 0; k < n; ++k) copyElement(r + 4 * k, s.ptr[static_cast<size_t>(ops_[k].init)], ops_[k].size);
       for (int64_t off : walk.flat()) {
         for (size_t k = 0; k < n; ++k)
-          copyElement(r + 4 * (n + k), s.ptr[static_cast<size_t>(ops_[k].in)] + off * static_cast<int64_t>(ops_[k].size),
-                      ops_[k].size);
+          copyElement(r + 4 * (n + k),
+                      s.ptr[static_cast<size_t>(ops_[k].in)] + off * static_cast<int64_t>(ops_[k].size), ops_[k].size);
         body_.run(regs);
         for (size_t k = 0; k < n; ++k) next[k] = regs[body_.resultRegister(k)];  // results may sit in param registers
         for (size_t k = 0; k < n; ++k) regs[k] = next[k];
       }
       for (size_t k = 0; k < n; ++k)
-        copyElement(s.ptr[static_cast<size_t>(ops_[k].out)] + i * static_cast<int64_t>(ops_[k].size), r + 4 * k, ops_[k].size);
+        copyElement(s.ptr[static_cast<size_t>(ops_[k].out)] + i * static_cast<int64_t>(ops_[k].size), r + 4 * k,
+                    ops_[k].size);
     }
   }
 
@@ -240,7 +242,8 @@ class SelectAndScatterKernel : public Kernel {
       for (int64_t p = 0; p < w_.in_shape[d]; ++p) {
         const int64_t first = p + w_.pad_lo[d] - w_.size[d] + 1;
         lo_[d].push_back(std::max<int64_t>(0, first <= 0 ? 0 : (first + w_.stride[d] - 1) / w_.stride[d]));
-        hi_[d].push_back(std::min<int64_t>(w_.out_shape[d] - 1, p + w_.pad_lo[d] < 0 ? -1 : (p + w_.pad_lo[d]) / w_.stride[d]));
+        hi_[d].push_back(
+            std::min<int64_t>(w_.out_shape[d] - 1, p + w_.pad_lo[d] < 0 ? -1 : (p + w_.pad_lo[d]) / w_.stride[d]));
       }
   }
 
@@ -452,16 +455,22 @@ std::vector<int> Lowerer::lowerWindow(OpContext& ctx) {
     const int o = newSlotLike(ctx.out_types[0], ctx.in[0]);
     std::unique_ptr<Kernel> kernel;
     const int e = static_cast<int>(exp_bits), m = static_cast<int>(mant_bits);
-    const bool keep = currentNumerics() == Numerics::Jaxlib012;
-    if (in.dtype == DType::F32) kernel = map1<uint32_t, uint32_t>(ctx.in[0], o, ReducePrecisionF<uint32_t, 8, 23>{e, m, keep});
-    else if (in.dtype == DType::F16) kernel = map1<uint16_t, uint16_t>(ctx.in[0], o, ReducePrecisionF<uint16_t, 5, 10>{e, m, keep});
-    else if (in.dtype == DType::BF16) kernel = map1<uint16_t, uint16_t>(ctx.in[0], o, ReducePrecisionF<uint16_t, 8, 7>{e, m, keep});
-    else unimplemented(ctx, std::string("reduce_precision is implemented for f32, f16 and bf16, not ") + dtypeName(in.dtype));
+    const bool keep = numerics() == Numerics::Jaxlib012;
+    if (in.dtype == DType::F32)
+      kernel = map1<uint32_t, uint32_t>(ctx.in[0], o, ReducePrecisionF<uint32_t, 8, 23>{e, m, keep});
+    else if (in.dtype == DType::F16)
+      kernel = map1<uint16_t, uint16_t>(ctx.in[0], o, ReducePrecisionF<uint16_t, 5, 10>{e, m, keep});
+    else if (in.dtype == DType::BF16)
+      kernel = map1<uint16_t, uint16_t>(ctx.in[0], o, ReducePrecisionF<uint16_t, 8, 7>{e, m, keep});
+    else
+      unimplemented(ctx,
+                    std::string("reduce_precision is implemented for f32, f16 and bf16, not ") + dtypeName(in.dtype));
     const TileMapping work = graph().slots[static_cast<size_t>(o)].mapping;
     std::vector<Superstep> steps;
     if (work.num_elements > 0)
-      steps.push_back(superstep(std::string("popops::ReducePrecision<") + dtypeName(in.dtype) + ">", work, {},
-                                [&](int, int64_t n) { return cost::elementwise(OpKind::ReducePrecision, in.dtype, n, workers); }));
+      steps.push_back(
+          superstep(std::string("popops::ReducePrecision<") + dtypeName(in.dtype) + ">", work, {},
+                    [&](int, int64_t n) { return cost::elementwise(OpKind::ReducePrecision, in.dtype, n, workers); }));
     emitExecute(ctx, std::move(kernel), std::move(steps), {o}, 0);
     return {o};
   }
@@ -570,19 +579,18 @@ std::vector<int> Lowerer::lowerWindow(OpContext& ctx) {
     exchangeScalar(&recv1, out_map, ctx.in[2]);
     std::vector<Superstep> steps;
     const std::string type = dtypeName(in0.dtype);
-    steps.push_back(superstep("popnn::SelectWindow{" + select.summary() + "}<" + type + ">", src_map, recv0,
-                              [&](int t, int64_t m) {
-                                return cost::reduceBody(select.cyclesPerElement(), reads0[static_cast<size_t>(t)], m, workers);
-                              }));
-    steps.push_back(superstep("popnn::MaxPoolingGrad{" + scatter.summary() + "}<" + type + ">", out_map, recv1,
-                              [&](int t, int64_t m) {
-                                return cost::reduceBody(scatter.cyclesPerElement() + 1, reads1[static_cast<size_t>(t)], m, workers);
-                              }));
+    steps.push_back(
+        superstep("popnn::SelectWindow{" + select.summary() + "}<" + type + ">", src_map, recv0, [&](int t, int64_t m) {
+          return cost::reduceBody(select.cyclesPerElement(), reads0[static_cast<size_t>(t)], m, workers);
+        }));
+    steps.push_back(superstep(
+        "popnn::MaxPoolingGrad{" + scatter.summary() + "}<" + type + ">", out_map, recv1, [&](int t, int64_t m) {
+          return cost::reduceBody(scatter.cyclesPerElement() + 1, reads1[static_cast<size_t>(t)], m, workers);
+        }));
     const double flops = isFloat(in0.dtype) ? scatter.flopsPerElement() * static_cast<double>(source.numElements()) : 0;
-    auto kernel = std::make_unique<SelectAndScatterKernel>(ctx.in[0], ctx.in[1], ctx.in[2], selected, out,
-                                                           dtypeSize(in0.dtype), w, select, scatter,
-                                                           nativeSelect(op.regions[0], in0.dtype),
-                                                           nativeScatter(op.regions[1], in0.dtype));
+    auto kernel = std::make_unique<SelectAndScatterKernel>(
+        ctx.in[0], ctx.in[1], ctx.in[2], selected, out, dtypeSize(in0.dtype), w, select, scatter,
+        nativeSelect(op.regions[0], in0.dtype), nativeScatter(op.regions[1], in0.dtype));
     emitExecute(ctx, std::move(kernel), std::move(steps), {out, selected}, flops);
     return {out};
   }
@@ -604,7 +612,7 @@ std::vector<int> Lowerer::lowerWindow(OpContext& ctx) {
   const std::string computation = attrString(op, "computation", "");
   std::vector<std::unique_ptr<Kernel>> parts;
   for (size_t i = 0; i < n && !computation.empty(); ++i) {
-    auto k = windowKernel(computation, types[i], ctx.in[i], ctx.in[n + i], outs[i], w);
+    auto k = windowKernel(computation, types[i], numerics(), ctx.in[i], ctx.in[n + i], outs[i], w);
     if (!k) {
       parts.clear();
       break;
@@ -649,11 +657,14 @@ std::vector<int> Lowerer::lowerWindow(OpContext& ctx) {
       return general ? cost::reduceBody(body.cyclesPerElement(), r, m, workers)
                      : cost::reduce(in0.dtype, r * static_cast<int64_t>(n), m, workers);
     }));
-    const double per_output = std::max<double>(1, static_cast<double>(total_reads) / static_cast<double>(out_map.num_elements));
-    steps.back().cost_weight = per_output * (general ? std::max<double>(1, static_cast<double>(body.numInstructions())) : 1);
+    const double per_output =
+        std::max<double>(1, static_cast<double>(total_reads) / static_cast<double>(out_map.num_elements));
+    steps.back().cost_weight =
+        per_output * (general ? std::max<double>(1, static_cast<double>(body.numInstructions())) : 1);
   }
-  const double flops = general ? body.flopsPerElement() * static_cast<double>(total_reads)
-                               : isFloat(in0.dtype) ? static_cast<double>(total_reads * static_cast<int64_t>(n)) : 0;
+  const double flops = general              ? body.flopsPerElement() * static_cast<double>(total_reads)
+                       : isFloat(in0.dtype) ? static_cast<double>(total_reads * static_cast<int64_t>(n))
+                                            : 0;
   emitExecute(ctx, std::move(kernel), std::move(steps), outs, flops);
   return outs;
 }

@@ -1,12 +1,13 @@
 // GetPjrtApi: the function table jaxlib 0.4.13 loads. Its layout comes from build_tools/gen_pjrt_api.py.
 #include "../plugin.h"
+#include "jax_ipu/c_api.h"
 
 namespace {
 
 // Functions no jaxlib 0.4.13 path we support calls: each answers with a clean error naming itself.
-#define JAX_IPU_UNIMPLEMENTED(name, what)                                                      \
-  PJRT_Error* name##_Unimplemented(name##_Args*) {                                             \
-    return jax_ipu::MakeError(PJRT_Error_Code_UNIMPLEMENTED,                                   \
+#define JAX_IPU_UNIMPLEMENTED(name, what)                                                               \
+  PJRT_Error* name##_Unimplemented(name##_Args*) {                                                      \
+    return jax_ipu::MakeError(PJRT_Error_Code_UNIMPLEMENTED,                                            \
                               std::string(#name ": ") + what + " is not supported on the ipu backend"); \
   }
 
@@ -107,7 +108,7 @@ PJRT_Api_0_4_13 MakeApi() {
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const JaxIpu_PjrtApi* GetPjrtApi() {
+extern "C" JAX_IPU_EXPORT const JaxIpu_PjrtApi* GetPjrtApi() {
   static const PJRT_Api_0_4_13 api = MakeApi();
   return &api;
 }

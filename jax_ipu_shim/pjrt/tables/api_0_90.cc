@@ -3,6 +3,7 @@
 // is real; the rest answers with a clean error naming itself. The version reported is the header's own, 0.90:
 // jaxlib trusts it to decide which functions exist, so it is never more than this table fills.
 #include "../plugin.h"
+#include "jax_ipu/c_api.h"
 
 namespace {
 
@@ -208,7 +209,7 @@ PJRT_Api MakeApi() {
 
 static_assert(JAX_IPU_PJRT_MINOR == PJRT_API_MINOR, "the generated pjrt_api.h and the header disagree");
 
-extern "C" __attribute__((visibility("default"))) const JaxIpu_PjrtApi* GetPjrtApi() {
+extern "C" JAX_IPU_EXPORT const JaxIpu_PjrtApi* GetPjrtApi() {
   static const PJRT_Api api = MakeApi();
   return &api;
 }

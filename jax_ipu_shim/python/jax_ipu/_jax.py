@@ -238,11 +238,13 @@ def cpu_compile_to_dump(module: bytes, options: Any, partitions: int) -> Optiona
     try:
         if is_current_series():
             client = _cpu_client(partitions)
-            build.device_assignment = xla_client.DeviceAssignment.create(numpy.arange(partitions, dtype=numpy.int32)[None])
+            build.device_assignment = xla_client.DeviceAssignment.create(
+                numpy.arange(partitions, dtype=numpy.int32)[None])
             client.compile_and_load(module, xla_client.DeviceList(tuple(client.devices())), options)
         else:
             client = _cpu_client(0)
-            build.device_assignment = xla_client.DeviceAssignment.create(numpy.zeros((1, partitions), dtype=numpy.int32))
+            build.device_assignment = xla_client.DeviceAssignment.create(
+                numpy.zeros((1, partitions), dtype=numpy.int32))
             client.compile(module, options)
     except Exception as error:  # the dumps were written before it; the caller decides
         return error

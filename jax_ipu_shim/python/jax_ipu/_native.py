@@ -1,12 +1,58 @@
-"""Finds and loads the native library (PJRT plugin + emulator) that ships inside this package."""
+"""Finds and loads the native library (PJRT plugin + emulator) that ships inside this package, and declares the
+ctypes signature of every function of its C boundary (jax_ipu_shim/include/jax_ipu/c_api.h): the one place they are
+written; tests/backend/test_c_api.py checks that the header, this table and the library's exports agree."""
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import json
 import os
+from ctypes import POINTER, c_char_p, c_double, c_int, c_int64, c_size_t, c_void_p
+from typing import Any, Dict, List, Optional, Tuple
 
 LIBRARY_NAME = "libjax_ipu.so"
+
+# int compiler(const char* module, size_t, const char* options, size_t, void* result)
+COMPILER_FN = ctypes.CFUNCTYPE(c_int, c_void_p, c_size_t, c_void_p, c_size_t, c_void_p)
+# int callback(int64_t id, size_t num_in, const void* const* in, size_t num_out, void* const* out, char* error,
+#              size_t error_size)
+HOST_CALLBACK_FN = ctypes.CFUNCTYPE(c_int, c_int64, c_size_t, POINTER(c_void_p), c_size_t, POINTER(c_void_p),
+                                    c_void_p, c_size_t)
+
+_ERROR = POINTER(c_void_p)  # char** error: a message for take_string
+# name -> (restype, argtypes). A char* result is a c_void_p, so that take_string can free it; arrays of pointers
+# are c_void_p where the caller builds them (feeds.py).
+SIGNATURES: Dict[str, Tuple[Any, List[Any]]] = {
+    # the emulator
+    "JaxIpu_DeviceInfo": (c_void_p, [c_char_p, c_int, _ERROR]),
+    "JaxIpu_Compile": (c_void_p, [c_char_p, c_size_t, c_char_p, c_int, c_char_p, _ERROR]),
+    "JaxIpu_ExecutableInfo": (c_void_p, [c_void_p]),
+    "JaxIpu_ExecutableProfile": (c_void_p, [c_void_p]),
+    "JaxIpu_Run": (c_int, [c_void_p, POINTER(c_void_p), POINTER(c_void_p), _ERROR]),
+    "JaxIpu_LastRunProfile": (c_void_p, [c_void_p]),
+    "JaxIpu_Destroy": (None, [c_void_p]),
+    "JaxIpu_OpRegistry": (c_void_p, []),
+    "JaxIpu_TraceEnable": (None, [c_int]),
+    "JaxIpu_TraceTake": (c_void_p, []),
+    "JaxIpu_FreeString": (None, [c_void_p]),
+    # the PJRT plugin
+    "JaxIpu_SetCompiler": (None, [COMPILER_FN]),
+    "JaxIpu_CompileResult_SetProgram": (None, [c_void_p, c_char_p, c_size_t]),
+    "JaxIpu_CompileResult_SetOptions": (None, [c_void_p, c_char_p, c_size_t]),
+    "JaxIpu_CompileResult_SetError": (None, [c_void_p, c_int, c_char_p, c_size_t]),
+    "JaxIpu_CompileResult_AddDevice": (None, [c_void_p, c_int]),
+    "JaxIpu_SetHostCallback": (None, [HOST_CALLBACK_FN]),
+    "JaxIpu_InfeedPush": (c_int, [c_int, c_size_t, c_void_p, c_void_p, c_void_p, c_void_p, _ERROR]),
+    "JaxIpu_OutfeedPop": (c_int, [c_int, c_size_t, c_void_p, c_void_p, c_void_p, c_void_p, c_double, _ERROR]),
+    "JaxIpu_AtExit": (None, []),
+    "JaxIpu_Synchronize": (None, []),
+    "JaxIpu_DeviceStats": (c_void_p, [c_int]),
+    "JaxIpu_WatchInterrupts": (c_int, []),
+    "JaxIpu_TakeInterrupt": (c_int, []),
+    "JaxIpu_TransportListen": (c_int, []),
+    "JaxIpu_SetStablehloVersions": (None, [POINTER(c_int64), POINTER(c_int64)]),  # PJRT API 0.90 and later
+}
 
 
 def library_path() -> str:
@@ -26,7 +72,20 @@ def load() -> ctypes.CDLL:
             "0.4.13, jax-ipu-plugin for the current series) built by `nox -s build_wheels`, or point "
             "JAX_IPU_LIBRARY at a built libjax_ipu.so."
         )
-    return ctypes.CDLL(path)
+    lib = ctypes.CDLL(path)
+    for name, (restype, argtypes) in SIGNATURES.items():
+        function = getattr(lib, name, None)  # a library built for an older PJRT API lacks the newer functions
+        if function is not None:
+            function.restype = restype
+            function.argtypes = argtypes
+    return lib
+
+
+def device_stats(device_id: int) -> Optional[Dict[str, Any]]:
+    """JaxIpu_DeviceStats of an ipu device id, parsed; None before the ipu backend exists (jax_ipu.runtime)."""
+    lib = load()
+    text = take_string(lib, lib.JaxIpu_DeviceStats(device_id))
+    return json.loads(text) if text else None
 
 
 def take_string(lib: ctypes.CDLL, pointer: int | None) -> str:

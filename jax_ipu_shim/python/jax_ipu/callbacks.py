@@ -3,9 +3,9 @@
 jax lowers all of them through ``mlir.emit_python_callback``. Our jax patch (patches/jax/0.4.13/0004) lets a plugin
 emit them for its platform: for "ipu" we emit ``stablehlo.custom_call @jax_ipu_host_callback`` with the callback's
 id in ``backend_config``, flat results and an optional token first in and out. The emulator runs it as a HostCall
-step; the PJRT layer calls the ``JaxIpu_HostCallbackFn`` installed here, on the device's callback thread, with pointers to
-the operands and the results to fill. The registry (id -> callable, operand and result types) lives here and an entry
-lives as long as the executable that uses it (jax keeps the keepalive we return).
+step; the PJRT layer calls the ``JaxIpu_HostCallbackFn`` installed here, on the device's callback thread, with pointers
+to the operands and the results to fill. The registry (id -> callable, operand and result types) lives here and an
+entry lives as long as the executable that uses it (jax keeps the keepalive we return).
 
 Nothing here imports jax at module level: ``import jax_ipu`` stays cheap.
 """
@@ -23,17 +23,13 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from jax_ipu import _native
+
 logger = logging.getLogger(__name__)
 
 PLATFORM = "ipu"
 CALL_TARGET = "jax_ipu_host_callback"
 
-# int (*)(int64_t id, size_t num_in, const void* const* in, size_t num_out, void* const* out, char* error,
-#         size_t error_size): 0 on success, else nonzero with a NUL-terminated message in `error`.
-HOST_CALLBACK_FN = ctypes.CFUNCTYPE(
-    ctypes.c_int, ctypes.c_int64, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t,
-    ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p, ctypes.c_size_t,
-)
 
 Aval = Tuple[Tuple[int, ...], np.dtype]
 
@@ -199,14 +195,10 @@ def install_runtime(lib: ctypes.CDLL) -> None:
     if set_callback is None:
         logger.warning("ipu: the native library has no JaxIpu_SetHostCallback; host callbacks will fail")
         return
-    set_callback.argtypes = [HOST_CALLBACK_FN]
-    set_callback.restype = None
-    function = HOST_CALLBACK_FN(_invoke)
+    function = _native.HOST_CALLBACK_FN(_invoke)  # JaxIpu_HostCallbackFn
     _installed.append(function)
     set_callback(function)
     if at_exit is not None:
-        at_exit.argtypes = []
-        at_exit.restype = None
         # Work still queued at exit may call back into Python: let it finish while the interpreter is whole
         # (ctypes releases the GIL for the wait); a run waiting on an empty infeed fails instead, since nothing
         # can feed it any more. Registered after jax's own atexit handlers, so it runs first.

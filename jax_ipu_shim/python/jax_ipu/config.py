@@ -9,7 +9,9 @@ Sources, highest precedence first:
 - the older ``XLA_IPU_PLATFORM_DEVICE_COUNT``;
 - ``JAX_IPU_HOST_THREADS`` (environment only: the host threads that run the emulated tiles, 1..256);
 - ``JAX_IPU_FUSION`` (environment only, default on: fuse chains of elementwise ops into one compute set, as
-  popops' expression maps do; ``0`` lowers every op on its own, for comparison);
+  popops' expression maps do; ``0`` lowers every op on its own, for comparison) and
+  ``JAX_IPU_EXCHANGE_PER_ELEMENT`` (environment only, default off: count exchanged elements one by one, the
+  reference the exchange accounting is tested against), read at each compile (lowering_options);
 - ``JAX_IPU_COLLECTIVE_TIMEOUT`` (environment only, seconds, default 300): with several processes
   (``jax.distributed``), how long a collective waits for another process that sends nothing before it fails,
   naming that process (one that ends or dies fails the others at once).
@@ -50,14 +52,37 @@ class IpuConfig:
     executable_cache_path: Optional[str] = None  # --executable_cache_path: see jax_ipu.executable_cache
     show_progress_bar: Optional[bool] = None  # --show_progress_bar; None: when stderr is a terminal (jax_ipu.progress)
     host_threads: int = 0  # 0: the emulator's default, min(hardware threads, 8)
-    fusion: bool = True  # JAX_IPU_FUSION
     collective_timeout: int = 300  # JAX_IPU_COLLECTIVE_TIMEOUT, seconds
     # field -> the flag that set it ("TF_POPLAR_FLAGS --ipu_model_tiles=8"), for error messages
     sources: Mapping[str, str] = dataclasses.field(default_factory=dict, compare=False)
 
     def client_options(self) -> Dict[str, Any]:
         """Options for the PJRT client (``PJRT_Client_Create``)."""
-        return {"version": self.version, "num_tiles": self.num_tiles, "num_devices": self.num_devices}
+        options: Dict[str, Any] = {"version": self.version, "num_tiles": self.num_tiles,
+                                   "num_devices": self.num_devices}
+        if self.host_threads:
+            options["host_threads"] = self.host_threads
+        return options
+
+
+# Environment flags of the emulator's lowering: its CompileOptions field each sets (ipu::CompileOptions).
+LOWERING_FLAGS = {"JAX_IPU_FUSION": "fusion", "JAX_IPU_EXCHANGE_PER_ELEMENT": "exchange_per_element"}
+
+
+def lowering_options(environ: Optional[Mapping[str, str]] = None) -> Dict[str, bool]:
+    """The emulator's compile options for the next compile (ipu::CompileOptions, passed with each program): the
+    lowering flags and POPLAR_ENGINE_OPTIONS' debug.allowOutOfMemory, read from the environment each time so that
+    they can change between compiles. Raises ValueError naming a malformed flag."""
+    from jax_ipu import engine_options
+
+    env = os.environ if environ is None else environ
+    options = {"fusion": True, "exchange_per_element": False}
+    for name, field in LOWERING_FLAGS.items():
+        text = env.get(name, "")
+        if text.strip():
+            options[field] = parse_bool(text, f"{name}={text}")
+    options["allow_out_of_memory"] = engine_options.engine_options(env).allow_out_of_memory
+    return options
 
 
 # ------------------------------------------------------------------------------------------- value parsers
@@ -216,20 +241,18 @@ def read(jax_options: Optional[Mapping[str, Any]] = None, environ: Optional[Mapp
             fields[field] = value
             sources[field] = where
 
-    # Read by the emulator itself from the environment when it first runs a program; checked here so that a typo
-    # fails when the backend is created, naming the flag.
+    # The client's thread pool (a client option); the lowering flags are read at each compile (lowering_options),
+    # and checked here too, so that a typo fails when the backend is created, naming the flag.
     host_threads = env.get("JAX_IPU_HOST_THREADS", "")
     if host_threads.strip():
         where = f"JAX_IPU_HOST_THREADS={host_threads}"
         fields["host_threads"] = parse_host_threads(host_threads, where)
         sources["host_threads"] = where
 
-    # Also read by the emulator itself, each time it lowers a program (so it can be flipped between compiles).
-    fusion = env.get("JAX_IPU_FUSION", "")
-    if fusion.strip():
-        where = f"JAX_IPU_FUSION={fusion}"
-        fields["fusion"] = parse_bool(fusion, where)
-        sources["fusion"] = where
+    for name in LOWERING_FLAGS:
+        text = env.get(name, "")
+        if text.strip():
+            parse_bool(text, f"{name}={text}")
 
     for option, (field, parse) in JAX_OPTIONS.items():
         env_value = env.get(option.upper())

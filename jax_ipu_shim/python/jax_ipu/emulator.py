@@ -65,7 +65,8 @@ _ERROR_CODES = ("INVALID_ARGUMENT", "UNIMPLEMENTED", "RESOURCE_EXHAUSTED", "INTE
 
 
 class EmulatorError(RuntimeError):
-    """An error reported by the emulator. ``code`` is INVALID_ARGUMENT, UNIMPLEMENTED, RESOURCE_EXHAUSTED or INTERNAL."""
+    """An error reported by the emulator. ``code`` is INVALID_ARGUMENT, UNIMPLEMENTED, RESOURCE_EXHAUSTED or
+    INTERNAL."""
 
     def __init__(self, message: str) -> None:
         code, sep, rest = message.partition(": ")
@@ -78,29 +79,8 @@ class EmulatorError(RuntimeError):
         super().__init__(self.message)
 
 
-@functools.lru_cache(maxsize=None)
 def _lib() -> ctypes.CDLL:
-    lib = _native.load()
-    lib.JaxIpu_DeviceInfo.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)]
-    lib.JaxIpu_DeviceInfo.restype = ctypes.c_void_p
-    lib.JaxIpu_Compile.argtypes = [
-        ctypes.c_char_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)
-    ]
-    lib.JaxIpu_Compile.restype = ctypes.c_void_p
-    lib.JaxIpu_ExecutableInfo.argtypes = [ctypes.c_void_p]
-    lib.JaxIpu_ExecutableInfo.restype = ctypes.c_void_p
-    lib.JaxIpu_Run.argtypes = [
-        ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p),
-        ctypes.POINTER(ctypes.c_void_p)
-    ]
-    lib.JaxIpu_Run.restype = ctypes.c_int
-    lib.JaxIpu_LastRunProfile.argtypes = [ctypes.c_void_p]
-    lib.JaxIpu_LastRunProfile.restype = ctypes.c_void_p
-    lib.JaxIpu_Destroy.argtypes = [ctypes.c_void_p]
-    lib.JaxIpu_Destroy.restype = None
-    lib.JaxIpu_FreeString.argtypes = [ctypes.c_void_p]
-    lib.JaxIpu_FreeString.restype = None
-    return lib
+    return _native.load()  # the signatures: _native.SIGNATURES
 
 
 def _take(pointer: Optional[int]) -> str:
@@ -156,7 +136,8 @@ class Executable:
             outputs = list(out)
             if len(outputs) != len(self.output_types):
                 raise EmulatorError(
-                    f"INVALID_ARGUMENT: out has {len(outputs)} arrays, the program has {len(self.output_types)} results")
+                    f"INVALID_ARGUMENT: out has {len(outputs)} arrays,"
+                    f" the program has {len(self.output_types)} results")
             for j, (o, (dtype, shape)) in enumerate(zip(outputs, self.output_types)):
                 if not isinstance(o, np.ndarray) or o.dtype != dtype or o.shape != shape or \
                         not o.flags.c_contiguous or not o.flags.writeable:
@@ -188,15 +169,19 @@ class Executable:
             pass
 
 
-def compile(program: Union[dict, str, bytes, "Program"], version: str = "ipu2", num_tiles: int = 0) -> Executable:
-    """Compiles a program document (dict, JSON text or ``Program``) for an IPU version and tile count."""
+def compile(program: Union[dict, str, bytes, "Program"], version: str = "ipu2", num_tiles: int = 0,
+            options: Optional[Dict[str, Any]] = None) -> Executable:
+    """Compiles a program document (dict, JSON text or ``Program``) for an IPU version and tile count. ``options``:
+    the emulator's compile options (``{"fusion": bool, "exchange_per_element": bool, "allow_out_of_memory": bool}``,
+    any subset; the rest keep their defaults: fused, counted in runs, memory checked)."""
     if isinstance(program, Program):
         program = program.to_dict()
     if isinstance(program, dict):
         program = json.dumps(program)
     data = program.encode() if isinstance(program, str) else bytes(program)
     error = ctypes.c_void_p()
-    handle = _lib().JaxIpu_Compile(data, len(data), version.encode(), int(num_tiles), ctypes.byref(error))
+    text = json.dumps(options).encode() if options else None
+    handle = _lib().JaxIpu_Compile(data, len(data), version.encode(), int(num_tiles), text, ctypes.byref(error))
     _raise_if(error)
     if not handle:
         raise EmulatorError("INTERNAL: JaxIpu_Compile returned no executable")

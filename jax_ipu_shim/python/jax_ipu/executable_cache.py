@@ -10,7 +10,8 @@ loading a serialised executable does too, and is repeated). The key hashes every
 - the compiler: the jaxlib version, a hash of libjax_ipu.so and of this package's Python sources (a dev build
   changes these without changing the version);
 - the device: chip version, tile count, device count;
-- the environment flags the lowering reads (``JAX_IPU_FUSION``, ``JAX_IPU_EXCHANGE_PER_ELEMENT``).
+- the emulator's compile options (``jax_ipu.config.lowering_options``: fusion, per-element exchange, allowing out of
+  memory), which change what the program lowers to.
 
 Entries are written to a temporary file and renamed into place, so processes sharing DIR never see half an entry.
 An entry that is corrupt, truncated, or not ours (another format, or a file for another key) is ignored with a
@@ -43,8 +44,6 @@ logger = logging.getLogger(__name__)
 SUFFIX = ".poplar_exec"
 MAGIC = b"jax-ipu-executable-cache"
 FORMAT_VERSION = 1
-# Read by the emulator when it lowers a program: part of the key, since they change the executable.
-LOWERING_ENV = ("JAX_IPU_FUSION", "JAX_IPU_EXCHANGE_PER_ELEMENT")
 
 # What this process did, for users and tests: {"hits", "misses", "writes", "rejected"}.
 _stats: Dict[str, int] = {"hits": 0, "misses": 0, "writes": 0, "rejected": 0}
@@ -131,7 +130,7 @@ def cache_key(module: bytes, options: bytes, device: Dict[str, Any], environ: Op
     field(MAGIC + b" %d" % FORMAT_VERSION)
     field(compiler_fingerprint().encode())
     field(json.dumps(device, sort_keys=True).encode())
-    field(_lowering_env(env).encode())
+    field(_lowering_key(env).encode())
     field(bytes(module))
     field(_options_key(bytes(options)))
     return hasher.hexdigest()
@@ -148,8 +147,10 @@ def _options_key(options: bytes) -> bytes:
                        sorted((k, repr(v)) for k, v in parsed.env_option_overrides)]).encode()
 
 
-def _lowering_env(environ: Any) -> str:
-    return " ".join(f"{name}={environ.get(name, '').strip().lower()}" for name in LOWERING_ENV)
+def _lowering_key(environ: Any) -> str:
+    from jax_ipu import config
+
+    return json.dumps(config.lowering_options(environ), sort_keys=True)
 
 
 # ------------------------------------------------------------------------------------------- entries
@@ -169,7 +170,8 @@ def _decode(key: str, data: bytes) -> bytes:
     if not first.startswith(MAGIC + b" "):
         raise ValueError("it is not a jax-ipu executable cache entry")
     if first != MAGIC + b" %d" % FORMAT_VERSION:
-        raise ValueError(f"its format is {first.decode(errors='replace')!r}, this jax-ipu reads version {FORMAT_VERSION}")
+        raise ValueError(f"its format is {first.decode(errors='replace')!r},"
+                         f" this jax-ipu reads version {FORMAT_VERSION}")
     line, _, program = rest.partition(b"\n")
     try:
         header = json.loads(line)
@@ -336,7 +338,7 @@ def install_jax_cache(platform: str, around_compile: Callable[[str], Any]) -> No
                 return original(backend, computation, devices, compile_options, host_callbacks)
             # jax's own key (module, devices, options, jaxlib, platform version: chip, tiles, IPUs) + our compiler.
             jax_key = compilation_cache.get_cache_key(computation, devices, compile_options, backend)
-            extra = f"{jax_key}:ipu:{compiler_fingerprint()}:{_lowering_env(os.environ)}"
+            extra = f"{jax_key}:ipu:{compiler_fingerprint()}:{_lowering_key(os.environ)}"
             key = hashlib.sha256(extra.encode()).hexdigest()
             executable = dispatch._cache_read(module_name, key, compile_options, backend)
             if executable is not None:

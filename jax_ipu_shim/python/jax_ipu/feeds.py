@@ -67,14 +67,6 @@ def _lib() -> ctypes.CDLL:
     for name in ("JaxIpu_InfeedPush", "JaxIpu_OutfeedPop"):
         if not hasattr(lib, name):
             raise NotImplementedError(f"this libjax_ipu.so has no {name}: ipu host streams need a newer build")
-    lib.JaxIpu_InfeedPush.argtypes = [
-        ctypes.c_int, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-        ctypes.POINTER(ctypes.c_void_p)]
-    lib.JaxIpu_InfeedPush.restype = ctypes.c_int
-    lib.JaxIpu_OutfeedPop.argtypes = [
-        ctypes.c_int, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-        ctypes.c_double, ctypes.POINTER(ctypes.c_void_p)]
-    lib.JaxIpu_OutfeedPop.restype = ctypes.c_int
     return lib
 
 

@@ -88,8 +88,6 @@ def install(lib: ctypes.CDLL) -> bool:
     if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
         return False  # the process's own handler (or SIG_DFL / SIG_IGN): Ctrl-C is its alone
     global _take
-    lib.JaxIpu_WatchInterrupts.restype = ctypes.c_int
-    lib.JaxIpu_TakeInterrupt.restype = ctypes.c_int
     if lib.JaxIpu_WatchInterrupts() != 0:
         return False
     _take = lib.JaxIpu_TakeInterrupt

@@ -52,7 +52,8 @@ def _without_manual_axes(ctx: Any) -> Any:
 
 
 def install_lowerings() -> None:
-    """Registers the ipu lowerings (once), rng_bit_generator's too (jax_ipu.rng); called when the ipu backend is created, after jax has imported."""
+    """Registers the ipu lowerings (once), rng_bit_generator's too (jax_ipu.rng); called when the ipu backend is
+    created, after jax has imported."""
     if _installed:
         return
     from jax._src.interpreters import mlir
@@ -600,7 +601,8 @@ def _round_robin(n: int) -> np.ndarray:
     return np.asarray(rounds, np.int32)
 
 
-def eigh(a: Any, *, lower: bool, sort_eigenvalues: bool, subset_by_index: Any = None, algorithm: Any = None) -> List[Any]:
+def eigh(a: Any, *, lower: bool, sort_eigenvalues: bool, subset_by_index: Any = None,
+         algorithm: Any = None) -> List[Any]:
     """(eigenvectors, eigenvalues) of the symmetric (Hermitian) matrix held in ``a``'s lower (or upper) triangle.
     The current series adds ``subset_by_index`` (the [lo, hi) range of the ascending eigenvalues to return) and
     ``algorithm`` (a choice among XLA's implementations: the ipu has one)."""

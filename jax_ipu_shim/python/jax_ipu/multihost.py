@@ -62,7 +62,6 @@ def rendezvous(lib: ctypes.CDLL, num_devices: int, timeout_seconds: int) -> Dict
     state = distributed_state()
     if state is None:
         return {}
-    lib.JaxIpu_TransportListen.restype = ctypes.c_int
     port = lib.JaxIpu_TransportListen()
     if port <= 0:
         raise RuntimeError("ipu: cannot listen for the other processes of the jax.distributed job (no free port)")

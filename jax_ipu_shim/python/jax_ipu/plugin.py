@@ -9,6 +9,7 @@ factory rather than a fixed client so that flags are read when the backend is fi
 from __future__ import annotations
 
 import ctypes
+import json
 import logging
 import traceback
 from typing import Any, Dict, List, Optional
@@ -27,9 +28,6 @@ _INVALID_ARGUMENT = 3
 _INTERNAL = 13
 _UNIMPLEMENTED = 12
 
-_COMPILER_FN = ctypes.CFUNCTYPE(
-    ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p
-)
 _callback_keepalive: List[Any] = []
 # The configuration of the client being created or last created, and the device it describes (for cache keys).
 _client_config: Optional[ipu_config.IpuConfig] = None
@@ -116,10 +114,6 @@ def _check_device(config: ipu_config.IpuConfig) -> None:
 def _register_compiler(lib: ctypes.CDLL) -> None:
     if _callback_keepalive:
         return
-    lib.JaxIpu_SetCompiler.argtypes = [_COMPILER_FN]
-    lib.JaxIpu_CompileResult_SetProgram.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t]
-    lib.JaxIpu_CompileResult_SetError.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
-    lib.JaxIpu_CompileResult_AddDevice.argtypes = [ctypes.c_void_p, ctypes.c_int]
 
     def compile_callback(module_ptr, module_size, options_ptr, options_size, result):
         # Never let an exception escape into C: report it as the compile's error instead.
@@ -129,10 +123,13 @@ def _register_compiler(lib: ctypes.CDLL) -> None:
             with pvti.span("Compile", "compile (front end)"):
                 data = _compile_cached(module, options)  # TF_POPLAR_FLAGS=--executable_cache_path
             device_ids = _device_ids(options)
+            # the emulator's compile options: JAX_IPU_FUSION, POPLAR_ENGINE_OPTIONS' debug.allowOutOfMemory...
+            lowering = json.dumps(ipu_config.lowering_options()).encode()
             progress.stage("lowering onto tiles")  # what PJRT_Client_Compile does next, in the emulator
-            report.on_compile(data, device_ids)  # POPLAR_ENGINE_OPTIONS: profile reports, debug.allowOutOfMemory
+            report.on_compile(data, device_ids)  # POPLAR_ENGINE_OPTIONS: profile reports
             for device_id in device_ids:
                 lib.JaxIpu_CompileResult_AddDevice(result, device_id)
+            lib.JaxIpu_CompileResult_SetOptions(result, lowering, len(lowering))
             lib.JaxIpu_CompileResult_SetProgram(result, data, len(data))
         except BaseException as e:  # noqa: BLE001 - everything must be reported, nothing may cross into C
             code, message = _describe(e)
@@ -140,7 +137,7 @@ def _register_compiler(lib: ctypes.CDLL) -> None:
             lib.JaxIpu_CompileResult_SetError(result, code, data, len(data))
         return 0
 
-    callback = _COMPILER_FN(compile_callback)
+    callback = _native.COMPILER_FN(compile_callback)
     _callback_keepalive.append(callback)
     lib.JaxIpu_SetCompiler(callback)
 

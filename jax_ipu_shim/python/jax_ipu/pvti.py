@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import functools
 import json
 import logging
@@ -63,7 +62,6 @@ def install() -> None:
     _enabled = True
     _directory = options.directory
     lib = _native.load()
-    lib.JaxIpu_TraceEnable.argtypes = [ctypes.c_int]
     lib.JaxIpu_TraceEnable(1)
     from jax import monitoring
 
@@ -142,7 +140,6 @@ def _wrap_host_io() -> None:
 
 def _native_spans() -> List[Dict[str, Any]]:
     lib = _native.load()
-    lib.JaxIpu_TraceTake.restype = ctypes.c_void_p
     text = _native.take_string(lib, lib.JaxIpu_TraceTake())
     if not text:
         return []

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
-import json
 from typing import Any, Dict, List, Optional
 
 from jax_ipu import _native, report
@@ -16,12 +14,7 @@ def device_stats(device: Any = 0) -> Optional[Dict[str, Any]]:
     estimate of the most recent program run on the device: total, compute, exchange and sync cycles and the
     number of BSP supersteps.
     """
-    device_id = device if isinstance(device, int) else int(device.id)
-    lib = _native.load()
-    lib.JaxIpu_DeviceStats.restype = ctypes.c_void_p
-    lib.JaxIpu_DeviceStats.argtypes = [ctypes.c_int]
-    text = _native.take_string(lib, lib.JaxIpu_DeviceStats(device_id))
-    return json.loads(text) if text else None
+    return _native.device_stats(device if isinstance(device, int) else int(device.id))
 
 
 def last_execution(device: Any = 0) -> Optional[Dict[str, Any]]:
@@ -80,5 +73,6 @@ def format_trace(profile: Optional[Dict[str, Any]] = None, device: Any = 0, top:
     numeric = {0, 4, 5, 6, 7, 8, 9}
     lines = ["  ".join(c.rjust(w) if i in numeric else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
              for r in rows]
-    title = f"{profile.get('program', 'program')}: {profile['total_cycles']} cycles in {profile['supersteps']} supersteps"
+    title = (f"{profile.get('program', 'program')}: {profile['total_cycles']} cycles"
+             f" in {profile['supersteps']} supersteps")
     return "\n".join([title] + lines)

@@ -62,18 +62,52 @@ struct Complex64 {
 };
 using BoolStorage = uint8_t;
 using HalfStorage = uint16_t;
-template <DType D> struct StorageOf;
-template <> struct StorageOf<DType::Bool> { using type = uint8_t; };
-template <> struct StorageOf<DType::I8> { using type = int8_t; };
-template <> struct StorageOf<DType::U8> { using type = uint8_t; };
-template <> struct StorageOf<DType::I16> { using type = int16_t; };
-template <> struct StorageOf<DType::U16> { using type = uint16_t; };
-template <> struct StorageOf<DType::I32> { using type = int32_t; };
-template <> struct StorageOf<DType::U32> { using type = uint32_t; };
-template <> struct StorageOf<DType::F16> { using type = uint16_t; };
-template <> struct StorageOf<DType::BF16> { using type = BFloat16; };
-template <> struct StorageOf<DType::F32> { using type = float; };
-template <> struct StorageOf<DType::C64> { using type = Complex64; };
+template <DType D>
+struct StorageOf;
+template <>
+struct StorageOf<DType::Bool> {
+  using type = uint8_t;
+};
+template <>
+struct StorageOf<DType::I8> {
+  using type = int8_t;
+};
+template <>
+struct StorageOf<DType::U8> {
+  using type = uint8_t;
+};
+template <>
+struct StorageOf<DType::I16> {
+  using type = int16_t;
+};
+template <>
+struct StorageOf<DType::U16> {
+  using type = uint16_t;
+};
+template <>
+struct StorageOf<DType::I32> {
+  using type = int32_t;
+};
+template <>
+struct StorageOf<DType::U32> {
+  using type = uint32_t;
+};
+template <>
+struct StorageOf<DType::F16> {
+  using type = uint16_t;
+};
+template <>
+struct StorageOf<DType::BF16> {
+  using type = BFloat16;
+};
+template <>
+struct StorageOf<DType::F32> {
+  using type = float;
+};
+template <>
+struct StorageOf<DType::C64> {
+  using type = Complex64;
+};
 template <DType D>
 using Storage = typename StorageOf<D>::type;
 

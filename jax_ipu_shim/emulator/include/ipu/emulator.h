@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -89,9 +90,9 @@ struct MemoryReport {
 // are one entry whose counters add up.
 struct StepProfile {
   int id = 0;              // program order (the step's index in the program tree, depth first)
-  std::string type;        // "Execute", "Copy", "RepeatWhileTrue", "Switch", "StreamCopy", "HostCall", "Collective"...
-  std::string name;        // the codelet / op, e.g. "stablehlo.add"
-  std::string loc;         // source location, e.g. "model.py:12" (may be empty)
+  std::string type;  // "Execute", "Copy", "RepeatWhileTrue", "Switch", "StreamCopy", "HostCall", "Collective"...
+  std::string name;  // the codelet / op, e.g. "stablehlo.add"
+  std::string loc;  // source location, e.g. "model.py:12" (may be empty)
   uint64_t executions = 0;
   uint64_t compute_cycles = 0;
   uint64_t exchange_cycles = 0;
@@ -147,7 +148,7 @@ class RemoteReplicas {
  public:
   struct Received {
     int replica = 0;
-    ReplicaPost post;               // bytes point into `data`
+    ReplicaPost post;  // bytes point into `data`
     std::vector<uint8_t> data;
   };
   virtual ~RemoteReplicas() = default;
@@ -193,10 +194,43 @@ class ReplicaGroup {
   std::string aborted_;
 };
 
+// How a program is lowered: Poplar's compile OptionFlags, passed to Executable::compile. The emulator reads nothing
+// from the environment; jax_ipu fills these from its flags (jax_ipu.config.lowering_options).
+struct CompileOptions {
+  bool fusion = true;  // fuse chains of elementwise ops into one compute set, as popops' expressions do
+  bool exchange_per_element = false;  // count exchanged elements one by one (the exchange accounting's reference)
+  bool allow_out_of_memory = false;  // Poplar's debug.allowOutOfMemory: a program that overflows a tile compiles
+  // {"fusion": false, ...}: any subset of the fields (empty text: every default). An unknown name or a value that
+  // is not a boolean throws Error(InvalidArgument) naming it.
+  static CompileOptions parse(const std::string& json);
+  std::string toJson() const;
+};
+
+// Host threads that run the tiles' work: a run splits each superstep into chunks of whole tiles, and the chunks run
+// in parallel on the pool (the calling thread takes part). Runs may share a pool; its owner (a PJRT client, the C
+// API) makes it and, if ever, destroys it once no run uses it.
+class ThreadPool {
+ public:
+  explicit ThreadPool(int threads);  // 1..256
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+  static int defaultThreads();  // min(hardware threads, 8)
+  int threads() const { return threads_; }
+  // Calls fn(i) for every i in [0, n) and returns when all are done. Rethrows the first exception.
+  void parallelFor(int64_t n, const std::function<void(int64_t)>& fn);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  int threads_;
+};
+
 struct RunOptions {
-  int replica = 0;                   // this run's replica (stablehlo.replica_id)
+  int replica = 0;  // this run's replica (stablehlo.replica_id)
+  ThreadPool* pool = nullptr;  // null: the run computes on the calling thread alone
   ReplicaGroup* replicas = nullptr;  // null: a single replica
-  HostInterface* host = nullptr;     // null: a program with streams or host calls fails, naming them
+  HostInterface* host = nullptr;  // null: a program with streams or host calls fails, naming them
   // The host's interrupt count (Ctrl-C) and its value when the run was launched: once they differ, the run stops
   // before its next step with Error(Cancelled). Null: never interrupted.
   const std::atomic<uint64_t>* interrupts = nullptr;
@@ -210,7 +244,8 @@ class Executable {
   // Throws Error: InvalidArgument for a malformed program, Unimplemented for an op or dtype the emulator lacks
   // (naming the op and its types), ResourceExhausted for a program that does not fit in tile memory
   // ("Out of memory on tile N: X bytes used but tiles only have B bytes of memory").
-  static std::unique_ptr<Executable> compile(const std::string& program_json, const DeviceDescription& device);
+  static std::unique_ptr<Executable> compile(const std::string& program_json, const DeviceDescription& device,
+                                             const CompileOptions& options = CompileOptions());
 
   virtual ~Executable() = default;
   virtual const std::string& name() const = 0;
@@ -221,8 +256,8 @@ class Executable {
   virtual const std::vector<std::pair<int, int>>& aliases() const = 0;
   virtual const MemoryReport& memory() const = 0;
   virtual uint64_t estimatedCycles() const = 0;  // static: loop bodies counted once
-  virtual double flops() const = 0;              // static
-  virtual std::string infoJson() const = 0;      // inputs, outputs, memory summary, estimates
+  virtual double flops() const = 0;  // static
+  virtual std::string infoJson() const = 0;  // inputs, outputs, memory summary, estimates
   // The static per-step table: one execution of every step of the program tree (loop bodies once, every branch).
   virtual std::vector<StepProfile> staticSteps() const = 0;
   // The graph profile of a report (memory categories per tile, liveness per step, program tree; see memory.h
@@ -244,9 +279,10 @@ class Executable {
     *profile = run(inputs, outputs, options);
   }
 
-  // The program it was compiled from ("jax-ipu-program" JSON): compile(programJson(), device()) rebuilds it
-  // (serialised executables).
+  // The program it was compiled from ("jax-ipu-program" JSON) and how: compile(programJson(), device(), options())
+  // rebuilds it (serialised executables).
   virtual const std::string& programJson() const = 0;
+  virtual const CompileOptions& options() const = 0;
   // Host I/O the program does, so that a runtime can tell whether a reader could ever be served.
   virtual bool hasInfeed() const { return false; }
   virtual bool hasOutfeed() const { return false; }

@@ -20,22 +20,6 @@ class ScopedFlushDenormals {
   unsigned saved_;
 };
 
-// A process-wide pool of host threads. Tiles' work is split into chunks of whole tiles and the chunks run in
-// parallel; the calling thread takes part. Several runs may share the pool at once.
-class ThreadPool {
- public:
-  static ThreadPool& instance();  // size: $JAX_IPU_HOST_THREADS, else min(hardware threads, 8)
-  int threads() const { return threads_; }
-  // Calls fn(i) for every i in [0, n) and returns when all are done. Rethrows the first exception.
-  void parallelFor(int64_t n, const std::function<void(int64_t)>& fn);
-
- private:
-  explicit ThreadPool(int threads);
-  struct Impl;
-  Impl* impl_;
-  int threads_;
-};
-
 // Runs a program tree superstep by superstep against one run's storage, accumulating the cycle profile.
 class Executor {
  public:

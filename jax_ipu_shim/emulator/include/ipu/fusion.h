@@ -16,10 +16,6 @@ struct FusionPlan {
   std::vector<std::vector<size_t>> groups;  // op indices in program order; the last one (the root) defines the result
 };
 
-// $JAX_IPU_FUSION: unset/empty or a true spelling (1, true, yes, on...) fuses; a false one (0, false, no, off...)
-// lowers every op on its own. Anything else throws Error(InvalidArgument) naming the flag.
-bool fusionEnabled();
-
 // Groups elementwise ops (unary, binary, compare, select, clamp, convert, and broadcast_in_dim, which Poplar
 // expresses as a view, not a compute set) whose intermediate results are read only by other members with as many
 // elements: a DAG (a value may feed several members, as x does in x * x + x) whose only result leaves through its

@@ -27,7 +27,9 @@ struct RunState {
   RunProfile profile;
 
   template <class T>
-  T* at(int slot) const { return reinterpret_cast<T*>(ptr[static_cast<size_t>(slot)]); }
+  T* at(int slot) const {
+    return reinterpret_cast<T*>(ptr[static_cast<size_t>(slot)]);
+  }
 };
 
 // The codelet of a compute set: computes the output elements [begin, end), which are always whole tiles' ranges.
@@ -95,8 +97,8 @@ struct Node {
   std::vector<Superstep> supersteps;            // Execute
   std::vector<std::pair<int, int>> copies;      // Copy: (source slot, destination slot)
   std::vector<int> temps;                       // Copy: staging slots when sources and destinations overlap
-  Cost cost;                                    // Copy, StreamCopy, HostCall: its cost; RepeatWhileTrue/Switch: each decision
-  int slot = -1;                                // RepeatWhileTrue: the predicate; Switch: the index
+  Cost cost;  // Copy, StreamCopy, HostCall: its cost; RepeatWhileTrue/Switch: each decision
+  int slot = -1;  // RepeatWhileTrue: the predicate; Switch: the index
   double flops = 0;
   // Execute: (operand slot, result slot) pairs the kernel computes correctly when both are the same storage: it
   // reads each element of the operand only to write the same element of the result, and reads the operand through
@@ -111,9 +113,9 @@ struct Slot {
   TensorType type;
   TileMapping mapping;
   Storage storage = Storage::Arena;
-  int index = 0;      // Param: parameter number; Constant: index into Graph::constants
+  int index = 0;  // Param: parameter number; Constant: index into Graph::constants
   size_t offset = 0;  // Arena: byte offset, assigned after lowering from the slot's live range (layoutArena)
-  int64_t def = -1;   // first program step that writes it
+  int64_t def = -1;  // first program step that writes it
   int64_t last_use = -1;
   bool always_live = false;
   // Arena: the slot whose host bytes this one uses, or -1. A loop body's new value of a loop-carried value shares
@@ -133,11 +135,11 @@ struct Graph {
   std::vector<std::vector<uint8_t>> constants;
   std::vector<StepRecord> steps;
   std::vector<std::pair<int64_t, int64_t>> loops;  // [first step, last step] of each while loop, inner first
-  std::vector<int64_t> vertex_bytes;               // per tile: vertex state (permanent in Poplar)
-  std::vector<std::set<int>> codelets;             // per tile: codelet types used
+  std::vector<int64_t> vertex_bytes;  // per tile: vertex state (permanent in Poplar)
+  std::vector<std::set<int>> codelets;  // per tile: codelet types used
   std::vector<std::string> codelet_names;
-  size_t arena_bytes = 0;       // host bytes of a run's arena: slots whose live ranges overlap never share bytes
-  size_t peak_live_bytes = 0;   // the most arena bytes live at any one step (what arena_bytes is bounded by)
+  size_t arena_bytes = 0;  // host bytes of a run's arena: slots whose live ranges overlap never share bytes
+  size_t peak_live_bytes = 0;  // the most arena bytes live at any one step (what arena_bytes is bounded by)
   int num_scratch = 0;
   int num_dynamic = 0;
   std::unique_ptr<Node> root;

@@ -96,40 +96,45 @@ using BlockFn = void (*)(const void* const* args, void* out, int64_t n);
 // g++ -O2 vectorises only loops that need no scalar epilogue: each block loop runs whole groups of kLanes elements
 // (an inner loop of known trip count, which it vectorises) and then the few left over.
 constexpr int64_t kLanes = 64;
-#define IPU_BLOCK_LOOP(n, body)                                               \
-  do {                                                                        \
-    int64_t i_ = 0;                                                           \
-    for (; i_ + kLanes <= (n); i_ += kLanes)                                  \
-      for (int64_t j_ = 0; j_ < kLanes; ++j_) { const int64_t i = i_ + j_; body; } \
-    for (; i_ < (n); ++i_) { const int64_t i = i_; body; }                    \
+#define IPU_BLOCK_LOOP(n, body)                 \
+  do {                                          \
+    int64_t i_ = 0;                             \
+    for (; i_ + kLanes <= (n); i_ += kLanes)    \
+      for (int64_t j_ = 0; j_ < kLanes; ++j_) { \
+        const int64_t i = i_ + j_;              \
+        body;                                   \
+      }                                         \
+    for (; i_ < (n); ++i_) {                    \
+      const int64_t i = i_;                     \
+      body;                                     \
+    }                                           \
   } while (0)
 
 // The loops take their pointers as __restrict parameters (g++ ignores restrict on local pointers). Each exists
 // twice: for the portable x86-64 baseline (SSE2) and for AVX2 with FMA (twice the vector width, and the std::fma
 // of xla_math.h as one instruction instead of a libm call), picked at run time. The build compiles with
 // -ffp-contract=off, so only those explicit fused multiply-adds are fused, and both give the same bits.
-#define IPU_DEFINE_LOOPS(Suffix, Attr)                                                                         \
-  template <class A, class O, class F>                                                                         \
-  Attr void loop1##Suffix(const A* __restrict a, O* __restrict o, int64_t n) {                                 \
-    const F f{};                                                                                               \
-    IPU_BLOCK_LOOP(n, o[i] = f(a[i]));                                                                         \
-  }                                                                                                            \
-  template <class A, class B, class O, class F>                                                                \
-  Attr void loop2##Suffix(const A* __restrict a, const B* __restrict x, O* __restrict o, int64_t n) {          \
-    const F f{};                                                                                               \
-    IPU_BLOCK_LOOP(n, o[i] = f(a[i], x[i]));                                                                   \
-  }                                                                                                            \
-  template <class A, class B, class C, class O, class F>                                                       \
+#define IPU_DEFINE_LOOPS(Suffix, Attr)                                                                          \
+  template <class A, class O, class F>                                                                          \
+  Attr void loop1##Suffix(const A* __restrict a, O* __restrict o, int64_t n) {                                  \
+    const F f{};                                                                                                \
+    IPU_BLOCK_LOOP(n, o[i] = f(a[i]));                                                                          \
+  }                                                                                                             \
+  template <class A, class B, class O, class F>                                                                 \
+  Attr void loop2##Suffix(const A* __restrict a, const B* __restrict x, O* __restrict o, int64_t n) {           \
+    const F f{};                                                                                                \
+    IPU_BLOCK_LOOP(n, o[i] = f(a[i], x[i]));                                                                    \
+  }                                                                                                             \
+  template <class A, class B, class C, class O, class F>                                                        \
   Attr void loop3##Suffix(const A* __restrict a, const B* __restrict x, const C* __restrict c, O* __restrict o, \
-                          int64_t n) {                                                                         \
-    const F f{};                                                                                               \
-    IPU_BLOCK_LOOP(n, o[i] = f(a[i], x[i], c[i]));                                                             \
+                          int64_t n) {                                                                          \
+    const F f{};                                                                                                \
+    IPU_BLOCK_LOOP(n, o[i] = f(a[i], x[i], c[i]));                                                              \
   }
 IPU_DEFINE_LOOPS(Base, )
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 IPU_DEFINE_LOOPS(Avx2, __attribute__((target("avx2,fma"))))
-#define IPU_DISPATCH(loop, ...) \
-  (hostHasAvx2() && hostHasFma() ? loop##Avx2<__VA_ARGS__> : loop##Base<__VA_ARGS__>)
+#define IPU_DISPATCH(loop, ...) (hostHasAvx2() && hostHasFma() ? loop##Avx2<__VA_ARGS__> : loop##Base<__VA_ARGS__>)
 
 // f32 functors with a hand-vectorised form, F::avx2(__m256) (exp, log, tanh... of ipu/xla_math_avx2.h, which g++
 // does not vectorise from the scalar code), or F::avx2(__m256, __m256) (jaxlib 0.12's maximum and minimum): whole
@@ -169,7 +174,8 @@ template <class A, class O, class F>
 void block1(const void* const* in, void* out, int64_t n) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   if constexpr (std::is_same_v<A, float> && std::is_same_v<O, float> && HasAvx2Form<F>::value) {
-    if (hostHasAvx2() && hostHasFma()) return loop1Vec<F>(static_cast<const float*>(in[0]), static_cast<float*>(out), n);
+    if (hostHasAvx2() && hostHasFma())
+      return loop1Vec<F>(static_cast<const float*>(in[0]), static_cast<float*>(out), n);
   }
 #endif
   IPU_DISPATCH(loop1, A, O, F)(static_cast<const A*>(in[0]), static_cast<O*>(out), n);
@@ -180,7 +186,8 @@ void block2(const void* const* in, void* out, int64_t n) {
   if constexpr (std::is_same_v<A, float> && std::is_same_v<B, float> && std::is_same_v<O, float> &&
                 HasAvx2Form2<F>::value) {
     if (hostHasAvx2() && hostHasFma())
-      return loop2Vec<F>(static_cast<const float*>(in[0]), static_cast<const float*>(in[1]), static_cast<float*>(out), n);
+      return loop2Vec<F>(static_cast<const float*>(in[0]), static_cast<const float*>(in[1]), static_cast<float*>(out),
+                         n);
   }
 #endif
   IPU_DISPATCH(loop2, A, B, O, F)(static_cast<const A*>(in[0]), static_cast<const B*>(in[1]), static_cast<O*>(out), n);
@@ -264,7 +271,9 @@ class FusedMapKernel : public Kernel {
   }
 
  private:
-  static const void* at(const RunState& s, const Input& in, int64_t i) { return s.at<const uint8_t>(in.slot) + i * in.bytes; }
+  static const void* at(const RunState& s, const Input& in, int64_t i) {
+    return s.at<const uint8_t>(in.slot) + i * in.bytes;
+  }
 
   // dst[0, n) = the one element at v / every stride-th element from a, for elements of 1, 2 or 4 bytes.
   template <class T>

@@ -39,11 +39,13 @@ struct Env {
 // compute set partitioned by the output's tile mapping), and control flow becomes a program tree.
 class Lowerer {
  public:
-  Lowerer(const Program& program, const DeviceDescription& device, Graph* graph);
+  Lowerer(const Program& program, const DeviceDescription& device, const CompileOptions& options, Graph* graph);
   void lowerEntry();
 
   // ---- used by the family lowerings ----
   const DeviceDescription& device() const { return device_; }
+  Numerics numerics() const { return program_.numerics; }  // whose arithmetic the kernels compute (ipu/numerics.h)
+  const CompileOptions& options() const { return options_; }
   Graph& graph() { return *graph_; }
   int newSlot(const TensorType& type);                 // linear mapping; its arena offset is set after lowering
   int newSlotLike(const TensorType& type, int like);   // the mapping of `like` when it has as many elements
@@ -54,7 +56,11 @@ class Lowerer {
     graph_->num_scratch = std::max(graph_->num_scratch, op_scratch_ + 1);
     return op_scratch_++;
   }
-  int newDynamic(int count) { int i = graph_->num_dynamic; graph_->num_dynamic += count; return i; }
+  int newDynamic(int count) {
+    int i = graph_->num_dynamic;
+    graph_->num_dynamic += count;
+    return i;
+  }
 
   // Per-tile bytes each tile of `work` receives to read operand `slot` at the same element indices.
   void exchangeSameIndex(std::vector<int64_t>* recv, const TileMapping& work, int slot) const;
@@ -124,11 +130,11 @@ class Lowerer {
 
   const Program& program_;
   DeviceDescription device_;
+  CompileOptions options_;
   Graph* graph_;
   StepRecord pending_;  // transient bytes of the step being built
   std::vector<std::string> call_stack_;
   int op_scratch_ = 0;  // scratch ids the op being lowered has taken
-  bool fusion_ = true;  // $JAX_IPU_FUSION, read once per lowering
 };
 
 }  // namespace ipu

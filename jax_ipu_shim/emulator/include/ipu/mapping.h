@@ -39,12 +39,11 @@ int64_t countInRange(int64_t a, int64_t step, int64_t count, int64_t lo, int64_t
 // exchange and partial-sum accounting cost no more for a 4096x4096 tensor than for a 64x64 one.
 class StridedMap {
  public:
-  StridedMap(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides, int64_t base);
+  // per_element: count element by element, not in runs (CompileOptions::exchange_per_element, the tests' reference).
+  StridedMap(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides, int64_t base,
+             bool per_element = false);
   // Calls run(first, step, count) for disjoint runs of elements that together are the distinct images of [b, e).
   void forEachRun(int64_t b, int64_t e, const std::function<void(int64_t, int64_t, int64_t)>& run) const;
-  // JAX_IPU_EXCHANGE_PER_ELEMENT=1: one run per distinct element, as the per-element count did (the reference the
-  // tests compare the per-row count against).
-  static bool perElement();
 
  private:
   int64_t image(int64_t i) const;

@@ -17,7 +17,9 @@ inline float toAcc(float x, float*) { return x; }
 inline float toAcc(uint16_t x, float*) { return halfToFloat(x); }
 inline float toAcc(BFloat16 x, float*) { return bfloat16BitsToFloat(x.bits); }
 template <class T, class = std::enable_if_t<std::is_integral<T>::value>>
-inline uint32_t toAcc(T x, uint32_t*) { return static_cast<uint32_t>(static_cast<int64_t>(x)); }
+inline uint32_t toAcc(T x, uint32_t*) {
+  return static_cast<uint32_t>(static_cast<int64_t>(x));
+}
 inline uint8_t toAcc(uint8_t x, uint8_t*) { return x; }
 
 // Accumulator -> element type, rounding f16/bf16 once; integers wrap to the result's width.
@@ -39,17 +41,18 @@ bool visitMatmulTypes(DType in, DType out, V&& v) {
   return visitDType(in, [&](auto it) {
     using IT = std::decay_t<decltype(it)>;
     if constexpr (!isComplex(IT::value)) {
-    using I = typename IT::type;
-    constexpr bool is_float = IT::value == DType::F32 || isNarrowFloat(IT::value);  // by DType: f16 is uint16_t
-    using Acc = std::conditional_t<IT::value == DType::Bool, uint8_t, std::conditional_t<is_float, float, uint32_t>>;
-    visitDType(out, [&](auto ot) {
-      using OT = std::decay_t<decltype(ot)>;
-      using O = typename OT::type;
-      if constexpr (std::is_same<Acc, float>::value == (std::is_same<O, float>::value || std::is_same<O, BFloat16>::value ||
-                                                        OT::value == DType::F16) &&
-                    !isComplex(OT::value))
-        v(TypeTag<I>{}, TypeTag<Acc>{}, TypeTag<O>{});
-    });
+      using I = typename IT::type;
+      constexpr bool is_float = IT::value == DType::F32 || isNarrowFloat(IT::value);  // by DType: f16 is uint16_t
+      using Acc = std::conditional_t<IT::value == DType::Bool, uint8_t, std::conditional_t<is_float, float, uint32_t>>;
+      visitDType(out, [&](auto ot) {
+        using OT = std::decay_t<decltype(ot)>;
+        using O = typename OT::type;
+        if constexpr (std::is_same<Acc, float>::value ==
+                          (std::is_same<O, float>::value || std::is_same<O, BFloat16>::value ||
+                           OT::value == DType::F16) &&
+                      !isComplex(OT::value))
+          v(TypeTag<I>{}, TypeTag<Acc>{}, TypeTag<O>{});
+      });
     }
   });
 }

@@ -19,13 +19,9 @@ std::pair<int64_t, int64_t> liveRange(const Graph& graph, const Slot& slot);
 // tile.
 MemoryReport computeMemory(const Graph& graph);
 
-// Throws Error(ResourceExhausted) in Poplar's words when a tile is over its memory, unless out-of-memory programs
-// are allowed (setAllowOutOfMemory: Poplar's debug.allowOutOfMemory, for a profile report of a program too big).
-void checkMemory(const MemoryReport& report, const DeviceDescription& device);
-
-// Process-wide: whether checkMemory lets programs that overflow a tile compile (default false).
-void setAllowOutOfMemory(bool allow);
-bool allowOutOfMemory();
+// Throws Error(ResourceExhausted) in Poplar's words when a tile is over its memory, unless `allow_out_of_memory`
+// (CompileOptions: Poplar's debug.allowOutOfMemory, for a profile report of a program too big).
+void checkMemory(const MemoryReport& report, const DeviceDescription& device, bool allow_out_of_memory);
 
 // The profile report's graph part as JSON (jax_ipu.report, "jax-ipu-profile" v1): per tile the bytes of each
 // memory category at the tile's peak (variables = always-live tensors, not_always_live incl. the exchange buffers

@@ -9,9 +9,9 @@
 //             (special::erf012), tan the host's tanf.
 //
 // A program document names its numerics ("numerics": "jaxlib-0.4" or "jaxlib-0.12"; absent: jaxlib-0.4), chosen by
-// the front end for the jaxlib it runs under (jax_ipu._jax). Op kernels are chosen while a program is lowered, and
-// the lowering of one program runs on one thread: the visitors of ipu/scalar_ops.h read the numerics of the program
-// being lowered from a NumericsScope the executable holds around its lowering.
+// the front end for the jaxlib it runs under (jax_ipu._jax). Op kernels are chosen while a program is lowered: the
+// lowering passes the program's numerics to the visitors of ipu/scalar_ops.h (Lowerer::numerics()); nothing is
+// process- or thread-wide.
 #pragma once
 
 #include <string>
@@ -23,19 +23,5 @@ enum class Numerics { Jaxlib04, Jaxlib012 };
 // "jaxlib-0.4" / "jaxlib-0.12"; false for any other name.
 bool parseNumerics(const std::string& name, Numerics* out);
 const char* numericsName(Numerics n);
-
-// The numerics of the program this thread is lowering (Jaxlib04 outside any scope).
-Numerics currentNumerics();
-
-class NumericsScope {
- public:
-  explicit NumericsScope(Numerics n);
-  ~NumericsScope();
-  NumericsScope(const NumericsScope&) = delete;
-  NumericsScope& operator=(const NumericsScope&) = delete;
-
- private:
-  Numerics saved_;
-};
 
 }  // namespace ipu

@@ -124,7 +124,7 @@ inline float signF(float x) {
 // give +-inf.
 inline float erfInv(float x) {
   static const float kSmall[9] = {2.81022636e-08f, 3.43273939e-07f, -3.5233877e-06f, -4.39150654e-06f, 0.00021858087f,
-                                  -0.00125372503f, -0.00417768164f, 0.246640727f,   1.50140941f};
+                                  -0.00125372503f, -0.00417768164f, 0.246640727f,    1.50140941f};
   static const float kLarge[9] = {-0.000200214257f, 0.000100950558f, 0.00134934322f, -0.00367342844f, 0.00573950773f,
                                   -0.0076224613f,   0.00943887047f,  1.00167406f,    2.83297682f};
   const float w = -xla_math::log1p(-x * x);
@@ -143,11 +143,17 @@ template <class T>
 constexpr uint32_t kBits = 8 * sizeof(T);
 
 template <class T>
-inline T wrapAdd(T a, T b) { return static_cast<T>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b)); }
+inline T wrapAdd(T a, T b) {
+  return static_cast<T>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));
+}
 template <class T>
-inline T wrapSub(T a, T b) { return static_cast<T>(static_cast<uint32_t>(a) - static_cast<uint32_t>(b)); }
+inline T wrapSub(T a, T b) {
+  return static_cast<T>(static_cast<uint32_t>(a) - static_cast<uint32_t>(b));
+}
 template <class T>
-inline T wrapMul(T a, T b) { return static_cast<T>(static_cast<uint32_t>(a) * static_cast<uint32_t>(b)); }
+inline T wrapMul(T a, T b) {
+  return static_cast<T>(static_cast<uint32_t>(a) * static_cast<uint32_t>(b));
+}
 
 // XLA's division: x / 0 is all ones (-1 signed), MIN / -1 is MIN; x % 0 is x, MIN % -1 is 0.
 template <class T>
@@ -200,7 +206,9 @@ inline T shiftRightLogical(T a, T b) {
   return n >= kBits<T> ? T(0) : static_cast<T>(static_cast<uint32_t>(static_cast<Unsigned<T>>(a)) >> n);
 }
 template <class T>
-inline T popcount(T x) { return static_cast<T>(__builtin_popcount(static_cast<Unsigned<T>>(x))); }
+inline T popcount(T x) {
+  return static_cast<T>(__builtin_popcount(static_cast<Unsigned<T>>(x)));
+}
 template <class T>
 inline T countLeadingZeros(T x) {
   const uint32_t u = static_cast<Unsigned<T>>(x);
@@ -283,16 +291,16 @@ inline Storage<To> convertValue(Storage<From> x) {
 // exp, expm1, log, log1p, tanh and logistic are XLA:CPU's own approximations (ipu/xla_math.h), erf, erfc, erf_inv,
 // tan, lgamma and digamma the expansions chlo lowers to for cpu (ipu/special_functions.h): bit for bit backend="cpu"
 // on an FMA host. tan is sin / cos, as chlo.tan expands; sin, cos and pow are libm's, as XLA:CPU calls them.
-#define IPU_FLOAT_UNARY(Name, expr) \
-  struct Name {                     \
+#define IPU_FLOAT_UNARY(Name, expr)                  \
+  struct Name {                                      \
     float operator()(float x) const { return expr; } \
   };
 // The same eight lanes at a time (ipu/xla_math_avx2.h), for the AVX2 element loops of ipu/kernels.h.
 #ifdef IPU_HAVE_AVX2_MATH
-#define IPU_FLOAT_UNARY_AVX2(Name, fn)                                                     \
-  struct Name {                                                                            \
-    float operator()(float x) const { return xla_math::fn(x); }                            \
-    IPU_AVX2_TARGET static __m256 avx2(__m256 x) { return xla_math::avx2::fn(x); }        \
+#define IPU_FLOAT_UNARY_AVX2(Name, fn)                                             \
+  struct Name {                                                                    \
+    float operator()(float x) const { return xla_math::fn(x); }                    \
+    IPU_AVX2_TARGET static __m256 avx2(__m256 x) { return xla_math::avx2::fn(x); } \
   };
 #else
 #define IPU_FLOAT_UNARY_AVX2(Name, fn) IPU_FLOAT_UNARY(Name, xla_math::fn(x))
@@ -375,10 +383,10 @@ inline float rsqrt012(float x) {
 IPU_FLOAT_UNARY(Erf012F, special::erf012(x))
 // jaxlib 0.12's exp, logistic, log1p (ipu/xla_math.h) and rsqrt, eight lanes at a time where the host has AVX2
 #ifdef IPU_HAVE_AVX2_MATH
-#define IPU_FLOAT_UNARY_012(Name, scalar, vector)                           \
-  struct Name {                                                             \
-    float operator()(float x) const { return scalar; }                      \
-    IPU_AVX2_TARGET static __m256 avx2(__m256 x) { return vector; }         \
+#define IPU_FLOAT_UNARY_012(Name, scalar, vector)                   \
+  struct Name {                                                     \
+    float operator()(float x) const { return scalar; }              \
+    IPU_AVX2_TARGET static __m256 avx2(__m256 x) { return vector; } \
   };
 #else
 #define IPU_FLOAT_UNARY_012(Name, scalar, vector) IPU_FLOAT_UNARY(Name, scalar)
@@ -398,13 +406,13 @@ struct Tanh012F {
 #undef IPU_FLOAT_UNARY
 #undef IPU_FLOAT_UNARY_AVX2
 
-#define IPU_FLOAT_BINARY(Name, expr) \
-  struct Name {                      \
+#define IPU_FLOAT_BINARY(Name, expr)                          \
+  struct Name {                                               \
     float operator()(float x, float y) const { return expr; } \
   };
 IPU_FLOAT_BINARY(AddF, x + y)
 IPU_FLOAT_BINARY(SubtractF, x - y)
-IPU_FLOAT_BINARY(MultiplyF, x * y)
+IPU_FLOAT_BINARY(MultiplyF, x* y)
 IPU_FLOAT_BINARY(DivideF, x / y)
 IPU_FLOAT_BINARY(RemainderF, std::fmod(x, y))
 IPU_FLOAT_BINARY(PowerF, std::pow(x, y))
@@ -507,9 +515,9 @@ struct IsFinite16 {
   uint8_t operator()(typename Fmt::type x) const { return uint8_t(std::isfinite(Fmt::toFloat(x))); }
 };
 
-#define IPU_INT_UNARY(Name, expr) \
-  template <class T>              \
-  struct Name {                   \
+#define IPU_INT_UNARY(Name, expr)            \
+  template <class T>                         \
+  struct Name {                              \
     T operator()(T x) const { return expr; } \
   };
 IPU_INT_UNARY(AbsI, x < T(0) ? wrapSub<T>(T(0), x) : x)
@@ -520,9 +528,9 @@ IPU_INT_UNARY(PopcntI, popcount(x))
 IPU_INT_UNARY(ClzI, countLeadingZeros(x))
 #undef IPU_INT_UNARY
 
-#define IPU_INT_BINARY(Name, expr) \
-  template <class T>               \
-  struct Name {                    \
+#define IPU_INT_BINARY(Name, expr)                \
+  template <class T>                              \
+  struct Name {                                   \
     T operator()(T x, T y) const { return expr; } \
   };
 IPU_INT_BINARY(AddI, wrapAdd(x, y))
@@ -533,7 +541,7 @@ IPU_INT_BINARY(RemainderI, remI(x, y))
 IPU_INT_BINARY(PowerI, powI(x, y))
 IPU_INT_BINARY(MaximumI, x > y ? x : y)
 IPU_INT_BINARY(MinimumI, x < y ? x : y)
-IPU_INT_BINARY(AndI, static_cast<T>(x & y))
+IPU_INT_BINARY(AndI, static_cast<T>(x& y))
 IPU_INT_BINARY(OrI, static_cast<T>(x | y))
 IPU_INT_BINARY(XorI, static_cast<T>(x ^ y))
 IPU_INT_BINARY(ShiftLeftI, shiftLeft(x, y))
@@ -558,9 +566,11 @@ struct XorB {
 enum class Direction { EQ, NE, GE, GT, LE, LT };
 
 inline bool parseDirection(const std::string& s, Direction* d) {
-  static const struct { const char* name; Direction d; } kDirs[] = {
-      {"EQ", Direction::EQ}, {"NE", Direction::NE}, {"GE", Direction::GE},
-      {"GT", Direction::GT}, {"LE", Direction::LE}, {"LT", Direction::LT}};
+  static const struct {
+    const char* name;
+    Direction d;
+  } kDirs[] = {{"EQ", Direction::EQ}, {"NE", Direction::NE}, {"GE", Direction::GE},
+               {"GT", Direction::GT}, {"LE", Direction::LE}, {"LT", Direction::LT}};
   for (const auto& x : kDirs)
     if (s == x.name) {
       *d = x.d;
@@ -699,7 +709,8 @@ inline Complex64 clogF(Complex64 z) { return {clogAbs(z), std::atan2(z.im, z.re)
 // log1p(a+bi) = 0.5 log1p(a(2+a) + b^2) + i atan2(b, 1+a) near 0; log of 1+z elsewhere.
 inline Complex64 clog1pF(Complex64 z) {
   const float a = z.re, b = z.im;
-  if (std::fabs(a) < 0.5f && std::fabs(b) < 0.5f) return {0.5f * std::log1p(a * (2.0f + a) + b * b), std::atan2(b, 1.0f + a)};
+  if (std::fabs(a) < 0.5f && std::fabs(b) < 0.5f)
+    return {0.5f * std::log1p(a * (2.0f + a) + b * b), std::atan2(b, 1.0f + a)};
   return clogF({1.0f + a, b});
 }
 inline Complex64 fromStd(std::complex<float> c) { return {c.real(), c.imag()}; }
@@ -750,19 +761,11 @@ inline Complex64 ctanhF(Complex64 z) {
   return {re, im};
 }
 // sin(a+bi) = sin a cosh b + i cos a sinh b; cos(a+bi) = cos a cosh b - i sin a sinh b.
-inline Complex64 csinF(Complex64 z) {
-  return {std::sin(z.re) * std::cosh(z.im), std::cos(z.re) * std::sinh(z.im)};
-}
-inline Complex64 ccosF(Complex64 z) {
-  return {std::cos(z.re) * std::cosh(z.im), -std::sin(z.re) * std::sinh(z.im)};
-}
+inline Complex64 csinF(Complex64 z) { return {std::sin(z.re) * std::cosh(z.im), std::cos(z.re) * std::sinh(z.im)}; }
+inline Complex64 ccosF(Complex64 z) { return {std::cos(z.re) * std::cosh(z.im), -std::sin(z.re) * std::sinh(z.im)}; }
 // sinh(a+bi) = sinh a cos b + i cosh a sin b; cosh(a+bi) = cosh a cos b + i sinh a sin b; tan z = -i tanh(iz).
-inline Complex64 csinhF(Complex64 z) {
-  return {std::sinh(z.re) * std::cos(z.im), std::cosh(z.re) * std::sin(z.im)};
-}
-inline Complex64 ccoshF(Complex64 z) {
-  return {std::cosh(z.re) * std::cos(z.im), std::sinh(z.re) * std::sin(z.im)};
-}
+inline Complex64 csinhF(Complex64 z) { return {std::sinh(z.re) * std::cos(z.im), std::cosh(z.re) * std::sin(z.im)}; }
+inline Complex64 ccoshF(Complex64 z) { return {std::cosh(z.re) * std::cos(z.im), std::sinh(z.re) * std::sin(z.im)}; }
 // The inverse trigonometric and hyperbolic functions: C99's (numpy's branch cuts), computed in double and rounded.
 template <class F>
 inline Complex64 viaDouble(Complex64 z, F f) {
@@ -798,8 +801,8 @@ inline Complex64 cpow012(Complex64 x, Complex64 y) {
   return r;
 }
 
-#define IPU_COMPLEX_UNARY(Name, expr) \
-  struct Name {                       \
+#define IPU_COMPLEX_UNARY(Name, expr)                        \
+  struct Name {                                              \
     Complex64 operator()(Complex64 x) const { return expr; } \
   };
 IPU_COMPLEX_UNARY(NegateC, (Complex64{-x.re, -x.im}))
@@ -824,8 +827,8 @@ IPU_COMPLEX_UNARY(AcoshC, viaDouble(x, [](const std::complex<double>& z) { retur
 IPU_COMPLEX_UNARY(AtanhC, viaDouble(x, [](const std::complex<double>& z) { return std::atanh(z); }))
 #undef IPU_COMPLEX_UNARY
 
-#define IPU_COMPLEX_BINARY(Name, expr) \
-  struct Name {                        \
+#define IPU_COMPLEX_BINARY(Name, expr)                                    \
+  struct Name {                                                           \
     Complex64 operator()(Complex64 x, Complex64 y) const { return expr; } \
   };
 IPU_COMPLEX_BINARY(AddC, (Complex64{x.re + y.re, x.im + y.im}))
@@ -878,11 +881,12 @@ auto floatOp2(F op) {
   else if constexpr (isNarrowFloat(D)) return Half2<F, FloatFormat<D>>{};
 }
 
-// Unary ops: calls v(f, Tag<In>, Tag<Out>) with Out f(In). Returns false when `k` on `dt` has no functor.
+// Unary ops: calls v(f, Tag<In>, Tag<Out>) with Out f(In), the functor of `numerics` (the program's: ipu/numerics.h).
+// Returns false when `k` on `dt` has no functor.
 template <class V>
-bool visitUnary(OpKind k, DType dt, V&& v) {
+bool visitUnary(OpKind k, DType dt, Numerics numerics, V&& v) {
   bool found = false;
-  const bool v012 = currentNumerics() == Numerics::Jaxlib012;
+  const bool v012 = numerics == Numerics::Jaxlib012;
   visitDType(dt, [&](auto tag) {
     constexpr DType D = decltype(tag)::value;
     using T = Storage<D>;
@@ -939,7 +943,10 @@ bool visitUnary(OpKind k, DType dt, V&& v) {
         return true;
       };
       switch (k) {
-        case OpKind::Abs: v(AbsC{}, Tag<Complex64>{}, Tag<float>{}); found = true; break;
+        case OpKind::Abs:
+          v(AbsC{}, Tag<Complex64>{}, Tag<float>{});
+          found = true;
+          break;
         case OpKind::Negate: found = f(NegateC{}); break;
         case OpKind::Sign: found = f(SignC{}); break;
         case OpKind::Exp: found = f(ExpC{}); break;
@@ -986,12 +993,12 @@ bool visitUnary(OpKind k, DType dt, V&& v) {
   return found;
 }
 
-// Binary ops: calls v(f, Tag<T>) with T f(T, T). Returns false when `k` on `dt` has no functor. `constant`: which
-// operand is a splat constant (an elementwise op's "constant_operand"; see xlaConstant).
+// Binary ops: calls v(f, Tag<T>) with T f(T, T), the functor of `numerics`. Returns false when `k` on `dt` has no
+// functor. `constant`: which operand is a splat constant (an elementwise op's "constant_operand"; see xlaConstant).
 template <class V>
-bool visitBinary(OpKind k, DType dt, V&& v, ConstantOperand constant = ConstantOperand::None) {
+bool visitBinary(OpKind k, DType dt, Numerics numerics, V&& v, ConstantOperand constant = ConstantOperand::None) {
   bool found = false;
-  const bool v012 = currentNumerics() == Numerics::Jaxlib012;
+  const bool v012 = numerics == Numerics::Jaxlib012;
   visitDType(dt, [&](auto tag) {
     constexpr DType D = decltype(tag)::value;
     using T = Storage<D>;
@@ -1047,9 +1054,20 @@ bool visitBinary(OpKind k, DType dt, V&& v, ConstantOperand constant = ConstantO
       }
     } else if constexpr (D == DType::Bool) {
       switch (k) {
-        case OpKind::And: case OpKind::Minimum: v(AndB{}, Tag<uint8_t>{}); found = true; break;
-        case OpKind::Or: case OpKind::Maximum: v(OrB{}, Tag<uint8_t>{}); found = true; break;
-        case OpKind::Xor: v(XorB{}, Tag<uint8_t>{}); found = true; break;
+        case OpKind::And:
+        case OpKind::Minimum:
+          v(AndB{}, Tag<uint8_t>{});
+          found = true;
+          break;
+        case OpKind::Or:
+        case OpKind::Maximum:
+          v(OrB{}, Tag<uint8_t>{});
+          found = true;
+          break;
+        case OpKind::Xor:
+          v(XorB{}, Tag<uint8_t>{});
+          found = true;
+          break;
         default: break;
       }
     } else if constexpr (std::is_integral<T>::value) {
@@ -1131,11 +1149,11 @@ bool visitSelect(DType dt, V&& v) {
   }
 }
 
-// clamp(min, x, max): calls v(f, Tag<T>) with T f(T, T, T).
+// clamp(min, x, max): calls v(f, Tag<T>) with T f(T, T, T), the functor of `numerics`.
 template <class V>
-bool visitClamp(DType dt, V&& v) {
+bool visitClamp(DType dt, Numerics numerics, V&& v) {
   bool found = false;
-  const bool v012 = currentNumerics() == Numerics::Jaxlib012;
+  const bool v012 = numerics == Numerics::Jaxlib012;
   visitDType(dt, [&](auto tag) {
     constexpr DType D = decltype(tag)::value;
     using T = Storage<D>;
@@ -1178,31 +1196,38 @@ inline bool reductionIdentityBits(OpKind kind, DType dt, uint32_t* bits) {
     if constexpr (sizeof(T) > sizeof(uint32_t)) {  // c64: 8 bytes do not fit the bits; callers interpret the body
       return;
     } else {
-    constexpr bool flt = D == DType::F32 || isNarrowFloat(D);
-    T value{};
-    auto fromF32 = [](float f) { return convertValue<D, DType::F32>(f); };
-    switch (kind) {
-      case OpKind::Add: case OpKind::Or: value = fromF32(0.0f); found = true; break;
-      case OpKind::Multiply: value = fromF32(1.0f); found = true; break;
-      case OpKind::Maximum:
-        if constexpr (flt) value = fromF32(-std::numeric_limits<float>::infinity());
-        else if constexpr (D != DType::Bool) value = std::numeric_limits<T>::lowest();
-        found = true;
-        break;
-      case OpKind::Minimum:
-        if constexpr (flt) value = fromF32(std::numeric_limits<float>::infinity());
-        else if constexpr (D == DType::Bool) value = 1;
-        else value = std::numeric_limits<T>::max();
-        found = true;
-        break;
-      case OpKind::And:
-        if constexpr (D == DType::Bool) value = 1, found = true;
-        else if constexpr (!flt) value = static_cast<T>(~Unsigned<T>(0)), found = true;
-        break;
-      default: break;
-    }
-    *bits = 0;
-    std::memcpy(bits, &value, sizeof(T));
+      constexpr bool flt = D == DType::F32 || isNarrowFloat(D);
+      T value{};
+      auto fromF32 = [](float f) { return convertValue<D, DType::F32>(f); };
+      switch (kind) {
+        case OpKind::Add:
+        case OpKind::Or:
+          value = fromF32(0.0f);
+          found = true;
+          break;
+        case OpKind::Multiply:
+          value = fromF32(1.0f);
+          found = true;
+          break;
+        case OpKind::Maximum:
+          if constexpr (flt) value = fromF32(-std::numeric_limits<float>::infinity());
+          else if constexpr (D != DType::Bool) value = std::numeric_limits<T>::lowest();
+          found = true;
+          break;
+        case OpKind::Minimum:
+          if constexpr (flt) value = fromF32(std::numeric_limits<float>::infinity());
+          else if constexpr (D == DType::Bool) value = 1;
+          else value = std::numeric_limits<T>::max();
+          found = true;
+          break;
+        case OpKind::And:
+          if constexpr (D == DType::Bool) value = 1, found = true;
+          else if constexpr (!flt) value = static_cast<T>(~Unsigned<T>(0)), found = true;
+          break;
+        default: break;
+      }
+      *bits = 0;
+      std::memcpy(bits, &value, sizeof(T));
     }
   });
   return found;

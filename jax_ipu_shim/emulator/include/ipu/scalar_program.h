@@ -33,8 +33,9 @@ class ScalarProgram {
   // registry has for the types used, scalar constants and bitcast_convert (also to/from i16/u16, which exist only
   // inside bodies: jax's f16 sort comparators use them). Throws Error(Unimplemented) naming any other op (or an
   // unsupported type), Error(InvalidArgument) for a malformed region; the message is the reason alone.
+  // `numerics`: whose arithmetic the ops compute (the program's; ipu/numerics.h).
   static ScalarProgram compile(const Region& region, const std::vector<DType>& param_types,
-                               const std::vector<DType>& result_types);
+                               const std::vector<DType>& result_types, Numerics numerics);
 
   int numRegisters() const { return num_registers_; }
   // Writes the constants into their registers; once per register file (no instruction overwrites them).

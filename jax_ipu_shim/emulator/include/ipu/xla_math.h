@@ -15,8 +15,16 @@
 namespace ipu {
 namespace xla_math {
 
-inline float bitsToFloat(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
-inline uint32_t floatToBits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
+inline float bitsToFloat(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline uint32_t floatToBits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
 // c ? a : b on the bits: g++ will not turn a ?: whose arm may trap (a multiply...) into a vector blend.
 inline float sel(bool c, float a, float b) {
   const uint32_t m = 0u - static_cast<uint32_t>(c);
@@ -134,10 +142,10 @@ inline float atan012(float in) {
   const bool large = ax > 1.0f;
   const float x = large ? 1.0f / ax : ax;
   const float x2 = x * x;
-  const float p = fma_(fma_(1.12026982009410858154296875e-01f, x2, 7.296695709228515625e-01f), x2,
+  const float p =
+      fma_(fma_(1.12026982009410858154296875e-01f, x2, 7.296695709228515625e-01f), x2, 8.109951019287109375e-01f);
+  const float q = fma_(fma_(fma_(1.00917108356952667236328125e-02f, x2, 2.8318560123443603515625e-01f), x2, 1.0f), x2,
                        8.109951019287109375e-01f);
-  const float q = fma_(fma_(fma_(1.00917108356952667236328125e-02f, x2, 2.8318560123443603515625e-01f), x2, 1.0f),
-                       x2, 8.109951019287109375e-01f);
   const float r = x * (p / q);
   return ftz_(std::copysign(large ? 1.5707963267948966f - r : r, in));
 }

@@ -21,7 +21,8 @@ from jax_ipu.callbacks import CALL_TARGET
 
 from .errors import CompileError
 from .partitioner import custom_calls
-from .translate import _parse, container, container_parts
+from .program_format import container, container_parts
+from .translate import _parse
 
 
 def positional(module_bytes: bytes) -> Tuple[bytes, List[str]]:

@@ -3,7 +3,6 @@ read into the program (one table by attribute name, no if-chains)."""
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import json
 from typing import Any, Callable, Dict
@@ -12,6 +11,7 @@ from jax._src.lib.mlir import ir
 
 from . import attributes as A
 from . import types as T
+from .program_format import Blob
 
 # {MLIR attribute: reader}, by attribute name: a name means the same thing on every op, so an op the registry gains
 # is read without an edit here when its attributes are ones other ops have. Only known ops (the registry's) are read.
@@ -56,8 +56,6 @@ def registry() -> Dict[str, Dict[str, Any]]:
     from jax_ipu import _native
 
     lib = _native.load()
-    lib.JaxIpu_OpRegistry.argtypes = []
-    lib.JaxIpu_OpRegistry.restype = ctypes.c_void_p
     text = _native.take_string(lib, lib.JaxIpu_OpRegistry())
     if not text:
         raise RuntimeError(f"the native library {_native.library_path()} returned no op registry")
@@ -78,7 +76,6 @@ def is_reducer(name: str) -> bool:
 
 def _constant(attr: Any) -> Dict[str, Any]:
     """A dense constant's ``value`` (its row-major little-endian bytes, one element for a splat) and ``splat``."""
-    from .translate import Blob
 
     dense = ir.DenseElementsAttr(attr)
     element = str(ir.RankedTensorType(dense.type).element_type)

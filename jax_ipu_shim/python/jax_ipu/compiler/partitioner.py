@@ -167,9 +167,9 @@ def _hlo_module_proto(hlo_proto: bytes) -> bytes:
 
 
 def tile_sharding(op_sharding: Any) -> Dict[str, Any]:
-    """An OpSharding (or HloSharding) in the program's form (ipu::TileSharding): dimension d in ``tile[d]`` pieces, piece after
-    piece in row-major order of ``tile`` going to ``devices`` (partition numbers); with ``replicate_last``, a last
-    tile dimension counting the devices that hold the same piece. {} for an array whole on every device."""
+    """An OpSharding (or HloSharding) in the program's form (ipu::TileSharding): dimension d in ``tile[d]`` pieces,
+    piece after piece in row-major order of ``tile`` going to ``devices`` (partition numbers); with ``replicate_last``,
+    a last tile dimension counting the devices that hold the same piece. {} for an array whole on every device."""
     return _tiles(_jax.tiled_sharding(op_sharding))
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import json
 import math
 import os
 import re
@@ -21,23 +19,10 @@ from . import ops as O
 from . import partitioner, spmd
 from . import types as T
 from .errors import CompileError, unsupported
+from .program_format import FORMAT, VERSION, Blob, encode
 
-FORMAT = "jax-ipu-program"
-VERSION = 1
 TERMINATORS = ("func.return", "stablehlo.return", "sdy.return")
 _FILE_LINE = re.compile(r'"([^"]+)":(\d+):\d+')
-
-
-# The binary container the plugin hands to the emulator (parsed by program.cc): this magic, the u64 size of the JSON
-# document, the document, the u64 number of blobs, then each blob as a u64 size and its raw bytes (little-endian).
-CONTAINER_MAGIC = b"JIPUPRG1"
-# Constants of at least this many bytes travel as blobs; smaller ones stay inline as base64 (readable, and what a
-# reduce body's scalar constants are read as).
-BLOB_MIN_BYTES = 64
-
-
-class Blob(bytes):
-    """A constant's raw bytes in the program document: base64 in the JSON text, a blob in the binary container."""
 
 
 def compile_to_program(module_bytes: bytes, compile_options: bytes = b"") -> str:
@@ -60,67 +45,6 @@ def compile_to_binary(module_bytes: bytes, compile_options: bytes = b"", hosts: 
     if hosts is not None and len(hosts) == program["replicas"]:
         program["hosts"] = hosts
     return encode(program, binary=True)  # type: ignore[return-value]
-
-
-def encode(program: Dict[str, Any], binary: bool) -> Any:
-    """The one writer of the program format: JSON text (str), or the binary container (bytes) when ``binary``."""
-    blobs: List[bytes] = []
-
-    def blob(value: Any) -> Any:
-        if not isinstance(value, Blob):
-            raise TypeError(f"{type(value).__name__} is not part of the program format")
-        if binary and len(value) >= BLOB_MIN_BYTES:
-            blobs.append(value)
-            return {"blob": len(blobs) - 1}
-        return base64.b64encode(value).decode("ascii")
-
-    text = json.dumps(program, separators=(",", ":"), default=blob)
-    if not binary:
-        return text
-    parts = [struct.pack("<Q", len(blobs))]
-    for data in blobs:
-        parts += [struct.pack("<Q", len(data)), data]
-    return container(text, b"".join(parts))
-
-
-def container_parts(data: bytes) -> Tuple[Dict[str, Any], bytes]:
-    """The JSON document of a binary container (blobs as {"blob": i}) and the blob section that follows it."""
-    if bytes(data[:len(CONTAINER_MAGIC)]) != CONTAINER_MAGIC:
-        raise CompileError("not a binary program container (its magic is missing)")
-    (size,) = struct.unpack_from("<Q", data, 8)
-    return json.loads(bytes(data[16:16 + size]).decode("utf-8")), bytes(data[16 + size:])
-
-
-def container(document: str, blob_section: bytes) -> bytes:
-    """The binary container of a document's JSON text whose blobs are ``blob_section`` (see container_parts)."""
-    text = document.encode("utf-8")
-    return CONTAINER_MAGIC + struct.pack("<Q", len(text)) + text + blob_section
-
-
-def decode(data: Any) -> Dict[str, Any]:
-    """The program document of JSON text or a binary container, blobs back in base64 (for tests and tools)."""
-    if not bytes(data[:len(CONTAINER_MAGIC)]) == CONTAINER_MAGIC:
-        return json.loads(data)
-    program, data = container_parts(bytes(data))
-    pos = 0
-    (count,) = struct.unpack_from("<Q", data, pos)
-    pos += 8
-    blobs = []
-    for _ in range(count):
-        (length,) = struct.unpack_from("<Q", data, pos)
-        blobs.append(base64.b64encode(data[pos + 8:pos + 8 + length]).decode("ascii"))
-        pos += 8 + length
-
-    def inline(value: Any) -> Any:
-        if isinstance(value, dict):
-            if list(value) == ["blob"]:
-                return blobs[value["blob"]]
-            return {k: inline(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [inline(v) for v in value]
-        return value
-
-    return inline(program)
 
 
 def translate(module_bytes: Any, compile_options: bytes = b"") -> Dict[str, Any]:
@@ -449,7 +373,14 @@ class _Translator:
         params = [self._define(arg, owner) for arg in block.arguments]
         body: List[Dict[str, Any]] = []
         outer = self._capture_constants(block, body, owner) if scalar_body else {}
-        results = self._ops(block, body, scalar_body)
+        branch = owner in ("stablehlo.case", "stablehlo.if")
+        if branch:  # XLA passes what a branch captures as its parameters: _producer sees no further
+            _CALLS.branches = getattr(_CALLS, "branches", []) + [getattr(block.owner, "operation", block.owner)]
+        try:
+            results = self._ops(block, body, scalar_body)
+        finally:
+            if branch:
+                _CALLS.branches = _CALLS.branches[:-1]
         self.ids.update(outer)  # the enclosing scope's values keep their own ids
         return {"params": params, "body": body, "results": results}
 
@@ -742,7 +673,8 @@ class _Translator:
             else:
                 attrs = O.read_attrs(op.attributes) if known else {}
         except (ValueError, TypeError) as error:
-            raise CompileError(f"cannot read the attributes of {mlir_name} with types {_types_text(op)}: {error}") from error
+            raise CompileError(
+                f"cannot read the attributes of {mlir_name} with types {_types_text(op)}: {error}") from error
         # Regions before results: values of a region are defined before the op's results in program order.
         if name == "call" and "callee" in attrs:
             self.called.append(attrs["callee"])
@@ -1074,7 +1006,7 @@ class _Translator:
         that the ipu rounds as cpu does. Operands are simplified first (program order), and a divide a rule writes
         is simplified again. The rules of the jaxlib the program is compiled for (_jax.numerics()), in order:
           (A / B) / (C / D) => (A * D) / (B * C)
-          A / sqrt(B) => A * rsqrt(B)          A / rsqrt(B) => A * sqrt(B)
+          A / sqrt(B) => A * rsqrt(B)          A / rsqrt(B) => A * sqrt(B)   (the root read by nothing else)
           A / exp(B) => A * exp(-B)            (jaxlib 0.4.13)
           A / pow(B, C) => A * pow(B, -C)      (f32 and f16)
           A / constant C => A * (1 / C)        (jaxlib 0.4.13: also a constant broadcast or reshaped)
@@ -1114,7 +1046,8 @@ class _Translator:
                     inverse = emit(move.name.split(".", 1)[1], [inverse], list(self._tensor(move.results[0])[1]),
                                    O.read_attrs(move.attributes))
                 return inverse
-            if name in ("stablehlo.sqrt", "stablehlo.rsqrt"):
+            if name in ("stablehlo.sqrt", "stablehlo.rsqrt") and len(list(value.uses)) == 1:
+                # (XLA rewrites A / sqrt(B) only where the sqrt has no other use: WithOneUse)
                 value_shape = list(self._tensor(value)[1])
                 x = self._use(producer.operands[0])
                 return emit("sqrt" if name == "stablehlo.rsqrt" else "rsqrt", [x], value_shape)
@@ -1185,7 +1118,8 @@ class _Translator:
 
     def _mesh_groups(self, groups: A.MeshAxes, what: str) -> List[List[int]]:
         if groups.mesh not in self.meshes:
-            raise CompileError(f"{what}: its replica groups name the mesh @{groups.mesh}, which the module does not define")
+            raise CompileError(
+                f"{what}: its replica groups name the mesh @{groups.mesh}, which the module does not define")
         return self.meshes[groups.mesh].groups(groups.axes)
 
     def _fresh(self, dtype: str, shape: List[int]) -> Dict[str, Any]:
@@ -1374,7 +1308,8 @@ class _Translator:
             if read and inner["op"] in ("real", "imag"):  # now a copy of the argument's part
                 body.append(dict(inner, op="convert", mlir="stablehlo.convert",
                                  operands=[parts[read[0]][inner["op"] == "imag"]]))
-            elif inner["op"] == "select" and inner["results"][0]["dtype"] == "c64" and set(inner["operands"][1:]) <= set(parts):
+            elif (inner["op"] == "select" and inner["results"][0]["dtype"] == "c64"
+                  and set(inner["operands"][1:]) <= set(parts)):
                 pred, a, b = inner["operands"]
                 pair = [self._fresh("f32", []) for _ in range(2)]
                 body += [dict(inner, operands=[pred, parts[a][i], parts[b][i]], results=[pair[i]]) for i in range(2)]
@@ -1442,10 +1377,30 @@ def _splat_for_elementwise_ops(op: Any) -> bool:
 
 
 def _producer(value: Any) -> Optional[Any]:
-    """The op that defines `value`, or None for a block argument."""
+    """The op that defines `value`, or None for a block argument and, inside a conditional's branch, for a value the
+    branch captures from outside: XLA's conditional receives those as its branch computation's parameters, so its
+    simplifier cannot see what made them (log(a) in a branch of lax.cond(p, f, g, x ** 0.5) is a log)."""
     owner = value.owner
     owner = getattr(owner, "operation", owner)
-    return owner if hasattr(owner, "name") and hasattr(owner, "operands") else None
+    if not (hasattr(owner, "name") and hasattr(owner, "operands")):
+        return None
+    branches = getattr(_CALLS, "branches", None)
+    if branches and not _inside(owner, branches[-1]):
+        return None
+    return owner
+
+
+def _inside(op: Any, ancestor: Any) -> bool:
+    """`op` is nested in a region of `ancestor` (within one function)."""
+    parent = op.parent
+    while parent is not None:
+        parent = getattr(parent, "operation", parent)
+        if parent == ancestor:
+            return True
+        if parent.name == "func.func":
+            return False
+        parent = parent.parent
+    return False
 
 
 _MOVED = ("stablehlo.broadcast_in_dim", "stablehlo.reshape")
@@ -1485,7 +1440,8 @@ def _constant_bound(op: Any) -> Optional[Tuple[Any, Any]]:
 def _through_parameter(value: Any) -> bool:
     """`value` is a constant seen through a call's parameter (_splat_value), not one in this function."""
     producer = _producer(value)
-    while producer is not None and producer.name in ("stablehlo.broadcast_in_dim", "stablehlo.negate", "stablehlo.convert"):
+    while producer is not None and producer.name in ("stablehlo.broadcast_in_dim", "stablehlo.negate",
+                                                      "stablehlo.convert"):
         producer = _producer(producer.operands[0])
     return producer is None
 
@@ -1759,7 +1715,8 @@ def _call_constants(funcs: Dict[str, Any]) -> Dict[Tuple[str, int], float]:
     for func in funcs.values():
         walk(func)
     public = {name for name, func in funcs.items()
-              if "sym_visibility" not in A.named(func.attributes) or A.string(func.attributes["sym_visibility"]) != "private"}
+              if "sym_visibility" not in A.named(func.attributes)
+                 or A.string(func.attributes["sym_visibility"]) != "private"}
     return {key: value for key, value in passed.items() if value is not None and key[0] not in public}
 
 
@@ -1827,8 +1784,8 @@ def _mappable_body(op: Any) -> bool:
 
 
 def _scan_window(op: Any) -> Optional[Tuple[List[int], int, bool, bool]]:
-    """(operand shape, axis, forward, exclusive) for a reduce_window that XLA's ReduceWindowRewriter takes for a scan: one
-    operand, a known reducer, every window dimension trivial but one, whose window is the whole axis (stride 1, no
+    """(operand shape, axis, forward, exclusive) for a reduce_window that XLA's ReduceWindowRewriter takes for a scan:
+    one operand, a known reducer, every window dimension trivial but one, whose window is the whole axis (stride 1, no
     dilation) with the axis' length less one (inclusive) or the length (exclusive) of padding on one side, over an
     axis longer than the base length; else None."""
     if len(op.operands) != 2 or (_body_computation(op, False) not in _SCAN_COMPUTATIONS and not _mappable_body(op)):

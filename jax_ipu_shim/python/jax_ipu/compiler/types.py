@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -10,6 +9,7 @@ import numpy as np
 from jax._src.lib.mlir import ir
 
 from . import attributes as A
+from .program_format import Blob
 
 # The program format's element types, one row each: (program dtype, MLIR element spellings, numpy dtype name). The
 # Python side's one table: it mirrors the emulator's (emulator/include/ipu/dtype.h, kDTypeTable), and
@@ -77,20 +77,6 @@ def tensor_type(mlir_type: Any) -> Optional[TensorType]:
     return entry[0], [int(d) for d in ranked.shape]
 
 
-def describe(mlir_type: Any) -> Dict[str, Any]:
-    dtype, shape = tensor_type(mlir_type)  # type: ignore[misc]  # callers checked it
-    return {"dtype": dtype, "shape": shape}
-
-
-def constant(attr: Any) -> Dict[str, Any]:
-    """The program's ``value``/``splat`` attrs of a dense constant: base64 of dense row-major little-endian bytes."""
-    dense = ir.DenseElementsAttr(attr)
-    element = str(ir.RankedTensorType(dense.type).element_type)
-    splat = bool(dense.is_splat) and len(dense) > 1
-    data = _raw_bytes(dense, element, splat)
-    return {"value": base64.b64encode(data).decode("ascii"), "splat": splat}
-
-
 def _raw_bytes(dense: Any, element: str, splat: bool) -> bytes:
     np_dtype = DTYPES[element][1]
     if element == "i1":
@@ -145,7 +131,6 @@ def constant_from_op_text(op: Any) -> Dict[str, Any]:
     """A complex constant's attrs from the op's printed form. The current series' bindings cannot hand out a
     complex dense attribute at all (downcasting it raises), and no binding has accessors for its elements, so its
     printed ``dense<...>`` is the one way to its values (0.4.13 reads the same text through the attribute)."""
-    from .translate import Blob
 
     text = str(op).split("\n", 1)[0]
     attr = text[text.index("dense<"):]

@@ -22,7 +22,6 @@ PJRT executable's graph is not reachable from Python): compiles take about twice
 from __future__ import annotations
 
 import atexit
-import ctypes
 import datetime
 import json
 import logging
@@ -32,7 +31,7 @@ import struct
 import threading
 from typing import Any, Dict, List, Optional, Sequence
 
-from jax_ipu import _native
+from jax_ipu import _native, config
 from jax_ipu import engine_options as _options
 
 logger = logging.getLogger(__name__)
@@ -60,7 +59,6 @@ def set_target(version: str, num_tiles: int, num_devices: int) -> None:
 def on_compile(program: bytes, device_ids: Sequence[int]) -> None:
     """Called by the plugin with each program the front end produced, before the emulator lowers it."""
     options = _options.engine_options()  # raises ValueError naming a bad option: the compile fails with it
-    _set_allow_out_of_memory(options.allow_out_of_memory)
     if not options.reports:
         return
     try:
@@ -70,19 +68,12 @@ def on_compile(program: bytes, device_ids: Sequence[int]) -> None:
         logger.warning("ipu: could not write the profile report: %s", error, exc_info=True)
 
 
-def _set_allow_out_of_memory(allow: bool) -> None:
-    function = getattr(_native.load(), "JaxIpu_SetAllowOutOfMemory", None)
-    if function is not None:
-        function.argtypes = [ctypes.c_int]
-        function(1 if allow else 0)
-
-
 def _write_graph_report(program: bytes, device_ids: List[int], options: _options.EngineOptions) -> None:
     global _active, _exit_hook
     from jax_ipu import emulator
 
     try:
-        executable = emulator.compile(program, _target["version"], _target["num_tiles"])
+        executable = emulator.compile(program, _target["version"], _target["num_tiles"], config.lowering_options())
     except emulator.EmulatorError as error:
         # Out of memory without debug.allowOutOfMemory: the compile fails with this same message.
         logger.info("ipu: no profile report: %s", error.message)
@@ -114,7 +105,7 @@ def _write_graph_report(program: bytes, device_ids: List[int], options: _options
 def partitioning(program: bytes) -> Optional[Dict[str, Any]]:
     """How a program over several IPUs was partitioned (translate's document: partitions, shardings, what XLA's
     partitioner warned of), or None for a program on one IPU or replicated by pmap."""
-    from jax_ipu.compiler.translate import CONTAINER_MAGIC
+    from jax_ipu.compiler.program_format import CONTAINER_MAGIC
 
     data = bytes(program)
     if data.startswith(CONTAINER_MAGIC):
@@ -130,8 +121,6 @@ def partitioning(program: bytes) -> Optional[Dict[str, Any]]:
 
 def _executable_profile(executable: Any) -> Dict[str, Any]:
     lib = _native.load()
-    lib.JaxIpu_ExecutableProfile.argtypes = [ctypes.c_void_p]
-    lib.JaxIpu_ExecutableProfile.restype = ctypes.c_void_p
     text = _native.take_string(lib, lib.JaxIpu_ExecutableProfile(executable._handle))
     if not text:
         raise RuntimeError("the emulator gave no graph profile (JaxIpu_ExecutableProfile)")
@@ -233,8 +222,6 @@ def update() -> List[str]:
     ``autoReport.outputExecutionProfile`` is on). Returns the folders rewritten."""
     if not _active:
         return []
-    from jax_ipu import runtime
-
     lib = _native.load()
     synchronize = getattr(lib, "JaxIpu_Synchronize", None)
     if synchronize is not None:
@@ -242,7 +229,7 @@ def update() -> List[str]:
     changed: Dict[str, Dict[str, Any]] = {}
     with _lock:
         for device in range(int(_target["num_devices"])):
-            stats = runtime.device_stats(device)
+            stats = _native.device_stats(device)
             if not stats or not stats.get("last_profile"):
                 continue
             entry = _reports.get(stats["last_program"])

@@ -25,7 +25,8 @@ def _reports(path: str) -> List[str]:
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m jax_ipu.report",
                                      description="Re-render the HTML pages of jax-ipu profile reports from their JSON.")
-    parser.add_argument("paths", nargs="+", metavar="DIR", help="a report folder, a profile.json, or a directory of them")
+    parser.add_argument("paths", nargs="+", metavar="DIR",
+                        help="a report folder, a profile.json, or a directory of them")
     args = parser.parse_args(argv)
     status = 0
     for path in args.paths:

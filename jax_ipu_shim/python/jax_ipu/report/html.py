@@ -11,7 +11,8 @@ _PAGE = """<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; \
+script-src 'unsafe-inline'; img-src data:">
 <title>IPU profile: __TITLE__</title>
 <style>
 body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
@@ -106,7 +107,8 @@ document.getElementById("program-name").textContent = P.program;
 document.title = "IPU profile: " + P.program;
 document.getElementById("target-line").textContent =
   `${T.chip}, ${fmt(T.tiles)} tiles, ${T.ipus} IPU(s) (devices ${T.device_ids.join(", ")}), ` +
-  `clock ${(T.clock_hz / 1e9).toFixed(3)} GHz, ${fmt(T.bytes_per_tile)} bytes per tile \\u2014 ${P.format} v${P.version}, ${P.created}`;
+  `clock ${(T.clock_hz / 1e9).toFixed(3)} GHz, ${fmt(T.bytes_per_tile)} bytes per tile \\u2014 ` +
+    `${P.format} v${P.version}, ${P.created}`;
 
 // Summary
 const run = E && E.runs.length ? E.runs[0] : null;
@@ -146,13 +148,16 @@ if (M) {
       const h = H * M.per_tile[c][t] / top;
       if (h <= 0) continue;
       y -= h;
-      el("svg:rect", {x: t, y: y, width: 1, height: h, fill: M.per_tile.bytes[t] > M.bytes_per_tile_limit ? "#b3261e" : COLORS[c],
+      el("svg:rect", {x: t, y: y, width: 1, height: h,
+        fill: M.per_tile.bytes[t] > M.bytes_per_tile_limit ? "#b3261e" : COLORS[c],
                       "data-category": c, "data-bytes": M.per_tile[c][t]}, null, g);
     }
   }
   const ly = Math.max(0, H - H * M.bytes_per_tile_limit / top);
-  if (M.bytes_per_tile_limit <= top) el("svg:line", {id: "tile-limit-line", x1: 0, x2: n, y1: ly, y2: ly, stroke: "#b3261e", "stroke-width": 1,
-                  "vector-effect": "non-scaling-stroke", "stroke-dasharray": "4 3", "data-bytes": M.bytes_per_tile_limit}, null, svg);
+  if (M.bytes_per_tile_limit <= top) el("svg:line", {id: "tile-limit-line",
+    x1: 0, x2: n, y1: ly, y2: ly, stroke: "#b3261e", "stroke-width": 1,
+                  "vector-effect": "non-scaling-stroke", "stroke-dasharray": "4 3",
+                    "data-bytes": M.bytes_per_tile_limit}, null, svg);
   const legend = document.getElementById("tile-legend");
   stack.forEach(c => { const s = el("span", null, null, legend); el("i", {style: "background:" + COLORS[c]}, null, s);
                        s.appendChild(document.createTextNode(CATEGORY_NAMES[c])); });
@@ -163,13 +168,15 @@ if (M) {
      (M.overflowing_tiles.length > 20 ? ", ..." : "") : "");
 
   const cats = document.getElementById("memory-categories");
-  const total = Object.keys(M.by_category).filter(c => c !== "exchange_buffers").reduce((a, c) => a + M.by_category[c], 0);
+  const total = Object.keys(M.by_category).filter(c => c !== "exchange_buffers")
+    .reduce((a, c) => a + M.by_category[c], 0);
   const body = table("memory-categories-table", [["Category", false], ["Bytes", true], ["% of used", true]], [], cats)
     .querySelector("tbody");
   for (const c of Object.keys(M.by_category)) {
     const tr = el("tr", {class: "category-row", "data-category": c, "data-bytes": M.by_category[c]}, null, body);
     const name = el("td", null, null, tr);
-    if (COLORS[c]) el("i", {style: `display:inline-block;width:10px;height:10px;margin-right:4px;background:${COLORS[c]}`}, null, name);
+    if (COLORS[c]) el("i", {style: `display:inline-block;width:10px;height:10px;` +
+      `margin-right:4px;background:${COLORS[c]}`}, null, name);
     name.appendChild(document.createTextNode(CATEGORY_NAMES[c] || c));
     el("td", {class: "n"}, fmt(M.by_category[c]), tr);
     el("td", {class: "n"}, (100 * M.by_category[c] / Math.max(1, total)).toFixed(1), tr);
@@ -177,10 +184,12 @@ if (M) {
   table("worst-tiles", [["Tile", true], ["Bytes", true], ["Variables", true], ["Not always live", true],
                         ["Exchange buffers", true], ["Vertex state", true], ["Code", true]],
         M.worst_tiles.map(w => [{"data-tile": w.tile, "data-bytes": w.bytes},
-          [w.tile, fmt(w.bytes), fmt(w.variables), fmt(w.not_always_live), fmt(w.exchange_buffers), fmt(w.vertex_state), fmt(w.code)]]));
+          [w.tile, fmt(w.bytes), fmt(w.variables), fmt(w.not_always_live),
+            fmt(w.exchange_buffers), fmt(w.vertex_state), fmt(w.code)]]));
 } else {
   ["memory-section", "category-section", "liveness-section", "tree-section"].forEach(id =>
-    document.getElementById(id).appendChild(el("div", {class: "muted"}, "No graph profile (autoReport.outputGraphProfile is off).")));
+    document.getElementById(id).appendChild(el("div", {class: "muted"},
+      "No graph profile (autoReport.outputGraphProfile is off).")));
 }
 
 // Liveness
@@ -190,9 +199,12 @@ if (P.liveness) {
   svg.setAttribute("viewBox", `0 0 ${Math.max(1, n)} ${H}`);
   L.bytes.forEach((b, i) => {
     const h = H * b / top;
-    const r = el("svg:rect", {class: "live-bar", x: i, y: H - h, width: 1, height: h, fill: i === L.peak_step ? "#b3261e" : "#3d6fb6",
-                              "data-step": i, "data-bytes": b, "data-max-tile": L.max_tile[i], "data-max-tile-bytes": L.max_tile_bytes[i]}, null, svg);
-    el("svg:title", null, `step ${i}: ${fmt(b)} bytes on all tiles; fullest tile ${L.max_tile[i]} with ${fmt(L.max_tile_bytes[i])}`, r);
+    const r = el("svg:rect", {class: "live-bar", x: i, y: H - h, width: 1, height: h,
+      fill: i === L.peak_step ? "#b3261e" : "#3d6fb6",
+                              "data-step": i, "data-bytes": b, "data-max-tile": L.max_tile[i],
+                                "data-max-tile-bytes": L.max_tile_bytes[i]}, null, svg);
+    el("svg:title", null, `step ${i}: ${fmt(b)} bytes on all tiles; ` +
+      `fullest tile ${L.max_tile[i]} with ${fmt(L.max_tile_bytes[i])}`, r);
   });
   document.getElementById("liveness-note").textContent =
     `${fmt(n)} steps in schedule order; peak (red) at step ${L.peak_step}: ${bytes(L.peak_bytes)} over all tiles`;
@@ -207,7 +219,8 @@ const stepTotal = Math.max(1, steps.reduce((a, s) => a + s.cycles, 0));
 table("step-table", [["Id", true], ["Type", false], ["Op", false], ["Source", false], ["Runs", true], ["Cycles", true],
                      ["%", true], ["Compute", true], ["Exchange", true], ["Sync", true]],
       steps.map(s => [{"data-step-id": s.id, "data-cycles": s.cycles, "data-loc": s.loc},
-        [s.id, s.type, s.name, s.loc || "-", fmt(s.executions || 1), fmt(s.cycles), (100 * s.cycles / stepTotal).toFixed(1),
+        [s.id, s.type, s.name, s.loc || "-", fmt(s.executions || 1), fmt(s.cycles),
+          (100 * s.cycles / stepTotal).toFixed(1),
          fmt(s.compute_cycles), fmt(s.exchange_cycles), fmt(s.sync_cycles)]]));
 const ops = run ? run.ops : (P.ops || []);
 table("op-table", [["Op", false], ["Source", false], ["Steps", true], ["Runs", true], ["Cycles", true], ["%", true],
@@ -219,7 +232,8 @@ table("op-table", [["Op", false], ["Source", false], ["Steps", true], ["Runs", t
 // Program tree
 function tree(node, parent) {
   const li = el("li", {"data-step-id": node.id, "data-type": node.type, "data-cycles": node.cycles}, null, parent);
-  const label = node.type + (node.name && node.type !== "Sequence" ? " " + node.name : "") + (node.loc ? " (" + node.loc + ")" : "");
+  const label = node.type + (node.name && node.type !== "Sequence" ? " " + node.name : "") +
+    (node.loc ? " (" + node.loc + ")" : "");
   if (node.children && node.children.length) {
     const d = el("details", {open: ""}, null, li);
     el("summary", null, `${label} \\u2014 ${fmt(node.cycles)} cycles`, d);
@@ -229,7 +243,8 @@ function tree(node, parent) {
     li.textContent = `${node.id >= 0 ? "#" + node.id + " " : ""}${label} \\u2014 ${fmt(node.cycles)} cycles`;
   }
 }
-if (P.program_tree) tree(P.program_tree, el("ul", {style: "padding-left:0"}, null, document.getElementById("program-tree")));
+if (P.program_tree) tree(P.program_tree, el("ul", {style: "padding-left:0"}, null,
+  document.getElementById("program-tree")));
 
 // Host
 const host = document.getElementById("host");
@@ -241,18 +256,23 @@ el("div", {id: "host-outputs", "data-bytes": P.host.outputs.reduce((a, t) => a +
 el("div", {id: "host-streams", "data-count": P.host.streams.length},
    `Stream copies (infeed/outfeed): ${P.host.streams.length}; host callbacks: ${P.host.callbacks.length}`, host);
 if (P.host.transfers) {
-  table("host-transfers", [["Device", true], ["Bytes to device", true], ["Bytes from device", true], ["Infeed bytes", true],
+  table("host-transfers", [["Device", true], ["Bytes to device", true],
+    ["Bytes from device", true], ["Infeed bytes", true],
                            ["Outfeed bytes", true], ["Executions", true]],
         Object.keys(P.host.transfers).map(d => { const t = P.host.transfers[d];
-          return [{"data-device": d}, [d, fmt(t.bytes_to_device), fmt(t.bytes_from_device), fmt(t.infeed_bytes), fmt(t.outfeed_bytes), fmt(t.executions)]]; }),
+          return [{"data-device": d}, [d, fmt(t.bytes_to_device), fmt(t.bytes_from_device),
+            fmt(t.infeed_bytes), fmt(t.outfeed_bytes), fmt(t.executions)]]; }),
         host);
 }
 // Partitioning (a program over several IPUs)
 const part = document.getElementById("partitioning");
 if (P.partitioning) {
-  const sharding = s => s && s.tile ? `split ${s.tile.join(" x ")}${s.replicate_last ? " (last: copies)" : ""} over devices ${s.devices.join(",")}` : "whole on every IPU";
+  const sharding = s => s && s.tile ? `split ${s.tile.join(" x ")}${s.replicate_last ? " (last: copies)" : ""} ` +
+    `over devices ${s.devices.join(",")}`
+      : "whole on every IPU";
   el("div", {id: "partitions", "data-count": P.partitioning.partitions},
-     `${P.partitioning.partitions} IPUs, each running its partition on its own shards (memory and cycles above are one IPU's)`, part);
+     `${P.partitioning.partitions} IPUs, each running its partition on its own shards ` +
+       `(memory and cycles above are one IPU's)`, part);
   table("partition-shardings", [["Value", false], ["Sharding", false]],
         P.partitioning.params.map((s, i) => [{}, [`input ${i}`, sharding(s)]]).concat(
         P.partitioning.results.map((s, i) => [{}, [`output ${i}`, sharding(s)]])), part);
