@@ -35,17 +35,17 @@ def chain(n: int, length: int, scalar: bool = False) -> E.Program:
     return p
 
 
-def compile_both(monkeypatch, program: E.Program, **kw):
+def compile_both(program: E.Program, **kw):
     off = E.compile(program, options={"fusion": False}, **kw)
     on = E.compile(program, options={"fusion": True}, **kw)
     return off, on
 
 
 @pytest.mark.parametrize("length", [3, 6, 9])
-def test_fused_chain_is_bit_identical_and_saves_one_launch_and_sync_per_fused_op(monkeypatch, rng, length):
+def test_fused_chain_is_bit_identical_and_saves_one_launch_and_sync_per_fused_op(rng, length):
     n = 100_000
     x, y = rng.uniform(-2, 2, n).astype(np.float32), rng.uniform(-2, 2, n).astype(np.float32)
-    off, on = compile_both(monkeypatch, chain(n, length))
+    off, on = compile_both(chain(n, length))
     r_off, r_on = off.run(x, y)[0], on.run(x, y)[0]
     np.testing.assert_array_equal(r_on.view(np.uint32), r_off.view(np.uint32))
     p_off, p_on = off.last_profile, on.last_profile
@@ -60,11 +60,11 @@ def test_fused_chain_is_bit_identical_and_saves_one_launch_and_sync_per_fused_op
     assert on.info["memory"]["worst_bytes"] < off.info["memory"]["worst_bytes"]
 
 
-def test_broadcast_scalar_is_a_view_of_the_fused_vertex(monkeypatch, rng):
+def test_broadcast_scalar_is_a_view_of_the_fused_vertex(rng):
     n = 50_000
     x, y = rng.uniform(-2, 2, n).astype(np.float32), rng.uniform(-2, 2, n).astype(np.float32)
     c = np.float32(0.75)
-    off, on = compile_both(monkeypatch, chain(n, 6, scalar=True))
+    off, on = compile_both(chain(n, 6, scalar=True))
     r_off, r_on = off.run(x, y, c)[0], on.run(x, y, c)[0]
     np.testing.assert_array_equal(r_on.view(np.uint32), r_off.view(np.uint32))
     expected = np.abs(np.exp(np.tanh(x) * y) + c) - y
@@ -76,7 +76,7 @@ def test_broadcast_scalar_is_a_view_of_the_fused_vertex(monkeypatch, rng):
 
 
 @pytest.mark.parametrize("return_t", [False, True])
-def test_a_value_read_by_several_members_fuses_unless_read_outside(monkeypatch, rng, return_t):
+def test_a_value_read_by_several_members_fuses_unless_read_outside(rng, return_t):
     n = 4096
     p = E.Program()
     x = p.main.param("f32", (n,))
@@ -85,7 +85,7 @@ def test_a_value_read_by_several_members_fuses_unless_read_outside(monkeypatch, 
     s = p.main.op("multiply", [e, t], "f32", (n,))  # t read by two members: a DAG
     results = [s, p.main.op("negate", [s], "f32", (n,))] + ([t] if return_t else [])
     p.main.ret(*results)
-    off, on = compile_both(monkeypatch, p)
+    off, on = compile_both(p)
     xv = rng.normal(size=n).astype(np.float32)
     got = on.run(xv)
     for a, b in zip(off.run(xv), got):
@@ -95,7 +95,7 @@ def test_a_value_read_by_several_members_fuses_unless_read_outside(monkeypatch, 
     assert on.last_profile["supersteps"] == (3 if return_t else 2) and off.last_profile["supersteps"] == 4
 
 
-def test_a_broadcast_read_by_several_groups_is_a_view_of_each(monkeypatch, rng):
+def test_a_broadcast_read_by_several_groups_is_a_view_of_each(rng):
     n = 60_000
     p = E.Program()
     x, c = p.main.param("f32", (n,)), p.main.param("f32", ())
@@ -103,7 +103,7 @@ def test_a_broadcast_read_by_several_groups_is_a_view_of_each(monkeypatch, rng):
     u = p.main.op("add", [x, b], "f32", (n,))
     v = p.main.op("multiply", [p.main.op("tanh", [x], "f32", (n,)), b], "f32", (n,))
     p.main.ret(u, v)  # two results: two groups, each reading b
-    off, on = compile_both(monkeypatch, p)
+    off, on = compile_both(p)
     xv, cv = rng.normal(size=n).astype(np.float32), np.float32(1.5)
     got = on.run(xv, cv)
     for a, w in zip(off.run(xv, cv), got):
@@ -115,7 +115,7 @@ def test_a_broadcast_read_by_several_groups_is_a_view_of_each(monkeypatch, rng):
     assert on.info["memory"]["worst_bytes"] < off.info["memory"]["worst_bytes"]
 
 
-def test_mixed_types_select_compare_convert_fuse(monkeypatch, rng):
+def test_mixed_types_select_compare_convert_fuse(rng):
     n = 10_000
     p = E.Program()
     b = p.main
@@ -125,7 +125,7 @@ def test_mixed_types_select_compare_convert_fuse(monkeypatch, rng):
     h = b.op("convert", [s], "f16", (n,))
     h2 = b.op("negate", [h], "f16", (n,))
     b.ret(b.op("convert", [h2], "f32", (n,)))
-    off, on = compile_both(monkeypatch, p)
+    off, on = compile_both(p)
     xv, yv = rng.normal(size=n).astype(np.float32), rng.normal(size=n).astype(np.float32)
     r_off, r_on = off.run(xv, yv)[0], on.run(xv, yv)[0]
     np.testing.assert_array_equal(r_on, r_off)
@@ -159,7 +159,7 @@ def test_the_emulator_reads_no_flag_from_the_environment(monkeypatch):
 
 
 @pytest.mark.parametrize("shape", [(37, 53), (300, 1000), (4, 1, 6)])
-def test_row_and_column_broadcasts_fuse_as_views(monkeypatch, rng, shape):
+def test_row_and_column_broadcasts_fuse_as_views(rng, shape):
     """(x - broadcast(mean over the last axis)) * broadcast(gamma) + broadcast(beta): layer norm's shape."""
     p = E.Program()
     b = p.main
@@ -172,7 +172,7 @@ def test_row_and_column_broadcasts_fuse_as_views(monkeypatch, rng, shape):
     bb = b.op("broadcast_in_dim", [beta], "f32", shape, {"broadcast_dimensions": []})
     h = b.op("multiply", [b.op("subtract", [x, mb], "f32", shape), gb], "f32", shape)
     b.ret(b.op("add", [h, bb], "f32", shape))
-    off, on = compile_both(monkeypatch, p)
+    off, on = compile_both(p)
     xv, mv = rng.normal(size=shape).astype(np.float32), rng.normal(size=rows).astype(np.float32)
     gv, bv = rng.normal(size=cols).astype(np.float32), np.float32(0.5)
     r_off, r_on = off.run(xv, mv, gv, bv)[0], on.run(xv, mv, gv, bv)[0]
@@ -186,14 +186,14 @@ def test_row_and_column_broadcasts_fuse_as_views(monkeypatch, rng, shape):
     assert on.info["memory"]["worst_bytes"] <= off.info["memory"]["worst_bytes"]
 
 
-def test_a_value_read_twice_by_one_op_still_fuses(monkeypatch, rng):
+def test_a_value_read_twice_by_one_op_still_fuses(rng):
     """(x - m)^2 as jnp.square writes it: multiply(d, d)."""
     n = 5000
     p = E.Program()
     x, m = p.main.param("f32", (n,)), p.main.param("f32", (n,))
     d = p.main.op("subtract", [x, m], "f32", (n,))
     p.main.ret(p.main.op("multiply", [d, d], "f32", (n,)))
-    off, on = compile_both(monkeypatch, p)
+    off, on = compile_both(p)
     xv, mv = rng.normal(size=n).astype(np.float32), rng.normal(size=n).astype(np.float32)
     np.testing.assert_array_equal(on.run(xv, mv)[0], off.run(xv, mv)[0])
     np.testing.assert_array_equal(on.run(xv, mv)[0], (xv - mv) * (xv - mv))

@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 # backend is created); here a version is only a name.
 DEFAULT_VERSION = "ipu2"
 MAX_DEVICES = 64
-MAX_HOST_THREADS = 256  # the emulator's own limit (engine.cc checks the same)
+MAX_HOST_THREADS = 256  # the ThreadPool's limit (the PJRT client checks its host_threads option the same)
 
 _TRUE = ("y", "yes", "t", "true", "on", "1")
 _FALSE = ("n", "no", "f", "false", "off", "0")
@@ -76,12 +76,18 @@ def lowering_options(environ: Optional[Mapping[str, str]] = None) -> Dict[str, b
     from jax_ipu import engine_options
 
     env = os.environ if environ is None else environ
+    options = _lowering_flags(env)
+    options["allow_out_of_memory"] = engine_options.engine_options(env).allow_out_of_memory
+    return options
+
+
+def _lowering_flags(env: Mapping[str, str]) -> Dict[str, bool]:
+    """The lowering flags' fields, parsed (defaults: fused, counted in runs)."""
     options = {"fusion": True, "exchange_per_element": False}
     for name, field in LOWERING_FLAGS.items():
         text = env.get(name, "")
         if text.strip():
             options[field] = parse_bool(text, f"{name}={text}")
-    options["allow_out_of_memory"] = engine_options.engine_options(env).allow_out_of_memory
     return options
 
 
@@ -249,10 +255,7 @@ def read(jax_options: Optional[Mapping[str, Any]] = None, environ: Optional[Mapp
         fields["host_threads"] = parse_host_threads(host_threads, where)
         sources["host_threads"] = where
 
-    for name in LOWERING_FLAGS:
-        text = env.get(name, "")
-        if text.strip():
-            parse_bool(text, f"{name}={text}")
+    _lowering_flags(env)
 
     for option, (field, parse) in JAX_OPTIONS.items():
         env_value = env.get(option.upper())
