@@ -81,6 +81,26 @@ def test_reductions_over_several_dimensions_fold_in_cpus_order(name):
           **(EXACT if not CURRENT_SERIES else {"scale_ulps": 8} if name == "sum" else {"rtol": 1e-4}))
 
 
+# (operand shape, moved to: a reshape's shape or "T" for a transpose, reduced axes of the moved value)
+MOVED = [((3, 7), (7, 3), None), ((3, 7), (21,), None), ((64, 33), (2112,), None), ((4, 6, 5), (4, 30), (1,)),
+         ((3, 7, 5), (3, 35), (1,)), ((6, 9), (2, 27), (1,)), ((3, 7), "T", (0,)), ((8, 33), "T", None),
+         ((5, 8), "T", (1,))]
+
+
+@pytest.mark.parametrize("name", ["sum", "prod"])
+def test_reductions_of_reshaped_or_transposed_values_fold_in_their_sources_order(name):
+    """XLA's simplifier reduces the value a reshape or a transpose moved (reduce(reshape(x)) => reduce(x) where the
+    kept dimensions are unmodified; through a transpose when the result has rank 0 or 1), so jnp.sum(x.reshape(-1))
+    adds in x's order: jaxlib 0.4.13's bits (the moved shape's order differs in most of these); jaxlib 0.12: a few
+    ulps, as for rows. (6, 9) -> (2, 27) over axis 1 modifies the kept dimension: reduced as it is."""
+    rng = np.random.default_rng(7)
+    xs = [(rng.uniform(0.5, 2, shape) if name == "prod" else rng.standard_normal(shape)).astype(np.float32)
+          for shape, _, _ in MOVED]
+    reduce = jnp.sum if name == "sum" else jnp.prod
+    check(lambda *xs: [reduce(x.T if to == "T" else x.reshape(to), axis=axes) for x, (_, to, axes) in zip(xs, MOVED)],
+          *xs, **(EXACT if not CURRENT_SERIES else {"scale_ulps": 8} if name == "sum" else {"rtol": 1e-4}))
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_max_min_propagate_nan_and_keep_infinities(dtype):
     s = special(dtype)

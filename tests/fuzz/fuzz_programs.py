@@ -871,9 +871,11 @@ class Generator:
         if fn == "cumprod":
             return _step(self, "cumprod", f"jnp.cumprod({a.name}, axis={axis})", [a], out, a.shape, count=count,
                          scale=_product_bound(f"jnp.cumprod({{}}, axis={axis})", a.name))
-        if fn == "cumlogsumexp":
-            return _step(self, "cumlogsumexp", f"lax.cumlogsumexp({a.name}, axis={axis})", [a], a.dtype, a.shape,
+        if fn == "cumlogsumexp":  # a log of a running sum: its error is an absolute one, ulps of max(|result|, 1)
+            step = _step(self, "cumlogsumexp", f"lax.cumlogsumexp({a.name}, axis={axis})", [a], a.dtype, a.shape,
                          count=count)
+            step.scale = f"jnp.maximum(jnp.abs({step.outs[0].name}), 1.0)"
+            return step
         return _step(self, "cummax", f"lax.{fn}({a.name}, axis={axis})", [a], a.dtype, a.shape, count=count)
 
     def window(self, pool: List[Var], ctx: Context) -> Optional[Step]:

@@ -528,6 +528,14 @@ class _Translator:
             elif op.name in _TINY_IS_ZERO and not scalar_body and not _jax.is_current_series() \
                     and (self._type(op.results[0].type) or ("", []))[0] in ("f32", "bf16"):
                 body.extend(self._tiny_as_zero(self._op(op), _TINY_IS_ZERO[op.name]))
+            elif op.name == "stablehlo.reduce" and not scalar_body and not _reduces_one_element(op) \
+                    and (moved := _reduce_through_moves(op)) is not None:
+                # XLA's simplifier reduces the value a reshape or transpose moved (reduce(reshape(x)) => reduce(x)
+                # over x's dimensions): the sum's order is then that of x's shape, not the moved one's
+                entry = self._op(op)
+                entry["operands"][0] = self._use(moved[0])
+                entry["attrs"]["dimensions"] = moved[1]
+                body.append(entry)
             elif op.name == "stablehlo.reduce" and not scalar_body and _reduces_one_element(op) \
                     and self._real_float(op):
                 # XLA's simplifier: a reduce with as many results as operand elements is a reshape (its init value
@@ -1826,6 +1834,37 @@ def _reduces_one_element(op: Any) -> bool:
         return False
     computation = _body_computation(op, False)
     return computation in _REDUCER_IDENTITY and _splat_value(op.operands[1]) == _REDUCER_IDENTITY[computation]
+
+
+def _reduce_through_moves(op: Any) -> Optional[Tuple[Any, List[int]]]:
+    """(the value, the dimensions to reduce over it) where XLA's simplifier reduces through the reshapes and transposes
+    that feed a reduce of one operand (AlgebraicSimplifier::HandleReduce): through a reshape whose kept dimensions it
+    leaves unmodified (here: the kept dimensions are a leading run of both shapes, every dimension reduced included),
+    and through a transpose when the reduce's result has rank 0 or 1. None where it does not."""
+    if len(op.operands) != 2 or len(op.results) != 1 or not A.is_a(ir.RankedTensorType, op.operands[0].type):
+        return None
+    dims = sorted(O.read_attrs(op.attributes).get("dimensions") or [])
+    value, moved = op.operands[0], False
+    while (producer := _producer(value)) is not None and producer.name in ("stablehlo.reshape", "stablehlo.transpose"):
+        source = producer.operands[0]
+        if not A.is_a(ir.RankedTensorType, source.type):
+            break
+        out_shape, in_shape = list(value.type.shape), list(source.type.shape)
+        if producer.name == "stablehlo.reshape":
+            kept = [d for d in range(len(out_shape)) if d not in dims]
+            if in_shape == out_shape:
+                pass
+            elif kept == list(range(len(kept))) and in_shape[:len(kept)] == out_shape[:len(kept)]:
+                dims = list(range(len(kept), len(in_shape)))
+            else:
+                break
+        else:
+            if len(op.results[0].type.shape) >= 2:
+                break
+            permutation = list(O.read_attrs(producer.attributes)["permutation"])
+            dims = sorted(permutation[d] for d in dims)
+        value, moved = source, True
+    return (value, dims) if moved else None
 
 
 def _one_element_windows(op: Any) -> bool:
