@@ -78,3 +78,36 @@ def test_multiply_adds_round_once_as_on_cpu(name, f):
     a, b, c = (random("float32", (4099,), seed=seed) for seed in (31, 32, 33))
     a[:3], b[:3], c[:3] = np.float32(1 + 2**-12), np.float32(1 + 2**-12), np.float32(-1)
     check(f, a, b, c, **EXACT)
+
+
+CURRENT = jax.__version__.split(".")[:2] != ["0", "4"]
+
+
+def _rows_from_1(m, x):  # a slice op (stablehlo.slice; jax 0.4.13 lowers x[1:] to a dynamic_slice)
+    return lax.slice(x, (1, 0), x.shape) if m is jnp else x[1:]
+
+
+MOVED = [  # (name, f over a module m (jnp, or numpy for the reference), whether XLA:CPU fuses the move and
+    #        contracts: on jaxlib 0.4.13, on jaxlib 0.12)
+    ("flip of rows", lambda m, a, b, c: m.flip(a * b, 0) - c, True, True),
+    ("flip of columns", lambda m, a, b, c: m.flip(a * b, 1) + c, False, True),
+    ("transpose", lambda m, a, b, c: (a * b).T + c, True, False),
+    ("reshape", lambda m, a, b, c: (a * b).reshape(16, 16) + c, True, True),
+    ("slice", lambda m, a, b, c: _rows_from_1(m, a * b) + c[1:], True, True),
+    ("flip then reshape", lambda m, a, b, c: m.flip(a * a, 0).reshape(-1) + c.reshape(-1), True, True),
+    ("product read twice", lambda m, a, b, c: m.flip(a * b, 0) + (a * b), False, False),
+]
+
+
+@pytest.mark.parametrize("name, f, on_04, on_012", MOVED, ids=[m[0] for m in MOVED])
+def test_a_moved_product_added_rounds_as_on_cpu(name, f, on_04, on_012):
+    """XLA:CPU fuses a reverse, reshape or slice (jaxlib 0.4.13: also a transpose, but not a reverse of the minor
+    dimension; jaxlib 0.12: not a transpose) of a product into the loop of the add that reads it, and contracts the
+    multiply into the add: the front end moves the multiply after the moves (compiler/passes/contract_through_moves.py)
+    where cpu does, so these give cpu's bits. cpu is checked against the fused result too, so that a case fails if
+    cpu's fusion changes."""
+    a, b, c = (random("float32", (16, 16), seed=seed) for seed in (41, 42, 43))
+    check(lambda a, b, c: f(jnp, a, b, c), a, b, c, **EXACT)
+    cpu = np.asarray(jax.jit(lambda a, b, c: f(jnp, a, b, c), backend="cpu")(a, b, c))
+    fused = f(np, *(x.astype(np.float64) for x in (a, b, c))).astype(np.float32)  # exact products, one rounding
+    assert np.array_equal(cpu, fused) == (on_012 if CURRENT else on_04), "cpu's contraction of this chain changed"

@@ -19,6 +19,7 @@ from . import ops as O
 from . import partitioner, spmd
 from . import types as T
 from .errors import CompileError, unsupported
+from .passes import contract_through_moves
 from .program_format import FORMAT, VERSION, Blob, encode
 
 TERMINATORS = ("func.return", "stablehlo.return", "sdy.return")
@@ -330,6 +331,7 @@ class _Translator:
         done: List[str] = []
         pending = [entry]
         functions = []
+        self.function_anchors: Dict[str, Set[int]] = {}
         while pending:
             name = pending.pop(0)
             if name in done:
@@ -340,6 +342,7 @@ class _Translator:
             self.called = []
             functions.append(self._function(name, self.funcs[name]))
             pending.extend(self.called)
+        contract_through_moves.run(functions, self.function_anchors, _jax.is_current_series())
         return functions
 
     # --- functions, regions, ops -------------------------------------------------------------------------------
@@ -354,6 +357,7 @@ class _Translator:
             raise CompileError(f"func.func @{name} has {len(region.blocks)} blocks; the ipu compiler expects one")
         function = {"name": name, **self._block(region.blocks[0], f"func.func @{name}")}
         _drop_dead(function, self.anchors)
+        self.function_anchors[name] = self.anchors
         return function
 
     def _inline_manual(self, op: Any, body: List[Dict[str, Any]]) -> None:
