@@ -5,6 +5,7 @@
     python -m build_tools check-patches         # every series applies to its pristine source; headers complete
     python -m build_tools pristine jax DEST     # write the pristine tree a series applies to (for editing patches)
     python -m build_tools native [--out DIR]    # only the native library
+    python -m build_tools build-program SOURCE.cc [...] [--out FILE] [--series S]  # a C++ graph-API program
     python -m build_tools build-sanitized --lane asan|tsan [--series S] [--out DIR] [--jobs N]  # for nox -s sanitize
     python -m build_tools clean                 # remove build/ and dist/
     python -m build_tools release [--pages-url URL] [--url URL] [--jobs N]   # dist/jax-ipu-<version>.zip
@@ -78,6 +79,13 @@ def main(argv: list) -> int:
     n.add_argument("--out", type=Path, default=build.BUILD / "native")
     n.add_argument("--series")
     n.add_argument("--cxx")
+    bp = sub.add_parser("build-program", help="a C++ program of the graph API (ipu/poplar.h) with the emulator's "
+                        "objects (examples/cpp)")
+    bp.add_argument("sources", nargs="+", type=Path)
+    bp.add_argument("--out", type=Path, help="default: build/programs/<first source's name>")
+    bp.add_argument("--series")
+    bp.add_argument("--cxx")
+    bp.add_argument("--jobs", type=int)
     bs = sub.add_parser("build-sanitized", help="libjax_ipu.so under ASan+UBSan or TSan (build_tools/sanitize.py)")
     bs.add_argument("--lane", required=True, help="asan (address + undefined) or tsan (thread)")
     bs.add_argument("--series")
@@ -119,6 +127,8 @@ def main(argv: list) -> int:
             print(patches.extract_pristine(getattr(series, args.project), args.dest))
         elif args.command == "native":
             native.build_library(load().get_series(args.series), args.out, cxx=args.cxx)
+        elif args.command == "build-program":
+            print(native.build_program(load().get_series(args.series), args.sources, args.out, args.cxx, args.jobs))
         elif args.command == "build-sanitized":
             from build_tools import sanitize
 

@@ -51,7 +51,7 @@ def clang_format() -> int:
         return 1
     failing = {}
     warnings_total = 0
-    for path in tracked("jax_ipu_shim/*.cc", "jax_ipu_shim/*.h"):
+    for path in tracked("jax_ipu_shim/*.cc", "jax_ipu_shim/*.h", "examples/*.cc", "tests/*.cc"):
         proc = subprocess.run([exe, "--dry-run", "--style=file", str(path)], cwd=REPO, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True)
         count = proc.stdout.count("warning:")

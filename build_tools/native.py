@@ -21,7 +21,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from build_tools.fetch import cache_dir, extract_header_tree
 from build_tools.pins import REPO, Series
@@ -181,13 +181,10 @@ def object_key(base_key: str, src: Path) -> str:
     return hashlib.sha256((base_key + "\0" + rel + "\0").encode() + src.read_bytes()).hexdigest()
 
 
-def build_library(series: Series, out_dir: Path, cxx: Optional[str] = None, jobs: Optional[int] = None,
-                  sanitizers: Sequence[str] = ()) -> Path:
-    """Compiles and links the library into ``out_dir/libjax_ipu.so``; returns its path. ``sanitizers`` (e.g.
-    ("address", "undefined")) gives a sanitizer build for testing, never for a wheel (build_tools/sanitize.py)."""
-    if not EXPORTS_MAP.exists():
-        raise NativeBuildError(f"{EXPORTS_MAP.relative_to(REPO)} is missing: the linker version script (exports)")
-    srcs = sources(series)
+def compile_objects(series: Series, srcs: Sequence[Path], cxx: Optional[str] = None, jobs: Optional[int] = None,
+                    sanitizers: Sequence[str] = ()) -> Tuple[List[str], Dict[Path, Path]]:
+    """Compiles ``srcs`` (cached by content hash, in parallel); returns the compiler command and each source's
+    object."""
     cxx_cmd, flags, base_key = compile_plan(series, cxx, sanitizers)
     obj_cache = cache_dir() / "objects"
     obj_cache.mkdir(parents=True, exist_ok=True)
@@ -216,7 +213,17 @@ def build_library(series: Series, out_dir: Path, cxx: Optional[str] = None, jobs
         if errors:
             raise NativeBuildError(
                 f"{len(errors)} of {len(srcs)} C++ sources failed to compile:\n\n" + "\n\n".join(errors))
+    return cxx_cmd, objs
 
+
+def build_library(series: Series, out_dir: Path, cxx: Optional[str] = None, jobs: Optional[int] = None,
+                  sanitizers: Sequence[str] = ()) -> Path:
+    """Compiles and links the library into ``out_dir/libjax_ipu.so``; returns its path. ``sanitizers`` (e.g.
+    ("address", "undefined")) gives a sanitizer build for testing, never for a wheel (build_tools/sanitize.py)."""
+    if not EXPORTS_MAP.exists():
+        raise NativeBuildError(f"{EXPORTS_MAP.relative_to(REPO)} is missing: the linker version script (exports)")
+    srcs = sources(series)
+    cxx_cmd, objs = compile_objects(series, srcs, cxx, jobs, sanitizers)
     out_dir.mkdir(parents=True, exist_ok=True)
     lib = out_dir / LIBRARY_NAME
     tmp_lib = out_dir / (LIBRARY_NAME + ".tmp")
@@ -235,6 +242,29 @@ def build_library(series: Series, out_dir: Path, cxx: Optional[str] = None, jobs
     os.replace(tmp_lib, lib)
     print(f"[native] linked {lib} ({lib.stat().st_size} bytes) from {len(srcs)} sources", flush=True)
     return lib
+
+
+PROGRAMS_DIR = REPO / "build" / "programs"
+
+
+def build_program(series: Series, program_sources: Sequence[Path], out: Optional[Path] = None,
+                  cxx: Optional[str] = None, jobs: Optional[int] = None, sanitizers: Sequence[str] = ()) -> Path:
+    """A C++ program of the graph API (ipu/poplar.h) linked with the emulator's objects, the same (cached) objects
+    as the wheel's library: only the program's own sources compile. Returns the executable's path
+    (``build/programs/<first source's stem>`` unless ``out``)."""
+    emulator = sorted((SHIM / "emulator" / "src").rglob("*.cc"))
+    program_sources = [Path(p).resolve() for p in program_sources]
+    cxx_cmd, objs = compile_objects(series, emulator + program_sources, cxx, jobs, sanitizers)
+    out = out or PROGRAMS_DIR / program_sources[0].stem
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    link = cxx_cmd + ["-o", str(tmp)] + [str(objs[s]) for s in program_sources + emulator] + ["-lpthread"]
+    link += sanitize_flags(sanitizers) if sanitizers else ([] if is_portable(cxx) else ["-static-libstdc++",
+                                                                                         "-static-libgcc"])
+    _run(link, f"linking {out.name}")
+    os.replace(tmp, out)
+    print(f"[native] linked {out}", flush=True)
+    return out
 
 
 def exported_symbols(lib: Path) -> List[str]:

@@ -107,6 +107,21 @@ uint64_t elementwise(OpKind kind, DType dtype, int64_t elements, int workers) {
   return tileCycles(elements, vectorWidth(dtype), workers, c.fixed, c.per_vector);
 }
 
+uint64_t elementwiseWorker(OpKind kind, DType dtype, int64_t elements) {
+  const VectorCost c = elementwiseCost(kind, dtype);
+  const int width = vectorWidth(dtype);
+  const int64_t vectors = (std::max<int64_t>(elements, 0) + width - 1) / width;
+  return static_cast<uint64_t>(static_cast<double>(c.fixed) + c.per_vector * static_cast<double>(vectors) + 0.5);
+}
+
+uint64_t reduceWorker(DType dtype, int64_t inputs) {
+  dtype = computeType(dtype);
+  const int width = dtype == DType::F16 ? 8 : dtype == DType::F32 ? 4 : 1;
+  const double per = isFloat(dtype) ? 1.0 : 2.0;
+  const int64_t vectors = (std::max<int64_t>(inputs, 0) + width - 1) / width;
+  return static_cast<uint64_t>(30.0 + per * static_cast<double>(vectors) + 0.5) + 2;  // + storing the output
+}
+
 double elementwisePerElement(OpKind kind, DType dtype) {
   return elementwiseCost(kind, dtype).per_vector / vectorWidth(dtype);
 }

@@ -4,6 +4,8 @@
 //
 // A chain of them (ipu/fusion.h) is one compute set running one fused vertex, as popops::map does with an
 // expression tree: see lowerElementwiseGroup for what that saves on the IPU. A lone op is a group of one.
+#include "ipu/elementwise.h"
+
 #include <cmath>
 #include <tuple>
 #include <unordered_map>
@@ -74,6 +76,57 @@ BlockFn fmaBlock() {
   return &fmaBlockPortable<F>;
 }
 
+}  // namespace
+
+BlockFn elementwiseBlock(const OpInfo& info, DType operand, DType result, Numerics numerics,
+                         const ElementwiseSpec& spec) {
+  BlockFn fn = nullptr;
+  const OpKind kind = info.kind;
+  switch (info.family) {
+    case OpFamily::Unary:
+      scalar::visitUnary(kind, operand, numerics, [&](auto f, auto a, auto r) {
+        fn = &block1<typename decltype(a)::type, typename decltype(r)::type, decltype(f)>;
+      });
+      break;
+    case OpFamily::Binary:
+      scalar::visitBinary(
+          kind, operand, numerics,
+          [&](auto f, auto t) {
+            using T = typename decltype(t)::type;
+            fn = &block2<T, T, T, decltype(f)>;
+          },
+          spec.constant);
+      break;
+    case OpFamily::Compare:
+      scalar::visitCompare(spec.direction, spec.compare_type, operand, [&](auto f, auto t) {
+        using T = typename decltype(t)::type;
+        fn = &block2<T, T, uint8_t, decltype(f)>;
+      });
+      break;
+    case OpFamily::Select:
+      scalar::visitSelect(operand, [&](auto f, auto t) {
+        using T = typename decltype(t)::type;
+        fn = &block3<uint8_t, T, T, T, decltype(f)>;
+      });
+      break;
+    case OpFamily::Clamp:
+      scalar::visitClamp(operand, numerics, [&](auto f, auto t) {
+        using T = typename decltype(t)::type;
+        fn = &block3<T, T, T, T, decltype(f)>;
+      });
+      break;
+    case OpFamily::Convert:
+      scalar::visitConvert(operand, result, [&](auto f, auto a, auto r) {
+        fn = &block1<typename decltype(a)::type, typename decltype(r)::type, decltype(f)>;
+      });
+      break;
+    default: break;
+  }
+  return fn;
+}
+
+namespace {
+
 // One elementwise op, checked, as an instruction of the fused vertex.
 struct Member {
   BlockFn fn = nullptr;
@@ -116,58 +169,21 @@ Member describe(const Lowerer& lowerer, const OpContext& ctx) {
   }
 
   m.codelet = std::string(ctx.info->name) + "<" + dtypeName(dt) + ">";
-  switch (family) {
-    case OpFamily::Unary:
-      scalar::visitUnary(kind, dt, lowerer.numerics(), [&](auto f, auto a, auto r) {
-        m.fn = &block1<typename decltype(a)::type, typename decltype(r)::type, decltype(f)>;
-      });
-      break;
-    case OpFamily::Binary: {
-      scalar::ConstantOperand constantOperand;
-      const std::string which = attrString(*ctx.op, "constant_operand", "");
-      if (!scalar::parseConstantOperand(which, &constantOperand))
-        lowerer.invalid(ctx, "unknown constant_operand '" + which + "' (expected \"lhs\" or \"rhs\")");
-      scalar::visitBinary(
-          kind, dt, lowerer.numerics(),
-          [&](auto f, auto t) {
-            using T = typename decltype(t)::type;
-            m.fn = &block2<T, T, T, decltype(f)>;
-          },
-          constantOperand);
-      break;
-    }
-    case OpFamily::Compare: {
-      scalar::Direction d;
-      const std::string dir = attrString(*ctx.op, "comparison_direction");
-      if (!scalar::parseDirection(dir, &d)) lowerer.invalid(ctx, "unknown comparison_direction '" + dir + "'");
-      const std::string type = attrString(*ctx.op, "compare_type", "NOTYPE");
-      scalar::visitCompare(d, type, dt, [&](auto f, auto t) {
-        using T = typename decltype(t)::type;
-        m.fn = &block2<T, T, uint8_t, decltype(f)>;
-      });
-      m.codelet = "compare" + dir + "<" + dtypeName(dt) + ">";
-      break;
-    }
-    case OpFamily::Select:
-      scalar::visitSelect(dt, [&](auto f, auto t) {
-        using T = typename decltype(t)::type;
-        m.fn = &block3<uint8_t, T, T, T, decltype(f)>;
-      });
-      break;
-    case OpFamily::Clamp:
-      scalar::visitClamp(dt, lowerer.numerics(), [&](auto f, auto t) {
-        using T = typename decltype(t)::type;
-        m.fn = &block3<T, T, T, T, decltype(f)>;
-      });
-      break;
-    case OpFamily::Convert:
-      scalar::visitConvert(dt, out.dtype, [&](auto f, auto a, auto r) {
-        m.fn = &block1<typename decltype(a)::type, typename decltype(r)::type, decltype(f)>;
-      });
-      m.codelet = std::string("cast<") + dtypeName(dt) + "," + dtypeName(out.dtype) + ">";
-      break;
-    default: break;
+  ElementwiseSpec spec;
+  if (family == OpFamily::Binary) {
+    const std::string which = attrString(*ctx.op, "constant_operand", "");
+    if (!scalar::parseConstantOperand(which, &spec.constant))
+      lowerer.invalid(ctx, "unknown constant_operand '" + which + "' (expected \"lhs\" or \"rhs\")");
+  } else if (family == OpFamily::Compare) {
+    const std::string dir = attrString(*ctx.op, "comparison_direction");
+    if (!scalar::parseDirection(dir, &spec.direction))
+      lowerer.invalid(ctx, "unknown comparison_direction '" + dir + "'");
+    spec.compare_type = attrString(*ctx.op, "compare_type", "NOTYPE");
+    m.codelet = "compare" + dir + "<" + dtypeName(dt) + ">";
+  } else if (family == OpFamily::Convert) {
+    m.codelet = std::string("cast<") + dtypeName(dt) + "," + dtypeName(out.dtype) + ">";
   }
+  m.fn = elementwiseBlock(*ctx.info, dt, out.dtype, lowerer.numerics(), spec);
   if (!m.fn)
     lowerer.unimplemented(ctx, std::string(ctx.info->name) + " is implemented for " + dtypeList(ctx.info->dtypes));
   const bool heavy = family == OpFamily::Unary && isFloat(dt) && kind != OpKind::Abs && kind != OpKind::Negate;

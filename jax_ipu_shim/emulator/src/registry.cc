@@ -147,6 +147,12 @@ const OpInfo* findOp(const std::string& name) {
   return nullptr;
 }
 
+std::vector<const OpInfo*> allOps() {
+  std::vector<const OpInfo*> all;
+  for (const OpInfo& info : kOps) all.push_back(&info);
+  return all;
+}
+
 const OpInfo& opInfo(OpKind kind) {
   for (const OpInfo& info : kOps)
     if (info.kind == kind) return info;

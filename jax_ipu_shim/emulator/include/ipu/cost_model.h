@@ -33,6 +33,11 @@ constexpr int64_t kCodeletCodeBytes = 384;
 // 6 x the slowest worker (fixed + per 64-bit vector) + supervisor. Per-op figures are marked (doc) or calibrated
 // in cost_model.cc.
 uint64_t elementwise(OpKind kind, DType dtype, int64_t elements, int workers);
+// One worker running an elementwise op over `elements` outputs (a vertex of the graph API): elementwise()'s per-worker
+// figure, in worker cycles (a tile runs its workers in turn: 6 tile cycles per worker cycle).
+uint64_t elementwiseWorker(OpKind kind, DType dtype, int64_t elements);
+// One worker reducing `inputs` elements into one output: reduce()'s per-worker figure, in worker cycles.
+uint64_t reduceWorker(DType dtype, int64_t inputs);
 // The cycles per element that elementwise() charges for an op (its per-vector figure over the vector width): what
 // one instruction of a scalar reduce body or sort comparator costs per element.
 double elementwisePerElement(OpKind kind, DType dtype);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "ipu/emulator.h"
 #include "ipu/program.h"
@@ -153,6 +154,7 @@ struct OpInfo {
 
 const OpInfo* findOp(const std::string& name);
 const OpInfo& opInfo(OpKind kind);
+std::vector<const OpInfo*> allOps();  // every row, in the table's order
 std::string dtypeList(unsigned mask);  // "f16, f32"
 const char* familyName(OpFamily family);  // "unary"
 bool isReducer(const std::string& computation);  // a native reduce/scatter computation ("add", ...)

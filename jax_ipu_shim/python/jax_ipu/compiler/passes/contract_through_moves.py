@@ -18,7 +18,9 @@ chain; otherwise XLA computes the product apart)."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+import functools
+import itertools
+from typing import Any, Dict, Iterator, List, Optional
 
 MOVES = ("reverse", "transpose", "reshape", "slice")
 ADDS = ("add", "subtract")
@@ -43,6 +45,11 @@ def _single_move(function: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     return move
 
 
+def _value(ids: Iterator[int], dtype: str, shape: List[int]) -> Dict[str, Any]:
+    """A new value of the function (numbered after its others)."""
+    return {"id": next(ids), "dtype": dtype, "shape": list(shape)}
+
+
 def _ids(block: Dict[str, Any]) -> List[int]:
     ids = [p["id"] for p in block.get("params", ())]
     for entry in block["body"]:
@@ -58,12 +65,7 @@ def run(functions: List[Dict[str, Any]], anchors: Dict[str, Any], current_series
     moves = {f["name"]: m for f in functions if (m := _single_move(f)) is not None}
     changed = []
     for function in functions:
-        next_id = [max(_ids(function), default=-1) + 1]
-
-        def fresh(dtype: str, shape: List[int]) -> Dict[str, Any]:
-            next_id[0] += 1
-            return {"id": next_id[0] - 1, "dtype": dtype, "shape": list(shape)}
-
+        fresh = functools.partial(_value, itertools.count(max(_ids(function), default=-1) + 1))
         if _block(function, fresh, anchors.get(function["name"], ()), moves, current_series):
             changed.append(function)
     return changed
