@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from _conformance import ALL_DTYPES, CURRENT_SERIES, check, random, run_both
+from jax import lax
 
 # In range, negative (wrapped by jax), duplicated, and out of range in both directions.
 IDX = np.array([0, 3, -1, 3, 36, -37, 40, -50, 7, 3], np.int32)
@@ -167,6 +168,12 @@ ONE_UPDATE_SCATTERS = {
     "at_add_out_of_bounds": lambda v: jnp.zeros(5).at[7].add(v[1]),  # dropped
     "segment_sum_of_one_id": lambda v: jax.ops.segment_sum(v.reshape(1, 4), jnp.array([1], jnp.int32), num_segments=4),
     "at_add_of_an_argument": lambda v: v.at[2].add(v[3]),  # not into the identity: the add computes (flushes)
+    # XLA sees constants as constants across a branch's edge (the ids are captured from outside the branch) and
+    # sinks a constant that a while loop carries unchanged into its body (lax.scan carries what its body captures)
+    "segment_sum_in_a_branch": lambda v: lax.cond(v[0] == 0, lambda v: jax.ops.segment_sum(
+        v.reshape(1, 4), jnp.array([1], jnp.int32), num_segments=4), lambda v: jnp.zeros((4, 4)), v),
+    "segment_sum_in_a_scan": lambda v: lax.scan(lambda c, _: (c, jax.ops.segment_sum(
+        v.reshape(1, 4), jnp.array([1], jnp.int32), num_segments=4)), 0, None, length=2)[1],
 }
 if CURRENT_SERIES:  # jaxlib 0.4.13 computes max(-inf, u) there with maxps, reading a denormal as a zero
     ONE_UPDATE_SCATTERS["at_max"] = lambda v: jnp.full(5, -jnp.inf).at[3].max(v[1])

@@ -210,7 +210,7 @@ def _render_steps(steps: Sequence[Step], wobble: Optional[WobbleTable], indent: 
 # The runtime helper that wobbled programs call (defined in their namespace, never in a reproducer).
 WOBBLE_SOURCE = '''
 def _wobble(v, n, scale, trial, salt):
-    """v moved by n ulps (of |v|, of scale, or of max|v| for 'norm'): up on trial 0, down on 1, by n to 2n in a
+    """v moved by n ulps (of |v|, of scale, or of max|v| for 'norm'): up on trial 0, down on 1, by up to 2n in a
     direction from a hash of the element's position on 2-5 (so that low bits vary too), not on 6; by at least n f32
     smallest normals, so that a denormal flushed or not counts. scale='any': NaN, 0 or an infinity (anything may
     differ)."""
@@ -255,7 +255,9 @@ def _wobble(v, n, scale, trial, salt):
     mag = jnp.maximum(mag, max(1.1754944e-38 / float(info.eps), float(info.tiny)))
     sign = jnp.where(trial == 0, 1.0, jnp.where(trial == 1, -1.0, jnp.where(coin, 1.0, -1.0)))
     sign = jnp.where(trial == 6, 0.0, sign)
-    sign = sign * jnp.where(trial >= 2, 1.0 + ((h >> 9) & 127).astype(jnp.float32) / 128, 1.0)  # random sizes
+    # random sizes on trials 2-5, from a 128th of n to 2n: a function that is not monotonic (sin near its extremes)
+    # can cross an integer or a compare's threshold under a smaller move than n ulps and not under n
+    sign = sign * jnp.where(trial >= 2, (((h >> 9) & 255) + 1).astype(jnp.float32) / 128, 1.0)
     delta = jax.lax.stop_gradient(sign * (n * float(info.eps)) * mag)
     out = w + delta
     if overflow is not None:

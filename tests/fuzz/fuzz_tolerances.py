@@ -408,6 +408,12 @@ ACCEPTED: List[Accepted] = [
              "integer is finite there and NaN on cpu, or the reverse (jnp.power(x, jax.nn.log_softmax(x, axis=0)) "
              "of bf16[8, 250])", ("pow",), ("bfloat16",), 1, per="any", when="negative_base_computed_exponent",
              open=True),
+    Accepted("XLA's simplifier proves some computed predicates constant before its a * convert(p) => select(p, a, "
+             "0) rule (an iota over a dimension of one is zeros, an integer times zero is zero: iota < iota * x is "
+             "false), folds the convert to a constant 0 or 1, and multiplies by it: inf * 0 is NaN there; the front "
+             "end applies the rule to the predicate as computed (0, as on cpu where it cannot fold the predicate): "
+             "the gradient of a / roll(a) at a = (iota < iota * x).astype(f32)", ("grad", "mul"),
+             ("float32", "float16"), 1, per="any", when="uniform_converted_bool_operand"),
     # -- broad ones last
     Accepted("open: XLA:CPU computes arrays of rank 2 and more, arrays of under 8 elements and values it fuses into "
              "a reduction's loop with other code than long vectors, and there its approximations can round "
@@ -647,6 +653,27 @@ def _converted_bool_operand(step, program, values) -> bool:  # noqa: ANN001
     return False
 
 
+def _uniform_converted_bool_operand(step, program, values) -> bool:  # noqa: ANN001
+    """The step reads a bool array converted to a float whose elements are all equal (a predicate XLA may prove
+    constant)."""
+    import numpy as np
+
+    producers = {o.name: s for s in program.ops() for o in s.outs}
+    for i, name in enumerate(step.reads):
+        producer = producers.get(name)
+        if producer is None or producer.op != "convert" or not producer.reads:
+            continue
+        try:
+            if program.var(producer.reads[0]).dtype != "bool":
+                continue
+        except KeyError:
+            continue
+        v = np.asarray(values()[i])
+        if v.size and np.all(v == v.reshape(-1)[0]):
+            return True
+    return False
+
+
 def _read_by_erf_inv(step, program, values) -> bool:  # noqa: ANN001
     """An erf_inv reads the step's result, directly or through steps computed from it."""
     names = {o.name for o in step.outs}
@@ -687,6 +714,7 @@ WHEN = {
     "nan_to_unsigned": _nan_to_unsigned,
     "denormal_padding": _denormal_padding,
     "converted_bool_operand": _converted_bool_operand,
+    "uniform_converted_bool_operand": _uniform_converted_bool_operand,
     "negative_base_computed_exponent": _negative_base_computed_exponent,
 }
 

@@ -1395,11 +1395,32 @@ def _producer(value: Any) -> Optional[Any]:
     owner = value.owner
     owner = getattr(owner, "operation", owner)
     if not (hasattr(owner, "name") and hasattr(owner, "operands")):
-        return None
+        return _sunk_constant(value)
     branches = getattr(_CALLS, "branches", None)
-    if branches and not _inside(owner, branches[-1]):
-        return None
+    if branches and not _inside(owner, branches[-1]) and owner.name != "stablehlo.constant":
+        return None  # (a constant XLA propagates into the branch: the scatter of segment_sum's constant ids)
     return owner
+
+
+def _sunk_constant(argument: Any) -> Optional[Any]:
+    """The constant a while loop's argument always is, as XLA's WhileLoopConstantSinking sees it: the loop's operand
+    at its position is a constant and the body returns the argument unchanged there (lax.scan carries what its body
+    captures so: segment_sum's constant ids in a scan). None for any other block argument."""
+    try:
+        arg = ir.BlockArgument(argument)
+    except (TypeError, ValueError):
+        return None
+    block = arg.owner
+    loop = getattr(block.owner, "operation", block.owner)
+    if getattr(loop, "name", None) != "stablehlo.while" or len(loop.regions) != 2:
+        return None
+    i = arg.arg_number
+    body = loop.regions[1].blocks[0]
+    returned = list(body.operations)[-1].operands
+    if i >= len(returned) or i >= len(loop.operands) or returned[i] != body.arguments[i]:
+        return None
+    init = _producer(loop.operands[i])
+    return init if init is not None and init.name == "stablehlo.constant" else None
 
 
 def _inside(op: Any, ancestor: Any) -> bool:
