@@ -19,7 +19,7 @@ from . import ops as O
 from . import partitioner, spmd
 from . import types as T
 from .errors import CompileError, unsupported
-from .passes import contract_through_moves
+from .passes import contract_through_moves, dead_code
 from .program_format import FORMAT, VERSION, Blob, encode
 
 TERMINATORS = ("func.return", "stablehlo.return", "sdy.return")
@@ -356,7 +356,7 @@ class _Translator:
         if len(region.blocks) != 1:
             raise CompileError(f"func.func @{name} has {len(region.blocks)} blocks; the ipu compiler expects one")
         function = {"name": name, **self._block(region.blocks[0], f"func.func @{name}")}
-        _drop_dead(function, self.anchors)
+        dead_code.run(function, self.anchors)
         self.function_anchors[name] = self.anchors
         return function
 
@@ -444,7 +444,7 @@ class _Translator:
             elif scalar_body and op.name == "func.call":
                 self._inline(op, body)
             elif _is_dce_sink(op):
-                self.anchors.update(self._use(v) for v in op.operands)  # kept from _drop_dead, as from XLA's
+                self.anchors.update(self._use(v) for v in op.operands)  # kept from the dead-code pass, as from XLA's
             elif op.name == spmd.MANUAL_COMPUTATION:
                 self._inline_manual(op, body)
             elif op.name == "stablehlo.constant" and not scalar_body and _splat_for_elementwise_ops(op):
@@ -956,7 +956,7 @@ class _Translator:
           log(sqrt(A)) => log(A) * 0.5         log(rsqrt(A)) => log(A) * -0.5
           log(pow(A, B)) => B == 0 ? 0 : log(|A|) * B
           log(exp(A)) => A                     (jaxlib 0.4.13)
-        None when none applies. The sqrt, pow or exp no longer read is left to _drop_dead."""
+        None when none applies. The sqrt, pow or exp no longer read is left to the dead-code pass."""
         producer: Any = _producer(mlir_op.operands[0])
         name = producer.name if producer is not None else ""
         out = entry["results"][0]
@@ -1025,7 +1025,7 @@ class _Translator:
           A / broadcast(B) => A * broadcast(1 / B)   (jaxlib 0.12: softmax's sum, any scalar divisor but a
                                                       while loop's own value)
           (A / B) / C => A / (B * C)           A / (B / C) => (A * C) / B
-        An operand a rule no longer reads (the sqrt, the exp...) is left to _drop_dead."""
+        An operand a rule no longer reads (the sqrt, the exp...) is left to the dead-code pass."""
         ops: List[Dict[str, Any]] = []
         out = entry["results"][0]
         dtype, shape = out["dtype"], out["shape"]
@@ -1938,37 +1938,6 @@ def _square_of(value: Any) -> Any:
         return None
     a, b = producer.operands
     return a if a == b else None
-
-
-# Families of the registry whose ops only compute their results: XLA removes one whose results nothing reads, and so
-# does _drop_dead. (Calls, loops, host I/O and collectives stay: a body or another replica may depend on them.)
-_PURE_FAMILIES = frozenset(("unary", "binary", "compare", "select", "clamp", "convert", "shape", "dot", "reduce",
-                            "sort", "conv", "window", "complex"))
-_KEPT_OPS = frozenset(("optimization_barrier",))
-
-
-def _pure(entry: Dict[str, Any]) -> bool:
-    info = O.registry().get(entry["op"])
-    return bool(entry["results"]) and info is not None and info["family"] in _PURE_FAMILIES \
-        and entry["op"] not in _KEPT_OPS
-
-
-def _drop_dead(block: Dict[str, Any], anchors: Set[int]) -> Set[int]:
-    """XLA's dead-code elimination on a function or region of the program: drops, last op first, each pure op whose
-    results nothing reads (neither a later op, a region, the block's results nor a dce_sink), as XLA does before
-    XLA:CPU compiles (the ops the front end's own rewrites leave unread, such as a divide's sqrt, included). Returns
-    the ids the block reads, its regions' included."""
-    live = set(block["results"]) | anchors
-    kept = []
-    for entry in reversed(block["body"]):
-        if _pure(entry) and not any(r["id"] in live for r in entry["results"]):
-            continue
-        for region in entry.get("regions", ()):
-            live |= _drop_dead(region, anchors)
-        live.update(entry["operands"])
-        kept.append(entry)
-    block["body"] = kept[::-1]
-    return live
 
 
 def _is_dce_sink(op: Any) -> bool:
