@@ -60,7 +60,9 @@ SEVERAL = [((4, 5), None), ((6, 2, 3), None), ((4, 5, 7), (1, 2)), ((100, 50), N
            ((33, 3), None), ((70, 24), None), ((2, 40, 40), (1, 2)), ((40, 5, 40), (0, 2)), ((5, 1, 7), None),
            ((2000, 3), None), ((40, 40, 5), (0, 1)), ((16, 3, 3, 8), (0, 1, 2)), ((3, 50, 2, 40), (1, 3)),
            # kept dimensions of one element after the reduced ones: no dimensions to XLA (the innermost is reduced)
-           ((4, 4, 1), (0, 1)), ((6, 5, 1, 1), (0, 1)), ((7, 1, 3, 1), (0, 2))]
+           ((4, 4, 1), (0, 1)), ((6, 5, 1, 1), (0, 1)), ((7, 1, 3, 1), (0, 2)),
+           # column sums: windows of strided elements, in lanes only where the host gathers fast (README, reductions)
+           ((40, 5), (0,)), ((1000, 7), (0,)), ((70, 3, 8), (0,))]
 
 
 @pytest.mark.parametrize("name", ["sum", "prod"])

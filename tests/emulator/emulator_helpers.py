@@ -119,6 +119,22 @@ def _short_fold(rows: np.ndarray, acc: np.ndarray, op: Any, identity: np.ndarray
     return r
 
 
+def _host_gathers_fast() -> bool:
+    """cpu_features.cc's hostGathersFast, from /proc/cpuinfo: whether XLA:CPU's LLVM vectorises a strided window with
+    gathers on this host (AVX-512F, or an Intel AVX2 core with CLFLUSHOPT: Skylake on)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            text = f.read()
+    except OSError:
+        return False
+    flags = set(next((ln.split(":", 1)[1].split() for ln in text.splitlines() if ln.startswith("flags")), []))
+    intel = "GenuineIntel" in text
+    return "avx512f" in flags or (intel and {"avx2", "clflushopt"} <= flags)
+
+
+HOST_GATHERS_FAST = _host_gathers_fast()
+
+
 def _fold_nested(x: np.ndarray, init: np.ndarray, op: Any, identity: np.ndarray, inner_rows: bool) -> np.ndarray:
     """x [outputs, reduced...] reduced as reduce.cc's foldNested: dimensions of one element dropped; while one is
     longer than 32, XLA's tree level windowing each such dimension (32, stride 32, SAME padding), window rows along
@@ -147,8 +163,12 @@ def _fold_nested(x: np.ndarray, init: np.ndarray, op: Any, identity: np.ndarray,
         acc = acc0
         for oc in itertools.product(*[range(lo[k], hi[k]) for k in range(len(shape) - 1)]):
             row = x[(slice(None),) + oc]
-            if shape[-1] <= 32:
+            if shape[-1] <= 32 and (inner_rows or HOST_GATHERS_FAST):
                 acc = _short_fold(row, acc, op, identity)
+                continue
+            if not inner_rows and not HOST_GATHERS_FAST:  # a strided window: in order
+                for q in range(lo[-1], hi[-1]) if shape[-1] > 32 else range(shape[-1]):
+                    acc = op(acc, row[:, q]).astype(dt)
                 continue
             a = np.empty((x.shape[0], 8), dt)
             a[...] = identity
@@ -172,12 +192,12 @@ def xla_reduce(x: np.ndarray, dims: Sequence[int], init: Any, op: Any = np.add) 
     moved = np.transpose(x, kept + dims)
     flat = moved.reshape(moved.shape[:len(kept)] + (-1,))
     dt = x.dtype
+    inner = bool(dims) and dims[-1] == x.ndim - 1
     if dt != np.float32 or op not in (np.add, np.multiply) or not dims:
-        return tree_reduce(flat, init, op, lanes=op in (np.add, np.multiply))
-    inner = dims[-1] == x.ndim - 1
+        return tree_reduce(flat, init, op, lanes=op in (np.add, np.multiply) and (inner or HOST_GATHERS_FAST))
     identity = np.asarray(1 if op is np.multiply else -0.0, dt)
     init = np.asarray(init, dt)
-    if len(dims) == 1:
-        return tree_reduce(flat, init, op, short_last=inner)
+    if len(dims) == 1:  # a window over a kept innermost dimension is strided: lanes only with fast gathers
+        return tree_reduce(flat, init, op, lanes=inner or HOST_GATHERS_FAST, short_last=inner)
     out = _fold_nested(moved.reshape((-1,) + moved.shape[len(kept):]), init, op, identity, inner)
     return out.reshape(moved.shape[:len(kept)])

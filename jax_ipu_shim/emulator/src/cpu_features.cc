@@ -35,16 +35,27 @@ bool detectFma() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   return osSavesYmm() && __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 12)) != 0;
 }
-bool detectAmd() {
+bool vendorIs(const char* name) {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return false;
   char vendor[13] = {};
   std::memcpy(vendor, &ebx, 4);
   std::memcpy(vendor + 4, &edx, 4);
   std::memcpy(vendor + 8, &ecx, 4);
-  return std::strcmp(vendor, "AuthenticAMD") == 0;
+  return std::strcmp(vendor, name) == 0;
+}
+bool detectAmd() { return vendorIs("AuthenticAMD"); }
+bool detectFastGather() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!osSavesYmm() || !__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  const bool avx2 = (ebx & (1u << 5)) != 0, avx512f = (ebx & (1u << 16)) != 0, clflushopt = (ebx & (1u << 23)) != 0;
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if (avx512f && (lo & 0xE0) == 0xE0) return true;  // the OS saves the opmask and ZMM state
+  return avx2 && clflushopt && vendorIs("GenuineIntel");
 }
 #else
+bool detectFastGather() { return false; }
 bool detectAvx2() { return false; }
 bool detectF16C() { return false; }
 bool detectFma() { return false; }
@@ -71,6 +82,11 @@ bool hostHasFma() {
 
 bool hostHasAvx() {
   static const bool yes = osSavesYmm();
+  return yes;
+}
+
+bool hostGathersFast() {
+  static const bool yes = detectFastGather();
   return yes;
 }
 

@@ -199,7 +199,8 @@ class ReduceKernel : public Kernel {
       : in_(in), init_(init), out_(out), g_(std::move(g)), tree_(reduceTree(g_.reduced_count, variadic)), f_(f),
         lanes_(identity.has_value()), identity_(identity.value_or(S{})),
         short_rows_(kF32Fold && numerics == Numerics::Jaxlib04 && g_.inner_reduced),
-        nested_(kF32Fold && numerics == Numerics::Jaxlib04 && g_.red_shape.size() >= 2) {}
+        nested_(kF32Fold && numerics == Numerics::Jaxlib04 && g_.red_shape.size() >= 2),
+        strided_lanes_(lanes_ && hostGathersFast()) {}
 
   void compute(RunState& s, int64_t b, int64_t e) const override {
     const S* x = s.at<const S>(in_);
@@ -381,7 +382,12 @@ class ReduceKernel : public Kernel {
       S acc = init;
       rows([&](int64_t off) {
         if (shape[last] <= kTreeWindow) {
-          acc = shortFold(p + off, strides[last], shape[last], acc);
+          acc = inner_rows || strided_lanes_ ? shortFold(p + off, strides[last], shape[last], acc)
+                                             : foldInOrder(p + off, strides[last], shape[last], acc);
+          return;
+        }
+        if (!inner_rows && !strided_lanes_) {  // a strided window, folded in order (strided_lanes_)
+          acc = foldInOrder(p + off + lo[last] * strides[last], strides[last], hi[last] - lo[last], acc);
           return;
         }
         S a[8];
@@ -494,17 +500,18 @@ class ReduceKernel : public Kernel {
     // combined as windowFold combines them.
     const int64_t last = g_.out_shape.empty() ? 1 : g_.out_shape.back();
     const int64_t os = g_.out_strides.empty() ? 0 : g_.out_strides.back();
-    const int64_t nl = lanes_ ? 8 : 1;
+    const bool lanes_here = strided_lanes_;
+    const int64_t nl = lanes_here ? 8 : 1;
     const int64_t chunk = std::max<int64_t>(1, (int64_t(1) << 20) / (l0.o * nl));
     std::vector<S> acc;
     for (int64_t c0 = b; c0 < e; c0 += chunk) {
       const int64_t c1 = std::min(e, c0 + chunk), lanes = c1 - c0;
-      acc.assign(static_cast<size_t>(l0.o * nl * lanes), lanes_ ? identity_ : init);
+      acc.assign(static_cast<size_t>(l0.o * nl * lanes), lanes_here ? identity_ : init);
       std::fill(ridx.begin(), ridx.end(), 0);
       int64_t roff = 0, r = 0;
       do {
         const int64_t jw = l0.windowOf(r);
-        S* row = acc.data() + (jw * nl + (lanes_ ? (r - l0.windowStart(jw)) & 7 : 0)) * lanes;
+        S* row = acc.data() + (jw * nl + (lanes_here ? (r - l0.windowStart(jw)) & 7 : 0)) * lanes;
         ++r;
         for (int64_t i = c0; i < c1;) {
           const int64_t base = offsetOf(i, g_.out_shape, g_.out_strides, &oidx) + roff;
@@ -518,15 +525,16 @@ class ReduceKernel : public Kernel {
       for (int64_t jw = 0; jw < l0.o; ++jw) {
         S* w = acc.data() + jw * nl * lanes;
         for (int64_t j = 0; j < lanes; ++j)
-          cur[static_cast<size_t>(jw * lanes + j)] = lanes_ ? f_(init, halveLanes(w + j, lanes)) : w[j];
+          cur[static_cast<size_t>(jw * lanes + j)] = lanes_here ? f_(init, halveLanes(w + j, lanes)) : w[j];
       }
-      foldLevels(cur, next, lanes, init, o + c0);
+      foldLevels(cur, next, lanes, init, o + c0, /*strided=*/true);
     }
   }
 
   // The levels after the first, over partials laid out [partial][lane] (windows folded by windowFold, the last level
   // in order from init); writes each lane's result to out[lane].
-  void foldLevels(std::vector<S>& cur, std::vector<S>& next, int64_t lanes, S init, S* out) const {
+  void foldLevels(std::vector<S>& cur, std::vector<S>& next, int64_t lanes, S init, S* out,
+                  bool strided = false) const {
     for (size_t li = 1; li < tree_.levels.size(); ++li) {
       const TreeLevel& l = tree_.levels[li];
       next.resize(static_cast<size_t>(l.o * lanes));
@@ -535,10 +543,10 @@ class ReduceKernel : public Kernel {
         for (int64_t j = 0; j < lanes; ++j) {
           const S* p = cur.data() + l.windowStart(jw) * lanes + j;
           const int64_t m = l.windowEnd(jw) - l.windowStart(jw);
-          next[static_cast<size_t>(jw * lanes + j)] = !last ? windowFold(p, lanes, m, init)
-                                                      : short_rows_ && g_.red_shape.size() == 1
-                                                          ? shortFold(p, lanes, m, init)
-                                                          : foldInOrder(p, lanes, m, init);
+          next[static_cast<size_t>(jw * lanes + j)] =
+              !last ? (strided && !strided_lanes_ ? foldInOrder(p, lanes, m, init) : windowFold(p, lanes, m, init))
+              : short_rows_ && g_.red_shape.size() == 1 ? shortFold(p, lanes, m, init)
+                                                        : foldInOrder(p, lanes, m, init);
         }
       cur.swap(next);
     }
@@ -557,6 +565,10 @@ class ReduceKernel : public Kernel {
   bool short_rows_;  // jaxlib 0.4.13, an f32 sum or product over the innermost dimension: rows of up to 32 elements,
                      // and a one-dimension tree's last level, as shortFold folds them
   bool nested_;  // ... over several dimensions: computeNested
+  // A sum's or product's windows over elements that are not contiguous in the input (the innermost dimension is
+  // kept: a column sum) in lanes too: XLA:CPU's LLVM vectorises that strided loop only with gathers
+  // (hostGathersFast); else it folds each window in order (measured: jnp.sum(x, 0) of f32[40, 5] on an AMD EPYC).
+  bool strided_lanes_;
 };
 
 template <class S, class F>

@@ -10,6 +10,11 @@ bool hostHasF16C();  // AVX + F16C, and the OS saves YMM state
 bool hostHasFma();   // FMA3, and the OS saves YMM state
 bool hostHasAvx();   // AVX, and the OS saves YMM state
 bool hostIsAmd();    // CPUID's vendor is AuthenticAMD
+// Whether LLVM vectorises a loop of strided loads with gathers on this host, as it decides for XLA:CPU, which
+// compiles for the host's CPU (X86TTIImpl::supportsGather: AVX-512F, or AVX2 with the fast-gather tuning of Intel's
+// cores from Skylake on, marked here by CLFLUSHOPT, which Skylake introduced). Where it does not (AMD's Zen 1-3),
+// XLA:CPU folds a window over a dimension that is not the innermost one element at a time (reduce.cc).
+bool hostGathersFast();
 
 // The host's own approximate reciprocal square root (rsqrtss; 1/sqrt off x86-64): implementation-defined bits, which
 // jaxlib 0.12's XLA:CPU starts its rsqrt from (scalar_ops.h: rsqrt012).
