@@ -316,6 +316,9 @@ DIVIDES = {
         jnp.sum(r)),
     "scan: x/r[0]": lambda a, b, c, r: lax.scan(lambda x, _: (x / r[0],) * 2, a, None, length=3)[1],
     "scan: x/sum(row)": lambda a, b, c, r: lax.scan(lambda x, _: (x / jnp.sum(r),) * 2, a, None, length=3)[1],
+    # ... and leaves a divide by a broadcast scalar that something else also reads
+    "x/s, s read again": lambda a, b, c, r: (lambda s: (a / s, s + 1))(jnp.sum(r)),
+    "x/s, s returned": lambda a, b, c, r: (lambda s: (a / s, s))(r[3]),
 }
 
 
@@ -337,6 +340,10 @@ LOGS = {
     "log(a**1.7)": lambda a, b: jnp.log(a ** 1.7),
     "log(a**b)": lambda a, b: jnp.log(a ** b),
     "log(exp(b))": lambda a, b: jnp.log(jnp.exp(b)),
+    # XLA folds a power of 0, 1, 2, 3 or -1 before the log sees it: log(a * a), not 2 log|a| (a tiny a: -inf)
+    "log(a**2.0)": lambda a, b: jnp.log((a * 1e-20) ** 2.0),
+    "log(a**1.0)": lambda a, b: jnp.log((a - 10) ** 1.0),
+    "log(a**-1.0)": lambda a, b: jnp.log((a - 10) ** -1.0),
     # a conditional's branch gets what it captures as parameters: XLA cannot see the power there (a ** 0.5 of a
     # negative a is NaN, and stays so in the log)
     "log in a branch, of a**0.5": lambda a, b: lax.cond(b[9] > 100, lambda v: v, jnp.log, (a - 10) ** 0.5),

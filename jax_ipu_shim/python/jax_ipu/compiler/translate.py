@@ -954,7 +954,7 @@ class _Translator:
     def _log(self, entry: Dict[str, Any], mlir_op: Any) -> Optional[List[Dict[str, Any]]]:
         """A real log as XLA's algebraic simplifier rewrites it (HandleLog), in both series:
           log(sqrt(A)) => log(A) * 0.5         log(rsqrt(A)) => log(A) * -0.5
-          log(pow(A, B)) => B == 0 ? 0 : log(|A|) * B
+          log(pow(A, B)) => B == 0 ? 0 : log(|A|) * B   (not for a B of 0, 1, 2, 3 or -1: the power is folded first)
           log(exp(A)) => A                     (jaxlib 0.4.13)
         None when none applies. The sqrt, pow or exp no longer read is left to the dead-code pass."""
         producer: Any = _producer(mlir_op.operands[0])
@@ -965,6 +965,8 @@ class _Translator:
             return []
         if name not in ("stablehlo.sqrt", "stablehlo.rsqrt", "stablehlo.power"):
             return None
+        if name == "stablehlo.power" and _splat_value(producer.operands[1]) in _POWERS_XLA_FOLDS:
+            return None  # XLA's simplifier visits the power first and folds it (a ** 2 => a * a): no power to see
         rewrite = _Rewrite(self, entry)
         ops, emit, splat = rewrite.ops, rewrite.emit, rewrite.splat
         a = self._use(producer.operands[0])
@@ -1086,9 +1088,11 @@ class _Translator:
                 return reciprocal(whole, value_shape)
             if name == "stablehlo.broadcast_in_dim" and current and \
                     math.prod(self._tensor(producer.operands[0])[1]) < math.prod(shape) and \
-                    not _while_argument(producer.operands[0]):
+                    not _while_argument(producer.operands[0]) and (
+                        len(list(producer.operands[0].uses)) == 1 or _is_constant(producer.operands[0])):
                 # (a broadcast that only adds dimensions of one, jnp.expand_dims, is a reshape to XLA; a divisor that
-                # is a loop's own value, lax.scan's `c / s` of a captured s, stays a divide on cpu)
+                # is a loop's own value, lax.scan's `c / s` of a captured s, stays a divide on cpu, and so does one
+                # that something else also reads, unless a constant: `(x2, v / x2)`)
                 source = producer.operands[0]
                 inverse = reciprocal(self._use(source), list(self._tensor(source)[1]))
                 return emit("broadcast_in_dim", [inverse], shape, O.read_attrs(producer.attributes))
