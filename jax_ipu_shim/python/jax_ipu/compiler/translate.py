@@ -1098,9 +1098,16 @@ class _Translator:
                 return emit("broadcast_in_dim", [inverse], shape, O.read_attrs(producer.attributes))
             return None
 
+        def quotient(value: Any) -> Optional[Tuple[int, int]]:
+            """The (numerator, denominator) `value` divides, where XLA sees that divide (not across a branch's edge:
+            the branch gets the quotient as a parameter)."""
+            if value not in self.quotients or _producer(value) is None:
+                return None
+            return self.quotients[value]
+
         def divide(a: int, a_value: Any, b: int, b_value: Any) -> Tuple[str, List[int]]:
             """The op that computes a / b and its operands (values: the MLIR values a and b are, if any)."""
-            if a_value in self.quotients and b_value in self.quotients:
+            if quotient(a_value) is not None and quotient(b_value) is not None:
                 (n1, d1), (n2, d2) = self.quotients[a_value], self.quotients[b_value]
                 return "divide", [emit("multiply", [n1, d2], shape), emit("multiply", [d1, n2], shape)]
             sunk = current and a_value is not None and b_value is not None and \
@@ -1114,10 +1121,10 @@ class _Translator:
                 # 1 * F is F (XLA's simplifier drops the multiply, so a denormal F stays)
                 return ("reshape", [factor]) if a_value is not None and _splat_value(a_value) == 1.0 else \
                     ("multiply", [a, factor])
-            if a_value in self.quotients:
+            if quotient(a_value) is not None:
                 numerator, denominator = self.quotients[a_value]
                 return "divide", [numerator, emit("multiply", [denominator, b], shape)]
-            if b_value in self.quotients:
+            if quotient(b_value) is not None:
                 numerator, denominator = self.quotients[b_value]
                 numerator_value = self.quotient_values.get(b_value)
                 return divide(emit("multiply", [a, denominator], shape), None, numerator, numerator_value)
