@@ -50,8 +50,8 @@ def assert_same(actual: np.ndarray, expected: np.ndarray) -> None:
 TOLERANCE = {"f32": dict(rtol=3e-6, atol=1e-6), "f16": dict(rtol=2e-3, atol=1e-4)}
 
 
-def tree_reduce(flat: np.ndarray, init: Any, op: Any = np.add, lanes: bool = True, short_last: bool = False
-                ) -> np.ndarray:
+def tree_reduce(flat: np.ndarray, init: Any, op: Any = np.add, lanes: bool = True, short_last: bool = False,
+                first_lanes: bool = True) -> np.ndarray:
     """The emulator's reduction order as a numpy model (emulator/src/reduce.cc): `flat` is [outputs..., n], each
     output's reduced elements in row-major order; `op` a numpy ufunc, rounded to the dtype at every step. Up to 32
     elements are folded in order from `init`. More are reduced as XLA:CPU's TreeReductionRewriter reduces one
@@ -59,7 +59,8 @@ def tree_reduce(flat: np.ndarray, init: Any, op: Any = np.add, lanes: bool = Tru
     each give a partial, then the partials the same way; the last 32 or fewer are folded in order from `init`. A
     window of a sum or product (`lanes`) takes element k into lane k % 8, the lanes from the identity (-0 or 1),
     halves them 8 -> 4 -> 2 -> 1 and combines `init` with that; any other window is folded in order from `init`.
-    `short_last` (jaxlib 0.4.13, an f32 sum or product over the innermost dimension): the last fold is _short_fold's."""
+    `short_last` (jaxlib 0.4.13, an f32 sum or product over the innermost dimension): the last fold is _short_fold's.
+    `first_lanes`: the first level's windows in lanes too (false: in order; strided windows without fast gathers)."""
     dt = flat.dtype
     init = np.asarray(init, dt)
     identity = np.asarray(1 if op is np.multiply else -0.0, dt)
@@ -78,7 +79,7 @@ def tree_reduce(flat: np.ndarray, init: Any, op: Any = np.add, lanes: bool = Tru
         parts = []
         for j in range(o):
             w = cur[..., max(0, 32 * j - lo):min(n, 32 * j - lo + 32)]
-            if not lanes:
+            if not lanes or (cur is flat and not first_lanes):
                 parts.append(fold(w))
                 continue
             w = np.concatenate([w, np.broadcast_to(identity, w.shape[:-1] + (32 - w.shape[-1],))], axis=-1)
@@ -135,7 +136,8 @@ def _host_gathers_fast() -> bool:
 HOST_GATHERS_FAST = _host_gathers_fast()
 
 
-def _fold_nested(x: np.ndarray, init: np.ndarray, op: Any, identity: np.ndarray, inner_rows: bool) -> np.ndarray:
+def _fold_nested(x: np.ndarray, init: np.ndarray, op: Any, identity: np.ndarray, inner_rows: bool,
+                 first: bool = True) -> np.ndarray:
     """x [outputs, reduced...] reduced as reduce.cc's foldNested: dimensions of one element dropped; while one is
     longer than 32, XLA's tree level windowing each such dimension (32, stride 32, SAME padding), window rows along
     the innermost dimension folded into the window's running value (8 lanes by window position when it is windowed,
@@ -163,10 +165,10 @@ def _fold_nested(x: np.ndarray, init: np.ndarray, op: Any, identity: np.ndarray,
         acc = acc0
         for oc in itertools.product(*[range(lo[k], hi[k]) for k in range(len(shape) - 1)]):
             row = x[(slice(None),) + oc]
-            if shape[-1] <= 32 and (inner_rows or HOST_GATHERS_FAST):
+            if shape[-1] <= 32 and (inner_rows or HOST_GATHERS_FAST or not first):
                 acc = _short_fold(row, acc, op, identity)
                 continue
-            if not inner_rows and not HOST_GATHERS_FAST:  # a strided window: in order
+            if not inner_rows and not HOST_GATHERS_FAST and first:  # a strided window of the input: in order
                 for q in range(lo[-1], hi[-1]) if shape[-1] > 32 else range(shape[-1]):
                     acc = op(acc, row[:, q]).astype(dt)
                 continue
@@ -180,7 +182,7 @@ def _fold_nested(x: np.ndarray, init: np.ndarray, op: Any, identity: np.ndarray,
                 a[:, :h] = op(a[:, :h], a[:, h:2 * h]).astype(dt)
             acc = a[:, 0]
         partials[(slice(None),) + w] = acc
-    return _fold_nested(partials, init, op, identity, inner_rows)
+    return _fold_nested(partials, init, op, identity, inner_rows, first=False)
 
 
 def xla_reduce(x: np.ndarray, dims: Sequence[int], init: Any, op: Any = np.add) -> np.ndarray:
@@ -194,10 +196,10 @@ def xla_reduce(x: np.ndarray, dims: Sequence[int], init: Any, op: Any = np.add) 
     dt = x.dtype
     inner = bool(dims) and dims[-1] == x.ndim - 1
     if dt != np.float32 or op not in (np.add, np.multiply) or not dims:
-        return tree_reduce(flat, init, op, lanes=op in (np.add, np.multiply) and (inner or HOST_GATHERS_FAST))
+        return tree_reduce(flat, init, op, lanes=op in (np.add, np.multiply), first_lanes=inner or HOST_GATHERS_FAST)
     identity = np.asarray(1 if op is np.multiply else -0.0, dt)
     init = np.asarray(init, dt)
-    if len(dims) == 1:  # a window over a kept innermost dimension is strided: lanes only with fast gathers
-        return tree_reduce(flat, init, op, lanes=inner or HOST_GATHERS_FAST, short_last=inner)
+    if len(dims) == 1:  # a window of the input over a kept innermost dimension is strided: lanes with fast gathers
+        return tree_reduce(flat, init, op, short_last=inner, first_lanes=inner or HOST_GATHERS_FAST)
     out = _fold_nested(moved.reshape((-1,) + moved.shape[len(kept):]), init, op, identity, inner)
     return out.reshape(moved.shape[:len(kept)])

@@ -335,7 +335,8 @@ class ReduceKernel : public Kernel {
   // the same way; at most 32 per dimension left, a loop nest: with `inner_rows` (the input's innermost dimension is
   // reduced) folding each innermost row into the running value as shortFold does, else (vectorised across outputs)
   // each element in turn.
-  S foldNested(const S* p, std::vector<int64_t> shape, std::vector<int64_t> strides, S init, bool inner_rows) const {
+  S foldNested(const S* p, std::vector<int64_t> shape, std::vector<int64_t> strides, S init, bool inner_rows,
+               bool first = true) const {
     for (size_t k = shape.size(); k-- > 0;)
       if (shape[k] == 1) {
         shape.erase(shape.begin() + static_cast<std::ptrdiff_t>(k));
@@ -382,11 +383,11 @@ class ReduceKernel : public Kernel {
       S acc = init;
       rows([&](int64_t off) {
         if (shape[last] <= kTreeWindow) {
-          acc = inner_rows || strided_lanes_ ? shortFold(p + off, strides[last], shape[last], acc)
-                                             : foldInOrder(p + off, strides[last], shape[last], acc);
+          acc = inner_rows || strided_lanes_ || !first ? shortFold(p + off, strides[last], shape[last], acc)
+                                                       : foldInOrder(p + off, strides[last], shape[last], acc);
           return;
         }
-        if (!inner_rows && !strided_lanes_) {  // a strided window, folded in order (strided_lanes_)
+        if (!inner_rows && !strided_lanes_ && first) {  // a strided window of the input, in order (strided_lanes_)
           acc = foldInOrder(p + off + lo[last] * strides[last], strides[last], hi[last] - lo[last], acc);
           return;
         }
@@ -407,7 +408,7 @@ class ReduceKernel : public Kernel {
     }
     std::vector<int64_t> pstrides(r, 1);
     for (size_t k = last; k-- > 0;) pstrides[k] = pstrides[k + 1] * o[k + 1];
-    return foldNested(partials.data(), o, pstrides, init, inner_rows);
+    return foldNested(partials.data(), o, pstrides, init, inner_rows, /*first=*/false);
   }
 
   // `m` elements at stride `st`, folded in order from init.
@@ -527,14 +528,13 @@ class ReduceKernel : public Kernel {
         for (int64_t j = 0; j < lanes; ++j)
           cur[static_cast<size_t>(jw * lanes + j)] = lanes_here ? f_(init, halveLanes(w + j, lanes)) : w[j];
       }
-      foldLevels(cur, next, lanes, init, o + c0, /*strided=*/true);
+      foldLevels(cur, next, lanes, init, o + c0);
     }
   }
 
   // The levels after the first, over partials laid out [partial][lane] (windows folded by windowFold, the last level
   // in order from init); writes each lane's result to out[lane].
-  void foldLevels(std::vector<S>& cur, std::vector<S>& next, int64_t lanes, S init, S* out,
-                  bool strided = false) const {
+  void foldLevels(std::vector<S>& cur, std::vector<S>& next, int64_t lanes, S init, S* out) const {
     for (size_t li = 1; li < tree_.levels.size(); ++li) {
       const TreeLevel& l = tree_.levels[li];
       next.resize(static_cast<size_t>(l.o * lanes));
@@ -543,10 +543,10 @@ class ReduceKernel : public Kernel {
         for (int64_t j = 0; j < lanes; ++j) {
           const S* p = cur.data() + l.windowStart(jw) * lanes + j;
           const int64_t m = l.windowEnd(jw) - l.windowStart(jw);
-          next[static_cast<size_t>(jw * lanes + j)] =
-              !last ? (strided && !strided_lanes_ ? foldInOrder(p, lanes, m, init) : windowFold(p, lanes, m, init))
-              : short_rows_ && g_.red_shape.size() == 1 ? shortFold(p, lanes, m, init)
-                                                        : foldInOrder(p, lanes, m, init);
+          next[static_cast<size_t>(jw * lanes + j)] = !last ? windowFold(p, lanes, m, init)
+                                                      : short_rows_ && g_.red_shape.size() == 1
+                                                          ? shortFold(p, lanes, m, init)
+                                                          : foldInOrder(p, lanes, m, init);
         }
       cur.swap(next);
     }
@@ -565,9 +565,10 @@ class ReduceKernel : public Kernel {
   bool short_rows_;  // jaxlib 0.4.13, an f32 sum or product over the innermost dimension: rows of up to 32 elements,
                      // and a one-dimension tree's last level, as shortFold folds them
   bool nested_;  // ... over several dimensions: computeNested
-  // A sum's or product's windows over elements that are not contiguous in the input (the innermost dimension is
-  // kept: a column sum) in lanes too: XLA:CPU's LLVM vectorises that strided loop only with gathers
-  // (hostGathersFast); else it folds each window in order (measured: jnp.sum(x, 0) of f32[40, 5] on an AMD EPYC).
+  // A sum's or product's first-level windows over input elements that are not contiguous (the innermost dimension
+  // is kept: a column sum) in lanes too: XLA:CPU's LLVM vectorises that strided loop only with gathers
+  // (hostGathersFast); else it folds each in order (measured on an AMD EPYC: jnp.sum(x, 0) of f32[40, 5]). The later
+  // levels, over the partials, keep their lanes there (jnp.prod(x, 0) of f32[32768, 32]).
   bool strided_lanes_;
 };
 
