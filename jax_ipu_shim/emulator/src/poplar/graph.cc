@@ -248,8 +248,8 @@ void mapTensorLinearly(Graph& graph, const Tensor& t, size_t minElementsPerTile,
 Tensor cycleCount(Graph& graph, program::Sequence& prog, unsigned tile, const std::string& name) {
   Tensor counter = graph.addVariable(UNSIGNED_INT, {2}, name.empty() ? "cycleCount" : name);
   graph.setTileMapping(counter, tile);
-  static int next_stamp = 0;  // ids only pair a start with its end within one program
-  const int id = next_stamp++;
+  // The stamp pairs a start with its end: the counter's first element id is unique in the graph.
+  const int id = static_cast<int>(counter.elements()[0]);
   auto start = std::make_shared<program::Node>();
   start->kind = program::Kind::CycleStamp;
   start->stamp = id;
