@@ -111,3 +111,48 @@ def test_a_moved_product_added_rounds_as_on_cpu(name, f, on_04, on_012):
     cpu = np.asarray(jax.jit(lambda a, b, c: f(jnp, a, b, c), backend="cpu")(a, b, c))
     fused = f(np, *(x.astype(np.float64) for x in (a, b, c))).astype(np.float32)  # exact products, one rounding
     assert np.array_equal(cpu, fused) == (on_012 if CURRENT else on_04), "cpu's contraction of this chain changed"
+
+
+
+READ_AGAIN = [  # (name, f over a module m (jnp, or numpy for the reference), whether cpu contracts the add)
+    ("x * c + y beside exp(x * c)", lambda m, x, y: ((t := x * m.float32(3.7)) + y, m.exp(t)), True),
+    ("x * x - y beside max(x * x)", lambda m, x, y: ((t := x * x) - y, m.max(t, 1)), True),
+    ("x / c - max(x / c), softmax's shift", lambda m, x, y: ((t := x / m.float32(3.7)) - m.max(t, 1, keepdims=True),
+                                                            ), True),
+    ("x * row + y beside x * row", lambda m, x, y: ((t := x * y[0]) + y, t), True),
+    ("x * y + 1 and x * y - 2", lambda m, x, y: ((t := x * y) + m.float32(1), t - m.float32(2)), True),
+    ("x * y + 1 beside max(x * y)", lambda m, x, y: ((t := x * y) + m.float32(1), m.max(t, 0)), False),
+]
+
+
+@pytest.mark.parametrize("name, f, contracted", READ_AGAIN, ids=[c[0] for c in READ_AGAIN])
+def test_a_product_read_again_is_contracted_into_each_add_as_on_cpu(name, f, contracted):
+    """XLA:CPU duplicates a cheap multiply into the loop of each op that reads it (it is effectively unary: one operand
+    is a broadcast or a constant; or its operands hold no more elements than it; or every reader is elementwise) and
+    contracts the copy inside an add or subtract: the front end gives each such add its own copy
+    (compiler/passes/duplicate_products.py). cpu is checked against a fused reference as well, so that a case fails
+    when cpu's fusion changes."""
+    x, y = (random("float32", (64, 33), seed=seed) for seed in (51, 52))
+    check(lambda x, y: f(jnp, x, y), x, y, **EXACT)
+    cpu = np.asarray(jax.jit(lambda x, y: f(jnp, x, y), backend="cpu")(x, y)[0])  # the other readers kept
+    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    first = f(np, x64, y64)[0]
+    if "shift" in name:  # XLA multiplies by the reciprocal; the max is of rounded products, the subtract's is exact
+        r = np.float32(1) / np.float32(3.7)
+        first = x64 * np.float64(r) - np.max(x * r, 1, keepdims=True)
+    fused = first.astype(np.float32)
+    assert np.array_equal(cpu, fused) == contracted, "cpu's duplication and contraction of this product changed"
+
+
+def test_logsumexp_of_huge_scaled_values_is_cpus_nan():
+    """The product's rounding error, which cpu's contracted copy leaves in softmax's ``t - max(t)``, is exp's
+    argument: for |t| near 1e38 it overflows, and cpu's logsumexp is NaN where the max is finite (the fuzzer's
+    seed 20261310 #3085). The ipu computes what cpu computes."""
+    x = np.zeros((2, 5, 8), np.float32)
+    x[1, 1, :2] = [2.0877491e38, 2.6517673e38]
+    x[1, 0, :2] = [1.0190146, 0.81893051]
+    inf = np.zeros((2, 8), np.float32)
+    inf[1, :2] = np.inf
+    check(lambda x, inf: inf - jax.nn.logsumexp(x / 3.7, axis=1), x, inf, **EXACT)
+    cpu = np.asarray(jax.jit(lambda x, inf: inf - jax.nn.logsumexp(x / 3.7, axis=1), backend="cpu")(x, inf))
+    assert np.isnan(cpu[1, :2]).any(), "cpu no longer contracts the copy: this test's premise changed"

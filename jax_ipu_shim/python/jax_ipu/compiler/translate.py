@@ -19,7 +19,7 @@ from . import ops as O
 from . import partitioner, spmd
 from . import types as T
 from .errors import CompileError, unsupported
-from .passes import contract_through_moves, dead_code
+from .passes import contract_through_moves, dead_code, duplicate_products
 from .program_format import FORMAT, VERSION, Blob, encode
 
 TERMINATORS = ("func.return", "stablehlo.return", "sdy.return")
@@ -343,6 +343,7 @@ class _Translator:
             functions.append(self._function(name, self.funcs[name]))
             pending.extend(self.called)
         contract_through_moves.run(functions, self.function_anchors, _jax.is_current_series())
+        duplicate_products.run(functions, self.function_anchors)
         return functions
 
     # --- functions, regions, ops -------------------------------------------------------------------------------

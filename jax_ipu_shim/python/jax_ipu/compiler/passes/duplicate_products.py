@@ -1,0 +1,131 @@
+"""A product that several ops read is computed again inside each add or subtract among them, where XLA:CPU contracts
+the copy into the add.
+
+XLA's instruction fusion duplicates a cheap producer into every consumer loop it fuses with, unless its global rule
+(``ComputeGloballyUnfusible``) forbids it. A multiply may be duplicated when it is effectively unary (at most one of
+its operands is neither a broadcast, an iota nor a scalar constant: ``x * 3.7``, ``x / t`` after XLA's reciprocal
+rewrite, ``x * scale[None, :]``), when its distinct operands hold no more elements than it does (``x * x``), or when
+every reader can take a copy (all of them elementwise in the same computation: ``x * y + 1`` and ``x * y - 2``). In
+the copy inside an add or subtract's loop, LLVM contracts the multiply into the add: one fused multiply-add, one
+rounding. So ``t = x * 3.7; (t + y, jnp.sum(t))`` adds an unrounded product on cpu, and softmax's ``t - max(t)`` of a
+scaled ``t`` is the product's rounding error, not 0, where the max was taken (its exp of a huge ``t`` overflows: cpu's
+logsumexp is NaN there).
+
+This pass gives each f32 add or subtract that reads such a multiply (with other readers) its own copy of it, placed
+just before the add; the emulator's fusion then contracts the copy as it contracts any multiply read once
+(fusion.cc). The copy computes the same product of the same operands, so only the add's rounding changes, to cpu's.
+The original stays for its other readers; one that no longer has any is removed. Measured on both series (f32[64,
+33], every element against cpu): ``x * c + y`` and ``x * x - y`` beside a reduction of the product, ``x * c - max(x
+* c)``. A reduce is not an elementwise reader: ``x * y`` read by an add and a sum stays one product on cpu."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from typing import Any, Dict, List, Set
+
+ADDS = ("add", "subtract")
+# What XLA's fusion can clone a multiply into (its loop fusions): the elementwise families and the moves.
+ELEMENTWISE = frozenset(("add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "remainder",
+                         "atan2", "and", "or", "xor", "select", "clamp", "compare", "convert", "negate", "abs",
+                         "exponential", "exponential_minus_one", "log", "log_plus_one", "logistic", "sqrt", "rsqrt",
+                         "cbrt", "tanh", "sine", "cosine", "tan", "floor", "ceil", "round_nearest_even",
+                         "round_nearest_afz", "sign", "is_finite", "not"))
+FREE_OPERANDS = ("broadcast_in_dim", "iota")  # operands XLA's EffectivelyAtMostUnary does not count
+CONTROL_FLOW = ("while", "case", "if")  # their regions are computations of their own, fused apart
+
+
+def _elements(shape: List[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _ids(block: Dict[str, Any]) -> List[int]:
+    ids = [p["id"] for p in block.get("params", ())]
+    for entry in block["body"]:
+        ids.extend(r["id"] for r in entry["results"])
+        for region in entry.get("regions", ()):
+            ids.extend(_ids(region))
+    return ids
+
+
+def run(functions: List[Dict[str, Any]], anchors: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """Rewrites the program's functions in place (``anchors``: per function, the values jax's dce_sinks read);
+    returns those it changed."""
+    changed = []
+    for function in functions:
+        counter = itertools.count(max(_ids(function), default=-1) + 1)
+        if _block(function, functools.partial(next, counter), set(anchors.get(function["name"], ()))):
+            changed.append(function)
+    return changed
+
+
+def _block(block: Dict[str, Any], fresh: Any, anchors: Any) -> bool:
+    changed = False
+    for entry in block["body"]:
+        if entry["op"] in CONTROL_FLOW:
+            for region in entry.get("regions", ()):
+                changed = _block(region, fresh, set()) or changed
+    readers: Dict[int, List[Dict[str, Any]]] = {}  # the block's own ops; a nested region or the results escape
+    escaping = set(block["results"]) | anchors
+    for entry in block["body"]:
+        for v in dict.fromkeys(entry["operands"]):
+            readers.setdefault(v, []).append(entry)
+        for region in entry.get("regions", ()):
+            escaping |= _read(region)
+    producer = {r["id"]: e for e in block["body"] for r in e["results"]}
+    shapes = {r["id"]: r["shape"] for e in block["body"] for r in e["results"]}
+    shapes.update({p["id"]: p["shape"] for p in block.get("params", ())})
+
+    def free(v: int) -> bool:
+        p = producer.get(v)
+        return p is not None and (p["op"] in FREE_OPERANDS or (p["op"] == "constant" and shapes[v] == []))
+
+    def duplicable(m: Dict[str, Any]) -> bool:
+        result = m["results"][0]
+        if sum(not free(v) for v in m["operands"]) <= 1:
+            return True
+        if sum(_elements(shapes[v]) for v in dict.fromkeys(m["operands"])) <= _elements(result["shape"]):
+            return True
+        return result["id"] not in escaping and all(r["op"] in ELEMENTWISE for r in readers[result["id"]])
+
+    copies: Dict[int, List[Dict[str, Any]]] = {}  # id(add) -> the copies to place before it
+    copied: Set[int] = set()
+    for m in block["body"]:
+        if m["op"] != "multiply" or m["results"][0]["dtype"] != "f32":
+            continue
+        product = m["results"][0]["id"]
+        users = readers.get(product, [])
+        if len(users) + (product in escaping) < 2 or not duplicable(m):
+            continue
+        for user in users:
+            if user["op"] not in ADDS or user["results"][0]["dtype"] != "f32" or user["operands"].count(product) != 1:
+                continue
+            copy = dict(m, results=[dict(m["results"][0], id=fresh())])
+            user["operands"] = [copy["results"][0]["id"] if v == product else v for v in user["operands"]]
+            copies.setdefault(id(user), []).append(copy)
+            copied.add(product)
+            changed = True
+    if not changed:
+        return False
+    still_read = escaping | {v for e in block["body"] for v in e["operands"]}
+    body: List[Dict[str, Any]] = []
+    for entry in block["body"]:
+        if entry["op"] == "multiply" and entry["results"][0]["id"] in copied - still_read:
+            continue  # every reader took a copy
+        body.extend(copies.get(id(entry), ()))
+        body.append(entry)
+    block["body"] = body
+    return True
+
+
+def _read(block: Dict[str, Any]) -> Set[int]:
+    """Every value a region reads, its own nested regions' included (values of the enclosing block among them)."""
+    read = set(block["results"])
+    for entry in block["body"]:
+        read.update(entry["operands"])
+        for region in entry.get("regions", ()):
+            read |= _read(region)
+    return read
