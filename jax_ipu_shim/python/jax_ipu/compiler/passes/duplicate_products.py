@@ -24,15 +24,19 @@ import functools
 import itertools
 from typing import Any, Dict, List, Set
 
+from .. import ops as O
+
 ADDS = ("add", "subtract")
-# What XLA's fusion can clone a multiply into (its loop fusions): the elementwise families and the moves.
-ELEMENTWISE = frozenset(("add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "remainder",
-                         "atan2", "and", "or", "xor", "select", "clamp", "compare", "convert", "negate", "abs",
-                         "exponential", "exponential_minus_one", "log", "log_plus_one", "logistic", "sqrt", "rsqrt",
-                         "cbrt", "tanh", "sine", "cosine", "tan", "floor", "ceil", "round_nearest_even",
-                         "round_nearest_afz", "sign", "is_finite", "not"))
+# What XLA's fusion can clone a multiply into: its loop fusions' elementwise ops, the registry's families the
+# emulator fuses too (fusion.cc).
+ELEMENTWISE_FAMILIES = frozenset(("unary", "binary", "compare", "select", "clamp", "convert"))
 FREE_OPERANDS = ("broadcast_in_dim", "iota")  # operands XLA's EffectivelyAtMostUnary does not count
 CONTROL_FLOW = ("while", "case", "if")  # their regions are computations of their own, fused apart
+
+
+def _elementwise(op: str) -> bool:
+    info = O.registry().get(op)
+    return info is not None and info["family"] in ELEMENTWISE_FAMILIES
 
 
 def _elements(shape: List[int]) -> int:
@@ -89,7 +93,7 @@ def _block(block: Dict[str, Any], fresh: Any, anchors: Any) -> bool:
             return True
         if sum(_elements(shapes[v]) for v in dict.fromkeys(m["operands"])) <= _elements(result["shape"]):
             return True
-        return result["id"] not in escaping and all(r["op"] in ELEMENTWISE for r in readers[result["id"]])
+        return result["id"] not in escaping and all(_elementwise(r["op"]) for r in readers[result["id"]])
 
     copies: Dict[int, List[Dict[str, Any]]] = {}  # id(add) -> the copies to place before it
     copied: Set[int] = set()
