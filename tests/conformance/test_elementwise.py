@@ -336,6 +336,45 @@ def test_divide_rewrites_round_as_cpu(name, dtype):
     check(DIVIDES[name], a, b, c, r, **EXACT)
 
 
+# --- chains of constants as XLA's simplifier folds them (jaxlib 0.4.13: compiler/passes/reassociate_constants.py) ------
+
+CHAINS = {
+    "(x+c1)+c2": lambda x: (x + 1.3) + 0.7,
+    "(x+c1)-c2": lambda x: (x + 1.3) - 0.7,
+    "(x-c1)-c2": lambda x: (x - 1.3) - 0.7,
+    "(c1-x)+c2": lambda x: (1.3 - x) + 0.7,
+    "(c1-x)-c2": lambda x: (1.3 - x) - 0.7,
+    "c2+(c1+x)": lambda x: 0.7 + (1.3 + x),
+    "((x+c1)+c2)+c3": lambda x: ((x + 1.1) + 2.3) + 3.7,
+    "(x*c1)*c2": lambda x: (x * 1.1) * 0.7,
+    "(x/c1)/c2": lambda x: (x / 1.1) / 0.7,
+    "x/255*2-1": lambda x: x / 255.0 * 2.0 - 1.0,
+    "(x+c1)+c2, x+c1 read again": lambda x: (lambda t: ((t + 0.7), t * t))(x + 1.3),
+    "in a loop": lambda x: lax.fori_loop(0, 3, lambda i, h: (h + 1.3) - 0.7, x),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("name", sorted(CHAINS))
+def test_constant_chains_fold_as_on_cpu(name, dtype):
+    """jaxlib 0.4.13's simplifier folds the constants of an add or multiply chain into one constant (A - C is A +
+    (-C), (A + C1) + C2 is A + (C1 + C2), (C1 - A) + C2 is (C1 + C2) - A, (A * C1) * C2 is A * (C1 * C2)): one
+    rounding of x where the ops one by one round twice. The ipu folds them too; jaxlib 0.12 folds none, and XLA:CPU
+    computes bf16 through converts to f32, where no rule matches."""
+    x = random(dtype, (256,), seed=31)
+    check(CHAINS[name], x, **EXACT)
+
+
+def test_cpu_folds_constant_chains_on_jaxlib_04_only():
+    """The premise of the test above: cpu's (x + 1.3) - 0.7 is x + 0.6 on jaxlib 0.4.13, and the two roundings on
+    jaxlib 0.12."""
+    x = random("float32", (256,), seed=31)
+    cpu = np.asarray(jax.jit(CHAINS["(x+c1)-c2"], backend="cpu")(x))
+    folded = x + (np.float32(1.3) + -np.float32(0.7))
+    one_by_one = (x + np.float32(1.3)) - np.float32(0.7)
+    assert np.array_equal(cpu, one_by_one if jax.__version__.split(".")[:2] != ["0", "4"] else folded)
+
+
 LOGS = {
     "log(sqrt(a))": lambda a, b: jnp.log(jnp.sqrt(a)),
     "log(rsqrt(a))": lambda a, b: jnp.log(lax.rsqrt(a)),

@@ -19,7 +19,7 @@ from . import ops as O
 from . import partitioner, spmd
 from . import types as T
 from .errors import CompileError, unsupported
-from .passes import contract_through_moves, dead_code, duplicate_products
+from .passes import contract_through_moves, dead_code, duplicate_products, reassociate_constants
 from .program_format import FORMAT, VERSION, Blob, encode
 
 TERMINATORS = ("func.return", "stablehlo.return", "sdy.return")
@@ -342,6 +342,9 @@ class _Translator:
             self.called = []
             functions.append(self._function(name, self.funcs[name]))
             pending.extend(self.called)
+        if not _jax.is_current_series():  # XLA's simplifier first, then what its fusion does
+            for function in reassociate_constants.run(functions):
+                dead_code.run(function, self.function_anchors.get(function["name"], set()))
         contract_through_moves.run(functions, self.function_anchors, _jax.is_current_series())
         duplicate_products.run(functions, self.function_anchors)
         return functions
