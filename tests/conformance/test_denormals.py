@@ -12,6 +12,7 @@ denormal through, and libm calls see the raw bits. Which ops flush is therefore 
 - max(x, -x) and min(x, -x) are |x| and -|x| in jaxlib 0.12, of both operands flushed in jaxlib 0.4.13;
 - sign is copysign(x != 0, x), so a denormal's sign is a zero of its sign;
 - A + 0, A - 0, A * 1, A / 1 are A (XLA's simplifier), so a denormal A stays;
+- jaxlib 0.4.13: where(p, X op Y, X) is X op where(p, Y, identity) (LLVM's fold), so a kept denormal X is flushed;
 - pow(A, 0.5) is LLVM's |sqrt(A)| (A == -inf: inf), so a negative denormal gives +0, not libm's NaN; pow(A, 2) is A * A;
 - jaxlib 0.4.13: sqrt(A * A) is |A|; cbrt is copysign(pow(|x|, 1/3), x); sinh is XLA's decomposition (expm1 below
   1, two exps above), so a denormal gives 0 and every value is cpu's bits; asinh reads a denormal as 0;
@@ -128,6 +129,12 @@ FUNCTIONS = {
     "reciprocal_of_power_minus_three": lambda x: 1 / x ** -3.0,
     "reciprocal_of_power_minus_half": lambda x: 1 / x ** -0.5,
     "quotient_by_fourth_power": lambda x: x[::-1] / x ** 4.0,
+    # jaxlib 0.4.13: LLVM folds select(p, X op Y, X) into X op select(p, Y, identity) in the fused loop, so where the
+    # select keeps X the op reads a denormal X as a zero; jaxlib 0.12 keeps the select
+    "select_of_sum": lambda x: jnp.where(x[::-1] > 0, x + x[::-1], x),
+    "select_of_difference": lambda x: jnp.where(x[::-1] > 0, x, x - x[::-1]),
+    "select_of_product": lambda x: jnp.where(x[::-1] > 0, x[::-1] * x, x),
+    "select_of_quotient": lambda x: jnp.where(x[::-1] > 0, x / (2.0 + x[::-1] * x[::-1]), x),
     # a reduce over dimensions of one element (its init the identity) is a reshape to XLA's simplifier
     "sum_of_one_row": lambda x: jnp.sum(x[None], axis=0),
     "product_of_one_row": lambda x: jnp.prod(x[None, None], axis=(0, 1)),

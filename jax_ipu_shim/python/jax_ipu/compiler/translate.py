@@ -482,6 +482,20 @@ class _Translator:
                 branches = [same, extremum] if same_first else [extremum, same]
                 rewrite.emit("select", [predicate] + branches, result=entry["results"][0])
                 body.extend(rewrite.ops)
+            elif op.name in ("stablehlo.select", "func.call") and not scalar_body and not _jax.is_current_series() \
+                    and len(op.results) == 1 and self._f32(op) and (folded := _select_of_arithmetic(op)) is not None:
+                # jaxlib 0.4.13: XLA:CPU fuses X op Y into the select's loop, where LLVM's InstCombine folds
+                # select(p, X op Y, X) => X op select(p, Y, identity) (either branch), so where the select keeps X
+                # the op computes X op identity, which reads a denormal X as a zero: jnp.where(p, x + y, x) of a
+                # denormal x is -0 on cpu. The same values otherwise (X + -0, X - 0, X * 1, X / 1 are X)
+                entry = self._op(op)
+                rewrite = _Rewrite(self, entry)
+                predicate, kept, other, name, op_first = folded
+                identity = rewrite.splat(_SELECT_FOLD_IDENTITY[name])
+                branches = [self._use(other), identity] if op_first else [identity, self._use(other)]
+                chosen = rewrite.emit("select", [self._use(predicate)] + branches)
+                rewrite.emit(name, [self._use(kept), chosen], result=entry["results"][0])
+                body.extend(rewrite.ops)
             elif op.name == "stablehlo.subtract" and not scalar_body and self._simplified_float(op) \
                     and _is_minus_zero(op.operands[0]) and op.operands[1].type == op.results[0].type:
                 # XLA's simplifier: -0 - A => -A (the same bits: a sign flip, so a denormal A stays)
@@ -1546,6 +1560,33 @@ def _select_extremum(op: Any) -> Optional[Tuple[Any, Any, Any, bool]]:
             return predicate, kept, second, True
         if second == kept and first != kept:
             return predicate, kept, first, False
+    return None
+
+
+# The operand LLVM's select fold gives the op where the select kept X: X op identity is X but for a denormal X.
+_SELECT_FOLD_IDENTITY = {"add": -0.0, "subtract": 0.0, "multiply": 1.0, "divide": 1.0}
+
+
+def _select_of_arithmetic(op: Any) -> Optional[Tuple[Any, Any, Any, str, bool]]:
+    """(p, X, Y, op name, whether X op Y is the select's first branch) for select(p, X op Y, X) or select(p, X, X op
+    Y), op an f32 add, subtract, multiply or divide (X its dividend or minuend) read only by the select, Y not a
+    constant (LLVM folds X op constant first); else None. `op` may be a call of a function that is one such select
+    of its parameters (jax 0.4.13's jnp.where is a call of @_where), which XLA inlines first."""
+    operands = _inlined_operands(op, "stablehlo.select")
+    if operands is None:
+        return None
+    predicate, first, second = operands
+    for branch, kept, op_first in ((first, second, True), (second, first, False)):
+        producer = _producer(branch)
+        if producer is None or not producer.name.startswith("stablehlo.") or len(list(branch.uses)) != 1:
+            continue
+        name = producer.name.split(".", 1)[1]
+        if name not in _SELECT_FOLD_IDENTITY or len(producer.operands) != 2:
+            continue
+        a, b = producer.operands
+        for x, y in ((a, b), (b, a)) if name in ("add", "multiply") else ((a, b),):
+            if x == kept and y != kept and y.type == kept.type and _splat_value(y) is None:
+                return predicate, kept, y, name, op_first
     return None
 
 
