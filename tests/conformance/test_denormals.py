@@ -135,6 +135,9 @@ FUNCTIONS = {
     "select_of_difference": lambda x: jnp.where(x[::-1] > 0, x, x - x[::-1]),
     "select_of_product": lambda x: jnp.where(x[::-1] > 0, x[::-1] * x, x),
     "select_of_quotient": lambda x: jnp.where(x[::-1] > 0, x / (2.0 + x[::-1] * x[::-1]), x),
+    # ... also where the sum has other elementwise readers: XLA's fusion gives the select's loop its own copy
+    "select_of_sum_read_again": lambda x: (lambda t: jnp.where(t > 100, 0.0, jnp.where(x[::-1] > 0, t, x)))(
+        x + x[::-1]),
     # a reduce over dimensions of one element (its init the identity) is a reshape to XLA's simplifier
     "sum_of_one_row": lambda x: jnp.sum(x[None], axis=0),
     "product_of_one_row": lambda x: jnp.prod(x[None, None], axis=(0, 1)),

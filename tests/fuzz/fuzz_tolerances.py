@@ -386,18 +386,37 @@ ACCEPTED: List[Accepted] = [
     Accepted("open: complex sin near the axes: XLA:CPU's expansion cancels (jaxlib 0.4.13: sin(1e-6j) = 9.54e-7j, "
              "sin(4.1e-16j) = 0; sinh(1e-6+1e-6j) has real part 9.83e-7 in both series), the ipu's is accurate",
              ("complex_sin",), ("complex64",), 1, per="any", open=True),
-    Accepted("open: jaxlib 0.4.13, a divide by jax.nn.sigmoid, which jax 0.4.13 lowers to a call of 1 / (1 + exp(-x)): "
-             "XLA inlines it and its simplifier's A / (1 / C) => A * C makes x / sigmoid(x) x * (1 + exp(-x)), an "
-             "ulp from the ipu's quotient (the front end's divide rules do not see into calls)", ("div",),
+    Accepted("open: jaxlib 0.4.13, a divide by or of jax.nn.sigmoid, which jax 0.4.13 lowers to a call of 1 / (1 + "
+             "exp(-x)): XLA inlines it and its simplifier's A / (1 / C) => A * C makes x / sigmoid(x) x * (1 + "
+             "exp(-x)) and 1 / sigmoid(x) 1 + exp(-x), and (A / B) / C => A / (B * C) makes sigmoid(x) / c one "
+             "divide, an ulp from the ipu's quotients (the front end's divide rules do not see into calls)",
+             ("div", "reciprocal"),
              ("float32", "float16"), 1, series="0.4.", when="divides_by_logistic", open=True),
     Accepted("open: jaxlib 0.4.13, a divide of jax.nn.softmax, which jax 0.4.13 lowers to a call of exp(x - m) / s: "
              "XLA inlines it and its simplifier's (A / B) / C => A / (B * C) makes softmax(x) / c one divide, an ulp "
              "from the ipu's two (the front end's divide rules do not see into calls)", ("div",),
              ("float32", "float16"), 1, series="0.4.", when="divides_softmax", open=True),
-    Accepted("open: jaxlib 0.4.13, f32 sums over outer dimensions whose kept minor dimension is 3, 5, 6 or 7 "
-             "(jnp.sum(x, axis=(0, 1)) of f32[3, 7, 5, 1]): XLA:CPU leaves that loop unvectorised and adds in another "
-             "order than the emulator's model of its vector loops; a few ulp of the scale", ("reduce_sum",),
-             ("float32",), 4, per="row", series="0.4.", when="minor_unvectorised", open=True),
+    Accepted("open: jaxlib 0.4.13, f32 sums and products over outer dimensions whose kept minor dimension is 3, 5, 6 "
+             "or 7, or 1 under more dimensions (jnp.sum(x, axis=(0, 1)) of f32[3, 7, 5, 1], jnp.prod(x, 0) of "
+             "f32[4, 31, 1]): XLA:CPU leaves that loop unvectorised (or reduces each output's few terms with LLVM's "
+             "vector.reduce) in another order than the emulator's model of its vector loops; a few ulp of the "
+             "scale", ("reduce_sum", "reduce_prod"), ("float32",), 4, per="row", series="0.4.",
+             when="minor_unvectorised", open=True),
+    Accepted("open: jaxlib 0.4.13, an f32 sum or product that XLA:CPU fuses with the gather it reads: LLVM leaves "
+             "rows of fewer than 16 terms (but 4 and 8) unvectorised there and adds them in order from the init "
+             "value, where the emulator uses its 8-lane model (jnp.sum(x[i], 0) of 6 gathered rows)",
+             ("reduce_sum", "reduce_prod"), ("float32",), 4, per="row", series="0.4.", max_count=15,
+             when="scalar_loop", open=True),
+    Accepted("open: jaxlib 0.4.13, an f32 product of quotients that XLA:CPU fuses into the reduce's loop: LLVM's "
+             "InstCombine sinks the divide under the reassociable multiply, acc * (a / b) => (acc * a) / b, in "
+             "each step; the emulator multiplies the quotients (jnp.prod(x / y, axis=(0, 1)) of f32[4, 2])",
+             ("reduce_prod",), ("float32",), 4, per="row", series="0.4.", when="reads_quotient", open=True),
+    Accepted("open: jaxlib 0.4.13's XLA:CPU calls Eigen's own unfused matmul kernel for dots that are not a gemv "
+             "and whose result has at most 8 columns or 3 rows (f32[250, 7] @ f32[7, 8]): each product rounds before "
+             "it is added, where the emulator fuses it (one multiply-add), so an overflowing product meets an "
+             "infinite sum as inf + -inf = NaN on cpu and -inf on the ipu, and what reads the dot (a sort) may "
+             "move by anything", ("dot",), ("float32",), 8, per="any", series="0.4.", when="operand_not_finite",
+             open=True),
     Accepted("open: XLA:CPU keeps a computed bf16 exponent in f32 inside the loop of a power it fuses it into "
              "(xla_allow_excess_precision): of a negative base, a power whose exponent the ipu rounds to a bf16 "
              "integer is finite there and NaN on cpu, or the reverse (jnp.power(x, jax.nn.log_softmax(x, axis=0)) "
@@ -542,8 +561,15 @@ def _divides_softmax(step, program, values) -> bool:  # noqa: ANN001
 
 
 def _divides_by_logistic(step, program, values) -> bool:  # noqa: ANN001
+    """The step divides by a sigmoid (x / sigmoid(y), jnp.reciprocal(sigmoid(y))) or divides one (sigmoid(y) / x)."""
     producers = {o.name: s for s in program.ops() for o in s.outs}
-    return step.expr.split(" / ")[-1] in producers and producers[step.expr.split(" / ")[-1]].op == "logistic"
+    names = [step.reads[0]] if step.op == "reciprocal" else step.expr.split(" / ")
+    return any(n in producers and producers[n].op == "logistic" for n in names)
+
+
+def _reads_quotient(step, program, values) -> bool:  # noqa: ANN001
+    producers = {o.name: s for s in program.ops() for o in s.outs}
+    return any(r in producers and producers[r].op == "div" for r in step.reads)
 
 
 def _nan_literal_operand(step, program, values) -> bool:  # noqa: ANN001
@@ -696,9 +722,11 @@ WHEN = {
     "denormal_operand": lambda step, program, values: _denormal_operand(values()),
     "product_used_twice": _product_used_twice,
     "kernel_not_finite": lambda step, program, values: _not_finite(values()[1:2]),
+    "operand_not_finite": lambda step, program, values: _not_finite(values()),
     "nan_operand": lambda step, program, values: _nan(values()),
     "folded": _folded,
     "divides_by_logistic": _divides_by_logistic,
+    "reads_quotient": _reads_quotient,
     "divides_softmax": _divides_softmax,
     "scalar_loop": _scalar_loop,
     "nan_literal_operand": _nan_literal_operand,

@@ -1578,7 +1578,7 @@ def _select_of_arithmetic(op: Any) -> Optional[Tuple[Any, Any, Any, str, bool]]:
     predicate, first, second = operands
     for branch, kept, op_first in ((first, second, True), (second, first, False)):
         producer = _producer(branch)
-        if producer is None or not producer.name.startswith("stablehlo.") or len(list(branch.uses)) != 1:
+        if producer is None or not producer.name.startswith("stablehlo.") or not _alone_in_the_selects_loop(branch, op):
             continue
         name = producer.name.split(".", 1)[1]
         if name not in _SELECT_FOLD_IDENTITY or len(producer.operands) != 2:
@@ -1588,6 +1588,47 @@ def _select_of_arithmetic(op: Any) -> Optional[Tuple[Any, Any, Any, str, bool]]:
             if x == kept and y != kept and y.type == kept.type and _splat_value(y) is None:
                 return predicate, kept, y, name, op_first
     return None
+
+
+def _alone_in_the_selects_loop(value: Any, select: Any) -> bool:
+    """XLA:CPU computes `value` (an elementwise result) inside the loop of `select`, which is its only reader there:
+    the select reads it alone, or XLA's fusion duplicates it into each of its readers (all elementwise, a select jax
+    calls through @_where included, none the function's result) and no other reader's result flows into the
+    select's loop, where the loop would share the one copy (where(t > 100, 0, where(p, t, x)) keeps t's select)."""
+    others = [_owner(use) for use in value.uses if _owner(use) != select]
+    if not all(_fusible_elementwise(o) for o in others):
+        return False
+    loop = _loop_downstream(select)
+    return not any(any(o == member for member in loop) for other in others for o in _loop_downstream(other))
+
+
+def _fusible_elementwise(owner: Any) -> bool:
+    """An elementwise op, or a call of a function of elementwise ops and broadcasts (jnp.where's @_where), which XLA
+    inlines and fuses alike."""
+    name = owner.name
+    if name.startswith("stablehlo."):
+        entry = O.registry().get(name.split(".", 1)[-1])
+        return entry is not None and entry["family"] in _ELEMENTWISE_FAMILIES
+    if name != "func.call":
+        return False
+    func = getattr(_CALLS, "funcs", {}).get(ir.FlatSymbolRefAttr(owner.attributes["callee"]).value)
+    if func is None:
+        return False
+    body = [getattr(o, "operation", o) for o in func.regions[0].blocks[0].operations]
+    return all(o.name in ("func.return", "stablehlo.broadcast_in_dim", "stablehlo.constant") or (
+        o.name.startswith("stablehlo.") and _fusible_elementwise(o)) for o in body)
+
+
+def _loop_downstream(op: Any, limit: int = 64) -> List[Any]:
+    """`op` and the elementwise ops that read its results, transitively: what XLA:CPU's fusion puts in one loop."""
+    found, frontier = [op], list(op.results)
+    while frontier and len(found) < limit:
+        for use in frontier.pop().uses:
+            owner = _owner(use)
+            if _fusible_elementwise(owner) and not any(owner == f for f in found):
+                found.append(owner)
+                frontier.extend(owner.results)
+    return found
 
 
 def _owner(use: Any) -> Any:
