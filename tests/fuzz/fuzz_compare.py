@@ -124,8 +124,10 @@ def compare(program: fp.Program, args: Sequence[np.ndarray], got: Sequence[np.nd
     if isinstance(trials, str):
         return False, trials
     jumps = fp.discrete(program, table)
+    anything = _downstream(program, {o.name for st in program.ops() if (t := table(st)) and t[1] == "any"
+                                     for o in st.outs})
     for k, (g, w) in enumerate(zip(got, want)):
-        if not bad_any[k]:
+        if not bad_any[k] or program.outputs[k] in anything:  # what may be anything makes what it reaches so too
             continue
         g2, w2 = g, w
         ps = [t[k] for t in trials]
@@ -156,6 +158,20 @@ def compare(program: fp.Program, args: Sequence[np.ndarray], got: Sequence[np.nd
         if bad.any():
             return False, _describe(k, g2, w2, bad, allowed)
     return True, ""
+
+
+def _downstream(program: fp.Program, names: set) -> set:
+    """``names`` and every value the program computes from them."""
+    reach = set(names)
+    grew = bool(reach)
+    while grew:
+        grew = False
+        for st in program.ops():
+            outs = {o.name for o in st.outs}
+            if set(st.reads) & reach and not outs <= reach:
+                reach |= outs
+                grew = True
+    return reach
 
 
 def _trials(program: fp.Program, args: Sequence[np.ndarray], table: fp.WobbleTable, s: str,

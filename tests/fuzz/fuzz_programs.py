@@ -233,13 +233,15 @@ def _wobble(v, n, scale, trial, salt):
     h = h * jnp.uint32(0x7FEB352D)
     h = h ^ (h >> 15)
     coin = (h >> 7) & 1 == 1
-    # 'any' value: NaN on trial 1, 0 on 2, +inf on 3, -inf on 4, one of them at random on 5
-    pick = (h >> 11) & 3
+    # 'any' value: NaN on trial 1, 0 on 2, +inf on 3, -inf on 4, one of them at random on 5, where half the elements
+    # keep their value (so that what one element alone changes, a sort's order, moves too)
+    pick = (h >> 11) & 7
     anything = jnp.where(trial == 1, jnp.nan, jnp.where(trial == 2, 0.0, jnp.where(trial == 3, jnp.inf, jnp.where(
         trial == 4, -jnp.inf, jnp.where(pick == 0, jnp.nan, jnp.where(pick == 1, 0.0, jnp.where(pick == 2, jnp.inf,
                                                                                              -jnp.inf)))))))
+    kept = (trial == 5) & (pick >= 4)
     if isinstance(scale, str) and scale == "any":
-        return jnp.where((trial >= 1) & (trial <= 5), anything, w).astype(v.dtype)
+        return jnp.where((trial >= 1) & (trial <= 5) & ~kept, anything, w).astype(v.dtype)
     overflow = None  # where some order of a sum's or product's terms overflows, any value may come out
     if scale is None:
         mag = jnp.abs(w)
@@ -261,7 +263,7 @@ def _wobble(v, n, scale, trial, salt):
     delta = jax.lax.stop_gradient(sign * (n * float(info.eps)) * mag)
     out = w + delta
     if overflow is not None:
-        out = jnp.where(overflow & (trial >= 1) & (trial <= 5), anything, out)
+        out = jnp.where(overflow & (trial >= 1) & (trial <= 5) & ~kept, anything, out)
     return out.astype(v.dtype)
 
 

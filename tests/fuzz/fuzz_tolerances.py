@@ -407,6 +407,11 @@ ACCEPTED: List[Accepted] = [
              "value, where the emulator uses its 8-lane model (jnp.sum(x[i], 0) of 6 gathered rows)",
              ("reduce_sum", "reduce_prod"), ("float32",), 4, per="row", series="0.4.", max_count=15,
              when="scalar_loop", open=True),
+    Accepted("open: jaxlib 0.4.13, an f32 sum or product of a concatenate that XLA:CPU fuses into the reduce's loop "
+             "(jnp.sum(jnp.concatenate([x, x]), 0) of f32[2, 40]): that loop is not vectorised across outputs, and "
+             "LLVM adds each output's few terms as a tree (vector.reduce: (x0 + x2) + (x1 + x3)) where the emulator "
+             "adds them in order", ("reduce_sum", "reduce_prod"), ("float32",), 4, per="row", series="0.4.",
+             when="reads_concatenate", open=True),
     Accepted("open: jaxlib 0.4.13, an f32 product of quotients that XLA:CPU fuses into the reduce's loop: LLVM's "
              "InstCombine sinks the divide under the reassociable multiply, acc * (a / b) => (acc * a) / b, in "
              "each step; the emulator multiplies the quotients (jnp.prod(x / y, axis=(0, 1)) of f32[4, 2])",
@@ -565,6 +570,11 @@ def _divides_by_logistic(step, program, values) -> bool:  # noqa: ANN001
     producers = {o.name: s for s in program.ops() for o in s.outs}
     names = [step.reads[0]] if step.op == "reciprocal" else step.expr.split(" / ")
     return any(n in producers and producers[n].op == "logistic" for n in names)
+
+
+def _reads_concatenate(step, program, values) -> bool:  # noqa: ANN001
+    producers = {o.name: s for s in program.ops() for o in s.outs}
+    return any(r in producers and producers[r].op == "concatenate" for r in step.reads)
 
 
 def _reads_quotient(step, program, values) -> bool:  # noqa: ANN001
@@ -727,6 +737,7 @@ WHEN = {
     "folded": _folded,
     "divides_by_logistic": _divides_by_logistic,
     "reads_quotient": _reads_quotient,
+    "reads_concatenate": _reads_concatenate,
     "divides_softmax": _divides_softmax,
     "scalar_loop": _scalar_loop,
     "nan_literal_operand": _nan_literal_operand,
