@@ -501,6 +501,16 @@ class _Translator:
                 # XLA's simplifier: -0 - A => -A (the same bits: a sign flip, so a denormal A stays)
                 entry = self._op(op)
                 body.append(dict(entry, op="negate", mlir="stablehlo.negate", operands=entry["operands"][1:]))
+            elif op.name == "stablehlo.sort" and not scalar_body and _sorts_one_element(op):
+                # XLA's simplifier: a sort along a dimension of one element returns its operands (so a denormal
+                # that a later min(sort(x), x) reads is x itself there: min(A, A) is A)
+                for result, operand in zip(op.results, op.operands):
+                    self.ids[result] = self._use(operand)
+            elif op.name == "func.call" and not scalar_body and (passed := _call_passing_operands(op)) is not None:
+                # ... and through a call of a function that is such a sort (jnp.sort is a call of @sort), which XLA
+                # inlines first
+                for result, operand in zip(op.results, passed):
+                    self.ids[result] = self._use(operand)
             elif not scalar_body and (kept := self._identity_operand(op)) is not None:
                 # A + 0, A - 0, A * 1, A / 1 (either side where the op commutes): XLA's algebraic simplifier returns
                 # A itself, so cpu keeps what arithmetic would change (a denormal, -0 + 0)
@@ -909,8 +919,8 @@ class _Translator:
             return None
         identity, commutes = rules[op.name]
         a, b = op.operands
-        if op.name in _MIN_MAX and a == b and a.type == op.results[0].type:
-            return a  # max(A, A) and min(A, A) are A: a denormal A is not read as a zero
+        if op.name in _MIN_MAX and (a == b or self._use(a) == self._use(b)) and a.type == op.results[0].type:
+            return a  # max(A, A) and min(A, A) are A (also once a call is seen through): a denormal A stays
         if a.type != op.results[0].type and b.type != op.results[0].type:
             return None
         if _splat_value(b) == identity and a.type == op.results[0].type:
@@ -1629,6 +1639,45 @@ def _loop_downstream(op: Any, limit: int = 64) -> List[Any]:
                 found.append(owner)
                 frontier.extend(owner.results)
     return found
+
+
+def _sorts_one_element(op: Any) -> bool:
+    """A stablehlo.sort along a dimension of at most one element: its results are its operands."""
+    dimension = O.read_attrs(op.attributes).get("dimension")
+    if not op.operands or not A.is_a(ir.RankedTensorType, op.operands[0].type):
+        return False
+    shape = ir.RankedTensorType(op.operands[0].type).shape
+    return isinstance(dimension, int) and 0 <= dimension < len(shape) and shape[dimension] <= 1
+
+
+def _call_passing_operands(op: Any) -> Optional[List[Any]]:
+    """For a call of a private function that returns its parameters through sorts of one element only (and constants
+    their comparators read), the caller's values it returns; else None."""
+    func = getattr(_CALLS, "funcs", {}).get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+    if func is None:
+        return None
+    block = func.regions[0].blocks[0]
+    params = list(block.arguments)
+    passed: List[Tuple[Any, Any]] = [(p, v) for p, v in zip(params, op.operands)]
+
+    def caller_value(value: Any) -> Optional[Any]:
+        return next((v for p, v in passed if p == value), None)
+
+    for o in block.operations:
+        o = getattr(o, "operation", o)
+        if o.name == "stablehlo.constant":  # the comparator's constants, hoisted out of it
+            continue
+        if o.name == "stablehlo.sort" and _sorts_one_element(o):
+            sources = [caller_value(v) for v in o.operands]
+            if any(v is None for v in sources):
+                return None
+            passed.extend(zip(o.results, sources))
+        elif o.name == "func.return":
+            out = [caller_value(v) for v in o.operands]
+            return None if any(v is None for v in out) or len(out) != len(op.results) else out
+        else:
+            return None
+    return None
 
 
 def _owner(use: Any) -> Any:
