@@ -336,7 +336,7 @@ def test_divide_rewrites_round_as_cpu(name, dtype):
     check(DIVIDES[name], a, b, c, r, **EXACT)
 
 
-# --- chains of constants as XLA's simplifier folds them (jaxlib 0.4.13: compiler/passes/reassociate_constants.py) ------
+# --- chains of constants as XLA's simplifier folds them (jaxlib 0.4.13: compiler/passes/reassociate_constants.py) -----
 
 CHAINS = {
     "(x+c1)+c2": lambda x: (x + 1.3) + 0.7,

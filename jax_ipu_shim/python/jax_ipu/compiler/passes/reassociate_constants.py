@@ -17,6 +17,7 @@ left alone."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 from typing import Any, Callable, Dict, List, Optional
 
@@ -43,7 +44,7 @@ def run(functions: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     changed = []
     for function in functions:
         counter = itertools.count(max(_ids(function), default=-1) + 1)
-        if _block(function, lambda: next(counter)):
+        if _block(function, functools.partial(next, counter)):
             changed.append(function)
     return changed
 
@@ -94,12 +95,14 @@ def _block(block: Dict[str, Any], fresh: Callable[[], int]) -> bool:
         """A new broadcast of the scalar ``value`` to the shape of ``like`` (a result), placed before the rewrite."""
         scalar_id, array_id = fresh(), fresh()
         dtype = like["dtype"]
-        c = {"op": "constant", "mlir": "stablehlo.constant", "operands": [],
-             "results": [{"id": scalar_id, "dtype": dtype, "shape": []}],
-             "attrs": {"value": Blob(np.asarray(value, DTYPES[dtype]).tobytes()), "splat": False}, "regions": []}
-        b = {"op": "broadcast_in_dim", "mlir": "stablehlo.broadcast_in_dim", "operands": [scalar_id],
-             "results": [{"id": array_id, "dtype": dtype, "shape": list(like["shape"])}],
-             "attrs": {"broadcast_dimensions": []}, "regions": []}
+        c: Dict[str, Any] = {
+            "op": "constant", "mlir": "stablehlo.constant", "operands": [],
+            "results": [{"id": scalar_id, "dtype": dtype, "shape": []}],
+            "attrs": {"value": Blob(np.asarray(value, DTYPES[dtype]).tobytes()), "splat": False}, "regions": []}
+        b: Dict[str, Any] = {
+            "op": "broadcast_in_dim", "mlir": "stablehlo.broadcast_in_dim", "operands": [scalar_id],
+            "results": [{"id": array_id, "dtype": dtype, "shape": list(like["shape"])}],
+            "attrs": {"broadcast_dimensions": []}, "regions": []}
         for e in (c, b):
             producer[e["results"][0]["id"]] = e
             body.append(e)
@@ -121,8 +124,9 @@ def _block(block: Dict[str, Any], fresh: Callable[[], int]) -> bool:
             dtype = DTYPES[result["dtype"]]
             op = entry["op"]
             a, b = entry["operands"]
-            if op == "subtract" and splat(a) is None and splat(b) is not None:  # A - C => A + (-C)
-                entry = dict(entry, op="add", mlir="stablehlo.add", operands=[a, constant(-splat(b), result)])
+            subtrahend = splat(b)
+            if op == "subtract" and splat(a) is None and subtrahend is not None:  # A - C => A + (-C)
+                entry = dict(entry, op="add", mlir="stablehlo.add", operands=[a, constant(-subtrahend, result)])
                 op, changed = "add", True
             if op in ("add", "multiply") and (ac := split(entry)) is not None:
                 inner = producer.get(ac[0])
