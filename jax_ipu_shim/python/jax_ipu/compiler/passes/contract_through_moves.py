@@ -19,8 +19,9 @@ chain; otherwise XLA computes the product apart)."""
 from __future__ import annotations
 
 import functools
-import itertools
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, List, Optional
+
+from . import id_counter
 
 MOVES = ("reverse", "transpose", "reshape", "slice")
 ADDS = ("add", "subtract")
@@ -45,18 +46,9 @@ def _single_move(function: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     return move
 
 
-def _value(ids: Iterator[int], dtype: str, shape: List[int]) -> Dict[str, Any]:
+def _value(fresh_id: Callable[[], int], dtype: str, shape: List[int]) -> Dict[str, Any]:
     """A new value of the function (numbered after its others)."""
-    return {"id": next(ids), "dtype": dtype, "shape": list(shape)}
-
-
-def _ids(block: Dict[str, Any]) -> List[int]:
-    ids = [p["id"] for p in block.get("params", ())]
-    for entry in block["body"]:
-        ids.extend(r["id"] for r in entry["results"])
-        for region in entry.get("regions", ()):
-            ids.extend(_ids(region))
-    return ids
+    return {"id": fresh_id(), "dtype": dtype, "shape": list(shape)}
 
 
 def run(functions: List[Dict[str, Any]], anchors: Dict[str, Any], current_series: bool) -> List[Dict[str, Any]]:
@@ -65,7 +57,7 @@ def run(functions: List[Dict[str, Any]], anchors: Dict[str, Any], current_series
     moves = {f["name"]: m for f in functions if (m := _single_move(f)) is not None}
     changed = []
     for function in functions:
-        fresh = functools.partial(_value, itertools.count(max(_ids(function), default=-1) + 1))
+        fresh = functools.partial(_value, id_counter(function))
         if _block(function, fresh, anchors.get(function["name"], ()), moves, current_series):
             changed.append(function)
     return changed

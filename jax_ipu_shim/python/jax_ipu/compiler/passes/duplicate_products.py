@@ -20,11 +20,10 @@ The original stays for its other readers; one that no longer has any is removed.
 
 from __future__ import annotations
 
-import functools
-import itertools
 from typing import Any, Dict, List, Set
 
 from .. import ops as O
+from . import id_counter
 
 ADDS = ("add", "subtract")
 # What XLA's fusion can clone a multiply into: its loop fusions' elementwise ops, the registry's families the
@@ -46,22 +45,12 @@ def _elements(shape: List[int]) -> int:
     return n
 
 
-def _ids(block: Dict[str, Any]) -> List[int]:
-    ids = [p["id"] for p in block.get("params", ())]
-    for entry in block["body"]:
-        ids.extend(r["id"] for r in entry["results"])
-        for region in entry.get("regions", ()):
-            ids.extend(_ids(region))
-    return ids
-
-
 def run(functions: List[Dict[str, Any]], anchors: Dict[str, Any]) -> List[Dict[str, Any]]:
     """Rewrites the program's functions in place (``anchors``: per function, the values jax's dce_sinks read);
     returns those it changed."""
     changed = []
     for function in functions:
-        counter = itertools.count(max(_ids(function), default=-1) + 1)
-        if _block(function, functools.partial(next, counter), set(anchors.get(function["name"], ()))):
+        if _block(function, id_counter(function), set(anchors.get(function["name"], ()))):
             changed.append(function)
     return changed
 

@@ -17,34 +17,23 @@ left alone."""
 
 from __future__ import annotations
 
-import functools
-import itertools
 from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
 from ..program_format import Blob
+from . import id_counter
 
 DTYPES = {"f32": np.float32, "f16": np.float16}
 ARITHMETIC = ("add", "subtract", "multiply", "divide", "negate")
 CONTROL_FLOW = ("while", "case", "if")
 
 
-def _ids(block: Dict[str, Any]) -> List[int]:
-    ids = [p["id"] for p in block.get("params", ())]
-    for entry in block["body"]:
-        ids.extend(r["id"] for r in entry["results"])
-        for region in entry.get("regions", ()):
-            ids.extend(_ids(region))
-    return ids
-
-
 def run(functions: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """Rewrites the program's functions in place; returns those it changed."""
     changed = []
     for function in functions:
-        counter = itertools.count(max(_ids(function), default=-1) + 1)
-        if _block(function, functools.partial(next, counter)):
+        if _block(function, id_counter(function)):
             changed.append(function)
     return changed
 
