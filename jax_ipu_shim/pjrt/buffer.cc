@@ -399,3 +399,69 @@ PJRT_Error* PJRT_Buffer_UnsafePointer_Impl(PJRT_Buffer_UnsafePointer_Args* args)
     return nullptr;
   });
 }
+
+// ---- what PJRT C API 0.90 (jaxlib 0.12) added: typed queries, memory spaces
+#if JAX_IPU_PJRT_MINOR >= 90
+
+PJRT_Error* PJRT_Buffer_ElementType_Impl(PJRT_Buffer_ElementType_Args* args) {
+  args->type = args->buffer->type;
+  return nullptr;
+}
+
+PJRT_Error* PJRT_Buffer_Dimensions_Impl(PJRT_Buffer_Dimensions_Args* args) {
+  args->dims = args->buffer->dims.data();
+  args->num_dims = args->buffer->dims.size();
+  return nullptr;
+}
+
+PJRT_Error* PJRT_Buffer_UnpaddedDimensions_Impl(PJRT_Buffer_UnpaddedDimensions_Args* args) {
+  args->unpadded_dims = args->buffer->dims.data();  // IPU arrays are never padded
+  args->num_dims = args->buffer->dims.size();
+  return nullptr;
+}
+
+PJRT_Error* PJRT_Buffer_DynamicDimensionIndices_Impl(PJRT_Buffer_DynamicDimensionIndices_Args* args) {
+  args->dynamic_dim_indices = nullptr;  // static shapes only
+  args->num_dynamic_dims = 0;
+  return nullptr;
+}
+
+PJRT_Error* PJRT_Buffer_GetMemoryLayout_Impl(PJRT_Buffer_GetMemoryLayout_Args* args) {
+  return Guard("PJRT_Buffer_GetMemoryLayout", [&]() -> PJRT_Error* {
+    PJRT_Buffer* buffer = args->buffer;
+    {
+      std::lock_guard<std::mutex> lock(buffer->mutex);
+      if (buffer->minor_to_major.size() != buffer->dims.size()) {
+        const int64_t rank = static_cast<int64_t>(buffer->dims.size());
+        buffer->minor_to_major.clear();
+        for (int64_t i = rank - 1; i >= 0; --i) buffer->minor_to_major.push_back(i);  // row-major, untiled
+      }
+    }
+    std::memset(&args->layout, 0, sizeof(args->layout));
+    args->layout.struct_size = PJRT_Buffer_MemoryLayout_STRUCT_SIZE;
+    args->layout.type = PJRT_Buffer_MemoryLayout_Type_Tiled;
+    args->layout.tiled.struct_size = PJRT_Buffer_MemoryLayout_Tiled_STRUCT_SIZE;
+    args->layout.tiled.minor_to_major = buffer->minor_to_major.data();
+    args->layout.tiled.minor_to_major_size = buffer->minor_to_major.size();
+    args->layout.tiled.num_tiles = 0;
+    return nullptr;
+  });
+}
+
+PJRT_Error* PJRT_Buffer_Memory_Impl(PJRT_Buffer_Memory_Args* args) {
+  args->memory = args->buffer->device->memory;
+  return nullptr;
+}
+
+PJRT_Error* PJRT_Buffer_CopyToMemory_Impl(PJRT_Buffer_CopyToMemory_Args* args) {
+  // Every memory is its device's only one: a copy to a memory is a copy to that memory's device.
+  PJRT_Buffer_CopyToDevice_Args copy{};
+  copy.struct_size = PJRT_Buffer_CopyToDevice_Args_STRUCT_SIZE;
+  copy.buffer = args->buffer;
+  copy.dst_device = args->dst_memory->device;
+  PJRT_Error* error = PJRT_Buffer_CopyToDevice_Impl(&copy);
+  args->dst_buffer = copy.dst_buffer;
+  return error;
+}
+
+#endif  // JAX_IPU_PJRT_MINOR >= 90

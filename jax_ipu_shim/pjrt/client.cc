@@ -266,6 +266,7 @@ PJRT_Error* PJRT_Client_Compile_Impl(PJRT_Client_Compile_Args* args) {
     // Devices of one client share one description, so one lowering serves them all.
     std::shared_ptr<const ipu::Executable> lowered =
         ipu::Executable::compile(json, devices.front()->description.hardware, options);
+    NotifyCompiled(lowered, json, device_ids);
     auto loaded = std::make_unique<PJRT_LoadedExecutable>();
     loaded->program = std::move(lowered);
     loaded->client = args->client;
@@ -275,3 +276,19 @@ PJRT_Error* PJRT_Client_Compile_Impl(PJRT_Client_Compile_Args* args) {
     return nullptr;
   });
 }
+
+// ---- what PJRT C API 0.90 (jaxlib 0.12) added: the client's memories and topology
+#if JAX_IPU_PJRT_MINOR >= 90
+
+PJRT_Error* PJRT_Client_AddressableMemories_Impl(PJRT_Client_AddressableMemories_Args* args) {
+  args->addressable_memories = args->client->memory_pointers.data();
+  args->num_addressable_memories = args->client->memory_pointers.size();
+  return nullptr;
+}
+
+PJRT_Error* PJRT_Client_TopologyDescription_Impl(PJRT_Client_TopologyDescription_Args* args) {
+  args->topology = &args->client->topology;  // owned by the client; jaxlib does not destroy a client's topology
+  return nullptr;
+}
+
+#endif  // JAX_IPU_PJRT_MINOR >= 90

@@ -2,6 +2,7 @@
 // with JaxIpu_SetCompiler. ctypes takes the GIL itself, so the call is safe from any thread.
 #include <atomic>
 
+#include "ipu/c_handle.h"
 #include "jax_ipu/c_api.h"
 #include "plugin.h"
 
@@ -17,11 +18,14 @@ struct CompileResult {
 };
 
 std::atomic<JaxIpu_CompilerFn> g_compiler{nullptr};
+std::atomic<JaxIpu_CompiledFn> g_compiled{nullptr};
 
 }  // namespace
 
 
 void JaxIpu_SetCompiler(JaxIpu_CompilerFn compiler) { g_compiler.store(compiler); }
+
+void JaxIpu_SetCompiledHook(JaxIpu_CompiledFn hook) { g_compiled.store(hook); }
 
 void JaxIpu_CompileResult_SetOptions(void* result, const char* options, size_t size) {
   static_cast<CompileResult*>(result)->options.assign(options, size);
@@ -70,6 +74,13 @@ std::string CompileToProgram(const std::string& module, const std::string& compi
   *device_ids = std::move(result.device_ids);
   *options = ipu::CompileOptions::parse(result.options);
   return std::move(result.program_or_message);
+}
+
+void NotifyCompiled(const std::shared_ptr<const ipu::Executable>& executable, const std::string& program,
+                    const std::vector<int>& device_ids) {
+  JaxIpu_CompiledFn hook = g_compiled.load();
+  if (hook == nullptr) return;
+  hook(ipu::newExecutableHandle(executable), program.data(), program.size(), device_ids.data(), device_ids.size());
 }
 
 }  // namespace jax_ipu

@@ -112,3 +112,19 @@ PJRT_Error* PJRT_Device_MemoryStats_Impl(PJRT_Device_MemoryStats_Args*) {
                    "memory_stats() is not available on the ipu backend: tile memory is reported per program "
                    "(compiled.cost_analysis() and the profile report)");
 }
+
+// ---- what PJRT C API 0.90 (jaxlib 0.12) added: the device's memory
+#if JAX_IPU_PJRT_MINOR >= 90
+
+PJRT_Error* PJRT_Device_AddressableMemories_Impl(PJRT_Device_AddressableMemories_Args* args) {
+  args->memories = &args->device->memory;
+  args->num_memories = 1;
+  return nullptr;
+}
+
+PJRT_Error* PJRT_Device_DefaultMemory_Impl(PJRT_Device_DefaultMemory_Args* args) {
+  args->memory = args->device->memory;
+  return nullptr;
+}
+
+#endif  // JAX_IPU_PJRT_MINOR >= 90

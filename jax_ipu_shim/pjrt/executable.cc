@@ -1,6 +1,7 @@
 // PJRT_Executable and PJRT_LoadedExecutable: a program lowered onto IPU tiles, what it costs, where it runs.
 // Running it is in launch.cc, saving and loading it in serialize.cc.
 #include <algorithm>
+#include <cstring>
 
 #include "plugin.h"
 
@@ -132,3 +133,128 @@ PJRT_Error* PJRT_LoadedExecutable_IsDeleted_Impl(PJRT_LoadedExecutable_IsDeleted
   args->is_deleted = args->executable->deleted;
   return nullptr;
 }
+
+// ---- what PJRT C API 0.90 (jaxlib 0.12) added: typed output queries, fingerprints, memory stats, the device
+// assignment
+#if JAX_IPU_PJRT_MINOR >= 90
+
+namespace {
+
+// PJRT's DeviceAssignmentProto (xla_data.proto) in protobuf wire format: replica_count = 1, computation_count = 2,
+// computation_devices = 3 { replica_device_ids = 1 (packed) }. One computation, one replica per device.
+void PutVarint(std::string* out, uint64_t v) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+std::string DeviceAssignmentProto(const std::vector<PJRT_Device*>& devices) {
+  std::string ids;
+  for (PJRT_Device* d : devices) PutVarint(&ids, static_cast<uint64_t>(d->description.id));
+  std::string computation;
+  PutVarint(&computation, (1 << 3) | 2);  // replica_device_ids, length-delimited (packed)
+  PutVarint(&computation, ids.size());
+  computation += ids;
+  std::string out;
+  PutVarint(&out, (1 << 3) | 0);  // replica_count
+  PutVarint(&out, devices.size());
+  PutVarint(&out, (2 << 3) | 0);  // computation_count
+  PutVarint(&out, 1);
+  PutVarint(&out, (3 << 3) | 2);  // computation_devices
+  PutVarint(&out, computation.size());
+  out += computation;
+  return out;
+}
+
+}  // namespace
+
+PJRT_Error* PJRT_Executable_OutputElementTypes_Impl(PJRT_Executable_OutputElementTypes_Args* args) {
+  return Guard("PJRT_Executable_OutputElementTypes", [&]() -> PJRT_Error* {
+    PJRT_Executable* e = args->executable;
+    if (e->output_types.empty()) {
+      for (const ipu::TensorType& t : e->program->outputTypes()) e->output_types.push_back(FromIpuDType(t.dtype));
+    }
+    args->output_types = e->output_types.data();
+    args->num_output_types = e->output_types.size();
+    return nullptr;
+  });
+}
+
+PJRT_Error* PJRT_Executable_OutputDimensions_Impl(PJRT_Executable_OutputDimensions_Args* args) {
+  PJRT_Executable* e = args->executable;
+  if (e->output_dim_sizes.empty()) {
+    for (const ipu::TensorType& t : e->program->outputTypes()) {
+      e->output_dim_sizes.push_back(t.shape.size());
+      e->output_dims.insert(e->output_dims.end(), t.shape.begin(), t.shape.end());
+    }
+  }
+  args->num_outputs = e->output_dim_sizes.size();
+  args->dims = e->output_dims.data();
+  args->dim_sizes = e->output_dim_sizes.data();
+  return nullptr;
+}
+
+PJRT_Error* PJRT_Executable_OutputMemoryKinds_Impl(PJRT_Executable_OutputMemoryKinds_Args* args) {
+  PJRT_Executable* e = args->executable;
+  const size_t n = e->program->outputTypes().size();
+  e->output_kinds.assign(n, kMemoryKind);
+  e->output_kind_sizes.assign(n, std::strlen(kMemoryKind));
+  args->num_outputs = n;
+  args->memory_kinds = e->output_kinds.data();
+  args->memory_kind_sizes = e->output_kind_sizes.data();
+  return nullptr;
+}
+
+PJRT_Error* PJRT_Executable_Fingerprint_Impl(PJRT_Executable_Fingerprint_Args* args) {
+  args->executable_fingerprint = nullptr;  // no fingerprint: jaxlib then keys caches on the module itself
+  args->executable_fingerprint_size = 0;
+  return nullptr;
+}
+
+PJRT_Error* PJRT_Executable_GetCompiledMemoryStats_Impl(PJRT_Executable_GetCompiledMemoryStats_Args* args) {
+  return Guard("PJRT_Executable_GetCompiledMemoryStats", [&]() -> PJRT_Error* {
+    const ipu::Executable& p = *args->executable->program;
+    int64_t in = 0, out = 0;
+    for (const ipu::TensorType& t : p.inputTypes()) in += static_cast<int64_t>(t.numBytes());
+    for (const ipu::TensorType& t : p.outputTypes()) out += static_cast<int64_t>(t.numBytes());
+    const int64_t total = static_cast<int64_t>(p.memory().total_bytes);
+    args->generated_code_size_in_bytes = 0;
+    args->argument_size_in_bytes = in;
+    args->output_size_in_bytes = out;
+    args->alias_size_in_bytes = 0;
+    args->temp_size_in_bytes = total > in + out ? total - in - out : 0;
+    args->host_generated_code_size_in_bytes = 0;
+    args->host_argument_size_in_bytes = 0;
+    args->host_output_size_in_bytes = 0;
+    args->host_alias_size_in_bytes = 0;
+    args->host_temp_size_in_bytes = 0;
+    if (args->struct_size >= PJRT_STRUCT_SIZE(PJRT_Executable_GetCompiledMemoryStats_Args, total_size_in_bytes)) {
+      args->peak_memory_in_bytes = total;
+      args->total_size_in_bytes = total;
+    }
+    return nullptr;
+  });
+}
+
+PJRT_Error* PJRT_LoadedExecutable_Fingerprint_Impl(PJRT_LoadedExecutable_Fingerprint_Args* args) {
+  args->executable_fingerprint = nullptr;
+  args->executable_fingerprint_size = 0;
+  return nullptr;
+}
+
+PJRT_Error* PJRT_LoadedExecutable_GetDeviceAssignment_Impl(PJRT_LoadedExecutable_GetDeviceAssignment_Args* args) {
+  return Guard("PJRT_LoadedExecutable_GetDeviceAssignment", [&]() -> PJRT_Error* {
+    auto* bytes = new std::string(DeviceAssignmentProto(args->executable->devices));
+    args->serialized_bytes = bytes->data();
+    args->serialized_bytes_size = bytes->size();
+    args->serialized_device_assignment = reinterpret_cast<PJRT_DeviceAssignmentSerialized*>(bytes);
+    args->serialized_device_assignment_deleter = [](PJRT_DeviceAssignmentSerialized* s) {
+      delete reinterpret_cast<std::string*>(s);
+    };
+    return nullptr;
+  });
+}
+
+#endif  // JAX_IPU_PJRT_MINOR >= 90

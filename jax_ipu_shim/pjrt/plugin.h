@@ -314,6 +314,8 @@ struct PJRT_Client {
 
 namespace jax_ipu {
 #if JAX_IPU_PJRT_MINOR >= 90
+// The one memory kind every IPU has: jax compares kinds as strings, so it must be the same everywhere.
+constexpr const char* kMemoryKind = "device";
 void InitMemories(PJRT_Client* client);  // memories and topology, once the devices exist (memory.cc)
 #endif
 // Reads create options (version, num_tiles, num_devices) into a client. Throws ipu::Error on bad values.
@@ -458,6 +460,9 @@ namespace jax_ipu {
 // `options` with how the emulator is to lower it.
 std::string CompileToProgram(const std::string& module, const std::string& compile_options,
                              std::vector<int>* device_ids, ipu::CompileOptions* options);
+// Hands the lowered program to the hook jax_ipu registered with JaxIpu_SetCompiledHook (its profile reports), if any.
+void NotifyCompiled(const std::shared_ptr<const ipu::Executable>& executable, const std::string& program,
+                    const std::vector<int>& device_ids);
 }  // namespace jax_ipu
 
 // ----------------------------------------------------------------------------------------------- entry points

@@ -42,6 +42,26 @@ def _reports(tmp_path):
     return sorted(p for p in os.listdir(tmp_path) if os.path.isfile(os.path.join(tmp_path, p, "profile.json")))
 
 
+def test_report_comes_from_the_executable_pjrt_lowered(python, tmp_path):
+    """The graph profile is read from the executable PJRT_Client_Compile lowered (the plugin's compiled hook): with
+    the emulator's Python compile entry point refusing every call, the report is still written."""
+    script = """
+import jax, numpy as np
+import jax_ipu.emulator as emulator
+
+def refuse(*args, **kwargs):
+    raise AssertionError("the report lowered the program a second time")
+
+emulator.compile = refuse
+out = jax.jit(lambda x: x * 2.0 + 1.0, backend="ipu")(np.arange(8, dtype=np.float32))
+print(np.asarray(out).tolist())
+"""
+    result = python(script, _engine(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert "second time" not in result.stderr and "could not write" not in result.stderr, result.stderr
+    assert any(f.startswith("jit_") for f in _reports(tmp_path)), os.listdir(tmp_path)
+
+
 def test_report_holds_the_emulators_numbers(python, tmp_path):
     result = python(REPORT_PROGRAM, _engine(tmp_path))
     assert result.returncode == 0, result.stderr

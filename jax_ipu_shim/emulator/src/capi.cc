@@ -10,6 +10,7 @@
 #include <mutex>
 #include <vector>
 
+#include "ipu/c_handle.h"
 #include "ipu/emulator.h"
 #include "ipu/json.h"
 #include "ipu/memory.h"
@@ -29,7 +30,7 @@ ipu::ThreadPool& runPool() {
 
 // What a C handle points at: the executable and the profile of its most recent run.
 struct Handle {
-  std::unique_ptr<ipu::Executable> executable;
+  std::shared_ptr<const ipu::Executable> executable;  // shared with PJRT's loaded executable (ipu/c_handle.h)
   std::mutex mu;
   ipu::RunProfile last;
 };
@@ -74,6 +75,13 @@ auto guarded(char** error, F f, decltype(f()) failure) -> decltype(f()) {
 }  // namespace
 
 namespace ipu {
+
+void* newExecutableHandle(std::shared_ptr<const Executable> executable) {
+  auto handle = std::make_unique<Handle>();
+  handle->executable = std::move(executable);
+  return handle.release();
+}
+
 namespace trace {
 namespace {
 struct Span {

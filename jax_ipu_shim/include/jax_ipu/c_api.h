@@ -61,6 +61,12 @@ JAX_IPU_EXPORT void JaxIpu_CompileResult_SetProgram(void* result, const char* pr
 JAX_IPU_EXPORT void JaxIpu_CompileResult_SetError(void* result, int code, const char* message, size_t size);
 /* One device of the program's device assignment, in order. */
 JAX_IPU_EXPORT void JaxIpu_CompileResult_AddDevice(void* result, int device_id);
+/* Called when PJRT_Client_Compile has lowered a program the front end wrote (jax_ipu.report's graph profile comes
+ * from the executable PJRT runs, not from a second lowering): a handle of the hook's own on that executable, which
+ * it releases with JaxIpu_Destroy; the program; the devices it was compiled for. The hook must not fail. */
+typedef void (*JaxIpu_CompiledFn)(void* executable, const char* program, size_t size, const int* device_ids,
+                                  size_t num_devices);
+JAX_IPU_EXPORT void JaxIpu_SetCompiledHook(JaxIpu_CompiledFn hook);
 
 /* Host callbacks (jax.pure_callback, io_callback, debug.print): called on a device's callback thread for each
  * HostCall step of a run, with the callback `id`, its operands and its result buffers. Returns 0, or nonzero after

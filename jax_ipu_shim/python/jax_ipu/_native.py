@@ -15,6 +15,8 @@ LIBRARY_NAME = "libjax_ipu.so"
 
 # int compiler(const char* module, size_t, const char* options, size_t, void* result)
 COMPILER_FN = ctypes.CFUNCTYPE(c_int, c_void_p, c_size_t, c_void_p, c_size_t, c_void_p)
+# void hook(void* executable, const char* program, size_t, const int* device_ids, size_t)
+COMPILED_FN = ctypes.CFUNCTYPE(None, c_void_p, c_void_p, c_size_t, POINTER(c_int), c_size_t)
 # int callback(int64_t id, size_t num_in, const void* const* in, size_t num_out, void* const* out, char* error,
 #              size_t error_size)
 HOST_CALLBACK_FN = ctypes.CFUNCTYPE(c_int, c_int64, c_size_t, POINTER(c_void_p), c_size_t, POINTER(c_void_p),
@@ -42,6 +44,7 @@ SIGNATURES: Dict[str, Tuple[Any, List[Any]]] = {
     "JaxIpu_CompileResult_SetOptions": (None, [c_void_p, c_char_p, c_size_t]),
     "JaxIpu_CompileResult_SetError": (None, [c_void_p, c_int, c_char_p, c_size_t]),
     "JaxIpu_CompileResult_AddDevice": (None, [c_void_p, c_int]),
+    "JaxIpu_SetCompiledHook": (None, [COMPILED_FN]),
     "JaxIpu_SetHostCallback": (None, [HOST_CALLBACK_FN]),
     "JaxIpu_InfeedPush": (c_int, [c_int, c_size_t, c_void_p, c_void_p, c_void_p, c_void_p, _ERROR]),
     "JaxIpu_OutfeedPop": (c_int, [c_int, c_size_t, c_void_p, c_void_p, c_void_p, c_void_p, c_double, _ERROR]),

@@ -126,7 +126,7 @@ def _register_compiler(lib: ctypes.CDLL) -> None:
             # the emulator's compile options: JAX_IPU_FUSION, POPLAR_ENGINE_OPTIONS' debug.allowOutOfMemory...
             lowering = json.dumps(ipu_config.lowering_options()).encode()
             progress.stage("lowering onto tiles")  # what PJRT_Client_Compile does next, in the emulator
-            report.on_compile(data, device_ids)  # POPLAR_ENGINE_OPTIONS: profile reports
+            report.on_compile()  # a malformed POPLAR_ENGINE_OPTIONS fails the compile, naming the option
             for device_id in device_ids:
                 lib.JaxIpu_CompileResult_AddDevice(result, device_id)
             lib.JaxIpu_CompileResult_SetOptions(result, lowering, len(lowering))
@@ -137,9 +137,20 @@ def _register_compiler(lib: ctypes.CDLL) -> None:
             lib.JaxIpu_CompileResult_SetError(result, code, data, len(data))
         return 0
 
+    def compiled_hook(handle, program_ptr, program_size, device_ids_ptr, num_devices):
+        # PJRT lowered the program: its profile report (POPLAR_ENGINE_OPTIONS autoReport) comes from that executable.
+        # The handle is this hook's to release; nothing may cross into C.
+        try:
+            report.on_compiled(handle, ctypes.string_at(program_ptr, program_size),
+                               [device_ids_ptr[i] for i in range(num_devices)])
+        except BaseException:  # noqa: BLE001 - a report must never fail the user's compile
+            logger.warning("ipu: could not write the profile report", exc_info=True)
+
     callback = _native.COMPILER_FN(compile_callback)
-    _callback_keepalive.append(callback)
+    hook = _native.COMPILED_FN(compiled_hook)
+    _callback_keepalive.extend((callback, hook))
     lib.JaxIpu_SetCompiler(callback)
+    lib.JaxIpu_SetCompiledHook(hook)
 
 
 def _progress_bar(module_name: str) -> Any:

@@ -13,8 +13,8 @@ cycles) when the program is compiled; the execution profile (the cycles of the p
 device, per step and per op) when the next program is compiled, when ``jax_ipu.last_execution()`` is called,
 when ``update()`` is called, and at process exit. Nothing is added to the dispatch of a call.
 
-Graph profiles lower the program a second time, in this process, from the program the front end produced (the
-PJRT executable's graph is not reachable from Python): compiles take about twice as long with reports on.
+Graph profiles are read from the executable PJRT lowered and runs (the plugin's compiled hook hands it over, see
+jax_ipu_shim/include/jax_ipu/c_api.h): nothing is lowered twice.
 
 ``python -m jax_ipu.report DIR`` re-renders the HTML pages of the reports under DIR from their JSON.
 """
@@ -31,7 +31,7 @@ import struct
 import threading
 from typing import Any, Dict, List, Optional, Sequence
 
-from jax_ipu import _native, config
+from jax_ipu import _native
 from jax_ipu import engine_options as _options
 
 logger = logging.getLogger(__name__)
@@ -56,33 +56,39 @@ def set_target(version: str, num_tiles: int, num_devices: int) -> None:
     _options.engine_options()  # a malformed POPLAR_ENGINE_OPTIONS fails the backend's creation, naming the option
 
 
-def on_compile(program: bytes, device_ids: Sequence[int]) -> None:
-    """Called by the plugin with each program the front end produced, before the emulator lowers it."""
-    options = _options.engine_options()  # raises ValueError naming a bad option: the compile fails with it
-    if not options.reports:
-        return
-    try:
-        update()
-        _write_graph_report(program, list(device_ids) or [0], options)
-    except Exception as error:  # noqa: BLE001 - a report must never fail the user's compile
-        logger.warning("ipu: could not write the profile report: %s", error, exc_info=True)
+def on_compile() -> None:
+    """Called by the plugin before the emulator lowers each program: a malformed POPLAR_ENGINE_OPTIONS fails the
+    compile, naming the option."""
+    _options.engine_options()
 
 
-def _write_graph_report(program: bytes, device_ids: List[int], options: _options.EngineOptions) -> None:
-    global _active, _exit_hook
+def on_compiled(handle: int, program: bytes, device_ids: Sequence[int]) -> None:
+    """Called by the plugin with each executable PJRT lowered (a handle of this function's own, released here), the
+    program the front end wrote and the devices it was compiled for: the graph profile of that executable."""
     from jax_ipu import emulator
 
+    lib = _native.load()
     try:
-        executable = emulator.compile(program, _target["version"], _target["num_tiles"], config.lowering_options())
-    except emulator.EmulatorError as error:
-        # Out of memory without debug.allowOutOfMemory: the compile fails with this same message.
-        logger.info("ipu: no profile report: %s", error.message)
+        options = _options.engine_options()
+    except ValueError:  # on_compile has refused it already: nothing was lowered
+        options = None
+    if options is None or not options.reports:
+        lib.JaxIpu_Destroy(handle)
         return
+    executable = emulator.Executable(handle)  # owns the handle from here
     try:
-        graph = _executable_profile(executable)
-        profile = graph_profile(executable.info, graph, device_ids, options)
+        update()
+        _write_graph_report(executable, program, list(device_ids) or [0], options)
+    except Exception as error:  # noqa: BLE001 - a report must never fail the user's compile
+        logger.warning("ipu: could not write the profile report: %s", error, exc_info=True)
     finally:
         executable.close()
+
+
+def _write_graph_report(executable: Any, program: bytes, device_ids: List[int],
+                        options: _options.EngineOptions) -> None:
+    global _active, _exit_hook
+    profile = graph_profile(executable.info, _executable_profile(executable), device_ids, options)
     profile["partitioning"] = partitioning(program)
     name = profile["program"]
     with _lock:
