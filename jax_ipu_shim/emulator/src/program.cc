@@ -52,34 +52,35 @@ ValueDecl parseDecl(const json::Value& v, const std::string& where) {
   return d;
 }
 
-Region parseRegion(const json::Value& v, const std::string& where, int depth);
+struct Blobs;
+Region parseRegion(const json::Value& v, const std::string& where, int depth, Blobs* blobs);
 
 // The blobs of the container being parsed (moved out one by one as their references are resolved).
 struct Blobs {
   std::vector<std::string> data;
   std::vector<bool> taken;
 };
-thread_local Blobs* t_blobs = nullptr;
 
-// {"blob": i} -> the bytes of blob i (each blob is referred to once: it is moved, not copied).
-void resolveBlob(json::Value* v, const std::string& where) {
+// {"blob": i} -> the bytes of blob i of `blobs` (each blob is referred to once: it is moved, not copied); `blobs` is
+// null for a program given as JSON text.
+void resolveBlob(json::Value* v, const std::string& where, Blobs* blobs) {
   if (!v->isObject() || v->object.size() != 1 || v->object[0].first != "blob") return;
   const json::Value& index = v->object[0].second;
-  if (!t_blobs) malformed(where + " refers to a blob, but the program is JSON text without blobs");
-  const int64_t n = static_cast<int64_t>(t_blobs->data.size());
+  if (!blobs) malformed(where + " refers to a blob, but the program is JSON text without blobs");
+  const int64_t n = static_cast<int64_t>(blobs->data.size());
   if (!index.is_integer || index.integer < 0 || index.integer >= n)
     malformed(where + " refers to blob " + std::to_string(index.integer) + " of " + std::to_string(n));
   const size_t i = static_cast<size_t>(index.integer);
-  if (t_blobs->taken[i]) malformed(where + " refers to blob " + std::to_string(i) + " a second time");
-  t_blobs->taken[i] = true;
-  std::string& blob = t_blobs->data[i];
+  if (blobs->taken[i]) malformed(where + " refers to blob " + std::to_string(i) + " a second time");
+  blobs->taken[i] = true;
+  std::string& blob = blobs->data[i];
   json::Value bytes;
   bytes.kind = json::Value::Kind::Bytes;
   bytes.string = std::move(blob);
   *v = std::move(bytes);
 }
 
-Op parseOp(const json::Value& v, const std::string& where, int depth) {
+Op parseOp(const json::Value& v, const std::string& where, int depth, Blobs* blobs) {
   if (!v.isObject()) malformed(where + " must be an object");
   Op op;
   op.op = field(v, "op", json::Value::Kind::String, where).string;
@@ -98,18 +99,19 @@ Op parseOp(const json::Value& v, const std::string& where, int depth) {
   if (const json::Value* attrs = v.find("attrs")) {
     if (attrs->kind != json::Value::Kind::Null && !attrs->isObject()) malformed(name + ".attrs must be an object");
     op.attrs = *attrs;
-    for (auto& kv : op.attrs.object) resolveBlob(&kv.second, name + ".attrs." + kv.first);
+    for (auto& kv : op.attrs.object) resolveBlob(&kv.second, name + ".attrs." + kv.first, blobs);
   }
   op.attrs.kind = json::Value::Kind::Object;
   if (const json::Value* regions = v.find("regions")) {
     if (!regions->isArray()) malformed(name + ".regions must be an array");
     for (size_t i = 0; i < regions->array.size(); ++i)
-      op.regions.push_back(parseRegion(regions->array[i], name + ".regions[" + std::to_string(i) + "]", depth + 1));
+      op.regions.push_back(
+          parseRegion(regions->array[i], name + ".regions[" + std::to_string(i) + "]", depth + 1, blobs));
   }
   return op;
 }
 
-Region parseRegion(const json::Value& v, const std::string& where, int depth) {
+Region parseRegion(const json::Value& v, const std::string& where, int depth, Blobs* blobs) {
   if (depth > 64) malformed(where + " nests regions too deeply");
   if (!v.isObject()) malformed(where + " must be an object {params, body, results}");
   Region r;
@@ -120,7 +122,7 @@ Region parseRegion(const json::Value& v, const std::string& where, int depth) {
   }
   const json::Value& body = field(v, "body", json::Value::Kind::Array, where);
   for (size_t i = 0; i < body.array.size(); ++i)
-    r.body.push_back(parseOp(body.array[i], where + ".body[" + std::to_string(i) + "]", depth));
+    r.body.push_back(parseOp(body.array[i], where + ".body[" + std::to_string(i) + "]", depth, blobs));
   r.results = toInts(field(v, "results", json::Value::Kind::Array, where), where + ".results");
   return r;
 }
@@ -152,11 +154,11 @@ bool isContainer(const std::string& data) {
          std::memcmp(data.data(), kProgramContainerMagic, sizeof kProgramContainerMagic) == 0;
 }
 
-Program parseDocument(const json::Value& doc);
+Program parseDocument(const json::Value& doc, Blobs* blobs);
 }  // namespace
 
 Program parseProgram(const std::string& text) {
-  if (!isContainer(text)) return parseDocument(json::parse(text));
+  if (!isContainer(text)) return parseDocument(json::parse(text), nullptr);
   size_t pos = sizeof kProgramContainerMagic;
   const uint64_t doc_size = readU64(text, &pos);
   if (doc_size > text.size() - pos) malformed("the binary program container's document runs past its end");
@@ -174,15 +176,7 @@ Program parseProgram(const std::string& text) {
     pos += static_cast<size_t>(size);
   }
   if (pos != text.size()) malformed("the binary program container has trailing bytes");
-  t_blobs = &blobs;
-  try {
-    Program p = parseDocument(doc);
-    t_blobs = nullptr;
-    return p;
-  } catch (...) {
-    t_blobs = nullptr;
-    throw;
-  }
+  return parseDocument(doc, &blobs);
 }
 
 namespace {
@@ -214,7 +208,7 @@ std::vector<TileSharding> parseShardings(const json::Value& doc, const char* key
   return out;
 }
 
-Program parseDocument(const json::Value& doc) {
+Program parseDocument(const json::Value& doc, Blobs* blobs) {
   if (!doc.isObject()) malformed("the document must be a JSON object");
   const json::Value* format = doc.find("format");
   if (!format || !format->isString() || format->string != "jax-ipu-program")
@@ -233,7 +227,7 @@ Program parseDocument(const json::Value& doc) {
     Function fn;
     fn.name = field(f, "name", json::Value::Kind::String, where).string;
     if (p.find(fn.name)) malformed("function '" + fn.name + "' is defined twice");
-    fn.region = parseRegion(f, "function '" + fn.name + "'", 0);
+    fn.region = parseRegion(f, "function '" + fn.name + "'", 0, blobs);
     p.functions.push_back(std::move(fn));
   }
   if (!p.find(p.entry)) malformed("the entry function '" + p.entry + "' is not among \"functions\"");

@@ -434,8 +434,7 @@ struct Engine::Impl {
   }
 
   void runVertex(const Prepared& v) const {
-    thread_local std::vector<std::vector<uint8_t>> buffers;
-    if (buffers.size() < v.fields.size()) buffers.resize(v.fields.size());
+    std::vector<std::vector<uint8_t>> buffers(v.fields.size());  // the vertex's copy of its fields
     VertexData data;
     data.values = v.values;
     for (size_t i = 0; i < v.fields.size(); ++i) {
