@@ -5,11 +5,11 @@ XLA's instruction fusion duplicates a cheap producer into every consumer loop it
 (``ComputeGloballyUnfusible``) forbids it. A multiply may be duplicated when it is effectively unary (at most one of
 its operands is neither a broadcast, an iota nor a scalar constant: ``x * 3.7``, ``x / t`` after XLA's reciprocal
 rewrite, ``x * scale[None, :]``), when its distinct operands hold no more elements than it does (``x * x``), or when
-every reader can take a copy (all of them elementwise in the same computation: ``x * y + 1`` and ``x * y - 2``). In
-the copy inside an add or subtract's loop, LLVM contracts the multiply into the add: one fused multiply-add, one
-rounding. So ``t = x * 3.7; (t + y, jnp.sum(t))`` adds an unrounded product on cpu, and softmax's ``t - max(t)`` of a
-scaled ``t`` is the product's rounding error, not 0, where the max was taken (its exp of a huge ``t`` overflows: cpu's
-logsumexp is NaN there).
+every reader can take a copy (all of them elementwise in the same computation, none reading another's result:
+``x * y + 1`` and ``x * y - 2``). In the copy inside an add or subtract's loop, LLVM contracts the multiply into the
+add: one fused multiply-add, one rounding. So ``t = x * 3.7; (t + y, jnp.sum(t))`` adds an unrounded product on
+cpu, and softmax's ``t - max(t)`` of a scaled ``t`` is the product's rounding error, not 0, where the max was taken
+(its exp of a huge ``t`` overflows: cpu's logsumexp is NaN there).
 
 This pass gives each f32 add or subtract that reads such a multiply (with other readers) its own copy of it, placed
 just before the add; the emulator's fusion then contracts the copy as it contracts any multiply read once
@@ -20,7 +20,7 @@ The original stays for its other readers; one that no longer has any is removed.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Set
+from typing import Any, Dict, List, Optional, Set
 
 from .. import ops as O
 from . import id_counter
@@ -55,12 +55,17 @@ def run(functions: List[Dict[str, Any]], anchors: Dict[str, Any]) -> List[Dict[s
     return changed
 
 
-def _block(block: Dict[str, Any], fresh: Any, anchors: Any) -> bool:
+def _block(block: Dict[str, Any], fresh: Any, anchors: Any, outer: Optional[Dict[int, List[int]]] = None) -> bool:
+    """``outer``: the shapes of the values of the enclosing blocks, which a region may read (XLA passes them to its
+    computation as parameters)."""
+    shapes = dict(outer or {})
+    shapes.update({r["id"]: r["shape"] for e in block["body"] for r in e["results"]})
+    shapes.update({p["id"]: p["shape"] for p in block.get("params", ())})
     changed = False
     for entry in block["body"]:
         if entry["op"] in CONTROL_FLOW:
             for region in entry.get("regions", ()):
-                changed = _block(region, fresh, set()) or changed
+                changed = _block(region, fresh, set(), shapes) or changed
     readers: Dict[int, List[Dict[str, Any]]] = {}  # the block's own ops; a nested region or the results escape
     escaping = set(block["results"]) | anchors
     for entry in block["body"]:
@@ -69,8 +74,6 @@ def _block(block: Dict[str, Any], fresh: Any, anchors: Any) -> bool:
         for region in entry.get("regions", ()):
             escaping |= _read(region)
     producer = {r["id"]: e for e in block["body"] for r in e["results"]}
-    shapes = {r["id"]: r["shape"] for e in block["body"] for r in e["results"]}
-    shapes.update({p["id"]: p["shape"] for p in block.get("params", ())})
 
     def free(v: int) -> bool:
         p = producer.get(v)
@@ -82,7 +85,9 @@ def _block(block: Dict[str, Any], fresh: Any, anchors: Any) -> bool:
             return True
         if sum(_elements(shapes[v]) for v in dict.fromkeys(m["operands"])) <= _elements(result["shape"]):
             return True
-        return result["id"] not in escaping and all(_elementwise(r["op"]) for r in readers[result["id"]])
+        users = readers[result["id"]]
+        return result["id"] not in escaping and all(_elementwise(r["op"]) for r in users) and \
+            not _on_one_path(users, readers)
 
     copies: Dict[int, List[Dict[str, Any]]] = {}  # id(add) -> the copies to place before it
     copied: Set[int] = set()
@@ -112,6 +117,26 @@ def _block(block: Dict[str, Any], fresh: Any, anchors: Any) -> bool:
         body.append(entry)
     block["body"] = body
     return True
+
+
+def _on_one_path(users: List[Dict[str, Any]], readers: Dict[int, List[Dict[str, Any]]]) -> bool:
+    """Whether one of ``users`` reads what another computes, through any ops: XLA fuses a producer into all its
+    consumers only where it can on every path between them (CanFuseOnAllPaths), which the fusion of the ops between
+    decides; the pass copies a product only where no such path exists (t = x * y read by t + 1 and by (t * z) + t
+    stays one product on cpu: jaxlib 0.12's lgamma of negative arguments)."""
+    targets = {id(u) for u in users}
+    for start in users:
+        frontier, seen = [start], set()
+        while frontier:
+            op = frontier.pop()
+            for r in op["results"]:
+                for reader in readers.get(r["id"], ()):
+                    if id(reader) in targets:
+                        return True
+                    if id(reader) not in seen:
+                        seen.add(id(reader))
+                        frontier.append(reader)
+    return False
 
 
 def _read(block: Dict[str, Any]) -> Set[int]:
