@@ -185,7 +185,14 @@ def _render_steps(steps: Sequence[Step], wobble: Optional[WobbleTable], indent: 
         for b in s.blocks:
             lines.append(f"{indent}def {b.name}({', '.join(p.name for p in b.params)}):")
             lines += _render_steps(b.steps, wobble, indent + "    ", tainted, reads_tainted)
-            lines.append(f"{indent}    return {b.result}")
+            if wobble and b.result.startswith("jnp.sum(") and b.result.endswith(".astype(jnp.float32))"):
+                # a grad's loss: a sum in XLA:CPU's order of its terms, moved as a reduce_sum's result is (4 ulps
+                # of the sum of their magnitudes), or value_and_grad's value would have to be cpu's bits
+                terms = b.result[len("jnp.sum("):-1]
+                salt = sum(map(ord, b.name)) * 7
+                lines.append(f"{indent}    return _wobble({b.result}, 4, jnp.sum(jnp.abs({terms})), _trial, {salt})")
+            else:
+                lines.append(f"{indent}    return {b.result}")
         target = ", ".join(o.name for o in s.outs)
         expr = s.expr
         if wobble and s.op == "compare_eq" and reads_tainted and len(s.reads) == 2:
