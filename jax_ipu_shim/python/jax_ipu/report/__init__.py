@@ -67,22 +67,26 @@ def on_compiled(handle: int, program: bytes, device_ids: Sequence[int]) -> None:
     program the front end wrote and the devices it was compiled for: the graph profile of that executable."""
     from jax_ipu import emulator
 
-    lib = _native.load()
+    owned = False  # once an Executable holds the handle, it (its close, or its __del__) releases it
     try:
-        options = _options.engine_options()
-    except ValueError:  # on_compile has refused it already: nothing was lowered
-        options = None
-    if options is None or not options.reports:
-        lib.JaxIpu_Destroy(handle)
-        return
-    executable = emulator.Executable(handle)  # owns the handle from here
-    try:
-        update()
-        _write_graph_report(executable, program, list(device_ids) or [0], options)
-    except Exception as error:  # noqa: BLE001 - a report must never fail the user's compile
-        logger.warning("ipu: could not write the profile report: %s", error, exc_info=True)
+        try:
+            options: Optional[_options.EngineOptions] = _options.engine_options()
+        except ValueError:  # on_compile has refused it already: nothing was lowered
+            options = None
+        if options is None or not options.reports:
+            return
+        owned = True
+        executable = emulator.Executable(handle)
+        try:
+            update()
+            _write_graph_report(executable, program, list(device_ids) or [0], options)
+        except Exception as error:  # noqa: BLE001 - a report must never fail the user's compile
+            logger.warning("ipu: could not write the profile report: %s", error, exc_info=True)
+        finally:
+            executable.close()
     finally:
-        executable.close()
+        if not owned:
+            _native.load().JaxIpu_Destroy(handle)
 
 
 def _write_graph_report(executable: Any, program: bytes, device_ids: List[int],
