@@ -1478,6 +1478,12 @@ def _inside(op: Any, ancestor: Any) -> bool:
 _MOVED = ("stablehlo.broadcast_in_dim", "stablehlo.reshape")
 
 
+def _callee_block(call: Any) -> Optional[Any]:
+    """The body of the module's function a func.call calls, or None (not known while translating)."""
+    func = getattr(_CALLS, "funcs", {}).get(ir.FlatSymbolRefAttr(call.attributes["callee"]).value)
+    return func.regions[0].blocks[0] if func is not None else None
+
+
 def _inlined_operands(producer: Any, name: str) -> Optional[List[Any]]:
     """The operands of `producer` if it is op `name`, or, as XLA sees it once it has inlined the call, of a call of
     a private function that returns op `name` of its parameters (jax 0.12's jnp.where is a call of @_where, one
@@ -1486,14 +1492,14 @@ def _inlined_operands(producer: Any, name: str) -> Optional[List[Any]]:
         return list(producer.operands)
     if producer.name != "func.call" or len(producer.results) != 1:
         return None
-    func = getattr(_CALLS, "funcs", {}).get(ir.FlatSymbolRefAttr(producer.attributes["callee"]).value)
-    if func is None:
+    block = _callee_block(producer)
+    if block is None:
         return None
-    body = [getattr(o, "operation", o) for o in func.regions[0].blocks[0].operations]
+    body = [getattr(o, "operation", o) for o in block.operations]
     if len(body) != 2 or body[0].name != name or body[1].name != "func.return" or \
             list(body[1].operands) != list(body[0].results):
         return None
-    params = list(func.regions[0].blocks[0].arguments)
+    params = list(block.arguments)
     if not all(v in params for v in body[0].operands):
         return None
     return [producer.operands[params.index(v)] for v in body[0].operands]
@@ -1619,12 +1625,10 @@ def _fusible_elementwise(owner: Any) -> bool:
     if name.startswith("stablehlo."):
         entry = O.registry().get(name.split(".", 1)[-1])
         return entry is not None and entry["family"] in _ELEMENTWISE_FAMILIES
-    if name != "func.call":
+    block = _callee_block(owner) if name == "func.call" else None
+    if block is None:
         return False
-    func = getattr(_CALLS, "funcs", {}).get(ir.FlatSymbolRefAttr(owner.attributes["callee"]).value)
-    if func is None:
-        return False
-    body = [getattr(o, "operation", o) for o in func.regions[0].blocks[0].operations]
+    body = [getattr(o, "operation", o) for o in block.operations]
     return all(o.name in ("func.return", "stablehlo.broadcast_in_dim", "stablehlo.constant") or (
         o.name.startswith("stablehlo.") and _fusible_elementwise(o)) for o in body)
 
@@ -1653,10 +1657,9 @@ def _sorts_one_element(op: Any) -> bool:
 def _call_passing_operands(op: Any) -> Optional[List[Any]]:
     """For a call of a private function that returns its parameters through sorts of one element only (and constants
     their comparators read), the caller's values it returns; else None."""
-    func = getattr(_CALLS, "funcs", {}).get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
-    if func is None:
+    block = _callee_block(op)
+    if block is None:
         return None
-    block = func.regions[0].blocks[0]
     params = list(block.arguments)
     passed: List[Tuple[Any, Any]] = [(p, v) for p, v in zip(params, op.operands)]
 
