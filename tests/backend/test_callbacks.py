@@ -151,6 +151,34 @@ def test_io_callback_fires_in_order(ordered):
     assert float(out) == acc
 
 
+def test_ordered_callback_in_a_loop_whose_product_feeds_two_adds_matches_cpu():
+    """The streams example's shape: an ordered callback (a token crossing main, on jaxlib 0.12) in a loop whose body
+    reads a product in two adds (copied into each add, as XLA:CPU's fusion does). The token's new bool[0] parameter
+    was once numbered after main's own ops only, reusing the copy's id: "value %N is defined twice"."""
+    seen = []
+
+    def record(x):
+        seen.append(np.array(x))
+        return np.float32(len(seen))
+
+    def f(x, c):
+        def body(i, acc):
+            t = acc * c
+            count = io_callback(record, jax.ShapeDtypeStruct((), jnp.float32), t, ordered=True)
+            return (t + 1.0) - (t - count) * 0.5
+        return lax.fori_loop(0, 3, body, x)
+
+    x = np.linspace(-2, 2, 12, dtype=np.float32)
+    c = np.float32(1.3)
+    out = run_on("ipu", f, x, c)
+    on_ipu, seen[:] = list(seen), []
+    expected = run_on("cpu", f, x, c)
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(expected))
+    assert len(on_ipu) == len(seen) == 3
+    for a, b in zip(on_ipu, seen):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_callback_errors_name_the_exception():
     def boom(x):
         raise ValueError("no host for you")

@@ -122,6 +122,9 @@ READ_AGAIN = [  # (name, f over a module m (jnp, or numpy for the reference), wh
     ("x * row + y beside x * row", lambda m, x, y: ((t := x * y[0]) + y, t), True),
     ("x * y + 1 and x * y - 2", lambda m, x, y: ((t := x * y) + m.float32(1), t - m.float32(2)), True),
     ("x * y + 1 beside max(x * y)", lambda m, x, y: ((t := x * y) + m.float32(1), m.max(t, 0)), False),
+    # both adds in one loop (they meet in the last subtract): one product with two users there, rounded
+    ("(t + 1) - (t - y) * 0.5 of t = x * c", lambda m, x, y: (((t := x * m.float32(1.3)) + m.float32(1)) -
+                                                             (t - y) * m.float32(0.5),), False),
 ]
 
 

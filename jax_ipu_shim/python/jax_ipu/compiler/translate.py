@@ -19,7 +19,7 @@ from . import ops as O
 from . import partitioner, spmd
 from . import types as T
 from .errors import CompileError, unsupported
-from .passes import contract_through_moves, dead_code, duplicate_products, reassociate_constants
+from .passes import contract_through_moves, dead_code, duplicate_products, id_counter, reassociate_constants
 from .program_format import FORMAT, VERSION, Blob, encode
 
 TERMINATORS = ("func.return", "stablehlo.return", "sdy.return")
@@ -241,14 +241,12 @@ def _tokens_cross_as_bool0(main: Dict[str, Any]) -> None:
     itself (replace_tokens_with_dummy), the current series leaves ``!stablehlo.token`` in main's signature and
     passes bool[0] buffers at run time. Each token parameter becomes a bool[0] parameter and a create_token; each
     token result a bool[0] constant."""
-    next_id = 1 + max([p["id"] for p in main["params"]] +
-                      [r["id"] for op in main["body"] for r in op.get("results", [])] + [-1])
+    fresh = id_counter(main)  # after every id, its regions' too (the passes number new values there)
     prologue, epilogue = [], []
     for param in main["params"]:
         if param["dtype"] == T.TOKEN:
             token = param["id"]
-            param.update(id=next_id, dtype="bool", shape=[0])
-            next_id += 1
+            param.update(id=fresh(), dtype="bool", shape=[0])
             prologue.append({"op": "create_token", "mlir": "stablehlo.create_token", "operands": [],
                              "results": [{"id": token, "dtype": T.TOKEN, "shape": []}], "attrs": {}, "regions": []})
     types = {r["id"]: r["dtype"] for op in main["body"] for r in op.get("results", [])}
@@ -257,11 +255,10 @@ def _tokens_cross_as_bool0(main: Dict[str, Any]) -> None:
         types[token["results"][0]["id"]] = T.TOKEN
     for i, value in enumerate(main["results"]):
         if types.get(value) == T.TOKEN:
+            main["results"][i] = fresh()
             epilogue.append({"op": "constant", "mlir": "stablehlo.constant", "operands": [],
-                             "results": [{"id": next_id, "dtype": "bool", "shape": [0]}],
+                             "results": [{"id": main["results"][i], "dtype": "bool", "shape": [0]}],
                              "attrs": {"value": Blob(b""), "splat": False}, "regions": []})
-            main["results"][i] = next_id
-            next_id += 1
     main["body"][:0] = prologue
     main["body"].extend(epilogue)
 

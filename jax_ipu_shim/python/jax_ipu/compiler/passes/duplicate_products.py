@@ -14,9 +14,12 @@ cpu, and softmax's ``t - max(t)`` of a scaled ``t`` is the product's rounding er
 This pass gives each f32 add or subtract that reads such a multiply (with other readers) its own copy of it, placed
 just before the add; the emulator's fusion then contracts the copy as it contracts any multiply read once
 (fusion.cc). The copy computes the same product of the same operands, so only the add's rounding changes, to cpu's.
-The original stays for its other readers; one that no longer has any is removed. Measured on both series (f32[64,
-33], every element against cpu): ``x * c + y`` and ``x * x - y`` beside a reduction of the product, ``x * c - max(x
-* c)``. A reduce is not an elementwise reader: ``x * y`` read by an add and a sum stays one product on cpu."""
+The original stays for its other readers; one that no longer has any is removed. Readers that XLA fuses into
+one loop together (their results meet in an op, through elementwise ops and moves, or in a reduce) share one copy
+there, which LLVM does not contract: those adds keep the rounded product (``(t + 1) - (t - y) * 0.5``).
+Measured on both series (f32[64, 33], every element against cpu): ``x * c + y`` and ``x * x - y`` beside a
+reduction of the product, ``x * c - max(x * c)``. A reduce is not an elementwise reader: ``x * y`` read by an
+add and a sum stays one product on cpu."""
 
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ ADDS = ("add", "subtract")
 # emulator fuses too (fusion.cc).
 ELEMENTWISE_FAMILIES = frozenset(("unary", "binary", "compare", "select", "clamp", "convert"))
 FREE_OPERANDS = ("broadcast_in_dim", "iota")  # operands XLA's EffectivelyAtMostUnary does not count
+LOOP_MOVES = ("broadcast_in_dim", "reshape", "transpose", "reverse", "slice", "pad", "concatenate")
 CONTROL_FLOW = ("while", "case", "if")  # their regions are computations of their own, fused apart
 
 
@@ -98,8 +102,10 @@ def _block(block: Dict[str, Any], fresh: Any, anchors: Any, outer: Optional[Dict
         users = readers.get(product, [])
         if len(users) + (product in escaping) < 2 or not duplicable(m):
             continue
+        shared = _fused_together(users, readers)
         for user in users:
-            if user["op"] not in ADDS or user["results"][0]["dtype"] != "f32" or user["operands"].count(product) != 1:
+            if user["op"] not in ADDS or user["results"][0]["dtype"] != "f32" or user["operands"].count(product) != 1 \
+                    or id(user) in shared:
                 continue
             copy = dict(m, results=[dict(m["results"][0], id=fresh())])
             user["operands"] = [copy["results"][0]["id"] if v == product else v for v in user["operands"]]
@@ -117,6 +123,37 @@ def _block(block: Dict[str, Any], fresh: Any, anchors: Any, outer: Optional[Dict
         body.append(entry)
     block["body"] = body
     return True
+
+
+def _fused_together(users: List[Dict[str, Any]], readers: Dict[int, List[Dict[str, Any]]]) -> Set[int]:
+    """The ``users`` (by ``id``) that XLA fuses into one loop with another of them, where the product is one value
+    that both read: LLVM contracts a multiply only into its one user, so none of them gets a fused multiply-add
+    (``(t + 1) - (t - i) * 0.5`` of ``t = acc * c`` is one fusion, rounding ``t``, on both series). Two users are
+    fused together where what they compute meets in one op through ops XLA fuses into a loop (the elementwise
+    families, the moves it computes as index arithmetic) or in a reduce, which takes its elementwise producers into
+    its own fusion."""
+    cones = []
+    for user in users:
+        cone, frontier = {id(user)}, [user]
+        while frontier:
+            op = frontier.pop()
+            if not _loop_fusible(op["op"]):
+                continue  # a reduce joins the fusion; what reads it is another one
+            for r in op["results"]:
+                for reader in readers.get(r["id"], ()):
+                    if id(reader) not in cone and (_loop_fusible(reader["op"]) or reader["op"] == "reduce"):
+                        cone.add(id(reader))
+                        frontier.append(reader)
+        cones.append(cone)
+    shared: Set[int] = set()
+    for i, cone in enumerate(cones):
+        if any(j != i and cone & other for j, other in enumerate(cones)):
+            shared.add(id(users[i]))
+    return shared
+
+
+def _loop_fusible(op: str) -> bool:
+    return _elementwise(op) or op in LOOP_MOVES
 
 
 def _on_one_path(users: List[Dict[str, Any]], readers: Dict[int, List[Dict[str, Any]]]) -> bool:
