@@ -167,6 +167,15 @@ def test_linear_regression(tmp_path):
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000  # a real figure, not an empty file
 
 
+def test_tile_jacobi_stencil():
+    """jax_ipu.tile: the hand-mapped stencil matches numpy, and its cycle counter and exchange share are read."""
+    res = results(run_example("tile_jacobi_stencil.py"))
+    error, required = float(res["max_abs_error"][0]), float(res["max_abs_error"][2])
+    assert error <= required
+    assert int(res["cycles_per_sweep"][0]) > 0
+    assert 0 < float(res["exchange_share"][0]) < 1  # the halos move over the exchange; the averages do not
+
+
 def test_gcn_karate_club():
     stdout = run_example("gcn_karate_club.py")
     res = results(stdout)

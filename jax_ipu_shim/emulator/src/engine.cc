@@ -232,23 +232,23 @@ void Executor::execute(const Node& node) {
     step.cost.addTo(&state_.profile, 1);
     if (!step.computes || !kernel) continue;
     const TileMapping& w = step.work;
-    const int tiles = w.tilesUsed();
+    const int runs = w.runs();  // each on one tile; in element order, whichever tiles hold them
     ThreadPool* pool = state_.options ? state_.options->pool : nullptr;
-    if (tiles == 0) continue;
-    if (tiles == 1 || in_place || pool == nullptr || pool->threads() == 1 ||
+    if (runs == 0) continue;
+    if (runs == 1 || in_place || pool == nullptr || pool->threads() == 1 ||
         static_cast<double>(w.num_elements) * step.cost_weight < kParallelThreshold) {
-      // The tiles' ranges are consecutive: one call covers them all (a kernel's per-call setup, once).
-      kernel->computeStep(state_, si, w.begin(0), w.end(tiles - 1));
+      // The runs are consecutive: one call covers them all (a kernel's per-call setup, once).
+      kernel->computeStep(state_, si, w.runBegin(0), w.runEnd(runs - 1));
       continue;
     }
-    // Chunks of whole tiles, a few per host thread for balance.
-    const int chunks = std::min(tiles, pool->threads() * 4);
-    const int per_chunk = (tiles + chunks - 1) / chunks;
+    // Chunks of whole runs (tiles' ranges), a few per host thread for balance.
+    const int chunks = std::min(runs, pool->threads() * 4);
+    const int per_chunk = (runs + chunks - 1) / chunks;
     RunState& state = state_;
     pool->parallelFor(chunks, [&](int64_t c) {
-      const int t0 = static_cast<int>(c) * per_chunk;
-      const int t1 = std::min(tiles, t0 + per_chunk);
-      if (t0 < t1) kernel->computeStep(state, si, w.begin(t0), w.end(t1 - 1));
+      const int r0 = static_cast<int>(c) * per_chunk;
+      const int r1 = std::min(runs, r0 + per_chunk);
+      if (r0 < r1) kernel->computeStep(state, si, w.runBegin(r0), w.runEnd(r1 - 1));
     });
   }
 }

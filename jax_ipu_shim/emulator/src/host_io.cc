@@ -12,6 +12,7 @@
 
 #include "ipu/dtype.h"
 #include "ipu/lowering.h"
+#include "ipu/tile.h"
 
 namespace ipu {
 
@@ -199,11 +200,13 @@ std::vector<int> Lowerer::lowerHostIO(OpContext& ctx) {
 
     case OpKind::CustomCall: {
       const std::string target = attrString(op, "call_target_name", "");
+      if (isTileTarget(target)) return lowerTileOp(*this, ctx, target);
       if (target != kHostCallbackTarget)
         unimplemented(ctx, "the emulator does not implement the custom call target '" + target + "' (only " +
                                kHostCallbackTarget +
                                ", the host callbacks of jax.debug.print, jax.pure_callback "
-                               "and io_callback)");
+                               "and io_callback, and jax_ipu.tile's " +
+                               kTilePutTarget + " and " + kCycleCountTarget + ")");
       const std::string config = attrString(op, "backend_config", "");
       char* end = nullptr;
       errno = 0;

@@ -94,7 +94,7 @@ void Lowerer::define(int slot) {
 
 void Lowerer::exchangeSameIndex(std::vector<int64_t>* recv, const TileMapping& work, int slot) const {
   const Slot& s = graph_->slots[static_cast<size_t>(slot)];
-  if (s.mapping.per_tile == work.per_tile && s.mapping.num_elements == work.num_elements) return;  // all local
+  if (s.mapping.sameAs(work)) return;  // all local
   const int64_t eb = static_cast<int64_t>(dtypeSize(s.type.dtype));
   recv->resize(static_cast<size_t>(device_.num_tiles), 0);
   for (int t = 0; t < work.tilesUsed(); ++t) {
@@ -107,7 +107,7 @@ void Lowerer::exchangeScalar(std::vector<int64_t>* recv, const TileMapping& work
   const Slot& s = graph_->slots[static_cast<size_t>(slot)];
   recv->resize(static_cast<size_t>(device_.num_tiles), 0);
   for (int t = 1; t < work.tilesUsed(); ++t)
-    (*recv)[static_cast<size_t>(t)] += static_cast<int64_t>(dtypeSize(s.type.dtype));
+    if (work.elementsOn(t) > 0) (*recv)[static_cast<size_t>(t)] += static_cast<int64_t>(dtypeSize(s.type.dtype));
 }
 
 void Lowerer::exchangeStrided(std::vector<int64_t>* recv, const TileMapping& work, int slot,

@@ -19,6 +19,14 @@ TileMapping TileMapping::linear(int64_t num_elements, size_t element_bytes, int 
   return m;
 }
 
+TileMapping TileMapping::onTiles(int64_t num_elements, std::vector<int32_t> tiles) {
+  TileMapping m;
+  m.num_elements = num_elements;
+  m.per_tile = std::max<int64_t>(1, num_elements / std::max<int64_t>(1, static_cast<int64_t>(tiles.size())));
+  m.tiles = std::move(tiles);
+  return m;
+}
+
 int64_t countInRange(int64_t a, int64_t step, int64_t count, int64_t lo, int64_t hi) {
   if (count <= 0 || lo >= hi) return 0;
   if (step == 0) return a >= lo && a < hi ? count : 0;

@@ -824,7 +824,7 @@ std::vector<int> Lowerer::lowerReduce(OpContext& ctx) {
           cross_tile = true;
         }
       };
-      if (step == 0 || step >= out_map.per_tile) {  // at most one element of the run per output tile
+      if (step == 0 || step >= out_map.per_tile || out_map.isPlaced()) {  // at most one per output tile, or placed
         for (int64_t k = 0; k < count; ++k) take(out_map.tileOf(first + k * step), 1);
         return;
       }

@@ -303,3 +303,28 @@ def tiled_sharding(op_sharding: Any) -> Any:
     sharding = op_sharding if isinstance(op_sharding, xla_client.HloSharding) \
         else xla_client.HloSharding.from_proto(op_sharding)
     return sharding.v3_to_v2_sharding() if hasattr(sharding, "v3_to_v2_sharding") else sharding
+
+
+# ------------------------------------------------------------------------------------------------- primitives
+
+def new_primitive(name: str, multiple_results: bool = False) -> Any:
+    """A jax primitive evaluated eagerly by compiling it alone, as jax's own are (jax.tile's ops)."""
+    from jax._src import dispatch
+
+    if is_current_series():
+        from jax.extend.core import Primitive
+    else:
+        from jax.core import Primitive
+    primitive = Primitive(name)
+    primitive.multiple_results = multiple_results
+    primitive.def_impl(functools.partial(dispatch.apply_primitive, primitive))
+    return primitive
+
+
+def custom_call(target: str, result_types: List[Any], operands: List[Any], backend_config: str) -> Any:
+    """A ``stablehlo.custom_call`` without side effects; returns the op."""
+    from jax._src.interpreters import mlir
+
+    if is_current_series():
+        return mlir.custom_call(target, result_types=result_types, operands=operands, backend_config=backend_config)
+    return mlir.custom_call(target, result_types, operands, backend_config=backend_config)
