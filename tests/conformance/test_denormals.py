@@ -89,6 +89,9 @@ FUNCTIONS = {
     # jaxlib 0.12: max(select(p, A, B), A) is select(p, A, max(B, A)) (jnp.where is a call XLA inlines)
     "minimum_of_where": lambda x: jnp.minimum(jnp.where(jnp.arange(x.size) % 2 == 0, x, jnp.ones_like(x)), x),
     "maximum_of_where": lambda x: jnp.maximum(x, jnp.where(jnp.arange(x.size) % 3 == 0, -jnp.ones_like(x), x)),
+    # ... also where jnp.where broadcasts the other branch inside its function (a scalar or a lower-rank array)
+    "minimum_of_where_of_a_scalar": lambda x: jnp.minimum(x, jnp.where(jnp.arange(x.size) % 2 == 0, x, 0.0)),
+    "maximum_of_where_of_a_scalar": lambda x: jnp.maximum(jnp.where(jnp.arange(x.size) % 3 == 0, -1.0, x), x),
     # ... which LLVM folds in XLA:CPU's fused loop only where that loop reads the select once: not when an op fused
     # with the extremum reads the select too
     "atan2_of_minimum_of_where": lambda x: (lambda s: jnp.arctan2(jnp.minimum(s, x), s))(

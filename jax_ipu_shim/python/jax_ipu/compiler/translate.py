@@ -473,8 +473,10 @@ class _Translator:
                 # so where A is chosen it is A itself: a denormal A is not read as a zero
                 entry = self._op(op)
                 rewrite = _Rewrite(self, entry)
-                predicate, same, other, same_first = (self._use(selected[0]), self._use(selected[1]),
-                                                      self._use(selected[2]), selected[3])
+
+                predicate, same, other, same_first = (self._where_operand(rewrite, selected[0], "bool"),
+                                                      self._use(selected[1]),
+                                                      self._where_operand(rewrite, selected[2]), selected[3])
                 extremum = rewrite.emit(op.name.split(".", 1)[1], [other, same])
                 branches = [same, extremum] if same_first else [extremum, same]
                 rewrite.emit("select", [predicate] + branches, result=entry["results"][0])
@@ -1008,6 +1010,13 @@ class _Translator:
         is_zero = emit("compare", [b, zero], "bool", attrs={"comparison_direction": "EQ", "compare_type": "FLOAT"})
         emit("select", [is_zero, zero, product], result=out)
         return ops
+
+    def _where_operand(self, rewrite: _Rewrite, value: Any, dtype: Optional[str] = None) -> int:
+        """A value of the caller, or a (value, dimensions) broadcast inside jnp.where's function written again."""
+        if not isinstance(value, tuple):
+            return self._use(value)
+        return rewrite.emit("broadcast_in_dim", [self._use(value[0])], dtype=dtype,
+                            attrs={"broadcast_dimensions": value[1]})
 
     def _extremum_with_constant(self, entry: Dict[str, Any], op: Any, x: Any, bound: Any) -> List[Dict[str, Any]]:
         """max(x, c) or min(x, c) of a float x and a constant c, either operand order. XLA's simplifier puts a
@@ -1558,14 +1567,18 @@ def _negation_pair(op: Any) -> Optional[Any]:
 
 def _select_extremum(op: Any) -> Optional[Tuple[Any, Any, Any, bool]]:
     """(p, A, B, whether A is the select's first branch) for max or min of select(p, A, B) (or select(p, B, A))
-    and A, either operand order, all of the result's type; else None."""
+    and A, either operand order, all of the result's type; else None. p and B may be a (value, broadcast
+    dimensions) pair: a broadcast inside jnp.where's function, which XLA inlines (jnp.where(p, x, z) of a z of
+    fewer dimensions), for the caller to write again."""
     for chosen, kept in (op.operands, reversed(list(op.operands))):
         producer = _producer(chosen)
         operands = _inlined_operands(producer, "stablehlo.select") if producer is not None else None
+        if operands is None and producer is not None:
+            operands = _select_of_broadcasts(producer)
         if operands is None or kept.type != op.results[0].type:
             continue
         predicate, first, second = operands
-        if first.type != kept.type or second.type != kept.type:
+        if any(not isinstance(v, tuple) and v.type != kept.type for v in (first, second)):
             continue
         if not _read_once_where_fused(chosen, op):
             continue
@@ -1574,6 +1587,32 @@ def _select_extremum(op: Any) -> Optional[Tuple[Any, Any, Any, bool]]:
         if second == kept and first != kept:
             return predicate, kept, first, False
     return None
+
+
+def _select_of_broadcasts(call: Any) -> Optional[List[Any]]:
+    """The operands of a call of a private function whose body broadcasts some of its parameters and returns a
+    select of its parameters and those broadcasts (jax 0.12's @_where for operands of fewer dimensions), as caller
+    values, a broadcast one as (value, broadcast dimensions); else None."""
+    if call.name != "func.call" or len(call.results) != 1:
+        return None
+    block = _callee_block(call)
+    if block is None:
+        return None
+    body = [getattr(o, "operation", o) for o in block.operations]
+    params = list(block.arguments)
+    values: Dict[Any, Any] = {p: call.operands[i] for i, p in enumerate(params)}  # callee value -> the caller's
+    for o in body[:-2]:
+        if o.name == "stablehlo.convert" and o.operands[0] in values and o.operands[0].type == o.results[0].type:
+            values[o.results[0]] = values[o.operands[0]]  # a convert to the same type (a weak-typed scalar)
+        elif o.name == "stablehlo.broadcast_in_dim" and o.operands[0] in values and \
+                not isinstance(values[o.operands[0]], tuple):
+            values[o.results[0]] = (values[o.operands[0]], A.int_list(o.attributes["broadcast_dimensions"]))
+        else:
+            return None
+    if len(body) < 3 or body[-2].name != "stablehlo.select" or body[-1].name != "func.return" or \
+            list(body[-1].operands) != list(body[-2].results) or not all(v in values for v in body[-2].operands):
+        return None
+    return [values[v] for v in body[-2].operands]
 
 
 # The operand LLVM's select fold gives the op where the select kept X: X op identity is X but for a denormal X.
