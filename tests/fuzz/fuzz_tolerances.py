@@ -398,7 +398,8 @@ ACCEPTED: List[Accepted] = [
              ("float32", "float16"), 1, series="0.4.", when="divides_softmax", open=True),
     Accepted("open: jaxlib 0.4.13, f32 sums and products over outer dimensions whose kept minor dimension is 3, 5, 6 "
              "or 7, or 1 under more dimensions (jnp.sum(x, axis=(0, 1)) of f32[3, 7, 5, 1], jnp.prod(x, 0) of "
-             "f32[4, 31, 1]): XLA:CPU leaves that loop unvectorised (or reduces each output's few terms with LLVM's "
+             "f32[4, 31, 1]), or of an operand with a dimension of 1 (jnp.sum(x, axis=(0, 2)) of f32[8, 33, 1]): "
+             "XLA:CPU leaves that loop unvectorised (or reduces each output's few terms with LLVM's "
              "vector.reduce) in another order than the emulator's model of its vector loops; a few ulp of the "
              "scale", ("reduce_sum", "reduce_prod"), ("float32",), 4, per="row", series="0.4.",
              when="minor_unvectorised", open=True),
@@ -417,6 +418,28 @@ ACCEPTED: List[Accepted] = [
              "LLVM adds each output's few terms as a tree (vector.reduce: (x0 + x2) + (x1 + x3)) where the emulator "
              "adds them in order", ("reduce_sum", "reduce_prod"), ("float32",), 4, per="row", series="0.4.",
              when="reads_concatenate", open=True),
+    Accepted("open: jaxlib 0.4.13, an f32 sum of products that XLA:CPU fuses into the reduce's loop (jnp.sum(x * x, "
+             "axis=1) of rows of up to 32 terms): LLVM contracts each product into its lane's add, one fused "
+             "multiply-add per term; the emulator rounds the products first (fuzz seed 20261601 #5025: 18% of the "
+             "rows of f32[8192, 32] an ulp apart)", ("reduce_sum",), ("float32",), 2, per="row", series="0.4.",
+             when="reads_product", open=True),
+    Accepted("open: XLA hoists a loop's invariant code out of it (WhileLoopInvariantCodeMotion) and its simplifier "
+             "then sees a hoisted divide of a quotient computed before the loop: (1 / x) / x in a lax.fori_loop body "
+             "is 1 / (x * x) on cpu; the front end's divide rules do not see through the loop's invariant operands: "
+             "an ulp of the quotient, which jnp.fmod of it turns into anything (fuzz seed 20261601 #9554)",
+             ("div",), ("float32", "float16"), 1, per="any", when="divides_quotient", open=True),
+    Accepted("open: jaxlib 0.12, a maximum or minimum of jnp.nextafter(a, b) and b: XLA expands nextafter with a "
+             "select that gives b where a == b, and LLVM folds the extremum into that select as it does for "
+             "jnp.where (max(select(p, A, B), A) => select(p, A, max(B, A))), so there the result is b itself, a "
+             "denormal kept, where the emulator computes the extremum and reads it as zero (fuzz seed 20261601 "
+             "#5802)", ("max", "min"), ("float32",), 1, per="denormal", series="0.12", when="extremum_of_nextafter",
+             open=True),
+    Accepted("open: XLA's while-loop simplifier removes a loop of one trip (lax.fori_loop(0, 1, ...)) and its fusion "
+             "then contracts a product inside the body into an add outside it; the ipu keeps the loop and rounds "
+             "the product: where a gradient cancels through such a loop (d(b / b)/db, analytically 0), cpu keeps a "
+             "product's rounding error and the ipu 0, which later steps amplify to anything (arcsin of it: NaN on "
+             "cpu; fuzz seed 20261601 #2387)", ("grad",), ("float32",), 1, per="any", when="one_trip_loop",
+             open=True),
     Accepted("open: jaxlib 0.4.13, an f32 product of quotients that XLA:CPU fuses into the reduce's loop: LLVM's "
              "InstCombine sinks the divide under the reassociable multiply, acc * (a / b) => (acc * a) / b, in "
              "each step; the emulator multiplies the quotients (jnp.prod(x / y, axis=(0, 1)) of f32[4, 2])",
@@ -593,6 +616,30 @@ def _reads_quotient(step, program, values) -> bool:  # noqa: ANN001
     return any(r in producers and producers[r].op == "div" for r in step.reads)
 
 
+def _reads_product(step, program, values) -> bool:  # noqa: ANN001
+    producers = {o.name: s for s in program.ops() for o in s.outs}
+    return any(r in producers and producers[r].op in ("mul", "square", "pow_2") for r in step.reads)
+
+
+def _divides_quotient(step, program, values) -> bool:  # noqa: ANN001
+    producers = {o.name: s for s in program.ops() for o in s.outs}
+    return step.op == "div" and bool(step.reads) and step.reads[0] in producers and \
+        producers[step.reads[0]].op in ("div", "reciprocal")
+
+
+def _extremum_of_nextafter(step, program, values) -> bool:  # noqa: ANN001
+    producers = {o.name: s for s in program.ops() for o in s.outs}
+    return any(r in producers and producers[r].op == "nextafter" for r in step.reads)
+
+
+def _one_trip_loop(step, program, values) -> bool:  # noqa: ANN001
+    """The step (a grad) holds a lax.fori_loop of one trip."""
+    def loops(s) -> bool:  # noqa: ANN001
+        return (s.op == "fori_loop" and s.expr.startswith("lax.fori_loop(0, 1, ")) or \
+            any(loops(inner) for b in s.blocks for inner in b.steps)
+    return loops(step)
+
+
 def _nan_literal_operand(step, program, values) -> bool:  # noqa: ANN001
     """The step reads the result of arithmetic with a NaN literal (x + float('nan'), or a float gather's NaN fill:
     jnp.take(..., mode='fill')), directly or through one more elementwise step: a value LLVM knows is NaN at
@@ -613,9 +660,19 @@ def _nan_literal_operand(step, program, values) -> bool:  # noqa: ANN001
 
 def _minor_unvectorised(step, program, values) -> bool:  # noqa: ANN001
     """The step's result has a minor dimension of 3, 5, 6 or 7, or of 1 under more dimensions: a loop jaxlib
-    0.4.13's XLA:CPU leaves unvectorised (measured on relu and maximum, sizes 1 to 33)."""
+    0.4.13's XLA:CPU leaves unvectorised (measured on relu and maximum, sizes 1 to 33); or the step reduces an
+    operand with a dimension of 1 among others, whose loop nest XLA:CPU keeps (measured on jnp.sum over axis 0 of
+    f32[m, n, 1] and f32[m, 1, n], m 8 to 20, n 1 to 40: 8 lanes for m = 8, in order for m = 12, neither for
+    f32[m, 1, n])."""
+    def unit_dim(name: str) -> bool:
+        try:
+            shape = program.var(name).shape
+        except KeyError:
+            return False
+        return len(shape) >= 2 and 1 in shape
+
     return any(o.shape and (o.shape[-1] in (3, 5, 6, 7) or (o.shape[-1] == 1 and len(o.shape) >= 2))
-               for o in step.outs)
+               for o in step.outs) or (step.op in ("reduce_sum", "reduce_prod") and any(map(unit_dim, step.reads)))
 
 
 def _scalar_loop(step, program, values) -> bool:  # noqa: ANN001
@@ -748,6 +805,10 @@ WHEN = {
     "folded": _folded,
     "divides_by_logistic": _divides_by_logistic,
     "reads_quotient": _reads_quotient,
+    "reads_product": _reads_product,
+    "one_trip_loop": _one_trip_loop,
+    "extremum_of_nextafter": _extremum_of_nextafter,
+    "divides_quotient": _divides_quotient,
     "reads_concatenate": _reads_concatenate,
     "erf_tail": _erf_tail,
     "divides_softmax": _divides_softmax,
