@@ -7,9 +7,9 @@ from __future__ import annotations
 from functools import partial
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
-from _series import CURRENT_SERIES
 from jax import lax
 
 import jax_ipu
@@ -32,11 +32,6 @@ def rows(seed, shape=ROWS, dtype=np.float32):
     return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
 
 
-def since_0_5(*names):
-    """Parameters a primitive takes in the current series only (tile_map passes a primitive's own parameters)."""
-    return {name: None for name in names} if CURRENT_SERIES else {}
-
-
 def steps_named(name):
     return [s for s in jax_ipu.last_execution()["steps"] if s["name"] == name]
 
@@ -47,8 +42,7 @@ def test_elementwise_primitives_map_per_tile_as_cpu_computes_them():
         c = tile.tile_map(lax.add_p, tile.tile_map(lax.mul_p, a, b), a)  # one fused multiply-add, as on cpu
         d = tile.tile_map(lax.exp_p, tile.tile_map(lax.neg_p, tile.tile_map(lax.abs_p, c)))
         e = tile.tile_map(lax.select_n_p, tile.tile_map(lax.gt_p, c, b), d, c)
-        return tile.tile_map(lax.convert_element_type_p, e, new_dtype=np.dtype(np.float16), weak_type=False,
-                             **since_0_5("sharding")).array
+        return tile.tile_map(lax.convert_element_type_p, e, new_dtype=np.dtype(np.float16), weak_type=False).array
 
     ipu, cpu = both(f, rows(1), rows(2))
     assert ipu.dtype == np.float16 and ipu.shape == (len(TILES), 64)
@@ -107,11 +101,24 @@ def test_dot_general_per_tile_matches_cpu():
     def f(a, b):
         x, y = tile.tile_put_sharded(a, TILES), tile.tile_put_sharded(b, TILES)
         return tile.tile_map(lax.dot_general_p, x, y, dimension_numbers=dims, precision=None,
-                             preferred_element_type=np.dtype(np.float32), **since_0_5("out_sharding")).array
+                             preferred_element_type=np.dtype(np.float32)).array
 
     ipu, cpu = both(f, a, b)
     np.testing.assert_allclose(ipu, cpu, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(ipu, np.einsum("tij,tjk->tik", a, b), rtol=1e-4, atol=1e-4)
+
+
+def test_gradients_flow_through_placed_arrays_as_on_cpu():
+    """tile_put is linear (its transpose places the cotangent on the same tiles); the same program runs on both
+    series (tile_map fills in the parameters the current series' primitives add)."""
+    def loss(x):
+        a = tile.tile_put_sharded(x, TILES)
+        return jnp.sum(tile.tile_map(lax.sin_p, tile.tile_map(lax.mul_p, a, a)).array)
+
+    x = rows(12)
+    ipu, cpu = both(jax.grad(loss), x)
+    np.testing.assert_allclose(ipu, cpu, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(ipu, 2 * x * np.cos(x * x), rtol=1e-5, atol=1e-5)
 
 
 def test_cycle_counts_are_the_cycles_of_the_steps_between_them():
@@ -121,7 +128,7 @@ def test_cycle_counts_are_the_cycles_of_the_steps_between_them():
     def f(x):
         a = tile.tile_put_sharded(x, TILES)
         a, start = tile.ipu_cycle_count(a)
-        b = tile.tile_map(lax.exp_p, tile.tile_map(lax.sin_p, a, **since_0_5("accuracy")))
+        b = tile.tile_map(lax.exp_p, tile.tile_map(lax.sin_p, a))
         b, end = tile.ipu_cycle_count(b)
         return b.array, start.array, end.array
 

@@ -51,6 +51,14 @@ ELEMENTWISE_PRIMITIVES = (
 REDUCING_PRIMITIVES = ("reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
                        "argmax", "argmin", "dot_general", "cumsum", "cumprod", "cummax", "cummin")
 TILE_MAP_PRIMITIVES = ELEMENTWISE_PRIMITIVES + REDUCING_PRIMITIVES
+# Parameters the current series' primitives take that jax 0.4.13's do not, with the values jax's own lax functions
+# give them: tile_map fills in those not given, so that one program runs on both series.
+CURRENT_SERIES_PARAMS = {
+    **{name: {"accuracy": None} for name in ("exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic", "sin",
+                                             "cos", "tan", "sqrt", "rsqrt", "cbrt")},
+    **{name: {"out_sharding": None} for name in ("reduce_sum", "reduce_max", "reduce_min", "dot_general")},
+    "mul": {"out_dtype": None}, "convert_element_type": {"sharding": None},
+}
 
 
 class TileShardedArray:
@@ -208,6 +216,10 @@ def tile_map(primitive: Any, *args: Any, **params: Any) -> Any:
             f"tile_map does not map {name or repr(primitive)} per tile: it maps the lax primitives in "
             f"jax_ipu.tile.TILE_MAP_PRIMITIVES ({', '.join(TILE_MAP_PRIMITIVES[:6])}, ...)")
     tiles = _common_tiles(f"tile_map({name})", "operand", args)
+    from jax_ipu import _jax
+
+    if _jax.is_current_series():
+        params = {**CURRENT_SERIES_PARAMS.get(name, {}), **params}
     out = jax.vmap(lambda *rows: primitive.bind(*rows, **params))(*(a.array for a in args))
     # An elementwise op's result is mapped as its operands are (they share their tiles): it needs no put, which
     # would also keep it from fusing with the next elementwise op as XLA:CPU fuses them (one rounding of a * b + c).
