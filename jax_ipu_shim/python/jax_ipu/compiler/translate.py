@@ -473,7 +473,6 @@ class _Translator:
                 # so where A is chosen it is A itself: a denormal A is not read as a zero
                 entry = self._op(op)
                 rewrite = _Rewrite(self, entry)
-
                 predicate, same, other, same_first = (self._where_operand(rewrite, selected[0], "bool"),
                                                       self._use(selected[1]),
                                                       self._where_operand(rewrite, selected[2]), selected[3])
