@@ -34,6 +34,8 @@ from typing import Any, Sequence, Tuple
 
 import numpy as np
 
+from jax_ipu import _jax
+
 __all__ = ["TileShardedArray", "tile_put_sharded", "tile_put_replicated", "tile_map", "ipu_cycle_count",
            "TILE_MAP_PRIMITIVES"]
 
@@ -147,8 +149,6 @@ def _primitives() -> Tuple[Any, Any]:
     from jax._src import core as jax_core
     from jax.interpreters import ad, mlir
 
-    from jax_ipu import _jax
-
     put = _jax.new_primitive("ipu_tile_put")
     put.def_abstract_eval(lambda x, *, tiles: jax_core.ShapedArray(x.shape, x.dtype))
 
@@ -216,8 +216,6 @@ def tile_map(primitive: Any, *args: Any, **params: Any) -> Any:
             f"tile_map does not map {name or repr(primitive)} per tile: it maps the lax primitives in "
             f"jax_ipu.tile.TILE_MAP_PRIMITIVES ({', '.join(TILE_MAP_PRIMITIVES[:6])}, ...)")
     tiles = _common_tiles(f"tile_map({name})", "operand", args)
-    from jax_ipu import _jax
-
     if _jax.is_current_series():
         params = {**CURRENT_SERIES_PARAMS.get(name, {}), **params}
     out = jax.vmap(lambda *rows: primitive.bind(*rows, **params))(*(a.array for a in args))

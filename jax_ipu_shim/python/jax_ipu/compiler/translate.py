@@ -1495,19 +1495,27 @@ def _inlined_operands(producer: Any, name: str) -> Optional[List[Any]]:
     select), as values of the caller; else None."""
     if producer.name == name:
         return list(producer.operands)
-    if producer.name != "func.call" or len(producer.results) != 1:
+    returned = _returned_op(producer)
+    if returned is None:
         return None
-    block = _callee_block(producer)
+    op, before, params = returned
+    if before or op.name != name or not all(v in params for v in op.operands):
+        return None
+    return [producer.operands[params.index(v)] for v in op.operands]
+
+
+def _returned_op(call: Any) -> Optional[Tuple[Any, List[Any], List[Any]]]:
+    """For a call of a private function whose body ends by returning the results of one op: (that op, the ops
+    before it, the body's parameters); else None."""
+    if call.name != "func.call" or len(call.results) != 1:
+        return None
+    block = _callee_block(call)
     if block is None:
         return None
     body = [getattr(o, "operation", o) for o in block.operations]
-    if len(body) != 2 or body[0].name != name or body[1].name != "func.return" or \
-            list(body[1].operands) != list(body[0].results):
+    if len(body) < 2 or body[-1].name != "func.return" or list(body[-1].operands) != list(body[-2].results):
         return None
-    params = list(block.arguments)
-    if not all(v in params for v in body[0].operands):
-        return None
-    return [producer.operands[params.index(v)] for v in body[0].operands]
+    return body[-2], body[:-2], list(block.arguments)
 
 
 def _constant_bound(op: Any) -> Optional[Tuple[Any, Any]]:
@@ -1592,15 +1600,12 @@ def _select_of_broadcasts(call: Any) -> Optional[List[Any]]:
     """The operands of a call of a private function whose body broadcasts some of its parameters and returns a
     select of its parameters and those broadcasts (jax 0.12's @_where for operands of fewer dimensions), as caller
     values, a broadcast one as (value, broadcast dimensions); else None."""
-    if call.name != "func.call" or len(call.results) != 1:
+    returned = _returned_op(call)
+    if returned is None:
         return None
-    block = _callee_block(call)
-    if block is None:
-        return None
-    body = [getattr(o, "operation", o) for o in block.operations]
-    params = list(block.arguments)
+    select, before, params = returned
     values: Dict[Any, Any] = {p: call.operands[i] for i, p in enumerate(params)}  # callee value -> the caller's
-    for o in body[:-2]:
+    for o in before:
         if o.name == "stablehlo.convert" and o.operands[0] in values and o.operands[0].type == o.results[0].type:
             values[o.results[0]] = values[o.operands[0]]  # a convert to the same type (a weak-typed scalar)
         elif o.name == "stablehlo.broadcast_in_dim" and o.operands[0] in values and \
@@ -1608,10 +1613,9 @@ def _select_of_broadcasts(call: Any) -> Optional[List[Any]]:
             values[o.results[0]] = (values[o.operands[0]], A.int_list(o.attributes["broadcast_dimensions"]))
         else:
             return None
-    if len(body) < 3 or body[-2].name != "stablehlo.select" or body[-1].name != "func.return" or \
-            list(body[-1].operands) != list(body[-2].results) or not all(v in values for v in body[-2].operands):
+    if select.name != "stablehlo.select" or not all(v in values for v in select.operands):
         return None
-    return [values[v] for v in body[-2].operands]
+    return [values[v] for v in select.operands]
 
 
 # The operand LLVM's select fold gives the op where the select kept X: X op identity is X but for a denormal X.
