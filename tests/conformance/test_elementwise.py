@@ -319,6 +319,9 @@ DIVIDES = {
     # ... and leaves a divide by a broadcast scalar that something else also reads
     "x/s, s read again": lambda a, b, c, r: (lambda s: (a / s, s + 1))(jnp.sum(r)),
     "x/s, s returned": lambda a, b, c, r: (lambda s: (a / s, s))(r[3]),
+    # ... but not one with dimensions of one: XLA broadcasts a reshape that drops them, read by the divide alone
+    "x/s, s[1, 1] returned": lambda a, b, c, r: (lambda s: (a / s, s))(r[3:4, None]),
+    "x/s, s[24, 1] returned": lambda a, b, c, r: (lambda s: (a / s, s))(b[:, 3:4] + c[:, :1]),
     # a branch gets a captured quotient as a parameter: 0.5 / (1 / a) is a divide there, not 0.5 * a
     "in a branch, c/(1/a)": lambda a, b, c, r: lax.cond(r[0] > 100, lambda v: v, lambda v: 0.5 / v, 1 / a),
 }

@@ -1122,10 +1122,13 @@ class _Translator:
             if name == "stablehlo.broadcast_in_dim" and current and \
                     math.prod(self._tensor(producer.operands[0])[1]) < math.prod(shape) and \
                     not _while_argument(producer.operands[0]) and (
-                        len(list(producer.operands[0].uses)) == 1 or _is_constant(producer.operands[0])):
+                        len(list(producer.operands[0].uses)) == 1 or _is_constant(producer.operands[0]) or
+                        1 in self._tensor(producer.operands[0])[1]):
                 # (a broadcast that only adds dimensions of one, jnp.expand_dims, is a reshape to XLA; a divisor that
                 # is a loop's own value, lax.scan's `c / s` of a captured s, stays a divide on cpu, and so does one
-                # that something else also reads, unless a constant: `(x2, v / x2)`)
+                # that something else also reads, unless a constant: `(x2, v / x2)`, or unless it has dimensions of
+                # one: XLA broadcasts a reshape that drops them, and that reshape has one reader: `(x / b, b)` of
+                # b f32[1, 1] or f32[2, 1] multiplies)
                 source = producer.operands[0]
                 inverse = reciprocal(self._use(source), list(self._tensor(source)[1]))
                 return emit("broadcast_in_dim", [inverse], shape, O.read_attrs(producer.attributes))
