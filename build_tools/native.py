@@ -34,6 +34,8 @@ LIBRARY_NAME = "libjax_ipu.so"
 # -ffp-contract=off: only the std::fma calls the emulator writes are fused multiply-adds (where XLA:CPU fuses them);
 # the compiler may not fuse others, whatever the target (g++ -std=c++17 and clang differ in their defaults).
 CXXFLAGS = ["-std=c++17", "-O2", "-fPIC", "-Wall", "-Wextra", "-fvisibility=hidden", "-ffp-contract=off"]
+# glibc before 2.34 keeps dlopen (custom codelet libraries, ipu/codelet_library.h) and threads in their own libraries.
+SYSTEM_LIBS = ["-ldl", "-lpthread"]
 HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".inc", ".def")
 # A sanitizer build (build_tools/sanitize.py) adds these to CXXFLAGS (the last -O wins): -O0, as the instrumented
 # templates of the kernels compile in a third of -O1's time (ASan+UBSan: reduce.cc 67 instead of 213 CPU seconds; the
@@ -230,6 +232,7 @@ def build_library(series: Series, out_dir: Path, cxx: Optional[str] = None, jobs
     link = cxx_cmd + ["-shared", "-o", str(tmp_lib)] + [str(objs[s]) for s in srcs]
     # --no-undefined: a symbol no object defines fails the link here, not dlopen() in the user's process.
     link += [f"-Wl,--version-script={EXPORTS_MAP}", f"-Wl,-soname,{LIBRARY_NAME}", "-Wl,--no-undefined"]
+    link += SYSTEM_LIBS
     if sanitizers:
         # The sanitizer's runtime is linked in (it is preloaded: Python is not instrumented); debug info stays for
         # its reports; libstdc++ stays shared, so that the runtime's operator new/delete replace its own.
@@ -258,7 +261,7 @@ def build_program(series: Series, program_sources: Sequence[Path], out: Optional
     out = out or PROGRAMS_DIR / program_sources[0].stem
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
-    link = cxx_cmd + ["-o", str(tmp)] + [str(objs[s]) for s in program_sources + emulator] + ["-lpthread"]
+    link = cxx_cmd + ["-o", str(tmp)] + [str(objs[s]) for s in program_sources + emulator] + SYSTEM_LIBS
     link += sanitize_flags(sanitizers) if sanitizers else ([] if is_portable(cxx) else ["-static-libstdc++",
                                                                                          "-static-libgcc"])
     _run(link, f"linking {out.name}")

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional
 
+from build_tools.fetch import cache_dir
 from build_tools.pins import REPO
 
 # Suites that run against the installed wheels, from a directory outside the source tree. A missing one is an error.
@@ -34,6 +35,10 @@ def suite_env(environ: Optional[Mapping[str, str]] = None, keep: tuple = (),
     environ = os.environ if environ is None else environ
     env: Dict[str, Optional[str]] = {
         name: None for name in environ if name.startswith(AMBIENT_PREFIXES) and name not in HARNESS_VARIABLES + keep}
+    # zig's cache for the codelets the suites compile (jax_ipu.codelets): the build's, where its libc++ for the
+    # wheels' glibc target is built already (a user's own setting is kept)
+    if "ZIG_GLOBAL_CACHE_DIR" not in environ:
+        env["ZIG_GLOBAL_CACHE_DIR"] = str(cache_dir() / "zig")
     env.update(own)
     return env
 

@@ -10,6 +10,7 @@ import base64
 import collections
 import functools
 import hashlib
+import json
 import os
 import re
 import subprocess
@@ -26,6 +27,7 @@ SHIM_PYTHON = REPO / "jax_ipu_shim" / "python"
 # Our packages as they sit in jax_ipu_shim/python/. jax_plugins is a namespace package: it must have no __init__.py.
 OUR_PACKAGES = ("jax_ipu", "jax_plugins")
 LIBRARY_IN_WHEEL = "jax_ipu/lib/libjax_ipu.so"
+TOOLCHAIN_IN_WHEEL = "jax_ipu/_toolchain.json"  # read by jax_ipu.codelets
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 SKIP_DIRS = {"__pycache__", ".mypy_cache", ".pytest_cache"}
 SKIP_SUFFIXES = (".pyc", ".pyo", ".so", ".o")
@@ -142,7 +144,7 @@ def build_jaxlib_wheel(pins: Pins, series: Series, patched_py: Path, library: Op
             raise WheelError(f"{name} from jax_ipu_shim/python would overwrite a file of upstream jaxlib")
         entries.append((name, path.read_bytes, False))
     if library is not None:
-        entries.append((LIBRARY_IN_WHEEL, library.read_bytes, True))
+        entries += _native_entries(pins, series, library)
 
     out_dir.mkdir(parents=True, exist_ok=True)
     _, _, py, abi, plat = art.filename[: -len(".whl")].split("-")
@@ -156,6 +158,13 @@ def build_jaxlib_wheel(pins: Pins, series: Series, patched_py: Path, library: Op
 
 
 PLUGIN_DISTRIBUTION = "jax_ipu_plugin"  # pip name jax-ipu-plugin
+
+
+def _native_entries(pins: Pins, series: Series, library: Path) -> List[Entry]:
+    """The native library, and what jax_ipu.codelets compiles custom vertices with: the zig version to install
+    (the plugin's "vertices" extra) and the glibc the library targets, which codelet libraries target too."""
+    toolchain = json.dumps({"ziglang": pins.tools["ziglang"], "glibc": series.glibc}, sort_keys=True) + "\n"
+    return [(LIBRARY_IN_WHEEL, library.read_bytes, True), (TOOLCHAIN_IN_WHEEL, _constant(toolchain.encode()), False)]
 
 
 def build_plugin_wheel(pins: Pins, series: Series, library: Path, out_dir: Path) -> Path:
@@ -177,6 +186,8 @@ def build_plugin_wheel(pins: Pins, series: Series, library: Path, out_dir: Path)
         f"Requires-Python: >={python}",
         f"Requires-Dist: jax=={series.jax.version}",
         f"Requires-Dist: jaxlib=={series.jaxlib.version}",
+        "Provides-Extra: vertices",
+        f"Requires-Dist: ziglang=={pins.tools['ziglang']}; extra == \"vertices\"",
         "",
         "jax.devices('ipu'), jax.jit(f, backend='ipu'): see the jax-ipu README.",
         "",
@@ -184,7 +195,7 @@ def build_plugin_wheel(pins: Pins, series: Series, library: Path, out_dir: Path)
     wheel_meta = "\n".join(["Wheel-Version: 1.0", "Generator: jax-ipu build_tools", "Root-Is-Purelib: false",
                              f"Tag: py3-none-{series.platform_tag}", ""])
     entries: List[Entry] = [(name, path.read_bytes, False) for name, path in files]
-    entries.append((LIBRARY_IN_WHEEL, library.read_bytes, True))
+    entries += _native_entries(pins, series, library)
     entries.append((f"{di}/METADATA", _constant(metadata.encode()), False))
     entries.append((f"{di}/WHEEL", _constant(wheel_meta.encode()), False))
     entries.append((f"{di}/entry_points.txt", _constant(b"[jax_plugins]\nipu = jax_ipu.plugin\n"), False))

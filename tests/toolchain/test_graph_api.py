@@ -3,6 +3,7 @@ each linked with the emulator's objects (the wheel's own, from the object cache)
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 from pathlib import Path
@@ -39,7 +40,44 @@ def test_heat_stencil_example_matches_the_host(series: Series, tmp_path: Path) -
     assert 0 < result["centre"] < 100
 
 
-@pytest.mark.parametrize("name", ["graph_api_test.cc", "heat_stencil.cc"])
+AXPY = """
+#include <poplar/Vertex.hpp>
+struct Axpy : poplar::Vertex {
+  poplar::Input<poplar::Vector<float>> x;
+  poplar::InOut<poplar::Vector<float>> y;
+  float a;
+  bool compute() {
+    for (unsigned i = 0; i < y.size(); ++i) y[i] += a * x[i];
+    return true;
+  }
+  std::uint64_t cycles() const { return 10 + 3 * y.size(); }
+};
+"""
+
+
+def test_codelets_compiled_from_vertex_classes_run_through_the_engine(series: Series, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Graph::addCodelets with a library jax_ipu.codelets compiles (the module imported alone: no jax here)."""
+    spec = importlib.util.spec_from_file_location(
+        "jax_ipu_codelets", REPO / "jax_ipu_shim" / "python" / "jax_ipu" / "codelets.py")
+    codelets = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(codelets)
+    monkeypatch.setenv("JAX_IPU_CODELET_CACHE", str(tmp_path / "codelets"))
+    monkeypatch.setenv("ZIG_GLOBAL_CACHE_DIR", str(native.cache_dir() / "zig"))
+    library, classes = codelets.compile_codelets(AXPY)
+    assert [f.describe() for f in classes["Axpy"]] == ["x:in:vector:f32", "y:inout:vector:f32", "a:value:scalar:f32"]
+    exe = native.build_program(series, [REPO / "tests" / "toolchain" / "codelet_library_test.cc"], tmp_path / "t")
+    proc = subprocess.run([str(exe), str(library)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout
+    result = json.loads(proc.stdout.splitlines()[0])
+    assert result["codelets"] == ["Axpy"]
+    assert result["y"] == [1 + 2 * v for v in range(6)]
+    assert result["compute_cycles"] == (10 + 3 * 3) * 6 + 50  # one vertex per tile, on one of its six workers
+    assert "codelet library '" in result["missing"] and "does not load" in result["missing"]
+
+
+@pytest.mark.parametrize("name", ["graph_api_test.cc", "heat_stencil.cc", "codelet_library_test.cc"])
 def test_the_programs_include_only_the_public_header(name: str) -> None:
     """What a user of the graph API writes needs ipu/poplar.h (and what it includes), nothing of the lowering."""
     source = next(REPO.glob(f"**/{name}"))

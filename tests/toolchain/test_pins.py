@@ -55,7 +55,7 @@ def test_wheel_download_asks_pip_for_the_pinned_tags(series: Series) -> None:
 
 @pytest.mark.parametrize("file, tools", [("requirements.txt", ("ziglang", "auditwheel", "pytest")),
                                          ("lint-requirements.txt", ("ruff", "mypy")),
-                                         ("test-requirements.txt", ("pytest",)),
+                                         ("test-requirements.txt", ("pytest", "ziglang")),
                                          ("release-requirements.txt", ("cibuildwheel",)),
                                          ("upstream-test-requirements.txt", ("pytest",))])
 def test_build_tools_are_hash_locked_at_pinned_versions(pins: Pins, file: str, tools: tuple) -> None:

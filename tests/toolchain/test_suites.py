@@ -28,9 +28,14 @@ def test_ambient_variables_are_found_by_prefix() -> None:
 
 
 def test_build_variables_kept_only_when_asked() -> None:
-    environ = {"JAX_IPU_CACHE": "/c", "JAX_IPU_CXX": "g++", "JAX_PLATFORMS": "cpu"}
+    environ = {"JAX_IPU_CACHE": "/c", "JAX_IPU_CXX": "g++", "JAX_PLATFORMS": "cpu", "ZIG_GLOBAL_CACHE_DIR": "/z"}
     assert suites.suite_env(environ, keep=suites.BUILD_VARIABLES) == {"JAX_PLATFORMS": None}
     assert suites.suite_env(environ) == {"JAX_IPU_CACHE": None, "JAX_IPU_CXX": None, "JAX_PLATFORMS": None}
+
+
+def test_codelets_compile_with_the_builds_zig_cache_unless_one_is_set() -> None:
+    assert suites.suite_env({})["ZIG_GLOBAL_CACHE_DIR"] == str(cache_dir() / "zig")
+    assert "ZIG_GLOBAL_CACHE_DIR" not in suites.suite_env({"ZIG_GLOBAL_CACHE_DIR": "/mine"})
 
 
 def test_missing_suite_folder_is_an_error_naming_it(tmp_path: Path) -> None:

@@ -206,7 +206,7 @@ std::vector<int> Lowerer::lowerHostIO(OpContext& ctx) {
                                kHostCallbackTarget +
                                ", the host callbacks of jax.debug.print, jax.pure_callback "
                                "and io_callback, and jax_ipu.tile's " +
-                               kTilePutTarget + " and " + kCycleCountTarget + ")");
+                               kTilePutTarget + ", " + kTileVertexTarget + " and " + kCycleCountTarget + ")");
       const std::string config = attrString(op, "backend_config", "");
       char* end = nullptr;
       errno = 0;

@@ -24,10 +24,10 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from jax_ipu import _native
+from jax_ipu.config import PLATFORM
 
 logger = logging.getLogger(__name__)
 
-PLATFORM = "ipu"
 CALL_TARGET = "jax_ipu_host_callback"
 
 

@@ -32,6 +32,8 @@ logger = logging.getLogger(__name__)
 
 # Which chip versions exist, and their tile counts, is the emulator's device table's to say (checked when the
 # backend is created); here a version is only a name.
+# The backend's platform name: jax.devices("ipu"), jax.jit(..., backend="ipu"), the lowerings registered for it.
+PLATFORM = "ipu"
 DEFAULT_VERSION = "ipu2"
 MAX_DEVICES = 64
 MAX_HOST_THREADS = 256  # the ThreadPool's limit (the PJRT client checks its host_threads option the same)

@@ -16,8 +16,8 @@ from typing import Any, Callable, Dict, List, Tuple
 import numpy as np
 
 from jax_ipu import _native
+from jax_ipu.config import PLATFORM
 
-PLATFORM = "ipu"
 
 def dtype_names() -> Dict[np.dtype, str]:
     """The program format's element types (the one table, compiler/types.py): the only ones an ipu stream carries.

@@ -36,7 +36,8 @@ from typing import Any, List, Tuple
 
 import numpy as np
 
-PLATFORM = "ipu"
+from jax_ipu.config import PLATFORM
+
 _installed: List[bool] = []
 
 

@@ -16,10 +16,10 @@ from typing import Any, Dict, List, Optional
 
 from jax_ipu import _native, executable_cache, interrupts, multihost, progress, pvti, report
 from jax_ipu import config as ipu_config
+from jax_ipu.config import PLATFORM
 
 logger = logging.getLogger(__name__)
 
-PLATFORM = "ipu"
 # Below cpu's 0: cpu stays the default backend unless JAX_PLATFORMS / JAX_PLATFORM_NAME say otherwise.
 PRIORITY = -100
 

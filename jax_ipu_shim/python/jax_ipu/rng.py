@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import Any, List, Tuple
 
-PLATFORM = "ipu"
+from jax_ipu.config import PLATFORM
+
 _M0, _M1 = 0xD2511F53, 0xCD9E8D57  # Philox4x32 multipliers
 _W0, _W1 = 0x9E3779B9, 0xBB67AE85  # key schedule (Weyl) increments
 _installed: List[bool] = []

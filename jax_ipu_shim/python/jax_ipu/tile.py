@@ -22,24 +22,35 @@ elementwise primitive moves nothing over the exchange. Moving rows between tiles
 :func:`tile_map` takes the lax primitives listed in ``TILE_MAP_PRIMITIVES``: the elementwise ones run where their
 operands are; a reduction or a ``dot_general`` runs as the emulator lowers it and its result is placed back on the
 tiles (that move is counted). On other backends (cpu) placement means nothing: the same programs compute the same
-values there, which is how the tests compare. The cycle counter exists only on the ipu. Custom vertices
-(codelets in C++) are not available from JAX yet: use the emulator's graph API (ipu/poplar.h) for them.
+values there, which is how the tests compare. The cycle counter exists only on the ipu.
+
+Custom vertices are Poplar codelets in C++ (a class deriving from ``poplar::Vertex`` with ``Input``/``Output``
+fields, ``compute()`` and optionally a ``cycles()`` estimate), compiled on first use with the zig C++ compiler
+(``pip install 'jax-ipu-plugin[vertices]'``) and cached (:mod:`jax_ipu.codelets`):
+
+    saxpy = tile.vertex(SOURCE, "Saxpy")           # SOURCE: the C++ text, or a pathlib.Path to it
+    y = tile.tile_map(saxpy, x, y, a=2.0)          # fields x, y (Input), out (Output), a (a value)
+
+They run on the ipu backend only: one vertex per tile, on that tile's rows, costed by their estimate.
 """
 
 from __future__ import annotations
 
+import ctypes
 import functools
+import json
 import operator
-from typing import Any, Sequence, Tuple
+from pathlib import Path
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from jax_ipu import _jax
+from jax_ipu import _jax, codelets
+from jax_ipu.config import PLATFORM
 
 __all__ = ["TileShardedArray", "tile_put_sharded", "tile_put_replicated", "tile_map", "ipu_cycle_count",
-           "TILE_MAP_PRIMITIVES"]
+           "TILE_MAP_PRIMITIVES", "Vertex", "vertex"]
 
-PLATFORM = "ipu"
 
 # The lax primitives tile_map applies per tile (by name, so that both jax series' spellings are one list).
 ELEMENTWISE_PRIMITIVES = (
@@ -144,8 +155,8 @@ def _check_tiles(tiles: Sequence[int], array: Any = None) -> Tuple[int, ...]:
 
 
 @functools.lru_cache(maxsize=None)
-def _primitives() -> Tuple[Any, Any]:
-    """tile_put and cycle_count, with their lowerings (created on first use, once jax is imported)."""
+def _primitives() -> Tuple[Any, Any, Any]:
+    """tile_put, cycle_count and custom vertices, with their lowerings (created on first use, once jax is imported)."""
     from jax._src import core as jax_core
     from jax.interpreters import ad, mlir
 
@@ -172,14 +183,30 @@ def _primitives() -> Tuple[Any, Any]:
         types = [_jax.ir_types(ctx, aval)[0] for aval in ctx.avals_out]
         return _jax.custom_call("jax_ipu_cycle_count", types, list(xs), ",".join(str(t) for t in tiles)).results
 
-    def count_elsewhere(ctx: Any, *xs: Any, tiles: Tuple[int, ...]) -> Any:
-        platforms = getattr(ctx.module_context, "platforms", None) or [getattr(ctx.module_context, "platform", "?")]
-        raise NotImplementedError(f"jax_ipu.tile.ipu_cycle_count reads the IPU's cycle counter: it runs only on the "
-                                  f"ipu backend, not on {', '.join(platforms)} (jax.jit(f, backend='ipu'))")
-
     mlir.register_lowering(count, count_ipu, platform=PLATFORM)
-    mlir.register_lowering(count, count_elsewhere)
-    return put, count
+    mlir.register_lowering(count, _only_on_ipu("jax_ipu.tile.ipu_cycle_count reads the IPU's cycle counter"))
+
+    vertex_p = _jax.new_primitive("ipu_tile_vertex", multiple_results=True)
+    vertex_p.def_abstract_eval(lambda *xs, vertex, tiles, values, outputs: [
+        jax_core.ShapedArray(shape, np.dtype(dtype)) for shape, dtype in outputs])
+
+    def vertex_ipu(ctx: Any, *xs: Any, vertex: Vertex, tiles: Tuple[int, ...], values: Any, outputs: Any) -> Any:
+        types = [_jax.ir_types(ctx, aval)[0] for aval in ctx.avals_out]
+        config = {"library": str(vertex.library), "codelet": vertex.name, "tiles": list(tiles),
+                  "values": dict(values), "perf_estimate": vertex.perf_estimate}
+        return _jax.custom_call("jax_ipu_tile_vertex", types, list(xs), json.dumps(config, sort_keys=True)).results
+
+    mlir.register_lowering(vertex_p, vertex_ipu, platform=PLATFORM)
+    mlir.register_lowering(vertex_p, _only_on_ipu("a custom vertex (jax_ipu.tile.vertex) is run by the emulator"))
+    return put, count, vertex_p
+
+
+def _only_on_ipu(what: str) -> Any:
+    def elsewhere(ctx: Any, *xs: Any, **params: Any) -> Any:
+        platforms = getattr(ctx.module_context, "platforms", None) or [getattr(ctx.module_context, "platform", "?")]
+        raise NotImplementedError(f"{what}: it runs only on the ipu backend, not on {', '.join(platforms)} "
+                                  f"(jax.jit(f, backend='ipu'))")
+    return elsewhere
 
 
 def tile_put_sharded(array: Any, tiles: Sequence[int]) -> TileShardedArray:
@@ -191,7 +218,7 @@ def tile_put_sharded(array: Any, tiles: Sequence[int]) -> TileShardedArray:
         array = array.array
     array = jnp.asarray(array)
     tiles = _check_tiles(tiles, array)
-    put, _ = _primitives()
+    put, _, _ = _primitives()
     return _unflatten(tiles, [put.bind(array, tiles=tiles)])
 
 
@@ -204,12 +231,60 @@ def tile_put_replicated(array: Any, tiles: Sequence[int]) -> TileShardedArray:
     return tile_put_sharded(jnp.broadcast_to(array[None], (len(tiles),) + array.shape), tiles)
 
 
+class Vertex:
+    """A custom vertex: codelet ``name`` of a compiled library (:func:`vertex` makes one). ``fields`` are its
+    fields in declaration order (:class:`jax_ipu.codelets.Field`); ``perf_estimate`` the worker cycles one vertex
+    takes when given, which overrides the class's ``cycles()``."""
+
+    __slots__ = ("name", "fields", "library", "perf_estimate")
+
+    def __init__(self, name: str, fields: Sequence[codelets.Field], library: Path,
+                 perf_estimate: Optional[int]) -> None:
+        self.name, self.fields, self.library, self.perf_estimate = name, tuple(fields), library, perf_estimate
+
+    def _key(self) -> Tuple[Any, ...]:
+        return (self.name, str(self.library), self.perf_estimate)
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, Vertex) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Vertex({self.name}: {', '.join(f.describe() for f in self.fields)})"
+
+
+def vertex(source: Union[str, Path], name: str, *, perf_estimate: Optional[int] = None,
+           compile_flags: Sequence[str] = ()) -> Vertex:
+    """Codelet ``name`` of the C++ ``source`` (its text, or a ``pathlib.Path`` to it), compiled on first use (see
+    :mod:`jax_ipu.codelets`). ``perf_estimate``: the worker cycles of one vertex, required unless the class has a
+    ``cycles()`` member. Raises :class:`jax_ipu.codelets.CodeletError` when it cannot be read or compiled."""
+    library, classes = codelets.compile_codelets(source, compile_flags)
+    if name not in classes:
+        raise codelets.CodeletError(f"the source defines no codelet '{name}' (it defines {', '.join(classes)})")
+    if perf_estimate is not None and (not isinstance(perf_estimate, int) or perf_estimate < 0):
+        raise ValueError(f"perf_estimate must be a count of cycles (an int >= 0), not {perf_estimate!r}")
+    has_cycles = getattr(ctypes.CDLL(str(library)), f"jax_ipu_codelet_{name}_has_cycles")
+    if perf_estimate is None and not has_cycles():
+        raise codelets.CodeletError(f"codelet '{name}' has no cycle estimate: give the class a cycles() member "
+                                    f"(std::uint64_t cycles() const) or vertex(..., perf_estimate=N)")
+    return Vertex(name, classes[name], library, perf_estimate)
+
+
 def tile_map(primitive: Any, *args: Any, **params: Any) -> Any:
     """Applies a lax ``primitive`` (``jax.lax.add_p``, ...; its ``params`` as keywords, for one tile's row) on every
     tile to that tile's rows of ``args``, tile-sharded arrays on the same tiles. Returns tile-sharded arrays on
-    those tiles (a tuple for a primitive with several results)."""
+    those tiles (a tuple for a primitive with several results).
+
+    ``primitive`` may be a :class:`Vertex`: ``args`` connect its Input and InOut fields in declaration order, its
+    value fields are keywords, and an Output field's keyword, if given, is one tile's shape of it (by default the
+    first operand's tile shape for a Vector field, ``()`` for a single element). Returns its InOut and Output
+    fields, in declaration order (the array itself when there is one)."""
     import jax
 
+    if isinstance(primitive, Vertex):
+        return _map_vertex(primitive, args, params)
     name = getattr(primitive, "name", None)
     if name not in TILE_MAP_PRIMITIVES:
         raise NotImplementedError(
@@ -226,6 +301,54 @@ def tile_map(primitive: Any, *args: Any, **params: Any) -> Any:
     if getattr(primitive, "multiple_results", False):
         return tuple(place(o) for o in out)
     return place(out)
+
+
+def _map_vertex(v: Vertex, args: Sequence[Any], params: Dict[str, Any]) -> Any:
+    what = f"tile_map({v.name})"
+    connected = [f for f in v.fields if f.direction in ("in", "inout")]
+    if len(args) != len(connected):
+        raise TypeError(f"{what} takes {len(connected)} operands (fields "
+                        f"{', '.join(f.name for f in connected) or 'none'}), not {len(args)}")
+    tiles = _common_tiles(what, "operand", args)
+    for i, (f, a) in enumerate(zip(connected, args)):
+        if np.dtype(a.dtype) != f.numpy_dtype:
+            raise TypeError(f"{what}: field '{f.name}' is {f.dtype} in the codelet, but operand {i} is {a.dtype}")
+        if not f.vector and int(np.prod(a.tile_shape)) != 1:
+            raise ValueError(f"{what}: field '{f.name}' is one element per tile, but operand {i} has tile shape "
+                             f"{a.tile_shape}")
+    values, shapes = {}, []
+    known = {f.name for f in v.fields if f.direction in ("value", "out")}
+    for key in params:
+        if key not in known:
+            raise TypeError(f"{what} has no value or Output field '{key}' (its fields: "
+                            f"{', '.join(f.name for f in v.fields)})")
+    default = next((a.tile_shape for f, a in zip(connected, args) if f.vector), None)
+    for f in v.fields:
+        if f.direction == "value":
+            if f.name not in params:
+                raise TypeError(f"{what}: value field '{f.name}' ({f.dtype}) is not given")
+            value = params[f.name]
+            if not isinstance(value, (bool, int, float, np.number, np.bool_)):
+                raise TypeError(f"{what}: value field '{f.name}' takes a number, not {type(value).__name__}")
+            values[f.name] = value.item() if isinstance(value, (np.number, np.bool_)) else value
+        elif f.direction == "out":
+            shape = params.get(f.name, default if f.vector else ())
+            if shape is None:
+                raise TypeError(f"{what}: give Output field '{f.name}' one tile's shape ({f.name}=(n,)): no operand "
+                                f"is a Vector to take it from")
+            shape = (shape,) if isinstance(shape, int) else tuple(shape)
+            if not f.vector and int(np.prod(shape)) != 1:
+                raise ValueError(f"{what}: Output field '{f.name}' is one element per tile, not shape {shape}")
+            shapes.append((len(tiles),) + shape)
+        elif f.direction == "inout":
+            shapes.append(tuple(args[connected.index(f)].shape))
+    outputs = tuple((s, f.numpy_dtype.name) for s, f in
+                    zip(shapes, [f for f in v.fields if f.direction in ("inout", "out")]))
+    _, _, vertex_p = _primitives()
+    out = vertex_p.bind(*(a.array for a in args), vertex=v, tiles=tiles, values=tuple(sorted(values.items())),
+                        outputs=outputs)
+    results = tuple(_unflatten(tiles, [o]) for o in out)
+    return results[0] if len(results) == 1 else results
 
 
 def _common_tiles(what: str, kind: str, args: Sequence[Any]) -> Tuple[int, ...]:
@@ -249,7 +372,7 @@ def ipu_cycle_count(*args: TileShardedArray) -> Tuple[Any, ...]:
     cycles the run has taken so far on each tile, low word first (``counts[:, 0] + (counts[:, 1] << 32)``). The
     difference of two reads is the cycles of the steps between them in the emulator's estimate. ipu backend only."""
     tiles = _common_tiles("ipu_cycle_count", "argument", args)
-    _, count = _primitives()
+    _, count, _ = _primitives()
     out = count.bind(*(a.array for a in args), tiles=tiles)
     return tuple(_unflatten(tiles, [o]) for o in out)
 

@@ -23,7 +23,8 @@
 //
 // Vertices are named codelets. The built-in ones are popops' elementwise and reduction codelets, one per op of the
 // registry (ipu/registry.h), named "popops::<op>": the same kernels and cycle estimates the StableHLO lowering uses.
-// A program adds its own with Graph::addCodelet (a C++ function and its cycle estimate).
+// A program adds its own with Graph::addCodelet (a C++ function and its cycle estimate), or Graph::addCodelets (a
+// library of poplar::Vertex classes, ipu/codelet_library.h).
 #pragma once
 
 #include <cstdint>
@@ -371,6 +372,9 @@ class Graph {
   void setPerfEstimate(const VertexRef& v, uint64_t cycles);
 
   void addCodelet(const std::string& name, Codelet codelet);
+  // Adds every codelet of a library compiled from poplar::Vertex classes (Poplar's addCodelets; here the source is
+  // compiled by jax_ipu.codelets.compile_codelets, and the path is the shared library it gives). Returns their names.
+  std::vector<std::string> addCodelets(const std::string& library);
 
   DataStream addHostToDeviceFIFO(const std::string& handle, Type type, size_t numElements);
   DataStream addDeviceToHostFIFO(const std::string& handle, Type type, size_t numElements);

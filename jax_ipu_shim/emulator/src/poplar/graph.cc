@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ipu/codelet_library.h"
 #include "ipu/dtype.h"
 #include "ipu/elementwise.h"
 #include "ipu/mapping.h"
@@ -188,6 +189,22 @@ void Graph::addCodelet(const std::string& name, Codelet codelet) {
   if (builtinCodelet(name)) invalid("Graph::addCodelet: '" + name + "' is a built-in codelet");
   if (!codelet.compute) invalid("Graph::addCodelet('" + name + "'): the codelet has no compute function");
   state_->codelets[name] = std::move(codelet);
+}
+
+std::vector<std::string> Graph::addCodelets(const std::string& library) {
+  std::vector<std::string> names;
+  for (LibraryCodelet& c : loadCodeletLibrary(library)) {
+    if (!c.codelet.cycles) {  // then each vertex needs Graph::setPerfEstimate
+      const std::string name = c.name;
+      c.codelet.cycles = [name](const VertexData&) -> uint64_t {
+        throw Error(ErrorCode::InvalidArgument, "codelet '" + name + "' has no cycle estimate: give the class a "
+                                                "cycles() member, or each of its vertices Graph::setPerfEstimate");
+      };
+    }
+    names.push_back(c.name);
+    addCodelet(c.name, std::move(c.codelet));
+  }
+  return names;
 }
 
 DataStream Graph::addHostToDeviceFIFO(const std::string& handle, Type type, size_t numElements) {
