@@ -167,9 +167,11 @@ def test_linear_regression(tmp_path):
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000  # a real figure, not an empty file
 
 
-def test_tile_jacobi_stencil():
-    """jax_ipu.tile: the hand-mapped stencil matches numpy, and its cycle counter and exchange share are read."""
-    res = results(run_example("tile_jacobi_stencil.py"))
+@pytest.mark.parametrize("how", [(), ("--vertex",)], ids=["tile_map", "custom_vertex"])
+def test_tile_jacobi_stencil(how):
+    """jax_ipu.tile: the hand-mapped stencil matches numpy, and its cycle counter and exchange share are read; the
+    same with each sweep a custom vertex (a C++ codelet compiled on first use)."""
+    res = results(run_example("tile_jacobi_stencil.py", *how))
     error, required = float(res["max_abs_error"][0]), float(res["max_abs_error"][2])
     assert error <= required
     assert int(res["cycles_per_sweep"][0]) > 0

@@ -12,9 +12,7 @@ namespace poplar = ipu::poplar;
 std::string errorOf(void (*f)(const std::string&), const std::string& arg) {
   try {
     f(arg);
-  } catch (const std::exception& e) {
-    return e.what();
-  }
+  } catch (const std::exception& e) { return e.what(); }
   return "";
 }
 
@@ -54,11 +52,13 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < names.size(); ++i) std::cout << (i ? ", " : "") << quoted(names[i]);
   std::cout << "], \"y\": [";
   for (int i = 0; i < 6; ++i) std::cout << (i ? ", " : "") << out[i];
-  std::cout << "], \"compute_cycles\": " << engine.profile().compute_cycles
-            << ", \"missing\": " << quoted(errorOf([](const std::string& p) {
-                 poplar::Graph g(poplar::IPUModel().createTarget());
-                 g.addCodelets(p + ".missing");
-               }, library))
+  std::cout << "], \"compute_cycles\": " << engine.profile().compute_cycles << ", \"missing\": "
+            << quoted(errorOf(
+                   [](const std::string& p) {
+                     poplar::Graph g(poplar::IPUModel().createTarget());
+                     g.addCodelets(p + ".missing");
+                   },
+                   library))
             << "}" << std::endl;
   return 0;
 }

@@ -159,6 +159,13 @@ uint64_t matmul(DType dtype, int64_t outputs, int64_t depth, int workers) {
          kSupervisorCycles;
 }
 
+uint64_t vertexTile(std::vector<uint64_t> vertex_cycles, int workers) {
+  std::sort(vertex_cycles.rbegin(), vertex_cycles.rend());
+  std::vector<uint64_t> load(static_cast<size_t>(std::max(workers, 1)), 0);
+  for (uint64_t c : vertex_cycles) *std::min_element(load.begin(), load.end()) += c;
+  return *std::max_element(load.begin(), load.end()) * static_cast<uint64_t>(load.size()) + kSupervisorCycles;
+}
+
 namespace {
 
 // 6 x the busiest worker's cycles + the supervisor's, for `units` units of `per_unit` cycles each shared among the

@@ -124,8 +124,7 @@ class VertexKernel : public Kernel {
     int in = -1, out = -1;  // the operand read and the result written (-1: none)
     int64_t row = 0;        // elements per tile
   };
-  VertexKernel(poplar::Codelet codelet, std::vector<Bound> fields, std::map<std::string, double> values,
-               int64_t tiles)
+  VertexKernel(poplar::Codelet codelet, std::vector<Bound> fields, std::map<std::string, double> values, int64_t tiles)
       : codelet_(std::move(codelet)), fields_(std::move(fields)), values_(std::move(values)), tiles_(tiles) {}
   void prepare(RunState& s) const override {
     ScopedFlushDenormals ftz;  // the IPU's f32 arithmetic has no denormals
@@ -161,16 +160,23 @@ const json::Value& member(const Lowerer& L, const OpContext& ctx, const json::Va
   return *v;
 }
 
-// backend_config: {"library": path, "codelet": name, "tiles": [...], "values": {name: number}, "perf_estimate": n?}.
-// Operands: the Input and InOut fields in declaration order; results: the InOut and Output fields, in order.
-std::vector<int> tileVertex(Lowerer& L, OpContext& ctx) {
+// What a jax_ipu_tile_vertex call asks for. backend_config: {"library": path, "codelet": name, "tiles": [...],
+// "values": {field: number}, "perf_estimate": worker cycles or null (then the codelet's cycles())}.
+struct VertexCall {
+  poplar::LibraryCodelet codelet;
+  std::vector<int32_t> tiles;
+  std::map<std::string, double> values;
+  int64_t perf_estimate = -1;
+  std::string who;  // "vertex 'Saxpy'"
+};
+
+VertexCall readVertexCall(const Lowerer& L, const OpContext& ctx) {
   json::Value cfg;
   try {
     cfg = json::parse(attrString(*ctx.op, "backend_config", ""));
-  } catch (const Error& e) {
-    L.invalid(ctx, std::string("backend_config is not JSON: ") + e.what());
-  }
+  } catch (const Error& e) { L.invalid(ctx, std::string("backend_config is not JSON: ") + e.what()); }
   if (!cfg.isObject()) L.invalid(ctx, "backend_config must be a JSON object");
+  VertexCall call;
   const std::string library = member(L, ctx, cfg, "library", json::Value::Kind::String).string;
   const std::string name = member(L, ctx, cfg, "codelet", json::Value::Kind::String).string;
   std::vector<long long> given;
@@ -178,96 +184,108 @@ std::vector<int> tileVertex(Lowerer& L, OpContext& ctx) {
     if (!t.is_integer) L.invalid(ctx, "\"tiles\" must hold integers");
     given.push_back(t.integer);
   }
-  const std::vector<int32_t> tiles = checkTiles(L, ctx, given);
-  const int64_t n = static_cast<int64_t>(tiles.size());
-
+  call.tiles = checkTiles(L, ctx, given);
   std::vector<poplar::LibraryCodelet> loaded;
   try {
     loaded = poplar::loadCodeletLibrary(library);
-  } catch (const Error& e) {
-    L.invalid(ctx, e.what());
-  }
-  auto found = std::find_if(loaded.begin(), loaded.end(), [&](const poplar::LibraryCodelet& c) { return c.name == name; });
+  } catch (const Error& e) { L.invalid(ctx, e.what()); }
+  auto found =
+      std::find_if(loaded.begin(), loaded.end(), [&](const poplar::LibraryCodelet& c) { return c.name == name; });
   if (found == loaded.end()) {
     std::string names;
     for (const poplar::LibraryCodelet& c : loaded) names += (names.empty() ? "" : ", ") + c.name;
     L.invalid(ctx, "codelet library '" + library + "' has no codelet '" + name + "' (it has " + names + ")");
   }
-  const std::string who = "vertex '" + name + "'";
+  call.codelet = *found;
+  call.who = "vertex '" + name + "'";
+  const json::Value* values = cfg.find("values");
+  for (const poplar::LibraryField& f : call.codelet.fields) {
+    if (!f.spec.value) continue;
+    const json::Value* v = values ? values->find(f.spec.name) : nullptr;
+    if (!v || (v->kind != json::Value::Kind::Number && v->kind != json::Value::Kind::Bool))
+      L.invalid(ctx, call.who + ": value field '" + f.spec.name + "' is not given a number");
+    call.values[f.spec.name] = v->kind == json::Value::Kind::Bool ? (v->boolean ? 1.0 : 0.0) : v->number;
+  }
+  if (values)
+    for (const auto& kv : values->object)
+      if (!call.values.count(kv.first)) L.invalid(ctx, call.who + " has no value field '" + kv.first + "'");
+  const json::Value* perf = cfg.find("perf_estimate");
+  if (perf && perf->kind != json::Value::Kind::Null) {
+    if (!perf->is_integer || perf->integer < 0) L.invalid(ctx, "\"perf_estimate\" must be a count of cycles");
+    call.perf_estimate = perf->integer;
+  }
+  return call;
+}
 
-  std::map<std::string, double> values;
-  const json::Value* given_values = cfg.find("values");
+// The call's fields bound to slots: the operands (Input, InOut) placed on the call's tiles, in declaration order,
+// and a new placed result per InOut and Output field. `shape` gets one tile's field types and sizes.
+std::vector<VertexKernel::Bound> bindFields(Lowerer& L, OpContext& ctx, const VertexCall& call,
+                                            poplar::VertexData* shape) {
+  const int64_t n = static_cast<int64_t>(call.tiles.size());
   std::vector<VertexKernel::Bound> fields;
   size_t next_in = 0, next_out = 0;
-  poplar::VertexData shape;  // types and sizes of one tile's fields, for the check and the estimate
-  for (const poplar::LibraryField& f : found->fields) {
+  for (const poplar::LibraryField& f : call.codelet.fields) {
     VertexKernel::Bound b{f};
     if (f.spec.value) {
-      const json::Value* v = given_values ? given_values->find(f.spec.name) : nullptr;
-      if (!v || (v->kind != json::Value::Kind::Number && v->kind != json::Value::Kind::Bool))
-        L.invalid(ctx, who + ": value field '" + f.spec.name + "' is not given a number");
-      values[f.spec.name] = v->kind == json::Value::Kind::Bool ? (v->boolean ? 1.0 : 0.0) : v->number;
-      shape.values[f.spec.name] = values[f.spec.name];
+      shape->values[f.spec.name] = call.values.at(f.spec.name);
       fields.push_back(b);
       continue;
     }
     const TensorType* type = nullptr;
     if (f.spec.direction != poplar::FieldDirection::Output) {
-      if (next_in >= ctx.in.size()) L.invalid(ctx, who + ": field '" + f.spec.name + "' has no operand");
+      if (next_in >= ctx.in.size()) L.invalid(ctx, call.who + ": field '" + f.spec.name + "' has no operand");
       type = &ctx.in_types[next_in];
-      b.in = placed(L, ctx, ctx.in[next_in], *type, tiles, "tile_vertex");
-      ++next_in;
+      b.in = placed(L, ctx, ctx.in[next_in++], *type, call.tiles, "tile_vertex");
     }
     if (f.spec.direction != poplar::FieldDirection::Input) {
-      if (next_out >= ctx.out_types.size()) L.invalid(ctx, who + ": field '" + f.spec.name + "' has no result");
+      if (next_out >= ctx.out_types.size()) L.invalid(ctx, call.who + ": field '" + f.spec.name + "' has no result");
       const TensorType& out = ctx.out_types[next_out++];
-      if (type && (type->dtype != out.dtype || type->shape != out.shape))
-        L.invalid(ctx, who + ": InOut field '" + f.spec.name + "' must return its operand's type");
+      if (type && !sameType(*type, out))
+        L.invalid(ctx, call.who + ": InOut field '" + f.spec.name + "' must return its operand's type");
       type = &out;
       b.out = L.newSlot(out);
-      L.graph().slots[static_cast<size_t>(b.out)].mapping = TileMapping::onTiles(out.numElements(), tiles);
+      L.graph().slots[static_cast<size_t>(b.out)].mapping = TileMapping::onTiles(out.numElements(), call.tiles);
     }
     if (type->shape.empty() || type->shape[0] != n)
-      L.invalid(ctx, who + ": field '" + f.spec.name + "' needs one row per tile (" + std::to_string(n) +
+      L.invalid(ctx, call.who + ": field '" + f.spec.name + "' needs one row per tile (" + std::to_string(n) +
                          "), not an array of shape " + type->str());
     b.row = type->numElements() / n;
-    shape.fields[f.spec.name] = {type->dtype, static_cast<size_t>(b.row), nullptr};
+    shape->fields[f.spec.name] = {type->dtype, static_cast<size_t>(b.row), nullptr};
     fields.push_back(b);
   }
   if (next_in != ctx.in.size() || next_out != ctx.out_types.size())
-    L.invalid(ctx, who + " takes " + std::to_string(next_in) + " operands and gives " + std::to_string(next_out) +
+    L.invalid(ctx, call.who + " takes " + std::to_string(next_in) + " operands and gives " + std::to_string(next_out) +
                        " results, not " + std::to_string(ctx.in.size()) + " and " +
                        std::to_string(ctx.out_types.size()));
-  if (given_values)
-    for (const auto& kv : given_values->object)
-      if (!values.count(kv.first)) L.invalid(ctx, who + " has no value field '" + kv.first + "'");
-  const std::string why = found->codelet.check(shape);
-  if (!why.empty()) L.invalid(ctx, who + ": " + why);
+  return fields;
+}
 
-  uint64_t estimate = 0;
-  const json::Value* perf = cfg.find("perf_estimate");
-  if (perf && perf->kind != json::Value::Kind::Null) {
-    if (!perf->is_integer || perf->integer < 0) L.invalid(ctx, "\"perf_estimate\" must be a count of cycles");
-    estimate = static_cast<uint64_t>(perf->integer);
-  } else if (found->has_cycles) {
-    estimate = found->codelet.cycles(shape);
-  } else {
-    L.invalid(ctx, who + " has no cycle estimate: give the class a cycles() member, or the vertex a perf_estimate");
-  }
-
+// Operands: the Input and InOut fields in declaration order; results: the InOut and Output fields, in order.
+std::vector<int> tileVertex(Lowerer& L, OpContext& ctx) {
+  VertexCall call = readVertexCall(L, ctx);
+  poplar::VertexData shape;  // one tile's fields (types and sizes), for the check and the estimate
+  std::vector<VertexKernel::Bound> fields = bindFields(L, ctx, call, &shape);
+  const std::string why = call.codelet.codelet.check(shape);
+  if (!why.empty()) L.invalid(ctx, call.who + ": " + why);
+  if (call.perf_estimate < 0 && !call.codelet.has_cycles)
+    L.invalid(ctx, call.who +
+                       " has no cycle estimate: give the class a cycles() member, or the vertex a "
+                       "perf_estimate");
+  const uint64_t estimate =
+      call.perf_estimate >= 0 ? static_cast<uint64_t>(call.perf_estimate) : call.codelet.codelet.cycles(shape);
   std::vector<int> results;
-  for (VertexKernel::Bound& b : fields)
-    if (b.out >= 0) results.push_back(b.out);
   ctx.in.clear();  // what the Execute reads: the placed operands
-  for (const VertexKernel::Bound& b : fields)
+  for (const VertexKernel::Bound& b : fields) {
+    if (b.out >= 0) results.push_back(b.out);
     if (b.in >= 0) ctx.in.push_back(b.in);
+  }
   // One vertex per tile: it runs on one worker context, which the tile's barrel shares with five others.
-  const int workers = L.device().num_worker_contexts;
-  const TileMapping work = L.graph().slots[static_cast<size_t>(results[0])].mapping;
-  Superstep step = L.superstep(name, work, {}, [&](int, int64_t) {
-    return estimate * static_cast<uint64_t>(workers) + cost::kSupervisorCycles;
-  });
-  L.emitExecute(ctx, std::make_unique<VertexKernel>(found->codelet, std::move(fields), std::move(values), n),
+  const uint64_t cycles = cost::vertexTile({estimate}, L.device().num_worker_contexts);
+  Superstep step = L.superstep(call.codelet.name, L.graph().slots[static_cast<size_t>(results[0])].mapping, {},
+                               [cycles](int, int64_t) { return cycles; });
+  L.emitExecute(ctx,
+                std::make_unique<VertexKernel>(call.codelet.codelet, std::move(fields), std::move(call.values),
+                                               static_cast<int64_t>(call.tiles.size())),
                 {std::move(step)}, results, 0);
   return results;
 }

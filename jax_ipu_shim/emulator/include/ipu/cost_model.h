@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "ipu/emulator.h"
 #include "ipu/registry.h"
@@ -27,6 +28,11 @@ constexpr uint64_t kControlCycles = 30;
 constexpr int64_t kVertexStateBytes = 32;
 // Calibrated: code of each codelet type present on a tile (poplibs codelets are a few hundred bytes).
 constexpr int64_t kCodeletCodeBytes = 384;
+
+// A tile's compute cycles for a compute set of codelet vertices: their worker-cycle estimates shared among the
+// tile's `workers` contexts longest first, the busiest worker's total times `workers` (the barrel gives each worker
+// one cycle in `workers`), plus the supervisor's share. The graph API's Engine and jax_ipu.tile's vertices.
+uint64_t vertexTile(std::vector<uint64_t> vertex_cycles, int workers);
 
 // ipu-model.md (poplibs elementwise estimators): cycles of one tile running an elementwise op (unary, binary,
 // compare, select, clamp, convert, copy) over `elements` outputs of type `dtype` spread over the tile's workers:

@@ -76,14 +76,46 @@ LibraryField parseField(const std::string& path, const std::string& codelet, con
 void storeValue(double v, Type type, uint64_t* out) {
   *out = 0;
   switch (type) {
-    case DType::F32: { const float x = static_cast<float>(v); std::memcpy(out, &x, sizeof x); break; }
-    case DType::I32: { const int32_t x = static_cast<int32_t>(v); std::memcpy(out, &x, sizeof x); break; }
-    case DType::U32: { const uint32_t x = static_cast<uint32_t>(v); std::memcpy(out, &x, sizeof x); break; }
-    case DType::I16: { const int16_t x = static_cast<int16_t>(v); std::memcpy(out, &x, sizeof x); break; }
-    case DType::U16: { const uint16_t x = static_cast<uint16_t>(v); std::memcpy(out, &x, sizeof x); break; }
-    case DType::I8: { const int8_t x = static_cast<int8_t>(v); std::memcpy(out, &x, sizeof x); break; }
-    case DType::U8: { const uint8_t x = static_cast<uint8_t>(v); std::memcpy(out, &x, sizeof x); break; }
-    case DType::Bool: { const bool x = v != 0; std::memcpy(out, &x, sizeof x); break; }
+    case DType::F32: {
+      const float x = static_cast<float>(v);
+      std::memcpy(out, &x, sizeof x);
+      break;
+    }
+    case DType::I32: {
+      const int32_t x = static_cast<int32_t>(v);
+      std::memcpy(out, &x, sizeof x);
+      break;
+    }
+    case DType::U32: {
+      const uint32_t x = static_cast<uint32_t>(v);
+      std::memcpy(out, &x, sizeof x);
+      break;
+    }
+    case DType::I16: {
+      const int16_t x = static_cast<int16_t>(v);
+      std::memcpy(out, &x, sizeof x);
+      break;
+    }
+    case DType::U16: {
+      const uint16_t x = static_cast<uint16_t>(v);
+      std::memcpy(out, &x, sizeof x);
+      break;
+    }
+    case DType::I8: {
+      const int8_t x = static_cast<int8_t>(v);
+      std::memcpy(out, &x, sizeof x);
+      break;
+    }
+    case DType::U8: {
+      const uint8_t x = static_cast<uint8_t>(v);
+      std::memcpy(out, &x, sizeof x);
+      break;
+    }
+    case DType::Bool: {
+      const bool x = v != 0;
+      std::memcpy(out, &x, sizeof x);
+      break;
+    }
     default: break;  // parseField admits only the types above (the glue's element types)
   }
 }

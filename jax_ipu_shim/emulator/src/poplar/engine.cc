@@ -269,12 +269,7 @@ struct Engine::Impl {
       const size_t ti = static_cast<size_t>(t);
       if (per_tile[ti].empty()) continue;
       p.by_tile.push_back(per_tile[ti]);
-      std::vector<uint64_t> c = cycles[ti];
-      std::sort(c.rbegin(), c.rend());
-      std::vector<uint64_t> load(static_cast<size_t>(workers), 0);
-      for (uint64_t x : c) *std::min_element(load.begin(), load.end()) += x;
-      const uint64_t compute =
-          *std::max_element(load.begin(), load.end()) * static_cast<uint64_t>(workers) + cost::kSupervisorCycles;
+      const uint64_t compute = cost::vertexTile(cycles[ti], workers);
       const uint64_t exchange = cost::exchange(recv[ti], device().exchange_bytes_per_cycle);
       if (!any || compute + exchange > p.cost.compute + p.cost.exchange) {
         p.cost.compute = compute;

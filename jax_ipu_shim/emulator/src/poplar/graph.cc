@@ -197,8 +197,9 @@ std::vector<std::string> Graph::addCodelets(const std::string& library) {
     if (!c.codelet.cycles) {  // then each vertex needs Graph::setPerfEstimate
       const std::string name = c.name;
       c.codelet.cycles = [name](const VertexData&) -> uint64_t {
-        throw Error(ErrorCode::InvalidArgument, "codelet '" + name + "' has no cycle estimate: give the class a "
-                                                "cycles() member, or each of its vertices Graph::setPerfEstimate");
+        throw Error(ErrorCode::InvalidArgument, "codelet '" + name +
+                                                    "' has no cycle estimate: give the class a "
+                                                    "cycles() member, or each of its vertices Graph::setPerfEstimate");
       };
     }
     names.push_back(c.name);
