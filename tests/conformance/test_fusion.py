@@ -96,6 +96,11 @@ MOVED = [  # (name, f over a module m (jnp, or numpy for the reference), whether
     ("slice", lambda m, a, b, c: _rows_from_1(m, a * b) + c[1:], True, True),
     ("flip then reshape", lambda m, a, b, c: m.flip(a * a, 0).reshape(-1) + c.reshape(-1), True, True),
     ("product read twice", lambda m, a, b, c: m.flip(a * b, 0) + (a * b), False, False),
+    # jaxlib 0.12 moves a transpose below an add whose other operand is a broadcast or a constant (fuzz seed
+    # 20261801 #283), but not one of an array argument (above)
+    ("transpose + row", lambda m, a, b, c: (a * b).T + c[0][None, :], True, True),
+    ("transpose - column", lambda m, a, b, c: (a * b).T - c[:, 0][:, None], True, True),
+    ("transpose + scalar", lambda m, a, b, c: (a * b).T + m.float32(1.5), True, True),
 ]
 
 
@@ -125,6 +130,12 @@ READ_AGAIN = [  # (name, f over a module m (jnp, or numpy for the reference), wh
     # both adds in one loop (they meet in the last subtract): one product with two users there, rounded
     ("(t + 1) - (t - y) * 0.5 of t = x * c", lambda m, x, y: (((t := x * m.float32(1.3)) + m.float32(1)) -
                                                              (t - y) * m.float32(0.5),), False),
+    # the copy goes through the moves cpu fuses into the add's loop (fuzz seed 20261801 #283: jnp.square(x)
+    # read by logsumexp over rows and, transposed, by an add)
+    ("(x * x).T + 1 beside max(x * x, 0)", lambda m, x, y: ((t := x * x).T + m.float32(1), m.max(t, 0)), True),
+    ("(x * x).T + y[0] beside x * x", lambda m, x, y: ((t := x * x).T + y[0][:, None], t), True),
+    ("flip(x * c, 0) - y beside max(x * c, 1)", lambda m, x, y: (m.flip(t := x * m.float32(3.7), 0) - y,
+                                                                   m.max(t, 1)), True),
 ]
 
 

@@ -343,7 +343,8 @@ class _Translator:
             for function in reassociate_constants.run(functions):
                 dead_code.run(function, self.function_anchors.get(function["name"], set()))
         contract_through_moves.run(functions, self.function_anchors, _jax.is_current_series())
-        duplicate_products.run(functions, self.function_anchors)
+        for function in duplicate_products.run(functions, self.function_anchors, _jax.is_current_series()):
+            dead_code.run(function, self.function_anchors.get(function["name"], set()))
         return functions
 
     # --- functions, regions, ops -------------------------------------------------------------------------------

@@ -10,7 +10,11 @@ sum, which then rounds once as on cpu (``jnp.flip(x * y, 0) - y``). Which moves 
 series (f32[6, 6] and f32[16, 16], each result against a fused and an unfused reference):
 
 - jaxlib 0.4.13: transpose, reshape, slice, and a reverse of leading dimensions (not of the minor one);
-- jaxlib 0.12: reverse, reshape and slice (a transpose is its own loop there: no contraction).
+- jaxlib 0.12: reverse, reshape and slice (a transpose is its own loop there: no contraction), and a transpose that
+  the add reads directly when the add's other operand is a broadcast or a constant: 0.12's simplifier moves the
+  transpose below the add, transposing that operand instead, ``transpose(x * x) + b[None, :]`` =>
+  ``transpose(x * x + b[:, None])`` (f32[64, 5]: a scalar, a row, a column, a constant; an array argument is not
+  moved; fuzz seed 20261801 #283).
 
 A call of a function whose body is one such move of its parameter (jnp.flip is a jitted function) is that move: XLA
 inlines calls before it fuses. Only f32 (where contraction happens), and a multiply and moves read once (by the
@@ -27,9 +31,11 @@ MOVES = ("reverse", "transpose", "reshape", "slice")
 ADDS = ("add", "subtract")
 
 
-def _fuses(move: Dict[str, Any], operand_rank: int, current_series: bool) -> bool:
+def fuses(move: Dict[str, Any], operand_rank: int, current_series: bool, sinks: bool = False) -> bool:
+    """Whether XLA:CPU computes ``move`` inside the loop of the add its chain feeds. ``sinks``: the move is a
+    transpose the add reads directly and the add's other operand absorbs it (jaxlib 0.12 moves it below the add)."""
     if move["op"] == "transpose":
-        return not current_series
+        return not current_series or sinks
     if move["op"] == "reverse" and not current_series:
         return operand_rank - 1 not in move["attrs"].get("dimensions", [])
     return move["op"] in MOVES
@@ -46,6 +52,20 @@ def _single_move(function: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     return move
 
 
+def single_moves(functions: List[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
+    """The functions that are one move of their parameter (jnp.flip), by name: a call of one is that move."""
+    return {f["name"]: m for f in functions if (m := _single_move(f)) is not None}
+
+
+def as_move(entry: Dict[str, Any], moves: Dict[str, Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """``entry`` as a move: itself, or the move a call of one of ``moves`` is (with the call's operand and result)."""
+    if entry["op"] in MOVES:
+        return entry
+    if entry["op"] == "call" and entry["attrs"].get("callee") in moves and len(entry["operands"]) == 1:
+        return dict(moves[entry["attrs"]["callee"]], results=entry["results"], operands=entry["operands"])
+    return None
+
+
 def _value(fresh_id: Callable[[], int], dtype: str, shape: List[int]) -> Dict[str, Any]:
     """A new value of the function (numbered after its others)."""
     return {"id": fresh_id(), "dtype": dtype, "shape": list(shape)}
@@ -54,7 +74,7 @@ def _value(fresh_id: Callable[[], int], dtype: str, shape: List[int]) -> Dict[st
 def run(functions: List[Dict[str, Any]], anchors: Dict[str, Any], current_series: bool) -> List[Dict[str, Any]]:
     """Rewrites the program's functions in place (``anchors``: per function, the values jax's dce_sinks read);
     returns those it changed. What a rewrite bypasses is removed with it."""
-    moves = {f["name"]: m for f in functions if (m := _single_move(f)) is not None}
+    moves = single_moves(functions)
     changed = []
     for function in functions:
         fresh = functools.partial(_value, id_counter(function))
@@ -84,22 +104,20 @@ def _block(block: Dict[str, Any], fresh: Any, anchors: Any, moves: Dict[str, Dic
     types = {r["id"]: r for e in block["body"] for r in e["results"]}
     types.update({p["id"]: p for p in block.get("params", ())})
 
-    def as_move(entry: Dict[str, Any]) -> Optional[Dict[str, Any]]:
-        if entry["op"] in MOVES:
-            return entry
-        if entry["op"] == "call" and entry["attrs"].get("callee") in moves and len(entry["operands"]) == 1:
-            return dict(moves[entry["attrs"]["callee"]], results=entry["results"], operands=entry["operands"])
-        return None
-
     body: List[Dict[str, Any]] = []
     dead: List[int] = []  # the chains' moves (or calls) and products: read once, by what the rewrite bypasses
     for entry in block["body"]:
         if entry["op"] in ADDS and entry["results"][0]["dtype"] == "f32":
             for side, operand in enumerate(entry["operands"]):
-                chain, entries, value = [], [], operand
-                while value in producer and uses.get(value) == 1 and (move := as_move(producer[value])) is not None:
+                chain: List[Dict[str, Any]] = []
+                entries: List[Dict[str, Any]] = []
+                value = operand
+                sinks = len(entry["operands"]) == 2 and absorbs_transpose(entry["operands"][1 - side], producer)
+                while value in producer and uses.get(value) == 1 and \
+                        (move := as_move(producer[value], moves)) is not None:
                     source = move["operands"][0]
-                    if source not in types or not _fuses(move, len(types[source]["shape"]), current_series):
+                    if source not in types or \
+                            not fuses(move, len(types[source]["shape"]), current_series, sinks and not chain):
                         break
                     chain.append(move)
                     entries.append(producer[value])
@@ -124,3 +142,10 @@ def _block(block: Dict[str, Any], fresh: Any, anchors: Any, moves: Dict[str, Dic
         body.append(entry)
     block["body"] = [e for e in body if id(e) not in dead]
     return changed
+
+
+def absorbs_transpose(value: int, producer: Dict[int, Dict[str, Any]]) -> bool:
+    """Whether jaxlib 0.12's simplifier can write ``value`` transposed for free: a broadcast (of anything) or a
+    constant, the other operand of an add it then computes before the transpose."""
+    p = producer.get(value)
+    return p is not None and p["op"] in ("broadcast_in_dim", "constant")

@@ -12,7 +12,9 @@ cpu, and softmax's ``t - max(t)`` of a scaled ``t`` is the product's rounding er
 (its exp of a huge ``t`` overflows: cpu's logsumexp is NaN there).
 
 This pass gives each f32 add or subtract that reads such a multiply (with other readers) its own copy of it, placed
-just before the add; the emulator's fusion then contracts the copy as it contracts any multiply read once
+just before the add, also where the add reads it through moves that XLA fuses into the add's loop
+(contract_through_moves' rules: ``jnp.square(x).T + 1`` beside ``logsumexp(jnp.square(x), 0)``; the copy multiplies
+the moved factors, the same products in the same places); the emulator's fusion then contracts the copy as it contracts any multiply read once
 (fusion.cc). The copy computes the same product of the same operands, so only the add's rounding changes, to cpu's.
 The original stays for its other readers; one that no longer has any is removed. Readers that XLA fuses into
 one loop together (their results meet in an op, through elementwise ops and moves, or in a reduce) share one copy
@@ -27,6 +29,7 @@ from typing import Any, Dict, List, Optional, Set
 
 from .. import ops as O
 from . import id_counter
+from .contract_through_moves import absorbs_transpose, as_move, fuses, single_moves
 
 ADDS = ("add", "subtract")
 # What XLA's fusion can clone a multiply into: its loop fusions' elementwise ops, the registry's families the
@@ -49,17 +52,20 @@ def _elements(shape: List[int]) -> int:
     return n
 
 
-def run(functions: List[Dict[str, Any]], anchors: Dict[str, Any]) -> List[Dict[str, Any]]:
+def run(functions: List[Dict[str, Any]], anchors: Dict[str, Any], current_series: bool) -> List[Dict[str, Any]]:
     """Rewrites the program's functions in place (``anchors``: per function, the values jax's dce_sinks read);
-    returns those it changed."""
+    returns those it changed (the moves of a chain a copy bypasses are left for the dead-code pass)."""
     changed = []
+    moves = single_moves(functions)
     for function in functions:
-        if _block(function, id_counter(function), set(anchors.get(function["name"], ()))):
+        if _block(function, id_counter(function), set(anchors.get(function["name"], ())), (current_series, moves)):
             changed.append(function)
     return changed
 
 
-def _block(block: Dict[str, Any], fresh: Any, anchors: Any, outer: Optional[Dict[int, List[int]]] = None) -> bool:
+def _block(block: Dict[str, Any], fresh: Any, anchors: Any, series: Any,
+           outer: Optional[Dict[int, List[int]]] = None) -> bool:
+    """``series``: (whether the current series, the single-move functions) for the chains of moves."""
     """``outer``: the shapes of the values of the enclosing blocks, which a region may read (XLA passes them to its
     computation as parameters)."""
     shapes = dict(outer or {})
@@ -69,7 +75,7 @@ def _block(block: Dict[str, Any], fresh: Any, anchors: Any, outer: Optional[Dict
     for entry in block["body"]:
         if entry["op"] in CONTROL_FLOW:
             for region in entry.get("regions", ()):
-                changed = _block(region, fresh, set(), shapes) or changed
+                changed = _block(region, fresh, set(), series, shapes) or changed
     readers: Dict[int, List[Dict[str, Any]]] = {}  # the block's own ops; a nested region or the results escape
     escaping = set(block["results"]) | anchors
     for entry in block["body"]:
@@ -104,12 +110,21 @@ def _block(block: Dict[str, Any], fresh: Any, anchors: Any, outer: Optional[Dict
             continue
         shared = _fused_together(users, readers)
         for user in users:
-            if user["op"] not in ADDS or user["results"][0]["dtype"] != "f32" or user["operands"].count(product) != 1 \
-                    or id(user) in shared:
+            if id(user) in shared:
                 continue
-            copy = dict(m, results=[dict(m["results"][0], id=fresh())])
-            user["operands"] = [copy["results"][0]["id"] if v == product else v for v in user["operands"]]
-            copies.setdefault(id(user), []).append(copy)
+            chain, add, read = _moved_to_add(user, product, readers, escaping, shapes, producer, series)
+            if add["op"] not in ADDS or add["results"][0]["dtype"] != "f32" or add["operands"].count(read) != 1:
+                continue
+            factors = list(m["operands"])
+            placed: List[Dict[str, Any]] = []
+            for move in chain:  # the product's elements as the chain orders them: each factor moved alike
+                results = [dict(move["results"][0], id=fresh()) for _ in factors]
+                placed.extend(dict(move, operands=[f], results=[r]) for f, r in zip(factors, results))
+                factors = [r["id"] for r in results]
+            copy = dict(m, operands=factors, results=[dict(m["results"][0], id=fresh(),
+                                                           shape=list(shapes[read]))])
+            add["operands"] = [copy["results"][0]["id"] if v == read else v for v in add["operands"]]
+            copies.setdefault(id(add), []).extend(placed + [copy])
             copied.add(product)
             changed = True
     if not changed:
@@ -123,6 +138,29 @@ def _block(block: Dict[str, Any], fresh: Any, anchors: Any, outer: Optional[Dict
         body.append(entry)
     block["body"] = body
     return True
+
+
+def _moved_to_add(user: Dict[str, Any], product: int, readers: Dict[int, List[Dict[str, Any]]], escaping: Set[int],
+                  shapes: Dict[int, List[int]], producer: Dict[int, Dict[str, Any]], series: Any) -> Any:
+    """(moves, op, value): ``user`` itself reading the product, or the moves XLA fuses into the loop of the op at the
+    end of their chain (each read once, contract_through_moves' rules) and that op, reading the chain's last value
+    (``jnp.square(x).T + 1`` beside a reduction of the square: cpu duplicates the square into the add's loop)."""
+    current_series, moves = series
+    chain: List[Dict[str, Any]] = []
+    op, value = user, product
+    while (move := as_move(op, moves)) is not None and op["operands"] == [value]:
+        result = op["results"][0]["id"]
+        after = readers.get(result, [])
+        if len(after) != 1 or result in escaping:
+            break
+        nxt = after[0]
+        sinks = nxt["op"] in ADDS and len(nxt["operands"]) == 2 and nxt["operands"].count(result) == 1 and \
+            absorbs_transpose(next(v for v in nxt["operands"] if v != result), producer)
+        if not fuses(move, len(shapes[value]), current_series, sinks):
+            break
+        chain.append(move)
+        op, value = nxt, result
+    return chain, op, value
 
 
 def _fused_together(users: List[Dict[str, Any]], readers: Dict[int, List[Dict[str, Any]]]) -> Set[int]:
