@@ -17,11 +17,11 @@ just before the add, also where the add reads it through moves that XLA fuses in
 the moved factors, the same products in the same places); the emulator's fusion then contracts the copy as it
 contracts any multiply read once (fusion.cc). The copy computes the same product of the same operands, so only the
 add's rounding changes, to cpu's. The original stays for its other readers; one that no longer has any is removed.
-Readers that XLA fuses into one loop together (their results meet in an op, through elementwise ops and moves, or in a reduce) share one copy
-there, which LLVM does not contract: those adds keep the rounded product (``(t + 1) - (t - y) * 0.5``).
-Measured on both series (f32[64, 33], every element against cpu): ``x * c + y`` and ``x * x - y`` beside a
-reduction of the product, ``x * c - max(x * c)``. A reduce is not an elementwise reader: ``x * y`` read by an
-add and a sum stays one product on cpu."""
+Readers that XLA fuses into one loop together (their results meet in an op, through elementwise ops and moves, or in
+a reduce) share one copy there, which LLVM does not contract: those adds keep the rounded product (``(t + 1) - (t -
+y) * 0.5``). Measured on both series (f32[64, 33], every element against cpu): ``x * c + y`` and ``x * x - y``
+beside a reduction of the product, ``x * c - max(x * c)``. A reduce is not an elementwise reader: ``x * y`` read by
+an add and a sum stays one product on cpu."""
 
 from __future__ import annotations
 
