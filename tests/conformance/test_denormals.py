@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _conformance import CURRENT_SERIES, run_both
+from _conformance import CURRENT_SERIES, EXACT, check, run_both
 from jax import lax
 
 
@@ -171,3 +171,31 @@ def test_denormals_and_simplifications_match_cpu_bit_for_bit(name):
     bad = np.flatnonzero(differ)
     assert bad.size == 0, f"{name}: {bad.size} of {x.size} differ from cpu; " + ", ".join(
         f"x={x[i]!r}: ipu {got[i]!r} cpu {want[i]!r}" for i in bad[:5])
+
+
+# What else reads d = x - y beside jnp.where(p, d, x), and whether jaxlib 0.4.13's XLA:CPU fuses d into it (a copy of
+# d in each loop, so the select's loop reads its copy alone and LLVM folds the select: a kept denormal x flushed).
+READERS_OF_THE_DIFFERENCE = {
+    "argmax": (lambda d: jnp.argmax(d), True),
+    "sum": (lambda d: jnp.sum(d), True),
+    "argmax over rows": (lambda d: jnp.argmax(d, 1), True),
+    "cumsum over rows": (lambda d: jnp.cumsum(d, 1), True),
+    "max over columns": (lambda d: jnp.max(d, 0), False),  # no fusion into a reduction over major dimensions only
+    "dot": (lambda d: d @ d.T, False),
+}
+
+
+@pytest.mark.parametrize("reader", sorted(READERS_OF_THE_DIFFERENCE))
+def test_a_select_of_a_difference_read_by_other_loops_too_folds_as_on_cpu(reader):
+    """jaxlib 0.4.13: XLA duplicates d = x - y into each reader's loop it fuses into, so jnp.where(p, d, x) folds to
+    x - where(p, y, 0) as it does with no other reader, and a denormal x it keeps is flushed; where a reader cannot
+    take a copy, d is computed apart and x stays (fuzz seed 20261801 #501). jaxlib 0.12 never folds."""
+    x = np.zeros((4, 8), np.float32)
+    x[:, 0], x[:, 1], x[:, 2] = 2.9e-39, -2.9e-39, 1.5
+    y, p = np.ones((4, 8), np.float32), np.zeros((4, 8), bool)
+    p[:, 2] = True
+    read, fused = READERS_OF_THE_DIFFERENCE[reader]
+    f = lambda x, y, p: (lambda d: (jnp.where(p, d, x), read(d)))(x - y)  # noqa: E731
+    check(f, x, y, p, **EXACT)
+    cpu = np.asarray(jax.jit(f, backend="cpu")(x, y, p)[0])
+    assert (cpu[0, 0] == 0) == (fused and not CURRENT_SERIES), "cpu's fusion of the difference changed"

@@ -1651,14 +1651,43 @@ def _select_of_arithmetic(op: Any) -> Optional[Tuple[Any, Any, Any, str, bool]]:
 
 def _alone_in_the_selects_loop(value: Any, select: Any) -> bool:
     """XLA:CPU computes `value` (an elementwise result) inside the loop of `select`, which is its only reader there:
-    the select reads it alone, or XLA's fusion duplicates it into each of its readers (all elementwise, a select jax
-    calls through @_where included, none the function's result) and no other reader's result flows into the
-    select's loop, where the loop would share the one copy (where(t > 100, 0, where(p, t, x)) keeps t's select)."""
+    the select reads it alone, or XLA's fusion duplicates it into each of its readers (_takes_a_copy; none the
+    function's result) and no other elementwise or move reader's result flows into the select's loop, where the
+    loop would share the one copy (where(t > 100, 0, where(p, t, x)) keeps t's select). jnp.where(p, d, x) beside
+    jnp.argmax(d) or jnp.cumsum(d, 1) of d = x - y: a copy each (fuzz seed 20261801 #501); beside jnp.sum(d, 0) of a
+    matrix, XLA:CPU computes d apart."""
     others = [_owner(use) for use in value.uses if _owner(use) != select]
-    if not all(_fusible_elementwise(o) for o in others):
+    if not all(_takes_a_copy(o, value) for o in others):
         return False
+    looped = [o for o in others if _fusible_elementwise(o) or o.name in _LOOP_MOVES]
     loop = _loop_downstream(select)
-    return not any(any(o == member for member in loop) for other in others for o in _loop_downstream(other))
+    return not any(any(o == member for member in loop) for other in looped for o in _loop_downstream(other))
+
+
+# Moves XLA:CPU computes as index arithmetic inside the loop of what reads them.
+_LOOP_MOVES = tuple(f"stablehlo.{n}" for n in ("broadcast_in_dim", "reshape", "transpose", "reverse", "slice", "pad",
+                                               "concatenate"))
+
+
+def _takes_a_copy(owner: Any, value: Any, depth: int = 0) -> bool:
+    """jaxlib 0.4.13's XLA:CPU fuses the elementwise producer of `value` into the loop of `owner`, which reads it: an
+    elementwise op (jnp.where's @_where included), a move, a reduce over the minor dimension among others (it fuses
+    into no reduction over major dimensions only), or a call of a function whose parameter `value` is only read so
+    (jnp.argmax's @argmax, jnp.cumsum's slices and adds), which XLA inlines first."""
+    if _fusible_elementwise(owner) or owner.name in _LOOP_MOVES:
+        return True
+    if not A.is_a(ir.RankedTensorType, value.type):
+        return False
+    if owner.name == "stablehlo.reduce":
+        rank = len(ir.RankedTensorType(value.type).shape)
+        return rank == 0 or rank - 1 in list(O.read_attrs(owner.attributes).get("dimensions") or [])
+    block = _callee_block(owner) if owner.name == "func.call" and depth < 8 else None
+    operands = list(owner.operands)
+    if block is None or sum(v == value for v in operands) != 1:
+        return False
+    param = block.arguments[next(i for i, v in enumerate(operands) if v == value)]
+    uses = [_owner(use) for use in param.uses]
+    return bool(uses) and all(_takes_a_copy(u, param, depth + 1) for u in uses)
 
 
 def _fusible_elementwise(owner: Any) -> bool:
