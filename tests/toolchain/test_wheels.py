@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import email.parser
+import json
 import zipfile
 from pathlib import Path
 
@@ -47,6 +48,8 @@ def test_jaxlib_carries_our_backend(pins: Pins, jaxlib_wheel: Path) -> None:
     names = set(_names(jaxlib_wheel))
     assert wheels.LIBRARY_IN_WHEEL in names
     assert {"jax_ipu/__init__.py", "jax_plugins/ipu/__init__.py", "jaxlib/xla_extension.so"} <= names
+    # custom vertices: the header codelets include, and the compiler and glibc target they are compiled with
+    assert {"jax_ipu/include/poplar/Vertex.hpp", wheels.TOOLCHAIN_IN_WHEEL} <= names
     assert "jax_plugins/__init__.py" not in names, "jax_plugins must stay a namespace package"
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     with zipfile.ZipFile(jaxlib_wheel) as zf:
@@ -124,7 +127,11 @@ def test_plugin_wheel_names_its_entry_point_requirements_and_notices(pins: Pins,
     assert not any(n.startswith(("jax/", "jaxlib/", "jax_plugins/")) for n in names)
     meta = _metadata(wheel, "METADATA")
     assert meta["Name"] == "jax-ipu-plugin" and meta["Version"] == version
-    assert sorted(meta.get_all("Requires-Dist")) == [f"jax=={series.jax.version}", f"jaxlib=={series.jaxlib.version}"]
+    assert sorted(meta.get_all("Requires-Dist")) == [f"jax=={series.jax.version}", f"jaxlib=={series.jaxlib.version}",
+                                                     f'ziglang=={pins.tools["ziglang"]}; extra == "vertices"']
+    assert meta.get_all("Provides-Extra") == ["vertices"]  # custom vertices: the compiler jax_ipu.codelets runs
     with zipfile.ZipFile(wheel) as zf:
+        toolchain = json.loads(zf.read(wheels.TOOLCHAIN_IN_WHEEL))
+        assert toolchain == {"ziglang": pins.tools["ziglang"], "glibc": series.glibc}
         assert zf.read(f"{di}/entry_points.txt").decode().split() == ["[jax_plugins]", "ipu", "=", "jax_ipu.plugin"]
         assert b"Apache License" in zf.read(f"{di}/licenses/LICENSE")
