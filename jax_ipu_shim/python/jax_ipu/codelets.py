@@ -15,6 +15,7 @@ addCodelets`` takes in C++. :func:`jax_ipu.tile.vertex` is the JAX user's entry 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -255,11 +256,17 @@ def _compiler(what: str) -> Tuple[List[str], str]:
     if target:
         cmd += ["-target", target]
     try:
-        version = subprocess.run([sys.executable, "-m", "ziglang", "version"], stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, text=True, timeout=120).stdout.strip()
+        version = _zig_version()
     except (OSError, subprocess.SubprocessError) as e:
         raise CodeletError(f"{what}: the zig compiler does not run ({e})") from None
     return cmd, f"zig {version} {target}"
+
+
+@functools.lru_cache(maxsize=None)
+def _zig_version() -> str:
+    """zig's version, asked once per process (every compile, cached or not, keys on it)."""
+    return subprocess.run([sys.executable, "-m", "ziglang", "version"], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, timeout=120).stdout.strip()
 
 
 def cache_dir() -> Path:

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 #include <sstream>
+#include <type_traits>
 
 #include "ipu/dtype.h"
 
@@ -72,52 +73,18 @@ LibraryField parseField(const std::string& path, const std::string& codelet, con
   return f;
 }
 
-// A value field's number, converted to the field's type, in storage the glue reads.
+// A value field's number, converted to the field's type, in storage the glue reads (parseField admits only the
+// glue's element types: bool, the integers and f32).
 void storeValue(double v, Type type, uint64_t* out) {
   *out = 0;
-  switch (type) {
-    case DType::F32: {
-      const float x = static_cast<float>(v);
+  visitDType(type, [&](auto t) {
+    using S = typename decltype(t)::type;
+    constexpr DType d = decltype(t)::value;
+    if constexpr (std::is_arithmetic<S>::value && d != DType::F16) {
+      const S x = d == DType::Bool ? static_cast<S>(v != 0) : static_cast<S>(v);
       std::memcpy(out, &x, sizeof x);
-      break;
     }
-    case DType::I32: {
-      const int32_t x = static_cast<int32_t>(v);
-      std::memcpy(out, &x, sizeof x);
-      break;
-    }
-    case DType::U32: {
-      const uint32_t x = static_cast<uint32_t>(v);
-      std::memcpy(out, &x, sizeof x);
-      break;
-    }
-    case DType::I16: {
-      const int16_t x = static_cast<int16_t>(v);
-      std::memcpy(out, &x, sizeof x);
-      break;
-    }
-    case DType::U16: {
-      const uint16_t x = static_cast<uint16_t>(v);
-      std::memcpy(out, &x, sizeof x);
-      break;
-    }
-    case DType::I8: {
-      const int8_t x = static_cast<int8_t>(v);
-      std::memcpy(out, &x, sizeof x);
-      break;
-    }
-    case DType::U8: {
-      const uint8_t x = static_cast<uint8_t>(v);
-      std::memcpy(out, &x, sizeof x);
-      break;
-    }
-    case DType::Bool: {
-      const bool x = v != 0;
-      std::memcpy(out, &x, sizeof x);
-      break;
-    }
-    default: break;  // parseField admits only the types above (the glue's element types)
-  }
+  });
 }
 
 // The glue's arguments for one vertex: connected fields point at their data, values at `values`.
