@@ -127,6 +127,16 @@ READ_AGAIN = [  # (name, f over a module m (jnp, or numpy for the reference), wh
     ("x * row + y beside x * row", lambda m, x, y: ((t := x * y[0]) + y, t), True),
     ("x * y + 1 and x * y - 2", lambda m, x, y: ((t := x * y) + m.float32(1), t - m.float32(2)), True),
     ("x * y + 1 beside max(x * y)", lambda m, x, y: ((t := x * y) + m.float32(1), m.max(t, 0)), False),
+    # XLA copies the product only where it fuses into every reader along every path (CanFuseOnAllPaths): through
+    # elementwise ops, an expensive one (exp) on the way read by one op only
+    ("x * y + 1 beside t * exp(t)", lambda m, x, y: ((t := x * y) + m.float32(1), t * m.exp(t)), True),
+    ("x * y + 1 beside t / (1 + t * t)", lambda m, x, y: ((t := x * y) + m.float32(1), t / (1 + t * t)), True),
+    ("x * y + 1 beside t * e + e * 2 of e = exp(t)", lambda m, x, y: ((t := x * y) + m.float32(1),
+                                                                     t * (e := m.exp(t)) + e * 2), False),
+    # the cube read twice more on one path, as jaxlib 0.12's expansion of arcsin(x * x * x) reads it (fuzz seed
+    # 20261901 #283: 2 * atan2(t, 1 + sqrt(1 - t * t)))
+    ("x * x * x + x beside sqrt(1 - t * t) + t", lambda m, x, y: (
+        (t := (x * x).astype(m.float32).astype(x.dtype) * x) + x, m.sqrt(1 - t * t) + t), True),
     # both adds in one loop (they meet in the last subtract): one product with two users there, rounded
     ("(t + 1) - (t - y) * 0.5 of t = x * c", lambda m, x, y: (((t := x * m.float32(1.3)) + m.float32(1)) -
                                                              (t - y) * m.float32(0.5),), False),

@@ -83,6 +83,30 @@ def test_reductions_over_several_dimensions_fold_in_cpus_order(name):
           **(EXACT if not CURRENT_SERIES else {"scale_ulps": 8} if name == "sum" else {"rtol": 1e-4}))
 
 
+# Column sums and products (rows, columns): levels without padding (64, 1024, 16384 rows), with it (1000, 40000),
+# both (1280 -> 40 -> 2), and an input of 2^22 elements (131072 x 32), whose first level XLA:CPU folds in order.
+COLUMNS = [(64, 9), (1024, 32), (1280, 17), (1000, 64), (16384, 32), (40000, 9), (131072, 32)]
+
+
+@pytest.mark.parametrize("name", ["sum", "prod"])
+def test_column_sums_fold_in_cpus_order(name):
+    """jaxlib 0.4.13: jnp.sum(x, 0) and jnp.prod(x, 0) of f32[n, c], c >= 9, are XLA:CPU's bits: each level of the
+    tree over strided elements in 8 lanes where the host gathers fast, else where the level needs no padding (but
+    the first level of an input of 2^22 elements or more), the others in order (fuzz seed 20261901 #868: a product
+    of 16,384 factors near 1, 7e-5 apart, more than its tolerance). jaxlib 0.12: a few ulps of each output's
+    scale."""
+    rng = np.random.default_rng(7)
+    xs = []
+    for shape in COLUMNS:
+        if name == "sum":
+            xs.append((rng.standard_normal(shape) * np.exp2(rng.integers(-8, 8, shape))).astype(np.float32))
+        else:
+            xs.append((1 + rng.standard_normal(shape) / 256).astype(np.float32))
+    reduce = jnp.sum if name == "sum" else jnp.prod
+    check(lambda *xs: [reduce(x, axis=0) for x in xs], *xs,
+          **(EXACT if not CURRENT_SERIES else {"scale_ulps": 8} if name == "sum" else {"rtol": 1e-4}))
+
+
 # (operand shape, moved to: a reshape's shape or "T" for a transpose, reduced axes of the moved value)
 MOVED = [((3, 7), (7, 3), None), ((3, 7), (21,), None), ((64, 33), (2112,), None), ((4, 6, 5), (4, 30), (1,)),
          ((3, 7, 5), (3, 35), (1,)), ((6, 9), (2, 27), (1,)), ((3, 7), "T", (0,)), ((8, 33), "T", None),

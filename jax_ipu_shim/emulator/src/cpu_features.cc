@@ -54,7 +54,15 @@ bool detectFastGather() {
   if (avx512f && (lo & 0xE0) == 0xE0) return true;  // the OS saves the opmask and ZMM state
   return avx2 && clflushopt && vendorIs("GenuineIntel");
 }
+bool detectAvx512Bf16() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!osSavesYmm() || !__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) || !(eax & (1u << 5))) return false;
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (lo & 0xE0) == 0xE0;
+}
 #else
+bool detectAvx512Bf16() { return false; }
 bool detectFastGather() { return false; }
 bool detectAvx2() { return false; }
 bool detectF16C() { return false; }
@@ -87,6 +95,11 @@ bool hostHasAvx() {
 
 bool hostGathersFast() {
   static const bool yes = detectFastGather();
+  return yes;
+}
+
+bool hostHasAvx512Bf16() {
+  static const bool yes = detectAvx512Bf16();
   return yes;
 }
 

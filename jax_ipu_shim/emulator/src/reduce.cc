@@ -201,7 +201,9 @@ class ReduceKernel : public Kernel {
         short_rows_(kF32Fold && numerics == Numerics::Jaxlib04 && g_.inner_reduced),
         nested_(kF32Fold && numerics == Numerics::Jaxlib04 && g_.red_shape.size() >= 2),
         strided_lanes_(lanes_ && (hostGathersFast() ||
-                                  (numerics != Numerics::Jaxlib04 && g_.reduced_count > kTreeWindow * kTreeWindow))) {}
+                                  (numerics != Numerics::Jaxlib04 && g_.reduced_count > kTreeWindow * kTreeWindow))),
+        unpadded_lanes_(lanes_ && numerics == Numerics::Jaxlib04 && !g_.inner_reduced),
+        large_input_(inputElements(g_) >= kLargeInput) {}
 
   void compute(RunState& s, int64_t b, int64_t e) const override {
     const S* x = s.at<const S>(in_);
@@ -502,7 +504,7 @@ class ReduceKernel : public Kernel {
     // combined as windowFold combines them.
     const int64_t last = g_.out_shape.empty() ? 1 : g_.out_shape.back();
     const int64_t os = g_.out_strides.empty() ? 0 : g_.out_strides.back();
-    const bool lanes_here = strided_lanes_;
+    const bool lanes_here = stridedLanes(l0, /*first=*/true);
     const int64_t nl = lanes_here ? 8 : 1;
     const int64_t chunk = std::max<int64_t>(1, (int64_t(1) << 20) / (l0.o * nl));
     std::vector<S> acc;
@@ -544,7 +546,9 @@ class ReduceKernel : public Kernel {
         for (int64_t j = 0; j < lanes; ++j) {
           const S* p = cur.data() + l.windowStart(jw) * lanes + j;
           const int64_t m = l.windowEnd(jw) - l.windowStart(jw);
-          next[static_cast<size_t>(jw * lanes + j)] = !last ? windowFold(p, lanes, m, init)
+          next[static_cast<size_t>(jw * lanes + j)] = !last ? (!unpadded_lanes_ || stridedLanes(l, /*first=*/false)
+                                                                   ? windowFold(p, lanes, m, init)
+                                                                   : foldInOrder(p, lanes, m, init))
                                                       : short_rows_ && g_.red_shape.size() == 1
                                                           ? shortFold(p, lanes, m, init)
                                                           : foldInOrder(p, lanes, m, init);
@@ -568,11 +572,29 @@ class ReduceKernel : public Kernel {
   bool nested_;  // ... over several dimensions: computeNested
   // A sum's or product's first-level windows over input elements that are not contiguous (the innermost dimension
   // is kept: a column sum) in lanes too: XLA:CPU's LLVM vectorises that strided loop only with gathers
-  // (hostGathersFast); else it folds each in order (measured on an AMD EPYC: jnp.sum(x, 0) of f32[40, 5]). The later
-  // levels, over the partials, keep their lanes there (jnp.prod(x, 0) of f32[32768, 32]). jaxlib 0.12 there: in order
+  // (hostGathersFast); else it folds each in order where the level is padded (unpadded_lanes_). The later levels, over
+  // the partials, are strided as well: jaxlib 0.4.13 the same way, jaxlib 0.12 in lanes. jaxlib 0.12 there: in order
   // up to 1024 reduced rows (f32[40..300, n], each bit), lanes beyond, where neither order gives cpu's bits and the
   // lanes are the more accurate (a column sum of 10^6 rows of 3.7 is 0.8 from the exact sum, in order 2.5; cpu 0.45).
   bool strided_lanes_;
+  // jaxlib 0.4.13, a sum's or product's strided levels on a host without fast gathers: a level whose windows need
+  // no padding (its elements a multiple of 32) is vectorised all the same, its windows in 8 lanes, a padded one
+  // folds each window in order (measured on an AMD EPYC with AVX2: jnp.sum(x, 0) of f32[n, c], c >= 9, bit for bit
+  // for n = 64, 1024, 1280 (1280 -> 40 -> 2: lanes, then in order), 1000, 32768, 40000; fuzz seed 20261901 #868:
+  // jnp.prod(x, 0) of f32[16384, 32]); but where the input has 2^22 elements or more, its first level folds each
+  // window in order (f32[n, c] for n * c from 4,194,304 (131072 x 32, 65536 x 64, 4096 x 1024, 524288 x 9) up;
+  // 130048 x 32 and 98304 x 33 still in lanes). stridedLanes tells, level by level.
+  bool unpadded_lanes_;
+  bool large_input_;
+  static constexpr int64_t kLargeInput = int64_t(1) << 22;
+  static int64_t inputElements(const ReduceGeometry& g) {
+    int64_t n = g.reduced_count;
+    for (int64_t d : g.out_shape) n *= d;
+    return n;
+  }
+  bool stridedLanes(const TreeLevel& l, bool first) const {
+    return strided_lanes_ || (unpadded_lanes_ && l.o * l.w == l.n && !(first && large_input_));
+  }
 };
 
 template <class S, class F>

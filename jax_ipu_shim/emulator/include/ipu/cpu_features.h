@@ -15,6 +15,10 @@ bool hostIsAmd();    // CPUID's vendor is AuthenticAMD
 // cores from Skylake on, marked here by CLFLUSHOPT, which Skylake introduced). Where it does not (AMD's Zen 1-3),
 // XLA:CPU folds a window over a dimension that is not the innermost one element at a time (reduce.cc).
 bool hostGathersFast();
+// AVX512-BF16, and the OS saves the opmask and ZMM state: LLVM computes a bf16 maximum or minimum in bf16 itself there
+// (a bf16 denormal kept), elsewhere in f32 under XLA:CPU's denormals-are-zero mode (a bf16 denormal read as a zero):
+// jaxlib 0.12's numerics (scalar_ops.h, ieee16Daz).
+bool hostHasAvx512Bf16();
 
 // The host's own approximate reciprocal square root (rsqrtss; 1/sqrt off x86-64): implementation-defined bits, which
 // jaxlib 0.12's XLA:CPU starts its rsqrt from (scalar_ops.h: rsqrt012).

@@ -49,9 +49,11 @@ inline float clampXlaDaz(float v, float l, float h) {
   return lo < xla_math::ftz_(h) ? lo : h;
 }
 // jaxlib 0.12's XLA:CPU (Numerics::Jaxlib012): IEEE 754-2019 maximum/minimum, -0 < +0 and NaN propagating. f32
-// operands are read with denormals as zeros of their sign (so a denormal result is a zero too); f16 and bf16 ones as
-// they are (XLA:CPU computes bf16 maximum natively on an AVX512-BF16 host, keeping a bf16 denormal). Ordered on the
-// bits, not by float comparison, so that the host's denormals-are-zero mode cannot change the answer.
+// operands are read with denormals as zeros of their sign (so a denormal result is a zero too); f16 ones as they
+// are (no f16 is an f32 denormal); bf16 ones as f32s are, except on a host with AVX512-BF16, where XLA:CPU computes
+// them in bf16 and keeps a bf16 denormal (ieee16Daz: on an AMD EPYC with AVX2, jnp.maximum(x, -1.0) and
+// jnp.clip(x, -1.0, 1.0) of a bf16 denormal are zeros on cpu; fuzz seed 20261901 #2606). Ordered on the bits, not by
+// float comparison, so that the host's denormals-are-zero mode cannot change the answer.
 inline int32_t ieeeOrderKey(float x) {
   const int32_t i = static_cast<int32_t>(xla_math::floatToBits(x));
   return i ^ ((i >> 31) & 0x7fffffff);
@@ -67,6 +69,11 @@ inline float minIeee(float a, float b) {
   if (Daz) a = xla_math::ftz_(a), b = xla_math::ftz_(b);
   if (std::isnan(a) || std::isnan(b)) return a + b;
   return ieeeOrderKey(a) <= ieeeOrderKey(b) ? a : b;
+}
+// Whether jaxlib 0.12's maximum and minimum of the narrow float D read its denormals as zeros on this host.
+template <DType D>
+inline bool ieee16Daz() {
+  return D == DType::BF16 && !hostHasAvx512Bf16();
 }
 
 // A maximum or minimum of x and a splat constant c, as LLVM lowers it knowing c. XLA's simplifier puts a
@@ -617,12 +624,12 @@ struct ClampF32 {
     return Ieee ? minIeee<true>(maxIeee<true>(v, l), h) : clampXlaDaz(v, l, h);
   }
 };
-template <class Fmt, bool Ieee>
+template <class Fmt, bool Ieee, bool Daz = false>
 struct Clamp16 {
   using T = typename Fmt::type;
   T operator()(T l, T v, T h) const {
     const float fl = Fmt::toFloat(l), fv = Fmt::toFloat(v), fh = Fmt::toFloat(h);
-    return Fmt::fromFloat(Ieee ? minIeee<false>(maxIeee<false>(fv, fl), fh) : clampXlaDaz(fv, fl, fh));
+    return Fmt::fromFloat(Ieee ? minIeee<Daz>(maxIeee<Daz>(fv, fl), fh) : clampXlaDaz(fv, fl, fh));
   }
 };
 template <class T>
@@ -1021,6 +1028,7 @@ bool visitBinary(OpKind k, DType dt, Numerics numerics, V&& v, ConstantOperand c
             found = constant == ConstantOperand::Rhs   ? f(MaximumIeeeConstantF{})
                     : constant == ConstantOperand::Lhs ? f(MaximumIeeeConstantLhsF{})
                                                        : f(MaximumIeeeF{});
+          else if (ieee16Daz<D>()) found = f(MaximumIeeeF{});  // in f32: bf16 denormals read as zeros
           else found = f(MaximumIeee16F{});
           break;
         case OpKind::Minimum:
@@ -1030,6 +1038,7 @@ bool visitBinary(OpKind k, DType dt, Numerics numerics, V&& v, ConstantOperand c
             found = constant == ConstantOperand::Rhs   ? f(MinimumIeeeConstantF{})
                     : constant == ConstantOperand::Lhs ? f(MinimumIeeeConstantLhsF{})
                                                        : f(MinimumIeeeF{});
+          else if (ieee16Daz<D>()) found = f(MinimumIeeeF{});  // in f32: bf16 denormals read as zeros
           else found = f(MinimumIeee16F{});
           break;
         case OpKind::Atan2: found = f(Atan2F{}); break;
@@ -1162,7 +1171,8 @@ bool visitClamp(DType dt, Numerics numerics, V&& v) {
       else v(ClampF32<false>{}, Tag<T>{});
       found = true;
     } else if constexpr (isNarrowFloat(D)) {
-      if (v012) v(Clamp16<FloatFormat<D>, true>{}, Tag<T>{});
+      if (v012 && ieee16Daz<D>()) v(Clamp16<FloatFormat<D>, true, true>{}, Tag<T>{});
+      else if (v012) v(Clamp16<FloatFormat<D>, true>{}, Tag<T>{});
       else v(Clamp16<FloatFormat<D>, false>{}, Tag<T>{});
       found = true;
     } else if constexpr (D != DType::Bool && D != DType::C64) {

@@ -9,6 +9,7 @@ import struct
 import threading
 from typing import Any, Dict, List, Optional, Set, Tuple
 
+import numpy as np
 from jax._src.interpreters import mlir as jmlir
 from jax._src.lib.mlir import ir
 
@@ -510,6 +511,12 @@ class _Translator:
                 # inlines first
                 for result, operand in zip(op.results, passed):
                     self.ids[result] = self._use(operand)
+            elif op.name in ("stablehlo.real", "stablehlo.imag") and not scalar_body and \
+                    (parts := _producer(op.operands[0])) is not None and parts.name == "stablehlo.complex":
+                # XLA's simplifier: real(complex(A, B)) => A, imag(complex(A, B)) => B, so a denormal A is A itself
+                # for what reads it (jaxlib 0.12's min(A, real(complex(A, B))) => min(A, A) => A; fuzz seed 20261901
+                # #312, where a scan's carry comes back so)
+                self.ids[op.results[0]] = self._use(parts.operands[op.name == "stablehlo.imag"])
             elif not scalar_body and (kept := self._identity_operand(op)) is not None:
                 # A + 0, A - 0, A * 1, A / 1 (either side where the op commutes): XLA's algebraic simplifier returns
                 # A itself, so cpu keeps what arithmetic would change (a denormal, -0 + 0)
@@ -726,6 +733,15 @@ class _Translator:
             "attrs": attrs,
             "regions": regions,
         }
+        if mlir_name == "stablehlo.while" and len(regions) == 2:
+            # XLA's while-loop simplifier: a value the body returns as it received it (once its own simplifier has
+            # seen through real(complex(A, B)) and the like) is the loop's operand there, for what reads the loop's
+            # result (jaxlib 0.12's min(x, scan's unchanged carry of x) is x, a denormal kept; fuzz seed 20261901
+            # #312)
+            body = regions[1]
+            for i, (param, returned) in enumerate(zip(body["params"], body["results"])):
+                if param["id"] == returned and i < len(op.results) and op.results[i].type == op.operands[i].type:
+                    self.ids[op.results[i]] = operands[i]
         if isinstance(attrs.get("replica_groups"), A.MeshAxes):
             attrs["replica_groups"] = self._mesh_groups(attrs["replica_groups"], mlir_name)
         if self.partitions > 1 and name in _COLLECTIVES:
@@ -1865,26 +1881,34 @@ def _float_bytes(dtype: str, number: float) -> bytes:
 
 def _splat_value(value: Any) -> Optional[float]:
     """The number every element of `value` is, when it is a real float splat constant or a broadcast scalar one, seen
-    through converts to its own type and, as XLA sees it once it has inlined the calls, through the parameters of a
+    through converts between real float types (rounded to each, as XLA folds a convert of a constant: jnp.clip's
+    f32 bounds of a bf16 array) and, as XLA sees it once it has inlined the calls, through the parameters of a
     function that every call passes the same such constant (jnp.clip's bounds in jax's own jitted functions)."""
     if not _real_float_type(value.type):
         return None
     producer = _producer(value)
     sign = 1.0
+    converts: List[str] = []  # the element types converted to, outermost first
     while producer is not None and (producer.name in ("stablehlo.broadcast_in_dim", "stablehlo.negate") or (
-            producer.name == "stablehlo.convert" and producer.operands[0].type == producer.results[0].type)):
+            producer.name == "stablehlo.convert" and _real_float_type(producer.operands[0].type))):
         sign = -sign if producer.name == "stablehlo.negate" else sign  # XLA folds the negation of a constant
+        if producer.name == "stablehlo.convert":
+            converts.append(str(ir.RankedTensorType(producer.results[0].type).element_type))
         value = producer.operands[0]
         producer = _producer(value)
     if producer is None:
         number = _CALLS.constants.get(_parameter_of(value)) if getattr(_CALLS, "constants", None) else None
-        return None if number is None else sign * number
-    if producer.name != "stablehlo.constant":
+    elif producer.name != "stablehlo.constant" or not A.is_a(ir.DenseFPElementsAttr, producer.attributes["value"]) \
+            or not ir.DenseElementsAttr(producer.attributes["value"]).is_splat:
         return None
-    attr = producer.attributes["value"]
-    if not A.is_a(ir.DenseFPElementsAttr, attr) or not ir.DenseElementsAttr(attr).is_splat:
+    else:
+        number = float(ir.FloatAttr(ir.DenseElementsAttr(producer.attributes["value"]).get_splat_value()).value)
+    if number is None:
         return None
-    return sign * float(ir.FloatAttr(ir.DenseElementsAttr(attr).get_splat_value()).value)
+    for element in reversed(converts):  # innermost first; the sign flips exactly in every type
+        number = float(np.asarray(number).astype(T.numpy_dtype(T.DTYPES[element][1]))) if element in T.DTYPES \
+            else number
+    return sign * number
 
 
 # While a module is translated (_Translator.program): the constants each function's parameters receive from every

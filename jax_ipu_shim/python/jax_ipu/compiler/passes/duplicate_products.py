@@ -5,8 +5,9 @@ XLA's instruction fusion duplicates a cheap producer into every consumer loop it
 (``ComputeGloballyUnfusible``) forbids it. A multiply may be duplicated when it is effectively unary (at most one of
 its operands is neither a broadcast, an iota nor a scalar constant: ``x * 3.7``, ``x / t`` after XLA's reciprocal
 rewrite, ``x * scale[None, :]``), when its distinct operands hold no more elements than it does (``x * x``), or when
-every reader can take a copy (all of them elementwise in the same computation, none reading another's result:
-``x * y + 1`` and ``x * y - 2``). In the copy inside an add or subtract's loop, LLVM contracts the multiply into the
+every reader can take a copy (all of them elementwise in the same computation, and every path from the product to
+one of them fusible: through elementwise ops and moves, no expensive one read twice: ``x * y + 1`` and ``x * y - 2``,
+``t + 1`` beside ``t * exp(t)``). In the copy inside an add or subtract's loop, LLVM contracts the multiply into the
 add: one fused multiply-add, one rounding. So ``t = x * 3.7; (t + y, jnp.sum(t))`` adds an unrounded product on
 cpu, and softmax's ``t - max(t)`` of a scaled ``t`` is the product's rounding error, not 0, where the max was taken
 (its exp of a huge ``t`` overflows: cpu's logsumexp is NaN there).
@@ -97,7 +98,7 @@ def _block(block: Dict[str, Any], fresh: Any, anchors: Any, series: Any,
             return True
         users = readers[result["id"]]
         return result["id"] not in escaping and all(_elementwise(r["op"]) for r in users) and \
-            not _on_one_path(users, readers)
+            _fuses_on_all_paths(users, readers)
 
     copies: Dict[int, List[Dict[str, Any]]] = {}  # id(add) -> the copies to place before it
     copied: Set[int] = set()
@@ -194,24 +195,47 @@ def _loop_fusible(op: str) -> bool:
     return _elementwise(op) or op in LOOP_MOVES
 
 
-def _on_one_path(users: List[Dict[str, Any]], readers: Dict[int, List[Dict[str, Any]]]) -> bool:
-    """Whether one of ``users`` reads what another computes, through any ops: XLA fuses a producer into all its
-    consumers only where it can on every path between them (CanFuseOnAllPaths), which the fusion of the ops between
-    decides; the pass copies a product only where no such path exists (t = x * y read by t + 1 and by (t * z) + t
-    stays one product on cpu: jaxlib 0.12's lgamma of negative arguments)."""
-    targets = {id(u) for u in users}
-    for start in users:
-        frontier, seen = [start], set()
-        while frontier:
-            op = frontier.pop()
-            for r in op["results"]:
-                for reader in readers.get(r["id"], ()):
-                    if id(reader) in targets:
-                        return True
-                    if id(reader) not in seen:
-                        seen.add(id(reader))
-                        frontier.append(reader)
-    return False
+# XLA's HloInstruction::IsExpensive among the elementwise ops: fusion never copies one into a second loop
+# (InstructionFusion::ShouldFuse refuses a duplicating fusion of an expensive producer).
+EXPENSIVE = frozenset(("atan2", "cosine", "divide", "erf", "exponential", "exponential_minus_one", "log",
+                       "log_plus_one", "logistic", "power", "remainder", "rsqrt", "sine", "sqrt", "cbrt", "tan",
+                       "tanh"))
+
+
+def _fuses_on_all_paths(users: List[Dict[str, Any]], readers: Dict[int, List[Dict[str, Any]]]) -> bool:
+    """Whether XLA can fuse the product into each of its ``users`` along every path from it to them
+    (InstructionFusion's CanFuseOnAllPaths, which ComputeGloballyUnfusible asks before it lets a multiply with more
+    operand elements than result elements be copied): every op such a path passes through is one XLA fuses into a
+    loop (the elementwise families, the moves), and none is an expensive op that more than one op reads, which
+    fusion would have to copy. Measured on both series (f32[64, 33] against cpu): ``t = x * y`` read by ``t + 1``
+    and ``t * exp(t)``, ``t / (1 + t * t)`` or ``t * sqrt(1 - t * t)`` is copied into the add (contracted there);
+    beside ``t * e + e * 2`` of ``e = exp(t)`` it stays one product; ``x * x * x + x`` beside ``arcsin(x * x * x)``
+    (jaxlib 0.12 expands the arcsin into elementwise ops that read the cube twice) is copied (fuzz seed 20261901
+    #283)."""
+    reach: Dict[int, Dict[str, Any]] = {}  # ops reachable from the product, by id
+    frontier = list(users)
+    while frontier:
+        op = frontier.pop()
+        if id(op) in reach:
+            continue
+        reach[id(op)] = op
+        for r in op["results"]:
+            frontier.extend(readers.get(r["id"], ()))
+    made_by = {r["id"]: op for op in reach.values() for r in op["results"]}
+    between: Dict[int, Dict[str, Any]] = {}  # the ops on a path from the product to a user, the users excluded
+    frontier = list(users)
+    while frontier:  # backwards from the users, through what the product reaches
+        for v in frontier.pop()["operands"]:
+            op = made_by.get(v)
+            if op is not None and id(op) not in between:
+                between[id(op)] = op
+                frontier.append(op)
+    for op in between.values():
+        if not _loop_fusible(op["op"]):
+            return False
+        if op["op"] in EXPENSIVE and sum(len(readers.get(r["id"], ())) for r in op["results"]) > 1:
+            return False
+    return True
 
 
 def _read(block: Dict[str, Any]) -> Set[int]:
