@@ -542,16 +542,15 @@ class ReduceKernel : public Kernel {
       const TreeLevel& l = tree_.levels[li];
       next.resize(static_cast<size_t>(l.o * lanes));
       const bool last = li + 1 == tree_.levels.size();
+      const bool in_lanes = !unpadded_lanes_ || stridedLanes(l, /*first=*/false);
       for (int64_t jw = 0; jw < l.o; ++jw)
         for (int64_t j = 0; j < lanes; ++j) {
           const S* p = cur.data() + l.windowStart(jw) * lanes + j;
           const int64_t m = l.windowEnd(jw) - l.windowStart(jw);
-          next[static_cast<size_t>(jw * lanes + j)] = !last ? (!unpadded_lanes_ || stridedLanes(l, /*first=*/false)
-                                                                   ? windowFold(p, lanes, m, init)
-                                                                   : foldInOrder(p, lanes, m, init))
-                                                      : short_rows_ && g_.red_shape.size() == 1
-                                                          ? shortFold(p, lanes, m, init)
-                                                          : foldInOrder(p, lanes, m, init);
+          next[static_cast<size_t>(jw * lanes + j)] =
+              !last ? (in_lanes ? windowFold(p, lanes, m, init) : foldInOrder(p, lanes, m, init))
+              : short_rows_ && g_.red_shape.size() == 1 ? shortFold(p, lanes, m, init)
+                                                        : foldInOrder(p, lanes, m, init);
         }
       cur.swap(next);
     }
