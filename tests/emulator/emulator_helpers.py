@@ -51,7 +51,7 @@ TOLERANCE = {"f32": dict(rtol=3e-6, atol=1e-6), "f16": dict(rtol=2e-3, atol=1e-4
 
 
 def tree_reduce(flat: np.ndarray, init: Any, op: Any = np.add, lanes: bool = True, short_last: bool = False,
-                first_lanes: bool = True) -> np.ndarray:
+                strided: bool = False) -> np.ndarray:
     """The emulator's reduction order as a numpy model (emulator/src/reduce.cc): `flat` is [outputs..., n], each
     output's reduced elements in row-major order; `op` a numpy ufunc, rounded to the dtype at every step. Up to 32
     elements are folded in order from `init`. More are reduced as XLA:CPU's TreeReductionRewriter reduces one
@@ -60,7 +60,9 @@ def tree_reduce(flat: np.ndarray, init: Any, op: Any = np.add, lanes: bool = Tru
     window of a sum or product (`lanes`) takes element k into lane k % 8, the lanes from the identity (-0 or 1),
     halves them 8 -> 4 -> 2 -> 1 and combines `init` with that; any other window is folded in order from `init`.
     `short_last` (jaxlib 0.4.13, an f32 sum or product over the innermost dimension): the last fold is _short_fold's.
-    `first_lanes`: the first level's windows in lanes too (false: in order; strided windows without fast gathers)."""
+    `strided` (the innermost dimension kept: windows of strided elements): without fast gathers, a level's windows
+    are in lanes only where the level needs no padding and it is not the first level of an input of 2^22 elements
+    or more; the others in order (reduce.cc: stridedLanes)."""
     dt = flat.dtype
     init = np.asarray(init, dt)
     identity = np.asarray(1 if op is np.multiply else -0.0, dt)
@@ -79,7 +81,8 @@ def tree_reduce(flat: np.ndarray, init: Any, op: Any = np.add, lanes: bool = Tru
         parts = []
         for j in range(o):
             w = cur[..., max(0, 32 * j - lo):min(n, 32 * j - lo + 32)]
-            if not lanes or (cur is flat and not first_lanes):
+            unpadded = o * 32 == n and not (cur is flat and flat.size >= 1 << 22)
+            if not lanes or (strided and not HOST_GATHERS_FAST and not unpadded):
                 parts.append(fold(w))
                 continue
             w = np.concatenate([w, np.broadcast_to(identity, w.shape[:-1] + (32 - w.shape[-1],))], axis=-1)
@@ -196,10 +199,10 @@ def xla_reduce(x: np.ndarray, dims: Sequence[int], init: Any, op: Any = np.add) 
     dt = x.dtype
     inner = bool(dims) and dims[-1] == x.ndim - 1
     if dt != np.float32 or op not in (np.add, np.multiply) or not dims:
-        return tree_reduce(flat, init, op, lanes=op in (np.add, np.multiply), first_lanes=inner or HOST_GATHERS_FAST)
+        return tree_reduce(flat, init, op, lanes=op in (np.add, np.multiply), strided=not inner)
     identity = np.asarray(1 if op is np.multiply else -0.0, dt)
     init = np.asarray(init, dt)
-    if len(dims) == 1:  # a window of the input over a kept innermost dimension is strided: lanes with fast gathers
-        return tree_reduce(flat, init, op, short_last=inner, first_lanes=inner or HOST_GATHERS_FAST)
+    if len(dims) == 1:  # a window of the input over a kept innermost dimension is strided (tree_reduce's `strided`)
+        return tree_reduce(flat, init, op, short_last=inner, strided=not inner)
     out = _fold_nested(moved.reshape((-1,) + moved.shape[len(kept):]), init, op, identity, inner)
     return out.reshape(moved.shape[:len(kept)])
