@@ -151,6 +151,12 @@ FUNCTIONS = {
     # result is its operand there (fuzz seed 20261901 #312), and min(A, A) is A
     "minimum_of_real_of_complex": lambda x: jnp.minimum(x, jnp.real(lax.complex(x, x[::-1]))),
     "minimum_of_imag_of_complex": lambda x: jnp.minimum(jnp.imag(lax.complex(x[::-1], x)), x),
+    # jaxlib 0.12: LLVM folds max(A, dynamic_update_slice(A, U, i)) as it folds max(A, select(p, U, A)): A itself
+    # outside the window (fuzz seed 20262101 #802)
+    "maximum_of_an_update": lambda x: (lambda a: jnp.maximum(a, lax.dynamic_update_slice(
+        a, x[::-1][:6].reshape(2, 3), (2, 5))))(x.reshape(8, 8)).reshape(-1),
+    "minimum_of_an_update": lambda x: (lambda a: jnp.minimum(a, lax.dynamic_update_slice(
+        a, x[::-1][:6].reshape(2, 3), (5, 1))))(x.reshape(8, 8)).reshape(-1),
     "minimum_of_a_loops_unchanged_carry": lambda x: jnp.minimum(
         x, lax.scan(lambda a, _: (jnp.real(lax.complex(a, x)), None), x, None, length=3)[0]),
 }

@@ -338,8 +338,9 @@ ACCEPTED: List[Accepted] = [
              "so inf; 0.99999994 alone and on the ipu, so 3.83)", ("erf",), ("float32",), 1, per="any",
              series="0.12", when="read_by_erf_inv"),
     Accepted("jaxlib 0.4.13's LLVM takes relu's maximum for maxnum, which never returns NaN, and drops the NaN case "
-             "of the convert to uint32 that reads it: relu(nan).astype(uint32) is 4294967295 on cpu, 0 (XLA's NaN "
-             "rule, cpu's own for nan.astype(uint32)) on the ipu", ("relu", "max"), ("float32",), 1, per="any",
+             "of the convert to uint32 that reads it: relu(nan).astype(uint32) is 4294967295 or 2147483648 on cpu "
+             "(fuzz seed 20262101 #870, in a branch of lax.switch), 0 (XLA's NaN rule, cpu's own for "
+             "nan.astype(uint32)) on the ipu", ("relu", "max"), ("float32",), 1, per="any",
              series="0.4.", when="nan_to_unsigned"),
     Accepted("XLA:CPU fuses a pad into the elementwise ops that read it, and LLVM folds them on the padding value "
              "with host arithmetic, which keeps a denormal (max(round(p), p) of a pad with 1e-40 is 1e-40 there); "
@@ -720,11 +721,14 @@ def _denormal_bound(step, program, values) -> bool:  # noqa: ANN001
 
 
 def _nan_to_unsigned(step, program, values) -> bool:  # noqa: ANN001
-    """A NaN operand, and a convert to uint32 reads the step's result."""
+    """A NaN operand, and a convert to uint32 reads the step's result: a convert step, or the cast of a nested
+    function's result to the dtype its caller wants (a branch of lax.switch returning ``v.astype(jnp.uint32)``)."""
     names = {o.name for o in step.outs}
     converted = any(s.op == "convert" and names & set(s.reads) and any(o.dtype == "uint32" for o in s.outs)
                     for s in program.ops())
-    return converted and _nan(values())
+    cast = any(re.search(rf"\b{re.escape(n)}\.astype\(jnp\.uint32\)", b.result)
+               for s in program.ops() for b in s.blocks for n in names)
+    return (converted or cast) and _nan(values())
 
 
 def _denormal_literal(expr: str) -> bool:

@@ -482,6 +482,23 @@ class _Translator:
                 branches = [same, extremum] if same_first else [extremum, same]
                 rewrite.emit("select", [predicate] + branches, result=entry["results"][0])
                 body.extend(rewrite.ops)
+            elif op.name in _MIN_MAX and not scalar_body and _jax.is_current_series() and self._real_float(op) \
+                    and (updated := _extremum_of_update(op)) is not None:
+                # jaxlib 0.12: XLA:CPU fuses dynamic_update_slice(A, U, i) into the extremum's loop, a select of U
+                # inside the window and A outside, and LLVM folds max(A, select(p, U, A)) => select(p, max(A, U), A)
+                # as above: outside the window the result is A itself, a denormal kept (fuzz seed 20262101 #802)
+                entry = self._op(op)
+                rewrite = _Rewrite(self, entry)
+                kept, update_op, kept_first = updated
+                starts = [self._use(v) for v in update_op.operands[2:]]
+                _, window_shape = self._tensor(update_op.operands[1])
+                window = rewrite.emit("dynamic_slice", [self._use(kept)] + starts, shape=window_shape,
+                                      attrs={"slice_sizes": list(window_shape)})
+                pair = [window, self._use(update_op.operands[1])]
+                extremum = rewrite.emit(op.name.split(".", 1)[1], pair if kept_first else pair[::-1],
+                                        shape=window_shape)
+                rewrite.emit("dynamic_update_slice", [self._use(kept), extremum] + starts, result=entry["results"][0])
+                body.extend(rewrite.ops)
             elif op.name in ("stablehlo.select", "func.call") and not scalar_body and not _jax.is_current_series() \
                     and len(op.results) == 1 and self._f32(op) and (folded := _select_of_arithmetic(op)) is not None:
                 # jaxlib 0.4.13: XLA:CPU fuses X op Y into the select's loop, where LLVM's InstCombine folds
@@ -1613,6 +1630,22 @@ def _select_extremum(op: Any) -> Optional[Tuple[Any, Any, Any, bool]]:
             return predicate, kept, second, True
         if second == kept and first != kept:
             return predicate, kept, first, False
+    return None
+
+
+def _extremum_of_update(op: Any) -> Optional[Tuple[Any, Any, bool]]:
+    """(A, the dynamic_update_slice, True) for max(A, dynamic_update_slice(A, U, i...)) or min of them that XLA fuses
+    into the extremum's loop: read once there (_read_once_where_fused); else None. Only in this operand order:
+    max(dynamic_update_slice(A, U, i), A) keeps some denormals of A outside the window on cpu and flushes others
+    (f32[7, 8], a window at (2, 6): [0, 0] kept, [0, 7] flushed), which neither rule reproduces; the emulator
+    flushes them all there."""
+    first, second = op.operands
+    for updated, kept, kept_first in ((second, first, True),):
+        producer = _producer(updated)
+        if producer is not None and producer.name == "stablehlo.dynamic_update_slice" and \
+                producer.operands[0] == kept and kept.type == op.results[0].type and \
+                _read_once_where_fused(updated, op):
+            return kept, producer, kept_first
     return None
 
 
