@@ -435,6 +435,12 @@ ACCEPTED: List[Accepted] = [
              "product's rounding error and the ipu 0, which later steps amplify to anything (arcsin of it: NaN on "
              "cpu; fuzz seed 20261601 #2387)", ("grad",), ("float32",), 1, per="any", when="one_trip_loop",
              open=True),
+    Accepted("open: jaxlib 0.12, a float bitcast from integers and read as a bool "
+             "(lax.bitcast_convert_type(i, jnp.bfloat16).astype(bool)): LLVM folds the compare with zero into an "
+             "integer test of the bits, so a denormal is True on cpu, where the emulator compares the float with "
+             "denormals read as zeros, False, as cpu does for a bf16 denormal computed otherwise (fuzz seed 20262101 "
+             "#92)", ("bitcast",), ("float32", "float16", "bfloat16"), 1, per="any", series="0.12",
+             when="bitcast_to_bool", open=True),
     Accepted("open: the gradient of a softmax (of a log_softmax, a logsumexp): its backward pass sums the products "
              "of the cotangent and the softmax, which XLA:CPU fuses into the reduce's loop and contracts into its "
              "adds (one fused multiply-add per term, as in the sum of products entry, in both series), where the "
@@ -720,15 +726,25 @@ def _denormal_bound(step, program, values) -> bool:  # noqa: ANN001
     return False
 
 
-def _nan_to_unsigned(step, program, values) -> bool:  # noqa: ANN001
-    """A NaN operand, and a convert to uint32 reads the step's result: a convert step, or the cast of a nested
-    function's result to the dtype its caller wants (a branch of lax.switch returning ``v.astype(jnp.uint32)``)."""
+def _converted_to(step, program, dtype: str) -> bool:  # noqa: ANN001
+    """A convert to ``dtype`` reads the step's result: a convert step, or the cast of a nested function's result to
+    the dtype its caller wants (a branch of lax.switch returning ``v.astype(jnp.uint32)``)."""
     names = {o.name for o in step.outs}
-    converted = any(s.op == "convert" and names & set(s.reads) and any(o.dtype == "uint32" for o in s.outs)
+    converted = any(s.op == "convert" and names & set(s.reads) and any(o.dtype == dtype for o in s.outs)
                     for s in program.ops())
-    cast = any(re.search(rf"\b{re.escape(n)}\.astype\(jnp\.uint32\)", b.result)
-               for s in program.ops() for b in s.blocks for n in names)
-    return (converted or cast) and _nan(values())
+    spelled = "bool_" if dtype == "bool" else dtype
+    return converted or any(re.search(rf"\b{re.escape(n)}\.astype\(jnp\.{spelled}\)", b.result)
+                            for s in program.ops() for b in s.blocks for n in names)
+
+
+def _nan_to_unsigned(step, program, values) -> bool:  # noqa: ANN001
+    """A NaN operand, and a convert to uint32 reads the step's result."""
+    return _converted_to(step, program, "uint32") and _nan(values())
+
+
+def _bitcast_to_bool(step, program, values) -> bool:  # noqa: ANN001
+    """The step bitcasts integers to a float, and a convert to bool reads that float."""
+    return step.op == "bitcast" and _converted_to(step, program, "bool")
 
 
 def _denormal_literal(expr: str) -> bool:
@@ -833,6 +849,7 @@ WHEN = {
     "denormal_bound": _denormal_bound,
     "read_by_erf_inv": _read_by_erf_inv,
     "nan_to_unsigned": _nan_to_unsigned,
+    "bitcast_to_bool": _bitcast_to_bool,
     "denormal_padding": _denormal_padding,
     "converted_bool_operand": _converted_bool_operand,
     "uniform_converted_bool_operand": _uniform_converted_bool_operand,
