@@ -413,6 +413,11 @@ ACCEPTED: List[Accepted] = [
              "LLVM adds each output's few terms as a tree (vector.reduce: (x0 + x2) + (x1 + x3)) where the emulator "
              "adds them in order", ("reduce_sum", "reduce_prod"), ("float32",), 4, per="row", series="0.4.",
              when="reads_concatenate", open=True),
+    Accepted("open: jaxlib 0.4.13, an f32 sum or product of a pad that XLA:CPU fuses into the reduce's loop "
+             "(jnp.sum(lax.pad(x, 3.7, [(0, -1, 0), (-2, 0, 1)]), 1) of f32[3, 3]): the loop's bounds checks keep "
+             "LLVM from vectorising it, and it adds each output's terms in order from the init value, where the "
+             "emulator folds a row of up to 32 in its 8-lane model: an ulp (fuzz seed 20262101 #2976)",
+             ("reduce_sum", "reduce_prod"), ("float32",), 4, per="row", series="0.4.", when="reads_pad", open=True),
     Accepted("open: jaxlib 0.4.13, an f32 sum of products that XLA:CPU fuses into the reduce's loop (jnp.sum(x * x, "
              "axis=1) of rows of up to 32 terms): LLVM contracts each product into its lane's add, one fused "
              "multiply-add per term; the emulator rounds the products first (fuzz seed 20261601 #5025: 18% of the "
@@ -617,6 +622,11 @@ def _erf_tail(step, program, values) -> bool:  # noqa: ANN001
 def _reads_concatenate(step, program, values) -> bool:  # noqa: ANN001
     producers = {o.name: s for s in program.ops() for o in s.outs}
     return any(r in producers and producers[r].op == "concatenate" for r in step.reads)
+
+
+def _reads_pad(step, program, values) -> bool:  # noqa: ANN001
+    producers = {o.name: s for s in program.ops() for o in s.outs}
+    return any(r in producers and producers[r].op == "pad" for r in step.reads)
 
 
 def _reads_quotient(step, program, values) -> bool:  # noqa: ANN001
@@ -835,6 +845,7 @@ WHEN = {
     "divides_by_logistic": _divides_by_logistic,
     "reads_quotient": _reads_quotient,
     "reads_product": _reads_product,
+    "reads_pad": _reads_pad,
     "one_trip_loop": _one_trip_loop,
     "softmax_in_grad": _softmax_in_grad,
     "extremum_of_nextafter": _extremum_of_nextafter,
