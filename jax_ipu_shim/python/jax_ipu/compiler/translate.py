@@ -494,8 +494,8 @@ class _Translator:
                 _, window_shape = self._tensor(update_op.operands[1])
                 window = rewrite.emit("dynamic_slice", [self._use(kept)] + starts, shape=window_shape,
                                       attrs={"slice_sizes": list(window_shape)})
-                pair = [window, self._use(update_op.operands[1])]
-                extremum = rewrite.emit(op.name.split(".", 1)[1], pair if kept_first else pair[::-1],
+                both = [window, self._use(update_op.operands[1])]
+                extremum = rewrite.emit(op.name.split(".", 1)[1], both if kept_first else both[::-1],
                                         shape=window_shape)
                 rewrite.emit("dynamic_update_slice", [self._use(kept), extremum] + starts, result=entry["results"][0])
                 body.extend(rewrite.ops)

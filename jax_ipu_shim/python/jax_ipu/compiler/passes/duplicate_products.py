@@ -226,10 +226,10 @@ def _fuses_on_all_paths(users: List[Dict[str, Any]], readers: Dict[int, List[Dic
     frontier = list(users)
     while frontier:  # backwards from the users, through what the product reaches
         for v in frontier.pop()["operands"]:
-            op = made_by.get(v)
-            if op is not None and id(op) not in between:
-                between[id(op)] = op
-                frontier.append(op)
+            maker = made_by.get(v)
+            if maker is not None and id(maker) not in between:
+                between[id(maker)] = maker
+                frontier.append(maker)
     for op in between.values():
         if not _loop_fusible(op["op"]):
             return False
