@@ -322,6 +322,10 @@ DIVIDES = {
     # ... but not one with dimensions of one: XLA broadcasts a reshape that drops them, read by the divide alone
     "x/s, s[1, 1] returned": lambda a, b, c, r: (lambda s: (a / s, s))(r[3:4, None]),
     "x/s, s[24, 1] returned": lambda a, b, c, r: (lambda s: (a / s, s))(b[:, 3:4] + c[:, :1]),
+    # an update of no elements is its operand to XLA: (c / b) / (c / b) is a quotient of quotients, 1 (fuzz seed
+    # 20262101 #4853)
+    "(c/b)/update(c/b, nothing)": lambda a, b, c, r: (lambda q: q / lax.dynamic_update_slice(q, q[:0], (0, 0)))(
+        0.5 / b),
     # a branch gets a captured quotient as a parameter: 0.5 / (1 / a) is a divide there, not 0.5 * a
     "in a branch, c/(1/a)": lambda a, b, c, r: lax.cond(r[0] > 100, lambda v: v, lambda v: 0.5 / v, 1 / a),
 }

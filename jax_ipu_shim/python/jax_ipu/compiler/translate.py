@@ -283,6 +283,9 @@ class _Translator:
         # value of its numerator where that divide is the module's own.
         self.quotients: Dict[Any, Tuple[int, int]] = {}
         self.quotient_values: Dict[Any, Any] = {}
+        # ... and by the divide's result id, for a value the walk maps to that id (XLA's simplifier has removed what
+        # stood between: a dynamic_update_slice of nothing, A * 1)
+        self.quotient_ids: Dict[int, Tuple[int, int]] = {}
         # A splat constant written as a broadcast scalar, in the function being translated: broadcast id -> scalar id
         self.splat_scalars: Dict[int, int] = {}
         self.called: List[str] = []  # callees of func.call ops, in the order the walk meets them
@@ -528,6 +531,11 @@ class _Translator:
                 # inlines first
                 for result, operand in zip(op.results, passed):
                     self.ids[result] = self._use(operand)
+            elif op.name == "stablehlo.dynamic_update_slice" and not scalar_body and \
+                    self._type(op.operands[1].type) is not None and 0 in self._tensor(op.operands[1])[1]:
+                # XLA's simplifier: an update of no elements leaves the operand, which is then the same value for
+                # the rules that read it ((A / B) / (A / B) is a quotient of quotients: 1; fuzz seed 20262101 #4853)
+                self.ids[op.results[0]] = self._use(op.operands[0])
             elif op.name in ("stablehlo.real", "stablehlo.imag") and not scalar_body and \
                     (parts := _producer(op.operands[0])) is not None and parts.name == "stablehlo.complex":
                 # XLA's simplifier: real(complex(A, B)) => A, imag(complex(A, B)) => B, so a denormal A is A itself
@@ -1171,14 +1179,17 @@ class _Translator:
         def quotient(value: Any) -> Optional[Tuple[int, int]]:
             """The (numerator, denominator) `value` divides, where XLA sees that divide (not across a branch's edge:
             the branch gets the quotient as a parameter)."""
-            if value not in self.quotients or _producer(value) is None:
+            if value is None or _producer(value) is None:
                 return None
-            return self.quotients[value]
+            if value in self.quotients:
+                return self.quotients[value]
+            return self.quotient_ids.get(self.ids.get(value, -1))
 
         def divide(a: int, a_value: Any, b: int, b_value: Any) -> Tuple[str, List[int]]:
             """The op that computes a / b and its operands (values: the MLIR values a and b are, if any)."""
-            if quotient(a_value) is not None and quotient(b_value) is not None:
-                (n1, d1), (n2, d2) = self.quotients[a_value], self.quotients[b_value]
+            qa, qb = quotient(a_value), quotient(b_value)
+            if qa is not None and qb is not None:
+                (n1, d1), (n2, d2) = qa, qb
                 return "divide", [emit("multiply", [n1, d2], shape), emit("multiply", [d1, n2], shape)]
             sunk = current and a_value is not None and b_value is not None and \
                 _broadcast_of(a_value, self._tensor) == _broadcast_of(b_value, self._tensor) is not None
@@ -1191,11 +1202,11 @@ class _Translator:
                 # 1 * F is F (XLA's simplifier drops the multiply, so a denormal F stays)
                 return ("reshape", [factor]) if a_value is not None and _splat_value(a_value) == 1.0 else \
                     ("multiply", [a, factor])
-            if quotient(a_value) is not None:
-                numerator, denominator = self.quotients[a_value]
+            if qa is not None:
+                numerator, denominator = qa
                 return "divide", [numerator, emit("multiply", [denominator, b], shape)]
-            if quotient(b_value) is not None:
-                numerator, denominator = self.quotients[b_value]
+            if qb is not None:
+                numerator, denominator = qb
                 numerator_value = self.quotient_values.get(b_value)
                 return divide(emit("multiply", [a, denominator], shape), None, numerator, numerator_value)
             return "divide", [a, b]
@@ -1203,7 +1214,7 @@ class _Translator:
         a_value, b_value = mlir_op.operands
         name, operands = divide(entry["operands"][0], a_value, entry["operands"][1], b_value)
         if name == "divide":
-            self.quotients[mlir_op.results[0]] = (operands[0], operands[1])
+            self.quotients[mlir_op.results[0]] = self.quotient_ids[out["id"]] = (operands[0], operands[1])
             if operands[0] == entry["operands"][0] and operands[1] == entry["operands"][1]:
                 self.quotient_values[mlir_op.results[0]] = a_value
                 return ops + [entry]
