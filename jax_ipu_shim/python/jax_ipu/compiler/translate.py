@@ -283,9 +283,6 @@ class _Translator:
         # value of its numerator where that divide is the module's own.
         self.quotients: Dict[Any, Tuple[int, int]] = {}
         self.quotient_values: Dict[Any, Any] = {}
-        # ... and by the divide's result id, for a value the walk maps to that id (XLA's simplifier has removed what
-        # stood between: a dynamic_update_slice of nothing, A * 1)
-        self.quotient_ids: Dict[int, Tuple[int, int]] = {}
         # A splat constant written as a broadcast scalar, in the function being translated: broadcast id -> scalar id
         self.splat_scalars: Dict[int, int] = {}
         self.called: List[str] = []  # callees of func.call ops, in the order the walk meets them
@@ -536,6 +533,8 @@ class _Translator:
                 # XLA's simplifier: an update of no elements leaves the operand, which is then the same value for
                 # the rules that read it ((A / B) / (A / B) is a quotient of quotients: 1; fuzz seed 20262101 #4853)
                 self.ids[op.results[0]] = self._use(op.operands[0])
+                if op.operands[0] in self.quotients:
+                    self.quotients[op.results[0]] = self.quotients[op.operands[0]]
             elif op.name in ("stablehlo.real", "stablehlo.imag") and not scalar_body and \
                     (parts := _producer(op.operands[0])) is not None and parts.name == "stablehlo.complex":
                 # XLA's simplifier: real(complex(A, B)) => A, imag(complex(A, B)) => B, so a denormal A is A itself
@@ -1179,11 +1178,9 @@ class _Translator:
         def quotient(value: Any) -> Optional[Tuple[int, int]]:
             """The (numerator, denominator) `value` divides, where XLA sees that divide (not across a branch's edge:
             the branch gets the quotient as a parameter)."""
-            if value is None or _producer(value) is None:
+            if value not in self.quotients or _producer(value) is None:
                 return None
-            if value in self.quotients:
-                return self.quotients[value]
-            return self.quotient_ids.get(self.ids.get(value, -1))
+            return self.quotients[value]
 
         def divide(a: int, a_value: Any, b: int, b_value: Any) -> Tuple[str, List[int]]:
             """The op that computes a / b and its operands (values: the MLIR values a and b are, if any)."""
@@ -1214,7 +1211,7 @@ class _Translator:
         a_value, b_value = mlir_op.operands
         name, operands = divide(entry["operands"][0], a_value, entry["operands"][1], b_value)
         if name == "divide":
-            self.quotients[mlir_op.results[0]] = self.quotient_ids[out["id"]] = (operands[0], operands[1])
+            self.quotients[mlir_op.results[0]] = (operands[0], operands[1])
             if operands[0] == entry["operands"][0] and operands[1] == entry["operands"][1]:
                 self.quotient_values[mlir_op.results[0]] = a_value
                 return ops + [entry]
