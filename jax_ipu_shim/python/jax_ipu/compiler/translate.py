@@ -489,13 +489,12 @@ class _Translator:
                 # as above: outside the window the result is A itself, a denormal kept (fuzz seed 20262101 #802)
                 entry = self._op(op)
                 rewrite = _Rewrite(self, entry)
-                kept, update_op, kept_first = updated
+                kept, update_op = updated
                 starts = [self._use(v) for v in update_op.operands[2:]]
                 _, window_shape = self._tensor(update_op.operands[1])
                 window = rewrite.emit("dynamic_slice", [self._use(kept)] + starts, shape=window_shape,
                                       attrs={"slice_sizes": list(window_shape)})
-                both = [window, self._use(update_op.operands[1])]
-                extremum = rewrite.emit(op.name.split(".", 1)[1], both if kept_first else both[::-1],
+                extremum = rewrite.emit(op.name.split(".", 1)[1], [window, self._use(update_op.operands[1])],
                                         shape=window_shape)
                 rewrite.emit("dynamic_update_slice", [self._use(kept), extremum] + starts, result=entry["results"][0])
                 body.extend(rewrite.ops)
@@ -1641,19 +1640,17 @@ def _select_extremum(op: Any) -> Optional[Tuple[Any, Any, Any, bool]]:
     return None
 
 
-def _extremum_of_update(op: Any) -> Optional[Tuple[Any, Any, bool]]:
-    """(A, the dynamic_update_slice, True) for max(A, dynamic_update_slice(A, U, i...)) or min of them that XLA fuses
+def _extremum_of_update(op: Any) -> Optional[Tuple[Any, Any]]:
+    """(A, the dynamic_update_slice) for max(A, dynamic_update_slice(A, U, i...)) or min of them that XLA fuses
     into the extremum's loop: read once there (_read_once_where_fused); else None. Only in this operand order:
     max(dynamic_update_slice(A, U, i), A) keeps some denormals of A outside the window on cpu and flushes others
     (f32[7, 8], a window at (2, 6): [0, 0] kept, [0, 7] flushed), which neither rule reproduces; the emulator
     flushes them all there."""
-    first, second = op.operands
-    for updated, kept, kept_first in ((second, first, True),):
-        producer = _producer(updated)
-        if producer is not None and producer.name == "stablehlo.dynamic_update_slice" and \
-                producer.operands[0] == kept and kept.type == op.results[0].type and \
-                _read_once_where_fused(updated, op):
-            return kept, producer, kept_first
+    kept, updated = op.operands
+    producer = _producer(updated)
+    if producer is not None and producer.name == "stablehlo.dynamic_update_slice" and \
+            producer.operands[0] == kept and kept.type == op.results[0].type and _read_once_where_fused(updated, op):
+        return kept, producer
     return None
 
 
