@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parent
 sys.path.insert(0, str(REPO))
 
 from build_tools.pins import load  # noqa: E402
-from build_tools.suites import BUILD_VARIABLES, suite_dirs, suite_env  # noqa: E402
+from build_tools.suites import BUILD_VARIABLES, seven_tile_files, suite_dirs, suite_env  # noqa: E402
 
 PINS = load()
 SERIES = PINS.get_series()  # the default series (0.4.13): dist/*.whl
@@ -225,10 +225,61 @@ def tests(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(REPO / "tests" / "toolchain"),
                 str(REPO / "tests" / "toolchain"), "--ignore", str(REPO / "tests" / "toolchain" / "installed"),
                 env=suite_env(keep=BUILD_VARIABLES))
-    # The arguments of `tests` are build arguments (e.g. --jobs 1): the suites get none of them. Every series.
-    for python in PYTHONS:
-        session.notify(f"installed_tests-{python}", posargs=[])
-        session.notify(f"examples-{python}", posargs=[])
+    # The arguments of `tests` are build arguments (e.g. --jobs 1): the suites get none of them. Every series, its
+    # suites then its examples; the series side by side where there are cores for it.
+    jobs = {SERIES_BY_PYTHON[p].name: [f"installed_tests-{p}", f"examples-{p}"] for p in PYTHONS}
+    if len(jobs) > 1 and (os.cpu_count() or 1) > 1:
+        _side_by_side(session, jobs)
+    else:
+        for names in jobs.values():
+            for name in names:
+                session.notify(name, posargs=[])
+
+
+def _side_by_side(session: nox.Session, jobs: dict) -> None:
+    """Runs each job (a name and its sessions, in order) in its own `nox` process, all at once: every line is printed
+    prefixed with the job's name and kept in build/test-logs/<name>.log. Waits for all of them, prints each one's
+    time, and fails naming the jobs that failed (a failure does not stop the others: their results still count)."""
+    import threading
+    import time
+
+    logs = REPO / "build" / "test-logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    lock = threading.Lock()
+    started = time.monotonic()
+    procs, pumps, times = {}, [], {}
+
+    def pump(name: str, proc: subprocess.Popen) -> None:
+        with open(logs / f"{name}.log", "w") as log:
+            for line in proc.stdout:
+                log.write(line)
+                with lock:
+                    sys.stdout.write(f"[{name}] {line}")
+                    sys.stdout.flush()
+        proc.wait()
+        times[name] = time.monotonic() - started
+
+    for name, sessions in jobs.items():
+        # One -s with every session: nox keeps only the last of several -s options.
+        cmd = [sys.executable, "-m", "nox", "--non-interactive", "-f", str(REPO / "noxfile.py"), "-s", *sessions]
+        session.log(f"{name}: {' '.join(cmd[1:])} (log: {(logs / f'{name}.log').relative_to(REPO)})")
+        procs[name] = subprocess.Popen(cmd, cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                       text=True, bufsize=1, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+        pumps.append(threading.Thread(target=pump, args=(name, procs[name]), daemon=True))
+        pumps[-1].start()
+    try:
+        for t in pumps:
+            t.join()
+    except KeyboardInterrupt:
+        for proc in procs.values():
+            proc.terminate()
+        raise
+    for name, proc in procs.items():
+        session.log(f"{name}: {'passed' if proc.returncode == 0 else f'FAILED (exit {proc.returncode})'} in "
+                    f"{times[name] / 60:.1f} min ({' '.join(jobs[name])})")
+    failed = [name for name, proc in procs.items() if proc.returncode != 0]
+    if failed:
+        session.error(f"failed: {', '.join(failed)} (their output: build/test-logs/<name>.log)")
 
 
 def _dist_wheels(session: nox.Session) -> list:
@@ -266,12 +317,13 @@ def installed_tests(session: nox.Session) -> None:
         # pytest exits 5 when it collected nothing: that fails the session like any other non-zero exit.
         session.run("python", "-m", "pytest", "--rootdir", outside, "-p", "no:cacheprovider", *suites, *session.posargs,
                     env=suite_env(JAX_IPU_TEST_ARTIFACTS=str(ARTIFACTS)))
-        # The conformance suite again on an IPU Model of 7 tiles: every tensor then spreads unevenly over few tiles,
-        # which exercises other tile mappings, exchanges and matmul plans than the full chip does.
+        # The conformance files the tile count changes, again on an IPU Model of 7 tiles: every tensor then spreads
+        # unevenly over few tiles, which exercises other tile mappings, exchanges and matmul plans than the full chip
+        # does (build_tools/suites.py SEVEN_TILE_CONFORMANCE says which files and why).
         if not session.posargs:
             session.log("conformance on a 7-tile IPU Model")
             session.run("python", "-m", "pytest", "--rootdir", outside, "-p", "no:cacheprovider", "-q",
-                        str(REPO / "tests" / "conformance"), env=suite_env(JAX_IPU_MODEL_NUM_TILES="7"))
+                        *seven_tile_files(), env=suite_env(JAX_IPU_MODEL_NUM_TILES="7"))
         session.chdir(str(REPO))
 
 

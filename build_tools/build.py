@@ -148,6 +148,7 @@ def build(out_dir: Path = DIST, series_name: Optional[str] = None, cxx: Optional
     stamp_path(series).write_text(json.dumps(stamp, indent=2) + "\n")
     for w in built:
         print(f"[build] {w.name}: {w.stat().st_size / 1e6:.1f} MB", flush=True)
+    print(f"[build] series {series.name} built in {stamp['seconds']:.0f} s", flush=True)
     return stamp
 
 

@@ -3,7 +3,8 @@
 Compiler: ``python -m ziglang c++ -target x86_64-linux-gnu.<glibc>`` (libc++ linked statically; the result is tagged
 manylinux2014 by auditwheel). ``--cxx`` / ``$JAX_IPU_CXX`` (e.g. ``g++``) gives a quick development build that is not
 portable. Objects compile in parallel and are cached by a content hash (source, every header the shim owns, the
-generated PJRT header, the pinned TF headers, compiler and flags), so an unchanged rebuild only links.
+generated PJRT header, the pinned TF headers, compiler and flags), so an unchanged rebuild only links. The emulator's
+sources reach no series' headers: they compile once, for the oldest pinned glibc, and every series links those objects.
 
 Reproducible: no absolute path reaches a cache key or an object. Keys name files relative to the repository or the
 cache, and the compiler maps the repository, the cache and zig's own directory to fixed names
@@ -20,14 +21,16 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from build_tools.fetch import cache_dir, extract_header_tree
-from build_tools.pins import REPO, Series
+from build_tools.pins import REPO, Series, load
 
 SHIM = REPO / "jax_ipu_shim"
-SOURCE_DIRS = (SHIM / "emulator" / "src", SHIM / "pjrt")
+EMULATOR_SOURCES = SHIM / "emulator" / "src"
+SOURCE_DIRS = (EMULATOR_SOURCES, SHIM / "pjrt")
 EXPORTS_MAP = SHIM / "pjrt" / "exports.map"
 GENERATOR = REPO / "build_tools" / "gen_pjrt_api.py"
 LIBRARY_NAME = "libjax_ipu.so"
@@ -49,12 +52,24 @@ class NativeBuildError(RuntimeError):
     pass
 
 
-def compiler(series: Series, cxx: Optional[str]) -> List[str]:
-    """The compiler command: zig targeting the pinned glibc, or the development override."""
+def compiler(series: Series, cxx: Optional[str], glibc: Optional[str] = None) -> List[str]:
+    """The compiler command: zig targeting the pinned glibc (``glibc`` instead of the series' own: the shared
+    objects'), or the development override."""
     cxx = cxx or os.environ.get("JAX_IPU_CXX")
     if cxx:
         return shlex.split(cxx)
-    return [sys.executable, "-m", "ziglang", "c++", "-target", f"x86_64-linux-gnu.{series.glibc}"]
+    return [sys.executable, "-m", "ziglang", "c++", "-target", f"x86_64-linux-gnu.{glibc or series.glibc}"]
+
+
+def shared_glibc() -> str:
+    """The oldest glibc of every pinned series: the emulator's objects are compiled once, for it, and every series'
+    library links them (an object built against an older glibc links into a newer target's library)."""
+    return min((s.glibc for s in load().all_series()), key=lambda v: tuple(int(x) for x in v.split(".")))
+
+
+def is_shared(src: Path) -> bool:
+    """A source of the emulator: it reaches no series' headers (PJRT, TF), so one object serves every series."""
+    return EMULATOR_SOURCES in src.parents
 
 
 def is_portable(cxx: Optional[str]) -> bool:
@@ -158,23 +173,29 @@ def _compiler_identity(cxx: List[str]) -> str:
     return "\n".join(ln for ln in out.splitlines() if not ln.startswith("InstalledDir:"))
 
 
-def compile_plan(series: Series, cxx: Optional[str] = None,
-                 sanitizers: Sequence[str] = ()) -> Tuple[List[str], List[str], str]:
+def compile_plan(series: Series, cxx: Optional[str] = None, sanitizers: Sequence[str] = (),
+                 shared: bool = False) -> Tuple[List[str], List[str], str]:
     """(compiler command, flags, the key part every object shares). The key names no absolute path; it has the
-    flags, so a sanitizer build's objects never stand in for a normal build's."""
-    cxx_cmd = compiler(series, cxx)
-    tf_include = extract_header_tree(series.pjrt_header)
-    gen_dir = cache_dir() / "generated" / series.name
-    generate_pjrt_header(series, tf_include, gen_dir)
-    includes = [SHIM / "include", SHIM / "emulator" / "include", tf_include, gen_dir, SHIM]
+    flags, so a sanitizer build's objects never stand in for a normal build's. ``shared``: the plan of the
+    emulator's sources (is_shared), the same for every series: the oldest pinned glibc, no PJRT or TF headers on the
+    include path (an emulator source that reaches for one fails to compile), and nothing of the series in the key."""
+    cxx_cmd = compiler(series, cxx, shared_glibc() if shared else None)
+    includes = [SHIM / "include", SHIM / "emulator" / "include"]
+    if not shared:
+        tf_include = extract_header_tree(series.pjrt_header)
+        gen_dir = cache_dir() / "generated" / series.name
+        generate_pjrt_header(series, tf_include, gen_dir)
+        includes += [tf_include, gen_dir]
+    includes.append(SHIM)
     maps = path_maps(cxx_cmd)
     # Paths in objects (__FILE__, debug info before --strip-all) name the fixed prefixes, not this checkout. The flags
     # go in the order of the fixed names: an order by path length would differ between checkouts, and so would keys.
     prefix_maps = [f"-ffile-prefix-map={prefix}={name}" for prefix, name in sorted(maps, key=lambda m: m[1])]
     flags = CXXFLAGS + sanitize_flags(sanitizers) + prefix_maps + [f"-I{p}" for p in includes]
-    headers = _tree_digest([SHIM], HEADER_SUFFIXES) + _tree_digest([gen_dir], HEADER_SUFFIXES)
+    headers = _tree_digest([SHIM], HEADER_SUFFIXES)
+    series_part = [] if shared else [_tree_digest([gen_dir], HEADER_SUFFIXES), series.pjrt_header.sha256]
     base_key = "\0".join([_compiler_identity(cxx_cmd), portable(shlex.join(cxx_cmd), maps),
-                          portable(shlex.join(flags), maps), headers, series.pjrt_header.sha256])
+                          portable(shlex.join(flags), maps), headers, *series_part])
     return cxx_cmd, flags, base_key
 
 
@@ -185,26 +206,30 @@ def object_key(base_key: str, src: Path) -> str:
 
 def compile_objects(series: Series, srcs: Sequence[Path], cxx: Optional[str] = None, jobs: Optional[int] = None,
                     sanitizers: Sequence[str] = ()) -> Tuple[List[str], Dict[Path, Path]]:
-    """Compiles ``srcs`` (cached by content hash, in parallel); returns the compiler command and each source's
+    """Compiles ``srcs`` (cached by content hash, in parallel; the emulator's once for every series, see
+    compile_plan) and prints each compile's time; returns the series' compiler command (to link) and each source's
     object."""
-    cxx_cmd, flags, base_key = compile_plan(series, cxx, sanitizers)
+    plans = {shared: compile_plan(series, cxx, sanitizers, shared) for shared in {is_shared(s) for s in srcs}}
     obj_cache = cache_dir() / "objects"
     obj_cache.mkdir(parents=True, exist_ok=True)
 
     def compile_one(src: Path) -> Path:
+        cxx_cmd, flags, base_key = plans[is_shared(src)]
         key = object_key(base_key, src)
         obj = obj_cache / f"{src.stem}-{key[:24]}.o"
         if obj.exists():
             return obj
         tmp = obj.with_suffix(f".{os.getpid()}.tmp.o")
+        started = time.monotonic()
         _run(cxx_cmd + flags + ["-c", str(src), "-o", str(tmp)], f"compiling {src.relative_to(REPO)}")
         os.replace(tmp, obj)
-        print(f"[native] compiled {src.relative_to(REPO)}", flush=True)
+        print(f"[native] compiled {src.relative_to(REPO)} in {time.monotonic() - started:.1f} s", flush=True)
         return obj
 
     jobs = jobs or os.cpu_count() or 2
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(compile_one, s): s for s in srcs}
+        # The biggest sources first (their compiles take longest), so that no long compile starts last.
+        futures = {pool.submit(compile_one, s): s for s in sorted(srcs, key=lambda p: -p.stat().st_size)}
         errors = []
         objs = {}
         for fut in concurrent.futures.as_completed(futures):
@@ -215,7 +240,7 @@ def compile_objects(series: Series, srcs: Sequence[Path], cxx: Optional[str] = N
         if errors:
             raise NativeBuildError(
                 f"{len(errors)} of {len(srcs)} C++ sources failed to compile:\n\n" + "\n\n".join(errors))
-    return cxx_cmd, objs
+    return compiler(series, cxx), objs
 
 
 def build_library(series: Series, out_dir: Path, cxx: Optional[str] = None, jobs: Optional[int] = None,

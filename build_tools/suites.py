@@ -21,6 +21,37 @@ INSTALLED_SUITES = (
     "tests/report",  # the profile report page in headless Chromium (skipped, saying so, where Chromium is absent)
     "tests/fuzz",  # a fixed-seed slice of the differential fuzzer (nox -s fuzz runs more)
 )
+# The conformance suite runs again on an IPU Model of 7 tiles, where every tensor spreads unevenly over few tiles:
+# the files whose programs the tile count changes (tile mappings, exchanges, matmul and convolution plans, partial
+# results per tile), each with what it exercises there. Every other file is listed below with why the tile count
+# cannot change what it tests (tests/toolchain checks that each file of the suite is in one of the two).
+SEVEN_TILE_CONFORMANCE = {
+    "test_collectives.py": "collectives between IPUs whose tensors lie on few tiles",
+    "test_complex.py": "pairs of f32 planes mapped and exchanged together; complex dots and reductions",
+    "test_control_flow.py": "loop carries and branch results copied between mappings",
+    "test_conv.py": "convolution plans over 7 tiles",
+    "test_dot.py": "matmul plans over 7 tiles",
+    "test_dtypes.py": "8/16-bit elements packed per tile, through every op family",
+    "test_fft.py": "transforms of rows spread over few tiles",
+    "test_fusion.py": "fused compute sets whose broadcast operands are exchanged to each tile",
+    "test_gather_scatter.py": "indexed reads and writes across tiles",
+    "test_partitioning.py": "shards of a partitioned jit on few tiles",
+    "test_reduce.py": "partial results per tile, folded across tiles",
+    "test_shapes.py": "slices, transposes and pads exchanged between uneven mappings",
+    "test_sort.py": "sorting rows that span tiles",
+    "test_window.py": "windows that straddle tile boundaries",
+}
+FULL_CHIP_CONFORMANCE = {
+    "test_denormals.py": "element by element: the tile count only chooses which tile computes an element",
+    "test_elementwise.py": "element by element: the tile count only chooses which tile computes an element",
+    "test_special.py": "element by element: the tile count only chooses which tile computes an element",
+    "test_xla_bits.py": "element by element: the tile count only chooses which tile computes an element",
+    "test_random.py": "threefry is element-wise integer arithmetic on counters",
+    "test_rng.py": "Philox in u32 arithmetic on each element's counter (jax_ipu/rng.py): element-wise",
+    "test_linalg.py": "built of dots, reductions, loops and dynamic slices, which the 7-tile files above run",
+    "test_errors.py": "refusals at compile time, before any tile mapping",
+    "test_frontend.py": "the front end alone (StableHLO to program), before any tile mapping",
+}
 AMBIENT_PREFIXES = ("JAX_", "XLA_FLAGS", "TF_POPLAR_FLAGS", "POPLAR_", "PVTI_OPTIONS")
 # Where the harness finds things, not what it tests: passed through.
 HARNESS_VARIABLES = ("JAX_IPU_CHROMIUM",)
@@ -50,3 +81,8 @@ def suite_dirs(repo: Path = REPO) -> List[str]:
         raise FileNotFoundError(f"installed-wheel suite folder(s) missing: {', '.join(missing)} (under {repo}; "
                                 "build_tools/suites.py INSTALLED_SUITES lists them)")
     return [str(repo / s) for s in INSTALLED_SUITES]
+
+
+def seven_tile_files(repo: Path = REPO) -> List[str]:
+    """The conformance files the 7-tile lane runs (SEVEN_TILE_CONFORMANCE), as paths."""
+    return [str(repo / "tests" / "conformance" / name) for name in SEVEN_TILE_CONFORMANCE]

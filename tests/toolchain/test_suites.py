@@ -38,6 +38,17 @@ def test_codelets_compile_with_the_builds_zig_cache_unless_one_is_set() -> None:
     assert "ZIG_GLOBAL_CACHE_DIR" not in suites.suite_env({"ZIG_GLOBAL_CACHE_DIR": "/mine"})
 
 
+def test_every_conformance_file_says_whether_the_tile_count_changes_it() -> None:
+    """Each file of tests/conformance is in exactly one of the 7-tile lane's two lists, so a new file is placed
+    on purpose (a file in neither list would silently miss the 7-tile lane)."""
+    files = {p.name for p in (REPO / "tests" / "conformance").glob("test_*.py")}
+    both = set(suites.SEVEN_TILE_CONFORMANCE) & set(suites.FULL_CHIP_CONFORMANCE)
+    assert not both, f"in both lists: {sorted(both)}"
+    listed = set(suites.SEVEN_TILE_CONFORMANCE) | set(suites.FULL_CHIP_CONFORMANCE)
+    assert files == listed, f"unlisted: {sorted(files - listed)}; no such file: {sorted(listed - files)}"
+    assert all(Path(f).is_file() for f in suites.seven_tile_files())
+
+
 def test_missing_suite_folder_is_an_error_naming_it(tmp_path: Path) -> None:
     for s in suites.INSTALLED_SUITES[1:]:
         (tmp_path / s).mkdir(parents=True)
@@ -62,6 +73,22 @@ def test_object_cache_keys_name_no_absolute_path(series: Series) -> None:
     for location in {str(REPO), str(cache_dir().resolve()), str(Path(sys.executable).parent.parent), "/work", "/tmp"}:
         assert location not in key, f"cache key contains {location}"
     assert any(f.startswith("-ffile-prefix-map=" + str(REPO) + "=") for f in flags)
+
+
+def test_emulator_objects_are_shared_by_every_series() -> None:
+    """The emulator's sources compile once for all series: one plan (the oldest pinned glibc, no series header on the
+    include path), while the PJRT layer's plan is each series' own."""
+    every = native.load().all_series()
+    shared = {(tuple(cxx), tuple(flags), key) for cxx, flags, key in (native.compile_plan(s, shared=True) for s in every)}
+    assert len(shared) == 1
+    cxx, flags, _ = shared.pop()
+    if native.is_portable(None):  # zig for the oldest glibc (a development compiler has no target)
+        assert cxx[-1] == f"x86_64-linux-gnu.{native.shared_glibc()}"
+    assert not any("headers" in f or "generated" in f for f in flags if f.startswith("-I")), flags
+    if len(every) > 1:
+        assert len({native.compile_plan(s)[2] for s in every}) == len(every)
+    assert native.is_shared(native.EMULATOR_SOURCES / "poplar" / "graph.cc")
+    assert not native.is_shared(native.SHIM / "pjrt" / "client.cc")
 
 
 def test_object_key_is_the_same_in_another_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
