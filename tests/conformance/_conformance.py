@@ -87,6 +87,14 @@ def assert_ran_on(leaves: Any, platform: str) -> None:
         assert {d.platform for d in devices} == {platform}, f"ran on {devices}, not on {platform}"
 
 
+def host_facts() -> Dict[str, Any]:
+    """What the ipu backend knows of this host's XLA:CPU (``wide_vectors``, ``avx512``: ipu/cpu_features.h), where a test must
+    know which of cpu's host-dependent behaviours to expect."""
+    from jax_ipu.compiler import ops
+
+    return ops.host()
+
+
 def skip_unless_memory(nbytes: int, what: str) -> None:
     """Skip a test whose program keeps ``nbytes`` live when the ipu devices' tiles together hold less: the suite's
     7-tile IPU Model lane (4.4 MB) cannot hold what a whole chip (940 MB) runs; on the chip the test runs."""

@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 
 from jax_ipu import emulator as E
+from jax_ipu.compiler import ops as _ops
 
 DTYPE_NAMES = {np.dtype(v): k for k, v in E.NUMPY_DTYPES.items()}
 
@@ -57,8 +58,9 @@ def tree_reduce(flat: np.ndarray, init: Any, op: Any = np.add, lanes: bool = Tru
     elements are folded in order from `init`. More are reduced as XLA:CPU's TreeReductionRewriter reduces one
     dimension: while more than 32 are left, windows of 32 (stride 32, SAME padding: half the pad low, rounded down)
     each give a partial, then the partials the same way; the last 32 or fewer are folded in order from `init`. A
-    window of a sum or product (`lanes`) takes element k into lane k % 8, the lanes from the identity (-0 or 1),
-    halves them 8 -> 4 -> 2 -> 1 and combines `init` with that; any other window is folded in order from `init`.
+    window of a sum or product (`lanes`) takes element k into lane k % 8 (LANES: 16 on a host with 512-bit vectors),
+    the lanes from the identity (-0 or 1), halves them 8 -> 4 -> 2 -> 1 and combines `init` with that; any other
+    window is folded in order from `init`.
     `short_last` (jaxlib 0.4.13, an f32 sum or product over the innermost dimension): the last fold is _short_fold's.
     `strided` (the innermost dimension kept: windows of strided elements): without fast gathers, a level's windows
     are in lanes only where the level needs no padding and it is not the first level of an input of 2^22 elements
@@ -86,11 +88,13 @@ def tree_reduce(flat: np.ndarray, init: Any, op: Any = np.add, lanes: bool = Tru
                 parts.append(fold(w))
                 continue
             w = np.concatenate([w, np.broadcast_to(identity, w.shape[:-1] + (32 - w.shape[-1],))], axis=-1)
-            acc = np.broadcast_to(identity, w.shape[:-1] + (8,)).astype(dt)
-            for k in range(4):
-                acc = op(acc, w[..., 8 * k:8 * k + 8]).astype(dt)
-            for h in (4, 2, 1):
+            acc = np.broadcast_to(identity, w.shape[:-1] + (LANES,)).astype(dt)
+            for k in range(32 // LANES):
+                acc = op(acc, w[..., LANES * k:LANES * k + LANES]).astype(dt)
+            h = LANES // 2
+            while h:
                 acc = op(acc[..., :h], acc[..., h:2 * h]).astype(dt)
+                h //= 2
             parts.append(op(init, acc[..., 0]).astype(dt))
         cur = np.stack(parts, axis=-1)
     if short_last:
@@ -103,12 +107,12 @@ def _short_fold(rows: np.ndarray, acc: np.ndarray, op: Any, identity: np.ndarray
     """jaxlib 0.4.13's XLA:CPU fold of rows of at most 32 f32 elements ([..., m]) into `acc` (reduce.cc shortFold):
     up to 16 in 8 lanes (the running value in lane 0, the other lanes from the identity), halved 8 -> 4 -> 2 -> 1;
     17 to 32: those up to the last multiple of 4 in 8 lanes (an even number of 4-element steps) or 4 (odd), halved,
-    then the rest in order."""
+    then the rest in order; but 32 in 16 lanes on a host with 512-bit vectors (LANES)."""
     dt = rows.dtype
     m = rows.shape[-1]
     main = m if m <= 16 else m // 4 * 4
-    w = 8 if m <= 16 or (main // 4) % 2 == 0 else 4
-    a = np.empty(rows.shape[:-1] + (8,), dt)
+    w = LANES if m == 32 and LANES == 16 else 8 if m <= 16 or (main // 4) % 2 == 0 else 4
+    a = np.empty(rows.shape[:-1] + (16,), dt)
     a[...] = identity
     a[..., 0] = acc
     for k in range(main):
@@ -123,27 +127,17 @@ def _short_fold(rows: np.ndarray, acc: np.ndarray, op: Any, identity: np.ndarray
     return r
 
 
-def _host_gathers_fast() -> bool:
-    """cpu_features.cc's hostGathersFast, from /proc/cpuinfo: whether XLA:CPU's LLVM vectorises a strided window with
-    gathers on this host (AVX-512F, or an Intel AVX2 core with CLFLUSHOPT: Skylake on)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            text = f.read()
-    except OSError:
-        return False
-    flags = set(next((ln.split(":", 1)[1].split() for ln in text.splitlines() if ln.startswith("flags")), []))
-    intel = "GenuineIntel" in text
-    return "avx512f" in flags or (intel and {"avx2", "clflushopt"} <= flags)
-
-
-HOST_GATHERS_FAST = _host_gathers_fast()
+# What the library knows of this host's XLA:CPU (ipu/cpu_features.h, through jax_ipu.compiler.ops.host): whether its
+# LLVM vectorises a strided window with gathers, and with 512-bit vectors (a window of 32 in 16 lanes, not 8).
+HOST_GATHERS_FAST = bool(_ops.host()["gathers_fast"])
+LANES = 16 if _ops.host()["wide_vectors"] else 8
 
 
 def _fold_nested(x: np.ndarray, init: np.ndarray, op: Any, identity: np.ndarray, inner_rows: bool,
                  first: bool = True) -> np.ndarray:
     """x [outputs, reduced...] reduced as reduce.cc's foldNested: dimensions of one element dropped; while one is
     longer than 32, XLA's tree level windowing each such dimension (32, stride 32, SAME padding), window rows along
-    the innermost dimension folded into the window's running value (8 lanes by window position when it is windowed,
+    the innermost dimension folded into the window's running value (LANES by window position when it is windowed,
     _short_fold when whole); then a loop nest (_short_fold per innermost row with `inner_rows`, else in order)."""
     dt = x.dtype
     shape = [d for d in x.shape[1:] if d != 1] or [1]
@@ -175,14 +169,16 @@ def _fold_nested(x: np.ndarray, init: np.ndarray, op: Any, identity: np.ndarray,
                 for q in range(lo[-1], hi[-1]) if shape[-1] > 32 else range(shape[-1]):
                     acc = op(acc, row[:, q]).astype(dt)
                 continue
-            a = np.empty((x.shape[0], 8), dt)
+            a = np.empty((x.shape[0], LANES), dt)
             a[...] = identity
             a[:, 0] = acc
             start = w[-1] * 32 - pad[-1]
             for q in range(lo[-1], hi[-1]):
-                a[:, (q - start) % 8] = op(a[:, (q - start) % 8], row[:, q]).astype(dt)
-            for h in (4, 2, 1):
+                a[:, (q - start) % LANES] = op(a[:, (q - start) % LANES], row[:, q]).astype(dt)
+            h = LANES // 2
+            while h:
                 a[:, :h] = op(a[:, :h], a[:, h:2 * h]).astype(dt)
+                h //= 2
             acc = a[:, 0]
         partials[(slice(None),) + w] = acc
     return _fold_nested(partials, init, op, identity, inner_rows, first=False)

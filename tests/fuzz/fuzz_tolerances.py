@@ -418,6 +418,13 @@ ACCEPTED: List[Accepted] = [
              "LLVM from vectorising it, and it adds each output's terms in order from the init value, where the "
              "emulator folds a row of up to 32 in its 8-lane model: an ulp (fuzz seed 20262101 #2976)",
              ("reduce_sum", "reduce_prod"), ("float32",), 4, per="row", series="0.4.", when="reads_pad", open=True),
+    Accepted("open: jaxlib 0.4.13, an f32 sum or product of a reduction that XLA:CPU fuses into the reduce's loop "
+             "(it fuses a reduce over the minor dimension into its reader, HLO fusion of reduce(reduce(x)): "
+             "jnp.sum(jnp.min(jnp.square(x), axis=(1, 2))) of f32[3, 6, 4]): that loop is elemental, not the "
+             "vectorised reduce, and adds the terms in order from the init value, where the emulator folds a row of up "
+             "to 32 in its 8-lane model, as cpu does for a sum of an array it reads from memory: an ulp (fuzz seed "
+             "20262201 #161)", ("reduce_sum", "reduce_prod"), ("float32",), 4, per="row", series="0.4.",
+             when="reads_reduce", open=True),
     Accepted("open: jaxlib 0.4.13, an f32 sum of products that XLA:CPU fuses into the reduce's loop (jnp.sum(x * x, "
              "axis=1) of rows of up to 32 terms): LLVM contracts each product into its lane's add, one fused "
              "multiply-add per term; the emulator rounds the products first (fuzz seed 20261601 #5025: 18% of the "
@@ -463,6 +470,13 @@ ACCEPTED: List[Accepted] = [
              "infinite sum as inf + -inf = NaN on cpu and -inf on the ipu, and what reads the dot (a sort) may "
              "move by anything", ("dot",), ("float32",), 8, per="any", series="0.4.", when="operand_not_finite",
              open=True),
+    Accepted("open: jaxlib 0.12's XLA:CPU adds a window's terms in an order that depends on the shape and the "
+             "padding, which the emulator does not reproduce (probed with M, -M and 1 placed in a window: f32[6, 4] "
+             "window 3x2 padded 1 on each side of dim 1 adds column by column, unpadded row by row; f32[4, 7, 2] "
+             "window 3x4x2 adds the window's rows 0, 2, 1, 3); the emulator adds in row-major window order. The sums "
+             "stay within window_sum's ulps of their scale, but where terms cancel, a sort by those sums may order "
+             "near-equal keys differently and move its payload (sorting expm1 of bf16 sums of cbrt of -3.4e38 and 3.4e38)",
+             ("sort_multi",), DTYPES_ALL, 0, per="any", series="0.12", when="keys_from_window_sum", open=True),
     Accepted("open: XLA:CPU keeps a computed bf16 exponent in f32 inside the loop of a power it fuses it into "
              "(xla_allow_excess_precision): of a negative base, a power whose exponent the ipu rounds to a bf16 "
              "integer is finite there and NaN on cpu, or the reverse (jnp.power(x, jax.nn.log_softmax(x, axis=0)) "
@@ -627,6 +641,27 @@ def _reads_concatenate(step, program, values) -> bool:  # noqa: ANN001
 def _reads_pad(step, program, values) -> bool:  # noqa: ANN001
     producers = {o.name: s for s in program.ops() for o in s.outs}
     return any(r in producers and producers[r].op == "pad" for r in step.reads)
+
+
+def _keys_from_window_sum(step, program, values) -> bool:  # noqa: ANN001
+    """The step (a sort) orders by values computed from a windowed sum."""
+    producers = {o.name: s for s in program.ops() for o in s.outs}
+    seen: set = set()
+    todo = list(step.reads[:1])
+    while todo:
+        producer = producers.get(todo.pop())
+        if producer is None or id(producer) in seen:
+            continue
+        if producer.op == "window_sum":
+            return True
+        seen.add(id(producer))
+        todo.extend(producer.reads)
+    return False
+
+
+def _reads_reduce(step, program, values) -> bool:  # noqa: ANN001
+    producers = {o.name: s for s in program.ops() for o in s.outs}
+    return any(r in producers and producers[r].op.startswith("reduce_") for r in step.reads)
 
 
 def _reads_quotient(step, program, values) -> bool:  # noqa: ANN001
@@ -846,6 +881,8 @@ WHEN = {
     "reads_quotient": _reads_quotient,
     "reads_product": _reads_product,
     "reads_pad": _reads_pad,
+    "reads_reduce": _reads_reduce,
+    "keys_from_window_sum": _keys_from_window_sum,
     "one_trip_loop": _one_trip_loop,
     "softmax_in_grad": _softmax_in_grad,
     "extremum_of_nextafter": _extremum_of_nextafter,

@@ -54,15 +54,32 @@ bool detectFastGather() {
   if (avx512f && (lo & 0xE0) == 0xE0) return true;  // the OS saves the opmask and ZMM state
   return avx2 && clflushopt && vendorIs("GenuineIntel");
 }
-bool detectAvx512Bf16() {
+bool detectWideVectors() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!osSavesYmm() || !__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) || !(eax & (1u << 5))) return false;
+  if (!osSavesYmm() || !__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) || !(ebx & (1u << 16))) return false;
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (lo & 0xE0) == 0xE0 && !vendorIs("GenuineIntel");
+}
+bool detectAvx512() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!osSavesYmm() || !__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  const unsigned f_dq_vl = (1u << 16) | (1u << 17) | (1u << 31);
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (ebx & f_dq_vl) == f_dq_vl && (lo & 0xE0) == 0xE0;
+}
+bool detectAvx512Fp16() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!osSavesYmm() || !__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) || !(edx & (1u << 23))) return false;
   unsigned lo = 0, hi = 0;
   __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
   return (lo & 0xE0) == 0xE0;
 }
 #else
-bool detectAvx512Bf16() { return false; }
+bool detectWideVectors() { return false; }
+bool detectAvx512Fp16() { return false; }
+bool detectAvx512() { return false; }
 bool detectFastGather() { return false; }
 bool detectAvx2() { return false; }
 bool detectF16C() { return false; }
@@ -98,8 +115,18 @@ bool hostGathersFast() {
   return yes;
 }
 
-bool hostHasAvx512Bf16() {
-  static const bool yes = detectAvx512Bf16();
+bool hostWideVectors() {
+  static const bool yes = detectWideVectors();
+  return yes;
+}
+
+bool hostHasAvx512() {
+  static const bool yes = detectAvx512();
+  return yes;
+}
+
+bool hostHasAvx512Fp16() {
+  static const bool yes = detectAvx512Fp16();
   return yes;
 }
 

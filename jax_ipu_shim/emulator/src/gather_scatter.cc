@@ -476,7 +476,7 @@ std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
                                                                  upd.shape, bstr, wstr);
       };
       // jaxlib 0.12's XLA:CPU computes a bf16 scatter's maximum/minimum in f32, reading denormals as zeros (its
-      // elementwise bf16 maximum, native on an AVX512-BF16 host, keeps them)
+      // elementwise bf16 maximum, native on an AVX512-FP16 host, keeps them)
       const bool bf16_in_f32 = dt == DType::BF16 && numerics() == Numerics::Jaxlib012;
       using BF16 = scalar::FloatFormat<DType::BF16>;
       const scalar::Tag<Storage<DType::BF16>> bf16;

@@ -12,7 +12,8 @@
 // order from the init value. This is XLA:CPU's TreeReductionRewriter (reduce_window of 32 with stride 32, again until
 // a dimension is at most 32) applied to the reduced elements as one dimension: for a reduction over one dimension it
 // is the tree XLA:CPU's HLO has; over several, XLA's first window folds 32 x (the other reduced dimensions) elements,
-// where here no window holds more than 32. A sum or product folds each window in 8 lanes, as XLA:CPU's LLVM
+// where here no window holds more than 32. A sum or product folds each window in 8 lanes (16 on a host where LLVM
+// vectorises with 512-bit vectors: hostWideVectors), as XLA:CPU's LLVM
 // vectorises it (windowFold); other combiners fold it in order. A sum of 2^25 f32 ones is 2^25, as on cpu, not the
 // 2^24 a single f32 accumulator stops at, and the error on random data is no larger than cpu's. With jaxlib 0.4.13 an
 // f32 sum or product over the innermost dimension alone folds its rows of up to 32 elements (and its tree's last
@@ -285,16 +286,17 @@ class ReduceKernel : public Kernel {
   }
 
  private:
-  // One window's partial from `m` elements at stride `st`. A sum or product (lanes_) takes them in 8 lanes: element
+  // One window's partial from `m` elements at stride `st`. A sum or product (lanes_) takes them in 8 lanes (wl_: 16
+  // on a 512-bit host, measured on an AMD EPYC of family 26 with jnp.sum of f32[n] for n in 33..48): element
   // k into lane k % 8, each lane from the identity, the lanes halved 8 -> 4 -> 2 -> 1 (lane j with lane j + h), then
   // init combined with that: as XLA:CPU's LLVM vectorises a window's fold, so no partial sums more than 4 terms in a
   // row. Any other combiner (maximum, minimum, and, or: exact, where order only picks among equal values) folds
   // the elements in order from init, as XLA's reduce_window does.
   S windowFold(const S* p, int64_t st, int64_t m, S init) const {
     if (!lanes_) return foldInOrder(p, st, m, init);
-    S a[8];
-    std::fill(a, a + 8, identity_);
-    for (int64_t k = 0; k < m; ++k) a[k & 7] = f_(a[k & 7], p[k * st]);
+    S a[kMaxLanes];
+    std::fill(a, a + wl_, identity_);
+    for (int64_t k = 0; k < m; ++k) a[k % wl_] = f_(a[k % wl_], p[k * st]);
     return f_(init, halveLanes(a, 1));
   }
 
@@ -304,13 +306,14 @@ class ReduceKernel : public Kernel {
   // other lanes from the identity, the init value into lane 0 first), halved
   // 8 -> 4 -> 2 -> 1 (lane j with lane j + h); 17 to 32 elements, those up to the last multiple of 4 the same way in
   // 8 lanes when they are an even number of 4-element steps (two interleaved 4-lane vectors) and in 4 lanes when odd,
+  // but a row of exactly 32 on a 512-bit host (wl_ 16): in 16 lanes (measured: 1 to 31 fold alike on both hosts),
   // then the rest added in order. (Up to 2 elements, and for the other combiners, this is the sequential fold.)
   S shortFold(const S* p, int64_t st, int64_t m, S init) const {
-    S a[8];
-    std::fill(a, a + 8, identity_);
+    S a[kMaxLanes];
+    std::fill(a, a + kMaxLanes, identity_);
     a[0] = init;
     const int64_t main = m <= 16 ? m : m & ~int64_t(3);
-    const int64_t w = m <= 16 || (main / 4) % 2 == 0 ? 8 : 4;
+    const int64_t w = m == 2 * kMaxLanes && wl_ == kMaxLanes ? kMaxLanes : m <= 16 || (main / 4) % 2 == 0 ? 8 : 4;
     for (int64_t k = 0; k < main; ++k) a[k % w] = f_(a[k % w], p[k * st]);
     for (int64_t h = w / 2; h > 0; h /= 2)
       for (int64_t j = 0; j < h; ++j) a[j] = f_(a[j], a[j + h]);
@@ -394,15 +397,13 @@ class ReduceKernel : public Kernel {
           acc = foldInOrder(p + off + lo[last] * strides[last], strides[last], hi[last] - lo[last], acc);
           return;
         }
-        S a[8];
-        std::fill(a, a + 8, identity_);
+        S a[kMaxLanes];
+        std::fill(a, a + wl_, identity_);
         a[0] = acc;
         const int64_t start = w[last] * kTreeWindow - pad[last];  // the window's first position, maybe a pad
         for (int64_t q = lo[last]; q < hi[last]; ++q)
-          a[(q - start) & 7] = f_(a[(q - start) & 7], p[off + q * strides[last]]);
-        for (int64_t h = 4; h > 0; h /= 2)
-          for (int64_t j = 0; j < h; ++j) a[j] = f_(a[j], a[j + h]);
-        acc = a[0];
+          a[(q - start) % wl_] = f_(a[(q - start) % wl_], p[off + q * strides[last]]);
+        acc = halveLanes(a, 1);
       });
       partials.push_back(acc);
       size_t k = r;
@@ -420,9 +421,10 @@ class ReduceKernel : public Kernel {
     return init;
   }
 
-  // 8 lanes at stride `st` halved in place, 8 -> 4 -> 2 -> 1 (lane j with lane j + h); the last lane left.
+  // The window lanes (wl_) at stride `st` halved in place, 8 -> 4 -> 2 -> 1 (16 -> 8 -> ...) (lane j with lane
+  // j + h); the last lane left.
   S halveLanes(S* a, int64_t st) const {
-    for (int64_t h = 4; h > 0; h /= 2)
+    for (int64_t h = wl_ / 2; h > 0; h /= 2)
       for (int64_t j = 0; j < h; ++j) a[j * st] = f_(a[j * st], a[(j + h) * st]);
     return a[0];
   }
@@ -442,7 +444,7 @@ class ReduceKernel : public Kernel {
       constexpr int kRowOp = rowOpOf<S, F>();
       if constexpr (kRowOp >= 0) {
         if (one_row && inner_stride == 1 && hostHasAvx2() && hostHasFma()) {
-          if (lanes_ && kRowOp == static_cast<int>(RowOp::Add)) {
+          if (lanes_ && kRowOp == static_cast<int>(RowOp::Add) && wl_ == 8) {
             for (; i < e; ++i) {  // each output's windows in vector lanes
               cur.resize(static_cast<size_t>(l0.o));
               for (int64_t jw = 0; jw < l0.o; ++jw)
@@ -505,7 +507,7 @@ class ReduceKernel : public Kernel {
     const int64_t last = g_.out_shape.empty() ? 1 : g_.out_shape.back();
     const int64_t os = g_.out_strides.empty() ? 0 : g_.out_strides.back();
     const bool lanes_here = stridedLanes(l0, /*first=*/true);
-    const int64_t nl = lanes_here ? 8 : 1;
+    const int64_t nl = lanes_here ? wl_ : 1;
     const int64_t chunk = std::max<int64_t>(1, (int64_t(1) << 20) / (l0.o * nl));
     std::vector<S> acc;
     for (int64_t c0 = b; c0 < e; c0 += chunk) {
@@ -515,7 +517,7 @@ class ReduceKernel : public Kernel {
       int64_t roff = 0, r = 0;
       do {
         const int64_t jw = l0.windowOf(r);
-        S* row = acc.data() + (jw * nl + (lanes_here ? (r - l0.windowStart(jw)) & 7 : 0)) * lanes;
+        S* row = acc.data() + (jw * nl + (lanes_here ? (r - l0.windowStart(jw)) % wl_ : 0)) * lanes;
         ++r;
         for (int64_t i = c0; i < c1;) {
           const int64_t base = offsetOf(i, g_.out_shape, g_.out_strides, &oidx) + roff;
@@ -558,6 +560,10 @@ class ReduceKernel : public Kernel {
   }
 
   static constexpr int kLanes = 8;
+  // The lanes a window of 32 folds in: XLA:CPU's LLVM vectorises its loop with the host's vector width
+  // (hostWideVectors: 16 lanes of 512 bits, else 8 of 256), as it does a row of exactly 32 (shortFold).
+  static constexpr int kMaxLanes = 16;
+  const int wl_ = hostWideVectors() ? kMaxLanes : 8;
   static constexpr bool kF32Fold = std::is_same<S, float>::value &&
                                    (std::is_same<F, scalar::AddF>::value || std::is_same<F, scalar::MultiplyF>::value);
   int in_, init_, out_;

@@ -1,5 +1,6 @@
 #include "ipu/registry.h"
 
+#include "ipu/cpu_features.h"
 #include "ipu/dtype.h"
 #include "ipu/json.h"
 
@@ -213,7 +214,10 @@ std::string registryJson() {
            ",\"max_operands\":" + std::to_string(info.max_operands) +
            ",\"reducer\":" + (info.reducer ? "true" : "false") + "}";
   }
-  return out + "]}";
+  // What the front end's rewrites need to know of the XLA:CPU this host runs (cpu_features.h): its vector width.
+  return out + "],\"host\":{\"wide_vectors\":" + (hostWideVectors() ? "true" : "false") +
+         ",\"avx512\":" + (hostHasAvx512() ? "true" : "false") +
+         ",\"gathers_fast\":" + (hostGathersFast() ? "true" : "false") + "}}";
 }
 
 std::string opSignature(const Op& op, const std::vector<const ValueDecl*>& operands) {

@@ -174,9 +174,12 @@ std::unique_ptr<Kernel> windowKernel(const std::string& c, DType dt, Numerics nu
   if (dt == DType::Bool && kind == OpKind::Multiply) kind = OpKind::And;
   if (isFloat(dt) && (kind == OpKind::And || kind == OpKind::Or)) return nullptr;
   std::unique_ptr<Kernel> kernel;
-  scalar::visitBinary(kind, dt, numerics, [&](auto f, auto t) {
-    kernel = std::make_unique<ReduceWindowKernel<typename decltype(t)::type, decltype(f)>>(in, init, out, w, f);
-  });
+  scalar::visitBinary(
+      kind, dt, numerics,
+      [&](auto f, auto t) {
+        kernel = std::make_unique<ReduceWindowKernel<typename decltype(t)::type, decltype(f)>>(in, init, out, w, f);
+      },
+      scalar::ConstantOperand::None, /*windowed=*/true);
   return kernel;
 }
 

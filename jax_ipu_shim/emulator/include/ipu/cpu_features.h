@@ -15,10 +15,19 @@ bool hostIsAmd();    // CPUID's vendor is AuthenticAMD
 // cores from Skylake on, marked here by CLFLUSHOPT, which Skylake introduced). Where it does not (AMD's Zen 1-3),
 // XLA:CPU folds a window over a dimension that is not the innermost one element at a time (reduce.cc).
 bool hostGathersFast();
-// AVX512-BF16, and the OS saves the opmask and ZMM state: LLVM computes a bf16 maximum or minimum in bf16 itself there
-// (a bf16 denormal kept), elsewhere in f32 under XLA:CPU's denormals-are-zero mode (a bf16 denormal read as a zero):
-// jaxlib 0.12's numerics (scalar_ops.h, ieee16Daz).
-bool hostHasAvx512Bf16();
+// Whether LLVM vectorises XLA:CPU's loops with 512-bit vectors on this host: AVX-512F with the opmask and ZMM state
+// saved by the OS, on a core whose LLVM tuning does not prefer 256-bit vectors (Intel's AVX-512 cores do; measured on
+// an AMD EPYC of family 26: a sum window of 32 folds in 16 lanes, reduce.cc).
+bool hostWideVectors();
+// AVX-512F, VL and DQ with the opmask and ZMM state saved by the OS: LLVM's X86 code for XLA:CPU then selects with
+// masked moves (a select it folded into arithmetic comes back as a masked op that leaves the kept operand as it is)
+// and tests a float's class by its bits (vfpclass: a denormal is not a zero there); whatever the vector width.
+bool hostHasAvx512();
+// AVX512-FP16, and the OS saves the opmask and ZMM state. jaxlib 0.12's XLA:CPU computes a bf16 maximum or minimum
+// in f32 under its denormals-are-zero mode (a bf16 denormal read as a zero: measured on an AMD EPYC with AVX2 only,
+// and on one of family 26 with AVX512-BF16), but kept bf16 denormals on an earlier host with AVX512-BF16, which by
+// elimination had AVX512-FP16 too (Intel's Sapphire Rapids): scalar_ops.h, ieee16Daz.
+bool hostHasAvx512Fp16();
 
 // The host's own approximate reciprocal square root (rsqrtss; 1/sqrt off x86-64): implementation-defined bits, which
 // jaxlib 0.12's XLA:CPU starts its rsqrt from (scalar_ops.h: rsqrt012).

@@ -50,8 +50,8 @@ inline float clampXlaDaz(float v, float l, float h) {
 }
 // jaxlib 0.12's XLA:CPU (Numerics::Jaxlib012): IEEE 754-2019 maximum/minimum, -0 < +0 and NaN propagating. f32
 // operands are read with denormals as zeros of their sign (so a denormal result is a zero too); f16 ones as they
-// are (no f16 is an f32 denormal); bf16 ones as f32s are, except on a host with AVX512-BF16, where XLA:CPU computes
-// them in bf16 and keeps a bf16 denormal (ieee16Daz: on an AMD EPYC with AVX2, jnp.maximum(x, -1.0) and
+// are (no f16 is an f32 denormal); bf16 ones as f32s are, except on a host with AVX512-FP16, where XLA:CPU computes
+// them in bf16 and keeps a bf16 denormal (ieee16Daz: on an AMD EPYC with AVX2 and on one with AVX512-BF16, jnp.maximum(x, -1.0) and
 // jnp.clip(x, -1.0, 1.0) of a bf16 denormal are zeros on cpu; fuzz seed 20261901 #2606). Ordered on the bits, not by
 // float comparison, so that the host's denormals-are-zero mode cannot change the answer.
 inline int32_t ieeeOrderKey(float x) {
@@ -73,7 +73,24 @@ inline float minIeee(float a, float b) {
 // Whether jaxlib 0.12's maximum and minimum of the narrow float D read its denormals as zeros on this host.
 template <DType D>
 inline bool ieee16Daz() {
-  return D == DType::BF16 && !hostHasAvx512Bf16();
+  return D == DType::BF16 && !hostHasAvx512Fp16();
+}
+// Whether they follow ieeeAvx512 instead (an AVX-512 host without AVX512-FP16).
+template <DType D>
+inline bool ieee16Avx512() {
+  return ieee16Daz<D>() && hostHasAvx512();
+}
+// jaxlib 0.12's bf16 maximum (minimum) on an AVX-512 host, in f32: LLVM's IEEE maximum keeps x where it is an exact +0
+// (minimum: -0), told by its bits (vfpclass), and otherwise takes maxps(x, y): compared with denormals read as zeros,
+// y on a tie, the bits as they are. Measured on an AMD EPYC of family 26, d a bf16 denormal: max(d, -d) is -d,
+// max(+0, d) is +0, max(-0, d) is d, max(d, -1) is d; min(-0, d) is -0, min(+0, d) is d.
+template <bool kMax>
+inline float ieeeAvx512(float x, float y) {
+  if (std::isnan(x) || std::isnan(y)) return x + y;
+  const float a = xla_math::ftz_(x), b = xla_math::ftz_(y);
+  if (kMax ? a > b : a < b) return x;
+  if (kMax ? b > a : b < a) return y;
+  return xla_math::floatToBits(x) == (kMax ? 0u : 0x80000000u) ? x : y;
 }
 
 // A maximum or minimum of x and a splat constant c, as LLVM lowers it knowing c. XLA's simplifier puts a
@@ -464,6 +481,8 @@ struct MinimumIeeeF {
 };
 IPU_FLOAT_BINARY(MaximumIeee16F, maxIeee<false>(x, y))  // f16/bf16 widened to f32
 IPU_FLOAT_BINARY(MinimumIeee16F, minIeee<false>(x, y))
+IPU_FLOAT_BINARY(MaximumAvx512F, ieeeAvx512<true>(x, y))  // bf16 widened to f32 (ieee16Avx512)
+IPU_FLOAT_BINARY(MinimumAvx512F, ieeeAvx512<false>(x, y))
 IPU_FLOAT_BINARY(Atan2F, std::atan2(x, y))
 IPU_FLOAT_BINARY(NextAfterF, special::nextAfter(x, y))
 #undef IPU_FLOAT_BINARY
@@ -1002,8 +1021,11 @@ bool visitUnary(OpKind k, DType dt, Numerics numerics, V&& v) {
 
 // Binary ops: calls v(f, Tag<T>) with T f(T, T), the functor of `numerics`. Returns false when `k` on `dt` has no
 // functor. `constant`: which operand is a splat constant (an elementwise op's "constant_operand"; see xlaConstant).
+// `windowed`: the combiner of a reduce_window (and the cumulative ops built on it), where jaxlib 0.12's bf16 maximum
+// and minimum read denormals as zeros on an AVX-512 host too (ieee16Avx512 is the elementwise ops' and reduce's).
 template <class V>
-bool visitBinary(OpKind k, DType dt, Numerics numerics, V&& v, ConstantOperand constant = ConstantOperand::None) {
+bool visitBinary(OpKind k, DType dt, Numerics numerics, V&& v, ConstantOperand constant = ConstantOperand::None,
+                 bool windowed = false) {
   bool found = false;
   const bool v012 = numerics == Numerics::Jaxlib012;
   visitDType(dt, [&](auto tag) {
@@ -1028,6 +1050,7 @@ bool visitBinary(OpKind k, DType dt, Numerics numerics, V&& v, ConstantOperand c
             found = constant == ConstantOperand::Rhs   ? f(MaximumIeeeConstantF{})
                     : constant == ConstantOperand::Lhs ? f(MaximumIeeeConstantLhsF{})
                                                        : f(MaximumIeeeF{});
+          else if (ieee16Avx512<D>() && !windowed) found = f(MaximumAvx512F{});
           else if (ieee16Daz<D>()) found = f(MaximumIeeeF{});  // in f32: bf16 denormals read as zeros
           else found = f(MaximumIeee16F{});
           break;
@@ -1038,6 +1061,7 @@ bool visitBinary(OpKind k, DType dt, Numerics numerics, V&& v, ConstantOperand c
             found = constant == ConstantOperand::Rhs   ? f(MinimumIeeeConstantF{})
                     : constant == ConstantOperand::Lhs ? f(MinimumIeeeConstantLhsF{})
                                                        : f(MinimumIeeeF{});
+          else if (ieee16Avx512<D>() && !windowed) found = f(MinimumAvx512F{});
           else if (ieee16Daz<D>()) found = f(MinimumIeeeF{});  // in f32: bf16 denormals read as zeros
           else found = f(MinimumIeee16F{});
           break;

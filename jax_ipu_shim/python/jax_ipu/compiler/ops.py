@@ -50,16 +50,29 @@ RESPELLED = {"cross-replica-sum": "all_reduce", "broadcast": "broadcast_in_dim",
 
 
 @functools.lru_cache(maxsize=None)
-def registry() -> Dict[str, Dict[str, Any]]:
-    """The emulator's op registry ({name: {family, dtypes, min_operands, max_operands, reducer}}), read from the
-    native library: the one list of ops, which the front end does not repeat."""
+def host() -> Dict[str, Any]:
+    """What the native library knows of the XLA:CPU it models on this host (ipu/cpu_features.h), e.g.
+    ``wide_vectors`` (LLVM vectorises with 512-bit vectors here), ``avx512`` (its code selects with masked moves),
+    ``gathers_fast`` (it vectorises strided loads with gathers)."""
+    return dict(_registry_json().get("host", {}))
+
+
+@functools.lru_cache(maxsize=None)
+def _registry_json() -> Dict[str, Any]:
     from jax_ipu import _native
 
     lib = _native.load()
     text = _native.take_string(lib, lib.JaxIpu_OpRegistry())
     if not text:
         raise RuntimeError(f"the native library {_native.library_path()} returned no op registry")
-    return {entry["name"]: entry for entry in json.loads(text)["ops"]}
+    return json.loads(text)
+
+
+@functools.lru_cache(maxsize=None)
+def registry() -> Dict[str, Dict[str, Any]]:
+    """The emulator's op registry ({name: {family, dtypes, min_operands, max_operands, reducer}}), read from the
+    native library: the one list of ops, which the front end does not repeat."""
+    return {entry["name"]: entry for entry in _registry_json()["ops"]}
 
 
 def is_known(name: str) -> bool:

@@ -452,12 +452,16 @@ class _Translator:
                 self._inline_manual(op, body)
             elif op.name == "stablehlo.constant" and not scalar_body and _splat_for_elementwise_ops(op):
                 body.extend(self._splat_as_broadcast(op))
-            elif op.name in _MIN_MAX and not scalar_body and not _jax.is_current_series() and self._real_float(op) \
+            elif op.name in _MIN_MAX and not scalar_body and self._real_float(op) \
+                    and (not _jax.is_current_series() or (self._bf16(op) and O.host().get("avx512"))) \
                     and (parts := _clamp_parts(op)) is not None:
-                # jaxlib 0.4.13's simplifier: min(max(x, c0), c1) and max(min(x, c1), c0) => clamp(c0, x, c1) for
-                # constants c0 <= c1 (jnp.clip), which XLA:CPU computes with clamp's own denormal rule; before the
-                # identities, as there: min(max(x, -inf), inf) is a clamp. A denormal bound is a zero of its sign
-                # there (maxps/minps read it so: jnp.clip(x, 0, 1e-40) is 0)
+                # XLA's simplifier: min(max(x, c0), c1) and max(min(x, c1), c0) => clamp(c0, x, c1) for constants
+                # c0 <= c1 (jnp.clip), which XLA:CPU computes with clamp's own denormal rule; before the identities,
+                # as there: min(max(x, -inf), inf) is a clamp. A denormal bound is a zero of its sign there
+                # (maxps/minps read it so: jnp.clip(x, 0, 1e-40) is 0). jaxlib 0.12 computes such a pair of bf16
+                # ops as its clamp too where that changes a result, on an AVX-512 host: a denormal read as a zero,
+                # which its maximum alone keeps (measured on an AMD EPYC of family 26: jnp.clip(d, -1, 1) is 0,
+                # jnp.maximum(d, -1) is d); elsewhere both give the same values
                 entry = self._op(op)
                 rewrite = _Rewrite(self, entry)
                 operands = []
@@ -466,6 +470,20 @@ class _Translator:
                     denormal = 0 < abs(bound) < _F32_TINY
                     operands.append(rewrite.splat(math.copysign(0.0, bound)) if denormal else self._use(v))
                 body.extend(rewrite.ops + [dict(entry, op="clamp", mlir="stablehlo.clamp", operands=operands)])
+            elif op.name == "stablehlo.clamp" and not scalar_body and _jax.is_current_series() and self._bf16(op) \
+                    and O.host().get("avx512") and all(b.type == op.results[0].type for b in op.operands) \
+                    and (_splat_value(op.operands[0]) is None or _splat_value(op.operands[2]) is None):
+                # jaxlib 0.12, bf16 on an AVX-512 host: XLA:CPU computes a clamp with a bound that is not a constant
+                # as its IEEE maximum, then minimum (LLVM's checks for NaN and signed zeros, whose selects keep a
+                # denormal's bits: scalar_ops.h ieeeAvx512), one of constant bounds with plain maxps/minps (a
+                # denormal read as a zero: the emulator's clamp). Measured on an AMD EPYC of family 26
+                # (test_dtypes.py::test_compare_select_clamp, test_denormals.py's bf16 clamp)
+                entry = self._op(op)
+                rewrite = _Rewrite(self, entry)
+                low, x, high = (self._use(v) for v in op.operands)
+                raised = rewrite.emit("maximum", [x, low])
+                rewrite.emit("minimum", [raised, high], result=entry["results"][0])
+                body.extend(rewrite.ops)
             elif op.name in _MIN_MAX and not scalar_body and self._f32(op) and (x := _negation_pair(op)) is not None:
                 body.extend(self._extremum_of_negation(self._op(op), op, x))
             elif op.name in _MIN_MAX and not scalar_body and _jax.is_current_series() and self._real_float(op) \
@@ -499,11 +517,14 @@ class _Translator:
                 rewrite.emit("dynamic_update_slice", [self._use(kept), extremum] + starts, result=entry["results"][0])
                 body.extend(rewrite.ops)
             elif op.name in ("stablehlo.select", "func.call") and not scalar_body and not _jax.is_current_series() \
-                    and len(op.results) == 1 and self._f32(op) and (folded := _select_of_arithmetic(op)) is not None:
+                    and not O.host().get("avx512") and len(op.results) == 1 and self._f32(op) \
+                    and (folded := _select_of_arithmetic(op)) is not None:
                 # jaxlib 0.4.13: XLA:CPU fuses X op Y into the select's loop, where LLVM's InstCombine folds
                 # select(p, X op Y, X) => X op select(p, Y, identity) (either branch), so where the select keeps X
                 # the op computes X op identity, which reads a denormal X as a zero: jnp.where(p, x + y, x) of a
-                # denormal x is -0 on cpu. The same values otherwise (X + -0, X - 0, X * 1, X / 1 are X)
+                # denormal x is -0 on cpu. The same values otherwise (X + -0, X - 0, X * 1, X / 1 are X). Not on an
+                # AVX-512 host (O.host()), where LLVM's X86 backend turns the fold back into a masked X op Y that
+                # leaves X as it is (measured on an AMD EPYC of family 26)
                 entry = self._op(op)
                 rewrite = _Rewrite(self, entry)
                 predicate, kept, other, name, op_first = folded
@@ -1008,6 +1029,9 @@ class _Translator:
     def _dtype_of(self, op: Any) -> str:
         """The dtype of the op's first result ("" for a token or tuple)."""
         return (self._type(op.results[0].type) or ("", []))[0]
+
+    def _bf16(self, op: Any) -> bool:
+        return self._dtype_of(op) == "bf16"
 
     def _f32(self, op: Any) -> bool:
         return self._dtype_of(op) == "f32"
