@@ -88,8 +88,8 @@ def assert_ran_on(leaves: Any, platform: str) -> None:
 
 
 def host_facts() -> Dict[str, Any]:
-    """What the ipu backend knows of this host's XLA:CPU (``wide_vectors``, ``avx512``: ipu/cpu_features.h), where a test must
-    know which of cpu's host-dependent behaviours to expect."""
+    """What the ipu backend knows of this host's XLA:CPU (``wide_vectors``, ``avx512``: ipu/cpu_features.h), where a
+    test must know which of cpu's host-dependent behaviours to expect."""
     from jax_ipu.compiler import ops
 
     return ops.host()

@@ -475,7 +475,8 @@ ACCEPTED: List[Accepted] = [
              "window 3x2 padded 1 on each side of dim 1 adds column by column, unpadded row by row; f32[4, 7, 2] "
              "window 3x4x2 adds the window's rows 0, 2, 1, 3); the emulator adds in row-major window order. The sums "
              "stay within window_sum's ulps of their scale, but where terms cancel, a sort by those sums may order "
-             "near-equal keys differently and move its payload (sorting expm1 of bf16 sums of cbrt of -3.4e38 and 3.4e38)",
+             "near-equal keys differently and move its payload (sorting expm1 of bf16 sums of cbrt of -3.4e38 and "
+             "3.4e38)",
              ("sort_multi",), DTYPES_ALL, 0, per="any", series="0.12", when="keys_from_window_sum", open=True),
     Accepted("open: XLA:CPU keeps a computed bf16 exponent in f32 inside the loop of a power it fuses it into "
              "(xla_allow_excess_precision): of a negative base, a power whose exponent the ipu rounds to a bf16 "

@@ -79,7 +79,8 @@ def test_emulator_objects_are_shared_by_every_series() -> None:
     """The emulator's sources compile once for all series: one plan (the oldest pinned glibc, no series header on the
     include path), while the PJRT layer's plan is each series' own."""
     every = native.load().all_series()
-    shared = {(tuple(cxx), tuple(flags), key) for cxx, flags, key in (native.compile_plan(s, shared=True) for s in every)}
+    plans = (native.compile_plan(s, shared=True) for s in every)
+    shared = {(tuple(cxx), tuple(flags), key) for cxx, flags, key in plans}
     assert len(shared) == 1
     cxx, flags, _ = shared.pop()
     if native.is_portable(None):  # zig for the oldest glibc (a development compiler has no target)

@@ -480,8 +480,8 @@ class _Translator:
                 # (test_dtypes.py::test_compare_select_clamp, test_denormals.py's bf16 clamp)
                 entry = self._op(op)
                 rewrite = _Rewrite(self, entry)
-                low, x, high = (self._use(v) for v in op.operands)
-                raised = rewrite.emit("maximum", [x, low])
+                low, clamped, high = (self._use(v) for v in op.operands)
+                raised = rewrite.emit("maximum", [clamped, low])
                 rewrite.emit("minimum", [raised, high], result=entry["results"][0])
                 body.extend(rewrite.ops)
             elif op.name in _MIN_MAX and not scalar_body and self._f32(op) and (x := _negation_pair(op)) is not None:
