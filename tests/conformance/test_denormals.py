@@ -141,6 +141,8 @@ FUNCTIONS = {
     # ... also where the sum has other elementwise readers: XLA's fusion gives the select's loop its own copy
     "select_of_sum_read_again": lambda x: (lambda t: jnp.where(t > 100, 0.0, jnp.where(x[::-1] > 0, t, x)))(
         x + x[::-1]),
+    # two broadcasts of x the same way (one of a broadcast: XLA merges it, then its CSE) are one A: min(A, A) is A
+    "minimum_of_same_broadcasts": lambda x: jnp.minimum(x, jax.vmap(lambda _: x)(jnp.zeros(3, x.dtype))),
     # a sort along a dimension of one element is its operand (also through jnp.sort's call), and min(A, A) is A
     "minimum_of_sort_of_one": lambda x: (lambda y: jnp.minimum(jnp.sort(y, axis=1), y))(x[:, None]),
     # a reduce over dimensions of one element (its init the identity) is a reshape to XLA's simplifier

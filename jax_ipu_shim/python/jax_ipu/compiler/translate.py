@@ -962,6 +962,26 @@ class _Translator:
         self.splat_scalars[whole["id"]] = scalar["id"]
         return [entry, _derived(entry, "broadcast_in_dim", [scalar["id"]], [whole], {"broadcast_dimensions": []})]
 
+    def _same_broadcast(self, a: Any, b: Any) -> bool:
+        """`a` and `b` broadcast one value the same way (broadcast_in_dim chains composed: XLA's simplifier merges a
+        broadcast of a broadcast, its CSE then makes the two one instruction before max(A, A) is seen):
+        jnp.minimum(x, vmap(lambda _: x)(y)) (fuzz seed 20270101 #674)."""
+        if a.type != b.type:
+            return False
+        sources = [self._broadcast_source(v) for v in (a, b)]
+        return None not in sources and sources[0] == sources[1]
+
+    def _broadcast_source(self, value: Any) -> Optional[Tuple[int, Tuple[int, ...]]]:
+        """(the value a chain of broadcast_in_dim ops starts from, its dimensions' places in `value`), or None."""
+        dims: Optional[List[int]] = None
+        producer = _producer(value)
+        while producer is not None and producer.name == "stablehlo.broadcast_in_dim":
+            here = [int(d) for d in A.int_list(producer.attributes["broadcast_dimensions"])]
+            dims = here if dims is None else [dims[d] for d in here]
+            value = producer.operands[0]
+            producer = _producer(value)
+        return None if dims is None else (self._use(value), tuple(dims))
+
     def _identity_operand(self, op: Any) -> Any:
         """For A + 0, 0 + A, A - 0, A * 1, 1 * A, A / 1, max(A, -inf), min(A, +inf), max(A, A), min(A, A) (the
         constant a splat, or a broadcast scalar, of the result's type; either side where the op commutes): the MLIR
@@ -978,7 +998,8 @@ class _Translator:
             return None
         identity, commutes = rules[op.name]
         a, b = op.operands
-        if op.name in _MIN_MAX and (a == b or self._use(a) == self._use(b)) and a.type == op.results[0].type:
+        if op.name in _MIN_MAX and (a == b or self._use(a) == self._use(b) or self._same_broadcast(a, b)) \
+                and a.type == op.results[0].type:
             return a  # max(A, A) and min(A, A) are A (also once a call is seen through): a denormal A stays
         if a.type != op.results[0].type and b.type != op.results[0].type:
             return None
