@@ -942,9 +942,7 @@ bool visitUnary(OpKind k, DType dt, Numerics numerics, V&& v) {
         case OpKind::Log1p: found = v012 ? f(Log1p012F{}) : f(Log1pF{}); break;
         case OpKind::Sqrt: found = f(SqrtF{}); break;
         case OpKind::Rsqrt: found = v012 ? f(Rsqrt012F{}) : f(RsqrtF{}); break;
-        case OpKind::Cbrt:
-          found = v012 ? f(CbrtF{}) : D == DType::F16 ? f(Cbrt04F16{}) : f(Cbrt04F{});
-          break;
+        case OpKind::Cbrt: found = v012 ? f(CbrtF{}) : D == DType::F16 ? f(Cbrt04F16{}) : f(Cbrt04F{}); break;
         case OpKind::Tanh: found = v012 ? f(Tanh012F{}) : f(TanhF{}); break;
         case OpKind::Logistic: found = v012 ? f(Logistic012F{}) : f(LogisticF{}); break;
         case OpKind::Sine: found = f(SineF{}); break;
