@@ -484,6 +484,13 @@ ACCEPTED: List[Accepted] = [
              "near-equal keys differently and move its payload (sorting expm1 of bf16 sums of cbrt of -3.4e38 and "
              "3.4e38)",
              ("sort_multi",), DTYPES_ALL, 0, per="any", series="0.12", when="keys_from_window_sum", open=True),
+    Accepted("open: jaxlib 0.12 on an AVX-512 host, bf16 maxima and minima of denormals in a reduce or a scatter: "
+             "neither of the emulator's two rules (the elementwise op's, which keeps the operand's bits, and "
+             "reduce_window's, which reads denormals as zeros) is cpu's in every case there (jnp.max of the pair "
+             "(2d, d) is 0 on cpu, of (d, -d) is -d; jnp.min over 3 rows keeps none, .at[].max keeps one: fuzz seed "
+             "20270101 #6188, #5924); what follows may differ by anything", ("reduce_max", "argmax", "scatter_max",
+                                                                              "scatter_min"),
+             ("bfloat16",), 1, per="any", series="0.12", cpu_has="avx512f", when="denormal_operand", open=True),
     Accepted("open: XLA:CPU keeps a computed bf16 exponent in f32 inside the loop of a power it fuses it into "
              "(xla_allow_excess_precision): of a negative base, a power whose exponent the ipu rounds to a bf16 "
              "integer is finite there and NaN on cpu, or the reverse (jnp.power(x, jax.nn.log_softmax(x, axis=0)) "
