@@ -647,14 +647,18 @@ def _erf_tail(step, program, values) -> bool:  # noqa: ANN001
     return bool(np.any(np.abs(np.asarray(values()[0], np.float32)) > 3.0))
 
 
-def _reads_concatenate(step, program, values) -> bool:  # noqa: ANN001
+def _read_ops(step, program) -> List[str]:  # noqa: ANN001
+    """The ops that compute what ``step`` reads (none for the program's inputs)."""
     producers = {o.name: s for s in program.ops() for o in s.outs}
-    return any(r in producers and producers[r].op == "concatenate" for r in step.reads)
+    return [producers[r].op for r in step.reads if r in producers]
+
+
+def _reads_concatenate(step, program, values) -> bool:  # noqa: ANN001
+    return any(op == "concatenate" for op in _read_ops(step, program))
 
 
 def _reads_pad(step, program, values) -> bool:  # noqa: ANN001
-    producers = {o.name: s for s in program.ops() for o in s.outs}
-    return any(r in producers and producers[r].op == "pad" for r in step.reads)
+    return any(op == "pad" for op in _read_ops(step, program))
 
 
 def _keys_from_window_sum(step, program, values) -> bool:  # noqa: ANN001
@@ -674,23 +678,19 @@ def _keys_from_window_sum(step, program, values) -> bool:  # noqa: ANN001
 
 
 def _reads_transpose(step, program, values) -> bool:  # noqa: ANN001
-    producers = {o.name: s for s in program.ops() for o in s.outs}
-    return any(r in producers and producers[r].op == "transpose" for r in step.reads)
+    return any(op == "transpose" for op in _read_ops(step, program))
 
 
 def _reads_reduce(step, program, values) -> bool:  # noqa: ANN001
-    producers = {o.name: s for s in program.ops() for o in s.outs}
-    return any(r in producers and producers[r].op.startswith("reduce_") for r in step.reads)
+    return any(op.startswith("reduce_") for op in _read_ops(step, program))
 
 
 def _reads_quotient(step, program, values) -> bool:  # noqa: ANN001
-    producers = {o.name: s for s in program.ops() for o in s.outs}
-    return any(r in producers and producers[r].op == "div" for r in step.reads)
+    return any(op == "div" for op in _read_ops(step, program))
 
 
 def _reads_product(step, program, values) -> bool:  # noqa: ANN001
-    producers = {o.name: s for s in program.ops() for o in s.outs}
-    return any(r in producers and producers[r].op in ("mul", "square", "pow_2") for r in step.reads)
+    return any(op in ("mul", "square", "pow_2") for op in _read_ops(step, program))
 
 
 def _divides_quotient(step, program, values) -> bool:  # noqa: ANN001
@@ -700,8 +700,7 @@ def _divides_quotient(step, program, values) -> bool:  # noqa: ANN001
 
 
 def _extremum_of_nextafter(step, program, values) -> bool:  # noqa: ANN001
-    producers = {o.name: s for s in program.ops() for o in s.outs}
-    return any(r in producers and producers[r].op == "nextafter" for r in step.reads)
+    return any(op == "nextafter" for op in _read_ops(step, program))
 
 
 def _one_trip_loop(step, program, values) -> bool:  # noqa: ANN001

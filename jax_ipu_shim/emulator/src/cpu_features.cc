@@ -22,6 +22,19 @@ bool osSavesYmm() {
   return (lo & 0x6) == 0x6;  // XMM and YMM state
 }
 
+// The opmask and ZMM state too (AVX-512 needs it).
+bool osSavesZmm() {
+  if (!osSavesYmm()) return false;
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (lo & 0xE0) == 0xE0;
+}
+// CPUID leaf 7, subleaf 0: EBX and EDX.
+bool leaf7(unsigned* ebx, unsigned* edx) {
+  unsigned eax = 0, ecx = 0;
+  return __get_cpuid_count(7, 0, &eax, ebx, &ecx, edx) != 0;
+}
+
 bool detectAvx2() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   return osSavesYmm() && __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (ebx & (1u << 5)) != 0;
@@ -46,35 +59,24 @@ bool vendorIs(const char* name) {
 }
 bool detectAmd() { return vendorIs("AuthenticAMD"); }
 bool detectFastGather() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!osSavesYmm() || !__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  unsigned ebx = 0, edx = 0;
+  if (!osSavesYmm() || !leaf7(&ebx, &edx)) return false;
   const bool avx2 = (ebx & (1u << 5)) != 0, avx512f = (ebx & (1u << 16)) != 0, clflushopt = (ebx & (1u << 23)) != 0;
-  unsigned lo = 0, hi = 0;
-  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  if (avx512f && (lo & 0xE0) == 0xE0) return true;  // the OS saves the opmask and ZMM state
+  if (avx512f && osSavesZmm()) return true;
   return avx2 && clflushopt && vendorIs("GenuineIntel");
 }
 bool detectWideVectors() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!osSavesYmm() || !__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) || !(ebx & (1u << 16))) return false;
-  unsigned lo = 0, hi = 0;
-  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  return (lo & 0xE0) == 0xE0 && !vendorIs("GenuineIntel");
+  unsigned ebx = 0, edx = 0;
+  return osSavesZmm() && leaf7(&ebx, &edx) && (ebx & (1u << 16)) && !vendorIs("GenuineIntel");
 }
 bool detectAvx512() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!osSavesYmm() || !__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
   const unsigned f_dq_vl = (1u << 16) | (1u << 17) | (1u << 31);
-  unsigned lo = 0, hi = 0;
-  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  return (ebx & f_dq_vl) == f_dq_vl && (lo & 0xE0) == 0xE0;
+  unsigned ebx = 0, edx = 0;
+  return osSavesZmm() && leaf7(&ebx, &edx) && (ebx & f_dq_vl) == f_dq_vl;
 }
 bool detectAvx512Fp16() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!osSavesYmm() || !__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) || !(edx & (1u << 23))) return false;
-  unsigned lo = 0, hi = 0;
-  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  return (lo & 0xE0) == 0xE0;
+  unsigned ebx = 0, edx = 0;
+  return osSavesZmm() && leaf7(&ebx, &edx) && (edx & (1u << 23));
 }
 #else
 bool detectWideVectors() { return false; }
