@@ -7,7 +7,7 @@ import os
 import re
 import struct
 import threading
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 import numpy as np
 from jax._src.interpreters import mlir as jmlir
@@ -283,6 +283,9 @@ class _Translator:
         # value of its numerator where that divide is the module's own.
         self.quotients: Dict[Any, Tuple[int, int]] = {}
         self.quotient_values: Dict[Any, Any] = {}
+        # A float value a simplifier rule of the front end wrote as exp(X) (jaxlib 0.4.13's exp(A) * exp(B) =>
+        # exp(A + B)): the MLIR value -> the id of X, so that the rule applies again to what reads it
+        self.exponents: Dict[Any, int] = {}
         # A splat constant written as a broadcast scalar, in the function being translated: broadcast id -> scalar id
         self.splat_scalars: Dict[int, int] = {}
         self.called: List[str] = []  # callees of func.call ops, in the order the walk meets them
@@ -437,6 +440,10 @@ class _Translator:
             elif op.name == "stablehlo.custom_call" and len(op.results) == 1 and \
                     A.is_a(ir.TupleType, op.results[0].type) and _call_target(op) == partitioner.CALL_TARGET:
                 body.append(self._untupled_call(op))
+            elif op.name == "stablehlo.scatter" and _drops_its_window(op):
+                # XLA's simplifier: a scatter of one update window at constant indices out of bounds is its operand
+                # (so x + segment_sum(u, [-2]) is x + 0, which is x: a denormal or bf16 -0 x stays)
+                self.ids[op.results[0]] = self._use(op.operands[0])
             elif op.name in ("stablehlo.gather", "stablehlo.scatter"):
                 entry = self._op(op)
                 if op.name == "stablehlo.scatter" and (placed := self._scatter_into_identity(entry, op)) is not None:
@@ -561,6 +568,22 @@ class _Translator:
                 # for what reads it (jaxlib 0.12's min(A, real(complex(A, B))) => min(A, A) => A; fuzz seed 20261901
                 # #312, where a scan's carry comes back so)
                 self.ids[op.results[0]] = self._use(parts.operands[op.name == "stablehlo.imag"])
+            elif op.name == "stablehlo.multiply" and not scalar_body and not _jax.is_current_series() \
+                    and self._simplified_float(op) and None not in (powers := [self._exponent(v) for v in op.operands]):
+                # jaxlib 0.4.13's simplifier: exp(A) * exp(B) => exp(A + B), one rounding where there were three (f16's
+                # jnp.square(jnp.exp2(x)) is exp(y + y); fuzz seed 20270101 #8343). Not jaxlib 0.12's
+                entry = self._op(op)
+                rewrite = _Rewrite(self, entry)
+                total = rewrite.emit("add", powers)  # type: ignore[arg-type]
+                rewrite.emit("exponential", [total], result=entry["results"][0])
+                self.exponents[op.results[0]] = total
+                body.extend(rewrite.ops)
+            elif op.name in _PAD_IDENTITIES and not scalar_body and _jax.is_current_series() \
+                    and self._real_float(op) and (padded := _identity_padded(op)) is not None:
+                body.extend(self._beside_identity_padding(self._op(op), *padded))
+            elif op.name in _SCATTER_COMBINES and not scalar_body and self._simplified_float(op) \
+                    and (into := self._combined_scatter(op)) is not None:
+                body.append(self._scatter_onto(self._op(op), *into))
             elif not scalar_body and (kept := self._identity_operand(op)) is not None:
                 # A + 0, A - 0, A * 1, A / 1 (either side where the op commutes): XLA's algebraic simplifier returns
                 # A itself, so cpu keeps what arithmetic would change (a denormal, -0 + 0)
@@ -1138,6 +1161,7 @@ class _Translator:
         that the ipu rounds as cpu does. Operands are simplified first (program order), and a divide a rule writes
         is simplified again. The rules of the jaxlib the program is compiled for (_jax.numerics()), in order:
           (A / B) / (C / D) => (A * D) / (B * C)
+          exp(A) / exp(B) => exp(A - B)        (jaxlib 0.4.13)
           A / sqrt(B) => A * rsqrt(B)          A / rsqrt(B) => A * sqrt(B)   (the root read by nothing else)
           A / exp(B) => A * exp(-B)            (jaxlib 0.4.13)
           A / pow(B, C) => A * pow(B, -C)      (f32 and f16)
@@ -1228,6 +1252,9 @@ class _Translator:
 
         def divide(a: int, a_value: Any, b: int, b_value: Any) -> Tuple[str, List[int]]:
             """The op that computes a / b and its operands (values: the MLIR values a and b are, if any)."""
+            powers = [self._exponent(v) if v is not None else None for v in (a_value, b_value)]
+            if not current and None not in powers:
+                return "exponential", [emit("subtract", powers, shape)]  # type: ignore[arg-type]
             qa, qb = quotient(a_value), quotient(b_value)
             if qa is not None and qb is not None:
                 (n1, d1), (n2, d2) = qa, qb
@@ -1259,6 +1286,8 @@ class _Translator:
             if operands[0] == entry["operands"][0] and operands[1] == entry["operands"][1]:
                 self.quotient_values[mlir_op.results[0]] = a_value
                 return ops + [entry]
+        if name == "exponential":
+            self.exponents[mlir_op.results[0]] = operands[0]
         return ops + [_derived(entry, name, operands, [out])]
 
     def _mesh_groups(self, groups: A.MeshAxes, what: str) -> List[List[int]]:
@@ -1298,6 +1327,72 @@ class _Translator:
         op("complex", [re, im], out["shape"], result=out)
         return ops
 
+    def _exponent(self, value: Any) -> Optional[int]:
+        """The id of X where XLA's simplifier sees `value` as exp(X) (an f32 or f16 exponential, or what a rule of the
+        front end wrote as one), not across a branch's edge; else None."""
+        producer = _producer(value)
+        if producer is None:
+            return None
+        if value in self.exponents:
+            return self.exponents[value]
+        if producer.name == "stablehlo.exponential" and self._simplified_float(producer):
+            return self._use(producer.operands[0])
+        return None
+
+    def _beside_identity_padding(self, entry: Dict[str, Any], pad: Any, other: Any) -> List[Dict[str, Any]]:
+        """op(pad(x, c), y), either side, where c is op's identity (_identity_padded), as jaxlib 0.12's XLA:CPU
+        computes it: the pad is fused into the op's loop, where LLVM folds op(c, y) => y on the padding, so y is
+        kept there as it is (a denormal y is not flushed: fuzz seed 20270101 #8322, min(pad(x, inf), y)). The op
+        where x is, y where the padding is: a select by a pad of `true` with `false`."""
+        rewrite = _Rewrite(self, entry)
+        computed = rewrite.emit(entry["op"], entry["operands"])
+        source_shape = list(self._tensor(pad.operands[0])[1])
+        true, false = (rewrite.emit("constant", [], "bool", shape=[], attrs={"value": Blob(bit), "splat": False})
+                       for bit in (b"\x01", b"\x00"))
+        inside = rewrite.emit("broadcast_in_dim", [true], "bool", source_shape, {"broadcast_dimensions": []}) \
+            if source_shape else true
+        mask = rewrite.emit("pad", [inside, false], "bool", attrs=O.read_attrs(pad.attributes))
+        rewrite.emit("select", [mask, computed, self._use(other)], result=entry["results"][0])
+        return rewrite.ops
+
+    def _combined_scatter(self, op: Any) -> Optional[Tuple[Any, Any]]:
+        """(the scatter, the other operand A) for A op scatter(identity, I, U, op), either side, where XLA's simplifier
+        writes scatter(A, I, U, op), so that A is left as it is outside the updated windows (a denormal or a -0 A
+        stays; x + segment_sum(u, ids)): f32 and f16 (bf16 ops are already between converts then), for a scatter of
+        one update window with a sum or a product combiner, and with jaxlib 0.12 also a maximum or a minimum, at any
+        indices (XLA makes it a dynamic-update-slice, whose A + DUS(0, U) => DUS(A, DS(A) + U)); with jaxlib 0.12 a
+        sum's scatter of any number of windows that nothing else reads (HandleAdd's A + scatter(0, I, U) =>
+        scatter(A, I, U)). Else None. Measured on cpu, both series, f32/f16/bf16, 1 and 2 windows, constant, dynamic
+        and dropped indices, one and two readers; not jaxlib 0.4.13's maximum and minimum, where LLVM computes
+        max(-inf, A) on the side XLA writes the scatter (reading a denormal A as 0)."""
+        combiner = _SCATTER_COMBINES[op.name]
+        current = _jax.is_current_series()
+        if combiner in ("maximum", "minimum") and not current:
+            return None
+        for scatter, other in ((op.operands[1], op.operands[0]), (op.operands[0], op.operands[1])):
+            scatter = _unconverted(scatter)
+            producer = _producer(scatter)
+            windows = _scatter_windows(producer)
+            if producer is None or windows is None or windows[0].get("computation") != combiner \
+                    or other.type != scatter.type \
+                    or _splat_value(producer.operands[0]) != _SCATTER_IDENTITIES[combiner]:
+                continue
+            if windows[1] == 1 or (current and combiner == "add" and len(list(scatter.uses)) == 1):
+                return producer, other
+        return None
+
+    def _scatter_onto(self, entry: Dict[str, Any], scatter: Any, other: Any) -> Dict[str, Any]:
+        """scatter(A, I, U, op) for `entry`, A op scatter(identity, I, U, op) (_combined_scatter): the scatter
+        translated again (its own update computation), onto A, at `entry`'s location and with its result."""
+        translated = self.ids[scatter.results[0]]
+        onto = self._op(scatter)
+        self.ids[scatter.results[0]] = translated  # the scatter itself stays what other readers read
+        onto["operands"][0] = self._use(other)
+        onto["results"] = entry["results"]
+        if "loc" in entry:
+            onto["loc"] = entry["loc"]
+        return onto
+
     def _scatter_into_identity(self, entry: Dict[str, Any], op: Any) -> Optional[List[Dict[str, Any]]]:
         """A float scatter of one update window at constant indices, in bounds, into a splat of its combiner's identity
         (jnp.zeros(n).at[3].add(x), segment_sum with one constant segment id), as XLA:CPU computes it: its scatter
@@ -1307,25 +1402,18 @@ class _Translator:
         to its window. (jax 0.4.13 writes a negative index as a select XLA folds; the front end does not see through
         it.) Else None."""
         attrs = entry["attrs"]
-        identities = {"add": 0.0, "multiply": 1.0}
-        if _jax.is_current_series():  # jaxlib 0.4.13 computes max(-inf, u) with maxps, reading a denormal as 0
-            identities.update(maximum=-math.inf, minimum=math.inf)
-        identity = identities.get(attrs.get("computation", ""))
-        if len(op.operands) != 3 or identity is None or not self._real_float(op) or _BATCHING.keys() & attrs.keys() \
-                or _splat_value(op.operands[0]) != identity:
+        computation = attrs.get("computation", "")
+        identity = _SCATTER_IDENTITIES.get(computation)
+        if computation in ("maximum", "minimum") and not _jax.is_current_series():
+            identity = None  # jaxlib 0.4.13 computes max(-inf, u) with maxps, reading a denormal as 0
+        if identity is None or not self._real_float(op) or _splat_value(op.operands[0]) != identity:
             return None
-        indices = _int_constant(op.operands[1])
-        (_, operand_shape), (_, update_shape) = self._tensor(op.operands[0]), self._tensor(op.operands[2])
-        if indices is None or len(indices) != len(attrs["scatter_dims_to_operand_dims"]):
+        placed = _scatter_window(op)
+        if placed is None:
             return None
-        window = [1 if d in attrs["inserted_window_dims"] else 0 for d in range(len(operand_shape))]
-        sizes = iter(update_shape[d] for d in attrs["update_window_dims"])
-        window = [w or next(sizes) for w in window]
-        start = [0] * len(operand_shape)
-        for k, d in enumerate(attrs["scatter_dims_to_operand_dims"]):
-            start[d] = int(indices[k])
+        start, window, operand_shape = placed
         if any(s < 0 or s + w > n for s, w, n in zip(start, window, operand_shape)):
-            return None  # dropped, or clamped: left to the scatter
+            return None  # dropped: left to the scatter
         rewrite = _Rewrite(self, entry)
         update = rewrite.emit("reshape", [entry["operands"][2]], shape=window)
         starts = [rewrite.emit("constant", [], "i32", shape=[], attrs={"value": Blob(struct.pack("<i", s)),
@@ -1627,9 +1715,24 @@ def _through_parameter(value: Any) -> bool:
 
 
 def _int_constant(value: Any) -> Optional[List[int]]:
-    """The elements of an integer constant, or of a broadcast of a one-element one, in order; else None."""
+    """The elements of an integer constant, or of a broadcast of a one-element one, in order; else None. Also folded
+    through the signed compare, add, subtract and select of such constants that XLA folds (jax 0.4.13 writes a
+    scatter's constant index i as select(i < 0, i + n, i))."""
     producer = _producer(value)
     size = math.prod(ir.RankedTensorType(value.type).shape)
+    if producer is not None and producer.name in _INT_FOLDS and \
+            all(ir.RankedTensorType(v.type).shape == ir.RankedTensorType(value.type).shape for v in producer.operands):
+        parts = [_int_constant(v) for v in producer.operands]
+        if any(p is None for p in parts):
+            return None
+        if any(str(ir.RankedTensorType(v.type).element_type).startswith("ui") for v in producer.operands):
+            return None  # (signed integers only)
+        fold = _INT_FOLDS[producer.name]
+        if producer.name == "stablehlo.compare":
+            fold = _INT_COMPARES[A.enum(producer.attributes["comparison_direction"])]
+        folded = [int(fold(*elements)) for elements in zip(*parts)]  # type: ignore[misc]
+        width = ir.IntegerType(ir.RankedTensorType(value.type).element_type).width
+        return [(e + (1 << (width - 1))) % (1 << width) - (1 << (width - 1)) if width > 1 else e for e in folded]
     if producer is not None and producer.name == "stablehlo.broadcast_in_dim":
         inner = _int_constant(producer.operands[0])
         return None if inner is None or len(inner) != 1 else inner * size
@@ -1644,6 +1747,75 @@ def _int_constant(value: Any) -> Optional[List[int]]:
         return None
     attr = ir.DenseIntElementsAttr(producer.attributes["value"])
     return [attr[0]] * size if attr.is_splat else [attr[i] for i in range(len(attr))]
+
+
+_INT_FOLDS: Dict[str, Callable[..., int]] = {
+    "stablehlo.add": lambda a, b: a + b, "stablehlo.subtract": lambda a, b: a - b,
+    "stablehlo.select": lambda p, a, b: a if p else b, "stablehlo.compare": lambda a, b: 0}  # (compares: below)
+_INT_COMPARES: Dict[str, Callable[[int, int], bool]] = {
+    "LT": lambda a, b: a < b, "LE": lambda a, b: a <= b, "GT": lambda a, b: a > b, "GE": lambda a, b: a >= b,
+    "EQ": lambda a, b: a == b, "NE": lambda a, b: a != b}
+
+
+def _unconverted(value: Any) -> Any:
+    """`value` before the converts to its own type that make it (jax writes some; XLA drops them)."""
+    producer = _producer(value)
+    while producer is not None and producer.name == "stablehlo.convert" and producer.operands[0].type == value.type:
+        value = producer.operands[0]
+        producer = _producer(value)
+    return value
+
+
+def _identity_padded(op: Any) -> Optional[Tuple[Any, Any]]:
+    """(the pad, the other operand) for op(pad(x, c), y) or op(y, pad(x, c)) where c is the op's identity for
+    LLVM (op(c, y) is y, bit for bit: _PAD_IDENTITIES); else None."""
+    for pad, other in ((op.operands[0], op.operands[1]), (op.operands[1], op.operands[0])):
+        pad = _unconverted(pad)
+        producer = _producer(pad)
+        if producer is not None and producer.name == "stablehlo.pad" and other.type == pad.type:
+            value = _splat_value(producer.operands[1])
+            identity = _PAD_IDENTITIES[op.name]
+            if value is not None and value == identity and math.copysign(1.0, value) == math.copysign(1.0, identity):
+                return producer, other
+    return None
+
+
+def _scatter_windows(op: Any) -> Optional[Tuple[Dict[str, Any], int]]:
+    """A scatter's attrs as the program has them (its combiner as "computation") and how many update windows it has,
+    for a scatter of one operand with no batching dimensions; else None."""
+    if op is None or op.name != "stablehlo.scatter" or len(op.operands) != 3 or len(op.results) != 1:
+        return None
+    attrs = O.read_attrs(op.attributes)
+    if _BATCHING.keys() & attrs.keys() or "update_window_dims" not in attrs:
+        return None
+    attrs["computation"] = _body_computation(op, assign=True)
+    update_shape = ir.RankedTensorType(op.operands[2].type).shape
+    return attrs, math.prod(n for d, n in enumerate(update_shape) if d not in attrs["update_window_dims"])
+
+
+def _scatter_window(op: Any) -> Optional[Tuple[List[int], List[int], List[int]]]:
+    """(start, window sizes, operand shape) of a scatter of one update window at constant indices; else None."""
+    windows = _scatter_windows(op)
+    if windows is None or windows[1] != 1:
+        return None
+    attrs = windows[0]
+    indices = _int_constant(op.operands[1])
+    if indices is None or len(indices) != len(attrs["scatter_dims_to_operand_dims"]):
+        return None
+    operand_shape = list(ir.RankedTensorType(op.operands[0].type).shape)
+    update_shape = ir.RankedTensorType(op.operands[2].type).shape
+    sizes = iter(update_shape[d] for d in attrs["update_window_dims"])
+    window = [1 if d in attrs["inserted_window_dims"] else next(sizes) for d in range(len(operand_shape))]
+    start = [0] * len(operand_shape)
+    for k, d in enumerate(attrs["scatter_dims_to_operand_dims"]):
+        start[d] = int(indices[k])
+    return start, window, operand_shape
+
+
+def _drops_its_window(op: Any) -> bool:
+    """A scatter of one update window at constant indices where the window does not fit: XLA drops the update."""
+    placed = _scatter_window(op)
+    return placed is not None and any(s < 0 or s + w > n for s, w, n in zip(*placed))
 
 
 def _is_minus_zero(value: Any) -> bool:
@@ -1973,7 +2145,8 @@ def _splat_value(value: Any) -> Optional[float]:
     sign = 1.0
     converts: List[str] = []  # the element types converted to, outermost first
     while producer is not None and (producer.name in ("stablehlo.broadcast_in_dim", "stablehlo.negate") or (
-            producer.name == "stablehlo.convert" and _real_float_type(producer.operands[0].type))):
+            producer.name == "stablehlo.convert" and _real_float_type(producer.operands[0].type)) or (
+            producer.name == "stablehlo.scatter" and _drops_its_window(producer))):
         sign = -sign if producer.name == "stablehlo.negate" else sign  # XLA folds the negation of a constant
         if producer.name == "stablehlo.convert":
             converts.append(str(ir.RankedTensorType(producer.results[0].type).element_type))
@@ -2082,6 +2255,15 @@ def _call_constants(funcs: Dict[str, Any]) -> Dict[Tuple[str, int], float]:
 
 
 _MIN_MAX = {"stablehlo.minimum": "stablehlo.maximum", "stablehlo.maximum": "stablehlo.minimum"}
+# An elementwise op and the scatter combiner XLA's simplifier folds it into (_combined_scatter), and the identity
+# of each combiner (what a scatter's operand must be filled with)
+_SCATTER_COMBINES = {"stablehlo.add": "add", "stablehlo.multiply": "multiply", "stablehlo.maximum": "maximum",
+                     "stablehlo.minimum": "minimum"}
+_SCATTER_IDENTITIES = {"add": 0.0, "multiply": 1.0, "maximum": -math.inf, "minimum": math.inf}
+# An op and the constant c for which LLVM folds op(c, y) => y (so a denormal y stays), both orders: a pad's value
+# jaxlib 0.12's XLA:CPU fuses into the op (_beside_identity_padding)
+_PAD_IDENTITIES = {"stablehlo.add": -0.0, "stablehlo.multiply": 1.0, "stablehlo.maximum": -math.inf,
+                   "stablehlo.minimum": math.inf}
 
 
 def _clamp_parts(op: Any) -> Optional[Tuple[Any, Any, Any]]:
