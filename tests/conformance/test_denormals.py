@@ -177,6 +177,12 @@ FUNCTIONS = {
     "times_a_scatter_of_one_window": lambda x: x.reshape(8, 8) * jnp.ones((8, 8)).at[2].mul(x[8:16]),
     "maximum_with_a_scatter_of_one_window": lambda x: jnp.maximum(x.reshape(8, 8), jnp.full(
         (8, 8), -jnp.inf).at[5].max(x[::-1][:8])),
+    # the rules for what reads A + 0 see A (XLA's simplifier removed the sum first): log(sqrt(A)) is 0.5 * log(A),
+    # and jaxlib 0.4.13's sqrt(A * A) is |A| (fuzz seed 20270301 #821, #540)
+    "log_of_a_root_plus_zero": lambda x: jnp.log(jnp.sqrt(x) + 0.0),
+    "root_of_a_square_through_a_sum_with_zero": lambda x: jnp.sqrt((x + 0.0) * x),
+    "f16_root_of_a_square_through_a_sum_with_zero": lambda x: (lambda h: jnp.sqrt((h + 0.0) * h))(
+        jnp.clip(x, -100, 100).astype(jnp.float16)).astype(jnp.float32),
     # jaxlib 0.4.13: exp(A) * exp(B) is exp(A + B) and exp(A) / exp(B) is exp(A - B) (fuzz seed 20270101 #8343)
     "product_of_exps": lambda x: jnp.exp(x / 64) * jnp.exp(x[::-1] / 64),
     "product_of_three_exps": lambda x: jnp.exp(x / 64) * jnp.exp(x[::-1] / 64) * jnp.exp(x[::2].repeat(2) / 64),

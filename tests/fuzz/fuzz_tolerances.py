@@ -476,6 +476,13 @@ ACCEPTED: List[Accepted] = [
              "infinite sum as inf + -inf = NaN on cpu and -inf on the ipu, and what reads the dot (a sort) may "
              "move by anything", ("dot",), ("float32",), 8, per="any", series="0.4.", when="operand_not_finite",
              open=True),
+    Accepted("open: jaxlib 0.12's XLA:CPU dot, where products overflow to infinities of both signs: cpu's kernel "
+             "for the shape decides between NaN (inf + -inf of rounded products, or of two lanes) and an infinity "
+             "(the second product fused into the first's overflowed sum), and the emulator always fuses in k order "
+             "(measured with -2 * 3.4e38 and 1.5 * 3.4e38 at k and k + gap: f32[18, 64] @ f32[64, 5] and [64, 8] "
+             "give NaN at every gap, [64, 64] -inf; f32[1, 64] @ f32[64, 1] NaN at gaps 1, 8, 16, f32[2, 64] @ "
+             "f32[64, 1] only at gap 1; fuzz seed 20270301 #1110), and what reads the dot (a sort) may move by "
+             "anything", ("dot",), ("float32",), 8, per="any", series="0.12", when="products_overflow", open=True),
     Accepted("open: jaxlib 0.12's XLA:CPU adds a window's terms in an order that depends on the shape and the "
              "padding, which the emulator does not reproduce (probed with M, -M and 1 placed in a window: f32[6, 4] "
              "window 3x2 padded 1 on each side of dim 1 adds column by column, unpadded row by row; f32[4, 7, 2] "
@@ -530,6 +537,14 @@ def _not_finite(values: Sequence) -> bool:
     import numpy as np
 
     return any(not np.all(np.isfinite(np.asarray(v, np.float32))) for v in values)
+
+
+def _products_overflow(values: Sequence) -> bool:
+    """Some product of an element of the first operand and one of the second may overflow f32."""
+    import numpy as np
+
+    a, b = (np.abs(np.asarray(v, np.float64)) for v in values[:2])
+    return bool(a.size and b.size and np.nanmax(a) * np.nanmax(b) > np.finfo(np.float32).max)
 
 
 def _nan(values: Sequence) -> bool:
@@ -893,6 +908,7 @@ WHEN = {
     "product_used_twice": _product_used_twice,
     "kernel_not_finite": lambda step, program, values: _not_finite(values()[1:2]),
     "operand_not_finite": lambda step, program, values: _not_finite(values()),
+    "products_overflow": lambda step, program, values: _products_overflow(values()),
     "nan_operand": lambda step, program, values: _nan(values()),
     "folded": _folded,
     "divides_by_logistic": _divides_by_logistic,

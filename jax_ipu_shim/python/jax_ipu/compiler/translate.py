@@ -300,12 +300,12 @@ class _Translator:
         module_attrs = A.named(self.module.operation.attributes)
         name = A.string(module_attrs["sym_name"]) if "sym_name" in module_attrs else "main"
         program: Dict[str, Any] = {"format": FORMAT, "version": VERSION, "name": name, "entry": "main"}
-        _CALLS.constants, _CALLS.funcs = {}, self.funcs
+        _CALLS.constants, _CALLS.funcs, _CALLS.aliases = {}, self.funcs, {}
         try:
             _CALLS.constants = _call_constants(self.funcs)
             program["functions"] = self._functions("main")
         finally:
-            _CALLS.constants, _CALLS.funcs = {}, {}
+            _CALLS.constants, _CALLS.funcs, _CALLS.aliases = {}, {}, {}
         _tokens_cross_as_bool0(program["functions"][0])
         if self.partitioned is not None:
             entry = program["functions"][0]
@@ -586,8 +586,12 @@ class _Translator:
                 body.append(self._scatter_onto(self._op(op), *into))
             elif not scalar_body and (kept := self._identity_operand(op)) is not None:
                 # A + 0, A - 0, A * 1, A / 1 (either side where the op commutes): XLA's algebraic simplifier returns
-                # A itself, so cpu keeps what arithmetic would change (a denormal, -0 + 0)
+                # A itself, so cpu keeps what arithmetic would change (a denormal, -0 + 0), and its rules for what
+                # reads the op see A (log(sqrt(x) + 0) is log(sqrt(x)): fuzz seed 20270301 #821; not a maximum or
+                # minimum's: min(max(x, -inf), inf) is still a clamp to jaxlib 0.4.13's)
                 self.ids[op.results[0]] = self._use(kept)
+                if op.name not in _MIN_MAX and op.name != "stablehlo.clamp":
+                    getattr(_CALLS, "aliases", {})[op.results[0]] = kept
             elif op.name in _MIN_MAX and not scalar_body and self._real_float(op) \
                     and (pair := _constant_bound(op)) is not None:
                 body.extend(self._extremum_with_constant(self._op(op), op, *pair))
@@ -1612,7 +1616,9 @@ def _splat_for_elementwise_ops(op: Any) -> bool:
 def _producer(value: Any) -> Optional[Any]:
     """The op that defines `value`, or None for a block argument and, inside a conditional's branch, for a value the
     branch captures from outside: XLA's conditional receives those as its branch computation's parameters, so its
-    simplifier cannot see what made them (log(a) in a branch of lax.cond(p, f, g, x ** 0.5) is a log)."""
+    simplifier cannot see what made them (log(a) in a branch of lax.cond(p, f, g, x ** 0.5) is a log). An op the
+    front end removed as XLA's simplifier does (A + 0 is A) is seen through to what made A."""
+    value = _alias(value)
     owner = value.owner
     owner = getattr(owner, "operation", owner)
     if not (hasattr(owner, "name") and hasattr(owner, "operands")):
@@ -1621,6 +1627,15 @@ def _producer(value: Any) -> Optional[Any]:
     if branches and not _inside(owner, branches[-1]) and owner.name != "stablehlo.constant":
         return None  # (a constant XLA propagates into the branch: the scatter of segment_sum's constant ids)
     return owner
+
+
+def _alias(value: Any) -> Any:
+    """The value `value` is to XLA's simplifier once the front end has removed the op that made it as XLA does
+    (A + 0 is A)."""
+    aliases = getattr(_CALLS, "aliases", None)
+    while aliases and value in aliases:
+        value = aliases[value]
+    return value
 
 
 def _sunk_constant(argument: Any) -> Optional[Any]:
@@ -2446,7 +2461,7 @@ def _square_of(value: Any) -> Any:
     producer = _producer(value)
     if producer is None or producer.name != "stablehlo.multiply":
         return None
-    a, b = producer.operands
+    a, b = (_alias(v) for v in producer.operands)
     return a if a == b else None
 
 
