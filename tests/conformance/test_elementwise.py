@@ -314,6 +314,9 @@ DIVIDES = {
     "row/row": lambda a, b, c, r: jnp.broadcast_to(r, a.shape) / jnp.broadcast_to(r, a.shape),
     "row[None]/row": lambda a, b, c, r: r[None, :] / jnp.broadcast_to(r, a.shape),
     "2row/row": lambda a, b, c, r: jnp.broadcast_to(2 * r, a.shape) / jnp.broadcast_to(r, a.shape),
+    # ... a splat constant is such a broadcast: 3 / vmap(tanh)(b) divides (fuzz seed 20270301 #4549)
+    "3/broadcast(b)": lambda a, b, c, r: 3.0 / jax.vmap(lambda _: jnp.tanh(b))(r[:3]),
+    "3/(row[None])": lambda a, b, c, r: 3.0 / jnp.broadcast_to(r, a.shape),
     # ... and a broadcast scalar divided by a broadcast constant is a multiply by its reciprocal there
     "scalars/constant": lambda a, b, c, r: [jnp.broadcast_to(r[i], (3,)) / -1.5 for i in range(len(r))],
     # a broadcast_in_dim that only adds a dimension of one (jnp.expand_dims) is a reshape to XLA: no reciprocal

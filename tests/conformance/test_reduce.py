@@ -107,6 +107,32 @@ def test_column_sums_fold_in_cpus_order(name, shape):
           **(EXACT if not CURRENT_SERIES else {"scale_ulps": 8} if name == "sum" else {"rtol": 1e-4}))
 
 
+# Short columns (at most 32 reduced rows, no tree) whose kept innermost dimension is 1 more than a multiple of 32 or
+# not: f32[4, K, r, m] reduced over dimension 1
+SHORT_COLUMNS = [(4, 3, 6, 33), (4, 4, 2, 1), (4, 5, 1, 65), (4, 12, 2, 33), (4, 20, 1, 33), (4, 32, 1, 65),
+                 (4, 12, 3, 1), (4, 8, 6, 17), (4, 7, 3, 32), (4, 31, 2, 34)]
+
+
+@pytest.mark.parametrize("shape", SHORT_COLUMNS, ids=["x".join(map(str, s)) for s in SHORT_COLUMNS])
+@pytest.mark.parametrize("name", ["sum", "prod"])
+def test_short_column_sums_fold_in_cpus_order(name, shape):
+    """jaxlib 0.4.13: each output of a column sum or product of at most 32 rows folds its rows in order, but on a
+    host where LLVM vectorises with 512-bit vectors the last output of an innermost dimension of 32k + 1 folds them in
+    the lanes of a loop vectorised over the rows (2 lanes for 3 or 4 rows: (x0 * x2) * (x1 * x3); 4, 8, 16 for
+    more; fuzz seed 20270301 #1906). Probed with terms that overflow or cancel in one order and not the other, and
+    random terms. jaxlib 0.12: a few ulps of each output's scale."""
+    rng = np.random.default_rng(11)
+    big, small = (2.0 ** 100, 2.0 ** -100) if name == "prod" else (2.0 ** 24, 1.0)
+    probe = np.ones(shape, np.float32) if name == "prod" else np.zeros(shape, np.float32)
+    probe[:, 0], probe[:, 1], probe[:, 2] = big, big if name == "prod" else small, small if name == "prod" else -big
+    if shape[1] > 3:
+        probe[:, 3] = small
+    noisy = (1 + rng.standard_normal(shape) / 64 if name == "prod" else rng.standard_normal(shape)).astype(np.float32)
+    reduce = jnp.sum if name == "sum" else jnp.prod
+    check(lambda a, b: [reduce(a, axis=1), reduce(b, axis=1)], probe, noisy,
+          **(EXACT if not CURRENT_SERIES else {"scale_ulps": 8} if name == "sum" else {"rtol": 1e-4}))
+
+
 # (operand shape, moved to: a reshape's shape or "T" for a transpose, reduced axes of the moved value)
 MOVED = [((3, 7), (7, 3), None), ((3, 7), (21,), None), ((64, 33), (2112,), None), ((4, 6, 5), (4, 30), (1,)),
          ((3, 7, 5), (3, 35), (1,)), ((6, 9), (2, 27), (1,)), ((3, 7), "T", (0,)), ((8, 33), "T", None),

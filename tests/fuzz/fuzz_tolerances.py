@@ -476,6 +476,18 @@ ACCEPTED: List[Accepted] = [
              "infinite sum as inf + -inf = NaN on cpu and -inf on the ipu, and what reads the dot (a sort) may "
              "move by anything", ("dot",), ("float32",), 8, per="any", series="0.4.", when="operand_not_finite",
              open=True),
+    Accepted("open: a product with a float iota along an outer dimension: XLA:CPU's loop over that dimension "
+             "is unrolled where it is short, the iota's values become constants there, and LLVM folds 1.0 * x => x, "
+             "so a denormal x stays where the iota is 1 (broadcasted_iota(f32, (4, 2, 6), 1) * x on both series; "
+             "along dimension 0 of size 4 only jaxlib 0.12 unrolls; never along the minor dimension, which is "
+             "vectorised); the emulator multiplies (fuzz seed 20270301 #1997)",
+             ("mul", "div"), ("float32",), 1, per="denormal", when="reads_iota", open=True),
+    Accepted("open: jaxlib 0.4.13, a cumulative or windowed maximum or minimum of jnp.abs(x): LLVM knows |x| is "
+             "at least -inf and at most inf, so where a window holds one element and padding it folds the compare "
+             "away and returns the element unflushed (row 0 of lax.cummax(jnp.abs(x), 0) keeps a denormal; max of "
+             "two elements still flushes), where the emulator's reduce_window reads denormals as zeros (fuzz seed "
+             "20270301 #782)", ("cummax", "window_max"), ("float32",), 1, per="denormal", series="0.4.",
+             when="reads_abs", open=True),
     Accepted("open: jaxlib 0.12's XLA:CPU dot, where products overflow to infinities of both signs: cpu's kernel "
              "for the shape decides between NaN (inf + -inf of rounded products, or of two lanes) and an infinity "
              "(the second product fused into the first's overflowed sum), and the emulator always fuses in k order "
@@ -670,6 +682,14 @@ def _read_ops(step, program) -> List[str]:  # noqa: ANN001
 
 def _reads_concatenate(step, program, values) -> bool:  # noqa: ANN001
     return any(op == "concatenate" for op in _read_ops(step, program))
+
+
+def _reads_abs(step, program, values) -> bool:  # noqa: ANN001
+    return any(op == "abs" for op in _read_ops(step, program))
+
+
+def _reads_iota(step, program, values) -> bool:  # noqa: ANN001
+    return any(op == "iota" for op in _read_ops(step, program))
 
 
 def _reads_pad(step, program, values) -> bool:  # noqa: ANN001
@@ -915,6 +935,8 @@ WHEN = {
     "reads_quotient": _reads_quotient,
     "reads_product": _reads_product,
     "reads_pad": _reads_pad,
+    "reads_abs": _reads_abs,
+    "reads_iota": _reads_iota,
     "reads_reduce": _reads_reduce,
     "reads_transpose": _reads_transpose,
     "keys_from_window_sum": _keys_from_window_sum,

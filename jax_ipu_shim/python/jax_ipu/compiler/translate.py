@@ -1263,11 +1263,13 @@ class _Translator:
             if qa is not None and qb is not None:
                 (n1, d1), (n2, d2) = qa, qb
                 return "divide", [emit("multiply", [n1, d2], shape), emit("multiply", [d1, n2], shape)]
-            sunk = current and a_value is not None and b_value is not None and \
-                _broadcast_of(a_value, self._tensor) == _broadcast_of(b_value, self._tensor) is not None
+            sunk = current and a_value is not None and b_value is not None and (
+                _broadcast_of(a_value, self._tensor) == _broadcast_of(b_value, self._tensor) is not None or (
+                    _splat_value(a_value) is not None and _broadcast_of(b_value, self._tensor) is not None))
             # jaxlib 0.12 moves a broadcast below an elementwise op whose operands are all broadcast alike
             # (op(bcast(x), bcast(y)) => bcast(op(x, y))) before HandleDivide sees it: x / x stays a divide, and
-            # x / constant C becomes x * (1 / C) below the broadcast, the same bits as a broadcast reciprocal
+            # x / constant C becomes x * (1 / C) below the broadcast, the same bits as a broadcast reciprocal; a
+            # splat constant is a broadcast of any shape there (3 / vmap(tanh)(x) divides: fuzz seed 20270301 #4549)
             factor = inverse_of(b_value) if b_value is not None and (not sunk or _broadcasts_constant(b_value)) \
                 else None
             if factor is not None:
