@@ -476,6 +476,11 @@ ACCEPTED: List[Accepted] = [
              "infinite sum as inf + -inf = NaN on cpu and -inf on the ipu, and what reads the dot (a sort) may "
              "move by anything", ("dot",), ("float32",), 8, per="any", series="0.4.", when="operand_not_finite",
              open=True),
+    Accepted("open: jaxlib 0.4.13, jax.nn.relu(x) and a jnp.clip of the same x with a lower bound of 0: XLA's CSE "
+             "merges relu's max(x, 0) with the clip's max(0, x) (which it sees through the clip's call, its constant "
+             "on the left), and that operand order gives relu(-0) = +0 (fuzz seed 20270301 #4897); the emulator "
+             "computes relu in its own order (-0)", ("relu",), ("float32",), 1, per="denormal", series="0.4.",
+             when="beside_clamp", open=True),
     Accepted("open: a product with a float iota along an outer dimension: XLA:CPU's loop over that dimension "
              "is unrolled where it is short, the iota's values become constants there, and LLVM folds 1.0 * x => x, "
              "so a denormal x stays where the iota is 1 (broadcasted_iota(f32, (4, 2, 6), 1) * x on both series; "
@@ -686,6 +691,11 @@ def _reads_concatenate(step, program, values) -> bool:  # noqa: ANN001
 
 def _reads_abs(step, program, values) -> bool:  # noqa: ANN001
     return any(op == "abs" for op in _read_ops(step, program))
+
+
+def _beside_clamp(step, program, values) -> bool:  # noqa: ANN001
+    """Another step, a clamp, reads what this step reads."""
+    return any(s.op == "clamp" and set(s.reads) & set(step.reads) for s in program.ops() if s is not step)
 
 
 def _reads_iota(step, program, values) -> bool:  # noqa: ANN001
@@ -937,6 +947,7 @@ WHEN = {
     "reads_pad": _reads_pad,
     "reads_abs": _reads_abs,
     "reads_iota": _reads_iota,
+    "beside_clamp": _beside_clamp,
     "reads_reduce": _reads_reduce,
     "reads_transpose": _reads_transpose,
     "keys_from_window_sum": _keys_from_window_sum,
