@@ -349,6 +349,10 @@ ACCEPTED: List[Accepted] = [
     Accepted("... and a product or quotient of that padding value and an infinity folds to an infinity there (1e-40 "
              "* inf is inf in LLVM's host arithmetic), where the ipu reads the denormal as a zero (0 * inf is NaN)",
              ("mul", "div"), ("float32", "float16", "bfloat16"), 1, per="any", when="denormal_padding"),
+    Accepted("... and a ceil, floor or sign of that padding value sees the denormal as nonzero there (ceil(1e-40) "
+             "is 1 in LLVM's host arithmetic, floor(-1e-40) is -1, sign(1e-40) is 1), where the ipu reads it as a "
+             "zero (fuzz seed 20270301 #8553)", ("ceil", "floor", "sign"), ("float32", "float16", "bfloat16"), 1,
+             per="any", when="denormal_padding"),
     Accepted("LLVM folds arithmetic on a bool converted to a float (a select of 1 and 0) and a constant into a "
              "select of two constants it computes with host arithmetic, denormals read as they are, in some of "
              "XLA:CPU's loops and not in others: 1e-40 / p.astype(f32) is inf where p is false for one element, "
@@ -487,12 +491,13 @@ ACCEPTED: List[Accepted] = [
              "along dimension 0 of size 4 only jaxlib 0.12 unrolls; never along the minor dimension, which is "
              "vectorised); the emulator multiplies (fuzz seed 20270301 #1997)",
              ("mul", "div"), ("float32",), 1, per="denormal", when="reads_iota", open=True),
-    Accepted("open: jaxlib 0.4.13, a cumulative or windowed maximum or minimum of jnp.abs(x): LLVM knows |x| is "
-             "at least -inf and at most inf, so where a window holds one element and padding it folds the compare "
-             "away and returns the element unflushed (row 0 of lax.cummax(jnp.abs(x), 0) keeps a denormal; max of "
-             "two elements still flushes), where the emulator's reduce_window reads denormals as zeros (fuzz seed "
-             "20270301 #782)", ("cummax", "window_max"), ("float32",), 1, per="denormal", series="0.4.",
-             when="reads_abs", open=True),
+    Accepted("open: jaxlib 0.4.13, a cumulative or windowed maximum or minimum of a value XLA:CPU computes in the "
+             "same loop (jnp.abs(x), x * x * x, -(x * x)): where a window holds one element and padding, LLVM folds "
+             "the compare with the padding away and returns the element as it is, a denormal kept and -0 kept (row "
+             "0 of lax.cummax(jnp.abs(x), 0), of lax.cummin(x * 1e-30, 0) for x = -1e-20; of an argument read from "
+             "memory it is flushed, +0 for -0, as on the ipu); the emulator's reduce_window reads denormals as zeros "
+             "and gives +0 there (fuzz seed 20270301 #782, 20270401 #53)", ("cummax", "window_max"), ("float32",), 1,
+             per="denormal", series="0.4.", when="reads_elementwise", open=True),
     Accepted("open: jaxlib 0.12's XLA:CPU dot, where products overflow to infinities of both signs: cpu's kernel "
              "for the shape decides between NaN (inf + -inf of rounded products, or of two lanes) and an infinity "
              "(the second product fused into the first's overflowed sum), and the emulator always fuses in k order "
@@ -689,8 +694,8 @@ def _reads_concatenate(step, program, values) -> bool:  # noqa: ANN001
     return any(op == "concatenate" for op in _read_ops(step, program))
 
 
-def _reads_abs(step, program, values) -> bool:  # noqa: ANN001
-    return any(op == "abs" for op in _read_ops(step, program))
+def _reads_elementwise(step, program, values) -> bool:  # noqa: ANN001
+    return any(op in ELEMENTWISE_F32 for op in _read_ops(step, program))
 
 
 def _beside_clamp(step, program, values) -> bool:  # noqa: ANN001
@@ -945,7 +950,7 @@ WHEN = {
     "reads_quotient": _reads_quotient,
     "reads_product": _reads_product,
     "reads_pad": _reads_pad,
-    "reads_abs": _reads_abs,
+    "reads_elementwise": _reads_elementwise,
     "reads_iota": _reads_iota,
     "beside_clamp": _beside_clamp,
     "reads_reduce": _reads_reduce,
