@@ -342,13 +342,24 @@ DIVIDES = {
 }
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_a_divide_by_a_broadcast_huge_divisor_flushes_as_on_cpu(dtype):
+    """jaxlib 0.12 rewrites A / broadcast(B) as A * broadcast(1 / B) in bf16 too, the reciprocal and the product kept
+    in f32 (XLA's excess precision) and rounded once: 1 / -3.4e38 is a denormal that flushes, so 61 / B is -0, not
+    the quotient's -1.8e-37 (fuzz seed 20270401 #7242). jaxlib 0.4.13 divides."""
+    a = random(dtype, (4, 6, 8), seed=26, low=-100.0, high=100.0)
+    b = np.concatenate([np.array([-3.38953e38, 3.38953e38, 1e38, -2e37]), random("float32", (4,), seed=27)])
+    check(lambda a, b: (a / b[None, None, :], a / b[3]), a, b.astype(dtype), **EXACT)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("name", sorted(DIVIDES))
 def test_divide_rewrites_round_as_cpu(name, dtype):
     """XLA rewrites divides before XLA:CPU runs them (A / sqrt(B) => A * rsqrt(B), A / pow(B, C) => A * pow(B, -C),
     A / constant => A * (1 / C), jaxlib 0.12's A / broadcast(B) => A * broadcast(1 / B)...), each rounding
     differently from the divide: the ipu program is rewritten the same way, so every bit agrees. bf16 divides are
-    not rewritten (XLA:CPU computes each between converts to and from f32, where no rule matches)."""
+    not rewritten (XLA:CPU computes each between converts to and from f32, where no rule matches), but for jaxlib
+    0.12's A / broadcast(B)."""
     a, b, c = (random(dtype, (24, 40), seed=s, low=1.0, high=9.0) for s in (22, 23, 24))
     r = random(dtype, (40,), seed=25, low=1.0, high=9.0)
     check(DIVIDES[name], a, b, c, r, **EXACT)

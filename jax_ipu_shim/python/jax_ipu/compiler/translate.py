@@ -609,6 +609,10 @@ class _Translator:
                 body.extend(self._bf16_zero_test(self._op(op), tested))
             elif op.name == "stablehlo.divide" and not scalar_body and self._simplified_float(op):
                 body.extend(self._divide(self._op(op), op))
+            elif op.name == "stablehlo.divide" and not scalar_body and _jax.is_current_series() and self._bf16(op):
+                # jaxlib 0.12 rewrites a bf16 A / broadcast(B) as well (A * broadcast(1 / B): the reciprocal of a
+                # huge B flushes, fuzz seed 20270401 #7242), no other divide rule
+                body.extend(self._divide(self._op(op), op, broadcast_only=True))
             elif op.name == "stablehlo.reduce_window" and not scalar_body and _jax.is_current_series() \
                     and (scan := _scan_window(op)) is not None:
                 body.extend(self._scan_as_tree(self._op(op), *scan))
@@ -1160,7 +1164,7 @@ class _Translator:
             rewrite.emit(op.name.split(".", 1)[1], flushed, result=result)
         return rewrite.ops
 
-    def _divide(self, entry: Dict[str, Any], mlir_op: Any) -> List[Dict[str, Any]]:
+    def _divide(self, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = False) -> List[Dict[str, Any]]:
         """A float divide as XLA's algebraic simplifier rewrites it before XLA:CPU computes it (HandleDivide), so
         that the ipu rounds as cpu does. Operands are simplified first (program order), and a divide a rule writes
         is simplified again. The rules of the jaxlib the program is compiled for (_jax.numerics()), in order:
@@ -1173,28 +1177,34 @@ class _Translator:
           A / broadcast(B) => A * broadcast(1 / B)   (jaxlib 0.12: softmax's sum, any scalar divisor but a
                                                       while loop's own value)
           (A / B) / C => A / (B * C)           A / (B / C) => (A * C) / B
-        An operand a rule no longer reads (the sqrt, the exp...) is left to the dead-code pass."""
+        An operand a rule no longer reads (the sqrt, the exp...) is left to the dead-code pass. `broadcast_only`:
+        jaxlib 0.12's A / broadcast(B) alone (a bf16 divide)."""
         ops: List[Dict[str, Any]] = []
         out = entry["results"][0]
         dtype, shape = out["dtype"], out["shape"]
         current = _jax.numerics() == "jaxlib-0.12"
 
+        # a bf16 divide's reciprocal and product stay in f32 on cpu (XLA's excess precision), rounded once
+        wide = "f32" if broadcast_only else dtype
+
         def emit(name: str, operands: List[int], shape: List[int], attrs: Optional[Dict[str, Any]] = None,
-                 result: Optional[Dict[str, Any]] = None) -> int:
-            result = result or self._fresh(dtype, shape)
+                 result: Optional[Dict[str, Any]] = None, of: Optional[str] = None) -> int:
+            result = result or self._fresh(of or dtype, shape)
             ops.append(_derived(entry, name, operands, [result], attrs))
             return result["id"]
 
-        def reciprocal(x: int, shape: List[int]) -> int:
-            one = emit("constant", [], [], {"value": Blob(_one(dtype)), "splat": False})
-            ones = emit("broadcast_in_dim", [one], shape, {"broadcast_dimensions": []}) if shape else one
-            return emit("divide", [ones, x], shape)
+        def reciprocal(x: int, shape: List[int], of: Optional[str] = None) -> int:
+            one = emit("constant", [], [], {"value": Blob(_one(of or dtype)), "splat": False}, of=of)
+            ones = emit("broadcast_in_dim", [one], shape, {"broadcast_dimensions": []}, of=of) if shape else one
+            return emit("divide", [ones, x], shape, of=of)
 
         def inverse_of(value: Any) -> Optional[int]:
             """1 / value written without a divide (sqrt, rsqrt, exp) or as a reciprocal XLA folds or hoists, or
             None when no rule applies to dividing by it."""
             producer: Any = _producer(value)
             name = producer.name if producer is not None else ""
+            if broadcast_only and name != "stablehlo.broadcast_in_dim":
+                return None
             moves, source, below = [], value, producer  # broadcasts and reshapes XLA 0.4.13 sees through
             while below is not None and below.name in _MOVED and not current:
                 moves.append(below)
@@ -1243,21 +1253,25 @@ class _Translator:
                 # one: XLA broadcasts a reshape that drops them, and that reshape has one reader: `(x / b, b)` of
                 # b f32[1, 1] or f32[2, 1] multiplies)
                 source = producer.operands[0]
-                inverse = reciprocal(self._use(source), list(self._tensor(source)[1]))
-                return emit("broadcast_in_dim", [inverse], shape, O.read_attrs(producer.attributes))
+                source_shape = list(self._tensor(source)[1])
+                x = self._use(source)
+                if wide != dtype:
+                    x = emit("convert", [x], source_shape, of=wide)
+                inverse = reciprocal(x, source_shape, of=wide)
+                return emit("broadcast_in_dim", [inverse], shape, O.read_attrs(producer.attributes), of=wide)
             return None
 
         def quotient(value: Any) -> Optional[Tuple[int, int]]:
             """The (numerator, denominator) `value` divides, where XLA sees that divide (not across a branch's edge:
             the branch gets the quotient as a parameter)."""
-            if value not in self.quotients or _producer(value) is None:
+            if broadcast_only or value not in self.quotients or _producer(value) is None:
                 return None
             return self.quotients[value]
 
         def divide(a: int, a_value: Any, b: int, b_value: Any) -> Tuple[str, List[int]]:
             """The op that computes a / b and its operands (values: the MLIR values a and b are, if any)."""
             powers = [self._exponent(v) if v is not None else None for v in (a_value, b_value)]
-            if not current and None not in powers:
+            if not current and not broadcast_only and None not in powers:
                 return "exponential", [emit("subtract", powers, shape)]  # type: ignore[arg-type]
             qa, qb = quotient(a_value), quotient(b_value)
             if qa is not None and qb is not None:
@@ -1272,6 +1286,9 @@ class _Translator:
             # splat constant is a broadcast of any shape there (3 / vmap(tanh)(x) divides: fuzz seed 20270301 #4549)
             factor = inverse_of(b_value) if b_value is not None and (not sunk or _broadcasts_constant(b_value)) \
                 else None
+            if factor is not None and wide != dtype:
+                return "convert", [factor if a_value is not None and _splat_value(a_value) == 1.0 else
+                                   emit("multiply", [emit("convert", [a], shape, of=wide), factor], shape, of=wide)]
             if factor is not None:
                 # 1 * F is F (XLA's simplifier drops the multiply, so a denormal F stays)
                 return ("reshape", [factor]) if a_value is not None and _splat_value(a_value) == 1.0 else \
@@ -1288,9 +1305,12 @@ class _Translator:
         a_value, b_value = mlir_op.operands
         name, operands = divide(entry["operands"][0], a_value, entry["operands"][1], b_value)
         if name == "divide":
-            self.quotients[mlir_op.results[0]] = (operands[0], operands[1])
-            if operands[0] == entry["operands"][0] and operands[1] == entry["operands"][1]:
-                self.quotient_values[mlir_op.results[0]] = a_value
+            unchanged = operands[0] == entry["operands"][0] and operands[1] == entry["operands"][1]
+            if not broadcast_only:
+                self.quotients[mlir_op.results[0]] = (operands[0], operands[1])
+                if unchanged:
+                    self.quotient_values[mlir_op.results[0]] = a_value
+            if unchanged:
                 return ops + [entry]
         if name == "exponential":
             self.exponents[mlir_op.results[0]] = operands[0]
