@@ -317,6 +317,8 @@ DIVIDES = {
     # ... a splat constant is such a broadcast: 3 / vmap(tanh)(b) divides (fuzz seed 20270301 #4549)
     "3/broadcast(b)": lambda a, b, c, r: 3.0 / jax.vmap(lambda _: jnp.tanh(b))(r[:3]),
     "3/(row[None])": lambda a, b, c, r: 3.0 / jnp.broadcast_to(r, a.shape),
+    # ... and an elementwise op of a broadcast and splats is that broadcast there (fuzz seed 20270501 #5050)
+    "(3row)/row": lambda a, b, c, r: (lambda t: (t * 3.0) / t)(jnp.broadcast_to(r + 0.5, a.shape)),
     # ... and a broadcast scalar divided by a broadcast constant is a multiply by its reciprocal there
     "scalars/constant": lambda a, b, c, r: [jnp.broadcast_to(r[i], (3,)) / -1.5 for i in range(len(r))],
     # a broadcast_in_dim that only adds a dimension of one (jnp.expand_dims) is a reshape to XLA: no reciprocal

@@ -350,10 +350,10 @@ ACCEPTED: List[Accepted] = [
     Accepted("... and a product or quotient of that padding value and an infinity folds to an infinity there (1e-40 "
              "* inf is inf in LLVM's host arithmetic), where the ipu reads the denormal as a zero (0 * inf is NaN)",
              ("mul", "div"), ("float32", "float16", "bfloat16"), 1, per="any", when="denormal_padding"),
-    Accepted("... and a ceil, floor or sign of that padding value sees the denormal as nonzero there (ceil(1e-40) "
-             "is 1 in LLVM's host arithmetic, floor(-1e-40) is -1, sign(1e-40) is 1), where the ipu reads it as a "
-             "zero (fuzz seed 20270301 #8553)", ("ceil", "floor", "sign"), ("float32", "float16", "bfloat16"), 1,
-             per="any", when="denormal_padding"),
+    Accepted("... and any other op of that padding value computes there with the denormal as it is (ceil(1e-40) "
+             "is 1 in LLVM's host arithmetic, floor(-1e-40) -1, sign(1e-40) 1, sqrt(1e-40) 1e-20), where the ipu "
+             "reads it as a zero (fuzz seed 20270301 #8553, 20270501 #5109)", ELEMENTWISE_F32,
+             ("float32", "float16", "bfloat16"), 1, per="any", when="denormal_padding"),
     Accepted("LLVM folds arithmetic on a bool converted to a float (a select of 1 and 0) and a constant into a "
              "select of two constants it computes with host arithmetic, denormals read as they are, in some of "
              "XLA:CPU's loops and not in others: 1e-40 / p.astype(f32) is inf where p is false for one element, "

@@ -1277,9 +1277,10 @@ class _Translator:
             if qa is not None and qb is not None:
                 (n1, d1), (n2, d2) = qa, qb
                 return "divide", [emit("multiply", [n1, d2], shape), emit("multiply", [d1, n2], shape)]
-            sunk = current and a_value is not None and b_value is not None and (
-                _broadcast_of(a_value, self._tensor) == _broadcast_of(b_value, self._tensor) is not None or (
-                    _splat_value(a_value) is not None and _broadcast_of(b_value, self._tensor) is not None))
+            alike = a_value is not None and b_value is not None and \
+                _sunk_broadcast_of(a_value, self._tensor) == _sunk_broadcast_of(b_value, self._tensor) is not None
+            sunk = current and a_value is not None and b_value is not None and (alike or (
+                _splat_value(a_value) is not None and _broadcast_of(b_value, self._tensor) is not None))
             # jaxlib 0.12 moves a broadcast below an elementwise op whose operands are all broadcast alike
             # (op(bcast(x), bcast(y)) => bcast(op(x, y))) before HandleDivide sees it: x / x stays a divide, and
             # x / constant C becomes x * (1 / C) below the broadcast, the same bits as a broadcast reciprocal; a
@@ -2456,6 +2457,23 @@ def _broadcasts_constant(value: Any) -> bool:
     while producer is not None and producer.name == "stablehlo.broadcast_in_dim":
         producer = _producer(producer.operands[0])
     return producer is not None and producer.name == "stablehlo.constant"
+
+
+def _sunk_broadcast_of(value: Any, tensor: Any,
+                       depth: int = 4) -> Optional[Tuple[Tuple[int, ...], Tuple[int, ...]]]:
+    """_broadcast_of `value`, or of an elementwise op whose operands are all that same broadcast or splat constants:
+    jaxlib 0.12 moves the broadcast below such an op first (bcast(x) * 3 is bcast(x * 3), so (bcast(x) * 3) /
+    bcast(x) divides: fuzz seed 20270501 #5050)."""
+    found = _broadcast_of(value, tensor)
+    producer = _producer(value)
+    if found is not None or depth == 0 or producer is None or not producer.name.startswith("stablehlo.") or \
+            len(producer.results) != 1:
+        return found
+    entry = O.registry().get(producer.name.split(".", 1)[1])
+    if entry is None or entry["family"] not in ("unary", "binary"):
+        return None
+    kinds = {_sunk_broadcast_of(v, tensor, depth - 1) for v in producer.operands if _splat_value(v) is None}
+    return kinds.pop() if len(kinds) == 1 else None
 
 
 def _broadcast_of(value: Any, tensor: Any) -> Optional[Tuple[Tuple[int, ...], Tuple[int, ...]]]:
