@@ -339,6 +339,9 @@ DIVIDES = {
     # 20262101 #4853)
     "(c/b)/update(c/b, nothing)": lambda a, b, c, r: (lambda q: q / lax.dynamic_update_slice(q, q[:0], (0, 0)))(
         0.5 / b),
+    # ... and a captured divisor as a parameter that only the branch's own ops read (fuzz seed 20270601 #3546)
+    "in a branch, a/s of an s read outside": lambda a, b, c, r: (lambda s: lax.cond(
+        s > 0, lambda: a / s, lambda: a * s))(jnp.sum(r)),
     # a branch gets a captured quotient as a parameter: 0.5 / (1 / a) is a divide there, not 0.5 * a
     "in a branch, c/(1/a)": lambda a, b, c, r: lax.cond(r[0] > 100, lambda v: v, lambda v: 0.5 / v, 1 / a),
 }

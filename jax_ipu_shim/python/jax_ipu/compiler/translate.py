@@ -386,11 +386,13 @@ class _Translator:
         branch = owner in ("stablehlo.case", "stablehlo.if")
         if branch:  # XLA passes what a branch captures as its parameters: _producer sees no further
             _CALLS.branches = getattr(_CALLS, "branches", []) + [getattr(block.owner, "operation", block.owner)]
+            _CALLS.branch_blocks = getattr(_CALLS, "branch_blocks", []) + [block]
         try:
             results = self._ops(block, body, scalar_body)
         finally:
             if branch:
                 _CALLS.branches = _CALLS.branches[:-1]
+                _CALLS.branch_blocks = _CALLS.branch_blocks[:-1]
         self.ids.update(outer)  # the enclosing scope's values keep their own ids
         return {"params": params, "body": body, "results": results}
 
@@ -1245,7 +1247,7 @@ class _Translator:
             if name == "stablehlo.broadcast_in_dim" and current and \
                     math.prod(self._tensor(producer.operands[0])[1]) < math.prod(shape) and \
                     not _while_argument(producer.operands[0]) and (
-                        len(list(producer.operands[0].uses)) == 1 or _is_constant(producer.operands[0]) or
+                        _readers_here(producer.operands[0]) == 1 or _is_constant(producer.operands[0]) or
                         1 in self._tensor(producer.operands[0])[1]):
                 # (a broadcast that only adds dimensions of one, jnp.expand_dims, is a reshape to XLA; a divisor that
                 # is a loop's own value, lax.scan's `c / s` of a captured s, stays a divide on cpu, and so does one
@@ -1680,6 +1682,37 @@ def _sunk_constant(argument: Any) -> Optional[Any]:
         return None
     init = _producer(loop.operands[i])
     return init if init is not None and init.name == "stablehlo.constant" else None
+
+
+def _readers_here(value: Any) -> int:
+    """How many ops read `value` as XLA sees it from where the translation is: inside a conditional's branch, a value
+    the branch captures is its computation's parameter, read only by that branch's own ops (a divisor that the other
+    branch or the enclosing code also reads is still one reader's there: fuzz seed 20270601 #3546)."""
+    uses = [getattr(u.owner, "operation", u.owner) for u in value.uses]
+    blocks = getattr(_CALLS, "branch_blocks", None)
+    if not blocks:
+        return len(uses)
+    case, block = _CALLS.branches[-1], blocks[-1]
+    owner = getattr(value.owner, "operation", value.owner)
+    if hasattr(owner, "name"):
+        captured = not _in_block(owner, block, case)
+    else:  # a block argument: of this branch's block or one nested in it, or of an enclosing region
+        owner_op = getattr(value.owner.owner, "operation", value.owner.owner)
+        captured = value.owner != block and not _in_block(owner_op, block, case)
+    return len([u for u in uses if _in_block(u, block, case)]) if captured else len(uses)
+
+
+def _in_block(op: Any, block: Any, case: Any) -> bool:
+    """`op` is in `block` (a region's block of the op `case`), directly or nested."""
+    child, parent = op, op.parent
+    while parent is not None:
+        parent = getattr(parent, "operation", parent)
+        if parent == case:
+            return any(getattr(o, "operation", o) == child for o in block.operations)
+        if parent.name == "func.func":
+            return False
+        child, parent = parent, parent.parent
+    return False
 
 
 def _inside(op: Any, ancestor: Any) -> bool:
