@@ -709,21 +709,26 @@ def _reads_elementwise(step, program, values) -> bool:  # noqa: ANN001
     return any(op in ELEMENTWISE_F32 for op in _read_ops(step, program))
 
 
-def _reads_inexact(step, program, values) -> bool:  # noqa: ANN001
-    """The step reads, directly or through other steps, the result of an op the table gives f32 ulps."""
+def _upstream_ops(reads, program) -> List[str]:  # noqa: ANN001
+    """The ops of every step that computes, directly or through other steps, one of ``reads``."""
     producers = {o.name: s for s in program.ops() for o in s.outs}
     seen: set = set()
-    todo = list(step.reads)
+    ops: List[str] = []
+    todo = list(reads)
     while todo:
         producer = producers.get(todo.pop())
         if producer is None or id(producer) in seen:
             continue
         seen.add(id(producer))
-        tolerance = TOLERANCES.get(producer.op)
-        if tolerance is not None and tolerance.f32 not in (0, (0, 0)):
-            return True
+        ops.append(producer.op)
         todo.extend(producer.reads)
-    return False
+    return ops
+
+
+def _reads_inexact(step, program, values) -> bool:  # noqa: ANN001
+    """The step reads, directly or through other steps, the result of an op the table gives f32 ulps."""
+    return any(TOLERANCES[op].f32 not in (0, (0, 0)) for op in _upstream_ops(step.reads, program)
+               if op in TOLERANCES)
 
 
 def _in_loop_body(step, program, values) -> bool:  # noqa: ANN001
@@ -748,18 +753,7 @@ def _reads_pad(step, program, values) -> bool:  # noqa: ANN001
 
 def _keys_from_window_sum(step, program, values) -> bool:  # noqa: ANN001
     """The step (a sort) orders by values computed from a windowed sum."""
-    producers = {o.name: s for s in program.ops() for o in s.outs}
-    seen: set = set()
-    todo = list(step.reads[:1])
-    while todo:
-        producer = producers.get(todo.pop())
-        if producer is None or id(producer) in seen:
-            continue
-        if producer.op == "window_sum":
-            return True
-        seen.add(id(producer))
-        todo.extend(producer.reads)
-    return False
+    return "window_sum" in _upstream_ops(step.reads[:1], program)
 
 
 def _reads_transpose(step, program, values) -> bool:  # noqa: ANN001
