@@ -657,6 +657,9 @@ class _Translator:
                 # the identity), so a denormal or a -0 stays; only where the init is the identity, as jax's is
                 entry = self._op(op)
                 body.append(_derived(entry, "reshape", entry["operands"][:1], entry["results"]))
+            elif op.name in _F16_IN_LOOPS_EXPANDED and not scalar_body and _jax.is_current_series() \
+                    and self._dtype_of(op) == "f16" and _in_while(op):
+                body.extend(self._expanded_in_loop(self._op(op), op))
             elif op.name == "chlo.sinh" and not scalar_body and not _jax.is_current_series() \
                     and self._real_float(op):
                 body.extend(self._sinh_decomposed(self._op(op)))
@@ -1128,6 +1131,18 @@ class _Translator:
         emit("select", [is_zero, zero, product], result=out)
         return ops
 
+    def _expanded_in_loop(self, entry: Dict[str, Any], op: Any) -> List[Dict[str, Any]]:
+        """jaxlib 0.12's XLA:CPU computes an f16 tan or rsqrt in a while loop's body as its expansion, each part
+        rounded to f16: tan(A) = sin(A) / cos(A), rsqrt(A) = 1 / sqrt(A) (measured on every f16 in [0.05, 3]: all
+        its bits; outside loops, and for bf16, it rounds the f32 result once, as the ipu does)."""
+        rewrite = _Rewrite(self, entry)
+        a, out = self._use(op.operands[0]), entry["results"][0]
+        if op.name == "stablehlo.tan":
+            rewrite.emit("divide", [rewrite.emit("sine", [a]), rewrite.emit("cosine", [a])], result=out)
+        else:
+            rewrite.emit("divide", [rewrite.splat(1.0), rewrite.emit("sqrt", [a])], result=out)
+        return rewrite.ops
+
     def _where_operand(self, rewrite: _Rewrite, value: Any, dtype: Optional[str] = None) -> int:
         """A value of the caller, or a (value, dimensions) broadcast inside jnp.where's function written again."""
         if not isinstance(value, tuple):
@@ -1244,6 +1259,15 @@ class _Translator:
                     inverse = reciprocal(self.splat_scalars[whole], [])
                     return emit("broadcast_in_dim", [inverse], value_shape, {"broadcast_dimensions": []})
                 return reciprocal(whole, value_shape)
+            if name == "stablehlo.broadcast_in_dim" and current and not broadcast_only and \
+                    _is_constant(producer.operands[0]) and \
+                    math.prod(self._tensor(producer.operands[0])[1]) == math.prod(shape):
+                # a broadcast that adds no element (a constant scalar to f32[1]) is a reshape to XLA, which it
+                # folds into the constant: A / constant C => A * (1 / C) (272 / -1.5 in f16[1]: fuzz seed 20270901
+                # #7152)
+                source = producer.operands[0]
+                inverse = reciprocal(self._use(source), list(self._tensor(source)[1]))
+                return emit("broadcast_in_dim", [inverse], shape, O.read_attrs(producer.attributes))
             if name == "stablehlo.broadcast_in_dim" and current and \
                     math.prod(self._tensor(producer.operands[0])[1]) < math.prod(shape) and \
                     not _while_argument(producer.operands[0]) and (
@@ -1700,6 +1724,22 @@ def _readers_here(value: Any) -> int:
         owner_op = getattr(value.owner.owner, "operation", value.owner.owner)
         captured = value.owner != block and not _in_block(owner_op, block, case)
     return len([u for u in uses if _in_block(u, block, case)]) if captured else len(uses)
+
+
+_F16_IN_LOOPS_EXPANDED = ("stablehlo.tan", "stablehlo.rsqrt")
+
+
+def _in_while(op: Any) -> bool:
+    """`op` is in a region of a stablehlo.while (within one function)."""
+    parent = op.parent
+    while parent is not None:
+        parent = getattr(parent, "operation", parent)
+        if parent.name == "stablehlo.while":
+            return True
+        if parent.name == "func.func":
+            return False
+        parent = parent.parent
+    return False
 
 
 def _in_block(op: Any, block: Any, case: Any) -> bool:
