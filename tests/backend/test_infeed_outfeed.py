@@ -247,6 +247,10 @@ def test_cpu_devices_keep_jaxlibs_own_methods(ipu):
         jax.devices("cpu")[0].transfer_to_infeed((np.zeros(2, np.float32),))
     except Exception as e:  # noqa: BLE001 - jaxlib's own answer, whatever it is
         assert "ipu" not in str(e)
+    else:  # cpu's infeed queue is the process's: read the entry back, or the next cpu infeed of another shape aborts
+        read = jax.jit(lambda: lax.infeed(lax.create_token(), shape=(ShapedArray((2,), jnp.float32),))[0],
+                       backend="cpu")
+        np.testing.assert_array_equal(np.asarray(read()[0]), [0, 0])
 
     @partial(jax.jit, backend="ipu")
     def f():

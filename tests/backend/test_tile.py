@@ -183,3 +183,24 @@ def test_bad_tile_programs_are_refused_by_name(call, error, message):
 def test_a_tile_beyond_the_ipu_is_refused_naming_it():
     with pytest.raises(Exception, match=r"tile 1472 is out of range: the IPU has 1472 tiles \(0 to 1471\)"):
         jax.jit(lambda x: tile.tile_put_sharded(x, (0, 1, 2, 1472)).array, backend="ipu")(rows(11))
+
+
+def test_cycle_counts_in_a_loop_see_each_iteration():
+    """A loop around a cycle count charges its steps as they run (a loop without one charges them when it ends):
+    each trip's count is the last one's plus one trip's cycles."""
+    x = rows(9, (len(TILES), 64))
+
+    @partial(jax.jit, backend="ipu")
+    def f(x):
+        def body(i, carry):
+            a, counts = carry
+            a, count = tile.ipu_cycle_count(a)
+            a = tile.tile_map(lax.sin_p, a)
+            return a, counts.at[i].set(count.array[0])
+
+        a = tile.tile_put_sharded(x, TILES)
+        return jax.lax.fori_loop(0, 4, body, (a, jnp.zeros((4, 2), jnp.uint32)))[1]
+
+    counts = tile.cycles(np.asarray(f(x)))
+    steps = np.diff(counts)
+    assert counts[0] > 0 and len(set(steps.tolist())) == 1 and steps[0] > 0, counts

@@ -113,3 +113,61 @@ def test_cost_analysis_lists_the_static_steps_and_they_add_up():
         sorted(steps)
     # One execution of every step (a loop body once) is the static estimate.
     assert sum(steps.values()) == pytest.approx(cost["ipu_estimated_cycles"], rel=1e-6)
+
+
+def nested_loops(x, n):
+    def body(i, v):
+        v = jax.lax.cond(i % 3 == 0, lambda u: u * 2.0, lambda u: jnp.sin(u), v)  # trace: branches
+        v = jax.lax.fori_loop(0, i, lambda j, u: u + 1.0, v)  # trace: inner loop
+        return v * 0.5  # trace: outer body
+
+    return jax.lax.fori_loop(0, n, body, x)
+
+
+@pytest.mark.parametrize("trips", [0, 1, 4, 7])
+def test_a_loops_steps_charge_each_execution_the_same(trips):
+    """A loop charges its fixed-cost steps when it ends (Executor::runLoop): the trace must be what charging them
+    step by step gives. Every step charges the same cycles per execution at any trip count; the outer body runs
+    `trips` times and its decision `trips + 1`; the branches as often as they were taken; the inner loop's body
+    sum(i) times."""
+    x = np.linspace(-1, 1, 8, dtype=np.float32)
+    f = jax.jit(nested_loops, backend="ipu")
+    np.testing.assert_allclose(np.asarray(f(x, trips)), np.asarray(jax.jit(nested_loops, backend="cpu")(x, trips)),
+                               rtol=1e-5, atol=1e-5)
+    profile = jax_ipu.last_execution()
+    steps = profile["steps"]
+    for key in ("compute_cycles", "exchange_cycles", "sync_cycles", "supersteps"):
+        assert sum(s[key] for s in steps) == profile[key], key
+    # One execution's charge per step, from a run of 7 trips (every step runs there).
+    f(x, 7)
+    once = {s["id"]: (s["cycles"] // s["executions"], s["supersteps"] // s["executions"])
+            for s in jax_ipu.last_execution()["steps"]}
+    for s in steps:
+        assert (s["cycles"], s["supersteps"]) == (once[s["id"]][0] * s["executions"],
+                                                  once[s["id"]][1] * s["executions"]), s
+    by_line = {}
+    for s in steps:
+        by_line.setdefault(s["loc"], []).append(s)
+    decisions = sorted((s for s in steps if s["type"] == "RepeatWhileTrue"), key=lambda s: s["id"])
+    outer, inner = decisions if trips > 0 else (decisions[0], None)
+    assert outer["executions"] == trips + 1
+    if trips == 0:
+        assert not by_line.get(line_of_nested("outer body"))
+        return
+    assert inner["executions"] == sum(i + 1 for i in range(trips))
+    assert {s["executions"] for s in by_line[line_of_nested("outer body")] if s["type"] == "Execute"} == {trips}
+    taken = [s for s in steps if s["type"] != "Switch" and s["loc"] == line_of_nested("branches")
+             and any(op in ("stablehlo.multiply", "stablehlo.sine") for op in ops(s["name"]))]
+    assert sum(s["executions"] for s in taken) == trips
+    assert [s["executions"] for s in steps if s["type"] == "Switch"] == [trips]
+    adds = [s for s in by_line[line_of_nested("inner loop")] if s["type"] == "Execute"
+            and "stablehlo.add" in ops(s["name"]) and s["id"] > inner["id"]]
+    inner_trips = sum(range(trips))  # the inner body's steps run only if it does (the trace lists steps that ran)
+    assert bool(adds) == (inner_trips > 0) and all(s["executions"] == inner_trips for s in adds), adds
+    assert profile["total_cycles"] == sum(s["cycles"] for s in steps)
+
+
+def line_of_nested(marker: str) -> str:
+    lines, first = inspect.getsourcelines(nested_loops)
+    (offset,) = [i for i, text in enumerate(lines) if f"# trace: {marker}" in text]
+    return f"{__file__.rsplit('/', 1)[-1]}:{first + offset}"

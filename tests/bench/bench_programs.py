@@ -3,13 +3,17 @@
 Each entry builds (for full or --quick sizes) a plain function, its inputs as numpy pytrees and how it is called:
 `donate` are the donated arguments, and a program with `carry=k` feeds its first k outputs back as its first k
 arguments on the next call (a training step updating its state in place). `calls` > 1 times many calls of a tiny
-program and reports the time per call. `rtol`/`atol` is the tolerance of the ipu result against cpu's.
+program and reports the time per call. A program fed from the host has `feed(device)`, run before each call to queue
+its inputs (infeed on jax 0.4.13, `jax_ipu.streams` on later jax), and `drain(device)`, run after each call to
+collect what it handed back (compared like its outputs); both are timed with the call, on both backends.
+`rtol`/`atol` is the tolerance of the ipu result against cpu's.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Dict, List, Tuple
+import threading
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -23,6 +27,8 @@ class Case:
     donate: Tuple[int, ...] = ()
     carry: int = 0
     calls: int = 1
+    feed: Optional[Callable[[Any], None]] = None  # device -> None: queue one call's inputs
+    drain: Optional[Callable[[Any], Any]] = None  # device -> pytree: what one call handed back
 
 
 @dataclasses.dataclass(frozen=True)
@@ -165,6 +171,112 @@ def _scan_rnn(quick: bool) -> Case:
                       np.zeros(width, F32), np.zeros((batch, width), F32), rng.randn(steps, batch, width).astype(F32)))
 
 
+def _rnn_loop(quick: bool) -> Case:
+    import jax.numpy as jnp
+    from jax import lax
+
+    steps, width = (20, 64) if quick else (200, 64)
+    rng = _rng()
+
+    def rnn(h0, w, xs):  # one sequence: each step a [64] x [64, 64] product, an add and a tanh
+        def cell(h, x):
+            h = jnp.tanh(h @ w + x)
+            return h, h
+
+        return lax.scan(cell, h0, xs)
+
+    return Case(rnn, (np.zeros(width, F32), (rng.randn(width, width) / np.sqrt(width)).astype(F32),
+                      rng.randn(steps, width).astype(F32)))
+
+
+def _fed_training_loop(quick: bool) -> Case:
+    """An epoch as one program (seed 000's fast path): a fori_loop whose steps each read a batch from the host,
+    take a momentum-SGD step of a small softmax classifier and hand the loss back."""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    steps, batch, features, classes = (4, 8, 32, 10) if quick else (100, 32, 256, 10)
+    rng = _rng()
+    xs = rng.randn(steps, batch, features).astype(F32)
+    ys = np.eye(classes, dtype=F32)[rng.randint(0, classes, (steps, batch))]
+    params = ((rng.randn(features, classes) * 0.01).astype(F32), np.zeros(classes, F32))
+    momentum = _tree_map(np.zeros_like, params)
+
+    def loss(params, x, y):
+        w, b = params
+        return -jnp.mean(jnp.sum(jax.nn.log_softmax(x @ w + b) * y, axis=-1))
+
+    def update(params, momentum, x, y):
+        value, grads = jax.value_and_grad(loss)(params, x, y)
+        momentum = _tree_map(lambda m, g: 0.9 * m + g, momentum, grads)
+        return _tree_map(lambda p, m: p - 0.05 * m, params, momentum), momentum, value
+
+    if tuple(int(p) for p in jax.__version__.split(".")[:2]) < (0, 5):  # jax 0.4.13: infeed and outfeed
+        from jax._src.lib import xla_client
+        from jax.core import ShapedArray
+
+        shapes = (ShapedArray((batch, features), jnp.float32), ShapedArray((batch, classes), jnp.float32))
+        loss_shape = xla_client.shape_from_pyval((np.float32(0),)).with_major_to_minor_layout_if_absent()
+
+        def step(i, state):
+            (x, y), token = lax.infeed(lax.create_token(), shape=shapes)
+            params, momentum, value = update(*state, x, y)
+            lax.outfeed(token, (value,))
+            return params, momentum
+
+        losses: List[Any] = []
+        reader: List[threading.Thread] = []
+
+        def feed(device):
+            for i in range(steps):
+                device.transfer_to_infeed((xs[i], ys[i]))
+            # XLA:CPU runs the program in the calling thread, and its outfeed waits for a reader: read from another
+            reader[:] = [threading.Thread(target=lambda: losses.extend(
+                device.transfer_from_outfeed(loss_shape)[0] for _ in range(steps)))]
+            reader[0].start()
+
+        def drain(device):
+            reader[0].join()
+            out = np.array(losses)
+            losses.clear()
+            return out
+    else:  # later jax: the same loop through jax_ipu.streams (ordered io_callbacks)
+        from jax_ipu.streams import InfeedQueue, OutfeedQueue
+
+        infeed = InfeedQueue((jax.ShapeDtypeStruct((batch, features), jnp.float32),
+                              jax.ShapeDtypeStruct((batch, classes), jnp.float32)))
+        outfeed = OutfeedQueue()
+
+        def step(i, state):
+            x, y = infeed.get()
+            params, momentum, value = update(*state, x, y)
+            outfeed.put(value)
+            return params, momentum
+
+        def feed(device):
+            for i in range(steps):
+                infeed.put((xs[i], ys[i]))
+
+        def drain(device):
+            return np.array(outfeed.drain())
+
+    def epoch(params, momentum):
+        return lax.fori_loop(0, steps, step, (params, momentum))
+
+    return Case(epoch, (params, momentum), donate=(0, 1), carry=2, feed=feed, drain=drain)
+
+
+def _tiny_while(quick: bool) -> Case:
+    import jax.numpy as jnp
+    from jax import lax
+
+    def count(n, x):  # the loop's own cost: a counter, a compare and one scalar update per iteration
+        return lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, c[1] * 0.999 + 1.0), (jnp.int32(0), x))
+
+    return Case(count, (np.int32(100 if quick else 1000), np.float32(1)))
+
+
 def _embedding(quick: bool) -> Case:
     import jax.numpy as jnp
 
@@ -202,6 +314,12 @@ PROGRAMS: List[Program] = [
     Program("cnn_train_step", "CNN conv3x3(16)-maxpool-conv3x3(32)-maxpool-dense(10) grad + SGD, batch 32",
             _cnn, 1e-4, 1e-5),
     Program("scan_rnn", "lax.scan of 200 steps of a 64-wide tanh RNN, batch 8", _scan_rnn, 1e-4, 1e-5),
+    Program("rnn_scan_200", "lax.scan of 200 steps of h = tanh(h @ w + x), h f32[64] (one sequence)", _rnn_loop,
+            1e-4, 1e-5),
+    Program("fed_training_loop", "fori_loop of 100 momentum-SGD steps, each fed a batch from the host (infeed on "
+            "jax 0.4.13, jax_ipu.streams later) and handing its loss back", _fed_training_loop, 1e-4, 1e-5),
+    Program("tiny_while", "lax.while_loop of 1000 iterations of a counter and one f32 update", _tiny_while,
+            1e-5, 1e-6),
     Program("embedding_update", "gather 4096 rows of a 20000x128 table, scatter-add their update", _embedding,
             1e-5, 1e-5),
     Program("sort_1m_f32", "jnp.sort of 1M f32", _sort, 0.0, 0.0),

@@ -92,50 +92,17 @@ bool detectAmd() { return false; }
 
 }  // namespace
 
-bool hostHasAvx2() {
-  static const bool yes = detectAvx2();
-  return yes;
-}
-
-bool hostHasF16C() {
-  static const bool yes = detectF16C();
-  return yes;
-}
-
-bool hostHasFma() {
-  static const bool yes = detectFma();
-  return yes;
-}
-
-bool hostHasAvx() {
-  static const bool yes = osSavesYmm();
-  return yes;
-}
-
-bool hostGathersFast() {
-  static const bool yes = detectFastGather();
-  return yes;
-}
-
-bool hostWideVectors() {
-  static const bool yes = detectWideVectors();
-  return yes;
-}
-
-bool hostHasAvx512() {
-  static const bool yes = detectAvx512();
-  return yes;
-}
-
-bool hostHasAvx512Fp16() {
-  static const bool yes = detectAvx512Fp16();
-  return yes;
-}
-
-bool hostIsAmd() {
-  static const bool yes = detectAmd();
-  return yes;
-}
+namespace detect {
+bool avx2() { return detectAvx2(); }
+bool f16c() { return detectF16C(); }
+bool fma() { return detectFma(); }
+bool avx() { return osSavesYmm(); }
+bool amd() { return detectAmd(); }
+bool fastGather() { return detectFastGather(); }
+bool wideVectors() { return detectWideVectors(); }
+bool avx512() { return detectAvx512(); }
+bool avx512Fp16() { return detectAvx512Fp16(); }
+}  // namespace detect
 
 float hostRsqrtApprox(float x) {
 #if defined(__x86_64__) && defined(__GNUC__)

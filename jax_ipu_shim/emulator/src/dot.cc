@@ -126,6 +126,34 @@ inline __attribute__((always_inline)) void microF32(const float* A, int64_t lda,
   }
 }
 
+// One or two rows of C (a matrix-vector product: an RNN step's [64] x [64, 64]) across NV vectors of 8 columns of B
+// read in place: 8 independent sums, enough to keep the FMA units busy where 2 x MR sums wait on each other.
+template <int MR, int NV, bool kLoadC, bool kFma>
+inline __attribute__((always_inline)) void microF32Wide(const float* A, int64_t lda, const float* B, int64_t ldb,
+                                                        float* C, int64_t ldc, int64_t kc) {
+  Vec8 acc[MR][NV];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) {
+      if (kLoadC) __builtin_memcpy(&acc[r][v], C + r * ldc + 8 * v, sizeof(Vec8));
+      else acc[r][v] = Vec8{};
+    }
+  for (int64_t k = 0; k < kc; ++k) {
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) {
+      Vec8 b;
+      __builtin_memcpy(&b, B + k * ldb + 8 * v, sizeof(Vec8));
+#pragma GCC unroll 8
+      for (int r = 0; r < MR; ++r) madd<kFma>(acc[r][v], A[r * lda + k], b);
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) __builtin_memcpy(C + r * ldc + 8 * v, &acc[r][v], sizeof(Vec8));
+}
+
 template <bool kLoadC, bool kFma>
 inline __attribute__((always_inline)) void microF32Rows(int mr, const float* A, int64_t lda, const float* B,
                                                         int64_t ldb, float* C, int64_t ldc, int64_t kc) {
@@ -159,7 +187,22 @@ inline __attribute__((always_inline)) void gemmF32Body(const float* A, int64_t l
   for (int64_t k0 = 0; k0 < k; k0 += kKC) {
     const int64_t kc = std::min(kKC, k - k0);
     const bool first = k0 == 0;
-    for (int64_t j0 = 0; j0 < n; j0 += kNR) {
+    int64_t j_wide = 0;  // columns [0, j_wide) done by the wide kernel
+    if (m <= 2) {
+      const float* ap = A + k0;
+      for (const int64_t w = m == 1 ? 64 : 32; j_wide + w <= n; j_wide += w) {
+        const float* bp = B + k0 * ldb + j_wide;
+        float* cp = C + j_wide;
+        if (m == 1) {
+          if (first) microF32Wide<1, 8, false, kFma>(ap, lda, bp, ldb, cp, ldc, kc);
+          else microF32Wide<1, 8, true, kFma>(ap, lda, bp, ldb, cp, ldc, kc);
+        } else {
+          if (first) microF32Wide<2, 4, false, kFma>(ap, lda, bp, ldb, cp, ldc, kc);
+          else microF32Wide<2, 4, true, kFma>(ap, lda, bp, ldb, cp, ldc, kc);
+        }
+      }
+    }
+    for (int64_t j0 = j_wide; j0 < n; j0 += kNR) {
       const int64_t nr = std::min<int64_t>(kNR, n - j0);
       const float* bp = B + k0 * ldb + j0;
       int64_t ldbp = ldb;

@@ -175,36 +175,19 @@ void record(RunState& state, const Node& node, const Counters& before) {
 
 }  // namespace
 
-void Executor::run(const Node& node) {
+void Executor::run(const Node& node, bool charge) {
   const RunOptions* options = state_.options;
   if (options && options->interrupts &&
       options->interrupts->load(std::memory_order_relaxed) != options->interrupts_seen) {
     throw Error(ErrorCode::Cancelled, "interrupted");  // the runtime says by what, and where
   }
-  const Counters before = Counters::of(state_.profile);
   switch (node.kind) {
     case NodeKind::Sequence:
-      for (const auto& child : node.children) run(*child);
+      for (const auto& child : node.children) run(*child, charge);
       return;
-    case NodeKind::Execute: execute(node); break;
-    case NodeKind::Copy: copy(node); break;
-    case NodeKind::StreamCopy:
-    case NodeKind::HostCall:
-      if (node.kernel) node.kernel->prepare(state_);
-      node.cost.addTo(&state_.profile, 1);
-      break;
-    case NodeKind::RepeatWhileTrue:
-      // Each decision (reading the predicate, broadcasting it) is one execution of the node's own step; the cond and
-      // body steps record themselves.
-      while (true) {
-        run(*node.children[0]);
-        const Counters decision = Counters::of(state_.profile);
-        node.cost.addTo(&state_.profile, 1);
-        record(state_, node, decision);
-        if (!*state_.at<const uint8_t>(node.slot)) return;
-        run(*node.children[1]);
-      }
+    case NodeKind::RepeatWhileTrue: runLoop(node); return;
     case NodeKind::Switch: {
+      const Counters before = Counters::of(state_.profile);
       const DType dt = graph_.slots[static_cast<size_t>(node.slot)].type.dtype;
       int64_t index = dt == DType::U32 ? static_cast<int64_t>(*state_.at<const uint32_t>(node.slot))
                                        : static_cast<int64_t>(*state_.at<const int32_t>(node.slot));
@@ -212,14 +195,74 @@ void Executor::run(const Node& node) {
       if (index < 0 || index >= branches) index = branches - 1;
       node.cost.addTo(&state_.profile, 1);
       record(state_, node, before);
-      run(*node.children[static_cast<size_t>(index)]);
+      run(*node.children[static_cast<size_t>(index)], true);  // what a branch runs charges as it runs
       return;
     }
+    default: break;
   }
-  record(state_, node, before);
+  const Counters before = charge ? Counters::of(state_.profile) : Counters{};
+  switch (node.kind) {
+    case NodeKind::Execute: execute(node, charge); break;
+    case NodeKind::Copy: copy(node, charge); break;
+    case NodeKind::StreamCopy:
+    case NodeKind::HostCall:
+      if (node.kernel) node.kernel->prepare(state_);
+      if (charge) node.cost.addTo(&state_.profile, 1);
+      break;
+    default: break;
+  }
+  if (charge) record(state_, node, before);
 }
 
-void Executor::execute(const Node& node) {
+void Executor::runLoop(const Node& node) {
+  if (!node.charged_at_end) {
+    // Each decision (reading the predicate, broadcasting it) is one execution of the node's own step; the cond and
+    // body steps record themselves.
+    while (true) {
+      run(*node.children[0], true);
+      const Counters decision = Counters::of(state_.profile);
+      node.cost.addTo(&state_.profile, 1);
+      record(state_, node, decision);
+      if (!*state_.at<const uint8_t>(node.slot)) return;
+      run(*node.children[1], true);
+    }
+  }
+  // The steps charge the same every iteration: count the iterations, then charge them all at once (a nested loop
+  // or switch charges as it runs). The counters come out as step by step.
+  uint64_t decisions = 0;
+  while (true) {
+    run(*node.children[0], false);
+    ++decisions;
+    if (!*state_.at<const uint8_t>(node.slot)) break;
+    run(*node.children[1], false);
+  }
+  chargeFixed(node.fixed[0], decisions);
+  chargeFixed(node.fixed[1], decisions - 1);
+}
+
+void Executor::chargeFixed(const std::vector<FixedCharge>& steps, uint64_t times) {
+  if (times == 0) return;
+  RunProfile& p = state_.profile;
+  for (const FixedCharge& f : steps) {
+    const uint64_t compute = f.cost.compute * times, exchange = f.cost.exchange * times, sync = f.cost.sync * times;
+    const uint64_t supersteps = f.supersteps * times;
+    p.compute_cycles += compute;
+    p.exchange_cycles += exchange;
+    p.sync_cycles += sync;
+    p.total_cycles += compute + exchange + sync;
+    p.supersteps += supersteps;
+    if (f.id < 0) continue;
+    if (static_cast<size_t>(f.id) >= p.steps.size()) p.steps.resize(static_cast<size_t>(f.id) + 1);
+    StepProfile& step = p.steps[static_cast<size_t>(f.id)];
+    step.executions += times;
+    step.compute_cycles += compute;
+    step.exchange_cycles += exchange;
+    step.sync_cycles += sync;
+    step.supersteps += supersteps;
+  }
+}
+
+void Executor::execute(const Node& node, bool charge) {
   const Kernel* kernel = node.kernel.get();
   if (kernel) kernel->prepare(state_);
   // A kernel updating its operand in place (Node::in_place, same storage in this run) only writes what changes:
@@ -229,7 +272,7 @@ void Executor::execute(const Node& node) {
     in_place = in_place && state_.ptr[static_cast<size_t>(p.first)] == state_.ptr[static_cast<size_t>(p.second)];
   for (size_t si = 0; si < node.supersteps.size(); ++si) {
     const Superstep& step = node.supersteps[si];
-    step.cost.addTo(&state_.profile, 1);
+    if (charge) step.cost.addTo(&state_.profile, 1);
     if (!step.computes || !kernel) continue;
     const TileMapping& w = step.work;
     const int runs = w.runs();  // each on one tile; in element order, whichever tiles hold them
@@ -253,21 +296,21 @@ void Executor::execute(const Node& node) {
   }
 }
 
-void Executor::copy(const Node& node) {
+void Executor::copy(const Node& node, bool charge) {
   if (node.copies.empty()) return;
-  node.cost.addTo(&state_.profile, 1);
-  auto move = [&](int dst, int src) {
-    const size_t n = graph_.slots[static_cast<size_t>(src)].type.numBytes();
+  if (charge) node.cost.addTo(&state_.profile, 1);
+  auto move = [&](int dst, int src, size_t n) {
     uint8_t* to = state_.ptr[static_cast<size_t>(dst)];
     const uint8_t* from = state_.ptr[static_cast<size_t>(src)];
     if (n && to != from) std::memcpy(to, from, n);  // a value already in place (same storage) is not copied
   };
+  const size_t n = node.copies.size();
   if (node.temps.empty()) {
-    for (const auto& c : node.copies) move(c.second, c.first);
+    for (size_t i = 0; i < n; ++i) move(node.copies[i].second, node.copies[i].first, node.copy_bytes[i]);
     return;
   }
-  for (size_t i = 0; i < node.copies.size(); ++i) move(node.temps[i], node.copies[i].first);
-  for (size_t i = 0; i < node.copies.size(); ++i) move(node.copies[i].second, node.temps[i]);
+  for (size_t i = 0; i < n; ++i) move(node.temps[i], node.copies[i].first, node.copy_bytes[i]);
+  for (size_t i = 0; i < n; ++i) move(node.copies[i].second, node.temps[i], node.copy_bytes[i]);
 }
 
 }  // namespace ipu

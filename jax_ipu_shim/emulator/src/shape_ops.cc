@@ -203,6 +203,9 @@ class UpdateSliceKernel : public Kernel {
         update_strides_(rowMajorStrides(update_shape_)), starts_(std::move(starts)),
         start_types_(std::move(start_types)), dyn_(dyn) {
     for (size_t d = 0; d < shape_.size(); ++d) limits_.push_back(shape_[d] - update_shape_[d]);
+    out_strides_ = rowMajorStrides(shape_);
+    update_count_ =
+        std::accumulate(update_shape_.begin(), update_shape_.end(), int64_t{1}, std::multiplies<int64_t>());
   }
 
   void prepare(RunState& s) const override { readStarts(s, starts_, start_types_, limits_, s.dynamic.data() + dyn_); }
@@ -213,15 +216,23 @@ class UpdateSliceKernel : public Kernel {
     T* o = s.at<T>(out_);
     const int64_t* start = s.dynamic.data() + dyn_;
     if (o == x) {  // in place (the loop's carried value): only the update's elements in [b, e) are written
-      const int64_t count =
-          std::accumulate(update_shape_.begin(), update_shape_.end(), int64_t{1}, std::multiplies<int64_t>());
-      const std::vector<int64_t> ostr = rowMajorStrides(shape_);
-      std::vector<int64_t> q(update_shape_.size(), 0);
-      for (int64_t k = 0; k < count; ++k) {
+      const size_t rank = update_shape_.size();
+      if (rank == 0) {
+        if (b <= 0 && 0 < e) o[0] = u[0];
+        return;
+      }
+      // A row (the innermost dimension) of the update at a time: one copy of its part inside [b, e).
+      const int64_t row = update_shape_[rank - 1];
+      const int64_t rows = row == 0 ? 0 : update_count_ / row;
+      int64_t q_small[8] = {};
+      std::vector<int64_t> q_big(rank > 8 ? rank : 0, 0);
+      int64_t* q = rank > 8 ? q_big.data() : q_small;
+      for (int64_t r = 0; r < rows; ++r) {
         int64_t i = 0;
-        for (size_t d = 0; d < q.size(); ++d) i += (start[d] + q[d]) * ostr[d];
-        if (i >= b && i < e) o[i] = u[k];
-        for (size_t d = q.size(); d-- > 0;) {
+        for (size_t d = 0; d < rank; ++d) i += (start[d] + q[d]) * out_strides_[d];
+        const int64_t lo = std::max(i, b), hi = std::min(i + row, e);
+        if (lo < hi) std::memcpy(o + lo, u + r * row + (lo - i), static_cast<size_t>(hi - lo) * sizeof(T));
+        for (size_t d = rank - 1; d-- > 0;) {
           if (++q[d] < update_shape_[d]) break;
           q[d] = 0;
         }
@@ -248,7 +259,8 @@ class UpdateSliceKernel : public Kernel {
 
  private:
   int x_, update_, out_;
-  std::vector<int64_t> shape_, update_shape_, update_strides_, limits_;
+  std::vector<int64_t> shape_, update_shape_, update_strides_, limits_, out_strides_;
+  int64_t update_count_ = 0;
   std::vector<int> starts_;
   std::vector<DType> start_types_;
   int dyn_;

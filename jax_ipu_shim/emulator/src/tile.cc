@@ -91,6 +91,7 @@ class CycleCountKernel : public Kernel {
     for (int64_t t = 0; t < tiles_; ++t) std::memcpy(out + 2 * t, words, sizeof words);
   }
   void compute(RunState&, int64_t, int64_t) const override {}
+  bool readsCycles() const override { return true; }
 
  private:
   int slot_;

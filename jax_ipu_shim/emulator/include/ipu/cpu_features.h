@@ -5,29 +5,79 @@
 
 namespace ipu {
 
-bool hostHasAvx2();  // AVX2, and the OS saves YMM state
-bool hostHasF16C();  // AVX + F16C, and the OS saves YMM state
-bool hostHasFma();   // FMA3, and the OS saves YMM state
-bool hostHasAvx();   // AVX, and the OS saves YMM state
-bool hostIsAmd();    // CPUID's vendor is AuthenticAMD
+inline bool hostHasAvx2();  // AVX2, and the OS saves YMM state
+inline bool hostHasF16C();  // AVX + F16C, and the OS saves YMM state
+inline bool hostHasFma();   // FMA3, and the OS saves YMM state
+inline bool hostHasAvx();   // AVX, and the OS saves YMM state
+inline bool hostIsAmd();    // CPUID's vendor is AuthenticAMD
 // Whether LLVM vectorises a loop of strided loads with gathers on this host, as it decides for XLA:CPU, which
 // compiles for the host's CPU (X86TTIImpl::supportsGather: AVX-512F, or AVX2 with the fast-gather tuning of Intel's
 // cores from Skylake on, marked here by CLFLUSHOPT, which Skylake introduced). Where it does not (AMD's Zen 1-3),
 // XLA:CPU folds a window over a dimension that is not the innermost one element at a time (reduce.cc).
-bool hostGathersFast();
+inline bool hostGathersFast();
 // Whether LLVM vectorises XLA:CPU's loops with 512-bit vectors on this host: AVX-512F with the opmask and ZMM state
 // saved by the OS, on a core whose LLVM tuning does not prefer 256-bit vectors (Intel's AVX-512 cores do; measured on
 // an AMD EPYC of family 26: a sum window of 32 folds in 16 lanes, reduce.cc).
-bool hostWideVectors();
+inline bool hostWideVectors();
 // AVX-512F, VL and DQ with the opmask and ZMM state saved by the OS: LLVM's X86 code for XLA:CPU then selects with
 // masked moves (a select it folded into arithmetic comes back as a masked op that leaves the kept operand as it is)
 // and tests a float's class by its bits (vfpclass: a denormal is not a zero there); whatever the vector width.
-bool hostHasAvx512();
+inline bool hostHasAvx512();
 // AVX512-FP16, and the OS saves the opmask and ZMM state. jaxlib 0.12's XLA:CPU computes a bf16 maximum or minimum
 // in f32 under its denormals-are-zero mode (a bf16 denormal read as a zero: measured on an AMD EPYC with AVX2 only,
 // and on one of family 26 with AVX512-BF16), but kept bf16 denormals on an earlier host with AVX512-BF16, which by
 // elimination had AVX512-FP16 too (Intel's Sapphire Rapids): scalar_ops.h, ieee16Daz.
-bool hostHasAvx512Fp16();
+inline bool hostHasAvx512Fp16();
+
+// CPUID is read once per feature: the answers are function-local statics of inline functions, so that a kernel's
+// check is a load and a branch (kernels test them per call, on the hot path of small loop bodies).
+namespace detect {
+bool avx2();
+bool f16c();
+bool fma();
+bool avx();
+bool amd();
+bool fastGather();
+bool wideVectors();
+bool avx512();
+bool avx512Fp16();
+}  // namespace detect
+inline bool hostHasAvx2() {
+  static const bool yes = detect::avx2();
+  return yes;
+}
+inline bool hostHasF16C() {
+  static const bool yes = detect::f16c();
+  return yes;
+}
+inline bool hostHasFma() {
+  static const bool yes = detect::fma();
+  return yes;
+}
+inline bool hostHasAvx() {
+  static const bool yes = detect::avx();
+  return yes;
+}
+inline bool hostIsAmd() {
+  static const bool yes = detect::amd();
+  return yes;
+}
+inline bool hostGathersFast() {
+  static const bool yes = detect::fastGather();
+  return yes;
+}
+inline bool hostWideVectors() {
+  static const bool yes = detect::wideVectors();
+  return yes;
+}
+inline bool hostHasAvx512() {
+  static const bool yes = detect::avx512();
+  return yes;
+}
+inline bool hostHasAvx512Fp16() {
+  static const bool yes = detect::avx512Fp16();
+  return yes;
+}
 
 // The host's own approximate reciprocal square root (rsqrtss; 1/sqrt off x86-64): implementation-defined bits, which
 // jaxlib 0.12's XLA:CPU starts its rsqrt from (scalar_ops.h: rsqrt012).

@@ -24,11 +24,15 @@ class ScopedFlushDenormals {
 class Executor {
  public:
   Executor(const Graph& graph, RunState* state) : graph_(graph), state_(*state) {}
-  void run(const Node& node);
+  void run(const Node& node) { run(node, true); }
 
  private:
-  void execute(const Node& node);
-  void copy(const Node& node);
+  // charge: whether the step charges its cycles now; false inside a loop that charges them when it ends.
+  void run(const Node& node, bool charge);
+  void runLoop(const Node& node);
+  void execute(const Node& node, bool charge);
+  void copy(const Node& node, bool charge);
+  void chargeFixed(const std::vector<FixedCharge>& steps, uint64_t times);
 
   const Graph& graph_;
   RunState& state_;

@@ -44,6 +44,9 @@ class Kernel {
   virtual void computeStep(RunState& state, size_t /*step*/, int64_t begin, int64_t end) const {
     compute(state, begin, end);
   }
+  // Whether it reads the run's cycle counters (RunState::profile) while the program runs: a loop around it then
+  // charges its cycles step by step (Node::charged_at_end).
+  virtual bool readsCycles() const { return false; }
 };
 
 // Several kernels over the same output range, one after another (e.g. the inputs of a variadic reduce).
@@ -81,6 +84,14 @@ struct Superstep {
   Cost cost;
 };
 
+// What one execution of a step charges: its cycles and supersteps (the same every time for Execute, Copy, StreamCopy
+// and HostCall steps, and for a loop's or switch's decision).
+struct FixedCharge {
+  int id = -1;  // Node::id
+  Cost cost;
+  uint64_t supersteps = 0;
+};
+
 // Poplar's program classes. StreamCopy (host streams) and HostCall (host callbacks) run their node's kernel's
 // prepare() on the run's thread, which talks to RunState::options->host.
 enum class NodeKind { Sequence, Execute, Copy, RepeatWhileTrue, Switch, StreamCopy, HostCall };
@@ -97,6 +108,7 @@ struct Node {
   std::vector<Superstep> supersteps;            // Execute
   std::vector<std::pair<int, int>> copies;      // Copy: (source slot, destination slot)
   std::vector<int> temps;                       // Copy: staging slots when sources and destinations overlap
+  std::vector<size_t> copy_bytes;               // Copy: the bytes of each copy's value
   Cost cost;  // Copy, StreamCopy, HostCall: its cost; RepeatWhileTrue/Switch: each decision
   int slot = -1;  // RepeatWhileTrue: the predicate; Switch: the index
   double flops = 0;
@@ -105,6 +117,12 @@ struct Node {
   // no other of its inputs (dynamic_update_slice writing its update into the operand, as Poplar's dynamicUpdate
   // does in place). Set by the op's lowering; a loop then updates a loop-carried value in place (control.cc).
   std::vector<std::pair<int, int>> in_place;
+  // RepeatWhileTrue: whether the executor charges the loop's fixed-cost steps once the loop ends, as iterations x
+  // their charges, instead of step by step (the same counters: a loop's small steps then cost no bookkeeping).
+  // fixed[0]: the cond's steps outside a nested loop or switch (they charge as they run), and the decision itself;
+  // fixed[1]: the body's. False when a kernel inside reads the cycle counters while it runs (Lowerer::planLoops).
+  bool charged_at_end = false;
+  std::vector<FixedCharge> fixed[2];
 };
 
 // A value's storage and placement.

@@ -224,6 +224,7 @@ class FusedMapKernel : public Kernel {
 
   void compute(RunState& s, int64_t b, int64_t e) const override {
     const size_t ni = inputs_.size(), nk = instrs_.size();
+    if (e - b == 1 && ni + nk <= kOneValues) return computeOne(s, b);
     bool any_scalar = false;
     for (const Input& in : inputs_) any_scalar = any_scalar || in.scalar || !in.strides.empty();
     if (nk == 1 && !any_scalar) {  // one op over contiguous operands: no registers needed
@@ -271,6 +272,42 @@ class FusedMapKernel : public Kernel {
   }
 
  private:
+  static constexpr size_t kOneValues = 32;
+
+  // One output element (a loop's counter, a scalar's update): each value is one element, read in place or held in
+  // a register on the stack; the same instructions as the block path, so the same bits.
+  void computeOne(RunState& s, int64_t i) const {
+    const size_t ni = inputs_.size(), nk = instrs_.size();
+    alignas(16) uint64_t regs[kOneValues][2];
+    const void* val[kOneValues];
+    for (size_t j = 0; j < ni; ++j) {
+      const Input& in = inputs_[j];
+      // A scalar, or a broadcast view's element 0 (i = 0: every index is 0), or element i itself.
+      val[j] = in.scalar || !in.strides.empty() ? s.at<const uint8_t>(in.slot) + (in.scalar ? 0 : viewOffset(in, i))
+                                                 : at(s, in, i);
+    }
+    uint8_t* out = s.at<uint8_t>(out_);
+    for (size_t k = 0; k < nk; ++k) {
+      const Instr& ins = instrs_[k];
+      const void* a[3] = {};
+      for (int j = 0; j < 3; ++j)
+        if (ins.args[j] >= 0) a[j] = val[static_cast<size_t>(ins.args[j])];
+      void* o = k + 1 == nk ? static_cast<void*>(out + i * ins.bytes) : static_cast<void*>(regs[ni + k]);
+      ins.fn(a, o, 1);
+      val[ni + k] = o;
+    }
+  }
+
+  // The byte offset of output element i's operand element in a broadcast view.
+  static int64_t viewOffset(const Input& in, int64_t i) {
+    int64_t off = 0;
+    for (size_t d = in.shape.size(); d-- > 0;) {
+      off += (i % in.shape[d]) * in.strides[d];
+      i /= in.shape[d];
+    }
+    return off * in.bytes;
+  }
+
   static const void* at(const RunState& s, const Input& in, int64_t i) {
     return s.at<const uint8_t>(in.slot) + i * in.bytes;
   }

@@ -107,6 +107,7 @@ class Lowerer {
   // A fusion group (ipu/fusion.h): its members' intermediate results get no slot (-1 in the environment).
   void lowerFusedGroup(const Region& region, const std::vector<size_t>& members, Env* env, Node* seq);
   void numberSteps(Node* node);
+  void planLoops(Node* node);
   std::vector<int> lowerFamily(OpContext& ctx, Env* env);
 
   // Family lowerings (one file each).
