@@ -371,6 +371,17 @@ def test_a_one_element_divide_by_a_constant_rounds_as_cpu(dtype):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_a_sum_with_a_scatter_add_rounds_as_cpu(dtype):
+    """jaxlib 0.12's simplifier: A + scatter(B, I, U, add) => scatter(A + B, I, U, add) for one update window, so
+    A + B is rounded before the update is added (f16 x.at[3].add(u) + 16: fuzz seed 20270901 #9054); jaxlib 0.4.13
+    adds in program order. bf16 sums are computed between converts, where no rule matches."""
+    x = random(dtype, (7, 64, 2), seed=30, low=0.0, high=1.0)
+    u = random(dtype, (1, 64, 2), seed=31, low=-5.0, high=5.0)
+    check(lambda x, u: (x.at[jnp.array([-4])].add(u, mode="drop") + jnp.asarray(16, x.dtype),
+                        x[::-1] + x.at[2].add(u[0])), x, u, **EXACT)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 def test_acosh_rounds_as_cpu(dtype):
     """jaxlib 0.4.13's XLA decomposes acosh into log(x + sqrt((x + 1) * (x - 1))), or log(2) + log(x) from sqrt(max)
     on, each op rounded to the type: near 1 that is several ulps from the exact result (f16 acosh(1.0029) is 0.07611
@@ -451,6 +462,10 @@ def test_cpu_folds_constant_chains_on_jaxlib_04_only():
 LOGS = {
     "log(sqrt(a))": lambda a, b: jnp.log(jnp.sqrt(a)),
     "log(rsqrt(a))": lambda a, b: jnp.log(lax.rsqrt(a)),
+    # ... through broadcasts and reshapes, which XLA sinks below the log first (fuzz seed 20271001 #2053)
+    "log(broadcast(sqrt(a)))": lambda a, b: jnp.log(jnp.broadcast_to(jnp.sqrt(a), (2, 1000))),
+    "log(reshape(rsqrt(a))), rsqrt(a)": lambda a, b: (lambda r: (jnp.log(r.reshape(40, 25)), r))(lax.rsqrt(a)),
+    "log(vmap(sqrt(a)))": lambda a, b: jnp.log(jax.vmap(lambda _: jnp.sqrt(a))(b[:3])),
     "log(a**1.7)": lambda a, b: jnp.log(a ** 1.7),
     "log(a**b)": lambda a, b: jnp.log(a ** b),
     "log(exp(b))": lambda a, b: jnp.log(jnp.exp(b)),

@@ -449,6 +449,10 @@ ACCEPTED: List[Accepted] = [
              "is 1 / (x * x) on cpu; the front end's divide rules do not see through the loop's invariant operands: "
              "an ulp of the quotient, which jnp.fmod of it turns into anything (fuzz seed 20261601 #9554)",
              ("div",), ("float32", "float16"), 1, per="any", when="divides_quotient", open=True),
+    Accepted("open: ... and the same for a reciprocal, in a loop's body, of a power or quotient computed before the "
+             "loop: jnp.reciprocal(x ** -2) in a lax.scan body is x * x on cpu (1 / (1 / (x * x)) simplified), an "
+             "ulp from the ipu's twice rounded quotient (fuzz seed 20270901 #1717)", ("reciprocal",),
+             ("float32", "float16"), 1, per="any", when="reciprocal_of_quotient_in_loop", open=True),
     Accepted("open: jaxlib 0.12, a maximum or minimum of jnp.nextafter(a, b) and b: XLA expands nextafter with a "
              "select that gives b where a == b, and LLVM folds the extremum into that select as it does for "
              "jnp.where (max(select(p, A, B), A) => select(p, A, max(B, A))), so there the result is b itself, a "
@@ -500,6 +504,16 @@ ACCEPTED: List[Accepted] = [
              "cos(x) and 1 / sqrt(x) with each part rounded, the ipu computes as it does (fuzz seed 20270901 "
              "#1178; 20270501 #728)", ("log1p", "cbrt"), ("float16",), 2, series="0.12", when="in_loop_body",
              open=True),
+    Accepted("open: jaxlib 0.4.13, a select of A - B and A (jnp.where(p, a - b, a)) that XLA:CPU fuses into a "
+             "gather's loop (jnp.take of it), which LLVM leaves unvectorised: there it folds the select into A - "
+             "select(p, B, 0), which flushes a denormal A where p is false; its vector loops, and the ipu, select A "
+             "as it is (measured: jnp.take(jnp.where(p, v - x, v), i, axis=1, mode='fill') of a 2.9e-39; fuzz seed "
+             "20271001 #2582)", ("select",), ("float32",), 1, per="denormal", series="0.4.",
+             when="difference_select_in_scalar_loop", open=True),
+    Accepted("open: jaxlib 0.12, complex tanh of a value with an imaginary part of 2^23 or more in magnitude, near "
+             "a pole: the ipu's real part is a few millionths from cpu's (tanh(0.0187 - 2.4e12j) is 50.58376 on the "
+             "ipu, 50.58393 on cpu, which is the exact value in f64; fuzz seed 20270901 #5247)", ("complex_tanh",),
+             ("complex64",), 64, per="any", series="0.12", when="huge_imaginary_operand", open=True),
     Accepted("open: a product with a float iota along an outer dimension: XLA:CPU's loop over that dimension "
              "is unrolled where it is short, the iota's values become constants there, and LLVM folds 1.0 * x => x, "
              "so a denormal x stays where the iota is 1 (broadcasted_iota(f32, (4, 2, 6), 1) * x on both series; "
@@ -588,6 +602,14 @@ def _nan(values: Sequence) -> bool:
     import numpy as np
 
     return any(np.isnan(np.asarray(v, np.float32)).any() for v in values)
+
+
+def _huge_imaginary_operand(values: Sequence) -> bool:
+    import numpy as np
+
+    """An operand (a complex one's imaginary part, or the parts lax.complex builds it of) of 2^23 or more."""
+    parts = [np.imag(np.asarray(v)) if np.iscomplexobj(v) else np.asarray(v, np.float64) for v in values]
+    return any((np.abs(p) >= 2.0 ** 23).any() for p in parts)
 
 
 def _denormal_operand(values: Sequence) -> bool:
@@ -782,6 +804,11 @@ def _divides_quotient(step, program, values) -> bool:  # noqa: ANN001
         producers[step.reads[0]].op in ("div", "reciprocal")
 
 
+def _reciprocal_of_quotient_in_loop(step, program, values) -> bool:  # noqa: ANN001
+    return step.op == "reciprocal" and _in_loop_body(step, program, values) and \
+        any(op in ("integer_pow", "div", "reciprocal") for op in _read_ops(step, program))
+
+
 def _extremum_of_nextafter(step, program, values) -> bool:  # noqa: ANN001
     return any(op == "nextafter" for op in _read_ops(step, program))
 
@@ -860,6 +887,15 @@ def _scalar_loop(step, program, values) -> bool:  # noqa: ANN001
 
 
 MOVES_OPS = ("reshape", "transpose", "broadcast", "slice", "pad", "concatenate", "rev")
+
+
+def _difference_select_in_scalar_loop(step, program, values) -> bool:  # noqa: ANN001
+    """The step selects between A - B and A (jnp.where(p, a - b, a)) in a loop jaxlib 0.4.13's XLA:CPU leaves
+    unvectorised (_scalar_loop: a gather's)."""
+    producers = {o.name: s for s in program.ops() for o in s.outs}
+    reads = list(step.reads)
+    differences = [producers[r] for r in reads if r in producers and producers[r].op == "sub"]
+    return any(set(d.reads[:1]) & set(reads) for d in differences) and _scalar_loop(step, program, values)
 
 
 # Conditions for entries that hold only for some steps: (step, program, its operands' values on cpu) -> bool.
@@ -976,6 +1012,7 @@ WHEN = {
     "zero_by_zero": lambda step, program, values: _zero_by_zero(values),
     "unvectorised": _unvectorised,
     "denormal_operand": lambda step, program, values: _denormal_operand(values()),
+    "huge_imaginary_operand": lambda step, program, values: _huge_imaginary_operand(values()),
     "product_used_twice": _product_used_twice,
     "kernel_not_finite": lambda step, program, values: _not_finite(values()[1:2]),
     "operand_not_finite": lambda step, program, values: _not_finite(values()),
@@ -991,6 +1028,8 @@ WHEN = {
     "beside_clamp": _beside_clamp,
     "reads_inexact": _reads_inexact,
     "in_loop_body": _in_loop_body,
+    "reciprocal_of_quotient_in_loop": _reciprocal_of_quotient_in_loop,
+    "difference_select_in_scalar_loop": _difference_select_in_scalar_loop,
     "reads_reduce": _reads_reduce,
     "reads_transpose": _reads_transpose,
     "keys_from_window_sum": _keys_from_window_sum,

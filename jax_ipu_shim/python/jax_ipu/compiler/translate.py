@@ -585,7 +585,7 @@ class _Translator:
                 body.extend(self._beside_identity_padding(self._op(op), *padded))
             elif op.name in _SCATTER_COMBINES and not scalar_body and self._simplified_float(op) \
                     and (into := self._combined_scatter(op)) is not None:
-                body.append(self._scatter_onto(self._op(op), *into))
+                body.extend(self._scatter_onto(self._op(op), *into))
             elif not scalar_body and (kept := self._identity_operand(op)) is not None:
                 # A + 0, A - 0, A * 1, A / 1 (either side where the op commutes): XLA's algebraic simplifier returns
                 # A itself, so cpu keeps what arithmetic would change (a denormal, -0 + 0), and its rules for what
@@ -1128,10 +1128,26 @@ class _Translator:
           log(sqrt(A)) => log(A) * 0.5         log(rsqrt(A)) => log(A) * -0.5
           log(pow(A, B)) => B == 0 ? 0 : log(|A|) * B   (not for a B of 0, 1, 2, 3 or -1: the power is folded first)
           log(exp(A)) => A                     (jaxlib 0.4.13)
+          log(move(sqrt(A))) => move(log(A) * 0.5), the same for rsqrt (move: broadcasts and reshapes)
         None when none applies. The sqrt, pow or exp no longer read is left to the dead-code pass."""
         producer: Any = _producer(mlir_op.operands[0])
         name = producer.name if producer is not None else ""
         out = entry["results"][0]
+        moves, below = [], producer
+        while below is not None and below.name in _MOVED:
+            moves.append(below)
+            below = _producer(below.operands[0])
+        if moves and below is not None and below.name in ("stablehlo.sqrt", "stablehlo.rsqrt"):
+            # XLA sinks broadcasts and reshapes below the elementwise log first: log(broadcast(sqrt(A))) =>
+            # broadcast(log(A) * 0.5), whatever else reads them (f16 and f32, both series; jax.vmap of a captured
+            # sqrt, fuzz seed 20271001 #2053)
+            rewrite = _Rewrite(self, entry, shape=list(self._tensor(below.results[0])[1]))
+            half = 0.5 if below.name == "stablehlo.sqrt" else -0.5
+            moved = rewrite.emit("multiply", [rewrite.emit("log", [self._use(below.operands[0])]), rewrite.splat(half)])
+            for i, move in enumerate(reversed(moves)):
+                moved = rewrite.emit(move.name.split(".", 1)[1], [moved], shape=list(self._tensor(move.results[0])[1]),
+                                     attrs=O.read_attrs(move.attributes), result=out if i == len(moves) - 1 else None)
+            return rewrite.ops
         if name == "stablehlo.exponential" and not _jax.is_current_series():
             self.ids[mlir_op.results[0]] = self._use(producer.operands[0])
             return []
@@ -1453,24 +1469,33 @@ class _Translator:
             producer = _producer(scatter)
             windows = _scatter_windows(producer)
             if producer is None or windows is None or windows[0].get("computation") != combiner \
-                    or other.type != scatter.type \
-                    or _splat_value(producer.operands[0]) != _SCATTER_IDENTITIES[combiner]:
+                    or other.type != scatter.type:
+                continue
+            if _splat_value(producer.operands[0]) != _SCATTER_IDENTITIES[combiner]:
+                # jaxlib 0.12 also A + scatter(B, I, U, add) => scatter(A + B, I, U, add) for one update window
+                # (f16: (x.at[i].add(u) + 16) rounds x + 16 first; fuzz seed 20270901 #9054)
+                if current and combiner == "add" and windows[1] == 1:
+                    return producer, other
                 continue
             if windows[1] == 1 or (current and combiner == "add" and len(list(scatter.uses)) == 1):
                 return producer, other
         return None
 
-    def _scatter_onto(self, entry: Dict[str, Any], scatter: Any, other: Any) -> Dict[str, Any]:
+    def _scatter_onto(self, entry: Dict[str, Any], scatter: Any, other: Any) -> List[Dict[str, Any]]:
         """scatter(A, I, U, op) for `entry`, A op scatter(identity, I, U, op) (_combined_scatter): the scatter
         translated again (its own update computation), onto A, at `entry`'s location and with its result."""
         translated = self.ids[scatter.results[0]]
         onto = self._op(scatter)
         self.ids[scatter.results[0]] = translated  # the scatter itself stays what other readers read
-        onto["operands"][0] = self._use(other)
+        ops: List[Dict[str, Any]] = []
+        base = self._use(other)
+        if _splat_value(scatter.operands[0]) != _SCATTER_IDENTITIES[onto["attrs"]["computation"]]:
+            base = _Rewrite(self, entry, ops).emit("add", [base, onto["operands"][0]])  # A + B, then the updates
+        onto["operands"][0] = base
         onto["results"] = entry["results"]
         if "loc" in entry:
             onto["loc"] = entry["loc"]
-        return onto
+        return ops + [onto]
 
     def _scatter_into_identity(self, entry: Dict[str, Any], op: Any) -> Optional[List[Dict[str, Any]]]:
         """A float scatter of one update window at constant indices, in bounds, into a splat of its combiner's identity
