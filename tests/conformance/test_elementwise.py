@@ -6,7 +6,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _conformance import ALL_DTYPES, CURRENT_SERIES, EXACT, FLOAT_DTYPES, INT_DTYPES, SHAPES, TRANSCENDENTAL, check, random, special
+from _conformance import (
+    ALL_DTYPES,
+    CURRENT_SERIES,
+    EXACT,
+    FLOAT_DTYPES,
+    INT_DTYPES,
+    SHAPES,
+    TRANSCENDENTAL,
+    check,
+    random,
+    special,
+)
 from jax import lax
 
 
@@ -367,7 +378,7 @@ def test_a_one_element_divide_by_a_constant_rounds_as_cpu(dtype):
     x = random(dtype, (24,), seed=28, low=1.0, high=500.0)
     for c in (-1.5, 0.3):
         for v in x:
-            check(lambda v: v / c, np.array(v).reshape(1), **EXACT)
+            check(lambda v, c=c: v / c, np.array(v).reshape(1), **EXACT)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])

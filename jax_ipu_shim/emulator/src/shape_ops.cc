@@ -204,8 +204,7 @@ class UpdateSliceKernel : public Kernel {
         start_types_(std::move(start_types)), dyn_(dyn) {
     for (size_t d = 0; d < shape_.size(); ++d) limits_.push_back(shape_[d] - update_shape_[d]);
     out_strides_ = rowMajorStrides(shape_);
-    update_count_ =
-        std::accumulate(update_shape_.begin(), update_shape_.end(), int64_t{1}, std::multiplies<int64_t>());
+    update_count_ = std::accumulate(update_shape_.begin(), update_shape_.end(), int64_t{1}, std::multiplies<int64_t>());
   }
 
   void prepare(RunState& s) const override { readStarts(s, starts_, start_types_, limits_, s.dynamic.data() + dyn_); }

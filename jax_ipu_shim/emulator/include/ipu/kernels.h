@@ -284,7 +284,7 @@ class FusedMapKernel : public Kernel {
       const Input& in = inputs_[j];
       // A scalar, or a broadcast view's element 0 (i = 0: every index is 0), or element i itself.
       val[j] = in.scalar || !in.strides.empty() ? s.at<const uint8_t>(in.slot) + (in.scalar ? 0 : viewOffset(in, i))
-                                                 : at(s, in, i);
+                                                : at(s, in, i);
     }
     uint8_t* out = s.at<uint8_t>(out_);
     for (size_t k = 0; k < nk; ++k) {
