@@ -504,11 +504,11 @@ ACCEPTED: List[Accepted] = [
              "cos(x) and 1 / sqrt(x) with each part rounded, the ipu computes as it does (fuzz seed 20270901 "
              "#1178; 20270501 #728)", ("log1p", "cbrt"), ("float16",), 2, series="0.12", when="in_loop_body",
              open=True),
-    Accepted("open: jaxlib 0.4.13, a select of A - B and A (jnp.where(p, a - b, a)) that XLA:CPU fuses into a "
-             "gather's loop (jnp.take of it), which LLVM leaves unvectorised: there it folds the select into A - "
-             "select(p, B, 0), which flushes a denormal A where p is false; its vector loops, and the ipu, select A "
-             "as it is (measured: jnp.take(jnp.where(p, v - x, v), i, axis=1, mode='fill') of a 2.9e-39; fuzz seed "
-             "20271001 #2582)", ("select",), ("float32",), 1, per="denormal", series="0.4.",
+    Accepted("open: jaxlib 0.4.13, a select of A op B and A (jnp.where(p, a - b, a), jnp.where(p, a * b, a)) in "
+             "a loop LLVM leaves unvectorised (a gather's: jnp.take of it; an array of one element): there it folds "
+             "the select into A op select(p, B, identity), which flushes a denormal A where p is false; its vector "
+             "loops, and the ipu, select A as it is (measured: jnp.take(jnp.where(p, v - x, v), i, axis=1, "
+             "mode='fill') of a 2.9e-39, fuzz seed 20271001 #2582; f32[1] jnp.where(p, a * b, a), 20271101 #1076)", ("select",), ("float32",), 1, per="denormal", series="0.4.",
              when="difference_select_in_scalar_loop", open=True),
     Accepted("open: jaxlib 0.12, complex tanh of a value with an imaginary part of 2^23 or more in magnitude, near "
              "a pole: the ipu's real part is a few millionths from cpu's (tanh(0.0187 - 2.4e12j) is 50.58376 on the "
@@ -890,12 +890,14 @@ MOVES_OPS = ("reshape", "transpose", "broadcast", "slice", "pad", "concatenate",
 
 
 def _difference_select_in_scalar_loop(step, program, values) -> bool:  # noqa: ANN001
-    """The step selects between A - B and A (jnp.where(p, a - b, a)) in a loop jaxlib 0.4.13's XLA:CPU leaves
-    unvectorised (_scalar_loop: a gather's)."""
+    """The step selects between A op B and A (jnp.where(p, a - b, a), jnp.where(p, a * b, a)) in a loop jaxlib
+    0.4.13's XLA:CPU leaves unvectorised (_scalar_loop: a gather's; or an array of one element)."""
     producers = {o.name: s for s in program.ops() for o in s.outs}
     reads = list(step.reads)
-    differences = [producers[r] for r in reads if r in producers and producers[r].op == "sub"]
-    return any(set(d.reads[:1]) & set(reads) for d in differences) and _scalar_loop(step, program, values)
+    combined = [producers[r] for r in reads if r in producers and producers[r].op in ("sub", "add", "mul")]
+    one = all(o.shape is not None and math.prod(o.shape) == 1 for o in step.outs)
+    return any(set(d.reads[:1 if d.op == "sub" else 2]) & set(reads) for d in combined) and (
+        one or _scalar_loop(step, program, values))
 
 
 # Conditions for entries that hold only for some steps: (step, program, its operands' values on cpu) -> bool.
