@@ -508,12 +508,19 @@ ACCEPTED: List[Accepted] = [
              "a loop LLVM leaves unvectorised (a gather's: jnp.take of it; an array of one element): there it folds "
              "the select into A op select(p, B, identity), which flushes a denormal A where p is false; its vector "
              "loops, and the ipu, select A as it is (measured: jnp.take(jnp.where(p, v - x, v), i, axis=1, "
-             "mode='fill') of a 2.9e-39, fuzz seed 20271001 #2582; f32[1] jnp.where(p, a * b, a), 20271101 #1076)", ("select",), ("float32",), 1, per="denormal", series="0.4.",
-             when="difference_select_in_scalar_loop", open=True),
+             "mode='fill') of a 2.9e-39, fuzz seed 20271001 #2582; f32[1] jnp.where(p, a * b, a), 20271101 #1076)",
+             ("select",), ("float32",), 1, per="denormal", series="0.4.", when="difference_select_in_scalar_loop",
+             open=True),
     Accepted("open: jaxlib 0.12, complex tanh of a value with an imaginary part of 2^23 or more in magnitude, near "
              "a pole: the ipu's real part is a few millionths from cpu's (tanh(0.0187 - 2.4e12j) is 50.58376 on the "
              "ipu, 50.58393 on cpu, which is the exact value in f64; fuzz seed 20270901 #5247)", ("complex_tanh",),
              ("complex64",), 64, per="any", series="0.12", when="huge_imaginary_operand", open=True),
+    Accepted("open: jaxlib 0.12, lax.top_k of jnp.where(jnp.isnan(y), nan, y) where y holds x86's negative NaN "
+             "(sqrt of a negative): fused into the top_k, XLA:CPU drops the select and orders y's negative NaN "
+             "below everything (index of a 0 chosen); the select's positive NaN, which the ipu orders and cpu writes "
+             "where the select is an output, is above everything (index of the NaN chosen). With a NaN input "
+             "instead, cpu keeps the select (fuzz seed 20271201 #737)", ("top_k",), ("float32", "float16",
+             "bfloat16"), 1, per="any", series="0.12", when="negative_nan_operand", open=True),
     Accepted("open: a product with a float iota along an outer dimension: XLA:CPU's loop over that dimension "
              "is unrolled where it is short, the iota's values become constants there, and LLVM folds 1.0 * x => x, "
              "so a denormal x stays where the iota is 1 (broadcasted_iota(f32, (4, 2, 6), 1) * x on both series; "
@@ -602,6 +609,19 @@ def _nan(values: Sequence) -> bool:
     import numpy as np
 
     return any(np.isnan(np.asarray(v, np.float32)).any() for v in values)
+
+
+def _negative_nan_operand(values: Sequence) -> bool:
+    """An operand holds a NaN with its sign bit set (x86's default NaN: sqrt(-1), 0 * inf)."""
+    import numpy as np
+
+    for v in values:
+        a = np.asarray(v)
+        if a.dtype.kind == "f" or a.dtype.name == "bfloat16":
+            f = a.astype(np.float32)
+            if (np.isnan(f) & np.signbit(f)).any():
+                return True
+    return False
 
 
 def _huge_imaginary_operand(values: Sequence) -> bool:
@@ -1015,6 +1035,7 @@ WHEN = {
     "unvectorised": _unvectorised,
     "denormal_operand": lambda step, program, values: _denormal_operand(values()),
     "huge_imaginary_operand": lambda step, program, values: _huge_imaginary_operand(values()),
+    "negative_nan_operand": lambda step, program, values: _negative_nan_operand(values()),
     "product_used_twice": _product_used_twice,
     "kernel_not_finite": lambda step, program, values: _not_finite(values()[1:2]),
     "operand_not_finite": lambda step, program, values: _not_finite(values()),
