@@ -35,19 +35,6 @@ bool leaf7(unsigned* ebx, unsigned* edx) {
   return __get_cpuid_count(7, 0, &eax, ebx, &ecx, edx) != 0;
 }
 
-bool detectAvx2() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  return osSavesYmm() && __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (ebx & (1u << 5)) != 0;
-}
-
-bool detectF16C() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  return osSavesYmm() && __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
-}
-bool detectFma() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  return osSavesYmm() && __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 12)) != 0;
-}
 bool vendorIs(const char* name) {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return false;
@@ -57,51 +44,60 @@ bool vendorIs(const char* name) {
   std::memcpy(vendor + 8, &ecx, 4);
   return std::strcmp(vendor, name) == 0;
 }
-bool detectAmd() { return vendorIs("AuthenticAMD"); }
-bool detectFastGather() {
+#endif
+
+}  // namespace
+
+// The CPUID reads behind cpu_features.h's cached answers.
+namespace detect {
+
+#if defined(__x86_64__) && defined(__GNUC__)
+bool avx2() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return osSavesYmm() && __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (ebx & (1u << 5)) != 0;
+}
+bool f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return osSavesYmm() && __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
+}
+bool fma() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return osSavesYmm() && __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 12)) != 0;
+}
+bool avx() { return osSavesYmm(); }
+bool amd() { return vendorIs("AuthenticAMD"); }
+bool fastGather() {
   unsigned ebx = 0, edx = 0;
   if (!osSavesYmm() || !leaf7(&ebx, &edx)) return false;
   const bool avx2 = (ebx & (1u << 5)) != 0, avx512f = (ebx & (1u << 16)) != 0, clflushopt = (ebx & (1u << 23)) != 0;
   if (avx512f && osSavesZmm()) return true;
   return avx2 && clflushopt && vendorIs("GenuineIntel");
 }
-bool detectWideVectors() {
+bool wideVectors() {
   unsigned ebx = 0, edx = 0;
   return osSavesZmm() && leaf7(&ebx, &edx) && (ebx & (1u << 16)) && !vendorIs("GenuineIntel");
 }
-bool detectAvx512() {
+bool avx512() {
   const unsigned f_dq_vl = (1u << 16) | (1u << 17) | (1u << 31);
   unsigned ebx = 0, edx = 0;
   return osSavesZmm() && leaf7(&ebx, &edx) && (ebx & f_dq_vl) == f_dq_vl;
 }
-bool detectAvx512Fp16() {
+bool avx512Fp16() {
   unsigned ebx = 0, edx = 0;
   return osSavesZmm() && leaf7(&ebx, &edx) && (edx & (1u << 23));
 }
 #else
-bool detectWideVectors() { return false; }
-bool detectAvx512Fp16() { return false; }
-bool detectAvx512() { return false; }
-bool detectFastGather() { return false; }
-bool detectAvx2() { return false; }
-bool detectF16C() { return false; }
-bool detectFma() { return false; }
-bool osSavesYmm() { return false; }
-bool detectAmd() { return false; }
+bool avx2() { return false; }
+bool f16c() { return false; }
+bool fma() { return false; }
+bool avx() { return false; }
+bool amd() { return false; }
+bool fastGather() { return false; }
+bool wideVectors() { return false; }
+bool avx512() { return false; }
+bool avx512Fp16() { return false; }
 #endif
 
-}  // namespace
-
-namespace detect {
-bool avx2() { return detectAvx2(); }
-bool f16c() { return detectF16C(); }
-bool fma() { return detectFma(); }
-bool avx() { return osSavesYmm(); }
-bool amd() { return detectAmd(); }
-bool fastGather() { return detectFastGather(); }
-bool wideVectors() { return detectWideVectors(); }
-bool avx512() { return detectAvx512(); }
-bool avx512Fp16() { return detectAvx512Fp16(); }
 }  // namespace detect
 
 float hostRsqrtApprox(float x) {
