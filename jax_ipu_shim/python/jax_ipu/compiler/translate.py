@@ -7,7 +7,7 @@ import os
 import re
 import struct
 import threading
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
 import numpy as np
 from jax._src.interpreters import mlir as jmlir
@@ -1782,15 +1782,7 @@ _F16_IN_LOOPS_EXPANDED = ("stablehlo.tan", "stablehlo.rsqrt")
 
 def _in_while(op: Any) -> bool:
     """`op` is in a region of a stablehlo.while (within one function)."""
-    parent = op.parent
-    while parent is not None:
-        parent = getattr(parent, "operation", parent)
-        if parent.name == "stablehlo.while":
-            return True
-        if parent.name == "func.func":
-            return False
-        parent = parent.parent
-    return False
+    return any(parent.name == "stablehlo.while" for parent in _enclosing(op))
 
 
 def _in_block(op: Any, block: Any, case: Any) -> bool:
@@ -1808,15 +1800,18 @@ def _in_block(op: Any, block: Any, case: Any) -> bool:
 
 def _inside(op: Any, ancestor: Any) -> bool:
     """`op` is nested in a region of `ancestor` (within one function)."""
+    return any(parent == ancestor for parent in _enclosing(op))
+
+
+def _enclosing(op: Any) -> Iterator[Any]:
+    """The ops whose regions hold `op`, innermost first, up to (not including) its function."""
     parent = op.parent
     while parent is not None:
         parent = getattr(parent, "operation", parent)
-        if parent == ancestor:
-            return True
         if parent.name == "func.func":
-            return False
+            return
+        yield parent
         parent = parent.parent
-    return False
 
 
 _MOVED = ("stablehlo.broadcast_in_dim", "stablehlo.reshape")
