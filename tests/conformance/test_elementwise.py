@@ -343,6 +343,14 @@ DIVIDES = {
         jnp.sum(r)),
     "scan: x/r[0]": lambda a, b, c, r: lax.scan(lambda x, _: (x / r[0],) * 2, a, None, length=3)[1],
     "scan: x/sum(row)": lambda a, b, c, r: lax.scan(lambda x, _: (x / jnp.sum(r),) * 2, a, None, length=3)[1],
+    # ... unless the divide reads only loop-invariant values: XLA hoists it out of the loop and rewrites it there
+    # (x1 / x36 of two captured values in a lax.fori_loop body: fuzz seed 20271401 #121)
+    "fori: a/captured, hoisted": lambda a, b, c, r: (lambda s: lax.fori_loop(0, 2, lambda i, h: a / s, a))(
+        jnp.sum(r)),
+    "fori: a/captured row, hoisted": lambda a, b, c, r: (lambda s: lax.fori_loop(
+        0, 2, lambda i, h: (a * 2.0) / s[None, :], a))(r * 1.5),
+    "fori: (h+a)/captured, not hoisted": lambda a, b, c, r: (lambda s: lax.fori_loop(
+        0, 2, lambda i, h: (h + a) / s, a))(jnp.sum(r)),
     # ... and leaves a divide by a broadcast scalar that something else also reads
     "x/s, s read again": lambda a, b, c, r: (lambda s: (a / s, s + 1))(jnp.sum(r)),
     "x/s, s returned": lambda a, b, c, r: (lambda s: (a / s, s))(r[3]),

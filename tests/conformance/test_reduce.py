@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -151,6 +152,20 @@ def test_reductions_of_reshaped_or_transposed_values_fold_in_their_sources_order
     reduce = jnp.sum if name == "sum" else jnp.prod
     check(lambda *xs: [reduce(x.T if to == "T" else x.reshape(to), axis=axes) for x, (_, to, axes) in zip(xs, MOVED)],
           *xs, **(EXACT if not CURRENT_SERIES else {"scale_ulps": 8} if name == "sum" else {"rtol": 1e-4}))
+
+
+def test_reductions_of_elementwise_ops_of_transposes_fold_in_their_sources_order():
+    """XLA's layout assignment gives elementwise ops of a transpose (and of broadcasts) the transposed layout, so a sum
+    over them adds in the source's order, as a sum of the transpose itself does: jnp.sum(jnp.exp(x.T - m), 1), and
+    jax.nn.log_softmax(x.T, axis=1) (whose call XLA inlines) of f32[3, 31], where cpu's 1.214866 is an ulp from
+    the moved order's 1.2148662 (fuzz seed 20271301 #436). jaxlib 0.12: a few ulps, as for rows."""
+    rng = np.random.default_rng(8)
+    x = np.where(rng.uniform(size=(3, 31)) < 0.6, 0, rng.uniform(0, 4, (3, 31))).astype(np.float32)
+    y = rng.standard_normal((8, 37)).astype(np.float32)
+    check(lambda x, y: [jax.nn.log_softmax(x.T, axis=1), jax.nn.softmax(x.T, axis=1),
+                        jnp.sum(jnp.exp(x.T - jnp.max(x.T, axis=1, keepdims=True)), 1),
+                        jnp.sum(jnp.tanh(y.T) * 0.5 + 1.0, axis=0), jnp.sum(y.T * y.T.max(), axis=0)],
+          x, y, **(EXACT if not CURRENT_SERIES else {"scale_ulps": 8}))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16"])

@@ -300,12 +300,12 @@ class _Translator:
         module_attrs = A.named(self.module.operation.attributes)
         name = A.string(module_attrs["sym_name"]) if "sym_name" in module_attrs else "main"
         program: Dict[str, Any] = {"format": FORMAT, "version": VERSION, "name": name, "entry": "main"}
-        _CALLS.constants, _CALLS.funcs, _CALLS.aliases = {}, self.funcs, {}
+        _CALLS.constants, _CALLS.passed, _CALLS.funcs, _CALLS.aliases = {}, {}, self.funcs, {}
         try:
-            _CALLS.constants = _call_constants(self.funcs)
+            _CALLS.constants, _CALLS.passed = _call_constants(self.funcs)
             program["functions"] = self._functions("main")
         finally:
-            _CALLS.constants, _CALLS.funcs, _CALLS.aliases = {}, {}, {}
+            _CALLS.constants, _CALLS.passed, _CALLS.funcs, _CALLS.aliases = {}, {}, {}, {}
         _tokens_cross_as_bool0(program["functions"][0])
         if self.partitioned is not None:
             entry = program["functions"][0]
@@ -650,6 +650,12 @@ class _Translator:
                 entry = self._op(op)
                 entry["operands"][0] = self._use(moved[0])
                 entry["attrs"]["dimensions"] = moved[1]
+                if moved[2] is not None:  # (elementwise ops of transposes: the same values in the source's order)
+                    dtype, shape = self._tensor(moved[0])
+                    back = self._fresh(dtype, [shape[d] for d in moved[2]])
+                    body.append(_derived(entry, "transpose", [entry["operands"][0]], [back],
+                                         {"permutation": moved[2]}))
+                    entry["operands"][0] = back["id"]
                 body.append(entry)
             elif op.name == "stablehlo.reduce" and not scalar_body and _reduces_one_element(op) \
                     and self._real_float(op):
@@ -1241,6 +1247,7 @@ class _Translator:
         out = entry["results"][0]
         dtype, shape = out["dtype"], out["shape"]
         current = _jax.numerics() == "jaxlib-0.12"
+        hoisted = current and _hoisted(mlir_op)
 
         # a bf16 divide's reciprocal and product stay in f32 on cpu (XLA's excess precision), rounded once
         wide = "f32" if broadcast_only else dtype
@@ -1312,11 +1319,14 @@ class _Translator:
                 return emit("broadcast_in_dim", [inverse], shape, O.read_attrs(producer.attributes))
             if name == "stablehlo.broadcast_in_dim" and current and \
                     math.prod(self._tensor(producer.operands[0])[1]) < math.prod(shape) and \
-                    not _while_argument(producer.operands[0]) and (
-                        _readers_here(producer.operands[0]) == 1 or _is_constant(producer.operands[0]) or
+                    (not (carried := _while_argument(producer.operands[0])) or hoisted) and (
+                        (_readers_hoisted(producer.operands[0]) if carried else _readers_here(producer.operands[0]))
+                        == 1 or _is_constant(producer.operands[0]) or
                         1 in self._tensor(producer.operands[0])[1]):
                 # (a broadcast that only adds dimensions of one, jnp.expand_dims, is a reshape to XLA; a divisor that
-                # is a loop's own value, lax.scan's `c / s` of a captured s, stays a divide on cpu, and so does one
+                # is a loop's own value, lax.scan's `c / s` of a captured s, stays a divide on cpu unless the whole
+                # divide is loop-invariant and XLA hoists it out of the loop first (`x1 / x36` of two captured
+                # values in a lax.fori_loop body: fuzz seed 20271401 #121), and so does one
                 # that something else also reads, unless a constant: `(x2, v / x2)`, or unless it has dimensions of
                 # one: XLA broadcasts a reshape that drops them, and that reshape has one reader: `(x / b, b)` of
                 # b f32[1, 1] or f32[2, 1] multiplies)
@@ -2362,6 +2372,52 @@ def _real_float_type(mlir_type: Any) -> bool:
         str(ir.RankedTensorType(mlir_type).element_type) in ("f16", "bf16", "f32", "f64")
 
 
+def _hoisted(op: Any) -> bool:
+    """`op` is in a while loop's body, not nested deeper, and reads only values that are the same in every iteration:
+    XLA's WhileLoopInvariantCodeMotion moves it out of the loop before the simplifier's later runs see it."""
+    loop = op.parent
+    loop = getattr(loop, "operation", loop) if loop is not None else None
+    if loop is None or loop.name != "stablehlo.while" or \
+            not any(getattr(o, "operation", o) == op for o in loop.regions[1].blocks[0].operations):
+        return False
+    return all(_invariant_in(v, loop) for v in op.operands)
+
+
+def _readers_hoisted(value: Any) -> int:
+    """How many ops read `value`, a while loop's carried value, once XLA has hoisted its invariant readers out of the
+    loop and dropped the carried value that nothing but the body's return reads: the body's readers but the return,
+    and the readers of the loop's operand but the loop."""
+    loop = getattr(value.owner.owner, "operation", value.owner.owner)
+    outer = loop.operands[ir.BlockArgument(value).arg_number]
+    inside = [u for u in value.uses if getattr(u.owner, "operation", u.owner).name != "stablehlo.return"]
+    outside = [u for u in outer.uses if getattr(u.owner, "operation", u.owner) != loop]
+    return len(inside) + len(outside)
+
+
+def _invariant_in(value: Any, loop: Any, depth: int = 6) -> bool:
+    """`value`, read in the body of the stablehlo.while `loop`, is the same in every iteration: a value from outside
+    the loop, a constant, a carried value the body returns unchanged in its place, or an elementwise op or a move of
+    such values (a few levels deep)."""
+    value = _alias(value)
+    if isinstance(value.owner, ir.Block):
+        parent = getattr(value.owner.owner, "operation", value.owner.owner)
+        if parent != loop:
+            return parent is not None and not _inside(parent, loop)
+        body = loop.regions[1].blocks[0]
+        if value.owner != body:
+            return False
+        returned = list(body.operations)[-1].operands
+        return returned[ir.BlockArgument(value).arg_number] == value
+    owner = getattr(value.owner, "operation", value.owner)
+    if not _inside(owner, loop) or owner.name == "stablehlo.constant":
+        return True
+    entry = O.registry().get(owner.name.split(".", 1)[-1]) if owner.name.startswith("stablehlo.") else None
+    if depth == 0 or entry is None or len(owner.regions) or (
+            entry["family"] not in ("unary", "binary") and owner.name not in _LOOP_MOVES):
+        return False
+    return all(_invariant_in(v, loop, depth - 1) for v in owner.operands)
+
+
 def _while_argument(value: Any) -> bool:
     """`value` is an argument of a while loop's region: a loop-carried value as the body reads it."""
     block = value.owner
@@ -2383,10 +2439,12 @@ def _parameter_of(value: Any) -> Optional[Tuple[str, int]]:
     return A.string(parent.attributes["sym_name"]), ir.BlockArgument(value).arg_number
 
 
-def _call_constants(funcs: Dict[str, Any]) -> Dict[Tuple[str, int], float]:
+def _call_constants(funcs: Dict[str, Any]) -> Tuple[Dict[Tuple[str, int], float], Dict[Tuple[str, int], Any]]:
     """For the private functions of a module, the parameters that every func.call of the function passes the same
-    splat constant (a float of _splat_value's kind): (function, parameter number) -> the number."""
+    splat constant (a float of _splat_value's kind): (function, parameter number) -> the number; and those that
+    every call passes the same value (XLA sees that value once it has inlined the calls) -> the value."""
     passed: Dict[Tuple[str, int], Optional[float]] = {}
+    values: Dict[Tuple[str, int], Any] = {}
 
     def walk(operation: Any) -> None:
         for region in operation.regions:
@@ -2401,6 +2459,8 @@ def _call_constants(funcs: Dict[str, Any]) -> Dict[Tuple[str, int], float]:
                             if key in passed and passed[key] != value:
                                 value = None
                             passed[key] = value
+                            earlier = values.get(key, operand)
+                            values[key] = operand if earlier is not None and operand == earlier else None
                     walk(inner)
 
     for func in funcs.values():
@@ -2408,7 +2468,14 @@ def _call_constants(funcs: Dict[str, Any]) -> Dict[Tuple[str, int], float]:
     public = {name for name, func in funcs.items()
               if "sym_visibility" not in A.named(func.attributes)
                  or A.string(func.attributes["sym_visibility"]) != "private"}
-    return {key: value for key, value in passed.items() if value is not None and key[0] not in public}
+    return ({key: value for key, value in passed.items() if value is not None and key[0] not in public},
+            {key: value for key, value in values.items() if value is not None and key[0] not in public})
+
+
+def _passed(value: Any) -> Optional[Any]:
+    """The value every call passes a private function's parameter `value`, or None (not a parameter, or not one
+    value)."""
+    return _CALLS.passed.get(_parameter_of(value)) if getattr(_CALLS, "passed", None) else None
 
 
 _MIN_MAX = {"stablehlo.minimum": "stablehlo.maximum", "stablehlo.maximum": "stablehlo.minimum"}
@@ -2528,11 +2595,15 @@ def _reduces_one_element(op: Any) -> bool:
     return computation in _REDUCER_IDENTITY and _splat_value(op.operands[1]) == _REDUCER_IDENTITY[computation]
 
 
-def _reduce_through_moves(op: Any) -> Optional[Tuple[Any, List[int]]]:
-    """(the value, the dimensions to reduce over it) where XLA's simplifier reduces through the reshapes and transposes
-    that feed a reduce of one operand (AlgebraicSimplifier::HandleReduce): through a reshape whose kept dimensions it
-    leaves unmodified (here: the kept dimensions are a leading run of both shapes, every dimension reduced included),
-    and through a transpose when the reduce's result has rank 0 or 1. None where it does not."""
+def _reduce_through_moves(op: Any) -> Optional[Tuple[Any, List[int], Optional[List[int]]]]:
+    """(the value, the dimensions to reduce over it, None) where XLA's simplifier reduces through the reshapes and
+    transposes that feed a reduce of one operand (AlgebraicSimplifier::HandleReduce): through a reshape whose kept
+    dimensions it leaves unmodified (here: the kept dimensions are a leading run of both shapes, every dimension
+    reduced included), and through a transpose when the reduce's result has rank 0 or 1. Where the reduce reads
+    elementwise ops of transposes instead (and of broadcasts and splats), layout assignment gives those ops the
+    transposed layout, so the sum's order is again the untransposed one (jnp.sum(jnp.exp(x.T - m), 1), as in
+    jax.nn.log_softmax(x.T, axis=1): fuzz seed 20271301 #436): (the reduce's operand, the dimensions to reduce once it
+    is transposed back, that permutation). None where neither applies."""
     if len(op.operands) != 2 or len(op.results) != 1 or not A.is_a(ir.RankedTensorType, op.operands[0].type):
         return None
     dims = sorted(O.read_attrs(op.attributes).get("dimensions") or [])
@@ -2556,7 +2627,35 @@ def _reduce_through_moves(op: Any) -> Optional[Tuple[Any, List[int]]]:
             permutation = list(O.read_attrs(producer.attributes)["permutation"])
             dims = sorted(permutation[d] for d in dims)
         value, moved = source, True
-    return (value, dims) if moved else None
+    if moved:
+        return value, dims, None
+    transposed = _transposed_elementwise(value) if len(op.results[0].type.shape) < 2 else None
+    if transposed is None:
+        return None
+    return value, sorted(transposed[d] for d in dims), [transposed.index(d) for d in range(len(transposed))]
+
+
+def _transposed_elementwise(value: Any, depth: int = 6) -> Optional[List[int]]:
+    """The permutation of the transposes an elementwise op (of elementwise ops...) reads, where every operand that is
+    not a splat constant or a broadcast is a transpose by that same permutation (not the identity); else None."""
+    producer = _producer(value)
+    if producer is None and (outer := _passed(value)) is not None:  # (jax.nn.log_softmax's call, inlined)
+        producer = _producer(outer)
+    if producer is None or depth == 0 or len(producer.results) != 1:
+        return None
+    if producer.name == "stablehlo.transpose" and depth < 6:
+        permutation = list(O.read_attrs(producer.attributes)["permutation"])
+        return permutation if permutation != sorted(permutation) else None
+    entry = O.registry().get(producer.name.split(".", 1)[-1]) if producer.name.startswith("stablehlo.") else None
+    if entry is None or entry["family"] not in ("unary", "binary"):
+        return None
+    found = []
+    for operand in producer.operands:
+        below = _producer(operand)
+        if _splat_value(operand) is not None or (below is not None and below.name == "stablehlo.broadcast_in_dim"):
+            continue
+        found.append(_transposed_elementwise(operand, depth - 1))
+    return found[0] if found and all(f is not None and f == found[0] for f in found) else None
 
 
 def _one_element_windows(op: Any) -> bool:
