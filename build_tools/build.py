@@ -6,6 +6,7 @@ A stamp (build/<series>/stamp.json) records a digest of every input and the sums
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
 import json
 import os
@@ -91,11 +92,22 @@ def build_all(out_dir: Path = DIST, series_names: Optional[List[str]] = None, cx
     """Every series (pins.toml order), or those named; each into its own place under ``out_dir``."""
     pins = load()
     chosen = [pins.get_series(n) for n in series_names] if series_names else pins.all_series()
-    return [build(series_dist(pins, s, out_dir), s.name, cxx, jobs, if_stale) for s in chosen]
+    # The later series' downloads go on while the first one compiles (a cold build: network beside the CPU).
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as downloads:
+        fetched = {s.name: downloads.submit(_fetch_all, s) for s in chosen[1:]}
+        return [build(series_dist(pins, s, out_dir), s.name, cxx, jobs, if_stale, fetched.get(s.name))
+                for s in chosen]
+
+
+def _fetch_all(series: Series) -> None:
+    for artifact in series.artifacts:
+        fetch(artifact)
 
 
 def build(out_dir: Path = DIST, series_name: Optional[str] = None, cxx: Optional[str] = None,
-          jobs: Optional[int] = None, if_stale: bool = False) -> Dict[str, object]:
+          jobs: Optional[int] = None, if_stale: bool = False,
+          fetched: Optional[concurrent.futures.Future[None]] = None) -> Dict[str, object]:
+    """One series' wheels into ``out_dir``. ``fetched``: its downloads, already under way (build_all)."""
     pins: Pins = load()
     series = pins.get_series(series_name)
     if if_stale and is_up_to_date(series, out_dir, cxx):
@@ -105,8 +117,9 @@ def build(out_dir: Path = DIST, series_name: Optional[str] = None, cxx: Optional
         return stamp
     started = time.monotonic()
     digest = inputs_digest(cxx)
-    for artifact in series.artifacts:
-        fetch(artifact)
+    if fetched is not None:
+        fetched.result()  # (its error, if any, is this series' own)
+    _fetch_all(series)
 
     work = BUILD / series.name
     work.mkdir(parents=True, exist_ok=True)

@@ -2,8 +2,9 @@
 
 Compiler: ``python -m ziglang c++ -target x86_64-linux-gnu.<glibc>`` (libc++ linked statically; the result is tagged
 manylinux2014 by auditwheel). ``--cxx`` / ``$JAX_IPU_CXX`` (e.g. ``g++``) gives a quick development build that is not
-portable. Objects compile in parallel and are cached by a content hash (source, every header the shim owns, the
-generated PJRT header, the pinned TF headers, compiler and flags), so an unchanged rebuild only links. The emulator's
+portable. Objects compile in parallel and are cached by a content hash (source, the headers it includes directly or
+through other headers, the generated PJRT header, the pinned TF headers, compiler and flags), so an unchanged rebuild
+only links and a changed header recompiles only the sources that include it. The emulator's
 sources reach no series' headers: they compile once, for the oldest pinned glibc, and every series links those objects.
 
 Reproducible: no absolute path reaches a cache key or an object. Keys name files relative to the repository or the
@@ -15,8 +16,10 @@ bytes. ``python -m build_tools reproduce`` builds twice from scratch and compare
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import hashlib
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -192,16 +195,52 @@ def compile_plan(series: Series, cxx: Optional[str] = None, sanitizers: Sequence
     # go in the order of the fixed names: an order by path length would differ between checkouts, and so would keys.
     prefix_maps = [f"-ffile-prefix-map={prefix}={name}" for prefix, name in sorted(maps, key=lambda m: m[1])]
     flags = CXXFLAGS + sanitize_flags(sanitizers) + prefix_maps + [f"-I{p}" for p in includes]
-    headers = _tree_digest([SHIM], HEADER_SUFFIXES)
     series_part = [] if shared else [_tree_digest([gen_dir], HEADER_SUFFIXES), series.pjrt_header.sha256]
     base_key = "\0".join([_compiler_identity(cxx_cmd), portable(shlex.join(cxx_cmd), maps),
-                          portable(shlex.join(flags), maps), headers, *series_part])
+                          portable(shlex.join(flags), maps), *series_part])
     return cxx_cmd, flags, base_key
 
 
-def object_key(base_key: str, src: Path) -> str:
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.M)
+
+
+def _includes_of(path: Path) -> Tuple[str, ...]:
+    """The names a source or header #includes, every one (under any #if: a superset is only more careful)."""
+    stat = path.stat()
+    return _includes_in(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=None)
+def _includes_in(path: Path, mtime_ns: int, size: int) -> Tuple[str, ...]:
+    return tuple(_INCLUDE.findall(path.read_text(errors="replace")))
+
+
+def header_digest(src: Path, include_dirs: Sequence[Path]) -> str:
+    """Digest of the headers `src` includes, directly or through other headers, that are files in its own directory
+    or `include_dirs` (the compiler's -I; the system's headers belong to the compiler's identity): each by the name
+    it is included as and its bytes, in the order they are first reached, so no checkout's location enters it."""
+    h = hashlib.sha256()
+    seen = set()
+    stack = [src]
+    while stack:
+        current = stack.pop()
+        for name in _includes_of(current):
+            for directory in (current.parent, *include_dirs):
+                header = directory / name
+                if header.is_file():
+                    resolved = header.resolve()
+                    if resolved not in seen:
+                        seen.add(resolved)
+                        h.update(name.encode() + b"\0" + resolved.read_bytes() + b"\0")
+                        stack.append(resolved)
+                    break
+    return h.hexdigest()
+
+
+def object_key(base_key: str, src: Path, include_dirs: Sequence[Path] = ()) -> str:
     rel = src.relative_to(REPO).as_posix()
-    return hashlib.sha256((base_key + "\0" + rel + "\0").encode() + src.read_bytes()).hexdigest()
+    headers = header_digest(src, include_dirs)
+    return hashlib.sha256((base_key + "\0" + rel + "\0" + headers + "\0").encode() + src.read_bytes()).hexdigest()
 
 
 def compile_objects(series: Series, srcs: Sequence[Path], cxx: Optional[str] = None, jobs: Optional[int] = None,
@@ -215,7 +254,7 @@ def compile_objects(series: Series, srcs: Sequence[Path], cxx: Optional[str] = N
 
     def compile_one(src: Path) -> Path:
         cxx_cmd, flags, base_key = plans[is_shared(src)]
-        key = object_key(base_key, src)
+        key = object_key(base_key, src, [Path(f[2:]) for f in flags if f.startswith("-I")])
         obj = obj_cache / f"{src.stem}-{key[:24]}.o"
         if obj.exists():
             return obj

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import collections
-import functools
 import hashlib
 import json
 import os
@@ -47,8 +46,73 @@ def record_hash(data: bytes) -> str:
 Entry = Tuple[str, Callable[[], bytes], bool]  # (archive name, reader, executable)
 
 
+class UpstreamMember:
+    """An Entry's reader for a member of a verified upstream wheel that goes into ours unchanged: write_wheel copies
+    its compressed bytes as they are instead of inflating and deflating them again (most of a warm build's time:
+    jaxlib's shared objects), and takes its RECORD line from the upstream wheel's RECORD, which the wheel's pinned
+    sha256 vouches for. Called, it reads the member (where it cannot be copied raw)."""
+
+    def __init__(self, wheel: zipfile.ZipFile, info: zipfile.ZipInfo, record: Optional[str]) -> None:
+        self.wheel, self.info, self.record = wheel, info, record
+
+    def __call__(self) -> bytes:
+        return self.wheel.read(self.info)
+
+    def raw(self) -> bytes:
+        """The member's compressed bytes, read from after its local file header."""
+        fp = self.wheel.fp
+        if fp is None:
+            raise WheelError(f"{self.wheel.filename}: closed while its members were being copied")
+        fp.seek(self.info.header_offset)
+        header = fp.read(30)
+        if len(header) != 30 or header[:4] != b"PK\x03\x04":
+            raise WheelError(f"{self.wheel.filename}: {self.info.filename} has no local file header where its "
+                             "directory says")
+        name_length, extra_length = int.from_bytes(header[26:28], "little"), int.from_bytes(header[28:30], "little")
+        fp.seek(self.info.header_offset + 30 + name_length + extra_length)
+        data = fp.read(self.info.compress_size)
+        if len(data) != self.info.compress_size:
+            raise WheelError(f"{self.wheel.filename}: {self.info.filename} is truncated")
+        return data
+
+
+def upstream_records(wheel: zipfile.ZipFile, dist_info: str) -> Dict[str, str]:
+    """name -> "sha256=...,size" from a wheel's RECORD (sha256 lines only)."""
+    try:
+        text = wheel.read(f"{dist_info}/RECORD").decode()
+    except KeyError:
+        return {}
+    records = {}
+    for line in text.splitlines():
+        name, _, rest = line.partition(",")
+        if rest.startswith("sha256="):
+            records[name] = rest
+    return records
+
+
+def _copy_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, member: UpstreamMember) -> None:
+    """Writes `member`'s compressed bytes under `info` (its name, date and mode) at the end of `zf`, as
+    ZipFile.writestr would write them after compressing (zipfile has no public raw copy)."""
+    source = member.info
+    info.compress_type, info.CRC = source.compress_type, source.CRC
+    info.compress_size, info.file_size = source.compress_size, source.file_size
+    data = member.raw()
+    zip64 = info.file_size > zipfile.ZIP64_LIMIT or info.compress_size > zipfile.ZIP64_LIMIT
+    zf._writecheck(info)  # type: ignore[attr-defined]
+    zf._didModify = True  # type: ignore[attr-defined]
+    assert zf.fp is not None
+    zf.fp.seek(zf.start_dir)  # type: ignore[attr-defined]
+    info.header_offset = zf.fp.tell()
+    zf.fp.write(info.FileHeader(zip64))
+    zf.fp.write(data)
+    zf.filelist.append(info)
+    zf.NameToInfo[info.filename] = info
+    zf.start_dir = zf.fp.tell()  # type: ignore[attr-defined]
+
+
 def write_wheel(path: Path, entries: Iterable[Entry], dist_info: str) -> Path:
-    """Writes ``entries`` (plus a fresh RECORD) to ``path`` deterministically."""
+    """Writes ``entries`` (plus a fresh RECORD) to ``path`` deterministically. An UpstreamMember that is deflated,
+    with its upstream RECORD line, is copied compressed as it is."""
     items = sorted(entries, key=lambda e: (e[0].startswith(dist_info + "/"), e[0]))
     dupes = [n for n, count in collections.Counter(e[0] for e in items).items() if count > 1]
     if dupes:
@@ -60,11 +124,17 @@ def write_wheel(path: Path, entries: Iterable[Entry], dist_info: str) -> Path:
         for name, read, executable in items:
             if name == record_name:
                 continue
-            data = read()
             info = zipfile.ZipInfo(name, date_time=ZIP_DATE)
             info.compress_type = zipfile.ZIP_DEFLATED
             info.external_attr = (0o100755 if executable else 0o100644) << 16
             info.create_system = 3
+            if isinstance(read, UpstreamMember) and read.record is not None and \
+                    read.info.compress_type == zipfile.ZIP_DEFLATED and \
+                    read.record.rpartition(",")[2] == str(read.info.file_size):
+                _copy_member(zf, info, read)
+                record_lines.append(f"{name},{read.record}")
+                continue
+            data = read()
             zf.writestr(info, data, compresslevel=6)
             record_lines.append(f"{name},{record_hash(data)},{len(data)}")
         record_lines.append(f"{record_name},,")
@@ -117,6 +187,7 @@ def build_jaxlib_wheel(pins: Pins, series: Series, patched_py: Path, library: Op
     our_tops = set(OUR_PACKAGES) if library is not None else set()
     entries: List[Entry] = []
     zf = zipfile.ZipFile(upstream)
+    records = upstream_records(zf, old_di)
     upstream_names = set()
     for info in zf.infolist():
         name = info.filename
@@ -138,7 +209,7 @@ def build_jaxlib_wheel(pins: Pins, series: Series, patched_py: Path, library: Op
         elif name.endswith(".py") and (patched_py / name).exists():
             entries.append((name, (patched_py / name).read_bytes, executable))
         else:
-            entries.append((name, functools.partial(zf.read, info), executable))
+            entries.append((name, UpstreamMember(zf, info, records.get(name)), executable))
     for name, path in ours:
         if name in upstream_names:
             raise WheelError(f"{name} from jax_ipu_shim/python would overwrite a file of upstream jaxlib")

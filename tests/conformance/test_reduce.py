@@ -154,6 +154,23 @@ def test_reductions_of_reshaped_or_transposed_values_fold_in_their_sources_order
           *xs, **(EXACT if not CURRENT_SERIES else {"scale_ulps": 8} if name == "sum" else {"rtol": 1e-4}))
 
 
+def test_reductions_of_concatenations_reduce_each_piece_then_combine():
+    """XLA's simplifier (both series) splits a reduce over the concatenated dimension of a concatenation into a reduce
+    of each piece, combined in order: jnp.sum(jnp.roll(x, -2)) of f32[5] is sum(x[2:]) + sum(x[:2]) on cpu, an ulp
+    from the in-order sum when one element dwarfs the others (fuzz seed 20271501 #1057); jnp.roll is a called
+    function's concatenation. jaxlib 0.12: a few ulps, as for rows."""
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal((2, 40)) * np.logspace(-3, 6, 40)).astype(np.float32)
+    v = np.frombuffer(bytes.fromhex("095afcca05a324cc28986bd40000000000000000"), np.float32).copy()
+    b = rng.uniform(size=(3, 5)) < 0.5
+    y = rng.integers(-100, 100, (4, 6)).astype(np.int32)
+    check(lambda x, v, b, y: [jnp.sum(jnp.roll(v, -2)), jnp.sum(jnp.concatenate([x, x]), 0),
+                              jnp.sum(jnp.concatenate([x, x * 3], 1), (0, 1)), jnp.max(jnp.roll(x, 3, 1), 1),
+                              jnp.mean(jnp.roll(x, 7)), jnp.any(jnp.concatenate([b, ~b]), 0),
+                              jnp.sum(jnp.concatenate([y, y[::-1]], 1), 1)],
+          x, v, b, y, **(EXACT if not CURRENT_SERIES else {"scale_ulps": 8}))
+
+
 def test_reductions_of_elementwise_ops_of_transposes_fold_in_their_sources_order():
     """XLA's layout assignment gives elementwise ops of a transpose (and of broadcasts) the transposed layout, so a sum
     over them adds in the source's order, as a sum of the transpose itself does: jnp.sum(jnp.exp(x.T - m), 1), and

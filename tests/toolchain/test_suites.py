@@ -92,6 +92,34 @@ def test_emulator_objects_are_shared_by_every_series() -> None:
     assert not native.is_shared(native.SHIM / "pjrt" / "client.cc")
 
 
+def test_object_keys_follow_the_headers_each_source_includes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A header change recompiles only the sources that include it, directly or through another header (a one-line
+    change to a header of one kernel does not rebuild the emulator); a header that is not there (a system one) does
+    not enter the key."""
+    monkeypatch.setattr(native, "REPO", tmp_path)
+    include = tmp_path / "include"
+    (include / "ipu").mkdir(parents=True)
+    (include / "ipu" / "z.h").write_text("int z;\n")
+    (include / "ipu" / "x.h").write_text('#include "ipu/z.h"\n')
+    (include / "ipu" / "y.h").write_text("int y;\n")
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "local.h").write_text("int local;\n")
+    (src / "a.cc").write_text('#include <vector>\n#include "ipu/x.h"\n')
+    (src / "b.cc").write_text('#include "ipu/y.h"\n  #  include "local.h"\n')
+
+    def keys() -> tuple:
+        return tuple(native.object_key("base", src / n, [include]) for n in ("a.cc", "b.cc"))
+
+    before = keys()
+    (include / "ipu" / "z.h").write_text("int z = 1;\n")  # reached through x.h only
+    after_z = keys()
+    assert after_z[0] != before[0] and after_z[1] == before[1]
+    (src / "local.h").write_text("int local = 2;\n")
+    after_local = keys()
+    assert after_local[0] == after_z[0] and after_local[1] != after_z[1]
+
+
 def test_object_key_is_the_same_in_another_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     keys = []
     for where in ("a", "main-checkout"):

@@ -135,3 +135,26 @@ def test_plugin_wheel_names_its_entry_point_requirements_and_notices(pins: Pins,
         assert toolchain == {"ziglang": pins.tools["ziglang"], "glibc": series.glibc}
         assert zf.read(f"{di}/entry_points.txt").decode().split() == ["[jax_plugins]", "ipu", "=", "jax_ipu.plugin"]
         assert b"Apache License" in zf.read(f"{di}/licenses/LICENSE")
+
+
+def test_upstream_members_are_copied_compressed(tmp_path: Path) -> None:
+    """Members of the (verified) upstream wheel go into ours as their compressed bytes, with their upstream RECORD
+    line (a warm build does not inflate and deflate jaxlib's shared objects again): the same files and a valid
+    RECORD; a member whose RECORD line does not match its size is read and written like any other."""
+    payload = bytes(range(256)) * 4000
+    upstream = wheels.write_wheel(tmp_path / "up.whl", [
+        ("up/big.so", lambda: payload, True), ("up/a.py", lambda: b"a = 1\n", False),
+        ("up-1.0.dist-info/METADATA", lambda: b"Name: up\nVersion: 1.0\n", False)], "up-1.0.dist-info")
+    with zipfile.ZipFile(upstream) as zf:
+        records = wheels.upstream_records(zf, "up-1.0.dist-info")
+        records["up/a.py"] = records["up/a.py"].rsplit(",", 1)[0] + ",999"  # a RECORD line that lies: not trusted
+        entries = [(i.filename, wheels.UpstreamMember(zf, i, records.get(i.filename)), i.filename.endswith(".so"))
+                   for i in zf.infolist() if not i.filename.endswith("RECORD")]
+        ours = wheels.write_wheel(tmp_path / "ours.whl", entries, "up-1.0.dist-info")
+        raw = zf.getinfo("up/big.so")
+    assert wheels.verify_record(ours) == []
+    with zipfile.ZipFile(ours) as zf:
+        assert zf.testzip() is None
+        assert zf.read("up/big.so") == payload and zf.read("up/a.py") == b"a = 1\n"
+        assert zf.getinfo("up/big.so").compress_size == raw.compress_size
+        assert zf.getinfo("up/big.so").external_attr >> 16 == 0o100755

@@ -465,8 +465,8 @@ std::vector<int> Lowerer::lowerCollective(OpContext& ctx) {
       if (in.dtype == DType::Bool && combine == OpKind::Multiply) combine = OpKind::And;
       uint64_t identity = 0;
       if (identityBits(combine, in.dtype, &identity)) {
-        scalar::visitBinary(combine, in.dtype, numerics(),
-                            [&](auto f, auto t) { p.fold = &foldLoop<typename decltype(t)::type, decltype(f)>; });
+        scalar::visitBinary<true>(combine, in.dtype, numerics(),
+                                  [&](auto f, auto t) { p.fold = &foldLoop<typename decltype(t)::type, decltype(f)>; });
         p.identity = identity;
       }
     }

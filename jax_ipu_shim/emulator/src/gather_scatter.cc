@@ -483,7 +483,7 @@ std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
       if (bf16_in_f32 && kind == OpKind::Maximum) make(scalar::Half2<scalar::MaximumIeeeF, BF16>{}, bf16);
       else if (bf16_in_f32 && kind == OpKind::Minimum) make(scalar::Half2<scalar::MinimumIeeeF, BF16>{}, bf16);
       else if (!(isFloat(dt) && (kind == OpKind::And || kind == OpKind::Or)))
-        scalar::visitBinary(kind, dt, numerics(), make);
+        scalar::visitBinary<true>(kind, dt, numerics(), make);
     }
     ScalarProgram body;
     std::string codelet = "scatter" + computation;

@@ -72,17 +72,17 @@ const OpInfo kOps[] = {
     {"digamma", K::Digamma, Fam::Unary, FLOAT, R::Operand0, 1, 1},
     {"bessel_i1e", K::BesselI1e, Fam::Unary, FLOAT, R::Operand0, 1, 1},
 
-    {"add", K::Add, Fam::Binary, NUM | C, R::Operand0, 2, 2, true},
+    {"add", K::Add, Fam::Binary, NUM | C, R::Operand0, 2, 2},
     {"subtract", K::Subtract, Fam::Binary, NUM | C, R::Operand0, 2, 2},
-    {"multiply", K::Multiply, Fam::Binary, NUM | C, R::Operand0, 2, 2, true},
+    {"multiply", K::Multiply, Fam::Binary, NUM | C, R::Operand0, 2, 2},
     {"divide", K::Divide, Fam::Binary, NUM | C, R::Operand0, 2, 2},
     {"remainder", K::Remainder, Fam::Binary, NUM, R::Operand0, 2, 2},
     {"power", K::Power, Fam::Binary, NUM | C, R::Operand0, 2, 2},
-    {"maximum", K::Maximum, Fam::Binary, ALL, R::Operand0, 2, 2, true},
-    {"minimum", K::Minimum, Fam::Binary, ALL, R::Operand0, 2, 2, true},
+    {"maximum", K::Maximum, Fam::Binary, ALL, R::Operand0, 2, 2},
+    {"minimum", K::Minimum, Fam::Binary, ALL, R::Operand0, 2, 2},
     {"atan2", K::Atan2, Fam::Binary, FLOAT, R::Operand0, 2, 2},
-    {"and", K::And, Fam::Binary, B | INT, R::Operand0, 2, 2, true},
-    {"or", K::Or, Fam::Binary, B | INT, R::Operand0, 2, 2, true},
+    {"and", K::And, Fam::Binary, B | INT, R::Operand0, 2, 2},
+    {"or", K::Or, Fam::Binary, B | INT, R::Operand0, 2, 2},
     {"xor", K::Xor, Fam::Binary, B | INT, R::Operand0, 2, 2},
     {"shift_left", K::ShiftLeft, Fam::Binary, INT, R::Operand0, 2, 2},
     {"shift_right_arithmetic", K::ShiftRightArithmetic, Fam::Binary, INT, R::Operand0, 2, 2},
@@ -194,7 +194,7 @@ const char* familyName(OpFamily family) {
 
 bool isReducer(const std::string& computation) {
   const OpInfo* info = findOp(computation);
-  return info && info->reducer;
+  return info && info->family == OpFamily::Binary && isReducerKind(info->kind);
 }
 
 std::string registryJson() {
@@ -212,7 +212,7 @@ std::string registryJson() {
     out += "{\"name\":" + json::quote(info.name) + ",\"family\":" + json::quote(familyName(info.family)) +
            ",\"dtypes\":[" + dtypes + "],\"min_operands\":" + std::to_string(info.min_operands) +
            ",\"max_operands\":" + std::to_string(info.max_operands) +
-           ",\"reducer\":" + (info.reducer ? "true" : "false") + "}";
+           ",\"reducer\":" + (isReducer(info.name) ? "true" : "false") + "}";
   }
   // What the front end's rewrites need to know of the XLA:CPU this host runs (cpu_features.h): its vector width.
   return out + "],\"host\":{\"wide_vectors\":" + (hostWideVectors() ? "true" : "false") +

@@ -56,6 +56,24 @@ class KeyOrder {
                      int64_t stride, int64_t n, std::vector<int64_t>* idx) const = 0;
 };
 
+// Sorts the (key, position) pairs by key, stably, into `idx`. A template of the key's type and the comparison alone
+// (not of the element type and key function of KeyOrderOf), so that the sorts are compiled once per key type.
+template <class K, class Cmp>
+void orderKeyed(std::vector<std::pair<K, uint32_t>>* keyed_pairs, bool nan, std::vector<int64_t>* idx) {
+  std::vector<std::pair<K, uint32_t>>& keyed = *keyed_pairs;
+  if (nan) {
+    std::iota(idx->begin(), idx->end(), int64_t{0});
+    std::stable_sort(idx->begin(), idx->end(), [&](int64_t x, int64_t y) {
+      return Cmp{}(keyed[static_cast<size_t>(x)].first, keyed[static_cast<size_t>(y)].first);
+    });
+    return;
+  }
+  std::stable_sort(keyed.begin(), keyed.end(), [](const std::pair<K, uint32_t>& x, const std::pair<K, uint32_t>& y) {
+    return Cmp{}(x.first, y.first);
+  });
+  for (size_t j = 0; j < keyed.size(); ++j) (*idx)[j] = keyed[j].second;
+}
+
 template <class T, class Key, class Cmp>
 class KeyOrderOf : public KeyOrder {
  public:
@@ -78,17 +96,7 @@ class KeyOrderOf : public KeyOrder {
       if (std::is_floating_point<K>::value) nan = nan || kv != kv;
       keyed[static_cast<size_t>(j)] = {kv, static_cast<uint32_t>(j)};
     }
-    if (nan) {
-      std::iota(idx->begin(), idx->end(), int64_t{0});
-      std::stable_sort(idx->begin(), idx->end(), [&](int64_t x, int64_t y) {
-        return Cmp{}(keyed[static_cast<size_t>(x)].first, keyed[static_cast<size_t>(y)].first);
-      });
-      return;
-    }
-    std::stable_sort(keyed.begin(), keyed.end(), [](const std::pair<K, uint32_t>& x, const std::pair<K, uint32_t>& y) {
-      return Cmp{}(x.first, y.first);
-    });
-    for (int64_t j = 0; j < n; ++j) (*idx)[static_cast<size_t>(j)] = keyed[static_cast<size_t>(j)].second;
+    orderKeyed<K, Cmp>(&keyed, nan, idx);
   }
 
  private:

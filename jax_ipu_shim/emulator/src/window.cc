@@ -174,7 +174,7 @@ std::unique_ptr<Kernel> windowKernel(const std::string& c, DType dt, Numerics nu
   if (dt == DType::Bool && kind == OpKind::Multiply) kind = OpKind::And;
   if (isFloat(dt) && (kind == OpKind::And || kind == OpKind::Or)) return nullptr;
   std::unique_ptr<Kernel> kernel;
-  scalar::visitBinary(
+  scalar::visitBinary<true>(
       kind, dt, numerics,
       [&](auto f, auto t) {
         kernel = std::make_unique<ReduceWindowKernel<typename decltype(t)::type, decltype(f)>>(in, init, out, w, f);

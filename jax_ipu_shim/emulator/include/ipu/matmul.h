@@ -30,14 +30,25 @@ inline Out fromAcc(Acc a) {
   else return static_cast<Out>(a);
 }
 
+// The element types a dot_general or convolution of `in` operands may give (the same type, or preferred_element_type:
+// a float widened to another float, an integer to another integer of the same signedness). constexpr: the kernels
+// are instantiated for these pairs alone.
+constexpr bool matmulTypes(DType in, DType out) {
+  const DTypeInfo *a = nullptr, *r = nullptr;
+  for (const DTypeInfo& info : kDTypeTable) {
+    if (info.dtype == in) a = &info;
+    if (info.dtype == out) r = &info;
+  }
+  return a != nullptr && r != nullptr &&
+         (in == out || (a->is_float && r->is_float) || (a->is_int && r->is_int && a->is_signed == r->is_signed));
+}
+
 // dot_general/convolution element types: calls v(Tag<In>, Tag<Acc>, Tag<Out>) for operands of `in` and a result of
-// `out` (the same type, or preferred_element_type: a float widened to another float, an integer to another
-// integer of the same signedness); false for any other pair.
+// `out` (matmulTypes); false for any other pair.
 template <class V>
 bool visitMatmulTypes(DType in, DType out, V&& v) {
-  const DTypeInfo &a = dtypeInfo(in), &r = dtypeInfo(out);
-  const bool ok = in == out || (a.is_float && r.is_float) || (a.is_int && r.is_int && a.is_signed == r.is_signed);
-  if (!ok || in == DType::Token || isComplex(in) || isComplex(out)) return false;  // c64 GEMM is not dot.cc's
+  if (!matmulTypes(in, out) || in == DType::Token || isComplex(in) || isComplex(out))
+    return false;  // c64 GEMM is not dot.cc's
   return visitDType(in, [&](auto it) {
     using IT = std::decay_t<decltype(it)>;
     if constexpr (!isComplex(IT::value)) {
@@ -47,10 +58,7 @@ bool visitMatmulTypes(DType in, DType out, V&& v) {
       visitDType(out, [&](auto ot) {
         using OT = std::decay_t<decltype(ot)>;
         using O = typename OT::type;
-        if constexpr (std::is_same<Acc, float>::value ==
-                          (std::is_same<O, float>::value || std::is_same<O, BFloat16>::value ||
-                           OT::value == DType::F16) &&
-                      !isComplex(OT::value))
+        if constexpr (matmulTypes(IT::value, OT::value) && !isComplex(OT::value))
           v(TypeTag<I>{}, TypeTag<Acc>{}, TypeTag<O>{});
       });
     }

@@ -147,10 +147,15 @@ struct OpInfo {
   TypeRole role;
   int min_operands;
   int max_operands;  // -1: any number
-  // A binary op that, as the whole body of a reduce, reduce_window, all_reduce, reduce_scatter or scatter, runs as
-  // that op's native kernel (the front end names it in the op's "computation" attribute).
-  bool reducer = false;
 };
+
+// A binary op that, as the whole body of a reduce, reduce_window, all_reduce, reduce_scatter or scatter, runs as that
+// op's native kernel (the front end names it in the op's "computation" attribute; kernels instantiate combiners for
+// these alone: scalar::visitBinary<true>).
+constexpr bool isReducerKind(OpKind kind) {
+  return kind == OpKind::Add || kind == OpKind::Multiply || kind == OpKind::Maximum || kind == OpKind::Minimum ||
+         kind == OpKind::And || kind == OpKind::Or;
+}
 
 const OpInfo* findOp(const std::string& name);
 const OpInfo& opInfo(OpKind kind);

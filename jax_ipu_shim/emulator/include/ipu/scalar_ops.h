@@ -1028,10 +1028,14 @@ bool visitUnary(OpKind k, DType dt, Numerics numerics, V&& v) {
 // functor. `constant`: which operand is a splat constant (an elementwise op's "constant_operand"; see xlaConstant).
 // `windowed`: the combiner of a reduce_window (and the cumulative ops built on it), where jaxlib 0.12's bf16 maximum
 // and minimum read denormals as zeros on an AVX-512 host too (ieee16Avx512 is the elementwise ops' and reduce's).
-template <class V>
+// `kReducersOnly`: only the combiners of the reducer ops (isReducerKind: a reduce's, scatter's, collective's native
+// kernel) are visited, and only theirs are instantiated, so that a kernel template built per combiner is not compiled
+// for the ops no reduction runs; any other `k` is not found.
+template <bool kReducersOnly = false, class V>
 bool visitBinary(OpKind k, DType dt, Numerics numerics, V&& v, ConstantOperand constant = ConstantOperand::None,
                  bool windowed = false) {
   bool found = false;
+  if (kReducersOnly && !isReducerKind(k)) return false;
   const bool v012 = numerics == Numerics::Jaxlib012;
   visitDType(dt, [&](auto tag) {
     constexpr DType D = decltype(tag)::value;
@@ -1043,11 +1047,19 @@ bool visitBinary(OpKind k, DType dt, Numerics numerics, V&& v, ConstantOperand c
       };
       switch (k) {
         case OpKind::Add: found = f(AddF{}); break;
-        case OpKind::Subtract: found = f(SubtractF{}); break;
+        case OpKind::Subtract:
+          if constexpr (!kReducersOnly) found = f(SubtractF{});
+          break;
         case OpKind::Multiply: found = f(MultiplyF{}); break;
-        case OpKind::Divide: found = f(DivideF{}); break;
-        case OpKind::Remainder: found = f(RemainderF{}); break;
-        case OpKind::Power: found = f(PowerF{}); break;
+        case OpKind::Divide:
+          if constexpr (!kReducersOnly) found = f(DivideF{});
+          break;
+        case OpKind::Remainder:
+          if constexpr (!kReducersOnly) found = f(RemainderF{});
+          break;
+        case OpKind::Power:
+          if constexpr (!kReducersOnly) found = f(PowerF{});
+          break;
         case OpKind::Maximum:
           if (!v012 && constant == ConstantOperand::Lhs) found = f(MaximumConstantLhsF{});
           else if (!v012) found = constant == ConstantOperand::Rhs ? f(MaximumConstantF{}) : f(MaximumF{});
@@ -1070,9 +1082,12 @@ bool visitBinary(OpKind k, DType dt, Numerics numerics, V&& v, ConstantOperand c
           else if (ieee16Daz<D>()) found = f(MinimumIeeeF{});  // in f32: bf16 denormals read as zeros
           else found = f(MinimumIeee16F{});
           break;
-        case OpKind::Atan2: found = f(Atan2F{}); break;
+        case OpKind::Atan2:
+          if constexpr (!kReducersOnly) found = f(Atan2F{});
+          break;
         case OpKind::NextAfter:
-          if constexpr (D == DType::F32) found = f(NextAfterF{});
+          if constexpr (kReducersOnly) break;
+          else if constexpr (D == DType::F32) found = f(NextAfterF{});
           else v(NextAfter16<FloatFormat<D>>{}, Tag<T>{}), found = true;
           break;
         default: break;
@@ -1084,10 +1099,16 @@ bool visitBinary(OpKind k, DType dt, Numerics numerics, V&& v, ConstantOperand c
       };
       switch (k) {
         case OpKind::Add: found = f(AddC{}); break;
-        case OpKind::Subtract: found = f(SubtractC{}); break;
+        case OpKind::Subtract:
+          if constexpr (!kReducersOnly) found = f(SubtractC{});
+          break;
         case OpKind::Multiply: found = v012 ? f(MultiplyC012{}) : f(MultiplyC{}); break;
-        case OpKind::Divide: found = f(DivideC{}); break;
-        case OpKind::Power: found = v012 ? f(PowerC012{}) : f(PowerC{}); break;
+        case OpKind::Divide:
+          if constexpr (!kReducersOnly) found = f(DivideC{});
+          break;
+        case OpKind::Power:
+          if constexpr (!kReducersOnly) found = v012 ? f(PowerC012{}) : f(PowerC{});
+          break;
         default: break;
       }
     } else if constexpr (D == DType::Bool) {
@@ -1103,8 +1124,10 @@ bool visitBinary(OpKind k, DType dt, Numerics numerics, V&& v, ConstantOperand c
           found = true;
           break;
         case OpKind::Xor:
-          v(XorB{}, Tag<uint8_t>{});
-          found = true;
+          if constexpr (!kReducersOnly) {
+            v(XorB{}, Tag<uint8_t>{});
+            found = true;
+          }
           break;
         default: break;
       }
@@ -1115,19 +1138,35 @@ bool visitBinary(OpKind k, DType dt, Numerics numerics, V&& v, ConstantOperand c
       };
       switch (k) {
         case OpKind::Add: found = f(AddI<T>{}); break;
-        case OpKind::Subtract: found = f(SubtractI<T>{}); break;
+        case OpKind::Subtract:
+          if constexpr (!kReducersOnly) found = f(SubtractI<T>{});
+          break;
         case OpKind::Multiply: found = f(MultiplyI<T>{}); break;
-        case OpKind::Divide: found = f(DivideI<T>{}); break;
-        case OpKind::Remainder: found = f(RemainderI<T>{}); break;
-        case OpKind::Power: found = f(PowerI<T>{}); break;
+        case OpKind::Divide:
+          if constexpr (!kReducersOnly) found = f(DivideI<T>{});
+          break;
+        case OpKind::Remainder:
+          if constexpr (!kReducersOnly) found = f(RemainderI<T>{});
+          break;
+        case OpKind::Power:
+          if constexpr (!kReducersOnly) found = f(PowerI<T>{});
+          break;
         case OpKind::Maximum: found = f(MaximumI<T>{}); break;
         case OpKind::Minimum: found = f(MinimumI<T>{}); break;
         case OpKind::And: found = f(AndI<T>{}); break;
         case OpKind::Or: found = f(OrI<T>{}); break;
-        case OpKind::Xor: found = f(XorI<T>{}); break;
-        case OpKind::ShiftLeft: found = f(ShiftLeftI<T>{}); break;
-        case OpKind::ShiftRightArithmetic: found = f(ShiftRightArithmeticI<T>{}); break;
-        case OpKind::ShiftRightLogical: found = f(ShiftRightLogicalI<T>{}); break;
+        case OpKind::Xor:
+          if constexpr (!kReducersOnly) found = f(XorI<T>{});
+          break;
+        case OpKind::ShiftLeft:
+          if constexpr (!kReducersOnly) found = f(ShiftLeftI<T>{});
+          break;
+        case OpKind::ShiftRightArithmetic:
+          if constexpr (!kReducersOnly) found = f(ShiftRightArithmeticI<T>{});
+          break;
+        case OpKind::ShiftRightLogical:
+          if constexpr (!kReducersOnly) found = f(ShiftRightLogicalI<T>{});
+          break;
         default: break;
       }
     }

@@ -146,7 +146,7 @@ std::map<std::string, Codelet> makeBuiltins() {
       case OpFamily::Binary:
         if (info->kind == OpKind::Gather || info->kind == OpKind::Scatter) break;
         all["popops::" + name] = elementwise(*info, {"in1", "in2"}, 0, {});
-        if (info->reducer) all["popops::reduce_" + name] = reduction(*info);
+        if (isReducer(info->name)) all["popops::reduce_" + name] = reduction(*info);
         break;
       case OpFamily::Compare:
         for (const char* dir : kDirections) {

@@ -643,6 +643,8 @@ class _Translator:
             elif op.name in _TINY_IS_ZERO and not scalar_body and not _jax.is_current_series() \
                     and (self._type(op.results[0].type) or ("", []))[0] in ("f32", "bf16"):
                 body.extend(self._tiny_as_zero(self._op(op), _TINY_IS_ZERO[op.name]))
+            elif op.name == "stablehlo.reduce" and not scalar_body and (pieces := _reduce_of_concatenate(op)):
+                body.extend(self._reduce_pieces(self._op(op), op, *pieces))
             elif op.name == "stablehlo.reduce" and not scalar_body and not _reduces_one_element(op) \
                     and (moved := _reduce_through_moves(op)) is not None:
                 # XLA's simplifier reduces the value a reshape or transpose moved (reduce(reshape(x)) => reduce(x)
@@ -696,6 +698,41 @@ class _Translator:
             else:
                 body.append(self._op(op))
         return []
+
+    def _reduce_pieces(self, entry: Dict[str, Any], op: Any, combine: str, dim: int,
+                       sizes: List[int]) -> List[Dict[str, Any]]:
+        """XLA's simplifier (both series): reduce(concatenate(A, B, ...)) over the concatenated dimension is
+        combine(combine(reduce(A), reduce(B)), ...), each reduce from the init value (HandleReduce), so the pieces are
+        summed apart and their sums added: jnp.sum(jnp.roll(x, -2)) is sum(x[2:]) + sum(x[:2]) on cpu (fuzz seed
+        20271501 #1057). The pieces are sliced back out of the concatenation (bit for bit what it holds), which may
+        be a called function's result."""
+        dtype, shape = self._tensor(op.operands[0])
+        out = entry["results"][0]
+        if out["dtype"] == "bool":  # (XLA's convention for bool reductions, as the emulator's reduce)
+            combine = {"add": "or", "multiply": "and"}.get(combine, combine)
+        rank = len(shape)
+        ops: List[Dict[str, Any]] = []
+        total: Optional[Dict[str, Any]] = None
+        start = 0
+        for k, size in enumerate(sizes):
+            limit = list(shape)
+            limit[dim] = start + size
+            begin = [0] * rank
+            begin[dim] = start
+            piece = self._fresh(dtype, [hi - lo for lo, hi in zip(begin, limit)])
+            ops.append(_derived(entry, "slice", [entry["operands"][0]], [piece],
+                                {"start_indices": begin, "limit_indices": limit, "strides": [1] * rank}))
+            last = k == len(sizes) - 1
+            reduced = self._fresh(out["dtype"], out["shape"])
+            ops.append(dict(entry, operands=[piece["id"], entry["operands"][1]], results=[reduced]))
+            if total is None:
+                total = reduced
+            else:
+                combined = out if last else self._fresh(out["dtype"], out["shape"])
+                ops.append(_derived(entry, combine, [total["id"], reduced["id"]], [combined]))
+                total = combined
+            start += size
+        return ops
 
     def _untupled_call(self, op: Any) -> Dict[str, Any]:
         """Our host callback in XLA's HLO (the partitioned program) returns a tuple: the call with its elements as
@@ -2593,6 +2630,26 @@ def _reduces_one_element(op: Any) -> bool:
         return False
     computation = _body_computation(op, False)
     return computation in _REDUCER_IDENTITY and _splat_value(op.operands[1]) == _REDUCER_IDENTITY[computation]
+
+
+def _reduce_of_concatenate(op: Any) -> Optional[Tuple[str, int, List[int]]]:
+    """(the combiner, the concatenated dimension, the pieces' sizes along it) for a reduce of one operand, whose body
+    is one reducer op, over a concatenation (or a called function's: XLA inlines it) along a dimension it reduces:
+    what XLA's simplifier splits into a reduce per piece (_reduce_pieces); else None."""
+    if len(op.operands) != 2 or len(op.results) != 1 or not A.is_a(ir.RankedTensorType, op.operands[0].type):
+        return None
+    combine = _body_computation(op, False)
+    producer = _producer(op.operands[0])
+    if combine is None or producer is None:
+        return None
+    if producer.name == "func.call" and (returned := _returned_op(producer)) is not None:
+        producer = returned[0]
+    if producer.name != "stablehlo.concatenate" or len(producer.operands) < 2:
+        return None
+    dim = int(O.read_attrs(producer.attributes)["dimension"])
+    if dim not in (O.read_attrs(op.attributes).get("dimensions") or []):
+        return None
+    return combine, dim, [int(ir.RankedTensorType(v.type).shape[dim]) for v in producer.operands]
 
 
 def _reduce_through_moves(op: Any) -> Optional[Tuple[Any, List[int], Optional[List[int]]]]:
