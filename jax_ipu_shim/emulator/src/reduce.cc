@@ -7,8 +7,8 @@
 // A body that combines each input with one add/multiply/maximum/minimum/and/or gets a vector kernel per input; any
 // other body (argmax's compare/select bodies, ...) is compiled into a ScalarProgram that combines all inputs at once.
 // Either way each output's reduced elements, taken in row-major order, are combined as a tree of 32-element windows
-// (ReduceTree, reduce_kernels.h): windows of 32 consecutive elements (the first shortened by half the pad, where XLA's SAME padding
-// places it) each give a partial, then the partials the same way, until at most 32 are left, which are folded in
+// (ReduceTree, reduce_kernels.h): windows of 32 consecutive elements (the first shortened by half the pad, where
+// XLA's SAME padding places it) each give a partial, then the partials the same way, until at most 32 are left, which are folded in
 // order from the init value. This is XLA:CPU's TreeReductionRewriter (reduce_window of 32 with stride 32, again until
 // a dimension is at most 32) applied to the reduced elements as one dimension: for a reduction over one dimension it
 // is the tree XLA:CPU's HLO has; over several, XLA's first window folds 32 x (the other reduced dimensions) elements,
