@@ -8,19 +8,19 @@
 // other body (argmax's compare/select bodies, ...) is compiled into a ScalarProgram that combines all inputs at once.
 // Either way each output's reduced elements, taken in row-major order, are combined as a tree of 32-element windows
 // (ReduceTree, reduce_kernels.h): windows of 32 consecutive elements (the first shortened by half the pad, where
-// XLA's SAME padding places it) each give a partial, then the partials the same way, until at most 32 are left, which are folded in
-// order from the init value. This is XLA:CPU's TreeReductionRewriter (reduce_window of 32 with stride 32, again until
-// a dimension is at most 32) applied to the reduced elements as one dimension: for a reduction over one dimension it
-// is the tree XLA:CPU's HLO has; over several, XLA's first window folds 32 x (the other reduced dimensions) elements,
-// where here no window holds more than 32. A sum or product folds each window in 8 lanes (16 on a host where LLVM
-// vectorises with 512-bit vectors: hostWideVectors), as XLA:CPU's LLVM
-// vectorises it (windowFold); other combiners fold it in order. A sum of 2^25 f32 ones is 2^25, as on cpu, not the
-// 2^24 a single f32 accumulator stops at, and the error on random data is no larger than cpu's. With jaxlib 0.4.13 an
-// f32 sum or product over the innermost dimension alone folds its rows of up to 32 elements (and its tree's last
-// level) in the lanes of XLA:CPU's vectorised loop (shortFold), and one over several dimensions follows XLA's own
-// tree, which windows each dimension longer than 32 (foldNested), so both are cpu's bits on a host with 256-bit
-// vectors; other reductions of at most 32 elements per output, and variadic ones (argmax: XLA leaves them alone
-// too), fold in order from the init value, and can differ from cpu's in the last bits.
+// XLA's SAME padding places it) each give a partial, then the partials the same way, until at most 32 are left, which
+// are folded in order from the init value. This is XLA:CPU's TreeReductionRewriter (reduce_window of 32 with stride 32,
+// again until a dimension is at most 32) applied to the reduced elements as one dimension: for a reduction over one
+// dimension it is the tree XLA:CPU's HLO has; over several, XLA's first window folds 32 x (the other reduced
+// dimensions) elements, where here no window holds more than 32. A sum or product folds each window in 8 lanes (16 on a
+// host where LLVM vectorises with 512-bit vectors: hostWideVectors), as XLA:CPU's LLVM vectorises it (windowFold);
+// other combiners fold it in order. A sum of 2^25 f32 ones is 2^25, as on cpu, not the 2^24 a single f32 accumulator
+// stops at, and the error on random data is no larger than cpu's. With jaxlib 0.4.13 an f32 sum or product over the
+// innermost dimension alone folds its rows of up to 32 elements (and its tree's last level) in the lanes of XLA:CPU's
+// vectorised loop (shortFold), and one over several dimensions follows XLA's own tree, which windows each dimension
+// longer than 32 (foldNested), so both are cpu's bits on a host with 256-bit vectors; other reductions of at most 32
+// elements per output, and variadic ones (argmax: XLA leaves them alone too), fold in order from the init value, and
+// can differ from cpu's in the last bits.
 #include <algorithm>
 #include <cstring>
 #include <memory>
