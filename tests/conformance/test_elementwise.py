@@ -351,6 +351,8 @@ DIVIDES = {
         0, 2, lambda i, h: (a * 2.0) / s[None, :], a))(r * 1.5),
     "fori: (h+a)/captured, not hoisted": lambda a, b, c, r: (lambda s: lax.fori_loop(
         0, 2, lambda i, h: (h + a) / s, a))(jnp.sum(r)),
+    # a pad that crops its operand away is a broadcast of its padding value: A / constant (fuzz seed 20271601 #6152)
+    "a/pad(b, 0.7) of no b": lambda a, b, c, r: a / lax.pad(b[:1], jnp.asarray(0.7, a.dtype), [(24, -1, 0), (0, 0, 0)]),
     # ... and leaves a divide by a broadcast scalar that something else also reads
     "x/s, s read again": lambda a, b, c, r: (lambda s: (a / s, s + 1))(jnp.sum(r)),
     "x/s, s returned": lambda a, b, c, r: (lambda s: (a / s, s))(r[3]),

@@ -445,6 +445,10 @@ ACCEPTED: List[Accepted] = [
              "is 1 / (x * x) on cpu; the front end's divide rules do not see through the loop's invariant operands: "
              "an ulp of the quotient, which jnp.fmod of it turns into anything (fuzz seed 20261601 #9554)",
              ("div",), ("float32", "float16"), 1, per="any", when="divides_quotient", open=True),
+    Accepted("open: ... and the same for a divide, in a loop's body, by a power, quotient or reciprocal computed "
+             "before the loop: 0.001 / v of v = x ** -2 in a lax.while_loop body is 0.001 * (x * x) on cpu once hoisted "
+             "(A / pow(B, C) => A * pow(B, -C); fuzz seed 20271601 #3693)", ("div",), ("float32", "float16"), 1,
+             per="any", when="divides_hoisted_power", open=True),
     Accepted("open: ... and the same for a reciprocal, in a loop's body, of a power or quotient computed before the "
              "loop: jnp.reciprocal(x ** -2) in a lax.scan body is x * x on cpu (1 / (1 / (x * x)) simplified), an "
              "ulp from the ipu's twice rounded quotient (fuzz seed 20270901 #1717)", ("reciprocal",),
@@ -459,8 +463,9 @@ ACCEPTED: List[Accepted] = [
              "then contracts a product inside the body into an add outside it; the ipu keeps the loop and rounds "
              "the product: where a gradient cancels through such a loop (d(b / b)/db, analytically 0), cpu keeps a "
              "product's rounding error and the ipu 0, which later steps amplify to anything (arcsin of it: NaN on "
-             "cpu; fuzz seed 20261601 #2387)", ("grad",), ("float32",), 1, per="any", when="one_trip_loop",
-             open=True),
+             "cpu; fuzz seed 20261601 #2387); and an add or subtract of such a loop's result, a product, outside it "
+             "(lax.while_loop(lambda c: c[0] < 1, ...) of a * x, minus x: fuzz seed 20271601 #7152)",
+             ("grad", "add", "sub"), ("float32",), 1, per="any", when="one_trip_loop", open=True),
     Accepted("open: jaxlib 0.12, a float bitcast from integers and read as a bool "
              "(lax.bitcast_convert_type(i, jnp.bfloat16).astype(bool)): LLVM folds the compare with zero into an "
              "integer test of the bits, so a denormal is True on cpu, where the emulator compares the float with "
@@ -563,6 +568,25 @@ ACCEPTED: List[Accepted] = [
              "end applies the rule to the predicate as computed (0, as on cpu where it cannot fold the predicate): "
              "the gradient of a / roll(a) at a = (iota < iota * x).astype(f32)", ("grad", "mul"),
              ("float32", "float16"), 1, per="any", when="uniform_converted_bool_operand"),
+    Accepted("open: XLA:CPU contracts the last product of its f32 erf_inv expansion (x * p(w)) into an add or "
+             "subtract it fuses with it, one fused multiply-add (both series: lax.erf_inv(x) + 3.0 is an ulp from "
+             "erf_inv(x) then + 3.0 on 3% of inputs, - 1.0 on 10%: fuzz seed 20271601 #25); the ipu contracts a "
+             "multiply the program writes, not one inside erf_inv", ("add", "sub"), ("float32",), 1,
+             when="add_of_erf_inv", open=True),
+    Accepted("open: a one-window scatter-add onto a product (jnp.square(v).at[i].add(u)) read by an add or "
+             "subtract: XLA makes the scatter a dynamic-update-slice and its fused loop contracts the product into "
+             "the reader outside the window (one fused multiply-add), both series; the ipu rounds the product "
+             "(fuzz seed 20271601 #9859)", ("add", "sub"), ("float32",), 1, when="reads_scatter_onto_product",
+             open=True),
+    Accepted("open: jaxlib 0.12's bf16 maximum and minimum on this AVX-512 host (no AVX512-FP16) read denormals as "
+             "zeros for arrays of up to 33 elements and in some fusions (-jnp.maximum(v, s) of bf16[62, 3, 3, 6]: "
+             "fuzz seed 20271601 #3483), and keep them otherwise (jnp.maximum of 64 elements); the ipu keeps them "
+             "(ieeeAvx512)", ("max", "min"), ("bfloat16",), 1, per="denormal", series="0.12",
+             when="denormal_operand", open=True),
+    Accepted("open: jaxlib 0.12, a windowed maximum or minimum whose windows hold one element (lax.reduce_window "
+             "with window (1, 1) and strides (2, 1)) in a loop's body: XLA:CPU passes a denormal on, the ipu reads it "
+             "as zero there (fuzz seed 20271601 #2474)", ("window_max",), ("float32", "bfloat16"), 1,
+             per="denormal", series="0.12", when="denormal_operand", open=True),
     # -- broad ones last
     Accepted("open: XLA:CPU computes arrays of rank 2 and more, arrays of under 8 elements and values it fuses into "
              "a reduction's loop with other code than long vectors, and there its approximations can round "
@@ -816,9 +840,30 @@ def _divides_quotient(step, program, values) -> bool:  # noqa: ANN001
         producers[step.reads[0]].op in ("div", "reciprocal")
 
 
+def _divides_hoisted_power(step, program, values) -> bool:  # noqa: ANN001
+    """The step divides, in a loop body, by a power, quotient or reciprocal computed outside the loop."""
+    producers = {o.name: s for s in program.ops() for o in s.outs}
+    divisor = producers.get(step.reads[-1]) if step.op == "div" and step.reads else None
+    return divisor is not None and divisor.op in ("integer_pow", "pow", "div", "reciprocal") and \
+        _in_loop_body(step, program, values) and not _in_loop_body(divisor, program, values)
+
+
 def _reciprocal_of_quotient_in_loop(step, program, values) -> bool:  # noqa: ANN001
     return step.op == "reciprocal" and _in_loop_body(step, program, values) and \
         any(op in ("integer_pow", "div", "reciprocal") for op in _read_ops(step, program))
+
+
+def _add_of_erf_inv(step, program, values) -> bool:  # noqa: ANN001
+    return step.op in ("add", "sub") and "erf_inv" in _read_ops(step, program)
+
+
+def _reads_scatter_onto_product(step, program, values) -> bool:  # noqa: ANN001
+    """The step (an add or subtract) reads a scatter-add whose operand is a product."""
+    producers = {o.name: s for s in program.ops() for o in s.outs}
+    return step.op in ("add", "sub") and any(
+        r in producers and producers[r].op == "scatter_add" and producers[r].reads and
+        producers[r].reads[0] in producers and producers[producers[r].reads[0]].op in ("mul", "square", "pow_2")
+        for r in step.reads)
 
 
 def _extremum_of_nextafter(step, program, values) -> bool:  # noqa: ANN001
@@ -826,11 +871,18 @@ def _extremum_of_nextafter(step, program, values) -> bool:  # noqa: ANN001
 
 
 def _one_trip_loop(step, program, values) -> bool:  # noqa: ANN001
-    """The step (a grad) holds a lax.fori_loop of one trip."""
-    def loops(s) -> bool:  # noqa: ANN001
+    """The step (a grad) holds a loop of one trip (a lax.fori_loop(0, 1, ...), a while_loop of `c[0] < 1` from 0), or
+    the step (an add or subtract) reads the result of one."""
+    def one_trip(s) -> bool:  # noqa: ANN001
         return (s.op == "fori_loop" and s.expr.startswith("lax.fori_loop(0, 1, ")) or \
-            any(loops(inner) for b in s.blocks for inner in b.steps)
-    return loops(step)
+            (s.op == "while" and s.expr.startswith("lax.while_loop(lambda c: c[0] < 1, "))
+
+    def loops(s) -> bool:  # noqa: ANN001
+        return one_trip(s) or any(loops(inner) for b in s.blocks for inner in b.steps)
+    if step.op == "grad":
+        return loops(step)
+    producers = {o.name: s for s in program.ops() for o in s.outs}
+    return any(r in producers and one_trip(producers[r]) for r in step.reads)
 
 
 def _softmax_in_grad(step, program, values) -> bool:  # noqa: ANN001
@@ -1052,6 +1104,9 @@ WHEN = {
     "softmax_in_grad": _softmax_in_grad,
     "extremum_of_nextafter": _extremum_of_nextafter,
     "divides_quotient": _divides_quotient,
+    "divides_hoisted_power": _divides_hoisted_power,
+    "add_of_erf_inv": _add_of_erf_inv,
+    "reads_scatter_onto_product": _reads_scatter_onto_product,
     "erf_tail": _erf_tail,
     "divides_softmax": _divides_softmax,
     "scalar_loop": _scalar_loop,

@@ -1339,6 +1339,11 @@ class _Translator:
                 # A)): jnp.exp2(x) ** -2 in f16, fuzz seed 20271001 #4250)
                 value_shape = list(self._tensor(value)[1])
                 return emit("exponential", [emit("negate", [x_id], value_shape)], value_shape)
+            if name == "stablehlo.pad" and _pads_out_its_operand(producer) and _is_constant(producer.operands[1]):
+                # a pad whose result holds none of its operand's elements is a broadcast of its padding value to XLA:
+                # A / constant C (x / lax.pad(v, 0.001, ...) cropping v away, f16: fuzz seed 20271601 #6152)
+                inverse = reciprocal(self._use(producer.operands[1]), [])
+                return emit("broadcast_in_dim", [inverse], list(self._tensor(value)[1]), {"broadcast_dimensions": []})
             if name == "stablehlo.constant":
                 whole, value_shape = self._use(value), list(self._tensor(value)[1])
                 if whole in self.splat_scalars:  # one reciprocal, broadcast, as XLA folds it
@@ -2630,6 +2635,19 @@ def _reduces_one_element(op: Any) -> bool:
         return False
     computation = _body_computation(op, False)
     return computation in _REDUCER_IDENTITY and _splat_value(op.operands[1]) == _REDUCER_IDENTITY[computation]
+
+
+def _pads_out_its_operand(pad: Any) -> bool:
+    """A stablehlo.pad whose result holds none of its operand's elements (negative padding crops them all away, or
+    the operand is empty): every element is the padding value."""
+    attrs = O.read_attrs(pad.attributes)
+    shape = list(ir.RankedTensorType(pad.operands[0].type).shape)
+    for n, lo, hi, interior in zip(shape, attrs["edge_padding_low"], attrs["edge_padding_high"],
+                                   attrs["interior_padding"]):
+        size = lo + n + max(n - 1, 0) * interior + hi
+        if n == 0 or not any(0 <= lo + k * (interior + 1) < size for k in range(n)):
+            return True
+    return False
 
 
 def _reduce_of_concatenate(op: Any) -> Optional[Tuple[str, int, List[int]]]:
