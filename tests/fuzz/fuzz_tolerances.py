@@ -446,8 +446,8 @@ ACCEPTED: List[Accepted] = [
              "an ulp of the quotient, which jnp.fmod of it turns into anything (fuzz seed 20261601 #9554)",
              ("div",), ("float32", "float16"), 1, per="any", when="divides_quotient", open=True),
     Accepted("open: ... and the same for a divide, in a loop's body, by a power, quotient or reciprocal computed "
-             "before the loop: 0.001 / v of v = x ** -2 in a lax.while_loop body is 0.001 * (x * x) on cpu once hoisted "
-             "(A / pow(B, C) => A * pow(B, -C); fuzz seed 20271601 #3693)", ("div",), ("float32", "float16"), 1,
+             "before the loop: 0.001 / v of v = x ** -2 in a lax.while_loop body is 0.001 * (x * x) on cpu once "
+             "hoisted (A / pow(B, C) => A * pow(B, -C); fuzz seed 20271601 #3693)", ("div",), ("float32", "float16"), 1,
              per="any", when="divides_hoisted_power", open=True),
     Accepted("open: ... and the same for a reciprocal, in a loop's body, of a power or quotient computed before the "
              "loop: jnp.reciprocal(x ** -2) in a lax.scan body is x * x on cpu (1 / (1 / (x * x)) simplified), an "
