@@ -14,7 +14,7 @@ import re
 import shutil
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional
 
 from build_tools import native, patches, wheels
 from build_tools.fetch import fetch, sha256_of
@@ -92,11 +92,17 @@ def build_all(out_dir: Path = DIST, series_names: Optional[List[str]] = None, cx
     """Every series (pins.toml order), or those named; each into its own place under ``out_dir``."""
     pins = load()
     chosen = [pins.get_series(n) for n in series_names] if series_names else pins.all_series()
-    # The later series' downloads go on while the first one compiles (a cold build: network beside the CPU).
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as downloads:
-        fetched = {s.name: downloads.submit(_fetch_all, s) for s in chosen[1:]}
-        return [build(series_dist(pins, s, out_dir), s.name, cxx, jobs, if_stale, fetched.get(s.name))
-                for s in chosen]
+    # A cold build: zig's libc++ for each series' target builds while the first series downloads, and the later
+    # series' downloads go on while the first one compiles (network and CPU side by side).
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as background:
+        background.submit(native.warm_toolchain, chosen, cxx)
+        fetched: Dict[str, concurrent.futures.Future[None]] = {}
+
+        def fetch_later() -> None:
+            fetched.update({s.name: background.submit(_fetch_all, s) for s in chosen[1:]})
+
+        return [build(series_dist(pins, s, out_dir), s.name, cxx, jobs, if_stale, fetched.get(s.name),
+                      fetch_later if i == 0 else None) for i, s in enumerate(chosen)]
 
 
 def _fetch_all(series: Series) -> None:
@@ -106,8 +112,10 @@ def _fetch_all(series: Series) -> None:
 
 def build(out_dir: Path = DIST, series_name: Optional[str] = None, cxx: Optional[str] = None,
           jobs: Optional[int] = None, if_stale: bool = False,
-          fetched: Optional[concurrent.futures.Future[None]] = None) -> Dict[str, object]:
-    """One series' wheels into ``out_dir``. ``fetched``: its downloads, already under way (build_all)."""
+          fetched: Optional[concurrent.futures.Future[None]] = None,
+          after_fetch: Optional[Callable[[], None]] = None) -> Dict[str, object]:
+    """One series' wheels into ``out_dir``. ``fetched``: its downloads, already under way; ``after_fetch``: called
+    once its own downloads are done (build_all: the next series' start then)."""
     pins: Pins = load()
     series = pins.get_series(series_name)
     if if_stale and is_up_to_date(series, out_dir, cxx):
@@ -120,6 +128,8 @@ def build(out_dir: Path = DIST, series_name: Optional[str] = None, cxx: Optional
     if fetched is not None:
         fetched.result()  # (its error, if any, is this series' own)
     _fetch_all(series)
+    if after_fetch is not None:
+        after_fetch()
 
     work = BUILD / series.name
     work.mkdir(parents=True, exist_ok=True)

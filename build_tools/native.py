@@ -24,6 +24,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -77,6 +78,22 @@ def is_shared(src: Path) -> bool:
 
 def is_portable(cxx: Optional[str]) -> bool:
     return not (cxx or os.environ.get("JAX_IPU_CXX"))
+
+
+def warm_toolchain(series_list: Sequence[Series], cxx: Optional[str] = None) -> None:
+    """zig builds libc++ and the glibc stubs for a target the first time it links for it: about a minute of CPU per
+    target, which in a cold build came after every object had compiled. build_all calls this at the outset, beside
+    the downloads, so that each series' link finds them in zig's cache (a no-op when they are there already). A
+    development compiler has nothing to warm; a failure here is left for the real link to report."""
+    if not is_portable(cxx):
+        return
+    commands = {tuple(compiler(s, cxx)): None for s in series_list}
+    with tempfile.TemporaryDirectory(prefix="jax-ipu-warm-") as tmp:
+        src = Path(tmp) / "warm.cc"
+        src.write_text('#include <string>\nstd::string warm() { return std::to_string(1); }\n')
+        for command in commands:
+            subprocess.run(list(command) + ["-shared", "-fPIC", "-o", str(Path(tmp) / "warm.so"), str(src)] +
+                           SYSTEM_LIBS, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(), check=False)
 
 
 def sanitize_flags(sanitizers: Sequence[str]) -> List[str]:
