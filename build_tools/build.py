@@ -14,7 +14,7 @@ import re
 import shutil
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 from build_tools import native, patches, wheels
 from build_tools.fetch import fetch, sha256_of
@@ -155,7 +155,7 @@ def build(out_dir: Path = DIST, series_name: Optional[str] = None, cxx: Optional
         native_wheel = wheels.build_plugin_wheel(pins, series, library, out_dir)
         built.append(native_wheel)
         print(f"[build] wrote {native_wheel}", flush=True)
-    tag, line = wheels.check_platform(native_wheel, series, strict=native.is_portable(cxx))
+    tag, line = _check_platform(native_wheel, series, library, cxx)
     print(f"[build] auditwheel: {native_wheel.name} {line}", flush=True)
 
     stamp = {
@@ -173,6 +173,25 @@ def build(out_dir: Path = DIST, series_name: Optional[str] = None, cxx: Optional
         print(f"[build] {w.name}: {w.stat().st_size / 1e6:.1f} MB", flush=True)
     print(f"[build] series {series.name} built in {stamp['seconds']:.0f} s", flush=True)
     return stamp
+
+
+def _check_platform(wheel: Path, series: Series, library: Path, cxx: Optional[str]) -> Tuple[str, str]:
+    """wheels.check_platform, whose auditwheel run reads every shared object of the wheel (seconds for jaxlib's):
+    for a portable build its verdict is kept in build/<series>/ for the same library and upstream wheel, the only
+    ELF files the wheel holds."""
+    strict = native.is_portable(cxx)
+    if not strict:  # (a development compiler's warning is printed every time)
+        return wheels.check_platform(wheel, series, strict=False)
+    key = hashlib.sha256("\0".join([series.jaxlib.sha256, sha256_of(library), series.platform_tag, str(strict),
+                                     wheel.name]).encode()).hexdigest()
+    kept = BUILD / series.name / "auditwheel.json"
+    if kept.exists():
+        verdict = json.loads(kept.read_text())
+        if verdict.get("key") == key:
+            return verdict["tag"], verdict["line"]
+    tag, line = wheels.check_platform(wheel, series, strict=strict)
+    kept.write_text(json.dumps({"key": key, "tag": tag, "line": line}) + "\n")
+    return tag, line
 
 
 def clean() -> List[Path]:

@@ -322,8 +322,16 @@ def build_library(series: Series, out_dir: Path, cxx: Optional[str] = None, jobs
         link += ["-Wl,--strip-all"]  # users get no debug info from a wheel; keep it small
         if not is_portable(cxx):
             link += ["-static-libstdc++", "-static-libgcc"]
+    # The objects' names carry their content keys: the same command links the same library, which is kept.
+    link_key = hashlib.sha256((shlex.join(link) + "\0").encode() + EXPORTS_MAP.read_bytes()).hexdigest()
+    key_file = out_dir / (LIBRARY_NAME + ".link-key")
+    if lib.exists() and key_file.exists() and key_file.read_text() == link_key:
+        print(f"[native] {lib} is linked from these objects already", flush=True)
+        return lib
+    key_file.unlink(missing_ok=True)
     _run(link, "linking libjax_ipu.so")
     os.replace(tmp_lib, lib)
+    key_file.write_text(link_key)
     print(f"[native] linked {lib} ({lib.stat().st_size} bytes) from {len(srcs)} sources", flush=True)
     return lib
 

@@ -8,6 +8,7 @@ They apply with ``git apply`` to:
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -120,6 +121,15 @@ def check_headers(artifact: Artifact) -> List[str]:
 
 
 def patched_tree(artifact: Artifact, dest: Path) -> Path:
+    """The pristine tree of ``artifact`` with its series applied, in ``dest``; kept from the last build when neither
+    the (verified) upstream file nor a patch has changed since (its marker is written once the series applied)."""
+    digest = hashlib.sha256(artifact.sha256.encode())
+    for patch in [series_dir(artifact) / "series", *read_series(artifact)]:
+        digest.update(b"\0" + patch.name.encode() + b"\0" + patch.read_bytes())
+    marker = dest / ".patched"
+    if marker.exists() and marker.read_text() == digest.hexdigest():
+        return dest
     extract_pristine(artifact, dest)
     apply_series(artifact, dest)
+    marker.write_text(digest.hexdigest())
     return dest
