@@ -147,7 +147,9 @@ inline float signF(float x) {
 // Giles' single-precision erfinv, as chlo.erf_inv expands for f32: w = -log1p(-x^2) with XLA's log1p, a degree-8
 // polynomial in w - 2.5 (w < 5) or sqrt(w) - 3 evaluated by Horner's rule with fused multiply-adds, times x; +-1
 // give +-inf.
-inline float erfInv(float x) {
+// erfInvPolynomial is p(w), which erfInv multiplies by x: XLA:CPU's fused loops contract that last product into an
+// add or subtract reading erf_inv's result (elementwise.cc's erfInvFmaBlock).
+inline float erfInvPolynomial(float x) {
   static const float kSmall[9] = {2.81022636e-08f, 3.43273939e-07f, -3.5233877e-06f, -4.39150654e-06f, 0.00021858087f,
                                   -0.00125372503f, -0.00417768164f, 0.246640727f,    1.50140941f};
   static const float kLarge[9] = {-0.000200214257f, 0.000100950558f, 0.00134934322f, -0.00367342844f, 0.00573950773f,
@@ -158,7 +160,10 @@ inline float erfInv(float x) {
   const float t = small ? w - 2.5f : std::sqrt(w) - 3.0f;
   float p = c[0];
   for (int i = 1; i < 9; ++i) p = std::fma(p, t, c[i]);
-  return std::fabs(x) == 1.0f ? x * std::numeric_limits<float>::infinity() : p * x;
+  return p;
+}
+inline float erfInv(float x) {
+  return std::fabs(x) == 1.0f ? x * std::numeric_limits<float>::infinity() : erfInvPolynomial(x) * x;
 }
 
 // Integers of every width wrap (two's complement) as XLA's do: computed in 32 bits, truncated to the type.
