@@ -588,6 +588,21 @@ ACCEPTED: List[Accepted] = [
              "with window (1, 1) and strides (2, 1)) in a loop's body: XLA:CPU passes a denormal on, the ipu reads it "
              "as zero there (fuzz seed 20271601 #2474)", ("window_max",), ("float32", "bfloat16"), 1,
              per="denormal", series="0.12", when="denormal_operand", open=True),
+    Accepted("open: jaxlib 0.4.13's XLA constant-folds a transcendental of constants (of an iota: lax.lgamma of "
+             "broadcasted_iota) with its HLO evaluator, whose lgamma is not its compiled code's: lgamma(2) is "
+             "4.77e-7 folded and 0 computed, lgamma(3) 0.69314766 and 0.69314742 (fuzz seed 20271701 #1184, #1564); "
+             "the ipu computes the compiled code's", ("lgamma",), ("float32", "bfloat16", "float16"), 1, per="any",
+             series="0.4.", when="reads_iota", open=True),
+    Accepted("open: a product read by an add that the program returns and by a second add of that sum "
+             "(v2 = x ** 2.0; v4 = v2 + x; (v2 + v4, v4)): XLA computes the returned sum in a loop of its own and "
+             "duplicates the product into both, two fused multiply-adds (cpu's v2 + v4 is fma(x, x, v4) on every "
+             "element, both series), where the ipu contracts only the first (fuzz seed 20271701 #3002)", ("add",),
+             ("float32",), 1, per="any", when="reads_product", open=True),
+    Accepted("open: jaxlib 0.4.13, an f16 minimum or maximum of an iota over a dimension of one (zeros: XLA folds it "
+             "to a constant) and x: XLA:CPU computes it as a minimum with a constant operand, whose -0 and +0 order "
+             "the ipu applies to splat constants only (min(iota, -0) is -0 on cpu, +0 on the ipu: fuzz seed "
+             "20271701 #4249)", ("min", "max"), ("float16", "float32", "bfloat16"), 1, per="denormal",
+             series="0.4.", when="reads_iota", open=True),
     # -- broad ones last
     Accepted("open: XLA:CPU computes arrays of rank 2 and more, arrays of under 8 elements and values it fuses into "
              "a reduction's loop with other code than long vectors, and there its approximations can round "
