@@ -2645,7 +2645,8 @@ def _pads_out_its_operand(pad: Any) -> bool:
     for n, lo, hi, interior in zip(shape, attrs["edge_padding_low"], attrs["edge_padding_high"],
                                    attrs["interior_padding"]):
         size = lo + n + max(n - 1, 0) * interior + hi
-        if n == 0 or not any(0 <= lo + k * (interior + 1) < size for k in range(n)):
+        first = max(0, -(lo // (interior + 1)))  # the first operand element at or after the result's start
+        if n == 0 or first >= n or lo + first * (interior + 1) >= size:
             return True
     return False
 
