@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -296,6 +297,9 @@ def _constant(data: bytes) -> Callable[[], bytes]:
 def build_jax_wheel(pins: Pins, series: Series, patched_sdist: Path, out_dir: Path) -> Path:
     """``pip wheel`` of the patched sdist tree (its version comes from the patched jax/version.py), then normalised."""
     version = pins.labelled(series.jax.version)
+    # setuptools builds in the tree, which patches.patched_tree keeps between builds: start from no build/ as a
+    # freshly extracted tree does
+    shutil.rmtree(patched_sdist / "build", ignore_errors=True)
     with tempfile.TemporaryDirectory(prefix="jax-wheel-") as tmp:
         env = dict(os.environ, SOURCE_DATE_EPOCH="315532800", PYTHONDONTWRITEBYTECODE="1")
         # --ignore-requires-python: the wheel is pure Python and the build host's Python may be older than the
