@@ -684,7 +684,7 @@ std::unique_ptr<Kernel> reduceKernelOf(OpKind kind, DType dt, Numerics numerics,
 }
 
 // Instantiated in reduce_kernels_*.cc, one group of element types per source.
-#define IPU_REDUCE_KERNEL_OF(D)                                                                                     \
+#define IPU_REDUCE_KERNEL_OF(D)                                                                                  \
   template std::unique_ptr<Kernel> reduceKernelOf<D>(OpKind kind, DType dt, Numerics numerics, int in, int init, \
                                                      int out, const ReduceGeometry& g, bool variadic)
 extern IPU_REDUCE_KERNEL_OF(DType::Bool);

@@ -1,4 +1,5 @@
-// ReduceKernel for f32, whose vector paths (rows of 8, windows of 8 and 16 lanes) are most of the code (see reduce_kernels.h).
+// ReduceKernel for f32, whose vector paths (rows of 8, windows of 8 and 16 lanes) are most of the code (see
+// reduce_kernels.h).
 #include "reduce_kernels.h"
 
 namespace ipu {
