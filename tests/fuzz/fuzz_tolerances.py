@@ -603,6 +603,27 @@ ACCEPTED: List[Accepted] = [
              "the ipu applies to splat constants only (min(iota, -0) is -0 on cpu, +0 on the ipu: fuzz seed "
              "20271701 #4249)", ("min", "max"), ("float16", "float32", "bfloat16"), 1, per="denormal",
              series="0.4.", when="reads_iota", open=True),
+    Accepted("an erf_inv (NaN outside [-1, 1]) of a value the table lets move by its ulps (a sum of cancelling f32 "
+             "terms: 2.0 on cpu, 0.0 on the ipu, both within a few ulp of the sum's scale): NaN on one side and a "
+             "number on the other (fuzz seed 20271801 #7048)", ("erf_inv",), ("float32", "float16", "bfloat16"), 1,
+             per="any", when="reads_inexact"),
+    Accepted("open: a bf16 value that XLA:CPU keeps in f32 between ops (the excess-precision entry below) converted "
+             "to an integer: a chain as steep as tan -> sinh -> sin -> digamma moves by far more than the bf16 ulps "
+             "the rounding between ops makes, and the integer by anything (astype(jnp.uint8): 0 on cpu, 11 on the "
+             "ipu; fuzz seed 20271701 #7179)", ("convert",), ("bfloat16",), 1, per="any", when="reads_inexact",
+             open=True),
+    Accepted("open: jaxlib 0.12, an f16 divide by jnp.repeat of a value inside a vmap (a broadcast XLA reshapes): "
+             "its simplifier's A / broadcast(B) => A * broadcast(1 / B) applies there and the front end's divide "
+             "rules do not see through that reshape (-18.453 on cpu, -18.469 on the ipu: fuzz seed 20271801 #6570)",
+             ("div",), ("float16", "float32"), 1, per="any", series="0.12", when="divides_broadcast", open=True),
+    Accepted("open: jaxlib 0.12, a minimum or maximum of jnp.where(p, a, b) and a: XLA:CPU computes the extremum "
+             "(a denormal read as zero), the ipu passes a through (fuzz seed 20271801 #7529)", ("min", "max"),
+             ("float32", "float16", "bfloat16"), 1, per="denormal", series="0.12", when="denormal_operand",
+             open=True),
+    Accepted("open: jaxlib 0.12, f16 rsqrt (and tan) in a lax.fori_loop(0, 1, ...): XLA removes a loop of one trip, "
+             "so its body's rsqrt rounds once as outside loops, where the front end writes it as 1 / sqrt(x) rounded "
+             "per part as in loops that stay (fuzz seed 20271801 #9477)", ("rsqrt", "tan", "nextafter", "mul"),
+             ("float16",), 1, per="any", series="0.12", when="in_loop_body", open=True),
     # -- broad ones last
     Accepted("open: XLA:CPU computes arrays of rank 2 and more, arrays of under 8 elements and values it fuses into "
              "a reduction's loop with other code than long vectors, and there its approximations can round "
@@ -854,6 +875,13 @@ def _divides_quotient(step, program, values) -> bool:  # noqa: ANN001
     producers = {o.name: s for s in program.ops() for o in s.outs}
     return step.op == "div" and bool(step.reads) and step.reads[0] in producers and \
         producers[step.reads[0]].op in ("div", "reciprocal")
+
+
+def _divides_broadcast(step, program, values) -> bool:  # noqa: ANN001
+    """The step divides and reads a value moved from a smaller one (a repeat, a broadcast, a tile)."""
+    producers = {o.name: s for s in program.ops() for o in s.outs}
+    return step.op == "div" and any(r in producers and producers[r].op in ("repeat", "broadcast", "tile", "reshape")
+                                    for r in step.reads)
 
 
 def _divides_hoisted_power(step, program, values) -> bool:  # noqa: ANN001
@@ -1121,6 +1149,7 @@ WHEN = {
     "extremum_of_nextafter": _extremum_of_nextafter,
     "divides_quotient": _divides_quotient,
     "divides_hoisted_power": _divides_hoisted_power,
+    "divides_broadcast": _divides_broadcast,
     "add_of_erf_inv": _add_of_erf_inv,
     "reads_scatter_onto_product": _reads_scatter_onto_product,
     "erf_tail": _erf_tail,
