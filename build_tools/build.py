@@ -126,8 +126,9 @@ def build(out_dir: Path = DIST, series_name: Optional[str] = None, cxx: Optional
     started = time.monotonic()
     digest = inputs_digest(cxx)
     if fetched is not None:
-        fetched.result()  # (its error, if any, is this series' own)
-    _fetch_all(series)
+        fetched.result()  # its downloads, verified already (its error, if any, is this series' own)
+    else:
+        _fetch_all(series)
     if after_fetch is not None:
         after_fetch()
 
