@@ -34,13 +34,15 @@ inline Out fromAcc(Acc a) {
 // a float widened to another float, an integer to another integer of the same signedness). constexpr: the kernels
 // are instantiated for these pairs alone.
 constexpr bool matmulTypes(DType in, DType out) {
-  const DTypeInfo *a = nullptr, *r = nullptr;
-  for (const DTypeInfo& info : kDTypeTable) {
-    if (info.dtype == in) a = &info;
-    if (info.dtype == out) r = &info;
+  // Indices, not pointers into the table: gcc does not fold a pointer-to-element compared with nullptr.
+  int a = -1, r = -1;
+  for (int i = 0; i < static_cast<int>(sizeof(kDTypeTable) / sizeof(kDTypeTable[0])); ++i) {
+    if (kDTypeTable[i].dtype == in) a = i;
+    if (kDTypeTable[i].dtype == out) r = i;
   }
-  return a != nullptr && r != nullptr &&
-         (in == out || (a->is_float && r->is_float) || (a->is_int && r->is_int && a->is_signed == r->is_signed));
+  if (a < 0 || r < 0) return false;
+  const DTypeInfo &ai = kDTypeTable[a], &ri = kDTypeTable[r];
+  return in == out || (ai.is_float && ri.is_float) || (ai.is_int && ri.is_int && ai.is_signed == ri.is_signed);
 }
 
 // dot_general/convolution element types: calls v(Tag<In>, Tag<Acc>, Tag<Out>) for operands of `in` and a result of
