@@ -1,6 +1,6 @@
 """Every IPU dtype across the PJRT layer: device_put / device_get round trips, results of jitted programs, donation,
-infeed/outfeed and host callbacks. Each row of the Python dtype table (jax_ipu.compiler.types.IPU_DTYPES) is checked
-against the native library here, so the two tables cannot drift apart."""
+infeed/outfeed and host callbacks. Each row of the dtype table the front end reads from the native library
+(jax_ipu.compiler.types.ipu_dtypes: the emulator's kDTypeTable, its numpy names derived) is round-tripped here."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from jax._src.lib import xla_client
 
 from jax_ipu.compiler import types
 
-DTYPES = [types.numpy_dtype(np_name) for _, _, np_name in types.IPU_DTYPES]
+DTYPES = [types.numpy_dtype(np_name) for _, _, np_name in types.ipu_dtypes()]
 IDS = [d.name for d in DTYPES]
 
 
@@ -91,8 +91,12 @@ def test_host_callbacks_see_and_return_every_dtype():
 
 
 def test_the_table_covers_exactly_what_the_backend_computes_on():
-    names = [name for name, _, _ in types.IPU_DTYPES]
-    assert names == ["bool", "i8", "u8", "i16", "u16", "i32", "u32", "f16", "bf16", "f32", "c64"]
+    rows = {name: (spellings, np_name) for name, spellings, np_name in types.ipu_dtypes()}
+    assert list(rows) == ["bool", "i8", "u8", "i16", "u16", "i32", "u32", "f16", "bf16", "f32", "c64"]
+    # MLIR's spellings and numpy's names as jax writes and reads them, derived from the emulator's rows.
+    assert rows["i8"] == (("i8", "si8"), "int8") and rows["u16"] == (("ui16",), "uint16")
+    assert rows["bool"] == (("i1",), "bool") and rows["bf16"] == (("bf16",), "bfloat16")
+    assert rows["c64"] == (("complex<f32>",), "complex64") and rows["f16"] == (("f16",), "float16")
     # JAX's own tests (nox -s upstream_tests) generate the same dtype cases on ipu as on cpu: jax's test_util has
     # no ipu branch. c64 is emulated as pairs of f32; c128 and the other 64-bit types are refused.
 

@@ -634,6 +634,13 @@ def test_front_end_learns_ops_from_the_native_registry():
     assert all(O.is_known(name) for name in registry)
     assert registry["fft"]["family"] == "complex" and "c64" in registry["fft"]["dtypes"]
     assert not O.is_known("batch_norm_training")
+    # What the front end's passes ask of an op comes from the same rows: which ops fuse elementwise (duplicate_products,
+    # the splat and loop rules) and which only compute their results (dead_code removes those when unread).
+    assert {n for n in registry if O.is_elementwise(n)} >= {"add", "tanh", "compare", "select", "clamp", "convert"}
+    assert not any(O.is_elementwise(n) for n in ("broadcast_in_dim", "reduce", "dot_general", "while", "fft"))
+    assert all(O.is_pure(n) for n in ("add", "reshape", "gather", "dot_general", "reduce", "sort", "reduce_window"))
+    assert not any(O.is_pure(n) for n in ("while", "call", "case", "outfeed", "custom_call", "all_reduce",
+                                          "optimization_barrier"))
 
 
 @pytest.mark.parametrize("swapped", [False, True])

@@ -177,6 +177,32 @@ void costsFollowTheModel() {
   const auto remote = costOf(1, 2);
   CHECK(remote.exchange_cycles == ipu::cost::exchange(64 * 4, dev.exchange_bytes_per_cycle));
   CHECK(remote.exchange_cycles > 0);
+
+  // IPUModel's exchange bandwidth and clock are the target's: a slower exchange costs more cycles; a faster clock
+  // takes less time for them. Out of range, they are refused by name.
+  poplar::IPUModel slow;
+  slow.tilesPerIPU = 4;
+  slow.exchangeBytesPerCycle = dev.exchange_bytes_per_cycle / 4;
+  slow.tileClockFrequency = 2 * static_cast<double>(dev.tile_clock_frequency);
+  const poplar::Target slow_target = slow.createTarget();
+  CHECK(slow_target.device().exchange_bytes_per_cycle == dev.exchange_bytes_per_cycle / 4);
+  CHECK(slow_target.getTileClockFrequency() == 2 * static_cast<double>(dev.tile_clock_frequency));
+  poplar::Graph g(slow_target);
+  poplar::Tensor in = g.addVariable(FLOAT, {64}, "in"), out = g.addVariable(FLOAT, {64}, "out");
+  g.setTileMapping(in, 2);
+  g.setTileMapping(out, 0);
+  poplar::ComputeSet cs = g.addComputeSet("neg");
+  g.setTileMapping(g.addVertex(cs, "popops::negate", {{"in", in}, {"out", out}}), 0);
+  poplar::Engine e(g, program::Execute(cs));
+  e.run();
+  CHECK(e.profile().exchange_cycles == ipu::cost::exchange(64 * 4, dev.exchange_bytes_per_cycle / 4));
+  CHECK(e.profile().exchange_cycles > remote.exchange_cycles);
+  poplar::IPUModel bad;
+  bad.exchangeBytesPerCycle = -1;
+  CHECK(has(errorOf([&] { bad.createTarget(); }), "IPUModel.exchangeBytesPerCycle = -1: bytes per cycle"));
+  bad.exchangeBytesPerCycle = 0;
+  bad.tileClockFrequency = std::nan("");
+  CHECK(has(errorOf([&] { bad.createTarget(); }), "IPUModel.tileClockFrequency = nan: a frequency in Hz"));
 }
 
 void memoryIsChecked() {

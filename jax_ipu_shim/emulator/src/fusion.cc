@@ -26,19 +26,13 @@ Fusable fusable(const Op& op, const std::unordered_map<int64_t, std::string>& dt
   // stays on its own. Binary, select and clamp operands have the result's type; unary, compare and convert may read
   // c64 into a real result (abs, eq, real part), so their operand's type must be known to be real.
   if (op.results[0].dtype == "c64") return Fusable::No;
-  switch (info->family) {
-    case OpFamily::Unary:
-    case OpFamily::Compare:
-    case OpFamily::Convert:
+  if (isElementwiseFamily(info->family)) {
+    if (info->family == OpFamily::Unary || info->family == OpFamily::Compare || info->family == OpFamily::Convert)
       for (int64_t id : op.operands) {
         auto it = dtype_of.find(id);
         if (it == dtype_of.end() || it->second == "c64") return Fusable::No;
       }
-      return Fusable::Elementwise;
-    case OpFamily::Binary:
-    case OpFamily::Select:
-    case OpFamily::Clamp: return Fusable::Elementwise;
-    default: break;
+    return Fusable::Elementwise;
   }
   if (info->kind == OpKind::BroadcastInDim && op.operands.size() == 1 && hasAttr(op, "broadcast_dimensions"))
     return Fusable::Broadcast;

@@ -212,7 +212,18 @@ std::string registryJson() {
     out += "{\"name\":" + json::quote(info.name) + ",\"family\":" + json::quote(familyName(info.family)) +
            ",\"dtypes\":[" + dtypes + "],\"min_operands\":" + std::to_string(info.min_operands) +
            ",\"max_operands\":" + std::to_string(info.max_operands) +
-           ",\"reducer\":" + (isReducer(info.name) ? "true" : "false") + "}";
+           ",\"reducer\":" + (isReducer(info.name) ? "true" : "false") +
+           ",\"elementwise\":" + (isElementwiseFamily(info.family) ? "true" : "false") +
+           ",\"pure\":" + (isPure(info) ? "true" : "false") + "}";
+  }
+  out += "],\"element_types\":[";
+  bool first = true;
+  for (const DTypeInfo& t : kDTypeTable) {
+    if (t.dtype == DType::Token) continue;  // a program value, never an array's element
+    out += std::string(first ? "" : ",") + "{\"name\":" + json::quote(t.name) + ",\"mlir\":" + json::quote(t.mlir) +
+           ",\"bytes\":" + std::to_string(t.size) + ",\"float\":" + (t.is_float ? "true" : "false") +
+           ",\"int\":" + (t.is_int ? "true" : "false") + ",\"signed\":" + (t.is_signed ? "true" : "false") + "}";
+    first = false;
   }
   // What the front end's rewrites need to know of the XLA:CPU this host runs (cpu_features.h): its vector width.
   return out + "],\"host\":{\"wide_vectors\":" + (hostWideVectors() ? "true" : "false") +

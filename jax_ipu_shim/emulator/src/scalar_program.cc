@@ -91,9 +91,7 @@ ScalarProgram ScalarProgram::compile(const Region& region, const std::vector<DTy
     if (!info)
       fail(ErrorCode::Unimplemented, "the emulator does not implement " + op.mlir + " (in the body: " + sig + ")");
     const OpFamily family = info->family;
-    const bool elementwise = family == OpFamily::Unary || family == OpFamily::Binary || family == OpFamily::Compare ||
-                             family == OpFamily::Select || family == OpFamily::Clamp || family == OpFamily::Convert;
-    if (!elementwise && info->kind != OpKind::Constant && info->kind != OpKind::BitcastConvert)
+    if (!isElementwiseFamily(family) && info->kind != OpKind::Constant && info->kind != OpKind::BitcastConvert)
       fail(ErrorCode::Unimplemented,
            "a body may use elementwise ops (unary, binary, compare, select, clamp, convert, bitcast_convert) and "
            "scalar constants; " +

@@ -1,8 +1,8 @@
 /* The C boundary of libjax_ipu.so: every JaxIpu_* function the Python package calls through ctypes, and the one
  * export macro. PJRT's own entry point, GetPjrtApi, is defined per API version in pjrt/tables/.
  *
- * The ctypes signature of each function is in jax_ipu/_capi.py (the one Python module that declares them);
- * tests/backend/test_c_api.py checks that this header, that module and the library's exports agree.
+ * The ctypes signature of each function is in jax_ipu/_native.py (SIGNATURES, the one Python table of them);
+ * tests/backend/test_c_api.py checks that this header, that table and the library's exports agree.
  *
  * Rules of the boundary: no C++ exception crosses it (a failure is a return code, a NULL, or a message in *error);
  * every char* a function returns, or stores in *error, is malloc'd: free it with JaxIpu_FreeString. */

@@ -91,6 +91,17 @@ def device_stats(device_id: int) -> Optional[Dict[str, Any]]:
     return json.loads(text) if text else None
 
 
+@functools.lru_cache(maxsize=None)
+def registry() -> Dict[str, Any]:
+    """The emulator's registry (JaxIpu_OpRegistry, ipu/registry.h registryJson): its ops, its element types and what
+    it knows of this host. The one source of these facts: the front end and the dtype table read them from here."""
+    lib = load()
+    text = take_string(lib, lib.JaxIpu_OpRegistry())
+    if not text:
+        raise RuntimeError(f"the native library {library_path()} returned no op registry")
+    return json.loads(text)
+
+
 def take_string(lib: ctypes.CDLL, pointer: int | None) -> str:
     """Copies a ``char*`` returned by a ``JaxIpu_*`` function and frees it with ``JaxIpu_FreeString``."""
     if not pointer:

@@ -44,8 +44,6 @@ ELEMENT_TYPES: Dict[str, str] = {
         ("int32_t", "i32"), ("uint32_t", "u32"), ("int16_t", "i16"), ("uint16_t", "u16"), ("int8_t", "i8"),
         ("uint8_t", "u8"))},
 }
-NUMPY_DTYPES = {"f32": "float32", "i32": "int32", "u32": "uint32", "i16": "int16", "u16": "uint16", "i8": "int8",
-                "u8": "uint8", "bool": "bool"}
 DIRECTIONS = {"Input": "in", "Output": "out", "InOut": "inout"}
 
 
@@ -61,9 +59,11 @@ class Field(NamedTuple):
 
     @property
     def numpy_dtype(self) -> Any:
-        import numpy as np  # (this module is also imported without numpy, by the graph API's C++ test)
+        # The one dtype table (imported here: this module is also imported without numpy or jax, by the graph API's
+        # C++ test).
+        from jax_ipu.compiler import types
 
-        return np.dtype(NUMPY_DTYPES[self.dtype])
+        return types.numpy_dtype(next(np_name for name, _, np_name in types.ipu_dtypes() if name == self.dtype))
 
     def describe(self) -> str:
         return f"{self.name}:{self.direction}:{'vector' if self.vector else 'scalar'}:{self.dtype}"

@@ -1,7 +1,7 @@
 """The IPU emulator through its C API (``JaxIpu_*`` in libjax_ipu.so), with numpy arrays in and out.
 
 It is what the emulator's unit tests and tools use directly. Importing it does not import jax; the first use of a
-dtype does, to read the one dtype table (``jax_ipu.compiler.types.IPU_DTYPES``, beside the MLIR spellings).
+dtype does, to read the one dtype table (the emulator's kDTypeTable, read by ``jax_ipu.compiler.types.ipu_dtypes``).
 
     exe = compile(program_dict_or_json, version="ipu2", num_tiles=0)
     outputs = exe.run(x, y)          # numpy arrays in the program's parameter order

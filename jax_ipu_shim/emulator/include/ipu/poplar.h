@@ -85,6 +85,8 @@ struct IPUModel {
   unsigned tilesPerIPU = 0;
   uint64_t memoryPerTile = 0;
   unsigned numWorkerContexts = 0;
+  double tileClockFrequency = 0;     // Hz: what a run's cycles take in time (profile summaries)
+  double exchangeBytesPerCycle = 0;  // per tile: what a superstep's exchange costs
   // Throws Error(InvalidArgument) naming a parameter out of range.
   Target createTarget() const;
 };

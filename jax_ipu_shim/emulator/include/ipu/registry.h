@@ -157,6 +157,23 @@ constexpr bool isReducerKind(OpKind kind) {
          kind == OpKind::And || kind == OpKind::Or;
 }
 
+// The families whose ops compute each result element from the operands' elements at that index: what XLA fuses
+// into one loop and the emulator into one vertex (fusion.h), and what a reduce body or sort comparator may compute
+// (scalar_program.h). The front end reads this from the registry (registryJson's "elementwise").
+constexpr bool isElementwiseFamily(OpFamily family) {
+  return family == OpFamily::Unary || family == OpFamily::Binary || family == OpFamily::Compare ||
+         family == OpFamily::Select || family == OpFamily::Clamp || family == OpFamily::Convert;
+}
+
+// An op that only computes its results: one whose results nothing reads may be removed, as XLA's dead-code
+// elimination removes it (the front end's dead_code pass reads this as "pure"). Calls, loops and conditionals (a body
+// may do host I/O), host I/O and collectives (the host or another replica waits for them) stay, and so does an
+// optimization_barrier, which exists to be kept.
+constexpr bool isPure(const OpInfo& info) {
+  return info.family != OpFamily::Control && info.family != OpFamily::HostIO && info.family != OpFamily::Collective &&
+         info.kind != OpKind::OptimizationBarrier;
+}
+
 const OpInfo* findOp(const std::string& name);
 const OpInfo& opInfo(OpKind kind);
 std::vector<const OpInfo*> allOps();  // every row, in the table's order
@@ -164,7 +181,9 @@ std::string dtypeList(unsigned mask);  // "f16, f32"
 const char* familyName(OpFamily family);  // "unary"
 bool isReducer(const std::string& computation);  // a native reduce/scatter computation ("add", ...)
 // The registry as JSON for the compiler front end (JaxIpu_OpRegistry): {"ops": [{"name", "family", "dtypes",
-// "min_operands", "max_operands", "reducer"}...]}. The front end keeps no op list of its own.
+// "min_operands", "max_operands", "reducer", "elementwise", "pure"}...], "element_types": [{"name", "mlir", "bytes",
+// "float", "int", "signed"}...] (kDTypeTable without the token), "host": {...}}. The front end keeps no op list and
+// no element type table of its own.
 std::string registryJson();
 
 // "stablehlo.cosine(tensor<4xi32>) -> tensor<4xi32>" given the operand declarations.

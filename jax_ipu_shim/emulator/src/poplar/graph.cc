@@ -2,6 +2,7 @@
 // connected to views of them, streams, host functions and functions; and the program classes' constructors.
 #include <algorithm>
 #include <cstring>
+#include <sstream>
 
 #include "ipu/codelet_library.h"
 #include "ipu/dtype.h"
@@ -15,6 +16,12 @@ namespace poplar {
 namespace {
 
 [[noreturn]] void invalid(const std::string& what) { throw Error(ErrorCode::InvalidArgument, what); }
+
+std::string number(double x) {  // as given: "-1", "2.5e+09", "nan"
+  std::ostringstream out;
+  out << x;
+  return out.str();
+}
 
 size_t product(const std::vector<size_t>& shape) {
   size_t n = 1;
@@ -43,6 +50,13 @@ Target IPUModel::createTarget() const {
       invalid("IPUModel.numWorkerContexts = " + std::to_string(numWorkerContexts) + ": at most 64");
     d.num_worker_contexts = static_cast<int>(numWorkerContexts);
   }
+  // Positive and finite, or 0 for the chip's own (a NaN fails both comparisons).
+  if (!(tileClockFrequency >= 0 && tileClockFrequency <= 1e12))
+    invalid("IPUModel.tileClockFrequency = " + number(tileClockFrequency) + ": a frequency in Hz up to 1e12");
+  if (tileClockFrequency != 0) d.tile_clock_frequency = static_cast<int64_t>(tileClockFrequency);
+  if (!(exchangeBytesPerCycle >= 0 && exchangeBytesPerCycle <= 1e6))
+    invalid("IPUModel.exchangeBytesPerCycle = " + number(exchangeBytesPerCycle) + ": bytes per cycle up to 1e6");
+  if (exchangeBytesPerCycle != 0) d.exchange_bytes_per_cycle = exchangeBytesPerCycle;
   return Target(d);
 }
 

@@ -4,7 +4,6 @@ read into the program (one table by attribute name, no if-chains)."""
 from __future__ import annotations
 
 import functools
-import json
 from typing import Any, Callable, Dict
 
 from jax._src.lib.mlir import ir
@@ -57,22 +56,30 @@ def host() -> Dict[str, Any]:
     return dict(_registry_json().get("host", {}))
 
 
-@functools.lru_cache(maxsize=None)
 def _registry_json() -> Dict[str, Any]:
     from jax_ipu import _native
 
-    lib = _native.load()
-    text = _native.take_string(lib, lib.JaxIpu_OpRegistry())
-    if not text:
-        raise RuntimeError(f"the native library {_native.library_path()} returned no op registry")
-    return json.loads(text)
+    return _native.registry()
 
 
 @functools.lru_cache(maxsize=None)
 def registry() -> Dict[str, Dict[str, Any]]:
-    """The emulator's op registry ({name: {family, dtypes, min_operands, max_operands, reducer}}), read from the
-    native library: the one list of ops, which the front end does not repeat."""
+    """The emulator's op registry ({name: {family, dtypes, min_operands, max_operands, reducer, elementwise, pure}}),
+    read from the native library: the one list of ops, which the front end does not repeat."""
     return {entry["name"]: entry for entry in _registry_json()["ops"]}
+
+
+def is_elementwise(name: str) -> bool:
+    """An op of the registry's elementwise families (ipu/registry.h isElementwiseFamily): each result element from
+    the operands' elements at its index, what XLA fuses into one loop."""
+    entry = registry().get(name)
+    return bool(entry and entry["elementwise"])
+
+
+def is_pure(name: str) -> bool:
+    """An op that only computes its results (ipu/registry.h isPure): removed where nothing reads them."""
+    entry = registry().get(name)
+    return bool(entry and entry["pure"])
 
 
 def is_known(name: str) -> bool:

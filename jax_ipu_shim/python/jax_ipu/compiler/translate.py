@@ -1743,10 +1743,6 @@ class _Translator:
         return _located(entry, op)
 
 
-# Families of the ops the emulator fuses into one elementwise vertex (ipu/fusion.h), read from the registry.
-_ELEMENTWISE_FAMILIES = ("unary", "binary", "compare", "select", "clamp", "convert")
-
-
 def _splat_for_elementwise_ops(op: Any) -> bool:
     """A splat constant of more than one real element whose every use is an elementwise op."""
     result = ir.RankedTensorType(op.results[0].type)
@@ -1760,7 +1756,7 @@ def _splat_for_elementwise_ops(op: Any) -> bool:
     for use in uses:
         name = getattr(use.owner, "operation", use.owner).name  # an OpView (0.4.13) or an Operation
         entry = O.registry().get(name.split(".", 1)[-1]) if name.startswith("stablehlo.") else None
-        if entry is None or entry["family"] not in _ELEMENTWISE_FAMILIES:
+        if entry is None or not entry["elementwise"]:
             return False
     return bool(uses)
 
@@ -2176,7 +2172,7 @@ def _fusible_elementwise(owner: Any) -> bool:
     name = owner.name
     if name.startswith("stablehlo."):
         entry = O.registry().get(name.split(".", 1)[-1])
-        return entry is not None and entry["family"] in _ELEMENTWISE_FAMILIES
+        return entry is not None and entry["elementwise"]
     block = _callee_block(owner) if name == "func.call" else None
     if block is None:
         return False
@@ -2256,7 +2252,7 @@ def _read_once_where_fused(value: Any, op: Any) -> bool:
                 return False
             name = owner.name
             entry = O.registry().get(name.split(".", 1)[-1]) if name.startswith("stablehlo.") else None
-            if name == "func.call" or (entry is not None and entry["family"] in _ELEMENTWISE_FAMILIES):
+            if name == "func.call" or (entry is not None and entry["elementwise"]):
                 frontier.extend(owner.results)
     return True
 
@@ -2371,7 +2367,7 @@ def _splat_value(value: Any) -> Optional[float]:
     if number is None:
         return None
     for element in reversed(converts):  # innermost first; the sign flips exactly in every type
-        number = float(np.asarray(number).astype(T.numpy_dtype(T.DTYPES[element][1]))) if element in T.DTYPES \
+        number = float(np.asarray(number).astype(T.numpy_dtype(T.dtypes()[element][1]))) if element in T.dtypes() \
             else number
     return sign * number
 
@@ -2587,7 +2583,7 @@ def _mappable_body(op: Any) -> bool:
         if inner.name in ("stablehlo.return", "stablehlo.constant"):
             continue
         entry = O.registry().get(inner.name.split(".", 1)[-1]) if inner.name.startswith("stablehlo.") else None
-        if entry is None or entry["family"] not in _ELEMENTWISE_FAMILIES or len(inner.regions):
+        if entry is None or not entry["elementwise"] or len(inner.regions):
             return False
     return True
 

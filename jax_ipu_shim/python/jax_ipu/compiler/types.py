@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -11,28 +12,44 @@ from jax._src.lib.mlir import ir
 from . import attributes as A
 from .program_format import Blob
 
-# The program format's element types, one row each: (program dtype, MLIR element spellings, numpy dtype name). The
-# Python side's one table: it mirrors the emulator's (emulator/include/ipu/dtype.h, kDTypeTable), and
-# tests/backend/test_dtype_transfers.py checks every row against the native library by round-tripping it.
-IPU_DTYPES: List[Tuple[str, Tuple[str, ...], str]] = [
-    ("bool", ("i1",), "bool"),
-    ("i8", ("i8", "si8"), "int8"), ("u8", ("ui8",), "uint8"),
-    ("i16", ("i16", "si16"), "int16"), ("u16", ("ui16",), "uint16"),
-    ("i32", ("i32", "si32"), "int32"), ("u32", ("ui32",), "uint32"),
-    ("f16", ("f16",), "float16"), ("bf16", ("bf16",), "bfloat16"), ("f32", ("f32",), "float32"),
-    ("c64", ("complex<f32>",), "complex64"),  # emulated as pairs of f32
-]
+Row = Tuple[str, Tuple[str, ...], str]  # (program dtype, MLIR element spellings, numpy dtype name)
+
 # Spelled so that the emulator rejects them by name with its advice (dtype.cc): the 64-bit types.
-UNSUPPORTED_DTYPES: List[Tuple[str, Tuple[str, ...], str]] = [
+UNSUPPORTED_DTYPES: List[Row] = [
     ("f64", ("f64",), "float64"),
     ("i64", ("i64", "si64"), "int64"), ("u64", ("ui64",), "uint64"),
     ("c128", ("complex<f64>",), "complex128"),
 ]
 
-# MLIR element type -> (program dtype, numpy dtype name of its bytes).
-DTYPES: Dict[str, Tuple[str, str]] = {
-    mlir: (name, np_name) for name, spellings, np_name in IPU_DTYPES + UNSUPPORTED_DTYPES for mlir in spellings
-}
+
+def _row(t: Dict[str, Any]) -> Row:
+    """A row of the emulator's table: MLIR spells a signed integer "i8" or "si8"; numpy names follow from the kind and
+    the size (bf16 is ml_dtypes' bfloat16; bool and c64 are the two types that are neither float nor int)."""
+    bits = 8 * t["bytes"]
+    if t["float"]:
+        np_name = "bfloat16" if t["mlir"] == "bf16" else f"float{bits}"
+    elif t["int"]:
+        np_name = f"{'' if t['signed'] else 'u'}int{bits}"
+    else:
+        np_name = "bool" if bits == 8 else f"complex{bits}"
+    spellings = (t["mlir"], "s" + t["mlir"]) if t["int"] and t["signed"] else (t["mlir"],)
+    return t["name"], spellings, np_name
+
+
+@functools.lru_cache(maxsize=None)
+def ipu_dtypes() -> List[Row]:
+    """The program format's element types, one row each, read from the emulator's one table (ipu/dtype.h
+    kDTypeTable, through the registry): the Python side keeps no copy of it."""
+    from jax_ipu import _native
+
+    return [_row(t) for t in _native.registry()["element_types"]]
+
+
+@functools.lru_cache(maxsize=None)
+def dtypes() -> Dict[str, Tuple[str, str]]:
+    """MLIR element type -> (program dtype, numpy dtype name of its bytes), the unsupported 64-bit types included."""
+    return {mlir: (name, np_name) for name, spellings, np_name in ipu_dtypes() + UNSUPPORTED_DTYPES
+            for mlir in spellings}
 
 
 def numpy_dtype(np_name: str) -> np.dtype:
@@ -45,12 +62,12 @@ def numpy_dtype(np_name: str) -> np.dtype:
 
 def ipu_numpy_dtypes() -> Dict[np.dtype, str]:
     """numpy dtype -> program dtype for every element type the ipu computes on and carries."""
-    return {numpy_dtype(np_name): name for name, _, np_name in IPU_DTYPES}
+    return {numpy_dtype(np_name): name for name, _, np_name in ipu_dtypes()}
 
 
 def dtype_kind(name: str) -> str:
     """numpy's kind character of a program dtype ('b', 'i', 'u', 'f', 'c'), from the table."""
-    for row_name, _, np_name in IPU_DTYPES + UNSUPPORTED_DTYPES:
+    for row_name, _, np_name in ipu_dtypes() + UNSUPPORTED_DTYPES:
         if row_name == name:
             return numpy_dtype(np_name).kind
     return ""
@@ -71,14 +88,14 @@ def tensor_type(mlir_type: Any) -> Optional[TensorType]:
     if not A.is_a(ir.RankedTensorType, mlir_type):
         return None
     ranked = ir.RankedTensorType(mlir_type)
-    entry = DTYPES.get(str(ranked.element_type))
+    entry = dtypes().get(str(ranked.element_type))
     if entry is None or not ranked.has_static_shape:
         return None
     return entry[0], [int(d) for d in ranked.shape]
 
 
 def _raw_bytes(dense: Any, element: str, splat: bool) -> bytes:
-    np_dtype = DTYPES[element][1]
+    np_dtype = dtypes()[element][1]
     if element == "i1":
         # The buffer protocol aborts the process on i1: read the values one by one.
         ints = ir.DenseIntElementsAttr(dense)
@@ -138,6 +155,6 @@ def constant_from_op_text(op: Any) -> Dict[str, Any]:
     element = str(result.element_type)
     count = int(np.prod(result.shape, dtype=np.int64))
     data = _bytes_from_text(attr, element, count)
-    item = np.dtype(DTYPES[element][1]).itemsize
+    item = np.dtype(dtypes()[element][1]).itemsize
     splat = len(data) == item and count > 1
     return {"value": Blob(data), "splat": splat}

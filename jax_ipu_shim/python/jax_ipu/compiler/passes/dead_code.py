@@ -12,17 +12,10 @@ from typing import Any, Dict, Set
 
 from .. import ops as O
 
-# Families of the registry whose ops only compute their results: XLA removes one whose results nothing reads. (Calls,
-# loops, host I/O and collectives stay: a body or another replica may depend on them.)
-PURE_FAMILIES = frozenset(("unary", "binary", "compare", "select", "clamp", "convert", "shape", "dot", "reduce",
-                           "sort", "conv", "window", "complex"))
-KEPT_OPS = frozenset(("optimization_barrier",))
-
 
 def pure(entry: Dict[str, Any]) -> bool:
-    info = O.registry().get(entry["op"])
-    return bool(entry["results"]) and info is not None and info["family"] in PURE_FAMILIES \
-        and entry["op"] not in KEPT_OPS
+    """An op with results that only computes them (the registry's "pure": ipu/registry.h isPure)."""
+    return bool(entry["results"]) and O.is_pure(entry["op"])
 
 
 def run(block: Dict[str, Any], anchors: Set[int]) -> Set[int]:

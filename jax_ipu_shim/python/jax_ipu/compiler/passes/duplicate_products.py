@@ -33,17 +33,15 @@ from . import id_counter
 from .contract_through_moves import absorbs_transpose, as_move, fuses, single_moves
 
 ADDS = ("add", "subtract")
-# What XLA's fusion can clone a multiply into: its loop fusions' elementwise ops, the registry's families the
-# emulator fuses too (fusion.cc).
-ELEMENTWISE_FAMILIES = frozenset(("unary", "binary", "compare", "select", "clamp", "convert"))
 FREE_OPERANDS = ("broadcast_in_dim", "iota")  # operands XLA's EffectivelyAtMostUnary does not count
 LOOP_MOVES = ("broadcast_in_dim", "reshape", "transpose", "reverse", "slice", "pad", "concatenate")
 CONTROL_FLOW = ("while", "case", "if")  # their regions are computations of their own, fused apart
 
 
 def _elementwise(op: str) -> bool:
-    info = O.registry().get(op)
-    return info is not None and info["family"] in ELEMENTWISE_FAMILIES
+    """What XLA's fusion can clone a multiply into: its loop fusions' elementwise ops, the registry's elementwise
+    families, which the emulator fuses too (fusion.cc)."""
+    return O.is_elementwise(op)
 
 
 def _elements(shape: List[int]) -> int:
