@@ -97,3 +97,22 @@ def test_calls_to_private_functions():
 def test_while_over_big_state():
     x = random("float32", (100_003,), seed=1)
     check(lambda x: lax.fori_loop(0, 3, lambda i, c: jnp.where(c > 0, c - 1, c + 1), x), x)
+
+
+def test_loops_of_scalar_and_small_steps():
+    # Loops whose steps all run inline: the engine flattens their cond and body into one list of calls with the
+    # slots' addresses resolved (one-element elementwise kernels as their block functions, copies as moves, other
+    # kernels as their compute calls) and repeats it (engine.cc, runLoop). Each result is the tree's: exact with cpu.
+    def f(x, v, n):
+        def body(c):
+            i, a, b, h, flag, w = c
+            # a rotation of carries (the update copy through temporaries), a multiply-add the fused vertex contracts,
+            # an f16 sum, a bool, and a vector step beside the scalar ones
+            return i + 1, b * 0.5 + 1.0, a, h + jnp.float16(0.25), jnp.logical_not(flag), jnp.roll(w, 1) * 0.5 - i
+
+        init = (jnp.int32(0), x, x * 3, jnp.float16(0), jnp.bool_(False), v)
+        return lax.while_loop(lambda c: c[0] < n, body, init)
+
+    v = random("float32", (13,), seed=1)
+    for n in (0, 1, 2, 1001):
+        check(f, np.float32(1.5), v, np.int32(n))

@@ -343,6 +343,12 @@ DIVIDES = {
         jnp.sum(r)),
     "scan: x/r[0]": lambda a, b, c, r: lax.scan(lambda x, _: (x / r[0],) * 2, a, None, length=3)[1],
     "scan: x/sum(row)": lambda a, b, c, r: lax.scan(lambda x, _: (x / jnp.sum(r),) * 2, a, None, length=3)[1],
+    # ... and one by a captured value with dimensions of one, which XLA reshapes away before it broadcasts it: the
+    # divisor is then that reshape, not the loop's value (a / c of c f32[1, 1, 1] in a scan: fuzz seed 20272201 #621)
+    "scan: x/captured[1, 1]": lambda a, b, c, r: (lambda s: lax.scan(lambda x, _: (x / s,) * 2, a, None, length=3)[1])(
+        jnp.sum(r).reshape(1, 1)),
+    "scan: x/captured column": lambda a, b, c, r: (lambda s: lax.scan(
+        lambda x, _: (x / s,) * 2, a, None, length=3)[1])(b[:, 3:4] + 1.0),
     # ... unless the divide reads only loop-invariant values: XLA hoists it out of the loop and rewrites it there
     # (x1 / x36 of two captured values in a lax.fori_loop body: fuzz seed 20271401 #121)
     "fori: a/captured, hoisted": lambda a, b, c, r: (lambda s: lax.fori_loop(0, 2, lambda i, h: a / s, a))(
@@ -400,6 +406,23 @@ def test_a_sum_with_a_scatter_add_rounds_as_cpu(dtype):
     u = random(dtype, (1, 64, 2), seed=31, low=-5.0, high=5.0)
     check(lambda x, u: (x.at[jnp.array([-4])].add(u, mode="drop") + jnp.asarray(16, x.dtype),
                         x[::-1] + x.at[2].add(u[0])), x, u, **EXACT)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_a_power_of_an_exp_rounds_as_cpu(dtype):
+    """jaxlib 0.4.13's simplifier: pow(exp(A), B) => exp(A * B) for f32 and f16, constant or not, whatever else reads
+    the exp (f16 jnp.exp(x) ** 0.5 at x = 1.843 is 2.5137 on cpu, 2.5117 through the rounded exp: fuzz seed 20272101
+    #6290); bf16 and jaxlib 0.12 compute the power of the exp. Exponents 0 and 1 are folded before that rule."""
+    x = np.concatenate([random("float32", (200,), seed=32, low=-6.0, high=6.0),
+                        [0.0, -0.0, 1e-30, 80.0, -90.0, np.inf, -np.inf, np.nan]]).astype(dtype)
+    b = random(dtype, x.shape, seed=33, low=-2.0, high=2.0)
+
+    def f(x, b):
+        e = jnp.exp(x)
+        return (e ** 0.5, e ** 2.0, e ** -1.0, e ** 1.7, e ** 0.0, e ** 1.0, e ** b, (e ** 3.0, e + 1),
+                jnp.exp2(x) ** -0.5)
+
+    check(f, x, b, **EXACT)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])

@@ -574,11 +574,13 @@ ACCEPTED: List[Accepted] = [
              "erf_inv has one reader, but not where XLA duplicates it into several readers' loops, and jaxlib 0.12's "
              "erf_inv + c differs on 5% of inputs either way", ("add", "sub"), ("float32",), 1,
              when="add_of_erf_inv", open=True),
-    Accepted("open: a one-window scatter-add onto a product (jnp.square(v).at[i].add(u)) read by an add or "
-             "subtract: XLA makes the scatter a dynamic-update-slice and its fused loop contracts the product into "
-             "the reader outside the window (one fused multiply-add), both series; the ipu rounds the product "
-             "(fuzz seed 20271601 #9859)", ("add", "sub"), ("float32",), 1, when="reads_scatter_onto_product",
-             open=True),
+    Accepted("open: a one-window scatter-add onto a product (jnp.square(v).at[i].add(u)), or a one-window "
+             "scatter-multiply (v.at[i].mul(u)), read by an add or subtract: XLA makes the scatter a "
+             "dynamic-update-slice and its fused loop contracts the product (outside the window, or the window's "
+             "v * u) into the reader (one fused multiply-add), both series; the ipu rounds the product (fuzz seed "
+             "20271601 #9859; v.at[-5].mul(x) + v: 91 of 258 window elements apart, by many ulps where the sum "
+             "cancels, seed 20272201 #2512)",
+             ("add", "sub"), ("float32",), 1, per="any", when="reads_scatter_onto_product", open=True),
     Accepted("open: jaxlib 0.12's bf16 maximum and minimum on this AVX-512 host (no AVX512-FP16) read denormals as "
              "zeros for arrays of up to 33 elements and in some fusions (-jnp.maximum(v, s) of bf16[62, 3, 3, 6]: "
              "fuzz seed 20271601 #3483), and keep them otherwise (jnp.maximum of 64 elements); the ipu keeps them "
@@ -624,6 +626,18 @@ ACCEPTED: List[Accepted] = [
              "so its body's rsqrt rounds once as outside loops, where the front end writes it as 1 / sqrt(x) rounded "
              "per part as in loops that stay (fuzz seed 20271801 #9477)", ("rsqrt", "tan", "nextafter", "mul"),
              ("float16",), 1, per="any", series="0.12", when="in_loop_body", open=True),
+    Accepted("open: a bf16 erf_inv of a value XLA:CPU keeps in f32 (the excess-precision entry below): near 1 in "
+             "magnitude, the rounding to bf16 that the ipu applies and cpu skips moves the argument onto 1 and the "
+             "result to an infinity (bf16 tanh(3.92) is 1.0 on the ipu, 0.99921 in cpu's f32: erf_inv gives inf "
+             "against 2.3), and what follows by anything (a window sum of inf and -inf is NaN; with "
+             "--xla_allow_excess_precision=false cpu agrees: fuzz seed 20272201 #8665)", ("erf_inv",), ("bfloat16",),
+             1, per="any", when="reads_elementwise", open=True),
+    Accepted("open: a product (or a divide XLA writes as one, by a broadcast scalar) that an add or subtract reads "
+             "through a jnp.pad of mode 'wrap', 'reflect' or 'symmetric' (a concatenate of slices of it): XLA fuses "
+             "the pieces into the reader's loop and contracts the product into it there (x30 - jnp.pad(x1 / x27, "
+             "[(1, 0)], mode='wrap'): fma(-x1, 1 / x27, x30), seed 20272201 #8892); the front end moves products "
+             "through chains of single moves only (passes/contract_through_moves.py)", ("add", "sub"), ("float32",),
+             1, when="reads_product_through_mirror_pad", open=True),
     # -- broad ones last
     Accepted("open: XLA:CPU computes arrays of rank 2 and more, arrays of under 8 elements and values it fuses into "
              "a reduction's loop with other code than long vectors, and there its approximations can round "
@@ -871,6 +885,18 @@ def _reads_product(step, program, values) -> bool:  # noqa: ANN001
     return any(op in ("mul", "square", "pow_2") for op in _read_ops(step, program))
 
 
+def _reads_product_through_mirror_pad(step, program, values) -> bool:  # noqa: ANN001
+    """The step (an add or subtract) reads a jnp.pad of a mode that copies its operand's own elements, of a product
+    or quotient."""
+    producers = {o.name: s for s in program.ops() for o in s.outs}
+    return step.op in ("add", "sub") and any(
+        r in producers and producers[r].op == "pad" and any(f"mode='{m}'" in producers[r].expr
+                                                            for m in ("wrap", "reflect", "symmetric")) and
+        producers[r].reads and producers[r].reads[0] in producers and
+        producers[producers[r].reads[0]].op in ("mul", "square", "pow_2", "div")
+        for r in step.reads)
+
+
 def _divides_quotient(step, program, values) -> bool:  # noqa: ANN001
     producers = {o.name: s for s in program.ops() for o in s.outs}
     return step.op == "div" and bool(step.reads) and step.reads[0] in producers and \
@@ -902,11 +928,12 @@ def _add_of_erf_inv(step, program, values) -> bool:  # noqa: ANN001
 
 
 def _reads_scatter_onto_product(step, program, values) -> bool:  # noqa: ANN001
-    """The step (an add or subtract) reads a scatter-add whose operand is a product."""
+    """The step (an add or subtract) reads a scatter-add whose operand is a product, or a scatter-multiply."""
     producers = {o.name: s for s in program.ops() for o in s.outs}
     return step.op in ("add", "sub") and any(
-        r in producers and producers[r].op == "scatter_add" and producers[r].reads and
-        producers[r].reads[0] in producers and producers[producers[r].reads[0]].op in ("mul", "square", "pow_2")
+        r in producers and (producers[r].op == "scatter_mul" or (
+            producers[r].op == "scatter_add" and producers[r].reads and producers[r].reads[0] in producers and
+            producers[producers[r].reads[0]].op in ("mul", "square", "pow_2")))
         for r in step.reads)
 
 
@@ -1133,6 +1160,7 @@ WHEN = {
     "divides_by_logistic": _divides_by_logistic,
     "reads_quotient": _reads_quotient,
     "reads_product": _reads_product,
+    "reads_product_through_mirror_pad": _reads_product_through_mirror_pad,
     "reads_pad": _reads_pad,
     "reads_elementwise": _reads_elementwise,
     "reads_iota": _reads_iota,

@@ -175,12 +175,97 @@ void record(RunState& state, const Node& node, const Counters& before) {
 
 }  // namespace
 
-void Executor::run(const Node& node, bool charge) {
+void Executor::checkInterrupts() const {
   const RunOptions* options = state_.options;
   if (options && options->interrupts &&
       options->interrupts->load(std::memory_order_relaxed) != options->interrupts_seen) {
     throw Error(ErrorCode::Cancelled, "interrupted");  // the runtime says by what, and where
   }
+}
+
+namespace {
+
+// One step of a loop's iteration as a flat list (Executor::runLoop): what run() does for the Execute and Copy nodes
+// of the cond and body trees, with the slots' addresses resolved once when the loop starts.
+struct FlatStep {
+  enum class Kind : uint8_t { Call, Prepare, Compute, Move };
+  Kind kind = Kind::Call;
+  DirectCall call{};                // Call: a one-element kernel's block function
+  const Kernel* kernel = nullptr;   // Prepare, Compute
+  size_t step = 0;                  // Compute: computeStep(step, begin, end), as execute() calls it inline
+  int64_t begin = 0, end = 0;
+  uint8_t* to = nullptr;            // Move: a copy's bytes, as copy() moves them
+  const uint8_t* from = nullptr;
+  size_t bytes = 0;
+};
+
+// Appends what running `node` does to `out`; false where the tree holds a step the flat list does not express (a
+// nested loop or switch, host I/O) or work execute() would spread over the host threads.
+bool flatten(const Node& node, RunState& state, std::vector<FlatStep>* out, DirectScratch* scratch) {
+  switch (node.kind) {
+    case NodeKind::Sequence:
+      for (const auto& child : node.children)
+        if (!flatten(*child, state, out, scratch)) return false;
+      return true;
+    case NodeKind::Execute: {
+      const Kernel* kernel = node.kernel.get();
+      if (!kernel) return true;
+      for (const Superstep& step : node.supersteps)
+        if (step.computes && step.work.runs() > 1 &&
+            static_cast<double>(step.work.num_elements) * step.cost_weight >= kParallelThreshold)
+          return false;
+      // A one-element step of a kernel with calls of its own: those calls.
+      if (node.supersteps.size() == 1 && node.supersteps[0].computes && node.supersteps[0].work.num_elements == 1) {
+        const TileMapping& w = node.supersteps[0].work;
+        std::vector<DirectCall> calls;
+        if (kernel->directCalls(state, w.runBegin(0), &calls, scratch)) {
+          for (const DirectCall& c : calls) out->push_back(FlatStep{FlatStep::Kind::Call, c});
+          return true;
+        }
+      }
+      out->push_back(FlatStep{FlatStep::Kind::Prepare, {}, kernel});
+      for (size_t si = 0; si < node.supersteps.size(); ++si) {
+        const TileMapping& w = node.supersteps[si].work;
+        const int runs = w.runs();
+        if (!node.supersteps[si].computes || runs == 0) continue;
+        out->push_back(FlatStep{FlatStep::Kind::Compute, {}, kernel, si, w.runBegin(0), w.runEnd(runs - 1)});
+      }
+      return true;
+    }
+    case NodeKind::Copy: {
+      auto move = [&](int dst, int src, size_t n) {
+        uint8_t* to = state.ptr[static_cast<size_t>(dst)];
+        const uint8_t* from = state.ptr[static_cast<size_t>(src)];
+        if (n && to != from) out->push_back(FlatStep{FlatStep::Kind::Move, {}, nullptr, 0, 0, 0, to, from, n});
+      };
+      const size_t n = node.copies.size();
+      if (node.temps.empty()) {
+        for (size_t i = 0; i < n; ++i) move(node.copies[i].second, node.copies[i].first, node.copy_bytes[i]);
+      } else {
+        for (size_t i = 0; i < n; ++i) move(node.temps[i], node.copies[i].first, node.copy_bytes[i]);
+        for (size_t i = 0; i < n; ++i) move(node.copies[i].second, node.temps[i], node.copy_bytes[i]);
+      }
+      return true;
+    }
+    default: return false;
+  }
+}
+
+void runFlat(const std::vector<FlatStep>& steps, RunState& state) {
+  for (const FlatStep& f : steps) {
+    switch (f.kind) {
+      case FlatStep::Kind::Call: f.call.fn(f.call.args, f.call.out, 1); break;
+      case FlatStep::Kind::Prepare: f.kernel->prepare(state); break;
+      case FlatStep::Kind::Compute: f.kernel->computeStep(state, f.step, f.begin, f.end); break;
+      case FlatStep::Kind::Move: std::memcpy(f.to, f.from, f.bytes); break;
+    }
+  }
+}
+
+}  // namespace
+
+void Executor::run(const Node& node, bool charge) {
+  checkInterrupts();
   switch (node.kind) {
     case NodeKind::Sequence:
       for (const auto& child : node.children) run(*child, charge);
@@ -230,11 +315,26 @@ void Executor::runLoop(const Node& node) {
   // The steps charge the same every iteration: count the iterations, then charge them all at once (a nested loop
   // or switch charges as it runs). The counters come out as step by step.
   uint64_t decisions = 0;
-  while (true) {
-    run(*node.children[0], false);
-    ++decisions;
-    if (!*state_.at<const uint8_t>(node.slot)) break;
-    run(*node.children[1], false);
+  std::vector<FlatStep> cond, body;
+  DirectScratch scratch;
+  if (flatten(*node.children[0], state_, &cond, &scratch) && flatten(*node.children[1], state_, &body, &scratch)) {
+    // Steps small enough to run inline, with the addresses they use resolved once: each iteration calls them in
+    // run()'s order, without walking the tree (the same kernels, so the same bits).
+    const uint8_t* pred = state_.at<const uint8_t>(node.slot);
+    while (true) {
+      checkInterrupts();
+      runFlat(cond, state_);
+      ++decisions;
+      if (!*pred) break;
+      runFlat(body, state_);
+    }
+  } else {
+    while (true) {
+      run(*node.children[0], false);
+      ++decisions;
+      if (!*state_.at<const uint8_t>(node.slot)) break;
+      run(*node.children[1], false);
+    }
   }
   chargeFixed(node.fixed[0], decisions);
   chargeFixed(node.fixed[1], decisions - 1);

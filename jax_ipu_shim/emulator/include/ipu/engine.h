@@ -29,6 +29,7 @@ class Executor {
  private:
   // charge: whether the step charges its cycles now; false inside a loop that charges them when it ends.
   void run(const Node& node, bool charge);
+  void checkInterrupts() const;
   void runLoop(const Node& node);
   void execute(const Node& node, bool charge);
   void copy(const Node& node, bool charge);

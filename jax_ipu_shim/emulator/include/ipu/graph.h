@@ -1,7 +1,9 @@
 // The lowered program: value slots with tile mappings, compute sets grouped in supersteps, and the program tree.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <set>
 #include <string>
@@ -32,6 +34,17 @@ struct RunState {
   }
 };
 
+// One call of an elementwise block function (ipu/kernels.h BlockFn) on one element, its operands' and result's
+// addresses resolved for a run: what a loop of one-element steps calls in place of walking its program tree on every
+// iteration (Executor::runLoop). Values passed between calls live in `DirectScratch` entries, whose addresses do not
+// move as more are added.
+struct DirectCall {
+  void (*fn)(const void* const* args, void* out, int64_t n);
+  const void* args[3];
+  void* out;
+};
+using DirectScratch = std::deque<std::array<uint64_t, 2>>;
+
 // The codelet of a compute set: computes the output elements [begin, end), which are always whole tiles' ranges.
 class Kernel {
  public:
@@ -47,6 +60,13 @@ class Kernel {
   // Whether it reads the run's cycle counters (RunState::profile) while the program runs: a loop around it then
   // charges its cycles step by step (Node::charged_at_end).
   virtual bool readsCycles() const { return false; }
+  // Appends the calls that compute output element `i` alone in this run, with the same functions and so the same
+  // bits as compute(state, i, i + 1); false (nothing appended) where the kernel has no such form. Only a kernel whose
+  // prepare() does nothing may return true: the caller then calls neither prepare() nor compute().
+  virtual bool directCalls(RunState& /*state*/, int64_t /*i*/, std::vector<DirectCall>* /*calls*/,
+                           DirectScratch* /*scratch*/) const {
+    return false;
+  }
 };
 
 // Several kernels over the same output range, one after another (e.g. the inputs of a variadic reduce).

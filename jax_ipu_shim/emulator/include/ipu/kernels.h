@@ -298,6 +298,29 @@ class FusedMapKernel : public Kernel {
     }
   }
 
+  // computeOne's calls, with their addresses resolved (prepare() does nothing here).
+  bool directCalls(RunState& s, int64_t i, std::vector<DirectCall>* calls, DirectScratch* scratch) const override {
+    const size_t ni = inputs_.size(), nk = instrs_.size();
+    std::vector<const void*> val(ni + nk);
+    for (size_t j = 0; j < ni; ++j) {
+      const Input& in = inputs_[j];
+      val[j] = in.scalar || !in.strides.empty() ? s.at<const uint8_t>(in.slot) + (in.scalar ? 0 : viewOffset(in, i))
+                                                : at(s, in, i);
+    }
+    uint8_t* out = s.at<uint8_t>(out_);
+    for (size_t k = 0; k < nk; ++k) {
+      const Instr& ins = instrs_[k];
+      DirectCall call{ins.fn, {}, nullptr};
+      for (int j = 0; j < 3; ++j)
+        if (ins.args[j] >= 0) call.args[j] = val[static_cast<size_t>(ins.args[j])];
+      call.out =
+          k + 1 == nk ? static_cast<void*>(out + i * ins.bytes) : static_cast<void*>(scratch->emplace_back().data());
+      val[ni + k] = call.out;
+      calls->push_back(call);
+    }
+    return true;
+  }
+
   // The byte offset of output element i's operand element in a broadcast view.
   static int64_t viewOffset(const Input& in, int64_t i) {
     int64_t off = 0;

@@ -636,6 +636,10 @@ class _Translator:
             elif op.name == "stablehlo.log" and not scalar_body and self._simplified_float(op) \
                     and (rewritten := self._log(self._op(op), op)) is not None:
                 body.extend(rewritten)
+            elif op.name == "stablehlo.power" and not scalar_body and not _jax.is_current_series() \
+                    and self._simplified_float(op) and _splat_value(op.operands[1]) not in (0.0, 1.0) \
+                    and (exponent := self._exponent(op.operands[0])) is not None:
+                body.extend(self._power_of_exp(self._op(op), op, exponent))
             elif op.name == "stablehlo.power" and not scalar_body and self._real_float(op) \
                     and (_splat_value(op.operands[1]) in (0.5, 2.0) or (
                         self._simplified_float(op) and _splat_value(op.operands[1]) in _POWERS_XLA_FOLDS)):
@@ -1148,6 +1152,17 @@ class _Translator:
         _pow_by_constant(rewrite, entry["operands"][0], exponent, entry["results"][0])
         return rewrite.ops
 
+    def _power_of_exp(self, entry: Dict[str, Any], mlir_op: Any, exponent: int) -> List[Dict[str, Any]]:
+        """jaxlib 0.4.13's HandlePower: pow(exp(A), B) => exp(A * B), for any B but the 0 and 1 its earlier rules fold,
+        whatever else reads the exp (f32 and f16; bf16 pairs are never seen: _simplified_float). So sqrt-like powers
+        of an exp round once: f16 jnp.exp(x) ** 0.5 at x = 1.843 is 2.5137 on cpu, 2.5117 through the rounded exp
+        (fuzz seed 20272101 #6290). The exp no longer read is left to the dead-code pass."""
+        rewrite = _Rewrite(self, entry)
+        product = rewrite.emit("multiply", [exponent, entry["operands"][1]])
+        rewrite.emit("exponential", [product], result=entry["results"][0])
+        self.exponents[mlir_op.results[0]] = product  # an exp to the rules after it (a divide by it, a log of it)
+        return rewrite.ops
+
     def _real_float(self, op: Any) -> bool:
         return (self._type(op.results[0].type) or ("", []))[0] in ("f32", "f16", "bf16")
 
@@ -1361,14 +1376,17 @@ class _Translator:
                 return emit("broadcast_in_dim", [inverse], shape, O.read_attrs(producer.attributes))
             if name == "stablehlo.broadcast_in_dim" and current and \
                     math.prod(self._tensor(producer.operands[0])[1]) < math.prod(shape) and \
-                    (not (carried := _while_argument(producer.operands[0])) or hoisted) and (
+                    (not (carried := _while_argument(producer.operands[0])) or hoisted or
+                     1 in self._tensor(producer.operands[0])[1]) and (
                         (_readers_hoisted(producer.operands[0]) if carried else _readers_here(producer.operands[0]))
                         == 1 or _is_constant(producer.operands[0]) or
                         1 in self._tensor(producer.operands[0])[1]):
                 # (a broadcast that only adds dimensions of one, jnp.expand_dims, is a reshape to XLA; a divisor that
                 # is a loop's own value, lax.scan's `c / s` of a captured s, stays a divide on cpu unless the whole
                 # divide is loop-invariant and XLA hoists it out of the loop first (`x1 / x36` of two captured
-                # values in a lax.fori_loop body: fuzz seed 20271401 #121), and so does one
+                # values in a lax.fori_loop body: fuzz seed 20271401 #121) or unless it has dimensions of one, which
+                # XLA's simplifier reshapes away first, so that what it broadcasts is that reshape, not the loop's
+                # value (`a / c` of a captured c f32[3, 1] or f32[1, 1, 1]: fuzz seed 20272201 #621), and so does one
                 # that something else also reads, unless a constant: `(x2, v / x2)`, or unless it has dimensions of
                 # one: XLA broadcasts a reshape that drops them, and that reshape has one reader: `(x / b, b)` of
                 # b f32[1, 1] or f32[2, 1] multiplies)
