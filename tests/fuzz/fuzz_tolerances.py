@@ -626,6 +626,11 @@ ACCEPTED: List[Accepted] = [
              "so its body's rsqrt rounds once as outside loops, where the front end writes it as 1 / sqrt(x) rounded "
              "per part as in loops that stay (fuzz seed 20271801 #9477)", ("rsqrt", "tan", "nextafter", "mul"),
              ("float16",), 1, per="any", series="0.12", when="in_loop_body", open=True),
+    Accepted("open: jaxlib 0.4.13, a jnp.where read by a lax.pad with interior padding: XLA:CPU fuses the select "
+             "into the pad's loop, which flushes the denormals the select passes on (pad(where(p, v / x, v), inf, "
+             "[(2, 0, 2), (0, 0, 1)]) keeps none of 8 denormal v on cpu; without interior padding, or a pad of v "
+             "alone, keeps all 8, as the ipu does everywhere: fuzz seed 20272301 #374)", ("select",), ("float32",), 1,
+             per="denormal", series="0.4.", when="read_by_interior_pad", open=True),
     Accepted("open: a bf16 erf_inv of a value XLA:CPU keeps in f32 (the excess-precision entry below): near 1 in "
              "magnitude, the rounding to bf16 that the ipu applies and cpu skips moves the argument onto 1 and the "
              "result to an infinity (bf16 tanh(3.92) is 1.0 on the ipu, 0.99921 in cpu's f32: erf_inv gives inf "
@@ -883,6 +888,14 @@ def _reads_quotient(step, program, values) -> bool:  # noqa: ANN001
 
 def _reads_product(step, program, values) -> bool:  # noqa: ANN001
     return any(op in ("mul", "square", "pow_2") for op in _read_ops(step, program))
+
+
+def _read_by_interior_pad(step, program, values) -> bool:  # noqa: ANN001
+    """A lax.pad with interior padding (a third number of a dimension's config not 0) reads the step's result."""
+    outs = {o.name for o in step.outs}
+    return any(s.op == "pad" and s.expr.startswith("lax.pad(") and any(r in outs for r in s.reads) and
+               any(int(m) != 0 for m in re.findall(r"\(-?\d+, -?\d+, (-?\d+)\)", s.expr))
+               for s in program.ops())
 
 
 def _reads_product_through_mirror_pad(step, program, values) -> bool:  # noqa: ANN001
@@ -1160,6 +1173,7 @@ WHEN = {
     "divides_by_logistic": _divides_by_logistic,
     "reads_quotient": _reads_quotient,
     "reads_product": _reads_product,
+    "read_by_interior_pad": _read_by_interior_pad,
     "reads_product_through_mirror_pad": _reads_product_through_mirror_pad,
     "reads_pad": _reads_pad,
     "reads_elementwise": _reads_elementwise,
