@@ -264,6 +264,15 @@ void runFlat(const std::vector<FlatStep>& steps, RunState& state) {
 
 }  // namespace
 
+struct Executor::FlatLoop {
+  bool flat = false;  // false: the loop walks its tree
+  std::vector<FlatStep> cond, body;
+  DirectScratch scratch;
+};
+
+Executor::Executor(const Graph& graph, RunState* state) : graph_(graph), state_(*state) {}
+Executor::~Executor() = default;
+
 void Executor::run(const Node& node, bool charge) {
   checkInterrupts();
   switch (node.kind) {
@@ -315,18 +324,22 @@ void Executor::runLoop(const Node& node) {
   // The steps charge the same every iteration: count the iterations, then charge them all at once (a nested loop
   // or switch charges as it runs). The counters come out as step by step.
   uint64_t decisions = 0;
-  std::vector<FlatStep> cond, body;
-  DirectScratch scratch;
-  if (flatten(*node.children[0], state_, &cond, &scratch) && flatten(*node.children[1], state_, &body, &scratch)) {
+  std::unique_ptr<FlatLoop>& plan = flat_[&node];
+  if (!plan) {
+    plan = std::make_unique<FlatLoop>();
+    plan->flat = flatten(*node.children[0], state_, &plan->cond, &plan->scratch) &&
+                 flatten(*node.children[1], state_, &plan->body, &plan->scratch);
+  }
+  if (plan->flat) {
     // Steps small enough to run inline, with the addresses they use resolved once: each iteration calls them in
     // run()'s order, without walking the tree (the same kernels, so the same bits).
     const uint8_t* pred = state_.at<const uint8_t>(node.slot);
     while (true) {
       checkInterrupts();
-      runFlat(cond, state_);
+      runFlat(plan->cond, state_);
       ++decisions;
       if (!*pred) break;
-      runFlat(body, state_);
+      runFlat(plan->body, state_);
     }
   } else {
     while (true) {

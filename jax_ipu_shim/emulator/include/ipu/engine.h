@@ -2,6 +2,8 @@
 #pragma once
 
 #include <functional>
+#include <memory>
+#include <unordered_map>
 
 #include "ipu/graph.h"
 
@@ -23,7 +25,8 @@ class ScopedFlushDenormals {
 // Runs a program tree superstep by superstep against one run's storage, accumulating the cycle profile.
 class Executor {
  public:
-  Executor(const Graph& graph, RunState* state) : graph_(graph), state_(*state) {}
+  Executor(const Graph& graph, RunState* state);
+  ~Executor();
   void run(const Node& node) { run(node, true); }
 
  private:
@@ -37,6 +40,10 @@ class Executor {
 
   const Graph& graph_;
   RunState& state_;
+  // Per loop node, its iteration as a flat list of calls (engine.cc), made the first time the loop starts in this
+  // run: a loop nested in another starts many times with the same addresses.
+  struct FlatLoop;
+  std::unordered_map<const Node*, std::unique_ptr<FlatLoop>> flat_;
 };
 
 }  // namespace ipu
