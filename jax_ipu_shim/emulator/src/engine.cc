@@ -199,6 +199,24 @@ struct FlatStep {
   size_t bytes = 0;
 };
 
+// The moves of a Copy node, in order (through its temporaries where it has them): move(to, from, bytes) for each
+// that moves something (a value already in place, same storage, is not copied).
+template <class Move>
+void forEachMove(const Node& node, const RunState& state, Move&& move) {
+  auto each = [&](int dst, int src, size_t n) {
+    uint8_t* to = state.ptr[static_cast<size_t>(dst)];
+    const uint8_t* from = state.ptr[static_cast<size_t>(src)];
+    if (n && to != from) move(to, from, n);
+  };
+  const size_t n = node.copies.size();
+  if (node.temps.empty()) {
+    for (size_t i = 0; i < n; ++i) each(node.copies[i].second, node.copies[i].first, node.copy_bytes[i]);
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) each(node.temps[i], node.copies[i].first, node.copy_bytes[i]);
+  for (size_t i = 0; i < n; ++i) each(node.copies[i].second, node.temps[i], node.copy_bytes[i]);
+}
+
 // Appends what running `node` does to `out`; false where the tree holds a step the flat list does not express (a
 // nested loop or switch, host I/O) or work execute() would spread over the host threads.
 bool flatten(const Node& node, RunState& state, std::vector<FlatStep>* out, DirectScratch* scratch) {
@@ -232,21 +250,11 @@ bool flatten(const Node& node, RunState& state, std::vector<FlatStep>* out, Dire
       }
       return true;
     }
-    case NodeKind::Copy: {
-      auto move = [&](int dst, int src, size_t n) {
-        uint8_t* to = state.ptr[static_cast<size_t>(dst)];
-        const uint8_t* from = state.ptr[static_cast<size_t>(src)];
-        if (n && to != from) out->push_back(FlatStep{FlatStep::Kind::Move, {}, nullptr, 0, 0, 0, to, from, n});
-      };
-      const size_t n = node.copies.size();
-      if (node.temps.empty()) {
-        for (size_t i = 0; i < n; ++i) move(node.copies[i].second, node.copies[i].first, node.copy_bytes[i]);
-      } else {
-        for (size_t i = 0; i < n; ++i) move(node.temps[i], node.copies[i].first, node.copy_bytes[i]);
-        for (size_t i = 0; i < n; ++i) move(node.copies[i].second, node.temps[i], node.copy_bytes[i]);
-      }
+    case NodeKind::Copy:
+      forEachMove(node, state, [&](uint8_t* to, const uint8_t* from, size_t n) {
+        out->push_back(FlatStep{FlatStep::Kind::Move, {}, nullptr, 0, 0, 0, to, from, n});
+      });
       return true;
-    }
     default: return false;
   }
 }
@@ -412,18 +420,7 @@ void Executor::execute(const Node& node, bool charge) {
 void Executor::copy(const Node& node, bool charge) {
   if (node.copies.empty()) return;
   if (charge) node.cost.addTo(&state_.profile, 1);
-  auto move = [&](int dst, int src, size_t n) {
-    uint8_t* to = state_.ptr[static_cast<size_t>(dst)];
-    const uint8_t* from = state_.ptr[static_cast<size_t>(src)];
-    if (n && to != from) std::memcpy(to, from, n);  // a value already in place (same storage) is not copied
-  };
-  const size_t n = node.copies.size();
-  if (node.temps.empty()) {
-    for (size_t i = 0; i < n; ++i) move(node.copies[i].second, node.copies[i].first, node.copy_bytes[i]);
-    return;
-  }
-  for (size_t i = 0; i < n; ++i) move(node.temps[i], node.copies[i].first, node.copy_bytes[i]);
-  for (size_t i = 0; i < n; ++i) move(node.copies[i].second, node.temps[i], node.copy_bytes[i]);
+  forEachMove(node, state_, [](uint8_t* to, const uint8_t* from, size_t n) { std::memcpy(to, from, n); });
 }
 
 }  // namespace ipu

@@ -277,9 +277,28 @@ class FusedMapKernel : public Kernel {
   // One output element (a loop's counter, a scalar's update): each value is one element, read in place or held in
   // a register on the stack; the same instructions as the block path, so the same bits.
   void computeOne(RunState& s, int64_t i) const {
-    const size_t ni = inputs_.size(), nk = instrs_.size();
     alignas(16) uint64_t regs[kOneValues][2];
     const void* val[kOneValues];
+    const size_t ni = inputs_.size();
+    forOne(
+        s, i, val, [&](size_t k) { return static_cast<void*>(regs[ni + k]); },
+        [](BlockFn fn, const void* const* a, void* o) { fn(a, o, 1); });
+  }
+
+  // computeOne's calls, with their addresses resolved (prepare() does nothing here).
+  bool directCalls(RunState& s, int64_t i, std::vector<DirectCall>* calls, DirectScratch* scratch) const override {
+    std::vector<const void*> val(inputs_.size() + instrs_.size());
+    forOne(
+        s, i, val.data(), [&](size_t) { return static_cast<void*>(scratch->emplace_back().data()); },
+        [&](BlockFn fn, const void* const* a, void* o) { calls->push_back(DirectCall{fn, {a[0], a[1], a[2]}, o}); });
+    return true;
+  }
+
+  // The instructions that compute output element i alone, in order: emit(fn, args, out) for each, where `place(k)`
+  // holds instruction k's result (the last one writes the output element). `val`: room for inputs + instructions.
+  template <class Place, class Emit>
+  void forOne(RunState& s, int64_t i, const void** val, Place&& place, Emit&& emit) const {
+    const size_t ni = inputs_.size(), nk = instrs_.size();
     for (size_t j = 0; j < ni; ++j) {
       const Input& in = inputs_[j];
       // A scalar, or a broadcast view's element 0 (i = 0: every index is 0), or element i itself.
@@ -292,33 +311,10 @@ class FusedMapKernel : public Kernel {
       const void* a[3] = {};
       for (int j = 0; j < 3; ++j)
         if (ins.args[j] >= 0) a[j] = val[static_cast<size_t>(ins.args[j])];
-      void* o = k + 1 == nk ? static_cast<void*>(out + i * ins.bytes) : static_cast<void*>(regs[ni + k]);
-      ins.fn(a, o, 1);
+      void* o = k + 1 == nk ? static_cast<void*>(out + i * ins.bytes) : place(k);
+      emit(ins.fn, a, o);
       val[ni + k] = o;
     }
-  }
-
-  // computeOne's calls, with their addresses resolved (prepare() does nothing here).
-  bool directCalls(RunState& s, int64_t i, std::vector<DirectCall>* calls, DirectScratch* scratch) const override {
-    const size_t ni = inputs_.size(), nk = instrs_.size();
-    std::vector<const void*> val(ni + nk);
-    for (size_t j = 0; j < ni; ++j) {
-      const Input& in = inputs_[j];
-      val[j] = in.scalar || !in.strides.empty() ? s.at<const uint8_t>(in.slot) + (in.scalar ? 0 : viewOffset(in, i))
-                                                : at(s, in, i);
-    }
-    uint8_t* out = s.at<uint8_t>(out_);
-    for (size_t k = 0; k < nk; ++k) {
-      const Instr& ins = instrs_[k];
-      DirectCall call{ins.fn, {}, nullptr};
-      for (int j = 0; j < 3; ++j)
-        if (ins.args[j] >= 0) call.args[j] = val[static_cast<size_t>(ins.args[j])];
-      call.out =
-          k + 1 == nk ? static_cast<void*>(out + i * ins.bytes) : static_cast<void*>(scratch->emplace_back().data());
-      val[ni + k] = call.out;
-      calls->push_back(call);
-    }
-    return true;
   }
 
   // The byte offset of output element i's operand element in a broadcast view.
