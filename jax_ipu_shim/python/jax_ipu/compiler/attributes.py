@@ -142,7 +142,7 @@ def _index_dimension_numbers(numbers: Any, lists: Any) -> Dict[str, Any]:
     out: Dict[str, Any] = {name: [int(v) for v in getattr(numbers, _BINDING_NAMES.get(name, name))] for name in lists}
     out["index_vector_dim"] = int(numbers.index_vector_dim)
     # Newer StableHLO's batching dimensions (the current series' vmapped gathers and scatters): read when present;
-    # the front end rewrites them into index columns (translate._unbatch_indices).
+    # the front end rewrites them into index columns (rules/gather_scatter.py).
     for name in ("operand_batching_dims", "start_indices_batching_dims", "input_batching_dims",
                  "scatter_indices_batching_dims"):
         dims = [int(v) for v in getattr(numbers, name, [])]

@@ -1,0 +1,201 @@
+"""Rules of structure: how StableHLO's (and XLA's HLO's) forms map onto the program format, with no change to any value.
+
+Tuples and get_tuple_element are resolved to the values they hold; ``mhlo.copy`` is its operand; ``stablehlo.if``
+becomes a ``case``; a custom call to ``mhlo.<op>`` is that op; a tupled call of the partitioner's is untupled; calls
+inside scalar bodies (reduce, sort, scatter computations) are inlined; jax's ``dce_sink`` anchors are recorded
+for dead-code elimination; a one-device ``sdy.manual_computation`` is its body; a splat constant read only by
+elementwise ops is written as its scalar broadcast (Poplar keeps such a constant as a scalar). Every rule here
+writes the same computation in the program format's terms, so results are the module's bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Optional
+
+from jax._src.lib.mlir import ir
+
+from .. import attributes as A
+from .. import ops as O
+from .. import partitioner, spmd
+from .. import rewrite as W
+from ..errors import CompileError, unsupported
+
+
+def _call_target(op: Any) -> str:
+    return A.string(op.attributes["call_target_name"]) if "call_target_name" in op.attributes else ""
+
+
+def _mhlo_op(op: Any) -> Optional[str]:
+    """The program op of a custom call to ``mhlo.<op>`` (XLA's HLO spelling of an op it had no opcode for)."""
+    target = _call_target(op)
+    name = target[len("mhlo."):] if target.startswith("mhlo.") else ""
+    return name if name and O.is_known(name) else None
+
+
+def _splat_for_elementwise_ops(op: Any) -> bool:
+    """A splat constant of more than one real element whose every use is an elementwise op."""
+    result = ir.RankedTensorType(op.results[0].type)
+    if A.is_a(ir.ComplexType, result.element_type) or not result.has_static_shape or \
+            math.prod(result.shape) < 2:  # complex constants are read from their text (types.py)
+        return False
+    attr = op.attributes["value"]
+    if not A.is_a(ir.DenseElementsAttr, attr) or not ir.DenseElementsAttr(attr).is_splat:
+        return False
+    uses = list(op.results[0].uses)
+    for use in uses:
+        name = getattr(use.owner, "operation", use.owner).name  # an OpView (0.4.13) or an Operation
+        entry = O.registry().get(name.split(".", 1)[-1]) if name.startswith("stablehlo.") else None
+        if entry is None or not entry["elementwise"]:
+            return False
+    return bool(uses)
+
+
+def _is_dce_sink(op: Any) -> bool:
+    """jax's ``dce_sink`` custom call (no results): an anchor against XLA's dead-code elimination."""
+    if op.name != "stablehlo.custom_call" or len(op.results):
+        return False
+    attrs = A.named(op.attributes)
+    return "call_target_name" in attrs and A.string(attrs["call_target_name"]) == "dce_sink"
+
+
+def _inline_manual(t: Any, op: Any, body: List[Dict[str, Any]]) -> None:
+    """An ``sdy.manual_computation`` on one device (a shard_map over a mesh of one): its body in place of it, its
+    arguments being its operands (the whole arrays), its results what its body returns. (Over several devices
+    XLA's partitioner has made the body the program.)"""
+    region = op.regions[0]
+    if len(region.blocks) != 1:
+        raise CompileError(f"a region of {op.name} has {len(region.blocks)} blocks; the ipu compiler expects one")
+    block = region.blocks[0]
+    for arg, operand in zip(block.arguments, op.operands):
+        t.ids[arg] = t.use(operand)
+    for result, returned in zip(op.results, t.ops(block, body, False)):
+        t.ids[result] = returned
+
+
+def _untupled_call(t: Any, op: Any) -> Dict[str, Any]:
+    """Our host callback in XLA's HLO (the partitioned program) returns a tuple: the call with its elements as
+    results, read back by get_tuple_element. (Any other custom call with a tuple is refused by _check.)"""
+    tuple_type = ir.TupleType(op.results[0].type)
+    results = []
+    for index in range(tuple_type.num_types):
+        element = t.type_of(tuple_type.get_type(index))
+        if element is None:
+            raise unsupported(op.name, W.types_text(op), f"{tuple_type} cannot be expressed as IPU tensors")
+        results.append(t.fresh(element[0], list(element[1])))
+    t.tuples[op.results[0]] = [r["id"] for r in results]
+    entry = {"op": "custom_call", "mlir": op.name, "operands": [t.use(v) for v in op.operands],
+             "results": results, "attrs": O.read_attrs(op.attributes), "regions": []}
+    return W.located(entry, op)
+
+
+def _if_as_case(t: Any, op: Any) -> List[Dict[str, Any]]:
+    """XLA's conditional on a predicate (``stablehlo.if``, from the partitioner: a call only one device makes)
+    as a ``case`` on the predicate as an index, the false branch first."""
+    t.check(op)
+    index = t.fresh("i32", [])
+    convert = {"op": "convert", "mlir": op.name, "operands": [t.use(op.operands[0])], "results": [index],
+               "attrs": {}, "regions": []}
+    regions = [t.region(op.regions[1], "stablehlo.case"), t.region(op.regions[0], "stablehlo.case")]
+    case = dict(convert, op="case", operands=[index["id"]], regions=regions,
+                results=[t.define(v, op.name) for v in op.results])
+    return [W.located(convert, op), W.located(case, op)]
+
+
+def _inline(t: Any, call: Any, body: List[Dict[str, Any]]) -> None:
+    callee = A.symbol(A.named(call.attributes)["callee"])
+    if callee not in t.funcs:
+        raise CompileError(f"func.call to @{callee}, which the module does not define")
+    region = t.funcs[callee].regions[0]
+    if len(region.blocks) != 1:
+        raise CompileError(f"func.func @{callee} has {len(region.blocks)} blocks; the ipu compiler expects one")
+    block = region.blocks[0]
+    for arg, operand in zip(block.arguments, call.operands):  # the callee's arguments are the call's operands
+        t.ids[arg] = t.use(operand)
+    for result, returned in zip(call.results, t.ops(block, body, True)):
+        t.ids[result] = returned
+
+
+def _splat_as_broadcast(t: Any, op: Any) -> List[Dict[str, Any]]:
+    """A splat constant that only elementwise ops read, as its one element broadcast: Poplar keeps such a
+    constant as a scalar and broadcasts it as a view, and the emulator fuses the broadcast into the ops that
+    read it, so the array is never stored (jax 0.12 folds every broadcast scalar into one: erf alone has 16)."""
+    entry = t.entry(op)
+    whole = entry["results"][0]
+    scalar = t.fresh(whole["dtype"], [])
+    entry.update(results=[scalar], attrs=dict(entry["attrs"], splat=False))
+    t.splat_scalars[whole["id"]] = scalar["id"]
+    return [entry, W.derived(entry, "broadcast_in_dim", [scalar["id"]], [whole], {"broadcast_dimensions": []})]
+
+
+def tuple_elements(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
+    if op.name != "stablehlo.tuple":
+        return False
+    t.tuples[op.results[0]] = [t.use(v) for v in op.operands]
+    return True
+
+
+def tuple_element(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
+    if not (op.name == "stablehlo.get_tuple_element" and op.operands[0] in t.tuples):
+        return False
+    index = A.integer(op.attributes["index"])
+    t.ids[op.results[0]] = t.tuples[op.operands[0]][index]
+    return True
+
+
+def hlo_copy(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
+    if op.name != "mhlo.copy":
+        return False
+    t.ids[op.results[0]] = t.use(op.operands[0])
+    return True
+
+
+def if_as_case(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
+    if op.name != "stablehlo.if":
+        return False
+    body.extend(_if_as_case(t, op))
+    return True
+
+
+def hlo_custom_call_op(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
+    if not (op.name == "stablehlo.custom_call" and _mhlo_op(op) is not None):
+        return False
+    # an op HLO had none of when jaxlib 0.4.13 was built, as XLA writes it (custom-call "mhlo.tan")
+    body.append(dict(t.entry(op), op=_mhlo_op(op), attrs={}))
+    return True
+
+
+def tupled_call(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
+    if not (op.name == "stablehlo.custom_call" and len(op.results) == 1 and
+            A.is_a(ir.TupleType, op.results[0].type) and _call_target(op) == partitioner.CALL_TARGET):
+        return False
+    body.append(_untupled_call(t, op))
+    return True
+
+
+def call_in_scalar_body(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
+    if not (scalar_body and op.name == "func.call"):
+        return False
+    _inline(t, op, body)
+    return True
+
+
+def dce_sink(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
+    if not _is_dce_sink(op):
+        return False
+    t.anchors.update(t.use(v) for v in op.operands)  # kept from the dead-code pass, as from XLA's
+    return True
+
+
+def manual_computation(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
+    if op.name != spmd.MANUAL_COMPUTATION:
+        return False
+    _inline_manual(t, op, body)
+    return True
+
+
+def splat_constant(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
+    if not (op.name == "stablehlo.constant" and not scalar_body and _splat_for_elementwise_ops(op)):
+        return False
+    body.extend(_splat_as_broadcast(t, op))
+    return True
