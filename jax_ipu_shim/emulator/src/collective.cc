@@ -30,6 +30,7 @@
 
 #include "ipu/cost_model.h"
 #include "ipu/dtype.h"
+#include "ipu/handlers.h"
 #include "ipu/lowering.h"
 #include "ipu/scalar_ops.h"
 #include "ipu/scalar_program.h"
@@ -369,52 +370,52 @@ void readPairs(const Lowerer& lowerer, const OpContext& ctx, Plan* p, int64_t* p
 
 }  // namespace
 
-std::vector<int> Lowerer::lowerCollective(OpContext& ctx) {
+std::vector<int> lowerCollective(Lowerer& lowerer, OpContext& ctx) {
   const Op& op = *ctx.op;
   const OpKind kind = ctx.info->kind;
-  if (ctx.out_types.size() != 1) invalid(ctx, "a collective has one result");
+  if (ctx.out_types.size() != 1) lowerer.invalid(ctx, "a collective has one result");
   const TensorType& out = ctx.out_types[0];
-  const DeviceDescription& dev = device();
+  const DeviceDescription& dev = lowerer.device();
   const int workers = dev.num_worker_contexts;
   Plan p;
   p.name = op.mlir;
-  p.replicas = program_.replicas;
-  p.partitions = program_.partitions;
+  p.replicas = lowerer.program().replicas;
+  p.partitions = lowerer.program().partitions;
   p.out_shape = out.shape;
 
   if (kind == OpKind::ReplicaId || kind == OpKind::PartitionId) {
-    if (out.dtype != DType::U32 || !out.shape.empty()) invalid(ctx, "the result must be a ui32 scalar");
+    if (out.dtype != DType::U32 || !out.shape.empty()) lowerer.invalid(ctx, "the result must be a ui32 scalar");
     p.pattern = kind == OpKind::ReplicaId ? Pattern::ReplicaId : Pattern::PartitionId;
-    p.out = newSlot(out);
+    p.out = lowerer.newSlot(out);
     p.element = 4;
-    const TileMapping work = graph().slots[static_cast<size_t>(p.out)].mapping;
+    const TileMapping work = lowerer.graph().slots[static_cast<size_t>(p.out)].mapping;
     std::vector<Superstep> steps;
-    steps.push_back(superstep(
+    steps.push_back(lowerer.superstep(
         kind == OpKind::ReplicaId ? "replicaId" : "partitionId", work, {},
         [&](int, int64_t) { return cost::copy(4, workers); }, false));
     const int o = p.out;
-    emitExecute(ctx, std::make_unique<CollectiveKernel>(std::move(p)), std::move(steps), {o}, 0);
+    lowerer.emitExecute(ctx, std::make_unique<CollectiveKernel>(std::move(p)), std::move(steps), {o}, 0);
     return {o};
   }
 
   const TensorType& in = ctx.in_types[0];
-  if (out.dtype != in.dtype) invalid(ctx, "the result must have the operand's element type");
+  if (out.dtype != in.dtype) lowerer.invalid(ctx, "the result must have the operand's element type");
   p.in = ctx.in[0];
   p.in_shape = in.shape;
   p.element = dtypeSize(in.dtype);
   const size_t rank = in.shape.size();
   int64_t pairs = 0;
-  if (kind == OpKind::CollectivePermute) readPairs(*this, ctx, &p, &pairs);
-  else readGroups(*this, ctx, &p);
+  if (kind == OpKind::CollectivePermute) readPairs(lowerer, ctx, &p, &pairs);
+  else readGroups(lowerer, ctx, &p);
   size_t n = 1;  // the group size the shapes are made for (all groups alike where the shape depends on it)
   for (const auto& g : p.groups) n = std::max(n, g.size());
   auto uniformGroups = [&] {
     for (const auto& g : p.groups)
-      if (g.size() != n) invalid(ctx, "every replica group must have the same size for " + op.mlir);
+      if (g.size() != n) lowerer.invalid(ctx, "every replica group must have the same size for " + op.mlir);
   };
   auto dimension = [&](const char* name) {
     const int64_t d = attrInt(op, name);
-    if (d < 0 || d >= static_cast<int64_t>(rank)) invalid(ctx, std::string(name) + " is out of range");
+    if (d < 0 || d >= static_cast<int64_t>(rank)) lowerer.invalid(ctx, std::string(name) + " is out of range");
     return static_cast<size_t>(d);
   };
   const int64_t ni = static_cast<int64_t>(n);
@@ -433,7 +434,7 @@ std::vector<int> Lowerer::lowerCollective(OpContext& ctx) {
       uniformGroups();
       p.dim = dimension("scatter_dimension");
       if (in.shape[p.dim] % ni)
-        invalid(ctx, "the scatter dimension must divide by the group size " + std::to_string(n));
+        lowerer.invalid(ctx, "the scatter dimension must divide by the group size " + std::to_string(n));
       want[p.dim] /= ni;
       break;
     case OpKind::AllToAll: {
@@ -442,15 +443,15 @@ std::vector<int> Lowerer::lowerCollective(OpContext& ctx) {
       p.dim = dimension("split_dimension");
       p.concat_dim = dimension("concat_dimension");
       if (attrInt(op, "split_count") != ni)
-        invalid(ctx, "split_count must be the replica group size " + std::to_string(n));
-      if (in.shape[p.dim] % ni) invalid(ctx, "the split dimension must divide by split_count");
+        lowerer.invalid(ctx, "split_count must be the replica group size " + std::to_string(n));
+      if (in.shape[p.dim] % ni) lowerer.invalid(ctx, "the split dimension must divide by split_count");
       want[p.dim] /= ni;
       want[p.concat_dim] *= ni;
       break;
     }
-    default: unimplemented(ctx, "unknown collective");
+    default: lowerer.unimplemented(ctx, "unknown collective");
   }
-  if (out.shape != want) invalid(ctx, "the result shape must be " + TensorType{in.dtype, want}.str());
+  if (out.shape != want) lowerer.invalid(ctx, "the result shape must be " + TensorType{in.dtype, want}.str());
 
   // Reductions: a single-op body gets a vector fold, anything else is interpreted.
   std::string computation;
@@ -465,27 +466,27 @@ std::vector<int> Lowerer::lowerCollective(OpContext& ctx) {
       if (in.dtype == DType::Bool && combine == OpKind::Multiply) combine = OpKind::And;
       uint64_t identity = 0;
       if (identityBits(combine, in.dtype, &identity)) {
-        scalar::visitBinary<true>(combine, in.dtype, numerics(),
+        scalar::visitBinary<true>(combine, in.dtype, lowerer.numerics(),
                                   [&](auto f, auto t) { p.fold = &foldLoop<typename decltype(t)::type, decltype(f)>; });
         p.identity = identity;
       }
     }
     if (!p.fold) {
-      if (op.regions.size() != 1) invalid(ctx, op.mlir + " needs a reduction body region or a computation");
-      p.body = compileBody(ctx, op.regions[0], {in.dtype, in.dtype}, {in.dtype}, "in the reduction body", true);
+      if (op.regions.size() != 1) lowerer.invalid(ctx, op.mlir + " needs a reduction body region or a computation");
+      p.body = lowerer.compileBody(ctx, op.regions[0], {in.dtype, in.dtype}, {in.dtype}, "in the reduction body", true);
       p.general = true;
       computation = "{" + p.body.summary() + "}";
     }
   }
 
-  p.out = out.shape == in.shape ? newSlotLike(out, p.in) : newSlot(out);
+  p.out = out.shape == in.shape ? lowerer.newSlotLike(out, p.in) : lowerer.newSlot(out);
   const int o = p.out;
 
   // ---- cost: one superstep per ring step (see the top of the file) ----
   const int64_t eb = static_cast<int64_t>(p.element);
   const int64_t in_bytes = in.numElements() * eb;
-  const TileMapping out_map = graph().slots[static_cast<size_t>(o)].mapping;
-  const TileMapping in_map = graph().slots[static_cast<size_t>(p.in)].mapping;
+  const TileMapping out_map = lowerer.graph().slots[static_cast<size_t>(o)].mapping;
+  const TileMapping in_map = lowerer.graph().slots[static_cast<size_t>(p.in)].mapping;
   const std::string type = std::string("<") + dtypeName(in.dtype) + ">";
   auto combineCycles = [&](int64_t elements) -> uint64_t {
     return p.general ? cost::reduceBody(p.body.cyclesPerElement(), elements, elements, workers)
@@ -496,8 +497,8 @@ std::vector<int> Lowerer::lowerCollective(OpContext& ctx) {
   std::vector<Superstep> steps;
   // Whether a group of this collective has members on different hosts (program.hosts; jax.distributed).
   bool crosses_hosts = false;
-  if (program_.hosts.size() == static_cast<size_t>(p.replicas)) {
-    auto host = [&](int r) { return program_.hosts[static_cast<size_t>(r)]; };
+  if (lowerer.program().hosts.size() == static_cast<size_t>(p.replicas)) {
+    auto host = [&](int r) { return lowerer.program().hosts[static_cast<size_t>(r)]; };
     for (const std::vector<int>& g : p.groups)
       for (int r : g) crosses_hosts = crosses_hosts || host(r) != host(g.front());
     for (size_t r = 0; r < p.source.size(); ++r)
@@ -507,7 +508,7 @@ std::vector<int> Lowerer::lowerCollective(OpContext& ctx) {
                       bool combines) {
     std::vector<int64_t> recv(static_cast<size_t>(dev.num_tiles), 0);
     for (int t = 0; t < work.tilesUsed(); ++t) recv[static_cast<size_t>(t)] = divUp(work.elementsOn(t), split) * eb;
-    Superstep s = superstep(
+    Superstep s = lowerer.superstep(
         codelet, work, recv, [&](int, int64_t m) -> uint64_t { return combines ? combineCycles(divUp(m, split)) : 0; },
         false);
     // A ring over IPUs of several hosts waits for its slowest hop: the one between IPU-Machines (GW-Links).
@@ -518,7 +519,7 @@ std::vector<int> Lowerer::lowerCollective(OpContext& ctx) {
   double flops = 0;
   const bool local = kind == OpKind::CollectivePermute ? pairs == 0 || p.replicas == 1 : n == 1;
   if (local || in_bytes == 0) {  // a group of one (or nothing to move): the result is copied (zeroed) on chip
-    steps.push_back(superstep(
+    steps.push_back(lowerer.superstep(
         std::string(ctx.info->name) + type, out_map, {}, [&](int, int64_t m) { return cost::copy(m * eb, workers); },
         false));
   } else {
@@ -547,7 +548,7 @@ std::vector<int> Lowerer::lowerCollective(OpContext& ctx) {
         break;
     }
   }
-  emitExecute(ctx, std::make_unique<CollectiveKernel>(std::move(p)), std::move(steps), {o}, flops);
+  lowerer.emitExecute(ctx, std::make_unique<CollectiveKernel>(std::move(p)), std::move(steps), {o}, flops);
   return {o};
 }
 

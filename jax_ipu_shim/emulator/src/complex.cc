@@ -7,6 +7,7 @@
 
 #include "ipu/cost_model.h"
 #include "ipu/dtype.h"
+#include "ipu/handlers.h"
 #include "ipu/kernels.h"
 #include "ipu/lowering.h"
 #include "ipu/scalar_ops.h"
@@ -74,15 +75,14 @@ bool isComplexOp(const OpContext& ctx) {
   return false;
 }
 
-std::vector<int> Lowerer::lowerComplex(OpContext& ctx) {
+std::vector<int> lowerComplex(Lowerer& lowerer, OpContext& ctx) {
   const OpKind kind = ctx.info->kind;
-  if (kind == OpKind::Fft) return lowerFft(ctx);
-  if (ctx.out_types.size() != 1) invalid(ctx, "expected one result");
+  if (ctx.out_types.size() != 1) lowerer.invalid(ctx, "expected one result");
   const TensorType& out = ctx.out_types[0];
   const DType dt = ctx.in_types[0].dtype;
   for (size_t i = 0; i < ctx.in.size(); ++i)
     if (ctx.in_types[i].shape != out.shape)
-      invalid(ctx, "operand " + std::to_string(i) + " does not have the result's shape");
+      lowerer.invalid(ctx, "operand " + std::to_string(i) + " does not have the result's shape");
   // Element types: what each op takes and gives.
   DType want_in = DType::C64, want_out = DType::C64;
   switch (kind) {
@@ -94,12 +94,13 @@ std::vector<int> Lowerer::lowerComplex(OpContext& ctx) {
     case K::Convert: want_in = dt, want_out = out.dtype; break;
     default: break;
   }
-  if (out.dtype != want_out) invalid(ctx, "the result's element type should be " + std::string(dtypeName(want_out)));
+  if (out.dtype != want_out)
+    lowerer.invalid(ctx, "the result's element type should be " + std::string(dtypeName(want_out)));
   for (size_t i = 0; i < ctx.in.size(); ++i)
     if (ctx.in_types[i].dtype != want_in)
-      invalid(ctx, "operand " + std::to_string(i) + " should have element type " + dtypeName(want_in));
+      lowerer.invalid(ctx, "operand " + std::to_string(i) + " should have element type " + dtypeName(want_in));
 
-  const int o = newSlotLike(out, ctx.in[0]);
+  const int o = lowerer.newSlotLike(out, ctx.in[0]);
   std::unique_ptr<Kernel> kernel;
   std::string codelet = std::string(ctx.info->name) + "<c64>";
   const std::vector<int>& in = ctx.in;
@@ -110,12 +111,12 @@ std::vector<int> Lowerer::lowerComplex(OpContext& ctx) {
       if (kind == K::Complex) kernel = map2<float, float, Complex64>(in[0], in[1], o, scalar::MakeComplex{});
       break;
     case OpFamily::Unary:
-      scalar::visitUnary(kind, dt, numerics(), [&](auto f, auto a, auto r) {
+      scalar::visitUnary(kind, dt, lowerer.numerics(), [&](auto f, auto a, auto r) {
         kernel = map1<typename decltype(a)::type, typename decltype(r)::type>(in[0], o, f);
       });
       break;
     case OpFamily::Binary:
-      scalar::visitBinary(kind, dt, numerics(), [&](auto f, auto t) {
+      scalar::visitBinary(kind, dt, lowerer.numerics(), [&](auto f, auto t) {
         using T = typename decltype(t)::type;
         kernel = map2<T, T, T>(in[0], in[1], o, f);
       });
@@ -124,7 +125,7 @@ std::vector<int> Lowerer::lowerComplex(OpContext& ctx) {
       const std::string dir = attrString(*ctx.op, "comparison_direction");
       if (dir == "EQ") kernel = map2<Complex64, Complex64, uint8_t>(in[0], in[1], o, scalar::EqualC{});
       else if (dir == "NE") kernel = map2<Complex64, Complex64, uint8_t>(in[0], in[1], o, scalar::NotEqualC{});
-      else unimplemented(ctx, "complex numbers are not ordered: compare on c64 is EQ or NE, not " + dir);
+      else lowerer.unimplemented(ctx, "complex numbers are not ordered: compare on c64 is EQ or NE, not " + dir);
       codelet = "compare" + dir + "<c64>";
       break;
     }
@@ -139,18 +140,18 @@ std::vector<int> Lowerer::lowerComplex(OpContext& ctx) {
   if (!kernel)
     // The registry's element types already refused ops that have no c64 form: an op it lists for c64 that has no
     // functor here is an emulator bug, named as such.
-    unimplemented(ctx, std::string(ctx.info->name) +
-                           " is listed for c64 in the op registry but has no c64 kernel "
-                           "(an emulator bug: please report it)");
+    lowerer.unimplemented(ctx, std::string(ctx.info->name) +
+                                   " is listed for c64 in the op registry but has no c64 kernel "
+                                   "(an emulator bug: please report it)");
 
-  const TileMapping work = graph().slots[static_cast<size_t>(o)].mapping;
+  const TileMapping work = lowerer.graph().slots[static_cast<size_t>(o)].mapping;
   std::vector<int64_t> recv;
-  for (size_t i = 0; i < ctx.in.size(); ++i) exchangeSameIndex(&recv, work, ctx.in[i]);
+  for (size_t i = 0; i < ctx.in.size(); ++i) lowerer.exchangeSameIndex(&recv, work, ctx.in[i]);
   const std::vector<F32OpCount> ops = f32Ops(ctx.info->family == OpFamily::Compare ? K::Compare : kind);
   std::vector<Superstep> steps;
-  const int workers = device().num_worker_contexts;
+  const int workers = lowerer.device().num_worker_contexts;
   if (work.num_elements > 0) {
-    steps.push_back(superstep(codelet, work, recv, [&](int, int64_t n) {
+    steps.push_back(lowerer.superstep(codelet, work, recv, [&](int, int64_t n) {
       uint64_t cycles = 0;  // each f32 op of the pair arithmetic runs as its own vector loop over the n elements
       for (const F32OpCount& c : ops) cycles += cost::elementwise(c.kind, DType::F32, n * c.count, workers);
       return cycles;
@@ -159,7 +160,7 @@ std::vector<int> Lowerer::lowerComplex(OpContext& ctx) {
   }
   double flops = 0;
   for (const F32OpCount& c : ops) flops += cost::flopsPerElement(c.kind) * c.count;
-  emitExecute(ctx, std::move(kernel), std::move(steps), {o}, flops * static_cast<double>(out.numElements()));
+  lowerer.emitExecute(ctx, std::move(kernel), std::move(steps), {o}, flops * static_cast<double>(out.numElements()));
   return {o};
 }
 

@@ -4,6 +4,7 @@
 
 #include "ipu/cost_model.h"
 #include "ipu/dtype.h"
+#include "ipu/handlers.h"
 #include "ipu/lowering.h"
 
 namespace ipu {
@@ -54,16 +55,16 @@ void shareCarriedStorage(Graph* graph, const std::vector<int>& carried, const st
 
 }  // namespace
 
-std::vector<int> Lowerer::lowerCall(OpContext& ctx) {
+std::vector<int> lowerCall(Lowerer& lowerer, OpContext& ctx) {
   const std::string callee = attrString(*ctx.op, "callee");
-  const Function* fn = program_.find(callee);
-  if (!fn) invalid(ctx, "calls '" + callee + "', which is not among the program's functions");
-  for (const std::string& active : call_stack_)
+  const Function* fn = lowerer.function(callee);
+  if (!fn) lowerer.invalid(ctx, "calls '" + callee + "', which is not among the program's functions");
+  for (const std::string& active : lowerer.callStack())
     if (active == callee)
-      unimplemented(ctx, "recursive call to '" + callee + "' (the IPU has no call stack for recursion)");
+      lowerer.unimplemented(ctx, "recursive call to '" + callee + "' (the IPU has no call stack for recursion)");
   const Region& region = fn->region;
   if (region.params.size() != ctx.in.size())
-    invalid(ctx, "'" + callee + "' takes " + std::to_string(region.params.size()) + " arguments");
+    lowerer.invalid(ctx, "'" + callee + "' takes " + std::to_string(region.params.size()) + " arguments");
   Env env;
   for (size_t i = 0; i < region.params.size(); ++i) {
     const ValueDecl& p = region.params[i];
@@ -74,52 +75,55 @@ std::vector<int> Lowerer::lowerCall(OpContext& ctx) {
                                                 unsupportedDTypeAdvice(p.dtype));
     t.shape = p.shape;
     if (t.dtype != ctx.in_types[i].dtype || t.shape != ctx.in_types[i].shape)
-      invalid(ctx,
-              "argument " + std::to_string(i) + " does not match parameter " + p.mlirType() + " of '" + callee + "'");
+      lowerer.invalid(
+          ctx, "argument " + std::to_string(i) + " does not match parameter " + p.mlirType() + " of '" + callee + "'");
     env.slots[p.id] = ctx.in[i];  // the callee reads the caller's values in place
     env.decls[p.id] = &p;
   }
-  call_stack_.push_back(callee);
-  std::vector<int> results = lowerRegion(region, &env, ctx.seq);
-  call_stack_.pop_back();
+  lowerer.callStack().push_back(callee);
+  std::vector<int> results = lowerer.lowerRegion(region, &env, ctx.seq);
+  lowerer.callStack().pop_back();
   if (results.size() != ctx.out_types.size())
-    invalid(ctx, "'" + callee + "' returns " + std::to_string(results.size()) + " values");
+    lowerer.invalid(ctx, "'" + callee + "' returns " + std::to_string(results.size()) + " values");
   for (size_t i = 0; i < results.size(); ++i)
-    if (!sameLayout(graph().slots[static_cast<size_t>(results[i])].type, ctx.out_types[i]))
-      invalid(ctx, "result " + std::to_string(i) + " of '" + callee + "' does not match the call's result type");
+    if (!sameLayout(lowerer.graph().slots[static_cast<size_t>(results[i])].type, ctx.out_types[i]))
+      lowerer.invalid(ctx,
+                      "result " + std::to_string(i) + " of '" + callee + "' does not match the call's result type");
   return results;
 }
 
-std::vector<int> Lowerer::lowerWhile(OpContext& ctx, Env* env) {
+std::vector<int> lowerWhile(Lowerer& lowerer, OpContext& ctx) {
+  Env* env = ctx.env;
   const Op& op = *ctx.op;
   const size_t n = ctx.in.size();
-  if (op.regions.size() != 2) invalid(ctx, "while needs a cond and a body region");
+  if (op.regions.size() != 2) lowerer.invalid(ctx, "while needs a cond and a body region");
   const Region& cond = op.regions[0];
   const Region& body = op.regions[1];
   if (cond.params.size() != n || body.params.size() != n || body.results.size() != n || ctx.out_types.size() != n)
-    invalid(ctx, "cond and body must take, and the body return, one value per loop-carried value");
+    lowerer.invalid(ctx, "cond and body must take, and the body return, one value per loop-carried value");
   // Loop-carried values live in slots of their own, written by the init copy and by each iteration's update.
   std::vector<int> carried;
   std::vector<std::pair<int, int>> init;
   for (size_t i = 0; i < n; ++i) {
     if (ctx.out_types[i].dtype != ctx.in_types[i].dtype || ctx.out_types[i].shape != ctx.in_types[i].shape)
-      invalid(ctx, "result " + std::to_string(i) + " does not have its initial value's type");
-    carried.push_back(newSlotLike(ctx.in_types[i], ctx.in[i]));
+      lowerer.invalid(ctx, "result " + std::to_string(i) + " does not have its initial value's type");
+    carried.push_back(lowerer.newSlotLike(ctx.in_types[i], ctx.in[i]));
     init.emplace_back(ctx.in[i], carried.back());
   }
-  emitCopy(ctx.seq, init, "while.init");
+  lowerer.emitCopy(ctx.seq, init, "while.init");
 
   auto bind = [&](const Region& r, Node* seq) {
     for (size_t i = 0; i < n; ++i) {
       const ValueDecl& p = r.params[i];
       if (p.dtype != dtypeName(ctx.in_types[i].dtype) || p.shape != ctx.in_types[i].shape)
-        invalid(ctx, "region parameter " + std::to_string(i) + " (" + p.mlirType() +
-                         ") does not match the loop-carried value");
-      if (env->slots.count(p.id)) invalid(ctx, "region parameter %" + std::to_string(p.id) + " reuses a value id");
+        lowerer.invalid(ctx, "region parameter " + std::to_string(i) + " (" + p.mlirType() +
+                                 ") does not match the loop-carried value");
+      if (env->slots.count(p.id))
+        lowerer.invalid(ctx, "region parameter %" + std::to_string(p.id) + " reuses a value id");
       env->slots[p.id] = carried[i];
       env->decls[p.id] = &p;
     }
-    return lowerRegion(r, env, seq);
+    return lowerer.lowerRegion(r, env, seq);
   };
 
   auto loop = std::make_unique<Node>();
@@ -128,55 +132,58 @@ std::vector<int> Lowerer::lowerWhile(OpContext& ctx, Env* env) {
   loop->cost = decisionCost();
   loop->children.push_back(std::make_unique<Node>());
   loop->children.push_back(std::make_unique<Node>());
-  const int64_t first = currentStep();
+  const int64_t first = lowerer.currentStep();
   std::vector<int> pred = bind(cond, loop->children[0].get());
-  if (pred.size() != 1) invalid(ctx, "the cond region must return one value");
-  const TensorType& pt = graph().slots[static_cast<size_t>(pred[0])].type;
-  if (pt.dtype != DType::Bool || pt.numElements() != 1) invalid(ctx, "the cond region must return a bool scalar");
+  if (pred.size() != 1) lowerer.invalid(ctx, "the cond region must return one value");
+  const TensorType& pt = lowerer.graph().slots[static_cast<size_t>(pred[0])].type;
+  if (pt.dtype != DType::Bool || pt.numElements() != 1)
+    lowerer.invalid(ctx, "the cond region must return a bool scalar");
   loop->slot = pred[0];
-  use(pred[0]);
-  const int64_t body_first = currentStep();
+  lowerer.use(pred[0]);
+  const int64_t body_first = lowerer.currentStep();
   std::vector<int> next = bind(body, loop->children[1].get());
   std::vector<std::pair<int, int>> update;
   for (size_t i = 0; i < n; ++i) {
-    if (!sameLayout(graph().slots[static_cast<size_t>(next[i])].type, ctx.in_types[i]))
-      invalid(ctx, "body result " + std::to_string(i) + " does not have the loop-carried value's type");
+    if (!sameLayout(lowerer.graph().slots[static_cast<size_t>(next[i])].type, ctx.in_types[i]))
+      lowerer.invalid(ctx, "body result " + std::to_string(i) + " does not have the loop-carried value's type");
     update.emplace_back(next[i], carried[i]);
   }
-  shareCarriedStorage(&graph(), carried, next, body_first, *loop->children[1]);
-  emitCopy(loop->children[1].get(), update, "while.update");
-  graph().loops.emplace_back(first, currentStep() - 1);
+  shareCarriedStorage(&lowerer.graph(), carried, next, body_first, *loop->children[1]);
+  lowerer.emitCopy(loop->children[1].get(), update, "while.update");
+  lowerer.graph().loops.emplace_back(first, lowerer.currentStep() - 1);
   ctx.seq->children.push_back(std::move(loop));
   return carried;
 }
 
-std::vector<int> Lowerer::lowerCase(OpContext& ctx, Env* env) {
+std::vector<int> lowerCase(Lowerer& lowerer, OpContext& ctx) {
+  Env* env = ctx.env;
   const Op& op = *ctx.op;
   if (!ctx.in_types[0].shape.empty() || !isInteger(ctx.in_types[0].dtype))
-    invalid(ctx, "the index must be an integer scalar");
-  if (op.regions.empty()) invalid(ctx, "case needs at least one branch");
+    lowerer.invalid(ctx, "the index must be an integer scalar");
+  if (op.regions.empty()) lowerer.invalid(ctx, "case needs at least one branch");
   std::vector<int> outs;
-  for (const TensorType& t : ctx.out_types) outs.push_back(newSlot(t));
+  for (const TensorType& t : ctx.out_types) outs.push_back(lowerer.newSlot(t));
   auto node = std::make_unique<Node>();
   node->kind = NodeKind::Switch;
   node->name = op.mlir;
   node->slot = ctx.in[0];
   node->cost = decisionCost();
-  use(ctx.in[0]);
+  lowerer.use(ctx.in[0]);
   for (size_t b = 0; b < op.regions.size(); ++b) {
     const Region& r = op.regions[b];
-    if (!r.params.empty()) invalid(ctx, "case branches take no parameters");
+    if (!r.params.empty()) lowerer.invalid(ctx, "case branches take no parameters");
     auto seq = std::make_unique<Node>();
     seq->name = "branch " + std::to_string(b);
-    std::vector<int> res = lowerRegion(r, env, seq.get());
-    if (res.size() != outs.size()) invalid(ctx, "branch " + std::to_string(b) + " returns the wrong number of values");
+    std::vector<int> res = lowerer.lowerRegion(r, env, seq.get());
+    if (res.size() != outs.size())
+      lowerer.invalid(ctx, "branch " + std::to_string(b) + " returns the wrong number of values");
     std::vector<std::pair<int, int>> copies;
     for (size_t i = 0; i < res.size(); ++i) {
-      if (!sameLayout(graph().slots[static_cast<size_t>(res[i])].type, ctx.out_types[i]))
-        invalid(ctx, "branch " + std::to_string(b) + " result " + std::to_string(i) + " has the wrong type");
+      if (!sameLayout(lowerer.graph().slots[static_cast<size_t>(res[i])].type, ctx.out_types[i]))
+        lowerer.invalid(ctx, "branch " + std::to_string(b) + " result " + std::to_string(i) + " has the wrong type");
       copies.emplace_back(res[i], outs[i]);
     }
-    emitCopy(seq.get(), copies, "case.result");
+    lowerer.emitCopy(seq.get(), copies, "case.result");
     node->children.push_back(std::move(seq));
   }
   ctx.seq->children.push_back(std::move(node));

@@ -15,6 +15,7 @@
 
 #include "ipu/cost_model.h"
 #include "ipu/dtype.h"
+#include "ipu/handlers.h"
 #include "ipu/lowering.h"
 #include "ipu/matmul.h"
 
@@ -269,15 +270,15 @@ class ConvKernel : public Kernel {
 
 }  // namespace
 
-std::vector<int> Lowerer::lowerConv(OpContext& ctx) {
+std::vector<int> lowerConv(Lowerer& lowerer, OpContext& ctx) {
   const Op& op = *ctx.op;
   const TensorType& lhs = ctx.in_types[0];
   const TensorType& rhs = ctx.in_types[1];
-  if (ctx.out_types.size() != 1) invalid(ctx, "expected one result");
+  if (ctx.out_types.size() != 1) lowerer.invalid(ctx, "expected one result");
   const TensorType& out = ctx.out_types[0];
   const size_t rank = lhs.shape.size();
   if (rank < 2 || rhs.shape.size() != rank || out.shape.size() != rank)
-    invalid(ctx, "input, kernel and result must have one rank of at least 2");
+    lowerer.invalid(ctx, "input, kernel and result must have one rank of at least 2");
   const int64_t S = static_cast<int64_t>(rank) - 2;
   auto dim = [&](const char* name) { return attrInt(op, name); };
   auto dims = [&](const char* name) { return attrInts(op, name); };
@@ -292,10 +293,10 @@ std::vector<int> Lowerer::lowerConv(OpContext& ctx) {
     all.push_back(a);
     all.push_back(b);
     if (static_cast<int64_t>(sp.size()) != S)
-      invalid(ctx, std::string(what) + " spatial dimensions do not match the rank");
+      lowerer.invalid(ctx, std::string(what) + " spatial dimensions do not match the rank");
     for (int64_t d : all) {
       if (d < 0 || d >= static_cast<int64_t>(rank) || used[static_cast<size_t>(d)])
-        invalid(ctx, std::string(what) + " dimension numbers are out of range or repeated");
+        lowerer.invalid(ctx, std::string(what) + " dimension numbers are out of range or repeated");
       used[static_cast<size_t>(d)] = true;
     }
   };
@@ -306,7 +307,7 @@ std::vector<int> Lowerer::lowerConv(OpContext& ctx) {
     std::vector<int64_t> v = attrInts(op, name, false);
     if (v.empty() && S > 0) v.assign(static_cast<size_t>(S), dflt);
     if (static_cast<int64_t>(v.size()) != S)
-      invalid(ctx, std::string(name) + " must have one entry per spatial dimension");
+      lowerer.invalid(ctx, std::string(name) + " must have one entry per spatial dimension");
     return v;
   };
   ConvGeom g;
@@ -322,10 +323,11 @@ std::vector<int> Lowerer::lowerConv(OpContext& ctx) {
       ok = v.kind == json::Value::Kind::Bool || v.is_integer;
       if (ok) rev[d] = v.kind == json::Value::Kind::Bool ? v.boolean : v.integer != 0;
     }
-    if (!ok) invalid(ctx, "window_reversal must be one bool per spatial dimension");
+    if (!ok) lowerer.invalid(ctx, "window_reversal must be one bool per spatial dimension");
   }
   for (size_t d = 0; d < static_cast<size_t>(S); ++d) {
-    if (g.stride[d] < 1 || g.lhs_dil[d] < 1 || g.rhs_dil[d] < 1) invalid(ctx, "strides and dilations must be positive");
+    if (g.stride[d] < 1 || g.lhs_dil[d] < 1 || g.rhs_dil[d] < 1)
+      lowerer.invalid(ctx, "strides and dilations must be positive");
     g.reverse.push_back(rev[d] != 0);
   }
   std::vector<int64_t> pad_hi(static_cast<size_t>(S), 0);
@@ -337,19 +339,20 @@ std::vector<int> Lowerer::lowerConv(OpContext& ctx) {
       ok = pair.isArray() && pair.array.size() == 2 && pair.array[0].is_integer && pair.array[1].is_integer;
       if (ok) g.pad_lo[d] = pair.array[0].integer, pad_hi[d] = pair.array[1].integer;
     }
-    if (!ok) invalid(ctx, "padding must be one [low, high] pair of integers per spatial dimension");
+    if (!ok) lowerer.invalid(ctx, "padding must be one [low, high] pair of integers per spatial dimension");
   }
   g.fgc = attrInt(op, "feature_group_count");
   g.bgc = attrInt(op, "batch_group_count");
   if (g.fgc < 1 || g.bgc < 1 || (g.fgc > 1 && g.bgc > 1))
-    invalid(ctx, "feature_group_count and batch_group_count must be positive and not both above 1");
+    lowerer.invalid(ctx, "feature_group_count and batch_group_count must be positive and not both above 1");
   g.groups = g.fgc * g.bgc;
   const int64_t N = lhs.shape[static_cast<size_t>(ib)], C = lhs.shape[static_cast<size_t>(ifd)];
   g.cig = rhs.shape[static_cast<size_t>(ki)];
   const int64_t Co = rhs.shape[static_cast<size_t>(ko)];
-  if (C != g.cig * g.fgc) invalid(ctx, "input features must be kernel input features times feature_group_count");
-  if (Co % g.groups != 0) invalid(ctx, "kernel output features must divide by the group counts");
-  if (N % g.bgc != 0) invalid(ctx, "the input batch must divide by batch_group_count");
+  if (C != g.cig * g.fgc)
+    lowerer.invalid(ctx, "input features must be kernel input features times feature_group_count");
+  if (Co % g.groups != 0) lowerer.invalid(ctx, "kernel output features must divide by the group counts");
+  if (N % g.bgc != 0) lowerer.invalid(ctx, "the input batch must divide by batch_group_count");
   g.cog = Co / g.groups;
   g.in_batch = N;
   g.out_batch = N / g.bgc;
@@ -370,8 +373,9 @@ std::vector<int> Lowerer::lowerConv(OpContext& ctx) {
     g.out_spatial *= o;
     g.k_spatial *= k;
   }
-  if (expect != out.shape) invalid(ctx, "the result shape should be " + mlirTensorType(dtypeName(out.dtype), expect));
-  if (lhs.dtype != rhs.dtype) unimplemented(ctx, "convolution needs operands of one element type");
+  if (expect != out.shape)
+    lowerer.invalid(ctx, "the result shape should be " + mlirTensorType(dtypeName(out.dtype), expect));
+  if (lhs.dtype != rhs.dtype) lowerer.unimplemented(ctx, "convolution needs operands of one element type");
   const std::vector<int64_t> ist = rowMajorStrides(lhs.shape), kst = rowMajorStrides(rhs.shape),
                              ost = rowMajorStrides(out.shape);
   g.is_b = ist[static_cast<size_t>(ib)], g.is_f = ist[static_cast<size_t>(ifd)];
@@ -383,17 +387,17 @@ std::vector<int> Lowerer::lowerConv(OpContext& ctx) {
     g.os_s.push_back(ost[static_cast<size_t>(osd[d])]);
   }
 
-  const int o = newSlot(out);
-  const int sw = newScratch(), sp = newScratch();
+  const int o = lowerer.newSlot(out);
+  const int sw = lowerer.newScratch(), sp = lowerer.newScratch();
   const DType dt = lhs.dtype;
-  const int workers = device().num_worker_contexts;
-  const TileMapping omap = graph().slots[static_cast<size_t>(o)].mapping;
+  const int workers = lowerer.device().num_worker_contexts;
+  const TileMapping omap = lowerer.graph().slots[static_cast<size_t>(o)].mapping;
   const int64_t in_bytes = static_cast<int64_t>(dtypeSize(dt));
   const int64_t acc_bytes = static_cast<int64_t>(dtypeSize(dtypeInfo(dt).acc));
   const int64_t M = g.M(), K = g.K(), Ng = g.cog, G = g.groups;
-  const MatmulPlan plan =
-      planMatmul(G, M, Ng, K, dt, in_bytes, acc_bytes, device().num_tiles, workers, device().exchange_bytes_per_cycle,
-                 omap.per_tile, omap.tilesUsed(), static_cast<int64_t>(device().bytes_per_tile / 2));
+  const MatmulPlan plan = planMatmul(G, M, Ng, K, dt, in_bytes, acc_bytes, lowerer.device().num_tiles, workers,
+                                     lowerer.device().exchange_bytes_per_cycle, omap.per_tile, omap.tilesUsed(),
+                                     static_cast<int64_t>(lowerer.device().bytes_per_tile / 2));
   const int64_t kparts = K > 0 ? plan.k.parts : 1, kblock = K > 0 ? plan.k.block : 0;
   const int64_t P = std::max<int64_t>(1, plan.blocks());
 
@@ -403,16 +407,17 @@ std::vector<int> Lowerer::lowerConv(OpContext& ctx) {
     kernel = std::make_unique<K>(ctx.in[0], ctx.in[1], o, g, kparts, kblock, P, sw, sp);
   });
   if (!kernel)
-    unimplemented(ctx, std::string("convolution needs a result of its operands' element type, or a wider one of the "
-                                   "same kind (preferred_element_type); not ") +
-                           dtypeName(dt) + " -> " + dtypeName(out.dtype));
+    lowerer.unimplemented(ctx,
+                          std::string("convolution needs a result of its operands' element type, or a wider one of the "
+                                      "same kind (preferred_element_type); not ") +
+                              dtypeName(dt) + " -> " + dtypeName(out.dtype));
 
   std::vector<Superstep> steps;
   const int64_t outs = out.numElements();
   if (outs > 0) {
     // Superstep 1: block p = (group, M block, N block, K block). It receives the input elements its windows read
     // (about mb rows' share of the input plane per input feature of its K block; at most mb * kb) and its kernel block.
-    const size_t tiles = static_cast<size_t>(device().num_tiles);
+    const size_t tiles = static_cast<size_t>(lowerer.device().num_tiles);
     std::vector<int64_t> recv1(tiles, 0), part(tiles, 0), recv2(tiles, 0), macs(tiles, 0), bouts(tiles, 0);
     int64_t in_spatial = 1;
     for (int64_t s : g.in_size) in_spatial *= s;
@@ -438,31 +443,32 @@ std::vector<int> Lowerer::lowerConv(OpContext& ctx) {
       part[t] = nb * mb * nn * acc_bytes;
     }
     for (int t = 0; t < omap.tilesUsed(); ++t) recv2[static_cast<size_t>(t)] = omap.elementsOn(t) * kparts * acc_bytes;
-    const size_t mark = pending_.transient.size();
+    const size_t mark = lowerer.pendingStep().transient.size();
     TileMapping blocks;
     blocks.num_elements = P;
     blocks.per_tile = 1;
-    steps.push_back(superstep(std::string("conv<") + dtypeName(dt) + ">", blocks, recv1, [&](int t, int64_t) {
+    steps.push_back(lowerer.superstep(std::string("conv<") + dtypeName(dt) + ">", blocks, recv1, [&](int t, int64_t) {
       return cost::matmul(dt, bouts[static_cast<size_t>(t)], macs[static_cast<size_t>(t)], workers);
     }));
     steps.back().cost_weight =
         static_cast<double>(std::max<int64_t>(1, G * M * Ng / P * std::max<int64_t>(1, K / kparts)));
     const DType rdt = dtypeInfo(dt).acc;
-    steps.push_back(superstep(std::string("convReduce<") + dtypeName(dt) + ">", omap, recv2, [&](int, int64_t e) {
-      return kparts > 1 ? cost::reduce(rdt, e * kparts, e, workers) : cost::copy(e * acc_bytes, workers);
-    }));
+    steps.push_back(
+        lowerer.superstep(std::string("convReduce<") + dtypeName(dt) + ">", omap, recv2, [&](int, int64_t e) {
+          return kparts > 1 ? cost::reduce(rdt, e * kparts, e, workers) : cost::copy(e * acc_bytes, workers);
+        }));
     steps.back().cost_weight = static_cast<double>(kparts + g.rank + 2);
     // Memory: superstep 1 holds the received windows and kernel block and the partial; superstep 2 the partial and
     // the partials received.
-    pending_.transient.resize(mark);
+    lowerer.pendingStep().transient.resize(mark);
     for (size_t t = 0; t < tiles; ++t) {
       const int64_t bytes = std::max(recv1[t] + part[t], part[t] + recv2[t]);
-      if (bytes > 0) pending_.transient.emplace_back(static_cast<int>(t), bytes);
+      if (bytes > 0) lowerer.pendingStep().transient.emplace_back(static_cast<int>(t), bytes);
     }
   }
   const double flops =
       2.0 * static_cast<double>(G) * static_cast<double>(M) * static_cast<double>(Ng) * static_cast<double>(K);
-  emitExecute(ctx, std::move(kernel), std::move(steps), {o}, isFloat(dt) ? flops : 0);
+  lowerer.emitExecute(ctx, std::move(kernel), std::move(steps), {o}, isFloat(dt) ? flops : 0);
   return {o};
 }
 

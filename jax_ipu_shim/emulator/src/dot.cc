@@ -13,6 +13,7 @@
 #include "ipu/cost_model.h"
 #include "ipu/cpu_features.h"
 #include "ipu/dtype.h"
+#include "ipu/handlers.h"
 #include "ipu/lowering.h"
 #include "ipu/matmul.h"
 
@@ -559,18 +560,18 @@ class DotKernel : public Kernel {
 
 }  // namespace
 
-std::vector<int> Lowerer::lowerDot(OpContext& ctx) {
+std::vector<int> lowerDot(Lowerer& lowerer, OpContext& ctx) {
   const Op& op = *ctx.op;
   const TensorType& lhs = ctx.in_types[0];
   const TensorType& rhs = ctx.in_types[1];
-  if (ctx.out_types.size() != 1) invalid(ctx, "expected one result");
+  if (ctx.out_types.size() != 1) lowerer.invalid(ctx, "expected one result");
   const TensorType& out = ctx.out_types[0];
   const std::vector<int64_t> lb = attrInts(op, "lhs_batching_dimensions", false);
   const std::vector<int64_t> rb = attrInts(op, "rhs_batching_dimensions", false);
   const std::vector<int64_t> lc = attrInts(op, "lhs_contracting_dimensions", false);
   const std::vector<int64_t> rc = attrInts(op, "rhs_contracting_dimensions", false);
   if (lb.size() != rb.size() || lc.size() != rc.size())
-    invalid(ctx, "batching and contracting dimensions must pair up");
+    lowerer.invalid(ctx, "batching and contracting dimensions must pair up");
 
   auto layout = [&](const TensorType& t, const std::vector<int64_t>& batch, const std::vector<int64_t>& contract,
                     bool contract_last, std::vector<int64_t>* free) {
@@ -578,7 +579,7 @@ std::vector<int> Lowerer::lowerDot(OpContext& ctx) {
     for (const auto* list : {&batch, &contract})
       for (int64_t d : *list) {
         if (d < 0 || d >= static_cast<int64_t>(t.shape.size()) || used[static_cast<size_t>(d)])
-          invalid(ctx, "dimension numbers are out of range or repeated");
+          lowerer.invalid(ctx, "dimension numbers are out of range or repeated");
         used[static_cast<size_t>(d)] = true;
       }
     for (size_t d = 0; d < t.shape.size(); ++d)
@@ -599,13 +600,13 @@ std::vector<int> Lowerer::lowerDot(OpContext& ctx) {
   std::vector<int64_t> expect;
   for (size_t i = 0; i < lb.size(); ++i) {
     const int64_t s = lhs.shape[static_cast<size_t>(lb[i])];
-    if (s != rhs.shape[static_cast<size_t>(rb[i])]) invalid(ctx, "batch dimension sizes differ");
+    if (s != rhs.shape[static_cast<size_t>(rb[i])]) lowerer.invalid(ctx, "batch dimension sizes differ");
     batch *= s;
     expect.push_back(s);
   }
   for (size_t i = 0; i < lc.size(); ++i) {
     const int64_t s = lhs.shape[static_cast<size_t>(lc[i])];
-    if (s != rhs.shape[static_cast<size_t>(rc[i])]) invalid(ctx, "contracting dimension sizes differ");
+    if (s != rhs.shape[static_cast<size_t>(rc[i])]) lowerer.invalid(ctx, "contracting dimension sizes differ");
     k *= s;
   }
   for (int64_t d : lfree) {
@@ -616,14 +617,15 @@ std::vector<int> Lowerer::lowerDot(OpContext& ctx) {
     n *= rhs.shape[static_cast<size_t>(d)];
     expect.push_back(rhs.shape[static_cast<size_t>(d)]);
   }
-  if (expect != out.shape) invalid(ctx, "the result shape should be " + mlirTensorType(dtypeName(out.dtype), expect));
-  if (lhs.dtype != rhs.dtype) unimplemented(ctx, "dot_general needs operands of one element type");
+  if (expect != out.shape)
+    lowerer.invalid(ctx, "the result shape should be " + mlirTensorType(dtypeName(out.dtype), expect));
+  if (lhs.dtype != rhs.dtype) lowerer.unimplemented(ctx, "dot_general needs operands of one element type");
 
-  const int o = newSlot(out);
-  const int sl = newScratch(), sr = newScratch(), sp = newScratch();
+  const int o = lowerer.newSlot(out);
+  const int sl = lowerer.newScratch(), sr = lowerer.newScratch(), sp = lowerer.newScratch();
   const DType dt = lhs.dtype;
-  const int workers = device().num_worker_contexts;
-  const TileMapping omap = graph().slots[static_cast<size_t>(o)].mapping;
+  const int workers = lowerer.device().num_worker_contexts;
+  const TileMapping omap = lowerer.graph().slots[static_cast<size_t>(o)].mapping;
   const int64_t in_bytes = static_cast<int64_t>(dtypeSize(dt));
   const int64_t acc_bytes = static_cast<int64_t>(dtypeSize(dtypeInfo(dt).acc));
 
@@ -634,12 +636,12 @@ std::vector<int> Lowerer::lowerDot(OpContext& ctx) {
                  dt,
                  in_bytes,
                  acc_bytes,
-                 device().num_tiles,
+                 lowerer.device().num_tiles,
                  workers,
-                 device().exchange_bytes_per_cycle,
+                 lowerer.device().exchange_bytes_per_cycle,
                  omap.per_tile,
                  omap.tilesUsed(),
-                 static_cast<int64_t>(device().bytes_per_tile / 2)};
+                 static_cast<int64_t>(lowerer.device().bytes_per_tile / 2)};
   const DotPlan plan = choosePlan(pin);
 
   std::unique_ptr<Kernel> kernel;
@@ -648,20 +650,21 @@ std::vector<int> Lowerer::lowerDot(OpContext& ctx) {
     kernel = std::make_unique<K>(ctx.in[0], ctx.in[1], o, ll, rl, plan, sl, sr, sp);
   });
   if (!kernel)
-    unimplemented(ctx, std::string("dot_general needs a result of its operands' element type, or a wider one of the "
-                                   "same kind (preferred_element_type); not ") +
-                           dtypeName(dt) + " -> " + dtypeName(out.dtype));
+    lowerer.unimplemented(ctx,
+                          std::string("dot_general needs a result of its operands' element type, or a wider one of the "
+                                      "same kind (preferred_element_type); not ") +
+                              dtypeName(dt) + " -> " + dtypeName(out.dtype));
 
   std::vector<Superstep> steps;
   const int64_t outs = batch * m * n;
   if (outs > 0) {
     // Superstep 1: tile p computes block p. It receives the parts of its lhs and rhs blocks it does not hold (an
     // operand already in canonical layout is read in place where the tile has it) and keeps an f32 partial block.
-    const TileMapping lmap = graph().slots[static_cast<size_t>(ctx.in[0])].mapping;
-    const TileMapping rmap = graph().slots[static_cast<size_t>(ctx.in[1])].mapping;
+    const TileMapping lmap = lowerer.graph().slots[static_cast<size_t>(ctx.in[0])].mapping;
+    const TileMapping rmap = lowerer.graph().slots[static_cast<size_t>(ctx.in[1])].mapping;
     const bool l_local = ll.identity(), r_local = rl.identity();
     const int64_t P = plan.blocks();
-    const size_t tiles = static_cast<size_t>(device().num_tiles);
+    const size_t tiles = static_cast<size_t>(lowerer.device().num_tiles);
     std::vector<int64_t> recv1(tiles, 0), part(tiles, 0), recv2(tiles, 0), macs(tiles, 0), bouts(tiles, 0);
     for (int64_t p = 0; p < P; ++p) {
       const int t = static_cast<int>(p);
@@ -693,11 +696,11 @@ std::vector<int> Lowerer::lowerDot(OpContext& ctx) {
       recv2[static_cast<size_t>(t)] = ((hi - lo) * plan.k.parts - local) * acc_bytes;
       second = second || recv2[static_cast<size_t>(t)] > 0;
     }
-    const size_t mark = pending_.transient.size();
+    const size_t mark = lowerer.pendingStep().transient.size();
     TileMapping blocks;
     blocks.num_elements = P;
     blocks.per_tile = 1;
-    steps.push_back(superstep(std::string("matmul<") + dtypeName(dt) + ">", blocks, recv1, [&](int t, int64_t) {
+    steps.push_back(lowerer.superstep(std::string("matmul<") + dtypeName(dt) + ">", blocks, recv1, [&](int t, int64_t) {
       return cost::matmul(dt, bouts[static_cast<size_t>(t)], macs[static_cast<size_t>(t)], workers);
     }));
     steps.back().cost_weight =
@@ -705,7 +708,7 @@ std::vector<int> Lowerer::lowerDot(OpContext& ctx) {
     if (second) {
       const int64_t pk = plan.k.parts;
       const DType rdt = dtypeInfo(dt).acc;
-      steps.push_back(superstep(
+      steps.push_back(lowerer.superstep(
           std::string("matmulReduce<") + dtypeName(dt) + ">", omap, recv2,
           [&](int, int64_t e) {
             return pk > 1 ? cost::reduce(rdt, e * pk, e, workers) : cost::copy(e * acc_bytes, workers);
@@ -714,16 +717,16 @@ std::vector<int> Lowerer::lowerDot(OpContext& ctx) {
       steps.back().cost_weight = static_cast<double>(pk);
     }
     // Memory: while superstep 1 runs a tile holds its received blocks and its partial; during superstep 2 the
-    // partial and the partials it receives. (superstep() recorded only the receive buffers.)
-    pending_.transient.resize(mark);
+    // partial and the partials it receives. (lowerer.superstep() recorded only the receive buffers.)
+    lowerer.pendingStep().transient.resize(mark);
     for (size_t t = 0; t < tiles; ++t) {
       const int64_t bytes = std::max(recv1[t] + part[t], (part[t] + recv2[t]) * (second ? 1 : 0));
-      if (bytes > 0) pending_.transient.emplace_back(static_cast<int>(t), bytes);
+      if (bytes > 0) lowerer.pendingStep().transient.emplace_back(static_cast<int>(t), bytes);
     }
   }
   const double flops =
       2.0 * static_cast<double>(batch) * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  emitExecute(ctx, std::move(kernel), std::move(steps), {o}, isFloat(dt) ? flops : 0);
+  lowerer.emitExecute(ctx, std::move(kernel), std::move(steps), {o}, isFloat(dt) ? flops : 0);
   return {o};
 }
 

@@ -14,6 +14,7 @@
 #include "ipu/cost_model.h"
 #include "ipu/cpu_features.h"
 #include "ipu/dtype.h"
+#include "ipu/handlers.h"
 #include "ipu/kernels.h"
 #include "ipu/lowering.h"
 #include "ipu/scalar_ops.h"
@@ -234,9 +235,9 @@ Member describe(const Lowerer& lowerer, const OpContext& ctx) {
 
 }  // namespace
 
-std::vector<int> Lowerer::lowerElementwise(OpContext& ctx) {
+std::vector<int> lowerElementwise(Lowerer& lowerer, OpContext& ctx) {
   std::vector<OpContext> group{ctx};
-  return {lowerElementwiseGroup(group)};
+  return {lowerer.lowerElementwiseGroup(group)};
 }
 
 // Cycles of the fused vertex, and what fusion saves on the IPU. Each op on its own is a compute set: a sync, the

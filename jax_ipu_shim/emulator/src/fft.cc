@@ -15,6 +15,7 @@
 
 #include "ipu/cost_model.h"
 #include "ipu/dtype.h"
+#include "ipu/handlers.h"
 #include "ipu/lowering.h"
 
 namespace ipu {
@@ -173,9 +174,9 @@ double transformFlops(int64_t n) {
 
 }  // namespace
 
-std::vector<int> Lowerer::lowerFft(OpContext& ctx) {
+std::vector<int> lowerFft(Lowerer& lowerer, OpContext& ctx) {
   const TensorType& in = ctx.in_types[0];
-  if (ctx.out_types.size() != 1) invalid(ctx, "fft has one result");
+  if (ctx.out_types.size() != 1) lowerer.invalid(ctx, "fft has one result");
   const TensorType& out = ctx.out_types[0];
   const std::string type_name = attrString(*ctx.op, "fft_type");
   FftType type;
@@ -183,12 +184,12 @@ std::vector<int> Lowerer::lowerFft(OpContext& ctx) {
   else if (type_name == "IFFT") type = FftType::IFFT;
   else if (type_name == "RFFT") type = FftType::RFFT;
   else if (type_name == "IRFFT") type = FftType::IRFFT;
-  else invalid(ctx, "unknown fft_type '" + type_name + "' (FFT, IFFT, RFFT or IRFFT)");
+  else lowerer.invalid(ctx, "unknown fft_type '" + type_name + "' (FFT, IFFT, RFFT or IRFFT)");
   const std::vector<int64_t> len = attrInts(*ctx.op, "fft_length");
   if (len.empty() || len.size() > 3 || len.size() > in.shape.size())
-    invalid(ctx, "fft_length must name 1 to 3 innermost dimensions of the operand");
+    lowerer.invalid(ctx, "fft_length must name 1 to 3 innermost dimensions of the operand");
   for (int64_t l : len)  // a length of 0 transforms empty arrays into empty arrays, as XLA does
-    if (l < 0) invalid(ctx, "fft_length entries must not be negative");
+    if (l < 0) lowerer.invalid(ctx, "fft_length entries must not be negative");
   const size_t r = len.size(), rank = in.shape.size();
   // Shapes: the batch dims are shared; the transformed dims are fft_length, except the innermost of the half
   // spectrum (RFFT's result, IRFFT's operand): len/2+1.
@@ -200,11 +201,11 @@ std::vector<int> Lowerer::lowerFft(OpContext& ctx) {
   const std::vector<int64_t>& want_in = type == FftType::IRFFT ? half : full;
   const std::vector<int64_t>& want_out = type == FftType::RFFT ? half : full;
   if (in.shape != want_in || in.dtype != (real_in ? DType::F32 : DType::C64))
-    invalid(ctx, "the operand must be " + TensorType{real_in ? DType::F32 : DType::C64, want_in}.str() + " for " +
-                     type_name);
+    lowerer.invalid(ctx, "the operand must be " + TensorType{real_in ? DType::F32 : DType::C64, want_in}.str() +
+                             " for " + type_name);
   if (out.shape != want_out || out.dtype != (real_out ? DType::F32 : DType::C64))
-    invalid(ctx, "the result must be " + TensorType{real_out ? DType::F32 : DType::C64, want_out}.str() + " for " +
-                     type_name);
+    lowerer.invalid(ctx, "the result must be " + TensorType{real_out ? DType::F32 : DType::C64, want_out}.str() +
+                             " for " + type_name);
 
   int64_t n = 1;
   for (int64_t l : len) n *= l;
@@ -212,14 +213,14 @@ std::vector<int> Lowerer::lowerFft(OpContext& ctx) {
   const int64_t in_per = in.numElements() / std::max<int64_t>(1, batch),
                 out_per = out.numElements() / std::max<int64_t>(1, batch);
   const int64_t in_eb = static_cast<int64_t>(dtypeSize(in.dtype)), out_eb = static_cast<int64_t>(dtypeSize(out.dtype));
-  const int tiles = device().num_tiles;
+  const int tiles = lowerer.device().num_tiles;
   // whole transforms per tile; the result is mapped with them
   const TileMapping work =
       TileMapping::linear(batch, static_cast<size_t>(std::max<int64_t>(1, out_per * out_eb)), tiles);
-  const int o = newSlot(out);
-  graph().slots[static_cast<size_t>(o)].mapping.per_tile = std::max<int64_t>(1, work.per_tile * out_per);
+  const int o = lowerer.newSlot(out);
+  lowerer.graph().slots[static_cast<size_t>(o)].mapping.per_tile = std::max<int64_t>(1, work.per_tile * out_per);
   std::vector<int64_t> recv(static_cast<size_t>(tiles), 0);
-  const TileMapping& in_map = graph().slots[static_cast<size_t>(ctx.in[0])].mapping;
+  const TileMapping& in_map = lowerer.graph().slots[static_cast<size_t>(ctx.in[0])].mapping;
   for (int t = 0; t < work.tilesUsed(); ++t) {
     const int64_t b = work.begin(t) * in_per, e = work.end(t) * in_per;
     recv[static_cast<size_t>(t)] += (e - b - in_map.overlap(t, b, e)) * in_eb;
@@ -229,18 +230,18 @@ std::vector<int> Lowerer::lowerFft(OpContext& ctx) {
   for (int64_t l : len)
     if (l > 0) flops += static_cast<double>(n / l) * transformFlops(l);
   if (real_in || real_out) flops *= 0.5;
-  const int workers = device().num_worker_contexts;
+  const int workers = lowerer.device().num_worker_contexts;
   std::vector<Superstep> steps;
   if (batch > 0 && n > 0) {
-    steps.push_back(superstep(std::string("fft<") + type_name + ">", work, recv, [&](int, int64_t m) {
+    steps.push_back(lowerer.superstep(std::string("fft<") + type_name + ">", work, recv, [&](int, int64_t m) {
       // the tile's transforms are shared among its workers; flops at the f32 vector rate (one flop per element of
       // an f32 vector op)
       return cost::elementwise(OpKind::Multiply, DType::F32, static_cast<int64_t>(flops) * m, workers);
     }));
     steps.back().cost_weight = std::max(1.0, flops / static_cast<double>(std::max<int64_t>(1, out_per)));
   }
-  emitExecute(ctx, std::make_unique<FftKernel>(ctx.in[0], o, type, len), std::move(steps), {o},
-              flops * static_cast<double>(batch));
+  lowerer.emitExecute(ctx, std::make_unique<FftKernel>(ctx.in[0], o, type, len), std::move(steps), {o},
+                      flops * static_cast<double>(batch));
   return {o};
 }
 

@@ -13,6 +13,7 @@
 
 #include "ipu/cost_model.h"
 #include "ipu/dtype.h"
+#include "ipu/handlers.h"
 #include "ipu/lowering.h"
 #include "ipu/numerics.h"
 #include "ipu/scalar_ops.h"
@@ -287,48 +288,49 @@ std::string list(const std::vector<int64_t>& v) {
 
 }  // namespace
 
-std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
+std::vector<int> lowerGatherScatter(Lowerer& lowerer, OpContext& ctx) {
   const Op& op = *ctx.op;
   const bool is_gather = ctx.info->kind == OpKind::Gather;
   if (!is_gather && ctx.in.size() != 3)
-    unimplemented(ctx, "scatter is implemented for one operand and one updates tensor (not variadic)");
-  if (ctx.out_types.size() != 1) invalid(ctx, "expected one result");
+    lowerer.unimplemented(ctx, "scatter is implemented for one operand and one updates tensor (not variadic)");
+  if (ctx.out_types.size() != 1) lowerer.invalid(ctx, "expected one result");
   const TensorType& x = ctx.in_types[0];
   const TensorType& ind = ctx.in_types[1];
   const TensorType& out = ctx.out_types[0];
   const int64_t rank = static_cast<int64_t>(x.shape.size());
   if (!isInteger(ind.dtype))
-    unimplemented(ctx, std::string(ctx.info->name) + " is implemented for i32 and u32 indices");
-  if (out.dtype != x.dtype) invalid(ctx, "the result's element type differs from the operand's");
+    lowerer.unimplemented(ctx, std::string(ctx.info->name) + " is implemented for i32 and u32 indices");
+  if (out.dtype != x.dtype) lowerer.invalid(ctx, "the result's element type differs from the operand's");
   const int64_t ivd = attrInt(op, "index_vector_dim");
   const int64_t ind_rank = static_cast<int64_t>(ind.shape.size());
-  if (ivd < 0 || ivd > ind_rank) invalid(ctx, "index_vector_dim " + std::to_string(ivd) + " is out of range");
+  if (ivd < 0 || ivd > ind_rank) lowerer.invalid(ctx, "index_vector_dim " + std::to_string(ivd) + " is out of range");
   const int64_t k_len = ivd < ind_rank ? ind.shape[static_cast<size_t>(ivd)] : 1;
   const std::vector<int64_t> x_strides = rowMajorStrides(x.shape);
   const int64_t eb = static_cast<int64_t>(dtypeSize(x.dtype));
-  const int workers = device().num_worker_contexts;
+  const int workers = lowerer.device().num_worker_contexts;
 
   StartPlan plan;
   plan.indices = ctx.in[1];
-  plan.scratch = newScratch();
+  plan.scratch = lowerer.newScratch();
   plan.layout = indexLayout(ind, ivd);
   plan.operand_strides = x_strides;
   plan.clamp = is_gather;
-  if (!is_gather) plan.windows = newScratch();
+  if (!is_gather) plan.windows = lowerer.newScratch();
   const char* map_name = is_gather ? "start_index_map" : "scatter_dims_to_operand_dims";
   plan.dims_map = attrInts(op, map_name);
   if (static_cast<int64_t>(plan.dims_map.size()) != k_len)
-    invalid(ctx, std::string(map_name) + " " + list(plan.dims_map) + " must have one entry per index component (" +
-                     std::to_string(k_len) + ")");
+    lowerer.invalid(ctx, std::string(map_name) + " " + list(plan.dims_map) +
+                             " must have one entry per index component (" + std::to_string(k_len) + ")");
   for (size_t k = 0; k < plan.dims_map.size(); ++k)
     if (plan.dims_map[k] < 0 || plan.dims_map[k] >= rank ||
         contains({plan.dims_map.begin(), plan.dims_map.begin() + static_cast<std::ptrdiff_t>(k)}, plan.dims_map[k]))
-      invalid(ctx, std::string(map_name) + " " + list(plan.dims_map) + " has an out-of-range or repeated dimension");
+      lowerer.invalid(ctx,
+                      std::string(map_name) + " " + list(plan.dims_map) + " has an out-of-range or repeated dimension");
 
-  const int o = is_gather ? newSlot(out) : newSlotLike(out, ctx.in[0]);
-  const TileMapping work = graph().slots[static_cast<size_t>(o)].mapping;
+  const int o = is_gather ? lowerer.newSlot(out) : lowerer.newSlotLike(out, ctx.in[0]);
+  const TileMapping work = lowerer.graph().slots[static_cast<size_t>(o)].mapping;
   const int64_t n = out.numElements();
-  std::vector<int64_t> recv(static_cast<size_t>(device().num_tiles), 0);
+  std::vector<int64_t> recv(static_cast<size_t>(lowerer.device().num_tiles), 0);
   std::unique_ptr<Kernel> kernel;
   std::vector<Superstep> steps;
   double flops = 0;
@@ -339,20 +341,20 @@ std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
     const std::vector<int64_t> sizes = attrInts(op, "slice_sizes");
     const int64_t out_rank = static_cast<int64_t>(out.shape.size());
     if (static_cast<int64_t>(sizes.size()) != rank)
-      invalid(ctx, "slice_sizes " + list(sizes) + " must have one entry per operand dimension");
+      lowerer.invalid(ctx, "slice_sizes " + list(sizes) + " must have one entry per operand dimension");
     if (!sortedUnique(collapsed, rank))
-      invalid(ctx, "collapsed_slice_dims " + list(collapsed) + " must be sorted, unique operand dimensions");
+      lowerer.invalid(ctx, "collapsed_slice_dims " + list(collapsed) + " must be sorted, unique operand dimensions");
     if (!sortedUnique(offset_dims, out_rank))
-      invalid(ctx, "offset_dims " + list(offset_dims) + " must be sorted, unique result dimensions");
+      lowerer.invalid(ctx, "offset_dims " + list(offset_dims) + " must be sorted, unique result dimensions");
     if (static_cast<int64_t>(offset_dims.size() + collapsed.size()) != rank)
-      invalid(ctx, "offset_dims and collapsed_slice_dims must together cover the operand's dimensions");
+      lowerer.invalid(ctx, "offset_dims and collapsed_slice_dims must together cover the operand's dimensions");
     if (out_rank != static_cast<int64_t>(plan.layout.batch_shape.size() + offset_dims.size()))
-      invalid(ctx, "the result's rank is not the batch rank plus the number of offset_dims");
+      lowerer.invalid(ctx, "the result's rank is not the batch rank plus the number of offset_dims");
     for (int64_t d = 0; d < rank; ++d) {
       const int64_t sz = sizes[static_cast<size_t>(d)];
       if (sz < 0 || sz > x.shape[static_cast<size_t>(d)])
-        invalid(ctx, "slice_sizes " + list(sizes) + " do not fit the operand");
-      if (contains(collapsed, d) && sz != 1) invalid(ctx, "collapsed_slice_dims must have slice size 1");
+        lowerer.invalid(ctx, "slice_sizes " + list(sizes) + " do not fit the operand");
+      if (contains(collapsed, d) && sz != 1) lowerer.invalid(ctx, "collapsed_slice_dims must have slice size 1");
       plan.limit.push_back(x.shape[static_cast<size_t>(d)] - sz);
     }
     // Result dims: offset dims take the non-collapsed operand dims in order, batch dims the indices' batch dims.
@@ -373,7 +375,7 @@ std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
         ++next_batch;
       }
       if (out.shape[static_cast<size_t>(d)] != expect)
-        invalid(ctx, "result dimension " + std::to_string(d) + " should have size " + std::to_string(expect));
+        lowerer.invalid(ctx, "result dimension " + std::to_string(d) + " should have size " + std::to_string(expect));
     }
     kernel = [&]() -> std::unique_ptr<Kernel> {
       switch (eb) {
@@ -388,7 +390,7 @@ std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
     if (n > 0 && plan.layout.count > 0) {
       const std::vector<int64_t> zero(static_cast<size_t>(out_rank), 0);
       for (int64_t k = 0; k < k_len; ++k)
-        exchangeGather(&recv, work, ctx.in[1], [&](int64_t i) {
+        lowerer.exchangeGather(&recv, work, ctx.in[1], [&](int64_t i) {
           DualWalker w(out.shape, bstr, zero, i);  // w.a: the batch position of element i
           int64_t at = k * plan.layout.k_stride, g = w.a;
           for (size_t d = plan.layout.batch_shape.size(); d-- > 0;) {
@@ -399,23 +401,23 @@ std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
         });
     }
     if (n > 0)
-      steps.push_back(superstep("gather<" + std::string(dtypeName(out.dtype)) + ">", work, recv,
-                                [&](int, int64_t m) { return cost::copy(m * eb, workers); }));
+      steps.push_back(lowerer.superstep("gather<" + std::string(dtypeName(out.dtype)) + ">", work, recv,
+                                        [&](int, int64_t m) { return cost::copy(m * eb, workers); }));
   } else {
     const TensorType& upd = ctx.in_types[2];
-    if (upd.dtype != x.dtype) invalid(ctx, "the updates' element type differs from the operand's");
-    if (out.shape != x.shape) invalid(ctx, "the result's shape differs from the operand's");
+    if (upd.dtype != x.dtype) lowerer.invalid(ctx, "the updates' element type differs from the operand's");
+    if (out.shape != x.shape) lowerer.invalid(ctx, "the result's shape differs from the operand's");
     const std::vector<int64_t> window_dims = attrInts(op, "update_window_dims");
     const std::vector<int64_t> inserted = attrInts(op, "inserted_window_dims");
     const int64_t upd_rank = static_cast<int64_t>(upd.shape.size());
     if (!sortedUnique(window_dims, upd_rank))
-      invalid(ctx, "update_window_dims " + list(window_dims) + " must be sorted, unique update dimensions");
+      lowerer.invalid(ctx, "update_window_dims " + list(window_dims) + " must be sorted, unique update dimensions");
     if (!sortedUnique(inserted, rank))
-      invalid(ctx, "inserted_window_dims " + list(inserted) + " must be sorted, unique operand dimensions");
+      lowerer.invalid(ctx, "inserted_window_dims " + list(inserted) + " must be sorted, unique operand dimensions");
     if (static_cast<int64_t>(window_dims.size() + inserted.size()) != rank)
-      invalid(ctx, "update_window_dims and inserted_window_dims must together cover the operand's dimensions");
+      lowerer.invalid(ctx, "update_window_dims and inserted_window_dims must together cover the operand's dimensions");
     if (upd_rank != static_cast<int64_t>(plan.layout.batch_shape.size() + window_dims.size()))
-      invalid(ctx, "the updates' rank is not the batch rank plus the number of update_window_dims");
+      lowerer.invalid(ctx, "the updates' rank is not the batch rank plus the number of update_window_dims");
     std::vector<int64_t> bstr(static_cast<size_t>(upd_rank), 0), wstr(static_cast<size_t>(upd_rank), 0);
     std::vector<int64_t> wsize(static_cast<size_t>(rank), 1);
     const std::vector<int64_t> batch_row = rowMajorStrides(plan.layout.batch_shape);
@@ -426,13 +428,14 @@ std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
       if (contains(window_dims, d)) {
         while (contains(inserted, next_operand)) ++next_operand;
         if (size > x.shape[static_cast<size_t>(next_operand)])
-          invalid(ctx, "update window dimension " + std::to_string(d) + " is larger than the operand's");
+          lowerer.invalid(ctx, "update window dimension " + std::to_string(d) + " is larger than the operand's");
         wsize[static_cast<size_t>(next_operand)] = size;
         wstr[static_cast<size_t>(d)] = x_strides[static_cast<size_t>(next_operand)];
         ++next_operand;
       } else {
         if (size != plan.layout.batch_shape[next_batch])
-          invalid(ctx, "update dimension " + std::to_string(d) + " does not match the indices' batch dimensions");
+          lowerer.invalid(ctx,
+                          "update dimension " + std::to_string(d) + " does not match the indices' batch dimensions");
         bstr[static_cast<size_t>(d)] = batch_row[next_batch];
         ++next_batch;
       }
@@ -443,8 +446,8 @@ std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
     std::string computation = attrString(op, "computation", "");
     const bool known = computation == "assign" || isReducer(computation);
     if (!computation.empty() && !known)
-      invalid(ctx, "unknown computation \"" + computation +
-                       "\" (expected assign, add, multiply, maximum, minimum, and, or)");
+      lowerer.invalid(ctx, "unknown computation \"" + computation +
+                               "\" (expected assign, add, multiply, maximum, minimum, and, or)");
     const DType dt = x.dtype;
     OpKind kind = OpKind::Add;
     if (computation == "assign") {
@@ -477,19 +480,19 @@ std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
       };
       // jaxlib 0.12's XLA:CPU computes a bf16 scatter's maximum/minimum in f32, reading denormals as zeros (its
       // elementwise bf16 maximum, native on an AVX512-FP16 host, keeps them)
-      const bool bf16_in_f32 = dt == DType::BF16 && numerics() == Numerics::Jaxlib012;
+      const bool bf16_in_f32 = dt == DType::BF16 && lowerer.numerics() == Numerics::Jaxlib012;
       using BF16 = scalar::FloatFormat<DType::BF16>;
       const scalar::Tag<Storage<DType::BF16>> bf16;
       if (bf16_in_f32 && kind == OpKind::Maximum) make(scalar::Half2<scalar::MaximumIeeeF, BF16>{}, bf16);
       else if (bf16_in_f32 && kind == OpKind::Minimum) make(scalar::Half2<scalar::MinimumIeeeF, BF16>{}, bf16);
       else if (!(isFloat(dt) && (kind == OpKind::And || kind == OpKind::Or)))
-        scalar::visitBinary<true>(kind, dt, numerics(), make);
+        scalar::visitBinary<true>(kind, dt, lowerer.numerics(), make);
     }
     ScalarProgram body;
     std::string codelet = "scatter" + computation;
     if (!kernel) {  // no computation attr, or one with no vector kernel for this type: the body, interpreted
-      if (op.regions.size() != 1) invalid(ctx, "scatter must have one update computation region");
-      body = compileBody(ctx, op.regions[0], {dt, dt}, {dt}, "in the update computation");
+      if (op.regions.size() != 1) lowerer.invalid(ctx, "scatter must have one update computation region");
+      body = lowerer.compileBody(ctx, op.regions[0], {dt, dt}, {dt}, "in the update computation");
       codelet = "scatter{" + body.summary() + "}";
       kernel = std::make_unique<BodyScatterKernel>(body, ctx.in[0], ctx.in[2], o, dtypeSize(dt), plan, upd.shape, bstr,
                                                    wstr);
@@ -497,7 +500,7 @@ std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
     codelet += "<" + std::string(dtypeName(dt)) + ">";
     // Exchange: the operand's share (local: the result is mapped like it), and the updates with their indices
     // estimated as landing evenly over the result's tiles (a tile receives its share of both).
-    exchangeSameIndex(&recv, work, ctx.in[0]);
+    lowerer.exchangeSameIndex(&recv, work, ctx.in[0]);
     const int64_t upd_n = upd.numElements();
     const int64_t moved = upd_n * eb + ind.numElements() * 4;
     for (int t = 0; t < work.tilesUsed() && work.tilesUsed() > 1; ++t)
@@ -505,7 +508,7 @@ std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
     const bool general = body.numInstructions() > 0 || computation.empty();
     const double body_cycles = body.cyclesPerElement();
     if (n > 0)
-      steps.push_back(superstep(codelet, work, recv, [&](int, int64_t m) {
+      steps.push_back(lowerer.superstep(codelet, work, recv, [&](int, int64_t m) {
         const int64_t share = (upd_n * m + n - 1) / n;
         const uint64_t combine = general ? cost::reduceBody(std::max(1.0, body_cycles), share, 0, workers)
                                  : computation == "assign" ? cost::copy(share * eb, workers)
@@ -518,7 +521,7 @@ std::vector<int> Lowerer::lowerGatherScatter(OpContext& ctx) {
             : (isFloat(dt) && computation != "assign") ? static_cast<double>(upd_n)
                                                        : 0;
   }
-  Node* node = emitExecute(ctx, std::move(kernel), std::move(steps), {o}, flops);
+  Node* node = lowerer.emitExecute(ctx, std::move(kernel), std::move(steps), {o}, flops);
   // A scatter reads each operand element only to write the same result element: it can update the operand in
   // place, as Poplar's multiUpdate/multiUpdateAdd do, when its indices and updates are other values.
   if (!is_gather && ctx.in[1] != ctx.in[0] && ctx.in[2] != ctx.in[0]) node->in_place.emplace_back(ctx.in[0], o);

@@ -11,6 +11,7 @@
 #include <cstdlib>
 
 #include "ipu/dtype.h"
+#include "ipu/handlers.h"
 #include "ipu/lowering.h"
 #include "ipu/tile.h"
 
@@ -129,26 +130,26 @@ HostIOUse hostIOUse(const Node& root) {
   return use;
 }
 
-std::vector<int> Lowerer::lowerHostIO(OpContext& ctx) {
+std::vector<int> lowerHostIO(Lowerer& lowerer, OpContext& ctx) {
   const Op& op = *ctx.op;
   const std::string what = describe(op);
   TensorType token_type;
   token_type.dtype = DType::Token;
   for (const TensorType& t : ctx.in_types)
-    if (isToken(t.dtype) && !t.shape.empty()) invalid(ctx, "a token has no shape");
+    if (isToken(t.dtype) && !t.shape.empty()) lowerer.invalid(ctx, "a token has no shape");
   for (const TensorType& t : ctx.out_types)
-    if (isToken(t.dtype) && !t.shape.empty()) invalid(ctx, "a token has no shape");
+    if (isToken(t.dtype) && !t.shape.empty()) lowerer.invalid(ctx, "a token has no shape");
   auto all_tokens = [&](const std::vector<TensorType>& types, const std::string& which) {
     for (const TensorType& t : types)
-      if (!isToken(t.dtype)) invalid(ctx, which + " must be tokens");
+      if (!isToken(t.dtype)) lowerer.invalid(ctx, which + " must be tokens");
   };
   auto token_result = [&] {
-    if (ctx.out_types.size() != 1) invalid(ctx, "the op has one result, a token");
+    if (ctx.out_types.size() != 1) lowerer.invalid(ctx, "the op has one result, a token");
     all_tokens(ctx.out_types, "its result");
   };
   // A StreamCopy or HostCall step: uses the operands, defines `results`, costs `cycles` over the host link.
   auto emit = [&](NodeKind kind, std::unique_ptr<Kernel> kernel, const std::vector<int>& results, uint64_t cycles) {
-    Node* node = emitExecute(ctx, std::move(kernel), {}, results, 0);
+    Node* node = lowerer.emitExecute(ctx, std::move(kernel), {}, results, 0);
     node->kind = kind;
     node->cost.exchange = cycles;
   };
@@ -156,63 +157,64 @@ std::vector<int> Lowerer::lowerHostIO(OpContext& ctx) {
   auto stream_copy = [&](std::unique_ptr<Kernel> kernel, const std::vector<TensorType>& data,
                          const std::vector<int>& results) {
     for (const TensorType& t : data)
-      if (isToken(t.dtype)) invalid(ctx, "only the last value may be a token");
+      if (isToken(t.dtype)) lowerer.invalid(ctx, "only the last value may be a token");
     const int64_t bytes = totalBytes(data);
     if (bytes > kMaxStreamBytes)
       throw Error(ErrorCode::ResourceExhausted, "Out of memory. Single stream of length " + std::to_string(bytes) +
                                                     " in " + ctx.signature + ": a host stream buffer holds at most " +
                                                     std::to_string(kMaxStreamBytes) + " bytes; feed smaller batches" +
                                                     (op.loc.empty() ? "" : " (at " + op.loc + ")"));
-    emit(NodeKind::StreamCopy, std::move(kernel), results, device().hostTransferCycles(bytes));
+    emit(NodeKind::StreamCopy, std::move(kernel), results, lowerer.device().hostTransferCycles(bytes));
   };
 
   switch (ctx.info->kind) {
-    case OpKind::CreateToken: token_result(); return {newSlot(token_type)};
+    case OpKind::CreateToken: token_result(); return {lowerer.newSlot(token_type)};
 
     case OpKind::AfterAll:
       all_tokens(ctx.in_types, "its operands");
       token_result();
-      return {newSlot(token_type)};
+      return {lowerer.newSlot(token_type)};
 
     case OpKind::Infeed: {
       // (token) -> (data..., token)
       all_tokens(ctx.in_types, "its operand");
       if (ctx.out_types.empty() || !isToken(ctx.out_types.back().dtype))
-        invalid(ctx, "the last result must be a token");
+        lowerer.invalid(ctx, "the last result must be a token");
       std::vector<TensorType> data(ctx.out_types.begin(), ctx.out_types.end() - 1);
       std::vector<int> slots, results;
-      for (const TensorType& t : ctx.out_types) results.push_back(newSlot(t));
+      for (const TensorType& t : ctx.out_types) results.push_back(lowerer.newSlot(t));
       slots.assign(results.begin(), results.end() - 1);
-      stream_copy(std::make_unique<StreamCopyKernel>(true, what, program_.name, data, slots), data, results);
+      stream_copy(std::make_unique<StreamCopyKernel>(true, what, lowerer.program().name, data, slots), data, results);
       return results;
     }
 
     case OpKind::Outfeed: {
       // (data..., token) -> token
-      if (ctx.in_types.empty() || !isToken(ctx.in_types.back().dtype)) invalid(ctx, "the last operand must be a token");
+      if (ctx.in_types.empty() || !isToken(ctx.in_types.back().dtype))
+        lowerer.invalid(ctx, "the last operand must be a token");
       token_result();
       std::vector<TensorType> data(ctx.in_types.begin(), ctx.in_types.end() - 1);
       std::vector<int> slots(ctx.in.begin(), ctx.in.end() - 1);
-      const int token = newSlot(token_type);
-      stream_copy(std::make_unique<StreamCopyKernel>(false, what, program_.name, data, slots), data, {token});
+      const int token = lowerer.newSlot(token_type);
+      stream_copy(std::make_unique<StreamCopyKernel>(false, what, lowerer.program().name, data, slots), data, {token});
       return {token};
     }
 
     case OpKind::CustomCall: {
       const std::string target = attrString(op, "call_target_name", "");
-      if (isTileTarget(target)) return lowerTileOp(*this, ctx, target);
+      if (isTileTarget(target)) return lowerTileOp(lowerer, ctx, target);
       if (target != kHostCallbackTarget)
-        unimplemented(ctx, "the emulator does not implement the custom call target '" + target + "' (only " +
-                               kHostCallbackTarget +
-                               ", the host callbacks of jax.debug.print, jax.pure_callback "
-                               "and io_callback, and jax_ipu.tile's " +
-                               kTilePutTarget + ", " + kTileVertexTarget + " and " + kCycleCountTarget + ")");
+        lowerer.unimplemented(ctx, "the emulator does not implement the custom call target '" + target + "' (only " +
+                                       kHostCallbackTarget +
+                                       ", the host callbacks of jax.debug.print, jax.pure_callback "
+                                       "and io_callback, and jax_ipu.tile's " +
+                                       kTilePutTarget + ", " + kTileVertexTarget + " and " + kCycleCountTarget + ")");
       const std::string config = attrString(op, "backend_config", "");
       char* end = nullptr;
       errno = 0;
       const long long id = std::strtoll(config.c_str(), &end, 10);
       if (config.empty() || *end != '\0' || errno == ERANGE)
-        invalid(ctx, "backend_config must be the host callback's id (an integer), not '" + config + "'");
+        lowerer.invalid(ctx, "backend_config must be the host callback's id (an integer), not '" + config + "'");
       // Tokens pass through (they order the call); the other values go to and come from the host function.
       std::vector<TensorType> in_types, out_types;
       std::vector<int> in, out, results;
@@ -222,15 +224,15 @@ std::vector<int> Lowerer::lowerHostIO(OpContext& ctx) {
         in.push_back(ctx.in[i]);
       }
       for (const TensorType& t : ctx.out_types) {
-        results.push_back(newSlot(t));
+        results.push_back(lowerer.newSlot(t));
         if (isToken(t.dtype)) continue;
         out_types.push_back(t);
         out.push_back(results.back());
       }
       // The device hands its operands to the host and waits for the answer even when there is no data: at least
       // one host-link latency each way.
-      const uint64_t cycles = device().hostTransferCycles(std::max<int64_t>(1, totalBytes(in_types))) +
-                              device().hostTransferCycles(std::max<int64_t>(1, totalBytes(out_types)));
+      const uint64_t cycles = lowerer.device().hostTransferCycles(std::max<int64_t>(1, totalBytes(in_types))) +
+                              lowerer.device().hostTransferCycles(std::max<int64_t>(1, totalBytes(out_types)));
       emit(NodeKind::HostCall, std::make_unique<HostCallKernel>(what, id, in_types, in, out_types, out), results,
            cycles);
       return results;
@@ -238,7 +240,7 @@ std::vector<int> Lowerer::lowerHostIO(OpContext& ctx) {
 
     default: break;
   }
-  unimplemented(ctx, "no host I/O lowering for " + op.mlir);
+  lowerer.unimplemented(ctx, "no host I/O lowering for " + op.mlir);
 }
 
 }  // namespace ipu

@@ -8,6 +8,7 @@
 #include "ipu/cost_model.h"
 #include "ipu/dtype.h"
 #include "ipu/fusion.h"
+#include "ipu/handlers.h"
 #include "ipu/memory.h"
 
 namespace ipu {
@@ -286,7 +287,7 @@ void Lowerer::lowerOp(const Op& op, Env* env, Node* seq) {
   OpContext ctx = prepareOp(op, env, seq);
   const size_t first_node = seq->children.size();
   op_scratch_ = 0;
-  std::vector<int> results = lowerFamily(ctx, env);
+  std::vector<int> results = lowerWithHandler(ctx);
   for (size_t i = first_node; i < seq->children.size(); ++i) stamp(seq->children[i].get(), op);
   bindResults(ctx, results, env);
 }
@@ -311,6 +312,7 @@ OpContext Lowerer::prepareOp(const Op& op, Env* env, Node* seq) {
   OpContext ctx;
   ctx.op = &op;
   ctx.seq = seq;
+  ctx.env = env;
   std::vector<const ValueDecl*> decls;
   for (int64_t id : op.operands) {
     auto it = env->slots.find(id);
@@ -371,31 +373,10 @@ void Lowerer::bindResults(const OpContext& ctx, const std::vector<int>& results,
   }
 }
 
-std::vector<int> Lowerer::lowerFamily(OpContext& ctx, Env* env) {
-  if (ctx.info->kind == OpKind::Gather || ctx.info->kind == OpKind::Scatter) return lowerGatherScatter(ctx);
-  if (isComplexOp(ctx)) return lowerComplex(ctx);
-  switch (ctx.info->family) {
-    case OpFamily::Unary:
-    case OpFamily::Binary:
-    case OpFamily::Compare:
-    case OpFamily::Select:
-    case OpFamily::Clamp:
-    case OpFamily::Convert: return lowerElementwise(ctx);
-    case OpFamily::Shape: return lowerShapeOp(ctx);
-    case OpFamily::Reduce: return lowerReduce(ctx);
-    case OpFamily::Dot: return lowerDot(ctx);
-    case OpFamily::Sort: return lowerSort(ctx);
-    case OpFamily::Conv: return lowerConv(ctx);
-    case OpFamily::HostIO: return lowerHostIO(ctx);
-    case OpFamily::Collective: return lowerCollective(ctx);
-    case OpFamily::Window: return lowerWindow(ctx);
-    case OpFamily::Complex: return lowerComplex(ctx);
-    case OpFamily::Control:
-      if (ctx.info->kind == OpKind::Call) return lowerCall(ctx);
-      if (ctx.info->kind == OpKind::While) return lowerWhile(ctx, env);
-      return lowerCase(ctx, env);
-  }
-  unimplemented(ctx, "unknown op family");
+std::vector<int> Lowerer::lowerWithHandler(OpContext& ctx) {
+  // c64 arithmetic (an elementwise op on complex values) is computed on pairs of f32 by complex.cc, whatever the op.
+  if (ctx.info->family != OpFamily::Complex && isComplexOp(ctx)) return lowerComplex(*this, ctx);
+  return ctx.info->lower(*this, ctx);
 }
 
 void Lowerer::lowerEntry() {

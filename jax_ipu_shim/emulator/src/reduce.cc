@@ -29,6 +29,7 @@
 
 #include "ipu/cost_model.h"
 #include "ipu/dtype.h"
+#include "ipu/handlers.h"
 #include "ipu/kernels.h"
 #include "ipu/lowering.h"
 #include "ipu/scalar_program.h"
@@ -143,11 +144,11 @@ std::string inferComputation(const Op& op, size_t n) {
 
 }  // namespace
 
-std::vector<int> Lowerer::lowerReduce(OpContext& ctx) {
+std::vector<int> lowerReduce(Lowerer& lowerer, OpContext& ctx) {
   const Op& op = *ctx.op;
-  if (ctx.in.size() % 2 != 0) invalid(ctx, "reduce takes N inputs and N init values");
+  if (ctx.in.size() % 2 != 0) lowerer.invalid(ctx, "reduce takes N inputs and N init values");
   const size_t n = ctx.in.size() / 2;
-  if (ctx.out_types.size() != n) invalid(ctx, "reduce must have one result per input");
+  if (ctx.out_types.size() != n) lowerer.invalid(ctx, "reduce must have one result per input");
   std::string computation = attrString(op, "computation", "");
   if (computation.empty()) computation = inferComputation(op, n);
   const TensorType& in0 = ctx.in_types[0];
@@ -156,7 +157,7 @@ std::vector<int> Lowerer::lowerReduce(OpContext& ctx) {
   std::vector<bool> reduced(rank, false);
   for (int64_t d : dims) {
     if (d < 0 || d >= static_cast<int64_t>(rank) || reduced[static_cast<size_t>(d)])
-      invalid(ctx, "dimensions are out of range or repeated");
+      lowerer.invalid(ctx, "dimensions are out of range or repeated");
     reduced[static_cast<size_t>(d)] = true;
   }
   ReduceGeometry g;
@@ -187,19 +188,21 @@ std::vector<int> Lowerer::lowerReduce(OpContext& ctx) {
     const TensorType& in = ctx.in_types[i];
     const TensorType& init = ctx.in_types[n + i];
     const TensorType& out = ctx.out_types[i];
-    if (in.shape != in0.shape) invalid(ctx, "all inputs must have the same shape");
+    if (in.shape != in0.shape) lowerer.invalid(ctx, "all inputs must have the same shape");
     if (!init.shape.empty() || init.dtype != in.dtype || out.dtype != in.dtype || out.shape != g.out_shape)
-      invalid(ctx,
-              "init values must be scalars of the input's type and results the input's shape without the reduced "
-              "dimensions");
-    outs.push_back(i == 0 ? newSlot(out) : newSlotLike(out, outs[0]));  // the outputs sit together
+      lowerer.invalid(
+          ctx,
+          "init values must be scalars of the input's type and results the input's shape without the reduced "
+          "dimensions");
+    outs.push_back(i == 0 ? lowerer.newSlot(out) : lowerer.newSlotLike(out, outs[0]));  // the outputs sit together
   }
 
   // A single-op computation: one vector kernel per input. Anything else: the body, interpreted.
   std::unique_ptr<Kernel> kernel;
   std::vector<std::unique_ptr<Kernel>> parts;
   for (size_t i = 0; i < n && !computation.empty(); ++i) {
-    auto k = reduceKernel(computation, ctx.in_types[i].dtype, numerics(), ctx.in[i], ctx.in[n + i], outs[i], g, n > 1);
+    auto k = reduceKernel(computation, ctx.in_types[i].dtype, lowerer.numerics(), ctx.in[i], ctx.in[n + i], outs[i], g,
+                          n > 1);
     if (!k) {
       parts.clear();
       break;
@@ -213,12 +216,12 @@ std::vector<int> Lowerer::lowerReduce(OpContext& ctx) {
     kernel = parts.size() == 1 ? std::move(parts[0]) : std::make_unique<KernelSequence>(std::move(parts));
     codelet = "reduce" + computation + "<" + dtypeName(in0.dtype) + ">";
   } else {
-    if (op.regions.size() != 1) invalid(ctx, "reduce must have one body region");
+    if (op.regions.size() != 1) lowerer.invalid(ctx, "reduce must have one body region");
     std::vector<DType> types;
     for (size_t i = 0; i < n; ++i) types.push_back(ctx.in_types[i].dtype);
     std::vector<DType> params = types;
     params.insert(params.end(), types.begin(), types.end());
-    body = compileBody(ctx, op.regions[0], params, types, "in the body");
+    body = lowerer.compileBody(ctx, op.regions[0], params, types, "in the body");
     std::vector<BodyReduceKernel::Operand> operands;
     std::string type_list;
     for (size_t i = 0; i < n; ++i) {
@@ -231,11 +234,11 @@ std::vector<int> Lowerer::lowerReduce(OpContext& ctx) {
 
   // The partials each input tile produces, and where they go.
   const DType dt = in0.dtype;
-  const TileMapping in_map = graph().slots[static_cast<size_t>(ctx.in[0])].mapping;
-  const TileMapping out_map = graph().slots[static_cast<size_t>(outs[0])].mapping;
+  const TileMapping in_map = lowerer.graph().slots[static_cast<size_t>(ctx.in[0])].mapping;
+  const TileMapping out_map = lowerer.graph().slots[static_cast<size_t>(outs[0])].mapping;
   int64_t partial_bytes = 0;  // one partial per input, in its accumulator type (f16 partials are f32)
   for (size_t i = 0; i < n; ++i) partial_bytes += static_cast<int64_t>(dtypeSize(dtypeInfo(ctx.in_types[i].dtype).acc));
-  const int tiles = device().num_tiles;
+  const int tiles = lowerer.device().num_tiles;
   std::vector<int64_t> partials_made(static_cast<size_t>(tiles), 0), partials_taken(static_cast<size_t>(tiles), 0);
   std::vector<int64_t> recv(static_cast<size_t>(tiles), 0);
   // Input element i goes to output sum over kept dims of coordinate * output row stride: a strided map, whose distinct
@@ -244,7 +247,7 @@ std::vector<int> Lowerer::lowerReduce(OpContext& ctx) {
   for (size_t d = g.out_shape.size(); d-- > 1;) out_row_strides[d - 1] = out_row_strides[d] * g.out_shape[d];
   for (size_t d = 0, k = 0; d < rank; ++d)
     if (!reduced[d]) to_out[d] = out_row_strides[k++];
-  const StridedMap to_output(in0.shape, to_out, 0, options().exchange_per_element);
+  const StridedMap to_output(in0.shape, to_out, 0, lowerer.options().exchange_per_element);
   bool cross_tile = false;
   for (int t = 0; t < in_map.tilesUsed(); ++t) {
     to_output.forEachRun(in_map.begin(t), in_map.end(t), [&](int64_t first, int64_t step, int64_t count) {
@@ -301,7 +304,7 @@ std::vector<int> Lowerer::lowerReduce(OpContext& ctx) {
   }
 
   std::vector<Superstep> steps;
-  const int workers = device().num_worker_contexts;
+  const int workers = lowerer.device().num_worker_contexts;
   // Per-tile cycles of reducing `inputs` elements (of every input) into `outputs`.
   const double body_cycles = body.cyclesPerElement();
   auto cycles = [&](int64_t inputs, int64_t outputs) {
@@ -311,24 +314,24 @@ std::vector<int> Lowerer::lowerReduce(OpContext& ctx) {
   const int64_t in_elems = in0.numElements();
   const double weight = std::max<double>(1, static_cast<double>(in_elems) / std::max<int64_t>(1, out_map.num_elements));
   if (out_map.num_elements > 0 && cross_tile) {
-    const size_t mark = pending_.transient.size();
-    steps.push_back(superstep(
+    const size_t mark = lowerer.pendingStep().transient.size();
+    steps.push_back(lowerer.superstep(
         codelet + ".partials", in_map, {},
         [&](int t, int64_t m) { return cycles(m, partials_made[static_cast<size_t>(t)]); }, false));
     if (mid.num_elements > 0)
-      steps.push_back(superstep(
+      steps.push_back(lowerer.superstep(
           codelet + ".intermediate", mid, mid_recv, [&](int, int64_t m) { return cycles(m * mid_rows, m); }, false));
-    steps.push_back(superstep(codelet, out_map, recv,
-                              [&](int t, int64_t m) { return cycles(partials_taken[static_cast<size_t>(t)], m); }));
+    steps.push_back(lowerer.superstep(
+        codelet, out_map, recv, [&](int t, int64_t m) { return cycles(partials_taken[static_cast<size_t>(t)], m); }));
     if (mid.num_elements > 0) {  // a tile's receive buffers of the two stages are not live together
-      pending_.transient.resize(mark);
+      lowerer.pendingStep().transient.resize(mark);
       for (int t = 0; t < tiles; ++t) {
         const int64_t bytes = std::max(mid_recv[static_cast<size_t>(t)], recv[static_cast<size_t>(t)]);
-        if (bytes > 0) pending_.transient.emplace_back(t, bytes);
+        if (bytes > 0) lowerer.pendingStep().transient.emplace_back(t, bytes);
       }
     }
   } else if (out_map.num_elements > 0) {
-    steps.push_back(superstep(codelet, out_map, {}, [&](int, int64_t m) { return cycles(in_elems, m); }));
+    steps.push_back(lowerer.superstep(codelet, out_map, {}, [&](int, int64_t m) { return cycles(in_elems, m); }));
   }
   if (!steps.empty())
     steps.back().cost_weight =
@@ -336,7 +339,7 @@ std::vector<int> Lowerer::lowerReduce(OpContext& ctx) {
   const double flops = general       ? body.flopsPerElement() * static_cast<double>(in_elems)
                        : isFloat(dt) ? static_cast<double>(in_elems * static_cast<int64_t>(n))
                                      : 0;
-  emitExecute(ctx, std::move(kernel), std::move(steps), outs, flops);
+  lowerer.emitExecute(ctx, std::move(kernel), std::move(steps), outs, flops);
   return outs;
 }
 

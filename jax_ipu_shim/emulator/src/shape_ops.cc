@@ -9,6 +9,7 @@
 
 #include "ipu/cost_model.h"
 #include "ipu/dtype.h"
+#include "ipu/handlers.h"
 #include "ipu/lowering.h"
 #include "ipu/scalar_ops.h"
 
@@ -307,279 +308,342 @@ std::unique_ptr<Kernel> bySize(DType dtype, Args&&... args) {
   }
 }
 
+
+// What the data-moving handlers below share: the op's one result, a new slot for it and its tile mapping (where
+// each element is written), the bytes each tile receives, and operand 0's row-major strides. Each handler fills
+// `kernel` and `recv`; finishMove appends the one superstep of copies (popops copies: cost::copy per tile).
+struct Move {
+  const TensorType& out;
+  const TensorType* in;  // operand 0's type (null for iota)
+  int o = -1;
+  TileMapping work;
+  std::vector<int64_t> recv;
+  std::vector<int64_t> in_strides;
+  std::unique_ptr<Kernel> kernel;
+};
+
+const TensorType& oneResult(Lowerer& lowerer, const OpContext& ctx) {
+  if (ctx.out_types.size() != 1) lowerer.invalid(ctx, "expected one result");
+  return ctx.out_types[0];
+}
+
+// The result's slot; unless `retyped` (bitcast_convert), the result has operand 0's element type.
+Move beginMove(Lowerer& lowerer, OpContext& ctx, bool retyped = false) {
+  const TensorType& out = oneResult(lowerer, ctx);
+  const TensorType* in = ctx.in_types.empty() ? nullptr : &ctx.in_types[0];
+  if (!retyped && in && in->dtype != out.dtype)
+    lowerer.invalid(ctx, "the result's element type differs from the operand's");
+  Move m{out, in};
+  m.o = lowerer.newSlot(out);
+  m.work = lowerer.graph().slots[static_cast<size_t>(m.o)].mapping;
+  if (in) m.in_strides = rowMajorStrides(in->shape);
+  return m;
+}
+
+// Each result element i reads operand 0 at base + sum_d idx_d(i) * strides[d] (broadcast, transpose, slice...).
+void gatherStrided(Lowerer& lowerer, OpContext& ctx, Move& m, const std::vector<int64_t>& strides, int64_t base,
+                   DynamicOffset dynamic = {}) {
+  lowerer.exchangeStrided(&m.recv, m.work, ctx.in[0], m.out.shape, strides, base);
+  m.kernel = bySize<StridedGatherKernel>(m.out.dtype, ctx.in[0], m.o, m.out.shape, strides, base, std::move(dynamic));
+}
+
+// The superstep of copies (`codelet`<dtype>) that writes the result, over its tiles.
+Node* finishMove(Lowerer& lowerer, OpContext& ctx, Move& m, const char* codelet = "copy") {
+  std::vector<Superstep> steps;
+  const int workers = lowerer.device().num_worker_contexts;
+  const int64_t eb = static_cast<int64_t>(dtypeSize(m.out.dtype));
+  if (m.out.numElements() > 0)
+    steps.push_back(lowerer.superstep(std::string(codelet) + "<" + dtypeName(m.out.dtype) + ">", m.work, m.recv,
+                                      [&](int, int64_t k) { return cost::copy(k * eb, workers); }));
+  return lowerer.emitExecute(ctx, std::move(m.kernel), std::move(steps), {m.o}, 0);
+}
+
 }  // namespace
 
-std::vector<int> Lowerer::lowerShapeOp(OpContext& ctx) {
-  const OpKind kind = ctx.info->kind;
-  const Op& op = *ctx.op;
-  if (ctx.out_types.size() != 1) invalid(ctx, "expected one result");
-  const TensorType& out = ctx.out_types[0];
-  const int64_t n = out.numElements();
-  const size_t rank = out.shape.size();
+std::vector<int> lowerConstant(Lowerer& lowerer, OpContext& ctx) {
+  const TensorType& out = oneResult(lowerer, ctx);
+  std::vector<uint8_t> bytes = attrBytes(*ctx.op, "value");
+  const size_t eb = dtypeSize(out.dtype);
+  if (attrBool(*ctx.op, "splat", false)) {
+    if (bytes.size() != eb) lowerer.invalid(ctx, "a splat value must hold exactly one element");
+    std::vector<uint8_t> full(out.numBytes());
+    for (size_t i = 0; i < full.size(); i += eb) std::memcpy(full.data() + i, bytes.data(), eb);
+    bytes.swap(full);
+  } else if (bytes.size() != out.numBytes()) {
+    lowerer.invalid(ctx, "\"value\" holds " + std::to_string(bytes.size()) + " bytes but the result needs " +
+                             std::to_string(out.numBytes()));
+  }
+  if (out.dtype == DType::Bool)
+    for (uint8_t& b : bytes) b = b != 0;
+  return {lowerer.newConstant(out, std::move(bytes))};
+}
 
-  if (kind == OpKind::Constant) {
-    std::vector<uint8_t> bytes = attrBytes(op, "value");
-    const size_t eb = dtypeSize(out.dtype);
-    if (attrBool(op, "splat", false)) {
-      if (bytes.size() != eb) invalid(ctx, "a splat value must hold exactly one element");
-      std::vector<uint8_t> full(out.numBytes());
-      for (size_t i = 0; i < full.size(); i += eb) std::memcpy(full.data() + i, bytes.data(), eb);
-      bytes.swap(full);
-    } else if (bytes.size() != out.numBytes()) {
-      invalid(ctx, "\"value\" holds " + std::to_string(bytes.size()) + " bytes but the result needs " +
-                       std::to_string(out.numBytes()));
-    }
-    if (out.dtype == DType::Bool)
-      for (uint8_t& b : bytes) b = b != 0;
-    return {newConstant(out, std::move(bytes))};
+// The same bits read as another type: of the same width, shape unchanged (jax.random turns u32 bits into f32 this
+// way); of another width, the narrower side has one more, innermost dimension of the width ratio.
+std::vector<int> lowerBitcastConvert(Lowerer& lowerer, OpContext& ctx) {
+  const TensorType& out = oneResult(lowerer, ctx);
+  const TensorType* in = &ctx.in_types[0];
+  const size_t wi = dtypeSize(in->dtype), wo = dtypeSize(out.dtype);
+  std::vector<int64_t> expect = wi == wo ? in->shape : out.shape;
+  if (wi < wo && !in->shape.empty()) expect = std::vector<int64_t>(in->shape.begin(), in->shape.end() - 1);
+  if (wi > wo) (expect = in->shape).push_back(static_cast<int64_t>(wi / wo));
+  const bool ok = wi == wo ? in->shape == out.shape
+                  : wi < wo
+                      ? !in->shape.empty() && in->shape.back() == static_cast<int64_t>(wo / wi) && expect == out.shape
+                      : expect == out.shape;
+  if (!ok || in->numBytes() != out.numBytes())
+    lowerer.invalid(ctx, "bitcast_convert to " + std::string(dtypeName(out.dtype)) + " needs the shape " +
+                             TensorType{out.dtype, expect}.str());
+  if (wi == wo) {  // kernels move bytes by element size: a plain copy
+    Move m = beginMove(lowerer, ctx, true);
+    gatherStrided(lowerer, ctx, m, m.in_strides, 0);
+    finishMove(lowerer, ctx, m);
+    return {m.o};
   }
-  const TensorType* in = ctx.in_types.empty() ? nullptr : &ctx.in_types[0];
-  if (kind == OpKind::BitcastConvert) {
-    // The same bits read as another type: of the same width, shape unchanged (jax.random turns u32 bits into f32
-    // this way); of another width, the narrower side has one more, innermost dimension of the width ratio.
-    const size_t wi = dtypeSize(in->dtype), wo = dtypeSize(out.dtype);
-    std::vector<int64_t> expect = wi == wo ? in->shape : out.shape;
-    if (wi < wo && !in->shape.empty()) expect = std::vector<int64_t>(in->shape.begin(), in->shape.end() - 1);
-    if (wi > wo) (expect = in->shape).push_back(static_cast<int64_t>(wi / wo));
-    const bool ok = wi == wo ? in->shape == out.shape
-                    : wi < wo
-                        ? !in->shape.empty() && in->shape.back() == static_cast<int64_t>(wo / wi) && expect == out.shape
-                        : expect == out.shape;
-    if (!ok || in->numBytes() != out.numBytes())
-      invalid(ctx, "bitcast_convert to " + std::string(dtypeName(out.dtype)) + " needs the shape " +
-                       TensorType{out.dtype, expect}.str());
-    if (wi != wo) {
-      const int o = newSlot(out);
-      const TileMapping work = graph().slots[static_cast<size_t>(o)].mapping;
-      std::vector<int64_t> recv;
-      const int64_t ratio = static_cast<int64_t>(std::max(wi, wo) / std::min(wi, wo));
-      if (wi > wo)  // each output reads part of one operand element
-        exchangeGather(&recv, work, ctx.in[0], [&](int64_t i) { return i / ratio; });
-      else  // each output reads `ratio` operand elements
-        for (int64_t k = 0; k < ratio; ++k)
-          exchangeGather(&recv, work, ctx.in[0], [&](int64_t i) { return i * ratio + k; });
-      std::vector<Superstep> steps;
-      if (work.num_elements > 0)
-        steps.push_back(superstep("bitcastConvert", work, recv, [&](int, int64_t m) {
-          return cost::copy(m * static_cast<int64_t>(wo), device().num_worker_contexts);
-        }));
-      emitExecute(ctx, std::make_unique<ByteCopyKernel>(ctx.in[0], o, wo), std::move(steps), {o}, 0);
-      return {o};
-    }
-  } else if (in && in->dtype != out.dtype) {
-    invalid(ctx, "the result's element type differs from the operand's");
-  }
-  if (kind == OpKind::Reshape) {
-    if (in->numElements() != n) invalid(ctx, "reshape changes the number of elements");
-    return {ctx.in[0]};  // a view: same bytes, same tile mapping
-  }
-
-  const int o = newSlot(out);
-  const TileMapping work = graph().slots[static_cast<size_t>(o)].mapping;
-  const int64_t eb = static_cast<int64_t>(dtypeSize(out.dtype));
+  const int o = lowerer.newSlot(out);
+  const TileMapping work = lowerer.graph().slots[static_cast<size_t>(o)].mapping;
   std::vector<int64_t> recv;
-  std::unique_ptr<Kernel> kernel;
-  const std::vector<int64_t> in_strides = in ? rowMajorStrides(in->shape) : std::vector<int64_t>{};
-
-  auto gather = [&](const std::vector<int64_t>& strides, int64_t base, DynamicOffset dynamic = {}) {
-    exchangeStrided(&recv, work, ctx.in[0], out.shape, strides, base);
-    return bySize<StridedGatherKernel>(out.dtype, ctx.in[0], o, out.shape, strides, base, std::move(dynamic));
-  };
-
-  switch (kind) {
-    case OpKind::BroadcastInDim: {
-      const std::vector<int64_t> dims = attrInts(op, "broadcast_dimensions");
-      if (dims.size() != in->shape.size())
-        invalid(ctx, "broadcast_dimensions must name one result dimension per operand dimension");
-      std::vector<int64_t> strides(rank, 0);
-      std::vector<bool> seen(rank, false);
-      for (size_t i = 0; i < dims.size(); ++i) {
-        if (dims[i] < 0 || dims[i] >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(dims[i])])
-          invalid(ctx, "broadcast_dimensions are out of range or repeated");
-        seen[static_cast<size_t>(dims[i])] = true;
-        const int64_t d = in->shape[i];
-        if (d != 1 && d != out.shape[static_cast<size_t>(dims[i])])
-          invalid(ctx, "operand dimension " + std::to_string(i) + " is neither 1 nor the result's size");
-        strides[static_cast<size_t>(dims[i])] = d == 1 ? 0 : in_strides[i];
-      }
-      kernel = gather(strides, 0);
-      break;
-    }
-    case OpKind::BitcastConvert:
-      kernel = gather(in_strides, 0);  // kernels move bytes by element size: a plain copy
-      break;
-    case OpKind::Reverse: {
-      // Read each reversed dimension from its far end: a negative stride from a shifted base.
-      std::vector<int64_t> strides = in_strides;
-      int64_t base = 0;
-      std::vector<bool> seen(rank, false);
-      for (int64_t d : attrInts(op, "dimensions")) {
-        if (d < 0 || d >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(d)])
-          invalid(ctx, "dimensions are out of range or repeated");
-        seen[static_cast<size_t>(d)] = true;
-        if (in->shape[static_cast<size_t>(d)] > 0)
-          base += (in->shape[static_cast<size_t>(d)] - 1) * in_strides[static_cast<size_t>(d)];
-        strides[static_cast<size_t>(d)] = -in_strides[static_cast<size_t>(d)];
-      }
-      if (in->shape != out.shape) invalid(ctx, "reverse keeps the operand's shape");
-      kernel = gather(strides, base);
-      break;
-    }
-    case OpKind::Transpose: {
-      const std::vector<int64_t> perm = attrInts(op, "permutation");
-      if (perm.size() != rank || in->shape.size() != rank) invalid(ctx, "permutation has the wrong length");
-      std::vector<bool> seen(rank, false);
-      std::vector<int64_t> strides(rank);
-      for (size_t d = 0; d < rank; ++d) {
-        if (perm[d] < 0 || perm[d] >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(perm[d])])
-          invalid(ctx, "permutation is not a permutation");
-        seen[static_cast<size_t>(perm[d])] = true;
-        if (out.shape[d] != in->shape[static_cast<size_t>(perm[d])])
-          invalid(ctx, "result shape does not match the permutation");
-        strides[d] = in_strides[static_cast<size_t>(perm[d])];
-      }
-      kernel = gather(strides, 0);
-      break;
-    }
-    case OpKind::Slice: {
-      const std::vector<int64_t> start = attrInts(op, "start_indices"), limit = attrInts(op, "limit_indices");
-      std::vector<int64_t> step = attrInts(op, "strides", false);
-      if (step.empty()) step.assign(rank, 1);
-      if (start.size() != rank || limit.size() != rank || step.size() != rank || in->shape.size() != rank)
-        invalid(ctx, "start_indices, limit_indices and strides must have one entry per dimension");
-      std::vector<int64_t> strides(rank);
-      int64_t base = 0;
-      for (size_t d = 0; d < rank; ++d) {
-        if (start[d] < 0 || start[d] > limit[d] || limit[d] > in->shape[d] || step[d] < 1)
-          invalid(ctx, "slice bounds are out of range in dimension " + std::to_string(d));
-        if (out.shape[d] != (limit[d] - start[d] + step[d] - 1) / step[d])
-          invalid(ctx, "result shape does not match the slice");
-        base += start[d] * in_strides[d];
-        strides[d] = in_strides[d] * step[d];
-      }
-      if (n == 0) base = 0;
-      kernel = gather(strides, base);
-      break;
-    }
-    case OpKind::DynamicSlice: {
-      const std::vector<int64_t> sizes = attrInts(op, "slice_sizes");
-      if (ctx.in.size() != rank + 1 || in->shape.size() != rank || sizes.size() != rank)
-        invalid(ctx, "dynamic_slice needs one scalar start index and one slice size per dimension");
-      DynamicOffset dynamic;
-      for (size_t d = 0; d < rank; ++d) {
-        const TensorType& st = ctx.in_types[d + 1];
-        if (!st.shape.empty() || !isInteger(st.dtype)) invalid(ctx, "start indices must be integer scalars");
-        if (sizes[d] < 0 || sizes[d] > in->shape[d] || sizes[d] != out.shape[d]) invalid(ctx, "slice_sizes do not fit");
-        dynamic.starts.push_back(ctx.in[d + 1]);
-        dynamic.start_types.push_back(st.dtype);
-        dynamic.limits.push_back(in->shape[d] - sizes[d]);
-      }
-      dynamic.dyn = newDynamic(1);
-      dynamic.in_strides = in_strides;
-      kernel = gather(in_strides, 0, std::move(dynamic));  // exchange estimated at start indices 0
-      break;
-    }
-    case OpKind::DynamicUpdateSlice: {
-      const TensorType& upd = ctx.in_types[1];
-      if (ctx.in.size() != rank + 2 || in->shape != out.shape || upd.shape.size() != rank || upd.dtype != out.dtype)
-        invalid(ctx, "dynamic_update_slice needs an operand, an update of the same rank and one start per dimension");
-      std::vector<int> starts;
-      std::vector<DType> start_types;
-      for (size_t d = 0; d < rank; ++d) {
-        const TensorType& st = ctx.in_types[d + 2];
-        if (!st.shape.empty() || !isInteger(st.dtype)) invalid(ctx, "start indices must be integer scalars");
-        if (upd.shape[d] > out.shape[d]) invalid(ctx, "the update is larger than the operand");
-        starts.push_back(ctx.in[d + 2]);
-        start_types.push_back(st.dtype);
-      }
-      const int dyn = newDynamic(static_cast<int>(rank));
-      kernel =
-          bySize<UpdateSliceKernel>(out.dtype, ctx.in[0], ctx.in[1], o, out.shape, upd.shape, starts, start_types, dyn);
-      exchangeSameIndex(&recv, work, ctx.in[0]);
-      const std::vector<int64_t> ustr = rowMajorStrides(upd.shape);
-      const std::vector<int64_t> ostr = rowMajorStrides(out.shape);
-      exchangeGather(&recv, work, ctx.in[1], [&](int64_t i) {  // estimated at start indices 0
-        int64_t src = 0;
-        for (size_t d = 0; d < rank; ++d) {
-          const int64_t q = (i / ostr[d]) % std::max<int64_t>(1, out.shape[d]);
-          if (q >= upd.shape[d]) return int64_t(-1);
-          src += q * ustr[d];
-        }
-        return src;
-      });
-      break;
-    }
-    case OpKind::Concatenate: {
-      const int64_t dim = attrInt(op, "dimension");
-      if (dim < 0 || dim >= static_cast<int64_t>(rank)) invalid(ctx, "dimension is out of range");
-      std::vector<int64_t> sizes;
-      int64_t total = 0;
-      for (const TensorType& t : ctx.in_types) {
-        if (t.shape.size() != rank || t.dtype != out.dtype)
-          invalid(ctx, "operands must have the result's rank and type");
-        for (size_t d = 0; d < rank; ++d)
-          if (static_cast<int64_t>(d) != dim && t.shape[d] != out.shape[d])
-            invalid(ctx, "operand shapes differ outside the concatenated dimension");
-        sizes.push_back(t.shape[static_cast<size_t>(dim)]);
-        total += sizes.back();
-      }
-      if (total != out.shape[static_cast<size_t>(dim)])
-        invalid(ctx, "result size along the dimension is not the sum of the operands'");
-      int64_t inner = 1;
-      for (size_t d = static_cast<size_t>(dim) + 1; d < rank; ++d) inner *= out.shape[d];
-      kernel = bySize<ConcatKernel>(out.dtype, ctx.in, o, sizes, inner);
-      if (n > 0) {
-        ConcatKernel<uint8_t> probe(ctx.in, o, sizes, inner);  // same index arithmetic for every element size
-        for (size_t j = 0; j < ctx.in.size(); ++j)
-          exchangeGather(&recv, work, ctx.in[j], [&](int64_t i) {
-            auto src = probe.sourceOf(i);
-            return src.first == static_cast<int>(j) ? src.second : int64_t(-1);
-          });
-      }
-      break;
-    }
-    case OpKind::Pad: {
-      const std::vector<int64_t> lo = attrInts(op, "edge_padding_low"), hi = attrInts(op, "edge_padding_high");
-      std::vector<int64_t> interior = attrInts(op, "interior_padding", false);
-      if (interior.empty()) interior.assign(rank, 0);
-      if (lo.size() != rank || hi.size() != rank || interior.size() != rank || in->shape.size() != rank)
-        invalid(ctx, "padding attributes must have one entry per dimension");
-      if (!ctx.in_types[1].shape.empty() || ctx.in_types[1].dtype != out.dtype)
-        invalid(ctx, "the padding value must be a scalar of the operand's type");
-      for (size_t d = 0; d < rank; ++d) {
-        if (interior[d] < 0) invalid(ctx, "interior padding must be non-negative");
-        const int64_t size = lo[d] + hi[d] + in->shape[d] + std::max<int64_t>(0, in->shape[d] - 1) * interior[d];
-        if (size != out.shape[d]) invalid(ctx, "result shape does not match the padding");
-      }
-      kernel = bySize<PadKernel>(out.dtype, ctx.in[0], ctx.in[1], o, in->shape, out.shape, lo, interior);
-      PadKernel<uint8_t> probe(ctx.in[0], ctx.in[1], o, in->shape, out.shape, lo, interior);
-      exchangeGather(&recv, work, ctx.in[0], [&](int64_t i) { return probe.sourceOf(i); });
-      if (n > 0) exchangeScalar(&recv, work, ctx.in[1]);
-      break;
-    }
-    case OpKind::Iota: {
-      const int64_t dim = attrInt(op, "iota_dimension");
-      if (dim < 0 || dim >= static_cast<int64_t>(rank)) invalid(ctx, "iota_dimension is out of range");
-      const int64_t stride = rowMajorStrides(out.shape)[static_cast<size_t>(dim)];
-      const int64_t size = std::max<int64_t>(1, out.shape[static_cast<size_t>(dim)]);
-      if (!visitDType(out.dtype,
-                      [&](auto t) { kernel = std::make_unique<IotaKernel<decltype(t)::value>>(o, stride, size); }))
-        unimplemented(ctx, "tokens are not computed on");
-      break;
-    }
-    default: unimplemented(ctx, "no lowering for " + op.mlir);
-  }
-
+  const int64_t ratio = static_cast<int64_t>(std::max(wi, wo) / std::min(wi, wo));
+  if (wi > wo)  // each output reads part of one operand element
+    lowerer.exchangeGather(&recv, work, ctx.in[0], [&](int64_t i) { return i / ratio; });
+  else  // each output reads `ratio` operand elements
+    for (int64_t k = 0; k < ratio; ++k)
+      lowerer.exchangeGather(&recv, work, ctx.in[0], [&](int64_t i) { return i * ratio + k; });
   std::vector<Superstep> steps;
-  const int workers = device().num_worker_contexts;
-  if (n > 0) {
-    const std::string codelet = (kind == OpKind::Iota ? "iota<" : "copy<") + std::string(dtypeName(out.dtype)) + ">";
-    steps.push_back(superstep(codelet, work, recv, [&](int, int64_t m) { return cost::copy(m * eb, workers); }));
-  }
-  Node* node = emitExecute(ctx, std::move(kernel), std::move(steps), {o}, 0);
-  if (kind == OpKind::DynamicUpdateSlice && std::count(ctx.in.begin() + 1, ctx.in.end(), ctx.in[0]) == 0)
-    node->in_place.emplace_back(ctx.in[0], o);  // only the update's elements change: Poplar's dynamicUpdate
+  if (work.num_elements > 0)
+    steps.push_back(lowerer.superstep("bitcastConvert", work, recv, [&](int, int64_t m) {
+      return cost::copy(m * static_cast<int64_t>(wo), lowerer.device().num_worker_contexts);
+    }));
+  lowerer.emitExecute(ctx, std::make_unique<ByteCopyKernel>(ctx.in[0], o, wo), std::move(steps), {o}, 0);
   return {o};
+}
+
+std::vector<int> lowerReshape(Lowerer& lowerer, OpContext& ctx) {
+  const TensorType& out = oneResult(lowerer, ctx);
+  if (ctx.in_types[0].dtype != out.dtype) lowerer.invalid(ctx, "the result's element type differs from the operand's");
+  if (ctx.in_types[0].numElements() != out.numElements())
+    lowerer.invalid(ctx, "reshape changes the number of elements");
+  return {ctx.in[0]};  // a view: same bytes, same tile mapping
+}
+
+std::vector<int> lowerBroadcastInDim(Lowerer& lowerer, OpContext& ctx) {
+  Move m = beginMove(lowerer, ctx);
+  const size_t rank = m.out.shape.size();
+  const std::vector<int64_t> dims = attrInts(*ctx.op, "broadcast_dimensions");
+  if (dims.size() != m.in->shape.size())
+    lowerer.invalid(ctx, "broadcast_dimensions must name one result dimension per operand dimension");
+  std::vector<int64_t> strides(rank, 0);
+  std::vector<bool> seen(rank, false);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] < 0 || dims[i] >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(dims[i])])
+      lowerer.invalid(ctx, "broadcast_dimensions are out of range or repeated");
+    seen[static_cast<size_t>(dims[i])] = true;
+    const int64_t d = m.in->shape[i];
+    if (d != 1 && d != m.out.shape[static_cast<size_t>(dims[i])])
+      lowerer.invalid(ctx, "operand dimension " + std::to_string(i) + " is neither 1 nor the result's size");
+    strides[static_cast<size_t>(dims[i])] = d == 1 ? 0 : m.in_strides[i];
+  }
+  gatherStrided(lowerer, ctx, m, strides, 0);
+  finishMove(lowerer, ctx, m);
+  return {m.o};
+}
+
+// Reads each reversed dimension from its far end: a negative stride from a shifted base.
+std::vector<int> lowerReverse(Lowerer& lowerer, OpContext& ctx) {
+  Move m = beginMove(lowerer, ctx);
+  const size_t rank = m.out.shape.size();
+  std::vector<int64_t> strides = m.in_strides;
+  int64_t base = 0;
+  std::vector<bool> seen(rank, false);
+  for (int64_t d : attrInts(*ctx.op, "dimensions")) {
+    if (d < 0 || d >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(d)])
+      lowerer.invalid(ctx, "dimensions are out of range or repeated");
+    seen[static_cast<size_t>(d)] = true;
+    if (m.in->shape[static_cast<size_t>(d)] > 0)
+      base += (m.in->shape[static_cast<size_t>(d)] - 1) * m.in_strides[static_cast<size_t>(d)];
+    strides[static_cast<size_t>(d)] = -m.in_strides[static_cast<size_t>(d)];
+  }
+  if (m.in->shape != m.out.shape) lowerer.invalid(ctx, "reverse keeps the operand's shape");
+  gatherStrided(lowerer, ctx, m, strides, base);
+  finishMove(lowerer, ctx, m);
+  return {m.o};
+}
+
+std::vector<int> lowerTranspose(Lowerer& lowerer, OpContext& ctx) {
+  Move m = beginMove(lowerer, ctx);
+  const size_t rank = m.out.shape.size();
+  const std::vector<int64_t> perm = attrInts(*ctx.op, "permutation");
+  if (perm.size() != rank || m.in->shape.size() != rank) lowerer.invalid(ctx, "permutation has the wrong length");
+  std::vector<bool> seen(rank, false);
+  std::vector<int64_t> strides(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    if (perm[d] < 0 || perm[d] >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(perm[d])])
+      lowerer.invalid(ctx, "permutation is not a permutation");
+    seen[static_cast<size_t>(perm[d])] = true;
+    if (m.out.shape[d] != m.in->shape[static_cast<size_t>(perm[d])])
+      lowerer.invalid(ctx, "result shape does not match the permutation");
+    strides[d] = m.in_strides[static_cast<size_t>(perm[d])];
+  }
+  gatherStrided(lowerer, ctx, m, strides, 0);
+  finishMove(lowerer, ctx, m);
+  return {m.o};
+}
+
+std::vector<int> lowerSlice(Lowerer& lowerer, OpContext& ctx) {
+  Move m = beginMove(lowerer, ctx);
+  const size_t rank = m.out.shape.size();
+  const std::vector<int64_t> start = attrInts(*ctx.op, "start_indices"), limit = attrInts(*ctx.op, "limit_indices");
+  std::vector<int64_t> step = attrInts(*ctx.op, "strides", false);
+  if (step.empty()) step.assign(rank, 1);
+  if (start.size() != rank || limit.size() != rank || step.size() != rank || m.in->shape.size() != rank)
+    lowerer.invalid(ctx, "start_indices, limit_indices and strides must have one entry per dimension");
+  std::vector<int64_t> strides(rank);
+  int64_t base = 0;
+  for (size_t d = 0; d < rank; ++d) {
+    if (start[d] < 0 || start[d] > limit[d] || limit[d] > m.in->shape[d] || step[d] < 1)
+      lowerer.invalid(ctx, "slice bounds are out of range in dimension " + std::to_string(d));
+    if (m.out.shape[d] != (limit[d] - start[d] + step[d] - 1) / step[d])
+      lowerer.invalid(ctx, "result shape does not match the slice");
+    base += start[d] * m.in_strides[d];
+    strides[d] = m.in_strides[d] * step[d];
+  }
+  if (m.out.numElements() == 0) base = 0;
+  gatherStrided(lowerer, ctx, m, strides, base);
+  finishMove(lowerer, ctx, m);
+  return {m.o};
+}
+
+std::vector<int> lowerDynamicSlice(Lowerer& lowerer, OpContext& ctx) {
+  Move m = beginMove(lowerer, ctx);
+  const size_t rank = m.out.shape.size();
+  const std::vector<int64_t> sizes = attrInts(*ctx.op, "slice_sizes");
+  if (ctx.in.size() != rank + 1 || m.in->shape.size() != rank || sizes.size() != rank)
+    lowerer.invalid(ctx, "dynamic_slice needs one scalar start index and one slice size per dimension");
+  DynamicOffset dynamic;
+  for (size_t d = 0; d < rank; ++d) {
+    const TensorType& st = ctx.in_types[d + 1];
+    if (!st.shape.empty() || !isInteger(st.dtype)) lowerer.invalid(ctx, "start indices must be integer scalars");
+    if (sizes[d] < 0 || sizes[d] > m.in->shape[d] || sizes[d] != m.out.shape[d])
+      lowerer.invalid(ctx, "slice_sizes do not fit");
+    dynamic.starts.push_back(ctx.in[d + 1]);
+    dynamic.start_types.push_back(st.dtype);
+    dynamic.limits.push_back(m.in->shape[d] - sizes[d]);
+  }
+  dynamic.dyn = lowerer.newDynamic(1);
+  dynamic.in_strides = m.in_strides;
+  gatherStrided(lowerer, ctx, m, m.in_strides, 0, std::move(dynamic));  // exchange estimated at start indices 0
+  finishMove(lowerer, ctx, m);
+  return {m.o};
+}
+
+std::vector<int> lowerDynamicUpdateSlice(Lowerer& lowerer, OpContext& ctx) {
+  Move m = beginMove(lowerer, ctx);
+  const TensorType& out = m.out;
+  const size_t rank = out.shape.size();
+  const TensorType& upd = ctx.in_types[1];
+  if (ctx.in.size() != rank + 2 || m.in->shape != out.shape || upd.shape.size() != rank || upd.dtype != out.dtype)
+    lowerer.invalid(ctx,
+                    "dynamic_update_slice needs an operand, an update of the same rank and one start per dimension");
+  std::vector<int> starts;
+  std::vector<DType> start_types;
+  for (size_t d = 0; d < rank; ++d) {
+    const TensorType& st = ctx.in_types[d + 2];
+    if (!st.shape.empty() || !isInteger(st.dtype)) lowerer.invalid(ctx, "start indices must be integer scalars");
+    if (upd.shape[d] > out.shape[d]) lowerer.invalid(ctx, "the update is larger than the operand");
+    starts.push_back(ctx.in[d + 2]);
+    start_types.push_back(st.dtype);
+  }
+  const int dyn = lowerer.newDynamic(static_cast<int>(rank));
+  m.kernel =
+      bySize<UpdateSliceKernel>(out.dtype, ctx.in[0], ctx.in[1], m.o, out.shape, upd.shape, starts, start_types, dyn);
+  lowerer.exchangeSameIndex(&m.recv, m.work, ctx.in[0]);
+  const std::vector<int64_t> ustr = rowMajorStrides(upd.shape);
+  const std::vector<int64_t> ostr = rowMajorStrides(out.shape);
+  lowerer.exchangeGather(&m.recv, m.work, ctx.in[1], [&](int64_t i) {  // estimated at start indices 0
+    int64_t src = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      const int64_t q = (i / ostr[d]) % std::max<int64_t>(1, out.shape[d]);
+      if (q >= upd.shape[d]) return int64_t(-1);
+      src += q * ustr[d];
+    }
+    return src;
+  });
+  Node* node = finishMove(lowerer, ctx, m);
+  if (std::count(ctx.in.begin() + 1, ctx.in.end(), ctx.in[0]) == 0)
+    node->in_place.emplace_back(ctx.in[0], m.o);  // only the update's elements change: Poplar's dynamicUpdate
+  return {m.o};
+}
+
+std::vector<int> lowerConcatenate(Lowerer& lowerer, OpContext& ctx) {
+  Move m = beginMove(lowerer, ctx);
+  const TensorType& out = m.out;
+  const size_t rank = out.shape.size();
+  const int64_t dim = attrInt(*ctx.op, "dimension");
+  if (dim < 0 || dim >= static_cast<int64_t>(rank)) lowerer.invalid(ctx, "dimension is out of range");
+  std::vector<int64_t> sizes;
+  int64_t total = 0;
+  for (const TensorType& t : ctx.in_types) {
+    if (t.shape.size() != rank || t.dtype != out.dtype)
+      lowerer.invalid(ctx, "operands must have the result's rank and type");
+    for (size_t d = 0; d < rank; ++d)
+      if (static_cast<int64_t>(d) != dim && t.shape[d] != out.shape[d])
+        lowerer.invalid(ctx, "operand shapes differ outside the concatenated dimension");
+    sizes.push_back(t.shape[static_cast<size_t>(dim)]);
+    total += sizes.back();
+  }
+  if (total != out.shape[static_cast<size_t>(dim)])
+    lowerer.invalid(ctx, "result size along the dimension is not the sum of the operands'");
+  int64_t inner = 1;
+  for (size_t d = static_cast<size_t>(dim) + 1; d < rank; ++d) inner *= out.shape[d];
+  m.kernel = bySize<ConcatKernel>(out.dtype, ctx.in, m.o, sizes, inner);
+  if (out.numElements() > 0) {
+    ConcatKernel<uint8_t> probe(ctx.in, m.o, sizes, inner);  // same index arithmetic for every element size
+    for (size_t j = 0; j < ctx.in.size(); ++j)
+      lowerer.exchangeGather(&m.recv, m.work, ctx.in[j], [&](int64_t i) {
+        auto src = probe.sourceOf(i);
+        return src.first == static_cast<int>(j) ? src.second : int64_t(-1);
+      });
+  }
+  finishMove(lowerer, ctx, m);
+  return {m.o};
+}
+
+std::vector<int> lowerPad(Lowerer& lowerer, OpContext& ctx) {
+  Move m = beginMove(lowerer, ctx);
+  const TensorType& out = m.out;
+  const size_t rank = out.shape.size();
+  const std::vector<int64_t> lo = attrInts(*ctx.op, "edge_padding_low"), hi = attrInts(*ctx.op, "edge_padding_high");
+  std::vector<int64_t> interior = attrInts(*ctx.op, "interior_padding", false);
+  if (interior.empty()) interior.assign(rank, 0);
+  if (lo.size() != rank || hi.size() != rank || interior.size() != rank || m.in->shape.size() != rank)
+    lowerer.invalid(ctx, "padding attributes must have one entry per dimension");
+  if (!ctx.in_types[1].shape.empty() || ctx.in_types[1].dtype != out.dtype)
+    lowerer.invalid(ctx, "the padding value must be a scalar of the operand's type");
+  for (size_t d = 0; d < rank; ++d) {
+    if (interior[d] < 0) lowerer.invalid(ctx, "interior padding must be non-negative");
+    const int64_t size = lo[d] + hi[d] + m.in->shape[d] + std::max<int64_t>(0, m.in->shape[d] - 1) * interior[d];
+    if (size != out.shape[d]) lowerer.invalid(ctx, "result shape does not match the padding");
+  }
+  m.kernel = bySize<PadKernel>(out.dtype, ctx.in[0], ctx.in[1], m.o, m.in->shape, out.shape, lo, interior);
+  PadKernel<uint8_t> probe(ctx.in[0], ctx.in[1], m.o, m.in->shape, out.shape, lo, interior);
+  lowerer.exchangeGather(&m.recv, m.work, ctx.in[0], [&](int64_t i) { return probe.sourceOf(i); });
+  if (out.numElements() > 0) lowerer.exchangeScalar(&m.recv, m.work, ctx.in[1]);
+  finishMove(lowerer, ctx, m);
+  return {m.o};
+}
+
+std::vector<int> lowerIota(Lowerer& lowerer, OpContext& ctx) {
+  Move m = beginMove(lowerer, ctx);
+  const int64_t dim = attrInt(*ctx.op, "iota_dimension");
+  if (dim < 0 || dim >= static_cast<int64_t>(m.out.shape.size()))
+    lowerer.invalid(ctx, "iota_dimension is out of range");
+  const int64_t stride = rowMajorStrides(m.out.shape)[static_cast<size_t>(dim)];
+  const int64_t size = std::max<int64_t>(1, m.out.shape[static_cast<size_t>(dim)]);
+  if (!visitDType(m.out.dtype,
+                  [&](auto t) { m.kernel = std::make_unique<IotaKernel<decltype(t)::value>>(m.o, stride, size); }))
+    lowerer.unimplemented(ctx, "tokens are not computed on");
+  finishMove(lowerer, ctx, m, "iota");
+  return {m.o};
 }
 
 }  // namespace ipu

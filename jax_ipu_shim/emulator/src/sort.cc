@@ -23,6 +23,7 @@
 
 #include "ipu/cost_model.h"
 #include "ipu/dtype.h"
+#include "ipu/handlers.h"
 #include "ipu/lowering.h"
 #include "ipu/scalar_ops.h"
 #include "ipu/scalar_program.h"
@@ -306,25 +307,25 @@ std::vector<int> lowerTopK(Lowerer& L, OpContext& ctx) {
   return {values, indices};
 }
 
-std::vector<int> Lowerer::lowerSort(OpContext& ctx) {
-  if (ctx.info->kind == OpKind::TopK) return lowerTopK(*this, ctx);
+std::vector<int> lowerSort(Lowerer& lowerer, OpContext& ctx) {
+  if (ctx.info->kind == OpKind::TopK) return lowerTopK(lowerer, ctx);
   const Op& op = *ctx.op;
   const size_t n_ops = ctx.in.size();
-  if (ctx.out_types.size() != n_ops) invalid(ctx, "sort must have one result per operand");
+  if (ctx.out_types.size() != n_ops) lowerer.invalid(ctx, "sort must have one result per operand");
   const TensorType& in0 = ctx.in_types[0];
   const int64_t rank = static_cast<int64_t>(in0.shape.size());
   int64_t dim = attrInt(op, "dimension");
   if (dim < 0) dim += rank;
-  if (dim < 0 || dim >= rank) invalid(ctx, "dimension is out of range");
+  if (dim < 0 || dim >= rank) lowerer.invalid(ctx, "dimension is out of range");
   for (size_t k = 0; k < n_ops; ++k) {
-    if (ctx.in_types[k].shape != in0.shape) invalid(ctx, "all operands must have the same shape");
+    if (ctx.in_types[k].shape != in0.shape) lowerer.invalid(ctx, "all operands must have the same shape");
     if (ctx.out_types[k].shape != in0.shape || ctx.out_types[k].dtype != ctx.in_types[k].dtype)
-      invalid(ctx, "each result must have its operand's type");
+      lowerer.invalid(ctx, "each result must have its operand's type");
   }
-  if (op.regions.size() != 1) invalid(ctx, "sort must have one comparator region");
+  if (op.regions.size() != 1) lowerer.invalid(ctx, "sort must have one comparator region");
   std::vector<DType> params;
   for (size_t k = 0; k < n_ops; ++k) params.insert(params.end(), 2, ctx.in_types[k].dtype);
-  const ScalarProgram cmp = compileBody(ctx, op.regions[0], params, {DType::Bool}, "in the comparator", true);
+  const ScalarProgram cmp = lowerer.compileBody(ctx, op.regions[0], params, {DType::Bool}, "in the comparator", true);
 
   SortGeometry g;
   g.n = in0.shape[static_cast<size_t>(dim)];
@@ -338,24 +339,24 @@ std::vector<int> Lowerer::lowerSort(OpContext& ctx) {
   for (size_t k = 0; k < n_ops; ++k) {
     const size_t size = dtypeSize(ctx.in_types[k].dtype);
     slice_bytes += g.n * static_cast<int64_t>(size);
-    outs.push_back(k == 0 ? newSlot(ctx.out_types[k]) : newSlotLike(ctx.out_types[k], outs[0]));
+    outs.push_back(k == 0 ? lowerer.newSlot(ctx.out_types[k]) : lowerer.newSlotLike(ctx.out_types[k], outs[0]));
     operands.push_back({ctx.in[k], outs[k], size});
     types += (k ? "," : "") + std::string(dtypeName(ctx.in_types[k].dtype));
   }
-  const int tiles = device().num_tiles;
-  const int workers = device().num_worker_contexts;
+  const int tiles = lowerer.device().num_tiles;
+  const int workers = lowerer.device().num_worker_contexts;
   const TileMapping slice_work =
       TileMapping::linear(slices, static_cast<size_t>(std::max<int64_t>(1, slice_bytes)), tiles);
   // A tile holds every slice it sorts twice (in and out) at once; more than a quarter of its memory: distributed.
-  const bool distributed = 2 * slice_work.per_tile * slice_bytes > device().bytes_per_tile / 4;
+  const bool distributed = 2 * slice_work.per_tile * slice_bytes > lowerer.device().bytes_per_tile / 4;
   if (!distributed && g.inner == 1) {  // contiguous slices: the outputs stay on the tiles that sort them
     for (int slot : outs) {
-      TileMapping& m = graph().slots[static_cast<size_t>(slot)].mapping;
+      TileMapping& m = lowerer.graph().slots[static_cast<size_t>(slot)].mapping;
       m.num_elements = elements;
       m.per_tile = std::max<int64_t>(1, slice_work.per_tile * g.n);
     }
   }
-  const TileMapping& out_map = graph().slots[static_cast<size_t>(outs[0])].mapping;
+  const TileMapping& out_map = lowerer.graph().slots[static_cast<size_t>(outs[0])].mapping;
   const TileMapping work = distributed ? out_map : slice_work;
 
   // Exchange: each tile receives the operand elements of its slices it does not hold, and (non-contiguous slices)
@@ -363,7 +364,7 @@ std::vector<int> Lowerer::lowerSort(OpContext& ctx) {
   // first receives the operand elements at its output positions.
   std::vector<int64_t> recv(static_cast<size_t>(tiles), 0), back(static_cast<size_t>(tiles), 0);
   if (distributed) {
-    for (size_t k = 0; k < n_ops; ++k) exchangeSameIndex(&recv, out_map, ctx.in[k]);
+    for (size_t k = 0; k < n_ops; ++k) lowerer.exchangeSameIndex(&recv, out_map, ctx.in[k]);
   } else {
     for (int t = 0; t < work.tilesUsed(); ++t) {
       for (int64_t s = work.begin(t); s < work.end(t); ++s) {
@@ -372,9 +373,9 @@ std::vector<int> Lowerer::lowerSort(OpContext& ctx) {
           const int64_t x = base + j * g.inner;
           for (size_t k = 0; k < n_ops; ++k) {
             const int64_t size = static_cast<int64_t>(operands[k].size);
-            if (graph().slots[static_cast<size_t>(ctx.in[k])].mapping.tileOf(x) != t)
+            if (lowerer.graph().slots[static_cast<size_t>(ctx.in[k])].mapping.tileOf(x) != t)
               recv[static_cast<size_t>(t)] += size;
-            const int owner = graph().slots[static_cast<size_t>(outs[k])].mapping.tileOf(x);
+            const int owner = lowerer.graph().slots[static_cast<size_t>(outs[k])].mapping.tileOf(x);
             if (owner != t) back[static_cast<size_t>(owner)] += size;
           }
         }
@@ -392,18 +393,19 @@ std::vector<int> Lowerer::lowerSort(OpContext& ctx) {
   std::vector<Superstep> steps;
   double comparisons = static_cast<double>(slices) * slice_cycles / per_compare;
   if (slices > 0 && !distributed) {
-    steps.push_back(superstep(codelet, work, recv, [&](int, int64_t m) {
+    steps.push_back(lowerer.superstep(codelet, work, recv, [&](int, int64_t m) {
       return cost::sortSlices(m, g.n, per_compare, operand_count, workers);
     }));
     steps.back().cost_weight = std::max(1.0, slice_cycles);
     if (std::any_of(back.begin(), back.end(), [](int64_t v) { return v > 0; }))
-      steps.push_back(superstep(codelet + ".writeback", out_map, back,
-                                [&](int t, int64_t) { return cost::copy(back[static_cast<size_t>(t)], workers); }));
+      steps.push_back(lowerer.superstep(codelet + ".writeback", out_map, back, [&](int t, int64_t) {
+        return cost::copy(back[static_cast<size_t>(t)], workers);
+      }));
   } else if (slices > 0) {
     // Local sort: each worker sorts 1/6 of the block, then the block is merged; then the bitonic merge rounds.
     const int p = out_map.tilesUsed();
     const int64_t rounds = cost::bitonicMergeRounds(p);
-    steps.push_back(superstep(
+    steps.push_back(lowerer.superstep(
         codelet + ".local", work, recv,
         [&](int, int64_t m) { return cost::sortBlock(m, per_compare, operand_count, workers); }, rounds == 0));
     std::vector<int64_t> block(static_cast<size_t>(tiles), 0);  // each tile receives its partner's block
@@ -412,20 +414,21 @@ std::vector<int> Lowerer::lowerSort(OpContext& ctx) {
         block[static_cast<size_t>(t)] += out_map.elementsOn(t) * static_cast<int64_t>(operands[k].size);
     size_t one_round = 0;  // the rounds reuse one receive buffer: its bytes are transient once
     for (int64_t r = 0; r < rounds; ++r) {
-      steps.push_back(superstep(
+      steps.push_back(lowerer.superstep(
           codelet + ".merge", work, block,
           [&](int, int64_t m) { return cost::sortMergeRound(m, per_compare, workers); }, r + 1 == rounds));
-      if (r == 0) one_round = pending_.transient.size();
+      if (r == 0) one_round = lowerer.pendingStep().transient.size();
     }
-    if (rounds > 0) pending_.transient.resize(one_round);
+    if (rounds > 0) lowerer.pendingStep().transient.resize(one_round);
     comparisons += static_cast<double>(rounds) * static_cast<double>(elements);
     for (Superstep& st : steps)
       st.cost_weight = std::max(1.0, slice_cycles / static_cast<double>(std::max<int64_t>(1, g.n)));
   }
   const double flops = cmp.flopsPerElement() * comparisons;
   const size_t sort_step = distributed && !steps.empty() ? steps.size() - 1 : 0;
-  emitExecute(ctx, std::make_unique<SortKernel>(std::move(operands), g, std::move(cmp), sort_step, distributed, slices),
-              std::move(steps), outs, flops);
+  lowerer.emitExecute(
+      ctx, std::make_unique<SortKernel>(std::move(operands), g, std::move(cmp), sort_step, distributed, slices),
+      std::move(steps), outs, flops);
   return outs;
 }
 

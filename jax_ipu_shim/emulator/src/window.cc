@@ -19,6 +19,7 @@
 
 #include "ipu/cost_model.h"
 #include "ipu/dtype.h"
+#include "ipu/handlers.h"
 #include "ipu/kernels.h"
 #include "ipu/lowering.h"
 #include "ipu/numerics.h"
@@ -431,58 +432,10 @@ SelectAndScatterKernel::NativeScatter nativeScatter(const Region& r, DType dt) {
   return swapped ? N::AddSwapped : N::Add;
 }
 
-}  // namespace
-
-std::vector<int> Lowerer::lowerWindow(OpContext& ctx) {
+// The window geometry of a reduce_window (every window attribute) or a select_and_scatter (no dilations), over
+// operand 0's shape: validated, with the result shape it gives.
+Window readWindow(Lowerer& lowerer, const OpContext& ctx, bool dilations) {
   const Op& op = *ctx.op;
-  const int workers = device().num_worker_contexts;
-  const OpKind kind = ctx.info->kind;
-
-  if (kind == OpKind::OptimizationBarrier) {
-    // An identity that only orders a schedule: its results are its operands' slots (later uses of a result extend
-    // the operand's live range, as for a reshape), and it runs nothing.
-    if (ctx.out_types.size() != ctx.in.size()) invalid(ctx, "optimization_barrier has one result per operand");
-    for (size_t i = 0; i < ctx.in.size(); ++i)
-      if (ctx.out_types[i].dtype != ctx.in_types[i].dtype || ctx.out_types[i].shape != ctx.in_types[i].shape)
-        invalid(ctx, "each result must have its operand's type");
-    return ctx.in;
-  }
-
-  if (kind == OpKind::ReducePrecision) {
-    const TensorType& in = ctx.in_types[0];
-    if (ctx.out_types.size() != 1 || ctx.out_types[0].dtype != in.dtype || ctx.out_types[0].shape != in.shape)
-      invalid(ctx, "the result must have the operand's type");
-    const int64_t exp_bits = attrInt(op, "exponent_bits"), mant_bits = attrInt(op, "mantissa_bits");
-    if (exp_bits < 1 || mant_bits < 0 || exp_bits > 64 || mant_bits > 64)
-      invalid(ctx, "exponent_bits must be at least 1 and mantissa_bits at least 0");
-    const int o = newSlotLike(ctx.out_types[0], ctx.in[0]);
-    std::unique_ptr<Kernel> kernel;
-    const int e = static_cast<int>(exp_bits), m = static_cast<int>(mant_bits);
-    const bool keep = numerics() == Numerics::Jaxlib012;
-    if (in.dtype == DType::F32)
-      kernel = map1<uint32_t, uint32_t>(ctx.in[0], o, ReducePrecisionF<uint32_t, 8, 23>{e, m, keep});
-    else if (in.dtype == DType::F16)
-      kernel = map1<uint16_t, uint16_t>(ctx.in[0], o, ReducePrecisionF<uint16_t, 5, 10>{e, m, keep});
-    else if (in.dtype == DType::BF16)
-      kernel = map1<uint16_t, uint16_t>(ctx.in[0], o, ReducePrecisionF<uint16_t, 8, 7>{e, m, keep});
-    else
-      unimplemented(ctx,
-                    std::string("reduce_precision is implemented for f32, f16 and bf16, not ") + dtypeName(in.dtype));
-    const TileMapping work = graph().slots[static_cast<size_t>(o)].mapping;
-    std::vector<Superstep> steps;
-    if (work.num_elements > 0)
-      steps.push_back(
-          superstep(std::string("popops::ReducePrecision<") + dtypeName(in.dtype) + ">", work, {},
-                    [&](int, int64_t n) { return cost::elementwise(OpKind::ReducePrecision, in.dtype, n, workers); }));
-    emitExecute(ctx, std::move(kernel), std::move(steps), {o}, 0);
-    return {o};
-  }
-
-  // ---- the window geometry (reduce_window: N inputs + N inits; select_and_scatter: operand, source, init) ----
-  const bool sas = kind == OpKind::SelectAndScatter;
-  const size_t n = sas ? 1 : ctx.in.size() / 2;
-  if (!sas && (ctx.in.size() % 2 != 0 || ctx.out_types.size() != n))
-    invalid(ctx, "reduce_window takes N inputs and N init values and has N results");
   const TensorType& in0 = ctx.in_types[0];
   Window w;
   w.in_shape = in0.shape;
@@ -491,16 +444,16 @@ std::vector<int> Lowerer::lowerWindow(OpContext& ctx) {
   auto list = [&](const char* name, int64_t fallback) {
     std::vector<int64_t> v = attrInts(op, name, false);
     if (v.empty()) v.assign(rank, fallback);
-    if (v.size() != rank) invalid(ctx, std::string(name) + " must have one entry per dimension of the input");
+    if (v.size() != rank) lowerer.invalid(ctx, std::string(name) + " must have one entry per dimension of the input");
     for (int64_t x : v)
-      if (x < 1) invalid(ctx, std::string(name) + " must be positive");
+      if (x < 1) lowerer.invalid(ctx, std::string(name) + " must be positive");
     return v;
   };
-  if (!op.attrs.find("window_dimensions")) invalid(ctx, "the window_dimensions attribute is missing");
+  if (!op.attrs.find("window_dimensions")) lowerer.invalid(ctx, "the window_dimensions attribute is missing");
   w.size = list("window_dimensions", 1);
   w.stride = list("window_strides", 1);
-  w.base_dil = sas ? std::vector<int64_t>(rank, 1) : list("base_dilations", 1);
-  w.win_dil = sas ? std::vector<int64_t>(rank, 1) : list("window_dilations", 1);
+  w.base_dil = dilations ? list("base_dilations", 1) : std::vector<int64_t>(rank, 1);
+  w.win_dil = dilations ? list("window_dilations", 1) : std::vector<int64_t>(rank, 1);
   w.pad_lo.assign(rank, 0);
   w.pad_hi.assign(rank, 0);
   if (const json::Value* p = op.attrs.find("padding")) {
@@ -510,112 +463,173 @@ std::vector<int> Lowerer::lowerWindow(OpContext& ctx) {
       ok = pair.isArray() && pair.array.size() == 2 && pair.array[0].is_integer && pair.array[1].is_integer;
       if (ok) w.pad_lo[d] = pair.array[0].integer, w.pad_hi[d] = pair.array[1].integer;
     }
-    if (!ok) invalid(ctx, "padding must be one [low, high] pair of integers per dimension");
+    if (!ok) lowerer.invalid(ctx, "padding must be one [low, high] pair of integers per dimension");
   }
   for (size_t d = 0; d < rank; ++d) w.out_shape.push_back(w.outSize(d));
-  const TensorType window_type{in0.dtype, w.out_shape};
-  const std::vector<int64_t> src_strides = rowMajorStrides(w.out_shape);
-  const int64_t elem_bytes = static_cast<int64_t>(dtypeSize(in0.dtype));
-  const int tiles = device().num_tiles;
+  return w;
+}
 
-  // Per tile of `work` (one output per window): the window elements its outputs read, and the bytes of them it
-  // receives (distinct elements held elsewhere, once per tile) from an input mapped as `in_map`.
-  auto windowTraffic = [&](const TileMapping& work, const TileMapping& in_map, int64_t bytes_per_element,
-                           std::vector<int64_t>* reads, std::vector<int64_t>* recv) {
-    reads->assign(static_cast<size_t>(tiles), 0);
-    recv->resize(static_cast<size_t>(tiles), 0);
-    std::vector<int> stamp(static_cast<size_t>(in_map.num_elements), -1);
+// Per tile of `work` (one output per window of `w`): the window elements its outputs read, and the bytes of them
+// it receives (distinct elements held elsewhere, once per tile) from an input mapped as `in_map`.
+void windowTraffic(const Window& w, int tiles, const TileMapping& work, const TileMapping& in_map,
+                   int64_t bytes_per_element, std::vector<int64_t>* reads, std::vector<int64_t>* recv) {
+  reads->assign(static_cast<size_t>(tiles), 0);
+  recv->resize(static_cast<size_t>(tiles), 0);
+  std::vector<int> stamp(static_cast<size_t>(in_map.num_elements), -1);
+  std::vector<std::vector<int64_t>> offs;
+  for (int t = 0; t < work.tilesUsed(); ++t)
+    for (int64_t i = work.begin(t); i < work.end(t); ++i) {
+      w.offsets(i, &offs);
+      forEachOffset(offs, [&](int64_t off) {
+        ++(*reads)[static_cast<size_t>(t)];
+        if (stamp[static_cast<size_t>(off)] == t) return;
+        stamp[static_cast<size_t>(off)] = t;
+        if (in_map.tileOf(off) != t) (*recv)[static_cast<size_t>(t)] += bytes_per_element;
+      });
+    }
+}
+
+}  // namespace
+
+std::vector<int> lowerOptimizationBarrier(Lowerer& lowerer, OpContext& ctx) {
+  // An identity that only orders a schedule: its results are its operands' slots (later uses of a result extend
+  // the operand's live range, as for a reshape), and it runs nothing.
+  if (ctx.out_types.size() != ctx.in.size()) lowerer.invalid(ctx, "optimization_barrier has one result per operand");
+  for (size_t i = 0; i < ctx.in.size(); ++i)
+    if (ctx.out_types[i].dtype != ctx.in_types[i].dtype || ctx.out_types[i].shape != ctx.in_types[i].shape)
+      lowerer.invalid(ctx, "each result must have its operand's type");
+  return ctx.in;
+}
+
+std::vector<int> lowerReducePrecision(Lowerer& lowerer, OpContext& ctx) {
+  const Op& op = *ctx.op;
+  const int workers = lowerer.device().num_worker_contexts;
+  const TensorType& in = ctx.in_types[0];
+  if (ctx.out_types.size() != 1 || ctx.out_types[0].dtype != in.dtype || ctx.out_types[0].shape != in.shape)
+    lowerer.invalid(ctx, "the result must have the operand's type");
+  const int64_t exp_bits = attrInt(op, "exponent_bits"), mant_bits = attrInt(op, "mantissa_bits");
+  if (exp_bits < 1 || mant_bits < 0 || exp_bits > 64 || mant_bits > 64)
+    lowerer.invalid(ctx, "exponent_bits must be at least 1 and mantissa_bits at least 0");
+  const int o = lowerer.newSlotLike(ctx.out_types[0], ctx.in[0]);
+  std::unique_ptr<Kernel> kernel;
+  const int e = static_cast<int>(exp_bits), m = static_cast<int>(mant_bits);
+  const bool keep = lowerer.numerics() == Numerics::Jaxlib012;
+  if (in.dtype == DType::F32)
+    kernel = map1<uint32_t, uint32_t>(ctx.in[0], o, ReducePrecisionF<uint32_t, 8, 23>{e, m, keep});
+  else if (in.dtype == DType::F16)
+    kernel = map1<uint16_t, uint16_t>(ctx.in[0], o, ReducePrecisionF<uint16_t, 5, 10>{e, m, keep});
+  else if (in.dtype == DType::BF16)
+    kernel = map1<uint16_t, uint16_t>(ctx.in[0], o, ReducePrecisionF<uint16_t, 8, 7>{e, m, keep});
+  else
+    lowerer.unimplemented(
+        ctx, std::string("reduce_precision is implemented for f32, f16 and bf16, not ") + dtypeName(in.dtype));
+  const TileMapping work = lowerer.graph().slots[static_cast<size_t>(o)].mapping;
+  std::vector<Superstep> steps;
+  if (work.num_elements > 0)
+    steps.push_back(lowerer.superstep(
+        std::string("popops::ReducePrecision<") + dtypeName(in.dtype) + ">", work, {},
+        [&](int, int64_t n) { return cost::elementwise(OpKind::ReducePrecision, in.dtype, n, workers); }));
+  lowerer.emitExecute(ctx, std::move(kernel), std::move(steps), {o}, 0);
+  return {o};
+}
+
+// operand, source, init -> the operand's shape: each source element is scattered to the element its window selects.
+std::vector<int> lowerSelectAndScatter(Lowerer& lowerer, OpContext& ctx) {
+  const Op& op = *ctx.op;
+  const int workers = lowerer.device().num_worker_contexts;
+  const int tiles = lowerer.device().num_tiles;
+  const TensorType& in0 = ctx.in_types[0];
+  Window w = readWindow(lowerer, ctx, false);
+  const int64_t elem_bytes = static_cast<int64_t>(dtypeSize(in0.dtype));
+  const TensorType& source = ctx.in_types[1];
+  const TensorType& init = ctx.in_types[2];
+  if (source.shape != w.out_shape || source.dtype != in0.dtype)
+    lowerer.invalid(ctx, "the source must have the operand's type and one element per window (shape " +
+                             mlirTensorType(dtypeName(in0.dtype), w.out_shape) + ")");
+  if (!init.shape.empty() || init.dtype != in0.dtype || ctx.out_types.size() != 1 ||
+      ctx.out_types[0].dtype != in0.dtype || ctx.out_types[0].shape != in0.shape)
+    lowerer.invalid(ctx, "the init value must be a scalar of the operand's type and the result the operand's type");
+  if (in0.numElements() > std::numeric_limits<int32_t>::max())
+    lowerer.unimplemented(ctx, "operands of more than 2^31 elements are not supported");
+  if (op.regions.size() != 2) lowerer.invalid(ctx, "select_and_scatter has a select and a scatter region");
+  const ScalarProgram select =
+      lowerer.compileBody(ctx, op.regions[0], {in0.dtype, in0.dtype}, {DType::Bool}, "in a region");
+  const ScalarProgram scatter =
+      lowerer.compileBody(ctx, op.regions[1], {in0.dtype, in0.dtype}, {in0.dtype}, "in a region");
+  const int out = lowerer.newSlotLike(ctx.out_types[0], ctx.in[0]);
+  const int selected =
+      lowerer.newSlotLike(TensorType{DType::I32, w.out_shape}, ctx.in[1]);  // per window: the chosen element
+  const TileMapping src_map = lowerer.graph().slots[static_cast<size_t>(selected)].mapping;
+  const TileMapping out_map = lowerer.graph().slots[static_cast<size_t>(out)].mapping;
+  const TileMapping op_map = lowerer.graph().slots[static_cast<size_t>(ctx.in[0])].mapping;
+  // Superstep 0 over the windows: each tile receives the operand elements its windows cover, and its sources.
+  std::vector<int64_t> reads0, recv0;
+  windowTraffic(w, tiles, src_map, op_map, elem_bytes, &reads0, &recv0);
+  // Superstep 1 over the operand: each element reads the selection and source of every window containing it.
+  std::vector<int64_t> reads1(static_cast<size_t>(tiles), 0), recv1(static_cast<size_t>(tiles), 0);
+  {
+    std::vector<int> stamp(static_cast<size_t>(src_map.num_elements), -1);
     std::vector<std::vector<int64_t>> offs;
-    for (int t = 0; t < work.tilesUsed(); ++t)
-      for (int64_t i = work.begin(t); i < work.end(t); ++i) {
+    const Slot& src_slot = lowerer.graph().slots[static_cast<size_t>(ctx.in[1])];
+    for (int t = 0; t < src_map.tilesUsed(); ++t)  // the windows' elements, seen from the windows
+      for (int64_t i = src_map.begin(t); i < src_map.end(t); ++i) {
         w.offsets(i, &offs);
         forEachOffset(offs, [&](int64_t off) {
-          ++(*reads)[static_cast<size_t>(t)];
-          if (stamp[static_cast<size_t>(off)] == t) return;
-          stamp[static_cast<size_t>(off)] = t;
-          if (in_map.tileOf(off) != t) (*recv)[static_cast<size_t>(t)] += bytes_per_element;
+          const int dest = out_map.tileOf(off);
+          ++reads1[static_cast<size_t>(dest)];
+          if (stamp[static_cast<size_t>(i)] == dest) return;
+          stamp[static_cast<size_t>(i)] = dest;
+          if (src_map.tileOf(i) != dest) recv1[static_cast<size_t>(dest)] += 4;
+          if (src_slot.mapping.tileOf(i) != dest) recv1[static_cast<size_t>(dest)] += elem_bytes;
         });
       }
-  };
-
-  if (sas) {
-    const TensorType& source = ctx.in_types[1];
-    const TensorType& init = ctx.in_types[2];
-    if (source.shape != w.out_shape || source.dtype != in0.dtype)
-      invalid(ctx, "the source must have the operand's type and one element per window (shape " +
-                       mlirTensorType(dtypeName(in0.dtype), w.out_shape) + ")");
-    if (!init.shape.empty() || init.dtype != in0.dtype || ctx.out_types.size() != 1 ||
-        ctx.out_types[0].dtype != in0.dtype || ctx.out_types[0].shape != in0.shape)
-      invalid(ctx, "the init value must be a scalar of the operand's type and the result the operand's type");
-    if (in0.numElements() > std::numeric_limits<int32_t>::max())
-      unimplemented(ctx, "operands of more than 2^31 elements are not supported");
-    if (op.regions.size() != 2) invalid(ctx, "select_and_scatter has a select and a scatter region");
-    const ScalarProgram select = compileBody(ctx, op.regions[0], {in0.dtype, in0.dtype}, {DType::Bool}, "in a region");
-    const ScalarProgram scatter = compileBody(ctx, op.regions[1], {in0.dtype, in0.dtype}, {in0.dtype}, "in a region");
-    const int out = newSlotLike(ctx.out_types[0], ctx.in[0]);
-    const int selected = newSlotLike(TensorType{DType::I32, w.out_shape}, ctx.in[1]);  // per window: the chosen element
-    const TileMapping src_map = graph().slots[static_cast<size_t>(selected)].mapping;
-    const TileMapping out_map = graph().slots[static_cast<size_t>(out)].mapping;
-    const TileMapping op_map = graph().slots[static_cast<size_t>(ctx.in[0])].mapping;
-    // Superstep 0 over the windows: each tile receives the operand elements its windows cover, and its sources.
-    std::vector<int64_t> reads0, recv0;
-    windowTraffic(src_map, op_map, elem_bytes, &reads0, &recv0);
-    // Superstep 1 over the operand: each element reads the selection and source of every window containing it.
-    std::vector<int64_t> reads1(static_cast<size_t>(tiles), 0), recv1(static_cast<size_t>(tiles), 0);
-    {
-      std::vector<int> stamp(static_cast<size_t>(src_map.num_elements), -1);
-      std::vector<std::vector<int64_t>> offs;
-      const Slot& src_slot = graph().slots[static_cast<size_t>(ctx.in[1])];
-      for (int t = 0; t < src_map.tilesUsed(); ++t)  // the windows' elements, seen from the windows
-        for (int64_t i = src_map.begin(t); i < src_map.end(t); ++i) {
-          w.offsets(i, &offs);
-          forEachOffset(offs, [&](int64_t off) {
-            const int dest = out_map.tileOf(off);
-            ++reads1[static_cast<size_t>(dest)];
-            if (stamp[static_cast<size_t>(i)] == dest) return;
-            stamp[static_cast<size_t>(i)] = dest;
-            if (src_map.tileOf(i) != dest) recv1[static_cast<size_t>(dest)] += 4;
-            if (src_slot.mapping.tileOf(i) != dest) recv1[static_cast<size_t>(dest)] += elem_bytes;
-          });
-        }
-    }
-    exchangeScalar(&recv1, out_map, ctx.in[2]);
-    std::vector<Superstep> steps;
-    const std::string type = dtypeName(in0.dtype);
-    steps.push_back(
-        superstep("popnn::SelectWindow{" + select.summary() + "}<" + type + ">", src_map, recv0, [&](int t, int64_t m) {
-          return cost::reduceBody(select.cyclesPerElement(), reads0[static_cast<size_t>(t)], m, workers);
-        }));
-    steps.push_back(superstep(
-        "popnn::MaxPoolingGrad{" + scatter.summary() + "}<" + type + ">", out_map, recv1, [&](int t, int64_t m) {
-          return cost::reduceBody(scatter.cyclesPerElement() + 1, reads1[static_cast<size_t>(t)], m, workers);
-        }));
-    const double flops = isFloat(in0.dtype) ? scatter.flopsPerElement() * static_cast<double>(source.numElements()) : 0;
-    auto kernel = std::make_unique<SelectAndScatterKernel>(
-        ctx.in[0], ctx.in[1], ctx.in[2], selected, out, dtypeSize(in0.dtype), w, select, scatter,
-        nativeSelect(op.regions[0], in0.dtype), nativeScatter(op.regions[1], in0.dtype));
-    emitExecute(ctx, std::move(kernel), std::move(steps), {out, selected}, flops);
-    return {out};
   }
+  lowerer.exchangeScalar(&recv1, out_map, ctx.in[2]);
+  std::vector<Superstep> steps;
+  const std::string type = dtypeName(in0.dtype);
+  steps.push_back(lowerer.superstep(
+      "popnn::SelectWindow{" + select.summary() + "}<" + type + ">", src_map, recv0, [&](int t, int64_t m) {
+        return cost::reduceBody(select.cyclesPerElement(), reads0[static_cast<size_t>(t)], m, workers);
+      }));
+  steps.push_back(lowerer.superstep(
+      "popnn::MaxPoolingGrad{" + scatter.summary() + "}<" + type + ">", out_map, recv1, [&](int t, int64_t m) {
+        return cost::reduceBody(scatter.cyclesPerElement() + 1, reads1[static_cast<size_t>(t)], m, workers);
+      }));
+  const double flops = isFloat(in0.dtype) ? scatter.flopsPerElement() * static_cast<double>(source.numElements()) : 0;
+  auto kernel = std::make_unique<SelectAndScatterKernel>(
+      ctx.in[0], ctx.in[1], ctx.in[2], selected, out, dtypeSize(in0.dtype), w, select, scatter,
+      nativeSelect(op.regions[0], in0.dtype), nativeScatter(op.regions[1], in0.dtype));
+  lowerer.emitExecute(ctx, std::move(kernel), std::move(steps), {out, selected}, flops);
+  return {out};
+}
 
-  // ---- reduce_window ----
+// N inputs and N init values -> N results, one element per window.
+std::vector<int> lowerReduceWindow(Lowerer& lowerer, OpContext& ctx) {
+  const Op& op = *ctx.op;
+  const int workers = lowerer.device().num_worker_contexts;
+  const int tiles = lowerer.device().num_tiles;
+  const size_t n = ctx.in.size() / 2;
+  if (ctx.in.size() % 2 != 0 || ctx.out_types.size() != n)
+    lowerer.invalid(ctx, "reduce_window takes N inputs and N init values and has N results");
+  const TensorType& in0 = ctx.in_types[0];
+  Window w = readWindow(lowerer, ctx, true);
   std::vector<int> outs;
   std::vector<DType> types;
   for (size_t i = 0; i < n; ++i) {
     const TensorType& in = ctx.in_types[i];
     const TensorType& init = ctx.in_types[n + i];
-    if (in.shape != in0.shape) invalid(ctx, "all inputs must have the same shape");
+    if (in.shape != in0.shape) lowerer.invalid(ctx, "all inputs must have the same shape");
     if (!init.shape.empty() || init.dtype != in.dtype || ctx.out_types[i].dtype != in.dtype ||
         ctx.out_types[i].shape != w.out_shape)
-      invalid(ctx, "init values must be scalars of their input's type and results of shape " +
-                       mlirTensorType(dtypeName(in.dtype), w.out_shape) + " (from the window attributes)");
-    outs.push_back(i == 0 ? newSlot(ctx.out_types[i]) : newSlotLike(ctx.out_types[i], outs[0]));
+      lowerer.invalid(ctx, "init values must be scalars of their input's type and results of shape " +
+                               mlirTensorType(dtypeName(in.dtype), w.out_shape) + " (from the window attributes)");
+    outs.push_back(i == 0 ? lowerer.newSlot(ctx.out_types[i]) : lowerer.newSlotLike(ctx.out_types[i], outs[0]));
     types.push_back(in.dtype);
   }
   const std::string computation = attrString(op, "computation", "");
   std::vector<std::unique_ptr<Kernel>> parts;
   for (size_t i = 0; i < n && !computation.empty(); ++i) {
-    auto k = windowKernel(computation, types[i], numerics(), ctx.in[i], ctx.in[n + i], outs[i], w);
+    auto k = windowKernel(computation, types[i], lowerer.numerics(), ctx.in[i], ctx.in[n + i], outs[i], w);
     if (!k) {
       parts.clear();
       break;
@@ -634,28 +648,28 @@ std::vector<int> Lowerer::lowerWindow(OpContext& ctx) {
     codelet = name ? "popnn::" + std::string(name) + "<" + type_list + ">"
                    : "popnn::Pooling{" + computation + "}<" + type_list + ">";
   } else {
-    if (op.regions.size() != 1) invalid(ctx, "reduce_window must have one body region");
+    if (op.regions.size() != 1) lowerer.invalid(ctx, "reduce_window must have one body region");
     std::vector<DType> params = types;
     params.insert(params.end(), types.begin(), types.end());
-    body = compileBody(ctx, op.regions[0], params, types, "in the body");
+    body = lowerer.compileBody(ctx, op.regions[0], params, types, "in the body");
     std::vector<BodyWindowKernel::Operand> operands;
     for (size_t i = 0; i < n; ++i) operands.push_back({ctx.in[i], ctx.in[n + i], outs[i], dtypeSize(types[i])});
     codelet = "popnn::Pooling{" + body.summary() + "}<" + type_list + ">";
     kernel = std::make_unique<BodyWindowKernel>(std::move(operands), w, body);
   }
 
-  const TileMapping out_map = graph().slots[static_cast<size_t>(outs[0])].mapping;
-  const TileMapping in_map = graph().slots[static_cast<size_t>(ctx.in[0])].mapping;
+  const TileMapping out_map = lowerer.graph().slots[static_cast<size_t>(outs[0])].mapping;
+  const TileMapping in_map = lowerer.graph().slots[static_cast<size_t>(ctx.in[0])].mapping;
   int64_t bytes_per_element = 0;  // one element of every input per window element
   for (DType t : types) bytes_per_element += static_cast<int64_t>(dtypeSize(t));
   std::vector<int64_t> reads, recv;
-  windowTraffic(out_map, in_map, bytes_per_element, &reads, &recv);
-  for (size_t i = 0; i < n; ++i) exchangeScalar(&recv, out_map, ctx.in[n + i]);
+  windowTraffic(w, tiles, out_map, in_map, bytes_per_element, &reads, &recv);
+  for (size_t i = 0; i < n; ++i) lowerer.exchangeScalar(&recv, out_map, ctx.in[n + i]);
   int64_t total_reads = 0;
   for (int64_t r : reads) total_reads += r;
   std::vector<Superstep> steps;
   if (out_map.num_elements > 0) {
-    steps.push_back(superstep(codelet, out_map, recv, [&](int t, int64_t m) {
+    steps.push_back(lowerer.superstep(codelet, out_map, recv, [&](int t, int64_t m) {
       const int64_t r = reads[static_cast<size_t>(t)];
       return general ? cost::reduceBody(body.cyclesPerElement(), r, m, workers)
                      : cost::reduce(in0.dtype, r * static_cast<int64_t>(n), m, workers);
@@ -668,7 +682,7 @@ std::vector<int> Lowerer::lowerWindow(OpContext& ctx) {
   const double flops = general              ? body.flopsPerElement() * static_cast<double>(total_reads)
                        : isFloat(in0.dtype) ? static_cast<double>(total_reads * static_cast<int64_t>(n))
                                             : 0;
-  emitExecute(ctx, std::move(kernel), std::move(steps), outs, flops);
+  lowerer.emitExecute(ctx, std::move(kernel), std::move(steps), outs, flops);
   return outs;
 }
 

@@ -15,7 +15,14 @@
 
 namespace ipu {
 
-// What the family lowerings see of one op: its operands' slots and types, and its declared result types.
+// Value ids of one function instance (a call inlines its callee with a fresh environment).
+struct Env {
+  std::unordered_map<int64_t, int> slots;
+  std::unordered_map<int64_t, const ValueDecl*> decls;
+};
+
+// What an op's handler (ipu/handlers.h) sees of the op: its operands' slots and types, its declared result types,
+// where its steps go, and the environment of the region it is in (control ops lower their regions into it).
 struct OpContext {
   const Op* op = nullptr;
   const OpInfo* info = nullptr;
@@ -24,16 +31,11 @@ struct OpContext {
   std::vector<TensorType> out_types;
   std::string signature;            // "stablehlo.add(tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>"
   Node* seq = nullptr;              // the sequence the op's steps are appended to
+  Env* env = nullptr;               // the values of the region being lowered
 };
 
 // An elementwise op on c64 values, or real/imag/complex/fft: complex.cc lowers it (complex.cc).
 bool isComplexOp(const OpContext& ctx);
-
-// Value ids of one function instance (a call inlines its callee with a fresh environment).
-struct Env {
-  std::unordered_map<int64_t, int> slots;
-  std::unordered_map<int64_t, const ValueDecl*> decls;
-};
 
 // Lowers op by op, Poplar-style: every result gets a tile mapping, every op becomes supersteps (exchange, then a
 // compute set partitioned by the output's tile mapping), and control flow becomes a program tree.
@@ -42,7 +44,7 @@ class Lowerer {
   Lowerer(const Program& program, const DeviceDescription& device, const CompileOptions& options, Graph* graph);
   void lowerEntry();
 
-  // ---- used by the family lowerings ----
+  // ---- the graph-building calls the op handlers (ipu/handlers.h) make ----
   const DeviceDescription& device() const { return device_; }
   Numerics numerics() const { return program_.numerics; }  // whose arithmetic the kernels compute (ipu/numerics.h)
   const CompileOptions& options() const { return options_; }
@@ -98,6 +100,16 @@ class Lowerer {
 
   // Lowers a region's ops into `seq` with the given environment; returns the slots of its results.
   std::vector<int> lowerRegion(const Region& region, Env* env, Node* seq);
+  // Elementwise ops in program order, the last one the root, as one fused compute set (elementwise.cc).
+  int lowerElementwiseGroup(std::vector<OpContext>& members);
+  const Program& program() const { return program_; }
+  // The step the next superstep() call records: a handler whose supersteps share buffers adjusts its transient
+  // bytes per tile (ipu/memory.h).
+  StepRecord& pendingStep() { return pending_; }
+  // The program's function `name`, or null (a call's callee).
+  const Function* function(const std::string& name) const { return program_.find(name); }
+  // The callees being lowered, outermost first: a call of one of them is recursion, which the IPU cannot run.
+  std::vector<std::string>& callStack() { return call_stack_; }
 
  private:
   void lowerOp(const Op& op, Env* env, Node* seq);
@@ -108,26 +120,8 @@ class Lowerer {
   void lowerFusedGroup(const Region& region, const std::vector<size_t>& members, Env* env, Node* seq);
   void numberSteps(Node* node);
   void planLoops(Node* node);
-  std::vector<int> lowerFamily(OpContext& ctx, Env* env);
-
-  // Family lowerings (one file each).
-  std::vector<int> lowerElementwise(OpContext& ctx);
-  // Elementwise ops in program order, the last one the root, as one fused compute set (elementwise.cc).
-  int lowerElementwiseGroup(std::vector<OpContext>& members);
-  std::vector<int> lowerShapeOp(OpContext& ctx);
-  std::vector<int> lowerGatherScatter(OpContext& ctx);  // gather_scatter.cc
-  std::vector<int> lowerReduce(OpContext& ctx);
-  std::vector<int> lowerDot(OpContext& ctx);
-  std::vector<int> lowerSort(OpContext& ctx);  // sort.cc
-  std::vector<int> lowerConv(OpContext& ctx);  // conv.cc
-  std::vector<int> lowerHostIO(OpContext& ctx);  // host_io.cc
-  std::vector<int> lowerCollective(OpContext& ctx);  // collective.cc
-  std::vector<int> lowerWindow(OpContext& ctx);  // window.cc
-  std::vector<int> lowerComplex(OpContext& ctx);  // complex.cc: c64 arithmetic, real/imag/complex
-  std::vector<int> lowerFft(OpContext& ctx);  // fft.cc
-  std::vector<int> lowerCall(OpContext& ctx);
-  std::vector<int> lowerWhile(OpContext& ctx, Env* env);
-  std::vector<int> lowerCase(OpContext& ctx, Env* env);
+  // The op's handler: its registry row's (ipu/handlers.h), or complex.cc's for c64 arithmetic of any op.
+  std::vector<int> lowerWithHandler(OpContext& ctx);
 
   const Program& program_;
   DeviceDescription device_;

@@ -139,6 +139,11 @@ enum class TypeRole { Operand0, Operand1, Result0, None };
 
 constexpr unsigned dtypeBit(DType d) { return 1u << static_cast<unsigned>(d); }
 
+class Lowerer;
+struct OpContext;
+// An op's lowering: appends its steps to ctx.seq and returns its results' slots. The handlers are ipu/handlers.h's.
+using OpHandler = std::vector<int> (*)(Lowerer& lowerer, OpContext& ctx);
+
 struct OpInfo {
   const char* name;  // without dialect prefix
   OpKind kind;
@@ -147,6 +152,7 @@ struct OpInfo {
   TypeRole role;
   int min_operands;
   int max_operands;  // -1: any number
+  OpHandler lower;   // how the emulator lowers it (ipu/handlers.h)
 };
 
 // A binary op that, as the whole body of a reduce, reduce_window, all_reduce, reduce_scatter or scatter, runs as that

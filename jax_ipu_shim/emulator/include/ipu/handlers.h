@@ -1,0 +1,53 @@
+// The op handlers: one function per op (or per family of ops that share one vertex), over the graph-building calls
+// of `Lowerer` (ipu/lowering.h), in popops-like files. Each appends the op's steps to ctx.seq and returns the slots
+// of its results (an OpHandler, ipu/registry.h). The op registry names each op's handler in its row (registry.cc);
+// `Lowerer` calls the row's.
+#pragma once
+
+#include <vector>
+
+namespace ipu {
+
+class Lowerer;
+struct OpContext;
+
+// elementwise.cc: every unary, binary, compare, select, clamp and convert op (one fused map vertex).
+std::vector<int> lowerElementwise(Lowerer& lowerer, OpContext& ctx);
+// shape_ops.cc: data movement (views and copies; Poplar's Tensor views and popops copies).
+std::vector<int> lowerConstant(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerIota(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerBitcastConvert(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerBroadcastInDim(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerReshape(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerTranspose(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerReverse(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerSlice(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerDynamicSlice(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerDynamicUpdateSlice(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerConcatenate(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerPad(Lowerer& lowerer, OpContext& ctx);
+// gather_scatter.cc
+std::vector<int> lowerGatherScatter(Lowerer& lowerer, OpContext& ctx);
+// reduce.cc, dot.cc, conv.cc, sort.cc (sort and top_k)
+std::vector<int> lowerReduce(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerDot(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerConv(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerSort(Lowerer& lowerer, OpContext& ctx);
+// control.cc: calls inline their callee; while and case lower their regions into program nodes.
+std::vector<int> lowerCall(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerWhile(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerCase(Lowerer& lowerer, OpContext& ctx);
+// host_io.cc: tokens, infeed, outfeed and host callbacks
+std::vector<int> lowerHostIO(Lowerer& lowerer, OpContext& ctx);
+// collective.cc: over the IPU-Links between replicas
+std::vector<int> lowerCollective(Lowerer& lowerer, OpContext& ctx);
+// window.cc: pooling (popnn), remat barriers, reduce_precision
+std::vector<int> lowerReduceWindow(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerSelectAndScatter(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerOptimizationBarrier(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerReducePrecision(Lowerer& lowerer, OpContext& ctx);
+// complex.cc: real/imag/complex and c64 arithmetic of any elementwise op; fft.cc
+std::vector<int> lowerComplex(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerFft(Lowerer& lowerer, OpContext& ctx);
+
+}  // namespace ipu
