@@ -324,6 +324,16 @@ DIVIDES = {
     "a/b**1.5": lambda a, b, c, r: a / b ** 1.5,
     "a/b**c": lambda a, b, c, r: a / b ** (c / 4),
     "1/b**1.5": lambda a, b, c, r: 1 / b ** 1.5,
+    # 1 / B written as what XLA leaves of it (pow(B, -c), rsqrt, exp(-B)): dividing by that again is the same rule
+    # again, A * B (y / (1 / x ** 0.5) is y * sqrt(x): fuzz seed 20272701 #457)
+    "a/(1/b**0.5)": lambda a, b, c, r: a / (1 / b ** 0.5),
+    "1/(1/b**1.7)": lambda a, b, c, r: 1 / (1 / b ** 1.7),
+    "a/(1/b**c)": lambda a, b, c, r: a / (1 / b ** (c / 4)),
+    "a/(1/sqrt(b))": lambda a, b, c, r: a / (1 / jnp.sqrt(b)),
+    "a/(1/rsqrt(b))": lambda a, b, c, r: a / (1 / lax.rsqrt(b)),
+    "a/(1/exp(b/4))": lambda a, b, c, r: a / (1 / jnp.exp(b / 4)),
+    "1/(1/(1/b**0.5))": lambda a, b, c, r: 1 / (1 / (1 / b ** 0.5)),
+    "(1/b**0.5, a/(1/b**0.5))": lambda a, b, c, r: (lambda q: (q, a / q))(1 / b ** 0.5),
     # jaxlib 0.12 moves alike broadcasts below the divide before its reciprocal rule sees it: x / x stays 1
     "row/row": lambda a, b, c, r: jnp.broadcast_to(r, a.shape) / jnp.broadcast_to(r, a.shape),
     "row[None]/row": lambda a, b, c, r: r[None, :] / jnp.broadcast_to(r, a.shape),

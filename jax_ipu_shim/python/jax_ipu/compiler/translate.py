@@ -211,6 +211,9 @@ class _Translator:
         # A float value a simplifier rule of the front end wrote as exp(X) (jaxlib 0.4.13's exp(A) * exp(B) =>
         # exp(A + B)): the MLIR value -> the id of X, so that the rule applies again to what reads it
         self.exponents: Dict[Any, int] = {}
+        # A float 1 / B that a divide rule wrote as the power, root or exponential XLA leaves of it (1 * F is F):
+        # the MLIR value -> B, so that dividing by it again divides by F as XLA does (rules/divide.py)
+        self.inverses: Dict[Any, Any] = {}
         # A splat constant written as a broadcast scalar, in the function being translated: broadcast id -> scalar id
         self.splat_scalars: Dict[int, int] = {}
         self.called: List[str] = []  # callees of func.call ops, in the order the walk meets them

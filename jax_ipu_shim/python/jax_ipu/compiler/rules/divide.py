@@ -175,6 +175,10 @@ def _broadcast_of(value: Any, tensor: Any) -> Optional[Tuple[Tuple[int, ...], Tu
     return tuple(tensor(producer.operands[0])[1]), tuple(dims)
 
 
+# The roots XLA's divide rules trade for each other (A / sqrt(B) => A * rsqrt(B) and back) when read once.
+_ROOTS = ("stablehlo.sqrt", "stablehlo.rsqrt")
+
+
 def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = False) -> List[Dict[str, Any]]:
     """A float divide as XLA's algebraic simplifier rewrites it before XLA:CPU computes it (HandleDivide), so
     that the ipu rounds as cpu does. Operands are simplified first (program order), and a divide a rule writes
@@ -217,6 +221,13 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
         name = producer.name if producer is not None else ""
         if broadcast_only and name != "stablehlo.broadcast_in_dim":
             return None
+        if value in t.inverses and producer is not None and \
+                (t.inverses[value][1] not in _ROOTS or len(list(value.uses)) == 1):
+            # 1 / B, written as the F that XLA's rules leave of it (pow(B, -c), rsqrt, exp(-x)): A / F => A * B,
+            # the same rules again (A / pow(B, -c) => A * pow(B, c); A / rsqrt(x) => A * sqrt(x) for a root read
+            # once; A / exp(-x) => A * exp(x)): y / (1 / x ** 0.5) is y * sqrt(x) on cpu (fuzz seed 20272701 #457)
+            restored.append(t.inverses[value][0])
+            return t.use(t.inverses[value][0])
         moves, source, below = [], value, producer  # broadcasts and reshapes XLA 0.4.13 sees through
         while below is not None and below.name in F.MOVED and not current:
             moves.append(below)
@@ -228,7 +239,7 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
                 inverse = emit(move.name.split(".", 1)[1], [inverse], list(t.tensor(move.results[0])[1]),
                                O.read_attrs(move.attributes))
             return inverse
-        if name in ("stablehlo.sqrt", "stablehlo.rsqrt") and len(list(value.uses)) == 1:
+        if name in _ROOTS and len(list(value.uses)) == 1:
             # (XLA rewrites A / sqrt(B) only where the sqrt has no other use: WithOneUse)
             value_shape = list(t.tensor(value)[1])
             x = t.use(producer.operands[0])
@@ -323,10 +334,17 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
         if factor is not None and wide != dtype:
             return "convert", [factor if a_value is not None and F.splat_value(a_value) == 1.0 else
                                emit("multiply", [emit("convert", [a], shape, of=wide), factor], shape, of=wide)]
+        if factor is not None and a_value is not None and F.splat_value(a_value) == 1.0:
+            # 1 * F is F (XLA's simplifier drops the multiply, so a denormal F stays); an F that a rule wrote for
+            # a power, root or exponential B is what a later divide by this value reads (inverse_of)
+            below = F.producer_of(b_value)
+            kind = below.name if below is not None else ""
+            exponential = not current and simplifier.exponent_of(t, b_value) is not None
+            if kind in _ROOTS + ("stablehlo.power",) or exponential:
+                inverted.append((b_value, kind))
+            return "reshape", [factor]
         if factor is not None:
-            # 1 * F is F (XLA's simplifier drops the multiply, so a denormal F stays)
-            return ("reshape", [factor]) if a_value is not None and F.splat_value(a_value) == 1.0 else \
-                ("multiply", [a, factor])
+            return "multiply", [a, factor]
         if qa is not None:
             numerator, denominator = qa
             return "divide", [numerator, emit("multiply", [denominator, b], shape)]
@@ -337,7 +355,13 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
         return "divide", [a, b]
 
     a_value, b_value = mlir_op.operands
+    inverted: List[Tuple[Any, str]] = []  # (B, its op) where this divide is 1 / B written as F
+    restored: List[Any] = []  # B where this divide is 1 / (1 / B), which XLA's rules make B itself
     name, operands = divide(entry["operands"][0], a_value, entry["operands"][1], b_value)
+    if name == "reshape" and inverted:
+        t.inverses[mlir_op.results[0]] = inverted[-1]
+    elif name == "reshape" and restored:  # B to the rules that read this value (1 / (1 / (1 / x ** 0.5)))
+        F.CALLS.aliases[mlir_op.results[0]] = restored[-1]
     if name == "divide":
         unchanged = operands[0] == entry["operands"][0] and operands[1] == entry["operands"][1]
         if not broadcast_only:
