@@ -643,6 +643,27 @@ ACCEPTED: List[Accepted] = [
              "[(1, 0)], mode='wrap'): fma(-x1, 1 / x27, x30), seed 20272201 #8892); the front end moves products "
              "through chains of single moves only (passes/contract_through_moves.py)", ("add", "sub"), ("float32",),
              1, when="reads_product_through_mirror_pad", open=True),
+    Accepted("open: a softmax or log_softmax of a product (jax.nn.softmax(x ** 2)): XLA:CPU fuses the product into "
+             "the loops of the max, the subtract and the sum by shapes of its own, and contracts x * x - max into a "
+             "fused multiply-add in some of them, which the front end does not follow: the exact square minus the "
+             "rounded max is its rounding error, not 0, and exp of it can overflow (0.12: 1.0 on cpu, NaN on the "
+             "ipu for a row of f32[8, 8] whose max is 1.46e29, while for f32[1, 8] cpu gives NaN too: fuzz seed "
+             "20272801 #8731; 0.4.13: 250 ulps of log_softmax(square(x), axis=1) near 0 in f32[4, 7, 2, 1], fuzz "
+             "seed 20272701 #9120)", ("softmax", "log_softmax"), ("float32",), 1, per="any", when="reads_product",
+             open=True),
+    Accepted("open: jaxlib 0.4.13 on an AVX-512 host, jnp.where(p, x ** 3, x) of a denormal x: LLVM's fold "
+             "select(p, X * Y, X) => X * select(p, Y, 1) (the select-fold entry) stays in XLA:CPU's scalar code "
+             "for some elements of a vector loop (2 of 125 of f32[5, 5, 5]), which flushes x there (-0 on cpu; the "
+             "ipu, on this host, keeps x: fuzz seed 20272701 #4267)", ("select",), ("float32",), 1,
+             per="denormal", series="0.4.", cpu_has="avx512f", when="selects_product", open=True),
+    Accepted("open: jaxlib 0.12, an argmax or argmin of jnp.power(x, y) with a denormal y: XLA:CPU fuses the power "
+             "into the reduction's loop, which reads y as it is (pow(0, 1.8e-40) is 0 there), where cpu's own power "
+             "and the ipu read it as a zero (1): a tie moves the index (fuzz seed 20272801 #6159)", ("argmax",),
+             ("float32", "float16", "bfloat16"), 1, per="any", series="0.12", when="reads_power", open=True),
+    Accepted("open: jaxlib 0.12, an f16 divide of two values a lax.scan body captures (sigmoid(x) / s): XLA hoists "
+             "it out of the loop and rewrites it there; an f16 ulp on a few elements (4 of 384: -0.05322 on the "
+             "ipu, -0.05325 on cpu, fuzz seed 20272801 #6164)", ("div",), ("float16",), 1, series="0.12",
+             when="in_loop_body", open=True),
     # -- broad ones last
     Accepted("open: XLA:CPU computes arrays of rank 2 and more, arrays of under 8 elements and values it fuses into "
              "a reduction's loop with other code than long vectors, and there its approximations can round "
@@ -910,6 +931,23 @@ def _reads_product_through_mirror_pad(step, program, values) -> bool:  # noqa: A
         for r in step.reads)
 
 
+def _selects_product(step, program, values) -> bool:  # noqa: ANN001
+    """The step (a select) reads a product or an integer power."""
+    producers = {o.name: s for s in program.ops() for o in s.outs}
+    return any(r in producers and producers[r].op in ("mul", "square", "pow_2", "integer_pow") for r in step.reads)
+
+
+def _reads_power(step, program, values) -> bool:  # noqa: ANN001
+    """The step reads a jnp.power of two arrays, or a jnp.where of one (XLA fuses both into the reader's loop)."""
+    producers = {o.name: s for s in program.ops() for o in s.outs}
+
+    def power(name: str, depth: int = 0) -> bool:
+        producer = producers.get(name)
+        return producer is not None and (producer.op == "pow" or (
+            producer.op == "select" and depth < 4 and any(power(r, depth + 1) for r in producer.reads)))
+    return any(power(r) for r in step.reads)
+
+
 def _divides_quotient(step, program, values) -> bool:  # noqa: ANN001
     producers = {o.name: s for s in program.ops() for o in s.outs}
     return step.op == "div" and bool(step.reads) and step.reads[0] in producers and \
@@ -1175,6 +1213,8 @@ WHEN = {
     "reads_product": _reads_product,
     "read_by_interior_pad": _read_by_interior_pad,
     "reads_product_through_mirror_pad": _reads_product_through_mirror_pad,
+    "selects_product": _selects_product,
+    "reads_power": _reads_power,
     "reads_pad": _reads_pad,
     "reads_elementwise": _reads_elementwise,
     "reads_iota": _reads_iota,
