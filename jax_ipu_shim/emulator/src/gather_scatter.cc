@@ -286,245 +286,289 @@ std::string list(const std::vector<int64_t>& v) {
   return s + "]";
 }
 
-}  // namespace
+// What a gather and a scatter share: operand 0, the indices and the result checked; the plan of where each index
+// vector starts (StartPlan, its scratch); the result's slot, its tile mapping and the bytes each tile receives.
+struct Indexed {
+  StartPlan plan;
+  int64_t rank = 0, k_len = 0, eb = 0, n = 0;
+  std::vector<int64_t> x_strides;
+  int o = -1;
+  TileMapping work;
+  std::vector<int64_t> recv;
+};
 
-std::vector<int> lowerGatherScatter(Lowerer& lowerer, OpContext& ctx) {
+Indexed beginIndexed(Lowerer& lowerer, const OpContext& ctx, bool is_gather) {
   const Op& op = *ctx.op;
-  const bool is_gather = ctx.info->kind == OpKind::Gather;
-  if (!is_gather && ctx.in.size() != 3)
-    lowerer.unimplemented(ctx, "scatter is implemented for one operand and one updates tensor (not variadic)");
   if (ctx.out_types.size() != 1) lowerer.invalid(ctx, "expected one result");
   const TensorType& x = ctx.in_types[0];
   const TensorType& ind = ctx.in_types[1];
   const TensorType& out = ctx.out_types[0];
-  const int64_t rank = static_cast<int64_t>(x.shape.size());
+  Indexed ix;
+  ix.rank = static_cast<int64_t>(x.shape.size());
   if (!isInteger(ind.dtype))
     lowerer.unimplemented(ctx, std::string(ctx.info->name) + " is implemented for i32 and u32 indices");
   if (out.dtype != x.dtype) lowerer.invalid(ctx, "the result's element type differs from the operand's");
   const int64_t ivd = attrInt(op, "index_vector_dim");
   const int64_t ind_rank = static_cast<int64_t>(ind.shape.size());
   if (ivd < 0 || ivd > ind_rank) lowerer.invalid(ctx, "index_vector_dim " + std::to_string(ivd) + " is out of range");
-  const int64_t k_len = ivd < ind_rank ? ind.shape[static_cast<size_t>(ivd)] : 1;
-  const std::vector<int64_t> x_strides = rowMajorStrides(x.shape);
-  const int64_t eb = static_cast<int64_t>(dtypeSize(x.dtype));
-  const int workers = lowerer.device().num_worker_contexts;
+  ix.k_len = ivd < ind_rank ? ind.shape[static_cast<size_t>(ivd)] : 1;
+  ix.x_strides = rowMajorStrides(x.shape);
+  ix.eb = static_cast<int64_t>(dtypeSize(x.dtype));
 
-  StartPlan plan;
+  StartPlan& plan = ix.plan;
   plan.indices = ctx.in[1];
   plan.scratch = lowerer.newScratch();
   plan.layout = indexLayout(ind, ivd);
-  plan.operand_strides = x_strides;
+  plan.operand_strides = ix.x_strides;
   plan.clamp = is_gather;
   if (!is_gather) plan.windows = lowerer.newScratch();
   const char* map_name = is_gather ? "start_index_map" : "scatter_dims_to_operand_dims";
   plan.dims_map = attrInts(op, map_name);
-  if (static_cast<int64_t>(plan.dims_map.size()) != k_len)
+  if (static_cast<int64_t>(plan.dims_map.size()) != ix.k_len)
     lowerer.invalid(ctx, std::string(map_name) + " " + list(plan.dims_map) +
-                             " must have one entry per index component (" + std::to_string(k_len) + ")");
+                             " must have one entry per index component (" + std::to_string(ix.k_len) + ")");
   for (size_t k = 0; k < plan.dims_map.size(); ++k)
-    if (plan.dims_map[k] < 0 || plan.dims_map[k] >= rank ||
+    if (plan.dims_map[k] < 0 || plan.dims_map[k] >= ix.rank ||
         contains({plan.dims_map.begin(), plan.dims_map.begin() + static_cast<std::ptrdiff_t>(k)}, plan.dims_map[k]))
       lowerer.invalid(ctx,
                       std::string(map_name) + " " + list(plan.dims_map) + " has an out-of-range or repeated dimension");
 
-  const int o = is_gather ? lowerer.newSlot(out) : lowerer.newSlotLike(out, ctx.in[0]);
-  const TileMapping work = lowerer.graph().slots[static_cast<size_t>(o)].mapping;
-  const int64_t n = out.numElements();
-  std::vector<int64_t> recv(static_cast<size_t>(lowerer.device().num_tiles), 0);
+  ix.o = is_gather ? lowerer.newSlot(out) : lowerer.newSlotLike(out, ctx.in[0]);
+  ix.work = lowerer.graph().slots[static_cast<size_t>(ix.o)].mapping;
+  ix.n = out.numElements();
+  ix.recv.assign(static_cast<size_t>(lowerer.device().num_tiles), 0);
+  return ix;
+}
+
+}  // namespace
+
+std::vector<int> lowerGather(Lowerer& lowerer, OpContext& ctx) {
+  Indexed ix = beginIndexed(lowerer, ctx, true);
+  const Op& op = *ctx.op;
+  const TensorType& x = ctx.in_types[0];
+  const TensorType& out = ctx.out_types[0];
+  const int64_t rank = ix.rank;
+  const int64_t k_len = ix.k_len;
+  const int64_t eb = ix.eb;
+  const int64_t n = ix.n;
+  const std::vector<int64_t>& x_strides = ix.x_strides;
+  const int workers = lowerer.device().num_worker_contexts;
+  StartPlan& plan = ix.plan;
+  const int o = ix.o;
+  const TileMapping& work = ix.work;
+  std::vector<int64_t>& recv = ix.recv;
+  std::unique_ptr<Kernel> kernel;
+  std::vector<Superstep> steps;
+  const std::vector<int64_t> offset_dims = attrInts(op, "offset_dims");
+  const std::vector<int64_t> collapsed = attrInts(op, "collapsed_slice_dims");
+  const std::vector<int64_t> sizes = attrInts(op, "slice_sizes");
+  const int64_t out_rank = static_cast<int64_t>(out.shape.size());
+  if (static_cast<int64_t>(sizes.size()) != rank)
+    lowerer.invalid(ctx, "slice_sizes " + list(sizes) + " must have one entry per operand dimension");
+  if (!sortedUnique(collapsed, rank))
+    lowerer.invalid(ctx, "collapsed_slice_dims " + list(collapsed) + " must be sorted, unique operand dimensions");
+  if (!sortedUnique(offset_dims, out_rank))
+    lowerer.invalid(ctx, "offset_dims " + list(offset_dims) + " must be sorted, unique result dimensions");
+  if (static_cast<int64_t>(offset_dims.size() + collapsed.size()) != rank)
+    lowerer.invalid(ctx, "offset_dims and collapsed_slice_dims must together cover the operand's dimensions");
+  if (out_rank != static_cast<int64_t>(plan.layout.batch_shape.size() + offset_dims.size()))
+    lowerer.invalid(ctx, "the result's rank is not the batch rank plus the number of offset_dims");
+  for (int64_t d = 0; d < rank; ++d) {
+    const int64_t sz = sizes[static_cast<size_t>(d)];
+    if (sz < 0 || sz > x.shape[static_cast<size_t>(d)])
+      lowerer.invalid(ctx, "slice_sizes " + list(sizes) + " do not fit the operand");
+    if (contains(collapsed, d) && sz != 1) lowerer.invalid(ctx, "collapsed_slice_dims must have slice size 1");
+    plan.limit.push_back(x.shape[static_cast<size_t>(d)] - sz);
+  }
+  // Result dims: offset dims take the non-collapsed operand dims in order, batch dims the indices' batch dims.
+  std::vector<int64_t> bstr(static_cast<size_t>(out_rank), 0), ostr(static_cast<size_t>(out_rank), 0);
+  const std::vector<int64_t> batch_row = rowMajorStrides(plan.layout.batch_shape);
+  size_t next_batch = 0;
+  int64_t next_operand = 0;
+  for (int64_t d = 0; d < out_rank; ++d) {
+    int64_t expect;
+    if (contains(offset_dims, d)) {
+      while (contains(collapsed, next_operand)) ++next_operand;
+      expect = sizes[static_cast<size_t>(next_operand)];
+      ostr[static_cast<size_t>(d)] = x_strides[static_cast<size_t>(next_operand)];
+      ++next_operand;
+    } else {
+      expect = plan.layout.batch_shape[next_batch];
+      bstr[static_cast<size_t>(d)] = batch_row[next_batch];
+      ++next_batch;
+    }
+    if (out.shape[static_cast<size_t>(d)] != expect)
+      lowerer.invalid(ctx, "result dimension " + std::to_string(d) + " should have size " + std::to_string(expect));
+  }
+  kernel = [&]() -> std::unique_ptr<Kernel> {
+    switch (eb) {
+      case 1: return std::make_unique<GatherKernel<uint8_t>>(ctx.in[0], o, plan, out.shape, bstr, ostr);
+      case 2: return std::make_unique<GatherKernel<uint16_t>>(ctx.in[0], o, plan, out.shape, bstr, ostr);
+      case 8: return std::make_unique<GatherKernel<uint64_t>>(ctx.in[0], o, plan, out.shape, bstr, ostr);  // c64
+      default: return std::make_unique<GatherKernel<uint32_t>>(ctx.in[0], o, plan, out.shape, bstr, ostr);
+    }
+  }();
+  // Dynamic exchange: every gathered byte counted as received, plus the index vectors each tile reads.
+  for (int t = 0; t < work.tilesUsed(); ++t) recv[static_cast<size_t>(t)] += work.elementsOn(t) * eb;
+  if (n > 0 && plan.layout.count > 0) {
+    const std::vector<int64_t> zero(static_cast<size_t>(out_rank), 0);
+    for (int64_t k = 0; k < k_len; ++k)
+      lowerer.exchangeGather(&recv, work, ctx.in[1], [&](int64_t i) {
+        DualWalker w(out.shape, bstr, zero, i);  // w.a: the batch position of element i
+        int64_t at = k * plan.layout.k_stride, g = w.a;
+        for (size_t d = plan.layout.batch_shape.size(); d-- > 0;) {
+          at += (g % plan.layout.batch_shape[d]) * plan.layout.batch_strides[d];
+          g /= plan.layout.batch_shape[d];
+        }
+        return at;
+      });
+  }
+  if (n > 0)
+    steps.push_back(lowerer.superstep("gather<" + std::string(dtypeName(out.dtype)) + ">", work, recv,
+                                      [&](int, int64_t m) { return cost::copy(m * eb, workers); }));
+  lowerer.emitExecute(ctx, std::move(kernel), std::move(steps), {o}, 0);
+  return {o};
+}
+
+std::vector<int> lowerScatter(Lowerer& lowerer, OpContext& ctx) {
+  if (ctx.in.size() != 3)
+    lowerer.unimplemented(ctx, "scatter is implemented for one operand and one updates tensor (not variadic)");
+  Indexed ix = beginIndexed(lowerer, ctx, false);
+  const Op& op = *ctx.op;
+  const TensorType& x = ctx.in_types[0];
+  const TensorType& ind = ctx.in_types[1];
+  const TensorType& out = ctx.out_types[0];
+  const int64_t rank = ix.rank;
+  const int64_t eb = ix.eb;
+  const int64_t n = ix.n;
+  const std::vector<int64_t>& x_strides = ix.x_strides;
+  const int workers = lowerer.device().num_worker_contexts;
+  StartPlan& plan = ix.plan;
+  const int o = ix.o;
+  const TileMapping& work = ix.work;
+  std::vector<int64_t>& recv = ix.recv;
   std::unique_ptr<Kernel> kernel;
   std::vector<Superstep> steps;
   double flops = 0;
-
-  if (is_gather) {
-    const std::vector<int64_t> offset_dims = attrInts(op, "offset_dims");
-    const std::vector<int64_t> collapsed = attrInts(op, "collapsed_slice_dims");
-    const std::vector<int64_t> sizes = attrInts(op, "slice_sizes");
-    const int64_t out_rank = static_cast<int64_t>(out.shape.size());
-    if (static_cast<int64_t>(sizes.size()) != rank)
-      lowerer.invalid(ctx, "slice_sizes " + list(sizes) + " must have one entry per operand dimension");
-    if (!sortedUnique(collapsed, rank))
-      lowerer.invalid(ctx, "collapsed_slice_dims " + list(collapsed) + " must be sorted, unique operand dimensions");
-    if (!sortedUnique(offset_dims, out_rank))
-      lowerer.invalid(ctx, "offset_dims " + list(offset_dims) + " must be sorted, unique result dimensions");
-    if (static_cast<int64_t>(offset_dims.size() + collapsed.size()) != rank)
-      lowerer.invalid(ctx, "offset_dims and collapsed_slice_dims must together cover the operand's dimensions");
-    if (out_rank != static_cast<int64_t>(plan.layout.batch_shape.size() + offset_dims.size()))
-      lowerer.invalid(ctx, "the result's rank is not the batch rank plus the number of offset_dims");
-    for (int64_t d = 0; d < rank; ++d) {
-      const int64_t sz = sizes[static_cast<size_t>(d)];
-      if (sz < 0 || sz > x.shape[static_cast<size_t>(d)])
-        lowerer.invalid(ctx, "slice_sizes " + list(sizes) + " do not fit the operand");
-      if (contains(collapsed, d) && sz != 1) lowerer.invalid(ctx, "collapsed_slice_dims must have slice size 1");
-      plan.limit.push_back(x.shape[static_cast<size_t>(d)] - sz);
+  const TensorType& upd = ctx.in_types[2];
+  if (upd.dtype != x.dtype) lowerer.invalid(ctx, "the updates' element type differs from the operand's");
+  if (out.shape != x.shape) lowerer.invalid(ctx, "the result's shape differs from the operand's");
+  const std::vector<int64_t> window_dims = attrInts(op, "update_window_dims");
+  const std::vector<int64_t> inserted = attrInts(op, "inserted_window_dims");
+  const int64_t upd_rank = static_cast<int64_t>(upd.shape.size());
+  if (!sortedUnique(window_dims, upd_rank))
+    lowerer.invalid(ctx, "update_window_dims " + list(window_dims) + " must be sorted, unique update dimensions");
+  if (!sortedUnique(inserted, rank))
+    lowerer.invalid(ctx, "inserted_window_dims " + list(inserted) + " must be sorted, unique operand dimensions");
+  if (static_cast<int64_t>(window_dims.size() + inserted.size()) != rank)
+    lowerer.invalid(ctx, "update_window_dims and inserted_window_dims must together cover the operand's dimensions");
+  if (upd_rank != static_cast<int64_t>(plan.layout.batch_shape.size() + window_dims.size()))
+    lowerer.invalid(ctx, "the updates' rank is not the batch rank plus the number of update_window_dims");
+  std::vector<int64_t> bstr(static_cast<size_t>(upd_rank), 0), wstr(static_cast<size_t>(upd_rank), 0);
+  std::vector<int64_t> wsize(static_cast<size_t>(rank), 1);
+  const std::vector<int64_t> batch_row = rowMajorStrides(plan.layout.batch_shape);
+  size_t next_batch = 0;
+  int64_t next_operand = 0;
+  for (int64_t d = 0; d < upd_rank; ++d) {
+    const int64_t size = upd.shape[static_cast<size_t>(d)];
+    if (contains(window_dims, d)) {
+      while (contains(inserted, next_operand)) ++next_operand;
+      if (size > x.shape[static_cast<size_t>(next_operand)])
+        lowerer.invalid(ctx, "update window dimension " + std::to_string(d) + " is larger than the operand's");
+      wsize[static_cast<size_t>(next_operand)] = size;
+      wstr[static_cast<size_t>(d)] = x_strides[static_cast<size_t>(next_operand)];
+      ++next_operand;
+    } else {
+      if (size != plan.layout.batch_shape[next_batch])
+        lowerer.invalid(ctx, "update dimension " + std::to_string(d) + " does not match the indices' batch dimensions");
+      bstr[static_cast<size_t>(d)] = batch_row[next_batch];
+      ++next_batch;
     }
-    // Result dims: offset dims take the non-collapsed operand dims in order, batch dims the indices' batch dims.
-    std::vector<int64_t> bstr(static_cast<size_t>(out_rank), 0), ostr(static_cast<size_t>(out_rank), 0);
-    const std::vector<int64_t> batch_row = rowMajorStrides(plan.layout.batch_shape);
-    size_t next_batch = 0;
-    int64_t next_operand = 0;
-    for (int64_t d = 0; d < out_rank; ++d) {
-      int64_t expect;
-      if (contains(offset_dims, d)) {
-        while (contains(collapsed, next_operand)) ++next_operand;
-        expect = sizes[static_cast<size_t>(next_operand)];
-        ostr[static_cast<size_t>(d)] = x_strides[static_cast<size_t>(next_operand)];
-        ++next_operand;
-      } else {
-        expect = plan.layout.batch_shape[next_batch];
-        bstr[static_cast<size_t>(d)] = batch_row[next_batch];
-        ++next_batch;
-      }
-      if (out.shape[static_cast<size_t>(d)] != expect)
-        lowerer.invalid(ctx, "result dimension " + std::to_string(d) + " should have size " + std::to_string(expect));
-    }
-    kernel = [&]() -> std::unique_ptr<Kernel> {
-      switch (eb) {
-        case 1: return std::make_unique<GatherKernel<uint8_t>>(ctx.in[0], o, plan, out.shape, bstr, ostr);
-        case 2: return std::make_unique<GatherKernel<uint16_t>>(ctx.in[0], o, plan, out.shape, bstr, ostr);
-        case 8: return std::make_unique<GatherKernel<uint64_t>>(ctx.in[0], o, plan, out.shape, bstr, ostr);  // c64
-        default: return std::make_unique<GatherKernel<uint32_t>>(ctx.in[0], o, plan, out.shape, bstr, ostr);
-      }
-    }();
-    // Dynamic exchange: every gathered byte counted as received, plus the index vectors each tile reads.
-    for (int t = 0; t < work.tilesUsed(); ++t) recv[static_cast<size_t>(t)] += work.elementsOn(t) * eb;
-    if (n > 0 && plan.layout.count > 0) {
-      const std::vector<int64_t> zero(static_cast<size_t>(out_rank), 0);
-      for (int64_t k = 0; k < k_len; ++k)
-        lowerer.exchangeGather(&recv, work, ctx.in[1], [&](int64_t i) {
-          DualWalker w(out.shape, bstr, zero, i);  // w.a: the batch position of element i
-          int64_t at = k * plan.layout.k_stride, g = w.a;
-          for (size_t d = plan.layout.batch_shape.size(); d-- > 0;) {
-            at += (g % plan.layout.batch_shape[d]) * plan.layout.batch_strides[d];
-            g /= plan.layout.batch_shape[d];
-          }
-          return at;
-        });
-    }
-    if (n > 0)
-      steps.push_back(lowerer.superstep("gather<" + std::string(dtypeName(out.dtype)) + ">", work, recv,
-                                        [&](int, int64_t m) { return cost::copy(m * eb, workers); }));
-  } else {
-    const TensorType& upd = ctx.in_types[2];
-    if (upd.dtype != x.dtype) lowerer.invalid(ctx, "the updates' element type differs from the operand's");
-    if (out.shape != x.shape) lowerer.invalid(ctx, "the result's shape differs from the operand's");
-    const std::vector<int64_t> window_dims = attrInts(op, "update_window_dims");
-    const std::vector<int64_t> inserted = attrInts(op, "inserted_window_dims");
-    const int64_t upd_rank = static_cast<int64_t>(upd.shape.size());
-    if (!sortedUnique(window_dims, upd_rank))
-      lowerer.invalid(ctx, "update_window_dims " + list(window_dims) + " must be sorted, unique update dimensions");
-    if (!sortedUnique(inserted, rank))
-      lowerer.invalid(ctx, "inserted_window_dims " + list(inserted) + " must be sorted, unique operand dimensions");
-    if (static_cast<int64_t>(window_dims.size() + inserted.size()) != rank)
-      lowerer.invalid(ctx, "update_window_dims and inserted_window_dims must together cover the operand's dimensions");
-    if (upd_rank != static_cast<int64_t>(plan.layout.batch_shape.size() + window_dims.size()))
-      lowerer.invalid(ctx, "the updates' rank is not the batch rank plus the number of update_window_dims");
-    std::vector<int64_t> bstr(static_cast<size_t>(upd_rank), 0), wstr(static_cast<size_t>(upd_rank), 0);
-    std::vector<int64_t> wsize(static_cast<size_t>(rank), 1);
-    const std::vector<int64_t> batch_row = rowMajorStrides(plan.layout.batch_shape);
-    size_t next_batch = 0;
-    int64_t next_operand = 0;
-    for (int64_t d = 0; d < upd_rank; ++d) {
-      const int64_t size = upd.shape[static_cast<size_t>(d)];
-      if (contains(window_dims, d)) {
-        while (contains(inserted, next_operand)) ++next_operand;
-        if (size > x.shape[static_cast<size_t>(next_operand)])
-          lowerer.invalid(ctx, "update window dimension " + std::to_string(d) + " is larger than the operand's");
-        wsize[static_cast<size_t>(next_operand)] = size;
-        wstr[static_cast<size_t>(d)] = x_strides[static_cast<size_t>(next_operand)];
-        ++next_operand;
-      } else {
-        if (size != plan.layout.batch_shape[next_batch])
-          lowerer.invalid(ctx,
-                          "update dimension " + std::to_string(d) + " does not match the indices' batch dimensions");
-        bstr[static_cast<size_t>(d)] = batch_row[next_batch];
-        ++next_batch;
-      }
-    }
-    for (int64_t d = 0; d < rank; ++d)
-      plan.limit.push_back(x.shape[static_cast<size_t>(d)] - wsize[static_cast<size_t>(d)]);
-
-    std::string computation = attrString(op, "computation", "");
-    const bool known = computation == "assign" || isReducer(computation);
-    if (!computation.empty() && !known)
-      lowerer.invalid(ctx, "unknown computation \"" + computation +
-                               "\" (expected assign, add, multiply, maximum, minimum, and, or)");
-    const DType dt = x.dtype;
-    OpKind kind = OpKind::Add;
-    if (computation == "assign") {
-      switch (eb) {
-        case 1:
-          kernel = std::make_unique<ScatterKernel<uint8_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], o, dtypeSize(dt),
-                                                                    plan, upd.shape, bstr, wstr);
-          break;
-        case 2:
-          kernel = std::make_unique<ScatterKernel<uint16_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], o, dtypeSize(dt),
-                                                                     plan, upd.shape, bstr, wstr);
-          break;
-        case 8:
-          kernel = std::make_unique<ScatterKernel<uint64_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], o, dtypeSize(dt),
-                                                                     plan, upd.shape, bstr, wstr);
-          break;  // c64
-        default:
-          kernel = std::make_unique<ScatterKernel<uint32_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], o, dtypeSize(dt),
-                                                                     plan, upd.shape, bstr, wstr);
-          break;
-      }
-    } else if (!computation.empty()) {
-      kind = findOp(computation)->kind;
-      if (dt == DType::Bool && kind == OpKind::Add) kind = OpKind::Or;
-      if (dt == DType::Bool && kind == OpKind::Multiply) kind = OpKind::And;
-      auto make = [&](auto f, auto t) {  // a vector kernel of the combiner f on storage type t
-        using S = typename decltype(t)::type;
-        kernel = std::make_unique<ScatterKernel<S, decltype(f)>>(f, ctx.in[0], ctx.in[2], o, dtypeSize(dt), plan,
-                                                                 upd.shape, bstr, wstr);
-      };
-      // jaxlib 0.12's XLA:CPU computes a bf16 scatter's maximum/minimum in f32, reading denormals as zeros (its
-      // elementwise bf16 maximum, native on an AVX512-FP16 host, keeps them)
-      const bool bf16_in_f32 = dt == DType::BF16 && lowerer.numerics() == Numerics::Jaxlib012;
-      using BF16 = scalar::FloatFormat<DType::BF16>;
-      const scalar::Tag<Storage<DType::BF16>> bf16;
-      if (bf16_in_f32 && kind == OpKind::Maximum) make(scalar::Half2<scalar::MaximumIeeeF, BF16>{}, bf16);
-      else if (bf16_in_f32 && kind == OpKind::Minimum) make(scalar::Half2<scalar::MinimumIeeeF, BF16>{}, bf16);
-      else if (!(isFloat(dt) && (kind == OpKind::And || kind == OpKind::Or)))
-        scalar::visitBinary<true>(kind, dt, lowerer.numerics(), make);
-    }
-    ScalarProgram body;
-    std::string codelet = "scatter" + computation;
-    if (!kernel) {  // no computation attr, or one with no vector kernel for this type: the body, interpreted
-      if (op.regions.size() != 1) lowerer.invalid(ctx, "scatter must have one update computation region");
-      body = lowerer.compileBody(ctx, op.regions[0], {dt, dt}, {dt}, "in the update computation");
-      codelet = "scatter{" + body.summary() + "}";
-      kernel = std::make_unique<BodyScatterKernel>(body, ctx.in[0], ctx.in[2], o, dtypeSize(dt), plan, upd.shape, bstr,
-                                                   wstr);
-    }
-    codelet += "<" + std::string(dtypeName(dt)) + ">";
-    // Exchange: the operand's share (local: the result is mapped like it), and the updates with their indices
-    // estimated as landing evenly over the result's tiles (a tile receives its share of both).
-    lowerer.exchangeSameIndex(&recv, work, ctx.in[0]);
-    const int64_t upd_n = upd.numElements();
-    const int64_t moved = upd_n * eb + ind.numElements() * 4;
-    for (int t = 0; t < work.tilesUsed() && work.tilesUsed() > 1; ++t)
-      recv[static_cast<size_t>(t)] += (moved * work.elementsOn(t) + n - 1) / n;
-    const bool general = body.numInstructions() > 0 || computation.empty();
-    const double body_cycles = body.cyclesPerElement();
-    if (n > 0)
-      steps.push_back(lowerer.superstep(codelet, work, recv, [&](int, int64_t m) {
-        const int64_t share = (upd_n * m + n - 1) / n;
-        const uint64_t combine = general ? cost::reduceBody(std::max(1.0, body_cycles), share, 0, workers)
-                                 : computation == "assign" ? cost::copy(share * eb, workers)
-                                                           : cost::elementwise(kind, dt, share, workers);
-        return cost::copy(m * eb, workers) + combine;
-      }));
-    if (!steps.empty())
-      steps.back().cost_weight = std::max<double>(1, static_cast<double>(upd_n) / std::max<int64_t>(1, n));
-    flops = general                                    ? body.flopsPerElement() * static_cast<double>(upd_n)
-            : (isFloat(dt) && computation != "assign") ? static_cast<double>(upd_n)
-                                                       : 0;
   }
+  for (int64_t d = 0; d < rank; ++d)
+    plan.limit.push_back(x.shape[static_cast<size_t>(d)] - wsize[static_cast<size_t>(d)]);
+
+  std::string computation = attrString(op, "computation", "");
+  const bool known = computation == "assign" || isReducer(computation);
+  if (!computation.empty() && !known)
+    lowerer.invalid(
+        ctx, "unknown computation \"" + computation + "\" (expected assign, add, multiply, maximum, minimum, and, or)");
+  const DType dt = x.dtype;
+  OpKind kind = OpKind::Add;
+  if (computation == "assign") {
+    switch (eb) {
+      case 1:
+        kernel = std::make_unique<ScatterKernel<uint8_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], o, dtypeSize(dt),
+                                                                  plan, upd.shape, bstr, wstr);
+        break;
+      case 2:
+        kernel = std::make_unique<ScatterKernel<uint16_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], o, dtypeSize(dt),
+                                                                   plan, upd.shape, bstr, wstr);
+        break;
+      case 8:
+        kernel = std::make_unique<ScatterKernel<uint64_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], o, dtypeSize(dt),
+                                                                   plan, upd.shape, bstr, wstr);
+        break;  // c64
+      default:
+        kernel = std::make_unique<ScatterKernel<uint32_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], o, dtypeSize(dt),
+                                                                   plan, upd.shape, bstr, wstr);
+        break;
+    }
+  } else if (!computation.empty()) {
+    kind = findOp(computation)->kind;
+    if (dt == DType::Bool && kind == OpKind::Add) kind = OpKind::Or;
+    if (dt == DType::Bool && kind == OpKind::Multiply) kind = OpKind::And;
+    auto make = [&](auto f, auto t) {  // a vector kernel of the combiner f on storage type t
+      using S = typename decltype(t)::type;
+      kernel = std::make_unique<ScatterKernel<S, decltype(f)>>(f, ctx.in[0], ctx.in[2], o, dtypeSize(dt), plan,
+                                                               upd.shape, bstr, wstr);
+    };
+    // jaxlib 0.12's XLA:CPU computes a bf16 scatter's maximum/minimum in f32, reading denormals as zeros (its
+    // elementwise bf16 maximum, native on an AVX512-FP16 host, keeps them)
+    const bool bf16_in_f32 = dt == DType::BF16 && lowerer.numerics() == Numerics::Jaxlib012;
+    using BF16 = scalar::FloatFormat<DType::BF16>;
+    const scalar::Tag<Storage<DType::BF16>> bf16;
+    if (bf16_in_f32 && kind == OpKind::Maximum) make(scalar::Half2<scalar::MaximumIeeeF, BF16>{}, bf16);
+    else if (bf16_in_f32 && kind == OpKind::Minimum) make(scalar::Half2<scalar::MinimumIeeeF, BF16>{}, bf16);
+    else if (!(isFloat(dt) && (kind == OpKind::And || kind == OpKind::Or)))
+      scalar::visitBinary<true>(kind, dt, lowerer.numerics(), make);
+  }
+  ScalarProgram body;
+  std::string codelet = "scatter" + computation;
+  if (!kernel) {  // no computation attr, or one with no vector kernel for this type: the body, interpreted
+    if (op.regions.size() != 1) lowerer.invalid(ctx, "scatter must have one update computation region");
+    body = lowerer.compileBody(ctx, op.regions[0], {dt, dt}, {dt}, "in the update computation");
+    codelet = "scatter{" + body.summary() + "}";
+    kernel =
+        std::make_unique<BodyScatterKernel>(body, ctx.in[0], ctx.in[2], o, dtypeSize(dt), plan, upd.shape, bstr, wstr);
+  }
+  codelet += "<" + std::string(dtypeName(dt)) + ">";
+  // Exchange: the operand's share (local: the result is mapped like it), and the updates with their indices
+  // estimated as landing evenly over the result's tiles (a tile receives its share of both).
+  lowerer.exchangeSameIndex(&recv, work, ctx.in[0]);
+  const int64_t upd_n = upd.numElements();
+  const int64_t moved = upd_n * eb + ind.numElements() * 4;
+  for (int t = 0; t < work.tilesUsed() && work.tilesUsed() > 1; ++t)
+    recv[static_cast<size_t>(t)] += (moved * work.elementsOn(t) + n - 1) / n;
+  const bool general = body.numInstructions() > 0 || computation.empty();
+  const double body_cycles = body.cyclesPerElement();
+  if (n > 0)
+    steps.push_back(lowerer.superstep(codelet, work, recv, [&](int, int64_t m) {
+      const int64_t share = (upd_n * m + n - 1) / n;
+      const uint64_t combine = general ? cost::reduceBody(std::max(1.0, body_cycles), share, 0, workers)
+                               : computation == "assign" ? cost::copy(share * eb, workers)
+                                                         : cost::elementwise(kind, dt, share, workers);
+      return cost::copy(m * eb, workers) + combine;
+    }));
+  if (!steps.empty())
+    steps.back().cost_weight = std::max<double>(1, static_cast<double>(upd_n) / std::max<int64_t>(1, n));
+  flops = general                                    ? body.flopsPerElement() * static_cast<double>(upd_n)
+          : (isFloat(dt) && computation != "assign") ? static_cast<double>(upd_n)
+                                                     : 0;
   Node* node = lowerer.emitExecute(ctx, std::move(kernel), std::move(steps), {o}, flops);
   // A scatter reads each operand element only to write the same result element: it can update the operand in
   // place, as Poplar's multiUpdate/multiUpdateAdd do, when its indices and updates are other values.
-  if (!is_gather && ctx.in[1] != ctx.in[0] && ctx.in[2] != ctx.in[0]) node->in_place.emplace_back(ctx.in[0], o);
+  if (ctx.in[1] != ctx.in[0] && ctx.in[2] != ctx.in[0]) node->in_place.emplace_back(ctx.in[0], o);
   return {o};
 }
 

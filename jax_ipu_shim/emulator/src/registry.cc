@@ -104,8 +104,8 @@ const OpInfo kOps[] = {
     {"slice", K::Slice, Fam::Shape, ANY, R::Operand0, 1, 1, lowerSlice},
     {"dynamic_slice", K::DynamicSlice, Fam::Shape, ANY, R::Operand0, 1, -1, lowerDynamicSlice},
     {"dynamic_update_slice", K::DynamicUpdateSlice, Fam::Shape, ANY, R::Operand0, 2, -1, lowerDynamicUpdateSlice},
-    {"gather", K::Gather, Fam::Shape, ANY, R::Operand0, 2, 2, lowerGatherScatter},
-    {"scatter", K::Scatter, Fam::Shape, ANY, R::Operand0, 3, -1, lowerGatherScatter},
+    {"gather", K::Gather, Fam::Shape, ANY, R::Operand0, 2, 2, lowerGather},
+    {"scatter", K::Scatter, Fam::Shape, ANY, R::Operand0, 3, -1, lowerScatter},
     {"concatenate", K::Concatenate, Fam::Shape, ANY, R::Operand0, 1, -1, lowerConcatenate},
     {"pad", K::Pad, Fam::Shape, ANY, R::Operand0, 2, 2, lowerPad},
     {"dot_general", K::DotGeneral, Fam::Dot, ALL, R::Operand0, 2, 2, lowerDot},  // c64: four f32 dots (front end)

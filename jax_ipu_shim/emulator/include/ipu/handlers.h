@@ -26,8 +26,9 @@ std::vector<int> lowerDynamicSlice(Lowerer& lowerer, OpContext& ctx);
 std::vector<int> lowerDynamicUpdateSlice(Lowerer& lowerer, OpContext& ctx);
 std::vector<int> lowerConcatenate(Lowerer& lowerer, OpContext& ctx);
 std::vector<int> lowerPad(Lowerer& lowerer, OpContext& ctx);
-// gather_scatter.cc
-std::vector<int> lowerGatherScatter(Lowerer& lowerer, OpContext& ctx);
+// gather_scatter.cc: indexed reads and updates (popops multiSlice / multiUpdate)
+std::vector<int> lowerGather(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerScatter(Lowerer& lowerer, OpContext& ctx);
 // reduce.cc, dot.cc, conv.cc, sort.cc (sort and top_k)
 std::vector<int> lowerReduce(Lowerer& lowerer, OpContext& ctx);
 std::vector<int> lowerDot(Lowerer& lowerer, OpContext& ctx);
