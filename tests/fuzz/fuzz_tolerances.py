@@ -1055,11 +1055,15 @@ def _minor_unvectorised(step, program, values) -> bool:  # noqa: ANN001
 
 def _scalar_loop(step, program, values) -> bool:  # noqa: ANN001
     """The step's result has a minor dimension of 3, 5, 6 or 7 (or 1, of rank 2 or more), or it shares a fused loop
-    with a gather (reads one, through at most one move, or is read by one) or with an fmod (reads what an fmod
-    reads): loops jaxlib 0.4.13's XLA:CPU leaves unvectorised (measured on relu and maximum, sizes 1 to 33)."""
+    with a gather (reads one, through at most one move, or is read by one), with an fmod (reads what an fmod
+    reads) or with a transpose that reads it and moves its minor dimension (XLA:CPU loops over the transpose's
+    result, reading across: relu(abs(x)) read by jnp.transpose(..., (2, 3, 0, 1)), fuzz seed 20272901 #391): loops
+    jaxlib 0.4.13's XLA:CPU leaves unvectorised (measured on relu and maximum, sizes 1 to 33)."""
     if _minor_unvectorised(step, program, values):
         return True
     names = {o.name for o in step.outs}
+    if any(s.op == "transpose" and names & set(s.reads) and _moves_minor_dimension(s) for s in program.ops()):
+        return True
     producers = {o.name: s for s in program.ops() for o in s.outs}
     gathers = ("gather", "dynamic_slice")
 
@@ -1073,6 +1077,13 @@ def _scalar_loop(step, program, values) -> bool:  # noqa: ANN001
 
 
 MOVES_OPS = ("reshape", "transpose", "broadcast", "slice", "pad", "concatenate", "rev")
+
+
+def _moves_minor_dimension(step) -> bool:  # noqa: ANN001 - a transpose step
+    """A jnp.transpose whose permutation puts another dimension last."""
+    found = re.search(r"\(([\d, ]+)\)\)$", step.expr)
+    permutation = [int(d) for d in found.group(1).split(",") if d.strip()] if found else []
+    return bool(permutation) and permutation[-1] != len(permutation) - 1
 
 
 def _difference_select_in_scalar_loop(step, program, values) -> bool:  # noqa: ANN001
