@@ -1,4 +1,8 @@
-"""Walks a StableHLO module (func, stablehlo and chlo dialects) and builds the "jax-ipu-program" v1 document."""
+"""Walks a StableHLO module (func, stablehlo and chlo dialects) and builds the "jax-ipu-program" v1 document.
+
+The walk reads the module op by op and offers each op to the rules (rules/: XLA's rewrites that change results on
+cpu, one module per origin, in the order rules.RULES states); an op no rule takes is written as it is. The passes
+(passes/) then rewrite whole functions of the document, and program_format.py encodes it."""
 
 from __future__ import annotations
 
@@ -190,7 +194,9 @@ def _tokens_cross_as_bool0(main: Dict[str, Any]) -> None:
 
 
 class _Translator:
-    """One pass over a module. Value ids are numbered per function, regions included."""
+    """One pass over a module. Value ids are numbered per function, regions included. The rules call its public
+    methods (use, entry, fresh, tensor, type_of, the dtype questions) and read its state (ids, tuples, quotients,
+    exponents, inverses, splat_scalars, anchors)."""
 
     def __init__(self, module: Any, partitions: int = 1, partitioned: Optional[partitioner.Partitioned] = None,
                  aliases: Optional[List[List[int]]] = None):
