@@ -107,6 +107,7 @@ FUNCTIONS = {
     "power_two": lambda x: x ** 2.0,
     "power_operand": lambda x: jnp.power(jnp.abs(x), jnp.full_like(x, 0.5)),
     "sqrt_of_square": lambda x: jnp.sqrt(x * x),
+    "sqrt_of_power_two": lambda x: jnp.sqrt(x ** 2.0),  # XLA makes pow(A, 2) A * A first (fuzz seed 20273101 #331)
     "cbrt": lax.cbrt,
     "sinh": jnp.sinh,
     "asinh": jnp.arcsinh,

@@ -151,8 +151,11 @@ def _clamp_parts(op: Any) -> Optional[Tuple[Any, Any, Any]]:
 
 
 def _square_of(value: Any) -> Any:
-    """A when `value` is A * A; else None."""
+    """A when `value` is A * A, or pow(A, 2), which XLA's simplifier makes A * A first (HandlePower: sqrt(x ** 2.0)
+    is |x| too, fuzz seed 20273101 #331); else None."""
     producer = F.producer_of(value)
+    if producer is not None and producer.name == "stablehlo.power" and F.splat_value(producer.operands[1]) == 2.0:
+        return F.alias(producer.operands[0])
     if producer is None or producer.name != "stablehlo.multiply":
         return None
     a, b = (F.alias(v) for v in producer.operands)
