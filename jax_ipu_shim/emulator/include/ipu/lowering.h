@@ -34,7 +34,8 @@ struct OpContext {
   Env* env = nullptr;               // the values of the region being lowered
 };
 
-// An elementwise op on c64 values, or real/imag/complex/fft: complex.cc lowers it (complex.cc).
+// An elementwise op on c64 values, or one of the complex family (real/imag/complex/fft) (complex.cc). Lowerer sends
+// the first kind to complex.cc's handler whatever the op; the second have handlers of their own (registry rows).
 bool isComplexOp(const OpContext& ctx);
 
 // Lowers op by op, Poplar-style: every result gets a tile mapping, every op becomes supersteps (exchange, then a
