@@ -347,42 +347,33 @@ std::vector<int> lowerGather(Lowerer& lowerer, OpContext& ctx) {
   const Op& op = *ctx.op;
   const TensorType& x = ctx.in_types[0];
   const TensorType& out = ctx.out_types[0];
-  const int64_t rank = ix.rank;
-  const int64_t k_len = ix.k_len;
-  const int64_t eb = ix.eb;
-  const int64_t n = ix.n;
-  const std::vector<int64_t>& x_strides = ix.x_strides;
   const int workers = lowerer.device().num_worker_contexts;
-  StartPlan& plan = ix.plan;
-  const int o = ix.o;
-  const TileMapping& work = ix.work;
-  std::vector<int64_t>& recv = ix.recv;
   std::unique_ptr<Kernel> kernel;
   std::vector<Superstep> steps;
   const std::vector<int64_t> offset_dims = attrInts(op, "offset_dims");
   const std::vector<int64_t> collapsed = attrInts(op, "collapsed_slice_dims");
   const std::vector<int64_t> sizes = attrInts(op, "slice_sizes");
   const int64_t out_rank = static_cast<int64_t>(out.shape.size());
-  if (static_cast<int64_t>(sizes.size()) != rank)
+  if (static_cast<int64_t>(sizes.size()) != ix.rank)
     lowerer.invalid(ctx, "slice_sizes " + list(sizes) + " must have one entry per operand dimension");
-  if (!sortedUnique(collapsed, rank))
+  if (!sortedUnique(collapsed, ix.rank))
     lowerer.invalid(ctx, "collapsed_slice_dims " + list(collapsed) + " must be sorted, unique operand dimensions");
   if (!sortedUnique(offset_dims, out_rank))
     lowerer.invalid(ctx, "offset_dims " + list(offset_dims) + " must be sorted, unique result dimensions");
-  if (static_cast<int64_t>(offset_dims.size() + collapsed.size()) != rank)
+  if (static_cast<int64_t>(offset_dims.size() + collapsed.size()) != ix.rank)
     lowerer.invalid(ctx, "offset_dims and collapsed_slice_dims must together cover the operand's dimensions");
-  if (out_rank != static_cast<int64_t>(plan.layout.batch_shape.size() + offset_dims.size()))
+  if (out_rank != static_cast<int64_t>(ix.plan.layout.batch_shape.size() + offset_dims.size()))
     lowerer.invalid(ctx, "the result's rank is not the batch rank plus the number of offset_dims");
-  for (int64_t d = 0; d < rank; ++d) {
+  for (int64_t d = 0; d < ix.rank; ++d) {
     const int64_t sz = sizes[static_cast<size_t>(d)];
     if (sz < 0 || sz > x.shape[static_cast<size_t>(d)])
       lowerer.invalid(ctx, "slice_sizes " + list(sizes) + " do not fit the operand");
     if (contains(collapsed, d) && sz != 1) lowerer.invalid(ctx, "collapsed_slice_dims must have slice size 1");
-    plan.limit.push_back(x.shape[static_cast<size_t>(d)] - sz);
+    ix.plan.limit.push_back(x.shape[static_cast<size_t>(d)] - sz);
   }
   // Result dims: offset dims take the non-collapsed operand dims in order, batch dims the indices' batch dims.
   std::vector<int64_t> bstr(static_cast<size_t>(out_rank), 0), ostr(static_cast<size_t>(out_rank), 0);
-  const std::vector<int64_t> batch_row = rowMajorStrides(plan.layout.batch_shape);
+  const std::vector<int64_t> batch_row = rowMajorStrides(ix.plan.layout.batch_shape);
   size_t next_batch = 0;
   int64_t next_operand = 0;
   for (int64_t d = 0; d < out_rank; ++d) {
@@ -390,10 +381,10 @@ std::vector<int> lowerGather(Lowerer& lowerer, OpContext& ctx) {
     if (contains(offset_dims, d)) {
       while (contains(collapsed, next_operand)) ++next_operand;
       expect = sizes[static_cast<size_t>(next_operand)];
-      ostr[static_cast<size_t>(d)] = x_strides[static_cast<size_t>(next_operand)];
+      ostr[static_cast<size_t>(d)] = ix.x_strides[static_cast<size_t>(next_operand)];
       ++next_operand;
     } else {
-      expect = plan.layout.batch_shape[next_batch];
+      expect = ix.plan.layout.batch_shape[next_batch];
       bstr[static_cast<size_t>(d)] = batch_row[next_batch];
       ++next_batch;
     }
@@ -401,33 +392,33 @@ std::vector<int> lowerGather(Lowerer& lowerer, OpContext& ctx) {
       lowerer.invalid(ctx, "result dimension " + std::to_string(d) + " should have size " + std::to_string(expect));
   }
   kernel = [&]() -> std::unique_ptr<Kernel> {
-    switch (eb) {
-      case 1: return std::make_unique<GatherKernel<uint8_t>>(ctx.in[0], o, plan, out.shape, bstr, ostr);
-      case 2: return std::make_unique<GatherKernel<uint16_t>>(ctx.in[0], o, plan, out.shape, bstr, ostr);
-      case 8: return std::make_unique<GatherKernel<uint64_t>>(ctx.in[0], o, plan, out.shape, bstr, ostr);  // c64
-      default: return std::make_unique<GatherKernel<uint32_t>>(ctx.in[0], o, plan, out.shape, bstr, ostr);
+    switch (ix.eb) {
+      case 1: return std::make_unique<GatherKernel<uint8_t>>(ctx.in[0], ix.o, ix.plan, out.shape, bstr, ostr);
+      case 2: return std::make_unique<GatherKernel<uint16_t>>(ctx.in[0], ix.o, ix.plan, out.shape, bstr, ostr);
+      case 8: return std::make_unique<GatherKernel<uint64_t>>(ctx.in[0], ix.o, ix.plan, out.shape, bstr, ostr);  // c64
+      default: return std::make_unique<GatherKernel<uint32_t>>(ctx.in[0], ix.o, ix.plan, out.shape, bstr, ostr);
     }
   }();
   // Dynamic exchange: every gathered byte counted as received, plus the index vectors each tile reads.
-  for (int t = 0; t < work.tilesUsed(); ++t) recv[static_cast<size_t>(t)] += work.elementsOn(t) * eb;
-  if (n > 0 && plan.layout.count > 0) {
+  for (int t = 0; t < ix.work.tilesUsed(); ++t) ix.recv[static_cast<size_t>(t)] += ix.work.elementsOn(t) * ix.eb;
+  if (ix.n > 0 && ix.plan.layout.count > 0) {
     const std::vector<int64_t> zero(static_cast<size_t>(out_rank), 0);
-    for (int64_t k = 0; k < k_len; ++k)
-      lowerer.exchangeGather(&recv, work, ctx.in[1], [&](int64_t i) {
+    for (int64_t k = 0; k < ix.k_len; ++k)
+      lowerer.exchangeGather(&ix.recv, ix.work, ctx.in[1], [&](int64_t i) {
         DualWalker w(out.shape, bstr, zero, i);  // w.a: the batch position of element i
-        int64_t at = k * plan.layout.k_stride, g = w.a;
-        for (size_t d = plan.layout.batch_shape.size(); d-- > 0;) {
-          at += (g % plan.layout.batch_shape[d]) * plan.layout.batch_strides[d];
-          g /= plan.layout.batch_shape[d];
+        int64_t at = k * ix.plan.layout.k_stride, g = w.a;
+        for (size_t d = ix.plan.layout.batch_shape.size(); d-- > 0;) {
+          at += (g % ix.plan.layout.batch_shape[d]) * ix.plan.layout.batch_strides[d];
+          g /= ix.plan.layout.batch_shape[d];
         }
         return at;
       });
   }
-  if (n > 0)
-    steps.push_back(lowerer.superstep("gather<" + std::string(dtypeName(out.dtype)) + ">", work, recv,
-                                      [&](int, int64_t m) { return cost::copy(m * eb, workers); }));
-  lowerer.emitExecute(ctx, std::move(kernel), std::move(steps), {o}, 0);
-  return {o};
+  if (ix.n > 0)
+    steps.push_back(lowerer.superstep("gather<" + std::string(dtypeName(out.dtype)) + ">", ix.work, ix.recv,
+                                      [&](int, int64_t m) { return cost::copy(m * ix.eb, workers); }));
+  lowerer.emitExecute(ctx, std::move(kernel), std::move(steps), {ix.o}, 0);
+  return {ix.o};
 }
 
 std::vector<int> lowerScatter(Lowerer& lowerer, OpContext& ctx) {
@@ -438,15 +429,7 @@ std::vector<int> lowerScatter(Lowerer& lowerer, OpContext& ctx) {
   const TensorType& x = ctx.in_types[0];
   const TensorType& ind = ctx.in_types[1];
   const TensorType& out = ctx.out_types[0];
-  const int64_t rank = ix.rank;
-  const int64_t eb = ix.eb;
-  const int64_t n = ix.n;
-  const std::vector<int64_t>& x_strides = ix.x_strides;
   const int workers = lowerer.device().num_worker_contexts;
-  StartPlan& plan = ix.plan;
-  const int o = ix.o;
-  const TileMapping& work = ix.work;
-  std::vector<int64_t>& recv = ix.recv;
   std::unique_ptr<Kernel> kernel;
   std::vector<Superstep> steps;
   double flops = 0;
@@ -458,15 +441,15 @@ std::vector<int> lowerScatter(Lowerer& lowerer, OpContext& ctx) {
   const int64_t upd_rank = static_cast<int64_t>(upd.shape.size());
   if (!sortedUnique(window_dims, upd_rank))
     lowerer.invalid(ctx, "update_window_dims " + list(window_dims) + " must be sorted, unique update dimensions");
-  if (!sortedUnique(inserted, rank))
+  if (!sortedUnique(inserted, ix.rank))
     lowerer.invalid(ctx, "inserted_window_dims " + list(inserted) + " must be sorted, unique operand dimensions");
-  if (static_cast<int64_t>(window_dims.size() + inserted.size()) != rank)
+  if (static_cast<int64_t>(window_dims.size() + inserted.size()) != ix.rank)
     lowerer.invalid(ctx, "update_window_dims and inserted_window_dims must together cover the operand's dimensions");
-  if (upd_rank != static_cast<int64_t>(plan.layout.batch_shape.size() + window_dims.size()))
+  if (upd_rank != static_cast<int64_t>(ix.plan.layout.batch_shape.size() + window_dims.size()))
     lowerer.invalid(ctx, "the updates' rank is not the batch rank plus the number of update_window_dims");
   std::vector<int64_t> bstr(static_cast<size_t>(upd_rank), 0), wstr(static_cast<size_t>(upd_rank), 0);
-  std::vector<int64_t> wsize(static_cast<size_t>(rank), 1);
-  const std::vector<int64_t> batch_row = rowMajorStrides(plan.layout.batch_shape);
+  std::vector<int64_t> wsize(static_cast<size_t>(ix.rank), 1);
+  const std::vector<int64_t> batch_row = rowMajorStrides(ix.plan.layout.batch_shape);
   size_t next_batch = 0;
   int64_t next_operand = 0;
   for (int64_t d = 0; d < upd_rank; ++d) {
@@ -476,17 +459,17 @@ std::vector<int> lowerScatter(Lowerer& lowerer, OpContext& ctx) {
       if (size > x.shape[static_cast<size_t>(next_operand)])
         lowerer.invalid(ctx, "update window dimension " + std::to_string(d) + " is larger than the operand's");
       wsize[static_cast<size_t>(next_operand)] = size;
-      wstr[static_cast<size_t>(d)] = x_strides[static_cast<size_t>(next_operand)];
+      wstr[static_cast<size_t>(d)] = ix.x_strides[static_cast<size_t>(next_operand)];
       ++next_operand;
     } else {
-      if (size != plan.layout.batch_shape[next_batch])
+      if (size != ix.plan.layout.batch_shape[next_batch])
         lowerer.invalid(ctx, "update dimension " + std::to_string(d) + " does not match the indices' batch dimensions");
       bstr[static_cast<size_t>(d)] = batch_row[next_batch];
       ++next_batch;
     }
   }
-  for (int64_t d = 0; d < rank; ++d)
-    plan.limit.push_back(x.shape[static_cast<size_t>(d)] - wsize[static_cast<size_t>(d)]);
+  for (int64_t d = 0; d < ix.rank; ++d)
+    ix.plan.limit.push_back(x.shape[static_cast<size_t>(d)] - wsize[static_cast<size_t>(d)]);
 
   std::string computation = attrString(op, "computation", "");
   const bool known = computation == "assign" || isReducer(computation);
@@ -496,22 +479,22 @@ std::vector<int> lowerScatter(Lowerer& lowerer, OpContext& ctx) {
   const DType dt = x.dtype;
   OpKind kind = OpKind::Add;
   if (computation == "assign") {
-    switch (eb) {
+    switch (ix.eb) {
       case 1:
-        kernel = std::make_unique<ScatterKernel<uint8_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], o, dtypeSize(dt),
-                                                                  plan, upd.shape, bstr, wstr);
+        kernel = std::make_unique<ScatterKernel<uint8_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], ix.o, dtypeSize(dt),
+                                                                  ix.plan, upd.shape, bstr, wstr);
         break;
       case 2:
-        kernel = std::make_unique<ScatterKernel<uint16_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], o, dtypeSize(dt),
-                                                                   plan, upd.shape, bstr, wstr);
+        kernel = std::make_unique<ScatterKernel<uint16_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], ix.o, dtypeSize(dt),
+                                                                   ix.plan, upd.shape, bstr, wstr);
         break;
       case 8:
-        kernel = std::make_unique<ScatterKernel<uint64_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], o, dtypeSize(dt),
-                                                                   plan, upd.shape, bstr, wstr);
+        kernel = std::make_unique<ScatterKernel<uint64_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], ix.o, dtypeSize(dt),
+                                                                   ix.plan, upd.shape, bstr, wstr);
         break;  // c64
       default:
-        kernel = std::make_unique<ScatterKernel<uint32_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], o, dtypeSize(dt),
-                                                                   plan, upd.shape, bstr, wstr);
+        kernel = std::make_unique<ScatterKernel<uint32_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], ix.o, dtypeSize(dt),
+                                                                   ix.plan, upd.shape, bstr, wstr);
         break;
     }
   } else if (!computation.empty()) {
@@ -520,7 +503,7 @@ std::vector<int> lowerScatter(Lowerer& lowerer, OpContext& ctx) {
     if (dt == DType::Bool && kind == OpKind::Multiply) kind = OpKind::And;
     auto make = [&](auto f, auto t) {  // a vector kernel of the combiner f on storage type t
       using S = typename decltype(t)::type;
-      kernel = std::make_unique<ScatterKernel<S, decltype(f)>>(f, ctx.in[0], ctx.in[2], o, dtypeSize(dt), plan,
+      kernel = std::make_unique<ScatterKernel<S, decltype(f)>>(f, ctx.in[0], ctx.in[2], ix.o, dtypeSize(dt), ix.plan,
                                                                upd.shape, bstr, wstr);
     };
     // jaxlib 0.12's XLA:CPU computes a bf16 scatter's maximum/minimum in f32, reading denormals as zeros (its
@@ -539,37 +522,37 @@ std::vector<int> lowerScatter(Lowerer& lowerer, OpContext& ctx) {
     if (op.regions.size() != 1) lowerer.invalid(ctx, "scatter must have one update computation region");
     body = lowerer.compileBody(ctx, op.regions[0], {dt, dt}, {dt}, "in the update computation");
     codelet = "scatter{" + body.summary() + "}";
-    kernel =
-        std::make_unique<BodyScatterKernel>(body, ctx.in[0], ctx.in[2], o, dtypeSize(dt), plan, upd.shape, bstr, wstr);
+    kernel = std::make_unique<BodyScatterKernel>(body, ctx.in[0], ctx.in[2], ix.o, dtypeSize(dt), ix.plan, upd.shape,
+                                                 bstr, wstr);
   }
   codelet += "<" + std::string(dtypeName(dt)) + ">";
   // Exchange: the operand's share (local: the result is mapped like it), and the updates with their indices
   // estimated as landing evenly over the result's tiles (a tile receives its share of both).
-  lowerer.exchangeSameIndex(&recv, work, ctx.in[0]);
+  lowerer.exchangeSameIndex(&ix.recv, ix.work, ctx.in[0]);
   const int64_t upd_n = upd.numElements();
-  const int64_t moved = upd_n * eb + ind.numElements() * 4;
-  for (int t = 0; t < work.tilesUsed() && work.tilesUsed() > 1; ++t)
-    recv[static_cast<size_t>(t)] += (moved * work.elementsOn(t) + n - 1) / n;
+  const int64_t moved = upd_n * ix.eb + ind.numElements() * 4;
+  for (int t = 0; t < ix.work.tilesUsed() && ix.work.tilesUsed() > 1; ++t)
+    ix.recv[static_cast<size_t>(t)] += (moved * ix.work.elementsOn(t) + ix.n - 1) / ix.n;
   const bool general = body.numInstructions() > 0 || computation.empty();
   const double body_cycles = body.cyclesPerElement();
-  if (n > 0)
-    steps.push_back(lowerer.superstep(codelet, work, recv, [&](int, int64_t m) {
-      const int64_t share = (upd_n * m + n - 1) / n;
+  if (ix.n > 0)
+    steps.push_back(lowerer.superstep(codelet, ix.work, ix.recv, [&](int, int64_t m) {
+      const int64_t share = (upd_n * m + ix.n - 1) / ix.n;
       const uint64_t combine = general ? cost::reduceBody(std::max(1.0, body_cycles), share, 0, workers)
-                               : computation == "assign" ? cost::copy(share * eb, workers)
+                               : computation == "assign" ? cost::copy(share * ix.eb, workers)
                                                          : cost::elementwise(kind, dt, share, workers);
-      return cost::copy(m * eb, workers) + combine;
+      return cost::copy(m * ix.eb, workers) + combine;
     }));
   if (!steps.empty())
-    steps.back().cost_weight = std::max<double>(1, static_cast<double>(upd_n) / std::max<int64_t>(1, n));
+    steps.back().cost_weight = std::max<double>(1, static_cast<double>(upd_n) / std::max<int64_t>(1, ix.n));
   flops = general                                    ? body.flopsPerElement() * static_cast<double>(upd_n)
           : (isFloat(dt) && computation != "assign") ? static_cast<double>(upd_n)
                                                      : 0;
-  Node* node = lowerer.emitExecute(ctx, std::move(kernel), std::move(steps), {o}, flops);
+  Node* node = lowerer.emitExecute(ctx, std::move(kernel), std::move(steps), {ix.o}, flops);
   // A scatter reads each operand element only to write the same result element: it can update the operand in
   // place, as Poplar's multiUpdate/multiUpdateAdd do, when its indices and updates are other values.
-  if (ctx.in[1] != ctx.in[0] && ctx.in[2] != ctx.in[0]) node->in_place.emplace_back(ctx.in[0], o);
-  return {o};
+  if (ctx.in[1] != ctx.in[0] && ctx.in[2] != ctx.in[0]) node->in_place.emplace_back(ctx.in[0], ix.o);
+  return {ix.o};
 }
 
 }  // namespace ipu
