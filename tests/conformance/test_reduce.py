@@ -118,10 +118,12 @@ SHORT_COLUMNS = [(4, 3, 6, 33), (4, 4, 2, 1), (4, 5, 1, 65), (4, 12, 2, 33), (4,
 @pytest.mark.parametrize("name", ["sum", "prod"])
 def test_short_column_sums_fold_in_cpus_order(name, shape):
     """jaxlib 0.4.13: each output of a column sum or product of at most 32 rows folds its rows in order, but on a
-    host where LLVM vectorises with 512-bit vectors the last output of an innermost dimension of 32k + 1 folds them in
-    the lanes of a loop vectorised over the rows (2 lanes for 3 or 4 rows: (x0 * x2) * (x1 * x3); 4, 8, 16 for
-    more; fuzz seed 20270301 #1906). Probed with terms that overflow or cancel in one order and not the other, and
-    random terms. jaxlib 0.12: a few ulps of each output's scale."""
+    host with AVX-512 the last output of an innermost dimension of 32k + 1 folds them in the lanes of a loop
+    vectorised over the rows (2 lanes for 3 or 4 rows: (x0 * x2) * (x1 * x3); 4, 8 for more, and for 32 rows the
+    host's vector width: 16 lanes where LLVM uses 512-bit vectors, 8 on an Intel core, whose tuning prefers 256;
+    fuzz seed 20270301 #1906, and the Intel host of 2026-12-02, where all 14 cases failed while only a 512-bit host
+    had the lanes). Probed with terms that overflow or cancel in one order and not the other, and random terms.
+    jaxlib 0.12: a few ulps of each output's scale."""
     rng = np.random.default_rng(11)
     big, small = (2.0 ** 100, 2.0 ** -100) if name == "prod" else (2.0 ** 24, 1.0)
     probe = np.ones(shape, np.float32) if name == "prod" else np.zeros(shape, np.float32)

@@ -214,7 +214,7 @@ class ReduceKernel : public Kernel {
                                   (numerics != Numerics::Jaxlib04 && g_.reduced_count > kTreeWindow * kTreeWindow))),
         unpadded_lanes_(lanes_ && numerics == Numerics::Jaxlib04 && !g_.inner_reduced),
         tail_lanes_(kF32Fold && lanes_ && numerics == Numerics::Jaxlib04 && !g_.inner_reduced &&
-                    g_.red_shape.size() == 1 && hostWideVectors()),
+                    g_.red_shape.size() == 1 && hostHasAvx512()),
         large_input_(inputElements(g_) >= kLargeInput) {}
 
   void compute(RunState& s, int64_t b, int64_t e) const override {
@@ -562,13 +562,15 @@ class ReduceKernel : public Kernel {
   }
 
   // One output of a column sum or product of m <= 32 rows (at stride st) in the lanes LLVM's vectorised loop over
-  // the rows gives it (measured on an AMD EPYC of family 26, jnp.prod and jnp.sum over dimension 1 of
-  // f32[100, m, 1, 33], every m from 2 to 32, each output bit for bit; fuzz seed 20270301 #1906): row r into lane
-  // r % n from the lane identity, n = 2 for m <= 4, 4 for m <= 8, 8 for m <= 31, 16 for 32; up to 16 rows in one
-  // masked vector, beyond that whole vectors of 8 and the last m % 8 rows folded in order after the lanes; the lanes
-  // halved (lane j with lane j + n/2) down to one, then init combined with it.
+  // the rows gives it on a host with AVX-512's masked gathers (measured on an AMD EPYC of family 26, jnp.prod and
+  // jnp.sum over dimension 1 of f32[100, m, 1, 33], every m from 2 to 32, each output bit for bit; fuzz seed
+  // 20270301 #1906; and on an Intel AVX-512 host, whose LLVM tuning prefers 256-bit vectors:
+  // test_short_column_sums_fold_in_cpus_order): row r into lane r % n from the lane identity, n = 2 for m <= 4,
+  // 4 for m <= 8, 8 for m <= 31, and for 32 the host's vector width (wl_: 16 lanes on a 512-bit host, else 8); up to
+  // 16 rows in one masked vector, beyond that whole vectors of 8 and the last m % 8 rows folded in order after the
+  // lanes; the lanes halved (lane j with lane j + n/2) down to one, then init combined with it.
   S tailColumnFold(const S* p, int64_t st, int64_t m, S init) const {
-    const int64_t n = m <= 2 ? 1 : m <= 4 ? 2 : m <= 8 ? 4 : m < 32 ? 8 : kMaxLanes;
+    const int64_t n = m <= 2 ? 1 : m <= 4 ? 2 : m <= 8 ? 4 : m < 32 ? 8 : wl_;
     const int64_t in_lanes = m > 16 && m < 32 ? m / 8 * 8 : m;
     S a[kMaxLanes];
     std::fill(a, a + n, identity_);
@@ -633,7 +635,7 @@ class ReduceKernel : public Kernel {
   // window in order (f32[n, c] for n * c from 4,194,304 (131072 x 32, 65536 x 64, 4096 x 1024, 524288 x 9) up;
   // 130048 x 32 and 98304 x 33 still in lanes). stridedLanes tells, level by level.
   bool unpadded_lanes_;
-  bool tail_lanes_;  // jaxlib 0.4.13 on a 512-bit host, a column sum or product of <= 32 rows: tailColumnFold
+  bool tail_lanes_;  // jaxlib 0.4.13 on an AVX-512 host, a column sum or product of <= 32 rows: tailColumnFold
   bool large_input_;
   static constexpr int64_t kLargeInput = int64_t(1) << 22;
   static int64_t inputElements(const ReduceGeometry& g) {

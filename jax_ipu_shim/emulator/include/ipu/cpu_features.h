@@ -21,7 +21,8 @@ inline bool hostGathersFast();
 inline bool hostWideVectors();
 // AVX-512F, VL and DQ with the opmask and ZMM state saved by the OS: LLVM's X86 code for XLA:CPU then selects with
 // masked moves (a select it folded into arithmetic comes back as a masked op that leaves the kept operand as it is)
-// and tests a float's class by its bits (vfpclass: a denormal is not a zero there); whatever the vector width.
+// and tests a float's class by its bits (vfpclass: a denormal is not a zero there), and vectorises a column sum's
+// last output over its rows with masked gathers (reduce_kernels.h, tailColumnFold); whatever the vector width.
 inline bool hostHasAvx512();
 // AVX512-FP16, and the OS saves the opmask and ZMM state. jaxlib 0.12's XLA:CPU computes a bf16 maximum or minimum
 // in f32 under its denormals-are-zero mode (a bf16 denormal read as a zero: measured on an AMD EPYC with AVX2 only,
