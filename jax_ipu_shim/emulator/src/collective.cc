@@ -368,188 +368,272 @@ void readPairs(const Lowerer& lowerer, const OpContext& ctx, Plan* p, int64_t* p
   }
 }
 
-}  // namespace
-
-std::vector<int> lowerCollective(Lowerer& lowerer, OpContext& ctx) {
-  const Op& op = *ctx.op;
-  const OpKind kind = ctx.info->kind;
+// What every collective's plan starts from: its one result and the launch's replicas.
+Plan begin(const Lowerer& lowerer, const OpContext& ctx, Pattern pattern) {
   if (ctx.out_types.size() != 1) lowerer.invalid(ctx, "a collective has one result");
-  const TensorType& out = ctx.out_types[0];
-  const DeviceDescription& dev = lowerer.device();
-  const int workers = dev.num_worker_contexts;
   Plan p;
-  p.name = op.mlir;
+  p.pattern = pattern;
+  p.name = ctx.op->mlir;
   p.replicas = lowerer.program().replicas;
   p.partitions = lowerer.program().partitions;
-  p.out_shape = out.shape;
+  p.out_shape = ctx.out_types[0].shape;
+  return p;
+}
 
-  if (kind == OpKind::ReplicaId || kind == OpKind::PartitionId) {
-    if (out.dtype != DType::U32 || !out.shape.empty()) lowerer.invalid(ctx, "the result must be a ui32 scalar");
-    p.pattern = kind == OpKind::ReplicaId ? Pattern::ReplicaId : Pattern::PartitionId;
-    p.out = lowerer.newSlot(out);
-    p.element = 4;
-    const TileMapping work = lowerer.graph().slots[static_cast<size_t>(p.out)].mapping;
-    std::vector<Superstep> steps;
-    steps.push_back(lowerer.superstep(
-        kind == OpKind::ReplicaId ? "replicaId" : "partitionId", work, {},
-        [&](int, int64_t) { return cost::copy(4, workers); }, false));
-    const int o = p.out;
-    lowerer.emitExecute(ctx, std::make_unique<CollectiveKernel>(std::move(p)), std::move(steps), {o}, 0);
-    return {o};
-  }
+// replica_id and partition_id: the copy's number, written by one vertex.
+std::vector<int> lowerCopyNumber(Lowerer& lowerer, OpContext& ctx, Pattern pattern, const char* codelet) {
+  Plan p = begin(lowerer, ctx, pattern);
+  const TensorType& out = ctx.out_types[0];
+  if (out.dtype != DType::U32 || !out.shape.empty()) lowerer.invalid(ctx, "the result must be a ui32 scalar");
+  p.out = lowerer.newSlot(out);
+  p.element = 4;
+  const TileMapping work = lowerer.graph().slots[static_cast<size_t>(p.out)].mapping;
+  const int workers = lowerer.device().num_worker_contexts;
+  std::vector<Superstep> steps;
+  steps.push_back(lowerer.superstep(codelet, work, {}, [&](int, int64_t) { return cost::copy(4, workers); }, false));
+  const int o = p.out;
+  lowerer.emitExecute(ctx, std::make_unique<CollectiveKernel>(std::move(p)), std::move(steps), {o}, 0);
+  return {o};
+}
 
+// The plan of a collective that moves its operand: the operand, and the replica groups it moves within.
+Plan beginMove(const Lowerer& lowerer, const OpContext& ctx, Pattern pattern) {
+  Plan p = begin(lowerer, ctx, pattern);
   const TensorType& in = ctx.in_types[0];
-  if (out.dtype != in.dtype) lowerer.invalid(ctx, "the result must have the operand's element type");
+  if (ctx.out_types[0].dtype != in.dtype) lowerer.invalid(ctx, "the result must have the operand's element type");
   p.in = ctx.in[0];
   p.in_shape = in.shape;
   p.element = dtypeSize(in.dtype);
-  const size_t rank = in.shape.size();
-  int64_t pairs = 0;
-  if (kind == OpKind::CollectivePermute) readPairs(lowerer, ctx, &p, &pairs);
-  else readGroups(lowerer, ctx, &p);
-  size_t n = 1;  // the group size the shapes are made for (all groups alike where the shape depends on it)
+  if (pattern != Pattern::Permute) readGroups(lowerer, ctx, &p);
+  return p;
+}
+
+// The group size the result's shape is made for; where the shape depends on it (`uniform`), every group must have it.
+int64_t groupSize(const Lowerer& lowerer, const OpContext& ctx, const Plan& p, bool uniform) {
+  size_t n = 1;
   for (const auto& g : p.groups) n = std::max(n, g.size());
-  auto uniformGroups = [&] {
+  if (uniform)
     for (const auto& g : p.groups)
-      if (g.size() != n) lowerer.invalid(ctx, "every replica group must have the same size for " + op.mlir);
-  };
-  auto dimension = [&](const char* name) {
-    const int64_t d = attrInt(op, name);
-    if (d < 0 || d >= static_cast<int64_t>(rank)) lowerer.invalid(ctx, std::string(name) + " is out of range");
-    return static_cast<size_t>(d);
-  };
-  const int64_t ni = static_cast<int64_t>(n);
-  Shape want = in.shape;
-  switch (kind) {
-    case OpKind::AllReduce: p.pattern = Pattern::AllReduce; break;
-    case OpKind::CollectivePermute: p.pattern = Pattern::Permute; break;
-    case OpKind::AllGather:
-      p.pattern = Pattern::AllGather;
-      uniformGroups();
-      p.dim = dimension("all_gather_dim");
-      want[p.dim] *= ni;
-      break;
-    case OpKind::ReduceScatter:
-      p.pattern = Pattern::ReduceScatter;
-      uniformGroups();
-      p.dim = dimension("scatter_dimension");
-      if (in.shape[p.dim] % ni)
-        lowerer.invalid(ctx, "the scatter dimension must divide by the group size " + std::to_string(n));
-      want[p.dim] /= ni;
-      break;
-    case OpKind::AllToAll: {
-      p.pattern = Pattern::AllToAll;
-      uniformGroups();
-      p.dim = dimension("split_dimension");
-      p.concat_dim = dimension("concat_dimension");
-      if (attrInt(op, "split_count") != ni)
-        lowerer.invalid(ctx, "split_count must be the replica group size " + std::to_string(n));
-      if (in.shape[p.dim] % ni) lowerer.invalid(ctx, "the split dimension must divide by split_count");
-      want[p.dim] /= ni;
-      want[p.concat_dim] *= ni;
-      break;
-    }
-    default: lowerer.unimplemented(ctx, "unknown collective");
-  }
-  if (out.shape != want) lowerer.invalid(ctx, "the result shape must be " + TensorType{in.dtype, want}.str());
+      if (g.size() != n) lowerer.invalid(ctx, "every replica group must have the same size for " + ctx.op->mlir);
+  return static_cast<int64_t>(n);
+}
 
-  // Reductions: a single-op body gets a vector fold, anything else is interpreted.
-  std::string computation;
-  OpKind combine = OpKind::Add;
-  const bool reduces = kind == OpKind::AllReduce || kind == OpKind::ReduceScatter;
-  if (reduces) {
-    computation = attrString(op, "computation", "");
-    if (computation.empty()) computation = bodyComputation(op);
-    if (!computation.empty()) {
-      combine = findOp(computation)->kind;
-      if (in.dtype == DType::Bool && combine == OpKind::Add) combine = OpKind::Or;
-      if (in.dtype == DType::Bool && combine == OpKind::Multiply) combine = OpKind::And;
-      uint64_t identity = 0;
-      if (identityBits(combine, in.dtype, &identity)) {
-        scalar::visitBinary<true>(combine, in.dtype, lowerer.numerics(),
-                                  [&](auto f, auto t) { p.fold = &foldLoop<typename decltype(t)::type, decltype(f)>; });
-        p.identity = identity;
-      }
-    }
-    if (!p.fold) {
-      if (op.regions.size() != 1) lowerer.invalid(ctx, op.mlir + " needs a reduction body region or a computation");
-      p.body = lowerer.compileBody(ctx, op.regions[0], {in.dtype, in.dtype}, {in.dtype}, "in the reduction body", true);
-      p.general = true;
-      computation = "{" + p.body.summary() + "}";
+size_t dimension(const Lowerer& lowerer, const OpContext& ctx, const char* name) {
+  const int64_t d = attrInt(*ctx.op, name);
+  if (d < 0 || d >= static_cast<int64_t>(ctx.in_types[0].shape.size()))
+    lowerer.invalid(ctx, std::string(name) + " is out of range");
+  return static_cast<size_t>(d);
+}
+
+void checkResultShape(const Lowerer& lowerer, const OpContext& ctx, const Shape& want) {
+  const TensorType& in = ctx.in_types[0];
+  if (ctx.out_types[0].shape != want) lowerer.invalid(ctx, "the result shape must be " + TensorType{in.dtype, want}.str());
+}
+
+// all_reduce and reduce_scatter: how members combine. A body of one reducer op gets a vector fold from the op's
+// identity (as XLA:CPU accumulates); anything else is interpreted (p->general). Returns the computation as the
+// codelet names it ("add", "{...}") and sets *combine to the reducer.
+std::string readCombiner(Lowerer& lowerer, OpContext& ctx, Plan* p, OpKind* combine) {
+  const Op& op = *ctx.op;
+  const DType dtype = ctx.in_types[0].dtype;
+  std::string computation = attrString(op, "computation", "");
+  if (computation.empty()) computation = bodyComputation(op);
+  if (!computation.empty()) {
+    *combine = findOp(computation)->kind;
+    if (dtype == DType::Bool && *combine == OpKind::Add) *combine = OpKind::Or;
+    if (dtype == DType::Bool && *combine == OpKind::Multiply) *combine = OpKind::And;
+    uint64_t identity = 0;
+    if (identityBits(*combine, dtype, &identity)) {
+      scalar::visitBinary<true>(*combine, dtype, lowerer.numerics(),
+                                [&](auto f, auto t) { p->fold = &foldLoop<typename decltype(t)::type, decltype(f)>; });
+      p->identity = identity;
     }
   }
+  if (!p->fold) {
+    if (op.regions.size() != 1) lowerer.invalid(ctx, op.mlir + " needs a reduction body region or a computation");
+    p->body = lowerer.compileBody(ctx, op.regions[0], {dtype, dtype}, {dtype}, "in the reduction body", true);
+    p->general = true;
+    computation = "{" + p->body.summary() + "}";
+  }
+  return computation;
+}
 
-  p.out = out.shape == in.shape ? lowerer.newSlotLike(out, p.in) : lowerer.newSlot(out);
-  const int o = p.out;
+// The steps of a collective whose plan is complete: one superstep per ring step (see the top of the file), then
+// the kernel. Making one gives the result its slot (sharing the operand's mapping where the shapes agree).
+class Ring {
+ public:
+  Ring(Lowerer& lowerer, OpContext& ctx, Plan plan, OpKind combine = OpKind::Add)
+      : lowerer_(lowerer), ctx_(ctx), p_(std::move(plan)), combine_(combine), dev_(lowerer.device()) {
+    const TensorType& in = ctx.in_types[0];
+    const TensorType& out = ctx.out_types[0];
+    p_.out = out.shape == in.shape ? lowerer.newSlotLike(out, p_.in) : lowerer.newSlot(out);
+    dtype_ = in.dtype;
+    elements_ = in.numElements();
+    bytes_ = elements_ * static_cast<int64_t>(p_.element);
+    out_map_ = lowerer.graph().slots[static_cast<size_t>(p_.out)].mapping;
+    in_map_ = lowerer.graph().slots[static_cast<size_t>(p_.in)].mapping;
+    type_ = std::string("<") + dtypeName(in.dtype) + ">";
+    // Whether a group has members on different hosts (program.hosts; jax.distributed).
+    const std::vector<int>& hosts = lowerer.program().hosts;
+    if (hosts.size() != static_cast<size_t>(p_.replicas)) return;
+    auto host = [&](int r) { return hosts[static_cast<size_t>(r)]; };
+    for (const std::vector<int>& g : p_.groups)
+      for (int r : g) crosses_hosts_ = crosses_hosts_ || host(r) != host(g.front());
+    for (size_t r = 0; r < p_.source.size(); ++r)
+      if (p_.source[r] >= 0) crosses_hosts_ = crosses_hosts_ || host(p_.source[r]) != host(static_cast<int>(r));
+  }
 
-  // ---- cost: one superstep per ring step (see the top of the file) ----
-  const int64_t eb = static_cast<int64_t>(p.element);
-  const int64_t in_bytes = in.numElements() * eb;
-  const TileMapping out_map = lowerer.graph().slots[static_cast<size_t>(o)].mapping;
-  const TileMapping in_map = lowerer.graph().slots[static_cast<size_t>(p.in)].mapping;
-  const std::string type = std::string("<") + dtypeName(in.dtype) + ">";
-  auto combineCycles = [&](int64_t elements) -> uint64_t {
-    return p.general ? cost::reduceBody(p.body.cyclesPerElement(), elements, elements, workers)
-                     : cost::elementwise(combine, in.dtype, elements, workers);
-  };
-  // A step in which each tile of `work` exchanges 1/`split` of its elements with the links, `link_bytes` cross the
+  const std::string& type() const { return type_; }
+  int64_t bytes() const { return bytes_; }
+  const TileMapping& outMap() const { return out_map_; }
+  const TileMapping& inMap() const { return in_map_; }
+
+  // Nothing crosses a link (`alone`: a group of one; or nothing to move): the result is copied (zeroed) on chip.
+  bool onChip(bool alone) {
+    if (!alone && bytes_ != 0) return false;
+    const int workers = dev_.num_worker_contexts;
+    const int64_t eb = static_cast<int64_t>(p_.element);
+    steps_.push_back(lowerer_.superstep(
+        std::string(ctx_.info->name) + type_, out_map_, {},
+        [&](int, int64_t m) { return cost::copy(m * eb, workers); }, false));
+    return true;
+  }
+
+  // One ring step: each tile of `work` exchanges 1/`split` of its elements with the links, `link_bytes` cross the
   // IPU-Links after a sync of `ipus` IPUs, and each tile then combines what it received if `combines`.
-  std::vector<Superstep> steps;
-  // Whether a group of this collective has members on different hosts (program.hosts; jax.distributed).
-  bool crosses_hosts = false;
-  if (lowerer.program().hosts.size() == static_cast<size_t>(p.replicas)) {
-    auto host = [&](int r) { return lowerer.program().hosts[static_cast<size_t>(r)]; };
-    for (const std::vector<int>& g : p.groups)
-      for (int r : g) crosses_hosts = crosses_hosts || host(r) != host(g.front());
-    for (size_t r = 0; r < p.source.size(); ++r)
-      if (p.source[r] >= 0) crosses_hosts = crosses_hosts || host(p.source[r]) != host(static_cast<int>(r));
-  }
-  auto ringStep = [&](const std::string& codelet, const TileMapping& work, int64_t split, int64_t link_bytes, int ipus,
-                      bool combines) {
-    std::vector<int64_t> recv(static_cast<size_t>(dev.num_tiles), 0);
+  void step(const std::string& codelet, const TileMapping& work, int64_t split, int64_t link_bytes, int ipus,
+            bool combines) {
+    const int64_t eb = static_cast<int64_t>(p_.element);
+    const int workers = dev_.num_worker_contexts;
+    std::vector<int64_t> recv(static_cast<size_t>(dev_.num_tiles), 0);
     for (int t = 0; t < work.tilesUsed(); ++t) recv[static_cast<size_t>(t)] = divUp(work.elementsOn(t), split) * eb;
-    Superstep s = lowerer.superstep(
+    auto combineCycles = [&](int64_t elements) -> uint64_t {
+      return p_.general ? cost::reduceBody(p_.body.cyclesPerElement(), elements, elements, workers)
+                        : cost::elementwise(combine_, dtype_, elements, workers);
+    };
+    Superstep s = lowerer_.superstep(
         codelet, work, recv, [&](int, int64_t m) -> uint64_t { return combines ? combineCycles(divUp(m, split)) : 0; },
         false);
     // A ring over IPUs of several hosts waits for its slowest hop: the one between IPU-Machines (GW-Links).
-    s.cost.exchange += crosses_hosts ? dev.gatewayCycles(link_bytes) : dev.linkCycles(link_bytes);
-    s.cost.sync += dev.interIpuSyncCycles(ipus);
-    steps.push_back(std::move(s));
-  };
-  double flops = 0;
-  const bool local = kind == OpKind::CollectivePermute ? pairs == 0 || p.replicas == 1 : n == 1;
-  if (local || in_bytes == 0) {  // a group of one (or nothing to move): the result is copied (zeroed) on chip
-    steps.push_back(lowerer.superstep(
-        std::string(ctx.info->name) + type, out_map, {}, [&](int, int64_t m) { return cost::copy(m * eb, workers); },
-        false));
-  } else {
-    const int ipus = static_cast<int>(n);
-    switch (kind) {
-      case OpKind::AllReduce:
-        for (size_t k = 0; k + 1 < n; ++k)
-          ringStep("allReduce" + computation + type + ".reduceScatter", out_map, ni, divUp(in_bytes, ni), ipus, true);
-        for (size_t k = 0; k + 1 < n; ++k)
-          ringStep("allReduce" + computation + type + ".allGather", out_map, ni, divUp(in_bytes, ni), ipus, false);
-        flops = isFloat(in.dtype) ? static_cast<double>(ni - 1) * static_cast<double>(divUp(in.numElements(), ni)) : 0;
-        break;
-      case OpKind::ReduceScatter:
-        for (size_t k = 0; k + 1 < n; ++k)
-          ringStep("reduceScatter" + computation + type, in_map, ni, divUp(in_bytes, ni), ipus, true);
-        flops = isFloat(in.dtype) ? static_cast<double>(ni - 1) * static_cast<double>(divUp(in.numElements(), ni)) : 0;
-        break;
-      case OpKind::AllGather:
-        for (size_t k = 0; k + 1 < n; ++k) ringStep("allGather" + type, out_map, ni, in_bytes, ipus, false);
-        break;
-      case OpKind::AllToAll:
-        for (size_t k = 0; k + 1 < n; ++k) ringStep("allToAll" + type, out_map, ni, divUp(in_bytes, ni), ipus, false);
-        break;
-      default:  // collective_permute: one step, the whole operand between the IPUs of each pair
-        ringStep("permute" + type, out_map, 1, in_bytes, p.replicas, false);
-        break;
-    }
+    s.cost.exchange += crosses_hosts_ ? dev_.gatewayCycles(link_bytes) : dev_.linkCycles(link_bytes);
+    s.cost.sync += dev_.interIpuSyncCycles(ipus);
+    steps_.push_back(std::move(s));
   }
-  lowerer.emitExecute(ctx, std::make_unique<CollectiveKernel>(std::move(p)), std::move(steps), {o}, flops);
-  return {o};
+
+  // The flops of a ring reduction over groups of n: each member combines (n - 1) blocks of 1/n.
+  double combineFlops(int64_t n) const {
+    return isFloat(dtype_) ? static_cast<double>(n - 1) * static_cast<double>(divUp(elements_, n)) : 0;
+  }
+
+  std::vector<int> emit(double flops = 0) {
+    const int o = p_.out;
+    lowerer_.emitExecute(ctx_, std::make_unique<CollectiveKernel>(std::move(p_)), std::move(steps_), {o}, flops);
+    return {o};
+  }
+
+ private:
+  Lowerer& lowerer_;
+  OpContext& ctx_;
+  Plan p_;
+  OpKind combine_;
+  const DeviceDescription& dev_;
+  DType dtype_ = DType::F32;
+  int64_t elements_ = 0, bytes_ = 0;
+  TileMapping out_map_, in_map_;
+  std::string type_;
+  bool crosses_hosts_ = false;
+  std::vector<Superstep> steps_;
+};
+
+}  // namespace
+
+std::vector<int> lowerReplicaId(Lowerer& lowerer, OpContext& ctx) {
+  return lowerCopyNumber(lowerer, ctx, Pattern::ReplicaId, "replicaId");
+}
+
+std::vector<int> lowerPartitionId(Lowerer& lowerer, OpContext& ctx) {
+  return lowerCopyNumber(lowerer, ctx, Pattern::PartitionId, "partitionId");
+}
+
+// Ring reduce-scatter, then ring all-gather.
+std::vector<int> lowerAllReduce(Lowerer& lowerer, OpContext& ctx) {
+  Plan p = beginMove(lowerer, ctx, Pattern::AllReduce);
+  const int64_t n = groupSize(lowerer, ctx, p, false);
+  checkResultShape(lowerer, ctx, p.in_shape);
+  OpKind combine = OpKind::Add;
+  const std::string computation = readCombiner(lowerer, ctx, &p, &combine);
+  Ring ring(lowerer, ctx, std::move(p), combine);
+  if (ring.onChip(n == 1)) return ring.emit();
+  const std::string codelet = "allReduce" + computation + ring.type();
+  for (int64_t k = 0; k + 1 < n; ++k)
+    ring.step(codelet + ".reduceScatter", ring.outMap(), n, divUp(ring.bytes(), n), static_cast<int>(n), true);
+  for (int64_t k = 0; k + 1 < n; ++k)
+    ring.step(codelet + ".allGather", ring.outMap(), n, divUp(ring.bytes(), n), static_cast<int>(n), false);
+  return ring.emit(ring.combineFlops(n));
+}
+
+std::vector<int> lowerReduceScatter(Lowerer& lowerer, OpContext& ctx) {
+  Plan p = beginMove(lowerer, ctx, Pattern::ReduceScatter);
+  const int64_t n = groupSize(lowerer, ctx, p, true);
+  p.dim = dimension(lowerer, ctx, "scatter_dimension");
+  Shape want = p.in_shape;
+  if (want[p.dim] % n) lowerer.invalid(ctx, "the scatter dimension must divide by the group size " + std::to_string(n));
+  want[p.dim] /= n;
+  checkResultShape(lowerer, ctx, want);
+  OpKind combine = OpKind::Add;
+  const std::string computation = readCombiner(lowerer, ctx, &p, &combine);
+  Ring ring(lowerer, ctx, std::move(p), combine);
+  if (ring.onChip(n == 1)) return ring.emit();
+  for (int64_t k = 0; k + 1 < n; ++k)
+    ring.step("reduceScatter" + computation + ring.type(), ring.inMap(), n, divUp(ring.bytes(), n),
+              static_cast<int>(n), true);
+  return ring.emit(ring.combineFlops(n));
+}
+
+std::vector<int> lowerAllGather(Lowerer& lowerer, OpContext& ctx) {
+  Plan p = beginMove(lowerer, ctx, Pattern::AllGather);
+  const int64_t n = groupSize(lowerer, ctx, p, true);
+  p.dim = dimension(lowerer, ctx, "all_gather_dim");
+  Shape want = p.in_shape;
+  want[p.dim] *= n;
+  checkResultShape(lowerer, ctx, want);
+  Ring ring(lowerer, ctx, std::move(p));
+  if (ring.onChip(n == 1)) return ring.emit();
+  for (int64_t k = 0; k + 1 < n; ++k)
+    ring.step("allGather" + ring.type(), ring.outMap(), n, ring.bytes(), static_cast<int>(n), false);
+  return ring.emit();
+}
+
+std::vector<int> lowerAllToAll(Lowerer& lowerer, OpContext& ctx) {
+  Plan p = beginMove(lowerer, ctx, Pattern::AllToAll);
+  const int64_t n = groupSize(lowerer, ctx, p, true);
+  p.dim = dimension(lowerer, ctx, "split_dimension");
+  p.concat_dim = dimension(lowerer, ctx, "concat_dimension");
+  if (attrInt(*ctx.op, "split_count") != n)
+    lowerer.invalid(ctx, "split_count must be the replica group size " + std::to_string(n));
+  Shape want = p.in_shape;
+  if (want[p.dim] % n) lowerer.invalid(ctx, "the split dimension must divide by split_count");
+  want[p.dim] /= n;
+  want[p.concat_dim] *= n;
+  checkResultShape(lowerer, ctx, want);
+  Ring ring(lowerer, ctx, std::move(p));
+  if (ring.onChip(n == 1)) return ring.emit();
+  for (int64_t k = 0; k + 1 < n; ++k)
+    ring.step("allToAll" + ring.type(), ring.outMap(), n, divUp(ring.bytes(), n), static_cast<int>(n), false);
+  return ring.emit();
+}
+
+// One step: the whole operand between the IPUs of each pair.
+std::vector<int> lowerCollectivePermute(Lowerer& lowerer, OpContext& ctx) {
+  Plan p = beginMove(lowerer, ctx, Pattern::Permute);
+  int64_t pairs = 0;
+  readPairs(lowerer, ctx, &p, &pairs);
+  checkResultShape(lowerer, ctx, p.in_shape);
+  const int replicas = p.replicas;
+  Ring ring(lowerer, ctx, std::move(p));
+  if (ring.onChip(pairs == 0 || replicas == 1)) return ring.emit();
+  ring.step("permute" + ring.type(), ring.outMap(), 1, ring.bytes(), replicas, false);
+  return ring.emit();
 }
 
 }  // namespace ipu

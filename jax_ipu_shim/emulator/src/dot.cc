@@ -558,9 +558,37 @@ class DotKernel : public Kernel {
   int scratch_l_, scratch_r_, scratch_p_;
 };
 
-}  // namespace
+// A dot_general as a batched matmul: each operand's layout (batch, then free and contracting dimensions in the
+// order the kernel reads them) and the sizes of the [batch, m, n, k] iteration space, checked against the result.
+struct DotShape {
+  OperandLayout lhs, rhs;
+  int64_t batch = 1, m = 1, n = 1, k = 1;
+};
 
-std::vector<int> lowerDot(Lowerer& lowerer, OpContext& ctx) {
+// One operand's layout: its batch dimensions, then (lhs) free then contracting, or (rhs) contracting then free.
+OperandLayout readLayout(const Lowerer& lowerer, const OpContext& ctx, const TensorType& t,
+                         const std::vector<int64_t>& batch, const std::vector<int64_t>& contract, bool contract_last,
+                         std::vector<int64_t>* free) {
+  std::vector<bool> used(t.shape.size(), false);
+  for (const auto* list : {&batch, &contract})
+    for (int64_t d : *list) {
+      if (d < 0 || d >= static_cast<int64_t>(t.shape.size()) || used[static_cast<size_t>(d)])
+        lowerer.invalid(ctx, "dimension numbers are out of range or repeated");
+      used[static_cast<size_t>(d)] = true;
+    }
+  for (size_t d = 0; d < t.shape.size(); ++d)
+    if (!used[d]) free->push_back(static_cast<int64_t>(d));
+  OperandLayout l;
+  l.shape = t.shape;
+  l.perm = batch;
+  const std::vector<int64_t>& second = contract_last ? *free : contract;
+  const std::vector<int64_t>& third = contract_last ? contract : *free;
+  l.perm.insert(l.perm.end(), second.begin(), second.end());
+  l.perm.insert(l.perm.end(), third.begin(), third.end());
+  return l;
+}
+
+DotShape readDot(const Lowerer& lowerer, const OpContext& ctx) {
   const Op& op = *ctx.op;
   const TensorType& lhs = ctx.in_types[0];
   const TensorType& rhs = ctx.in_types[1];
@@ -572,160 +600,149 @@ std::vector<int> lowerDot(Lowerer& lowerer, OpContext& ctx) {
   const std::vector<int64_t> rc = attrInts(op, "rhs_contracting_dimensions", false);
   if (lb.size() != rb.size() || lc.size() != rc.size())
     lowerer.invalid(ctx, "batching and contracting dimensions must pair up");
-
-  auto layout = [&](const TensorType& t, const std::vector<int64_t>& batch, const std::vector<int64_t>& contract,
-                    bool contract_last, std::vector<int64_t>* free) {
-    std::vector<bool> used(t.shape.size(), false);
-    for (const auto* list : {&batch, &contract})
-      for (int64_t d : *list) {
-        if (d < 0 || d >= static_cast<int64_t>(t.shape.size()) || used[static_cast<size_t>(d)])
-          lowerer.invalid(ctx, "dimension numbers are out of range or repeated");
-        used[static_cast<size_t>(d)] = true;
-      }
-    for (size_t d = 0; d < t.shape.size(); ++d)
-      if (!used[d]) free->push_back(static_cast<int64_t>(d));
-    OperandLayout l;
-    l.shape = t.shape;
-    l.perm = batch;
-    const std::vector<int64_t>& second = contract_last ? *free : contract;
-    const std::vector<int64_t>& third = contract_last ? contract : *free;
-    l.perm.insert(l.perm.end(), second.begin(), second.end());
-    l.perm.insert(l.perm.end(), third.begin(), third.end());
-    return l;
-  };
   std::vector<int64_t> lfree, rfree;
-  OperandLayout ll = layout(lhs, lb, lc, true, &lfree);
-  OperandLayout rl = layout(rhs, rb, rc, false, &rfree);
-  int64_t batch = 1, m = 1, k = 1, n = 1;
+  DotShape d;
+  d.lhs = readLayout(lowerer, ctx, lhs, lb, lc, true, &lfree);
+  d.rhs = readLayout(lowerer, ctx, rhs, rb, rc, false, &rfree);
+  auto size = [](const TensorType& t, int64_t dim) { return t.shape[static_cast<size_t>(dim)]; };
   std::vector<int64_t> expect;
   for (size_t i = 0; i < lb.size(); ++i) {
-    const int64_t s = lhs.shape[static_cast<size_t>(lb[i])];
-    if (s != rhs.shape[static_cast<size_t>(rb[i])]) lowerer.invalid(ctx, "batch dimension sizes differ");
-    batch *= s;
-    expect.push_back(s);
+    if (size(lhs, lb[i]) != size(rhs, rb[i])) lowerer.invalid(ctx, "batch dimension sizes differ");
+    d.batch *= size(lhs, lb[i]);
+    expect.push_back(size(lhs, lb[i]));
   }
   for (size_t i = 0; i < lc.size(); ++i) {
-    const int64_t s = lhs.shape[static_cast<size_t>(lc[i])];
-    if (s != rhs.shape[static_cast<size_t>(rc[i])]) lowerer.invalid(ctx, "contracting dimension sizes differ");
-    k *= s;
+    if (size(lhs, lc[i]) != size(rhs, rc[i])) lowerer.invalid(ctx, "contracting dimension sizes differ");
+    d.k *= size(lhs, lc[i]);
   }
-  for (int64_t d : lfree) {
-    m *= lhs.shape[static_cast<size_t>(d)];
-    expect.push_back(lhs.shape[static_cast<size_t>(d)]);
+  for (int64_t x : lfree) {
+    d.m *= size(lhs, x);
+    expect.push_back(size(lhs, x));
   }
-  for (int64_t d : rfree) {
-    n *= rhs.shape[static_cast<size_t>(d)];
-    expect.push_back(rhs.shape[static_cast<size_t>(d)]);
+  for (int64_t x : rfree) {
+    d.n *= size(rhs, x);
+    expect.push_back(size(rhs, x));
   }
   if (expect != out.shape)
     lowerer.invalid(ctx, "the result shape should be " + mlirTensorType(dtypeName(out.dtype), expect));
   if (lhs.dtype != rhs.dtype) lowerer.unimplemented(ctx, "dot_general needs operands of one element type");
+  return d;
+}
 
-  const int o = lowerer.newSlot(out);
-  const int sl = lowerer.newScratch(), sr = lowerer.newScratch(), sp = lowerer.newScratch();
-  const DType dt = lhs.dtype;
+// Superstep 1: tile p computes block p. It receives the parts of its lhs and rhs blocks it does not hold (an operand
+// already in canonical layout is read in place where the tile has it) and keeps an f32 partial block. Superstep 2
+// (when needed): each tile of the output's mapping receives the pK partials of its elements, less those it made.
+std::vector<Superstep> dotSteps(Lowerer& lowerer, const OpContext& ctx, const DotShape& d, const DotPlan& plan,
+                                DType dt, const TileMapping& omap) {
   const int workers = lowerer.device().num_worker_contexts;
-  const TileMapping omap = lowerer.graph().slots[static_cast<size_t>(o)].mapping;
   const int64_t in_bytes = static_cast<int64_t>(dtypeSize(dt));
   const int64_t acc_bytes = static_cast<int64_t>(dtypeSize(dtypeInfo(dt).acc));
+  const int64_t batch = d.batch, m = d.m, n = d.n, k = d.k;
+  const TileMapping lmap = lowerer.graph().slots[static_cast<size_t>(ctx.in[0])].mapping;
+  const TileMapping rmap = lowerer.graph().slots[static_cast<size_t>(ctx.in[1])].mapping;
+  const bool l_local = d.lhs.identity(), r_local = d.rhs.identity();
+  const int64_t P = plan.blocks();
+  const size_t tiles = static_cast<size_t>(lowerer.device().num_tiles);
+  std::vector<int64_t> recv1(tiles, 0), part(tiles, 0), recv2(tiles, 0), macs(tiles, 0), bouts(tiles, 0);
+  for (int64_t p = 0; p < P; ++p) {
+    const int t = static_cast<int>(p);
+    int64_t ib, im, in, ik;
+    plan.coords(p, &ib, &im, &in, &ik);
+    const int64_t b0 = plan.b.begin(ib), m0 = plan.m.begin(im), n0 = plan.n.begin(in), k0 = plan.k.begin(ik);
+    const int64_t nb = plan.b.size(ib, batch), mb = plan.m.size(im, m), nn = plan.n.size(in, n);
+    const int64_t kb = k > 0 ? plan.k.size(ik, k) : 0;
+    int64_t l_need = nb * mb * kb, r_need = nb * kb * nn;
+    if (l_local) l_need -= regionOverlap(m, k, b0, b0 + nb, m0, m0 + mb, k0, k0 + kb, lmap.begin(t), lmap.end(t));
+    if (r_local) r_need -= regionOverlap(k, n, b0, b0 + nb, k0, k0 + kb, n0, n0 + nn, rmap.begin(t), rmap.end(t));
+    recv1[static_cast<size_t>(t)] = (l_need + r_need) * in_bytes;
+    bouts[static_cast<size_t>(t)] = nb * mb * nn;
+    macs[static_cast<size_t>(t)] = kb;
+    part[static_cast<size_t>(t)] = nb * mb * nn * acc_bytes;
+  }
+  bool second = plan.k.parts > 1;
+  for (int t = 0; t < omap.tilesUsed(); ++t) {
+    const int64_t lo = omap.begin(t), hi = omap.end(t);
+    int64_t local = 0;
+    if (t < P) {
+      int64_t ib, im, in, ik;
+      plan.coords(t, &ib, &im, &in, &ik);
+      local = regionOverlap(m, n, plan.b.begin(ib), plan.b.begin(ib) + plan.b.size(ib, batch), plan.m.begin(im),
+                            plan.m.begin(im) + plan.m.size(im, m), plan.n.begin(in),
+                            plan.n.begin(in) + plan.n.size(in, n), lo, hi);
+    }
+    recv2[static_cast<size_t>(t)] = ((hi - lo) * plan.k.parts - local) * acc_bytes;
+    second = second || recv2[static_cast<size_t>(t)] > 0;
+  }
+  std::vector<Superstep> steps;
+  const size_t mark = lowerer.pendingStep().transient.size();
+  TileMapping blocks;
+  blocks.num_elements = P;
+  blocks.per_tile = 1;
+  steps.push_back(lowerer.superstep(std::string("matmul<") + dtypeName(dt) + ">", blocks, recv1, [&](int t, int64_t) {
+    return cost::matmul(dt, bouts[static_cast<size_t>(t)], macs[static_cast<size_t>(t)], workers);
+  }));
+  steps.back().cost_weight =
+      static_cast<double>(std::max<int64_t>(1, batch * m * n / P * std::max<int64_t>(1, k / plan.k.parts)));
+  if (second) {
+    const int64_t pk = plan.k.parts;
+    const DType rdt = dtypeInfo(dt).acc;
+    steps.push_back(lowerer.superstep(
+        std::string("matmulReduce<") + dtypeName(dt) + ">", omap, recv2,
+        [&](int, int64_t e) {
+          return pk > 1 ? cost::reduce(rdt, e * pk, e, workers) : cost::copy(e * acc_bytes, workers);
+        },
+        /*computes=*/pk > 1));
+    steps.back().cost_weight = static_cast<double>(pk);
+  }
+  // Memory: while superstep 1 runs a tile holds its received blocks and its partial; during superstep 2 the
+  // partial and the partials it receives. (lowerer.superstep() recorded only the receive buffers.)
+  lowerer.pendingStep().transient.resize(mark);
+  for (size_t t = 0; t < tiles; ++t) {
+    const int64_t bytes = std::max(recv1[t] + part[t], (part[t] + recv2[t]) * (second ? 1 : 0));
+    if (bytes > 0) lowerer.pendingStep().transient.emplace_back(static_cast<int>(t), bytes);
+  }
+  return steps;
+}
 
-  PlanInputs pin{batch,
-                 m,
-                 n,
-                 k,
-                 dt,
-                 in_bytes,
-                 acc_bytes,
-                 lowerer.device().num_tiles,
-                 workers,
-                 lowerer.device().exchange_bytes_per_cycle,
-                 omap.per_tile,
-                 omap.tilesUsed(),
-                 static_cast<int64_t>(lowerer.device().bytes_per_tile / 2)};
+}  // namespace
+
+std::vector<int> lowerDot(Lowerer& lowerer, OpContext& ctx) {
+  const DotShape d = readDot(lowerer, ctx);
+  const TensorType& out = ctx.out_types[0];
+  const int o = lowerer.newSlot(out);
+  const int sl = lowerer.newScratch(), sr = lowerer.newScratch(), sp = lowerer.newScratch();
+  const DType dt = ctx.in_types[0].dtype;
+  const TileMapping omap = lowerer.graph().slots[static_cast<size_t>(o)].mapping;
+  const DeviceDescription& dev = lowerer.device();
+  const PlanInputs pin{d.batch,
+                       d.m,
+                       d.n,
+                       d.k,
+                       dt,
+                       static_cast<int64_t>(dtypeSize(dt)),
+                       static_cast<int64_t>(dtypeSize(dtypeInfo(dt).acc)),
+                       dev.num_tiles,
+                       dev.num_worker_contexts,
+                       dev.exchange_bytes_per_cycle,
+                       omap.per_tile,
+                       omap.tilesUsed(),
+                       static_cast<int64_t>(dev.bytes_per_tile / 2)};
   const DotPlan plan = choosePlan(pin);
 
   std::unique_ptr<Kernel> kernel;
   visitMatmulTypes(dt, out.dtype, [&](auto i, auto a, auto r) {
     using K = DotKernel<typename decltype(i)::type, typename decltype(a)::type, typename decltype(r)::type>;
-    kernel = std::make_unique<K>(ctx.in[0], ctx.in[1], o, ll, rl, plan, sl, sr, sp);
+    kernel = std::make_unique<K>(ctx.in[0], ctx.in[1], o, d.lhs, d.rhs, plan, sl, sr, sp);
   });
   if (!kernel)
     lowerer.unimplemented(ctx,
                           std::string("dot_general needs a result of its operands' element type, or a wider one of the "
                                       "same kind (preferred_element_type); not ") +
                               dtypeName(dt) + " -> " + dtypeName(out.dtype));
-
   std::vector<Superstep> steps;
-  const int64_t outs = batch * m * n;
-  if (outs > 0) {
-    // Superstep 1: tile p computes block p. It receives the parts of its lhs and rhs blocks it does not hold (an
-    // operand already in canonical layout is read in place where the tile has it) and keeps an f32 partial block.
-    const TileMapping lmap = lowerer.graph().slots[static_cast<size_t>(ctx.in[0])].mapping;
-    const TileMapping rmap = lowerer.graph().slots[static_cast<size_t>(ctx.in[1])].mapping;
-    const bool l_local = ll.identity(), r_local = rl.identity();
-    const int64_t P = plan.blocks();
-    const size_t tiles = static_cast<size_t>(lowerer.device().num_tiles);
-    std::vector<int64_t> recv1(tiles, 0), part(tiles, 0), recv2(tiles, 0), macs(tiles, 0), bouts(tiles, 0);
-    for (int64_t p = 0; p < P; ++p) {
-      const int t = static_cast<int>(p);
-      int64_t ib, im, in, ik;
-      plan.coords(p, &ib, &im, &in, &ik);
-      const int64_t b0 = plan.b.begin(ib), m0 = plan.m.begin(im), n0 = plan.n.begin(in), k0 = plan.k.begin(ik);
-      const int64_t nb = plan.b.size(ib, batch), mb = plan.m.size(im, m), nn = plan.n.size(in, n);
-      const int64_t kb = k > 0 ? plan.k.size(ik, k) : 0;
-      int64_t l_need = nb * mb * kb, r_need = nb * kb * nn;
-      if (l_local) l_need -= regionOverlap(m, k, b0, b0 + nb, m0, m0 + mb, k0, k0 + kb, lmap.begin(t), lmap.end(t));
-      if (r_local) r_need -= regionOverlap(k, n, b0, b0 + nb, k0, k0 + kb, n0, n0 + nn, rmap.begin(t), rmap.end(t));
-      recv1[static_cast<size_t>(t)] = (l_need + r_need) * in_bytes;
-      bouts[static_cast<size_t>(t)] = nb * mb * nn;
-      macs[static_cast<size_t>(t)] = kb;
-      part[static_cast<size_t>(t)] = nb * mb * nn * acc_bytes;
-    }
-    // Superstep 2: each tile of the output's mapping receives the pK partials of its elements, less those it made.
-    bool second = plan.k.parts > 1;
-    for (int t = 0; t < omap.tilesUsed(); ++t) {
-      const int64_t lo = omap.begin(t), hi = omap.end(t);
-      int64_t local = 0;
-      if (t < P) {
-        int64_t ib, im, in, ik;
-        plan.coords(t, &ib, &im, &in, &ik);
-        local = regionOverlap(m, n, plan.b.begin(ib), plan.b.begin(ib) + plan.b.size(ib, batch), plan.m.begin(im),
-                              plan.m.begin(im) + plan.m.size(im, m), plan.n.begin(in),
-                              plan.n.begin(in) + plan.n.size(in, n), lo, hi);
-      }
-      recv2[static_cast<size_t>(t)] = ((hi - lo) * plan.k.parts - local) * acc_bytes;
-      second = second || recv2[static_cast<size_t>(t)] > 0;
-    }
-    const size_t mark = lowerer.pendingStep().transient.size();
-    TileMapping blocks;
-    blocks.num_elements = P;
-    blocks.per_tile = 1;
-    steps.push_back(lowerer.superstep(std::string("matmul<") + dtypeName(dt) + ">", blocks, recv1, [&](int t, int64_t) {
-      return cost::matmul(dt, bouts[static_cast<size_t>(t)], macs[static_cast<size_t>(t)], workers);
-    }));
-    steps.back().cost_weight =
-        static_cast<double>(std::max<int64_t>(1, outs / P * std::max<int64_t>(1, k / plan.k.parts)));
-    if (second) {
-      const int64_t pk = plan.k.parts;
-      const DType rdt = dtypeInfo(dt).acc;
-      steps.push_back(lowerer.superstep(
-          std::string("matmulReduce<") + dtypeName(dt) + ">", omap, recv2,
-          [&](int, int64_t e) {
-            return pk > 1 ? cost::reduce(rdt, e * pk, e, workers) : cost::copy(e * acc_bytes, workers);
-          },
-          /*computes=*/pk > 1));
-      steps.back().cost_weight = static_cast<double>(pk);
-    }
-    // Memory: while superstep 1 runs a tile holds its received blocks and its partial; during superstep 2 the
-    // partial and the partials it receives. (lowerer.superstep() recorded only the receive buffers.)
-    lowerer.pendingStep().transient.resize(mark);
-    for (size_t t = 0; t < tiles; ++t) {
-      const int64_t bytes = std::max(recv1[t] + part[t], (part[t] + recv2[t]) * (second ? 1 : 0));
-      if (bytes > 0) lowerer.pendingStep().transient.emplace_back(static_cast<int>(t), bytes);
-    }
-  }
+  if (d.batch * d.m * d.n > 0) steps = dotSteps(lowerer, ctx, d, plan, dt, omap);
   const double flops =
-      2.0 * static_cast<double>(batch) * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+      2.0 * static_cast<double>(d.batch) * static_cast<double>(d.m) * static_cast<double>(d.n) * static_cast<double>(d.k);
   lowerer.emitExecute(ctx, std::move(kernel), std::move(steps), {o}, isFloat(dt) ? flops : 0);
   return {o};
 }

@@ -340,6 +340,117 @@ Indexed beginIndexed(Lowerer& lowerer, const OpContext& ctx, bool is_gather) {
   return ix;
 }
 
+// Where each update element lands: per update dimension its stride in the indices' batch (bstr) or in the operand
+// (wstr, a window dimension). Also sets the plan's start limits (the operand's size less the window's).
+struct UpdateLayout {
+  std::vector<int64_t> bstr, wstr;
+};
+
+UpdateLayout readUpdateWindows(const Lowerer& lowerer, const OpContext& ctx, Indexed* ix) {
+  const Op& op = *ctx.op;
+  const TensorType& x = ctx.in_types[0];
+  const TensorType& upd = ctx.in_types[2];
+  const std::vector<int64_t> window_dims = attrInts(op, "update_window_dims");
+  const std::vector<int64_t> inserted = attrInts(op, "inserted_window_dims");
+  const int64_t upd_rank = static_cast<int64_t>(upd.shape.size());
+  const std::vector<int64_t>& batch_shape = ix->plan.layout.batch_shape;
+  if (!sortedUnique(window_dims, upd_rank))
+    lowerer.invalid(ctx, "update_window_dims " + list(window_dims) + " must be sorted, unique update dimensions");
+  if (!sortedUnique(inserted, ix->rank))
+    lowerer.invalid(ctx, "inserted_window_dims " + list(inserted) + " must be sorted, unique operand dimensions");
+  if (static_cast<int64_t>(window_dims.size() + inserted.size()) != ix->rank)
+    lowerer.invalid(ctx, "update_window_dims and inserted_window_dims must together cover the operand's dimensions");
+  if (upd_rank != static_cast<int64_t>(batch_shape.size() + window_dims.size()))
+    lowerer.invalid(ctx, "the updates' rank is not the batch rank plus the number of update_window_dims");
+  UpdateLayout u;
+  u.bstr.assign(static_cast<size_t>(upd_rank), 0);
+  u.wstr.assign(static_cast<size_t>(upd_rank), 0);
+  std::vector<int64_t> wsize(static_cast<size_t>(ix->rank), 1);
+  const std::vector<int64_t> batch_row = rowMajorStrides(batch_shape);
+  size_t next_batch = 0;
+  int64_t next_operand = 0;
+  for (int64_t d = 0; d < upd_rank; ++d) {
+    const int64_t size = upd.shape[static_cast<size_t>(d)];
+    if (contains(window_dims, d)) {
+      while (contains(inserted, next_operand)) ++next_operand;
+      if (size > x.shape[static_cast<size_t>(next_operand)])
+        lowerer.invalid(ctx, "update window dimension " + std::to_string(d) + " is larger than the operand's");
+      wsize[static_cast<size_t>(next_operand)] = size;
+      u.wstr[static_cast<size_t>(d)] = ix->x_strides[static_cast<size_t>(next_operand)];
+      ++next_operand;
+    } else {
+      if (size != batch_shape[next_batch])
+        lowerer.invalid(ctx, "update dimension " + std::to_string(d) + " does not match the indices' batch dimensions");
+      u.bstr[static_cast<size_t>(d)] = batch_row[next_batch];
+      ++next_batch;
+    }
+  }
+  for (int64_t d = 0; d < ix->rank; ++d)
+    ix->plan.limit.push_back(x.shape[static_cast<size_t>(d)] - wsize[static_cast<size_t>(d)]);
+  return u;
+}
+
+// How a scatter combines an update with the element it lands on: a vector kernel for assign and the reducers,
+// else (no computation attribute, or no vector kernel for the type) the update computation interpreted.
+struct ScatterVertex {
+  std::unique_ptr<Kernel> kernel;
+  std::string codelet;  // "scatteradd<f32>", "scatter{...}<f32>"
+  OpKind kind = OpKind::Add;  // the reducer
+  ScalarProgram body;  // interpreted: the compiled update computation
+  bool general = false;
+};
+
+template <typename S, typename F>
+std::unique_ptr<Kernel> scatterKernel(F f, const OpContext& ctx, const Indexed& ix, const UpdateLayout& u) {
+  return std::make_unique<ScatterKernel<S, F>>(f, ctx.in[0], ctx.in[2], ix.o, dtypeSize(ctx.in_types[0].dtype),
+                                               ix.plan, ctx.in_types[2].shape, u.bstr, u.wstr);
+}
+
+ScatterVertex makeScatterVertex(Lowerer& lowerer, const OpContext& ctx, const Indexed& ix, const UpdateLayout& u) {
+  const Op& op = *ctx.op;
+  const DType dt = ctx.in_types[0].dtype;
+  ScatterVertex v;
+  const std::string computation = attrString(op, "computation", "");
+  if (!computation.empty() && computation != "assign" && !isReducer(computation))
+    lowerer.invalid(
+        ctx, "unknown computation \"" + computation + "\" (expected assign, add, multiply, maximum, minimum, and, or)");
+  if (computation == "assign") {
+    switch (ix.eb) {
+      case 1: v.kernel = scatterKernel<uint8_t>(Assign{}, ctx, ix, u); break;
+      case 2: v.kernel = scatterKernel<uint16_t>(Assign{}, ctx, ix, u); break;
+      case 8: v.kernel = scatterKernel<uint64_t>(Assign{}, ctx, ix, u); break;  // c64
+      default: v.kernel = scatterKernel<uint32_t>(Assign{}, ctx, ix, u); break;
+    }
+  } else if (!computation.empty()) {
+    v.kind = findOp(computation)->kind;
+    if (dt == DType::Bool && v.kind == OpKind::Add) v.kind = OpKind::Or;
+    if (dt == DType::Bool && v.kind == OpKind::Multiply) v.kind = OpKind::And;
+    auto make = [&](auto f, auto t) {  // a vector kernel of the combiner f on storage type t
+      v.kernel = scatterKernel<typename decltype(t)::type>(f, ctx, ix, u);
+    };
+    // jaxlib 0.12's XLA:CPU computes a bf16 scatter's maximum/minimum in f32, reading denormals as zeros (its
+    // elementwise bf16 maximum, native on an AVX512-FP16 host, keeps them)
+    const bool bf16_in_f32 = dt == DType::BF16 && lowerer.numerics() == Numerics::Jaxlib012;
+    using BF16 = scalar::FloatFormat<DType::BF16>;
+    const scalar::Tag<Storage<DType::BF16>> bf16;
+    if (bf16_in_f32 && v.kind == OpKind::Maximum) make(scalar::Half2<scalar::MaximumIeeeF, BF16>{}, bf16);
+    else if (bf16_in_f32 && v.kind == OpKind::Minimum) make(scalar::Half2<scalar::MinimumIeeeF, BF16>{}, bf16);
+    else if (!(isFloat(dt) && (v.kind == OpKind::And || v.kind == OpKind::Or)))
+      scalar::visitBinary<true>(v.kind, dt, lowerer.numerics(), make);
+  }
+  v.codelet = "scatter" + computation;
+  if (!v.kernel) {
+    if (op.regions.size() != 1) lowerer.invalid(ctx, "scatter must have one update computation region");
+    v.body = lowerer.compileBody(ctx, op.regions[0], {dt, dt}, {dt}, "in the update computation");
+    v.codelet = "scatter{" + v.body.summary() + "}";
+    v.kernel = std::make_unique<BodyScatterKernel>(v.body, ctx.in[0], ctx.in[2], ix.o, dtypeSize(dt), ix.plan,
+                                                   ctx.in_types[2].shape, u.bstr, u.wstr);
+  }
+  v.codelet += "<" + std::string(dtypeName(dt)) + ">";
+  v.general = v.body.numInstructions() > 0 || computation.empty();
+  return v;
+}
+
 }  // namespace
 
 std::vector<int> lowerGather(Lowerer& lowerer, OpContext& ctx) {
@@ -421,134 +532,42 @@ std::vector<int> lowerGather(Lowerer& lowerer, OpContext& ctx) {
   return {ix.o};
 }
 
+// Each tile of the result updates the elements it holds: it receives the operand's share and (estimated as landing
+// evenly over the result's tiles) its share of the updates and their indices.
 std::vector<int> lowerScatter(Lowerer& lowerer, OpContext& ctx) {
   if (ctx.in.size() != 3)
     lowerer.unimplemented(ctx, "scatter is implemented for one operand and one updates tensor (not variadic)");
   Indexed ix = beginIndexed(lowerer, ctx, false);
-  const Op& op = *ctx.op;
   const TensorType& x = ctx.in_types[0];
-  const TensorType& ind = ctx.in_types[1];
-  const TensorType& out = ctx.out_types[0];
-  const int workers = lowerer.device().num_worker_contexts;
-  std::unique_ptr<Kernel> kernel;
-  std::vector<Superstep> steps;
-  double flops = 0;
   const TensorType& upd = ctx.in_types[2];
   if (upd.dtype != x.dtype) lowerer.invalid(ctx, "the updates' element type differs from the operand's");
-  if (out.shape != x.shape) lowerer.invalid(ctx, "the result's shape differs from the operand's");
-  const std::vector<int64_t> window_dims = attrInts(op, "update_window_dims");
-  const std::vector<int64_t> inserted = attrInts(op, "inserted_window_dims");
-  const int64_t upd_rank = static_cast<int64_t>(upd.shape.size());
-  if (!sortedUnique(window_dims, upd_rank))
-    lowerer.invalid(ctx, "update_window_dims " + list(window_dims) + " must be sorted, unique update dimensions");
-  if (!sortedUnique(inserted, ix.rank))
-    lowerer.invalid(ctx, "inserted_window_dims " + list(inserted) + " must be sorted, unique operand dimensions");
-  if (static_cast<int64_t>(window_dims.size() + inserted.size()) != ix.rank)
-    lowerer.invalid(ctx, "update_window_dims and inserted_window_dims must together cover the operand's dimensions");
-  if (upd_rank != static_cast<int64_t>(ix.plan.layout.batch_shape.size() + window_dims.size()))
-    lowerer.invalid(ctx, "the updates' rank is not the batch rank plus the number of update_window_dims");
-  std::vector<int64_t> bstr(static_cast<size_t>(upd_rank), 0), wstr(static_cast<size_t>(upd_rank), 0);
-  std::vector<int64_t> wsize(static_cast<size_t>(ix.rank), 1);
-  const std::vector<int64_t> batch_row = rowMajorStrides(ix.plan.layout.batch_shape);
-  size_t next_batch = 0;
-  int64_t next_operand = 0;
-  for (int64_t d = 0; d < upd_rank; ++d) {
-    const int64_t size = upd.shape[static_cast<size_t>(d)];
-    if (contains(window_dims, d)) {
-      while (contains(inserted, next_operand)) ++next_operand;
-      if (size > x.shape[static_cast<size_t>(next_operand)])
-        lowerer.invalid(ctx, "update window dimension " + std::to_string(d) + " is larger than the operand's");
-      wsize[static_cast<size_t>(next_operand)] = size;
-      wstr[static_cast<size_t>(d)] = ix.x_strides[static_cast<size_t>(next_operand)];
-      ++next_operand;
-    } else {
-      if (size != ix.plan.layout.batch_shape[next_batch])
-        lowerer.invalid(ctx, "update dimension " + std::to_string(d) + " does not match the indices' batch dimensions");
-      bstr[static_cast<size_t>(d)] = batch_row[next_batch];
-      ++next_batch;
-    }
-  }
-  for (int64_t d = 0; d < ix.rank; ++d)
-    ix.plan.limit.push_back(x.shape[static_cast<size_t>(d)] - wsize[static_cast<size_t>(d)]);
-
-  std::string computation = attrString(op, "computation", "");
-  const bool known = computation == "assign" || isReducer(computation);
-  if (!computation.empty() && !known)
-    lowerer.invalid(
-        ctx, "unknown computation \"" + computation + "\" (expected assign, add, multiply, maximum, minimum, and, or)");
+  if (ctx.out_types[0].shape != x.shape) lowerer.invalid(ctx, "the result's shape differs from the operand's");
+  const UpdateLayout u = readUpdateWindows(lowerer, ctx, &ix);
+  ScatterVertex v = makeScatterVertex(lowerer, ctx, ix, u);
+  const bool assign = attrString(*ctx.op, "computation", "") == "assign";
   const DType dt = x.dtype;
-  OpKind kind = OpKind::Add;
-  if (computation == "assign") {
-    switch (ix.eb) {
-      case 1:
-        kernel = std::make_unique<ScatterKernel<uint8_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], ix.o, dtypeSize(dt),
-                                                                  ix.plan, upd.shape, bstr, wstr);
-        break;
-      case 2:
-        kernel = std::make_unique<ScatterKernel<uint16_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], ix.o, dtypeSize(dt),
-                                                                   ix.plan, upd.shape, bstr, wstr);
-        break;
-      case 8:
-        kernel = std::make_unique<ScatterKernel<uint64_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], ix.o, dtypeSize(dt),
-                                                                   ix.plan, upd.shape, bstr, wstr);
-        break;  // c64
-      default:
-        kernel = std::make_unique<ScatterKernel<uint32_t, Assign>>(Assign{}, ctx.in[0], ctx.in[2], ix.o, dtypeSize(dt),
-                                                                   ix.plan, upd.shape, bstr, wstr);
-        break;
-    }
-  } else if (!computation.empty()) {
-    kind = findOp(computation)->kind;
-    if (dt == DType::Bool && kind == OpKind::Add) kind = OpKind::Or;
-    if (dt == DType::Bool && kind == OpKind::Multiply) kind = OpKind::And;
-    auto make = [&](auto f, auto t) {  // a vector kernel of the combiner f on storage type t
-      using S = typename decltype(t)::type;
-      kernel = std::make_unique<ScatterKernel<S, decltype(f)>>(f, ctx.in[0], ctx.in[2], ix.o, dtypeSize(dt), ix.plan,
-                                                               upd.shape, bstr, wstr);
-    };
-    // jaxlib 0.12's XLA:CPU computes a bf16 scatter's maximum/minimum in f32, reading denormals as zeros (its
-    // elementwise bf16 maximum, native on an AVX512-FP16 host, keeps them)
-    const bool bf16_in_f32 = dt == DType::BF16 && lowerer.numerics() == Numerics::Jaxlib012;
-    using BF16 = scalar::FloatFormat<DType::BF16>;
-    const scalar::Tag<Storage<DType::BF16>> bf16;
-    if (bf16_in_f32 && kind == OpKind::Maximum) make(scalar::Half2<scalar::MaximumIeeeF, BF16>{}, bf16);
-    else if (bf16_in_f32 && kind == OpKind::Minimum) make(scalar::Half2<scalar::MinimumIeeeF, BF16>{}, bf16);
-    else if (!(isFloat(dt) && (kind == OpKind::And || kind == OpKind::Or)))
-      scalar::visitBinary<true>(kind, dt, lowerer.numerics(), make);
-  }
-  ScalarProgram body;
-  std::string codelet = "scatter" + computation;
-  if (!kernel) {  // no computation attr, or one with no vector kernel for this type: the body, interpreted
-    if (op.regions.size() != 1) lowerer.invalid(ctx, "scatter must have one update computation region");
-    body = lowerer.compileBody(ctx, op.regions[0], {dt, dt}, {dt}, "in the update computation");
-    codelet = "scatter{" + body.summary() + "}";
-    kernel = std::make_unique<BodyScatterKernel>(body, ctx.in[0], ctx.in[2], ix.o, dtypeSize(dt), ix.plan, upd.shape,
-                                                 bstr, wstr);
-  }
-  codelet += "<" + std::string(dtypeName(dt)) + ">";
-  // Exchange: the operand's share (local: the result is mapped like it), and the updates with their indices
-  // estimated as landing evenly over the result's tiles (a tile receives its share of both).
+  const int workers = lowerer.device().num_worker_contexts;
   lowerer.exchangeSameIndex(&ix.recv, ix.work, ctx.in[0]);
   const int64_t upd_n = upd.numElements();
-  const int64_t moved = upd_n * ix.eb + ind.numElements() * 4;
+  const int64_t moved = upd_n * ix.eb + ctx.in_types[1].numElements() * 4;
   for (int t = 0; t < ix.work.tilesUsed() && ix.work.tilesUsed() > 1; ++t)
     ix.recv[static_cast<size_t>(t)] += (moved * ix.work.elementsOn(t) + ix.n - 1) / ix.n;
-  const bool general = body.numInstructions() > 0 || computation.empty();
-  const double body_cycles = body.cyclesPerElement();
-  if (ix.n > 0)
-    steps.push_back(lowerer.superstep(codelet, ix.work, ix.recv, [&](int, int64_t m) {
+  const double body_cycles = v.body.cyclesPerElement();
+  std::vector<Superstep> steps;
+  if (ix.n > 0) {
+    steps.push_back(lowerer.superstep(v.codelet, ix.work, ix.recv, [&](int, int64_t m) {
       const int64_t share = (upd_n * m + ix.n - 1) / ix.n;
-      const uint64_t combine = general ? cost::reduceBody(std::max(1.0, body_cycles), share, 0, workers)
-                               : computation == "assign" ? cost::copy(share * ix.eb, workers)
-                                                         : cost::elementwise(kind, dt, share, workers);
+      const uint64_t combine = v.general ? cost::reduceBody(std::max(1.0, body_cycles), share, 0, workers)
+                               : assign  ? cost::copy(share * ix.eb, workers)
+                                         : cost::elementwise(v.kind, dt, share, workers);
       return cost::copy(m * ix.eb, workers) + combine;
     }));
-  if (!steps.empty())
     steps.back().cost_weight = std::max<double>(1, static_cast<double>(upd_n) / std::max<int64_t>(1, ix.n));
-  flops = general                                    ? body.flopsPerElement() * static_cast<double>(upd_n)
-          : (isFloat(dt) && computation != "assign") ? static_cast<double>(upd_n)
-                                                     : 0;
-  Node* node = lowerer.emitExecute(ctx, std::move(kernel), std::move(steps), {ix.o}, flops);
+  }
+  const double flops = v.general                    ? v.body.flopsPerElement() * static_cast<double>(upd_n)
+                       : (isFloat(dt) && !assign) ? static_cast<double>(upd_n)
+                                                  : 0;
+  Node* node = lowerer.emitExecute(ctx, std::move(v.kernel), std::move(steps), {ix.o}, flops);
   // A scatter reads each operand element only to write the same result element: it can update the operand in
   // place, as Poplar's multiUpdate/multiUpdateAdd do, when its indices and updates are other values.
   if (ctx.in[1] != ctx.in[0] && ctx.in[2] != ctx.in[0]) node->in_place.emplace_back(ctx.in[0], ix.o);

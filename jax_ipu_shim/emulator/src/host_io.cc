@@ -130,117 +130,134 @@ HostIOUse hostIOUse(const Node& root) {
   return use;
 }
 
-std::vector<int> lowerHostIO(Lowerer& lowerer, OpContext& ctx) {
-  const Op& op = *ctx.op;
-  const std::string what = describe(op);
-  TensorType token_type;
-  token_type.dtype = DType::Token;
+namespace {
+
+// Every host I/O op: a token has no shape, wherever it appears.
+void checkTokens(const Lowerer& lowerer, const OpContext& ctx) {
   for (const TensorType& t : ctx.in_types)
     if (isToken(t.dtype) && !t.shape.empty()) lowerer.invalid(ctx, "a token has no shape");
   for (const TensorType& t : ctx.out_types)
     if (isToken(t.dtype) && !t.shape.empty()) lowerer.invalid(ctx, "a token has no shape");
-  auto all_tokens = [&](const std::vector<TensorType>& types, const std::string& which) {
-    for (const TensorType& t : types)
-      if (!isToken(t.dtype)) lowerer.invalid(ctx, which + " must be tokens");
-  };
-  auto token_result = [&] {
-    if (ctx.out_types.size() != 1) lowerer.invalid(ctx, "the op has one result, a token");
-    all_tokens(ctx.out_types, "its result");
-  };
-  // A StreamCopy or HostCall step: uses the operands, defines `results`, costs `cycles` over the host link.
-  auto emit = [&](NodeKind kind, std::unique_ptr<Kernel> kernel, const std::vector<int>& results, uint64_t cycles) {
-    Node* node = lowerer.emitExecute(ctx, std::move(kernel), {}, results, 0);
-    node->kind = kind;
-    node->cost.exchange = cycles;
-  };
-  // A StreamCopy of `data` (the values without the token), which one host stream buffer must hold.
-  auto stream_copy = [&](std::unique_ptr<Kernel> kernel, const std::vector<TensorType>& data,
-                         const std::vector<int>& results) {
-    for (const TensorType& t : data)
-      if (isToken(t.dtype)) lowerer.invalid(ctx, "only the last value may be a token");
-    const int64_t bytes = totalBytes(data);
-    if (bytes > kMaxStreamBytes)
-      throw Error(ErrorCode::ResourceExhausted, "Out of memory. Single stream of length " + std::to_string(bytes) +
-                                                    " in " + ctx.signature + ": a host stream buffer holds at most " +
-                                                    std::to_string(kMaxStreamBytes) + " bytes; feed smaller batches" +
-                                                    (op.loc.empty() ? "" : " (at " + op.loc + ")"));
-    emit(NodeKind::StreamCopy, std::move(kernel), results, lowerer.device().hostTransferCycles(bytes));
-  };
+}
 
-  switch (ctx.info->kind) {
-    case OpKind::CreateToken: token_result(); return {lowerer.newSlot(token_type)};
+void allTokens(const Lowerer& lowerer, const OpContext& ctx, const std::vector<TensorType>& types,
+               const std::string& which) {
+  for (const TensorType& t : types)
+    if (!isToken(t.dtype)) lowerer.invalid(ctx, which + " must be tokens");
+}
 
-    case OpKind::AfterAll:
-      all_tokens(ctx.in_types, "its operands");
-      token_result();
-      return {lowerer.newSlot(token_type)};
+// An op whose one result is a token: that token's new slot.
+int tokenResult(Lowerer& lowerer, const OpContext& ctx) {
+  if (ctx.out_types.size() != 1) lowerer.invalid(ctx, "the op has one result, a token");
+  allTokens(lowerer, ctx, ctx.out_types, "its result");
+  TensorType token_type;
+  token_type.dtype = DType::Token;
+  return lowerer.newSlot(token_type);
+}
 
-    case OpKind::Infeed: {
-      // (token) -> (data..., token)
-      all_tokens(ctx.in_types, "its operand");
-      if (ctx.out_types.empty() || !isToken(ctx.out_types.back().dtype))
-        lowerer.invalid(ctx, "the last result must be a token");
-      std::vector<TensorType> data(ctx.out_types.begin(), ctx.out_types.end() - 1);
-      std::vector<int> slots, results;
-      for (const TensorType& t : ctx.out_types) results.push_back(lowerer.newSlot(t));
-      slots.assign(results.begin(), results.end() - 1);
-      stream_copy(std::make_unique<StreamCopyKernel>(true, what, lowerer.program().name, data, slots), data, results);
-      return results;
-    }
+// A StreamCopy or HostCall step: uses the operands, defines `results`, costs `cycles` over the host link.
+void emitHostStep(Lowerer& lowerer, OpContext& ctx, NodeKind kind, std::unique_ptr<Kernel> kernel,
+                  const std::vector<int>& results, uint64_t cycles) {
+  Node* node = lowerer.emitExecute(ctx, std::move(kernel), {}, results, 0);
+  node->kind = kind;
+  node->cost.exchange = cycles;
+}
 
-    case OpKind::Outfeed: {
-      // (data..., token) -> token
-      if (ctx.in_types.empty() || !isToken(ctx.in_types.back().dtype))
-        lowerer.invalid(ctx, "the last operand must be a token");
-      token_result();
-      std::vector<TensorType> data(ctx.in_types.begin(), ctx.in_types.end() - 1);
-      std::vector<int> slots(ctx.in.begin(), ctx.in.end() - 1);
-      const int token = lowerer.newSlot(token_type);
-      stream_copy(std::make_unique<StreamCopyKernel>(false, what, lowerer.program().name, data, slots), data, {token});
-      return {token};
-    }
+// A StreamCopy of the data (the values without the token) to or from the host, which one host stream buffer must
+// hold: `slots` are the data's, `results` what the op defines.
+void streamCopy(Lowerer& lowerer, OpContext& ctx, bool to_device, const std::vector<TensorType>& data,
+                const std::vector<int>& slots, const std::vector<int>& results) {
+  for (const TensorType& t : data)
+    if (isToken(t.dtype)) lowerer.invalid(ctx, "only the last value may be a token");
+  const int64_t bytes = totalBytes(data);
+  if (bytes > kMaxStreamBytes)
+    throw Error(ErrorCode::ResourceExhausted, "Out of memory. Single stream of length " + std::to_string(bytes) +
+                                                  " in " + ctx.signature + ": a host stream buffer holds at most " +
+                                                  std::to_string(kMaxStreamBytes) + " bytes; feed smaller batches" +
+                                                  (ctx.op->loc.empty() ? "" : " (at " + ctx.op->loc + ")"));
+  auto kernel =
+      std::make_unique<StreamCopyKernel>(to_device, describe(*ctx.op), lowerer.program().name, data, slots);
+  emitHostStep(lowerer, ctx, NodeKind::StreamCopy, std::move(kernel), results,
+               lowerer.device().hostTransferCycles(bytes));
+}
 
-    case OpKind::CustomCall: {
-      const std::string target = attrString(op, "call_target_name", "");
-      if (isTileTarget(target)) return lowerTileOp(lowerer, ctx, target);
-      if (target != kHostCallbackTarget)
-        lowerer.unimplemented(ctx, "the emulator does not implement the custom call target '" + target + "' (only " +
-                                       kHostCallbackTarget +
-                                       ", the host callbacks of jax.debug.print, jax.pure_callback "
-                                       "and io_callback, and jax_ipu.tile's " +
-                                       kTilePutTarget + ", " + kTileVertexTarget + " and " + kCycleCountTarget + ")");
-      const std::string config = attrString(op, "backend_config", "");
-      char* end = nullptr;
-      errno = 0;
-      const long long id = std::strtoll(config.c_str(), &end, 10);
-      if (config.empty() || *end != '\0' || errno == ERANGE)
-        lowerer.invalid(ctx, "backend_config must be the host callback's id (an integer), not '" + config + "'");
-      // Tokens pass through (they order the call); the other values go to and come from the host function.
-      std::vector<TensorType> in_types, out_types;
-      std::vector<int> in, out, results;
-      for (size_t i = 0; i < ctx.in.size(); ++i) {
-        if (isToken(ctx.in_types[i].dtype)) continue;
-        in_types.push_back(ctx.in_types[i]);
-        in.push_back(ctx.in[i]);
-      }
-      for (const TensorType& t : ctx.out_types) {
-        results.push_back(lowerer.newSlot(t));
-        if (isToken(t.dtype)) continue;
-        out_types.push_back(t);
-        out.push_back(results.back());
-      }
-      // The device hands its operands to the host and waits for the answer even when there is no data: at least
-      // one host-link latency each way.
-      const uint64_t cycles = lowerer.device().hostTransferCycles(std::max<int64_t>(1, totalBytes(in_types))) +
-                              lowerer.device().hostTransferCycles(std::max<int64_t>(1, totalBytes(out_types)));
-      emit(NodeKind::HostCall, std::make_unique<HostCallKernel>(what, id, in_types, in, out_types, out), results,
-           cycles);
-      return results;
-    }
+}  // namespace
 
-    default: break;
+std::vector<int> lowerCreateToken(Lowerer& lowerer, OpContext& ctx) {
+  checkTokens(lowerer, ctx);
+  return {tokenResult(lowerer, ctx)};
+}
+
+std::vector<int> lowerAfterAll(Lowerer& lowerer, OpContext& ctx) {
+  checkTokens(lowerer, ctx);
+  allTokens(lowerer, ctx, ctx.in_types, "its operands");
+  return {tokenResult(lowerer, ctx)};
+}
+
+// (token) -> (data..., token)
+std::vector<int> lowerInfeed(Lowerer& lowerer, OpContext& ctx) {
+  checkTokens(lowerer, ctx);
+  allTokens(lowerer, ctx, ctx.in_types, "its operand");
+  if (ctx.out_types.empty() || !isToken(ctx.out_types.back().dtype))
+    lowerer.invalid(ctx, "the last result must be a token");
+  std::vector<TensorType> data(ctx.out_types.begin(), ctx.out_types.end() - 1);
+  std::vector<int> results;
+  for (const TensorType& t : ctx.out_types) results.push_back(lowerer.newSlot(t));
+  streamCopy(lowerer, ctx, true, data, std::vector<int>(results.begin(), results.end() - 1), results);
+  return results;
+}
+
+// (data..., token) -> token
+std::vector<int> lowerOutfeed(Lowerer& lowerer, OpContext& ctx) {
+  checkTokens(lowerer, ctx);
+  if (ctx.in_types.empty() || !isToken(ctx.in_types.back().dtype))
+    lowerer.invalid(ctx, "the last operand must be a token");
+  const int token = tokenResult(lowerer, ctx);
+  std::vector<TensorType> data(ctx.in_types.begin(), ctx.in_types.end() - 1);
+  std::vector<int> slots(ctx.in.begin(), ctx.in.end() - 1);
+  streamCopy(lowerer, ctx, false, data, slots, {token});
+  return {token};
+}
+
+// A host callback (jax.debug.print, pure_callback, io_callback) or one of jax_ipu.tile's targets.
+std::vector<int> lowerCustomCall(Lowerer& lowerer, OpContext& ctx) {
+  checkTokens(lowerer, ctx);
+  const Op& op = *ctx.op;
+  const std::string target = attrString(op, "call_target_name", "");
+  if (isTileTarget(target)) return lowerTileOp(lowerer, ctx, target);
+  if (target != kHostCallbackTarget)
+    lowerer.unimplemented(ctx, "the emulator does not implement the custom call target '" + target + "' (only " +
+                                   kHostCallbackTarget +
+                                   ", the host callbacks of jax.debug.print, jax.pure_callback "
+                                   "and io_callback, and jax_ipu.tile's " +
+                                   kTilePutTarget + ", " + kTileVertexTarget + " and " + kCycleCountTarget + ")");
+  const std::string config = attrString(op, "backend_config", "");
+  char* end = nullptr;
+  errno = 0;
+  const long long id = std::strtoll(config.c_str(), &end, 10);
+  if (config.empty() || *end != '\0' || errno == ERANGE)
+    lowerer.invalid(ctx, "backend_config must be the host callback's id (an integer), not '" + config + "'");
+  // Tokens pass through (they order the call); the other values go to and come from the host function.
+  std::vector<TensorType> in_types, out_types;
+  std::vector<int> in, out, results;
+  for (size_t i = 0; i < ctx.in.size(); ++i) {
+    if (isToken(ctx.in_types[i].dtype)) continue;
+    in_types.push_back(ctx.in_types[i]);
+    in.push_back(ctx.in[i]);
   }
-  lowerer.unimplemented(ctx, "no host I/O lowering for " + op.mlir);
+  for (const TensorType& t : ctx.out_types) {
+    results.push_back(lowerer.newSlot(t));
+    if (isToken(t.dtype)) continue;
+    out_types.push_back(t);
+    out.push_back(results.back());
+  }
+  // The device hands its operands to the host and waits for the answer even when there is no data: at least
+  // one host-link latency each way.
+  const uint64_t cycles = lowerer.device().hostTransferCycles(std::max<int64_t>(1, totalBytes(in_types))) +
+                          lowerer.device().hostTransferCycles(std::max<int64_t>(1, totalBytes(out_types)));
+  emitHostStep(lowerer, ctx, NodeKind::HostCall,
+               std::make_unique<HostCallKernel>(describe(op), id, in_types, in, out_types, out), results, cycles);
+  return results;
 }
 
 }  // namespace ipu

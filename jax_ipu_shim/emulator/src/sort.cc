@@ -307,8 +307,22 @@ std::vector<int> lowerTopK(Lowerer& L, OpContext& ctx) {
   return {values, indices};
 }
 
-std::vector<int> lowerSort(Lowerer& lowerer, OpContext& ctx) {
-  if (ctx.info->kind == OpKind::TopK) return lowerTopK(lowerer, ctx);
+namespace {
+
+// What a sort lowering decides before its steps: the slices, the comparator, where the results live and which
+// tiles sort.
+struct SortPlan {
+  SortGeometry g;
+  int64_t elements = 0, slices = 0;
+  std::vector<SortOperand> operands;
+  std::vector<int> outs;
+  std::string types;  // "f32,s32"
+  bool distributed = false;  // slices too big for one tile: a local sort per tile, then bitonic merge rounds
+  TileMapping work;
+};
+
+// The operands and results checked, the comparator compiled, the results given slots and the work its tiles.
+SortPlan planSort(Lowerer& lowerer, OpContext& ctx, ScalarProgram* cmp) {
   const Op& op = *ctx.op;
   const size_t n_ops = ctx.in.size();
   if (ctx.out_types.size() != n_ops) lowerer.invalid(ctx, "sort must have one result per operand");
@@ -325,111 +339,122 @@ std::vector<int> lowerSort(Lowerer& lowerer, OpContext& ctx) {
   if (op.regions.size() != 1) lowerer.invalid(ctx, "sort must have one comparator region");
   std::vector<DType> params;
   for (size_t k = 0; k < n_ops; ++k) params.insert(params.end(), 2, ctx.in_types[k].dtype);
-  const ScalarProgram cmp = lowerer.compileBody(ctx, op.regions[0], params, {DType::Bool}, "in the comparator", true);
+  *cmp = lowerer.compileBody(ctx, op.regions[0], params, {DType::Bool}, "in the comparator", true);
 
-  SortGeometry g;
-  g.n = in0.shape[static_cast<size_t>(dim)];
-  for (int64_t d = dim + 1; d < rank; ++d) g.inner *= in0.shape[static_cast<size_t>(d)];
-  const int64_t elements = in0.numElements();
-  const int64_t slices = g.n == 0 ? 0 : elements / g.n;
+  SortPlan s;
+  s.g.n = in0.shape[static_cast<size_t>(dim)];
+  for (int64_t d = dim + 1; d < rank; ++d) s.g.inner *= in0.shape[static_cast<size_t>(d)];
+  s.elements = in0.numElements();
+  s.slices = s.g.n == 0 ? 0 : s.elements / s.g.n;
   int64_t slice_bytes = 0;
-  std::vector<SortOperand> operands;
-  std::string types;
-  std::vector<int> outs;
   for (size_t k = 0; k < n_ops; ++k) {
     const size_t size = dtypeSize(ctx.in_types[k].dtype);
-    slice_bytes += g.n * static_cast<int64_t>(size);
-    outs.push_back(k == 0 ? lowerer.newSlot(ctx.out_types[k]) : lowerer.newSlotLike(ctx.out_types[k], outs[0]));
-    operands.push_back({ctx.in[k], outs[k], size});
-    types += (k ? "," : "") + std::string(dtypeName(ctx.in_types[k].dtype));
+    slice_bytes += s.g.n * static_cast<int64_t>(size);
+    s.outs.push_back(k == 0 ? lowerer.newSlot(ctx.out_types[k]) : lowerer.newSlotLike(ctx.out_types[k], s.outs[0]));
+    s.operands.push_back({ctx.in[k], s.outs[k], size});
+    s.types += (k ? "," : "") + std::string(dtypeName(ctx.in_types[k].dtype));
   }
-  const int tiles = lowerer.device().num_tiles;
-  const int workers = lowerer.device().num_worker_contexts;
-  const TileMapping slice_work =
-      TileMapping::linear(slices, static_cast<size_t>(std::max<int64_t>(1, slice_bytes)), tiles);
+  const TileMapping slice_work = TileMapping::linear(
+      s.slices, static_cast<size_t>(std::max<int64_t>(1, slice_bytes)), lowerer.device().num_tiles);
   // A tile holds every slice it sorts twice (in and out) at once; more than a quarter of its memory: distributed.
-  const bool distributed = 2 * slice_work.per_tile * slice_bytes > lowerer.device().bytes_per_tile / 4;
-  if (!distributed && g.inner == 1) {  // contiguous slices: the outputs stay on the tiles that sort them
-    for (int slot : outs) {
+  s.distributed = 2 * slice_work.per_tile * slice_bytes > lowerer.device().bytes_per_tile / 4;
+  if (!s.distributed && s.g.inner == 1) {  // contiguous slices: the outputs stay on the tiles that sort them
+    for (int slot : s.outs) {
       TileMapping& m = lowerer.graph().slots[static_cast<size_t>(slot)].mapping;
-      m.num_elements = elements;
-      m.per_tile = std::max<int64_t>(1, slice_work.per_tile * g.n);
+      m.num_elements = s.elements;
+      m.per_tile = std::max<int64_t>(1, slice_work.per_tile * s.g.n);
     }
   }
-  const TileMapping& out_map = lowerer.graph().slots[static_cast<size_t>(outs[0])].mapping;
-  const TileMapping work = distributed ? out_map : slice_work;
+  s.work = s.distributed ? lowerer.graph().slots[static_cast<size_t>(s.outs[0])].mapping : slice_work;
+  return s;
+}
 
-  // Exchange: each tile receives the operand elements of its slices it does not hold, and (non-contiguous slices)
-  // each output tile receives the sorted elements it holds from the tiles that sorted them. Distributed: each tile
-  // first receives the operand elements at its output positions.
-  std::vector<int64_t> recv(static_cast<size_t>(tiles), 0), back(static_cast<size_t>(tiles), 0);
-  if (distributed) {
-    for (size_t k = 0; k < n_ops; ++k) lowerer.exchangeSameIndex(&recv, out_map, ctx.in[k]);
-  } else {
-    for (int t = 0; t < work.tilesUsed(); ++t) {
-      for (int64_t s = work.begin(t); s < work.end(t); ++s) {
-        const int64_t base = g.base(s);
-        for (int64_t j = 0; j < g.n; ++j) {
-          const int64_t x = base + j * g.inner;
-          for (size_t k = 0; k < n_ops; ++k) {
-            const int64_t size = static_cast<int64_t>(operands[k].size);
-            if (lowerer.graph().slots[static_cast<size_t>(ctx.in[k])].mapping.tileOf(x) != t)
-              recv[static_cast<size_t>(t)] += size;
-            const int owner = lowerer.graph().slots[static_cast<size_t>(outs[k])].mapping.tileOf(x);
-            if (owner != t) back[static_cast<size_t>(owner)] += size;
-          }
+// Exchange: each tile receives the operand elements of its slices it does not hold, and (non-contiguous slices)
+// each output tile receives (*back) the sorted elements it holds from the tiles that sorted them. Distributed: each
+// tile first receives the operand elements at its output positions.
+std::vector<int64_t> sortExchange(Lowerer& lowerer, const OpContext& ctx, const SortPlan& s,
+                                  std::vector<int64_t>* back) {
+  const int tiles = lowerer.device().num_tiles;
+  std::vector<int64_t> recv(static_cast<size_t>(tiles), 0);
+  back->assign(static_cast<size_t>(tiles), 0);
+  const std::vector<Slot>& slots = lowerer.graph().slots;
+  if (s.distributed) {
+    for (int in : ctx.in) lowerer.exchangeSameIndex(&recv, slots[static_cast<size_t>(s.outs[0])].mapping, in);
+    return recv;
+  }
+  for (int t = 0; t < s.work.tilesUsed(); ++t) {
+    for (int64_t slice = s.work.begin(t); slice < s.work.end(t); ++slice) {
+      const int64_t base = s.g.base(slice);
+      for (int64_t j = 0; j < s.g.n; ++j) {
+        const int64_t x = base + j * s.g.inner;
+        for (const SortOperand& o : s.operands) {
+          const int64_t size = static_cast<int64_t>(o.size);
+          if (slots[static_cast<size_t>(o.in)].mapping.tileOf(x) != t) recv[static_cast<size_t>(t)] += size;
+          const int owner = slots[static_cast<size_t>(o.out)].mapping.tileOf(x);
+          if (owner != t) (*back)[static_cast<size_t>(owner)] += size;
         }
       }
     }
   }
+  return recv;
+}
 
-  // Cycles (cost_model.h): a worker sorts whole slices (or its share of a tile's block), ~m ceil(log2 m)
-  // compare-exchange steps for m elements, each running the comparator on 2N loaded scalars, then permutes N
-  // operands; a tile's cycles are 6 x its busiest worker's plus the supervisor's.
-  const int operand_count = static_cast<int>(n_ops);
+}  // namespace
+
+// Cycles (cost_model.h): a worker sorts whole slices (or its share of a tile's block), ~m ceil(log2 m)
+// compare-exchange steps for m elements, each running the comparator on 2N loaded scalars, then permutes N
+// operands; a tile's cycles are 6 x its busiest worker's plus the supervisor's.
+std::vector<int> lowerSort(Lowerer& lowerer, OpContext& ctx) {
+  ScalarProgram cmp;
+  SortPlan s = planSort(lowerer, ctx, &cmp);
+  std::vector<int64_t> back;
+  const std::vector<int64_t> recv = sortExchange(lowerer, ctx, s, &back);
+  const int workers = lowerer.device().num_worker_contexts;
+  const TileMapping& out_map = lowerer.graph().slots[static_cast<size_t>(s.outs[0])].mapping;
+  const int operand_count = static_cast<int>(s.operands.size());
   const double per_compare = cost::sortCompareCycles(cmp.cyclesPerElement(), operand_count);
-  const double slice_cycles = cost::sortSliceCycles(g.n, per_compare, operand_count);
-  const std::string codelet = "sort{" + cmp.summary() + "}<" + types + ">";
+  const double slice_cycles = cost::sortSliceCycles(s.g.n, per_compare, operand_count);
+  const std::string codelet = "sort{" + cmp.summary() + "}<" + s.types + ">";
   std::vector<Superstep> steps;
-  double comparisons = static_cast<double>(slices) * slice_cycles / per_compare;
-  if (slices > 0 && !distributed) {
-    steps.push_back(lowerer.superstep(codelet, work, recv, [&](int, int64_t m) {
-      return cost::sortSlices(m, g.n, per_compare, operand_count, workers);
+  double comparisons = static_cast<double>(s.slices) * slice_cycles / per_compare;
+  if (s.slices > 0 && !s.distributed) {
+    steps.push_back(lowerer.superstep(codelet, s.work, recv, [&](int, int64_t m) {
+      return cost::sortSlices(m, s.g.n, per_compare, operand_count, workers);
     }));
     steps.back().cost_weight = std::max(1.0, slice_cycles);
     if (std::any_of(back.begin(), back.end(), [](int64_t v) { return v > 0; }))
       steps.push_back(lowerer.superstep(codelet + ".writeback", out_map, back, [&](int t, int64_t) {
         return cost::copy(back[static_cast<size_t>(t)], workers);
       }));
-  } else if (slices > 0) {
+  } else if (s.slices > 0) {
     // Local sort: each worker sorts 1/6 of the block, then the block is merged; then the bitonic merge rounds.
     const int p = out_map.tilesUsed();
     const int64_t rounds = cost::bitonicMergeRounds(p);
     steps.push_back(lowerer.superstep(
-        codelet + ".local", work, recv,
+        codelet + ".local", s.work, recv,
         [&](int, int64_t m) { return cost::sortBlock(m, per_compare, operand_count, workers); }, rounds == 0));
-    std::vector<int64_t> block(static_cast<size_t>(tiles), 0);  // each tile receives its partner's block
+    std::vector<int64_t> block(recv.size(), 0);  // each tile receives its partner's block
     for (int t = 0; t < p; ++t)
-      for (size_t k = 0; k < n_ops; ++k)
-        block[static_cast<size_t>(t)] += out_map.elementsOn(t) * static_cast<int64_t>(operands[k].size);
+      for (const SortOperand& o : s.operands)
+        block[static_cast<size_t>(t)] += out_map.elementsOn(t) * static_cast<int64_t>(o.size);
     size_t one_round = 0;  // the rounds reuse one receive buffer: its bytes are transient once
     for (int64_t r = 0; r < rounds; ++r) {
       steps.push_back(lowerer.superstep(
-          codelet + ".merge", work, block,
+          codelet + ".merge", s.work, block,
           [&](int, int64_t m) { return cost::sortMergeRound(m, per_compare, workers); }, r + 1 == rounds));
       if (r == 0) one_round = lowerer.pendingStep().transient.size();
     }
     if (rounds > 0) lowerer.pendingStep().transient.resize(one_round);
-    comparisons += static_cast<double>(rounds) * static_cast<double>(elements);
+    comparisons += static_cast<double>(rounds) * static_cast<double>(s.elements);
     for (Superstep& st : steps)
-      st.cost_weight = std::max(1.0, slice_cycles / static_cast<double>(std::max<int64_t>(1, g.n)));
+      st.cost_weight = std::max(1.0, slice_cycles / static_cast<double>(std::max<int64_t>(1, s.g.n)));
   }
   const double flops = cmp.flopsPerElement() * comparisons;
-  const size_t sort_step = distributed && !steps.empty() ? steps.size() - 1 : 0;
+  const size_t sort_step = s.distributed && !steps.empty() ? steps.size() - 1 : 0;
   lowerer.emitExecute(
-      ctx, std::make_unique<SortKernel>(std::move(operands), g, std::move(cmp), sort_step, distributed, slices),
-      std::move(steps), outs, flops);
-  return outs;
+      ctx, std::make_unique<SortKernel>(std::move(s.operands), s.g, std::move(cmp), sort_step, s.distributed, s.slices),
+      std::move(steps), s.outs, flops);
+  return s.outs;
 }
 
 }  // namespace ipu

@@ -34,14 +34,25 @@ std::vector<int> lowerReduce(Lowerer& lowerer, OpContext& ctx);
 std::vector<int> lowerDot(Lowerer& lowerer, OpContext& ctx);
 std::vector<int> lowerConv(Lowerer& lowerer, OpContext& ctx);
 std::vector<int> lowerSort(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerTopK(Lowerer& lowerer, OpContext& ctx);
 // control.cc: calls inline their callee; while and case lower their regions into program nodes.
 std::vector<int> lowerCall(Lowerer& lowerer, OpContext& ctx);
 std::vector<int> lowerWhile(Lowerer& lowerer, OpContext& ctx);
 std::vector<int> lowerCase(Lowerer& lowerer, OpContext& ctx);
 // host_io.cc: tokens, infeed, outfeed and host callbacks
-std::vector<int> lowerHostIO(Lowerer& lowerer, OpContext& ctx);
-// collective.cc: over the IPU-Links between replicas
-std::vector<int> lowerCollective(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerCreateToken(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerAfterAll(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerInfeed(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerOutfeed(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerCustomCall(Lowerer& lowerer, OpContext& ctx);
+// collective.cc: over the IPU-Links between replicas (GCL's ring algorithms)
+std::vector<int> lowerAllReduce(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerAllGather(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerReduceScatter(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerCollectivePermute(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerAllToAll(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerReplicaId(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerPartitionId(Lowerer& lowerer, OpContext& ctx);
 // window.cc: pooling (popnn), remat barriers, reduce_precision
 std::vector<int> lowerReduceWindow(Lowerer& lowerer, OpContext& ctx);
 std::vector<int> lowerSelectAndScatter(Lowerer& lowerer, OpContext& ctx);
