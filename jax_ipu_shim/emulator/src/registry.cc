@@ -226,9 +226,10 @@ std::string registryJson() {
            ",\"int\":" + (t.is_int ? "true" : "false") + ",\"signed\":" + (t.is_signed ? "true" : "false") + "}";
     first = false;
   }
-  // What the front end's rewrites need to know of the XLA:CPU this host runs (cpu_features.h): its vector width.
+  // What the front end's rewrites (and the tests) need to know of the XLA:CPU this host runs (cpu_features.h).
   return out + "],\"host\":{\"wide_vectors\":" + (hostWideVectors() ? "true" : "false") +
          ",\"avx512\":" + (hostHasAvx512() ? "true" : "false") +
+         ",\"avx512_fp16\":" + (hostHasAvx512Fp16() ? "true" : "false") +
          ",\"gathers_fast\":" + (hostGathersFast() ? "true" : "false") + "}}";
 }
 

@@ -52,7 +52,7 @@ RESPELLED = {"cross-replica-sum": "all_reduce", "broadcast": "broadcast_in_dim",
 def host() -> Dict[str, Any]:
     """What the native library knows of the XLA:CPU it models on this host (ipu/cpu_features.h), e.g.
     ``wide_vectors`` (LLVM vectorises with 512-bit vectors here), ``avx512`` (its code selects with masked moves),
-    ``gathers_fast`` (it vectorises strided loads with gathers)."""
+    ``gathers_fast`` (it vectorises strided loads with gathers), ``avx512_fp16`` (it computes f16 natively)."""
     return dict(_registry_json().get("host", {}))
 
 
