@@ -417,6 +417,11 @@ ACCEPTED: List[Accepted] = [
              "erf(x + v * 0) is exactly -1 for x below -3.8325 where erf(x) is an ulp off it (its clamp applies in "
              "one of its two codegen paths); the ipu computes erf(x) alike everywhere", ("erf",), ("float32",), 8,
              when="erf_tail", open=True),
+    Accepted("open: jaxlib 0.12, a product of a pad and a denormal constant (lax.pad(v, 1e30, ...) * 1e-40): in "
+             "XLA:CPU's fused loop the pad is a select of the operand or the padding value, LLVM moves the multiply "
+             "into both arms and folds padding value times constant when it compiles, denormals kept (1e-10 on cpu; "
+             "the ipu multiplies under denormals-are-zero: 0; fuzz seed 20280201 #4915)", ("mul",), ("float32",), 1,
+             per="any", series="0.12", when="reads_pad", open=True),
     Accepted("open: jaxlib 0.4.13, an f32 sum or product of a pad that XLA:CPU fuses into the reduce's loop "
              "(jnp.sum(lax.pad(x, 3.7, [(0, -1, 0), (-2, 0, 1)]), 1) of f32[3, 3]): the loop's bounds checks keep "
              "LLVM from vectorising it, and it adds each output's terms in order from the init value, where the "
@@ -464,8 +469,16 @@ ACCEPTED: List[Accepted] = [
              "the product: where a gradient cancels through such a loop (d(b / b)/db, analytically 0), cpu keeps a "
              "product's rounding error and the ipu 0, which later steps amplify to anything (arcsin of it: NaN on "
              "cpu; fuzz seed 20261601 #2387); and an add or subtract of such a loop's result, a product, outside it "
-             "(lax.while_loop(lambda c: c[0] < 1, ...) of a * x, minus x: fuzz seed 20271601 #7152)",
-             ("grad", "add", "sub"), ("float32",), 1, per="any", when="one_trip_loop", open=True),
+             "(lax.while_loop(lambda c: c[0] < 1, ...) of a * x, minus x: fuzz seed 20271601 #7152); and a product "
+             "of such a loop's result, a converted predicate, which XLA's simplifier then makes a select that keeps "
+             "a denormal factor (lax.fori_loop(0, 1, ...) of (a <= x).astype(f32), times 1e-40: 1e-40 on cpu, 0 on "
+             "the ipu, which multiplies under denormals-are-zero; fuzz seed 20280101 #7096)",
+             ("grad", "add", "sub", "mul"), ("float32",), 1, per="any", when="one_trip_loop", open=True),
+    Accepted("open: jaxlib 0.4.13, a subtract of jnp.clip(v, 0.0, 0.0): LLVM folds XLA:CPU's maximum and minimum of "
+             "the one constant into v where v is NaN and 0 elsewhere, and x - 0 into x, so a denormal x stays as it "
+             "is on cpu, where the ipu subtracts under denormals-are-zero (1.8e-40 on cpu, 0 on the ipu: fuzz seed "
+             "20280101 #4951; jnp.clip(v, 0.0, 1.0) is flushed on both)", ("sub",), ("float32",), 1,
+             per="denormal", series="0.4.", when="subtracts_clip_to_zero", open=True),
     Accepted("open: jaxlib 0.12, a float bitcast from integers and read as a bool "
              "(lax.bitcast_convert_type(i, jnp.bfloat16).astype(bool)): LLVM folds the compare with zero into an "
              "integer test of the bits, so a denormal is True on cpu, where the emulator compares the float with "
@@ -1012,6 +1025,14 @@ def _one_trip_loop(step, program, values) -> bool:  # noqa: ANN001
     return any(r in producers and one_trip(producers[r]) for r in step.reads)
 
 
+def _subtracts_clip_to_zero(step, program, values) -> bool:  # noqa: ANN001
+    """The step subtracts a jnp.clip whose bounds are both 0."""
+    producers = {o.name: s for s in program.ops() for o in s.outs}
+    return step.op == "sub" and any(
+        r in producers and producers[r].op == "clamp" and producers[r].expr.endswith(", 0.0, 0.0)")
+        for r in step.reads)
+
+
 def _softmax_in_grad(step, program, values) -> bool:  # noqa: ANN001
     """The step (a grad) differentiates a softmax, a log_softmax or a logsumexp, in any nested function."""
     def holds(s) -> bool:  # noqa: ANN001
@@ -1045,12 +1066,18 @@ def _minor_unvectorised(step, program, values) -> bool:  # noqa: ANN001
     denormals, fuzz seed 20270401 #5141, #6938); or the step reduces an
     operand with a dimension of 1 among others, whose loop nest XLA:CPU keeps (measured on jnp.sum over axis 0 of
     f32[m, n, 1] and f32[m, 1, n], m 8 to 20, n 1 to 40: 8 lanes for m = 8, in order for m = 12, neither for
-    f32[m, 1, n])."""
+    f32[m, 1, n]), also through a concatenation, whose reduction XLA's simplifier splits into reductions of its
+    operands (jnp.prod of the concatenation of two f32[7, 2, 1] on their last axis: fuzz seed 20280101 #6712)."""
+    producers = {o.name: s for s in program.ops() for o in s.outs}
+
     def unit_dim(name: str) -> bool:
         try:
             shape = program.var(name).shape
         except KeyError:
             return False
+        concat = producers.get(name)
+        if concat is not None and concat.op == "concatenate" and any(map(unit_dim, concat.reads)):
+            return True
         return len(shape) >= 2 and 1 in shape
 
     scalar = (3, 5, 6, 7) + ((9, 10, 11, 12, 13, 14, 15) if "avx512f" in cpu_flags() else ())
@@ -1243,6 +1270,7 @@ WHEN = {
     "reads_transpose": _reads_transpose,
     "keys_from_window_sum": _keys_from_window_sum,
     "one_trip_loop": _one_trip_loop,
+    "subtracts_clip_to_zero": _subtracts_clip_to_zero,
     "softmax_in_grad": _softmax_in_grad,
     "extremum_of_nextafter": _extremum_of_nextafter,
     "divides_quotient": _divides_quotient,
