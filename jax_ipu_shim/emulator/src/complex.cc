@@ -75,23 +75,23 @@ bool isComplexOp(const OpContext& ctx) {
   return false;
 }
 
-std::vector<int> lowerComplex(Lowerer& lowerer, OpContext& ctx) {
-  const OpKind kind = ctx.info->kind;
+namespace {
+
+// The element types each op takes and gives (c64 unless it says otherwise), and the shapes, checked.
+void checkComplexTypes(const Lowerer& lowerer, const OpContext& ctx) {
   if (ctx.out_types.size() != 1) lowerer.invalid(ctx, "expected one result");
   const TensorType& out = ctx.out_types[0];
-  const DType dt = ctx.in_types[0].dtype;
   for (size_t i = 0; i < ctx.in.size(); ++i)
     if (ctx.in_types[i].shape != out.shape)
       lowerer.invalid(ctx, "operand " + std::to_string(i) + " does not have the result's shape");
-  // Element types: what each op takes and gives.
   DType want_in = DType::C64, want_out = DType::C64;
-  switch (kind) {
+  switch (ctx.info->kind) {
     case K::Real:
     case K::Imag:
     case K::Abs: want_out = DType::F32; break;
     case K::Complex: want_in = DType::F32; break;
     case K::Compare: want_out = DType::Bool; break;
-    case K::Convert: want_in = dt, want_out = out.dtype; break;
+    case K::Convert: want_in = ctx.in_types[0].dtype, want_out = out.dtype; break;
     default: break;
   }
   if (out.dtype != want_out)
@@ -99,11 +99,16 @@ std::vector<int> lowerComplex(Lowerer& lowerer, OpContext& ctx) {
   for (size_t i = 0; i < ctx.in.size(); ++i)
     if (ctx.in_types[i].dtype != want_in)
       lowerer.invalid(ctx, "operand " + std::to_string(i) + " should have element type " + dtypeName(want_in));
+}
 
-  const int o = lowerer.newSlotLike(out, ctx.in[0]);
-  std::unique_ptr<Kernel> kernel;
-  std::string codelet = std::string(ctx.info->name) + "<c64>";
+// The map vertex of the op over pairs of f32 (writing result slot o), and its codelet's name in *codelet.
+std::unique_ptr<Kernel> complexKernel(const Lowerer& lowerer, const OpContext& ctx, int o, std::string* codelet) {
+  const OpKind kind = ctx.info->kind;
+  const DType dt = ctx.in_types[0].dtype;
+  const DType out = ctx.out_types[0].dtype;
   const std::vector<int>& in = ctx.in;
+  std::unique_ptr<Kernel> kernel;
+  *codelet = std::string(ctx.info->name) + "<c64>";
   switch (ctx.info->family) {
     case OpFamily::Complex:
       if (kind == K::Real) kernel = map1<Complex64, float>(in[0], o, scalar::RealC{});
@@ -126,14 +131,14 @@ std::vector<int> lowerComplex(Lowerer& lowerer, OpContext& ctx) {
       if (dir == "EQ") kernel = map2<Complex64, Complex64, uint8_t>(in[0], in[1], o, scalar::EqualC{});
       else if (dir == "NE") kernel = map2<Complex64, Complex64, uint8_t>(in[0], in[1], o, scalar::NotEqualC{});
       else lowerer.unimplemented(ctx, "complex numbers are not ordered: compare on c64 is EQ or NE, not " + dir);
-      codelet = "compare" + dir + "<c64>";
+      *codelet = "compare" + dir + "<c64>";
       break;
     }
     case OpFamily::Convert:
-      scalar::visitConvert(dt, out.dtype, [&](auto f, auto a, auto r) {
+      scalar::visitConvert(dt, out, [&](auto f, auto a, auto r) {
         kernel = map1<typename decltype(a)::type, typename decltype(r)::type>(in[0], o, f);
       });
-      codelet = std::string("cast<") + dtypeName(dt) + "," + dtypeName(out.dtype) + ">";
+      *codelet = std::string("cast<") + dtypeName(dt) + "," + dtypeName(out) + ">";
       break;
     default: break;
   }
@@ -143,11 +148,23 @@ std::vector<int> lowerComplex(Lowerer& lowerer, OpContext& ctx) {
     lowerer.unimplemented(ctx, std::string(ctx.info->name) +
                                    " is listed for c64 in the op registry but has no c64 kernel "
                                    "(an emulator bug: please report it)");
+  return kernel;
+}
 
+}  // namespace
+
+// real, imag, complex, and every elementwise op on c64 (Lowerer sends those here): a map vertex over pairs of f32,
+// costed as the f32 ops its arithmetic takes.
+std::vector<int> lowerComplex(Lowerer& lowerer, OpContext& ctx) {
+  checkComplexTypes(lowerer, ctx);
+  const TensorType& out = ctx.out_types[0];
+  const int o = lowerer.newSlotLike(out, ctx.in[0]);
+  std::string codelet;
+  std::unique_ptr<Kernel> kernel = complexKernel(lowerer, ctx, o, &codelet);
   const TileMapping work = lowerer.graph().slots[static_cast<size_t>(o)].mapping;
   std::vector<int64_t> recv;
   for (size_t i = 0; i < ctx.in.size(); ++i) lowerer.exchangeSameIndex(&recv, work, ctx.in[i]);
-  const std::vector<F32OpCount> ops = f32Ops(ctx.info->family == OpFamily::Compare ? K::Compare : kind);
+  const std::vector<F32OpCount> ops = f32Ops(ctx.info->family == OpFamily::Compare ? K::Compare : ctx.info->kind);
   std::vector<Superstep> steps;
   const int workers = lowerer.device().num_worker_contexts;
   if (work.num_elements > 0) {

@@ -604,27 +604,41 @@ std::vector<int> lowerSelectAndScatter(Lowerer& lowerer, OpContext& ctx) {
 }
 
 // N inputs and N init values -> N results, one element per window.
-std::vector<int> lowerReduceWindow(Lowerer& lowerer, OpContext& ctx) {
-  const Op& op = *ctx.op;
-  const int workers = lowerer.device().num_worker_contexts;
-  const int tiles = lowerer.device().num_tiles;
-  const size_t n = ctx.in.size() / 2;
-  if (ctx.in.size() % 2 != 0 || ctx.out_types.size() != n)
-    lowerer.invalid(ctx, "reduce_window takes N inputs and N init values and has N results");
-  const TensorType& in0 = ctx.in_types[0];
-  Window w = readWindow(lowerer, ctx, true);
+namespace {
+
+// The results' slots, after their types are checked against the inputs and the window (the outputs sit together).
+std::vector<int> windowOutputs(Lowerer& lowerer, const OpContext& ctx, size_t n, const Window& w) {
   std::vector<int> outs;
-  std::vector<DType> types;
   for (size_t i = 0; i < n; ++i) {
     const TensorType& in = ctx.in_types[i];
     const TensorType& init = ctx.in_types[n + i];
-    if (in.shape != in0.shape) lowerer.invalid(ctx, "all inputs must have the same shape");
+    if (in.shape != ctx.in_types[0].shape) lowerer.invalid(ctx, "all inputs must have the same shape");
     if (!init.shape.empty() || init.dtype != in.dtype || ctx.out_types[i].dtype != in.dtype ||
         ctx.out_types[i].shape != w.out_shape)
       lowerer.invalid(ctx, "init values must be scalars of their input's type and results of shape " +
                                mlirTensorType(dtypeName(in.dtype), w.out_shape) + " (from the window attributes)");
     outs.push_back(i == 0 ? lowerer.newSlot(ctx.out_types[i]) : lowerer.newSlotLike(ctx.out_types[i], outs[0]));
-    types.push_back(in.dtype);
+  }
+  return outs;
+}
+
+// How a reduce_window computes: popnn's pooling vertex for a single-op computation, else the body interpreted
+// (general).
+struct PoolingVertex {
+  std::unique_ptr<Kernel> kernel;
+  std::string codelet;
+  bool general = false;
+  ScalarProgram body;  // general: the compiled body
+};
+
+PoolingVertex makePoolingVertex(Lowerer& lowerer, OpContext& ctx, size_t n, const std::vector<int>& outs,
+                                const Window& w) {
+  const Op& op = *ctx.op;
+  std::vector<DType> types;
+  std::string type_list;
+  for (size_t i = 0; i < n; ++i) {
+    types.push_back(ctx.in_types[i].dtype);
+    type_list += (i ? "," : "") + std::string(dtypeName(types[i]));
   }
   const std::string computation = attrString(op, "computation", "");
   std::vector<std::unique_ptr<Kernel>> parts;
@@ -636,53 +650,64 @@ std::vector<int> lowerReduceWindow(Lowerer& lowerer, OpContext& ctx) {
     }
     parts.push_back(std::move(k));
   }
-  const bool general = parts.empty();
-  std::unique_ptr<Kernel> kernel;
-  ScalarProgram body;
-  std::string codelet;
-  std::string type_list;
-  for (size_t i = 0; i < n; ++i) type_list += (i ? "," : "") + std::string(dtypeName(types[i]));
-  if (!general) {
-    kernel = parts.size() == 1 ? std::move(parts[0]) : std::make_unique<KernelSequence>(std::move(parts));
+  PoolingVertex v;
+  v.general = parts.empty();
+  if (!v.general) {
+    v.kernel = parts.size() == 1 ? std::move(parts[0]) : std::make_unique<KernelSequence>(std::move(parts));
     const char* name = computation == "maximum" ? "MaxPooling" : computation == "add" ? "SumPooling" : nullptr;
-    codelet = name ? "popnn::" + std::string(name) + "<" + type_list + ">"
-                   : "popnn::Pooling{" + computation + "}<" + type_list + ">";
-  } else {
-    if (op.regions.size() != 1) lowerer.invalid(ctx, "reduce_window must have one body region");
-    std::vector<DType> params = types;
-    params.insert(params.end(), types.begin(), types.end());
-    body = lowerer.compileBody(ctx, op.regions[0], params, types, "in the body");
-    std::vector<BodyWindowKernel::Operand> operands;
-    for (size_t i = 0; i < n; ++i) operands.push_back({ctx.in[i], ctx.in[n + i], outs[i], dtypeSize(types[i])});
-    codelet = "popnn::Pooling{" + body.summary() + "}<" + type_list + ">";
-    kernel = std::make_unique<BodyWindowKernel>(std::move(operands), w, body);
+    v.codelet = name ? "popnn::" + std::string(name) + "<" + type_list + ">"
+                     : "popnn::Pooling{" + computation + "}<" + type_list + ">";
+    return v;
   }
+  if (op.regions.size() != 1) lowerer.invalid(ctx, "reduce_window must have one body region");
+  std::vector<DType> params = types;
+  params.insert(params.end(), types.begin(), types.end());
+  v.body = lowerer.compileBody(ctx, op.regions[0], params, types, "in the body");
+  std::vector<BodyWindowKernel::Operand> operands;
+  for (size_t i = 0; i < n; ++i) operands.push_back({ctx.in[i], ctx.in[n + i], outs[i], dtypeSize(types[i])});
+  v.codelet = "popnn::Pooling{" + v.body.summary() + "}<" + type_list + ">";
+  v.kernel = std::make_unique<BodyWindowKernel>(std::move(operands), w, v.body);
+  return v;
+}
+
+}  // namespace
+
+// Each output tile computes its outputs' windows from the input elements it receives.
+std::vector<int> lowerReduceWindow(Lowerer& lowerer, OpContext& ctx) {
+  const int workers = lowerer.device().num_worker_contexts;
+  const size_t n = ctx.in.size() / 2;
+  if (ctx.in.size() % 2 != 0 || ctx.out_types.size() != n)
+    lowerer.invalid(ctx, "reduce_window takes N inputs and N init values and has N results");
+  const DType dt = ctx.in_types[0].dtype;
+  Window w = readWindow(lowerer, ctx, true);
+  const std::vector<int> outs = windowOutputs(lowerer, ctx, n, w);
+  PoolingVertex v = makePoolingVertex(lowerer, ctx, n, outs, w);
 
   const TileMapping out_map = lowerer.graph().slots[static_cast<size_t>(outs[0])].mapping;
   const TileMapping in_map = lowerer.graph().slots[static_cast<size_t>(ctx.in[0])].mapping;
   int64_t bytes_per_element = 0;  // one element of every input per window element
-  for (DType t : types) bytes_per_element += static_cast<int64_t>(dtypeSize(t));
+  for (size_t i = 0; i < n; ++i) bytes_per_element += static_cast<int64_t>(dtypeSize(ctx.in_types[i].dtype));
   std::vector<int64_t> reads, recv;
-  windowTraffic(w, tiles, out_map, in_map, bytes_per_element, &reads, &recv);
+  windowTraffic(w, lowerer.device().num_tiles, out_map, in_map, bytes_per_element, &reads, &recv);
   for (size_t i = 0; i < n; ++i) lowerer.exchangeScalar(&recv, out_map, ctx.in[n + i]);
   int64_t total_reads = 0;
   for (int64_t r : reads) total_reads += r;
   std::vector<Superstep> steps;
   if (out_map.num_elements > 0) {
-    steps.push_back(lowerer.superstep(codelet, out_map, recv, [&](int t, int64_t m) {
+    steps.push_back(lowerer.superstep(v.codelet, out_map, recv, [&](int t, int64_t m) {
       const int64_t r = reads[static_cast<size_t>(t)];
-      return general ? cost::reduceBody(body.cyclesPerElement(), r, m, workers)
-                     : cost::reduce(in0.dtype, r * static_cast<int64_t>(n), m, workers);
+      return v.general ? cost::reduceBody(v.body.cyclesPerElement(), r, m, workers)
+                       : cost::reduce(dt, r * static_cast<int64_t>(n), m, workers);
     }));
     const double per_output =
         std::max<double>(1, static_cast<double>(total_reads) / static_cast<double>(out_map.num_elements));
     steps.back().cost_weight =
-        per_output * (general ? std::max<double>(1, static_cast<double>(body.numInstructions())) : 1);
+        per_output * (v.general ? std::max<double>(1, static_cast<double>(v.body.numInstructions())) : 1);
   }
-  const double flops = general              ? body.flopsPerElement() * static_cast<double>(total_reads)
-                       : isFloat(in0.dtype) ? static_cast<double>(total_reads * static_cast<int64_t>(n))
-                                            : 0;
-  lowerer.emitExecute(ctx, std::move(kernel), std::move(steps), outs, flops);
+  const double flops = v.general     ? v.body.flopsPerElement() * static_cast<double>(total_reads)
+                       : isFloat(dt) ? static_cast<double>(total_reads * static_cast<int64_t>(n))
+                                     : 0;
+  lowerer.emitExecute(ctx, std::move(v.kernel), std::move(steps), outs, flops);
   return outs;
 }
 
