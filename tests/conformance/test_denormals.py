@@ -220,7 +220,14 @@ def test_an_op_with_its_identity_as_padding_keeps_the_other_operand_there(name, 
         return op(padded, y) if pad_first else op(y, padded)
 
     got, want = (np.asarray(v) for v in run_both(f, x, y))
-    bad = np.flatnonzero(_bits(got) != _bits(want))
+    differ = _bits(got) != _bits(want)
+    if pad_first:
+        # where cpu's vectorised loop left op(c, y) unfolded (which elements depends on the host's vector loop),
+        # cpu's value is that op under denormals-are-zero: y's zero of its sign; the ipu's must still be y
+        denormal = (y != 0) & (np.abs(y) < np.finfo(np.float32).tiny)
+        unfolded = denormal & (_bits(want) == _bits(np.copysign(np.float32(0), y))) & (_bits(got) == _bits(y))
+        differ &= ~unfolded
+    bad = np.flatnonzero(differ)
     assert bad.size == 0, f"{name}: {bad.size} of 64 differ from cpu; " + ", ".join(
         f"y={y[i]!r}: ipu {got[i]!r} cpu {want[i]!r}" for i in bad[:5])
 
@@ -265,8 +272,8 @@ def test_bf16_extrema_of_denormals_match_cpu(name):
     """bf16 maxima and minima of bf16 denormals, bit for bit: jaxlib 0.4.13 treats them as f32 ones (jnp.clip's
     f32 bounds, converted to bf16 inside its call, are constants to XLA as they are to the emulator's rules; fuzz seed
     20261901 #2606: arctan2(x, clip(x, -1, 1)) of a denormal x is pi/2 there, not NaN); jaxlib 0.12 computes them in
-    f32 with denormals read as zeros (on hosts with AVX512-BF16 too), or in bf16 keeping them on a host with
-    AVX512-FP16 (cpu_features.h: hostHasAvx512Fp16)."""
+    f32 with denormals read as zeros (on hosts with AVX512-BF16 too), or in bf16 keeping them on an AVX512-FP16
+    core (cpu_features.h: hostIsFp16Core; not on a virtual CPU that sets the AVX512-FP16 bit under another model)."""
     x = np.concatenate([_inputs(), -_inputs()[::-1]]).astype(jnp.bfloat16)
     got, want = (np.asarray(v).astype(np.float32).reshape(-1) for v in run_both(BF16_EXTREMA[name], x))
     bad = np.flatnonzero(_bits(got) != _bits(want))

@@ -86,6 +86,14 @@ bool avx512Fp16() {
   unsigned ebx = 0, edx = 0;
   return osSavesZmm() && leaf7(&ebx, &edx) && (edx & (1u << 23));
 }
+bool fp16Core() {
+  if (!avx512Fp16() || !vendorIs("GenuineIntel")) return false;
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+  const unsigned family = (eax >> 8) & 0xf, model = ((eax >> 4) & 0xf) | (((eax >> 16) & 0xf) << 4);
+  // Sapphire Rapids, Emerald Rapids, Granite Rapids (LLVM's sapphirerapids, emeraldrapids, graniterapids)
+  return family == 6 && (model == 0x8f || model == 0xcf || model == 0xad || model == 0xae);
+}
 #else
 bool avx2() { return false; }
 bool f16c() { return false; }
@@ -96,6 +104,7 @@ bool fastGather() { return false; }
 bool wideVectors() { return false; }
 bool avx512() { return false; }
 bool avx512Fp16() { return false; }
+bool fp16Core() { return false; }
 #endif
 
 }  // namespace detect

@@ -29,6 +29,11 @@ inline bool hostHasAvx512();
 // and on one of family 26 with AVX512-BF16), but kept bf16 denormals on an earlier host with AVX512-BF16, which by
 // elimination had AVX512-FP16 too (Intel's Sapphire Rapids): scalar_ops.h, ieee16Daz.
 inline bool hostHasAvx512Fp16();
+// AVX512-FP16 on a core whose CPUID model LLVM names as one that has it (Sapphire Rapids and later Xeons). jaxlib
+// 0.12's XLA:CPU computes bf16 maxima and minima in bf16, keeping denormals, only there: on a host whose CPUID sets
+// the AVX512-FP16 bit but names model 0xA7 (LLVM's rocketlake, which has none: a virtual machine's CPU of
+// 2026-12-02), it reads them as zeros as on any AVX-512 host (test_denormals.py's bf16 extrema).
+inline bool hostIsFp16Core();
 
 // CPUID is read once per feature: the answers are function-local statics of inline functions, so that a kernel's
 // check is a load and a branch (kernels test them per call, on the hot path of small loop bodies).
@@ -42,6 +47,7 @@ bool fastGather();
 bool wideVectors();
 bool avx512();
 bool avx512Fp16();
+bool fp16Core();
 }  // namespace detect
 inline bool hostHasAvx2() {
   static const bool yes = detect::avx2();
@@ -83,5 +89,10 @@ inline bool hostHasAvx512Fp16() {
 // The host's own approximate reciprocal square root (rsqrtss; 1/sqrt off x86-64): implementation-defined bits, which
 // jaxlib 0.12's XLA:CPU starts its rsqrt from (scalar_ops.h: rsqrt012).
 float hostRsqrtApprox(float x);
+
+inline bool hostIsFp16Core() {
+  static const bool yes = detect::fp16Core();
+  return yes;
+}
 
 }  // namespace ipu

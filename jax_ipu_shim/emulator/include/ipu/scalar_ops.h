@@ -50,9 +50,9 @@ inline float clampXlaDaz(float v, float l, float h) {
 }
 // jaxlib 0.12's XLA:CPU (Numerics::Jaxlib012): IEEE 754-2019 maximum/minimum, -0 < +0 and NaN propagating. f32
 // operands are read with denormals as zeros of their sign (so a denormal result is a zero too); f16 ones as they
-// are (no f16 is an f32 denormal); bf16 ones as f32s are, except on a host with AVX512-FP16, where XLA:CPU computes
-// them in bf16 and keeps a bf16 denormal (ieee16Daz: on an AMD EPYC with AVX2, jnp.maximum(x, -1.0) and
-// jnp.clip(x, -1.0, 1.0) of a bf16 denormal are zeros on cpu, fuzz seed 20261901 #2606; on an AVX-512 host the
+// are (no f16 is an f32 denormal); bf16 ones as f32s are, except on an AVX512-FP16 core (hostIsFp16Core), where
+// XLA:CPU computes them in bf16 and keeps a bf16 denormal (ieee16Daz: on an AMD EPYC with AVX2, jnp.maximum(x, -1.0)
+// and jnp.clip(x, -1.0, 1.0) of a bf16 denormal are zeros on cpu, fuzz seed 20261901 #2606; on an AVX-512 host the
 // elementwise ones keep the operand's bits: ieeeAvx512).
 // Ordered on the bits, not by float comparison, so that the host's denormals-are-zero mode cannot change the answer.
 inline int32_t ieeeOrderKey(float x) {
@@ -74,7 +74,7 @@ inline float minIeee(float a, float b) {
 // Whether jaxlib 0.12's maximum and minimum of the narrow float D read its denormals as zeros on this host.
 template <DType D>
 inline bool ieee16Daz() {
-  return D == DType::BF16 && !hostHasAvx512Fp16();
+  return D == DType::BF16 && !hostIsFp16Core();
 }
 // Whether they follow ieeeAvx512 instead (an AVX-512 host without AVX512-FP16).
 template <DType D>
