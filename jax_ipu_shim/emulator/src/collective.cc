@@ -427,7 +427,8 @@ size_t dimension(const Lowerer& lowerer, const OpContext& ctx, const char* name)
 
 void checkResultShape(const Lowerer& lowerer, const OpContext& ctx, const Shape& want) {
   const TensorType& in = ctx.in_types[0];
-  if (ctx.out_types[0].shape != want) lowerer.invalid(ctx, "the result shape must be " + TensorType{in.dtype, want}.str());
+  if (ctx.out_types[0].shape != want)
+    lowerer.invalid(ctx, "the result shape must be " + TensorType{in.dtype, want}.str());
 }
 
 // all_reduce and reduce_scatter: how members combine. A body of one reducer op gets a vector fold from the op's
@@ -494,8 +495,8 @@ class Ring {
     const int workers = dev_.num_worker_contexts;
     const int64_t eb = static_cast<int64_t>(p_.element);
     steps_.push_back(lowerer_.superstep(
-        std::string(ctx_.info->name) + type_, out_map_, {},
-        [&](int, int64_t m) { return cost::copy(m * eb, workers); }, false));
+        std::string(ctx_.info->name) + type_, out_map_, {}, [&](int, int64_t m) { return cost::copy(m * eb, workers); },
+        false));
     return true;
   }
 
@@ -585,8 +586,8 @@ std::vector<int> lowerReduceScatter(Lowerer& lowerer, OpContext& ctx) {
   Ring ring(lowerer, ctx, std::move(p), combine);
   if (ring.onChip(n == 1)) return ring.emit();
   for (int64_t k = 0; k + 1 < n; ++k)
-    ring.step("reduceScatter" + computation + ring.type(), ring.inMap(), n, divUp(ring.bytes(), n),
-              static_cast<int>(n), true);
+    ring.step("reduceScatter" + computation + ring.type(), ring.inMap(), n, divUp(ring.bytes(), n), static_cast<int>(n),
+              true);
   return ring.emit(ring.combineFlops(n));
 }
 

@@ -457,10 +457,9 @@ std::vector<Superstep> convSteps(Lowerer& lowerer, const ConvGeom& g, const Matm
   steps.back().cost_weight =
       static_cast<double>(std::max<int64_t>(1, G * M * Ng / P * std::max<int64_t>(1, K / kparts)));
   const DType rdt = dtypeInfo(dt).acc;
-  steps.push_back(
-      lowerer.superstep(std::string("convReduce<") + dtypeName(dt) + ">", omap, recv2, [&](int, int64_t e) {
-        return kparts > 1 ? cost::reduce(rdt, e * kparts, e, workers) : cost::copy(e * acc_bytes, workers);
-      }));
+  steps.push_back(lowerer.superstep(std::string("convReduce<") + dtypeName(dt) + ">", omap, recv2, [&](int, int64_t e) {
+    return kparts > 1 ? cost::reduce(rdt, e * kparts, e, workers) : cost::copy(e * acc_bytes, workers);
+  }));
   steps.back().cost_weight = static_cast<double>(kparts + g.rank + 2);
   // Memory: superstep 1 holds the received windows and kernel block and the partial; superstep 2 the partial and
   // the partials received.

@@ -741,8 +741,8 @@ std::vector<int> lowerDot(Lowerer& lowerer, OpContext& ctx) {
                               dtypeName(dt) + " -> " + dtypeName(out.dtype));
   std::vector<Superstep> steps;
   if (d.batch * d.m * d.n > 0) steps = dotSteps(lowerer, ctx, d, plan, dt, omap);
-  const double flops =
-      2.0 * static_cast<double>(d.batch) * static_cast<double>(d.m) * static_cast<double>(d.n) * static_cast<double>(d.k);
+  const double flops = 2.0 * static_cast<double>(d.batch) * static_cast<double>(d.m) * static_cast<double>(d.n) *
+                       static_cast<double>(d.k);
   lowerer.emitExecute(ctx, std::move(kernel), std::move(steps), {o}, isFloat(dt) ? flops : 0);
   return {o};
 }

@@ -402,8 +402,8 @@ struct ScatterVertex {
 
 template <typename S, typename F>
 std::unique_ptr<Kernel> scatterKernel(F f, const OpContext& ctx, const Indexed& ix, const UpdateLayout& u) {
-  return std::make_unique<ScatterKernel<S, F>>(f, ctx.in[0], ctx.in[2], ix.o, dtypeSize(ctx.in_types[0].dtype),
-                                               ix.plan, ctx.in_types[2].shape, u.bstr, u.wstr);
+  return std::make_unique<ScatterKernel<S, F>>(f, ctx.in[0], ctx.in[2], ix.o, dtypeSize(ctx.in_types[0].dtype), ix.plan,
+                                               ctx.in_types[2].shape, u.bstr, u.wstr);
 }
 
 ScatterVertex makeScatterVertex(Lowerer& lowerer, const OpContext& ctx, const Indexed& ix, const UpdateLayout& u) {
@@ -564,7 +564,7 @@ std::vector<int> lowerScatter(Lowerer& lowerer, OpContext& ctx) {
     }));
     steps.back().cost_weight = std::max<double>(1, static_cast<double>(upd_n) / std::max<int64_t>(1, ix.n));
   }
-  const double flops = v.general                    ? v.body.flopsPerElement() * static_cast<double>(upd_n)
+  const double flops = v.general                  ? v.body.flopsPerElement() * static_cast<double>(upd_n)
                        : (isFloat(dt) && !assign) ? static_cast<double>(upd_n)
                                                   : 0;
   Node* node = lowerer.emitExecute(ctx, std::move(v.kernel), std::move(steps), {ix.o}, flops);

@@ -175,8 +175,7 @@ void streamCopy(Lowerer& lowerer, OpContext& ctx, bool to_device, const std::vec
                                                   " in " + ctx.signature + ": a host stream buffer holds at most " +
                                                   std::to_string(kMaxStreamBytes) + " bytes; feed smaller batches" +
                                                   (ctx.op->loc.empty() ? "" : " (at " + ctx.op->loc + ")"));
-  auto kernel =
-      std::make_unique<StreamCopyKernel>(to_device, describe(*ctx.op), lowerer.program().name, data, slots);
+  auto kernel = std::make_unique<StreamCopyKernel>(to_device, describe(*ctx.op), lowerer.program().name, data, slots);
   emitHostStep(lowerer, ctx, NodeKind::StreamCopy, std::move(kernel), results,
                lowerer.device().hostTransferCycles(bytes));
 }

@@ -368,8 +368,8 @@ std::vector<int> lowerReduce(Lowerer& lowerer, OpContext& ctx) {
       steps.push_back(lowerer.superstep(
           v.codelet + ".intermediate", pieces, mid.recv, [&](int, int64_t m) { return cycles(m * mid.rows, m); },
           false));
-    steps.push_back(lowerer.superstep(
-        v.codelet, out_map, p.recv, [&](int t, int64_t m) { return cycles(p.taken[static_cast<size_t>(t)], m); }));
+    steps.push_back(lowerer.superstep(v.codelet, out_map, p.recv,
+                                      [&](int t, int64_t m) { return cycles(p.taken[static_cast<size_t>(t)], m); }));
     if (pieces.num_elements > 0) {  // a tile's receive buffers of the two stages are not live together
       lowerer.pendingStep().transient.resize(mark);
       for (int t = 0; t < tiles; ++t) {
@@ -383,7 +383,7 @@ std::vector<int> lowerReduce(Lowerer& lowerer, OpContext& ctx) {
   if (!steps.empty())
     steps.back().cost_weight =
         weight * (v.general ? std::max<double>(1, static_cast<double>(v.body.numInstructions())) : 1);
-  const double flops = v.general   ? v.body.flopsPerElement() * static_cast<double>(in_elems)
+  const double flops = v.general     ? v.body.flopsPerElement() * static_cast<double>(in_elems)
                        : isFloat(dt) ? static_cast<double>(in_elems * static_cast<int64_t>(n))
                                      : 0;
   lowerer.emitExecute(ctx, std::move(v.kernel), std::move(steps), outs, flops);

@@ -354,8 +354,8 @@ SortPlan planSort(Lowerer& lowerer, OpContext& ctx, ScalarProgram* cmp) {
     s.operands.push_back({ctx.in[k], s.outs[k], size});
     s.types += (k ? "," : "") + std::string(dtypeName(ctx.in_types[k].dtype));
   }
-  const TileMapping slice_work = TileMapping::linear(
-      s.slices, static_cast<size_t>(std::max<int64_t>(1, slice_bytes)), lowerer.device().num_tiles);
+  const TileMapping slice_work =
+      TileMapping::linear(s.slices, static_cast<size_t>(std::max<int64_t>(1, slice_bytes)), lowerer.device().num_tiles);
   // A tile holds every slice it sorts twice (in and out) at once; more than a quarter of its memory: distributed.
   s.distributed = 2 * slice_work.per_tile * slice_bytes > lowerer.device().bytes_per_tile / 4;
   if (!s.distributed && s.g.inner == 1) {  // contiguous slices: the outputs stay on the tiles that sort them
