@@ -413,11 +413,24 @@ def test_calls_to_private_functions():
 
 def test_unknown_ops_pass_through_for_the_emulator_to_refuse():
     # An unknown op keeps its name, operands and results; its attrs are dropped.
+    prog = from_text("""func.func @main(%a: tensor<3x3xf32>, %b: tensor<3x2xf32>) -> tensor<3x2xf32> {
+      %0 = "stablehlo.triangular_solve"(%a, %b) {left_side = true, lower = true, unit_diagonal = false,
+        transpose_a = #stablehlo<transpose NO_TRANSPOSE>} : (tensor<3x3xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
+      func.return %0 : tensor<3x2xf32>
+    }""")
+    solve = only(prog, "triangular_solve")
+    assert solve["mlir"] == "stablehlo.triangular_solve" and solve["attrs"] == {} and solve["regions"] == []
+    assert solve["operands"] == [0, 1]
+    assert solve["results"][0]["dtype"] == "f32" and solve["results"][0]["shape"] == [3, 2]
+
+
+def test_rng_keeps_its_distribution_and_leaves_the_shape_to_its_type():
     prog = program(lambda a: lax.rng_uniform(a, a + 1, (4,)), np.float32(0))
     rng = only(prog, "rng")
-    assert rng["mlir"] == "stablehlo.rng" and rng["attrs"] == {} and rng["regions"] == []
-    assert len(rng["operands"]) == 3 and rng["operands"][0] == 0
+    assert rng["mlir"] == "stablehlo.rng" and rng["attrs"] == {"rng_distribution": "UNIFORM"}
+    assert len(rng["operands"]) == 2 and rng["operands"][0] == 0
     assert rng["results"][0]["dtype"] == "f32" and rng["results"][0]["shape"] == [4]
+    assert not [op for op in function(prog)["body"] if op["results"] and op["results"][0]["dtype"] == "i64"]
 
 
 def test_window_attrs():

@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _conformance import EXACT, check
+from _conformance import BACKEND, EXACT, REFERENCE, check
 from jax import lax
 
 KEYS = [
@@ -83,3 +83,86 @@ def test_philox_prngs_give_cpus_bits(impl):
         return jax.random.key_data(k1), jax.random.bits(k2, (1000,)), jax.random.uniform(k1, (257,))
 
     check(f, np.uint32(1701), **EXACT)
+
+
+# ---- lax.rng_uniform (stablehlo.rng): a stateful generator whose bits XLA:CPU draws from a seed of its own process,
+# so the ipu and cpu are compared as distributions: both samples lie in [a, b) and pass the same Kolmogorov-Smirnov
+# test against the uniform law, and against each other.
+
+def _ks(sample: np.ndarray, cdf) -> float:
+    """The Kolmogorov-Smirnov statistic of `sample` against the distribution function `cdf`."""
+    x = np.sort(sample.astype(np.float64))
+    n = len(x)
+    f = cdf(x)
+    return float(max(np.max(np.arange(1, n + 1) / n - f), np.max(f - np.arange(n) / n)))
+
+
+def _ks_two(a: np.ndarray, b: np.ndarray) -> float:
+    x = np.sort(np.concatenate([a, b]).astype(np.float64))
+    fa = np.searchsorted(np.sort(a.astype(np.float64)), x, side="right") / len(a)
+    fb = np.searchsorted(np.sort(b.astype(np.float64)), x, side="right") / len(b)
+    return float(np.max(np.abs(fa - fb)))
+
+
+N = 200_003  # spread unevenly over every tile
+KS_LIMIT = 2.0 / np.sqrt(N)  # a uniform sample exceeds it with probability ~7e-4 (5.6e-4 for two samples of N)
+
+
+def _rng(backend: str, lo, hi, dtype, shape=(N,)):
+    return np.asarray(jax.jit(lambda a, b: lax.rng_uniform(a, b, shape), backend=backend)(
+        np.asarray(lo, dtype), np.asarray(hi, dtype)))
+
+
+@pytest.mark.parametrize("lo, hi", [(0.0, 1.0), (-3.0, 5.0), (1e-3, 2e-3)])
+def test_rng_uniform_floats_are_uniform_in_a_b_like_cpus(lo, hi):
+    ipu, cpu = _rng(BACKEND, lo, hi, np.float32), _rng(REFERENCE, lo, hi, np.float32)
+    assert ipu.dtype == cpu.dtype == np.float32 and ipu.shape == cpu.shape == (N,)
+    assert ipu.min() >= lo and ipu.max() < hi, (ipu.min(), ipu.max())
+    # 2^23 values: a sample of N repeats about N^2 / 2^24 of them; tiles drawing the same stream would repeat more
+    assert N - len(np.unique(ipu)) < 2 * N * N / 2 ** 24 and N - len(np.unique(cpu)) < 2 * N * N / 2 ** 24
+    uniform = lambda x: np.clip((x - lo) / (hi - lo), 0.0, 1.0)  # noqa: E731
+    assert _ks(ipu, uniform) < KS_LIMIT and _ks(cpu, uniform) < KS_LIMIT
+    assert _ks_two(ipu, cpu) < np.sqrt(2) * KS_LIMIT
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_rng_uniform_16_bit_floats_stay_below_b(dtype):
+    # [0, 1) rounded to 16 bits would reach 1.0 from above 1 - 2^-12 (f16) or 1 - 2^-9 (bf16): never b itself.
+    x = _rng(BACKEND, 0.0, 1.0, jnp.dtype(dtype)).astype(np.float32)
+    assert x.min() >= 0.0 and x.max() < 1.0
+    assert _ks(x, lambda v: np.clip(v, 0.0, 1.0)) < KS_LIMIT + 2.0 ** -9
+
+
+@pytest.mark.parametrize("dtype, lo, hi", [("int32", -5, 12), ("uint32", 3, 10), ("int32", -2**31, 2**31 - 1),
+                                           ("int8", -100, 100), ("uint16", 0, 65535)])
+def test_rng_uniform_integers_cover_a_b_evenly(dtype, lo, hi):
+    ipu = _rng(BACKEND, lo, hi, np.dtype(dtype))
+    assert ipu.dtype == np.dtype(dtype)
+    assert ipu.min() >= lo and ipu.max() < hi, (ipu.min(), ipu.max())
+    if hi - lo <= 300:  # every value drawn about as often: a chi-square over the N samples
+        counts = np.bincount((ipu.astype(np.int64) - lo), minlength=hi - lo)
+        expected = N / (hi - lo)
+        chi2 = float(np.sum((counts - expected) ** 2 / expected))
+        assert chi2 < (hi - lo) + 6 * np.sqrt(2 * (hi - lo)), chi2
+        assert set(np.unique(ipu)) == set(range(lo, hi))
+        if np.dtype(dtype).itemsize == 4:  # (XLA:CPU draws 32- and 64-bit integers only: it aborts on narrower)
+            assert set(np.unique(_rng(REFERENCE, lo, hi, np.dtype(dtype)))) == set(range(lo, hi))
+    else:
+        assert _ks(ipu, lambda v: (v - lo + 0.5) / (hi - lo)) < KS_LIMIT
+
+
+def test_rng_uniform_draws_anew_each_call_and_each_trip():
+    f = jax.jit(lambda: lax.rng_uniform(0.0, 1.0, (1000,)), backend=BACKEND)
+    first, second = np.asarray(f()), np.asarray(f())
+    assert not np.array_equal(first, second)  # stateful, as on cpu
+
+    def loop():
+        return lax.fori_loop(0, 3, lambda i, acc: acc.at[i].set(lax.rng_uniform(0.0, 1.0, (64,))),
+                             jnp.zeros((3, 64)))
+    rows = np.asarray(jax.jit(loop, backend=BACKEND)())
+    assert len({r.tobytes() for r in rows}) == 3 and rows.min() >= 0.0 and rows.max() < 1.0
+
+
+def test_rng_uniform_with_an_empty_range_gives_a():
+    ints = _rng(BACKEND, 7, 7, np.int32, (5,))
+    np.testing.assert_array_equal(ints, np.full(5, 7, np.int32))

@@ -130,6 +130,11 @@ uint64_t copy(int64_t bytes, int workers) {
   return tileCycles(bytes, 8, workers, 20, 1);  // one 64-bit load/store pair per cycle and worker
 }
 
+uint64_t random(DType dtype, int64_t elements, int workers) {
+  const bool flt = isFloat(computeType(dtype));
+  return tileCycles(elements, vectorWidth(dtype), workers, 29, flt ? 4 : 20);
+}
+
 uint64_t reduce(DType dtype, int64_t inputs, int64_t outputs, int workers) {
   dtype = computeType(dtype);
   // Accumulators are 4 wide in f32 and 8 in f16 (doc); integers reduce one element per 2 cycles.

@@ -139,6 +139,8 @@ const OpInfo kOps[] = {
     {"imag", K::Imag, Fam::Complex, C, R::Operand0, 1, 1, lowerComplex},
     {"complex", K::Complex, Fam::Complex, F, R::Operand0, 2, 2, lowerComplex},
     {"fft", K::Fft, Fam::Complex, F | C, R::Operand0, 1, 1, lowerFft},
+    // random numbers (random.cc): a, b; the front end drops the shape operand, which the result's type states
+    {"rng", K::Rng, Fam::Random, NUM, R::Result0, 2, 2, lowerRng},
 };
 
 }  // namespace
@@ -189,6 +191,7 @@ const char* familyName(OpFamily family) {
     case OpFamily::Collective: return "collective";
     case OpFamily::Window: return "window";
     case OpFamily::Complex: return "complex";
+    case OpFamily::Random: return "random";
   }
   return "?";
 }

@@ -61,6 +61,10 @@ uint64_t reduceBody(double body_cycles, int64_t inputs, int64_t outputs, int wor
 // peaks; per worker ~40 cycles + 4 (f16) or 8 (f32) per output position): a matmul on one tile of `outputs` output
 // positions with `depth` MACs each. Integers have no AMP path (calibrated: one MAC per worker every 2 cycles).
 uint64_t matmul(DType dtype, int64_t outputs, int64_t depth, int workers);
+// Calibrated (poprand's shape: each worker draws 64 random bits per cycle from the tile's hardware generator, then
+// scales and offsets them with one vector multiply-add): `elements` random numbers of `dtype` on one tile, 4 cycles
+// per 64-bit vector of floats; integers take a software remainder, ~20 cycles per element.
+uint64_t random(DType dtype, int64_t elements, int workers);
 // ipu-model.md: exchange cycles = ceil(bytes / bytes-per-cycle) for one tile receiving `bytes`.
 uint64_t exchange(int64_t bytes, double bytes_per_cycle);
 // Floating-point operations an elementwise op performs per element, for the FLOP count (XLA's convention: one per

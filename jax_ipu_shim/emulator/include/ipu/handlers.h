@@ -61,5 +61,7 @@ std::vector<int> lowerReducePrecision(Lowerer& lowerer, OpContext& ctx);
 // complex.cc: real/imag/complex and c64 arithmetic of any elementwise op; fft.cc
 std::vector<int> lowerComplex(Lowerer& lowerer, OpContext& ctx);
 std::vector<int> lowerFft(Lowerer& lowerer, OpContext& ctx);
+// random.cc: rng (poprand's uniform and normal)
+std::vector<int> lowerRng(Lowerer& lowerer, OpContext& ctx);
 
 }  // namespace ipu

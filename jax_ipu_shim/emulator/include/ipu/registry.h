@@ -113,6 +113,7 @@ enum class OpKind {
   Imag,
   Complex,
   Fft,  // c64 as pairs of f32 (complex.cc, fft.cc)
+  Rng,  // random numbers (random.cc)
 };
 
 enum class OpFamily {
@@ -131,7 +132,8 @@ enum class OpFamily {
   HostIO,
   Collective,
   Window,
-  Complex
+  Complex,
+  Random
 };
 
 // Which value's element type the dtype set of an entry constrains.
@@ -173,11 +175,12 @@ constexpr bool isElementwiseFamily(OpFamily family) {
 
 // An op that only computes its results: one whose results nothing reads may be removed, as XLA's dead-code
 // elimination removes it (the front end's dead_code pass reads this as "pure"). Calls, loops and conditionals (a body
-// may do host I/O), host I/O and collectives (the host or another replica waits for them) stay, and so does an
-// optimization_barrier, which exists to be kept.
+// may do host I/O), host I/O and collectives (the host or another replica waits for them) stay, and so do random
+// numbers (each rng advances the generator's state, as XLA's side-effecting rng does) and an optimization_barrier,
+// which exists to be kept.
 constexpr bool isPure(const OpInfo& info) {
   return info.family != OpFamily::Control && info.family != OpFamily::HostIO && info.family != OpFamily::Collective &&
-         info.kind != OpKind::OptimizationBarrier;
+         info.family != OpFamily::Random && info.kind != OpKind::OptimizationBarrier;
 }
 
 const OpInfo* findOp(const std::string& name);

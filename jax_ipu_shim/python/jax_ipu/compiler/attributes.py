@@ -88,7 +88,7 @@ def boolean(attr: Any) -> bool:
     raise _cannot("a boolean", attr)
 
 
-_ENUMS = (hlo.ComparisonDirectionAttr, hlo.ComparisonTypeAttr, hlo.FftTypeAttr)
+_ENUMS = (hlo.ComparisonDirectionAttr, hlo.ComparisonTypeAttr, hlo.FftTypeAttr, hlo.RngDistributionAttr)
 
 
 @_accepts_text

@@ -34,7 +34,7 @@ ATTRS: Dict[str, Callable[[Any], Any]] = {
     "window_reversal": A.bool_list, "feature_group_count": A.integer, "batch_group_count": A.integer,
     "window_dimensions": A.int_list, "base_dilations": A.int_list, "window_dilations": A.int_list,
     "exponent_bits": A.integer, "mantissa_bits": A.integer,
-    "fft_type": A.enum, "fft_length": A.int_list,
+    "fft_type": A.enum, "fft_length": A.int_list, "rng_distribution": A.enum,
     # calls and host I/O
     "callee": A.symbol, "infeed_config": A.string, "outfeed_config": A.string, "call_target_name": A.string,
     "backend_config": A.string, "has_side_effect": A.boolean,

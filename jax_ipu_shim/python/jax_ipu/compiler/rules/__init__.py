@@ -31,6 +31,7 @@ RULES: Tuple[Rule, ...] = (
     structure.tuple_elements,
     structure.tuple_element,
     structure.hlo_copy,
+    structure.rng_shape,
     structure.if_as_case,
     structure.hlo_custom_call_op,
     structure.tupled_call,

@@ -1,11 +1,12 @@
 """Rules of structure: how StableHLO's (and XLA's HLO's) forms map onto the program format, with no change to any value.
 
-Tuples and get_tuple_element are resolved to the values they hold; ``mhlo.copy`` is its operand; ``stablehlo.if``
-becomes a ``case``; a custom call to ``mhlo.<op>`` is that op; a tupled call of the partitioner's is untupled; calls
-inside scalar bodies (reduce, sort, scatter computations) are inlined; jax's ``dce_sink`` anchors are recorded
-for dead-code elimination; a one-device ``sdy.manual_computation`` is its body; a splat constant read only by
-elementwise ops is written as its scalar broadcast (Poplar keeps such a constant as a scalar). Every rule here
-writes the same computation in the program format's terms, so results are the module's bit for bit.
+Tuples and get_tuple_element are resolved to the values they hold; ``mhlo.copy`` is its operand; an ``rng``'s shape
+operand (a 64-bit constant) is left out, as its result's type states the shape; ``stablehlo.if`` becomes a ``case``;
+a custom call to ``mhlo.<op>`` is that op; a tupled call of the partitioner's is untupled; calls inside scalar bodies
+(reduce, sort, scatter computations) are inlined; jax's ``dce_sink`` anchors are recorded for dead-code elimination;
+a one-device ``sdy.manual_computation`` is its body; a splat constant read only by elementwise ops is written as its
+scalar broadcast (Poplar keeps such a constant as a scalar). Every rule here writes the same computation in the
+program format's terms, so results are the module's bit for bit.
 """
 
 from __future__ import annotations
@@ -140,6 +141,14 @@ def tuple_element(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool
         return False
     index = A.integer(op.attributes["index"])
     t.ids[op.results[0]] = t.tuples[op.operands[0]][index]
+    return True
+
+
+def rng_shape(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
+    if not (op.name == "stablehlo.rng" and len(op.operands) == 3):
+        return False
+    entry = t.entry(op)
+    body.append(dict(entry, operands=entry["operands"][:2]))
     return True
 
 
