@@ -4,6 +4,7 @@
 // needs (a product is 4 multiplies and 2 adds...). Also real, imag and complex, and the c64 cases of unary, binary,
 // compare and convert, which lowering.cc sends here. The per-element semantics are scalar_ops.h's (XLA:CPU's).
 #include <algorithm>
+#include <functional>
 
 #include "ipu/cost_model.h"
 #include "ipu/dtype.h"
@@ -101,20 +102,15 @@ void checkComplexTypes(const Lowerer& lowerer, const OpContext& ctx) {
       lowerer.invalid(ctx, "operand " + std::to_string(i) + " should have element type " + dtypeName(want_in));
 }
 
-// The map vertex of the op over pairs of f32 (writing result slot o), and its codelet's name in *codelet.
+// The map vertex of an elementwise op over pairs of f32 (writing result slot o); its codelet's name in *codelet
+// where it is not the op's own.
 std::unique_ptr<Kernel> complexKernel(const Lowerer& lowerer, const OpContext& ctx, int o, std::string* codelet) {
   const OpKind kind = ctx.info->kind;
   const DType dt = ctx.in_types[0].dtype;
   const DType out = ctx.out_types[0].dtype;
   const std::vector<int>& in = ctx.in;
   std::unique_ptr<Kernel> kernel;
-  *codelet = std::string(ctx.info->name) + "<c64>";
   switch (ctx.info->family) {
-    case OpFamily::Complex:
-      if (kind == K::Real) kernel = map1<Complex64, float>(in[0], o, scalar::RealC{});
-      if (kind == K::Imag) kernel = map1<Complex64, float>(in[0], o, scalar::ImagC{});
-      if (kind == K::Complex) kernel = map2<float, float, Complex64>(in[0], in[1], o, scalar::MakeComplex{});
-      break;
     case OpFamily::Unary:
       scalar::visitUnary(kind, dt, lowerer.numerics(), [&](auto f, auto a, auto r) {
         kernel = map1<typename decltype(a)::type, typename decltype(r)::type>(in[0], o, f);
@@ -151,16 +147,16 @@ std::unique_ptr<Kernel> complexKernel(const Lowerer& lowerer, const OpContext& c
   return kernel;
 }
 
-}  // namespace
+// The one compute set of a c64 op: `make` returns the map vertex writing the result slot it is given (and may
+// rename the codelet, "<op><c64>" by default), costed as the f32 ops its arithmetic takes.
+using MakeKernel = std::function<std::unique_ptr<Kernel>(int o, std::string* codelet)>;
 
-// real, imag, complex, and every elementwise op on c64 (Lowerer sends those here): a map vertex over pairs of f32,
-// costed as the f32 ops its arithmetic takes.
-std::vector<int> lowerComplex(Lowerer& lowerer, OpContext& ctx) {
+std::vector<int> emitPairMap(Lowerer& lowerer, OpContext& ctx, const MakeKernel& make) {
   checkComplexTypes(lowerer, ctx);
   const TensorType& out = ctx.out_types[0];
   const int o = lowerer.newSlotLike(out, ctx.in[0]);
-  std::string codelet;
-  std::unique_ptr<Kernel> kernel = complexKernel(lowerer, ctx, o, &codelet);
+  std::string codelet = std::string(ctx.info->name) + "<c64>";
+  std::unique_ptr<Kernel> kernel = make(o, &codelet);
   const TileMapping work = lowerer.graph().slots[static_cast<size_t>(o)].mapping;
   std::vector<int64_t> recv;
   for (size_t i = 0; i < ctx.in.size(); ++i) lowerer.exchangeSameIndex(&recv, work, ctx.in[i]);
@@ -179,6 +175,30 @@ std::vector<int> lowerComplex(Lowerer& lowerer, OpContext& ctx) {
   for (const F32OpCount& c : ops) flops += cost::flopsPerElement(c.kind) * c.count;
   lowerer.emitExecute(ctx, std::move(kernel), std::move(steps), {o}, flops * static_cast<double>(out.numElements()));
   return {o};
+}
+
+}  // namespace
+
+std::vector<int> lowerReal(Lowerer& lowerer, OpContext& ctx) {
+  return emitPairMap(lowerer, ctx,
+                     [&](int o, std::string*) { return map1<Complex64, float>(ctx.in[0], o, scalar::RealC{}); });
+}
+
+std::vector<int> lowerImag(Lowerer& lowerer, OpContext& ctx) {
+  return emitPairMap(lowerer, ctx,
+                     [&](int o, std::string*) { return map1<Complex64, float>(ctx.in[0], o, scalar::ImagC{}); });
+}
+
+std::vector<int> lowerComplex(Lowerer& lowerer, OpContext& ctx) {
+  return emitPairMap(lowerer, ctx, [&](int o, std::string*) {
+    return map2<float, float, Complex64>(ctx.in[0], ctx.in[1], o, scalar::MakeComplex{});
+  });
+}
+
+// Every elementwise op on c64 (Lowerer sends those here).
+std::vector<int> lowerC64Elementwise(Lowerer& lowerer, OpContext& ctx) {
+  return emitPairMap(lowerer, ctx,
+                     [&](int o, std::string* codelet) { return complexKernel(lowerer, ctx, o, codelet); });
 }
 
 }  // namespace ipu

@@ -375,7 +375,7 @@ void Lowerer::bindResults(const OpContext& ctx, const std::vector<int>& results,
 
 std::vector<int> Lowerer::lowerWithHandler(OpContext& ctx) {
   // c64 arithmetic (an elementwise op on complex values) is computed on pairs of f32 by complex.cc, whatever the op.
-  if (ctx.info->family != OpFamily::Complex && isComplexOp(ctx)) return lowerComplex(*this, ctx);
+  if (ctx.info->family != OpFamily::Complex && isComplexOp(ctx)) return lowerC64Elementwise(*this, ctx);
   return ctx.info->lower(*this, ctx);
 }
 

@@ -149,9 +149,9 @@ std::vector<int> lowerRng(Lowerer& lowerer, OpContext& ctx) {
   const int workers = lowerer.device().num_worker_contexts;
   std::vector<Superstep> steps;
   if (out.numElements() > 0)
-    steps.push_back(lowerer.superstep(std::string(dist == Distribution::Normal ? "normal<" : "uniform<") +
-                                          dtypeName(out.dtype) + ">",
-                                      work, recv, [&](int, int64_t n) { return cost::random(out.dtype, n, workers); }));
+    steps.push_back(lowerer.superstep(
+        std::string(dist == Distribution::Normal ? "normal<" : "uniform<") + dtypeName(out.dtype) + ">", work, recv,
+        [&](int, int64_t n) { return cost::random(out.dtype, n, workers); }));
   lowerer.emitExecute(ctx, std::move(kernel), std::move(steps), {o}, 0);
   return {o};
 }

@@ -135,8 +135,8 @@ const OpInfo kOps[] = {
     {"optimization_barrier", K::OptimizationBarrier, Fam::Window, ANY, R::None, 0, -1, lowerOptimizationBarrier},
     {"reduce_precision", K::ReducePrecision, Fam::Window, FLOAT, R::Operand0, 1, 1, lowerReducePrecision},
     // c64 as pairs of f32 (complex.cc, fft.cc)
-    {"real", K::Real, Fam::Complex, C, R::Operand0, 1, 1, lowerComplex},
-    {"imag", K::Imag, Fam::Complex, C, R::Operand0, 1, 1, lowerComplex},
+    {"real", K::Real, Fam::Complex, C, R::Operand0, 1, 1, lowerReal},
+    {"imag", K::Imag, Fam::Complex, C, R::Operand0, 1, 1, lowerImag},
     {"complex", K::Complex, Fam::Complex, F, R::Operand0, 2, 2, lowerComplex},
     {"fft", K::Fft, Fam::Complex, F | C, R::Operand0, 1, 1, lowerFft},
     // random numbers (random.cc): a, b; the front end drops the shape operand, which the result's type states
