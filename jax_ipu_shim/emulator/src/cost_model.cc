@@ -28,66 +28,12 @@ int vectorWidth(DType dtype) {
   }
 }
 
+// An op's figures from its registry row (ipu/registry.h ElementCost), for `dtype`.
 VectorCost elementwiseCost(OpKind kind, DType dtype) {
+  const ElementCost& c = opInfo(kind).cost;
   dtype = computeType(dtype);
-  const bool f16 = dtype == DType::F16;
-  const bool flt = isFloat(dtype);
-  switch (kind) {
-    case OpKind::Add:
-    case OpKind::Subtract:
-    case OpKind::Multiply:
-      return flt ? VectorCost{29, 3} : VectorCost{29, 7};  // (doc) 3 per vector; integer add ~7 per element
-    case OpKind::Maximum:
-    case OpKind::Minimum:
-    case OpKind::Compare:
-    case OpKind::Select:
-    case OpKind::Clamp:
-    case OpKind::And:
-    case OpKind::Or:
-    case OpKind::Xor:
-    case OpKind::ShiftLeft:
-    case OpKind::ShiftRightArithmetic:
-    case OpKind::ShiftRightLogical: return flt ? VectorCost{29, 3} : VectorCost{29, 4};  // (doc) max ~3 per 2 f32
-    case OpKind::Divide:
-      return f16 ? VectorCost{29, 21} : flt ? VectorCost{29, 10} : VectorCost{29, 40};  // (doc) float; int: software
-    case OpKind::Remainder: return flt ? VectorCost{29, 30} : VectorCost{29, 40};
-    case OpKind::Power: return VectorCost{40, 60};
-    case OpKind::Atan2: return VectorCost{40, 120};
-    case OpKind::Exp:
-    case OpKind::Expm1: return VectorCost{33, 6};  // (doc)
-    case OpKind::Log:
-    case OpKind::Log1p: return VectorCost{33, 8};
-    case OpKind::Tanh: return VectorCost{17, 12};  // (doc)
-    case OpKind::Logistic: return VectorCost{17, 14};
-    case OpKind::Sqrt:
-    case OpKind::Rsqrt: return VectorCost{17, 10};  // (doc)
-    case OpKind::Cbrt: return VectorCost{17, 40};
-    case OpKind::Sine:
-    case OpKind::Cosine:
-    case OpKind::Tan:
-      return VectorCost{17, 2300.0 * vectorWidth(dtype)};  // (doc) ~2,300 per element: software routines
-    case OpKind::Erf:
-    case OpKind::Erfc:
-    case OpKind::ErfInv:
-    case OpKind::Sinh:
-    case OpKind::Cosh:
-    case OpKind::Asin:
-    case OpKind::Acos:
-    case OpKind::Atan:
-    case OpKind::Asinh:
-    case OpKind::Acosh:
-    case OpKind::Atanh:
-      return VectorCost{17, 200.0 * vectorWidth(dtype)};  // software polynomial, per element
-    // CHLO special functions, software routines per element (calibrated): lgamma and digamma are a 9-term Lanczos
-    // series (8 and 16 divides) plus log1p, log and the reflection's sin (and cos); i1e two Chebyshev series (24
-    // multiply-adds), a divide and a sqrt; next_after a few integer ops on the bits.
-    case OpKind::Lgamma: return VectorCost{17, 2600.0 * vectorWidth(dtype)};
-    case OpKind::Digamma: return VectorCost{17, 5000.0 * vectorWidth(dtype)};
-    case OpKind::BesselI1e: return VectorCost{17, 150.0 * vectorWidth(dtype)};
-    case OpKind::NextAfter: return VectorCost{29, 12.0 * vectorWidth(dtype)};
-    case OpKind::Convert: return VectorCost{17, f16 ? 2.0 : 2.0};  // (doc) f16<->f32 ~2 per 4 elements
-    default: return flt ? VectorCost{17, 3} : VectorCost{17, 4};  // (doc) simple unary: relu-like, 3 per vector
-  }
+  const double figure = dtype == DType::F16 ? c.f16 : isFloat(dtype) ? c.f32 : c.integer;
+  return {c.fixed, c.per_element ? figure * vectorWidth(dtype) : figure};
 }
 
 // 6 x the slowest worker's cycles + the supervisor's, for `elements` elements in vectors of `width`.
@@ -226,26 +172,7 @@ uint64_t exchange(int64_t bytes, double bytes_per_cycle) {
   return static_cast<uint64_t>((static_cast<double>(bytes) + bytes_per_cycle - 1) / bytes_per_cycle);
 }
 
-double flopsPerElement(OpKind kind) {
-  switch (kind) {
-    case OpKind::Convert:
-    case OpKind::Select:
-    case OpKind::Not:
-    case OpKind::And:
-    case OpKind::Or:
-    case OpKind::Xor:
-    case OpKind::ShiftLeft:
-    case OpKind::ShiftRightArithmetic:
-    case OpKind::ShiftRightLogical:
-    case OpKind::Popcnt:
-    case OpKind::Clz:
-    case OpKind::IsFinite:
-    case OpKind::Negate:
-    case OpKind::Abs: return 0;
-    case OpKind::Clamp: return 2;
-    default: return 1;
-  }
-}
+double flopsPerElement(OpKind kind) { return opInfo(kind).cost.flops; }
 
 }  // namespace cost
 }  // namespace ipu

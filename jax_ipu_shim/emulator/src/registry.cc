@@ -34,66 +34,95 @@ using K = OpKind;
 using Fam = OpFamily;
 using R = TypeRole;
 
+// The vertex costs of the elementwise ops (ipu/registry.h ElementCost): {fixed, f32 vector, f16 vector, integer
+// element, per element, flops}.
+constexpr ElementCost kSimple{17, 3, 3, 4};                  // (doc) simple unary: relu-like, 3 per vector
+constexpr ElementCost kMove{17, 3, 3, 4, false, 0};          // the same, no arithmetic: abs, negate, bit ops
+constexpr ElementCost kArith{29, 3, 3, 7};                   // (doc) 3 per vector; integer add ~7 per element
+constexpr ElementCost kCompare{29, 3, 3, 4};                 // (doc) max ~3 per 2 f32; integers 4
+constexpr ElementCost kBits{29, 3, 3, 4, false, 0};          // and/or/xor, shifts, select: the same, no flops
+constexpr ElementCost kDivide{29, 10, 21, 40};               // (doc) floats; integers in software
+constexpr ElementCost kRemainder{29, 30, 30, 40};
+constexpr ElementCost kPower{40, 60, 60, 60};
+constexpr ElementCost kAtan2{40, 120, 120, 120};
+constexpr ElementCost kExp{33, 6, 6, 6};                     // (doc)
+constexpr ElementCost kLog{33, 8, 8, 8};
+constexpr ElementCost kTanh{17, 12, 12, 12};                 // (doc)
+constexpr ElementCost kLogistic{17, 14, 14, 14};
+constexpr ElementCost kSqrt{17, 10, 10, 10};                 // (doc)
+constexpr ElementCost kCbrt{17, 40, 40, 40};
+constexpr ElementCost kTrig{17, 2300, 2300, 2300, true};     // (doc) ~2,300 per element: software routines
+constexpr ElementCost kPolynomial{17, 200, 200, 200, true};  // software polynomial, per element
+// CHLO special functions, software routines per element (calibrated): lgamma and digamma are a 9-term Lanczos series
+// (8 and 16 divides) plus log1p, log and the reflection's sin (and cos); i1e two Chebyshev series (24
+// multiply-adds), a divide and a sqrt; next_after a few integer ops on the bits.
+constexpr ElementCost kLgamma{17, 2600, 2600, 2600, true};
+constexpr ElementCost kDigamma{17, 5000, 5000, 5000, true};
+constexpr ElementCost kBesselI1e{17, 150, 150, 150, true};
+constexpr ElementCost kNextAfter{29, 12, 12, 12, true};
+constexpr ElementCost kConvert{17, 2, 2, 2, false, 0};       // (doc) f16<->f32 ~2 per 4 elements
+constexpr ElementCost kClamp{29, 3, 3, 4, false, 2};
+
 const OpInfo kOps[] = {
-    {"abs", K::Abs, Fam::Unary, FLOAT | I | C, R::Operand0, 1, 1, lowerElementwise},
-    {"negate", K::Negate, Fam::Unary, NUM | C, R::Operand0, 1, 1, lowerElementwise},
-    {"sign", K::Sign, Fam::Unary, FLOAT | I | C, R::Operand0, 1, 1, lowerElementwise},
-    {"exponential", K::Exp, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise},
-    {"exponential_minus_one", K::Expm1, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise},
-    {"log", K::Log, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise},
-    {"log_plus_one", K::Log1p, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise},
-    {"sqrt", K::Sqrt, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise},
-    {"rsqrt", K::Rsqrt, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise},
-    {"cbrt", K::Cbrt, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise},
-    {"tanh", K::Tanh, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise},
-    {"logistic", K::Logistic, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise},
-    {"sine", K::Sine, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise},
-    {"cosine", K::Cosine, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise},
-    {"tan", K::Tan, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise},
-    {"floor", K::Floor, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise},
-    {"ceil", K::Ceil, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise},
-    {"round_nearest_even", K::RoundEven, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise},
-    {"round_nearest_afz", K::RoundAfz, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise},
-    {"is_finite", K::IsFinite, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise},
-    {"not", K::Not, Fam::Unary, B | INT, R::Operand0, 1, 1, lowerElementwise},
-    {"popcnt", K::Popcnt, Fam::Unary, INT, R::Operand0, 1, 1, lowerElementwise},
-    {"count_leading_zeros", K::Clz, Fam::Unary, INT, R::Operand0, 1, 1, lowerElementwise},
-    {"erf", K::Erf, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise},
-    {"erfc", K::Erfc, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise},
-    {"sinh", K::Sinh, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise},
-    {"cosh", K::Cosh, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise},
-    {"asin", K::Asin, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise},
-    {"acos", K::Acos, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise},
-    {"atan", K::Atan, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise},
-    {"asinh", K::Asinh, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise},
-    {"acosh", K::Acosh, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise},
-    {"atanh", K::Atanh, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise},
-    {"erf_inv", K::ErfInv, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise},
-    {"lgamma", K::Lgamma, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise},
-    {"digamma", K::Digamma, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise},
-    {"bessel_i1e", K::BesselI1e, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise},
+    {"abs", K::Abs, Fam::Unary, FLOAT | I | C, R::Operand0, 1, 1, lowerElementwise, kMove},
+    {"negate", K::Negate, Fam::Unary, NUM | C, R::Operand0, 1, 1, lowerElementwise, kMove},
+    {"sign", K::Sign, Fam::Unary, FLOAT | I | C, R::Operand0, 1, 1, lowerElementwise, kSimple},
+    {"exponential", K::Exp, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kExp},
+    {"exponential_minus_one", K::Expm1, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kExp},
+    {"log", K::Log, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kLog},
+    {"log_plus_one", K::Log1p, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kLog},
+    {"sqrt", K::Sqrt, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kSqrt},
+    {"rsqrt", K::Rsqrt, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kSqrt},
+    {"cbrt", K::Cbrt, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise, kCbrt},
+    {"tanh", K::Tanh, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kTanh},
+    {"logistic", K::Logistic, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise, kLogistic},
+    {"sine", K::Sine, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kTrig},
+    {"cosine", K::Cosine, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kTrig},
+    {"tan", K::Tan, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kTrig},
+    {"floor", K::Floor, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise, kSimple},
+    {"ceil", K::Ceil, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise, kSimple},
+    {"round_nearest_even", K::RoundEven, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise, kSimple},
+    {"round_nearest_afz", K::RoundAfz, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise, kSimple},
+    {"is_finite", K::IsFinite, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise, kMove},
+    {"not", K::Not, Fam::Unary, B | INT, R::Operand0, 1, 1, lowerElementwise, kMove},
+    {"popcnt", K::Popcnt, Fam::Unary, INT, R::Operand0, 1, 1, lowerElementwise, kMove},
+    {"count_leading_zeros", K::Clz, Fam::Unary, INT, R::Operand0, 1, 1, lowerElementwise, kMove},
+    {"erf", K::Erf, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise, kPolynomial},
+    {"erfc", K::Erfc, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise, kPolynomial},
+    {"sinh", K::Sinh, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kPolynomial},
+    {"cosh", K::Cosh, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kPolynomial},
+    {"asin", K::Asin, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kPolynomial},
+    {"acos", K::Acos, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kPolynomial},
+    {"atan", K::Atan, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kPolynomial},
+    {"asinh", K::Asinh, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kPolynomial},
+    {"acosh", K::Acosh, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kPolynomial},
+    {"atanh", K::Atanh, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kPolynomial},
+    {"erf_inv", K::ErfInv, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise, kPolynomial},
+    {"lgamma", K::Lgamma, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise, kLgamma},
+    {"digamma", K::Digamma, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise, kDigamma},
+    {"bessel_i1e", K::BesselI1e, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise, kBesselI1e},
 
-    {"add", K::Add, Fam::Binary, NUM | C, R::Operand0, 2, 2, lowerElementwise},
-    {"subtract", K::Subtract, Fam::Binary, NUM | C, R::Operand0, 2, 2, lowerElementwise},
-    {"multiply", K::Multiply, Fam::Binary, NUM | C, R::Operand0, 2, 2, lowerElementwise},
-    {"divide", K::Divide, Fam::Binary, NUM | C, R::Operand0, 2, 2, lowerElementwise},
-    {"remainder", K::Remainder, Fam::Binary, NUM, R::Operand0, 2, 2, lowerElementwise},
-    {"power", K::Power, Fam::Binary, NUM | C, R::Operand0, 2, 2, lowerElementwise},
-    {"maximum", K::Maximum, Fam::Binary, ALL, R::Operand0, 2, 2, lowerElementwise},
-    {"minimum", K::Minimum, Fam::Binary, ALL, R::Operand0, 2, 2, lowerElementwise},
-    {"atan2", K::Atan2, Fam::Binary, FLOAT, R::Operand0, 2, 2, lowerElementwise},
-    {"and", K::And, Fam::Binary, B | INT, R::Operand0, 2, 2, lowerElementwise},
-    {"or", K::Or, Fam::Binary, B | INT, R::Operand0, 2, 2, lowerElementwise},
-    {"xor", K::Xor, Fam::Binary, B | INT, R::Operand0, 2, 2, lowerElementwise},
-    {"shift_left", K::ShiftLeft, Fam::Binary, INT, R::Operand0, 2, 2, lowerElementwise},
-    {"shift_right_arithmetic", K::ShiftRightArithmetic, Fam::Binary, INT, R::Operand0, 2, 2, lowerElementwise},
-    {"shift_right_logical", K::ShiftRightLogical, Fam::Binary, INT, R::Operand0, 2, 2, lowerElementwise},
-    {"next_after", K::NextAfter, Fam::Binary, FLOAT, R::Operand0, 2, 2, lowerElementwise},
+    {"add", K::Add, Fam::Binary, NUM | C, R::Operand0, 2, 2, lowerElementwise, kArith},
+    {"subtract", K::Subtract, Fam::Binary, NUM | C, R::Operand0, 2, 2, lowerElementwise, kArith},
+    {"multiply", K::Multiply, Fam::Binary, NUM | C, R::Operand0, 2, 2, lowerElementwise, kArith},
+    {"divide", K::Divide, Fam::Binary, NUM | C, R::Operand0, 2, 2, lowerElementwise, kDivide},
+    {"remainder", K::Remainder, Fam::Binary, NUM, R::Operand0, 2, 2, lowerElementwise, kRemainder},
+    {"power", K::Power, Fam::Binary, NUM | C, R::Operand0, 2, 2, lowerElementwise, kPower},
+    {"maximum", K::Maximum, Fam::Binary, ALL, R::Operand0, 2, 2, lowerElementwise, kCompare},
+    {"minimum", K::Minimum, Fam::Binary, ALL, R::Operand0, 2, 2, lowerElementwise, kCompare},
+    {"atan2", K::Atan2, Fam::Binary, FLOAT, R::Operand0, 2, 2, lowerElementwise, kAtan2},
+    {"and", K::And, Fam::Binary, B | INT, R::Operand0, 2, 2, lowerElementwise, kBits},
+    {"or", K::Or, Fam::Binary, B | INT, R::Operand0, 2, 2, lowerElementwise, kBits},
+    {"xor", K::Xor, Fam::Binary, B | INT, R::Operand0, 2, 2, lowerElementwise, kBits},
+    {"shift_left", K::ShiftLeft, Fam::Binary, INT, R::Operand0, 2, 2, lowerElementwise, kBits},
+    {"shift_right_arithmetic", K::ShiftRightArithmetic, Fam::Binary, INT, R::Operand0, 2, 2, lowerElementwise, kBits},
+    {"shift_right_logical", K::ShiftRightLogical, Fam::Binary, INT, R::Operand0, 2, 2, lowerElementwise, kBits},
+    {"next_after", K::NextAfter, Fam::Binary, FLOAT, R::Operand0, 2, 2, lowerElementwise, kNextAfter},
 
-    {"compare", K::Compare, Fam::Compare, ANY, R::Operand0, 2, 2, lowerElementwise},
-    {"select", K::Select, Fam::Select, ANY, R::Operand1, 3, 3, lowerElementwise},
-    {"clamp", K::Clamp, Fam::Clamp, NUM, R::Operand1, 3, 3, lowerElementwise},
-    {"convert", K::Convert, Fam::Convert, ANY, R::Operand0, 1, 1, lowerElementwise},
+    {"compare", K::Compare, Fam::Compare, ANY, R::Operand0, 2, 2, lowerElementwise, kCompare},
+    {"select", K::Select, Fam::Select, ANY, R::Operand1, 3, 3, lowerElementwise, kBits},
+    {"clamp", K::Clamp, Fam::Clamp, NUM, R::Operand1, 3, 3, lowerElementwise, kClamp},
+    {"convert", K::Convert, Fam::Convert, ANY, R::Operand0, 1, 1, lowerElementwise, kConvert},
     {"bitcast_convert", K::BitcastConvert, Fam::Shape, ALL, R::Operand0, 1, 1, lowerBitcastConvert},
     {"constant", K::Constant, Fam::Shape, ANY, R::Result0, 0, 0, lowerConstant},
     {"iota", K::Iota, Fam::Shape, ANY, R::Result0, 0, 0, lowerIota},
@@ -158,9 +187,14 @@ std::vector<const OpInfo*> allOps() {
 }
 
 const OpInfo& opInfo(OpKind kind) {
-  for (const OpInfo& info : kOps)
-    if (info.kind == kind) return info;
-  return kOps[0];
+  // By kind, in constant time: the cost model asks once per tile of every elementwise step.
+  static const std::vector<const OpInfo*> by_kind = [] {
+    std::vector<const OpInfo*> index(static_cast<size_t>(OpKind::Rng) + 1, &kOps[0]);
+    for (const OpInfo& info : kOps) index.at(static_cast<size_t>(info.kind)) = &info;
+    return index;
+  }();
+  const size_t k = static_cast<size_t>(kind);
+  return k < by_kind.size() ? *by_kind[k] : kOps[0];
 }
 
 std::string dtypeList(unsigned mask) {

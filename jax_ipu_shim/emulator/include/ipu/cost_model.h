@@ -36,8 +36,8 @@ uint64_t vertexTile(std::vector<uint64_t> vertex_cycles, int workers);
 
 // ipu-model.md (poplibs elementwise estimators): cycles of one tile running an elementwise op (unary, binary,
 // compare, select, clamp, convert, copy) over `elements` outputs of type `dtype` spread over the tile's workers:
-// 6 x the slowest worker (fixed + per 64-bit vector) + supervisor. Per-op figures are marked (doc) or calibrated
-// in cost_model.cc.
+// 6 x the slowest worker (fixed + per 64-bit vector) + supervisor. The per-op figures are the op's registry row's
+// (ElementCost, marked (doc) or calibrated in registry.cc).
 uint64_t elementwise(OpKind kind, DType dtype, int64_t elements, int workers);
 // One worker running an elementwise op over `elements` outputs (a vertex of the graph API): elementwise()'s per-worker
 // figure, in worker cycles (a tile runs its workers in turn: 6 tile cycles per worker cycle).
@@ -67,8 +67,8 @@ uint64_t matmul(DType dtype, int64_t outputs, int64_t depth, int workers);
 uint64_t random(DType dtype, int64_t elements, int workers);
 // ipu-model.md: exchange cycles = ceil(bytes / bytes-per-cycle) for one tile receiving `bytes`.
 uint64_t exchange(int64_t bytes, double bytes_per_cycle);
-// Floating-point operations an elementwise op performs per element, for the FLOP count (XLA's convention: one per
-// arithmetic op; data movement and bit operations count none).
+// Floating-point operations an elementwise op performs per element, for the FLOP count (its registry row's
+// ElementCost::flops).
 double flopsPerElement(OpKind kind);
 
 // ---- Sort and top_k (poplibs shape: popops sorts each slice on one tile; a slice too big for a tile is sorted

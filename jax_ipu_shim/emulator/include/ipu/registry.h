@@ -1,6 +1,7 @@
 // The op registry: the one table of which ops the emulator implements and for which element types.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -113,7 +114,7 @@ enum class OpKind {
   Imag,
   Complex,
   Fft,  // c64 as pairs of f32 (complex.cc, fft.cc)
-  Rng,  // random numbers (random.cc)
+  Rng,  // random numbers (random.cc); the last kind (opInfo's index)
 };
 
 enum class OpFamily {
@@ -146,6 +147,20 @@ struct OpContext;
 // An op's lowering: appends its steps to ctx.seq and returns its results' slots. The handlers are ipu/handlers.h's.
 using OpHandler = std::vector<int> (*)(Lowerer& lowerer, OpContext& ctx);
 
+// What an elementwise op's vertex costs, in poplibs' estimator shape (cost_model.h's cost::elementwise reads it):
+// `fixed` cycles per worker (call, pointer setup, loop prologue), then cycles per 64-bit vector of floats (2 x f32,
+// bf16 computed as f32, or 4 x f16) or per element of an integer type (the scalar pipeline). Where `per_element`,
+// the float figures are per element (software routines) and count once per lane of a vector. `flops`: floating-point
+// operations per element for the FLOP count (XLA's convention: one per arithmetic op; data movement and bit
+// operations none). Each figure's source is at its definition in registry.cc ("doc": docs/ipu-model.md, else
+// calibrated).
+struct ElementCost {
+  uint16_t fixed = 17;
+  float f32 = 3, f16 = 3, integer = 4;
+  bool per_element = false;
+  float flops = 1;
+};
+
 struct OpInfo {
   const char* name;  // without dialect prefix
   OpKind kind;
@@ -155,6 +170,7 @@ struct OpInfo {
   int min_operands;
   int max_operands;  // -1: any number
   OpHandler lower;   // how the emulator lowers it (ipu/handlers.h)
+  ElementCost cost = {};  // its vertex's cycle estimate, for the elementwise families (and a scalar body's op)
 };
 
 // A binary op that, as the whole body of a reduce, reduce_window, all_reduce, reduce_scatter or scatter, runs as that
