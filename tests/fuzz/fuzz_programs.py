@@ -127,6 +127,10 @@ class Program:
             for o in s.outs:
                 if o.name == name:
                     return o
+            for b in s.blocks:  # a nested function's parameters (a scan's carry, a loop's state)
+                for p in b.params:
+                    if p.name == name:
+                        return p
         raise KeyError(name)
 
 

@@ -350,6 +350,12 @@ ACCEPTED: List[Accepted] = [
              "with host arithmetic, which keeps a denormal (max(round(p), p) of a pad with 1e-40 is 1e-40 there); "
              "the ipu computes them at run time, with the series' flushing", ELEMENTWISE_F32,
              ("float32", "float16", "bfloat16"), 1, per="denormal", when="denormal_padding"),
+    Accepted("jaxlib 0.12's simplifier moves an elementwise op of a pad and a constant into the pad (1e-40 / pad(x, "
+             "0.001) => pad(1e-40 / x, 1e-40 / 0.001)) and folds the new padding value with host arithmetic, which "
+             "reads a denormal constant as it is (1e-40 / 0.001 is 1e-37 there; compiled, and on the ipu, the "
+             "denormal reads as 0: fuzz seed 20280601 #1086); the ipu computes the padding at run time, with the "
+             "series' flushing", ELEMENTWISE_F32, ("float32", "float16", "bfloat16"), 1, per="any", series="0.12",
+             when="pad_and_denormal_literal"),
     Accepted("... and a product or quotient of that padding value and an infinity folds to an infinity there (1e-40 "
              "* inf is inf in LLVM's host arithmetic), where the ipu reads the denormal as a zero (0 * inf is NaN)",
              ("mul", "div"), ("float32", "float16", "bfloat16"), 1, per="any", when="denormal_padding"),
@@ -406,6 +412,13 @@ ACCEPTED: List[Accepted] = [
              "vector.reduce) in another order than the emulator's model of its vector loops; a few ulp of the "
              "scale", ("reduce_sum", "reduce_prod"), ("float32",), 4, per="row", series="0.4.",
              when="minor_unvectorised", open=True),
+    Accepted("open: jaxlib 0.4.13, an f32 sum or product over the innermost dimension of a reshape whose rows span "
+             "several of its source's dimensions (jnp.sum(x.reshape(16, 6), 1) of f32[4, 2, 3, 4], also through "
+             "elementwise ops): XLA:CPU fuses the reshape into the reduce's loop, and LLVM vectorises that loop's "
+             "index arithmetic for some shapes (f32[3, 4, 4] as [8, 6]) and folds the row in order for others "
+             "(f32[2, 3, 4] as [4, 6]), where the ipu folds it in the lanes of the unfused loop; an ulp or two of the "
+             "scale (fuzz seed 20280501 #5831)", ("reduce_sum", "reduce_prod"), ("float32",), 4, per="row",
+             series="0.4.", when="reshaped_rows", open=True),
     Accepted("open: jaxlib 0.4.13, an f32 sum or product that XLA:CPU fuses with the gather it reads: LLVM leaves "
              "rows of fewer than 16 terms (but 4 and 8) unvectorised there and adds them in order from the init "
              "value, where the emulator uses its 8-lane model (jnp.sum(x[i], 0) of 6 gathered rows), and so a sum of "
@@ -1085,6 +1098,33 @@ def _minor_unvectorised(step, program, values) -> bool:  # noqa: ANN001
                for o in step.outs) or (step.op in ("reduce_sum", "reduce_prod") and any(map(unit_dim, step.reads)))
 
 
+def _reshaped_rows(step, program, values) -> bool:  # noqa: ANN001
+    """The step reduces (through elementwise steps, which keep the shape) a reshape of a source of rank 3 or more
+    whose result's rows are neither a trailing run of the source's dimensions nor within its minor one: XLA:CPU
+    fuses the reshape into the reduce's loop and computes each element's source index there."""
+    producers = {o.name: s for s in program.ops() for o in s.outs}
+
+    def reshaped(name: str, depth: int) -> bool:
+        producer = producers.get(name)
+        if producer is None or not producer.outs:
+            return False
+        if producer.op == "reshape" and producer.reads:
+            try:
+                source = [d for d in program.var(producer.reads[0]).shape]
+            except KeyError:
+                return False
+            out = producer.outs[0].shape
+            if len(source) < 3 or not out:
+                return False
+            row, trailing = out[-1], [math.prod(source[k:]) for k in range(len(source))]
+            return row > 1 and source[-1] % row != 0 and row not in trailing
+        shape = producer.outs[0].shape
+        return depth > 0 and producer.op not in MOVES_OPS + REDUCING and not producer.blocks and any(
+            reshaped(r, depth - 1) for r in producer.reads if r in producers and producers[r].outs[0].shape == shape)
+
+    return step.op in ("reduce_sum", "reduce_prod") and any(reshaped(r, 3) for r in step.reads)
+
+
 def _scalar_loop(step, program, values) -> bool:  # noqa: ANN001
     """The step's result has a minor dimension of 3, 5, 6 or 7 (or 1, of rank 2 or more), or it shares a fused loop
     with a gather (reads one, through at most one move, or is read by one), with an fmod (reads what an fmod
@@ -1181,6 +1221,12 @@ def _denormal_padding(step, program, values) -> bool:  # noqa: ANN001
         return depth > 0 and producer.op in ELEMENTWISE_F32 and any(padded(r, depth - 1) for r in producer.reads)
 
     return any(padded(r, 2) for r in step.reads)
+
+
+def _pad_and_denormal_literal(step, program, values) -> bool:  # noqa: ANN001
+    """The step reads a pad and has a denormal literal operand (1e-40 / v where v is a pad)."""
+    producers = {o.name: s for s in program.ops() for o in s.outs}
+    return _denormal_literal(step.expr) and any(r in producers and producers[r].op == "pad" for r in step.reads)
 
 
 def _converted_bool_operand(step, program, values) -> bool:  # noqa: ANN001
@@ -1284,6 +1330,8 @@ WHEN = {
     "nan_literal_operand": _nan_literal_operand,
     "read_twice": _read_twice,
     "minor_unvectorised": _minor_unvectorised,
+    "reshaped_rows": _reshaped_rows,
+    "pad_and_denormal_literal": _pad_and_denormal_literal,
     "denormal_bound": _denormal_bound,
     "read_by_erf_inv": _read_by_erf_inv,
     "nan_to_unsigned": _nan_to_unsigned,

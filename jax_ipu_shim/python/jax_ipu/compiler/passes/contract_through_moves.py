@@ -9,7 +9,8 @@ same products of the same elements (a move only selects and orders elements), so
 sum, which then rounds once as on cpu (``jnp.flip(x * y, 0) - y``). Which moves XLA:CPU fuses so was measured per
 series (f32[6, 6] and f32[16, 16], each result against a fused and an unfused reference):
 
-- jaxlib 0.4.13: transpose, reshape, slice, and a reverse of leading dimensions (not of the minor one);
+- jaxlib 0.4.13: transpose, reshape, slice, and a reverse of leading dimensions (of the minor one only where the
+  add's other operand is a splat constant: ``2 - jnp.flip(x * x, 1)``);
 - jaxlib 0.12: reverse, reshape and slice (a transpose is its own loop there: no contraction), and a transpose that
   the add reads directly when the add's other operand is a broadcast or a constant: 0.12's simplifier moves the
   transpose below the add, transposing that operand instead, ``transpose(x * x) + b[None, :]`` =>
@@ -31,13 +32,15 @@ MOVES = ("reverse", "transpose", "reshape", "slice")
 ADDS = ("add", "subtract")
 
 
-def fuses(move: Dict[str, Any], operand_rank: int, current_series: bool, sinks: bool = False) -> bool:
+def fuses(move: Dict[str, Any], operand_rank: int, current_series: bool, sinks: bool = False,
+          splat: bool = False) -> bool:
     """Whether XLA:CPU computes ``move`` inside the loop of the add its chain feeds. ``sinks``: the move is a
-    transpose the add reads directly and the add's other operand absorbs it (jaxlib 0.12 moves it below the add)."""
+    transpose the add reads directly and the add's other operand absorbs it (jaxlib 0.12 moves it below the add).
+    ``splat``: the move is one the add reads directly and the add's other operand is a splat constant."""
     if move["op"] == "transpose":
         return not current_series or sinks
     if move["op"] == "reverse" and not current_series:
-        return operand_rank - 1 not in move["attrs"].get("dimensions", [])
+        return splat or operand_rank - 1 not in move["attrs"].get("dimensions", [])
     return move["op"] in MOVES
 
 
@@ -113,11 +116,13 @@ def _block(block: Dict[str, Any], fresh: Any, anchors: Any, moves: Dict[str, Dic
                 entries: List[Dict[str, Any]] = []
                 value = operand
                 sinks = len(entry["operands"]) == 2 and absorbs_transpose(entry["operands"][1 - side], producer)
+                splat = len(entry["operands"]) == 2 and splat_constant(entry["operands"][1 - side], producer)
                 while value in producer and uses.get(value) == 1 and \
                         (move := as_move(producer[value], moves)) is not None:
                     source = move["operands"][0]
                     if source not in types or \
-                            not fuses(move, len(types[source]["shape"]), current_series, sinks and not chain):
+                            not fuses(move, len(types[source]["shape"]), current_series, sinks and not chain,
+                                      splat and not chain):
                         break
                     chain.append(move)
                     entries.append(producer[value])
@@ -149,3 +154,14 @@ def absorbs_transpose(value: int, producer: Dict[int, Dict[str, Any]]) -> bool:
     constant, the other operand of an add it then computes before the transpose."""
     p = producer.get(value)
     return p is not None and p["op"] in ("broadcast_in_dim", "constant")
+
+
+def splat_constant(value: Optional[int], producer: Dict[int, Dict[str, Any]]) -> bool:
+    """Whether ``value`` is one constant number: a scalar constant, or one broadcast (the front end writes a splat
+    constant that elementwise ops read so). Beside one, jaxlib 0.4.13's XLA:CPU contracts a product into the add
+    through a reverse of the minor dimension too (``2 - jnp.flip(x * x, 1)``; beside an argument, a broadcast
+    argument or a constant array it rounds the product: f32[8, 6], fuzz seed 20280501 #6125)."""
+    p = producer.get(value) if value is not None else None
+    if p is not None and p["op"] == "broadcast_in_dim":
+        p = producer.get(p["operands"][0])
+    return p is not None and p["op"] == "constant" and p["results"][0]["shape"] == []

@@ -30,7 +30,7 @@ from typing import Any, Dict, List, Optional, Set
 
 from .. import ops as O
 from . import id_counter
-from .contract_through_moves import absorbs_transpose, as_move, fuses, single_moves
+from .contract_through_moves import absorbs_transpose, as_move, fuses, single_moves, splat_constant
 
 ADDS = ("add", "subtract")
 FREE_OPERANDS = ("broadcast_in_dim", "iota")  # operands XLA's EffectivelyAtMostUnary does not count
@@ -95,7 +95,10 @@ def _block(block: Dict[str, Any], fresh: Any, anchors: Any, series: Any,
         if sum(_elements(shapes[v]) for v in dict.fromkeys(m["operands"])) <= _elements(result["shape"]):
             return True
         users = readers[result["id"]]
-        return result["id"] not in escaping and all(_elementwise(r["op"]) for r in users) and \
+        # jaxlib 0.4.13 also copies it into the loops of the moves that read it (fuzz seed 20280501 #6125 with x * y:
+        # jnp.flip(x * y, 0) read by 2 - t and returned); jaxlib 0.12 keeps it one loop there
+        return result["id"] not in escaping and \
+            all(_elementwise(r["op"]) or (not series[0] and as_move(r, series[1]) is not None) for r in users) and \
             _fuses_on_all_paths(users, readers)
 
     copies: Dict[int, List[Dict[str, Any]]] = {}  # id(add) -> the copies to place before it
@@ -104,14 +107,13 @@ def _block(block: Dict[str, Any], fresh: Any, anchors: Any, series: Any,
         if m["op"] != "multiply" or m["results"][0]["dtype"] != "f32":
             continue
         product = m["results"][0]["id"]
-        users = readers.get(product, [])
-        if len(users) + (product in escaping) < 2 or not duplicable(m):
+        ends = _loops_reading(product, readers, escaping, shapes, producer, series)
+        if len(ends) < 2 or not duplicable(m):
             continue
-        shared = _fused_together(users, readers)
-        for user in users:
-            if id(user) in shared:
+        shared = _fused_together([add for _, add, _ in ends if add is not None], readers)
+        for chain, add, read in ends:
+            if add is None or id(add) in shared:
                 continue
-            chain, add, read = _moved_to_add(user, product, readers, escaping, shapes, producer, series)
             if add["op"] not in ADDS or add["results"][0]["dtype"] != "f32" or add["operands"].count(read) != 1:
                 continue
             factors = list(m["operands"])
@@ -139,27 +141,48 @@ def _block(block: Dict[str, Any], fresh: Any, anchors: Any, series: Any,
     return True
 
 
-def _moved_to_add(user: Dict[str, Any], product: int, readers: Dict[int, List[Dict[str, Any]]], escaping: Set[int],
-                  shapes: Dict[int, List[int]], producer: Dict[int, Dict[str, Any]], series: Any) -> Any:
-    """(moves, op, value): ``user`` itself reading the product, or the moves XLA fuses into the loop of the op at the
-    end of their chain (each read once, contract_through_moves' rules) and that op, reading the chain's last value
-    (``jnp.square(x).T + 1`` beside a reduction of the square: cpu duplicates the square into the add's loop)."""
+def _loops_reading(product: int, readers: Dict[int, List[Dict[str, Any]]], escaping: Set[int],
+                   shapes: Dict[int, List[int]], producer: Dict[int, Dict[str, Any]], series: Any) -> List[Any]:
+    """The loops XLA:CPU reads the product in, each as (moves, op, value): an op reading the product, or reading it
+    through moves XLA fuses into that op's loop (contract_through_moves' rules) and that op, reading the chain's last
+    value; op None where that value is a result of the block, or a move that some of its readers do not fuse (a loop of
+    its own, which no add shares). A move that several ops read is copied into each of their loops with the product
+    (``t = jnp.flip(x * x, 0)`` read by ``2 - t`` and returned as well: cpu contracts the square into the subtract;
+    fuzz seed 20280501 #6125, both series), so the walk branches there, each reader with its own rule (jaxlib 0.12
+    sinks ``(x * x).T`` below ``2 - t`` but not below the output's reshape); ``jnp.square(x).T + 1`` beside a
+    reduction of the square is one chain of one such loop."""
     current_series, moves = series
-    chain: List[Dict[str, Any]] = []
-    op, value = user, product
-    while (move := as_move(op, moves)) is not None and op["operands"] == [value]:
+    ends: List[Any] = []
+
+    def direct(reader: Dict[str, Any], value: int) -> Any:
+        """(sinks, splat) of an add that reads ``value`` once: its other operand absorbs a transpose, is a splat."""
+        if reader["op"] not in ADDS or len(reader["operands"]) != 2 or reader["operands"].count(value) != 1:
+            return False, False
+        other = next(v for v in reader["operands"] if v != value)
+        return absorbs_transpose(other, producer), splat_constant(other, producer)
+
+    def visit(op: Dict[str, Any], value: int, chain: List[Dict[str, Any]]) -> None:
+        move = as_move(op, moves)
+        if move is None or op["operands"] != [value]:
+            ends.append((chain, op, value))
+            return
         result = op["results"][0]["id"]
-        after = readers.get(result, [])
-        if len(after) != 1 or result in escaping:
-            break
-        nxt = after[0]
-        sinks = nxt["op"] in ADDS and len(nxt["operands"]) == 2 and nxt["operands"].count(result) == 1 and \
-            absorbs_transpose(next(v for v in nxt["operands"] if v != result), producer)
-        if not fuses(move, len(shapes[value]), current_series, sinks):
-            break
-        chain.append(move)
-        op, value = nxt, result
-    return chain, op, value
+        rank = len(shapes[value])
+        if result in escaping:
+            ends.append((chain + [move], None, result))
+        apart = False  # a reader the move does not fuse into: the move is a loop of its own (op None there too)
+        for reader in readers.get(result, []):
+            if fuses(move, rank, current_series, *direct(reader, result)):
+                visit(reader, result, chain + [move])
+            elif not apart:
+                apart = True
+                ends.append((chain, None, value))
+
+    if product in escaping:
+        ends.append(([], None, product))
+    for op in readers.get(product, []):
+        visit(op, product, [])
+    return ends
 
 
 def _fused_together(users: List[Dict[str, Any]], readers: Dict[int, List[Dict[str, Any]]]) -> Set[int]:
