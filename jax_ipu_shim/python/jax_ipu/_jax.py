@@ -113,6 +113,7 @@ def install_callback_emitter(platform: str, emitter: Callable[..., Any]) -> bool
         if emitters is None:
             return False
         emitters[platform] = emitter
+        _when_imported(_HOST_CALLBACK, functools.partial(_lower_host_callback, platform))
     else:
         from jax._src import callback as jax_callback
 
@@ -140,6 +141,71 @@ def install_callback_emitter(platform: str, emitter: Callable[..., Any]) -> bool
     return True
 
 
+_HOST_CALLBACK = "jax.experimental.host_callback"
+
+
+def _lower_host_callback(platform: str, module: Any) -> None:
+    """jax.experimental.host_callback (jax 0.4.13's id_tap, id_print, call): jax registers the lowering of its
+    primitive, a custom call through ``emit_python_callback``, for "cpu" only, and takes an outfeed path on gpu and
+    tpu that refuses PJRT C API plugins. The custom-call path is the ipu's: our emitter runs it as a host call."""
+    from jax._src.interpreters import mlir
+
+    mlir.register_lowering(module.outside_call_p, module._outside_call_lowering, platform=platform)
+    # barrier_wait (and the wait at exit) runs a barrier tap on each device host_callback listens to, by default
+    # those of "cpu", "cuda", "rocm" and "tpu": the ipu's devices join them, so that it waits for the taps of the
+    # computations already queued there (they run in order per device)
+    start = module._initialize_outfeed_receiver
+
+    def initialize_with_ipu_devices(*args: Any, **kwargs: Any) -> None:
+        start(*args, **kwargs)
+        from jax._src import xla_bridge
+
+        data = module._callback_handler_data
+        with data.lock:
+            if platform in xla_bridge.backends():
+                data.devices = list(data.devices) + [d for d in xla_bridge.get_backend(platform).local_devices()
+                                                     if d not in data.devices]
+
+    module._initialize_outfeed_receiver = initialize_with_ipu_devices
+
+
+class _AfterImport:
+    """A ``sys.meta_path`` entry that calls ``then(module)`` once ``name`` has been imported (loaded by the other
+    finders as usual), so that an optional jax module costs nothing until a program imports it."""
+
+    def __init__(self, name: str, then: Callable[[Any], None]) -> None:
+        self.name, self.then = name, then
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        import importlib.util
+        import sys
+
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)  # the real finders locate it; we only wrap its execution
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module, then = spec.loader.exec_module, self.then
+
+        def exec_then(module: Any) -> None:
+            exec_module(module)
+            then(module)
+
+        spec.loader.exec_module = exec_then  # type: ignore[method-assign]
+        return spec
+
+
+def _when_imported(name: str, then: Callable[[Any], None]) -> None:
+    """Calls ``then(module)`` now if ``name`` is imported, else right after its import."""
+    import sys
+
+    if name in sys.modules:
+        then(sys.modules[name])
+    elif not any(isinstance(f, _AfterImport) and f.name == name for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterImport(name, then))
+
+
 def ir_types(ctx: Any, aval: Any) -> Tuple[Any, ...]:
     """The MLIR types of an abstract value; the current series needs the lowering's module context."""
     from jax._src.interpreters import mlir
@@ -147,6 +213,17 @@ def ir_types(ctx: Any, aval: Any) -> Tuple[Any, ...]:
     if is_current_series():
         return tuple(mlir.aval_to_ir_types(ctx.module_context, aval))
     return tuple(mlir.aval_to_ir_types(aval))
+
+
+def physical_avals(aval: Any) -> List[Any]:
+    """The arrays that hold an abstract value: itself, or for an extended dtype (a PRNG key array) the avals of its
+    physical representation (a key<fry>[n] is a uint32[n, 2]), which is what the program moves and a host callback
+    receives."""
+    from jax._src import core, dtypes
+
+    dtype = getattr(aval, "dtype", None)
+    extended = dtypes.issubdtype(dtype, dtypes.extended) if is_current_series() else dtypes.is_opaque_dtype(dtype)
+    return [core.physical_aval(aval)] if extended else [aval]
 
 
 def set_callback_sharding(ctx: Any, op: Any, sharding: Any, token_first: bool) -> None:

@@ -75,7 +75,10 @@ class _Keepalive:
 def register(callback: Callable[..., Any], operand_avals: Sequence[Any],
              result_avals: Sequence[Any]) -> Tuple[int, _Keepalive]:
     """Registers a host callback; returns its id and the object that keeps it registered."""
-    entry = _Entry(callback, [_aval(a) for a in operand_avals], [_aval(a) for a in result_avals])
+    from jax_ipu import _jax
+
+    entry = _Entry(callback, [_aval(p) for a in operand_avals for p in _jax.physical_avals(a)],
+                   [_aval(p) for a in result_avals for p in _jax.physical_avals(a)])
     with _registry_lock:
         ident = next(_next_id)
         _registry[ident] = entry
