@@ -213,3 +213,53 @@ def test_callbacks_whose_results_are_never_read_do_not_deadlock(python):
     # Every callback fired, in order, even though nothing waited for them before the process exited.
     assert result.stdout.splitlines() == ["dropped [0. 0. 0.]", "io 0.0", "dropped [1. 1. 1.]", "io 6.0",
                                           "dropped [2. 2. 2.]", "io 12.0"]
+
+
+def test_effects_barrier_waits_for_callbacks_jax_keeps_no_token_for():
+    """A vmap of an unordered io_callback (and a pure_callback) leaves jax no effect token to wait on; cpu's call
+    returns when it is done, the ipu's at once, so jax.effects_barrier also waits for the work queued on the ipu
+    devices (jax's python_callback_test.py test_io_callback_can_be_batched_if_unordered)."""
+    import threading
+    import time
+
+    calls = []
+    release = threading.Event()
+
+    def slow(x):
+        release.wait(0.2)  # long enough to be seen unfinished by a barrier that does not wait
+        calls.append(int(x))
+        return x
+
+    f = jax.vmap(lambda x: io_callback(slow, jax.ShapeDtypeStruct((), x.dtype), x))
+    x = jax.device_put(jnp.arange(4), jax.devices("ipu")[0])
+    for _ in range(2):
+        f(x)
+        start = time.monotonic()
+        jax.effects_barrier()
+        assert len(calls) % 4 == 0 and calls, f"the barrier returned with {len(calls)} calls made"
+    assert sorted(calls) == [0, 0, 1, 1, 2, 2, 3, 3] and time.monotonic() - start >= 0.1
+
+
+def test_checkify_checks_run_on_the_ipu():
+    """checkify's check primitive: functionalised by checkify.checkify, or (with
+    jax_experimental_unsafe_xla_runtime_errors) a host callback that fails the call with the check's message, as on
+    cpu; debug_check is a no-op outside checkify."""
+    from jax.experimental import checkify
+
+    def f(x):
+        checkify.check(jnp.all(x > 0), "x must be positive, got {x}", x=x)
+        checkify.debug_check(jnp.all(x < 100), "never raised outside checkify")
+        return jnp.log(x)
+
+    bad, good = np.array([1.0, -1.0], np.float32), np.array([1.0, 200.0], np.float32)
+    err, _ = jax.jit(checkify.checkify(f), backend="ipu")(bad)
+    assert "x must be positive, got [ 1. -1.]" in err.get()
+    previous = jax.config.jax_experimental_unsafe_xla_runtime_errors
+    jax.config.update("jax_experimental_unsafe_xla_runtime_errors", True)
+    try:
+        with pytest.raises(Exception, match=r"x must be positive, got \[ 1. -1.\]"):
+            np.asarray(jax.jit(f, backend="ipu")(bad))
+        # (jax 0.4.13's cpu fails a passing check there: "CPU callback expected a tuple result, got []")
+        np.testing.assert_allclose(jax.jit(f, backend="ipu")(good), np.log(good), rtol=1e-6)
+    finally:
+        jax.config.update("jax_experimental_unsafe_xla_runtime_errors", previous)

@@ -54,7 +54,7 @@ def pytest_collection_modifyitems(config, items):
 # Files jax skips as a whole for every PJRT C API plugin (``if xla_bridge.using_pjrt_c_api(): raise SkipTest(
 # "host_callback not implemented in PJRT C API")``, likewise "infeed not implemented"): the ipu implements host
 # callbacks and infeed, so these run on it, with jax told that the ipu is not such a plugin for their tests' length.
-C_API_GUARDED_FILES = ("host_callback_test.py", "infeed_test.py")  # run_upstream.CALLBACK_FILES
+C_API_GUARDED_FILES = ("host_callback_test.py", "infeed_test.py")
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -101,7 +101,33 @@ def pytest_configure(config):
 
         import jax_ipu  # noqa: F401
     except ImportError:
-        pass
+        return
+    _lower_test_primitives_for_ipu()
+
+
+def _lower_test_primitives_for_ipu() -> None:
+    """Some test files define a primitive of their own and register its lowering for the platforms they know by
+    name (python_callback_test.py: ``callback_p`` for "cpu", "gpu" and "tpu"), as a user's library registers one for
+    the platforms it supports. A user would add "ipu"; here a lowering a test file registers for "cpu" is registered
+    for "ipu" too (jax's own modules register theirs before the tests are imported: those are the backend's)."""
+    import inspect
+
+    from jax._src.interpreters import mlir
+    from jax.interpreters import mlir as public_mlir
+
+    original = mlir.register_lowering
+    if getattr(original, "_jax_ipu_upstream", False):
+        return
+
+    def register_lowering(prim, rule, platform=None, **kwargs):
+        result = original(prim, rule, platform=platform, **kwargs)
+        caller = inspect.stack()[1].filename
+        if platform == "cpu" and caller.endswith("_test.py"):
+            original(prim, rule, platform="ipu", **kwargs)
+        return result
+
+    register_lowering._jax_ipu_upstream = True
+    mlir.register_lowering = public_mlir.register_lowering = register_lowering
 
 
 def pytest_runtest_logreport(report):

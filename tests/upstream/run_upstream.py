@@ -38,10 +38,11 @@ FILES = (
     "lax_control_flow_test.py", "lax_autodiff_test.py", "lax_vmap_test.py", "lax_vmap_op_test.py",
     "random_test.py", "linalg_test.py", "fft_test.py", "nn_test.py", "api_test.py",
 )
-# Issue 23's: the files jax skips for every PJRT C API plugin, which the harness runs on the ipu
-# (jax_ipu_upstream.C_API_GUARDED_FILES), in the default lane where the checkout has them (jax 0.4.13 does; the
-# current series has removed host_callback).
-CALLBACK_FILES = ("host_callback_test.py", "infeed_test.py")
+# Issue 23's callback lane: `--files` these (with `--devices 4` for their pmap tests). jax skips the first two for
+# every PJRT C API plugin and the harness runs them on the ipu (jax_ipu_upstream.C_API_GUARDED_FILES); the
+# current series has removed host_callback.
+CALLBACK_FILES = ("host_callback_test.py", "infeed_test.py", "python_callback_test.py", "checkify_test.py",
+                  "debugging_primitives_test.py")
 # Issue 20's multi-device lane: `--files` these with `--devices 4` or `--devices 8` (jax's own tests of sharding,
 # pjit, shard_map and pmap; the same forced device count on cpu).
 MULTI_DEVICE_FILES = ("pjit_test.py", "xmap_test.py", "shard_map_test.py", "multi_device_test.py", "array_test.py",
@@ -167,8 +168,7 @@ def print_table(rows: list, total: dict) -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("checkout", type=Path)
-    p.add_argument("--files", default=None, help="comma-separated test files under tests/ (default: FILES, and "
-                                                 "those of CALLBACK_FILES the checkout has)")
+    p.add_argument("--files", default=",".join(FILES), help="comma-separated test files under tests/")
     p.add_argument("--backends", default="cpu,ipu")
     p.add_argument("--cases", type=int, default=5, help="JAX_NUM_GENERATED_CASES")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
@@ -193,8 +193,6 @@ def main(argv=None) -> int:
                          f"tag jax-v{wanted} (or say --tests-of {version} to run that version's tests knowingly)")
     if version != wanted:
         print(f"[upstream] the tests of jax {version} against the installed jax {jax.__version__} (--tests-of)")
-    if args.files is None:
-        args.files = ",".join(FILES + tuple(f for f in CALLBACK_FILES if (args.checkout / "tests" / f).is_file()))
     files = [f for f in args.files.split(",") if f]
     missing = [f for f in files if not (args.checkout / "tests" / f).is_file()]
     if missing:

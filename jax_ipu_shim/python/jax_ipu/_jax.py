@@ -136,6 +136,7 @@ def install_callback_emitter(platform: str, emitter: Callable[..., Any]) -> bool
             emit_python_callback._jax_ipu = True  # type: ignore[attr-defined]
             jax_callback.emit_python_callback = emit_python_callback
     mlir.register_lowering(debugging.debug_callback_p, debugging.debug_callback_lowering, platform=platform)
+    _when_imported("jax._src.checkify", functools.partial(_lower_checks, platform))
     if hasattr(debugging, "debug_print_p"):  # the current series' jax.debug.print has a primitive of its own
         mlir.register_lowering(debugging.debug_print_p, debugging.debug_print_lowering_rule, platform=platform)
     return True
@@ -167,6 +168,15 @@ def _lower_host_callback(platform: str, module: Any) -> None:
                                                      if d not in data.devices]
 
     module._initialize_outfeed_receiver = initialize_with_ipu_devices
+
+
+def _lower_checks(platform: str, module: Any) -> None:
+    """checkify's ``check`` primitive (checkify.check, debug_check) outside checkify: jax lowers it for cpu and gpu
+    as a host callback that raises the error (with jax_experimental_unsafe_xla_runtime_errors; a debug_check is a
+    no-op there), and refuses it on tpu. The ipu runs host callbacks, so it lowers it as cpu does."""
+    from jax._src.interpreters import mlir
+
+    mlir.register_lowering(module.check_p, module.check_lowering_rule, platform=platform)
 
 
 class _AfterImport:

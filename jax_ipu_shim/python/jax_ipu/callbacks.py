@@ -206,3 +206,31 @@ def install_runtime(lib: ctypes.CDLL) -> None:
         # (ctypes releases the GIL for the wait); a run waiting on an empty infeed fails instead, since nothing
         # can feed it any more. Registered after jax's own atexit handlers, so it runs first.
         atexit.register(at_exit)
+    synchronize = getattr(lib, "JaxIpu_Synchronize", None)
+    if synchronize is not None:
+        _wait_in_effects_barrier(synchronize)
+
+
+def _wait_in_effects_barrier(synchronize: Callable[[], None]) -> None:
+    """``jax.effects_barrier()`` waits for the tokens of effectful computations; jax asks for none where a callback's
+    effect is dropped (a vmap of an unordered io_callback, a pure_callback), which on cpu, whose calls return when
+    they are done, loses nothing. The ipu's calls return at once: the barrier also waits for the work queued on the
+    ipu devices, so that every callback queued before it has run (jax's python_callback_test.py
+    test_io_callback_can_be_batched_if_unordered)."""
+    from jax._src import api
+
+    original = api.effects_barrier
+    if getattr(original, "_jax_ipu", False):
+        return
+
+    def effects_barrier() -> None:
+        original()
+        synchronize()  # ctypes lets go of the GIL while the devices drain, so their callbacks can run
+
+    effects_barrier.__doc__ = original.__doc__
+    effects_barrier._jax_ipu = True  # type: ignore[attr-defined]
+    api.effects_barrier = effects_barrier
+    import jax
+
+    if getattr(jax, "effects_barrier", None) is original:
+        jax.effects_barrier = effects_barrier
