@@ -15,49 +15,7 @@
 
 namespace ipu {
 
-namespace {
-
-using scalar::F32OpCount;
 using K = OpKind;
-
-// The f32 vector ops one c64 element of `kind` costs (Poplar's pair arithmetic; transcendental parts are one f32
-// op each, as popops runs them).
-std::vector<F32OpCount> f32Ops(OpKind kind) {
-  switch (kind) {
-    case K::Add:
-    case K::Subtract: return {{K::Add, 2}};
-    case K::Negate: return {{K::Negate, 2}};
-    case K::Multiply: return {{K::Multiply, 4}, {K::Add, 2}};
-    case K::Divide: return {{K::Divide, 3}, {K::Multiply, 3}, {K::Add, 3}, {K::Abs, 2}};  // Smith's algorithm
-    case K::Abs: return {{K::Abs, 2}, {K::Divide, 1}, {K::Multiply, 2}, {K::Add, 1}, {K::Sqrt, 1}};
-    case K::Sign: return {{K::Abs, 2}, {K::Divide, 3}, {K::Multiply, 2}, {K::Add, 1}, {K::Sqrt, 1}};
-    case K::Exp: return {{K::Exp, 1}, {K::Cosine, 1}, {K::Sine, 1}, {K::Multiply, 2}};
-    case K::Expm1: return {{K::Expm1, 1}, {K::Cosine, 1}, {K::Sine, 2}, {K::Multiply, 5}, {K::Add, 2}};
-    case K::Log: return {{K::Abs, 2}, {K::Divide, 1}, {K::Multiply, 2}, {K::Log, 1}, {K::Log1p, 1}, {K::Atan2, 1}};
-    case K::Log1p: return {{K::Multiply, 3}, {K::Add, 3}, {K::Log1p, 1}, {K::Atan2, 1}};
-    case K::Sqrt: return {{K::Abs, 2}, {K::Sqrt, 2}, {K::Divide, 2}, {K::Multiply, 2}, {K::Add, 2}};
-    case K::Rsqrt: return {{K::Abs, 2}, {K::Sqrt, 2}, {K::Divide, 5}, {K::Multiply, 5}, {K::Add, 5}};
-    case K::Tanh:
-    case K::Tan: return {{K::Tanh, 1}, {K::Tan, 1}, {K::Multiply, 6}, {K::Add, 2}, {K::Divide, 2}};
-    case K::Sine:
-    case K::Cosine:
-    case K::Sinh:
-    case K::Cosh: return {{K::Sine, 1}, {K::Cosine, 1}, {K::Sinh, 1}, {K::Cosh, 1}, {K::Multiply, 2}};
-    case K::Asin:
-    case K::Acos:
-    case K::Atan:
-    case K::Asinh:
-    case K::Acosh:
-    case K::Atanh:  // log and sqrt of c64
-      return {{K::Log, 1}, {K::Sqrt, 2}, {K::Atan2, 2}, {K::Abs, 2}, {K::Multiply, 6}, {K::Add, 6}, {K::Divide, 2}};
-    case K::Power:
-      return {{K::Log, 1}, {K::Log1p, 1}, {K::Atan2, 1}, {K::Exp, 1}, {K::Cosine, 1}, {K::Sine, 1}, {K::Multiply, 8}};
-    case K::Compare: return {{K::Compare, 2}, {K::And, 1}};
-    default: return {{K::Convert, 2}};  // moves of parts: real, imag, complex, convert
-  }
-}
-
-}  // namespace
 
 // Is this op one of complex.cc's: real/imag/complex/fft, or an elementwise op with a c64 operand or result.
 bool isComplexOp(const OpContext& ctx) {
@@ -160,7 +118,7 @@ std::vector<int> emitPairMap(Lowerer& lowerer, OpContext& ctx, const MakeKernel&
   const TileMapping work = lowerer.graph().slots[static_cast<size_t>(o)].mapping;
   std::vector<int64_t> recv;
   for (size_t i = 0; i < ctx.in.size(); ++i) lowerer.exchangeSameIndex(&recv, work, ctx.in[i]);
-  const std::vector<F32OpCount> ops = f32Ops(ctx.info->family == OpFamily::Compare ? K::Compare : ctx.info->kind);
+  const C64Cost& ops = ctx.info->c64;  // the registry row's f32 ops per element
   std::vector<Superstep> steps;
   const int workers = lowerer.device().num_worker_contexts;
   if (work.num_elements > 0) {

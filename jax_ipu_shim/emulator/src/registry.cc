@@ -63,22 +63,46 @@ constexpr ElementCost kNextAfter{29, 12, 12, 12, true};
 constexpr ElementCost kConvert{17, 2, 2, 2, false, 0};       // (doc) f16<->f32 ~2 per 4 elements
 constexpr ElementCost kClamp{29, 3, 3, 4, false, 2};
 
+// The f32 vector ops one c64 element costs (ipu/registry.h C64Cost: Poplar's pair arithmetic, each f32 op its own
+// vector loop over the elements; a transcendental part is one f32 op, as popops runs it). Ops not named move parts
+// (real, imag, complex, convert): two f32 moves.
+constexpr C64Cost kC64AddSub{{K::Add, 2}};
+constexpr C64Cost kC64Negate{{K::Negate, 2}};
+constexpr C64Cost kC64Multiply{{K::Multiply, 4}, {K::Add, 2}};
+constexpr C64Cost kC64Divide{{K::Divide, 3}, {K::Multiply, 3}, {K::Add, 3}, {K::Abs, 2}};  // Smith's algorithm
+constexpr C64Cost kC64Abs{{K::Abs, 2}, {K::Divide, 1}, {K::Multiply, 2}, {K::Add, 1}, {K::Sqrt, 1}};
+constexpr C64Cost kC64Sign{{K::Abs, 2}, {K::Divide, 3}, {K::Multiply, 2}, {K::Add, 1}, {K::Sqrt, 1}};
+constexpr C64Cost kC64Exp{{K::Exp, 1}, {K::Cosine, 1}, {K::Sine, 1}, {K::Multiply, 2}};
+constexpr C64Cost kC64Expm1{{K::Expm1, 1}, {K::Cosine, 1}, {K::Sine, 2}, {K::Multiply, 5}, {K::Add, 2}};
+constexpr C64Cost kC64Log{{K::Abs, 2}, {K::Divide, 1}, {K::Multiply, 2}, {K::Log, 1}, {K::Log1p, 1}, {K::Atan2, 1}};
+constexpr C64Cost kC64Log1p{{K::Multiply, 3}, {K::Add, 3}, {K::Log1p, 1}, {K::Atan2, 1}};
+constexpr C64Cost kC64Sqrt{{K::Abs, 2}, {K::Sqrt, 2}, {K::Divide, 2}, {K::Multiply, 2}, {K::Add, 2}};
+constexpr C64Cost kC64Rsqrt{{K::Abs, 2}, {K::Sqrt, 2}, {K::Divide, 5}, {K::Multiply, 5}, {K::Add, 5}};
+constexpr C64Cost kC64Tan{{K::Tanh, 1}, {K::Tan, 1}, {K::Multiply, 6}, {K::Add, 2}, {K::Divide, 2}};
+constexpr C64Cost kC64Trig{{K::Sine, 1}, {K::Cosine, 1}, {K::Sinh, 1}, {K::Cosh, 1}, {K::Multiply, 2}};
+constexpr C64Cost kC64Inverse{
+    // log and sqrt of c64
+    {K::Log, 1}, {K::Sqrt, 2}, {K::Atan2, 2}, {K::Abs, 2}, {K::Multiply, 6}, {K::Add, 6}, {K::Divide, 2}};
+constexpr C64Cost kC64Power{{K::Log, 1},    {K::Log1p, 1}, {K::Atan2, 1},   {K::Exp, 1},
+                            {K::Cosine, 1}, {K::Sine, 1},  {K::Multiply, 8}};
+constexpr C64Cost kC64Compare{{K::Compare, 2}, {K::And, 1}};
+
 const OpInfo kOps[] = {
-    {"abs", K::Abs, Fam::Unary, FLOAT | I | C, R::Operand0, 1, 1, lowerElementwise, kMove},
-    {"negate", K::Negate, Fam::Unary, NUM | C, R::Operand0, 1, 1, lowerElementwise, kMove},
-    {"sign", K::Sign, Fam::Unary, FLOAT | I | C, R::Operand0, 1, 1, lowerElementwise, kSimple},
-    {"exponential", K::Exp, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kExp},
-    {"exponential_minus_one", K::Expm1, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kExp},
-    {"log", K::Log, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kLog},
-    {"log_plus_one", K::Log1p, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kLog},
-    {"sqrt", K::Sqrt, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kSqrt},
-    {"rsqrt", K::Rsqrt, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kSqrt},
+    {"abs", K::Abs, Fam::Unary, FLOAT | I | C, R::Operand0, 1, 1, lowerElementwise, kMove, kC64Abs},
+    {"negate", K::Negate, Fam::Unary, NUM | C, R::Operand0, 1, 1, lowerElementwise, kMove, kC64Negate},
+    {"sign", K::Sign, Fam::Unary, FLOAT | I | C, R::Operand0, 1, 1, lowerElementwise, kSimple, kC64Sign},
+    {"exponential", K::Exp, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kExp, kC64Exp},
+    {"exponential_minus_one", K::Expm1, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kExp, kC64Expm1},
+    {"log", K::Log, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kLog, kC64Log},
+    {"log_plus_one", K::Log1p, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kLog, kC64Log1p},
+    {"sqrt", K::Sqrt, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kSqrt, kC64Sqrt},
+    {"rsqrt", K::Rsqrt, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kSqrt, kC64Rsqrt},
     {"cbrt", K::Cbrt, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise, kCbrt},
-    {"tanh", K::Tanh, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kTanh},
+    {"tanh", K::Tanh, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kTanh, kC64Tan},
     {"logistic", K::Logistic, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise, kLogistic},
-    {"sine", K::Sine, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kTrig},
-    {"cosine", K::Cosine, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kTrig},
-    {"tan", K::Tan, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kTrig},
+    {"sine", K::Sine, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kTrig, kC64Trig},
+    {"cosine", K::Cosine, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kTrig, kC64Trig},
+    {"tan", K::Tan, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kTrig, kC64Tan},
     {"floor", K::Floor, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise, kSimple},
     {"ceil", K::Ceil, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise, kSimple},
     {"round_nearest_even", K::RoundEven, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise, kSimple},
@@ -89,25 +113,25 @@ const OpInfo kOps[] = {
     {"count_leading_zeros", K::Clz, Fam::Unary, INT, R::Operand0, 1, 1, lowerElementwise, kMove},
     {"erf", K::Erf, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise, kPolynomial},
     {"erfc", K::Erfc, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise, kPolynomial},
-    {"sinh", K::Sinh, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kPolynomial},
-    {"cosh", K::Cosh, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kPolynomial},
-    {"asin", K::Asin, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kPolynomial},
-    {"acos", K::Acos, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kPolynomial},
-    {"atan", K::Atan, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kPolynomial},
-    {"asinh", K::Asinh, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kPolynomial},
-    {"acosh", K::Acosh, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kPolynomial},
-    {"atanh", K::Atanh, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kPolynomial},
+    {"sinh", K::Sinh, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kPolynomial, kC64Trig},
+    {"cosh", K::Cosh, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kPolynomial, kC64Trig},
+    {"asin", K::Asin, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kPolynomial, kC64Inverse},
+    {"acos", K::Acos, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kPolynomial, kC64Inverse},
+    {"atan", K::Atan, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kPolynomial, kC64Inverse},
+    {"asinh", K::Asinh, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kPolynomial, kC64Inverse},
+    {"acosh", K::Acosh, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kPolynomial, kC64Inverse},
+    {"atanh", K::Atanh, Fam::Unary, FLOAT | C, R::Operand0, 1, 1, lowerElementwise, kPolynomial, kC64Inverse},
     {"erf_inv", K::ErfInv, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise, kPolynomial},
     {"lgamma", K::Lgamma, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise, kLgamma},
     {"digamma", K::Digamma, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise, kDigamma},
     {"bessel_i1e", K::BesselI1e, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise, kBesselI1e},
 
-    {"add", K::Add, Fam::Binary, NUM | C, R::Operand0, 2, 2, lowerElementwise, kArith},
-    {"subtract", K::Subtract, Fam::Binary, NUM | C, R::Operand0, 2, 2, lowerElementwise, kArith},
-    {"multiply", K::Multiply, Fam::Binary, NUM | C, R::Operand0, 2, 2, lowerElementwise, kArith},
-    {"divide", K::Divide, Fam::Binary, NUM | C, R::Operand0, 2, 2, lowerElementwise, kDivide},
+    {"add", K::Add, Fam::Binary, NUM | C, R::Operand0, 2, 2, lowerElementwise, kArith, kC64AddSub},
+    {"subtract", K::Subtract, Fam::Binary, NUM | C, R::Operand0, 2, 2, lowerElementwise, kArith, kC64AddSub},
+    {"multiply", K::Multiply, Fam::Binary, NUM | C, R::Operand0, 2, 2, lowerElementwise, kArith, kC64Multiply},
+    {"divide", K::Divide, Fam::Binary, NUM | C, R::Operand0, 2, 2, lowerElementwise, kDivide, kC64Divide},
     {"remainder", K::Remainder, Fam::Binary, NUM, R::Operand0, 2, 2, lowerElementwise, kRemainder},
-    {"power", K::Power, Fam::Binary, NUM | C, R::Operand0, 2, 2, lowerElementwise, kPower},
+    {"power", K::Power, Fam::Binary, NUM | C, R::Operand0, 2, 2, lowerElementwise, kPower, kC64Power},
     {"maximum", K::Maximum, Fam::Binary, ALL, R::Operand0, 2, 2, lowerElementwise, kCompare},
     {"minimum", K::Minimum, Fam::Binary, ALL, R::Operand0, 2, 2, lowerElementwise, kCompare},
     {"atan2", K::Atan2, Fam::Binary, FLOAT, R::Operand0, 2, 2, lowerElementwise, kAtan2},
@@ -119,7 +143,7 @@ const OpInfo kOps[] = {
     {"shift_right_logical", K::ShiftRightLogical, Fam::Binary, INT, R::Operand0, 2, 2, lowerElementwise, kBits},
     {"next_after", K::NextAfter, Fam::Binary, FLOAT, R::Operand0, 2, 2, lowerElementwise, kNextAfter},
 
-    {"compare", K::Compare, Fam::Compare, ANY, R::Operand0, 2, 2, lowerElementwise, kCompare},
+    {"compare", K::Compare, Fam::Compare, ANY, R::Operand0, 2, 2, lowerElementwise, kCompare, kC64Compare},
     {"select", K::Select, Fam::Select, ANY, R::Operand1, 3, 3, lowerElementwise, kBits},
     {"clamp", K::Clamp, Fam::Clamp, NUM, R::Operand1, 3, 3, lowerElementwise, kClamp},
     {"convert", K::Convert, Fam::Convert, ANY, R::Operand0, 1, 1, lowerElementwise, kConvert},

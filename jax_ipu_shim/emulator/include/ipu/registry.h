@@ -1,7 +1,9 @@
 // The op registry: the one table of which ops the emulator implements and for which element types.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -161,6 +163,24 @@ struct ElementCost {
   float flops = 1;
 };
 
+// The f32 vector ops of one kind that one c64 element costs (Poplar's pair arithmetic: each runs as its own f32
+// vector loop over the elements; complex.cc charges them and counts their flops).
+struct F32OpCount {
+  OpKind kind;
+  int count;
+};
+struct C64Cost {
+  static constexpr int kMax = 7;
+  F32OpCount ops[kMax] = {};
+  int n = 0;
+  constexpr C64Cost(std::initializer_list<F32OpCount> list) {
+    for (const F32OpCount& c : list) ops[n++] = c;
+  }
+  const F32OpCount* begin() const { return ops; }
+  const F32OpCount* end() const { return ops + n; }
+  size_t size() const { return static_cast<size_t>(n); }
+};
+
 struct OpInfo {
   const char* name;  // without dialect prefix
   OpKind kind;
@@ -171,6 +191,7 @@ struct OpInfo {
   int max_operands;  // -1: any number
   OpHandler lower;   // how the emulator lowers it (ipu/handlers.h)
   ElementCost cost = {};  // its vertex's cycle estimate, for the elementwise families (and a scalar body's op)
+  C64Cost c64 = {{OpKind::Convert, 2}};  // on c64: its f32 ops per element (moves of parts by default)
 };
 
 // A binary op that, as the whole body of a reduce, reduce_window, all_reduce, reduce_scatter or scatter, runs as that

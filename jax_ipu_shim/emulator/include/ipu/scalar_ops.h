@@ -896,13 +896,6 @@ struct NotEqualC {
   uint8_t operator()(Complex64 x, Complex64 y) const { return uint8_t(x.re != y.re || x.im != y.im); }
 };
 
-// The number of f32 operations of each kind one c64 element costs, Poplar-style (the pair arithmetic on the f32
-// vector unit): what complex.cc charges per element.
-struct F32OpCount {
-  OpKind kind;
-  int count;
-};
-
 // ---- visitors: op kind + element type -> functor and storage types ----
 
 // The float functor F on element type D (f32 directly, f16/bf16 computed in f32 and rounded).
