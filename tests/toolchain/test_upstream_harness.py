@@ -92,7 +92,9 @@ def test_the_rate_counts_only_tests_that_pass_on_cpu() -> None:
     assert a["rate"] == pytest.approx(100 / 3)
     assert b["collect_error_cpu"] and b["collect_error_ipu"] and b["rate"] is None
     assert total == {"cpu_passed": 3, "ipu_passed": 1, "rate": pytest.approx(100 / 3), "jax_device_restricted": 0,
-                     "runnable_rate": pytest.approx(100 / 3)}
+                     "runnable_rate": pytest.approx(100 / 3),
+                     # the ipu's own: t1, t3, t5 pass, b_test.py's collection error fails; t2's xfail is left out
+                     "suite_counted": 4, "suite_passed": 3, "suite_rate": 75.0}
 
 
 def test_tests_jax_keeps_to_other_devices_leave_the_runnable_rate() -> None:
@@ -114,3 +116,33 @@ def test_cases_jax_generates_for_cpu_only_leave_the_runnable_rate() -> None:
     (row,), total = run_upstream.summarise(["a_test.py"], cpu, ipu)
     assert row["not_generated_on_ipu"] == ["a_test.py::C::testSVD1"] and row["ipu_missing"] == ["a_test.py::C::testQR0"]
     assert row["jax_device_restricted"] == 1 and row["runnable_rate"] == pytest.approx(50.0)
+
+
+def test_files_are_every_test_file_by_default_lanes_by_name_and_shards_split_them() -> None:
+    available = ["b_test.py", "a_test.py", "pmap_test.py", "lax_test.py"]
+    assert run_upstream.select_files("all", available) == ["a_test.py", "b_test.py", "lax_test.py", "pmap_test.py"]
+    assert run_upstream.select_files("lane", available) == list(run_upstream.FILES)
+    assert run_upstream.select_files("lax_test.py,lane", available) == list(run_upstream.FILES)  # each file once
+    shards = [run_upstream.select_files("all", available, f"{k}/3") for k in (1, 2, 3)]
+    assert shards == [["a_test.py", "pmap_test.py"], ["b_test.py"], ["lax_test.py"]]
+    with pytest.raises(SystemExit, match="K must be 1 to N"):
+        run_upstream.select_files("all", available, "4/3")
+
+
+def test_multi_device_files_run_apart_with_four_devices_unless_devices_is_given() -> None:
+    files = ["lax_test.py", "pmap_test.py", "api_test.py", "python_callback_test.py"]
+    assert run_upstream.device_groups(files, None) == [
+        (None, ["lax_test.py", "api_test.py"]), (4, ["pmap_test.py", "python_callback_test.py"])]
+    assert run_upstream.device_groups(files, 2) == [(2, files)]
+    assert run_upstream.device_groups(["pmap_test.py"], None) == [(4, ["pmap_test.py"])]
+
+
+def test_the_whole_suite_metric_leaves_out_skips_and_xfails_of_the_ipu_run() -> None:
+    cpu = {"a_test.py::T::x": "passed", "a_test.py::T::y": "passed"}
+    ipu = {"a_test.py::T::x": "passed", "a_test.py::T::y": "failed", "a_test.py::T::z": "skipped",
+           "a_test.py::T::w": "xfailed", "a_test.py::T::v": "passed"}
+    rows, total = run_upstream.summarise(["a_test.py"], cpu, ipu)
+    assert rows[0]["suite_counted"] == 3 and rows[0]["suite_passed"] == 2
+    assert abs(rows[0]["suite_rate"] - 200 / 3) < 1e-9 and total["suite_rate"] == rows[0]["suite_rate"]
+    assert rows[0]["rate"] == 50.0  # of cpu's two passes, one passes on ipu
+

@@ -1,7 +1,7 @@
 """Runs JAX's own test files against the installed wheels, on cpu and on ipu, and reports the ipu pass rate.
 
-    python tests/upstream/run_upstream.py JAX_CHECKOUT [--files a_test.py,b_test.py] [--backends cpu,ipu]
-        [--cases N] [--workers N] [--devices N] [--json PATH] [--min-rate 97]
+    python tests/upstream/run_upstream.py JAX_CHECKOUT [--files all|lane|multi-device|callbacks|a_test.py,...]
+        [--shard K/N] [--backends cpu,ipu] [--cases N] [--workers N] [--devices N] [--json PATH] [--min-rate 97]
 
 Run it through `nox -s upstream_tests -- JAX_CHECKOUT` (a fresh Python venv with dist/*.whl and
 build_tools/upstream-test-requirements.txt). JAX_CHECKOUT is a jax source tree at the tag of the pinned jax (the jax
@@ -14,7 +14,14 @@ The pass rate of a file is: of the tests that pass on cpu, the share that pass o
 failure). Exit status 1 when a file does not collect on ipu, a test that passes on cpu fails on ipu without being
 listed, a listed xfail passes (shrink the list), or the total rate is below --min-rate. The rate the target
 applies to leaves out the tests jax's own utilities keep to other devices (@jtu.run_on_devices("cpu"): skipped
-on ipu as on jax's GPU and TPU runs; cases generated for cpu only, absent from the ipu run); the table shows both.
+on ipu as on jax's GPU and TPU runs; cases generated for cpu only, absent from the ipu run); the table shows both,
+and a third figure, the whole-suite metric other plugins report (jax-mps): the ipu's passes among its collected
+tests less those skipped or xfailed.
+
+By default every test file of the checkout runs (``--files all``); the multi-device files (MULTI_DEVICE_FILES)
+run in a pytest of their own with 4 devices on each backend (4 IPUs; cpu with 4 forced host devices) unless
+--devices says otherwise. ``--shard K/N`` keeps every N-th file from the K-th, so that CI can spread the files over
+N jobs.
 """
 
 from __future__ import annotations
@@ -48,6 +55,37 @@ CALLBACK_FILES = ("host_callback_test.py", "infeed_test.py", "python_callback_te
 MULTI_DEVICE_FILES = ("pjit_test.py", "xmap_test.py", "shard_map_test.py", "multi_device_test.py", "array_test.py",
                       "pmap_test.py")
 PASS = ("passed", "xpassed")
+LANES = {"lane": FILES, "multi-device": MULTI_DEVICE_FILES, "callbacks": CALLBACK_FILES}
+MULTI_DEVICE_COUNT = 4
+# The files run with MULTI_DEVICE_COUNT devices by default: the multi-device lane's, and those of the callback lane
+# that test pmap and sharded callbacks (measured so: README).
+FOUR_DEVICE_FILES = MULTI_DEVICE_FILES + ("python_callback_test.py", "checkify_test.py", "debugging_primitives_test.py")
+
+
+def select_files(spec: str, available: List[str], shard: Optional[str] = None) -> List[str]:
+    """The files ``--files`` names (file names, or "all" and the LANES' names, comma-separated), in order, each
+    once; with ``shard`` "K/N", every N-th of them from the K-th (1-based)."""
+    files: List[str] = []
+    for item in (i.strip() for i in spec.split(",")):
+        if not item:
+            continue
+        names = sorted(available) if item == "all" else list(LANES.get(item, (item,)))
+        files += [f for f in names if f not in files]
+    if shard:
+        k, n = (int(part) for part in shard.split("/"))
+        if not 1 <= k <= n:
+            raise SystemExit(f"--shard {shard}: K must be 1 to N")
+        files = files[k - 1::n]
+    return files
+
+
+def device_groups(files: List[str], devices: Optional[int]) -> List[Tuple[Optional[int], List[str]]]:
+    """[(devices, files)]: one pytest per group and backend. ``devices`` given: every file with it."""
+    if devices is not None:
+        return [(devices, files)]
+    single = [f for f in files if f not in FOUR_DEVICE_FILES]
+    multi = [f for f in files if f in FOUR_DEVICE_FILES]
+    return [(d, g) for d, g in ((None, single), (MULTI_DEVICE_COUNT, multi)) if g]
 
 
 def checkout_version(checkout: Path) -> str:
@@ -63,16 +101,17 @@ def checkout_version(checkout: Path) -> str:
     return found.group(1) if found else "?"
 
 
-def run_backend(backend: str, tests_dir: Path, files: List[str], args, out: Path) -> int:
+def run_backend(backend: str, tests_dir: Path, files: List[str], args, out: Path,
+                devices: Optional[int] = None) -> int:
     env = dict(os.environ)  # nox cleared the variables that would redirect the run (noxfile.REDIRECTING_ENV)
     env.update(JAX_PLATFORMS=backend, JAX_NUM_GENERATED_CASES=str(args.cases),
                PYTHONPATH=os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")]).rstrip(os.pathsep))
-    if args.devices:  # the multi-device files: the same number of devices on either backend
+    if devices:  # the multi-device files: the same number of devices on either backend
         if backend == "ipu":
-            env["JAX_IPU_DEVICE_COUNT"] = str(args.devices)
+            env["JAX_IPU_DEVICE_COUNT"] = str(devices)
         else:
             flags = [f for f in env.get("XLA_FLAGS", "").split() if "xla_force_host_platform_device_count" not in f]
-            env["XLA_FLAGS"] = " ".join(flags + [f"--xla_force_host_platform_device_count={args.devices}"])
+            env["XLA_FLAGS"] = " ".join(flags + [f"--xla_force_host_platform_device_count={devices}"])
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "jax_ipu_upstream",
            "--rootdir", str(tests_dir), f"--upstream-results={out}", "-o", "addopts=", "--tb=line", "-rN",
            "--continue-on-collection-errors"]
@@ -81,7 +120,7 @@ def run_backend(backend: str, tests_dir: Path, files: List[str], args, out: Path
     if backend == "ipu":
         cmd.append("--upstream-expectations")
     cmd += files
-    print(f"\n== {backend}: {' '.join(files)}", flush=True)
+    print(f"\n== {backend}{f' ({devices} devices)' if devices else ''}: {' '.join(files)}", flush=True)
     return subprocess.run(cmd, cwd=tests_dir, env=env).returncode
 
 
@@ -132,6 +171,7 @@ def summarise(files: List[str], cpu: Dict[str, str], ipu: Dict[str, str],
             "xpassed": sorted(k for k, v in ipu_f.items() if v == "xpassed"),
             "collect_error_cpu": cpu_f.get(f) == "error", "collect_error_ipu": ipu_f.get(f) == "error",
             "rate": 100.0 * len(ok) / len(base) if base else None,
+            **_suite_metric(ipu_f),
         })
     total_base = sum(r["cpu_passed"] for r in rows)
     total_ok = sum(r["ipu_passed"] for r in rows)
@@ -139,8 +179,18 @@ def summarise(files: List[str], cpu: Dict[str, str], ipu: Dict[str, str],
     total = {"cpu_passed": total_base, "ipu_passed": total_ok,
              "rate": 100.0 * total_ok / total_base if total_base else None,
              "jax_device_restricted": total_base - runnable,
-             "runnable_rate": 100.0 * total_ok / runnable if runnable else None}
+             "runnable_rate": 100.0 * total_ok / runnable if runnable else None,
+             **_suite_metric({k: v for k, v in ipu.items() if file_of(k) in files})}
     return rows, total
+
+
+def _suite_metric(outcomes: Dict[str, str]) -> Dict[str, Optional[float]]:
+    """The whole-suite figure other PJRT plugins report (jax-mps): passed / (collected - skipped - xfailed), over
+    the ipu's own outcomes (a file that does not collect counts as one failure)."""
+    counted = [v for v in outcomes.values() if v not in ("skipped", "xfailed")]
+    passed = sum(1 for v in counted if v in PASS)
+    return {"suite_counted": len(counted), "suite_passed": passed,
+            "suite_rate": 100.0 * passed / len(counted) if counted else None}
 
 
 def _percent(value: Optional[float], digits: int = 1) -> str:
@@ -151,29 +201,34 @@ def print_table(rows: list, total: dict) -> None:
     """`cpu only`: skipped on ipu by jax's own device restrictions, or generated for cpu only; `runnable`: the rate
     without them."""
     print(f"\n{'file':32} {'cpu pass':>9} {'ipu pass':>9} {'xfail':>6} {'skip':>5} {'cpu only':>8} {'fail':>5} "
-          f"{'rate':>7} {'runnable':>8}")
-    print("-" * 96)
+          f"{'rate':>7} {'runnable':>8} {'suite':>7}")
+    print("-" * 104)
     for r in rows:
         note = " (ipu: collection error)" if r["collect_error_ipu"] else ""
         note += " (cpu: collection error)" if r["collect_error_cpu"] else ""
         print(f"{r['file']:32} {r['cpu_passed']:9} {r['ipu_passed']:9} {r['ipu_xfailed']:6} {r['ipu_skipped']:5} "
               f"{r['jax_device_restricted']:8} {len(r['ipu_failed']) + len(r['ipu_missing']):5} "
-              f"{_percent(r['rate']):>7} {_percent(r['runnable_rate']):>8}{note}")
-    print("-" * 96)
+              f"{_percent(r['rate']):>7} {_percent(r['runnable_rate']):>8} {_percent(r['suite_rate']):>7}{note}")
+    print("-" * 104)
     print(f"{'total':32} {total['cpu_passed']:9} {total['ipu_passed']:9} {'':6} {'':5} "
           f"{total['jax_device_restricted']:8} {'':5} {_percent(total['rate'], 2):>7} "
-          f"{_percent(total['runnable_rate'], 2):>8}")
+          f"{_percent(total['runnable_rate'], 2):>8} {_percent(total['suite_rate'], 2):>7}")
+    print("(rate: of cpu's passes, those the ipu passes; runnable: the same without the tests jax keeps to other "
+          "devices; suite: the ipu's passes of its collected tests less skips and xfails, as jax-mps reports)")
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("checkout", type=Path)
-    p.add_argument("--files", default=",".join(FILES), help="comma-separated test files under tests/")
+    p.add_argument("--files", default="all", help="comma-separated test files under tests/, or lanes: all (every "
+                                                  f"*_test.py), {', '.join(LANES)}")
+    p.add_argument("--shard", default=None, metavar="K/N", help="every N-th of the files, from the K-th")
     p.add_argument("--backends", default="cpu,ipu")
     p.add_argument("--cases", type=int, default=5, help="JAX_NUM_GENERATED_CASES")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     p.add_argument("--devices", type=int, default=None,
-                   help="devices per backend (JAX_IPU_DEVICE_COUNT; cpu: --xla_force_host_platform_device_count)")
+                   help="devices per backend (JAX_IPU_DEVICE_COUNT; cpu: --xla_force_host_platform_device_count) for "
+                        f"every file; default: {MULTI_DEVICE_COUNT} for FOUR_DEVICE_FILES, 1 for the others")
     p.add_argument("--json", type=Path, default=Path("upstream-results.json"))
     p.add_argument("--min-rate", type=float, default=97.0)
     p.add_argument("--tests-of", metavar="VERSION", default=None,
@@ -193,7 +248,8 @@ def main(argv=None) -> int:
                          f"tag jax-v{wanted} (or say --tests-of {version} to run that version's tests knowingly)")
     if version != wanted:
         print(f"[upstream] the tests of jax {version} against the installed jax {jax.__version__} (--tests-of)")
-    files = [f for f in args.files.split(",") if f]
+    available = sorted(p.name for p in (args.checkout / "tests").glob("*_test.py"))
+    files = select_files(args.files, available, args.shard)
     missing = [f for f in files if not (args.checkout / "tests" / f).is_file()]
     if missing:
         raise SystemExit(f"not in {args.checkout / 'tests'}: {', '.join(missing)}")
@@ -213,14 +269,20 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="jax-upstream-") as tmp:
         tests_dir = Path(tmp) / "tests"
         shutil.copytree(args.checkout / "tests", tests_dir)
+        groups = device_groups(files, args.devices)
         for backend in [b for b in args.backends.split(",") if b and b not in results]:
-            out = Path(tmp) / f"{backend}.json"
-            codes[backend] = run_backend(backend, tests_dir, files, args, out)
-            recorded = json.loads(out.read_text()) if out.is_file() else {}
-            results[backend] = recorded.get("outcomes", {})
-            messages[backend] = recorded.get("messages", {})
+            results[backend], messages[backend], exits = {}, {}, []
+            for devices, group in groups:
+                out = Path(tmp) / f"{backend}-{devices or 1}.json"
+                exits.append(run_backend(backend, tests_dir, group, args, out, devices))
+                recorded = json.loads(out.read_text()) if out.is_file() else {}
+                results[backend].update(recorded.get("outcomes", {}))
+                messages[backend].update(recorded.get("messages", {}))
+            # the worst: an incomplete run first
+            codes[backend] = max(exits, key=lambda c: (c not in (0, 1), c)) if exits else 0
 
     report = {"jax": jax.__version__, "tests_of": version, "files": files, "cases": args.cases, "devices": args.devices,
+              "device_groups": [[d or 1, g] for d, g in device_groups(files, args.devices)], "shard": args.shard,
               "exit_codes": codes}
     status = 0
     if "cpu" in results and "ipu" in results:
