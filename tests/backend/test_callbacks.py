@@ -263,3 +263,17 @@ def test_checkify_checks_run_on_the_ipu():
         np.testing.assert_allclose(jax.jit(f, backend="ipu")(good), np.log(good), rtol=1e-6)
     finally:
         jax.config.update("jax_experimental_unsafe_xla_runtime_errors", previous)
+
+
+@pytest.mark.skipif(not CURRENT_SERIES, reason="jax 0.4.13 takes a callback's result as it is (its cpu refuses these)")
+def test_callback_results_are_canonicalised_as_jax_does():
+    """A Python literal, or a 64-bit array without jax_enable_x64, returned for a 32-bit result is the 32-bit array,
+    as jax's own emitter makes it (jax's python_callback_test.py test_callback_returning_python_literal and
+    test_callback_with_wrong_dtype_outputs)."""
+    f = jax.jit(lambda x: jax.pure_callback(lambda x: 2.0, jax.ShapeDtypeStruct((), jnp.float32), x))
+    g = jax.jit(lambda: io_callback(lambda: np.array([1, 2], np.int64), jax.ShapeDtypeStruct((2,), jnp.int32)))
+    for backend in ("cpu", "ipu"):
+        with jax.default_device(jax.devices(backend)[0]):
+            got_f, got_g = np.asarray(f(np.float32(1))), np.asarray(g())
+        assert got_f.dtype == np.float32 and got_f == 2.0
+        assert got_g.dtype == np.int32 and got_g.tolist() == [1, 2]

@@ -236,6 +236,20 @@ def physical_avals(aval: Any) -> List[Any]:
     return [core.physical_aval(aval)] if extended else [aval]
 
 
+def callback_result(value: Any) -> Any:
+    """A host callback's returned value as the array jax's own emitter checks: in the current series canonicalised
+    (a Python literal or a 64-bit array without jax_enable_x64 is the 32-bit array, as jax's ``_wrapped_callback``
+    makes it); jax 0.4.13 takes ``np.asarray`` of it as it is."""
+    import numpy as np
+
+    array = np.asarray(value)
+    if is_current_series():
+        from jax._src import dtypes
+
+        array = np.asarray(dtypes.canonicalize_value(array))
+    return array
+
+
 def set_callback_sharding(ctx: Any, op: Any, sharding: Any, token_first: bool) -> None:
     """Annotates a host callback's custom_call with the sharding jax chose for it, as jax's own emitter does: an
     OpSharding (``mhlo.sharding``) or, in the current series with Shardy, one sharding per result, the leading

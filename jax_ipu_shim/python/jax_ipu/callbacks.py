@@ -168,9 +168,11 @@ def _write(avals: List[Aval], results: Any, outs: Any) -> None:
     if len(results) != len(avals):
         raise RuntimeError(f"Mismatched number of outputs from callback. Expected: {len(avals)}, "
                            f"Actual: {len(results)}")
+    from jax_ipu import _jax
+
     checked = []
     for i, ((shape, dtype), value) in enumerate(zip(avals, results)):
-        array = np.asarray(value)
+        array = _jax.callback_result(value)
         if array.shape != shape:
             raise RuntimeError(f"Incorrect output shape for return value {i}: Expected: {shape}, Actual: {array.shape}")
         if array.dtype != dtype:
