@@ -146,3 +146,10 @@ def test_the_whole_suite_metric_leaves_out_skips_and_xfails_of_the_ipu_run() -> 
     assert abs(rows[0]["suite_rate"] - 200 / 3) < 1e-9 and total["suite_rate"] == rows[0]["suite_rate"]
     assert rows[0]["rate"] == 50.0  # of cpu's two passes, one passes on ipu
 
+
+
+def test_the_current_series_runs_its_callback_files_with_cpu_beside_the_ipu() -> None:
+    files = ["lax_test.py", "python_callback_test.py", "checkify_test.py"]
+    assert run_upstream.cpu_beside(files, current_series=False) == [(False, files)]
+    assert run_upstream.cpu_beside(files, current_series=True) == [
+        (False, ["lax_test.py"]), (True, ["python_callback_test.py", "checkify_test.py"])]
