@@ -1110,7 +1110,7 @@ def _reshaped_rows(step, program, values) -> bool:  # noqa: ANN001
             return False
         if producer.op == "reshape" and producer.reads:
             try:
-                source = [d for d in program.var(producer.reads[0]).shape]
+                source = list(program.var(producer.reads[0]).shape)
             except KeyError:
                 return False
             out = producer.outs[0].shape

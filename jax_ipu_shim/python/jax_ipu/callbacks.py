@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from jax_ipu import _native
+from jax_ipu import _jax, _native
 from jax_ipu.config import PLATFORM
 
 logger = logging.getLogger(__name__)
@@ -75,8 +75,6 @@ class _Keepalive:
 def register(callback: Callable[..., Any], operand_avals: Sequence[Any],
              result_avals: Sequence[Any]) -> Tuple[int, _Keepalive]:
     """Registers a host callback; returns its id and the object that keeps it registered."""
-    from jax_ipu import _jax
-
     entry = _Entry(callback, [_aval(p) for a in operand_avals for p in _jax.physical_avals(a)],
                    [_aval(p) for a in result_avals for p in _jax.physical_avals(a)])
     with _registry_lock:
@@ -98,8 +96,6 @@ def emit_python_callback(ctx: Any, callback: Callable[..., Any], token: Optional
     from jax._src.interpreters import mlir
     from jax._src.lib.mlir import ir
     from jax._src.lib.mlir.dialects import hlo
-
-    from jax_ipu import _jax
 
     # The program's arrays are always dense row-major.
     del operand_layouts, result_layouts
@@ -126,8 +122,6 @@ def emit_python_callback(ctx: Any, callback: Callable[..., Any], token: Optional
 
 def install_lowering() -> None:
     """Our emitter for "ipu" and debug_callback's lowering there (jax_ipu._jax knows how, per series)."""
-    from jax_ipu import _jax
-
     if not _jax.install_callback_emitter(PLATFORM, emit_python_callback):
         logger.warning("ipu: this jax lacks the jax-ipu patch that lets plugins emit host callbacks; "
                        "jax.debug.print and pure_callback will not work on the ipu")
@@ -168,8 +162,6 @@ def _write(avals: List[Aval], results: Any, outs: Any) -> None:
     if len(results) != len(avals):
         raise RuntimeError(f"Mismatched number of outputs from callback. Expected: {len(avals)}, "
                            f"Actual: {len(results)}")
-    from jax_ipu import _jax
-
     checked = []
     for i, ((shape, dtype), value) in enumerate(zip(avals, results)):
         array = _jax.callback_result(value)

@@ -24,7 +24,7 @@ chain; otherwise XLA computes the product apart)."""
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import id_counter
 
@@ -115,8 +115,7 @@ def _block(block: Dict[str, Any], fresh: Any, anchors: Any, moves: Dict[str, Dic
                 chain: List[Dict[str, Any]] = []
                 entries: List[Dict[str, Any]] = []
                 value = operand
-                sinks = len(entry["operands"]) == 2 and absorbs_transpose(entry["operands"][1 - side], producer)
-                splat = len(entry["operands"]) == 2 and splat_constant(entry["operands"][1 - side], producer)
+                sinks, splat = beside(entry, operand, producer)
                 while value in producer and uses.get(value) == 1 and \
                         (move := as_move(producer[value], moves)) is not None:
                     source = move["operands"][0]
@@ -147,6 +146,15 @@ def _block(block: Dict[str, Any], fresh: Any, anchors: Any, moves: Dict[str, Dic
         body.append(entry)
     block["body"] = [e for e in body if id(e) not in dead]
     return changed
+
+
+def beside(add: Dict[str, Any], value: int, producer: Dict[int, Dict[str, Any]]) -> Tuple[bool, bool]:
+    """What ``fuses`` asks of the add or subtract at the end of a chain that reads ``value`` once: whether its other
+    operand absorbs a transpose (``sinks``) and whether it is a splat constant (``splat``); neither for another op."""
+    if add["op"] not in ADDS or len(add["operands"]) != 2 or add["operands"].count(value) != 1:
+        return False, False
+    other = next(v for v in add["operands"] if v != value)
+    return absorbs_transpose(other, producer), splat_constant(other, producer)
 
 
 def absorbs_transpose(value: int, producer: Dict[int, Dict[str, Any]]) -> bool:

@@ -30,7 +30,7 @@ from typing import Any, Dict, List, Optional, Set
 
 from .. import ops as O
 from . import id_counter
-from .contract_through_moves import absorbs_transpose, as_move, fuses, single_moves, splat_constant
+from .contract_through_moves import as_move, beside, fuses, single_moves
 
 ADDS = ("add", "subtract")
 FREE_OPERANDS = ("broadcast_in_dim", "iota")  # operands XLA's EffectivelyAtMostUnary does not count
@@ -97,8 +97,9 @@ def _block(block: Dict[str, Any], fresh: Any, anchors: Any, series: Any,
         users = readers[result["id"]]
         # jaxlib 0.4.13 also copies it into the loops of the moves that read it (fuzz seed 20280501 #6125 with x * y:
         # jnp.flip(x * y, 0) read by 2 - t and returned); jaxlib 0.12 keeps it one loop there
+        current_series, moves = series
         return result["id"] not in escaping and \
-            all(_elementwise(r["op"]) or (not series[0] and as_move(r, series[1]) is not None) for r in users) and \
+            all(_elementwise(r["op"]) or (not current_series and as_move(r, moves) is not None) for r in users) and \
             _fuses_on_all_paths(users, readers)
 
     copies: Dict[int, List[Dict[str, Any]]] = {}  # id(add) -> the copies to place before it
@@ -154,13 +155,6 @@ def _loops_reading(product: int, readers: Dict[int, List[Dict[str, Any]]], escap
     current_series, moves = series
     ends: List[Any] = []
 
-    def direct(reader: Dict[str, Any], value: int) -> Any:
-        """(sinks, splat) of an add that reads ``value`` once: its other operand absorbs a transpose, is a splat."""
-        if reader["op"] not in ADDS or len(reader["operands"]) != 2 or reader["operands"].count(value) != 1:
-            return False, False
-        other = next(v for v in reader["operands"] if v != value)
-        return absorbs_transpose(other, producer), splat_constant(other, producer)
-
     def visit(op: Dict[str, Any], value: int, chain: List[Dict[str, Any]]) -> None:
         move = as_move(op, moves)
         if move is None or op["operands"] != [value]:
@@ -172,7 +166,7 @@ def _loops_reading(product: int, readers: Dict[int, List[Dict[str, Any]]], escap
             ends.append((chain + [move], None, result))
         apart = False  # a reader the move does not fuse into: the move is a loop of its own (op None there too)
         for reader in readers.get(result, []):
-            if fuses(move, rank, current_series, *direct(reader, result)):
+            if fuses(move, rank, current_series, *beside(reader, result, producer)):
                 visit(reader, result, chain + [move])
             elif not apart:
                 apart = True
