@@ -699,3 +699,47 @@ def test_binary_container_carries_constants_as_raw_blobs():
     # A malformed container is refused with a message naming the container, not a crash.
     with pytest.raises(emulator.EmulatorError, match="binary program container"):
         emulator.compile(binary[:-10])
+
+
+# ------------------------------------------------------------------------------------------------ reference cycles
+def _cycles_left(run) -> list:
+    """What the garbage collector finds after ``run()``: objects only a reference cycle keeps."""
+    import gc
+
+    gc.collect()
+    debug = gc.get_debug()
+    try:
+        run()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        return [f"{type(o).__name__}: {getattr(o, '__qualname__', '')}" for o in gc.garbage]
+    finally:
+        gc.set_debug(debug)
+        gc.garbage.clear()
+
+
+# Programs that take the front end through its recursive walks: calls (facts.call_constants), reassociated
+# constants, a product read through moves (duplicate_products, contract_through_moves), a divide of a divide
+# (divide.py's loop), a long scan (reductions._TreeScan, the current series' cumsum).
+_WALKED = {
+    "calls": lambda x: jax.jit(lambda y: y * 2 + 1)(x) - jax.jit(lambda y: y * 2 + 1)(x + 1),
+    "constants": lambda x: (x + 1.0) + 2.0 - (3.0 - x) * jnp.log(2.0),
+    "moves": lambda x: (2 - jnp.flip(x * x, 0), jnp.square(x).T.reshape(-1)),
+    "divides": lambda x: x / (x / (x + 3.0)) + 1 / (1 / (1 / jnp.sqrt(jnp.abs(x) + 1))),
+    "scan": lambda x: jnp.cumsum(x, axis=1) if CURRENT_SERIES else x,  # 0.4.13 lowers cumsum itself: cycles of jax's
+}
+
+
+@pytest.mark.parametrize("name", sorted(_WALKED))
+def test_compiling_leaves_no_reference_cycles(name):
+    # A compile's document (its constants' bytes included) is freed when the compile returns, not at the next
+    # collection: jax's own core_test.test_reference_cycles_jit checks the same of a whole jit on the device.
+    x = np.linspace(-3, 3, 8 * 40, dtype=np.float32).reshape(8, 40)
+    module = bytecode(lower(_WALKED[name], x))
+    assert _cycles_left(lambda: compile_to_program(module)) == []
+
+
+@pytest.mark.filterwarnings("ignore:backend and device argument on jit is deprecated")
+def test_a_jit_on_the_ipu_leaves_no_reference_cycles():
+    f = jax.jit(lambda x: jnp.sum(x) / (x / (x + 3.0)), backend="ipu")
+    assert _cycles_left(lambda: f(jnp.ones(4, jnp.float32)).block_until_ready()) == []

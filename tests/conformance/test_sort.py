@@ -86,3 +86,30 @@ def test_top_k(dtype):
 
 def test_top_k_big():
     check(lambda x: lax.top_k(x, 10), random("float32", (100_003,), seed=12), **EXACT)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_approx_max_k_and_min_k(dtype):
+    # XLA's ApproxTopK custom call, which every backend but the TPU computes exactly: a sort and a slice. Distinct
+    # values (integers exact in bfloat16), so the indices are unique; k = 1 as well (XLA reduces there)
+    rng = np.random.default_rng(13)
+    x = (rng.permutation(240) - 120).reshape(12, 20).astype(dtype)
+    y = (rng.permutation(240) - 120).reshape(2, 3, 40).astype(dtype)
+    check(lambda x, y: [lax.approx_max_k(x, k) for k in (1, 7, 20)] + [lax.approx_min_k(x, 5)]
+          + [lax.approx_max_k(x, 3, reduction_dimension=0), lax.approx_min_k(y, 2, reduction_dimension=1)]
+          + [lax.approx_max_k(x, 4, recall_target=0.5, aggregate_to_topk=False)], x, y, **EXACT)
+
+
+@pytest.mark.filterwarnings("ignore:backend and device argument on jit is deprecated")
+def test_approx_max_k_with_ties_and_its_gradient():
+    # Ties: the values match cpu exactly and each index points at its value (XLA:CPU's unstable sort orders ties as
+    # its C++ library's std::sort does; the ipu's sort is stable). The gradient scatters into the chosen indices.
+    x = (small_ints("int32", (16, 300), seed=15) % 9).astype(np.float16)
+    f = jax.jit(lambda x: lax.approx_max_k(x, 20), backend="ipu")
+    values, indices = (np.asarray(a) for a in f(x))
+    want, _ = jax.jit(lambda x: lax.approx_max_k(x, 20), backend="cpu")(x)
+    np.testing.assert_array_equal(values, np.asarray(want))
+    np.testing.assert_array_equal(np.take_along_axis(x, indices, axis=1), values)
+    assert all(len(set(row)) == row.size for row in indices)
+    z = random("float32", (8, 100), seed=16)
+    check(jax.grad(lambda z: jnp.sum(lax.approx_min_k(z, 6)[0] ** 2)), z, **EXACT)

@@ -53,21 +53,22 @@ def bind(program: bytes, ids: List[str]) -> bytes:
     if not ids:
         return program
     document, blobs = container_parts(program)
-
-    def rename(value: Any) -> None:
-        if isinstance(value, dict):
-            attrs = value.get("attrs")
-            if isinstance(attrs, dict) and attrs.get("call_target_name") == CALL_TARGET:
-                position = int(attrs["backend_config"])
-                if not 0 <= position < len(ids):
-                    raise CompileError(f"the cached program calls host callback {position}, but the module has "
-                                       f"{len(ids)}")
-                attrs["backend_config"] = ids[position]
-            for v in value.values():
-                rename(v)
-        elif isinstance(value, list):
-            for v in value:
-                rename(v)
-
-    rename(document)
+    _rename(document, ids)
     return container(json.dumps(document, separators=(",", ":")), blobs)
+
+
+def _rename(value: Any, ids: List[str]) -> None:
+    """Host callback i's ``backend_config`` in ``value`` (a program document or part of one) set to ``ids[i]``."""
+    if isinstance(value, dict):
+        attrs = value.get("attrs")
+        if isinstance(attrs, dict) and attrs.get("call_target_name") == CALL_TARGET:
+            position = int(attrs["backend_config"])
+            if not 0 <= position < len(ids):
+                raise CompileError(f"the cached program calls host callback {position}, but the module has "
+                                   f"{len(ids)}")
+            attrs["backend_config"] = ids[position]
+        for v in value.values():
+            _rename(v, ids)
+    elif isinstance(value, list):
+        for v in value:
+            _rename(v, ids)

@@ -317,32 +317,34 @@ def parameter_of(value: Any) -> Optional[Tuple[str, int]]:
     return A.string(parent.attributes["sym_name"]), ir.BlockArgument(value).arg_number
 
 
+def nested_operations(operation: Any) -> Iterator[Any]:
+    """Every operation inside ``operation``'s regions, at any depth, in program order (an op before its regions')."""
+    for region in operation.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                inner = getattr(inner, "operation", inner)
+                yield inner
+                yield from nested_operations(inner)
+
+
 def call_constants(funcs: Dict[str, Any]) -> Tuple[Dict[Tuple[str, int], float], Dict[Tuple[str, int], Any]]:
     """For the private functions of a module, the parameters that every func.call of the function passes the same
     splat constant (a float of splat_value's kind): (function, parameter number) -> the number; and those that
     every call passes the same value (XLA sees that value once it has inlined the calls) -> the value."""
     passed: Dict[Tuple[str, int], Optional[float]] = {}
     values: Dict[Tuple[str, int], Any] = {}
-
-    def walk(operation: Any) -> None:
-        for region in operation.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    inner = getattr(inner, "operation", inner)
-                    if inner.name == "func.call":
-                        callee = ir.FlatSymbolRefAttr(inner.attributes["callee"]).value
-                        for number, operand in enumerate(inner.operands):
-                            value = splat_value(operand)
-                            key = (callee, number)
-                            if key in passed and passed[key] != value:
-                                value = None
-                            passed[key] = value
-                            earlier = values.get(key, operand)
-                            values[key] = operand if earlier is not None and operand == earlier else None
-                    walk(inner)
-
     for func in funcs.values():
-        walk(func)
+        for inner in nested_operations(func):
+            if inner.name == "func.call":
+                callee = ir.FlatSymbolRefAttr(inner.attributes["callee"]).value
+                for number, operand in enumerate(inner.operands):
+                    value = splat_value(operand)
+                    key = (callee, number)
+                    if key in passed and passed[key] != value:
+                        value = None
+                    passed[key] = value
+                    earlier = values.get(key, operand)
+                    values[key] = operand if earlier is not None and operand == earlier else None
     public = {name for name, func in funcs.items()
               if "sym_visibility" not in A.named(func.attributes)
                  or A.string(func.attributes["sym_visibility"]) != "private"}

@@ -136,19 +136,20 @@ class _StderrOfXla:
 
 def custom_calls(module: Any, target: str) -> Iterator[Any]:
     """Every ``stablehlo.custom_call`` to ``target`` in ``module``, nested ones included, in program order."""
+    return _custom_calls_in(module.operation, target)
+
+
+def _custom_calls_in(op: Any, target: str) -> Iterator[Any]:
     from jax._src.lib.mlir import ir
 
-    def walk(op: Any) -> Iterator[Any]:
-        for region in op.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    inner = inner.operation
-                    if inner.name == "stablehlo.custom_call" and \
-                            ir.StringAttr(inner.attributes["call_target_name"]).value == target:
-                        yield inner
-                    yield from walk(inner)
-
-    return walk(module.operation)
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                inner = inner.operation
+                if inner.name == "stablehlo.custom_call" and \
+                        ir.StringAttr(inner.attributes["call_target_name"]).value == target:
+                    yield inner
+                yield from _custom_calls_in(inner, target)
 
 
 def rename_custom_calls(module: Any, old: str, new: str) -> None:

@@ -74,14 +74,15 @@ def decode(data: Any) -> Dict[str, Any]:
         (length,) = struct.unpack_from("<Q", data, pos)
         blobs.append(base64.b64encode(data[pos + 8:pos + 8 + length]).decode("ascii"))
         pos += 8 + length
+    return _inline_blobs(program, blobs)
 
-    def inline(value: Any) -> Any:
-        if isinstance(value, dict):
-            if list(value) == ["blob"]:
-                return blobs[value["blob"]]
-            return {k: inline(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [inline(v) for v in value]
-        return value
 
-    return inline(program)
+def _inline_blobs(value: Any, blobs: List[str]) -> Any:
+    """``value`` with each ``{"blob": i}`` replaced by blob i's base64 text."""
+    if isinstance(value, dict):
+        if list(value) == ["blob"]:
+            return blobs[value["blob"]]
+        return {k: _inline_blobs(v, blobs) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_inline_blobs(v, blobs) for v in value]
+    return value

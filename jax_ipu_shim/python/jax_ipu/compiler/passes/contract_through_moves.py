@@ -86,6 +86,15 @@ def run(functions: List[Dict[str, Any]], anchors: Dict[str, Any], current_series
     return changed
 
 
+def _count_uses(block: Dict[str, Any], uses: Dict[int, int]) -> None:
+    """Adds to ``uses`` how many times each value is an operand in ``block``, its regions included."""
+    for entry in block["body"]:
+        for v in entry["operands"]:
+            uses[v] = uses.get(v, 0) + 1
+        for region in entry.get("regions", ()):
+            _count_uses(region, uses)
+
+
 def _block(block: Dict[str, Any], fresh: Any, anchors: Any, moves: Dict[str, Dict[str, Any]],
            current_series: bool) -> bool:
     changed = False
@@ -93,14 +102,7 @@ def _block(block: Dict[str, Any], fresh: Any, anchors: Any, moves: Dict[str, Dic
         for region in entry.get("regions", ()):
             changed = _block(region, fresh, anchors, moves, current_series) or changed
     uses: Dict[int, int] = {}
-
-    def count(b: Dict[str, Any]) -> None:
-        for e in b["body"]:
-            for v in e["operands"]:
-                uses[v] = uses.get(v, 0) + 1
-            for region in e.get("regions", ()):
-                count(region)
-    count(block)
+    _count_uses(block, uses)
     for v in list(block["results"]) + list(anchors):
         uses[v] = uses.get(v, 0) + 1
     producer = {r["id"]: e for e in block["body"] for r in e["results"]}

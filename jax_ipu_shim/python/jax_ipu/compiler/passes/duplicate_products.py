@@ -152,31 +152,40 @@ def _loops_reading(product: int, readers: Dict[int, List[Dict[str, Any]]], escap
     fuzz seed 20280501 #6125, both series), so the walk branches there, each reader with its own rule (jaxlib 0.12
     sinks ``(x * x).T`` below ``2 - t`` but not below the output's reshape); ``jnp.square(x).T + 1`` beside a
     reduction of the square is one chain of one such loop."""
-    current_series, moves = series
     ends: List[Any] = []
-
-    def visit(op: Dict[str, Any], value: int, chain: List[Dict[str, Any]]) -> None:
-        move = as_move(op, moves)
-        if move is None or op["operands"] != [value]:
-            ends.append((chain, op, value))
-            return
-        result = op["results"][0]["id"]
-        rank = len(shapes[value])
-        if result in escaping:
-            ends.append((chain + [move], None, result))
-        apart = False  # a reader the move does not fuse into: the move is a loop of its own (op None there too)
-        for reader in readers.get(result, []):
-            if fuses(move, rank, current_series, *beside(reader, result, producer)):
-                visit(reader, result, chain + [move])
-            elif not apart:
-                apart = True
-                ends.append((chain, None, value))
-
     if product in escaping:
         ends.append(([], None, product))
+    walk = _LoopWalk(readers, escaping, shapes, producer, series, ends)
     for op in readers.get(product, []):
-        visit(op, product, [])
+        walk.visit(op, product, [])
     return ends
+
+
+class _LoopWalk:
+    """_loops_reading's walk down the moves from a product (a class: the walk recurses, and a closure that calls
+    itself is a reference cycle that keeps the document for the garbage collector)."""
+
+    def __init__(self, readers: Dict[int, List[Dict[str, Any]]], escaping: Set[int], shapes: Dict[int, List[int]],
+                 producer: Dict[int, Dict[str, Any]], series: Any, ends: List[Any]) -> None:
+        self.readers, self.escaping, self.shapes, self.producer, self.ends = readers, escaping, shapes, producer, ends
+        self.current_series, self.moves = series
+
+    def visit(self, op: Dict[str, Any], value: int, chain: List[Dict[str, Any]]) -> None:
+        move = as_move(op, self.moves)
+        if move is None or op["operands"] != [value]:
+            self.ends.append((chain, op, value))
+            return
+        result = op["results"][0]["id"]
+        rank = len(self.shapes[value])
+        if result in self.escaping:
+            self.ends.append((chain + [move], None, result))
+        apart = False  # a reader the move does not fuse into: the move is a loop of its own (op None there too)
+        for reader in self.readers.get(result, []):
+            if fuses(move, rank, self.current_series, *beside(reader, result, self.producer)):
+                self.visit(reader, result, chain + [move])
+            elif not apart:
+                apart = True
+                self.ends.append((chain, None, value))
 
 
 def _fused_together(users: List[Dict[str, Any]], readers: Dict[int, List[Dict[str, Any]]]) -> Set[int]:

@@ -39,6 +39,25 @@ def run(functions: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return changed
 
 
+def _scalar(v: int, producer: Dict[int, Dict[str, Any]], scalars: Dict[int, Optional[Any]]) -> Optional[Any]:
+    """The value of a scalar constant, or of scalar arithmetic on them (1 / c, log(2): XLA folds them), else None;
+    ``scalars`` keeps what is found."""
+    if v in scalars:
+        return scalars[v]
+    p = producer.get(v)
+    value = None
+    if p is not None and p["results"][0]["shape"] == [] and p["results"][0]["dtype"] in DTYPES:
+        dtype = DTYPES[p["results"][0]["dtype"]]
+        if p["op"] == "constant" and len(p["attrs"]["value"]) == np.dtype(dtype).itemsize:
+            value = np.frombuffer(bytes(p["attrs"]["value"]), dtype)[0]
+        elif p["op"] in ARITHMETIC:
+            args = [_scalar(o, producer, scalars) for o in p["operands"]]
+            if all(a is not None for a in args):
+                value = _fold(p["op"], dtype, *args)
+    scalars[v] = value
+    return value
+
+
 def _block(block: Dict[str, Any], fresh: Callable[[], int]) -> bool:
     changed = False
     for entry in block["body"]:
@@ -49,22 +68,7 @@ def _block(block: Dict[str, Any], fresh: Callable[[], int]) -> bool:
     scalars: Dict[int, Optional[Any]] = {}
 
     def scalar(v: int) -> Optional[Any]:
-        """The value of a scalar constant, or of scalar arithmetic on them (1 / c, log(2): XLA folds them), else
-        None."""
-        if v in scalars:
-            return scalars[v]
-        p = producer.get(v)
-        value = None
-        if p is not None and p["results"][0]["shape"] == [] and p["results"][0]["dtype"] in DTYPES:
-            dtype = DTYPES[p["results"][0]["dtype"]]
-            if p["op"] == "constant" and len(p["attrs"]["value"]) == np.dtype(dtype).itemsize:
-                value = np.frombuffer(bytes(p["attrs"]["value"]), dtype)[0]
-            elif p["op"] in ARITHMETIC:
-                args = [scalar(o) for o in p["operands"]]
-                if all(a is not None for a in args):
-                    value = _fold(p["op"], dtype, *args)
-        scalars[v] = value
-        return value
+        return _scalar(v, producer, scalars)
 
     def splat(v: int) -> Optional[Any]:
         """The one value of a constant array operand: a broadcast of a scalar constant, or a splat constant."""

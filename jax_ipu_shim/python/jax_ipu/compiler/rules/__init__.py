@@ -35,6 +35,7 @@ RULES: Tuple[Rule, ...] = (
     structure.if_as_case,
     structure.hlo_custom_call_op,
     structure.tupled_call,
+    decompositions.approx_top_k,
     gather_scatter.scatter_out_of_bounds,
     gather_scatter.gather_scatter,
     structure.call_in_scalar_body,

@@ -4,19 +4,23 @@ them.
 jaxlib 0.12 sends some CHLO ops as ``stablehlo.composite`` of their decomposition, while XLA:CPU computes its own
 HLO op (erf, complex sinh); it writes ``chlo.atan`` as ``atan2(x, 1)``. jaxlib 0.4.13 decomposes ``acosh`` and
 ``sinh`` as XLA's own expanders do, and treats ``asin``/``atanh`` of values below f32's smallest normal as zero;
-jaxlib 0.12 computes some f16 ops inside loops in f32. Each rule writes the computation cpu runs, so results match
-cpu's bit for bit where the README says the op is bit-exact."""
+jaxlib 0.12 computes some f16 ops inside loops in f32. Both series send ``lax.approx_max_k``/``approx_min_k`` as
+XLA's ``ApproxTopK`` custom call, which XLA:CPU computes exactly (a sort and a slice). Each rule writes the
+computation cpu runs, so results match cpu's bit for bit where the README says the op is bit-exact."""
 
 from __future__ import annotations
 
 import math
 from typing import Any, Dict, List, Optional
 
+from jax._src.lib.mlir import ir
+
 from jax_ipu import _jax
 
 from .. import attributes as A
 from .. import facts as F
 from .. import rewrite as W
+from ..errors import CompileError
 
 _F16_IN_LOOPS_EXPANDED = ("stablehlo.tan", "stablehlo.rsqrt")
 
@@ -179,4 +183,43 @@ def atan_as_atan2(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool
         return False
     entry = t.entry(op)  # chlo.atan, as jaxlib 0.12 writes it for a plugin: atan2(x, 1)
     body.append(dict(entry, op="atan", mlir="chlo.atan", operands=entry["operands"][:1]))
+    return True
+
+
+def _approx_top_k(t: Any, op: Any) -> List[Dict[str, Any]]:
+    """XLA's ``ApproxTopK`` custom call as every backend but the TPU computes it (XLA's ApproxTopKFallback): the
+    operands (values, then their indices) sorted along ``reduction_dim`` with the call's comparator, each cut to
+    the result's size there (k, or the approximate output size jax computed when ``aggregate_to_topk`` is off).
+    The init values that follow the operands are the TPU's. The result is exact, as on cpu."""
+    t.check(op)
+    attrs = A.named(op.attributes)
+    config = ir.DictAttr(attrs["mhlo.backend_config"]) if "mhlo.backend_config" in attrs else {}
+    computations = list(ir.ArrayAttr(attrs["called_computations"])) if "called_computations" in attrs else []
+    if "reduction_dim" not in config or len(computations) != 1 or len(op.operands) != 2 * len(op.results):
+        raise CompileError(f"cannot read the ApproxTopK custom call with types {W.types_text(op)}: it needs a "
+                           "mhlo.backend_config with reduction_dim, one comparator and an init value per operand, "
+                           "as jax's lax.approx_max_k writes it")
+    dimension = A.integer(config["reduction_dim"])
+    comparator = A.symbol(computations[0])
+    if comparator not in t.funcs:
+        raise CompileError(f"the ApproxTopK custom call's comparator @{comparator} is not defined in the module")
+    values = [t.use(v) for v in op.operands[:len(op.results)]]
+    sorted_values = [t.fresh(*t.tensor(v)) for v in op.operands[:len(op.results)]]
+    region = t.block(t.funcs[comparator].regions[0].blocks[0], "stablehlo.sort", scalar_body=True)
+    sort = W.located({"op": "sort", "mlir": "stablehlo.custom_call", "operands": values, "results": sorted_values,
+                      "attrs": {"dimension": dimension, "is_stable": False}, "regions": [region]}, op)
+    entries = [sort]
+    for whole, result in zip(sorted_values, op.results):
+        out = t.define(result, "stablehlo.custom_call")
+        rank = len(out["shape"])
+        entries.append(W.derived(sort, "slice", [whole["id"]], [out], {
+            "start_indices": [0] * rank, "limit_indices": list(out["shape"]), "strides": [1] * rank}))
+    return entries
+
+
+def approx_top_k(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
+    if not (op.name == "stablehlo.custom_call" and "call_target_name" in op.attributes
+            and A.string(op.attributes["call_target_name"]) == "ApproxTopK"):
+        return False
+    body.extend(_approx_top_k(t, op))
     return True

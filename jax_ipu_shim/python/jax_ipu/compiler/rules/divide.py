@@ -313,46 +313,50 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
         return t.quotients[value]
 
     def divide(a: int, a_value: Any, b: int, b_value: Any) -> Tuple[str, List[int]]:
-        """The op that computes a / b and its operands (values: the MLIR values a and b are, if any)."""
-        powers = [simplifier.exponent_of(t, v) if v is not None else None for v in (a_value, b_value)]
-        if not current and not broadcast_only and None not in powers:
-            return "exponential", [emit("subtract", powers, shape)]  # type: ignore[arg-type]
-        qa, qb = quotient(a_value), quotient(b_value)
-        if qa is not None and qb is not None:
-            (n1, d1), (n2, d2) = qa, qb
-            return "divide", [emit("multiply", [n1, d2], shape), emit("multiply", [d1, n2], shape)]
-        alike = a_value is not None and b_value is not None and \
-            _sunk_broadcast_of(a_value, t.tensor) == _sunk_broadcast_of(b_value, t.tensor) is not None
-        sunk = current and a_value is not None and b_value is not None and (alike or (
-            F.splat_value(a_value) is not None and _broadcast_of(b_value, t.tensor) is not None))
-        # jaxlib 0.12 moves a broadcast below an elementwise op whose operands are all broadcast alike
-        # (op(bcast(x), bcast(y)) => bcast(op(x, y))) before HandleDivide sees it: x / x stays a divide, and
-        # x / constant C becomes x * (1 / C) below the broadcast, the same bits as a broadcast reciprocal; a
-        # splat constant is a broadcast of any shape there (3 / vmap(tanh)(x) divides: fuzz seed 20270301 #4549)
-        factor = inverse_of(b_value) if b_value is not None and (not sunk or _broadcasts_constant(b_value)) \
-            else None
-        if factor is not None and wide != dtype:
-            return "convert", [factor if a_value is not None and F.splat_value(a_value) == 1.0 else
-                               emit("multiply", [emit("convert", [a], shape, of=wide), factor], shape, of=wide)]
-        if factor is not None and a_value is not None and F.splat_value(a_value) == 1.0:
-            # 1 * F is F (XLA's simplifier drops the multiply, so a denormal F stays); an F that a rule wrote for
-            # a power, root or exponential B is what a later divide by this value reads (inverse_of)
-            below = F.producer_of(b_value)
-            kind = below.name if below is not None else ""
-            exponential = not current and simplifier.exponent_of(t, b_value) is not None
-            if kind in _ROOTS + ("stablehlo.power",) or exponential:
-                inverted.append((b_value, kind))
-            return "reshape", [factor]
-        if factor is not None:
-            return "multiply", [a, factor]
-        if qa is not None:
-            numerator, denominator = qa
-            return "divide", [numerator, emit("multiply", [denominator, b], shape)]
-        if qb is not None:
-            numerator, denominator = qb
-            numerator_value = t.quotient_values.get(b_value)
-            return divide(emit("multiply", [a, denominator], shape), None, numerator, numerator_value)
-        return "divide", [a, b]
+        """The op that computes a / b and its operands (values: the MLIR values a and b are, if any). A divide a
+        rule writes is simplified again: the loop (not a recursive closure, which would be a reference cycle
+        left for the garbage collector with the whole document)."""
+        while True:
+            powers = [simplifier.exponent_of(t, v) if v is not None else None for v in (a_value, b_value)]
+            if not current and not broadcast_only and None not in powers:
+                return "exponential", [emit("subtract", powers, shape)]  # type: ignore[arg-type]
+            qa, qb = quotient(a_value), quotient(b_value)
+            if qa is not None and qb is not None:
+                (n1, d1), (n2, d2) = qa, qb
+                return "divide", [emit("multiply", [n1, d2], shape), emit("multiply", [d1, n2], shape)]
+            alike = a_value is not None and b_value is not None and \
+                _sunk_broadcast_of(a_value, t.tensor) == _sunk_broadcast_of(b_value, t.tensor) is not None
+            sunk = current and a_value is not None and b_value is not None and (alike or (
+                F.splat_value(a_value) is not None and _broadcast_of(b_value, t.tensor) is not None))
+            # jaxlib 0.12 moves a broadcast below an elementwise op whose operands are all broadcast alike
+            # (op(bcast(x), bcast(y)) => bcast(op(x, y))) before HandleDivide sees it: x / x stays a divide, and
+            # x / constant C becomes x * (1 / C) below the broadcast, the same bits as a broadcast reciprocal; a
+            # splat constant is a broadcast of any shape there (3 / vmap(tanh)(x) divides: fuzz seed 20270301 #4549)
+            factor = inverse_of(b_value) if b_value is not None and (not sunk or _broadcasts_constant(b_value)) \
+                else None
+            if factor is not None and wide != dtype:
+                return "convert", [factor if a_value is not None and F.splat_value(a_value) == 1.0 else
+                                   emit("multiply", [emit("convert", [a], shape, of=wide), factor], shape, of=wide)]
+            if factor is not None and a_value is not None and F.splat_value(a_value) == 1.0:
+                # 1 * F is F (XLA's simplifier drops the multiply, so a denormal F stays); an F that a rule wrote for
+                # a power, root or exponential B is what a later divide by this value reads (inverse_of)
+                below = F.producer_of(b_value)
+                kind = below.name if below is not None else ""
+                exponential = not current and simplifier.exponent_of(t, b_value) is not None
+                if kind in _ROOTS + ("stablehlo.power",) or exponential:
+                    inverted.append((b_value, kind))
+                return "reshape", [factor]
+            if factor is not None:
+                return "multiply", [a, factor]
+            if qa is not None:
+                numerator, denominator = qa
+                return "divide", [numerator, emit("multiply", [denominator, b], shape)]
+            if qb is not None:
+                numerator, denominator = qb
+                a, a_value = emit("multiply", [a, denominator], shape), None
+                b, b_value = numerator, t.quotient_values.get(b_value)
+                continue
+            return "divide", [a, b]
 
     a_value, b_value = mlir_op.operands
     inverted: List[Tuple[Any, str]] = []  # (B, its op) where this divide is 1 / B written as F

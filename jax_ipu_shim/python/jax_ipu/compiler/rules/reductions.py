@@ -222,108 +222,117 @@ def _reduce_pieces(t: Any, entry: Dict[str, Any], op: Any, combine: str, dim: in
     return ops
 
 
-def _scan_as_tree(t: Any, entry: Dict[str, Any], shape: List[int], dim: int, forward: bool,
-                  exclusive: bool) -> List[Dict[str, Any]]:
+class _TreeScan:
     """A cumulative reduce_window (jnp.cumsum, cumprod, cummax and cummin as jaxlib 0.12 lowers them: a window
     of the whole axis) as XLA:CPU's ReduceWindowRewriter (base length 16) rewrites it, so the ipu combines the
     elements in cpu's order, in linear time: the axis, moved last and padded with the init value to a multiple
     of 16, scanned in rows of 16; the rows' last (first, in reverse) elements scanned exclusively, the same
-    way, and combined with each row's scan; the padding sliced off again."""
-    rewrite = W.Rewrite(t, entry)
-    init = entry["operands"][1]
-    computation = entry["attrs"].get("computation")  # None: a body of several ops (cumlogsumexp's)
-    region = entry["regions"][0] if computation is None else None
+    way, and combined with each row's scan; the padding sliced off again. (A class, not closures: the scan
+    recurses, and a closure that calls itself is a reference cycle that keeps the document for the garbage
+    collector.)"""
 
-    def reduce_window(x: int, out_shape: List[int], attrs: Dict[str, Any]) -> int:
-        if computation is not None:
-            attrs["computation"] = computation
-        result = rewrite.emit("reduce_window", [x, init], shape=out_shape, attrs=attrs)
-        if region is not None:
-            rewrite.ops[-1]["regions"] = [_renumbered(t, region)]
+    def __init__(self, t: Any, entry: Dict[str, Any], forward: bool) -> None:
+        self.rewrite = W.Rewrite(t, entry)
+        self.init = entry["operands"][1]
+        self.computation = entry["attrs"].get("computation")  # None: a body of several ops (cumlogsumexp's)
+        self.region = entry["regions"][0] if self.computation is None else None
+        self.t, self.forward = t, forward
+
+    def reduce_window(self, x: int, out_shape: List[int], attrs: Dict[str, Any]) -> int:
+        if self.computation is not None:
+            attrs["computation"] = self.computation
+        result = self.rewrite.emit("reduce_window", [x, self.init], shape=out_shape, attrs=attrs)
+        if self.region is not None:
+            self.rewrite.ops[-1]["regions"] = [_renumbered(self.t, self.region)]
         return result
 
-    def window(x: int, x_shape: List[int], size: int, pad: int, out_len: int) -> int:
+    def window(self, x: int, x_shape: List[int], size: int, pad: int, out_len: int) -> int:
         rank = len(x_shape)
-        return reduce_window(x, x_shape[:-1] + [out_len], {
+        return self.reduce_window(x, x_shape[:-1] + [out_len], {
             "window_dimensions": [1] * (rank - 1) + [size], "window_strides": [1] * rank,
             "base_dilations": [1] * rank, "window_dilations": [1] * rank,
-            "padding": [[0, 0]] * (rank - 1) + [[pad, 0] if forward else [0, pad]]})
+            "padding": [[0, 0]] * (rank - 1) + [[pad, 0] if self.forward else [0, pad]]})
 
-    def combine(a: int, b: int, shape: List[int]) -> int:
+    def combine(self, a: int, b: int, shape: List[int]) -> int:
         """The body applied to a and b elementwise (XLA's map of it)."""
-        if region is None:
-            return rewrite.emit(computation, [a, b], shape=shape)
-        values = {p["id"]: v for p, v in zip(region["params"], (a, b))}
-        for inner in region["body"]:
+        if self.region is None:
+            return self.rewrite.emit(self.computation, [a, b], shape=shape)
+        values = {p["id"]: v for p, v in zip(self.region["params"], (a, b))}
+        for inner in self.region["body"]:
             dtype = inner["results"][0]["dtype"]
             if inner["op"] == "constant":
-                scalar = rewrite.emit("constant", [], dtype, shape=[], attrs=inner["attrs"])
-                values[inner["results"][0]["id"]] = rewrite.emit(
+                scalar = self.rewrite.emit("constant", [], dtype, shape=[], attrs=inner["attrs"])
+                values[inner["results"][0]["id"]] = self.rewrite.emit(
                     "broadcast_in_dim", [scalar], dtype, shape=shape, attrs={"broadcast_dimensions": []}) \
                     if shape else scalar
             else:
-                values[inner["results"][0]["id"]] = rewrite.emit(
+                values[inner["results"][0]["id"]] = self.rewrite.emit(
                     inner["op"], [values[o] for o in inner["operands"]], dtype, shape=shape, attrs=inner["attrs"])
-        return values[region["results"][0]]
+        return values[self.region["results"][0]]
 
-    def scan(x: int, x_shape: List[int], d: int, excl: bool) -> int:
+    def scan(self, x: int, x_shape: List[int], d: int, excl: bool) -> int:
         rank, length = len(x_shape), x_shape[d]
         if length <= _SCAN_BASE:  # XLA:CPU's own window, each output from init in the window's order
             pad = length if excl else length - 1
             out_shape = list(x_shape)
             out_shape[d] += 1 if excl else 0
             window_dims, padding = [1] * rank, [[0, 0]] * rank
-            window_dims[d], padding[d] = length, [pad, 0] if forward else [0, pad]
-            return reduce_window(x, out_shape, {
+            window_dims[d], padding[d] = length, [pad, 0] if self.forward else [0, pad]
+            return self.reduce_window(x, out_shape, {
                 "window_dimensions": window_dims, "window_strides": [1] * rank, "base_dilations": [1] * rank,
                 "window_dilations": [1] * rank, "padding": padding})
         perm = list(range(rank))
         perm[d], perm[-1] = perm[-1], perm[d]
         moved = [x_shape[p] for p in perm]
         if d != rank - 1:
-            x = rewrite.emit("transpose", [x], shape=moved, attrs={"permutation": perm})
+            x = self.rewrite.emit("transpose", [x], shape=moved, attrs={"permutation": perm})
         padded = -(-length // _SCAN_BASE) * _SCAN_BASE
         if padded != length:
-            x = rewrite.emit("pad", [x, init], shape=moved[:-1] + [padded], attrs={
+            x = self.rewrite.emit("pad", [x, self.init], shape=moved[:-1] + [padded], attrs={
                 "edge_padding_low": [0] * rank, "edge_padding_high": [0] * (rank - 1) + [padded - length],
                 "interior_padding": [0] * rank})
         columns = padded // _SCAN_BASE
         tiled = moved[:-1] + [columns, _SCAN_BASE]
-        x = rewrite.emit("reshape", [x], shape=tiled)
-        rows = window(x, tiled, _SCAN_BASE, _SCAN_BASE - 1, _SCAN_BASE)
-        edge = _SCAN_BASE - 1 if forward else 0
-        column = rewrite.emit("slice", [rows], shape=tiled[:-1] + [1], attrs={
+        x = self.rewrite.emit("reshape", [x], shape=tiled)
+        rows = self.window(x, tiled, _SCAN_BASE, _SCAN_BASE - 1, _SCAN_BASE)
+        edge = _SCAN_BASE - 1 if self.forward else 0
+        column = self.rewrite.emit("slice", [rows], shape=tiled[:-1] + [1], attrs={
             "start_indices": [0] * rank + [edge], "limit_indices": tiled[:-1] + [edge + 1],
             "strides": [1] * (rank + 1)})
-        column = rewrite.emit("reshape", [column], shape=tiled[:-1])
-        carried = scan(column, tiled[:-1], rank - 1, True)  # [..., columns + 1]
-        start = 0 if forward else 1
-        carried = rewrite.emit("slice", [carried], shape=tiled[:-1], attrs={
+        column = self.rewrite.emit("reshape", [column], shape=tiled[:-1])
+        carried = self.scan(column, tiled[:-1], rank - 1, True)  # [..., columns + 1]
+        start = 0 if self.forward else 1
+        carried = self.rewrite.emit("slice", [carried], shape=tiled[:-1], attrs={
             "start_indices": [0] * (rank - 1) + [start], "limit_indices": tiled[:-2] + [start + columns],
             "strides": [1] * rank})
-        carried = rewrite.emit("broadcast_in_dim", [carried], shape=tiled,
-                               attrs={"broadcast_dimensions": list(range(rank))})
-        out = combine(rows, carried, tiled)
-        out = rewrite.emit("reshape", [out], shape=moved[:-1] + [padded])
+        carried = self.rewrite.emit("broadcast_in_dim", [carried], shape=tiled,
+                                    attrs={"broadcast_dimensions": list(range(rank))})
+        out = self.combine(rows, carried, tiled)
+        out = self.rewrite.emit("reshape", [out], shape=moved[:-1] + [padded])
         full = list(x_shape)
         full[d] = padded
         if d != rank - 1:
-            out = rewrite.emit("transpose", [out], shape=full, attrs={"permutation": perm})
+            out = self.rewrite.emit("transpose", [out], shape=full, attrs={"permutation": perm})
         if padded != length:
-            out = rewrite.emit("slice", [out], shape=x_shape, attrs={
+            out = self.rewrite.emit("slice", [out], shape=x_shape, attrs={
                 "start_indices": [0] * rank, "limit_indices": list(x_shape), "strides": [1] * rank})
         if excl:
             out_shape = list(x_shape)
             out_shape[d] += 1
             low, high = [0] * rank, [0] * rank
-            (low if forward else high)[d] = 1
-            out = rewrite.emit("pad", [out, init], shape=out_shape, attrs={
+            (low if self.forward else high)[d] = 1
+            out = self.rewrite.emit("pad", [out, self.init], shape=out_shape, attrs={
                 "edge_padding_low": low, "edge_padding_high": high, "interior_padding": [0] * rank})
         return out
 
-    scan(entry["operands"][0], shape, dim, exclusive)
-    rewrite.ops[-1]["results"] = entry["results"]  # the last op writes the reduce_window's own result
-    return rewrite.ops
+
+def _scan_as_tree(t: Any, entry: Dict[str, Any], shape: List[int], dim: int, forward: bool,
+                  exclusive: bool) -> List[Dict[str, Any]]:
+    """_TreeScan's ops for the reduce_window ``entry``."""
+    scan = _TreeScan(t, entry, forward)
+    scan.scan(entry["operands"][0], shape, dim, exclusive)
+    scan.rewrite.ops[-1]["results"] = entry["results"]  # the last op writes the reduce_window's own result
+    return scan.rewrite.ops
 
 
 def _renumbered(t: Any, region: Dict[str, Any]) -> Dict[str, Any]:
