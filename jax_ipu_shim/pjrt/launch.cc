@@ -8,6 +8,15 @@
 // Cheap programs are the exception (as XLA's CPU client runs cheap computations inline): when a program's last
 // run took less host time than handing it to the worker and waiting for it would, its inputs are all defined,
 // it does no host I/O and its IPU is idle, it runs at once on the caller's thread. Nothing else can tell.
+//
+// Programs that call the host (jax.pure_callback, io_callback, jax.debug.print, checkify, host_callback) on one IPU
+// have run when Execute returns, as XLA's CPU client runs them: queued, and waited for (jaxlib has let go of the
+// GIL, so the callbacks run on the worker). A callback's error is then the call's error (XlaRuntimeError where the
+// jitted function is called, as on cpu: equinox's error_if, jax's own callback tests), not a failure waiting in
+// the results. A run a Ctrl-C cancelled is the exception: its outputs carry the error and the call returns, so
+// that Python raises the KeyboardInterrupt it has pending right there (the callbacks never run on the caller's
+// thread, where Python would raise it inside the callback instead). Launches on several IPUs (pmap, sharded jit)
+// stay asynchronous; their errors are the results'.
 #include <algorithm>
 #include <chrono>
 
@@ -181,12 +190,19 @@ void Run(Replica& r) {
 
 // A launch on one IPU that runs at once on the caller's thread (see the top of this file) if it may; false, with
 // nothing done, if it must be queued instead. Throws for a bad argument before anything happens.
-bool ExecuteInline(const PJRT_LoadedExecutable& loaded, PJRT_Device* device, PJRT_LoadedExecutable_Execute_Args* args) {
+// A synchronous launch's failure is `*error` (and nothing is returned); otherwise failures are the outputs'.
+bool ExecuteInline(const PJRT_LoadedExecutable& loaded, PJRT_Device* device, PJRT_LoadedExecutable_Execute_Args* args,
+                   bool synchronous, PJRT_Error** error) {
   const ipu::Executable& program = *loaded.program;
+  // Called from a host callback of a program that runs on this IPU: its queue can run nothing before that program
+  // ends, so a jax computation the callback makes on the same IPU runs here and now (queued, it would wait for
+  // the program that waits for it).
+  const bool nested = ServingQueue() == device->queue.get();
   const int64_t last = loaded.last_run_ns->load(std::memory_order_relaxed);
-  if (last < 0 || last > kInlineRunNs) return false;
-  if (program.hasInfeed() || program.hasOutfeed() || program.hasHostCalls()) return false;
-  if (!device->queue->Idle()) return false;
+  if (!nested && (last < 0 || last > kInlineRunNs)) return false;
+  if (program.hasInfeed() || program.hasOutfeed()) return false;
+  if (program.hasHostCalls() && !nested) return false;
+  if (!nested && !device->queue->Idle()) return false;
   // One replica and result list per thread, reused: their vectors keep their capacity, so that a launch allocates
   // little more than its outputs. Emptied on the way out, whatever happens, so that they hold nothing alive.
   RunScratch& scratch = ThisThreadsScratch();
@@ -212,7 +228,7 @@ bool ExecuteInline(const PJRT_LoadedExecutable& loaded, PJRT_Device* device, PJR
   const size_t num_inputs = program.inputTypes().size();
   for (size_t i = 0; i < num_inputs; ++i) AddArgument(program, i, args->argument_lists[0][i], &r);
   for (const auto& defined : r.inputs_defined) {
-    if (!defined->IsReady()) return false;
+    if (!defined->IsReady() && !nested) return false;  // nested: RunReplica waits for them
   }
   const std::vector<ipu::TensorType>& types = program.outputTypes();
   for (const ipu::TensorType& type : types) {
@@ -228,6 +244,10 @@ bool ExecuteInline(const PJRT_LoadedExecutable& loaded, PJRT_Device* device, PJR
   }
   std::string message;
   const PJRT_Error_Code code = RunReplica(r, &message);
+  if (code != 0 && synchronous && Interrupts().load() == r.interrupts_seen) {
+    *error = MakeError(code, message);
+    return true;
+  }
   // Defined by now: a successful run's outputs share the one ready completion (nothing to allocate or signal).
   std::shared_ptr<Completion> done = Completion::Ready();
   if (code != 0) {
@@ -281,7 +301,10 @@ PJRT_Error* PJRT_LoadedExecutable_Execute_Impl(PJRT_LoadedExecutable_Execute_Arg
                                                              " given");
     }
 
-    if (n == 1 && total == 1 && ExecuteInline(*loaded, devices[0], args)) return nullptr;
+    // Runs before returning (see the top of this file); ExecuteInline runs it here if it can.
+    const bool synchronous = n == 1 && total == 1 && program.hasHostCalls();
+    PJRT_Error* failed = nullptr;
+    if (n == 1 && total == 1 && ExecuteInline(*loaded, devices[0], args, synchronous, &failed)) return failed;
 
     // Everything that can fail happens before anything is queued or donated.
     std::shared_ptr<ipu::ReplicaGroup> group;
@@ -343,6 +366,13 @@ PJRT_Error* PJRT_LoadedExecutable_Execute_Impl(PJRT_LoadedExecutable_Execute_Arg
         }
         if (program.hasOutfeed()) devices[d]->host->OutfeedProgramQueued();
         devices[d]->queue->Enqueue([r = replicas[d]] { Run(*r); });
+      }
+    }
+    if (synchronous) {
+      Completion& done = *replicas[0]->done;
+      done.Wait();
+      if (done.code() != 0 && Interrupts().load() == replicas[0]->interrupts_seen) {
+        return MakeError(done.code(), done.message());
       }
     }
     for (size_t d = 0; d < n; ++d) {

@@ -3,6 +3,8 @@ computes forever, waits on an unfed infeed, or on a host callback that never ret
 nothing to take), the interrupted program fails saying why, and the IPU runs the next program. A process that exits
 while a program waits on an infeed ends within seconds.
 
+A Ctrl-C while the compiler's front end runs raises KeyboardInterrupt too.
+
 Each case runs in a child Python (``python test_interrupts.py CASE``), which prints ``waiting`` just before it
 blocks; the test then sends SIGINT, as a terminal's Ctrl-C does.
 """
@@ -59,7 +61,9 @@ def _callback_that_never_returns() -> Any:
         return np.asarray(x)
 
     f = jax.jit(lambda x: jax.pure_callback(host, jax.ShapeDtypeStruct((3,), jnp.float32), x) + 1, backend="ipu")
-    return f(jnp.ones(3))
+    x = jnp.ones(3)
+    compiled = f.lower(x).compile()  # before "waiting": the wait is the run's
+    return lambda: compiled(x)
 
 
 def _empty_outfeed() -> Any:
@@ -68,14 +72,33 @@ def _empty_outfeed() -> Any:
     from jax._src.lib import xla_client
 
     shape = xla_client.shape_from_pyval((np.zeros(3, np.float32),)).with_major_to_minor_layout_if_absent()
-    return jax.devices("ipu")[0].transfer_from_outfeed(shape)
+    return lambda: jax.devices("ipu")[0].transfer_from_outfeed(shape)
 
+
+def _slow_compile() -> Any:
+    import jax
+    import jax.numpy as jnp
+
+    def f(x):
+        for i in range(600):  # seconds in the compiler's front end, here
+            x = jnp.sin(x) * 1.0001 + i
+        return x
+
+    lowered = jax.jit(f, backend="ipu").lower(jnp.ones(3))  # traced before "waiting": the front end is the wait
+    return lowered.compile
+
+
+# The calls that wait themselves: an outfeed read, a program with host callbacks (which returns once they have run,
+# as on cpu), and a compile; each case gives what to call after "waiting". The others are dispatched, and reading
+# their result waits.
+CALL_WAITS = ("empty_outfeed", "callback_that_never_returns", "slow_compile")
 
 CASES: Dict[str, Callable[[], Any]] = {
     "forever_loop": _forever_loop,
     "unfed_infeed": _unfed_infeed,
     "callback_that_never_returns": _callback_that_never_returns,
     "empty_outfeed": _empty_outfeed,
+    "slow_compile": _slow_compile,
 }
 
 
@@ -91,20 +114,22 @@ def _child(case: str) -> None:
         sys.exit(0)
     started = time.monotonic()
     try:
-        if case == "empty_outfeed":  # the call itself waits
+        if case in CALL_WAITS:  # the call itself waits
+            call = CASES[case]()
             print("waiting", flush=True)
             started = time.monotonic()
-        result = CASES[case]()
-        if case != "empty_outfeed":  # dispatched: reading the result waits
+            call()
+        else:  # dispatched: reading the result waits
+            result = CASES[case]()
             print("waiting", flush=True)
             started = time.monotonic()
-        np.asarray(result)
+            np.asarray(result)
         print("finished without an interrupt", flush=True)
     except KeyboardInterrupt:
         print(f"KeyboardInterrupt after {time.monotonic() - started:.3f} s", flush=True)
     # The IPU runs the next program.
     print("next:", np.asarray(jax.jit(lambda x: x * 2, backend="ipu")(jnp.arange(3.0))).tolist(), flush=True)
-    if case != "empty_outfeed":
+    if case not in CALL_WAITS:
         try:
             np.asarray(result)
         except Exception as error:  # noqa: BLE001 - the interrupted program's results say why
@@ -163,7 +188,7 @@ def test_ctrl_c_raises_keyboard_interrupt_in_the_wait(case):
     seconds = float(out.split("KeyboardInterrupt after ")[1].split()[0])
     assert seconds < SETTLE + WITHIN, out
     assert "next: [0.0, 2.0, 4.0]" in out, (out, err[-3000:])
-    if case != "empty_outfeed":  # the interrupted program failed, saying why
+    if case not in CALL_WAITS:  # the interrupted program failed, saying why
         assert "interrupted result:" in out and "interrupted" in out.split("interrupted result:")[1], out
 
 

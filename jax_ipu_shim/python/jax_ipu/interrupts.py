@@ -19,9 +19,11 @@ If the process installs its own SIGINT handler (``signal.signal``), Ctrl-C is it
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import signal
-from typing import Any, Callable
+import threading
+from typing import Any, Callable, Iterator
 
 _installed = False
 _MARK = "(SIGINT, Ctrl-C)"  # in the message of a wait or program that a Ctrl-C ended (pjrt/interrupt.cc)
@@ -77,6 +79,32 @@ def _wrap_waits() -> None:
 
     if not getattr(feeds.transfer_from_outfeed, "_jax_ipu_interrupts", False):
         feeds.transfer_from_outfeed = _raising_pending_interrupt(feeds.transfer_from_outfeed)
+
+
+# A Ctrl-C that Python raised inside the compiler's front end, which runs as a callback of the library's compile:
+# the callback can only report it as the compile's error, and jax_ipu raises it again where jax compiles
+# (compiling_raises_interrupts). Per thread: compiles on other threads are theirs.
+_compile_interrupted = threading.local()
+
+
+def compile_interrupted() -> None:
+    """The front end's callback caught a KeyboardInterrupt: the compile fails, and raises it (below)."""
+    _compile_interrupted.value = True
+
+
+@contextlib.contextmanager
+def compiling_raises_interrupts() -> Iterator[None]:
+    """Around an ipu compile: the error of a compile that a Ctrl-C interrupted is raised as ``KeyboardInterrupt``,
+    as a Ctrl-C anywhere else in Python is."""
+    _compile_interrupted.value = False
+    try:
+        yield
+    except Exception as error:
+        if getattr(_compile_interrupted, "value", False):
+            raise KeyboardInterrupt from error
+        raise
+    finally:
+        _compile_interrupted.value = False
 
 
 def install(lib: ctypes.CDLL) -> bool:

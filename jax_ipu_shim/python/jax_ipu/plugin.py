@@ -8,11 +8,12 @@ factory rather than a fixed client so that flags are read when the backend is fi
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import logging
 import traceback
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 from jax_ipu import _native, executable_cache, interrupts, multihost, progress, pvti, report
 from jax_ipu import config as ipu_config
@@ -90,7 +91,7 @@ def _make_client():
     report.set_target(config.version, config.num_tiles, config.num_devices)  # and checks POPLAR_ENGINE_OPTIONS
     pvti.install()  # PVTI_OPTIONS
     _register_compiler(_native.load())
-    executable_cache.install_jax_cache(PLATFORM, _progress_bar)
+    executable_cache.install_jax_cache(PLATFORM, _around_compile)
     _add_host_callbacks(_native.load())
     interrupts.install(_native.load())  # Ctrl-C ends waits (interrupts.py)
     __import__("jax_ipu.linalg").linalg.install_lowerings()  # jnp.linalg on the ipu: generic lowerings
@@ -132,6 +133,8 @@ def _register_compiler(lib: ctypes.CDLL) -> None:
             lib.JaxIpu_CompileResult_SetOptions(result, lowering, len(lowering))
             lib.JaxIpu_CompileResult_SetProgram(result, data, len(data))
         except BaseException as e:  # noqa: BLE001 - everything must be reported, nothing may cross into C
+            if isinstance(e, KeyboardInterrupt):
+                interrupts.compile_interrupted()  # raised again where jax compiles (_around_compile)
             code, message = _describe(e)
             data = message.encode("utf-8", errors="replace")
             lib.JaxIpu_CompileResult_SetError(result, code, data, len(data))
@@ -153,9 +156,13 @@ def _register_compiler(lib: ctypes.CDLL) -> None:
     lib.JaxIpu_SetCompiledHook(hook)
 
 
-def _progress_bar(module_name: str) -> Any:
-    """Around every ipu compile: the progress bar, as --show_progress_bar says."""
-    return progress.compiling(module_name, _client_config.show_progress_bar if _client_config else False)
+@contextlib.contextmanager
+def _around_compile(module_name: str) -> Iterator[None]:
+    """Around every ipu compile: the progress bar, as --show_progress_bar says, and a Ctrl-C in the front end
+    raised as ``KeyboardInterrupt``."""
+    with progress.compiling(module_name, _client_config.show_progress_bar if _client_config else False), \
+            interrupts.compiling_raises_interrupts():
+        yield
 
 
 def _compile_cached(module: bytes, options: bytes) -> bytes:
