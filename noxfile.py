@@ -170,7 +170,7 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "check", "jax_ipu_shim/python", "build_tools", "tests", "examples", "noxfile.py",
                 *session.posargs)
     session.run("mypy")  # files and options: [tool.mypy] in pyproject.toml
-    session.run("python", "-m", "build_tools", "lint", "clang-format", "pins-agree", "citations")
+    session.run("python", "-m", "build_tools", "lint", "clang-format", "pins-agree", "citations", "closures")
     session.run("actionlint", "-color=false", *sorted(str(p) for p in (REPO / ".github" / "workflows").glob("*.yml")))
     session.run("hadolint", "--no-color", str(REPO / "docker" / "Dockerfile"))
     session.run("python", "-m", "build_tools", "check-patches")

@@ -3,12 +3,16 @@
     clang-format   jax_ipu_shim's C++ against .clang-format, in check mode (never rewrites a file)
     pins-agree     docker/Dockerfile, .github/workflows/*.yml and pyproject's cibuildwheel table agree with pins.toml
     citations      every doc a comment cites (ipu-model.md, pjrt-notes.md, ...) is a file of the repository
+    closures       no function nested in another in jax_ipu calls itself: such a closure holds its own cell, a
+                   reference cycle that keeps what it captured (a compile's whole document) until the garbage
+                   collector runs, and that jax's own core_test counts as a leak
 
 Every finding fails: there is no baseline of known findings (the tree was brought to the checks when they came).
 """
 
 from __future__ import annotations
 
+import ast
 import re
 import shutil
 import subprocess
@@ -132,7 +136,32 @@ def pins_agree() -> int:
     return len(problems)
 
 
-CHECKS = {"clang-format": clang_format, "pins-agree": pins_agree, "citations": citations}
+def _recursive_closures(tree: ast.AST) -> List[str]:
+    """``outer.inner`` (line) for each function defined inside another that refers to its own name."""
+    found = []
+    for outer in ast.walk(tree):
+        if not isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for inner in ast.walk(outer):
+            if inner is outer or not isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            names = {n.id for stmt in inner.body for n in ast.walk(stmt) if isinstance(n, ast.Name)}
+            if inner.name in names:
+                found.append(f"{outer.name}.{inner.name} (line {inner.lineno})")
+    return found
+
+
+def closures() -> int:
+    failing = {}
+    for path in tracked("jax_ipu_shim/python/*.py"):
+        found = _recursive_closures(ast.parse(path.read_text(), str(path)))
+        if found:
+            failing[path.relative_to(REPO).as_posix()] = ("recursive closure(s) " + ", ".join(sorted(set(found))) +
+                                                          ": make it a module function, a method or a loop")
+    return _report("closures", failing)
+
+
+CHECKS = {"clang-format": clang_format, "pins-agree": pins_agree, "citations": citations, "closures": closures}
 
 
 def main(names: List[str]) -> int:

@@ -66,3 +66,15 @@ def test_citation_of_a_doc_outside_the_repository_fails(tmp_path: Path, monkeypa
     (tmp_path / "docs" / "pjrt-notes.md").write_text("notes\n")
     files += [tmp_path / "docs" / "ipu-model.md", tmp_path / "docs" / "pjrt-notes.md"]
     assert lint.citations() == 0
+
+
+def test_a_recursive_closure_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "walk.py").write_text("def outer(tree):\n    def walk(node):\n        for c in node:\n"
+                                      "            walk(c)\n    walk(tree)\n")
+    (tmp_path / "fine.py").write_text("def outer(tree):\n    def leaf(node):\n        return node\n"
+                                      "    return leaf(tree)\n\n\ndef walk(node):\n    for c in node:\n"
+                                      "        walk(c)\n")
+    files = [tmp_path / "walk.py", tmp_path / "fine.py"]
+    monkeypatch.setattr(lint, "REPO", tmp_path)
+    monkeypatch.setattr(lint, "tracked", lambda *patterns: list(files))
+    assert lint.closures() == 1
