@@ -341,3 +341,21 @@ def test_callback_results_are_canonicalised_as_jax_does():
             got_f, got_g = np.asarray(f(np.float32(1))), np.asarray(g())
         assert got_f.dtype == np.float32 and got_f == 2.0
         assert got_g.dtype == np.int32 and got_g.tolist() == [1, 2]
+
+
+def test_sparse_spsolve_runs_scipy_from_the_ipu():
+    """jax.experimental.sparse.linalg.spsolve: jax lowers it for cpu as a host callback to scipy's spsolve, and the
+    ipu lowers it the same way (jax's sparse_test.py test_sparse_qr_linear_solver)."""
+    import scipy.sparse as sps
+    import scipy.sparse.linalg
+    from jax.experimental.sparse.linalg import spsolve
+
+    a = (sps.random(20, 20, density=0.3, random_state=1, format="csr") + 5 * sps.eye(20, format="csr")).tocsr()
+    a = a.astype(np.float32)
+    b = np.random.default_rng(0).standard_normal(20).astype(np.float32)
+    ipu = jax.devices("ipu")[0]
+    args = [jax.device_put(v, ipu) for v in (a.data, a.indices.astype(np.int32), a.indptr.astype(np.int32), b)]
+    x = jax.jit(spsolve)(*args)
+    assert {d.platform for d in x.devices()} == {"ipu"}
+    np.testing.assert_allclose(np.asarray(x), scipy.sparse.linalg.spsolve(a.astype(np.float64), b), rtol=1e-4,
+                               atol=1e-5)

@@ -135,8 +135,15 @@ def install_callback_emitter(platform: str, emitter: Callable[..., Any]) -> bool
 
             emit_python_callback._jax_ipu = True  # type: ignore[attr-defined]
             jax_callback.emit_python_callback = emit_python_callback
+            # jax.interpreters.mlir re-exports it (bound when jax was imported): the lowerings that call it there
+            # (sparse spsolve's, third-party primitives') get the same emitter
+            from jax.interpreters import mlir as public_mlir
+
+            if getattr(public_mlir, "emit_python_callback", None) is original:
+                public_mlir.emit_python_callback = emit_python_callback
     mlir.register_lowering(debugging.debug_callback_p, debugging.debug_callback_lowering, platform=platform)
     _when_imported("jax._src.checkify", functools.partial(_lower_checks, platform))
+    _when_imported("jax.experimental.sparse.linalg", functools.partial(_lower_spsolve, platform))
     if hasattr(debugging, "debug_print_p"):  # the current series' jax.debug.print has a primitive of its own
         mlir.register_lowering(debugging.debug_print_p, debugging.debug_print_lowering_rule, platform=platform)
     return True
@@ -168,6 +175,14 @@ def _lower_host_callback(platform: str, module: Any) -> None:
                                                      if d not in data.devices]
 
     module._initialize_outfeed_receiver = initialize_with_ipu_devices
+
+
+def _lower_spsolve(platform: str, module: Any) -> None:
+    """jax.experimental.sparse.linalg.spsolve: jax lowers it for cpu as a host callback to scipy's spsolve (and for
+    cuda to cuSOLVER). The ipu runs host callbacks, so it lowers it as cpu does."""
+    from jax._src.interpreters import mlir
+
+    mlir.register_lowering(module.spsolve_p, module._spsolve_cpu_lowering, platform=platform)
 
 
 def _lower_checks(platform: str, module: Any) -> None:
