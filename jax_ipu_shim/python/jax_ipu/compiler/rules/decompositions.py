@@ -21,6 +21,7 @@ from .. import attributes as A
 from .. import facts as F
 from .. import rewrite as W
 from ..errors import CompileError
+from .structure import call_target
 
 _F16_IN_LOOPS_EXPANDED = ("stablehlo.tan", "stablehlo.rsqrt")
 
@@ -218,8 +219,7 @@ def _approx_top_k(t: Any, op: Any) -> List[Dict[str, Any]]:
 
 
 def approx_top_k(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
-    if not (op.name == "stablehlo.custom_call" and "call_target_name" in op.attributes
-            and A.string(op.attributes["call_target_name"]) == "ApproxTopK"):
+    if not (op.name == "stablehlo.custom_call" and call_target(op) == "ApproxTopK"):
         return False
     body.extend(_approx_top_k(t, op))
     return True

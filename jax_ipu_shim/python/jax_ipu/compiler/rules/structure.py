@@ -23,13 +23,13 @@ from .. import rewrite as W
 from ..errors import CompileError, unsupported
 
 
-def _call_target(op: Any) -> str:
+def call_target(op: Any) -> str:
     return A.string(op.attributes["call_target_name"]) if "call_target_name" in op.attributes else ""
 
 
 def _mhlo_op(op: Any) -> Optional[str]:
     """The program op of a custom call to ``mhlo.<op>`` (XLA's HLO spelling of an op it had no opcode for)."""
-    target = _call_target(op)
+    target = call_target(op)
     name = target[len("mhlo."):] if target.startswith("mhlo.") else ""
     return name if name and O.is_known(name) else None
 
@@ -176,7 +176,7 @@ def hlo_custom_call_op(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body:
 
 def tupled_call(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
     if not (op.name == "stablehlo.custom_call" and len(op.results) == 1 and
-            A.is_a(ir.TupleType, op.results[0].type) and _call_target(op) == partitioner.CALL_TARGET):
+            A.is_a(ir.TupleType, op.results[0].type) and call_target(op) == partitioner.CALL_TARGET):
         return False
     body.append(_untupled_call(t, op))
     return True
