@@ -105,6 +105,86 @@ def test_bfloat16_transcendentals():
           **BF16_TRANSCENDENTAL)
 
 
+def _bf16_operands(seed):
+    """bf16 operands where the f32 and the bf16 results of most ops differ: finite, normal, away from zero."""
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(-3, 3, 4099).astype(np.float32)
+    b = (rng.uniform(0.3, 3, 4099) * rng.choice([-1, 1], 4099)).astype(np.float32)
+    return a.astype(jnp.bfloat16), b.astype(jnp.bfloat16)
+
+
+F32 = jnp.float32
+# bf16 ops whose result XLA:CPU hands to a convert to f32 unrounded (XLA's excess precision): each computed exactly
+# as cpu computes it in f32, or to the f32 tolerance of the emulator's libm (README, rules/excess_precision.py)
+BF16_WIDENED_EXACT = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b, "div": lambda a, b: a / b,
+    "sqrt": lambda a, b: jnp.sqrt(jnp.abs(a)), "exp": lambda a, b: jnp.exp(a), "log": lambda a, b: jnp.log(jnp.abs(b)),
+    "tanh": lambda a, b: jnp.tanh(a), "log1p": lambda a, b: jnp.log1p(jnp.abs(a)), "tan": lambda a, b: jnp.tan(a),
+}
+BF16_WIDENED_LIBM = {
+    "sin": lambda a, b: jnp.sin(a), "cos": lambda a, b: jnp.cos(a), "pow": lambda a, b: jnp.abs(b) ** a,
+    "atan2": lambda a, b: jnp.arctan2(a, b), "cbrt": lambda a, b: jnp.cbrt(a), "atan": lambda a, b: jnp.arctan(a),
+    "expm1": lambda a, b: jnp.expm1(a), "rsqrt": lambda a, b: lax.rsqrt(jnp.abs(b)),
+}
+BF16_WIDENED_EXACT.update({"pow_half": lambda a, b: jnp.abs(a) ** 0.5, "pow_2": lambda a, b: a ** 2.0})
+
+
+@pytest.mark.parametrize("op", sorted(BF16_WIDENED_EXACT) + sorted(BF16_WIDENED_LIBM))
+def test_bfloat16_result_converted_to_f32_is_not_rounded(op):
+    """``(a * b).astype(jnp.float32)`` is the f32 product on cpu: XLA drops the f32 -> bf16 -> f32 round trip between
+    a bf16 op and a convert to f32. The bf16 result itself, and what reads it otherwise, stay rounded."""
+    a, b = _bf16_operands(21)
+    f = {**BF16_WIDENED_EXACT, **BF16_WIDENED_LIBM}[op]
+    tolerance = EXACT if op in BF16_WIDENED_EXACT else {"rtol": 1e-5, "atol": 1e-6}
+    check(lambda a, b: (f(a, b).astype(F32), f(a, b), f(a, b) + b), a, b, **tolerance)
+
+
+def test_bfloat16_excess_precision_stops_where_cpu_rounds():
+    """Between two bf16 ops, and wherever a move, a select, an extremum or a loop's carry stands between the op and
+    the convert, the value is rounded to bf16 on cpu, as here."""
+    a, b = _bf16_operands(22)
+    check(lambda a, b: ((a * b + b).astype(F32), jnp.exp(a * b).astype(F32), (a * b)[::-1].astype(F32),
+                        jnp.maximum(a * b, 0.0).astype(F32), jnp.where(a > 0, a * b, b).astype(F32),
+                        (-(a * b)).astype(F32), (a * b).reshape(1, -1).astype(F32),
+                        lax.fori_loop(0, 1, lambda i, x: x * b, a).astype(F32)), a, b, **EXACT)
+
+
+def test_bfloat16_sums_and_softmax_read_the_f32_values():
+    """jnp's sums and means of bf16 convert to f32 first, and softmax sums its exps so: those read the unrounded
+    values on cpu (with jaxlib 0.12 also through a reshape, which XLA moves past the convert), and so here."""
+    a, b = _bf16_operands(23)
+    a, b = a[:4096].reshape(64, 64), b[:4096].reshape(64, 64)
+    # bf16 results of f32 sums of 64 to 256 terms: another order of the f32 adds moves a result by an f32 ulp, which
+    # leaves its bf16 rounding alone but once in tens of thousands; reading rounded terms moves a third of them
+    check(lambda a, b: (jnp.sum(a * b, axis=1), jnp.mean(jnp.exp(a), axis=0), jax.nn.softmax(a, axis=1),
+                        jnp.sum((a * b).reshape(16, 256), axis=1)), a, b, **EXACT)
+    check(lambda a, b: jnp.sum((a * b).reshape(4096).astype(F32)), a, b, scale_ulps=4)
+
+
+def test_bfloat16_values_read_in_f32_by_expansions_and_across_calls():
+    """XLA expands erfc, cosh and sinh (and jaxlib 0.4.13's erf) in f32, converting the bf16 operand up: that convert
+    reads a bf16 product's or exp's f32 value. It inlines calls first: jax 0.4.13's sigmoid is a call of
+    1 / (1 + exp(-x)) whose quotient a convert to f32 reads unrounded, and jax 0.12 sends erfc, cosh and sinh as
+    composites whose decomposition converts up."""
+    a, b = _bf16_operands(24)
+    check(lambda a, b: (lax.erfc(a * b * 0.3), jnp.cosh(jnp.exp(a * 0.5)), jnp.sinh(a * b), lax.erf(a * b),
+                        lax.lgamma(jnp.exp(a)), lax.digamma(a * b + 4.0), lax.erf_inv(a * 0.3),
+                        jax.nn.sigmoid(a).astype(F32), jax.jit(lambda x: x * b)(a).astype(F32)), a, b, **EXACT)
+
+
+def test_bfloat16_dot_with_an_f32_result_reads_its_operands_producers():
+    """jaxlib 0.4.13's XLA:CPU converts the bf16 operands of a dot with an f32 result (preferred_element_type, or an
+    f32 x bf16 dot) to f32, reading a product's or a sigmoid's f32 value; jaxlib 0.12 does so for small dots only
+    (the rest agree to an f32 ulp or so; reading the rounded values moves results by up to 10%)."""
+    a, b = _bf16_operands(25)
+    a, b, c = a[:640].reshape(16, 40), b[:320].reshape(40, 8), b[320:640].reshape(40, 8).astype(np.float32)
+    dims = (((1,), (0,)), ((), ()))
+    check(lambda a, b, c: (lax.dot_general(a * 3.0, b, dims, preferred_element_type=F32),
+                           lax.dot_general(jax.nn.sigmoid(a), b, dims, preferred_element_type=F32),
+                           lax.dot_general(jnp.exp(a * 0.25), c, dims, preferred_element_type=F32)), a, b, c,
+          rtol=1e-5, atol=1e-5)
+
+
 # ---- conversions and bitcasts ----
 
 @pytest.mark.parametrize("src", EVERY)

@@ -220,6 +220,10 @@ class _Translator:
         # A float 1 / B that a divide rule wrote as the power, root or exponential XLA leaves of it (1 * F is F):
         # the MLIR value -> B, so that dividing by it again divides by F as XLA does (rules/divide.py)
         self.inverses: Dict[Any, Any] = {}
+        # A bf16 value a rule computed in f32 and rounded once (jaxlib 0.12's bf16 A / broadcast(B), A ** 0.5): the
+        # MLIR value -> the id of the f32 value before the rounding, which a convert to f32 reads
+        # (rules/excess_precision.py)
+        self.unrounded: Dict[Any, int] = {}
         # A splat constant written as a broadcast scalar, in the function being translated: broadcast id -> scalar id
         self.splat_scalars: Dict[int, int] = {}
         self.called: List[str] = []  # callees of func.call ops, in the order the walk meets them

@@ -15,6 +15,7 @@ except as they change on cpu:
 - reductions: reduce and window rewrites (XLA's simplifier, XLA:CPU's window rewriter);
 - cpu_loops: what LLVM does inside XLA:CPU's fused loops;
 - decompositions: ops a series sends in another form from the one XLA:CPU computes;
+- excess_precision: a bf16 op's unrounded f32 value where the program converts it to f32;
 - complex64: complex64 as pairs of f32; integer and widening products.
 The document-level rewrites that need the whole function (XLA's reassociation, contraction through moves,
 duplicate products, dead code) are passes/ instead, run after the walk."""
@@ -23,7 +24,17 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Tuple
 
-from . import complex64, cpu_loops, decompositions, divide, gather_scatter, reductions, simplifier, structure
+from . import (
+               complex64,
+               cpu_loops,
+               decompositions,
+               divide,
+               excess_precision,
+               gather_scatter,
+               reductions,
+               simplifier,
+               structure,
+)
 
 Rule = Callable[[Any, Any, List[Dict[str, Any]], bool], bool]
 
@@ -42,6 +53,9 @@ RULES: Tuple[Rule, ...] = (
     structure.dce_sink,
     structure.manual_computation,
     structure.splat_constant,
+    excess_precision.converted_to_f32,
+    excess_precision.upcast_operand,
+    excess_precision.dot_read_in_f32,
     simplifier.extremum_pair_as_clamp,
     cpu_loops.bf16_clamp_avx512,
     cpu_loops.extremum_of_negation,
@@ -76,6 +90,7 @@ RULES: Tuple[Rule, ...] = (
     decompositions.sinh,
     simplifier.sqrt_of_square,
     decompositions.composite_chlo_op,
+    excess_precision.call_read_in_f32,
     decompositions.atan_as_atan2,
     complex64.complex_product,
     complex64.float_product,

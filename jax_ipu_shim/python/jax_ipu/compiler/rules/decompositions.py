@@ -21,6 +21,7 @@ from .. import attributes as A
 from .. import facts as F
 from .. import rewrite as W
 from ..errors import CompileError
+from . import excess_precision
 from .structure import call_target
 
 _F16_IN_LOOPS_EXPANDED = ("stablehlo.tan", "stablehlo.rsqrt")
@@ -74,7 +75,7 @@ def _tiny_as_zero(t: Any, entry: Dict[str, Any], below: float) -> List[Dict[str,
     return rewrite.ops
 
 
-def _sinh_decomposed(t: Any, entry: Dict[str, Any]) -> List[Dict[str, Any]]:
+def _sinh_decomposed(t: Any, entry: Dict[str, Any], body: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     """jaxlib 0.4.13's real chlo.sinh as XLA decomposes it (chlo_legalize_to_hlo), in f32 (an f16 or bf16 operand
     converted up and the result back): |x| < 1 ? (expm1(x) + expm1(x) / (expm1(x) + 1)) * 0.5 :
     exp(x + log(1/2)) - exp(log(1/2) - x), each op XLA:CPU's (its exp and expm1 approximations), so a denormal
@@ -83,7 +84,11 @@ def _sinh_decomposed(t: Any, entry: Dict[str, Any]) -> List[Dict[str, Any]]:
     rewrite = W.Rewrite(t, entry, dtype="f32")
     emit, splat = rewrite.emit, rewrite.splat
     x = entry["operands"][0]
-    if out["dtype"] != "f32":
+    wide = excess_precision.unrounded(t, body, x, entry) if out["dtype"] == "bf16" else None
+    if wide is not None:  # XLA's convert up reads a bf16 arithmetic op's f32 value (excess precision)
+        rewrite.ops.extend(wide[0])
+        x = wide[1]
+    elif out["dtype"] != "f32":
         x = emit("convert", [x])
     log_half = splat(math.log(0.5))  # XLA folds log(0.5) with the host's logf
     large = emit("subtract", [emit("exponential", [emit("add", [x, log_half])]),
@@ -164,7 +169,7 @@ def sinh(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool
     if not (op.name == "chlo.sinh" and not scalar_body and not _jax.is_current_series()
             and t.real_float(op)):
         return False
-    body.extend(_sinh_decomposed(t, t.entry(op)))
+    body.extend(_sinh_decomposed(t, t.entry(op), body))
     return True
 
 

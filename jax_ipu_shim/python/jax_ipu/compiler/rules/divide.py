@@ -376,6 +376,8 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
             return ops + [entry]
     if name == "exponential":
         t.exponents[mlir_op.results[0]] = operands[0]
+    if name == "convert" and wide != dtype:
+        t.unrounded[mlir_op.results[0]] = operands[0]
     return ops + [W.derived(entry, name, operands, [out])]
 
 

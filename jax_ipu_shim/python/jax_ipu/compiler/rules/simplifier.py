@@ -216,10 +216,20 @@ def _identity_operand(t: Any, op: Any) -> Any:
 
 def _power_of_constant(t: Any, entry: Dict[str, Any], mlir_op: Any) -> List[Dict[str, Any]]:
     """A real power with a constant exponent as cpu computes it (pow_by_constant)."""
-    rewrite = W.Rewrite(t, entry)
     exponent = F.splat_value(mlir_op.operands[1])
     assert exponent is not None  # the caller matched it
-    pow_by_constant(rewrite, entry["operands"][0], exponent, entry["results"][0])
+    out = entry["results"][0]
+    if out["dtype"] != "bf16":
+        rewrite = W.Rewrite(t, entry)
+        pow_by_constant(rewrite, entry["operands"][0], exponent, out)
+        return rewrite.ops
+    # bf16 (a ** 0.5, a ** 2): LLVM's expansion of XLA:CPU's f32 pow, rounded once (the same bf16 value as each op
+    # rounded: the square of a bf16 is exact in f32, |sqrt| and the select are exact), whose f32 value a convert to
+    # f32 reads (excess_precision.py)
+    rewrite = W.Rewrite(t, entry, dtype="f32")
+    wide = pow_by_constant(rewrite, rewrite.emit("convert", [entry["operands"][0]]), exponent)
+    rewrite.emit("convert", [wide], "bf16", result=out)
+    t.unrounded[mlir_op.results[0]] = wide
     return rewrite.ops
 
 

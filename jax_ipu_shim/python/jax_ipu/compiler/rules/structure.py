@@ -103,8 +103,10 @@ def _if_as_case(t: Any, op: Any) -> List[Dict[str, Any]]:
     return [W.located(convert, op), W.located(case, op)]
 
 
-def _inline(t: Any, call: Any, body: List[Dict[str, Any]]) -> None:
-    callee = A.symbol(A.named(call.attributes)["callee"])
+def inline(t: Any, call: Any, body: List[Dict[str, Any]], scalar_body: bool = True, callee: str = "") -> None:
+    """Writes the callee's ops in place of `call` (XLA inlines every call before it compiles); `callee`: the
+    function, if not the call's "callee" (a composite's decomposition)."""
+    callee = callee or A.symbol(A.named(call.attributes)["callee"])
     if callee not in t.funcs:
         raise CompileError(f"func.call to @{callee}, which the module does not define")
     region = t.funcs[callee].regions[0]
@@ -113,7 +115,7 @@ def _inline(t: Any, call: Any, body: List[Dict[str, Any]]) -> None:
     block = region.blocks[0]
     for arg, operand in zip(block.arguments, call.operands):  # the callee's arguments are the call's operands
         t.ids[arg] = t.use(operand)
-    for result, returned in zip(call.results, t.ops(block, body, True)):
+    for result, returned in zip(call.results, t.ops(block, body, scalar_body)):
         t.ids[result] = returned
 
 
@@ -185,7 +187,7 @@ def tupled_call(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) 
 def call_in_scalar_body(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
     if not (scalar_body and op.name == "func.call"):
         return False
-    _inline(t, op, body)
+    inline(t, op, body)
     return True
 
 
