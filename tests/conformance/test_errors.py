@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 import warnings
 
 import jax
@@ -101,3 +102,19 @@ def test_compile_options_are_checked():
         lowered.compile(compiler_options={"xla_embed_ir_in_executable": "invalid_value"})
     on, off = (lowered.compile(compiler_options={"xla_embed_ir_in_executable": v}) for v in (True, False))
     assert on is not off and float(on(np.float32(-2))) == float(off(np.float32(2))) == 3.0
+
+
+def test_xla_options_for_other_compilers_are_checked_then_ignored(caplog):
+    """An option XLA knows that acts on its own passes (another backend's, XLA:CPU's) is checked as cpu checks it
+    (a bad value refused with XLA's words) and then ignored with a warning, not refused: equinox and others pass
+    ``xla_gpu_*`` options to every backend."""
+    lowered = jax.jit(lambda x: x * 2.0 + 1.0, backend=BACKEND).lower(np.float32(2))
+    with pytest.raises(RuntimeError, match="While setting option xla_gpu_autotune_level, 'abc' is not a valid int32"):
+        lowered.compile(compiler_options={"xla_gpu_autotune_level": "abc"})
+    with pytest.raises(RuntimeError, match="No such compile option: 'xla_gpu_no_such_thing'"):
+        lowered.compile(compiler_options={"xla_gpu_no_such_thing": True})
+    with caplog.at_level(logging.WARNING):
+        compiled = lowered.compile(compiler_options={"xla_cpu_enable_fast_math": True})
+    assert float(compiled(np.float32(2))) == 5.0
+    if BACKEND == "ipu":
+        assert "xla_cpu_enable_fast_math=True is XLA's and means nothing to the ipu compiler" in caplog.text

@@ -54,6 +54,28 @@ def option_values(names: Iterable[str]) -> Dict[str, Any]:
     return {name: values.get(name) for name in names}
 
 
+@functools.lru_cache(maxsize=None)
+def xla_refuses_option(key: str, value: Any) -> Optional[str]:
+    """XLA:CPU's error for the compile option ``key=value`` (an unknown name, a value of the wrong type), or None
+    where it takes it: this jaxlib's own answer, from compiling an empty module on a cpu client of its own (a few
+    milliseconds, once per option and value; no cpu backend needs to be configured)."""
+    from jax._src.lib import xla_client
+
+    client = _cpu_client(1 if is_current_series() else 0)
+    options = xla_client.CompileOptions()
+    options.env_option_overrides = [(key, value)]
+    module = "module @compile_options { func.func public @main() { return } }"
+    try:
+        if is_current_series():
+            client.compile_and_load(module, xla_client.DeviceList(tuple(client.devices()[:1])), options)
+        else:
+            client.compile(module, options)
+    except Exception as error:  # noqa: BLE001 - XLA's status, whatever jaxlib names its class
+        message = str(error)
+        return message.split(": ", 1)[1] if message.startswith("INVALID_ARGUMENT: ") else message
+    return None
+
+
 # ------------------------------------------------------------------------------------------------- backend
 
 def register_backend(platform: str, factory: Callable[[], Any], priority: int) -> None:

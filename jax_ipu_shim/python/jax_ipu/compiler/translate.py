@@ -6,6 +6,7 @@ cpu, one module per origin, in the order rules.RULES states); an op no rule take
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 from jax._src.interpreters import mlir as jmlir
@@ -23,6 +24,8 @@ from .errors import CompileError, unsupported
 from .passes import contract_through_moves, dead_code, duplicate_products, id_counter, reassociate_constants
 from .program_format import FORMAT, VERSION, Blob, encode
 from .rules import RULES
+
+logger = logging.getLogger(__name__)
 
 TERMINATORS = ("func.return", "stablehlo.return", "sdy.return")
 
@@ -77,9 +80,10 @@ def translate(module_bytes: Any, compile_options: bytes = b"") -> Dict[str, Any]
         return program
 
 
-# The compile options (``jit(f).lower(x).compile(compiler_options={...})``, CompileOptions.env_option_overrides) the
-# ipu compiler takes, with their type. XLA's debug options act on XLA's passes, which the ipu does not run: only
-# those that mean something for an ipu program are accepted, and any other key is refused as XLA refuses one.
+# The compile options (``jit(f).lower(x).compile(compiler_options={...})``, CompileOptions.env_option_overrides) that
+# mean something for an ipu program, with their type. XLA's other debug options act on XLA's passes, which the ipu
+# does not run (xla_gpu_autotune_level, xla_cpu_enable_fast_math...): they are checked as XLA:CPU checks them (an
+# unknown name or a value of the wrong type is refused with XLA's words) and then ignored, with a warning.
 COMPILE_OPTIONS: Dict[str, type] = {
     # XLA keeps the module's text in the executable; the ipu program always keeps its StableHLO source locations
     "xla_embed_ir_in_executable": bool,
@@ -88,16 +92,22 @@ COMPILE_OPTIONS: Dict[str, type] = {
 
 def _check_compile_options(overrides: List[Tuple[str, Any]]) -> None:
     for key, value in overrides:
-        if key not in COMPILE_OPTIONS:
+        if key in COMPILE_OPTIONS:
+            if COMPILE_OPTIONS[key] is bool and not isinstance(value, bool) and \
+                    str(value).lower() not in ("true", "false"):
+                raise CompileError(f"compile option {key}: '{value}' is not a valid bool value.")
+            continue
+        refused = _jax.xla_refuses_option(key, value)
+        if refused is not None:
             known = ", ".join(sorted(COMPILE_OPTIONS))
-            raise CompileError(f"No such compile option: '{key}' (the ipu compiler takes: {known})")
-        if COMPILE_OPTIONS[key] is bool and not isinstance(value, bool) and str(value).lower() not in ("true", "false"):
-            raise CompileError(f"compile option {key}: '{value}' is not a valid bool value.")
+            raise CompileError(f"{refused} (the ipu compiler uses {known}; XLA's other options are checked and "
+                               "ignored)")
+        logger.warning("ipu: compile option %s=%r is XLA's and means nothing to the ipu compiler: ignored", key, value)
 
 
 def _replication(module: Any, compile_options: bytes) -> Tuple[int, int]:
     """(num_replicas, num_partitions) from the compile options, else from the module's attributes, else (1, 1);
-    the options' overrides are checked against COMPILE_OPTIONS."""
+    the options' overrides are checked (_check_compile_options)."""
     if compile_options:
         from jax_ipu import compile_options as options_proto
 
