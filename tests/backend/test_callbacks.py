@@ -359,3 +359,25 @@ def test_sparse_spsolve_runs_scipy_from_the_ipu():
     assert {d.platform for d in x.devices()} == {"ipu"}
     np.testing.assert_allclose(np.asarray(x), scipy.sparse.linalg.spsolve(a.astype(np.float64), b), rtol=1e-4,
                                atol=1e-5)
+
+
+def test_callbacks_run_with_the_ipu_as_the_only_platform(python):
+    """With JAX_PLATFORMS=ipu there is no cpu backend: jax.debug.print / callback, jax.pure_callback and io_callback
+    still run, and get their operands as numpy arrays (the current series' own impls place them on a cpu device
+    first, and fail without one; jax 0.4.13 passes numpy arrays)."""
+    result = python("""
+        import jax, jax.numpy as jnp, numpy as np
+        from jax.experimental import io_callback
+        assert [d.platform for d in jax.devices()] == ["ipu"]
+        seen = []
+        def f(x):
+            jax.debug.print("sum {s}", s=x.sum())
+            jax.debug.callback(lambda v: seen.append(float(np.sum(v))), x)
+            y = jax.pure_callback(lambda v: np.asarray(v) * 2, jax.ShapeDtypeStruct(x.shape, x.dtype), x)
+            return io_callback(lambda v: np.asarray(v) + 1, jax.ShapeDtypeStruct(x.shape, x.dtype), y)
+        print(jax.jit(f)(jnp.arange(3.0)).tolist())
+        jax.effects_barrier()
+        print(seen)
+        """, {"JAX_PLATFORMS": "ipu"}, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-3:] == ["sum 3.0", "[1.0, 3.0, 5.0]", "[3.0]"]

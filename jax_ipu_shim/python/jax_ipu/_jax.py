@@ -163,12 +163,52 @@ def install_callback_emitter(platform: str, emitter: Callable[..., Any]) -> bool
 
             if getattr(public_mlir, "emit_python_callback", None) is original:
                 public_mlir.emit_python_callback = emit_python_callback
+        _callbacks_without_cpu()
     mlir.register_lowering(debugging.debug_callback_p, debugging.debug_callback_lowering, platform=platform)
     _when_imported("jax._src.checkify", functools.partial(_lower_checks, platform))
     _when_imported("jax.experimental.sparse.linalg", functools.partial(_lower_spsolve, platform))
     if hasattr(debugging, "debug_print_p"):  # the current series' jax.debug.print has a primitive of its own
         mlir.register_lowering(debugging.debug_print_p, debugging.debug_print_lowering_rule, platform=platform)
     return True
+
+
+def _callbacks_without_cpu() -> None:
+    """The current series puts a host callback's operands on a cpu device before calling it (jax.pure_callback,
+    io_callback, jax.debug.callback and jax.debug.print), and fails without one ("failed to find a local CPU device")
+    when JAX_PLATFORMS names the ipu alone. Without a cpu backend the callback gets its operands as numpy arrays
+    instead, as jax 0.4.13 gives them; with one, jax's own impl runs. jax's lowerings and impl rules look these impls
+    up as module functions when they run: they are wrapped in place."""
+    import numpy
+    from jax._src import callback as jax_callback
+    from jax._src import debugging, tree_util, xla_bridge
+
+    def cpu_backend() -> bool:
+        try:
+            xla_bridge.local_devices(backend="cpu")
+        except RuntimeError:
+            return False
+        return True
+
+    def wrapped(module: Any, name: str, results: Callable[[Any], Any]) -> Any:
+        original = getattr(module, name)
+        if getattr(original, "_jax_ipu", False):
+            return original
+
+        def impl(*args: Any, callback: Callable[..., Any], **params: Any) -> Any:
+            if cpu_backend():
+                return original(*args, callback=callback, **params)
+            return results(callback(*(numpy.asarray(a) for a in args)))
+
+        impl._jax_ipu = True  # type: ignore[attr-defined]
+        setattr(module, name, impl)
+        return impl
+
+    def as_numpy(out: Any) -> Any:
+        return tree_util.tree_map(numpy.asarray, out)
+
+    wrapped(jax_callback, "pure_callback_impl", as_numpy)
+    wrapped(jax_callback, "io_callback_impl", as_numpy)
+    debugging.debug_callback_p.def_impl(wrapped(debugging, "debug_callback_impl", lambda _: ()))
 
 
 _HOST_CALLBACK = "jax.experimental.host_callback"
