@@ -64,21 +64,24 @@ def is_up_to_date(series: Series, out_dir: Path, cxx: Optional[str]) -> bool:
     return bool(stamp.get("wheels"))
 
 
-def check_version_patch(artifact: Artifact, tree: Path, expected: str) -> None:
-    """The version patch carries the label as text; make sure it agrees with the pin."""
+def check_version_patch(artifact: Artifact, tree: Path, label: str) -> None:
+    """`<package>.__version__` stays upstream's, which libraries parse as dot-separated integers; the label is the
+    wheel's alone: in the jax wheel it comes from the patched setup.py (checked here against the pin), the jaxlib
+    wheel's metadata is rewritten (wheels.py)."""
     version_py = tree / artifact.package / "version.py"
     # jax 0.4.13 spells it `__version__ = "..."`; later series compute __version__ from `_release_version`.
     text = version_py.read_text()
     m = (re.search(r'^__version__ = "([^"]+)"', text, flags=re.M)
          or re.search(r"^_release_version: str = '([^']+)'", text, flags=re.M))
     found = m.group(1) if m else None
-    if found != expected:
-        raise BuildError(
-            f"{artifact.package}/version.py says __version__ = {found!r} after patching, but build_tools/pins.toml "
-            f"gives "
-            f"{expected!r}. Refresh the version patch in {patches.series_dir(artifact).relative_to(REPO)} "
-            f"(patches/README.md)."
-        )
+    where = patches.series_dir(artifact).relative_to(REPO)
+    if found != artifact.version:
+        raise BuildError(f"{artifact.package}/version.py says __version__ = {found!r} after patching, but "
+                         f"build_tools/pins.toml pins {artifact.version!r}: the patches in {where} must leave it as "
+                         "upstream's (patches/README.md)")
+    if artifact.package == "jax" and f"+{label}'" not in (tree / "setup.py").read_text():
+        raise BuildError(f"jax's setup.py does not add the label '+{label}' (build_tools/pins.toml) to the wheel's "
+                         f"version after patching: refresh the version patch in {where} (patches/README.md)")
 
 
 def series_dist(pins: Pins, series: Series, out_dir: Path = DIST) -> Path:
@@ -136,8 +139,8 @@ def build(out_dir: Path = DIST, series_name: Optional[str] = None, cxx: Optional
     work.mkdir(parents=True, exist_ok=True)
     jax_tree = patches.patched_tree(series.jax, work / "jax-sdist")
     jaxlib_tree = patches.patched_tree(series.jaxlib, work / "jaxlib-py")
-    check_version_patch(series.jax, jax_tree, pins.labelled(series.jax.version))
-    check_version_patch(series.jaxlib, jaxlib_tree, pins.labelled(series.jaxlib.version))
+    check_version_patch(series.jax, jax_tree, pins.label)
+    check_version_patch(series.jaxlib, jaxlib_tree, pins.label)
     print("[build] patch series applied", flush=True)
 
     library = native.build_library(series, work / "lib", cxx=cxx, jobs=jobs)

@@ -87,7 +87,7 @@ jax {version}: the upstream jax {jax_version} source release (Apache-2.0, Google
   patches/jax/{jax_version}/ applied. Its licence: jax/LICENSE.
 
 jaxlib {version}: the upstream jaxlib {jax_version} wheel for cp38 manylinux2014 (Apache-2.0, Google LLC), unchanged
-  except for the patched Python files of patches/jaxlib/{jax_version}/ and its version, plus jax-ipu's backend:
+  but for its version label (patches/jaxlib/{jax_version}/ patches nothing), plus jax-ipu's backend:
   - jaxlib/, the upstream binaries (XLA, the cpu backend, MLIR and their bundled third-party code) and Python files;
     the upstream wheel's notices, including those third-party licences: jaxlib/LICENSE.txt;
   - jax_ipu/ and jax_plugins/ipu/, jax-ipu's Python packages (the PJRT plugin, the StableHLO compiler front end),
@@ -102,8 +102,8 @@ jax, jaxlib and jax-ipu-plugin {version}, as built by jax-ipu.
 jax {version}: the upstream jax {jax_version} source release (Apache-2.0, Google LLC) with the patches of
   patches/jax/{jax_version}/ applied (the version label). Its licence: jax/LICENSE.
 
-jaxlib {version}: the upstream jaxlib {jax_version} wheel (Apache-2.0, Google LLC), unchanged except for the patched
-  Python files of patches/jaxlib/{jax_version}/ (the version label); its notices: jaxlib/LICENSE.txt.
+jaxlib {version}: the upstream jaxlib {jax_version} wheel (Apache-2.0, Google LLC), unchanged but for its version
+  label in the wheel's metadata; its notices: jaxlib/LICENSE.txt.
 
 jax-ipu-plugin {version}: jax-ipu's backend, found by jax through its `jax_plugins` entry point:
   - jax_ipu/, the PJRT plugin's Python package and the StableHLO compiler front end, Apache-2.0;

@@ -40,7 +40,8 @@ def test_jax_name_and_version(pins: Pins, series: Series, jax_wheel: Path) -> No
     assert jax_wheel.name == f"jax-{version}-py3-none-any.whl"
     assert _metadata(jax_wheel, "METADATA")["Version"] == version
     with zipfile.ZipFile(jax_wheel) as zf:
-        assert f'__version__ = "{version}"' in zf.read("jax/version.py").decode()
+        # jax.__version__ stays upstream's, which libraries parse as integers; the label is the wheel's
+        assert f'__version__ = "{series.jax.version}"' in zf.read("jax/version.py").decode()
         assert '"tpu", "ipu"]' in zf.read("jax/_src/interpreters/mlir.py").decode()
 
 
@@ -53,7 +54,7 @@ def test_jaxlib_carries_our_backend(pins: Pins, jaxlib_wheel: Path) -> None:
     assert "jax_plugins/__init__.py" not in names, "jax_plugins must stay a namespace package"
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     with zipfile.ZipFile(jaxlib_wheel) as zf:
-        assert f'__version__ = "{pins.labelled("0.4.13")}"' in zf.read("jaxlib/version.py").decode()
+        assert '__version__ = "0.4.13"' in zf.read("jaxlib/version.py").decode()  # upstream's, as jax's
         for name, path in wheels._our_package_files():
             assert zf.read(name) == path.read_bytes(), f"{name} differs from jax_ipu_shim/python/{name}"
         top_level = zf.read(next(n for n in names if n.endswith(".dist-info/top_level.txt"))).decode().split()
