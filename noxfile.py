@@ -207,6 +207,21 @@ def cibuildwheel(session: nox.Session) -> None:
 
 
 @nox.session(venv_backend="venv", reuse_venv=True)
+def check_wheels(session: nox.Session) -> None:
+    """``twine check --strict`` and ``check-wheel-contents`` on every series' wheels in dist/ (rebuilt first if
+    stale): what PyPI and installers would say of them. check-wheel-contents' two exceptions are in pyproject.toml,
+    with their reasons."""
+    _install_tools(session)
+    session.run("python", "-m", "build_tools", "build", "--if-stale")
+    session.install("--only-binary=:all:", "--require-hashes", "-r", "build_tools/wheel-check-requirements.txt")
+    wheels = sorted(str(p) for p in Path("dist").glob("**/*.whl") if p.parent.name != "cibuildwheel")
+    if not wheels:
+        session.error("no wheels in dist/: run nox -s build_wheels")
+    session.run("twine", "check", "--strict", *wheels)
+    session.run("check-wheel-contents", *wheels)
+
+
+@nox.session(venv_backend="venv", reuse_venv=True)
 def compare_wheels(session: nox.Session) -> None:
     """`nox -s compare_wheels -- DIR_A DIR_B`: the wheels both folders hold must be byte-identical (names the
     differing files inside them otherwise)."""

@@ -255,13 +255,14 @@ def build_plugin_wheel(pins: Pins, series: Series, library: Path, out_dir: Path)
         f"Version: {version}",
         "Summary: The ipu backend for jax: a PJRT plugin whose runtime is a tile-level Graphcore IPU Model emulator",
         "License: Apache-2.0",
+        "Description-Content-Type: text/markdown",  # the description below (twine check --strict asks for it)
         f"Requires-Python: >={python}",
         f"Requires-Dist: jax=={series.jax.version}",
         f"Requires-Dist: jaxlib=={series.jaxlib.version}",
         "Provides-Extra: vertices",
         f"Requires-Dist: ziglang=={pins.tools['ziglang']}; extra == \"vertices\"",
         "",
-        "jax.devices('ipu'), jax.jit(f, backend='ipu'): see the jax-ipu README.",
+        "`jax.devices('ipu')`, `jax.jit(f, backend='ipu')`: see the jax-ipu README.",
         "",
     ])
     wheel_meta = "\n".join(["Wheel-Version: 1.0", "Generator: jax-ipu build_tools", "Root-Is-Purelib: false",

@@ -39,7 +39,7 @@ def _runs(text: str) -> List[str]:
 
 
 def test_sessions_exist() -> None:
-    assert {"tests", "lint", "release", "cibuildwheel", "compare_wheels", "upstream_tests"} <= SESSIONS
+    assert {"tests", "lint", "release", "cibuildwheel", "compare_wheels", "check_wheels", "upstream_tests"} <= SESSIONS
 
 
 @pytest.mark.parametrize("workflow", WORKFLOWS, ids=lambda p: p.name)
@@ -67,8 +67,8 @@ def test_release_on_version_tags_runs_ci_first() -> None:
     assert re.search(r"on:\n  push:\n    tags: \[\"v\*\"\]", text)
     assert "uses: ./.github/workflows/ci.yml" in text
     assert "workflow_call:" in (REPO / ".github" / "workflows" / "ci.yml").read_text()
-    for step in ("-s cibuildwheel", "-s release --", "-s compare_wheels", "action-gh-release@", "deploy-pages@",
-                 "upload-pages-artifact@"):
+    for step in ("-s cibuildwheel", "-s release --", "-s compare_wheels", "-s check_wheels", "action-gh-release@",
+                 "deploy-pages@", "upload-pages-artifact@"):
         assert step in text, step
 
 
