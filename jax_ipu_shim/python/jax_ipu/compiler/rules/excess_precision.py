@@ -53,14 +53,14 @@ def converted_to_f32(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: b
         return False
     source = op.operands[0]
     wide = t.unrounded.get(source)
-    if wide is not None and any(r["id"] == wide for e in body for r in e["results"]):
+    if wide is not None and wide in _defined_in(t, body):
         t.ids[op.results[0]] = wide  # a rule's own rounding of an f32 value (in this block): the convert is that value
         return True
     reshape = None
     if _jax.is_current_series() and op.results[0].uses and all(
             _name(use.owner) == "stablehlo.reduce" for use in op.results[0].uses):
-        reshape = _written(body, t.ids.get(source), ("reshape",))
-    producer = _written(body, reshape["operands"][0] if reshape else t.ids.get(source), _widened_ops())
+        reshape = _written(t, body, t.ids.get(source), ("reshape",))
+    producer = _written(t, body, reshape["operands"][0] if reshape else t.ids.get(source), _widened_ops())
     if producer is None:
         return False
     entry = t.entry(op)
@@ -91,7 +91,7 @@ def call_read_in_f32(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: b
     if not (any(_bf16(t, result) and _name(value.owner).split(".")[-1] in _widened_ops()
                 and any(_name(use.owner) in readers or _dot_in_f32(t, use.owner) for use in result.uses)
                 for result, value in zip(op.results, returned))
-            or any(_bf16(t, operand) and _written(body, t.ids.get(operand), _widened_ops()) is not None
+            or any(_bf16(t, operand) and _written(t, body, t.ids.get(operand), _widened_ops()) is not None
                    and any(_name(use.owner) == "stablehlo.convert" and _f32(t, use.owner) for use in param.uses)
                    for operand, param in zip(op.operands, block.arguments))):
         return False
@@ -117,7 +117,7 @@ def _f32(t: Any, op_or_value: Any) -> bool:
 
 def upcast_operand(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
     if not (op.name in (_UPCAST_CURRENT if _jax.is_current_series() else _UPCAST) and not scalar_body
-            and t.bf16(op) and _written(body, t.ids.get(op.operands[0]), _widened_ops()) is not None):
+            and t.bf16(op) and _written(t, body, t.ids.get(op.operands[0]), _widened_ops()) is not None):
         return False
     entry = t.entry(op)
     ops, wide = unrounded(t, body, entry["operands"][0], entry)  # type: ignore[misc]
@@ -135,7 +135,7 @@ def dot_read_in_f32(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bo
     its own loops rather than a library: not modelled (the fuzz table lists it)."""
     if not (op.name == "stablehlo.dot_general" and not scalar_body and not _jax.is_current_series() and t.f32(op)
             and all(_bf16(t, v) or _f32(t, v) for v in op.operands)
-            and any(_written(body, t.ids.get(v), _widened_ops()) is not None for v in op.operands)):
+            and any(_written(t, body, t.ids.get(v), _widened_ops()) is not None for v in op.operands)):
         return False
     entry = t.entry(op)
     ops, operands = [], []
@@ -155,7 +155,7 @@ def unrounded(t: Any, body: List[Dict[str, Any]], value: int,
               reader: Dict[str, Any]) -> Optional[Tuple[List[Dict[str, Any]], int]]:
     """(ops to write, the id of their f32 result) for the bf16 `value` as XLA's convert to f32 reads it: its producer's
     unrounded value where that is one of the ops above in this block; else None. `reader`: where to locate them."""
-    producer = _written(body, value, _widened_ops())
+    producer = _written(t, body, value, _widened_ops())
     if producer is None:
         return None
     ops = _widened(producer, reader, t, None)
@@ -167,15 +167,25 @@ def _name(op: Any) -> str:
     return getattr(getattr(op, "operation", op), "name", "")
 
 
-def _written(body: List[Dict[str, Any]], value: Optional[int], ops: Any) -> Optional[Dict[str, Any]]:
+def _written(t: Any, body: List[Dict[str, Any]], value: Optional[int], ops: Any) -> Optional[Dict[str, Any]]:
     """The op of this block that defines `value`, if it is one of `ops` with a single bf16 result."""
-    if value is None:
+    entry = _defined_in(t, body).get(value) if value is not None else None  # None: a parameter, a capture
+    if entry is None or entry["op"] not in ops or len(entry["results"]) != 1:
         return None
-    for entry in reversed(body):
-        if any(r["id"] == value for r in entry["results"]):
-            ok = entry["op"] in ops and len(entry["results"]) == 1 and entry["results"][0]["dtype"] == "bf16"
-            return entry if ok else None
-    return None  # defined outside the block (a region's capture, a parameter)
+    return entry if entry["results"][0]["dtype"] == "bf16" else None
+
+
+def _defined_in(t: Any, body: List[Dict[str, Any]]) -> Dict[int, Dict[str, Any]]:
+    """id -> the entry of `body` that defines it, brought up to date with what the walk has appended since (a block's
+    list only grows while it is written): one pass over each block, however many converts read it."""
+    indexes = t.__dict__.setdefault("_defined_in", {})
+    held = indexes.get(id(body))
+    if held is None or held[0] is not body:
+        held = indexes[id(body)] = [body, 0, {}]
+    for entry in body[held[1]:]:
+        held[2].update((r["id"], entry) for r in entry["results"])
+    held[1] = len(body)
+    return held[2]
 
 
 def _widened(producer: Dict[str, Any], reader: Dict[str, Any], t: Any,
