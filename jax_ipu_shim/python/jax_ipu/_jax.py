@@ -61,15 +61,10 @@ def xla_refuses_option(key: str, value: Any) -> Optional[str]:
     milliseconds, once per option and value; no cpu backend needs to be configured)."""
     from jax._src.lib import xla_client
 
-    client = _cpu_client(1 if is_current_series() else 0)
     options = xla_client.CompileOptions()
     options.env_option_overrides = [(key, value)]
-    module = "module @compile_options { func.func public @main() { return } }"
     try:
-        if is_current_series():
-            client.compile_and_load(module, xla_client.DeviceList(tuple(client.devices()[:1])), options)
-        else:
-            client.compile(module, options)
+        _cpu_compile("module @compile_options { func.func public @main() { return } }", options, 1)
     except Exception as error:  # noqa: BLE001 - XLA's status, whatever jaxlib names its class
         message = str(error)
         return message.split(": ", 1)[1] if message.startswith("INVALID_ARGUMENT: ") else message
@@ -182,6 +177,7 @@ def _callbacks_without_cpu() -> None:
     from jax._src import callback as jax_callback
     from jax._src import debugging, tree_util, xla_bridge
 
+    @functools.lru_cache(maxsize=1)  # jax's backends are made once: asked at the first callback, not at each
     def cpu_backend() -> bool:
         try:
             xla_bridge.local_devices(backend="cpu")
@@ -413,17 +409,11 @@ def cpu_compile_to_dump(module: bytes, options: Any, partitions: int) -> Optiona
     build = options.executable_build_options
     build.num_partitions = options.num_partitions = partitions
     build.num_replicas = options.num_replicas = 1
+    build.device_assignment = xla_client.DeviceAssignment.create(
+        numpy.arange(partitions, dtype=numpy.int32)[None] if is_current_series()
+        else numpy.zeros((1, partitions), dtype=numpy.int32))
     try:
-        if is_current_series():
-            client = _cpu_client(partitions)
-            build.device_assignment = xla_client.DeviceAssignment.create(
-                numpy.arange(partitions, dtype=numpy.int32)[None])
-            client.compile_and_load(module, xla_client.DeviceList(tuple(client.devices())), options)
-        else:
-            client = _cpu_client(0)
-            build.device_assignment = xla_client.DeviceAssignment.create(
-                numpy.zeros((1, partitions), dtype=numpy.int32))
-            client.compile(module, options)
+        _cpu_compile(module, options, partitions)
     except Exception as error:  # the dumps were written before it; the caller decides
         return error
     return None
@@ -435,6 +425,18 @@ def cheap_cpu_codegen() -> List[Tuple[str, Any]]:
     if is_current_series():
         return [("xla_backend_optimization_level", 0), ("xla_llvm_disable_expensive_passes", True)]
     return [("xla_llvm_disable_expensive_passes", True)]
+
+
+def _cpu_compile(module: Any, options: Any, devices: int) -> None:
+    """Compiles ``module`` with this jaxlib's XLA:CPU on a cpu client of its own, for ``devices`` devices (jaxlib
+    0.4.13's client has the process's cpu devices, and its assignment names one of them as often as it needs)."""
+    from jax._src.lib import xla_client
+
+    if is_current_series():
+        client = _cpu_client(devices)
+        client.compile_and_load(module, xla_client.DeviceList(tuple(client.devices())), options)
+    else:
+        _cpu_client(0).compile(module, options)
 
 
 @functools.lru_cache(maxsize=None)

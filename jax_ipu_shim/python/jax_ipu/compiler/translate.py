@@ -234,6 +234,9 @@ class _Translator:
         # MLIR value -> the id of the f32 value before the rounding, which a convert to f32 reads
         # (rules/excess_precision.py)
         self.unrounded: Dict[Any, int] = {}
+        # Per block being written: [its body, how many entries are indexed, id -> the entry defining it]
+        # (rules/excess_precision.py looks up what a convert reads there)
+        self.written_index: Dict[int, List[Any]] = {}
         # A splat constant written as a broadcast scalar, in the function being translated: broadcast id -> scalar id
         self.splat_scalars: Dict[int, int] = {}
         self.called: List[str] = []  # callees of func.call ops, in the order the walk meets them

@@ -81,8 +81,8 @@ def call_read_in_f32(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: b
     composites whose decomposition computes in f32: ``lax.erfc(a * b)`` reads the unrounded product)."""
     if not (op.name in ("func.call", "stablehlo.composite") and not scalar_body):
         return False
-    named = A.named(op.attributes)
-    callee = t.funcs.get(A.symbol(named["callee" if op.name == "func.call" else "decomposition"]))
+    name = A.symbol(A.named(op.attributes)["callee" if op.name == "func.call" else "decomposition"])
+    callee = t.funcs.get(name)
     if callee is None or len(callee.regions[0].blocks) != 1:
         return False
     block = callee.regions[0].blocks[0]
@@ -92,26 +92,23 @@ def call_read_in_f32(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: b
                 and any(_name(use.owner) in readers or _dot_in_f32(t, use.owner) for use in result.uses)
                 for result, value in zip(op.results, returned))
             or any(_bf16(t, operand) and _written(t, body, t.ids.get(operand), _widened_ops()) is not None
-                   and any(_name(use.owner) == "stablehlo.convert" and _f32(t, use.owner) for use in param.uses)
+                   and any(_name(use.owner) == "stablehlo.convert" and t.f32(use.owner) for use in param.uses)
                    for operand, param in zip(op.operands, block.arguments))):
         return False
-    inline(t, op, body, scalar_body=False, callee=A.symbol(named["callee" if op.name == "func.call" else
-                                                                 "decomposition"]))
+    inline(t, op, body, scalar_body=False, callee=name)
     return True
 
 
 def _dot_in_f32(t: Any, op: Any) -> bool:
     """A dot that dot_read_in_f32 reads in f32."""
-    return not _jax.is_current_series() and _name(op) == "stablehlo.dot_general" and _f32(t, op)
+    return not _jax.is_current_series() and _name(op) == "stablehlo.dot_general" and t.f32(op)
 
 
 def _bf16(t: Any, value: Any) -> bool:
     return (t.type_of(value.type) or ("", []))[0] == "bf16"
 
 
-def _f32(t: Any, op_or_value: Any) -> bool:
-    """An op's first result, or a value, is f32."""
-    value = op_or_value if hasattr(op_or_value, "type") else getattr(op_or_value, "operation", op_or_value).results[0]
+def _f32(t: Any, value: Any) -> bool:
     return (t.type_of(value.type) or ("", []))[0] == "f32"
 
 
@@ -178,10 +175,9 @@ def _written(t: Any, body: List[Dict[str, Any]], value: Optional[int], ops: Any)
 def _defined_in(t: Any, body: List[Dict[str, Any]]) -> Dict[int, Dict[str, Any]]:
     """id -> the entry of `body` that defines it, brought up to date with what the walk has appended since (a block's
     list only grows while it is written): one pass over each block, however many converts read it."""
-    indexes = t.__dict__.setdefault("_defined_in", {})
-    held = indexes.get(id(body))
+    held = t.written_index.get(id(body))
     if held is None or held[0] is not body:
-        held = indexes[id(body)] = [body, 0, {}]
+        held = t.written_index[id(body)] = [body, 0, {}]
     for entry in body[held[1]:]:
         held[2].update((r["id"], entry) for r in entry["results"])
     held[1] = len(body)
