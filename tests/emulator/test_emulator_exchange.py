@@ -111,4 +111,6 @@ def test_compile_time_does_not_grow_with_elements(build):
         return min(times)
 
     small, large = best(64), best(4096)
-    assert large < 5 * small + 0.005, (small, large)  # + 5 ms: the jitter of a shared host on a ~1 ms compile
+    # + 50 ms: the jitter of a loaded 2-core host on a ~1 ms compile (12.7 ms was seen with both series' suites and
+    # two fuzz runs at once); the per-element regression this guards against took ~400 ms
+    assert large < 5 * small + 0.05, (small, large)
