@@ -14,6 +14,9 @@ already dropped, if an audit hook or a gc callback ran Python's handler first). 
 ``KeyboardInterrupt``, at once: a script stops as it does on Ctrl-C anywhere else. Reading an interrupted
 program's results later gives the error itself.
 
+A Ctrl-C while the compiler's front end runs (Python) raises ``KeyboardInterrupt`` from the compile, also when
+Python's handler ran in a gc callback, which ignores the exception: the front end looks at the library's count.
+
 If the process installs its own SIGINT handler (``signal.signal``), Ctrl-C is its alone: nothing is cancelled.
 """
 
@@ -90,6 +93,28 @@ _compile_interrupted = threading.local()
 def compile_interrupted() -> None:
     """The front end's callback caught a KeyboardInterrupt: the compile fails, and raises it (below)."""
     _compile_interrupted.value = True
+    if _take is not None:
+        _take()  # reported: a later wait or compile does not raise it again
+
+
+# Python runs its SIGINT handler wherever the main thread is when it next looks, and that can be a gc callback (jax
+# has one) or a __del__, which the front end's allocations run and where exceptions are ignored: the Ctrl-C would be
+# lost and the compile would go on. The front end looks at the library's count of Ctrl-Cs between its ops.
+_MAIN_THREAD = threading.main_thread().ident
+
+
+def compile_started() -> None:
+    """The front end begins: Ctrl-Cs before it were Python's to raise where they came."""
+    if _take is not None and threading.get_ident() == _MAIN_THREAD:
+        _take()
+
+
+def compile_checkpoint() -> None:
+    """Between the front end's ops: a Ctrl-C since :func:`compile_started` is raised here, as Python's pending
+    ``KeyboardInterrupt`` or, if Python raised that where it was ignored, as a new one."""
+    if _take is not None and threading.get_ident() == _MAIN_THREAD and _take():
+        _let_signals_run()
+        raise KeyboardInterrupt
 
 
 @contextlib.contextmanager

@@ -119,10 +119,12 @@ def _register_compiler(lib: ctypes.CDLL) -> None:
     def compile_callback(module_ptr, module_size, options_ptr, options_size, result):
         # Never let an exception escape into C: report it as the compile's error instead.
         try:
+            interrupts.compile_started()
             module = ctypes.string_at(module_ptr, module_size)
             options = ctypes.string_at(options_ptr, options_size) if options_size else b""
             with pvti.span("Compile", "compile (front end)"):
                 data = _compile_cached(module, options)  # TF_POPLAR_FLAGS=--executable_cache_path
+            interrupts.compile_checkpoint()  # a Ctrl-C after the front end's last op (or from the cache)
             device_ids = _device_ids(options)
             # the emulator's compile options: JAX_IPU_FUSION, POPLAR_ENGINE_OPTIONS' debug.allowOutOfMemory...
             lowering = json.dumps(ipu_config.lowering_options()).encode()

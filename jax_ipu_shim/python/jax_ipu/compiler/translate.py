@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, Set, Tuple
 from jax._src.interpreters import mlir as jmlir
 from jax._src.lib.mlir import ir
 
-from jax_ipu import _jax
+from jax_ipu import _jax, interrupts
 
 from . import attributes as A
 from . import facts as F
@@ -361,6 +361,7 @@ class _Translator:
         a comparator...: the emulator interprets those per element and has no calls) func.calls are inlined: jax
         emits `jnp.where` inside them as a call."""
         for op in block.operations:
+            interrupts.compile_checkpoint()  # a Ctrl-C that Python's handler lost in a gc callback
             op = op.operation
             if op.name in TERMINATORS:
                 return [i for v in op.operands for i in (self.tuples[v] if v in self.tuples else [self.use(v)])]
