@@ -57,14 +57,37 @@ typedef struct PJRT_Executable_GetCostAnalysis_Args {
 } PJRT_Executable_GetCostAnalysis_Args;
 typedef PJRT_Error* PJRT_Executable_GetCostAnalysis(PJRT_Executable_GetCostAnalysis_Args* args);
 
-// Not called by jaxlib 0.4.13 on any path we support; the plugin answers them with a clean error.
+// Argument layout used by jaxlib 0.4.13 for device.memory_stats() (PjRtCApiDevice::GetAllocatorStats passes 185
+// bytes, and reads the fields at these offsets): the later headers' layout, which only appends.
 typedef struct PJRT_Device_MemoryStats_Args {
   size_t struct_size;
   void* priv;
   PJRT_Device* device;
+  int64_t bytes_in_use;                 // out
+  int64_t peak_bytes_in_use;            // out
+  bool peak_bytes_in_use_is_set;        // out
+  int64_t num_allocs;                   // out
+  bool num_allocs_is_set;               // out
+  int64_t largest_alloc_size;           // out
+  bool largest_alloc_size_is_set;       // out
+  int64_t bytes_limit;                  // out
+  bool bytes_limit_is_set;              // out
+  int64_t bytes_reserved;               // out
+  bool bytes_reserved_is_set;           // out
+  int64_t peak_bytes_reserved;          // out
+  bool peak_bytes_reserved_is_set;      // out
+  int64_t bytes_reservable_limit;       // out
+  bool bytes_reservable_limit_is_set;   // out
+  int64_t largest_free_block_bytes;     // out
+  bool largest_free_block_bytes_is_set; // out
+  int64_t pool_bytes;                   // out
+  bool pool_bytes_is_set;               // out
+  int64_t peak_pool_bytes;              // out
+  bool peak_pool_bytes_is_set;          // out
 } PJRT_Device_MemoryStats_Args;
 typedef PJRT_Error* PJRT_Device_MemoryStats(PJRT_Device_MemoryStats_Args* args);
 
+// Not called by jaxlib 0.4.13 on any path we support; the plugin answers it with a clean error.
 typedef struct PJRT_TopologyDescription PJRT_TopologyDescription;
 typedef struct PJRT_TopologyDescription_GetDeviceDescriptions_Args {
   size_t struct_size;

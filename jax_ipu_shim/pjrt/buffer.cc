@@ -191,6 +191,7 @@ PJRT_Buffer* NewBuffer(PJRT_Device* device, PJRT_Buffer_Type type, std::vector<i
   buffer->dims = std::move(dims);
   buffer->data = std::move(data);
   buffer->defined = std::move(defined);
+  CountArray(buffer);
   return buffer;
 }
 
@@ -252,6 +253,7 @@ PJRT_Error* PJRT_Client_BufferFromHostBuffer_Impl(PJRT_Client_BufferFromHostBuff
 }
 
 PJRT_Error* PJRT_Buffer_Destroy_Impl(PJRT_Buffer_Destroy_Args* args) {
+  UncountArray(args->buffer);
   delete args->buffer;
   return nullptr;
 }
@@ -304,7 +306,7 @@ PJRT_Error* PJRT_Buffer_Device_Impl(PJRT_Buffer_Device_Args* args) {
 
 PJRT_Error* PJRT_Buffer_Delete_Impl(PJRT_Buffer_Delete_Args* args) {
   std::lock_guard<std::mutex> lock(args->buffer->mutex);
-  args->buffer->data.reset();
+  DropBytes(args->buffer);
   return nullptr;
 }
 

@@ -169,6 +169,7 @@ PJRT_Error_Code RunReplica(Replica& r, std::string* message) {
   if (code == 0) {
     std::lock_guard<std::mutex> lock(r.device->stats_mutex);
     if (r.device->last_program != program.name()) r.device->last_program = program.name();
+    CountLoadedProgram(r.device, r.program);
     std::swap(r.device->last_profile, profile);
     r.device->executions += 1;
   } else {
@@ -240,7 +241,7 @@ bool ExecuteInline(const PJRT_LoadedExecutable& loaded, PJRT_Device* device, PJR
   for (const auto& alias : program.aliases()) {
     PJRT_Buffer* donated = args->argument_lists[0][alias.first];
     std::lock_guard<std::mutex> buffer_lock(donated->mutex);
-    donated->data.reset();
+    DropBytes(donated);
   }
   std::string message;
   const PJRT_Error_Code code = RunReplica(r, &message);
@@ -362,7 +363,7 @@ PJRT_Error* PJRT_LoadedExecutable_Execute_Impl(PJRT_LoadedExecutable_Execute_Arg
         for (const auto& alias : program.aliases()) {
           PJRT_Buffer* donated = args->argument_lists[d][alias.first];
           std::lock_guard<std::mutex> buffer_lock(donated->mutex);
-          donated->data.reset();
+          DropBytes(donated);
         }
         if (program.hasOutfeed()) devices[d]->host->OutfeedProgramQueued();
         devices[d]->queue->Enqueue([r = replicas[d]] { Run(*r); });

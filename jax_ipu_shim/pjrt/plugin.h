@@ -244,6 +244,13 @@ struct DeviceCounters {
   uint64_t host_transfer_cycles = 0;
   uint64_t bytes_over_links = 0;   // IPU-Links, sent or received
   uint64_t link_cycles = 0;
+  // Memory (memory_stats(): stats.cc). The live arrays on the IPU, and the program loaded on it: the last one run
+  // there, as long as it exists (an IPU holds one program at a time; Poplar loads one engine onto a device).
+  int64_t array_bytes = 0;
+  int64_t peak_bytes = 0;     // of arrays + loaded program, at any time
+  int64_t largest_alloc = 0;  // the largest array or program seen
+  int64_t allocs = 0;         // arrays created and programs loaded, since the client started
+  std::weak_ptr<const ipu::Executable> loaded;
 };
 
 struct PJRT_Device {
@@ -368,6 +375,7 @@ struct PJRT_Buffer {
   std::mutex mutex;
   std::shared_ptr<jax_ipu::ByteVector> data;  // null once deleted or donated
   std::shared_ptr<jax_ipu::Completion> defined;
+  int64_t counted_bytes = 0;  // in its device's array_bytes until it is deleted, donated or destroyed (DropBytes)
 #if JAX_IPU_PJRT_MINOR >= 90
   std::vector<int64_t> minor_to_major;  // what PJRT_Buffer_GetMemoryLayout points into
 #endif
@@ -391,6 +399,18 @@ PJRT_Buffer* NewBuffer(PJRT_Device* device, PJRT_Buffer_Type type, std::vector<i
 // `started_ns` (ipu::trace::nowNs() when the copy began, or 0): a "Transfer" span on the PVTI timeline.
 void CountHostTransfer(PJRT_Device* device, size_t bytes, bool to_device, int64_t started_ns = 0);
 void CountLinkTransfer(PJRT_Device* device, size_t bytes);
+// Memory in use on a device (memory_stats()): a new array counts its bytes; DropBytes lets go of an array's bytes
+// (delete, donation; call it holding buffer->mutex) and uncounts them, as destroying the buffer does; a program
+// run on the device is the one loaded there (CountLoadedProgram: call it holding device->stats_mutex).
+void CountArray(PJRT_Buffer* buffer);
+void DropBytes(PJRT_Buffer* buffer);
+void UncountArray(PJRT_Buffer* buffer);
+void CountLoadedProgram(PJRT_Device* device, const std::shared_ptr<const ipu::Executable>& program);
+struct MemoryUse {
+  int64_t bytes_in_use = 0, peak_bytes_in_use = 0, largest_alloc_size = 0, num_allocs = 0, bytes_limit = 0;
+  int64_t program_bytes = 0, largest_tile_bytes = 0, tile_bytes_limit = 0;  // the loaded program's busiest tile
+};
+MemoryUse DeviceMemoryUse(PJRT_Device* device);
 }  // namespace jax_ipu
 
 // ----------------------------------------------------------------------------------------------- executables

@@ -53,6 +53,69 @@ void CountLinkTransfer(PJRT_Device* device, size_t bytes) {
   device->counters.bytes_over_links += bytes;
   device->counters.link_cycles += cycles;
 }
+
+namespace {
+void UpdatePeak(DeviceCounters& c, int64_t program_bytes) {
+  c.peak_bytes = std::max(c.peak_bytes, c.array_bytes + program_bytes);
+}
+
+int64_t LoadedProgramBytes(const DeviceCounters& c) {
+  const std::shared_ptr<const ipu::Executable> program = c.loaded.lock();
+  return program ? program->memory().total_bytes : 0;
+}
+}  // namespace
+
+void CountArray(PJRT_Buffer* buffer) {
+  const int64_t bytes = NumElements(buffer->dims) * static_cast<int64_t>(ElementSize(buffer->type));
+  PJRT_Device* device = buffer->device;
+  std::lock_guard<std::mutex> lock(device->stats_mutex);
+  DeviceCounters& c = device->counters;
+  buffer->counted_bytes = bytes;
+  c.array_bytes += bytes;
+  c.allocs += 1;
+  c.largest_alloc = std::max(c.largest_alloc, bytes);
+  UpdatePeak(c, LoadedProgramBytes(c));
+}
+
+void UncountArray(PJRT_Buffer* buffer) {
+  PJRT_Device* device = buffer->device;
+  std::lock_guard<std::mutex> lock(device->stats_mutex);
+  device->counters.array_bytes -= std::exchange(buffer->counted_bytes, 0);
+}
+
+void DropBytes(PJRT_Buffer* buffer) {
+  buffer->data.reset();
+  UncountArray(buffer);
+}
+
+void CountLoadedProgram(PJRT_Device* device, const std::shared_ptr<const ipu::Executable>& program) {
+  DeviceCounters& c = device->counters;
+  if (c.loaded.lock() == program) return;
+  c.loaded = program;
+  const int64_t bytes = program->memory().total_bytes;
+  c.allocs += 1;
+  c.largest_alloc = std::max(c.largest_alloc, bytes);
+  UpdatePeak(c, bytes);
+}
+
+MemoryUse DeviceMemoryUse(PJRT_Device* device) {
+  const ipu::DeviceDescription& hardware = device->description.hardware;
+  std::lock_guard<std::mutex> lock(device->stats_mutex);
+  const DeviceCounters& c = device->counters;
+  MemoryUse use;
+  const std::shared_ptr<const ipu::Executable> program = c.loaded.lock();
+  if (program) {
+    use.program_bytes = program->memory().total_bytes;
+    use.largest_tile_bytes = program->memory().worst_bytes;
+  }
+  use.bytes_in_use = c.array_bytes + use.program_bytes;
+  use.peak_bytes_in_use = c.peak_bytes;
+  use.largest_alloc_size = c.largest_alloc;
+  use.num_allocs = c.allocs;
+  use.tile_bytes_limit = hardware.bytes_per_tile;
+  use.bytes_limit = hardware.bytes_per_tile * hardware.num_tiles;
+  return use;
+}
 }  // namespace jax_ipu
 
 // JSON for device `device_id` of the current client, or NULL if there is no such device. Free with JaxIpu_FreeString.
@@ -63,6 +126,11 @@ char* JaxIpu_DeviceStats(int device_id) {
       return nullptr;
     }
     PJRT_Device* device = g_client->devices[device_id].get();
+    const jax_ipu::MemoryUse m = jax_ipu::DeviceMemoryUse(device);
+    const std::string memory = "{\"bytes_in_use\": " + std::to_string(m.bytes_in_use) +
+                               ", \"program_bytes\": " + std::to_string(m.program_bytes) +
+                               ", \"largest_tile_bytes_in_use\": " + std::to_string(m.largest_tile_bytes) +
+                               ", \"tile_bytes_limit\": " + std::to_string(m.tile_bytes_limit) + "}";
     std::lock_guard<std::mutex> device_lock(device->stats_mutex);
     const DeviceCounters& c = device->counters;
     std::string json = "{\"device\": " + std::to_string(device_id) +
@@ -73,7 +141,7 @@ char* JaxIpu_DeviceStats(int device_id) {
                        ", \"link_cycles\": " + std::to_string(c.link_cycles) +
                        ", \"infeed_bytes\": " + std::to_string(device->host->infeed_bytes.load()) +
                        ", \"outfeed_bytes\": " + std::to_string(device->host->outfeed_bytes.load()) +
-                       ", \"executions\": " + std::to_string(device->executions) +
+                       ", \"memory\": " + memory + ", \"executions\": " + std::to_string(device->executions) +
                        ", \"last_program\": " + Quoted(device->last_program) +
                        ", \"last_profile\": " + (device->executions ? device->last_profile.toJson() : "null") + "}";
     return jax_ipu::CopyString(json);

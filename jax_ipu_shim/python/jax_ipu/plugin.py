@@ -222,13 +222,15 @@ def _device_ids(options: bytes) -> List[int]:
 
 
 def _add_device_properties() -> None:
-    """``device.is_ipu_model`` as a bool: PJRT attributes carry no booleans, so it arrives as an int."""
-    from jax_ipu import _jax
+    """``device.is_ipu_model`` as a bool: PJRT attributes carry no booleans, so it arrives as an int. And
+    ``device.memory_stats()`` of an ipu device gets its busiest tile (runtime.tile_memory_stats)."""
+    from jax_ipu import _jax, runtime
 
     device_class = _jax.device_class()
     if getattr(device_class, "_jax_ipu_properties", False):
         return
     original_getattr = device_class.__getattr__
+    original_memory_stats = device_class.memory_stats
 
     def __getattr__(self, name):  # noqa: N807 - replaces the class's own
         value = original_getattr(self, name)
@@ -236,8 +238,16 @@ def _add_device_properties() -> None:
             return bool(value)
         return value
 
+    def memory_stats(self):
+        stats = original_memory_stats(self)
+        if stats is not None and self.platform == PLATFORM:
+            stats.update(runtime.tile_memory_stats(self))
+        return stats
+
+    memory_stats.__doc__ = original_memory_stats.__doc__
     try:
         device_class.__getattr__ = __getattr__
+        device_class.memory_stats = memory_stats
         device_class._jax_ipu_properties = True
     except (AttributeError, TypeError) as e:  # pragma: no cover - a jaxlib whose Device class is sealed
         logger.debug("ipu: could not refine device properties: %s", e)

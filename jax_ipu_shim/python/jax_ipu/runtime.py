@@ -17,6 +17,19 @@ def device_stats(device: Any = 0) -> Optional[Dict[str, Any]]:
     return _native.device_stats(device if isinstance(device, int) else int(device.id))
 
 
+def tile_memory_stats(device: Any = 0) -> Dict[str, int]:
+    """What ``device.memory_stats()`` adds for an ipu device to jax's keys: ``largest_tile_bytes_in_use``, the
+    busiest tile of the program loaded on the IPU (the last one run there; an IPU's memory is per tile, and a
+    program that does not fit on one tile fails to compile however much the chip has free), and
+    ``tile_bytes_limit``, a tile's SRAM. Empty before the ipu backend exists."""
+    stats = device_stats(device)
+    if not stats:
+        return {}
+    memory = stats["memory"]
+    return {"largest_tile_bytes_in_use": memory["largest_tile_bytes_in_use"],
+            "tile_bytes_limit": memory["tile_bytes_limit"]}
+
+
 def last_execution(device: Any = 0) -> Optional[Dict[str, Any]]:
     """The cycle estimate of the most recent program run on an ipu device, with its per-step trace.
 
