@@ -107,8 +107,10 @@ def fetch(artifact: Artifact, *, offline: bool = False) -> Path:
 
 
 def extract_header_tree(artifact: Artifact) -> Path:
-    """Extracts only the pinned header members of the TF wheel; returns the include root (cached by the wheel's sum)."""
-    out = cache_dir() / "headers" / f"{artifact.package}-{artifact.version}-{artifact.sha256[:16]}"
+    """Extracts only the pinned header members of the TF wheel; returns the include root (cached by the wheel's sum
+    and the members: a pin that adds one extracts again)."""
+    members_key = hashlib.sha256("\n".join(artifact.extra["members"]).encode()).hexdigest()[:8]
+    out = cache_dir() / "headers" / f"{artifact.package}-{artifact.version}-{artifact.sha256[:16]}-{members_key}"
     include_root = out / artifact.extra["include_root"]
     marker = out / ".complete"
     if marker.exists():

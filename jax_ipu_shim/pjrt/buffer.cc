@@ -213,7 +213,7 @@ PJRT_Error* PJRT_Client_BufferFromHostBuffer_Impl(PJRT_Client_BufferFromHostBuff
     const size_t bytes = NumElements(dims) * element_size;
     auto data = std::make_shared<ByteVector>(bytes);  // not zero-filled: the copy below writes every byte
     const auto* src = static_cast<const uint8_t*>(args->data);
-    const int64_t started = ipu::trace::enabled() ? ipu::trace::nowNs() : 0;  // PVTI_OPTIONS
+    const int64_t started = SpanStartNs();  // PVTI_OPTIONS, jax.profiler
     bool dense = args->num_byte_strides == 0;
     if (!dense) {
       if (args->num_byte_strides != dims.size()) {
@@ -371,7 +371,7 @@ PJRT_Error* PJRT_Buffer_ToHostBuffer_Impl(PJRT_Buffer_ToHostBuffer_Args* args) {
                                                        std::to_string(data->size()) + " bytes, not " +
                                                        std::to_string(bytes));
       }
-      const int64_t started = ipu::trace::enabled() ? ipu::trace::nowNs() : 0;  // PVTI_OPTIONS
+      const int64_t started = SpanStartNs();  // PVTI_OPTIONS, jax.profiler
       ParallelCopy(dst, data->data(), bytes, device->client->pool->threads());
       CountHostTransfer(device, bytes, /*to_device=*/false, started);
       done->Set(static_cast<PJRT_Error_Code>(0), "");

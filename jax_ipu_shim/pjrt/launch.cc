@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "ipu/trace.h"
 #include "plugin.h"
 
 namespace jax_ipu {
@@ -127,6 +128,7 @@ PJRT_Error_Code RunReplica(Replica& r, std::string* message) {
   std::vector<const void*>& in = scratch.in;
   std::vector<void*>& out = scratch.out;
   ipu::RunProfile& profile = scratch.profile;
+  int64_t profiled_from = 0, profiled_to = 0;
   if (code == 0) {
     try {
       PlaceOutputs(r);
@@ -142,7 +144,9 @@ PJRT_Error_Code RunReplica(Replica& r, std::string* message) {
       options.interrupts = &Interrupts();
       options.interrupts_seen = r.interrupts_seen;
       const auto start = std::chrono::steady_clock::now();
+      profiled_from = Profiling() ? ipu::trace::nowNs() : 0;  // jax.profiler's IPU lanes (profiler.cc)
       program.runInto(in, out, options, &profile);
+      if (profiled_from) profiled_to = ipu::trace::nowNs();
       // The end of the program is a meeting point too: a replica still waiting in a collective then learns that
       // this one has ended (it fails, naming both, instead of waiting forever; see collective.cc).
       if (r.group) r.group->exchange(r.index, nullptr);
@@ -166,6 +170,7 @@ PJRT_Error_Code RunReplica(Replica& r, std::string* message) {
     }
   }
   if (code != 0 && r.group) r.group->abort(*message);  // the other replicas fail instead of waiting for this one
+  if (code == 0 && profiled_from) ProfileRun(r.device, r.index, program.name(), profiled_from, profiled_to, profile);
   if (code == 0) {
     std::lock_guard<std::mutex> lock(r.device->stats_mutex);
     if (r.device->last_program != program.name()) r.device->last_program = program.name();

@@ -411,6 +411,23 @@ struct MemoryUse {
   int64_t program_bytes = 0, largest_tile_bytes = 0, tile_bytes_limit = 0;  // the loaded program's busiest tile
 };
 MemoryUse DeviceMemoryUse(PJRT_Device* device);
+
+// jax.profiler (profiler.cc): while a session runs, runs and host transfers are recorded for its trace.
+// SpanStartNs(): ipu::trace::nowNs() when the PVTI timeline or a profiling session wants the span, else 0.
+struct ProfileSession;
+bool Profiling();
+int64_t SpanStartNs();
+void ProfileRun(PJRT_Device* device, int replica, const std::string& program, int64_t start_ns, int64_t end_ns,
+                const ipu::RunProfile& profile);
+void ProfileTransfer(PJRT_Device* device, size_t bytes, uint64_t cycles, bool to_device, int64_t start_ns);
+ProfileSession* ProfileCreate();
+void ProfileStart(ProfileSession* session);
+void ProfileStop(ProfileSession* session);
+void ProfileDestroy(ProfileSession* session);
+std::string ProfileXSpace(ProfileSession* session, int64_t origin_ns);
+#if JAX_IPU_PJRT_MINOR >= 90
+PJRT_Extension_Base* ProfilerExtension();  // the PJRT_Api's extension chain
+#endif
 }  // namespace jax_ipu
 
 // ----------------------------------------------------------------------------------------------- executables

@@ -42,6 +42,7 @@ void CountHostTransfer(PJRT_Device* device, size_t bytes, bool to_device, int64_
                        "{\"device\": " + std::to_string(device->description.id) +
                            ", \"bytes\": " + std::to_string(bytes) + ", \"cycles\": " + std::to_string(cycles) + "}");
   }
+  if (started_ns && Profiling()) ProfileTransfer(device, bytes, cycles, to_device, started_ns);
   std::lock_guard<std::mutex> lock(device->stats_mutex);
   (to_device ? device->counters.bytes_to_device : device->counters.bytes_from_device) += bytes;
   device->counters.host_transfer_cycles += cycles;

@@ -9,6 +9,7 @@ import base64
 import gzip
 import json
 
+import _protobuf
 import pytest
 
 TILE_BYTES = 638976  # a Mk2 tile's SRAM (docs/ipu-model.md)
@@ -116,54 +117,20 @@ def test_unset_figures_are_a_gpu_allocators(seen):
     assert run.get("bytes_reserved", 0) == 0 and run.get("peak_bytes_reserved", 0) == 0  # nothing is reserved
 
 
-def _varint(data: bytes, i: int):
-    value = shift = 0
-    while True:
-        b = data[i]
-        i += 1
-        value |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return value, i
-
-
-def _fields(data: bytes):
-    """(field number, value) of a protobuf message: ints for varints, bytes for length-delimited fields."""
-    i = 0
-    while i < len(data):
-        key, i = _varint(data, i)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            value, i = _varint(data, i)
-        elif wire == 2:
-            size, i = _varint(data, i)
-            value, i = data[i:i + size], i + size
-        elif wire == 1:
-            value, i = data[i:i + 8], i + 8
-        elif wire == 5:
-            value, i = data[i:i + 4], i + 4
-        else:
-            raise AssertionError(f"wire type {wire}: not a protobuf message")
-        yield number, value
-
-
 def _samples(profile: bytes):
     """pprof's Profile (profile.proto): each sample's values and its string labels, decoded by hand."""
-    fields = list(_fields(profile))
+    fields = list(_protobuf.fields(profile))
     strings = [v.decode() for n, v in fields if n == 6]  # string_table
     samples = []
     for number, sample in fields:
         if number != 2:
             continue
         values, labels = [], {}
-        for n, v in _fields(sample):
+        for n, v in _protobuf.fields(sample):
             if n == 2:  # value: packed int64
-                j = 0
-                while j < len(v):
-                    value, j = _varint(v, j)
-                    values.append(value)
+                values.extend(_protobuf.packed(v))
             elif n == 3:  # Label {key, str, num}
-                label = dict(_fields(v))
+                label = dict(_protobuf.fields(v))
                 labels[strings[label[1]]] = strings[label[2]] if label.get(2) else label.get(3)
         samples.append((values, labels))
     return strings, samples

@@ -93,6 +93,12 @@ JAX_IPU_EXPORT void JaxIpu_AtExit(void);
 JAX_IPU_EXPORT void JaxIpu_Synchronize(void);
 /* JSON for device `device_id` of the current client, or NULL if there is no such device. */
 JAX_IPU_EXPORT char* JaxIpu_DeviceStats(int device_id);
+/* jax.profiler on jaxlib 0.4.13 (no PJRT profiler extension there): a session recording the IPUs' runs and host
+ * transfers from now on (NULL on failure); stopping it gives its XSpace (TSL's profile format, the IPUs' planes
+ * only, timestamps in wall-clock ns since origin_ns) in *xspace (*size bytes; free with JaxIpu_FreeString) and
+ * frees the session. 0: ok. */
+JAX_IPU_EXPORT void* JaxIpu_ProfileStart(void);
+JAX_IPU_EXPORT int JaxIpu_ProfileStop(void* session, int64_t origin_ns, char** xspace, size_t* size);
 /* Chains the library's SIGINT handler in front of the one installed now (Python's). 0: watching (or already), 1:
  * there is no handler to chain to (SIG_DFL ends the process, SIG_IGN ignores Ctrl-C). */
 JAX_IPU_EXPORT int JaxIpu_WatchInterrupts(void);

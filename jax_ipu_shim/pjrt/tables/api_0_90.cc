@@ -70,6 +70,7 @@ PJRT_Api MakeApi() {
   api.pjrt_api_version.struct_size = PJRT_Api_Version_STRUCT_SIZE;
   api.pjrt_api_version.major_version = PJRT_API_MAJOR;
   api.pjrt_api_version.minor_version = PJRT_API_MINOR;
+  api.extension_start = jax_ipu::ProfilerExtension();  // jax.profiler's IPU lanes (profiler.cc)
 #define SET(name) api.name = name##_Impl
 #define SET_UNIMPLEMENTED(name) api.name = name##_Unimplemented
   SET(PJRT_Error_Destroy);

@@ -83,7 +83,14 @@ def make_client(platform: str, library_path: str, options: Dict[str, Any]) -> An
     from jax._src.lib import xla_client
 
     if not xla_client.pjrt_plugin_loaded(platform):
-        xla_client.load_pjrt_plugin_dynamically(platform, library_path)
+        c_api = xla_client.load_pjrt_plugin_dynamically(platform, library_path)
+        # The current series: the library's PJRT profiler extension gives jax.profiler the IPUs' planes, as jax's own
+        # register_plugin does for the plugins it loads (0.4.13 has neither: jax_ipu.profiler).
+        from jax._src import lib
+
+        register_profiler = getattr(getattr(lib, "_profiler", None), "register_plugin_profiler", None)
+        if register_profiler is not None and c_api is not None:
+            register_profiler(c_api)
     return xla_client.make_c_api_client(platform, options)
 
 

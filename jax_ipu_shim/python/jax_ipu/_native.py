@@ -51,6 +51,8 @@ SIGNATURES: Dict[str, Tuple[Any, List[Any]]] = {
     "JaxIpu_AtExit": (None, []),
     "JaxIpu_Synchronize": (None, []),
     "JaxIpu_DeviceStats": (c_void_p, [c_int]),
+    "JaxIpu_ProfileStart": (c_void_p, []),
+    "JaxIpu_ProfileStop": (c_int, [c_void_p, c_int64, POINTER(c_void_p), POINTER(c_size_t)]),
     "JaxIpu_WatchInterrupts": (c_int, []),
     "JaxIpu_TakeInterrupt": (c_int, []),
     "JaxIpu_TransportListen": (c_int, []),

@@ -94,6 +94,7 @@ def _make_client():
     executable_cache.install_jax_cache(PLATFORM, _around_compile)
     _add_host_callbacks(_native.load())
     interrupts.install(_native.load())  # Ctrl-C ends waits (interrupts.py)
+    __import__("jax_ipu.profiler").profiler.install()  # jax.profiler's IPU planes on jaxlib 0.4.13
     __import__("jax_ipu.linalg").linalg.install_lowerings()  # jnp.linalg on the ipu: generic lowerings
     options = config.client_options()
     # jax.distributed with several processes: every process's IPUs, through jax's key-value store (multihost.py)
