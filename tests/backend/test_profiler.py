@@ -30,7 +30,10 @@ with jax.profiler.trace(log_dir):
     for _ in range(3):
         y = f(on_ipu).block_until_ready()
     back = np.asarray(y)
-print("RESULT", json.dumps({"last": jax_ipu.last_execution(), "nbytes": x.nbytes}))
+    last = jax_ipu.last_execution()
+    doubled = jax.pmap(lambda v: v * 2, backend="ipu")(np.ones((2, 8), np.float32)).block_until_ready()
+    replicated = jax_ipu.last_execution(jax.devices("ipu")[1])
+print("RESULT", json.dumps({"last": last, "nbytes": x.nbytes, "replicated": replicated}))
 """
 
 
@@ -39,7 +42,7 @@ def traced(tmp_path_factory):
     from conftest import run_python
 
     log_dir = str(tmp_path_factory.mktemp("trace"))
-    result = run_python(SCRIPT.replace("LOG_DIR", repr(log_dir)), {"JAX_PLATFORMS": "cpu,ipu"})
+    result = run_python(SCRIPT.replace("LOG_DIR", repr(log_dir)), {"JAX_PLATFORMS": "cpu,ipu", "JAX_IPU_DEVICE_COUNT": "2"})
     assert result.returncode == 0, result.stderr[-3000:]
     line = [ln for ln in result.stdout.splitlines() if ln.startswith("RESULT ")]
     assert line, result.stdout + result.stderr[-3000:]
@@ -65,7 +68,7 @@ def test_the_trace_has_a_plane_per_ipu_beside_the_hosts(traced):
 def test_each_run_is_on_the_ipu_lane_with_its_cycles(traced):
     result, planes, _ = traced
     last = result["last"]
-    runs = planes[IPU_PLANE]["Runs (host time)"]
+    runs = planes[IPU_PLANE]["Runs (host time)"][:3]
     assert [r["name"] for r in runs] == [last["program"]] * 3
     for run in runs:
         assert run["stats"]["replica"] == 0
@@ -80,16 +83,25 @@ def test_each_run_is_on_the_ipu_lane_with_its_cycles(traced):
 def test_the_steps_of_each_run_are_in_ipu_time(traced):
     result, planes, _ = traced
     last = result["last"]
-    steps = planes[IPU_PLANE]["Steps (IPU time)"]
-    assert len(steps) == 3 * len(last["steps"])
+    steps = planes[IPU_PLANE]["Steps (IPU time)"][:3 * len(last["steps"])]
     final = steps[-len(last["steps"]):]
     assert [s["name"] for s in final] == [f"{s['type']} {s['name']}" for s in last["steps"]]
     assert [s["stats"]["cycles"] for s in final] == [s["cycles"] for s in last["steps"]]
     assert sum(s["stats"]["cycles"] for s in final) == last["total_cycles"]
-    run = planes[IPU_PLANE]["Runs (host time)"][-1]
+    run = planes[IPU_PLANE]["Runs (host time)"][2]
     assert final[0]["start_ns"] == pytest.approx(run["start_ns"], abs=1)  # laid end to end from the run's start
     for a, b in zip(final, final[1:]):
         assert b["start_ns"] == pytest.approx(a["start_ns"] + a["duration_ps"] / 1000, abs=1)
+
+
+def test_a_replicated_program_runs_on_each_ipus_lane_with_its_replica(traced):
+    result, planes, _ = traced
+    replicated = result["replicated"]
+    for device in (0, 1):
+        runs = [r for r in planes[f"/device:CUSTOM:{device}"]["Runs (host time)"]
+                if r["name"] == replicated["program"]]
+        assert [r["stats"]["replica"] for r in runs] == [device]
+        assert runs[0]["stats"]["ipu_cycles"] == replicated["total_cycles"]
 
 
 def test_host_transfers_are_on_the_ipu_lane(traced):
@@ -97,8 +109,9 @@ def test_host_transfers_are_on_the_ipu_lane(traced):
     transfers = planes[IPU_PLANE]["Transfers"]
     to_ipu = [t for t in transfers if t["name"] == "host to ipu"]
     from_ipu = [t for t in transfers if t["name"] == "ipu to host"]
-    assert [t["stats"]["bytes"] for t in to_ipu] == [result["nbytes"]]
-    assert [t["stats"]["bytes"] for t in from_ipu] == [result["nbytes"]]
+    # device_put of x and reading y back (then the pmap's pieces)
+    assert [t["stats"]["bytes"] for t in to_ipu].count(result["nbytes"]) == 1
+    assert [t["stats"]["bytes"] for t in from_ipu].count(result["nbytes"]) == 1
     assert all(t["stats"]["ipu_cycles"] > 0 for t in transfers)
 
 
@@ -111,5 +124,6 @@ def test_the_perfetto_trace_has_the_ipu_lanes(traced):
     assert len(pids) == 1, [e for e in events if e.get("ph") == "M" and e.get("name") == "process_name"]
     runs = [e for e in events if e.get("ph") == "X" and e["pid"] in pids and e["name"] == result["last"]["program"]]
     assert len(runs) == 3
+    assert {int(e["args"]["ipu_cycles"]) for e in runs} == {result["last"]["total_cycles"]}
     hosts = [e for e in events if e.get("ph") == "X" and e["pid"] not in pids]
     assert hosts and min(e["ts"] for e in hosts) <= min(e["ts"] for e in runs)  # one time base with the host's

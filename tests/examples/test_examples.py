@@ -219,6 +219,8 @@ def test_quickstart_notebook(tmp_path):
     assert int(trace["compute"]) + int(trace["exchange"]) + int(trace["sync"]) == total
     report = dict(zip(res["report"][0::2], res["report"][1::2]))  # the profile report holds the same run
     assert int(report["total_cycles"]) == total and int(report["worst_bytes"]) > 0
+    jax_trace = dict(zip(res["jax_trace"][0::2], res["jax_trace"][1::2]))  # jax.profiler: the host and the IPUs
+    assert int(jax_trace["runs"]) == 3 and int(jax_trace["processes"]) >= 2
     memory = dict(zip(res["memory"][0::2], res["memory"][1::2]))  # device.memory_stats()
     assert int(memory["added"]) == int(memory["freed"]) == 4 * 1024 * 1024
     assert 0 < int(memory["tile"]) <= 638976 and int(memory["limit"]) == 1472 * 638976
