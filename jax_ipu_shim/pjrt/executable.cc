@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "plugin.h"
+#include "proto_writer.h"
 
 namespace jax_ipu {
 namespace {
@@ -140,32 +141,16 @@ PJRT_Error* PJRT_LoadedExecutable_IsDeleted_Impl(PJRT_LoadedExecutable_IsDeleted
 
 namespace {
 
-// PJRT's DeviceAssignmentProto (xla_data.proto) in protobuf wire format: replica_count = 1, computation_count = 2,
-// computation_devices = 3 { replica_device_ids = 1 (packed) }. One computation, one replica per device.
-void PutVarint(std::string* out, uint64_t v) {
-  while (v >= 0x80) {
-    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
-    v >>= 7;
-  }
-  out->push_back(static_cast<char>(v));
-}
-
+// PJRT's DeviceAssignmentProto (xla_data.proto): replica_count = 1, computation_count = 2, computation_devices = 3
+// { replica_device_ids = 1 (packed) }. One computation, one replica per device.
 std::string DeviceAssignmentProto(const std::vector<PJRT_Device*>& devices) {
-  std::string ids;
-  for (PJRT_Device* d : devices) PutVarint(&ids, static_cast<uint64_t>(d->description.id));
-  std::string computation;
-  PutVarint(&computation, (1 << 3) | 2);  // replica_device_ids, length-delimited (packed)
-  PutVarint(&computation, ids.size());
-  computation += ids;
-  std::string out;
-  PutVarint(&out, (1 << 3) | 0);  // replica_count
-  PutVarint(&out, devices.size());
-  PutVarint(&out, (2 << 3) | 0);  // computation_count
-  PutVarint(&out, 1);
-  PutVarint(&out, (3 << 3) | 2);  // computation_devices
-  PutVarint(&out, computation.size());
-  out += computation;
-  return out;
+  std::vector<int64_t> ids;
+  for (PJRT_Device* d : devices) ids.push_back(d->description.id);
+  Proto computation;
+  computation.PackedInts(1, ids);
+  Proto out;
+  out.Int(1, static_cast<int64_t>(devices.size())).Int(2, 1).Message(3, computation);
+  return out.str();
 }
 
 }  // namespace

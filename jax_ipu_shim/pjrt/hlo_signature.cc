@@ -9,41 +9,10 @@
 #include <cstring>
 
 #include "plugin.h"
+#include "proto_writer.h"
 
 namespace jax_ipu {
 namespace {
-
-// A protobuf message being written: fields appended in any order.
-class Proto {
- public:
-  Proto& Int(int field, int64_t value) {
-    Key(field, 0);
-    Varint(static_cast<uint64_t>(value));
-    return *this;
-  }
-  Proto& Bytes(int field, const std::string& value) {
-    Key(field, 2);
-    Varint(value.size());
-    out_ += value;
-    return *this;
-  }
-  Proto& Message(int field, const Proto& value) { return Bytes(field, value.out_); }
-  Proto& PackedInts(int field, const std::vector<int64_t>& values) {
-    if (values.empty()) return *this;
-    Proto packed;
-    for (int64_t v : values) packed.Varint(static_cast<uint64_t>(v));
-    return Bytes(field, packed.out_);
-  }
-  const std::string& str() const { return out_; }
-
- private:
-  void Key(int field, int wire_type) { Varint(static_cast<uint64_t>(field) << 3 | wire_type); }
-  void Varint(uint64_t v) {
-    for (; v >= 0x80; v >>= 7) out_ += static_cast<char>(v | 0x80);
-    out_ += static_cast<char>(v);
-  }
-  std::string out_;
-};
 
 constexpr int64_t kTuple = 13;  // xla::PrimitiveType
 

@@ -18,6 +18,7 @@
 #include "ipu/trace.h"
 #include "jax_ipu/c_api.h"
 #include "plugin.h"
+#include "proto_writer.h"
 #if JAX_IPU_PJRT_MINOR >= 90
 #include "xla/pjrt/c/pjrt_c_api_profiler_extension.h"
 #endif
@@ -68,42 +69,6 @@ int64_t RealtimeMinusSteady() {
   return real - ipu::trace::nowNs();
 }
 
-// A protobuf message, written field by field (the wire format: varints and length-delimited bytes).
-class Message {
- public:
-  Message& varint(int field, uint64_t value) {
-    key(field, 0);
-    raw(value);
-    return *this;
-  }
-  Message& bytes(int field, const std::string& value) {
-    key(field, 2);
-    raw(value.size());
-    out_ += value;
-    return *this;
-  }
-  Message& message(int field, const Message& value) { return bytes(field, value.out_); }
-  Message& float64(int field, double value) {
-    key(field, 1);
-    char b[8];
-    std::memcpy(b, &value, 8);  // little-endian hosts only (x86-64, aarch64)
-    out_.append(b, 8);
-    return *this;
-  }
-  const std::string& str() const { return out_; }
-
- private:
-  void key(int field, int wire) { raw(static_cast<uint64_t>(field) << 3 | static_cast<uint64_t>(wire)); }
-  void raw(uint64_t v) {
-    while (v >= 0x80) {
-      out_ += static_cast<char>(v | 0x80);
-      v >>= 7;
-    }
-    out_ += static_cast<char>(v);
-  }
-  std::string out_;
-};
-
 // An XPlane under construction: event and stat names get metadata ids on first use.
 class Plane {
  public:
@@ -129,42 +94,41 @@ class Plane {
   }
 
   std::string serialize(int id, const std::string& name) {
-    Message plane;
-    plane.varint(1, static_cast<uint64_t>(id)).bytes(2, name);
+    Proto plane;
+    plane.Int(1, id).Bytes(2, name);
     int line_id = 0;
     for (const auto& l : lines_) {
       int64_t begin = l.second.front().start_ns;
       for (const Event& e : l.second) begin = std::min(begin, e.start_ns);
-      Message line;
-      line.varint(1, static_cast<uint64_t>(line_id)).varint(10, static_cast<uint64_t>(line_id));
-      line.bytes(2, l.first).bytes(11, l.first).varint(3, static_cast<uint64_t>(begin));
+      Proto line;
+      line.Int(1, line_id).Int(10, line_id);
+      line.Bytes(2, l.first).Bytes(11, l.first).Int(3, begin);
       ++line_id;
       for (const Event& e : l.second) {
-        Message event;
-        event.varint(1, static_cast<uint64_t>(metadataId(event_ids_, e.name)));
-        event.varint(2, static_cast<uint64_t>((e.start_ns - begin) * 1000))
-            .varint(3, static_cast<uint64_t>(e.duration_ps));
+        Proto event;
+        event.Int(1, metadataId(event_ids_, e.name));
+        event.Int(2, (e.start_ns - begin) * 1000).Int(3, e.duration_ps);
         for (const Stat& s : e.stats) {
-          Message stat;
-          stat.varint(1, static_cast<uint64_t>(metadataId(stat_ids_, s.name)));
-          if (s.kind == Stat::Int) stat.varint(4, static_cast<uint64_t>(s.i));
-          if (s.kind == Stat::Double) stat.float64(2, s.d);
-          if (s.kind == Stat::Str) stat.bytes(5, s.s);
-          event.message(4, stat);
+          Proto stat;
+          stat.Int(1, metadataId(stat_ids_, s.name));
+          if (s.kind == Stat::Int) stat.Int(4, s.i);
+          if (s.kind == Stat::Double) stat.Double(2, s.d);
+          if (s.kind == Stat::Str) stat.Bytes(5, s.s);
+          event.Message(4, stat);
         }
-        line.message(4, event);
+        line.Message(4, event);
       }
-      plane.message(3, line);
+      plane.Message(3, line);
     }
     for (size_t i = 0; i < event_ids_.size(); ++i) {  // map<int64, XEventMetadata>: entries {key, value}
-      Message metadata;
-      metadata.varint(1, i + 1).bytes(2, event_ids_[i]).bytes(4, event_ids_[i]);
-      plane.message(4, Message().varint(1, i + 1).message(2, metadata));
+      Proto metadata;
+      metadata.Int(1, static_cast<int64_t>(i + 1)).Bytes(2, event_ids_[i]).Bytes(4, event_ids_[i]);
+      plane.Message(4, Proto().Int(1, static_cast<int64_t>(i + 1)).Message(2, metadata));
     }
     for (size_t i = 0; i < stat_ids_.size(); ++i) {  // map<int64, XStatMetadata>
-      Message metadata;
-      metadata.varint(1, i + 1).bytes(2, stat_ids_[i]);
-      plane.message(5, Message().varint(1, i + 1).message(2, metadata));
+      Proto metadata;
+      metadata.Int(1, static_cast<int64_t>(i + 1)).Bytes(2, stat_ids_[i]);
+      plane.Message(5, Proto().Int(1, static_cast<int64_t>(i + 1)).Message(2, metadata));
     }
     return plane.str();
   }
@@ -296,9 +260,9 @@ std::string ProfileXSpace(ProfileSession* session, int64_t origin_ns) {
   }
   std::sort(planes.begin(), planes.end(),
             [](const std::pair<int, Plane>& a, const std::pair<int, Plane>& b) { return a.first < b.first; });
-  Message space;
+  Proto space;
   for (auto& p : planes) {
-    space.bytes(1, p.second.serialize(kProfilePlaneIdBase + p.first, kProfilePlanePrefix + std::to_string(p.first)));
+    space.Bytes(1, p.second.serialize(kProfilePlaneIdBase + p.first, kProfilePlanePrefix + std::to_string(p.first)));
   }
   return space.str();
 }

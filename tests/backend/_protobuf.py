@@ -1,40 +1,15 @@
-"""A protobuf reader for the tests, written from the wire format alone (no generated code, no library): what jax
-writes (pprof profiles, TSL's XSpace traces) is checked without trusting the code that wrote it."""
+"""Reading what jax writes (pprof profiles, TSL's XSpace traces) in the tests: the messages' meaning is read here,
+from the .proto files' field numbers, over jax_ipu's reader of the wire format (which jaxlib's own files, the host's
+planes and pprof's, exercise as much as ours)."""
 
 from __future__ import annotations
 
 import struct
-from typing import Any, Dict, Iterator, List, Tuple
+from typing import Any, Dict, List
 
+from jax_ipu.profiler import fields, varint
 
-def varint(data: bytes, i: int) -> Tuple[int, int]:
-    value = shift = 0
-    while True:
-        b = data[i]
-        i += 1
-        value |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return value, i
-
-
-def fields(data: bytes) -> Iterator[Tuple[int, Any]]:
-    """(field number, value) of a message: ints for varints, bytes for the rest."""
-    i = 0
-    while i < len(data):
-        key, i = varint(data, i)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            value, i = varint(data, i)
-        elif wire == 2:
-            size, i = varint(data, i)
-            value, i = data[i:i + size], i + size
-        elif wire in (1, 5):
-            width = 8 if wire == 1 else 4
-            value, i = data[i:i + width], i + width
-        else:
-            raise AssertionError(f"wire type {wire}: not a protobuf message")
-        yield number, value
+__all__ = ["fields", "packed", "xspace_planes"]
 
 
 def packed(data: bytes) -> List[int]:

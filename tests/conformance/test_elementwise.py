@@ -475,6 +475,17 @@ def test_divide_rewrites_round_as_cpu(name, dtype):
     check(DIVIDES[name], a, b, c, r, **EXACT)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_reciprocal_of_a_reciprocal_is_the_value_itself(dtype):
+    """XLA's A / (B / C) => (A * C) / B, then 1 * C => C and C / 1 => C: 1 / (1 / x) is x, bit for bit, a denormal
+    kept and a value whose reciprocal is a denormal or overflows too (the ipu gave 0 for 1.8e-40: fuzz seed 20281901
+    #1464)."""
+    info = np.finfo(dtype)
+    x = np.array([info.smallest_subnormal, -info.smallest_subnormal * 3, info.tiny / 2, info.max, -info.max / 3,
+                  info.tiny, 2.5, -0.0, np.inf], dtype)
+    check(lambda x: (jnp.reciprocal(jnp.reciprocal(x)), 1 / (1 / x)), x, **EXACT)
+
+
 # --- chains of constants as XLA's simplifier folds them (jaxlib 0.4.13: compiler/passes/reassociate_constants.py) -----
 
 CHAINS = {

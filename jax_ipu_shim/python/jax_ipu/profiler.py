@@ -101,7 +101,8 @@ def add_planes(log_dir: str, xspace: bytes, since: float) -> None:
 
 # ---------------------------------------------------------------------------------------------- reading XSpace
 
-def _varint(data: bytes, i: int) -> Tuple[int, int]:
+def varint(data: bytes, i: int) -> Tuple[int, int]:
+    """The varint at byte ``i`` of ``data`` and the index after it."""
     value = shift = 0
     while True:
         b = data[i]
@@ -116,12 +117,12 @@ def fields(data: bytes) -> Iterator[Tuple[int, Any]]:
     """(field number, value) of a serialised protobuf message: an int for a varint, bytes otherwise."""
     i = 0
     while i < len(data):
-        key, i = _varint(data, i)
+        key, i = varint(data, i)
         number, wire = key >> 3, key & 7
         if wire == 0:
-            value, i = _varint(data, i)
+            value, i = varint(data, i)
         elif wire == 2:
-            size, i = _varint(data, i)
+            size, i = varint(data, i)
             value, i = data[i:i + size], i + size
         elif wire in (1, 5):
             width = 8 if wire == 1 else 4

@@ -353,6 +353,11 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
                 return "divide", [numerator, emit("multiply", [denominator, b], shape)]
             if qb is not None:
                 numerator, denominator = qb
+                inner = t.quotient_values.get(b_value)
+                if a_value is not None and inner is not None and F.splat_value(a_value) == 1.0 == F.splat_value(inner):
+                    # 1 / (1 / C) is C itself, a denormal kept: (A * C) / B below, then 1 * C => C and C / 1 => C
+                    # (jnp.reciprocal(jnp.reciprocal(x)): fuzz seed 20281901 #1464)
+                    return "reshape", [denominator]
                 a, a_value = emit("multiply", [a, denominator], shape), None
                 b, b_value = numerator, t.quotient_values.get(b_value)
                 continue
