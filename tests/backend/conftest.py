@@ -40,6 +40,12 @@ def python():
     return run_python
 
 
+@pytest.fixture(scope="module")
+def module_python():
+    """run_python for a module's fixtures: one fresh process whose results several tests read."""
+    return run_python
+
+
 # This suite's known failures of the installed series, as strict xfails (tests/_series_expectations.py).
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from _series_expectations import pytest_collection_modifyitems  # noqa: E402, F401

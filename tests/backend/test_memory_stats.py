@@ -64,10 +64,8 @@ print("RESULT", json.dumps(seen))
 
 
 @pytest.fixture(scope="module")
-def seen():
-    from conftest import run_python
-
-    result = run_python(SCRIPT, {"JAX_PLATFORMS": "ipu,cpu"})
+def seen(module_python):
+    result = module_python(SCRIPT, {"JAX_PLATFORMS": "ipu,cpu"})
     assert result.returncode == 0, result.stderr[-3000:]
     line = [ln for ln in result.stdout.splitlines() if ln.startswith("RESULT ")]
     assert line, result.stdout + result.stderr[-3000:]

@@ -38,12 +38,10 @@ print("RESULT", json.dumps({"last": last, "nbytes": x.nbytes, "replicated": repl
 
 
 @pytest.fixture(scope="module")
-def traced(tmp_path_factory):
-    from conftest import run_python
-
+def traced(tmp_path_factory, module_python):
     log_dir = str(tmp_path_factory.mktemp("trace"))
-    result = run_python(SCRIPT.replace("LOG_DIR", repr(log_dir)),
-                        {"JAX_PLATFORMS": "cpu,ipu", "JAX_IPU_DEVICE_COUNT": "2"})
+    result = module_python(SCRIPT.replace("LOG_DIR", repr(log_dir)),
+                           {"JAX_PLATFORMS": "cpu,ipu", "JAX_IPU_DEVICE_COUNT": "2"})
     assert result.returncode == 0, result.stderr[-3000:]
     line = [ln for ln in result.stdout.splitlines() if ln.startswith("RESULT ")]
     assert line, result.stdout + result.stderr[-3000:]
