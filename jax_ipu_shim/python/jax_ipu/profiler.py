@@ -75,7 +75,7 @@ def _stop(session: Any, origin_ns: int) -> bytes:
     if lib.JaxIpu_ProfileStop(session, origin_ns, ctypes.byref(data), ctypes.byref(size)) != 0:
         return b""
     try:
-        return ctypes.string_at(data.value, size.value) if size.value else b""
+        return ctypes.string_at(data.value, size.value) if data.value and size.value else b""
     finally:
         lib.JaxIpu_FreeString(data)
 
@@ -119,6 +119,7 @@ def fields(data: bytes) -> Iterator[Tuple[int, Any]]:
     while i < len(data):
         key, i = varint(data, i)
         number, wire = key >> 3, key & 7
+        value: Any
         if wire == 0:
             value, i = varint(data, i)
         elif wire == 2:
@@ -145,7 +146,8 @@ def planes(xspace: bytes) -> List[Dict[str, Any]]:
             continue
         names: Dict[int, str] = {}
         stat_names: Dict[int, str] = {}
-        raw_lines, record = [], {"name": "", "id": 0, "lines": []}
+        raw_lines: List[bytes] = []
+        record: Dict[str, Any] = {"name": "", "id": 0, "lines": []}
         for n, v in fields(plane):
             if n == 1:
                 record["id"] = _signed(v)
@@ -165,7 +167,7 @@ def planes(xspace: bytes) -> List[Dict[str, Any]]:
                 elif n == 3:
                     line["timestamp_ns"] = _signed(v)
                 elif n == 4:
-                    event = {"name": "", "offset_ps": 0, "duration_ps": 0, "stats": {}}
+                    event: Dict[str, Any] = {"name": "", "offset_ps": 0, "duration_ps": 0, "stats": {}}
                     for en, ev in fields(v):
                         if en == 1:
                             event["name"] = names.get(ev, "")
