@@ -22,6 +22,7 @@ import time
 from typing import Any, Dict, Iterator, List, Tuple
 
 from jax_ipu import _native
+from jax_ipu.compile_options import _fields, _signed, _varint
 
 _PID_BASE = 100000  # trace-viewer process ids of the IPU planes: past the host's and jaxlib's devices'
 
@@ -101,40 +102,16 @@ def add_planes(log_dir: str, xspace: bytes, since: float) -> None:
 
 # ---------------------------------------------------------------------------------------------- reading XSpace
 
-def varint(data: bytes, i: int) -> Tuple[int, int]:
-    """The varint at byte ``i`` of ``data`` and the index after it."""
-    value = shift = 0
-    while True:
-        b = data[i]
-        i += 1
-        value |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return value, i
-
-
 def fields(data: bytes) -> Iterator[Tuple[int, Any]]:
-    """(field number, value) of a serialised protobuf message: an int for a varint, bytes otherwise."""
-    i = 0
-    while i < len(data):
-        key, i = varint(data, i)
-        number, wire = key >> 3, key & 7
-        value: Any
-        if wire == 0:
-            value, i = varint(data, i)
-        elif wire == 2:
-            size, i = varint(data, i)
-            value, i = data[i:i + size], i + size
-        elif wire in (1, 5):
-            width = 8 if wire == 1 else 4
-            value, i = data[i:i + width], i + width
-        else:
-            raise ValueError(f"protobuf wire type {wire} at byte {i}: not a message")
+    """(field number, value) of a serialised protobuf message: an int for a varint, bytes otherwise (a 64-bit
+    field's 8 bytes, as a double stat needs them). The wire format is read by compile_options' reader."""
+    for number, wire, value in _fields(data):
+        if wire in (1, 5):
+            value = struct.pack("<q" if wire == 1 else "<i", value)
         yield number, value
 
 
-def _signed(value: int) -> int:
-    return value - (1 << 64) if value >= 1 << 63 else value
+varint = _varint  # (value, index after it) of the varint at an index
 
 
 def planes(xspace: bytes) -> List[Dict[str, Any]]:
