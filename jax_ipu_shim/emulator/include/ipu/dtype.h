@@ -183,13 +183,15 @@ inline uint16_t floatToHalf(float value) {
 
 // Exact. Exponent and mantissa move into place and the exponent is rebiased (15 -> 127); a subnormal half is
 // renormalised by one exact f32 subtraction (every value involved is a normal f32, so flushing denormals, as runs
-// do, cannot change it); inf and NaN keep their payload.
+// do, cannot change it); a NaN keeps its payload and comes out quiet, as F16C's vcvtph2ps (XLA:CPU's convert) gives
+// it: pow(1, y) of a signalling f16 NaN y is then 1 on both (fuzz seed 20281901 #2399).
 inline float halfToFloat(uint16_t bits) {
   uint32_t o = static_cast<uint32_t>(bits & 0x7fffu) << 13;
   const uint32_t exp = o & 0x0f800000u;
   o += (127u - 15u) << 23;
   if (exp == 0x0f800000u) {
     o += (128u - 16u) << 23;  // inf / NaN: exponent all ones
+    if (o & 0x007fffffu) o |= 0x00400000u;  // NaN: quiet
   } else if (exp == 0) {      // zero / subnormal: 2^-14 * (1 + m/1024) - 2^-14 = m * 2^-24
     o += 1u << 23;
     float f;
