@@ -12,6 +12,8 @@ denormal through, and libm calls see the raw bits. Which ops flush is therefore 
 - max(x, -x) and min(x, -x) are |x| and -|x| in jaxlib 0.12, of both operands flushed in jaxlib 0.4.13;
 - sign is copysign(x != 0, x), so a denormal's sign is a zero of its sign;
 - A + 0, A - 0, A * 1, A / 1 are A (XLA's simplifier), so a denormal A stays;
+- jaxlib 0.12: fmod(A, c) of a constant power of two c of at least 1 in magnitude reads a denormal A as a zero (LLVM's
+  code for frem by such a constant); by 0.5 or 3, and with jaxlib 0.4.13, A stays;
 - jaxlib 0.4.13: where(p, X op Y, X) is X op where(p, Y, identity) (LLVM's fold), so a kept denormal X is flushed;
 - pow(A, 0.5) is LLVM's |sqrt(A)| (A == -inf: inf), so a negative denormal gives +0, not libm's NaN; pow(A, 2) is A * A;
 - jaxlib 0.4.13: sqrt(A * A) is |A|; cbrt is copysign(pow(|x|, 1/3), x); sinh is XLA's decomposition (expm1 below
@@ -58,6 +60,11 @@ FUNCTIONS = {
     "maximum_of_zeros_and_denormals": lambda x: jnp.maximum(x, x * 0.0),  # a tie of two arrays: the select's lhs
     "minimum_of_zeros_and_denormals": lambda x: jnp.minimum(x * 0.0, x),
     "maximum_denormal_constant": lambda x: jnp.maximum(x, np.float32(1e-40)),
+    "fmod_by_two": lambda x: jnp.fmod(x, np.float32(2)),
+    "fmod_by_minus_eight": lambda x: jnp.fmod(x, np.float32(-8)),
+    "fmod_by_one": lambda x: jnp.fmod(x, np.float32(1)),
+    "fmod_by_a_half": lambda x: jnp.fmod(x, np.float32(0.5)),
+    "fmod_by_three": lambda x: jnp.fmod(x, np.float32(3)),
     "minimum_negative_denormal_constant": lambda x: jnp.minimum(np.float32(-1e-40), x),
     "maximum_constant_through_a_call": lambda x: _MAXIMUM_OF(np.float32(1e-40), x),
     "minimum_zero_through_a_call": lambda x: _MINIMUM_OF(np.float32(0.0), x),

@@ -131,6 +131,17 @@ READ_AGAIN = [  # (name, f over a module m (jnp, or numpy for the reference), wh
     ("x * row + y beside x * row", lambda m, x, y: ((t := x * y[0]) + y, t), True),
     ("x * y + 1 and x * y - 2", lambda m, x, y: ((t := x * y) + m.float32(1), t - m.float32(2)), True),
     ("x * y + 1 beside max(x * y)", lambda m, x, y: ((t := x * y) + m.float32(1), m.max(t, 0)), False),
+    # a reduce XLA:CPU fuses takes a copy too: no reduced dimension longer than its tree window (32), or variadic
+    # (argmin), and with jaxlib 0.4.13 the innermost dimension reduced (fuzz seed 20282001 #9347: x ** 3 - y beside
+    # jnp.argmin(x ** 3))
+    ("x * y + 1 beside argmin(x * y)", lambda m, x, y: ((t := x * y) + m.float32(1), m.argmin(t)), True),
+    ("x * y + 1 beside argmax(x * y, 0)", lambda m, x, y: ((t := x * y) + m.float32(1), m.argmax(t, 0)),
+     (False, True)),
+    ("x * y + 1 beside maxima of 11", lambda m, x, y: ((t := x * y) + m.float32(1), m.max(t.reshape(64, 3, 11), 2)),
+     True),
+    # (jaxlib 0.4.13 copies a product into any move that reads it, the reshape here)
+    ("x * y + 1 beside maxima of 8 rows", lambda m, x, y: ((t := x * y) + m.float32(1),
+                                                          m.max(t.reshape(8, 8, 33), 1)), True),
     # XLA copies the product only where it fuses into every reader along every path (CanFuseOnAllPaths): through
     # elementwise ops, an expensive one (exp) on the way read by one op only
     ("x * y + 1 beside t * exp(t)", lambda m, x, y: ((t := x * y) + m.float32(1), t * m.exp(t)), True),
@@ -184,6 +195,20 @@ def test_a_product_read_again_is_contracted_into_each_add_as_on_cpu(name, f, con
         first = x64 * np.float64(r) - np.max(x * r, 1, keepdims=True)
     fused = first.astype(np.float32)
     assert np.array_equal(cpu, fused) == contracted, "cpu's duplication and contraction of this product changed"
+
+
+def test_a_call_is_inlined_before_its_ops_are_fused_as_xla_inlines_it():
+    """jnp.where is a call of a jitted function, and XLA inlines every call before it fuses: in ``jnp.where(p, t, y)
+    - t`` of a product ``t`` the select and the subtract are one loop that reads one rounded product, so the result is
+    0 where ``p`` holds (fuzz seed 20281901 #3024, both series). The front end inlines calls as XLA does
+    (rules/structure.py, inlined_call); before, the subtract took a copy of the product of its own, contracted into
+    it, and gave the product's rounding error there."""
+    x, y = (random("float32", (64, 33), seed=seed) for seed in (53, 54))
+    p = random("bool", (64, 33), seed=55)
+    f = lambda p, x, y: jnp.where(p, (t := x * jnp.float32(3.7)), y) - t  # noqa: E731
+    check(f, p, x, y, **EXACT)
+    cpu = np.asarray(jax.jit(f, backend="cpu")(p, x, y))
+    assert (cpu[p] == 0).all() and p.any(), "cpu no longer fuses the select with the subtract: the premise changed"
 
 
 def test_logsumexp_of_huge_scaled_values_is_cpus_nan():

@@ -4,6 +4,7 @@
 #include "ipu/dtype.h"
 #include "ipu/handlers.h"
 #include "ipu/json.h"
+#include "reduce_kernels.h"
 
 namespace ipu {
 
@@ -291,7 +292,9 @@ std::string registryJson() {
   return out + "],\"host\":{\"wide_vectors\":" + (hostWideVectors() ? "true" : "false") +
          ",\"avx512\":" + (hostHasAvx512() ? "true" : "false") +
          ",\"avx512_fp16\":" + (hostHasAvx512Fp16() ? "true" : "false") +
-         ",\"gathers_fast\":" + (hostGathersFast() ? "true" : "false") + "}}";
+         ",\"gathers_fast\":" + (hostGathersFast() ? "true" : "false") +
+         // XLA:CPU's TreeReductionRewriter window: a reduce with a longer reduced dimension is not one fused loop
+         "},\"xla_cpu\":{\"tree_window\":" + std::to_string(reduce_kernels::kTreeWindow) + "}}";
 }
 
 std::string opSignature(const Op& op, const std::vector<const ValueDecl*>& operands) {

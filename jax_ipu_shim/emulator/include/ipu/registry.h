@@ -228,8 +228,8 @@ const char* familyName(OpFamily family);  // "unary"
 bool isReducer(const std::string& computation);  // a native reduce/scatter computation ("add", ...)
 // The registry as JSON for the compiler front end (JaxIpu_OpRegistry): {"ops": [{"name", "family", "dtypes",
 // "min_operands", "max_operands", "reducer", "elementwise", "pure"}...], "element_types": [{"name", "mlir", "bytes",
-// "float", "int", "signed"}...] (kDTypeTable without the token), "host": {...}}. The front end keeps no op list and
-// no element type table of its own.
+// "float", "int", "signed"}...] (kDTypeTable without the token), "host": {...}, "xla_cpu": {"tree_window"}}. The
+// front end keeps no op list, no element type table and none of the reduce tree's geometry of its own.
 std::string registryJson();
 
 // "stablehlo.cosine(tensor<4xi32>) -> tensor<4xi32>" given the operand declarations.

@@ -56,6 +56,14 @@ def host() -> Dict[str, Any]:
     return dict(_registry_json().get("host", {}))
 
 
+@functools.lru_cache(maxsize=None)
+def xla_cpu() -> Dict[str, Any]:
+    """What the native library models of XLA:CPU's own passes whatever the host, e.g. ``tree_window``: its
+    TreeReductionRewriter's window (reduce_kernels.h), which a reduce with a longer reduced dimension is rewritten
+    into, so that it is no longer one fused loop."""
+    return dict(_registry_json().get("xla_cpu", {}))
+
+
 def _registry_json() -> Dict[str, Any]:
     from jax_ipu import _native
 

@@ -5,7 +5,7 @@ XLA's instruction fusion duplicates a cheap producer into every consumer loop it
 (``ComputeGloballyUnfusible``) forbids it. A multiply may be duplicated when it is effectively unary (at most one of
 its operands is neither a broadcast, an iota nor a scalar constant: ``x * 3.7``, ``x / t`` after XLA's reciprocal
 rewrite, ``x * scale[None, :]``), when its distinct operands hold no more elements than it does (``x * x``), or when
-every reader can take a copy (all of them elementwise in the same computation, and every path from the product to
+every reader can take a copy (all of them elementwise, or reduces XLA fuses, in the same computation, and every path from the product to
 one of them fusible: through elementwise ops and moves, no expensive one read twice: ``x * y + 1`` and ``x * y - 2``,
 ``t + 1`` beside ``t * exp(t)``). In the copy inside an add or subtract's loop, LLVM contracts the multiply into the
 add: one fused multiply-add, one rounding. So ``t = x * 3.7; (t + y, jnp.sum(t))`` adds an unrounded product on
@@ -21,8 +21,9 @@ add's rounding changes, to cpu's. The original stays for its other readers; one 
 Readers that XLA fuses into one loop together (their results meet in an op, through elementwise ops and moves, or in
 a reduce) share one copy there, which LLVM does not contract: those adds keep the rounded product (``(t + 1) - (t -
 y) * 0.5``). Measured on both series (f32[64, 33], every element against cpu): ``x * c + y`` and ``x * x - y``
-beside a reduction of the product, ``x * c - max(x * c)``. A reduce is not an elementwise reader: ``x * y`` read by
-an add and a sum stays one product on cpu."""
+beside a reduction of the product, ``x * c - max(x * c)``. A reduce takes a copy only where XLA:CPU fuses it
+(_reduce_fuses): ``x * y`` read by an add and a sum over 64 rows stays one product on cpu, beside an argmin or a sum
+of rows of 20 it is copied."""
 
 from __future__ import annotations
 
@@ -95,11 +96,8 @@ def _block(block: Dict[str, Any], fresh: Any, anchors: Any, series: Any,
         if sum(_elements(shapes[v]) for v in dict.fromkeys(m["operands"])) <= _elements(result["shape"]):
             return True
         users = readers[result["id"]]
-        # jaxlib 0.4.13 also copies it into the loops of the moves that read it (fuzz seed 20280501 #6125 with x * y:
-        # jnp.flip(x * y, 0) read by 2 - t and returned); jaxlib 0.12 keeps it one loop there
-        current_series, moves = series
         return result["id"] not in escaping and \
-            all(_elementwise(r["op"]) or (not current_series and as_move(r, moves) is not None) for r in users) and \
+            all(_takes_a_copy(r, result["id"], readers, shapes, series) for r in users) and \
             _fuses_on_all_paths(users, readers)
 
     copies: Dict[int, List[Dict[str, Any]]] = {}  # id(add) -> the copies to place before it
@@ -140,6 +138,46 @@ def _block(block: Dict[str, Any], fresh: Any, anchors: Any, series: Any,
         body.append(entry)
     block["body"] = body
     return True
+
+
+def _takes_a_copy(reader: Dict[str, Any], value: int, readers: Dict[int, List[Dict[str, Any]]],
+                  shapes: Dict[int, List[int]], series: Any) -> bool:
+    """Whether XLA:CPU's fusion can copy a producer of ``value`` into the loop of ``reader``: an elementwise op; a
+    reduce it fuses (_reduce_fuses); with jaxlib 0.4.13 any move (fuzz seed 20280501 #6125 with x * y: jnp.flip(x * y,
+    0) read by 2 - t and returned; jaxlib 0.12 keeps it one loop there); on both series a reshape that only such
+    reduces read (jnp.argmin's flattening, a bitcast in the reduce's loop)."""
+    current_series, moves = series
+    if _elementwise(reader["op"]):
+        return True
+    if reader["op"] == "reduce":
+        return _reduce_fuses(reader, value, shapes, current_series)
+    move = as_move(reader, moves)
+    if move is None:
+        return False
+    if not current_series:
+        return True
+    flat = reader["results"][0]["id"]
+    return move["op"] == "reshape" and bool(readers.get(flat)) and \
+        all(r["op"] == "reduce" and _reduce_fuses(r, flat, shapes, current_series) for r in readers[flat])
+
+
+def _reduce_fuses(reduce: Dict[str, Any], value: int, shapes: Dict[int, List[int]], current_series: bool) -> bool:
+    """Whether XLA:CPU computes ``reduce`` of ``value`` as one loop that its producers fuse into, so that a cheap
+    product read by it and by an add is copied into both (and contracted in the add's copy). Its TreeReductionRewriter
+    turns a reduce with a reduced dimension longer than its window (32) into reduce_window and reduce, which fuse
+    nothing, but leaves variadic ones (argmin, argmax) alone; jaxlib 0.4.13 also keeps a reduce that leaves the
+    innermost dimension out of its loop fusion. Measured on both series (the copies of t = x * y in the optimised
+    HLO of (t + 1, reduction of t)): jnp.sum of f32[5, 2, 4] copies on both, over axis 0 on 0.12 only; of f32[64, 33]
+    on neither; jnp.sum(t, 1) of f32[40, 20] on both; jnp.argmin of f32[64, 33] on both (fuzz seed 20282001 #9347:
+    x ** 3 - y beside jnp.argmin(x ** 3)); jnp.argmax(t, 0) on 0.12 only."""
+    shape = shapes.get(value)
+    dims = reduce["attrs"].get("dimensions", [])
+    if shape is None or value not in reduce["operands"][:len(reduce["results"])]:
+        return False
+    if not current_series and len(shape) - 1 not in dims and shape:
+        return False
+    window = O.xla_cpu()["tree_window"]
+    return len(reduce["results"]) > 1 or all(shape[d] <= window for d in dims)
 
 
 def _loops_reading(product: int, readers: Dict[int, List[Dict[str, Any]]], escaping: Set[int],

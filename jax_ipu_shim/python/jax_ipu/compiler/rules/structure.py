@@ -2,8 +2,8 @@
 
 Tuples and get_tuple_element are resolved to the values they hold; ``mhlo.copy`` is its operand; an ``rng``'s shape
 operand (a 64-bit constant) is left out, as its result's type states the shape; ``stablehlo.if`` becomes a ``case``;
-a custom call to ``mhlo.<op>`` is that op; a tupled call of the partitioner's is untupled; calls inside scalar bodies
-(reduce, sort, scatter computations) are inlined; jax's ``dce_sink`` anchors are recorded for dead-code elimination;
+a custom call to ``mhlo.<op>`` is that op; a tupled call of the partitioner's is untupled; calls are inlined, as XLA
+inlines them (inside scalar bodies first of all; elsewhere once the rules that read a call as such have declined); jax's ``dce_sink`` anchors are recorded for dead-code elimination;
 a one-device ``sdy.manual_computation`` is its body; a splat constant read only by elementwise ops is written as its
 scalar broadcast (Poplar keeps such a constant as a scalar). Every rule here writes the same computation in the
 program format's terms, so results are the module's bit for bit.
@@ -188,6 +188,19 @@ def call_in_scalar_body(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body
     if not (scalar_body and op.name == "func.call"):
         return False
     inline(t, op, body)
+    return True
+
+
+def inlined_call(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
+    if op.name not in ("func.call", "stablehlo.composite"):
+        return False
+    # XLA inlines every call (CallInliner, a composite's decomposition included) before its simplifier and its
+    # fusion see the program: the callee's ops are written in the caller's block, so that the passes that need the
+    # whole function (duplicate_products: jnp.where(p, v, w) - v of a product v is one fused loop on cpu, its product
+    # read twice there and not contracted; fuzz seed 20281901 #3024) and the emulator's fusion see what XLA's do.
+    # The rules that read a call as such (its result's readers, the sort it is) come before this one.
+    callee = A.symbol(A.named(op.attributes)["callee" if op.name == "func.call" else "decomposition"])
+    inline(t, op, body, scalar_body=False, callee=callee)
     return True
 
 
