@@ -853,7 +853,7 @@ def _folded(step, program, values) -> bool:  # noqa: ANN001
         if source.size == 0:
             return True
         config = ast.literal_eval(producer.expr[producer.expr.rindex("["):-1])
-        for n, (lo, hi, interior), out in zip(source.shape, config, producer.outs[0].shape):
+        for n, (lo, _hi, interior), out in zip(source.shape, config, producer.outs[0].shape):
             if not any(0 <= lo + i * (interior + 1) < out for i in range(n)):
                 return True
         return False

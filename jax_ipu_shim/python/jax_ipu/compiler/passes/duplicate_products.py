@@ -5,12 +5,12 @@ XLA's instruction fusion duplicates a cheap producer into every consumer loop it
 (``ComputeGloballyUnfusible``) forbids it. A multiply may be duplicated when it is effectively unary (at most one of
 its operands is neither a broadcast, an iota nor a scalar constant: ``x * 3.7``, ``x / t`` after XLA's reciprocal
 rewrite, ``x * scale[None, :]``), when its distinct operands hold no more elements than it does (``x * x``), or when
-every reader can take a copy (all of them elementwise, or reduces XLA fuses, in the same computation, and every path from the product to
-one of them fusible: through elementwise ops and moves, no expensive one read twice: ``x * y + 1`` and ``x * y - 2``,
-``t + 1`` beside ``t * exp(t)``). In the copy inside an add or subtract's loop, LLVM contracts the multiply into the
-add: one fused multiply-add, one rounding. So ``t = x * 3.7; (t + y, jnp.sum(t))`` adds an unrounded product on
-cpu, and softmax's ``t - max(t)`` of a scaled ``t`` is the product's rounding error, not 0, where the max was taken
-(its exp of a huge ``t`` overflows: cpu's logsumexp is NaN there).
+every reader can take a copy (all of them elementwise, or reduces XLA fuses, in the same computation, and every path
+from the product to one of them fusible: through elementwise ops and moves, no expensive one read twice: ``x * y +
+1`` and ``x * y - 2``, ``t + 1`` beside ``t * exp(t)``). In the copy inside an add or subtract's loop, LLVM
+contracts the multiply into the add: one fused multiply-add, one rounding. So ``t = x * 3.7; (t + y, jnp.sum(t))``
+adds an unrounded product on cpu, and softmax's ``t - max(t)`` of a scaled ``t`` is the product's rounding error,
+not 0, where the max was taken (its exp of a huge ``t`` overflows: cpu's logsumexp is NaN there).
 
 This pass gives each f32 add or subtract that reads such a multiply (with other readers) its own copy of it, placed
 just before the add, also where the add reads it through moves that XLA fuses into the add's loop
