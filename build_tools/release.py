@@ -6,6 +6,8 @@
                                           build_tools/test-requirements.txt (the wheels the test venvs install)
       SHA256SUMS                          `sha256sum -c SHA256SUMS` format, every other file of the folder
       wheels.html                         one <a href> per wheel (pip install -f wheels.html)
+      simple/                             a PEP 503 index of those wheels, with PEP 691's JSON beside each page
+                                          (pip install --index-url file://<folder>/simple)
       INSTALL                             the exact commands
       LICENSES/                           the notices of everything redistributed
 
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import email.parser
 import html
+import json
 import os
 import re
 import shutil
@@ -53,7 +56,8 @@ for Python {python} on Linux x86-64 (glibc >= {glibc}). This folder holds every 
     python{python} -m venv venv && . venv/bin/activate
     pip install --no-index --find-links . {packages}
 
-   (`pip install --no-index -f wheels.html {packages}` does the same through the index page.)
+   (`pip install --no-index -f wheels.html {packages}` does the same through the index page, and
+   `pip install --index-url "file://$PWD/simple" {packages}` through the PEP 503 index in simple/.)
 
 3. Run the minimal example:
 
@@ -237,6 +241,47 @@ def wheels_html(wheels: List[Path], base_url: str = "") -> str:
             "  <body>\n" + "\n".join(links) + "\n  </body>\n</html>\n")
 
 
+SIMPLE_JSON = {"api-version": "1.0"}  # PEP 691's meta
+
+
+def simple_index(wheels: List[Path]) -> Dict[str, bytes]:
+    """A static PEP 503 index of ``wheels`` (which sit two levels above its project pages), with PEP 691's JSON form
+    beside each page: simple/index.html and index.json list the projects; simple/<project>/index.html and index.json
+    list its files with their sha256 and Requires-Python. pip reads a file:// index's index.html pages, so
+    ``pip install --index-url file://<folder>/simple jax`` installs from the folder alone; a static server that maps
+    ``Accept: application/vnd.pypi.simple.v1+json`` to index.json serves the JSON form."""
+    projects: Dict[str, List[Path]] = {}
+    for w in wheels:
+        projects.setdefault(normalise(w.name.split("-")[0]), []).append(w)
+    out: Dict[str, bytes] = {}
+
+    def page(title: str, links: List[str]) -> bytes:
+        return ("<!DOCTYPE html>\n<html>\n  <head><meta name=\"pypi:repository-version\" content=\"1.0\">"
+                f"<title>{html.escape(title)}</title></head>\n  <body>\n" + "\n".join(links) +
+                "\n  </body>\n</html>\n").encode()
+
+    names = sorted(projects)
+    out["simple/index.html"] = page("Simple index", [f'    <a href="{n}/">{n}</a><br>' for n in names])
+    out["simple/index.json"] = (json.dumps({"meta": SIMPLE_JSON, "projects": [{"name": n} for n in names]},
+                                           indent=1, sort_keys=True) + "\n").encode()
+    for name in names:
+        files, links = [], []
+        for w in sorted(projects[name], key=lambda p: p.name):
+            url = "../../" + urllib.parse.quote(w.name)
+            digest = sha256_of(w)
+            requires = _metadata(w).get("Requires-Python")
+            attr = f' data-requires-python="{html.escape(requires)}"' if requires else ""
+            links.append(f'    <a href="{html.escape(url)}#sha256={digest}"{attr}>{html.escape(w.name)}</a><br>')
+            entry = {"filename": w.name, "url": url, "hashes": {"sha256": digest}}
+            if requires:
+                entry["requires-python"] = requires
+            files.append(entry)
+        out[f"simple/{name}/index.html"] = page(f"Links for {name}", links)
+        out[f"simple/{name}/index.json"] = (json.dumps({"meta": SIMPLE_JSON, "name": name, "files": files},
+                                                       indent=1, sort_keys=True) + "\n").encode()
+    return out
+
+
 def licence_files(wheels: List[Path], series: Series) -> Dict[str, bytes]:
     """LICENSES/<project>/<file> from each wheel's dist-info, the jaxlib wheel's contents and a README index."""
     files: Dict[str, bytes] = {}
@@ -348,6 +393,9 @@ def release(dist: Path = build.DIST, series_name: Optional[str] = None, pages_ur
             (folder / "LICENSES" / name).parent.mkdir(parents=True, exist_ok=True)
             (folder / "LICENSES" / name).write_bytes(data)
         (folder / "wheels.html").write_text(wheels_html(wheels))
+        for name, data in simple_index(wheels).items():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_bytes(data)
         example = "".join("    " + ln + "\n" if ln else "\n" for ln in EXAMPLE.splitlines())
         packages = "jax jaxlib" + (" jax-ipu-plugin" if series.packaging == "plugin" else "")
         (folder / "INSTALL").write_text(INSTALL_TEXT.format(

@@ -1,4 +1,5 @@
 """Writes the two wheels: jax from the patched sdist, jaxlib repacked from the upstream wheel plus our backend.
+Each carries its software bill of materials (PEP 770: build_tools/sbom.py).
 
 Both are written by one deterministic writer: entries sorted (``*.dist-info/`` last, RECORD last), fixed timestamps,
 normalised permissions, RECORD regenerated with sha256 and sizes. The same inputs give the same bytes.
@@ -20,7 +21,8 @@ import zipfile
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
-from build_tools.fetch import fetch
+from build_tools import sbom
+from build_tools.fetch import fetch, sha256_of
 from build_tools.pins import REPO, Pins, Series
 
 SHIM_PYTHON = REPO / "jax_ipu_shim" / "python"
@@ -215,8 +217,11 @@ def build_jaxlib_wheel(pins: Pins, series: Series, patched_py: Path, library: Op
         if name in upstream_names:
             raise WheelError(f"{name} from jax_ipu_shim/python would overwrite a file of upstream jaxlib")
         entries.append((name, path.read_bytes, False))
+    components = [sbom.upstream(art)]
     if library is not None:
         entries += _native_entries(pins, series, library)
+        components += sbom.backend(pins, series, sha256_of(library))
+    entries.append((f"{new_di}/{sbom.SBOM_NAME}", _constant(sbom.document("jaxlib", version, components)), False))
 
     out_dir.mkdir(parents=True, exist_ok=True)
     _, _, py, abi, plat = art.filename[: -len(".whl")].split("-")
@@ -278,6 +283,8 @@ def build_plugin_wheel(pins: Pins, series: Series, library: Path, out_dir: Path)
     if libcxx is not None:
         entries.append((f"{di}/licenses/libcxx-LICENSE.TXT", libcxx.read_bytes, False))
     entries.append((f"{di}/top_level.txt", _constant(b"jax_ipu\n"), False))
+    bom = sbom.document("jax-ipu-plugin", version, sbom.backend(pins, series, sha256_of(library)))
+    entries.append((f"{di}/{sbom.SBOM_NAME}", _constant(bom), False))
     out_dir.mkdir(parents=True, exist_ok=True)
     return write_wheel(out_dir / f"{PLUGIN_DISTRIBUTION}-{version}-py3-none-{series.platform_tag}.whl", entries, di)
 
@@ -320,6 +327,8 @@ def build_jax_wheel(pins: Pins, series: Series, patched_sdist: Path, out_dir: Pa
                 (i.filename, _constant(zf.read(i)), bool((i.external_attr >> 16) & 0o111))
                 for i in zf.infolist() if not i.is_dir() and i.filename != f"{di}/RECORD"
             ]
+        entries.append((f"{di}/{sbom.SBOM_NAME}", _constant(sbom.document("jax", version, [sbom.upstream(series.jax)])),
+                        False))
         out_dir.mkdir(parents=True, exist_ok=True)
         return write_wheel(out_dir / expected, entries, di)
 

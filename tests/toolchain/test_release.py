@@ -10,6 +10,7 @@ test, like the build's downloads); pip runs with --no-index and no network setti
 from __future__ import annotations
 
 import glob
+import json
 import os
 import re
 import shutil
@@ -101,6 +102,22 @@ def test_zip_layout(released: Path, pins: Pins, series: Series, tmp_path: Path) 
     assert sorted(n for _, n in listed) == files
     links = re.findall(r'<a href="([^"#]+)#sha256=([0-9a-f]{64})">', (folder / "wheels.html").read_text())
     assert sorted(n.replace("%2B", "+") for n, _ in links) == wheels
+    # the PEP 503 index (and PEP 691's JSON): every wheel once, under its project, with its sha256
+    simple = folder / "simple"
+    assert json.loads((simple / "index.json").read_text())["projects"] == [{"name": p} for p in sorted(projects)]
+    listed_in_index = []
+    for project in sorted(projects):
+        assert f'href="{project}/"' in (simple / "index.html").read_text()
+        page = re.findall(r'<a href="\.\./\.\./([^"#]+)#sha256=([0-9a-f]{64})"',
+                          (simple / project / "index.html").read_text())
+        page_json = json.loads((simple / project / "index.json").read_text())
+        assert page_json["meta"] == {"api-version": "1.0"} and page_json["name"] == project
+        assert [(f["url"], f["hashes"]["sha256"]) for f in page_json["files"]] == [("../../" + n, h) for n, h in page]
+        for name, digest in page:
+            name = name.replace("%2B", "+")
+            assert sha256_of(folder / name) == digest and release.normalise(name.split("-")[0]) == project
+            listed_in_index.append(name)
+    assert sorted(listed_in_index) == wheels
     licences = folder / "LICENSES"
     for project in projects:
         assert any((licences / project).iterdir()), f"no licence notice for {project}"
@@ -112,6 +129,7 @@ def test_zip_layout(released: Path, pins: Pins, series: Series, tmp_path: Path) 
     install = (folder / "INSTALL").read_text()
     assert "sha256sum -c SHA256SUMS" in install
     assert f"pip install --no-index --find-links . {' '.join(_packages(series))}" in install
+    assert f'pip install --index-url "file://$PWD/simple" {" ".join(_packages(series))}' in install
 
 
 def test_zip_is_deterministic(released: Path, series: Series, tmp_path: Path) -> None:
@@ -136,7 +154,12 @@ def test_installs_offline_and_runs_on_ipu(released: Path, series: Series, tmp_pa
     # No index, no user or global pip configuration: the folder is the only source.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "JAX_", "XLA_", "PYTHON"))}
     env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_CACHE_DIR="1")
-    cmd = [py, "-m", "pip", "install", "--no-index", "--find-links", ".", *_packages(series)]
+    # The default series installs as INSTALL's step 2 says (--find-links), the current one through the PEP 503
+    # index in simple/ (INSTALL's other way): each is tested on one series, at the time of one install.
+    if series.packaging == "plugin":
+        cmd = [py, "-m", "pip", "install", "--index-url", (folder / "simple").as_uri(), *_packages(series)]
+    else:
+        cmd = [py, "-m", "pip", "install", "--no-index", "--find-links", ".", *_packages(series)]
     proc = subprocess.run(cmd, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.returncode == 0, proc.stdout
     # The minimal example exactly as INSTALL prints it, then a jitted matmul on jax.devices("ipu") against numpy.

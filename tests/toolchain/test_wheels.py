@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import email.parser
+import hashlib
 import json
 import zipfile
 from pathlib import Path
 
 import pytest
 
-from build_tools import native, wheels
+from build_tools import native, patches, sbom, wheels
 from build_tools.pins import Pins, Series, load
 
 REPO = Path(__file__).resolve().parents[2]
@@ -159,3 +160,57 @@ def test_upstream_members_are_copied_compressed(tmp_path: Path) -> None:
         assert zf.read("up/big.so") == payload and zf.read("up/a.py") == b"a = 1\n"
         assert zf.getinfo("up/big.so").compress_size == raw.compress_size
         assert zf.getinfo("up/big.so").external_attr >> 16 == 0o100755
+
+
+def _sbom_of(wheel: Path) -> dict:
+    with zipfile.ZipFile(wheel) as zf:
+        found = [n for n in zf.namelist() if n.endswith(f".dist-info/{sbom.SBOM_NAME}")]
+        assert len(found) == 1, f"{wheel.name} carries {len(found)} SBOMs named {sbom.SBOM_NAME} (PEP 770)"
+        return {"bom": json.loads(zf.read(found[0])), "members": {n: zf.read(n) for n in zf.namelist()
+                                                                  if n == wheels.LIBRARY_IN_WHEEL}}
+
+
+def _check_sbom(wheel: Path, series: Series, upstream_key: str, has_backend: bool) -> None:
+    """The wheel's CycloneDX SBOM: it names the wheel as METADATA does, each upstream file with the sha256 pins.toml
+    verifies and the patches applied to it, and (where the wheel holds our backend) libjax_ipu.so with the sha256 of
+    the library the wheel holds, the libc++ linked into it and the PJRT header it is compiled against."""
+    found = _sbom_of(wheel)
+    bom, members = found["bom"], found["members"]
+    meta = _metadata(wheel, "METADATA")
+    assert bom["bomFormat"] == "CycloneDX" and bom["specVersion"] == "1.6"
+    assert (bom["metadata"]["component"]["name"], bom["metadata"]["component"]["version"]) == \
+        (meta["Name"], meta["Version"])
+    by_ref = {c["bom-ref"]: c for c in bom["components"]}
+    art = getattr(series, upstream_key)
+    up = by_ref[sbom.purl(art.package, art.version)]
+    assert up["hashes"] == [{"alg": "SHA-256", "content": art.sha256}]
+    applied = [p.relative_to(REPO).as_posix() for p in patches.read_series(art)]
+    assert [p["diff"]["url"] for p in up.get("pedigree", {}).get("patches", [])] == applied
+    assert bom["dependencies"][0]["dependsOn"] == list(by_ref)
+    if has_backend:
+        library = by_ref["jax-ipu"]["components"][0]
+        assert library["name"] == "libjax_ipu.so"
+        assert library["hashes"][0]["content"] == hashlib.sha256(members[wheels.LIBRARY_IN_WHEEL]).hexdigest()
+        assert by_ref["libc++"]["licenses"] == [{"expression": "Apache-2.0 WITH LLVM-exception"}]
+        header = by_ref[sbom.purl(series.pjrt_header.package, series.pjrt_header.version)]
+        assert header["hashes"][0]["content"] == series.pjrt_header.sha256
+    else:
+        assert "jax-ipu" not in by_ref
+
+
+def test_jax_and_jaxlib_carry_their_sbom(series: Series, jax_wheel: Path, jaxlib_wheel: Path) -> None:
+    _check_sbom(jax_wheel, series, "jax", has_backend=False)
+    _check_sbom(jaxlib_wheel, series, "jaxlib", has_backend=series.packaging == "jaxlib")
+
+
+@pytest.mark.parametrize("name", [s.name for s in load().all_series() if s.packaging == "plugin"])
+def test_plugin_wheel_carries_its_sbom(pins: Pins, name: str) -> None:
+    series = pins.get_series(name)
+    version = pins.labelled(series.jaxlib.version)
+    wheel = next((REPO / "dist" / name).glob(f"{wheels.PLUGIN_DISTRIBUTION}-{version}-py3-none-*.whl"))
+    found = _sbom_of(wheel)
+    assert found["bom"]["metadata"]["component"]["name"] == "jax-ipu-plugin"
+    refs = {c["bom-ref"] for c in found["bom"]["components"]}
+    assert {"jax-ipu", "libc++", sbom.purl(series.pjrt_header.package, series.pjrt_header.version)} == refs
+    library = next(c for c in found["bom"]["components"] if c["bom-ref"] == "jax-ipu")["components"][0]
+    assert library["hashes"][0]["content"] == hashlib.sha256(found["members"][wheels.LIBRARY_IN_WHEEL]).hexdigest()
