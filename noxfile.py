@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import datetime
 import glob
+import json
 import os
 import shutil
 import subprocess
@@ -37,7 +38,7 @@ REPO = Path(__file__).resolve().parent
 sys.path.insert(0, str(REPO))
 
 from build_tools.pins import load  # noqa: E402
-from build_tools.suites import BUILD_VARIABLES, seven_tile_files, suite_dirs, suite_env  # noqa: E402
+from build_tools.suites import BUILD_VARIABLES, CANARY_FILES, seven_tile_files, suite_dirs, suite_env  # noqa: E402
 
 PINS = load()
 SERIES = PINS.get_series()  # the default series (0.4.13): dist/*.whl
@@ -462,6 +463,38 @@ def upstream_tests(session: nox.Session) -> None:
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
         rest += ["--json", str(REPO / "build" / "upstream" / f"upstream-{stamp}.json")]
     session.run("python", str(REPO / "tests" / "upstream" / "run_upstream.py"), checkout, *rest, env=suite_env())
+
+
+CURRENT = next(s for s in PINS.all_series() if s.packaging == "plugin")  # the series the plugin wheel serves
+
+
+@nox.session(python=[CURRENT.python], venv_backend="venv", reuse_venv=False)
+def upstream_canary(session: nox.Session) -> None:
+    """The newest jax and jaxlib the registry has for the current series' Python, with our plugin wheel from
+    dist/<series>/: does the ipu still work there? jax and jaxlib are installed unpinned (the newest is the point),
+    the plugin with --no-deps (it names its own jax and jaxlib exactly), and build_tools/suites.py CANARY_FILES run.
+    The versions tried and the outcome go to build/canary.json. The scheduled workflow upstream.yml runs this weekly
+    and opens an issue when it fails."""
+    plugin = sorted(_dist_dir(CURRENT).glob("jax_ipu_plugin-*.whl"))
+    if len(plugin) != 1:
+        session.error(f"dist/{CURRENT.name}/ lacks the plugin wheel; run `nox -s build_wheels -- --series "
+                      f"{CURRENT.name}`")
+    session.install("--only-binary=:all:", "--upgrade", "jax", "jaxlib", f"pytest=={PINS.tools['pytest']}")
+    session.install("--no-deps", str(plugin[0]))
+    versions = session.run("python", "-c", "import jax, jaxlib; print(jax.__version__, jaxlib.__version__)",
+                           silent=True).split()
+    session.log(f"newest on the registry: jax {versions[0]}, jaxlib {versions[1]} (pinned: {CURRENT.jax.version}, "
+                f"{CURRENT.jaxlib.version}); our plugin {plugin[0].name}")
+    record = REPO / "build" / "canary.json"
+    record.parent.mkdir(parents=True, exist_ok=True)
+    outcome = {"jax": versions[0], "jaxlib": versions[1], "plugin": plugin[0].name, "passed": False}
+    record.write_text(json.dumps(outcome, indent=1) + "\n")
+    with tempfile.TemporaryDirectory(prefix="jax-ipu-canary-") as outside:
+        session.chdir(outside)
+        session.run("python", "-m", "pytest", "--rootdir", outside, "-p", "no:cacheprovider", "-q",
+                    *(str(REPO / f) for f in CANARY_FILES), env=suite_env())
+        session.chdir(str(REPO))
+    record.write_text(json.dumps(dict(outcome, passed=True), indent=1) + "\n")
 
 
 @nox.session(python=PYTHONS, venv_backend="venv", reuse_venv=False)

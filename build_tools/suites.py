@@ -59,6 +59,13 @@ HARNESS_VARIABLES = ("JAX_IPU_CHROMIUM",)
 BUILD_VARIABLES = ("JAX_IPU_CACHE", "JAX_IPU_CXX", "JAX_IPU_BUILD_DIR")
 
 
+# What `nox -s upstream_canary` runs against the newest jax and jaxlib on the registry with our current-series
+# plugin: the files that test what a user does with the backend (devices, jit, donation, feeds, callbacks, the seeds'
+# programs), none that compares bits with XLA:CPU, whose numerics a newer jaxlib is free to change.
+CANARY_FILES = ("tests/backend/test_devices.py", "tests/backend/test_seed_example.py", "tests/backend/test_donation.py",
+                "tests/backend/test_infeed_outfeed.py", "tests/backend/test_callbacks.py")
+
+
 def suite_env(environ: Optional[Mapping[str, str]] = None, keep: tuple = (),
               **own: str) -> Dict[str, Optional[str]]:
     """nox's env overlay for one suite run: every ambient variable mapped to None (nox then removes it), then the

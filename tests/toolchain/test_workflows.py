@@ -39,7 +39,22 @@ def _runs(text: str) -> List[str]:
 
 
 def test_sessions_exist() -> None:
-    assert {"tests", "lint", "release", "cibuildwheel", "compare_wheels", "check_wheels", "upstream_tests"} <= SESSIONS
+    assert {"tests", "lint", "release", "cibuildwheel", "compare_wheels", "check_wheels", "upstream_tests",
+            "upstream_canary"} <= SESSIONS
+
+
+def test_the_newest_jax_is_tried_weekly_and_a_failure_opens_an_issue() -> None:
+    """upstream.yml: on a schedule (and by hand) the current series' wheels are built and `nox -s upstream_canary`
+    runs the newest jax and jaxlib with our plugin; only when that job fails does the report job (issues: write, no
+    other permission) open an issue or comment on the open one."""
+    text = (REPO / ".github" / "workflows" / "upstream.yml").read_text()
+    assert re.search(r"on:\n  schedule:\n    - cron: \"[^\"]+\"\n  workflow_dispatch:", text)
+    runs = _runs(text)
+    assert runs.index("nox --non-interactive -s upstream_canary") > \
+        runs.index("nox --non-interactive -s build_wheels -- --series ${{steps.pins.outputs.current_series}}")
+    report = text.split("\n  report:\n", 1)[1]
+    assert "    needs: canary\n    if: failure()\n" in report
+    assert "github.rest.issues.create(" in report and "github.rest.issues.createComment(" in report
 
 
 @pytest.mark.parametrize("workflow", WORKFLOWS, ids=lambda p: p.name)
@@ -59,7 +74,9 @@ def test_least_permissions_and_concurrency(workflow: Path) -> None:
     jobs = re.split(r"^  (\w[\w-]*):\n", text.split("\njobs:\n", 1)[1], flags=re.M)[1:]
     for name, body in zip(jobs[::2], jobs[1::2]):
         assert "    permissions:\n" in body, f"{workflow.name}: job {name} does not state its permissions"
-        assert "write" not in body or name in ("release", "pages"), f"{workflow.name}: job {name} may write"
+        assert "write" not in body or name in ("release", "pages", "report"), f"{workflow.name}: job {name} may write"
+        if name == "report":  # upstream.yml's: it opens issues and may do nothing else
+            assert re.search(r"    permissions:\n      issues: write\n    steps:", body), body
 
 
 def test_release_on_version_tags_runs_ci_first() -> None:
