@@ -60,12 +60,19 @@ def test_missing_suite_folder_is_an_error_naming_it(tmp_path: Path) -> None:
 
 
 def test_sessions_install_wheels_without_resolving() -> None:
-    """Every `session.install` of noxfile.py is hash-locked or --no-deps (nothing resolved unpinned)."""
+    """Every `session.install` of noxfile.py is hash-locked or --no-deps (nothing resolved unpinned), except in
+    upstream_canary, whose point is the newest jax and jaxlib (unpinned) with our plugin wheel (--no-deps)."""
     text = (REPO / "noxfile.py").read_text()
-    installs = re.findall(r"session\.install\(([^\n]*)\)", text)
+    functions = re.split(r"\n(?=def \w+\()", text)
+    installs = [(f.split("(", 1)[0][4:], args) for f in functions
+                for args in re.findall(r"session\.install\(([^\n]*)\)", f)]
     assert installs
-    for args in installs:
-        assert "--require-hashes" in args or '"--no-deps", *_dist_wheels(session)' in args, args
+    canary = [args for name, args in installs if name == "upstream_canary"]
+    assert canary == ['"--only-binary=:all:", "--upgrade", "jax", "jaxlib", f"pytest=={PINS.tools[\'pytest\']}"',
+                      '"--no-deps", str(plugin[0])'], canary
+    for name, args in installs:
+        if name != "upstream_canary":
+            assert "--require-hashes" in args or '"--no-deps", *_dist_wheels(session)' in args, (name, args)
 
 
 def test_object_cache_keys_name_no_absolute_path(series: Series) -> None:
