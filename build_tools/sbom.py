@@ -21,7 +21,7 @@ import hashlib
 import json
 import urllib.parse
 import uuid
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 from build_tools import patches
 from build_tools.pins import REPO, Artifact, Pins, Series
@@ -102,10 +102,3 @@ def document(project: str, version: str, components: List[Dict[str, Any]]) -> by
     body["serialNumber"] = uuid.UUID(bytes=digest[:16], version=5).urn
     return (json.dumps(body, indent=2, sort_keys=True) + "\n").encode()
 
-
-def read(names_and_bytes: Dict[str, bytes]) -> Optional[Dict[str, Any]]:
-    """The SBOM among a wheel's members ({name: bytes}), parsed, or None."""
-    for name, data in names_and_bytes.items():
-        if name.endswith(".dist-info/" + SBOM_NAME):
-            return json.loads(data)
-    return None

@@ -17,9 +17,10 @@ removed by the dead-code pass. Where a rule has already computed the bf16 op in 
 0.12's bf16 ``a / broadcast(b)``, ``a ** 0.5``), the convert reads that f32 value. Only the program's own converts
 are read this way: a convert the front end writes keeps its rounding. The converts XLA itself puts before an op it
 computes in f32 read the same way: the expansions of erf, erfc, cosh, sinh, lgamma, digamma and erf_inv
-(upcast_operand) and jaxlib 0.4.13's dots with an f32 result (dot_read_in_f32); and XLA inlines calls and
-composites first (call_read_in_f32). Producers that XLA expands into several ops (sinh, asinh, erf_inv, lgamma,
-jaxlib 0.4.13's erf) round their last step and are not in ``_WIDENED``."""
+(upcast_operand) and jaxlib 0.4.13's dots with an f32 result (dot_read_in_f32); and XLA inlines calls and composites
+first, as the front end does (structure.inlined_call), so a convert after a call (jax 0.4.13's sigmoid is a call of
+1 / (1 + exp(-x))) finds the op in its block. Producers that XLA expands into several ops (sinh, asinh, erf_inv,
+lgamma, jaxlib 0.4.13's erf) round their last step and are not in ``_WIDENED``."""
 
 from __future__ import annotations
 
@@ -27,9 +28,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from jax_ipu import _jax
 
-from .. import attributes as A
 from .. import rewrite as W
-from .structure import inline
 
 _WIDENED = ("add", "subtract", "multiply", "divide", "exponential", "exponential_minus_one", "log", "log_plus_one",
             "sqrt", "rsqrt", "cbrt", "tanh", "sine", "cosine", "tan", "atan", "power", "atan2")
@@ -38,7 +37,7 @@ _WIDENED_CURRENT = _WIDENED + ("erf",)  # jaxlib 0.12 has an HLO erf; 0.4.13 exp
 # Ops XLA expands in f32 for a bf16 operand, converting it up first: that convert reads the operand's producer
 # unrounded as any convert to f32 does (measured like the table above: erfc, cosh, lgamma, digamma and erf_inv of
 # a * b or exp(a), both series; erf on jaxlib 0.4.13, where it is an expansion; jaxlib 0.12 sends most of them as
-# composites, which call_read_in_f32 inlines). jaxlib 0.4.13's sinh, expanded by the front end as XLA does
+# composites, which structure.inlined_call inlines). jaxlib 0.4.13's sinh, expanded by the front end as XLA does
 # (decompositions.py), reads its operand through unrounded() too.
 _UPCAST = ("chlo.erf", "chlo.erfc", "chlo.cosh", "chlo.lgamma", "chlo.digamma", "chlo.erf_inv")
 _UPCAST_CURRENT = ("chlo.erfc", "chlo.cosh", "chlo.lgamma", "chlo.digamma", "chlo.erf_inv")
@@ -70,38 +69,6 @@ def converted_to_f32(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: b
         ops.append(dict(reshape, operands=[ops[-1]["results"][0]["id"]], results=[out]))
     body.extend(ops)
     return True
-
-
-def call_read_in_f32(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
-    """A call (or a composite, whose decomposition XLA:CPU runs) across which a convert to f32 reads one of the ops
-    above: inlined, as XLA inlines every call, so that the convert finds the op in its block. Either the callee
-    returns the op and a convert (or an op of _UPCAST, or a dot of dot_read_in_f32) reads that result (jax 0.4.13's
-    sigmoid is a call of 1 / (1 + exp(-x)): ``jax.nn.sigmoid(x).astype(jnp.float32)`` reads the unrounded quotient
-    on cpu), or the op is an operand that the callee converts to f32 (jax 0.12 sends erfc, cosh and sinh as
-    composites whose decomposition computes in f32: ``lax.erfc(a * b)`` reads the unrounded product)."""
-    if not (op.name in ("func.call", "stablehlo.composite") and not scalar_body):
-        return False
-    name = A.symbol(A.named(op.attributes)["callee" if op.name == "func.call" else "decomposition"])
-    callee = t.funcs.get(name)
-    if callee is None or len(callee.regions[0].blocks) != 1:
-        return False
-    block = callee.regions[0].blocks[0]
-    readers = ("stablehlo.convert",) + (_UPCAST_CURRENT if _jax.is_current_series() else _UPCAST)
-    returned = list(block.operations)[-1].operation.operands
-    if not (any(_bf16(t, result) and _name(value.owner).split(".")[-1] in _widened_ops()
-                and any(_name(use.owner) in readers or _dot_in_f32(t, use.owner) for use in result.uses)
-                for result, value in zip(op.results, returned))
-            or any(_bf16(t, operand) and _written(t, body, t.ids.get(operand), _widened_ops()) is not None
-                   and any(_name(use.owner) == "stablehlo.convert" and t.f32(use.owner) for use in param.uses)
-                   for operand, param in zip(op.operands, block.arguments))):
-        return False
-    inline(t, op, body, scalar_body=False, callee=name)
-    return True
-
-
-def _dot_in_f32(t: Any, op: Any) -> bool:
-    """A dot that dot_read_in_f32 reads in f32."""
-    return not _jax.is_current_series() and _name(op) == "stablehlo.dot_general" and t.f32(op)
 
 
 def _bf16(t: Any, value: Any) -> bool:

@@ -3,7 +3,7 @@
 Tuples and get_tuple_element are resolved to the values they hold; ``mhlo.copy`` is its operand; an ``rng``'s shape
 operand (a 64-bit constant) is left out, as its result's type states the shape; ``stablehlo.if`` becomes a ``case``;
 a custom call to ``mhlo.<op>`` is that op; a tupled call of the partitioner's is untupled; calls are inlined, as XLA
-inlines them (inside scalar bodies first of all; elsewhere once the rules that read a call as such have declined);
+inlines them (once the rules that read a call as such have declined);
 jax's ``dce_sink`` anchors are recorded for dead-code elimination; a one-device ``sdy.manual_computation`` is its
 body; a splat constant read only by elementwise ops is written as its scalar broadcast (Poplar keeps such a constant
 as a scalar). Every rule here writes the same computation in the program format's terms, so results are the module's
@@ -185,23 +185,17 @@ def tupled_call(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) 
     return True
 
 
-def call_in_scalar_body(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
-    if not (scalar_body and op.name == "func.call"):
-        return False
-    inline(t, op, body)
-    return True
-
-
 def inlined_call(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
     if op.name not in ("func.call", "stablehlo.composite"):
         return False
     # XLA inlines every call (CallInliner, a composite's decomposition included) before its simplifier and its
-    # fusion see the program: the callee's ops are written in the caller's block, so that the passes that need the
-    # whole function (duplicate_products: jnp.where(p, v, w) - v of a product v is one fused loop on cpu, its product
-    # read twice there and not contracted; fuzz seed 20281901 #3024) and the emulator's fusion see what XLA's do.
-    # The rules that read a call as such (its result's readers, the sort it is) come before this one.
+    # fusion see the program: the callee's ops are written in the caller's block (a scalar body's too), so that the
+    # rules that read a convert's producer, the passes that need the whole function (duplicate_products:
+    # jnp.where(p, v, w) - v of a product v is one fused loop on cpu, its product read twice there and not
+    # contracted; fuzz seed 20281901 #3024) and the emulator's fusion see what XLA's do. The rules that read a call
+    # as such (the sort it is, the select it returns) come before this one.
     callee = A.symbol(A.named(op.attributes)["callee" if op.name == "func.call" else "decomposition"])
-    inline(t, op, body, scalar_body=False, callee=callee)
+    inline(t, op, body, scalar_body=scalar_body, callee=callee)
     return True
 
 
