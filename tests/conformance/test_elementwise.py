@@ -578,6 +578,48 @@ def test_product_with_a_converted_predicate_is_a_select(dtype):
     check(jax.grad(lambda x: jnp.sum(jnp.max(x, axis=1) * 2)), x, **EXACT)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "complex64"])
+def test_converted_predicate_divided_by_a_scalar_is_a_select(dtype):
+    """XLA's simplifier: convert(P) / broadcast(Y) => broadcast(1 / Y) * convert(P), any scalar Y, then the
+    product's rule: select(P, 1 / Y, 0), so where P is false the quotient is +0 whatever Y is (0 / 0, 0 / NaN and
+    0 / -3 give 0), on both series; A / constant C => A * (1 / C) makes a constant vector divisor a select too;
+    bf16 is not rewritten, nor a divisor that is not a broadcast scalar (fuzz seed 20282401 #8139)."""
+    mask = np.arange(12) % 3 == 0
+    ys = np.array([0.0, -0.0, np.nan, -3.0, np.inf], np.float32)
+    for y in ys:
+        check(lambda m, y: [m.astype(dtype) / y.astype(dtype), m.reshape(3, 4).astype(dtype) / y.astype(dtype)],
+              mask, y, **EXACT)
+    check(lambda m: m.astype(dtype) / jnp.array([0.0, -2.0, 1.0] * 4, dtype), mask, **EXACT)
+    check(lambda m, v: m.astype(dtype) / v.astype(dtype), mask, np.zeros(12, np.float32), **EXACT)
+
+
+def test_a_loop_of_one_trip_is_removed_as_xla_removes_it():
+    """XLA's while-loop simplifier removes a loop whose body runs once (lax.fori_loop(0, 1, ...), a scan of length
+    1) or never, before its simplifier sees the program, so its rules see across the loop's edges: a converted
+    predicate carried into the body and divided by a zero there is a select (0 where cpu's arithmetic would be
+    0 / 0; fuzz seed 20282401 #8139), and a value the loop's removal leaves unread no longer keeps a divisor from
+    becoming a reciprocal product (x / s of a scalar s also carried into the loop; 20282401 #8980). A loop of two
+    trips stays a loop."""
+    p = np.arange(24).reshape(4, 6) % 3 == 0
+    s = np.float32(0.0)
+
+    def scan_divide(p, s, n):
+        def body(carry, _):
+            q = carry / s
+            return q, q
+        return lax.scan(body, p.astype(jnp.float32), None, length=n)
+
+    def carried_divisor(x, s, n):
+        kept = lax.while_loop(lambda c: c[0] < n, lambda c: (c[0] + 1, jnp.float32(2)), (0, jnp.minimum(s, 1.0)))
+        return x / s, kept[1]
+
+    x = random("float32", (6, 2, 3), seed=30)
+    for n in (0, 1, 2):
+        check(lambda p, s: scan_divide(p, s, n), p, s, **EXACT)
+        check(lambda x, s: carried_divisor(x, s, n), x, np.float32(0.7), **EXACT)
+        check(lambda p: lax.fori_loop(0, n, lambda i, c: c / jnp.float32(0), p.astype(jnp.float32)), p, **EXACT)
+
+
 @pytest.mark.parametrize("n", [1, 3, 72])
 def test_bf16_compared_with_zero(n):
     """XLA:CPU tests a bf16 value widened to f32 against a zero constant by its bits, so a bf16 denormal is nonzero

@@ -276,6 +276,14 @@ ACCEPTED: List[Accepted] = [
              "lax.clz(jnp.full(4, -1, jnp.int8)), a pad whose result is all padding value -1, a value derived from "
              "a while loop's counter (lax.clz(~(-i)) for i = 0)",
              ("clz",), ("int32", "int8"), 0, per="any", series="0.4."),
+    Accepted("jaxlib 0.12's XLA:CPU drops terms from some padded windowed sums, integers included: "
+             "lax.reduce_window(x, 0, lax.add, (3, 1), (1, 1), ((1, 1), (1, 0))) of the int32[3, 4] [[1, 2, 3, 4], "
+             "[10, 20, 30, 40], [100, 200, 300, 400]] gives 21, 42, 63, 84 in its middle row, whose windows hold "
+             "whole columns (111, 222, 333, 444: numpy's, 0.4.13's and the ipu's); seen where a window spans a "
+             "whole dimension of 3 padded by 1 on each side (fuzz seed 20282601 #425). Counted only where cpu's "
+             "own window sum of the step's operands is not the sum", ("window_sum",),
+             ("float32", "float16", "bfloat16", "int32", "uint32", "int8", "uint8"), 0, per="any", series="0.12",
+             when="cpu_window_sum_wrong"),
     Accepted("jaxlib 0.4.13's XLA:CPU computes a windowed maximum or minimum whose windows hold one element but "
              "step by more than one (lax.reduce_window(x, inf, lax.min, (1,), (2,), 'SAME')) with the vector "
              "minps/maxps where it vectorises, which read a denormal as a zero under DAZ: of a denormal it gives 0 "
@@ -287,10 +295,12 @@ ACCEPTED: List[Accepted] = [
              "a broadcast: its float normalization computes them in f32) and rounds them back to bf16 with FTZ, so "
              "a bf16 denormal may come out as a zero, depending on its fusion decisions (where(m, erf(x), x) of a "
              "bf16[3, 7] flushes when m is sliced inside the jit, not when m is an argument; broadcast_to of a "
-             "bf16[7] flushes): the ipu moves the value untouched (README, denormals)",
+             "bf16[7] flushes; a pad's denormal padding value flushes in some elements and not others: "
+             "lax.pad(ones(bf16[6, 3]), bf16(1e-40), ((1, 0, 0), (0, 0, 0))) starts [d, d, 0], fuzz seed 20282401 "
+             "#5003): the ipu moves the value untouched (README, denormals)",
              ("select", "broadcast", "reshape", "transpose", "slice", "pad", "concatenate", "rev", "dynamic_slice",
               "dynamic_update_slice", "gather"), ("bfloat16",), 1, per="denormal", series="0.12",
-             when="denormal_operand"),
+             when="denormal_operand_or_padding"),
     Accepted("jaxlib 0.4.13's XLA:CPU tests a bf16 value against zero (x != 0, x.astype(bool)) with its bits, so a "
              "bf16 denormal is nonzero, where the test is all its loop reads of x (the ipu's rule), but with a float "
              "compare that reads it as a zero where the loop also computes with x: where(x != 0, tan(x), x) of a "
@@ -483,16 +493,13 @@ ACCEPTED: List[Accepted] = [
              "denormal kept, where the emulator computes the extremum and reads it as zero (fuzz seed 20261601 "
              "#5802)", ("max", "min"), ("float32",), 1, per="denormal", series="0.12", when="extremum_of_nextafter",
              open=True),
-    Accepted("open: XLA's while-loop simplifier removes a loop of one trip (lax.fori_loop(0, 1, ...)) and its fusion "
-             "then contracts a product inside the body into an add outside it; the ipu keeps the loop and rounds "
-             "the product: where a gradient cancels through such a loop (d(b / b)/db, analytically 0), cpu keeps a "
-             "product's rounding error and the ipu 0, which later steps amplify to anything (arcsin of it: NaN on "
-             "cpu; fuzz seed 20261601 #2387); and an add or subtract of such a loop's result, a product, outside it "
-             "(lax.while_loop(lambda c: c[0] < 1, ...) of a * x, minus x: fuzz seed 20271601 #7152); and a product "
-             "of such a loop's result, a converted predicate, which XLA's simplifier then makes a select that keeps "
-             "a denormal factor (lax.fori_loop(0, 1, ...) of (a <= x).astype(f32), times 1e-40: 1e-40 on cpu, 0 on "
-             "the ipu, which multiplies under denormals-are-zero; fuzz seed 20280101 #7096)",
-             ("grad", "add", "sub", "mul"), ("float32",), 1, per="any", when="one_trip_loop", open=True),
+    Accepted("open: a gradient that cancels through a loop of one trip (d(b / b)/db in a lax.fori_loop(0, 1, ...), "
+             "analytically 0): XLA's while-loop simplifier removes the loop, as the front end now does, but cpu "
+             "still keeps a product's rounding error in the backward pass and the ipu 0, which later steps amplify "
+             "to anything (arcsin of it: NaN on cpu; fuzz seed 20261601 #2387). The other cases of such loops (an "
+             "add of the loop's product after it: 20271601 #7152; a converted predicate carried through it: "
+             "20280101 #7096, 20282401 #8139) give cpu's bits since the loop is removed",
+             ("grad",), ("float32",), 1, per="any", when="one_trip_loop", open=True),
     Accepted("open: jaxlib 0.4.13, a subtract of jnp.clip(v, 0.0, 0.0): LLVM folds XLA:CPU's maximum and minimum of "
              "the one constant into v where v is NaN and 0 elsewhere, and x - 0 into x, so a denormal x stays as it "
              "is on cpu, where the ipu subtracts under denormals-are-zero (1.8e-40 on cpu, 0 on the ipu: fuzz seed "
@@ -637,6 +644,12 @@ ACCEPTED: List[Accepted] = [
              "the ipu applies to splat constants only (min(iota, -0) is -0 on cpu, +0 on the ipu: fuzz seed "
              "20271701 #4249)", ("min", "max"), ("float16", "float32", "bfloat16"), 1, per="denormal",
              series="0.4.", when="reads_iota", open=True),
+    Accepted("a sine, cosine or tangent of a value the table lets move by its ulps, where one ulp of that value is "
+             "half a radian or more (|x| >= 2^22 in f32, 2^9 in f16, 2^6 in bf16): a move of an ulp or two turns "
+             "the angle by more than the wobbled cpu runs sample, so the result may be anything in its range (tan "
+             "of a sum of 100 int32s converted to f32, -1.3102060e10 on cpu and 2 ulp off on the ipu, within "
+             "reduce_sum's ulps: 3.68 and -18.8; fuzz seed 20282401 #3912)", ("sin", "cos", "tan"),
+             ("float32", "float16", "bfloat16"), 1, per="any", when="inexact_huge_angle"),
     Accepted("an erf_inv (NaN outside [-1, 1]) of a value the table lets move by its ulps (a sum of cancelling f32 "
              "terms: 2.0 on cpu, 0.0 on the ipu, both within a few ulp of the sum's scale): NaN on one side and a "
              "number on the other (fuzz seed 20271801 #7048)", ("erf_inv",), ("float32", "float16", "bfloat16"), 1,
@@ -944,6 +957,20 @@ def _reads_inexact(step, program, values) -> bool:  # noqa: ANN001
                if op in TOLERANCES)
 
 
+def _inexact_huge_angle(step, program, values) -> bool:  # noqa: ANN001
+    """The step reads an inexact value (_reads_inexact) and one of its operands' elements has an ulp of half a
+    radian or more in the step's type."""
+    import numpy as np
+
+    if not _reads_inexact(step, program, values):
+        return False
+    mantissa = {"float32": 23, "float16": 10, "bfloat16": 7}.get(step.dtype)
+    if mantissa is None:
+        return False
+    with np.errstate(invalid="ignore"):
+        return any(bool((np.abs(np.asarray(v, np.float64)) >= 2.0 ** (mantissa - 1)).any()) for v in values())
+
+
 def _in_loop_body(step, program, values) -> bool:  # noqa: ANN001
     """The step is in the body of a while or fori loop (at any depth)."""
     def holds(s) -> bool:  # noqa: ANN001
@@ -967,6 +994,35 @@ def _reads_pad(step, program, values) -> bool:  # noqa: ANN001
 def _keys_from_window_sum(step, program, values) -> bool:  # noqa: ANN001
     """The step (a sort) orders by values computed from a windowed sum."""
     return "window_sum" in _upstream_ops(step.reads[:1], program)
+
+
+def _cpu_window_sum_wrong(step, program, values) -> bool:  # noqa: ANN001
+    """cpu's own lax.reduce_window add of the step's operand is not the window sum: an integer sum that differs
+    from the exact one, a float sum further from it (computed in 64 bits) than any order of adding its terms can
+    take it (terms per window x eps x the sum of their magnitudes)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax import lax
+
+    (operand,) = values()[:1]
+    call = ast.parse(step.expr, mode="eval").body  # lax.reduce_window(a, init, lax.add, dims, strides, padding)
+    dims, strides, padding = (ast.literal_eval(arg) for arg in call.args[3:6])
+    if isinstance(padding, str):
+        padding = tuple(lax.padtype_to_pads(operand.shape, dims, strides, padding))
+    x = jax.device_put(operand, jax.devices("cpu")[0])
+    got = np.asarray(jax.jit(lambda x: lax.reduce_window(x, x.dtype.type(0), lax.add, dims, strides, padding))(x))
+    inexact = jnp.issubdtype(operand.dtype, jnp.inexact)
+    wide = np.pad(np.asarray(operand).astype(np.float64 if inexact else np.int64), padding)
+    windows = np.lib.stride_tricks.sliding_window_view(wide, dims)[tuple(slice(None, None, s) for s in strides)]
+    axes = tuple(range(-len(dims), 0))
+    exact = windows.sum(axis=axes)
+    if not inexact:
+        return bool(np.any(got != exact.astype(operand.dtype)))
+    bound = math.prod(dims) * float(jnp.finfo(operand.dtype).eps) * np.abs(windows).sum(axis=axes)
+    with np.errstate(invalid="ignore"):
+        wrong = np.abs(got.astype(np.float64) - exact) > bound + float(jnp.finfo(operand.dtype).tiny)
+    return bool(np.any(wrong & np.isfinite(bound)))
 
 
 def _reads_transpose(step, program, values) -> bool:  # noqa: ANN001
@@ -1073,18 +1129,14 @@ def _extremum_of_nextafter(step, program, values) -> bool:  # noqa: ANN001
 
 
 def _one_trip_loop(step, program, values) -> bool:  # noqa: ANN001
-    """The step (a grad) holds a loop of one trip (a lax.fori_loop(0, 1, ...), a while_loop of `c[0] < 1` from 0), or
-    the step (an add or subtract) reads the result of one."""
+    """The step (a grad) holds a loop of one trip (a lax.fori_loop(0, 1, ...), a while_loop of `c[0] < 1` from 0)."""
     def one_trip(s) -> bool:  # noqa: ANN001
         return (s.op == "fori_loop" and s.expr.startswith("lax.fori_loop(0, 1, ")) or \
             (s.op == "while" and s.expr.startswith("lax.while_loop(lambda c: c[0] < 1, "))
 
     def loops(s) -> bool:  # noqa: ANN001
         return one_trip(s) or any(loops(inner) for b in s.blocks for inner in b.steps)
-    if step.op == "grad":
-        return loops(step)
-    producers = {o.name: s for s in program.ops() for o in s.outs}
-    return any(r in producers and one_trip(producers[r]) for r in step.reads)
+    return step.op == "grad" and loops(step)
 
 
 def _subtracts_clip_to_zero(step, program, values) -> bool:  # noqa: ANN001
@@ -1338,6 +1390,8 @@ WHEN = {
     "zero_by_zero": lambda step, program, values: _zero_by_zero(values),
     "unvectorised": _unvectorised,
     "denormal_operand": lambda step, program, values: _denormal_operand(values()),
+    "denormal_operand_or_padding": lambda step, program, values: (
+        (step.op == "pad" and _denormal_literal(step.expr)) or _denormal_operand(values())),
     "huge_imaginary_operand": lambda step, program, values: _huge_imaginary_operand(values()),
     "negative_nan_operand": lambda step, program, values: _negative_nan_operand(values()),
     "product_used_twice": _product_used_twice,
@@ -1359,12 +1413,14 @@ WHEN = {
     "reads_iota": _reads_iota,
     "beside_clamp": _beside_clamp,
     "reads_inexact": _reads_inexact,
+    "inexact_huge_angle": _inexact_huge_angle,
     "in_loop_body": _in_loop_body,
     "reciprocal_of_quotient_in_loop": _reciprocal_of_quotient_in_loop,
     "difference_select_in_scalar_loop": _difference_select_in_scalar_loop,
     "reads_reduce": _reads_reduce,
     "reads_transpose": _reads_transpose,
     "keys_from_window_sum": _keys_from_window_sum,
+    "cpu_window_sum_wrong": _cpu_window_sum_wrong,
     "one_trip_loop": _one_trip_loop,
     "subtracts_clip_to_zero": _subtracts_clip_to_zero,
     "softmax_in_grad": _softmax_in_grad,

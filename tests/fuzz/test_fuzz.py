@@ -17,6 +17,7 @@ import fuzz
 import fuzz_compare as fc
 import fuzz_programs as fp
 import fuzz_tolerances as ft
+import numpy as np
 import pytest
 
 SEED = 20_261
@@ -52,6 +53,23 @@ def test_every_op_has_one_tolerance_row() -> None:
         assert set(entry.ops) <= set(ft.TOLERANCES), entry.reason
         assert entry.open == entry.reason.startswith("open: "), entry.reason
         assert not entry.when or entry.when in ft.WHEN, entry.reason
+
+
+def test_the_window_sum_entry_holds_only_where_cpus_own_sum_is_wrong() -> None:
+    """jaxlib 0.12's XLA:CPU drops terms from some padded window sums (fuzz seed 20282601 #425): the accepted entry
+    is judged by cpu's own sum of the step's operands against the exact one, so it never covers a sum cpu gets
+    right, and 0.4.13 (whose sums are right) never needs it."""
+    def holds(padding: str, x: np.ndarray) -> bool:
+        step = fp.Step("window_sum", [], f"lax.reduce_window(a, 0, lax.add, (3, 1), (1, 1), {padding})", ["a"],
+                       x.dtype.name)
+        return ft.WHEN["cpu_window_sum_wrong"](step, None, lambda: [x])
+
+    x = np.array([[1, 2, 3, 4], [10, 20, 30, 40], [100, 200, 300, 400]], np.int32)
+    on_012 = fc.series().startswith("0.12")
+    assert holds("((1, 1), (1, 0))", x) == on_012
+    assert holds("((1, 1), (1, 0))", x.astype(np.float32)) == on_012
+    assert not holds("((1, 1), (1, 1))", x)
+    assert not holds("'SAME'", x.astype(np.float32))
 
 
 def _exact_programs(count: int):  # noqa: ANN202

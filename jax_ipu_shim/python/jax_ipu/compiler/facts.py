@@ -71,8 +71,107 @@ def sunk_constant(argument: Any) -> Optional[Any]:
 
 
 def in_while(op: Any) -> bool:
-    """`op` is in a region of a stablehlo.while (within one function)."""
-    return any(parent.name == "stablehlo.while" for parent in enclosing(op))
+    """`op` is in a region of a stablehlo.while (within one function) that XLA keeps as a loop."""
+    return any(is_loop(parent) for parent in enclosing(op))
+
+
+# Ops XLA counts as side effects: a loop that holds one is never removed (HasSideEffect).
+_SIDE_EFFECTS = ("stablehlo.custom_call", "stablehlo.infeed", "stablehlo.outfeed", "stablehlo.send",
+                 "stablehlo.recv", "stablehlo.rng", "stablehlo.all_reduce", "stablehlo.all_gather",
+                 "stablehlo.all_to_all", "stablehlo.reduce_scatter", "stablehlo.collective_permute",
+                 "stablehlo.create_token", "stablehlo.after_all")
+
+
+def _side_effect_free(op: Any, funcs: Dict[str, Any], depth: int = 8) -> bool:
+    """No op in `op`'s regions, or in the functions they call, is a side effect."""
+    for inner in nested_operations(op):
+        if inner.name in _SIDE_EFFECTS:
+            return False
+        if inner.name == "func.call":
+            callee = funcs.get(ir.FlatSymbolRefAttr(inner.attributes["callee"]).value)
+            if callee is None or depth == 0 or not _side_effect_free(callee, funcs, depth - 1):
+                return False
+    return True
+
+
+def trip_count(loop: Any) -> Optional[int]:
+    """How many times a stablehlo.while runs its body, where XLA's while-loop simplifier can tell (an induction
+    variable: the loop's operand k is an integer constant, the condition returns a compare of its argument k with
+    a constant, the body returns argument k plus a constant) and it is 0 or 1; else None."""
+    cond, body = (region.blocks[0] for region in loop.regions)
+    returned = list(cond.operations)[-1].operands
+    compare = getattr(returned[0].owner, "operation", returned[0].owner) if len(returned) == 1 else None
+    if getattr(compare, "name", "") != "stablehlo.compare":
+        return None
+    args = list(cond.arguments)
+    sides = [args.index(v) if v in args else None for v in compare.operands]
+    if sides.count(None) != 1:
+        return None
+    k = sides[0] if sides[0] is not None else sides[1]
+    limit = int_constant(compare.operands[1 if sides[0] is not None else 0])
+    init = int_constant(loop.operands[k])
+    stepped = list(body.operations)[-1].operands[k]
+    add = getattr(stepped.owner, "operation", stepped.owner)
+    if getattr(add, "name", "") != "stablehlo.add" or body.arguments[k] not in list(add.operands):
+        return None
+    step = int_constant(add.operands[1] if add.operands[0] == body.arguments[k] else add.operands[0])
+    if None in (limit, init, step) or not len(limit) == len(init) == len(step) == 1:  # type: ignore[arg-type]
+        return None
+    holds = INT_COMPARES[A.enum(compare.attributes["comparison_direction"])]
+    i, trips = init[0], 0  # type: ignore[index]
+    while (holds(i, limit[0]) if sides[0] is not None else holds(limit[0], i)):  # type: ignore[index]
+        trips, i = trips + 1, i + step[0]  # type: ignore[index]
+        if trips > 1:
+            return None
+    return trips
+
+
+def removed_loops(funcs: Dict[str, Any]) -> List[Any]:
+    """The stablehlo.while ops of the module that XLA's while-loop simplifier removes before its other passes: a
+    loop that runs its body at most once (trip_count) and holds no side effect."""
+    return [op for func in funcs.values() for op in nested_operations(func)
+            if op.name == "stablehlo.while" and len(op.regions) == 2 and trip_count(op) is not None
+            and _side_effect_free(op, funcs)]
+
+
+def live_readers(value: Any, depth: int = 4) -> List[Any]:
+    """The ops that read `value` as XLA sees them once its while-loop simplifier has removed the loops the front end
+    removes (is_loop) and its dead-code pass the ops whose results nothing reads: a removed loop's operand is read
+    by what reads the body's parameter (the loop's result, for a loop of no trip), a value its body returns by what
+    reads the loop's result; an op with
+    results counts only where something reads one of them (`depth` levels down; deeper, it counts)."""
+    return [owner for owner in _readers(value) if _live(owner, depth)]
+
+
+def _readers(value: Any) -> Iterator[Any]:
+    """The ops that read `value`, through the edges of removed loops (live_readers)."""
+    removed = getattr(CALLS, "removed", ())
+    for use in value.uses:
+        owner = getattr(use.owner, "operation", use.owner)
+        loop = next((r for r in removed if owner == r), None)
+        if loop is not None:  # the removed loop's operand: its body's parameter, or its result if it never runs
+            k = use.operand_number
+            yield from _readers(loop.results[k] if trip_count(loop) == 0 else loop.regions[1].blocks[0].arguments[k])
+            continue
+        loop = next((r for r in removed if list(r.regions[1].blocks[0].operations)[-1] == owner), None) \
+            if owner.name == "stablehlo.return" else None
+        if loop is not None:  # the removed loop's body returns it: its result
+            yield from _readers(loop.results[use.operand_number])
+            continue
+        yield owner
+
+
+def _live(op: Any, depth: int) -> bool:
+    """`op` has no results (a return, a side effect), or something live reads one (`depth` levels down)."""
+    if not len(op.results) or depth == 0:
+        return True
+    return any(_live(reader, depth - 1) for result in op.results for reader in _readers(result))
+
+
+def is_loop(op: Any) -> bool:
+    """`op` is a stablehlo.while that XLA keeps: not one whose body the front end wrote in its place, as XLA's
+    while-loop simplifier removes a loop of one trip (rules/structure.py, one_trip_loop)."""
+    return op.name == "stablehlo.while" and not any(op == removed for removed in getattr(CALLS, "removed", ()))
 
 
 def inside(op: Any, ancestor: Any) -> bool:

@@ -75,7 +75,10 @@ def derived(entry: Dict[str, Any], name: str, operands: List[int], results: List
 
 
 def float_bytes(dtype: str, number: float) -> bytes:
-    """`number` (exact in bf16, f16 and f32: 1, 0.5, infinities...) as the bytes of a scalar of `dtype`."""
+    """`number` (exact in bf16, f16 and f32: 1, 0.5, infinities...) as the bytes of a scalar of `dtype` (c64: its
+    real part, the imaginary part 0)."""
     if dtype == "bf16":
         return struct.pack("<f", number)[2:]
+    if dtype == "c64":
+        return struct.pack("<ff", number, 0.0)
     return struct.pack("<e" if dtype == "f16" else "<f", number)

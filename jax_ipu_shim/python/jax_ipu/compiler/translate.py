@@ -252,11 +252,14 @@ class _Translator:
         name = A.string(module_attrs["sym_name"]) if "sym_name" in module_attrs else "main"
         program: Dict[str, Any] = {"format": FORMAT, "version": VERSION, "name": name, "entry": "main"}
         F.CALLS.constants, F.CALLS.passed, F.CALLS.funcs, F.CALLS.aliases = {}, {}, self.funcs, {}
+        F.CALLS.removed = []
         try:
             F.CALLS.constants, F.CALLS.passed = F.call_constants(self.funcs)
+            F.CALLS.removed = F.removed_loops(self.funcs)
             program["functions"] = self._functions("main")
         finally:
             F.CALLS.constants, F.CALLS.passed, F.CALLS.funcs, F.CALLS.aliases = {}, {}, {}, {}
+            F.CALLS.removed = []
         _tokens_cross_as_bool0(program["functions"][0])
         if self.partitioned is not None:
             entry = program["functions"][0]

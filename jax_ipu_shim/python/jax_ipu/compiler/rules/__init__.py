@@ -44,6 +44,7 @@ RULES: Tuple[Rule, ...] = (
     structure.hlo_copy,
     structure.rng_shape,
     structure.if_as_case,
+    structure.one_trip_loop,
     structure.hlo_custom_call_op,
     structure.tupled_call,
     decompositions.approx_top_k,

@@ -27,7 +27,7 @@ def _readers_here(value: Any) -> int:
     """How many ops read `value` as XLA sees it from where the translation is: inside a conditional's branch, a value
     the branch captures is its computation's parameter, read only by that branch's own ops (a divisor that the other
     branch or the enclosing code also reads is still one reader's there: fuzz seed 20270601 #3546)."""
-    uses = [getattr(u.owner, "operation", u.owner) for u in value.uses]
+    uses = F.live_readers(value)
     blocks = getattr(F.CALLS, "branch_blocks", None)
     if not blocks:
         return len(uses)
@@ -64,7 +64,7 @@ def _hoisted(op: Any) -> bool:
     XLA's WhileLoopInvariantCodeMotion moves it out of the loop before the simplifier's later runs see it."""
     loop = op.parent
     loop = getattr(loop, "operation", loop) if loop is not None else None
-    if loop is None or loop.name != "stablehlo.while" or \
+    if loop is None or not F.is_loop(loop) or \
             not any(getattr(o, "operation", o) == op for o in loop.regions[1].blocks[0].operations):
         return False
     return all(_invariant_in(v, loop) for v in op.operands)
@@ -111,7 +111,7 @@ def _while_argument(value: Any) -> bool:
     if not isinstance(block, ir.Block):
         return False
     parent = getattr(block.owner, "operation", block.owner)
-    return parent is not None and parent.name == "stablehlo.while"
+    return parent is not None and F.is_loop(parent)
 
 
 def _pads_out_its_operand(pad: Any) -> bool:
@@ -305,6 +305,14 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
             return emit("broadcast_in_dim", [inverse], shape, O.read_attrs(producer.attributes), of=wide)
         return None
 
+    def _scalar_reciprocal(value: Any) -> Optional[int]:
+        """broadcast(1 / Y) for a broadcast of a scalar Y; else None."""
+        producer = F.producer_of(value)
+        if producer is None or producer.name != "stablehlo.broadcast_in_dim" or t.tensor(producer.operands[0])[1]:
+            return None
+        inverse = reciprocal(t.use(producer.operands[0]), [])
+        return emit("broadcast_in_dim", [inverse], shape, {"broadcast_dimensions": []})
+
     def quotient(value: Any) -> Optional[Tuple[int, int]]:
         """The (numerator, denominator) `value` divides, where XLA sees that divide (not across a branch's edge:
         the branch gets the quotient as a parameter)."""
@@ -366,6 +374,20 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
     a_value, b_value = mlir_op.operands
     inverted: List[Tuple[Any, str]] = []  # (B, its op) where this divide is 1 / B written as F
     restored: List[Any] = []  # B where this divide is 1 / (1 / B), which XLA's rules make B itself
+    predicate = None if broadcast_only else simplifier.converted_predicate(a_value, shape)
+    factor = None if predicate is None else _scalar_reciprocal(b_value)
+    if predicate is not None and factor is None and (dtype != "c64" or F.is_constant(b_value)):
+        factor = inverse_of(b_value)  # (of c64, only A / constant C => A * (1 / C))
+    if factor is not None:
+        # convert(P) / broadcast(Y) => broadcast(1 / Y) * convert(P) (XLA's rule for a converted predicate, any
+        # scalar Y, on both series), and A / constant C => A * (1 / C); then the multiply's rule: select(P,
+        # 1 / Y, 0), so where P is false the result is +0 whatever Y is (0 where 0 / Y is NaN: a scan dividing
+        # a converted mask by a zero gradient, fuzz seed 20282401 #8139)
+        zero = emit("constant", [], [], {"value": Blob(W.float_bytes(dtype, 0.0)), "splat": False})
+        zeros = emit("broadcast_in_dim", [zero], shape, {"broadcast_dimensions": []}) if shape else zero
+        return ops + [W.derived(entry, "select", [t.use(predicate), factor, zeros], [out])]
+    if dtype == "c64":  # (c64 divides take no other rule here)
+        return [entry]
     name, operands = divide(entry["operands"][0], a_value, entry["operands"][1], b_value)
     if name == "reshape" and inverted:
         t.inverses[mlir_op.results[0]] = inverted[-1]
@@ -387,7 +409,9 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
 
 
 def divide(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
-    if not (op.name == "stablehlo.divide" and not scalar_body and t.simplified_float(op)):
+    if not (op.name == "stablehlo.divide" and not scalar_body and (t.simplified_float(op) or (
+            t.tensor(op.results[0])[0] == "c64" and
+            simplifier.converted_predicate(op.operands[0], op.results[0].type.shape) is not None))):
         return False
     body.extend(_divide(t, t.entry(op), op))
     return True

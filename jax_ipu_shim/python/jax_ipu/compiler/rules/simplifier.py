@@ -86,15 +86,23 @@ def _call_passing_operands(op: Any) -> Optional[List[Any]]:
     return None
 
 
+def converted_predicate(value: Any, shape: Any) -> Optional[Any]:
+    """The predicate (an i1 tensor of `shape`) that `value` is the conversion of; else None."""
+    producer = F.producer_of(value)
+    if producer is not None and producer.name == "stablehlo.convert" and \
+            str(ir.RankedTensorType(producer.operands[0].type).element_type) == "i1" and \
+            list(producer.operands[0].type.shape) == list(shape):
+        return producer.operands[0]
+    return None
+
+
 def _predicate_product(op: Any) -> Optional[Tuple[Any, Any]]:
     """(predicate, A) for a multiply of A by the conversion of a predicate of the same shape (either side); else
     None."""
     for converted, other in (op.operands, reversed(list(op.operands))):
-        producer = F.producer_of(converted)
-        if producer is not None and producer.name == "stablehlo.convert" and \
-                str(ir.RankedTensorType(producer.operands[0].type).element_type) == "i1" and \
-                producer.operands[0].type.shape == op.results[0].type.shape:
-            return producer.operands[0], other
+        predicate = converted_predicate(converted, op.results[0].type.shape)
+        if predicate is not None:
+            return predicate, other
     return None
 
 

@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional
 from jax._src.lib.mlir import ir
 
 from .. import attributes as A
+from .. import facts as F
 from .. import ops as O
 from .. import partitioner, spmd
 from .. import rewrite as W
@@ -196,6 +197,30 @@ def inlined_call(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool)
     # as such (the sort it is, the select it returns) come before this one.
     callee = A.symbol(A.named(op.attributes)["callee" if op.name == "func.call" else "decomposition"])
     inline(t, op, body, scalar_body=scalar_body, callee=callee)
+    return True
+
+
+def one_trip_loop(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
+    if not (op.name == "stablehlo.while" and not F.is_loop(op)):
+        return False
+    # XLA's while-loop simplifier removes a loop it can tell runs its body once (lax.fori_loop(0, 1, ...), a scan
+    # of length 1) or never, before its other passes see the program: the body is written in the loop's place, its
+    # parameters the loop's operands, and the rules and fusion see across the loop's edges as XLA's do (a converted
+    # predicate carried into the body is divided as such: fuzz seed 20282401 #8139; a product in the body is
+    # contracted into an add after the loop: 20271601 #7152). A loop of no trip is its operands.
+    block = op.regions[1].blocks[0]
+    for arg, operand in zip(block.arguments, op.operands):
+        t.ids[arg] = t.use(operand)
+        F.CALLS.aliases[arg] = operand
+    if F.trip_count(op) == 0:
+        for result, operand in zip(op.results, op.operands):
+            t.ids[result] = t.use(operand)
+            F.CALLS.aliases[result] = operand
+        return True
+    returned = list(block.operations)[-1].operands
+    for result, value, written in zip(op.results, returned, t.ops(block, body, scalar_body)):
+        t.ids[result] = written
+        F.CALLS.aliases[result] = value
     return True
 
 
