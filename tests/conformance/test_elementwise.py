@@ -615,9 +615,9 @@ def test_a_loop_of_one_trip_is_removed_as_xla_removes_it():
 
     x = random("float32", (6, 2, 3), seed=30)
     for n in (0, 1, 2):
-        check(lambda p, s: scan_divide(p, s, n), p, s, **EXACT)
-        check(lambda x, s: carried_divisor(x, s, n), x, np.float32(0.7), **EXACT)
-        check(lambda p: lax.fori_loop(0, n, lambda i, c: c / jnp.float32(0), p.astype(jnp.float32)), p, **EXACT)
+        check(lambda p, s, n=n: scan_divide(p, s, n), p, s, **EXACT)
+        check(lambda x, s, n=n: carried_divisor(x, s, n), x, np.float32(0.7), **EXACT)
+        check(lambda p, n=n: lax.fori_loop(0, n, lambda i, c: c / jnp.float32(0), p.astype(jnp.float32)), p, **EXACT)
 
 
 @pytest.mark.parametrize("n", [1, 3, 72])

@@ -100,7 +100,7 @@ def trip_count(loop: Any) -> Optional[int]:
     a constant, the body returns argument k plus a constant) and it is 0 or 1; else None."""
     cond, body = (region.blocks[0] for region in loop.regions)
     returned = list(cond.operations)[-1].operands
-    compare = getattr(returned[0].owner, "operation", returned[0].owner) if len(returned) == 1 else None
+    compare: Any = getattr(returned[0].owner, "operation", returned[0].owner) if len(returned) == 1 else None
     if getattr(compare, "name", "") != "stablehlo.compare":
         return None
     args = list(cond.arguments)
@@ -111,13 +111,15 @@ def trip_count(loop: Any) -> Optional[int]:
     limit = int_constant(compare.operands[1 if sides[0] is not None else 0])
     init = int_constant(loop.operands[k])
     stepped = list(body.operations)[-1].operands[k]
-    add = getattr(stepped.owner, "operation", stepped.owner)
+    add: Any = getattr(stepped.owner, "operation", stepped.owner)
     if getattr(add, "name", "") != "stablehlo.add" or body.arguments[k] not in list(add.operands):
         return None
     step = int_constant(add.operands[1] if add.operands[0] == body.arguments[k] else add.operands[0])
     if None in (limit, init, step) or not len(limit) == len(init) == len(step) == 1:  # type: ignore[arg-type]
         return None
-    holds = INT_COMPARES[A.enum(compare.attributes["comparison_direction"])]
+    holds = INT_COMPARES.get(A.enum(compare.attributes["comparison_direction"]))
+    if holds is None:
+        return None
     i, trips = init[0], 0  # type: ignore[index]
     while (holds(i, limit[0]) if sides[0] is not None else holds(limit[0], i)):  # type: ignore[index]
         trips, i = trips + 1, i + step[0]  # type: ignore[index]
