@@ -1,6 +1,6 @@
 """Writes a hash-locked requirements file for one target Python, the way the locks under build_tools/ are made.
 
-    python -m build_tools lock --python 3.12 --out build_tools/test-requirements-3.12.txt \\
+    python build_tools/lock.py --python 3.12 --out build_tools/test-requirements-3.12.txt \\
         --drop jax,jaxlib jax==0.12.0.1 jaxlib==0.12.0.1 pytest==8.3.4
 
 pip resolves the requirements for the target Python and platform (``pip download --only-binary=:all:
@@ -53,7 +53,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("requirements", nargs="+")
     args = parser.parse_args(argv)
     drop = [re.sub(r"[-_.]+", "-", d).lower() for d in args.drop.split(",") if d]
-    command = " ".join(["python -m build_tools lock", "--python", args.python, "--out", str(args.out)] +
+    command = " ".join(["python build_tools/lock.py", "--python", args.python, "--out", str(args.out)] +
                        (["--drop", args.drop] if args.drop else []) + args.requirements)
     header = (f"# {args.comment}\n" if args.comment else "") + f"# Written by: {command}\n"
     args.out.write_text(lock(args.python, args.requirements, drop, header))

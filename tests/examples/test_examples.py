@@ -153,6 +153,27 @@ def test_mnist_classifier_2d_sharded_over_8_ipus():
     assert_same_curve(plain, sharded)
 
 
+@pytest.mark.skipif(not CURRENT_SERIES, reason="flax's NNX, optax and equinox need jax >= 0.4.27: the current "
+                                             "series' examples (examples/requirements-3.12.txt)")
+@pytest.mark.parametrize("name", ["flax_optax_classifier.py", "equinox_classifier.py"])
+def test_library_classifier_matches_cpu(name):
+    """A Flax NNX + Optax model and an Equinox + Optax one, trained on the ipu and on the cpu from the same seed on
+    the same batches: the ipu's test accuracy reaches the stated one and is within 0.01 of the cpu's, epoch by
+    epoch too."""
+    stdout = output(name)
+    res = results(stdout)
+    check_dataset(res, stdout)
+    assert res["device"] == ["ipu:0"]
+    rows = [re.match(r"epoch (\d+) ipu_test_acc ([\d.]+) cpu_test_acc ([\d.]+)$", line)
+            for line in stdout.splitlines() if line.startswith("epoch ")]
+    assert rows and all(rows) and [int(m[1]) for m in rows] == list(range(1, len(rows) + 1))  # type: ignore[index]
+    assert all(abs(float(m[2]) - float(m[3])) <= 0.01 for m in rows)  # type: ignore[index]
+    accuracy, required = float(res["test_accuracy"][0]), float(res["test_accuracy"][2])
+    assert required >= 0.9 and accuracy >= required and float(rows[-1][2]) == accuracy  # type: ignore[index]
+    cpu, difference = float(res["cpu_test_accuracy"][0]), float(res["cpu_test_accuracy"][2])
+    assert abs(accuracy - cpu) == pytest.approx(difference, abs=1e-4) and difference <= 0.01
+
+
 def test_linear_regression(tmp_path):
     plot = tmp_path / "fit.png"
     res = results(run_example("linear_regression.py", "--plot", str(plot), cwd=str(tmp_path)))
