@@ -284,6 +284,12 @@ ACCEPTED: List[Accepted] = [
              "own window sum of the step's operands is not the sum", ("window_sum",),
              ("float32", "float16", "bfloat16", "int32", "uint32", "int8", "uint8"), 0, per="any", series="0.12",
              when="cpu_window_sum_wrong"),
+    Accepted("jaxlib 0.4.13: jax writes an empty strided slice (x[1:4:3, 3:3] of a u8[5, 4]) as a broadcast of a "
+             "zero, and XLA's simplifier folds a reduce of a broadcast scalar to the reducer of the init and that "
+             "scalar, also where the broadcast has no element: jnp.all of it is and(True, False), False on cpu "
+             "(jnp.all of the same empty array passed in is True there), where the all of nothing is True on the "
+             "ipu, in numpy and in jaxlib 0.12 (fuzz seed 20282701 #1920)", ("reduce_logical",), ("bool",), 0,
+             per="any", series="0.4.", when="empty_operand"),
     Accepted("jaxlib 0.4.13's XLA:CPU computes a windowed maximum or minimum whose windows hold one element but "
              "step by more than one (lax.reduce_window(x, inf, lax.min, (1,), (2,), 'SAME')) with the vector "
              "minps/maxps where it vectorises, which read a denormal as a zero under DAZ: of a denormal it gives 0 "
@@ -1390,6 +1396,7 @@ WHEN = {
     "zero_by_zero": lambda step, program, values: _zero_by_zero(values),
     "unvectorised": _unvectorised,
     "denormal_operand": lambda step, program, values: _denormal_operand(values()),
+    "empty_operand": lambda step, program, values: any(program.var(r).size == 0 for r in step.reads),
     "denormal_operand_or_padding": lambda step, program, values: (
         (step.op == "pad" and _denormal_literal(step.expr)) or _denormal_operand(values())),
     "huge_imaginary_operand": lambda step, program, values: _huge_imaginary_operand(values()),
