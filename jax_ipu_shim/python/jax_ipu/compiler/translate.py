@@ -237,6 +237,9 @@ class _Translator:
         # Per block being written: [its body, how many entries are indexed, id -> the entry defining it]
         # (rules/excess_precision.py looks up what a convert reads there)
         self.written_index: Dict[int, List[Any]] = {}
+        # ids of bf16 values rounded where a loop the front end removed had its edge (rules/structure.py
+        # one_trip_loop): excess_precision's rules do not read past them
+        self.rounded_at_loop_edge: Set[int] = set()
         # A splat constant written as a broadcast scalar, in the function being translated: broadcast id -> scalar id
         self.splat_scalars: Dict[int, int] = {}
         self.called: List[str] = []  # callees of func.call ops, in the order the walk meets them

@@ -133,6 +133,8 @@ def _name(op: Any) -> str:
 
 def _written(t: Any, body: List[Dict[str, Any]], value: Optional[int], ops: Any) -> Optional[Dict[str, Any]]:
     """The op of this block that defines `value`, if it is one of `ops` with a single bf16 result."""
+    if value in t.rounded_at_loop_edge:  # (a removed loop's result or, inside its body, its parameter)
+        return None
     entry = _defined_in(t, body).get(value) if value is not None else None  # None: a parameter, a capture
     if entry is None or entry["op"] not in ops or len(entry["results"]) != 1:
         return None

@@ -208,7 +208,11 @@ def one_trip_loop(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool
     # parameters the loop's operands, and the rules and fusion see across the loop's edges as XLA's do (a converted
     # predicate carried into the body is divided as such: fuzz seed 20282401 #8139; a product in the body is
     # contracted into an add after the loop: 20271601 #7152). A loop of no trip is its operands.
+    # XLA:CPU's bf16 normalization still sees the loop, though: a bf16 value that crosses its edge is rounded there,
+    # so excess_precision's rules do not read past it ((x * b) in lax.fori_loop(0, 1, ...) converted to f32 after
+    # it is rounded on cpu)
     block = op.regions[1].blocks[0]
+    edge = {t.use(operand) for operand in op.operands} - t.rounded_at_loop_edge
     for arg, operand in zip(block.arguments, op.operands):
         t.ids[arg] = t.use(operand)
         F.CALLS.aliases[arg] = operand
@@ -217,10 +221,14 @@ def one_trip_loop(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool
             t.ids[result] = t.use(operand)
             F.CALLS.aliases[result] = operand
         return True
+    t.rounded_at_loop_edge |= edge
+    written = t.ops(block, body, scalar_body)
+    t.rounded_at_loop_edge -= edge
     returned = list(block.operations)[-1].operands
-    for result, value, written in zip(op.results, returned, t.ops(block, body, scalar_body)):
-        t.ids[result] = written
+    for result, value, new in zip(op.results, returned, written):
+        t.ids[result] = new
         F.CALLS.aliases[result] = value
+        t.rounded_at_loop_edge.add(new)
     return True
 
 
