@@ -10,13 +10,12 @@ the same batches, is trained on the cpu too, and the two accuracies are compared
     python flax_optax_classifier.py --short   # what the examples suite runs: 3 epochs
 
 Needs flax and optax (examples/requirements-3.12.txt: the current series only; flax's NNX needs jax >= 0.4.27).
-Prints ``epoch N ipu_test_acc A cpu_test_acc B`` per epoch and ``RESULT ...`` lines at the end.
-Stated result: ipu test accuracy >= 0.90 and within 0.01 of the cpu's.
+Each epoch prints the test accuracy of both (``epoch N ipu_test_acc A cpu_test_acc B``); ``RESULT ...`` lines close
+the run. It states: an ipu test accuracy of at least 0.90, within 0.01 of the cpu's (_side_by_side.py).
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -30,10 +29,7 @@ import optax
 from flax import nnx
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _data  # noqa: E402
-
-REQUIRED_TEST_ACCURACY = 0.90
-REQUIRED_AGREEMENT = 0.01
+import _side_by_side as sbs  # noqa: E402
 
 
 class MLP(nnx.Module):
@@ -64,16 +60,6 @@ def predict(model, images):
     return jnp.argmax(model(images), axis=-1)
 
 
-def accuracy(model, images, labels, device, batch_size=512):
-    model.eval()
-    correct = 0
-    for i in range(0, len(labels), batch_size):
-        x = jax.device_put(images[i:i + batch_size], device)
-        correct += int(np.sum(np.asarray(predict(model, x)) == labels[i:i + batch_size]))
-    model.train()
-    return correct / len(labels)
-
-
 def build(device, steps, args):
     """The model and its optimiser, from the same seed whatever the device, with their state on `device`."""
     with jax.default_device(jax.devices("cpu")[0]):
@@ -87,44 +73,25 @@ def build(device, steps, args):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--short", action="store_true", help="a quick run for the examples suite")
-    p.add_argument("--epochs", type=int, default=None)
-    p.add_argument("--batch-size", type=int, default=128)
-    p.add_argument("--learning-rate", type=float, default=3e-3)
-    args = p.parse_args(argv)
-
-    data = _data.load_mnist_or_digits()
-    print(f"dataset {data.name} train {len(data.train_labels)} test {len(data.test_labels)}"
-          + ("" if data.name == "mnist" else " (MNIST could not be downloaded: scikit-learn's 8x8 digits)"))
-    if args.short and data.name == "mnist":
-        data = data._replace(train_images=data.train_images[:6400], train_labels=data.train_labels[:6400])
-    epochs = args.epochs or (3 if args.short else 6)
-    if data.name != "mnist" and not args.epochs:
-        epochs *= 4  # the digits have 11 batches an epoch: more epochs for as many steps
-    steps_per_epoch = len(data.train_labels) // args.batch_size
-
-    ipu, cpu = jax.devices("ipu")[0], jax.devices("cpu")[0]
-    runs = {name: build(device, epochs * steps_per_epoch, args) for name, device in (("ipu", ipu), ("cpu", cpu))}
+    args = sbs.arguments(__doc__.splitlines()[0], argv)
+    data, epochs = sbs.data_and_epochs(args)
+    devices = sbs.devices()
+    steps = epochs * (len(data.train_labels) // args.batch_size)
+    runs = {name: build(device, steps, args) for name, device in devices.items()}
     rng = np.random.RandomState(0)
     for epoch in range(epochs):
-        for images, one_hot in _data.batches(data.train_images, data.train_labels, args.batch_size, rng):
-            labels = np.argmax(one_hot, axis=1).astype(np.int32)
-            for name, device in (("ipu", ipu), ("cpu", cpu)):
+        for images, labels in sbs.labelled_batches(data, args.batch_size, rng):
+            for name, device in devices.items():
                 model, optimizer = runs[name]
                 train_step(model, optimizer, jax.device_put(images, device), jax.device_put(labels, device))
-        accs = {name: accuracy(runs[name][0], data.test_images, data.test_labels, device)
-                for name, device in (("ipu", ipu), ("cpu", cpu))}
+        accs = {}
+        for name, device in devices.items():
+            model = runs[name][0]
+            model.eval()  # no dropout
+            accs[name] = sbs.accuracy(predict, model, data.test_images, data.test_labels, device)
+            model.train()
         print(f"epoch {epoch + 1} ipu_test_acc {accs['ipu']:.4f} cpu_test_acc {accs['cpu']:.4f}")
-
-    device = next(iter(jax.tree_util.tree_leaves(nnx.state(runs["ipu"][0]))[0].devices()))
-    print(f"RESULT dataset {data.name}")
-    print(f"RESULT device {device.platform}:{device.id}")
-    print(f"RESULT test_accuracy {accs['ipu']:.4f} required {REQUIRED_TEST_ACCURACY:.2f}")
-    print(f"RESULT cpu_test_accuracy {accs['cpu']:.4f} difference {abs(accs['ipu'] - accs['cpu']):.4f} "
-          f"required {REQUIRED_AGREEMENT:.2f}")
-    ok = accs["ipu"] >= REQUIRED_TEST_ACCURACY and abs(accs["ipu"] - accs["cpu"]) <= REQUIRED_AGREEMENT
-    return 0 if ok else 1
+    return sbs.report(data, nnx.state(runs["ipu"][0]), accs)
 
 
 if __name__ == "__main__":
