@@ -3,7 +3,8 @@
 Tuples and get_tuple_element are resolved to the values they hold; ``mhlo.copy`` is its operand; an ``rng``'s shape
 operand (a 64-bit constant) is left out, as its result's type states the shape; ``stablehlo.if`` becomes a ``case``;
 a custom call to ``mhlo.<op>`` is that op; a tupled call of the partitioner's is untupled; calls are inlined, as XLA
-inlines them (once the rules that read a call as such have declined);
+inlines them (once the rules that read a call as such have declined); a ``while`` that runs its body once or never
+is its body (or its operands), as XLA's while-loop simplifier removes it;
 jax's ``dce_sink`` anchors are recorded for dead-code elimination; a one-device ``sdy.manual_computation`` is its
 body; a splat constant read only by elementwise ops is written as its scalar broadcast (Poplar keeps such a constant
 as a scalar). Every rule here writes the same computation in the program format's terms, so results are the module's
