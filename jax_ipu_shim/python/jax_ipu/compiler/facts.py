@@ -128,37 +128,41 @@ def trip_count(loop: Any) -> Optional[int]:
     return trips
 
 
-def removed_loops(funcs: Dict[str, Any]) -> List[Any]:
-    """The stablehlo.while ops of the module that XLA's while-loop simplifier removes before its other passes: a
-    loop that runs its body at most once (trip_count) and holds no side effect."""
-    return [op for func in funcs.values() for op in nested_operations(func)
-            if op.name == "stablehlo.while" and len(op.regions) == 2 and trip_count(op) is not None
+def removed_loops(funcs: Dict[str, Any]) -> List[Tuple[Any, int]]:
+    """(loop, its trip count) for the stablehlo.while ops of the module that XLA's while-loop simplifier removes
+    before its other passes: a loop that runs its body at most once (trip_count) and holds no side effect."""
+    return [(op, trips) for func in funcs.values() for op in nested_operations(func)
+            if op.name == "stablehlo.while" and len(op.regions) == 2 and (trips := trip_count(op)) is not None
             and _side_effect_free(op, funcs)]
+
+
+def removed_trips(op: Any) -> Optional[int]:
+    """The trip count (0 or 1) of `op` if it is a loop the front end removes (removed_loops); else None."""
+    return next((trips for loop, trips in getattr(CALLS, "removed", ()) if op == loop), None)
 
 
 def live_readers(value: Any, depth: int = 4) -> List[Any]:
     """The ops that read `value` as XLA sees them once its while-loop simplifier has removed the loops the front end
-    removes (is_loop) and its dead-code pass the ops whose results nothing reads: a removed loop's operand is read
-    by what reads the body's parameter (the loop's result, for a loop of no trip), a value its body returns by what
-    reads the loop's result; an op with
-    results counts only where something reads one of them (`depth` levels down; deeper, it counts)."""
+    removes (removed_loops) and its dead-code pass the ops whose results nothing reads: a removed loop's operand is
+    read by what reads the body's parameter (the loop's result, for a loop of no trip), a value its body returns by
+    what reads the loop's result; an op with results counts only where something reads one of them (`depth` levels
+    down; deeper, it counts)."""
     return [owner for owner in _readers(value) if _live(owner, depth)]
 
 
 def _readers(value: Any) -> Iterator[Any]:
     """The ops that read `value`, through the edges of removed loops (live_readers)."""
-    removed = getattr(CALLS, "removed", ())
     for use in value.uses:
         owner = getattr(use.owner, "operation", use.owner)
-        loop = next((r for r in removed if owner == r), None)
-        if loop is not None:  # the removed loop's operand: its body's parameter, or its result if it never runs
-            k = use.operand_number
-            yield from _readers(loop.results[k] if trip_count(loop) == 0 else loop.regions[1].blocks[0].arguments[k])
+        k = use.operand_number
+        trips = removed_trips(owner)
+        if trips is not None:  # the removed loop's operand: its body's parameter, or its result if it never runs
+            yield from _readers(owner.results[k] if trips == 0 else owner.regions[1].blocks[0].arguments[k])
             continue
-        loop = next((r for r in removed if list(r.regions[1].blocks[0].operations)[-1] == owner), None) \
-            if owner.name == "stablehlo.return" else None
-        if loop is not None:  # the removed loop's body returns it: its result
-            yield from _readers(loop.results[use.operand_number])
+        loop = getattr(owner.parent, "operation", owner.parent) if owner.name == "stablehlo.return" else None
+        if loop is not None and removed_trips(loop) is not None and \
+                list(loop.regions[1].blocks[0].operations)[-1] == owner:  # the removed loop's body returns it
+            yield from _readers(loop.results[k])
             continue
         yield owner
 
@@ -173,7 +177,7 @@ def _live(op: Any, depth: int) -> bool:
 def is_loop(op: Any) -> bool:
     """`op` is a stablehlo.while that XLA keeps: not one whose body the front end wrote in its place, as XLA's
     while-loop simplifier removes a loop of one trip (rules/structure.py, one_trip_loop)."""
-    return op.name == "stablehlo.while" and not any(op == removed for removed in getattr(CALLS, "removed", ()))
+    return op.name == "stablehlo.while" and removed_trips(op) is None
 
 
 def inside(op: Any, ancestor: Any) -> bool:

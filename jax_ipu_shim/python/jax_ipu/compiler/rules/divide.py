@@ -54,11 +54,6 @@ def _in_block(op: Any, block: Any, case: Any) -> bool:
     return False
 
 
-def _one(dtype: str) -> bytes:
-    """1.0 as the bytes of a constant of `dtype` (f32, f16 or bf16)."""
-    return W.float_bytes(dtype, 1.0)
-
-
 def _hoisted(op: Any) -> bool:
     """`op` is in a while loop's body, not nested deeper, and reads only values that are the same in every iteration:
     XLA's WhileLoopInvariantCodeMotion moves it out of the loop before the simplifier's later runs see it."""
@@ -209,10 +204,12 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
         ops.append(W.derived(entry, name, operands, [result], attrs))
         return result["id"]
 
+    def filled(number: float, shape: List[int], of: Optional[str] = None) -> int:
+        scalar = emit("constant", [], [], {"value": Blob(W.float_bytes(of or dtype, number)), "splat": False}, of=of)
+        return emit("broadcast_in_dim", [scalar], shape, {"broadcast_dimensions": []}, of=of) if shape else scalar
+
     def reciprocal(x: int, shape: List[int], of: Optional[str] = None) -> int:
-        one = emit("constant", [], [], {"value": Blob(_one(of or dtype)), "splat": False}, of=of)
-        ones = emit("broadcast_in_dim", [one], shape, {"broadcast_dimensions": []}, of=of) if shape else one
-        return emit("divide", [ones, x], shape, of=of)
+        return emit("divide", [filled(1.0, shape, of), x], shape, of=of)
 
     def inverse_of(value: Any) -> Optional[int]:
         """1 / value written without a divide (sqrt, rsqrt, exp) or as a reciprocal XLA folds or hoists, or
@@ -305,7 +302,7 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
             return emit("broadcast_in_dim", [inverse], shape, O.read_attrs(producer.attributes), of=wide)
         return None
 
-    def _scalar_reciprocal(value: Any) -> Optional[int]:
+    def scalar_reciprocal(value: Any) -> Optional[int]:
         """broadcast(1 / Y) for a broadcast of a scalar Y; else None."""
         producer = F.producer_of(value)
         if producer is None or producer.name != "stablehlo.broadcast_in_dim" or t.tensor(producer.operands[0])[1]:
@@ -375,7 +372,7 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
     inverted: List[Tuple[Any, str]] = []  # (B, its op) where this divide is 1 / B written as F
     restored: List[Any] = []  # B where this divide is 1 / (1 / B), which XLA's rules make B itself
     predicate = None if broadcast_only else simplifier.converted_predicate(a_value, shape)
-    factor = None if predicate is None else _scalar_reciprocal(b_value)
+    factor = None if predicate is None else scalar_reciprocal(b_value)
     if predicate is not None and factor is None and (dtype != "c64" or F.is_constant(b_value)):
         factor = inverse_of(b_value)  # (of c64, only A / constant C => A * (1 / C))
     if factor is not None:
@@ -383,9 +380,7 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
         # scalar Y, on both series), and A / constant C => A * (1 / C); then the multiply's rule: select(P,
         # 1 / Y, 0), so where P is false the result is +0 whatever Y is (0 where 0 / Y is NaN: a scan dividing
         # a converted mask by a zero gradient, fuzz seed 20282401 #8139)
-        zero = emit("constant", [], [], {"value": Blob(W.float_bytes(dtype, 0.0)), "splat": False})
-        zeros = emit("broadcast_in_dim", [zero], shape, {"broadcast_dimensions": []}) if shape else zero
-        return ops + [W.derived(entry, "select", [t.use(predicate), factor, zeros], [out])]
+        return ops + [W.derived(entry, "select", [t.use(predicate), factor, filled(0.0, shape)], [out])]
     if dtype == "c64":  # (c64 divides take no other rule here)
         return [entry]
     name, operands = divide(entry["operands"][0], a_value, entry["operands"][1], b_value)

@@ -212,16 +212,16 @@ def one_trip_loop(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool
     # XLA:CPU's bf16 normalization still sees the loop, though: a bf16 value that crosses its edge is rounded there,
     # so excess_precision's rules do not read past it ((x * b) in lax.fori_loop(0, 1, ...) converted to f32 after
     # it is rounded on cpu)
+    if F.removed_trips(op) == 0:
+        for result, operand in zip(op.results, op.operands):
+            t.ids[result] = t.use(operand)
+            F.CALLS.aliases[result] = operand
+        return True
     block = op.regions[1].blocks[0]
     edge = {t.use(operand) for operand in op.operands} - t.rounded_at_loop_edge
     for arg, operand in zip(block.arguments, op.operands):
         t.ids[arg] = t.use(operand)
         F.CALLS.aliases[arg] = operand
-    if F.trip_count(op) == 0:
-        for result, operand in zip(op.results, op.operands):
-            t.ids[result] = t.use(operand)
-            F.CALLS.aliases[result] = operand
-        return True
     t.rounded_at_loop_edge |= edge
     written = t.ops(block, body, scalar_body)
     t.rounded_at_loop_edge -= edge
