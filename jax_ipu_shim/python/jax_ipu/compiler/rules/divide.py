@@ -312,7 +312,9 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
 
     def quotient(value: Any) -> Optional[Tuple[int, int]]:
         """The (numerator, denominator) `value` divides, where XLA sees that divide (not across a branch's edge:
-        the branch gets the quotient as a parameter)."""
+        the branch gets the quotient as a parameter). Seen through an op XLA removed (1 / (x ** -2 + 0) divides
+        x ** -2's quotient: fuzz seed 20283101 #300)."""
+        value = F.alias(value) if value is not None else None
         if broadcast_only or value not in t.quotients or F.producer_of(value) is None:
             return None
         return t.quotients[value]
