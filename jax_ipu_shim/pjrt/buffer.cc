@@ -7,7 +7,6 @@
 #include <system_error>
 
 #include "ipu/dtype.h"
-#include "ipu/trace.h"
 #include "plugin.h"
 
 namespace jax_ipu {

@@ -1,6 +1,7 @@
 // PJRT_Client: the emulated IPUs of one process, created from the options the Python plugin reads from flags.
 #include <cstring>
 
+#include "ipu/c_handle.h"
 #include "plugin.h"
 
 namespace jax_ipu {
@@ -263,6 +264,7 @@ PJRT_Error* PJRT_Client_Compile_Impl(PJRT_Client_Compile_Args* args) {
     if (device_ids.empty()) device_ids.push_back(args->client->addressable_pointers.front()->description.id);
     std::vector<PJRT_Device*> devices;
     for (int id : device_ids) devices.push_back(LookupDevice(args->client, id));
+    options.trace = ipu::processTrace();
     // Devices of one client share one description, so one lowering serves them all.
     std::shared_ptr<const ipu::Executable> lowered =
         ipu::Executable::compile(json, devices.front()->description.hardware, options);

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "ipu/c_handle.h"
 #include "ipu/trace.h"
 #include "plugin.h"
 
@@ -143,6 +144,7 @@ PJRT_Error_Code RunReplica(Replica& r, std::string* message) {
       options.host = r.device->host.get();
       options.interrupts = &Interrupts();
       options.interrupts_seen = r.interrupts_seen;
+      options.trace = ipu::processTrace();
       const auto start = std::chrono::steady_clock::now();
       profiled_from = Profiling() ? ipu::trace::nowNs() : 0;  // jax.profiler's IPU lanes (profiler.cc)
       program.runInto(in, out, options, &profile);

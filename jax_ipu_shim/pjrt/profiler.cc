@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "ipu/c_handle.h"
 #include "ipu/trace.h"
 #include "jax_ipu/c_api.h"
 #include "plugin.h"
@@ -157,7 +158,7 @@ int64_t Cycles_ps(uint64_t cycles, int64_t clock_hz) {
 
 bool Profiling() { return g_running.load(std::memory_order_relaxed) > 0; }
 
-int64_t SpanStartNs() { return ipu::trace::enabled() || Profiling() ? ipu::trace::nowNs() : 0; }
+int64_t SpanStartNs() { return ipu::processTrace() || Profiling() ? ipu::trace::nowNs() : 0; }
 
 void ProfileRun(PJRT_Device* device, int replica, const std::string& program, int64_t start_ns, int64_t end_ns,
                 const ipu::RunProfile& profile) {

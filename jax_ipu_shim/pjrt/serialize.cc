@@ -18,6 +18,7 @@
 // byte never runs.
 #include <algorithm>
 
+#include "ipu/c_handle.h"
 #include "plugin.h"
 
 namespace jax_ipu {
@@ -192,7 +193,9 @@ PJRT_Error* PJRT_Executable_DeserializeAndLoad_Impl(PJRT_Executable_DeserializeA
     for (int id : h.device_ids) devices.push_back(LookupDevice(client, id));
     if (devices.empty()) devices.push_back(client->devices.front().get());
     auto loaded = std::make_unique<PJRT_LoadedExecutable>();
-    loaded->program = ipu::Executable::compile(h.program, hardware, ipu::CompileOptions::parse(h.options));
+    ipu::CompileOptions options = ipu::CompileOptions::parse(h.options);
+    options.trace = ipu::processTrace();
+    loaded->program = ipu::Executable::compile(h.program, hardware, options);
     loaded->client = client;
     loaded->devices = std::move(devices);
     SetAddressable(loaded.get());

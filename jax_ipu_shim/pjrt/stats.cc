@@ -1,5 +1,6 @@
 // The current client (the one the JaxIpu_* functions act on) and JaxIpu_DeviceStats: what the Python package
 // reports about a device: host and IPU-Link transfers and the last execution.
+#include "ipu/c_handle.h"
 #include "ipu/trace.h"
 #include "jax_ipu/c_api.h"
 #include "plugin.h"
@@ -36,9 +37,9 @@ void WithCurrentClient(const std::function<void(PJRT_Client*)>& body) {
 
 void CountHostTransfer(PJRT_Device* device, size_t bytes, bool to_device, int64_t started_ns) {
   const uint64_t cycles = device->description.hardware.hostTransferCycles(static_cast<int64_t>(bytes));
-  if (started_ns && ipu::trace::enabled()) {
+  if (ipu::Trace* trace = started_ns ? ipu::processTrace() : nullptr) {
     const std::string ipu = "ipu " + std::to_string(device->description.id);
-    ipu::trace::record("Transfer", to_device ? "host to " + ipu : ipu + " to host", started_ns, ipu::trace::nowNs(),
+    trace->record("Transfer", to_device ? "host to " + ipu : ipu + " to host", started_ns, ipu::trace::nowNs(),
                        "{\"device\": " + std::to_string(device->description.id) +
                            ", \"bytes\": " + std::to_string(bytes) + ", \"cycles\": " + std::to_string(cycles) + "}");
   }

@@ -1,9 +1,5 @@
 // The C API of the README: no exception crosses it; strings returned are malloc'ed for JaxIpu_FreeString.
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <atomic>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -82,58 +78,16 @@ void* newExecutableHandle(std::shared_ptr<const Executable> executable) {
   return handle.release();
 }
 
-namespace trace {
+// The process's PVTI timeline (JaxIpu_TraceEnable, JaxIpu_TraceTake): kept for the process, as the run pool is.
 namespace {
-struct Span {
-  const char* category;
-  std::string name, args;
-  int64_t start_ns, end_ns;
-  long tid;
-};
-std::atomic<bool> g_enabled{false};
-std::mutex g_mu;
-std::vector<Span> g_spans;
-constexpr size_t kMaxSpans = 1 << 20;  // a bound on the memory of a long traced run; later spans are dropped
-size_t g_dropped = 0;
+Trace& pvtiTrace() {
+  static Trace* trace = new Trace();
+  return *trace;
+}
+std::atomic<bool> g_pvti_on{false};
 }  // namespace
 
-bool enabled() { return g_enabled.load(std::memory_order_relaxed); }
-void enable(bool on) { g_enabled.store(on); }
-int64_t nowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-void record(const char* category, const std::string& name, int64_t start_ns, int64_t end_ns,
-            const std::string& args_json) {
-  thread_local const long tid = static_cast<long>(syscall(SYS_gettid));  // one syscall per thread
-  std::lock_guard<std::mutex> lock(g_mu);
-  if (g_spans.size() >= kMaxSpans) {
-    ++g_dropped;
-    return;
-  }
-  g_spans.push_back(Span{category, name, args_json, start_ns, end_ns, tid});
-}
-
-std::string takeJson() {
-  std::vector<Span> spans;
-  size_t dropped;
-  {
-    std::lock_guard<std::mutex> lock(g_mu);
-    spans.swap(g_spans);
-    dropped = g_dropped;
-    g_dropped = 0;
-  }
-  std::string s = "{\"dropped\": " + std::to_string(dropped) + ", \"spans\": [";
-  for (size_t i = 0; i < spans.size(); ++i) {
-    const Span& p = spans[i];
-    s += (i ? ", " : "") + std::string("{\"cat\": ") + json::quote(p.category) + ", \"name\": " + json::quote(p.name) +
-         ", \"start_ns\": " + std::to_string(p.start_ns) + ", \"end_ns\": " + std::to_string(p.end_ns) +
-         ", \"tid\": " + std::to_string(p.tid) + ", \"args\": " + (p.args.empty() ? "{}" : p.args) + "}";
-  }
-  return s + "]}";
-}
-}  // namespace trace
+Trace* processTrace() { return g_pvti_on.load(std::memory_order_relaxed) ? &pvtiTrace() : nullptr; }
 }  // namespace ipu
 
 char* JaxIpu_DeviceInfo(const char* version, int num_tiles, char** error) {
@@ -153,8 +107,9 @@ void* JaxIpu_Compile(const char* program_json, size_t size, const char* version,
         if (!program_json) throw ipu::Error(ipu::ErrorCode::InvalidArgument, "Malformed IPU program: no program given");
         ipu::DeviceDescription device = ipu::DeviceDescription::forVersion(version ? version : "ipu2", num_tiles);
         auto handle = std::make_unique<Handle>();
-        handle->executable = ipu::Executable::compile(std::string(program_json, size), device,
-                                                      ipu::CompileOptions::parse(options ? options : ""));
+        ipu::CompileOptions compile_options = ipu::CompileOptions::parse(options ? options : "");
+        compile_options.trace = ipu::processTrace();
+        handle->executable = ipu::Executable::compile(std::string(program_json, size), device, compile_options);
         return handle.release();
       },
       nullptr);
@@ -193,6 +148,7 @@ int JaxIpu_Run(void* executable, const void* const* inputs, void* const* outputs
         std::vector<void*> out(outputs, outputs + n_out);
         ipu::RunOptions options;
         options.pool = &runPool();
+        options.trace = ipu::processTrace();
         ipu::RunProfile profile = h->executable->run(in, out, options);
         std::lock_guard<std::mutex> lock(h->mu);
         h->last = profile;
@@ -220,10 +176,10 @@ char* JaxIpu_OpRegistry() {
 }
 
 // The host timeline (PVTI_OPTIONS): switch it on or off; take the spans recorded so far (JSON, see trace.h).
-void JaxIpu_TraceEnable(int on) { ipu::trace::enable(on != 0); }
+void JaxIpu_TraceEnable(int on) { ipu::g_pvti_on.store(on != 0); }
 char* JaxIpu_TraceTake() {
   try {
-    return copyString(ipu::trace::takeJson());
+    return copyString(ipu::pvtiTrace().takeJson());
   } catch (...) { return nullptr; }
 }
 

@@ -274,14 +274,14 @@ class ExecutableImpl : public Executable {
             if (sh.first == r) state.ptr[static_cast<size_t>(sh.second)] = static_cast<uint8_t*>(outputs[j]);
           bound |= uint64_t{1} << j;
         }
-      const int64_t traced = trace::enabled() ? trace::nowNs() : 0;  // PVTI_OPTIONS: a span per run
+      const int64_t traced = options.trace ? trace::nowNs() : 0;  // PVTI_OPTIONS: a span per run
       {
         ScopedFlushDenormals flush;
         Executor(graph_, &state).run(*graph_.root);
       }
       stepsThatRan(state.profile, profile);
       if (traced)
-        trace::record("Execute", name_, traced, trace::nowNs(),
+        options.trace->record("Execute", name_, traced, trace::nowNs(),
                       "{\"replica\": " + std::to_string(options.replica) +
                           ", \"cycles\": " + std::to_string(profile->total_cycles) + "}");
       copyResults(state, outputs, bound);
@@ -460,10 +460,10 @@ std::string CompileOptions::toJson() const {
 std::unique_ptr<Executable> Executable::compile(const std::string& program_json, const DeviceDescription& device,
                                                 const CompileOptions& options) {
   try {
-    const int64_t traced = trace::enabled() ? trace::nowNs() : 0;  // PVTI_OPTIONS: a span per lowering
+    const int64_t traced = options.trace ? trace::nowNs() : 0;  // PVTI_OPTIONS: a span per lowering
     Program program = parseProgram(program_json);
     auto executable = std::make_unique<ExecutableImpl>(program, device, program_json, options);
-    if (traced) trace::record("Compile", "lower " + program.name + " onto tiles", traced, trace::nowNs(), "");
+    if (traced) options.trace->record("Compile", "lower " + program.name + " onto tiles", traced, trace::nowNs(), "");
     return executable;
   } catch (const std::bad_alloc&) {
     throw Error(ErrorCode::ResourceExhausted, "Host out of memory while compiling for the IPU emulator");

@@ -19,6 +19,8 @@
 
 namespace ipu {
 
+class Trace;  // ipu/trace.h
+
 // Element types the emulated IPU stores; their facts are the one trait table of ipu/dtype.h. Everything else in a
 // program is rejected by name at compile time.
 // Token (StableHLO's !stablehlo.token, spelled "token" in programs) orders host I/O: a 0-byte scalar that is passed
@@ -200,6 +202,7 @@ struct CompileOptions {
   bool fusion = true;  // fuse chains of elementwise ops into one compute set, as popops' expressions do
   bool exchange_per_element = false;  // count exchanged elements one by one (the exchange accounting's reference)
   bool allow_out_of_memory = false;  // Poplar's debug.allowOutOfMemory: a program that overflows a tile compiles
+  Trace* trace = nullptr;  // where the lowering's span goes (not part of the JSON); null: not traced
   // {"fusion": false, ...}: any subset of the fields (empty text: every default). An unknown name or a value that
   // is not a boolean throws Error(InvalidArgument) naming it.
   static CompileOptions parse(const std::string& json);
@@ -235,6 +238,7 @@ struct RunOptions {
   // before its next step with Error(Cancelled). Null: never interrupted.
   const std::atomic<uint64_t>* interrupts = nullptr;
   uint64_t interrupts_seen = 0;
+  Trace* trace = nullptr;  // where the run's span goes; null: not traced
 };
 
 // A program lowered onto a device's tiles. Immutable after compile; run() may be called from several threads.
