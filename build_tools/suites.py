@@ -47,7 +47,7 @@ FULL_CHIP_CONFORMANCE = {
     "test_special.py": "element by element: the tile count only chooses which tile computes an element",
     "test_xla_bits.py": "element by element: the tile count only chooses which tile computes an element",
     "test_random.py": "threefry is element-wise integer arithmetic on counters",
-    "test_rng.py": "Philox in u32 arithmetic on each element's counter (jax_ipu/rng.py): element-wise",
+    "test_rng.py": "Philox in u32 arithmetic on each element's counter (jax_ipu/backend/rng.py): element-wise",
     "test_linalg.py": "built of dots, reductions, loops and dynamic slices, which the 7-tile files above run",
     "test_errors.py": "refusals at compile time, before any tile mapping",
     "test_frontend.py": "the front end alone (StableHLO to program), before any tile mapping",

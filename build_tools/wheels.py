@@ -276,7 +276,7 @@ def build_plugin_wheel(pins: Pins, series: Series, library: Path, out_dir: Path)
     entries += _native_entries(pins, series, library)
     entries.append((f"{di}/METADATA", _constant(metadata.encode()), False))
     entries.append((f"{di}/WHEEL", _constant(wheel_meta.encode()), False))
-    entries.append((f"{di}/entry_points.txt", _constant(b"[jax_plugins]\nipu = jax_ipu.plugin\n"), False))
+    entries.append((f"{di}/entry_points.txt", _constant(b"[jax_plugins]\nipu = jax_ipu.backend.plugin\n"), False))
     # Its notices: the project's licence, and LLVM's for the libc++ the library links statically (zig's).
     entries.append((f"{di}/licenses/LICENSE", (REPO / "LICENSE").read_bytes, False))
     libcxx = _zig_libcxx_licence()

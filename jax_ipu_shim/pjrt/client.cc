@@ -44,7 +44,7 @@ std::unique_ptr<PJRT_Client> CreateClient(const PJRT_NamedValue* options, size_t
   std::string version = "ipu2";
   int64_t num_tiles = 0;  // the chip's own
   int64_t num_devices = 1;
-  // Several processes (jax.distributed; jax_ipu/multihost.py): this one's index, every process's address and
+  // Several processes (jax.distributed; jax_ipu/backend/multihost.py): this one's index, every process's address and
   // device count, and how long a collective waits for another process.
   int64_t process_index = 0;
   std::vector<std::string> peers;

@@ -1,7 +1,7 @@
 // Ctrl-C. Python's SIGINT handler only sets a flag that the interpreter reads between bytecodes: a main thread
 // blocked in jaxlib (waiting for a result) or in one of our waits would never get to it, and neither would a run
 // waiting on an infeed, a host callback or another process. So when the ipu backend starts (and Python's own
-// handler is the one installed: see jax_ipu/interrupts.py), JaxIpu_WatchInterrupts puts a handler in front of
+// handler is the one installed: see jax_ipu/backend/interrupts.py), JaxIpu_WatchInterrupts puts a handler in front of
 // Python's that counts the interrupt and then calls it. Every run compares the count with its value at launch
 // before each step, every wait of ours looks at it at least every kInterruptPoll, and a changed count fails the run
 // (Cancelled), naming the program and what it was waiting for. Its outputs carry that error, the IPU is free for the

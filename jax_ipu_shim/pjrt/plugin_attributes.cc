@@ -38,7 +38,7 @@ PJRT_NamedValue Int64List(const char* name, const int64_t* values, size_t n) {
 }  // namespace
 }  // namespace jax_ipu
 
-// Called by the Python plugin before jaxlib loads the table (jax_ipu/plugin.py): the StableHLO versions its
+// Called by the Python plugin before jaxlib loads the table (jax_ipu/backend/plugin.py): the StableHLO versions its
 // front end reads, [current, minimum] as (major, minor, patch) each.
 void JaxIpu_SetStablehloVersions(const int64_t* current, const int64_t* minimum) {
   jax_ipu::StablehloVersions& v = jax_ipu::Versions();

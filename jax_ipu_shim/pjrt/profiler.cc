@@ -8,8 +8,8 @@
 //     a step that ran several times (a loop body's) is one span with all its executions' cycles;
 //   - "Transfers": host <-> device copies, with their bytes and cycles.
 // jaxlib 0.12 asks for it through the PJRT profiler extension (jax.profiler.start_trace, trace, start_server and
-// TensorBoard see it with no extra call); for jaxlib 0.4.13, which has no such extension, jax_ipu.profiler records
-// through JaxIpu_Profile* and adds the planes to the trace files jax wrote.
+// TensorBoard see it with no extra call); for jaxlib 0.4.13, which has no such extension, jax_ipu.backend.profiler
+// records through JaxIpu_Profile* and adds the planes to the trace files jax wrote.
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -270,7 +270,7 @@ std::string ProfileXSpace(ProfileSession* session, int64_t origin_ns) {
 
 }  // namespace jax_ipu
 
-// ---- for jaxlib 0.4.13, whose PJRT API has no profiler extension (jax_ipu.profiler)
+// ---- for jaxlib 0.4.13, whose PJRT API has no profiler extension (jax_ipu.backend.profiler)
 
 void* JaxIpu_ProfileStart(void) {
   try {

@@ -40,8 +40,8 @@ void CountHostTransfer(PJRT_Device* device, size_t bytes, bool to_device, int64_
   if (ipu::Trace* trace = started_ns ? ipu::processTrace() : nullptr) {
     const std::string ipu = "ipu " + std::to_string(device->description.id);
     trace->record("Transfer", to_device ? "host to " + ipu : ipu + " to host", started_ns, ipu::trace::nowNs(),
-                       "{\"device\": " + std::to_string(device->description.id) +
-                           ", \"bytes\": " + std::to_string(bytes) + ", \"cycles\": " + std::to_string(cycles) + "}");
+                  "{\"device\": " + std::to_string(device->description.id) + ", \"bytes\": " + std::to_string(bytes) +
+                      ", \"cycles\": " + std::to_string(cycles) + "}");
   }
   if (started_ns && Profiling()) ProfileTransfer(device, bytes, cycles, to_device, started_ns);
   std::lock_guard<std::mutex> lock(device->stats_mutex);

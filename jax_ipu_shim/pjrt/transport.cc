@@ -1,8 +1,8 @@
 // The transport between the processes of a jax.distributed job (several hosts, each with its emulated IPUs): what
 // carries a collective's data from IPUs of one process to IPUs of another.
 //
-// Setup. The Python plugin (jax_ipu/multihost.py) calls JaxIpu_TransportListen before the client exists, publishes
-// host:port in jax's coordination service (its key-value store: no rendezvous of our own), reads every other
+// Setup. The Python plugin (jax_ipu/backend/multihost.py) calls JaxIpu_TransportListen before the client exists,
+// publishes host:port in jax's coordination service (its key-value store: no rendezvous of our own), reads every other
 // process's, and the client connects: one outgoing TCP connection to each other process, used only to send, and
 // one incoming from each, read by a thread of its own that files what arrives by (launch, step, process).
 //
@@ -384,7 +384,7 @@ void TransportConnect(int me, const std::vector<std::string>& addresses, double 
 }  // namespace jax_ipu
 
 
-// Called by jax_ipu.multihost before the client exists: the port the other processes connect to (0 on failure).
+// Called by jax_ipu.backend.multihost before the client exists: the port the other processes connect to (0 on failure).
 int JaxIpu_TransportListen() {
   try {
     return jax_ipu::TransportListen();

@@ -7,7 +7,7 @@ from __future__ import annotations
 import struct
 from typing import Any, Dict, List
 
-from jax_ipu.profiler import fields, varint
+from jax_ipu.backend.profiler import fields, varint
 
 __all__ = ["fields", "packed", "xspace_planes"]
 

@@ -2,7 +2,7 @@
 the ipu: a second process reusing the directory compiles nothing and computes the same; keys change with what
 changes the program; damaged or foreign entries are warned about and recompiled.
 
-Compiles are counted (calls of the front end, jax_ipu.plugin._compile), never timed."""
+Compiles are counted (calls of the front end, jax_ipu.backend.plugin._compile), never timed."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ SCRIPT = """
 import json, sys, warnings
 import numpy as np
 import jax, jax.numpy as jnp
-from jax_ipu import plugin, executable_cache
+from jax_ipu import executable_cache
+from jax_ipu.backend import plugin
 compiled = []
 front_end = plugin._compile
 def counting(module, options):
@@ -298,7 +299,8 @@ CALLBACKS_SCRIPT = """
 import json
 import numpy as np
 import jax, jax.numpy as jnp
-from jax_ipu import plugin, executable_cache
+from jax_ipu import executable_cache
+from jax_ipu.backend import plugin
 compiled, seen = [], []
 front_end = plugin._compile
 def counting(module, options):

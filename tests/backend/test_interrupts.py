@@ -101,7 +101,7 @@ def _ctrl_c_lost_in_a_gc_callback() -> Any:
             del armed[:]
             signal.raise_signal(signal.SIGINT)  # Python's handler runs here, before raise_signal returns
 
-    from jax_ipu import plugin
+    from jax_ipu.backend import plugin
 
     front_end = plugin._compile_cached
 

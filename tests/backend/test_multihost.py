@@ -105,7 +105,7 @@ def _gone_after_publishing(jax: Any, processes: int, me: int, out: str) -> NoRet
     published, nothing listens there. Stays (for jax's coordination service) until process 0 has reported."""
     from jax._src import distributed
 
-    from jax_ipu import multihost
+    from jax_ipu.backend import multihost
 
     distributed.global_state.client.key_value_set(
         multihost.KEY.format(me), json.dumps({"address": f"127.0.0.1:{_free_port()}", "devices": IPUS // processes}))

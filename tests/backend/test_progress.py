@@ -13,7 +13,7 @@ import pytest
 # second more so that the compile takes longer than the bar's delay however fast the machine is.
 HOLD = """
 import time
-from jax_ipu import plugin
+from jax_ipu.backend import plugin
 front_end = plugin._compile
 def held(module, options):
     time.sleep(1.2)
@@ -73,7 +73,7 @@ def test_stages_in_order_with_the_delay_lowered(python, tmp_path):
     # is slowed down so that the bar is drawn during it.
     setup = """
 import time
-from jax_ipu import plugin, progress
+from jax_ipu.backend import plugin, progress
 progress.DELAY_SECONDS = 0.0
 front_end = plugin._compile
 def slow(module, options):
@@ -101,7 +101,7 @@ executable_cache.ExecutableCache.load = slow_load
 
 
 def test_the_bar_moves_within_a_stage_and_jumps_at_the_next(monkeypatch):
-    from jax_ipu import progress
+    from jax_ipu.backend import progress
 
     monkeypatch.setattr(progress, "DELAY_SECONDS", 0.0)
     monkeypatch.setattr(progress, "REFRESH_SECONDS", 0.02)
@@ -120,7 +120,7 @@ def test_the_bar_moves_within_a_stage_and_jumps_at_the_next(monkeypatch):
 
 
 def test_a_failed_compile_ends_its_bar_and_raises(monkeypatch):
-    from jax_ipu import progress
+    from jax_ipu.backend import progress
 
     monkeypatch.setattr(progress, "DELAY_SECONDS", 0.0)
     out = io.StringIO()

@@ -24,7 +24,7 @@ def compile_on_ipu(f, *args):
         return jax.jit(f, backend="ipu").lower(*args).compile()
 
 
-# stablehlo.triangular_solve itself is an op the emulator does not implement (jax_ipu.linalg lowers
+# stablehlo.triangular_solve itself is an op the emulator does not implement (jax_ipu.backend.linalg lowers
 # lax.linalg.triangular_solve to loops of ops it does): a primitive lowered with jax's own generic rule emits it.
 try:  # the current series: Primitive lives in jax.extend.core
     from jax.extend.core import Primitive

@@ -1,6 +1,6 @@
 """jnp.linalg / jax.scipy.linalg / lax.linalg on the ipu against cpu (LAPACK) on the same well-conditioned inputs.
 
-The ipu runs jax_ipu.linalg's pure-JAX lowerings. Tolerances are a few hundred f32 ulps of the result's scale: a
+The ipu runs jax_ipu.backend.linalg's pure-JAX lowerings. Tolerances are a few hundred f32 ulps of the result's scale: a
 wrong sign, a swapped row or a dropped pivot changes entries by O(1) and fails. Eigen- and singular vectors are
 defined up to sign, so those are compared after fixing each vector's sign (and by reconstruction).
 """

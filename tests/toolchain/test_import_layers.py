@@ -1,5 +1,6 @@
-"""jax_ipu's modules import each other without circles (function-level imports included): each module can be read,
-tested and replaced knowing only the modules below it."""
+"""jax_ipu's modules import each other without circles (function-level imports included), and only downwards through
+the package's layers (LAYERS, which the README's layout draws): each module can be read, tested and replaced knowing
+only the modules below it."""
 
 from __future__ import annotations
 
@@ -8,6 +9,19 @@ from pathlib import Path
 from typing import Dict, List, Set
 
 PACKAGE = Path(__file__).resolve().parents[2] / "jax_ipu_shim" / "python" / "jax_ipu"
+
+# The layers, bottom first: (what it is, its modules; a name covers the modules inside it). A module imports its own
+# layer's modules and those below; a new module must be placed here.
+LAYERS = (
+    ("foundations: the jax series adapter, the C boundary, the flags",
+     ("jax_ipu._jax", "jax_ipu._native", "jax_ipu.engine_options", "jax_ipu.config")),
+    ("the compiler: a StableHLO module in, the IPU program out", ("jax_ipu.compiler",)),
+    ("the emulator from Python, custom vertices", ("jax_ipu.emulator", "jax_ipu.codelets")),
+    ("profile reports and what the runs report", ("jax_ipu.report", "jax_ipu.runtime")),
+    ("the executable cache", ("jax_ipu.executable_cache",)),
+    ("the backend inside jax: plugin, callbacks, feeds, lowerings", ("jax_ipu.backend",)),
+    ("the public APIs over jax: tiles, streams, the package", ("jax_ipu.tile", "jax_ipu.streams", "jax_ipu")),
+)
 
 
 def _module_name(path: Path) -> str:
@@ -83,6 +97,34 @@ def test_the_graph_is_read():
 
 def test_no_module_imports_itself_back():
     assert cycles(import_graph()) == []
+
+
+def layer_of(module: str) -> int:
+    """The index in LAYERS of the most specific name that covers ``module``."""
+    best, length = -1, -1
+    for index, (_, names) in enumerate(LAYERS):
+        for name in names:
+            covers = module == name or (name != "jax_ipu" and module.startswith(name + "."))
+            if covers and len(name) > length:
+                best, length = index, len(name)
+    assert best >= 0, f"{module} is in no layer of LAYERS: place it"
+    return best
+
+
+def upward_imports(graph: Dict[str, Set[str]]) -> List[str]:
+    return sorted(f"{module} ({LAYERS[layer_of(module)][0]}) imports {target} ({LAYERS[layer_of(target)][0]})"
+                  for module, targets in graph.items() for target in targets if layer_of(target) > layer_of(module))
+
+
+def test_modules_import_only_their_layer_and_below():
+    assert upward_imports(import_graph()) == []
+
+
+def test_an_upward_import_is_found():
+    graph = {"jax_ipu.compiler.translate": {"jax_ipu.backend.interrupts"}, "jax_ipu.backend.plugin": {"jax_ipu._jax"}}
+    assert upward_imports(graph) == [
+        "jax_ipu.compiler.translate (the compiler: a StableHLO module in, the IPU program out) imports "
+        "jax_ipu.backend.interrupts (the backend inside jax: plugin, callbacks, feeds, lowerings)"]
 
 
 def test_a_circle_is_found():

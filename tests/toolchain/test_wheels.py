@@ -124,7 +124,7 @@ def test_plugin_wheel_names_its_entry_point_requirements_and_notices(pins: Pins,
     assert wheel.name.endswith(f"-py3-none-{series.platform_tag}.whl")
     names = _names(wheel)
     di = f"{wheels.PLUGIN_DISTRIBUTION}-{version}.dist-info"
-    assert {"jax_ipu/__init__.py", "jax_ipu/plugin.py", wheels.LIBRARY_IN_WHEEL, f"{di}/RECORD",
+    assert {"jax_ipu/__init__.py", "jax_ipu/backend/plugin.py", wheels.LIBRARY_IN_WHEEL, f"{di}/RECORD",
             f"{di}/licenses/LICENSE"} <= set(names)
     assert not any(n.startswith(("jax/", "jaxlib/", "jax_plugins/")) for n in names)
     meta = _metadata(wheel, "METADATA")
@@ -135,7 +135,8 @@ def test_plugin_wheel_names_its_entry_point_requirements_and_notices(pins: Pins,
     with zipfile.ZipFile(wheel) as zf:
         toolchain = json.loads(zf.read(wheels.TOOLCHAIN_IN_WHEEL))
         assert toolchain == {"ziglang": pins.tools["ziglang"], "glibc": series.glibc}
-        assert zf.read(f"{di}/entry_points.txt").decode().split() == ["[jax_plugins]", "ipu", "=", "jax_ipu.plugin"]
+        entry_points = zf.read(f"{di}/entry_points.txt").decode().split()
+        assert entry_points == ["[jax_plugins]", "ipu", "=", "jax_ipu.backend.plugin"]
         assert b"Apache License" in zf.read(f"{di}/licenses/LICENSE")
 
 

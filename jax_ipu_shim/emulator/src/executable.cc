@@ -282,8 +282,8 @@ class ExecutableImpl : public Executable {
       stepsThatRan(state.profile, profile);
       if (traced)
         options.trace->record("Execute", name_, traced, trace::nowNs(),
-                      "{\"replica\": " + std::to_string(options.replica) +
-                          ", \"cycles\": " + std::to_string(profile->total_cycles) + "}");
+                              "{\"replica\": " + std::to_string(options.replica) +
+                                  ", \"cycles\": " + std::to_string(profile->total_cycles) + "}");
       copyResults(state, outputs, bound);
       giveState(std::move(held));
     } catch (const std::bad_alloc&) {

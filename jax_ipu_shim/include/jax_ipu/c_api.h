@@ -48,8 +48,9 @@ JAX_IPU_EXPORT void JaxIpu_FreeString(char* s);
 
 /* ---- The PJRT plugin (pjrt/) ----------------------------------------------------------------------------- */
 
-/* The compiler jaxlib's PJRT_Client_Compile calls (jax_ipu/plugin.py): it turns a StableHLO module and serialized
- * CompileOptions into a program and reports through the JaxIpu_CompileResult_* functions on `result`; returns 0. */
+/* The compiler jaxlib's PJRT_Client_Compile calls (jax_ipu/backend/plugin.py): it turns a StableHLO module and
+ * serialized CompileOptions into a program and reports through the JaxIpu_CompileResult_* functions on `result`;
+ * returns 0. */
 typedef int (*JaxIpu_CompilerFn)(const char* module, size_t module_size, const char* options, size_t options_size,
                                  void* result);
 JAX_IPU_EXPORT void JaxIpu_SetCompiler(JaxIpu_CompilerFn compiler);
@@ -104,7 +105,8 @@ JAX_IPU_EXPORT int JaxIpu_ProfileStop(void* session, int64_t origin_ns, char** x
 JAX_IPU_EXPORT int JaxIpu_WatchInterrupts(void);
 /* 1 once per Ctrl-C (or run of them) not reported yet, and marks it reported; else 0. */
 JAX_IPU_EXPORT int JaxIpu_TakeInterrupt(void);
-/* Called by jax_ipu.multihost before the client exists: the port the other processes connect to (0 on failure). */
+/* Called by jax_ipu.backend.multihost before the client exists: the port the other processes connect to (0 on
+ * failure). */
 JAX_IPU_EXPORT int JaxIpu_TransportListen(void);
 /* PJRT API 0.90 and later (the current series only): the StableHLO versions the front end reads, before jaxlib
  * loads the table; [current, minimum] as (major, minor, patch) each. */

@@ -9,8 +9,9 @@ Use it through jax: ``jax.devices("ipu")``, ``jax.jit(f, backend="ipu")``. The b
 - ``jax_ipu.compiler``: the StableHLO front end;
 - ``jax_ipu.last_execution()``: the cycle estimate and per-step trace of the most recent program run on an ipu
   device; ``jax_ipu.runtime``: device statistics (host and IPU-Link transfers) and ``format_trace()``;
-- ``jax_ipu.feeds`` / ``jax_ipu.callbacks``: ``device.transfer_to_infeed`` / ``transfer_from_outfeed`` and host
-  callbacks (``jax.debug.print``, ``pure_callback``, ``io_callback``) on ipu devices, installed by the plugin.
+- ``jax_ipu.tile``, ``jax_ipu.streams``: tile-level programming; host data streams for on-device loops;
+- ``jax_ipu.backend``: the backend inside jax (the plugin, infeed/outfeed, host callbacks such as
+  ``jax.debug.print``, ``pure_callback`` and ``io_callback``), installed when jax starts the ipu backend.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def _define_options_if_jax_is_imported() -> None:
     jax = _sys.modules.get("jax")
     if jax is None or not hasattr(jax, "config"):
         return
-    from jax_ipu import plugin
+    from jax_ipu.backend import plugin
 
     plugin._define_jax_options()
 

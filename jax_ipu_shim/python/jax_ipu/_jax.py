@@ -85,7 +85,7 @@ def make_client(platform: str, library_path: str, options: Dict[str, Any]) -> An
     if not xla_client.pjrt_plugin_loaded(platform):
         c_api = xla_client.load_pjrt_plugin_dynamically(platform, library_path)
         # The current series: the library's PJRT profiler extension gives jax.profiler the IPUs' planes, as jax's own
-        # register_plugin does for the plugins it loads (0.4.13 has neither: jax_ipu.profiler).
+        # register_plugin does for the plugins it loads (0.4.13 has neither: jax_ipu.backend.profiler).
         from jax._src import lib
 
         register_profiler = getattr(getattr(lib, "_profiler", None), "register_plugin_profiler", None)

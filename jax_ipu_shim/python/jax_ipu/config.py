@@ -52,7 +52,7 @@ class IpuConfig:
     num_devices: int = 1
     visible_devices: Optional[Tuple[int, ...]] = None
     executable_cache_path: Optional[str] = None  # --executable_cache_path: see jax_ipu.executable_cache
-    show_progress_bar: Optional[bool] = None  # --show_progress_bar; None: when stderr is a terminal (jax_ipu.progress)
+    show_progress_bar: Optional[bool] = None  # --show_progress_bar; None: when stderr is a terminal (backend/progress)
     host_threads: int = 0  # 0: the emulator's default, min(hardware threads, 8)
     collective_timeout: int = 300  # JAX_IPU_COLLECTIVE_TIMEOUT, seconds
     # field -> the flag that set it ("TF_POPLAR_FLAGS --ipu_model_tiles=8"), for error messages

@@ -61,7 +61,7 @@ class EngineOptions:
 
 @dataclasses.dataclass(frozen=True)
 class PvtiOptions:
-    """``PVTI_OPTIONS``: the host timeline (``jax_ipu.pvti``)."""
+    """``PVTI_OPTIONS``: the host timeline (``jax_ipu.backend.pvti``)."""
 
     enable: bool = False
     directory: str = "./"

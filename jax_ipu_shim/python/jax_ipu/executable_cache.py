@@ -140,7 +140,7 @@ def _options_key(options: bytes) -> bytes:
     """What the front end reads from the compile options (replicas, partitions, devices, option overrides), not
     their bytes: the current series serialises the proto's map fields in no fixed order, so equal options can
     differ byte for byte."""
-    from jax_ipu import compile_options
+    from jax_ipu.compiler import compile_options
 
     parsed = compile_options.parse(options)
     return json.dumps([parsed.num_replicas, parsed.num_partitions, parsed.device_ids,

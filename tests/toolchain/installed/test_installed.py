@@ -73,7 +73,7 @@ def test_packages_come_from_the_installed_wheels() -> None:
     if PLUGIN_WHEEL:  # jax finds the backend by the plugin wheel's entry point
         assert metadata.version("jax-ipu-plugin") == LABELLED
         points = [e for e in metadata.entry_points(group="jax_plugins") if e.name == "ipu"]
-        assert [e.value for e in points] == ["jax_ipu.plugin"]
+        assert [e.value for e in points] == ["jax_ipu.backend.plugin"]
         assert metadata.distribution("jax-ipu-plugin").read_text("WHEEL").count("Tag: py3-none-manylinux_2_27_x86_64")
         return
     plugins = importlib.util.find_spec("jax_plugins")

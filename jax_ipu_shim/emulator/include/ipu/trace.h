@@ -1,6 +1,6 @@
-// A host timeline of what the emulator does (PVTI_OPTIONS in jax_ipu.pvti): spans with the host thread that ran them,
-// kept in memory until they are taken. The core records into the Trace its CompileOptions or RunOptions name (null:
-// not traced, and nothing is measured); the process's PVTI timeline is owned by the C API (ipu/c_handle.h).
+// A host timeline of what the emulator does (PVTI_OPTIONS in jax_ipu.backend.pvti): spans with the host thread that ran
+// them, kept in memory until they are taken. The core records into the Trace its CompileOptions or RunOptions name
+// (null: not traced, and nothing is measured); the process's PVTI timeline is owned by the C API (ipu/c_handle.h).
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 """Host callbacks by position, for the executable cache.
 
-A module jax lowers for the ipu names each host callback by the id jax_ipu.callbacks registered it under
+A module jax lowers for the ipu names each host callback by the id jax_ipu.backend.callbacks registered it under
 (``stablehlo.custom_call @jax_ipu_host_callback`` with ``backend_config = "<id>"``). Ids are a process's counter:
 the same function lowered again (after ``jax.clear_caches()``, or in another process) gets new ones, so a cache
 keyed by the module's bytes would miss every time and grow. The cache instead keys, and compiles, the module with
@@ -17,9 +17,8 @@ from typing import Any, List, Tuple
 
 from jax._src.interpreters import mlir as jmlir
 
-from jax_ipu.callbacks import CALL_TARGET
-
 from .errors import CompileError
+from .ops import CALL_TARGET
 from .partitioner import custom_calls
 from .program_format import container, container_parts
 from .translate import _parse

@@ -12,6 +12,10 @@ from . import attributes as A
 from . import types as T
 from .program_format import Blob
 
+# The custom call a host callback is lowered to (jax_ipu.backend.callbacks emits it; its backend_config is the id the
+# callback is registered under): the program's host call.
+CALL_TARGET = "jax_ipu_host_callback"
+
 # {MLIR attribute: reader}, by attribute name: a name means the same thing on every op, so an op the registry gains
 # is read without an edit here when its attributes are ones other ops have. Only known ops (the registry's) are read.
 # A reader's value is stored under the attribute's name, except that a dict (constant value + splat, the dot, gather,

@@ -27,9 +27,9 @@ import warnings
 from typing import Any, Dict, Iterator, List, NamedTuple
 
 from .. import _jax
-from .. import compile_options as options_proto
-from ..callbacks import CALL_TARGET
+from . import compile_options as options_proto
 from .errors import CompileError
+from .ops import CALL_TARGET
 
 # XLA's name for the pass, as the dump file names it ("...after_spmd-partitioning...hlo.pb").
 PARTITIONER_PASS = "spmd-partitioning"

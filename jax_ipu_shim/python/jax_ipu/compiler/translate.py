@@ -7,12 +7,12 @@ cpu, one module per origin, in the order rules.RULES states); an op no rule take
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from jax._src.interpreters import mlir as jmlir
 from jax._src.lib.mlir import ir
 
-from jax_ipu import _jax, interrupts
+from jax_ipu import _jax
 
 from . import attributes as A
 from . import facts as F
@@ -30,6 +30,10 @@ logger = logging.getLogger(__name__)
 TERMINATORS = ("func.return", "stablehlo.return", "sdy.return")
 
 
+def _no_checkpoint() -> None:
+    """Between two ops of a compile no one can interrupt."""
+
+
 def compile_to_program(module_bytes: bytes, compile_options: bytes = b"") -> str:
     """Translates a StableHLO module (MLIR bytecode or text) into the IPU program's JSON document (constants in
     base64): the readable form, which the emulator reads too.
@@ -43,17 +47,21 @@ def compile_to_program(module_bytes: bytes, compile_options: bytes = b"") -> str
     return encode(translate(module_bytes, compile_options), binary=False)  # type: ignore[return-value]
 
 
-def compile_to_binary(module_bytes: bytes, compile_options: bytes = b"", hosts: Optional[List[int]] = None) -> bytes:
+def compile_to_binary(module_bytes: bytes, compile_options: bytes = b"", hosts: Optional[List[int]] = None,
+                      checkpoint: Callable[[], None] = _no_checkpoint) -> bytes:
     """As compile_to_program, in the binary container the plugin passes to the emulator (constants as raw blobs).
-    ``hosts``: with several processes (jax.distributed), the process of each replica's IPU, for the cost model."""
-    program = translate(module_bytes, compile_options)
+    ``hosts``: with several processes (jax.distributed), the process of each replica's IPU, for the cost model.
+    ``checkpoint``: called between ops; what it raises ends the compile (the backend's Ctrl-C check)."""
+    program = translate(module_bytes, compile_options, checkpoint)
     if hosts is not None and len(hosts) == program["replicas"]:
         program["hosts"] = hosts
     return encode(program, binary=True)  # type: ignore[return-value]
 
 
-def translate(module_bytes: Any, compile_options: bytes = b"") -> Dict[str, Any]:
-    """The program document of a module, as Python values (constants as Blob)."""
+def translate(module_bytes: Any, compile_options: bytes = b"",
+              checkpoint: Callable[[], None] = _no_checkpoint) -> Dict[str, Any]:
+    """The program document of a module, as Python values (constants as Blob); ``checkpoint`` as in
+    compile_to_binary."""
     with jmlir.make_ir_context():
         module = _parse(module_bytes)
         replicas, partitions = _replication(module, compile_options)
@@ -68,9 +76,9 @@ def translate(module_bytes: Any, compile_options: bytes = b"") -> Dict[str, Any]
                                                 uses_shardy=bool(spmd.sdy is not None and spmd.module_meshes(module)))
             module = _parse(partitioned.module)
             partitioner.rename_custom_calls(module, partitioner.XLA_CALLBACK_TARGET, partitioner.CALL_TARGET)
-            program = _Translator(module, partitions, partitioned, aliases).program()
+            program = _Translator(module, checkpoint, partitions, partitioned, aliases).program()
         else:
-            program = _Translator(module).program()
+            program = _Translator(module, checkpoint).program()
         # The emulator runs the program on replicas x partitions IPUs, one copy each (Poplar's replication);
         # "partitions" tells it how to number them (replica_id, partition_id) and PJRT what to report.
         program["replicas"] = replicas * partitions
@@ -109,7 +117,7 @@ def _replication(module: Any, compile_options: bytes) -> Tuple[int, int]:
     """(num_replicas, num_partitions) from the compile options, else from the module's attributes, else (1, 1);
     the options' overrides are checked (_check_compile_options)."""
     if compile_options:
-        from jax_ipu import compile_options as options_proto
+        from jax_ipu.compiler import compile_options as options_proto
 
         options = options_proto.parse(compile_options)
         _check_compile_options(options.env_option_overrides)
@@ -208,11 +216,13 @@ class _Translator:
     methods (use, entry, fresh, tensor, type_of, the dtype questions) and read its state (ids, tuples, quotients,
     exponents, inverses, splat_scalars, anchors)."""
 
-    def __init__(self, module: Any, partitions: int = 1, partitioned: Optional[partitioner.Partitioned] = None,
-                 aliases: Optional[List[List[int]]] = None):
+    def __init__(self, module: Any, checkpoint: Callable[[], None] = _no_checkpoint, partitions: int = 1,
+                 partitioned: Optional[partitioner.Partitioned] = None, aliases: Optional[List[List[int]]] = None):
         """``module`` is one device's program; for several partitions, XLA's partitioning of jax's (``partitioned``
-        says how main's parameters and results split, ``aliases`` are jax's donations, by position)."""
+        says how main's parameters and results split, ``aliases`` are jax's donations, by position).
+        ``checkpoint`` is called between ops (compile_to_binary)."""
         self.module = module
+        self.checkpoint = checkpoint
         self.partitions = partitions
         self.partitioned = partitioned
         self.donations = aliases
@@ -367,7 +377,7 @@ class _Translator:
         a comparator...: the emulator interprets those per element and has no calls) func.calls are inlined: jax
         emits `jnp.where` inside them as a call."""
         for op in block.operations:
-            interrupts.compile_checkpoint()  # a Ctrl-C that Python's handler lost in a gc callback
+            self.checkpoint()  # the backend's: a Ctrl-C that Python's handler lost in a gc callback
             op = op.operation
             if op.name in TERMINATORS:
                 return [i for v in op.operands for i in (self.tuples[v] if v in self.tuples else [self.use(v)])]

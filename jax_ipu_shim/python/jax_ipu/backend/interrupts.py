@@ -78,7 +78,7 @@ def _wrap_waits() -> None:
         api.block_until_ready = wrapped
         if getattr(jax, "block_until_ready", None) is getattr(wrapped, "__wrapped__", None):
             jax.block_until_ready = wrapped
-    from jax_ipu import feeds
+    from jax_ipu.backend import feeds
 
     if not getattr(feeds.transfer_from_outfeed, "_jax_ipu_interrupts", False):
         feeds.transfer_from_outfeed = _raising_pending_interrupt(feeds.transfer_from_outfeed)

@@ -15,8 +15,9 @@ import logging
 import traceback
 from typing import Any, Dict, Iterator, List, Optional
 
-from jax_ipu import _native, executable_cache, interrupts, multihost, progress, pvti, report
+from jax_ipu import _native, executable_cache, report
 from jax_ipu import config as ipu_config
+from jax_ipu.backend import interrupts, multihost, progress, pvti
 from jax_ipu.config import PLATFORM
 
 logger = logging.getLogger(__name__)
@@ -83,6 +84,7 @@ def _tell_library_stablehlo_versions() -> None:
 
 def _make_client():
     from jax_ipu import _jax
+    from jax_ipu.backend import linalg, profiler  # imported when the backend starts: they import jax's internals
 
     global _client_config, _client_device
     config = ipu_config.read(jax_options=_jax_option_values())
@@ -94,8 +96,8 @@ def _make_client():
     executable_cache.install_jax_cache(PLATFORM, _around_compile)
     _add_host_callbacks(_native.load())
     interrupts.install(_native.load())  # Ctrl-C ends waits (interrupts.py)
-    __import__("jax_ipu.profiler").profiler.install()  # jax.profiler's IPU planes on jaxlib 0.4.13
-    __import__("jax_ipu.linalg").linalg.install_lowerings()  # jnp.linalg on the ipu: generic lowerings
+    profiler.install()  # jax.profiler's IPU planes on jaxlib 0.4.13
+    linalg.install_lowerings()  # jnp.linalg on the ipu: generic lowerings
     options = config.client_options()
     # jax.distributed with several processes: every process's IPUs, through jax's key-value store (multihost.py)
     options.update(multihost.rendezvous(_native.load(), config.num_devices, config.collective_timeout))
@@ -195,7 +197,8 @@ def _compile(module: bytes, options: bytes) -> bytes:
     processes, it says whose IPU each replica runs on (for the cost of collectives between hosts)."""
     from jax_ipu.compiler import compile_to_binary
 
-    return compile_to_binary(module, options, hosts=multihost.hosts_of(_device_ids(options)))
+    return compile_to_binary(module, options, hosts=multihost.hosts_of(_device_ids(options)),
+                             checkpoint=interrupts.compile_checkpoint)
 
 
 def _describe(error: BaseException):
@@ -213,7 +216,7 @@ def _describe(error: BaseException):
 def _device_ids(options: bytes) -> List[int]:
     """The devices of the compile options' device assignment, e.g. for ``jit(f, device=jax.devices("ipu")[1])``;
     without one, PJRT's default for its replicas x partitions (the first ones: jax 0.4.13's jit of a pmap)."""
-    from jax_ipu import compile_options
+    from jax_ipu.compiler import compile_options
 
     if not options:
         return []
@@ -256,7 +259,8 @@ def _add_device_properties() -> None:
 
 def _add_host_streams() -> None:
     """``device.transfer_to_infeed`` / ``transfer_from_outfeed`` for ipu devices (jaxlib's raise UNIMPLEMENTED)."""
-    from jax_ipu import _jax, feeds
+    from jax_ipu import _jax
+    from jax_ipu.backend import feeds
 
     if _jax.is_current_series():
         return  # infeed and outfeed are gone from jax there: io_callback streams replace them (README)
@@ -269,7 +273,7 @@ def _add_host_streams() -> None:
 def _add_host_callbacks(lib: ctypes.CDLL) -> None:
     """jax.debug.print, pure_callback and io_callback on the ipu. Done when the backend is created, not in
     initialize(): jax calls initialize() while it is still importing the modules this needs."""
-    from jax_ipu import callbacks
+    from jax_ipu.backend import callbacks
 
     callbacks.install_lowering()
     callbacks.install_runtime(lib)

@@ -53,7 +53,7 @@ def _without_manual_axes(ctx: Any) -> Any:
 
 
 def install_lowerings() -> None:
-    """Registers the ipu lowerings (once), rng_bit_generator's too (jax_ipu.rng); called when the ipu backend is
+    """Registers the ipu lowerings (once), rng_bit_generator's too (jax_ipu.backend.rng); called when the ipu backend is
     created, after jax has imported."""
     if _installed:
         return
@@ -90,7 +90,7 @@ def install_lowerings() -> None:
         primitive = getattr(lax_linalg, name, None)
         if primitive is not None:
             mlir.register_lowering(primitive, rule(_f32(fn), multiple_results), platform=PLATFORM)
-    from jax_ipu import rng  # rng_bit_generator: the other op jaxlib lowers through 64-bit or custom calls
+    from jax_ipu.backend import rng  # rng_bit_generator: the other op jaxlib lowers through 64-bit or custom calls
     rng.install_lowerings()
     _installed.append(True)
 

@@ -22,7 +22,7 @@ import time
 from typing import Any, Dict, Iterator, List, Tuple
 
 from jax_ipu import _native
-from jax_ipu.compile_options import _fields, _signed, _varint
+from jax_ipu.compiler.compile_options import _fields, _signed, _varint
 
 _PID_BASE = 100000  # trace-viewer process ids of the IPU planes: past the host's and jaxlib's devices'
 
@@ -44,7 +44,7 @@ def install() -> None:
 
 def _session_class(original: Any) -> Any:
     class ProfilerSession:
-        """jaxlib's ProfilerSession, also recording the IPUs (jax_ipu.profiler)."""
+        """jaxlib's ProfilerSession, also recording the IPUs (jax_ipu.backend.profiler)."""
 
         _jax_ipu = True
 

@@ -119,7 +119,7 @@ def _wrap_host_io() -> None:
     """Spans around the host side of streams and callbacks (their Python entry points)."""
     from jax._src.lib import xla_client
 
-    from jax_ipu import callbacks
+    from jax_ipu.backend import callbacks
 
     for method, name in (("transfer_to_infeed", "infeed"), ("transfer_from_outfeed", "outfeed")):
         original = getattr(xla_client.Device, method, None)

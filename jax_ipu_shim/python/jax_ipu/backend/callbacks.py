@@ -24,11 +24,10 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from jax_ipu import _jax, _native
+from jax_ipu.compiler.ops import CALL_TARGET
 from jax_ipu.config import PLATFORM
 
 logger = logging.getLogger(__name__)
-
-CALL_TARGET = "jax_ipu_host_callback"
 
 
 Aval = Tuple[Tuple[int, ...], np.dtype]
