@@ -622,6 +622,33 @@ def test_a_loop_of_one_trip_is_removed_as_xla_removes_it():
         check(lambda p, n=n: lax.fori_loop(0, n, lambda i, c: c / jnp.float32(0), p.astype(jnp.float32)), p, **EXACT)
 
 
+def test_a_sum_with_a_negated_product_contracts_the_other_product():
+    """XLA:CPU contracts one f32 product of a sum into a fused multiply-add; LLVM first writes P + Q with a negated
+    product P (0.48 * -y, -a * b, a * -0.5, (a * b) * -1, a * (-3 * b), -a * -b is not one) as Q - |P|, so Q is
+    the one contracted whichever comes first. jax.grad of the Matyas function, 0.26 * (x**2 + y**2) - 0.48 * x * y,
+    had two different components at x = y on the ipu (optax's L-BFGS test), and each form below differed in up to
+    a third of its elements; products of values with cancellation make every rounding visible (EXACT)."""
+    a, b, c = (random("float32", (4096,), seed=40 + i) for i in range(3))
+    d = (a * b / c * -1 * np.float32(1.0000001)).astype(np.float32)
+    neg = lax.neg
+    forms = [
+        lambda a, b, c, d: neg(a) * b + c * d, lambda a, b, c, d: a * neg(b) + c * d,
+        lambda a, b, c, d: neg(a) * neg(b) + c * d, lambda a, b, c, d: a * b + neg(c) * d,
+        lambda a, b, c, d: a * (jnp.float32(-3) * b) + c * d, lambda a, b, c, d: neg(a * b) + c * d,
+        lambda a, b, c, d: (a * b) * jnp.float32(-1) + c * d, lambda a, b, c, d: a * jnp.float32(-0.5) + c * d,
+        lambda a, b, c, d: neg(a) * b + neg(c) * d, lambda a, b, c, d: neg(a) * b - c * d,
+        lambda a, b, c, d: c * d - neg(a) * b,
+    ]
+    check(lambda a, b, c, d: [f(a, b, c, d) for f in forms], a, b, c, d, **EXACT)
+
+    def matyas(p):
+        x, y = p
+        return 0.26 * (x ** 2 + y ** 2) - 0.48 * x * y
+
+    for v in (5.99976015, 6.0, 1.2345678, 3.3):
+        check(jax.grad(matyas), np.full(2, v, np.float32), **EXACT)
+
+
 @pytest.mark.parametrize("n", [1, 3, 72])
 def test_bf16_compared_with_zero(n):
     """XLA:CPU tests a bf16 value widened to f32 against a zero constant by its bits, so a bf16 denormal is nonzero

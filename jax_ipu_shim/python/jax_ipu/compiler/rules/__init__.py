@@ -63,6 +63,7 @@ RULES: Tuple[Rule, ...] = (
     cpu_loops.extremum_of_update,
     cpu_loops.select_of_arithmetic,
     cpu_loops.remainder_by_power_of_two,
+    cpu_loops.product_after_negated_product,
     simplifier.minus_zero_minus,
     simplifier.sort_of_one,
     simplifier.call_of_sort_of_one,

@@ -205,6 +205,27 @@ def _read_once_where_fused(value: Any, op: Any) -> bool:
     return True
 
 
+def _sign(value: Any, depth: int = 0) -> int:
+    """-1 where LLVM's InstCombine sees ``value`` as a negation once it has moved the negations of a product out of
+    it (-C for a constant C > 0; -X; X * -C; (-X) * Y; a product of such factors, read once, by parity), else 1."""
+    constant = F.splat_value(value)
+    if constant is not None:
+        return -1 if constant < 0 else 1
+    producer = F.producer_of(value)
+    if producer is None or depth > 8:
+        return 1
+    if producer.name == "stablehlo.negate":
+        return -_sign(producer.operands[0], depth + 1)
+    if producer.name == "stablehlo.multiply" and (depth == 0 or len(list(value.uses)) == 1):
+        return _sign(producer.operands[0], depth + 1) * _sign(producer.operands[1], depth + 1)
+    return 1
+
+
+def _product_read_once(value: Any) -> bool:
+    producer = F.producer_of(value)
+    return producer is not None and producer.name == "stablehlo.multiply" and len(list(value.uses)) == 1
+
+
 def _bf16_zero_test(op: Any, direct: bool) -> Optional[Any]:
     """For a compare, EQ or NE, with a zero constant of an f32 value that is a bf16 value widened (and then only
     moved: reversed, reshaped, transposed, sliced, broadcast), that f32 value; with ``direct``, for one of a bf16
@@ -394,6 +415,22 @@ def select_of_arithmetic(t: Any, op: Any, body: List[Dict[str, Any]], scalar_bod
     chosen = rewrite.emit("select", [t.use(predicate)] + branches)
     rewrite.emit(name, [t.use(kept), chosen], result=entry["results"][0])
     body.extend(rewrite.ops)
+    return True
+
+
+def product_after_negated_product(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
+    if not (op.name == "stablehlo.add" and not scalar_body and t.f32(op)
+            and all(_product_read_once(v) for v in op.operands) and _sign(op.operands[0]) < 0):
+        return False
+    # Both series: XLA:CPU's fused loop contracts one f32 product of a sum into a fused multiply-add, the first
+    # operand's where both are products; but LLVM's InstCombine first writes P + Q with a negated product P
+    # (0.48 * -y, -a * b, x * -0.5, (x * 0.48) * -1) as Q - |P|, so it is Q that is contracted, P rounded on its own.
+    # jax.grad of 0.26 * (x**2 + y**2) - 0.48 * x * y at x = y gave two different components on the ipu (optax's
+    # L-BFGS test on the Matyas function). The vertex contracts its first operand (elementwise.cc): here Q comes
+    # first, the same sum otherwise.
+    entry = t.entry(op)
+    entry["operands"] = entry["operands"][::-1]
+    body.append(entry)
     return True
 
 
