@@ -465,6 +465,29 @@ def upstream_tests(session: nox.Session) -> None:
     session.run("python", str(REPO / "tests" / "upstream" / "run_upstream.py"), checkout, *rest, env=suite_env())
 
 
+@nox.session(python=PYTHONS, venv_backend="venv", reuse_venv=False)
+def ecosystem_tests(session: nox.Session) -> None:
+    """The own test suites of optax, chex, flax, equinox and dm-haiku on dist/*.whl: cpu and ipu, and per library
+    how many of cpu's passes the ipu passes too.
+
+        nox -s ecosystem_tests -- [--libraries optax,chex,...] [--paths LIB=GLOB,...] [--source equinox=DIR]
+            [--workers N] [--reuse JSON] [--min-rate R]
+
+    The libraries are the versions build_tools/ecosystem-requirements[-<python>].txt locks for the series.
+    tests/ecosystem/run_ecosystem.py says where each one's tests come from (equinox's only from a checkout of its
+    tag: --source); tests/ecosystem/expectations-<jax version>.txt lists what is expected to fail on ipu, each with
+    its reason. Results go to build/ecosystem/ecosystem-<UTC time>.json.
+    """
+    rest = list(session.posargs)
+    _install_dist(session)
+    session.install("--only-binary=:all:", "--require-hashes", "-r",
+                    _lock("build_tools/ecosystem-requirements.txt", _series(session)))
+    if not any(a == "--json" or a.startswith("--json=") for a in rest):
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
+        rest += ["--json", str(REPO / "build" / "ecosystem" / f"ecosystem-{stamp}.json")]
+    session.run("python", str(REPO / "tests" / "ecosystem" / "run_ecosystem.py"), *rest, env=suite_env())
+
+
 CURRENT = next(s for s in PINS.all_series() if s.packaging == "plugin")  # the series the plugin wheel serves
 
 

@@ -1,0 +1,84 @@
+"""tests/ecosystem (`nox -s ecosystem_tests`): its libraries are locked for both series, the sdists it unpacks are
+pinned, its expectation lists parse, and its report finds what it must (host Python, no jax)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests" / "ecosystem"))
+sys.path.insert(0, str(REPO / "tests" / "upstream"))
+
+import expectations  # noqa: E402
+import run_ecosystem as eco  # noqa: E402
+import run_upstream  # noqa: E402
+
+LOCKS = sorted((REPO / "build_tools").glob("ecosystem-requirements*.txt"))
+
+
+def test_there_is_a_lock_per_series():
+    assert [p.name for p in LOCKS] == ["ecosystem-requirements-3.12.txt", "ecosystem-requirements.txt"]
+
+
+@pytest.mark.parametrize("lock", LOCKS, ids=lambda p: p.name)
+def test_every_library_is_locked_and_every_sdist_it_unpacks_is_pinned(lock):
+    for lib in eco.LIBRARIES.values():
+        version = eco.locked_version(lock, lib.distribution)
+        if lib.tests == "sdist":
+            assert (lib.distribution, version) in eco.SDIST_SHA256, f"{lib.distribution} {version}: no sha256"
+    assert "--hash=sha256:" in lock.read_text()
+
+
+def test_the_equinox_tag_comes_from_the_lock(capsys):
+    assert eco.main(["--tag-of", "equinox", "--lock", str(REPO / "build_tools" / "ecosystem-requirements-3.12.txt")]) \
+        == 0
+    assert capsys.readouterr().out.strip() == f"v{eco.locked_version(LOCKS[0], 'equinox')}"
+
+
+def test_the_expectation_lists_parse_and_name_each_librarys_files():
+    lists = sorted(eco.HERE.glob("expectations-*.txt"))
+    assert lists, "tests/ecosystem/expectations-<jax version>.txt"
+    roots = tuple(f"{lib.package}/" for lib in eco.LIBRARIES.values()) + ("tests/",)
+    for path in lists:
+        for rule in expectations.load(path):
+            assert rule.pattern.startswith(roots), f"{path.name}:{rule.line}: {rule.pattern}"
+
+
+def test_a_difference_not_listed_and_a_listed_pass_are_problems():
+    files = ["optax/_src/a_test.py"]
+    cpu = {"optax/_src/a_test.py::T::test_1": "passed", "optax/_src/a_test.py::T::test_2": "passed",
+           "optax/_src/a_test.py::T::test_3": "passed"}
+    ipu = {"optax/_src/a_test.py::T::test_1": "passed", "optax/_src/a_test.py::T::test_2": "failed",
+           "optax/_src/a_test.py::T::test_3": "xfailed", "optax/_src/a_test.py::T::test_4": "xpassed"}
+    rows, total = run_upstream.summarise(files, cpu, ipu)
+    problems = eco.problems_of(rows, total, {"cpu": 1, "ipu": 1}, {"optax/_src/a_test.py::T::test_2": "boom"},
+                               min_rate=0.0, library="optax")
+    assert problems == ["fails on ipu, passes on cpu, not listed: optax/_src/a_test.py::T::test_2: boom",
+                        "listed as xfail but passes on ipu (remove it from the list): optax/_src/a_test.py::T::test_4"]
+    assert total["rate"] == pytest.approx(100 / 3)
+    assert eco.problems_of(rows, total, {"cpu": 1, "ipu": 1}, {}, 50.0, "optax")[-1].startswith("optax: 33.33%")
+    assert eco.problems_of(rows, total, {"cpu": 1, "ipu": 2}, {}, 0.0, "optax")[0].startswith(
+        "optax: pytest on ipu ended with exit status 2")
+
+
+def test_select_keeps_the_globs(tmp_path):
+    for name in ("optax/_src/alias_test.py", "optax/_src/base_test.py", "optax/contrib/x_test.py", "optax/y.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    assert eco.select(tmp_path, "optax/**/*_test.py", []) == [
+        "optax/_src/alias_test.py", "optax/_src/base_test.py", "optax/contrib/x_test.py"]
+    assert eco.select(tmp_path, "optax/**/*_test.py", ["optax/_src/*"]) == [
+        "optax/_src/alias_test.py", "optax/_src/base_test.py"]
+
+
+def test_a_64_bit_refusal_is_classed_not_a_problem():
+    message = ("jax.errors.JaxRuntimeError: UNIMPLEMENTED: Unsupported element type f64 in parameter 0 "
+               "(tensor<3xf64>) of main : the IPU has no f64 hardware; use f32 (jax_enable_x64=False)")
+    assert eco.refusal(message) == "64-bit types"
+    assert eco.refusal("AssertionError: Not equal to tolerance") is None
+    files = ["tests/a_test.py"]
+    rows, total = run_upstream.summarise(files, {"tests/a_test.py::t": "passed"}, {"tests/a_test.py::t": "failed"})
+    assert eco.problems_of(rows, total, {}, {"tests/a_test.py::t": message}, 0.0, "flax") == []
