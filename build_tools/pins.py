@@ -11,6 +11,7 @@ Usable as a module (``from build_tools.pins import load``) and as a script for s
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 from pathlib import Path
 from typing import Any, Dict, List
@@ -133,6 +134,17 @@ def lookup(raw: Dict[str, Any], dotted: str) -> Any:
     return node
 
 
+def _locked_tag(series, distribution: str) -> str:
+    """v<version> of ``distribution`` in the series' ecosystem lock (nox -s ecosystem_tests): the tag of its
+    repository whose tests run (equinox ships none on the registry)."""
+    suffix = "" if series.name == load().default_series else f"-{series.python}"  # as noxfile._lock names them
+    text = (REPO / "build_tools" / f"ecosystem-requirements{suffix}.txt").read_text(encoding="utf-8")
+    found = re.search(rf"^{re.escape(distribution)}==(\S+)", text, re.M)
+    if not found:
+        raise KeyError(f"build_tools/ecosystem-requirements{suffix}.txt pins no {distribution}")
+    return f"v{found.group(1)}"
+
+
 def github_output(pins: Pins) -> str:
     s = pins.get_series()
     lines = {
@@ -147,6 +159,8 @@ def github_output(pins: Pins) -> str:
         "cibuildwheel": pins.tools["cibuildwheel"],
         "jax_tag": f"jax-v{s.jax.version}",  # the jax source tag whose tests/ nox -s upstream_tests runs
         "current_jax_tag": " ".join(f"jax-v{x.jax.version}" for x in pins.all_series() if x.name != s.name),
+        "equinox_tag": _locked_tag(s, "equinox"),  # the equinox tag whose tests/ nox -s ecosystem_tests runs
+        "current_equinox_tag": " ".join(_locked_tag(x, "equinox") for x in pins.all_series() if x.name != s.name),
         "base_image": pins.docker["base_image"],
         "cache_key": "jax-ipu-" + "-".join(a.sha256[:12] for a in s.artifacts),
     }

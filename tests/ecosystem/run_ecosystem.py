@@ -61,19 +61,12 @@ LIBRARIES: Dict[str, Library] = {
     "dm-haiku": Library("dm-haiku", "haiku", "package", "ipu"),
 }
 # The sdists whose tests run (flax ships its tests only there): {(distribution, version): sha256}, verified before
-# the sdist is unpacked. A version the locks pin must be here (tests/toolchain/test_ecosystem.py checks it).
+# the sdist is unpacked. A version the locks pin must be here (tests/toolchain/test_ecosystem.py checks it). The
+# tag of a checkout (--source) is the locked version's (build_tools/pins.py github-output gives it to CI).
 SDIST_SHA256: Dict[Tuple[str, str], str] = {
     ("flax", "0.7.2"): "7f023ece0b8b0d03019d2841dbe780e33b81ec42268bdc3e5d24c8fb0582fd7b",
     ("flax", "0.12.12"): "103cc503c94219513b73027aa0e93aac408adfd3fcdfb1df85e9d147219e4896",
 }
-
-
-def locked_version(lock: Path, distribution: str) -> str:
-    """The version a hash-locked requirements file pins ``distribution`` at."""
-    found = re.search(rf"^{re.escape(distribution)}==([^\s\\]+)", lock.read_text(encoding="utf-8"), re.M)
-    if not found:
-        raise SystemExit(f"{lock} pins no {distribution}")
-    return found.group(1)
 
 
 # Failures the ipu gives by design, by the words of its refusal: counted against the rate (not passes), listed by
@@ -198,15 +191,7 @@ def main(argv=None) -> int:
     p.add_argument("--min-rate", type=float, default=99.0)
     p.add_argument("--reuse", type=Path, default=None,
                    help="the --json of an earlier run: take its cpu results instead of running cpu again")
-    p.add_argument("--tag-of", metavar="LIB", default=None,
-                   help="print the git tag of LIB's version in --lock (for a checkout of its tests) and exit")
-    p.add_argument("--lock", type=Path, default=None, help="with --tag-of: the series' ecosystem requirements")
     args = p.parse_args(argv)
-    if args.tag_of:
-        if args.lock is None:
-            raise SystemExit("--tag-of needs --lock build_tools/ecosystem-requirements[-<python>].txt")
-        print(f"v{locked_version(args.lock, LIBRARIES[args.tag_of].distribution)}")
-        return 0
 
     import jax
 

@@ -15,27 +15,31 @@ sys.path.insert(0, str(REPO / "tests" / "upstream"))
 import expectations  # noqa: E402
 import run_ecosystem as eco  # noqa: E402
 import run_upstream  # noqa: E402
+from build_tools import pins  # noqa: E402
 
-LOCKS = sorted((REPO / "build_tools").glob("ecosystem-requirements*.txt"))
+SERIES = pins.load().all_series()
 
 
 def test_there_is_a_lock_per_series():
-    assert [p.name for p in LOCKS] == ["ecosystem-requirements-3.12.txt", "ecosystem-requirements.txt"]
+    assert sorted(p.name for p in (REPO / "build_tools").glob("ecosystem-requirements*.txt")) == sorted(
+        "ecosystem-requirements.txt" if s.name == pins.load().default_series else
+        f"ecosystem-requirements-{s.python}.txt" for s in SERIES)
 
 
-@pytest.mark.parametrize("lock", LOCKS, ids=lambda p: p.name)
-def test_every_library_is_locked_and_every_sdist_it_unpacks_is_pinned(lock):
+@pytest.mark.parametrize("series", SERIES, ids=lambda s: s.name)
+def test_every_library_is_locked_and_every_sdist_it_unpacks_is_pinned(series):
     for lib in eco.LIBRARIES.values():
-        version = eco.locked_version(lock, lib.distribution)
+        version = pins._locked_tag(series, lib.distribution)[1:]
         if lib.tests == "sdist":
             assert (lib.distribution, version) in eco.SDIST_SHA256, f"{lib.distribution} {version}: no sha256"
-    assert "--hash=sha256:" in lock.read_text()
 
 
-def test_the_equinox_tag_comes_from_the_lock(capsys):
-    assert eco.main(["--tag-of", "equinox", "--lock", str(REPO / "build_tools" / "ecosystem-requirements-3.12.txt")]) \
-        == 0
-    assert capsys.readouterr().out.strip() == f"v{eco.locked_version(LOCKS[0], 'equinox')}"
+def test_ci_checks_out_equinox_at_each_series_locked_tag():
+    out = dict(line.split("=", 1) for line in pins.github_output(pins.load()).splitlines())
+    for key, lock in (("equinox_tag", "ecosystem-requirements.txt"),
+                      ("current_equinox_tag", f"ecosystem-requirements-{out['current_python']}.txt")):
+        assert out[key].startswith("v")
+        assert f"\nequinox=={out[key][1:]} \\\n" in (REPO / "build_tools" / lock).read_text()
 
 
 def test_the_expectation_lists_parse_and_name_each_librarys_files():
