@@ -15,6 +15,7 @@ sys.path.insert(0, str(REPO / "tests" / "upstream"))
 import expectations  # noqa: E402
 import run_ecosystem as eco  # noqa: E402
 import run_upstream  # noqa: E402
+
 from build_tools import pins  # noqa: E402
 
 SERIES = pins.load().all_series()
