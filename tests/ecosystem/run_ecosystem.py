@@ -40,7 +40,7 @@ HERE = Path(__file__).resolve().parent
 UPSTREAM = HERE.parent / "upstream"
 sys.path.insert(0, str(UPSTREAM))
 
-from run_upstream import print_table, summarise  # noqa: E402 (tests/upstream is on sys.path)
+from run_upstream import JAX_DEVICE_RESTRICTION, print_table, summarise  # noqa: E402 (tests/upstream is on sys.path)
 
 
 class Library(NamedTuple):
@@ -83,6 +83,30 @@ REFUSED = {"64-bit types": re.compile(r"Unsupported element type (f64|i64|u64|c1
 
 def refusal(message: str) -> Optional[str]:
     return next((name for name, words in REFUSED.items() if words.search(message)), None)
+
+
+# What the libraries' own tests say when they skip themselves on any backend but cpu, a whole file or one test
+# (equinox's noinline and sharding tests), and a file that takes a cpu device by name when it is imported (equinox's
+# test_pmap.py pmaps over jax.devices("cpu")): such tests are for cpu, as jax's device-restricted ones are (`cpu only`).
+LIBRARY_DEVICE_RESTRICTION = ("Skipping tests on non-CPU backend", "Sharding tests require multiple devices",
+                              "Takes a cpu device by name")
+
+
+def restricted_files(cpu: Dict[str, str], ipu: Dict[str, str], messages: Dict[str, str]) -> None:
+    """A file that skipped itself whole on the ipu (pytest.skip(allow_module_level=True)) with a device restriction,
+    or that fails to import for want of a cpu backend: its tests that ran on cpu are skipped on the ipu with that
+    reason (in place)."""
+    for nodeid, outcome in list(ipu.items()):
+        why = messages.get(nodeid, "")
+        if "::" not in nodeid and outcome == "error" and "Unknown backend cpu" in why:
+            why = f"Takes a cpu device by name when it is imported ({why.strip()})"
+            ipu[nodeid], messages[nodeid] = "skipped", why  # not a collection error of the ipu's
+        elif "::" in nodeid or outcome != "skipped" or not why.startswith(LIBRARY_DEVICE_RESTRICTION):
+            continue
+        for test in cpu:
+            if test.startswith(nodeid + "::") and test not in ipu:
+                ipu[test] = "skipped"
+                messages[test] = why
 
 
 def expectations_path(jax_version: str) -> Path:
@@ -250,7 +274,9 @@ def main(argv=None) -> int:
                 recorded = json.loads(out.read_text()) if out.is_file() else {}
                 results[backend] = recorded.get("outcomes", {})
                 messages[backend] = recorded.get("messages", {})
-            rows, total = summarise(files, results["cpu"], results["ipu"], messages.get("ipu"))
+            restricted_files(results["cpu"], results["ipu"], messages.setdefault("ipu", {}))
+            rows, total = summarise(files, results["cpu"], results["ipu"], messages["ipu"],
+                                    JAX_DEVICE_RESTRICTION + LIBRARY_DEVICE_RESTRICTION)
             print(f"\n[ecosystem] {name} {version}")
             print_table(rows, total)
             problems = problems_of(rows, total, codes, messages.get("ipu", {}), args.min_rate, name)

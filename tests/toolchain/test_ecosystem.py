@@ -87,3 +87,20 @@ def test_a_64_bit_refusal_is_classed_not_a_problem():
     files = ["tests/a_test.py"]
     rows, total = run_upstream.summarise(files, {"tests/a_test.py::t": "passed"}, {"tests/a_test.py::t": "failed"})
     assert eco.problems_of(rows, total, {}, {"tests/a_test.py::t": message}, 0.0, "flax") == []
+
+
+def test_a_file_kept_to_cpu_counts_as_cpu_only():
+    cpu = {"tests/test_noinline.py::test_a": "passed", "tests/test_pmap.py::test_b": "passed",
+           "tests/test_ad.py::test_c": "passed"}
+    ipu = {"tests/test_noinline.py": "skipped", "tests/test_pmap.py": "error", "tests/test_ad.py::test_c": "failed"}
+    messages = {"tests/test_noinline.py": "Skipping tests on non-CPU backend",
+                "tests/test_pmap.py": "E   RuntimeError: Unknown backend cpu. Available backends are ['ipu']"}
+    eco.restricted_files(cpu, ipu, messages)
+    assert ipu["tests/test_noinline.py::test_a"] == ipu["tests/test_pmap.py::test_b"] == "skipped"
+    files = ["tests/test_noinline.py", "tests/test_pmap.py", "tests/test_ad.py"]
+    rows, total = run_upstream.summarise(files, cpu, ipu, messages,
+                                         run_upstream.JAX_DEVICE_RESTRICTION + eco.LIBRARY_DEVICE_RESTRICTION)
+    assert total["jax_device_restricted"] == 2 and total["runnable_rate"] == 0.0
+    assert [r["ipu_failed"] for r in rows] == [[], [], ["tests/test_ad.py::test_c"]]
+    assert eco.problems_of(rows, total, {}, {}, 0.0, "equinox") == [
+        "fails on ipu, passes on cpu, not listed: tests/test_ad.py::test_c: "]

@@ -159,9 +159,11 @@ JAX_DEVICE_RESTRICTION = ("Skipped unless running on devices with tags", "Buffer
 
 
 def summarise(files: List[str], cpu: Dict[str, str], ipu: Dict[str, str],
-              ipu_messages: Optional[Dict[str, str]] = None) -> Tuple[list, dict]:
+              ipu_messages: Optional[Dict[str, str]] = None,
+              restrictions: Tuple[str, ...] = JAX_DEVICE_RESTRICTION) -> Tuple[list, dict]:
     """Per file and in total: of the tests that pass on cpu, how many pass on ipu (`rate`), and the same leaving out
-    those jax's own test utilities run only on other devices (`runnable_rate`)."""
+    those jax's own test utilities run only on other devices (`runnable_rate`: skips whose message starts with one
+    of ``restrictions``)."""
     ipu_messages = ipu_messages or {}
     rows = []
     for f in files:
@@ -170,7 +172,7 @@ def summarise(files: List[str], cpu: Dict[str, str], ipu: Dict[str, str],
         base = sorted(k for k, v in cpu_f.items() if v in PASS)
         ok = [k for k in base if ipu_f.get(k) in PASS]
         restricted = [k for k in base if ipu_f.get(k) == "skipped"
-                      and ipu_messages.get(k, "").startswith(JAX_DEVICE_RESTRICTION)]
+                      and ipu_messages.get(k, "").startswith(restrictions)]
         # A case jax generates for cpu only (its parameters depend on jtu.device_under_test(), e.g. linalg_test's
         # svd_algorithms()): absent from the ipu run, where other cases of the same test ran. Like the above, for
         # other devices.
