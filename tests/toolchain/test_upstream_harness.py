@@ -55,20 +55,24 @@ def test_the_plugin_applies_expectations_and_records_outcomes(tmp_path: Path) ->
         def test_listed_skip(): assert False
     """))
     (tmp_path / "broken_test.py").write_text("import no_such_module_here\n")
+    (tmp_path / "cpu_only_test.py").write_text(
+        "import pytest\npytest.skip('Skipping tests on non-CPU backend', allow_module_level=True)\n")
     rules = tmp_path / "rules.txt"
     rules.write_text("[xfail] known\nfake_test.py::test_listed_*\n[skip] too slow\nfake_test.py::test_listed_skip\n")
     out = tmp_path / "out.json"
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "jax_ipu_upstream",
          "--continue-on-collection-errors", "--rootdir", str(tmp_path), f"--upstream-results={out}",
-         f"--upstream-expectations-file={rules}", "fake_test.py", "broken_test.py"],
+         f"--upstream-expectations-file={rules}", "fake_test.py", "broken_test.py", "cpu_only_test.py"],
         cwd=tmp_path, env={"PYTHONPATH": str(UPSTREAM), "PATH": ""}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         universal_newlines=True)
     assert run.returncode != 0, run.stdout  # a failure, a strict xpass and a collection error all fail the run
     recorded = json.loads(out.read_text())
     assert "assert False" in recorded["messages"]["fake_test.py::test_fail"]
+    assert recorded["messages"]["cpu_only_test.py"] == "Skipping tests on non-CPU backend"  # a file skipped whole
     assert recorded["outcomes"] == {
         "broken_test.py": "error",
+        "cpu_only_test.py": "skipped",
         "fake_test.py::test_pass": "passed",
         "fake_test.py::test_fail": "failed",
         "fake_test.py::test_listed_failing": "xfailed",

@@ -170,6 +170,10 @@ def pytest_collectreport(report):
     if report.failed:
         _RESULTS[report.nodeid or "<collection>"] = "error"
         _MESSAGES[report.nodeid or "<collection>"] = str(report.longrepr).strip().splitlines()[-1][:300]
+    elif report.skipped and report.nodeid:  # a file that skips itself whole (pytest.skip(allow_module_level=True))
+        _RESULTS[report.nodeid] = "skipped"
+        reason = str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        _MESSAGES[report.nodeid] = (reason[len("Skipped: "):] if reason.startswith("Skipped: ") else reason)[:300]
 
 
 def pytest_sessionfinish(session, exitstatus):
