@@ -16,6 +16,7 @@
     nox -s bench                        # benchmark: the same jitted programs on cpu and ipu (not a test, not in CI)
     nox -s bench -- --quick             # a short run; also --only NAME[,NAME], --reps N, --json PATH, --list
     nox -s upstream_tests -- JAX_SRC    # JAX's own tests (a jax checkout at the pinned tag) on cpu and ipu
+    nox -s ecosystem_tests              # optax, chex, flax, equinox and dm-haiku's own tests on cpu and ipu
 
 Pins (versions, sums, Python, glibc, label) come from build_tools/pins.toml only.
 """
@@ -455,20 +456,26 @@ def upstream_tests(session: nox.Session) -> None:
     if not session.posargs or session.posargs[0].startswith("-"):
         session.error(f"pass a jax source checkout at tag {tag}: `git clone --depth 1 --branch {tag} "
                       f"https://github.com/jax-ml/jax /tmp/jax-src`, then `nox -s upstream_tests -- /tmp/jax-src`")
-    checkout, rest = str((REPO / session.posargs[0]).resolve()), list(session.posargs[1:])
+    checkout = str((REPO / session.posargs[0]).resolve())
+    _run_harness(session, "upstream", "build_tools/upstream-test-requirements.txt", [checkout, *session.posargs[1:]])
+
+
+def _run_harness(session: nox.Session, name: str, lock: str, args: list) -> None:
+    """tests/<name>/run_<name>.py with the series' wheels and `lock`, its results in build/<name>/ unless --json
+    says otherwise."""
     _install_dist(session)
-    session.install("--only-binary=:all:", "--require-hashes", "-r",
-                    _lock("build_tools/upstream-test-requirements.txt", _series(session)))
-    if not any(a == "--json" or a.startswith("--json=") for a in rest):
+    session.install("--only-binary=:all:", "--require-hashes", "-r", _lock(lock, _series(session)))
+    if not any(a == "--json" or a.startswith("--json=") for a in args):
         stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
-        rest += ["--json", str(REPO / "build" / "upstream" / f"upstream-{stamp}.json")]
-    session.run("python", str(REPO / "tests" / "upstream" / "run_upstream.py"), checkout, *rest, env=suite_env())
+        args = [*args, "--json", str(REPO / "build" / name / f"{name}-{stamp}.json")]
+    session.run("python", str(REPO / "tests" / name / f"run_{name}.py"), *args, env=suite_env())
 
 
 @nox.session(python=PYTHONS, venv_backend="venv", reuse_venv=False)
 def ecosystem_tests(session: nox.Session) -> None:
-    """The own test suites of optax, chex, flax, equinox and dm-haiku on dist/*.whl: cpu and ipu, and per library
-    how many of cpu's passes the ipu passes too.
+    """optax, chex, flax, equinox and dm-haiku's own tests on dist/*.whl: cpu and ipu, and the ipu's pass rate.
+
+    Per library and file, how many of cpu's passes the ipu passes too.
 
         nox -s ecosystem_tests -- [--libraries optax,chex,...] [--paths LIB=GLOB,...] [--source equinox=DIR]
             [--workers N] [--reuse JSON] [--min-rate R]
@@ -478,14 +485,7 @@ def ecosystem_tests(session: nox.Session) -> None:
     tag: --source); tests/ecosystem/expectations-<jax version>.txt lists what is expected to fail on ipu, each with
     its reason. Results go to build/ecosystem/ecosystem-<UTC time>.json.
     """
-    rest = list(session.posargs)
-    _install_dist(session)
-    session.install("--only-binary=:all:", "--require-hashes", "-r",
-                    _lock("build_tools/ecosystem-requirements.txt", _series(session)))
-    if not any(a == "--json" or a.startswith("--json=") for a in rest):
-        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
-        rest += ["--json", str(REPO / "build" / "ecosystem" / f"ecosystem-{stamp}.json")]
-    session.run("python", str(REPO / "tests" / "ecosystem" / "run_ecosystem.py"), *rest, env=suite_env())
+    _run_harness(session, "ecosystem", "build_tools/ecosystem-requirements.txt", list(session.posargs))
 
 
 CURRENT = next(s for s in PINS.all_series() if s.packaging == "plugin")  # the series the plugin wheel serves
