@@ -52,10 +52,13 @@ class Library(NamedTuple):
     # pytest -k: tests that check no result, left out on both backends, and why
     not_results: str = ""
     why_not_results: str = ""
+    # a pytest process per test file: a file's jax.config.update("jax_enable_x64", True) would otherwise hold for
+    # the files after it in the same process (harmless on cpu, every value 64-bit and refused on the ipu)
+    process_per_file: bool = False
 
 
 LIBRARIES: Dict[str, Library] = {
-    "optax": Library("optax", "optax", "package", "ipu"),
+    "optax": Library("optax", "optax", "package", "ipu", process_per_file=True),
     "chex": Library("chex", "chex", "package", "ipu,cpu",
                     "chex's own tests ask for cpu devices (chex.set_n_cpu_devices, jax.devices('cpu')) beside the "
                     "default backend, as its users' test setups do"),
@@ -188,7 +191,7 @@ def run_backend(platforms: str, root: Path, files: List[str], workers: int, out:
         cmd += ["-k", keyword]
     if platforms.split(",")[0] == "ipu":
         cmd += [f"--upstream-expectations-file={expectations}"]
-    print(f"\n== {platforms}: {len(files)} files under {root}", flush=True)
+    print(f"\n== {platforms}: {files[0] if len(files) == 1 else f'{len(files)} files'} under {root}", flush=True)
     return subprocess.run(cmd + files, cwd=root, env=env).returncode
 
 
@@ -268,12 +271,16 @@ def main(argv=None) -> int:
             for backend, platforms in (("cpu", "cpu"), ("ipu", lib.ipu_platforms)):
                 if backend in results:
                     continue
-                out = Path(tmp) / f"{name}-{backend}.json"
-                codes[backend] = run_backend(platforms, root, files, args.workers, out, expectations,
-                                             lib.not_results)
-                recorded = json.loads(out.read_text()) if out.is_file() else {}
-                results[backend] = recorded.get("outcomes", {})
-                messages[backend] = recorded.get("messages", {})
+                results[backend], messages[backend], exits = {}, {}, []
+                for i, group in enumerate([[f] for f in files] if lib.process_per_file else [files]):
+                    out = Path(tmp) / f"{name}-{backend}-{i}.json"
+                    exits.append(run_backend(platforms, root, group, args.workers, out, expectations,
+                                             lib.not_results))
+                    recorded = json.loads(out.read_text()) if out.is_file() else {}
+                    results[backend].update(recorded.get("outcomes", {}))
+                    messages[backend].update(recorded.get("messages", {}))
+                # the worst: an incomplete run first (5: a file with no test left, e.g. all deselected, is not one)
+                codes[backend] = max((0 if c == 5 else c for c in exits), key=lambda c: (c not in (0, 1), c))
             restricted_files(results["cpu"], results["ipu"], messages.setdefault("ipu", {}))
             rows, total = summarise(files, results["cpu"], results["ipu"], messages["ipu"],
                                     JAX_DEVICE_RESTRICTION + LIBRARY_DEVICE_RESTRICTION)
