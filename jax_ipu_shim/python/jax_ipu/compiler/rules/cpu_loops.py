@@ -5,7 +5,9 @@ A)`` into a select of A, and the extremum of a dynamic_update_slice into a selec
 test through the moves between it and its value, a negation pair as a sign flip, and a clamp with a bound that is
 not constant as IEEE max-then-min on an AVX-512 host. Each of these changes whether a denormal is read as a zero
 or kept. The rules write the form LLVM leaves (for the series and host capabilities measured on cpu: O.host()),
-so that denormals, signed zeros and NaNs come out as on cpu; other values are the same either way."""
+so that denormals, signed zeros and NaNs come out as on cpu; other values are the same either way. One rule changes
+rounding instead: LLVM writes a sum with a negated product first as a difference, which decides the product it
+contracts into a fused multiply-add (product_after_negated_product); it only orders the sum's operands."""
 
 from __future__ import annotations
 
