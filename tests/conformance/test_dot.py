@@ -50,6 +50,13 @@ def test_large_f32_matmul_spread_over_tiles():
     check(lambda h, b: h @ b.T, h, b, scale_ulps=8)
 
 
+def test_dot_of_operands_read_across_their_rows():
+    # Contracting dimension first in the lhs and last in the rhs (a gradient's dots): both are staged transposed.
+    a, b = away_from_zero("float32", (300, 257), seed=1), away_from_zero("float32", (129, 300), seed=2)
+    check(lambda a, b: (jnp.einsum("ki,jk->ij", a, b), lax.dot_general(a, b.T, (((0,), (0,)), ((), ())))), a, b,
+          scale_ulps=8)
+
+
 def test_f16_dot_accumulates_in_f32():
     # Positive terms: the partial sums grow to the result, so an f16 accumulator's roundings (half an ulp of each
     # partial, K of them) add up to several ulps of the scale, while an f32 accumulator rounded once stays within one.

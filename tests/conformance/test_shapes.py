@@ -21,6 +21,17 @@ def test_broadcast_reshape_transpose(dtype):
           random(dtype, (4, 5, 6), seed=4))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "uint8", "bool"])
+def test_large_transposes_split_over_host_threads(dtype):
+    # Large enough that the host threads copy parts of each (ranges that start and end inside rows), with the two
+    # minor dimensions swapped: the host copies those rows 16 at a time (strided_copy.h); a dot reading its lhs
+    # with the contracting dimension first stages it the same way.
+    def f(x, cube):
+        return x.T, cube.transpose(0, 2, 1), cube.transpose(2, 1, 0), x.T[3:-5, 1:]
+
+    check(f, random(dtype, (301, 517), seed=1), random(dtype, (5, 300, 71), seed=2), **EXACT)
+
+
 @pytest.mark.parametrize("dtype", ALL_DTYPES)
 def test_static_slices_and_strides(dtype):
     def f(x, big):

@@ -16,6 +16,7 @@
 #include "ipu/handlers.h"
 #include "ipu/lowering.h"
 #include "ipu/matmul.h"
+#include "ipu/strided_copy.h"
 
 namespace ipu {
 
@@ -53,66 +54,62 @@ void canonicalize(const In* x, Acc* y, const OperandLayout& l) {
   if constexpr (std::is_same<In, uint16_t>::value && std::is_same<Acc, float>::value) {  // f16: a vector conversion
     if (l.identity()) return halvesToFloats(x, y, total);
   }
-  std::vector<int64_t> idx(rank, 0);
-  int64_t src = 0;
-  for (int64_t i = 0; i < total; ++i) {
-    y[i] = toAcc(x[src], static_cast<Acc*>(nullptr));
-    for (size_t d = rank; d-- > 0;) {
-      src += strides[d];
-      if (++idx[d] < shape[d]) break;
-      src -= shape[d] * strides[d];
-      idx[d] = 0;
-    }
-  }
+  copyStridedView<false>(x, y, shape, strides, 0, 0, total, [](In v) { return toAcc(v, static_cast<Acc*>(nullptr)); });
 }
 
 // ---- host GEMM kernels. C[m x n] = A[m x k] B[k x n] with row strides lda, ldb, ldc. Every output element is a
 // running sum over k in increasing order, so the host blocking (of k too) never changes a result. ----
 
 constexpr int kMR = 6;     // rows of C per micro-kernel
-constexpr int kNR = 16;    // columns of C per micro-kernel (two 32-byte vectors)
 constexpr int64_t kKC = 256;  // depth per pass: a 16 KB panel of B stays in L1
 // Small GEMMs (at most this many rows of C: an RNN step's [8, 64] x [64, 64]) read full panels of B in place: with
 // one or two row blocks per panel, packing B would cost as much as the multiply-adds it serves.
 constexpr int64_t kSmallM = 8;
 
-// A GCC vector of 8 floats (not an intrinsic: the compiler lowers it to the target's vector width); a micro-kernel
-// keeps 2 x MR of them as accumulators in registers.
+// GCC vectors of 8 and 16 floats (not intrinsics: the compiler lowers them to the target's vector width); a
+// micro-kernel keeps 2 x MR of them as accumulators in registers, so it computes 2 vectors' width of columns of C
+// (kNr). The 16-float kernels run on AVX-512 hosts: every output element is the same fused sum over k in the same
+// order at either width, so the width changes the host's speed only.
 typedef float Vec8 __attribute__((vector_size(32)));
+typedef float Vec16 __attribute__((vector_size(64)));
+template <class V>
+constexpr int kLanesOf = static_cast<int>(sizeof(V) / sizeof(float));
+template <class V>
+constexpr int kNR = 2 * kLanesOf<V>;
 
 // acc + a * b, fused in gemmF32Fma's kernels (one rounding, at any optimisation level): clang's vector fma builtin, or
 // GCC's fmaf per lane, which becomes vfmadd in gemmF32Fma's AVX2+FMA code. Elsewhere the product is rounded first.
-template <bool kFma>
-inline __attribute__((always_inline)) void madd(Vec8& acc, float a, const Vec8& b) {
+template <bool kFma, class V>
+inline __attribute__((always_inline)) void madd(V& acc, float a, const V& b) {
   if constexpr (kFma) {
 #if defined(__clang__)
-    acc = __builtin_elementwise_fma(a - Vec8{}, b, acc);  // a - (+0) is a, -0 and NaN included
+    acc = __builtin_elementwise_fma(a - V{}, b, acc);  // a - (+0) is a, -0 and NaN included
 #else
-    for (int i = 0; i < 8; ++i) acc[i] = __builtin_fmaf(a, b[i], acc[i]);
+    for (int i = 0; i < kLanesOf<V>; ++i) acc[i] = __builtin_fmaf(a, b[i], acc[i]);
 #endif
   } else {
     acc += a * b;
   }
 }
 
-template <int MR, bool kLoadC, bool kFma>
+template <class V, int MR, bool kLoadC, bool kFma>
 inline __attribute__((always_inline)) void microF32(const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
                                                     int64_t ldc, int64_t kc) {
-  Vec8 lo[MR], hi[MR];
+  V lo[MR], hi[MR];
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
     if (kLoadC) {
-      __builtin_memcpy(&lo[r], C + r * ldc, sizeof(Vec8));
-      __builtin_memcpy(&hi[r], C + r * ldc + 8, sizeof(Vec8));
+      __builtin_memcpy(&lo[r], C + r * ldc, sizeof(V));
+      __builtin_memcpy(&hi[r], C + r * ldc + kLanesOf<V>, sizeof(V));
     } else {
-      lo[r] = Vec8{};
-      hi[r] = Vec8{};
+      lo[r] = V{};
+      hi[r] = V{};
     }
   }
   for (int64_t k = 0; k < kc; ++k) {
-    Vec8 b0, b1;
-    __builtin_memcpy(&b0, B + k * ldb, sizeof(Vec8));
-    __builtin_memcpy(&b1, B + k * ldb + 8, sizeof(Vec8));
+    V b0, b1;
+    __builtin_memcpy(&b0, B + k * ldb, sizeof(V));
+    __builtin_memcpy(&b1, B + k * ldb + kLanesOf<V>, sizeof(V));
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const float a = A[r * lda + k];
@@ -122,29 +119,29 @@ inline __attribute__((always_inline)) void microF32(const float* A, int64_t lda,
   }
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
-    __builtin_memcpy(C + r * ldc, &lo[r], sizeof(Vec8));
-    __builtin_memcpy(C + r * ldc + 8, &hi[r], sizeof(Vec8));
+    __builtin_memcpy(C + r * ldc, &lo[r], sizeof(V));
+    __builtin_memcpy(C + r * ldc + kLanesOf<V>, &hi[r], sizeof(V));
   }
 }
 
 // One or two rows of C (a matrix-vector product: an RNN step's [64] x [64, 64]) across NV vectors of 8 columns of B
 // read in place: 8 independent sums, enough to keep the FMA units busy where 2 x MR sums wait on each other.
-template <int MR, int NV, bool kLoadC, bool kFma>
+template <class V, int MR, int NV, bool kLoadC, bool kFma>
 inline __attribute__((always_inline)) void microF32Wide(const float* A, int64_t lda, const float* B, int64_t ldb,
                                                         float* C, int64_t ldc, int64_t kc) {
-  Vec8 acc[MR][NV];
+  V acc[MR][NV];
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) {
-      if (kLoadC) __builtin_memcpy(&acc[r][v], C + r * ldc + 8 * v, sizeof(Vec8));
-      else acc[r][v] = Vec8{};
+      if (kLoadC) __builtin_memcpy(&acc[r][v], C + r * ldc + kLanesOf<V> * v, sizeof(V));
+      else acc[r][v] = V{};
     }
   for (int64_t k = 0; k < kc; ++k) {
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) {
-      Vec8 b;
-      __builtin_memcpy(&b, B + k * ldb + 8 * v, sizeof(Vec8));
+      V b;
+      __builtin_memcpy(&b, B + k * ldb + kLanesOf<V> * v, sizeof(V));
 #pragma GCC unroll 8
       for (int r = 0; r < MR; ++r) madd<kFma>(acc[r][v], A[r * lda + k], b);
     }
@@ -152,23 +149,23 @@ inline __attribute__((always_inline)) void microF32Wide(const float* A, int64_t 
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r)
 #pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) __builtin_memcpy(C + r * ldc + 8 * v, &acc[r][v], sizeof(Vec8));
+    for (int v = 0; v < NV; ++v) __builtin_memcpy(C + r * ldc + kLanesOf<V> * v, &acc[r][v], sizeof(V));
 }
 
-template <bool kLoadC, bool kFma>
+template <class V, bool kLoadC, bool kFma>
 inline __attribute__((always_inline)) void microF32Rows(int mr, const float* A, int64_t lda, const float* B,
                                                         int64_t ldb, float* C, int64_t ldc, int64_t kc) {
   switch (mr) {
-    case 6: microF32<6, kLoadC, kFma>(A, lda, B, ldb, C, ldc, kc); return;
-    case 5: microF32<5, kLoadC, kFma>(A, lda, B, ldb, C, ldc, kc); return;
-    case 4: microF32<4, kLoadC, kFma>(A, lda, B, ldb, C, ldc, kc); return;
-    case 3: microF32<3, kLoadC, kFma>(A, lda, B, ldb, C, ldc, kc); return;
-    case 2: microF32<2, kLoadC, kFma>(A, lda, B, ldb, C, ldc, kc); return;
-    default: microF32<1, kLoadC, kFma>(A, lda, B, ldb, C, ldc, kc); return;
+    case 6: microF32<V, 6, kLoadC, kFma>(A, lda, B, ldb, C, ldc, kc); return;
+    case 5: microF32<V, 5, kLoadC, kFma>(A, lda, B, ldb, C, ldc, kc); return;
+    case 4: microF32<V, 4, kLoadC, kFma>(A, lda, B, ldb, C, ldc, kc); return;
+    case 3: microF32<V, 3, kLoadC, kFma>(A, lda, B, ldb, C, ldc, kc); return;
+    case 2: microF32<V, 2, kLoadC, kFma>(A, lda, B, ldb, C, ldc, kc); return;
+    default: microF32<V, 1, kLoadC, kFma>(A, lda, B, ldb, C, ldc, kc); return;
   }
 }
 
-template <bool kFma>
+template <class V, bool kFma>
 inline __attribute__((always_inline)) void gemmF32Body(const float* A, int64_t lda, const float* B, int64_t ldb,
                                                        float* C, int64_t ldc, int64_t m, int64_t n, int64_t k) {
   if (k == 0) {
@@ -180,8 +177,9 @@ inline __attribute__((always_inline)) void gemmF32Body(const float* A, int64_t l
       for (int64_t j = 0; j < n; ++j) C[i * ldc + j] = A[i * lda] * B[j];
     return;
   }
-  alignas(64) float pad[kKC * kNR];  // a column panel of B, packed (and zero-padded to 16 columns)
-  alignas(64) float tmp[kMR * kNR];  // the matching C rows
+  constexpr int64_t kNr = kNR<V>;
+  alignas(64) float pad[kKC * kNr];  // a column panel of B, packed (and zero-padded to kNr columns)
+  alignas(64) float tmp[kMR * kNr];  // the matching C rows
   const bool small = m <= kSmallM;
   // 7 or 8 rows run as 4 + the rest (not 6 + 1 or 2, whose kernels load B twice per 2 to 4 vector products).
   const int64_t rows = small && m > kMR ? 4 : kMR;
@@ -191,49 +189,49 @@ inline __attribute__((always_inline)) void gemmF32Body(const float* A, int64_t l
     int64_t j_wide = 0;  // columns [0, j_wide) done by the wide kernel
     if (m <= 2) {
       const float* ap = A + k0;
-      for (const int64_t w = m == 1 ? 64 : 32; j_wide + w <= n; j_wide += w) {
+      for (const int64_t w = (m == 1 ? 8 : 4) * kLanesOf<V>; j_wide + w <= n; j_wide += w) {
         const float* bp = B + k0 * ldb + j_wide;
         float* cp = C + j_wide;
         if (m == 1) {
-          if (first) microF32Wide<1, 8, false, kFma>(ap, lda, bp, ldb, cp, ldc, kc);
-          else microF32Wide<1, 8, true, kFma>(ap, lda, bp, ldb, cp, ldc, kc);
+          if (first) microF32Wide<V, 1, 8, false, kFma>(ap, lda, bp, ldb, cp, ldc, kc);
+          else microF32Wide<V, 1, 8, true, kFma>(ap, lda, bp, ldb, cp, ldc, kc);
         } else {
-          if (first) microF32Wide<2, 4, false, kFma>(ap, lda, bp, ldb, cp, ldc, kc);
-          else microF32Wide<2, 4, true, kFma>(ap, lda, bp, ldb, cp, ldc, kc);
+          if (first) microF32Wide<V, 2, 4, false, kFma>(ap, lda, bp, ldb, cp, ldc, kc);
+          else microF32Wide<V, 2, 4, true, kFma>(ap, lda, bp, ldb, cp, ldc, kc);
         }
       }
     }
-    for (int64_t j0 = j_wide; j0 < n; j0 += kNR) {
-      const int64_t nr = std::min<int64_t>(kNR, n - j0);
+    for (int64_t j0 = j_wide; j0 < n; j0 += kNr) {
+      const int64_t nr = std::min<int64_t>(kNr, n - j0);
       const float* bp = B + k0 * ldb + j0;
       int64_t ldbp = ldb;
-      if (nr < kNR || !small) {  // pack: contiguous rows avoid cache-set conflicts of a large ldb; zero-pad a tail
+      if (nr < kNr || !small) {  // pack: contiguous rows avoid cache-set conflicts of a large ldb; zero-pad a tail
         for (int64_t kk = 0; kk < kc; ++kk) {
-          float* row = pad + kk * kNR;
-          if (nr == kNR) {  // one 64-byte copy: g++ makes the loop below a memcpy and a memset call per row
-            __builtin_memcpy(row, bp + kk * ldb, sizeof(float) * kNR);
+          float* row = pad + kk * kNr;
+          if (nr == kNr) {  // one row copy: g++ makes the loop below a memcpy and a memset call per row
+            __builtin_memcpy(row, bp + kk * ldb, sizeof(float) * kNr);
             continue;
           }
           for (int64_t j = 0; j < nr; ++j) row[j] = bp[kk * ldb + j];
-          for (int64_t j = nr; j < kNR; ++j) row[j] = 0.0f;
+          for (int64_t j = nr; j < kNr; ++j) row[j] = 0.0f;
         }
         bp = pad;
-        ldbp = kNR;
+        ldbp = kNr;
       }
       for (int64_t i0 = 0; i0 < m; i0 += rows) {
         const int mr = static_cast<int>(std::min<int64_t>(rows, m - i0));
         const float* ap = A + i0 * lda + k0;
         float* cp = C + i0 * ldc + j0;
-        if (nr == kNR) {
-          if (first) microF32Rows<false, kFma>(mr, ap, lda, bp, ldbp, cp, ldc, kc);
-          else microF32Rows<true, kFma>(mr, ap, lda, bp, ldbp, cp, ldc, kc);
+        if (nr == kNr) {
+          if (first) microF32Rows<V, false, kFma>(mr, ap, lda, bp, ldbp, cp, ldc, kc);
+          else microF32Rows<V, true, kFma>(mr, ap, lda, bp, ldbp, cp, ldc, kc);
           continue;
         }
         if (!first)
-          for (int r = 0; r < mr; ++r) std::copy(cp + r * ldc, cp + r * ldc + nr, tmp + r * kNR);
-        if (first) microF32Rows<false, kFma>(mr, ap, lda, bp, ldbp, tmp, kNR, kc);
-        else microF32Rows<true, kFma>(mr, ap, lda, bp, ldbp, tmp, kNR, kc);
-        for (int r = 0; r < mr; ++r) std::copy(tmp + r * kNR, tmp + r * kNR + nr, cp + r * ldc);
+          for (int r = 0; r < mr; ++r) std::copy(cp + r * ldc, cp + r * ldc + nr, tmp + r * kNr);
+        if (first) microF32Rows<V, false, kFma>(mr, ap, lda, bp, ldbp, tmp, kNr, kc);
+        else microF32Rows<V, true, kFma>(mr, ap, lda, bp, ldbp, tmp, kNr, kc);
+        for (int r = 0; r < mr; ++r) std::copy(tmp + r * kNr, tmp + r * kNr + nr, cp + r * ldc);
       }
     }
   }
@@ -241,7 +239,7 @@ inline __attribute__((always_inline)) void gemmF32Body(const float* A, int64_t l
 
 void gemmF32Portable(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t m,
                      int64_t n, int64_t k) {
-  gemmF32Body<false>(A, lda, B, ldb, C, ldc, m, n, k);
+  gemmF32Body<Vec8, false>(A, lda, B, ldb, C, ldc, m, n, k);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -251,14 +249,27 @@ void gemmF32Portable(const float* A, int64_t lda, const float* B, int64_t ldb, f
 // Without FMA the portable build runs, adding rounded products as XLA:CPU does there.
 __attribute__((target("avx2,fma"))) void gemmF32Fma(const float* A, int64_t lda, const float* B, int64_t ldb, float* C,
                                                     int64_t ldc, int64_t m, int64_t n, int64_t k) {
-  gemmF32Body<true>(A, lda, B, ldb, C, ldc, m, n, k);
+  gemmF32Body<Vec8, true>(A, lda, B, ldb, C, ldc, m, n, k);
 }
+// ... and for AVX-512 hosts, 16 lanes at a time: the same fused multiply-adds in the same order per element. (clang
+// 18 splits 512-bit vectors into two 256-bit ones unless the target names evex512, which g++ 12 does not know.)
+#if defined(__clang__) && __clang_major__ >= 18
+#define IPU_ZMM __attribute__((target("avx512f,avx512vl,evex512,avx2,fma")))
+#else
+#define IPU_ZMM __attribute__((target("avx512f,avx512vl,avx2,fma")))
+#endif
+IPU_ZMM void gemmF32Avx512(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t m,
+                           int64_t n, int64_t k) {
+  gemmF32Body<Vec16, true>(A, lda, B, ldb, C, ldc, m, n, k);
+}
+#undef IPU_ZMM
 #endif
 
 
 void gemmF32(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t m, int64_t n,
              int64_t k) {
 #if defined(__x86_64__) && defined(__GNUC__)
+  if (hostHasAvx512() && hostHasFma()) return gemmF32Avx512(A, lda, B, ldb, C, ldc, m, n, k);
   if (hostHasAvx2() && hostHasFma()) return gemmF32Fma(A, lda, B, ldb, C, ldc, m, n, k);
 #endif
   gemmF32Portable(A, lda, B, ldb, C, ldc, m, n, k);

@@ -342,8 +342,11 @@ void Executor::runLoop(const Node& node) {
     // Steps small enough to run inline, with the addresses they use resolved once: each iteration calls them in
     // run()'s order, without walking the tree (the same kernels, so the same bits).
     const uint8_t* pred = state_.at<const uint8_t>(node.slot);
+    // checkInterrupts() with its pointers read once: one load per iteration of a loop that may be a few ns long.
+    const std::atomic<uint64_t>* interrupts = state_.options ? state_.options->interrupts : nullptr;
+    const uint64_t seen = interrupts ? state_.options->interrupts_seen : 0;
     while (true) {
-      checkInterrupts();
+      if (interrupts && interrupts->load(std::memory_order_relaxed) != seen) checkInterrupts();
       runFlat(plan->cond, state_);
       ++decisions;
       if (!*pred) break;

@@ -12,6 +12,7 @@
 #include "ipu/handlers.h"
 #include "ipu/lowering.h"
 #include "ipu/scalar_ops.h"
+#include "ipu/strided_copy.h"
 
 namespace ipu {
 
@@ -63,37 +64,8 @@ class StridedGatherKernel : public Kernel {
   }
 
   void compute(RunState& s, int64_t b, int64_t e) const override {
-    const T* x = s.at<const T>(in_);
-    T* o = s.at<T>(out_);
     const int64_t base = base_ + (dyn_.dyn >= 0 ? s.dynamic[static_cast<size_t>(dyn_.dyn)] : 0);
-    const size_t rank = shape_.size();
-    if (rank == 0) {
-      if (b < e) o[0] = x[base];
-      return;
-    }
-    std::vector<int64_t> idx;
-    unravel(b, shape_, &idx);
-    int64_t src = base;
-    for (size_t d = 0; d < rank; ++d) src += idx[d] * strides_[d];
-    const size_t last = rank - 1;
-    const int64_t inner_stride = strides_[last];
-    for (int64_t i = b; i < e;) {
-      const int64_t len = std::min(e - i, shape_[last] - idx[last]);
-      if (inner_stride == 1) {
-        std::memcpy(o + i, x + src, static_cast<size_t>(len) * sizeof(T));
-      } else {
-        for (int64_t k = 0; k < len; ++k) o[i + k] = x[src + k * inner_stride];
-      }
-      i += len;
-      src += len * inner_stride;
-      idx[last] += len;
-      for (size_t d = last; d > 0 && idx[d] == shape_[d]; --d) {  // carry
-        src -= shape_[d] * strides_[d];
-        idx[d] = 0;
-        ++idx[d - 1];
-        src += strides_[d - 1];
-      }
-    }
+    copyStridedView<true>(s.at<const T>(in_), s.at<T>(out_) + b, shape_, strides_, base, b, e, [](T v) { return v; });
   }
 
  private:
