@@ -11,15 +11,15 @@
 
 namespace ipu {
 
-// Rows of a transposed copy done together: 16 rows read each 64-byte line of an f32 source once, where row by row
-// reads it once per element, and write 16 sequential streams.
+// Rows (and columns) of a transposed copy done together: 16 rows read each 64-byte line of an f32 source once, where
+// row by row reads it once per element.
 constexpr int64_t kTransposeRows = 16;
 
 // o[i - b] = conv(x[base + sum_d idx_d(i) * strides[d]]) for the elements i in [b, e) of the view, in row-major order
 // over `shape` (idx(i): i's index). Where the last dimension is strided and the one before it is contiguous in x (a
 // transpose of the two minor dimensions: a dot's operand with its contracting dimension first, a gradient's
-// transpose), whole rows are copied kTransposeRows at a time, column by column, so that each source line is read
-// once. `Same`: conv is the identity on one type (contiguous runs are one memcpy).
+// transpose), whole rows are copied kTransposeRows at a time, in square blocks, so that each line of x and of o is
+// touched once. `Same`: conv is the identity on one type (contiguous runs are one memcpy).
 template <bool Same, class In, class Out, class Conv>
 void copyStridedView(const In* x, Out* o, const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
                      int64_t base, int64_t b, int64_t e, Conv&& conv) {
@@ -55,9 +55,18 @@ void copyStridedView(const In* x, Out* o, const std::vector<int64_t>& shape, con
       const int64_t rows = std::min({kTransposeRows, shape[last - 1] - idx[last - 1], (e - i) / row});
       if (rows >= 2) {
         Out* out = o + (i - b);
-        for (int64_t j = 0; j < row; ++j) {
-          const In* column = x + src + j * inner;  // rows consecutive elements of x
-          for (int64_t r = 0; r < rows; ++r) out[r * row + j] = conv(column[r]);
+        // Through a tile on the stack, kTransposeRows columns at a time: the reads take whole lines of x, the writes
+        // whole lines of o, each line once. (Stepping through o by columns instead would write kTransposeRows lines a
+        // row apart, which a power-of-two row maps to the same cache set.)
+        In tile[kTransposeRows * kTransposeRows];
+        for (int64_t j0 = 0; j0 < row; j0 += kTransposeRows) {
+          const int64_t cols = std::min(kTransposeRows, row - j0);
+          for (int64_t j = 0; j < cols; ++j) {
+            const In* column = x + src + (j0 + j) * inner;  // `rows` consecutive elements of x
+            for (int64_t r = 0; r < rows; ++r) tile[j * kTransposeRows + r] = column[r];
+          }
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t j = 0; j < cols; ++j) out[r * row + j0 + j] = conv(tile[j * kTransposeRows + r]);
         }
         i += rows * row;
         idx[last - 1] += rows;
