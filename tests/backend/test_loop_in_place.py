@@ -51,6 +51,22 @@ def test_new_value_computed_from_other_elements_of_the_old_one(body):
     same_on_ipu_and_cpu(f, np.arange(36, dtype=np.float32).reshape(6, 6))
 
 
+@pytest.mark.parametrize("body, scalar", [
+    (lambda i, c: (c[0] + c[1], c[0] - c[1]), False),  # each new value reads both old ones
+    (lambda i, c: (c[0] * c[1] + 1.0, c[1] * 0.5), True),  # a scalar carry read by the other's update
+    (lambda i, c: (jnp.sin(c[0]) * 0.5 + c[0], c[1] + c[0].sum()), False),  # the old value read after the new one
+    (lambda i, c: (c[0] + 1, c[1] * 0.999 + 1.0), True),  # carries updated from themselves alone
+])
+def test_elementwise_updates_of_several_carries(body, scalar):
+    # An elementwise step computes its result correctly in its operand's storage (Node::same_index); it may share it
+    # only when no later step of the iteration reads the old value.
+    def f(a, s):
+        return lax.fori_loop(0, 5, body, (a, s))
+
+    a = np.random.default_rng(1).normal(size=(3, 7)).astype(np.float32)
+    same_on_ipu_and_cpu(f, a, np.float32(0.75) if scalar else a * 2)
+
+
 def test_update_slice_whose_update_reads_the_operand():
     def f(x):
         def body(i, v):

@@ -15,10 +15,12 @@ bool sameLayout(const TensorType& a, const TensorType& b) {
   return a.dtype == b.dtype && a.numElements() == b.numElements();
 }
 
-// Whether an Execute node in `node`'s tree computes `result` in place over `operand` (Node::in_place).
+// Whether an Execute node in `node`'s tree computes `result` in place over `operand` (Node::in_place), or correctly
+// in the same storage (Node::same_index).
 bool computesInPlace(const Node& node, int operand, int result) {
-  for (const auto& p : node.in_place)
-    if (p.first == operand && p.second == result) return true;
+  for (const auto* pairs : {&node.in_place, &node.same_index})
+    for (const auto& p : *pairs)
+      if (p.first == operand && p.second == result) return true;
   for (const auto& c : node.children)
     if (computesInPlace(*c, operand, result)) return true;
   return false;
@@ -34,7 +36,7 @@ Cost decisionCost() {
 // The IPU updates a loop-carried tensor in place: the body's new value is written over the old one when nothing
 // reads the old one afterwards, and the update copy then moves nothing. On the host the new value's slot shares the
 // carried slot's bytes (Slot::share) when, in this iteration, every read of the carried value comes before the new
-// value's first write, or at that write by a kernel that computes in place (Node::in_place). Only arena values the
+// value's first write, or at that write by a kernel that computes in place (Node::in_place, same_index). Only arena values the
 // body itself defines qualify, each for one carried value, and only for a carried value that is not itself the new
 // value of another (a shifted carry, (c1, c2) <- (c2, 0): the update copy reads c2 after the body wrote the 0).
 // The copy keeps its cost: estimates do not change.

@@ -413,10 +413,21 @@ int Lowerer::lowerElementwiseGroup(std::vector<OpContext>& members) {
     steps.back().cost_weight = weight;
   }
   const int out_slot = o;
+  // Operands read at the result's own index only (not as a scalar or a broadcast view, unless the result is one
+  // element): the vertex computes the result correctly over them (Node::same_index).
+  std::vector<std::pair<int, int>> same_index;
+  const bool one = graph().slots[static_cast<size_t>(o)].type.numElements() == 1;
+  for (int slot : external) {
+    bool elementwise = true;
+    for (const FusedMapKernel::Input& in : inputs)
+      if (in.slot == slot && (in.scalar || !in.strides.empty()) && !one) elementwise = false;
+    if (elementwise) same_index.emplace_back(slot, o);
+  }
   auto kernel = std::make_unique<FusedMapKernel>(std::move(inputs), std::move(instrs), out_slot);
   OpContext call = root;
   call.in = external;
   Node* node = emitExecute(call, std::move(kernel), std::move(steps), {o}, flops);
+  node->same_index = std::move(same_index);
   if (members.size() > 1) node->name = "fused(" + names + ")";
   return o;
 }

@@ -137,6 +137,11 @@ struct Node {
   // no other of its inputs (dynamic_update_slice writing its update into the operand, as Poplar's dynamicUpdate
   // does in place). Set by the op's lowering; a loop then updates a loop-carried value in place (control.cc).
   std::vector<std::pair<int, int>> in_place;
+  // Execute: (operand slot, result slot) pairs the kernel also computes correctly in the same storage, although it
+  // writes every element of the result: it reads element i of the operand only for element i of the result (an
+  // elementwise map). Host storage only: a loop's new value may then share its carried value's bytes
+  // (shareCarriedStorage), so the update copy moves nothing; memory estimates and host threads do not look at it.
+  std::vector<std::pair<int, int>> same_index;
   // RepeatWhileTrue: whether the executor charges the loop's fixed-cost steps once the loop ends, as iterations x
   // their charges, instead of step by step (the same counters: a loop's small steps then cost no bookkeeping).
   // fixed[0]: the cond's steps outside a nested loop or switch (they charge as they run), and the decision itself;
