@@ -270,11 +270,26 @@ void runFlat(const std::vector<FlatStep>& steps, RunState& state) {
   }
 }
 
+// A flat list made of block-function calls only, as the calls themselves (what runFlat does, without its switch).
+bool onlyCalls(const std::vector<FlatStep>& steps, std::vector<DirectCall>* calls) {
+  for (const FlatStep& f : steps) {
+    if (f.kind != FlatStep::Kind::Call) return false;
+    calls->push_back(f.call);
+  }
+  return true;
+}
+
+inline void runCalls(const std::vector<DirectCall>& calls) {
+  for (const DirectCall& c : calls) c.fn(c.args, c.out, 1);
+}
+
 }  // namespace
 
 struct Executor::FlatLoop {
   bool flat = false;  // false: the loop walks its tree
   std::vector<FlatStep> cond, body;
+  bool calls = false;  // cond and body are calls only (a counter and scalar updates): these
+  std::vector<DirectCall> cond_calls, body_calls;
   DirectScratch scratch;
 };
 
@@ -337,6 +352,7 @@ void Executor::runLoop(const Node& node) {
     plan = std::make_unique<FlatLoop>();
     plan->flat = flatten(*node.children[0], state_, &plan->cond, &plan->scratch) &&
                  flatten(*node.children[1], state_, &plan->body, &plan->scratch);
+    plan->calls = plan->flat && onlyCalls(plan->cond, &plan->cond_calls) && onlyCalls(plan->body, &plan->body_calls);
   }
   if (plan->flat) {
     // Steps small enough to run inline, with the addresses they use resolved once: each iteration calls them in
@@ -345,12 +361,22 @@ void Executor::runLoop(const Node& node) {
     // checkInterrupts() with its pointers read once: one load per iteration of a loop that may be a few ns long.
     const std::atomic<uint64_t>* interrupts = state_.options ? state_.options->interrupts : nullptr;
     const uint64_t seen = interrupts ? state_.options->interrupts_seen : 0;
-    while (true) {
-      if (interrupts && interrupts->load(std::memory_order_relaxed) != seen) checkInterrupts();
-      runFlat(plan->cond, state_);
-      ++decisions;
-      if (!*pred) break;
-      runFlat(plan->body, state_);
+    if (plan->calls) {
+      while (true) {
+        if (interrupts && interrupts->load(std::memory_order_relaxed) != seen) checkInterrupts();
+        runCalls(plan->cond_calls);
+        ++decisions;
+        if (!*pred) break;
+        runCalls(plan->body_calls);
+      }
+    } else {
+      while (true) {
+        if (interrupts && interrupts->load(std::memory_order_relaxed) != seen) checkInterrupts();
+        runFlat(plan->cond, state_);
+        ++decisions;
+        if (!*pred) break;
+        runFlat(plan->body, state_);
+      }
     }
   } else {
     while (true) {

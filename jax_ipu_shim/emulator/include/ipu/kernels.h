@@ -170,8 +170,14 @@ __attribute__((target("avx2,fma"))) void loop2Vec(const float* __restrict a, con
 #endif
 #undef IPU_DEFINE_LOOPS
 
+// One element (a loop's counter, a scalar update: Executor::runLoop's calls) is the functor itself, the same code as
+// the loops' last elements in either build.
 template <class A, class O, class F>
 void block1(const void* const* in, void* out, int64_t n) {
+  if (n == 1) {
+    *static_cast<O*>(out) = F{}(*static_cast<const A*>(in[0]));
+    return;
+  }
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   if constexpr (std::is_same_v<A, float> && std::is_same_v<O, float> && HasAvx2Form<F>::value) {
     if (hostHasAvx2() && hostHasFma())
@@ -182,6 +188,10 @@ void block1(const void* const* in, void* out, int64_t n) {
 }
 template <class A, class B, class O, class F>
 void block2(const void* const* in, void* out, int64_t n) {
+  if (n == 1) {
+    *static_cast<O*>(out) = F{}(*static_cast<const A*>(in[0]), *static_cast<const B*>(in[1]));
+    return;
+  }
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   if constexpr (std::is_same_v<A, float> && std::is_same_v<B, float> && std::is_same_v<O, float> &&
                 HasAvx2Form2<F>::value) {
@@ -194,6 +204,11 @@ void block2(const void* const* in, void* out, int64_t n) {
 }
 template <class A, class B, class C, class O, class F>
 void block3(const void* const* in, void* out, int64_t n) {
+  if (n == 1) {
+    *static_cast<O*>(out) =
+        F{}(*static_cast<const A*>(in[0]), *static_cast<const B*>(in[1]), *static_cast<const C*>(in[2]));
+    return;
+  }
   IPU_DISPATCH(loop3, A, B, C, O, F)(static_cast<const A*>(in[0]), static_cast<const B*>(in[1]),
                                      static_cast<const C*>(in[2]), static_cast<O*>(out), n);
 }
