@@ -124,8 +124,9 @@ inline __attribute__((always_inline)) void microF32(const float* A, int64_t lda,
   }
 }
 
-// One or two rows of C (a matrix-vector product: an RNN step's [64] x [64, 64]) across NV vectors of 8 columns of B
-// read in place: 8 independent sums, enough to keep the FMA units busy where 2 x MR sums wait on each other.
+// One or two rows of C (a matrix-vector product: an RNN step's [64] x [64, 64]) across NV vectors of columns of B
+// read in place (64 or 32 columns: 8 independent 8-lane sums, or 4 of 16 lanes), enough to keep the FMA units busy
+// where 2 x MR sums wait on each other.
 template <class V, int MR, int NV, bool kLoadC, bool kFma>
 inline __attribute__((always_inline)) void microF32Wide(const float* A, int64_t lda, const float* B, int64_t ldb,
                                                         float* C, int64_t ldc, int64_t kc) {
@@ -189,15 +190,15 @@ inline __attribute__((always_inline)) void gemmF32Body(const float* A, int64_t l
     int64_t j_wide = 0;  // columns [0, j_wide) done by the wide kernel
     if (m <= 2) {
       const float* ap = A + k0;
-      for (const int64_t w = (m == 1 ? 8 : 4) * kLanesOf<V>; j_wide + w <= n; j_wide += w) {
+      for (const int64_t w = m == 1 ? 64 : 32; j_wide + w <= n; j_wide += w) {
         const float* bp = B + k0 * ldb + j_wide;
         float* cp = C + j_wide;
         if (m == 1) {
-          if (first) microF32Wide<V, 1, 8, false, kFma>(ap, lda, bp, ldb, cp, ldc, kc);
-          else microF32Wide<V, 1, 8, true, kFma>(ap, lda, bp, ldb, cp, ldc, kc);
+          if (first) microF32Wide<V, 1, 64 / kLanesOf<V>, false, kFma>(ap, lda, bp, ldb, cp, ldc, kc);
+          else microF32Wide<V, 1, 64 / kLanesOf<V>, true, kFma>(ap, lda, bp, ldb, cp, ldc, kc);
         } else {
-          if (first) microF32Wide<V, 2, 4, false, kFma>(ap, lda, bp, ldb, cp, ldc, kc);
-          else microF32Wide<V, 2, 4, true, kFma>(ap, lda, bp, ldb, cp, ldc, kc);
+          if (first) microF32Wide<V, 2, 32 / kLanesOf<V>, false, kFma>(ap, lda, bp, ldb, cp, ldc, kc);
+          else microF32Wide<V, 2, 32 / kLanesOf<V>, true, kFma>(ap, lda, bp, ldb, cp, ldc, kc);
         }
       }
     }

@@ -29,7 +29,10 @@ void copyStridedView(const In* x, Out* o, const std::vector<int64_t>& shape, con
     o[0] = conv(x[base]);
     return;
   }
-  std::vector<int64_t> idx(rank, 0);
+  // The index of element b (on the stack for the ranks programs have: this runs once per step of a loop).
+  int64_t small[8];
+  std::vector<int64_t> large(rank > 8 ? rank : 0);
+  int64_t* idx = rank > 8 ? large.data() : small;
   int64_t rest = b;
   for (size_t d = rank; d-- > 0;) {
     if (shape[d] == 0) return;
