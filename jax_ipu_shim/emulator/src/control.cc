@@ -36,9 +36,9 @@ Cost decisionCost() {
 // The IPU updates a loop-carried tensor in place: the body's new value is written over the old one when nothing
 // reads the old one afterwards, and the update copy then moves nothing. On the host the new value's slot shares the
 // carried slot's bytes (Slot::share) when, in this iteration, every read of the carried value comes before the new
-// value's first write, or at that write by a kernel that computes in place (Node::in_place, same_index). Only arena values the
-// body itself defines qualify, each for one carried value, and only for a carried value that is not itself the new
-// value of another (a shifted carry, (c1, c2) <- (c2, 0): the update copy reads c2 after the body wrote the 0).
+// value's first write, or at that write by a kernel that computes in place (Node::in_place, same_index). Only arena
+// values the body itself defines qualify, each for one carried value, and only for a carried value that is not itself
+// the new value of another (a shifted carry, (c1, c2) <- (c2, 0): the update copy reads c2 after the body wrote the 0).
 // The copy keeps its cost: estimates do not change.
 void shareCarriedStorage(Graph* graph, const std::vector<int>& carried, const std::vector<int>& next,
                          int64_t body_first, const Node& body) {
