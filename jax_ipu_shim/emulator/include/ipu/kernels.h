@@ -269,6 +269,8 @@ class FusedMapKernel : public Kernel {
         if (inputs_[i].scalar) continue;
         if (inputs_[i].strides.empty()) {
           val[i] = at(s, inputs_[i], p);
+        } else if (const uint8_t* run = contiguousRun(s.at<const uint8_t>(inputs_[i].slot), inputs_[i], p, n)) {
+          val[i] = run;  // the block reads one run of the operand as it is (a row of gamma under a layer norm)
         } else {
           gather(s.at<const uint8_t>(inputs_[i].slot), inputs_[i], p, n, reg(i));
           val[i] = reg(i);
@@ -368,6 +370,14 @@ class FusedMapKernel : public Kernel {
     if (bytes == 4) stridedT<uint32_t>(dst, a, stride, n);
     else if (bytes == 2) stridedT<uint16_t>(dst, a, stride, n);
     else stridedT<uint8_t>(dst, a, stride, n);
+  }
+
+  // Where output elements [p, p + n) of a broadcast view are n consecutive elements of the operand (within one run
+  // of a contiguous innermost dimension): their address, else null.
+  static const uint8_t* contiguousRun(const uint8_t* src, const Input& in, int64_t p, int64_t n) {
+    const size_t r = in.shape.size();
+    if (r == 0 || in.strides[r - 1] != 1 || p % in.shape[r - 1] + n > in.shape[r - 1]) return nullptr;
+    return src + viewOffset(in, p);  // bytes
   }
 
   // Output elements [p, p + n) of a broadcast view into dst, a run of the innermost dimension at a time.
