@@ -61,14 +61,14 @@ void canonicalize(const In* x, Acc* y, const OperandLayout& l) {
 // running sum over k in increasing order, so the host blocking (of k too) never changes a result. ----
 
 constexpr int kMR = 6;     // rows of C per micro-kernel
-constexpr int64_t kKC = 256;  // depth per pass: a 16 KB panel of B stays in L1
+constexpr int64_t kKC = 256;  // depth per pass: a 16 KB panel of B (32 KB at 16 lanes) stays in L1
 // Small GEMMs (at most this many rows of C: an RNN step's [8, 64] x [64, 64]) read full panels of B in place: with
 // one or two row blocks per panel, packing B would cost as much as the multiply-adds it serves.
 constexpr int64_t kSmallM = 8;
 
 // GCC vectors of 8 and 16 floats (not intrinsics: the compiler lowers them to the target's vector width); a
 // micro-kernel keeps 2 x MR of them as accumulators in registers, so it computes 2 vectors' width of columns of C
-// (kNr). The 16-float kernels run on AVX-512 hosts: every output element is the same fused sum over k in the same
+// (kNR). The 16-float kernels run on AVX-512 hosts: every output element is the same fused sum over k in the same
 // order at either width, so the width changes the host's speed only.
 typedef float Vec8 __attribute__((vector_size(32)));
 typedef float Vec16 __attribute__((vector_size(64)));

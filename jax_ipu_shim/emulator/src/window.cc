@@ -58,6 +58,13 @@ struct Window {
       if (q >= 0) v->push_back(q * in_strides[d]);
     }
   }
+  // Whether the window leaves the innermost dimension alone (one element, stride 1, no dilation or padding: max
+  // pooling's channels). Then outputs next to each other along it read the same window offsets, each shifted by
+  // one element of that dimension (forEachRun).
+  bool innerUnit() const {
+    const size_t d = rank() - 1;
+    return rank() > 0 && size[d] == 1 && stride[d] == 1 && base_dil[d] == 1 && pad_lo[d] == 0 && pad_hi[d] == 0;
+  }
   // Per dim, the input offsets window `out_index` reads, in window order.
   void offsets(int64_t out_index, std::vector<std::vector<int64_t>>* per_dim) const {
     per_dim->resize(rank());
@@ -144,6 +151,23 @@ class WindowWalker {
   std::vector<int64_t> prev_, flat_;
 };
 
+// For a window that leaves the innermost dimension alone (Window::innerUnit): outputs [b, e) in runs of at most
+// kWindowRun along that dimension, as run(first output, n, window offsets of the first, the input stride of the
+// innermost dimension); output first + k reads each offset + k * stride. A kernel then combines a run's window
+// positions in window order for all its outputs at once: the same operations per output, in the same order.
+constexpr int64_t kWindowRun = 64;
+template <class Run>
+void forEachRun(const Window& w, int64_t b, int64_t e, Run&& run) {
+  const size_t last = w.rank() - 1;
+  const int64_t row = w.out_shape[last];
+  for (int64_t i = b; i < e;) {
+    const int64_t n = std::min({e - i, row - i % row, kWindowRun});
+    WindowWalker walk(w, i);
+    run(i, n, walk.flat(), w.in_strides[last]);
+    i += n;
+  }
+}
+
 // reduce_window with a single-op computation on storage type S.
 template <class S, class F>
 class ReduceWindowKernel : public Kernel {
@@ -153,6 +177,16 @@ class ReduceWindowKernel : public Kernel {
     const S* x = s.at<const S>(in_);
     const S init = *s.at<const S>(init_);
     S* o = s.at<S>(out_);
+    if (b < e && w_.innerUnit()) {  // max pooling over NHWC: a run of channels at a time
+      forEachRun(w_, b, e, [&](int64_t first, int64_t n, const std::vector<int64_t>& offs, int64_t step) {
+        S acc[kWindowRun];
+        for (int64_t k = 0; k < n; ++k) acc[k] = init;
+        for (int64_t off : offs)
+          for (int64_t k = 0; k < n; ++k) acc[k] = f_(acc[k], x[off + k * step]);
+        std::copy(acc, acc + n, o + first);
+      });
+      return;
+    }
     WindowWalker walk(w_, b);
     for (int64_t i = b; i < e; ++i, walk.next()) {
       S acc = init;
@@ -266,6 +300,22 @@ class SelectAndScatterKernel : public Kernel {
   void selectF32(RunState& s, int64_t b, int64_t e) const {
     const float* x = s.at<const float>(operand_);
     int32_t* sel = s.at<int32_t>(selected_);
+    if (b < e && w_.innerUnit()) {  // a run of channels at a time (forEachRun), each window as below
+      forEachRun(w_, b, e, [&](int64_t first, int64_t n, const std::vector<int64_t>& offs, int64_t step) {
+        int64_t chosen[kWindowRun];
+        float best[kWindowRun];
+        for (int64_t k = 0; k < n; ++k) chosen[k] = -1, best[k] = 0;
+        for (int64_t off : offs)
+          for (int64_t k = 0; k < n; ++k) {
+            const float c = x[off + k * step];
+            if (chosen[k] >= 0 && (kGe ? best[k] >= c : best[k] > c)) continue;
+            chosen[k] = off + k * step;
+            best[k] = c;
+          }
+        for (int64_t k = 0; k < n; ++k) sel[first + k] = static_cast<int32_t>(chosen[k]);
+      });
+      return;
+    }
     WindowWalker walk(w_, b);
     for (int64_t i = b; i < e; ++i, walk.next()) {
       int64_t chosen = -1;
