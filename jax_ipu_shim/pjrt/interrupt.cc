@@ -19,9 +19,8 @@
 namespace jax_ipu {
 namespace {
 
-// On a cache line of its own: every iteration of a run's loop reads it, and nothing else written often may share it.
-alignas(64) std::atomic<uint64_t> g_interrupts{0};
-alignas(64) struct sigaction g_previous;  // Python's handler, called after ours
+std::atomic<uint64_t> g_interrupts{0};
+struct sigaction g_previous;  // Python's handler, called after ours
 
 void OnInterrupt(int sig, siginfo_t* info, void* context) {
   g_interrupts.fetch_add(1, std::memory_order_relaxed);  // lock-free: safe in a signal handler

@@ -361,23 +361,17 @@ void Executor::runLoop(const Node& node) {
     // checkInterrupts() with its pointers read once: one load per iteration of a loop that may be a few ns long.
     const std::atomic<uint64_t>* interrupts = state_.options ? state_.options->interrupts : nullptr;
     const uint64_t seen = interrupts ? state_.options->interrupts_seen : 0;
-    if (plan->calls) {
+    auto iterate = [&](auto&& cond, auto&& body) {
       while (true) {
         if (interrupts && interrupts->load(std::memory_order_relaxed) != seen) checkInterrupts();
-        runCalls(plan->cond_calls);
+        cond();
         ++decisions;
         if (!*pred) break;
-        runCalls(plan->body_calls);
+        body();
       }
-    } else {
-      while (true) {
-        if (interrupts && interrupts->load(std::memory_order_relaxed) != seen) checkInterrupts();
-        runFlat(plan->cond, state_);
-        ++decisions;
-        if (!*pred) break;
-        runFlat(plan->body, state_);
-      }
-    }
+    };
+    if (plan->calls) iterate([&] { runCalls(plan->cond_calls); }, [&] { runCalls(plan->body_calls); });
+    else iterate([&] { runFlat(plan->cond, state_); }, [&] { runFlat(plan->body, state_); });
   } else {
     while (true) {
       run(*node.children[0], false);

@@ -62,8 +62,9 @@ struct Window {
   // pooling's channels). Then outputs next to each other along it read the same window offsets, each shifted by
   // one element of that dimension (forEachRun).
   bool innerUnit() const {
+    if (rank() == 0) return false;
     const size_t d = rank() - 1;
-    return rank() > 0 && size[d] == 1 && stride[d] == 1 && base_dil[d] == 1 && pad_lo[d] == 0 && pad_hi[d] == 0;
+    return size[d] == 1 && stride[d] == 1 && base_dil[d] == 1 && pad_lo[d] == 0 && pad_hi[d] == 0;
   }
   // Per dim, the input offsets window `out_index` reads, in window order.
   void offsets(int64_t out_index, std::vector<std::vector<int64_t>>* per_dim) const {
