@@ -128,11 +128,13 @@ PJRT_Buffer_Type PjrtTypeOf(const ipu::DTypeInfo& t) {
     case ipu::StorageKind::BFloat16: return PJRT_Buffer_Type_BF16;
     case ipu::StorageKind::Float32: return PJRT_Buffer_Type_F32;
     case ipu::StorageKind::Complex64: return PJRT_Buffer_Type_C64;
+    case ipu::StorageKind::Float64: return PJRT_Buffer_Type_F64;
     case ipu::StorageKind::Int:
       switch (t.size) {
         case 1: return t.is_signed ? PJRT_Buffer_Type_S8 : PJRT_Buffer_Type_U8;
         case 2: return t.is_signed ? PJRT_Buffer_Type_S16 : PJRT_Buffer_Type_U16;
         case 4: return t.is_signed ? PJRT_Buffer_Type_S32 : PJRT_Buffer_Type_U32;
+        case 8: return t.is_signed ? PJRT_Buffer_Type_S64 : PJRT_Buffer_Type_U64;
       }
       break;
     case ipu::StorageKind::Token: break;  // tokens never leave a program: jax passes bool[0] dummies instead

@@ -18,6 +18,19 @@ DTYPES = [types.numpy_dtype(np_name) for _, _, np_name in types.ipu_dtypes()]
 IDS = [d.name for d in DTYPES]
 
 
+@pytest.fixture(autouse=True)
+def x64():
+    """64-bit types enabled: jax carries f64, int64 and uint64 only then (the ipu emulates them)."""
+    if hasattr(jax, "enable_x64"):  # the current series
+        with jax.enable_x64(True):
+            yield
+    else:
+        from jax.experimental import enable_x64
+
+        with enable_x64():
+            yield
+
+
 @pytest.fixture(scope="module")
 def ipu():
     return jax.devices("ipu")[0]
@@ -92,13 +105,16 @@ def test_host_callbacks_see_and_return_every_dtype():
 
 def test_the_table_covers_exactly_what_the_backend_computes_on():
     rows = {name: (spellings, np_name) for name, spellings, np_name in types.ipu_dtypes()}
-    assert list(rows) == ["bool", "i8", "u8", "i16", "u16", "i32", "u32", "f16", "bf16", "f32", "c64"]
+    assert list(rows) == ["bool", "i8", "u8", "i16", "u16", "i32", "u32", "f16", "bf16", "f32", "c64", "f64", "i64",
+                          "u64"]
     # MLIR's spellings and numpy's names as jax writes and reads them, derived from the emulator's rows.
     assert rows["i8"] == (("i8", "si8"), "int8") and rows["u16"] == (("ui16",), "uint16")
     assert rows["bool"] == (("i1",), "bool") and rows["bf16"] == (("bf16",), "bfloat16")
     assert rows["c64"] == (("complex<f32>",), "complex64") and rows["f16"] == (("f16",), "float16")
     # JAX's own tests (nox -s upstream_tests) generate the same dtype cases on ipu as on cpu: jax's test_util has
-    # no ipu branch. c64 is emulated as pairs of f32; c128 and the other 64-bit types are refused.
+    # no ipu branch. c64 is emulated as pairs of f32, f64/i64/u64 in software (test_x64.py); c128 is refused.
+    assert rows["f64"] == (("f64",), "float64") and rows["i64"] == (("i64", "si64"), "int64")
+    assert rows["u64"] == (("ui64",), "uint64")
 
 
 def test_collectives_of_narrow_types(python):

@@ -272,3 +272,25 @@ def test_deeply_nested_json_is_named(python):
     result = python("import jax; print(jax.devices('ipu'))", {"POPLAR_ENGINE_OPTIONS": "[" * 60_000})
     assert result.returncode != 0
     assert "POPLAR_ENGINE_OPTIONS: not valid option JSON (nested too deeply" in result.stderr, result.stderr[-2000:]
+
+
+def test_emulated_64_bit_steps_are_flagged(python, tmp_path):
+    """With jax_enable_x64, the steps that compute on f64/i64/u64 values (run in software: the IPU has no 64-bit
+    hardware) carry ``emulated_64bit`` and their cycles are summed in the estimate; 32-bit steps are not flagged."""
+    script = """
+import jax, jax.numpy as jnp, numpy as np
+jax.config.update("jax_enable_x64", True)
+f = jax.jit(lambda x, y: (jnp.exp(x) * 2.0, y + 1), backend="ipu")
+print(f(np.linspace(0, 1, 64), np.arange(64, dtype=np.int32))[0][3])
+"""
+    result = python(script, _engine(tmp_path))
+    assert result.returncode == 0, result.stderr
+    folder = [f for f in _reports(tmp_path) if "lambda" in f][-1]  # jit__lambda, or jit_<lambda> in jax 0.4.13
+    report = json.loads((tmp_path / folder / "profile.json").read_text())
+    flagged = {s["name"]: bool(s.get("emulated_64bit")) for s in report["steps"]}
+    assert [f for f, wide in flagged.items() if wide] == [n for n in flagged if "exponential" in n], flagged
+    assert [f for f, wide in flagged.items() if not wide] == [n for n in flagged if "add" in n], flagged  # i32
+    wide = sum(s["cycles"] for s in report["steps"] if s.get("emulated_64bit"))
+    assert 0 < report["estimate"]["emulated_64bit_cycles"] == wide < report["estimate"]["cycles"]
+    html = (tmp_path / folder / "profile.html").read_text()
+    assert "Emulated 64-bit types" in html

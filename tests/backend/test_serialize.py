@@ -157,7 +157,8 @@ def test_pmap_executable_round_trip_on_two_ipus(python):
     replicas = 1 if CURRENT_SERIES else 2
     header, checksum = header.split("|checksum ")
     assert header == (f"jax-ipu-executable 3|device ipu2 1472|replicas {replicas}|devices 0 1|options "
-                      '{"fusion":true,"exchange_per_element":false,"allow_out_of_memory":false}')
+                      '{"fusion":true,"exchange_per_element":false,"allow_out_of_memory":false,'
+                      '"emulate_64bit":true}')
     assert len(checksum) == 16 and int(checksum, 16) >= 0
     assert devices == "[0, 1]"
     assert values == str([[-1.0, 2.0, 5.0, 8.0], [11.0, 14.0, 17.0, 20.0]])

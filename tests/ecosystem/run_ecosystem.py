@@ -53,7 +53,7 @@ class Library(NamedTuple):
     not_results: str = ""
     why_not_results: str = ""
     # a pytest process per test file: a file's jax.config.update("jax_enable_x64", True) would otherwise hold for
-    # the files after it in the same process (harmless on cpu, every value 64-bit and refused on the ipu)
+    # the files after it in the same process (every value 64-bit: emulated on the ipu, and far slower there)
     process_per_file: bool = False
 
 
@@ -79,8 +79,8 @@ SDIST_SHA256: Dict[Tuple[str, str], str] = {
 
 
 # Failures the ipu gives by design, by the words of its refusal: counted against the rate (not passes), listed by
-# class, and not problems. 64-bit types: a test that turns jax_enable_x64 on passes f64 or i64 values, which the
-# IPU, with no 64-bit hardware, refuses at compile time (issue 26's 64-bit emulation would run them).
+# class, and not problems. 64-bit types: f64, i64 and u64 run emulated (jax_enable_x64); complex128 is refused at
+# compile time, and so is every 64-bit type with JAX_IPU_EMULATE_64BIT=0 (Graphcore's behaviour).
 REFUSED = {"64-bit types": re.compile(r"Unsupported element type (f64|i64|u64|c128)\b")}
 
 

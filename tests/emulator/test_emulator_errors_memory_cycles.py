@@ -24,7 +24,7 @@ def test_unsupported_op_dtype_names_op_types_and_loc():
         E.compile(one_op("cosine", "i32", loc="f.py:12"))
     assert e.value.code == "UNIMPLEMENTED"
     assert str(e.value) == ("Unsupported operation stablehlo.cosine(tensor<4xi32>) -> tensor<4xi32> on the IPU: "
-                            "cosine is implemented for f16, bf16, f32, c64 (at f.py:12)")
+                            "cosine is implemented for f16, bf16, f32, c64, f64 (at f.py:12)")
 
 
 def test_unknown_op():
@@ -34,23 +34,57 @@ def test_unknown_op():
     assert e.value.code == "UNIMPLEMENTED"
 
 
-@pytest.mark.parametrize("dtype,advice", [("f64", "the IPU has no f64 hardware; use f32 (jax_enable_x64=False)"),
-                                          ("i64", "use i32"), ("u64", "use u32"), ("c128", "complex64")])
-def test_unsupported_dtype(dtype, advice):
+@pytest.mark.parametrize("dtype,advice", [
+    ("f64", "the IPU has no f64 hardware and 64-bit emulation is off (compile option emulate_64bit); use f32 "
+            "(jax_enable_x64=False)"),
+    ("i64", "64-bit emulation is off (compile option emulate_64bit); use i32"),
+    ("u64", "64-bit emulation is off (compile option emulate_64bit); use u32")])
+def test_64_bit_types_are_refused_when_their_emulation_is_off(dtype, advice):
     p = E.Program()
     x = p.main.param("f32", (4,))
     y = p.main.op("convert", [x], dtype, (4,))
     p.main.ret(p.main.op("add", [y, y], dtype, (4,)))
+    E.compile(p)  # emulated by default
     with pytest.raises(E.EmulatorError, match="Unsupported element type " + dtype) as e:
-        E.compile(p)
+        E.compile(p, options={"emulate_64bit": False})
     assert e.value.code == "UNIMPLEMENTED" and advice in str(e.value)
 
 
-def test_f64_add_message():
+def test_complex128_is_refused_with_advice():
+    p = E.Program()
+    x = p.main.param("f32", (4,))
+    y = p.main.op("convert", [x], "c128", (4,))
+    p.main.ret(p.main.op("add", [y, y], "c128", (4,)))
+    with pytest.raises(E.EmulatorError, match="Unsupported element type c128") as e:
+        E.compile(p)
+    assert e.value.code == "UNIMPLEMENTED" and "use complex64" in str(e.value)
+
+
+def test_f64_add_message_when_refused():
     with pytest.raises(E.EmulatorError) as e:
-        E.compile(one_op("add", "f32", n=2, out_dtype="f64"))
+        E.compile(one_op("add", "f32", n=2, out_dtype="f64"), options={"emulate_64bit": False})
     assert str(e.value) == ("Unsupported element type f64 in stablehlo.add(tensor<4xf32>, tensor<4xf32>) -> "
-                            "tensor<4xf64> : the IPU has no f64 hardware; use f32 (jax_enable_x64=False)")
+                            "tensor<4xf64> : the IPU has no f64 hardware and 64-bit emulation is off (compile option "
+                            "emulate_64bit); use f32 (jax_enable_x64=False)")
+
+
+@pytest.mark.parametrize("op, dtype, low, high", [
+    # (op, type, at least, at most x the f32 or i32 op's compute cycles): the emulated sequences of the registry
+    ("add", "f64", 20, 80), ("multiply", "f64", 25, 110), ("divide", "f64", 20, 60), ("exponential", "f64", 100, 900),
+    ("add", "i64", 1.2, 3), ("multiply", "i64", 2.5, 5), ("and", "i64", 1.5, 3),
+])
+def test_emulated_64_bit_ops_cost_their_instruction_sequences(op, dtype, low, high):
+    narrow = "f32" if dtype == "f64" else "i32"
+    n = 6000
+
+    def compute_cycles(t):
+        exe = E.compile(one_op(op, t, shape=(n,), n=2 if op != "exponential" else 1), num_tiles=1)
+        a = np.ones(n, {"f64": np.float64, "f32": np.float32, "i64": np.int64, "i32": np.int32}[t])
+        exe.run(*([a] * (2 if op != "exponential" else 1)))
+        return exe.last_profile["compute_cycles"]
+
+    ratio = compute_cycles(dtype) / compute_cycles(narrow)
+    assert low <= ratio <= high, f"{op} on {dtype}: {ratio:.1f}x the {narrow} op's cycles"
 
 
 def test_reduce_body_with_an_unsupported_op_is_unimplemented():

@@ -103,10 +103,7 @@ bool identityBits(OpKind kind, DType dt, uint64_t* bits) {
     std::memcpy(bits, &identity, sizeof identity);
     return true;
   }
-  uint32_t narrow = 0;
-  if (!scalar::reductionIdentityBits(kind, dt, &narrow)) return false;
-  *bits = narrow;
-  return true;
+  return scalar::reductionIdentityBits(kind, dt, bits);
 }
 
 // The op of a reduction body that is one add/multiply/maximum/minimum/and/or of its two arguments, or "".
@@ -271,14 +268,14 @@ class CollectiveKernel : public Kernel {
     }
     ScalarRegisters file(p_.body, 2);
     uint8_t* r = file.bytes();
-    uint32_t* regs = file.data();
-    const size_t result = 4 * static_cast<size_t>(p_.body.resultRegister(0));
+    ScalarReg* regs = file.data();
+    const size_t result = kRegBytes * static_cast<size_t>(p_.body.resultRegister(0));
     each(source(members[0]), copy);
     for (size_t k = 1; k < members.size(); ++k) {
       each(source(members[k]), [&](uint8_t* a, const uint8_t* x, int64_t count) {
         for (int64_t i = 0; i < count; ++i) {
           copyElement(r, a + static_cast<size_t>(i) * eb, eb);
-          copyElement(r + 4, x + static_cast<size_t>(i) * eb, eb);
+          copyElement(r + kRegBytes, x + static_cast<size_t>(i) * eb, eb);
           p_.body.run(regs);
           copyElement(a + static_cast<size_t>(i) * eb, r + result, eb);
         }

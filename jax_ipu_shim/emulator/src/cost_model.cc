@@ -32,6 +32,7 @@ int vectorWidth(DType dtype) {
 VectorCost elementwiseCost(OpKind kind, DType dtype) {
   const ElementCost& c = opInfo(kind).cost;
   dtype = computeType(dtype);
+  if (isWide64(dtype)) return {c.fixed, dtype == DType::F64 ? c.f64 : c.i64};  // per element (emulated)
   const double figure = dtype == DType::F16 ? c.f16 : isFloat(dtype) ? c.f32 : c.integer;
   return {c.fixed, c.per_element ? figure * vectorWidth(dtype) : figure};
 }
@@ -43,6 +44,13 @@ uint64_t tileCycles(int64_t elements, int width, int workers, uint64_t fixed, do
   const int64_t per_worker = (vectors + workers - 1) / workers;
   const double worker = static_cast<double>(fixed) + per_vector * static_cast<double>(per_worker);
   return static_cast<uint64_t>(worker + 0.5) * static_cast<uint64_t>(workers) + kSupervisorCycles;
+}
+
+// A reduction's cycles per accumulator vector: 1 for floats, 2 per integer element; the emulated 64-bit types run
+// their add's sequence per element (an i64 pair add, an f64 soft add).
+double reducePerVector(DType dtype) {
+  if (isWide64(dtype)) return opInfo(OpKind::Add).cost.*(dtype == DType::F64 ? &ElementCost::f64 : &ElementCost::i64);
+  return isFloat(dtype) ? 1.0 : 2.0;
 }
 
 }  // namespace
@@ -63,7 +71,7 @@ uint64_t elementwiseWorker(OpKind kind, DType dtype, int64_t elements) {
 uint64_t reduceWorker(DType dtype, int64_t inputs) {
   dtype = computeType(dtype);
   const int width = dtype == DType::F16 ? 8 : dtype == DType::F32 ? 4 : 1;
-  const double per = isFloat(dtype) ? 1.0 : 2.0;
+  const double per = reducePerVector(dtype);
   const int64_t vectors = (std::max<int64_t>(inputs, 0) + width - 1) / width;
   return static_cast<uint64_t>(30.0 + per * static_cast<double>(vectors) + 0.5) + 2;  // + storing the output
 }
@@ -85,7 +93,7 @@ uint64_t reduce(DType dtype, int64_t inputs, int64_t outputs, int workers) {
   dtype = computeType(dtype);
   // Accumulators are 4 wide in f32 and 8 in f16 (doc); integers reduce one element per 2 cycles.
   const int width = dtype == DType::F16 ? 8 : dtype == DType::F32 ? 4 : 1;
-  const double per = isFloat(dtype) ? 1.0 : 2.0;
+  const double per = reducePerVector(dtype);
   if (inputs <= 0) return 0;
   return tileCycles(inputs, width, workers, 30, per) + static_cast<uint64_t>(outputs) * 2;  // + storing outputs
 }
@@ -101,7 +109,14 @@ uint64_t matmul(DType dtype, int64_t outputs, int64_t depth, int workers) {
   const double macs = static_cast<double>(outputs) * static_cast<double>(std::max<int64_t>(depth, 1));
   // AMP: 64 MAC/cycle/tile in f16, 16 in f32 (derived from the peaks). Integers and bools have no AMP path:
   // the vector unit does one MAC per worker every 2 cycles.
-  const double per_tile_macs_per_cycle = dtype == DType::F16 ? 64 : dtype == DType::F32 ? 16 : 0.5;
+  // The emulated 64-bit types: one multiply-add's sequence per MAC, the tile issuing one instruction a cycle.
+  const ElementCost& mul = opInfo(OpKind::Multiply).cost;
+  const ElementCost& add = opInfo(OpKind::Add).cost;
+  const double per_tile_macs_per_cycle = dtype == DType::F16   ? 64
+                                         : dtype == DType::F32 ? 16
+                                         : dtype == DType::F64 ? 1.0 / (mul.f64 + add.f64)
+                                         : isWide64(dtype)     ? 1.0 / (mul.i64 + add.i64)
+                                                               : 0.5;
   const uint64_t per_output = dtype == DType::F16 ? 4 : 8;  // (doc) per output position, per worker
   const uint64_t worker_fixed = 40;                          // (doc)
   const int64_t per_worker_outputs = (outputs + workers - 1) / workers;

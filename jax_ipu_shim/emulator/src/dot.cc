@@ -308,6 +308,37 @@ inline void gemm(const uint8_t* A, int64_t lda, const uint8_t* B, int64_t ldb, u
                  int64_t n, int64_t k) {
   gemmExact(A, lda, B, ldb, C, ldc, m, n, k);
 }
+inline void gemm(const uint64_t* A, int64_t lda, const uint64_t* B, int64_t ldb, uint64_t* C, int64_t ldc, int64_t m,
+                 int64_t n, int64_t k) {
+  gemmExact(A, lda, B, ldb, C, ldc, m, n, k);
+}
+// f64 (emulated in software): each element a fused sum over k in order, as the f32 kernels sum; i-k-j over rows of B.
+// Inlined into an FMA build for FMA hosts, where the fused multiply-adds vectorise (elsewhere each is libm's fma).
+__attribute__((always_inline)) inline void gemmF64Body(const double* A, int64_t lda, const double* B, int64_t ldb,
+                                                       double* C, int64_t ldc, int64_t m, int64_t n, int64_t k) {
+  for (int64_t i = 0; i < m; ++i) {
+    double* __restrict c = C + i * ldc;
+    for (int64_t j = 0; j < n; ++j) c[j] = 0.0;
+    for (int64_t kk = 0; kk < k; ++kk) {
+      const double x = A[i * lda + kk];
+      const double* __restrict b = B + kk * ldb;
+      for (int64_t j = 0; j < n; ++j) c[j] = __builtin_fma(x, b[j], c[j]);
+    }
+  }
+}
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2,fma"))) void gemmF64Fma(const double* A, int64_t lda, const double* B, int64_t ldb,
+                                                    double* C, int64_t ldc, int64_t m, int64_t n, int64_t k) {
+  gemmF64Body(A, lda, B, ldb, C, ldc, m, n, k);
+}
+#endif
+inline void gemm(const double* A, int64_t lda, const double* B, int64_t ldb, double* C, int64_t ldc, int64_t m,
+                 int64_t n, int64_t k) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (hostHasFma() && hostHasAvx2()) return gemmF64Fma(A, lda, B, ldb, C, ldc, m, n, k);
+#endif
+  gemmF64Body(A, lda, B, ldb, C, ldc, m, n, k);
+}
 
 // ---- the plan ----
 

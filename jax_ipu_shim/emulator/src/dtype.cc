@@ -61,11 +61,8 @@ struct Unsupported {
   const char* advice;
 };
 const Unsupported kUnsupported[] = {
-    {"f64", "f64", "the IPU has no f64 hardware; use f32 (jax_enable_x64=False)"},
-    {"i64", "i64", "the IPU has no 64-bit integer hardware; use i32 (jax_enable_x64=False)"},
-    {"u64", "ui64", "the IPU has no 64-bit integer hardware; use u32 (jax_enable_x64=False)"},
     {"c128", "complex<f64>",
-     "the IPU has no f64 hardware; use complex64 (emulated as pairs of f32; "
+     "the emulator does not run complex128 yet; use complex64 (emulated as pairs of f32; "
      "jax_enable_x64=False)"},
 };
 }  // namespace
@@ -81,6 +78,14 @@ bool isKnownDTypeName(const std::string& name) {
 std::string unsupportedDTypeAdvice(const std::string& name) {
   for (const auto& u : kUnsupported)
     if (name == u.name) return u.advice;
+  DType d;
+  if (parseDType(name, &d) && isWide64(d))  // refused by CompileOptions::emulate_64bit = false
+    return std::string("the IPU has no ") + (d == DType::F64 ? "f64" : "64-bit integer") +
+           " hardware and 64-bit emulation is off (compile option emulate_64bit); use " +
+           (d == DType::F64   ? "f32"
+            : d == DType::I64 ? "i32"
+                              : "u32") +
+           " (jax_enable_x64=False)";
   return "it is not an element type of the IPU program format";
 }
 

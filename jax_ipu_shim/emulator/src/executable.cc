@@ -196,7 +196,8 @@ class ExecutableImpl : public Executable {
            ", \"exchange_cycles\": " + std::to_string(st.exchange_cycles) +
            ", \"sync_cycles\": " + std::to_string(st.sync_cycles) +
            ", \"supersteps\": " + std::to_string(st.supersteps) +
-           ", \"flops\": " + std::to_string(graph_.step_nodes[i]->flops) + "}";
+           ", \"flops\": " + std::to_string(graph_.step_nodes[i]->flops) +
+           (graph_.step_nodes[i]->emulated_64bit ? ", \"emulated_64bit\": true}" : "}");
     }
     return s + "]}";
   }
@@ -439,10 +440,12 @@ CompileOptions CompileOptions::parse(const std::string& text) {
     bool* target = field.first == "fusion"                 ? &options.fusion
                    : field.first == "exchange_per_element" ? &options.exchange_per_element
                    : field.first == "allow_out_of_memory"  ? &options.allow_out_of_memory
+                   : field.first == "emulate_64bit"        ? &options.emulate_64bit
                                                            : nullptr;
     if (target == nullptr)
-      throw Error(ErrorCode::InvalidArgument, "unknown compile option '" + field.first +
-                                                  "' (known: fusion, exchange_per_element, allow_out_of_memory)");
+      throw Error(ErrorCode::InvalidArgument,
+                  "unknown compile option '" + field.first +
+                      "' (known: fusion, exchange_per_element, allow_out_of_memory, emulate_64bit)");
     if (field.second.kind != json::Value::Kind::Bool)
       throw Error(ErrorCode::InvalidArgument, "compile option '" + field.first + "' must be true or false, not " +
                                                   json::Value::kindName(field.second.kind));
@@ -454,7 +457,7 @@ CompileOptions CompileOptions::parse(const std::string& text) {
 std::string CompileOptions::toJson() const {
   auto b = [](bool v) { return v ? "true" : "false"; };
   return std::string("{\"fusion\":") + b(fusion) + ",\"exchange_per_element\":" + b(exchange_per_element) +
-         ",\"allow_out_of_memory\":" + b(allow_out_of_memory) + "}";
+         ",\"allow_out_of_memory\":" + b(allow_out_of_memory) + ",\"emulate_64bit\":" + b(emulate_64bit) + "}";
 }
 
 std::unique_ptr<Executable> Executable::compile(const std::string& program_json, const DeviceDescription& device,

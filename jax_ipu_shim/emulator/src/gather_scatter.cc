@@ -262,9 +262,9 @@ class BodyScatterKernel : public ScatterBase {
     const size_t res = static_cast<size_t>(body_.resultRegister(0));
     walk(s, b, e, [&](int64_t t, int64_t k) {
       std::memcpy(r, o + t * es, elem_);
-      std::memcpy(r + 4, u + k * es, elem_);
+      std::memcpy(r + kRegBytes, u + k * es, elem_);
       body_.run(regs.data());
-      std::memcpy(o + t * es, r + 4 * res, elem_);
+      std::memcpy(o + t * es, r + kRegBytes * res, elem_);
     });
   }
 

@@ -208,6 +208,9 @@ Node* Lowerer::emitExecute(OpContext& ctx, std::unique_ptr<Kernel> kernel, std::
   node->kernel = std::move(kernel);
   node->supersteps = std::move(supersteps);
   node->flops = flops;
+  auto wide = [&](int slot) { return isWide64(graph_->slots[static_cast<size_t>(slot)].type.dtype); };
+  node->emulated_64bit =
+      std::any_of(ctx.in.begin(), ctx.in.end(), wide) || std::any_of(results.begin(), results.end(), wide);
   Node* raw = node.get();
   ctx.seq->children.push_back(std::move(node));
   return raw;
@@ -328,7 +331,7 @@ OpContext Lowerer::prepareOp(const Op& op, Env* env, Node* seq) {
   for (const ValueDecl& r : op.results) all.push_back(&r);
   for (const ValueDecl* d : all) {
     DType dtype;
-    if (!parseDType(d->dtype, &dtype))
+    if (!parseDType(d->dtype, &dtype) || (isWide64(dtype) && !options_.emulate_64bit))
       throw Error(ErrorCode::Unimplemented, "Unsupported element type " + d->dtype + " in " + ctx.signature + " : " +
                                                 unsupportedDTypeAdvice(d->dtype) + atLoc(&op));
   }
@@ -386,7 +389,7 @@ void Lowerer::lowerEntry() {
   for (size_t i = 0; i < region.params.size(); ++i) {
     const ValueDecl& p = region.params[i];
     Slot s;
-    if (!parseDType(p.dtype, &s.type.dtype))
+    if (!parseDType(p.dtype, &s.type.dtype) || (isWide64(s.type.dtype) && !options_.emulate_64bit))
       throw Error(ErrorCode::Unimplemented, "Unsupported element type " + p.dtype + " in parameter " +
                                                 std::to_string(i) + " (" + p.mlirType() + ") of " + entry->name +
                                                 " : " + unsupportedDTypeAdvice(p.dtype));

@@ -75,7 +75,7 @@ class BodyReduceKernel : public Kernel {
                     s.ptr[static_cast<size_t>(op.init)], op.size);
     if (g_.reduced_count == 0) return;
     ScalarRegisters file(body_);
-    uint32_t* regs = file.data();
+    ScalarReg* regs = file.data();
     std::vector<int64_t> oidx, ridx(g_.red_shape.size(), 0);
     if (g_.inner_reduced) {  // output-major: each output walks its reduced elements in row-major order
       int64_t base = offsetOf(b, g_.out_shape, g_.out_strides, &oidx);
@@ -100,20 +100,20 @@ class BodyReduceKernel : public Kernel {
   }
 
  private:
-  void step(RunState& s, uint32_t* regs, int64_t i, int64_t x) const {
+  void step(RunState& s, ScalarReg* regs, int64_t i, int64_t x) const {
     const size_t n = ops_.size();
     uint8_t* r = reinterpret_cast<uint8_t*>(regs);
     for (size_t k = 0; k < n; ++k) {
       const Operand& op = ops_[k];
       const int64_t size = static_cast<int64_t>(op.size);
-      copyElement(r + 4 * k, s.ptr[static_cast<size_t>(op.out)] + i * size, op.size);
-      copyElement(r + 4 * (n + k), s.ptr[static_cast<size_t>(op.in)] + x * size, op.size);
+      copyElement(r + kRegBytes * k, s.ptr[static_cast<size_t>(op.out)] + i * size, op.size);
+      copyElement(r + kRegBytes * (n + k), s.ptr[static_cast<size_t>(op.in)] + x * size, op.size);
     }
     body_.run(regs);
     for (size_t k = 0; k < n; ++k) {
       const Operand& op = ops_[k];
       copyElement(s.ptr[static_cast<size_t>(op.out)] + i * static_cast<int64_t>(op.size),
-                  r + 4 * static_cast<size_t>(body_.resultRegister(k)), op.size);
+                  r + kRegBytes * static_cast<size_t>(body_.resultRegister(k)), op.size);
     }
   }
 

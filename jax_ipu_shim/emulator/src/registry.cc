@@ -21,9 +21,10 @@ constexpr unsigned maskOf(bool (*pred)(const DTypeInfo&)) {
 constexpr unsigned B = dtypeBit(DType::Bool);
 constexpr unsigned H = maskOf([](const DTypeInfo& t) { return t.is_float && t.size == 2; });
 constexpr unsigned F = dtypeBit(DType::F32);
+constexpr unsigned D = dtypeBit(DType::F64);  // emulated in software (dtype.h)
 constexpr unsigned I = maskOf([](const DTypeInfo& t) { return t.is_int && t.is_signed; });
 constexpr unsigned U = maskOf([](const DTypeInfo& t) { return t.is_int && !t.is_signed; });
-constexpr unsigned FLOAT = H | F;
+constexpr unsigned FLOAT = H | F | D;
 constexpr unsigned INT = I | U;
 constexpr unsigned NUM = FLOAT | INT;
 constexpr unsigned ALL = NUM | B;
@@ -35,34 +36,44 @@ using K = OpKind;
 using Fam = OpFamily;
 using R = TypeRole;
 
+// The emulated f64 (ipu/registry.h ElementCost::f64): soft-float routines on a worker's 32-bit integer pipeline, as
+// compiler-rt's for 32-bit targets run them (unpack sign/exponent/mantissa pairs, align, add with carries, normalise,
+// round, pack), per element in worker instructions (calibrated from those routines' lengths). The IPU multiplies
+// 32 x 32 -> 32 bits, so a 53-bit product is 16 partial products of 16-bit halves. A transcendental is its f64
+// routine's multiply-adds (a degree-~13 polynomial plus range reduction) in these units.
+constexpr float kSoftAdd = 60, kSoftMul = 80, kSoftDiv = 250, kSoftSqrt = 300, kSoftFma = kSoftAdd + kSoftMul;
+constexpr float kSoftPoly = 16 * kSoftFma;  // exp, log and friends: ~16 multiply-adds
 // The vertex costs of the elementwise ops (ipu/registry.h ElementCost): {fixed, f32 vector, f16 vector, integer
-// element, per element, flops}.
-constexpr ElementCost kSimple{17, 3, 3, 4};                  // (doc) simple unary: relu-like, 3 per vector
-constexpr ElementCost kMove{17, 3, 3, 4, false, 0};          // the same, no arithmetic: abs, negate, bit ops
-constexpr ElementCost kArith{29, 3, 3, 7};                   // (doc) 3 per vector; integer add ~7 per element
-constexpr ElementCost kCompare{29, 3, 3, 4};                 // (doc) max ~3 per 2 f32; integers 4
-constexpr ElementCost kBits{29, 3, 3, 4, false, 0};          // and/or/xor, shifts, select: the same, no flops
-constexpr ElementCost kDivide{29, 10, 21, 40};               // (doc) floats; integers in software
-constexpr ElementCost kRemainder{29, 30, 30, 40};
-constexpr ElementCost kPower{40, 60, 60, 60};
-constexpr ElementCost kAtan2{40, 120, 120, 120};
-constexpr ElementCost kExp{33, 6, 6, 6};                     // (doc)
-constexpr ElementCost kLog{33, 8, 8, 8};
-constexpr ElementCost kTanh{17, 12, 12, 12};                 // (doc)
-constexpr ElementCost kLogistic{17, 14, 14, 14};
-constexpr ElementCost kSqrt{17, 10, 10, 10};                 // (doc)
-constexpr ElementCost kCbrt{17, 40, 40, 40};
-constexpr ElementCost kTrig{17, 2300, 2300, 2300, true};     // (doc) ~2,300 per element: software routines
-constexpr ElementCost kPolynomial{17, 200, 200, 200, true};  // software polynomial, per element
+// element, per element, flops}, then (wide64) i64/u64 and f64 per element. i64/u64 as 32-bit pairs: an add is two
+// adds and a carry (cmpult + add), a bit op two, a compare the high words then the low ones, a multiply 16-bit
+// partial products (the low 64 bits of lo x lo, plus two cross products), a divide a 64-step shift-subtract loop.
+constexpr ElementCost kSimple = wide64({17, 3, 3, 4}, 8, 20);                  // (doc) simple unary, 3 per vector
+constexpr ElementCost kMove = wide64({17, 3, 3, 4, false, 0}, 6, 6);           // no arithmetic: abs, negate, bit ops
+constexpr ElementCost kArith = wide64({29, 3, 3, 7}, 11, kSoftAdd);            // (doc) 3 per vector; int add ~7
+constexpr ElementCost kMultiply = wide64({29, 3, 3, 7}, 24, kSoftMul);         // (doc) as kArith in 32 bits
+constexpr ElementCost kCompare = wide64({29, 3, 3, 4}, 10, 16);                // (doc) max ~3 per 2 f32; ints 4
+constexpr ElementCost kBits = wide64({29, 3, 3, 4, false, 0}, 8, 8);           // and/or/xor, shifts, select
+constexpr ElementCost kDivide = wide64({29, 10, 21, 40}, 400, kSoftDiv);       // (doc) floats; ints in software
+constexpr ElementCost kRemainder = wide64({29, 30, 30, 40}, 400, 2 * kSoftDiv);
+constexpr ElementCost kPower = wide64({40, 60, 60, 60}, 200, 2 * kSoftPoly);
+constexpr ElementCost kAtan2 = wide64({40, 120, 120, 120}, 0, kSoftDiv + kSoftPoly);
+constexpr ElementCost kExp = wide64({33, 6, 6, 6}, 0, kSoftPoly);              // (doc)
+constexpr ElementCost kLog = wide64({33, 8, 8, 8}, 0, kSoftPoly);
+constexpr ElementCost kTanh = wide64({17, 12, 12, 12}, 0, kSoftPoly + kSoftDiv);  // (doc)
+constexpr ElementCost kLogistic = wide64({17, 14, 14, 14}, 0, kSoftPoly + kSoftDiv);
+constexpr ElementCost kSqrt = wide64({17, 10, 10, 10}, 0, kSoftSqrt);          // (doc)
+constexpr ElementCost kCbrt = wide64({17, 40, 40, 40}, 0, 2 * kSoftPoly);
+constexpr ElementCost kTrig = wide64({17, 2300, 2300, 2300, true}, 0, 4 * kSoftPoly);  // (doc) f32: ~2,300
+constexpr ElementCost kPolynomial = wide64({17, 200, 200, 200, true}, 0, 2 * kSoftPoly);  // software polynomial
 // CHLO special functions, software routines per element (calibrated): lgamma and digamma are a 9-term Lanczos series
 // (8 and 16 divides) plus log1p, log and the reflection's sin (and cos); i1e two Chebyshev series (24
 // multiply-adds), a divide and a sqrt; next_after a few integer ops on the bits.
-constexpr ElementCost kLgamma{17, 2600, 2600, 2600, true};
-constexpr ElementCost kDigamma{17, 5000, 5000, 5000, true};
+constexpr ElementCost kLgamma = wide64({17, 2600, 2600, 2600, true}, 0, 8 * kSoftPoly + 8 * kSoftDiv);
+constexpr ElementCost kDigamma = wide64({17, 5000, 5000, 5000, true}, 0, 8 * kSoftPoly + 16 * kSoftDiv);
 constexpr ElementCost kBesselI1e{17, 150, 150, 150, true};
-constexpr ElementCost kNextAfter{29, 12, 12, 12, true};
-constexpr ElementCost kConvert{17, 2, 2, 2, false, 0};       // (doc) f16<->f32 ~2 per 4 elements
-constexpr ElementCost kClamp{29, 3, 3, 4, false, 2};
+constexpr ElementCost kNextAfter = wide64({29, 12, 12, 12, true}, 0, 24);
+constexpr ElementCost kConvert = wide64({17, 2, 2, 2, false, 0}, 8, 30);  // (doc) f16<->f32 ~2 per 4 elements
+constexpr ElementCost kClamp = wide64({29, 3, 3, 4, false, 2}, 20, 32);
 
 // The f32 vector ops one c64 element costs (ipu/registry.h C64Cost: Poplar's pair arithmetic, each f32 op its own
 // vector loop over the elements; a transcendental part is one f32 op, as popops runs it). Ops not named move parts
@@ -125,11 +136,11 @@ const OpInfo kOps[] = {
     {"erf_inv", K::ErfInv, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise, kPolynomial},
     {"lgamma", K::Lgamma, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise, kLgamma},
     {"digamma", K::Digamma, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise, kDigamma},
-    {"bessel_i1e", K::BesselI1e, Fam::Unary, FLOAT, R::Operand0, 1, 1, lowerElementwise, kBesselI1e},
+    {"bessel_i1e", K::BesselI1e, Fam::Unary, H | F, R::Operand0, 1, 1, lowerElementwise, kBesselI1e},
 
     {"add", K::Add, Fam::Binary, NUM | C, R::Operand0, 2, 2, lowerElementwise, kArith, kC64AddSub},
     {"subtract", K::Subtract, Fam::Binary, NUM | C, R::Operand0, 2, 2, lowerElementwise, kArith, kC64AddSub},
-    {"multiply", K::Multiply, Fam::Binary, NUM | C, R::Operand0, 2, 2, lowerElementwise, kArith, kC64Multiply},
+    {"multiply", K::Multiply, Fam::Binary, NUM | C, R::Operand0, 2, 2, lowerElementwise, kMultiply, kC64Multiply},
     {"divide", K::Divide, Fam::Binary, NUM | C, R::Operand0, 2, 2, lowerElementwise, kDivide, kC64Divide},
     {"remainder", K::Remainder, Fam::Binary, NUM, R::Operand0, 2, 2, lowerElementwise, kRemainder},
     {"power", K::Power, Fam::Binary, NUM | C, R::Operand0, 2, 2, lowerElementwise, kPower, kC64Power},
@@ -187,7 +198,7 @@ const OpInfo kOps[] = {
     {"reduce_window", K::ReduceWindow, Fam::Window, ALL, R::Operand0, 2, -1, lowerReduceWindow},
     {"select_and_scatter", K::SelectAndScatter, Fam::Window, ALL, R::Operand0, 3, 3, lowerSelectAndScatter},
     {"optimization_barrier", K::OptimizationBarrier, Fam::Window, ANY, R::None, 0, -1, lowerOptimizationBarrier},
-    {"reduce_precision", K::ReducePrecision, Fam::Window, FLOAT, R::Operand0, 1, 1, lowerReducePrecision},
+    {"reduce_precision", K::ReducePrecision, Fam::Window, H | F, R::Operand0, 1, 1, lowerReducePrecision},
     // c64 as pairs of f32 (complex.cc, fft.cc)
     {"real", K::Real, Fam::Complex, C, R::Operand0, 1, 1, lowerReal},
     {"imag", K::Imag, Fam::Complex, C, R::Operand0, 1, 1, lowerImag},

@@ -15,35 +15,35 @@ namespace ipu {
 namespace {
 
 template <class T>
-inline T load(const uint32_t* regs, int32_t r) {
+inline T load(const ScalarReg* regs, int32_t r) {
   T v;
   std::memcpy(&v, regs + r, sizeof(T));
   return v;
 }
 template <class T>
-inline void store(uint32_t* regs, int32_t r, T v) {
+inline void store(ScalarReg* regs, int32_t r, T v) {
   std::memcpy(regs + r, &v, sizeof(T));
 }
 
 // One instantiation per (functor, storage types): the functor is stateless, so the call inlines into the trampoline.
 template <class F, class A, class O>
-void exec1(uint32_t* r, const ScalarInstr& i) {
+void exec1(ScalarReg* r, const ScalarInstr& i) {
   store<O>(r, i.dst, F{}(load<A>(r, i.a)));
 }
 template <class F, class A, class B, class O>
-void exec2(uint32_t* r, const ScalarInstr& i) {
+void exec2(ScalarReg* r, const ScalarInstr& i) {
   store<O>(r, i.dst, F{}(load<A>(r, i.a), load<B>(r, i.b)));
 }
 template <class F, class A, class B, class C, class O>
-void exec3(uint32_t* r, const ScalarInstr& i) {
+void exec3(ScalarReg* r, const ScalarInstr& i) {
   store<O>(r, i.dst, F{}(load<A>(r, i.a), load<B>(r, i.b), load<C>(r, i.c)));
 }
 
 [[noreturn]] void fail(ErrorCode code, const std::string& why) { throw Error(code, why); }
 
-// A bitcast: every element type lives in the low bytes of its 32-bit register, so copying the register reinterprets
-// the value whatever its width (a consumer reads only its own type's bytes).
-void copy32(uint32_t* r, const ScalarInstr& i) { store<uint32_t>(r, i.dst, load<uint32_t>(r, i.a)); }
+// A bitcast: every element type lives in the low bytes of its register, so copying the register reinterprets the
+// value whatever its width (a consumer reads only its own type's bytes).
+void copyRegister(ScalarReg* r, const ScalarInstr& i) { store<ScalarReg>(r, i.dst, load<ScalarReg>(r, i.a)); }
 
 struct Value {
   int reg;
@@ -125,7 +125,7 @@ ScalarProgram ScalarProgram::compile(const Region& region, const std::vector<DTy
       if (!json::base64Decode(attrString(op, "value"), &bytes))
         fail(ErrorCode::InvalidArgument, sig + ": attribute \"value\" is not valid base64");
       if (bytes.size() != dtypeSize(out)) fail(ErrorCode::InvalidArgument, sig + ": the value must hold one element");
-      uint32_t bits = 0;
+      ScalarReg bits = 0;
       std::memcpy(&bits, bytes.data(), bytes.size());
       if (out == DType::Bool) bits = bits ? 1u : 0u;
       p.constants_.emplace_back(dst, bits);
@@ -138,7 +138,7 @@ ScalarProgram ScalarProgram::compile(const Region& region, const std::vector<DTy
       ScalarInstr ins;
       ins.dst = dst;
       ins.a = args[0].reg;
-      ins.exec = &copy32;
+      ins.exec = &copyRegister;
       p.code_.push_back(ins);
       p.info_.push_back({1, out, info->name, "", ""});
       p.summary_ += (p.summary_.empty() ? "" : ",") + std::string(info->name);

@@ -84,12 +84,13 @@ class KeyOrderOf : public KeyOrder {
     using K = decltype(Key{}(T{}));
     ScalarRegisters file(key_);
     uint8_t* r = file.bytes();
-    const size_t at = 4 * static_cast<size_t>(reg_);
+    const size_t at = kRegBytes * static_cast<size_t>(reg_);
     std::vector<std::pair<K, uint32_t>> keyed(static_cast<size_t>(n));
     bool nan = false;
     for (int64_t j = 0; j < n; ++j) {
       for (size_t k = 0; k < ops.size(); ++k)
-        copyElement(r + 8 * k, in[k] + (base + j * stride) * static_cast<int64_t>(ops[k].size), ops[k].size);
+        copyElement(r + 2 * kRegBytes * k, in[k] + (base + j * stride) * static_cast<int64_t>(ops[k].size),
+                    ops[k].size);
       key_.run(file.data());
       T v;
       std::memcpy(&v, r + at, sizeof(T));
@@ -148,9 +149,9 @@ class SortKernel : public Kernel {
 
   void compute(RunState& s, int64_t b, int64_t e) const override {
     ScalarRegisters file(cmp_);
-    uint32_t* regs = file.data();
+    ScalarReg* regs = file.data();
     uint8_t* r = reinterpret_cast<uint8_t*>(regs);
-    const size_t result = 4 * static_cast<size_t>(cmp_.resultRegister(0));
+    const size_t result = kRegBytes * static_cast<size_t>(cmp_.resultRegister(0));
     std::vector<const uint8_t*> in(ops_.size());
     std::vector<uint8_t*> out(ops_.size());
     for (size_t k = 0; k < ops_.size(); ++k) {
@@ -170,8 +171,8 @@ class SortKernel : public Kernel {
       auto less = [&](int64_t x, int64_t y) {
         for (size_t k = 0; k < ops_.size(); ++k) {
           const int64_t size = static_cast<int64_t>(ops_[k].size);
-          copyElement(r + 8 * k, in[k] + (base + x * stride) * size, ops_[k].size);
-          copyElement(r + 8 * k + 4, in[k] + (base + y * stride) * size, ops_[k].size);
+          copyElement(r + 2 * kRegBytes * k, in[k] + (base + x * stride) * size, ops_[k].size);
+          copyElement(r + 2 * kRegBytes * k + kRegBytes, in[k] + (base + y * stride) * size, ops_[k].size);
         }
         cmp_.run(regs);
         return r[result] != 0;
@@ -218,6 +219,12 @@ int64_t topKKey(const uint8_t* p) {
     std::memcpy(&x, &v, 2);
     return static_cast<int16_t>(x) < 0 ? static_cast<int16_t>(static_cast<uint16_t>(0x7FFFu - x))
                                        : static_cast<int16_t>(x);
+  } else if constexpr (D == DType::F64) {  // the same total order on the 64 bits
+    int64_t x;
+    std::memcpy(&x, &v, 8);
+    return x < 0 ? static_cast<int64_t>(0x7FFFFFFFFFFFFFFFull - static_cast<uint64_t>(x)) : x;
+  } else if constexpr (D == DType::U64) {  // unsigned order as a signed key
+    return static_cast<int64_t>(v ^ 0x8000000000000000ull);
   } else if constexpr (D == DType::C64) {  // top_k is not defined on c64 (the registry refuses it)
     return 0;
   } else {

@@ -232,22 +232,23 @@ class BodyWindowKernel : public Kernel {
   void compute(RunState& s, int64_t b, int64_t e) const override {
     const size_t n = ops_.size();
     ScalarRegisters file(body_, static_cast<int>(2 * n));
-    uint32_t* regs = file.data();
+    ScalarReg* regs = file.data();
     uint8_t* r = file.bytes();
-    std::vector<uint32_t> next(n);
+    std::vector<ScalarReg> next(n);
     WindowWalker walk(w_, b);
     for (int64_t i = b; i < e; ++i, walk.next()) {
-      for (size_t k = 0; k < n; ++k) copyElement(r + 4 * k, s.ptr[static_cast<size_t>(ops_[k].init)], ops_[k].size);
+      for (size_t k = 0; k < n; ++k)
+        copyElement(r + kRegBytes * k, s.ptr[static_cast<size_t>(ops_[k].init)], ops_[k].size);
       for (int64_t off : walk.flat()) {
         for (size_t k = 0; k < n; ++k)
-          copyElement(r + 4 * (n + k),
+          copyElement(r + kRegBytes * (n + k),
                       s.ptr[static_cast<size_t>(ops_[k].in)] + off * static_cast<int64_t>(ops_[k].size), ops_[k].size);
         body_.run(regs);
         for (size_t k = 0; k < n; ++k) next[k] = regs[body_.resultRegister(k)];  // results may sit in param registers
         for (size_t k = 0; k < n; ++k) regs[k] = next[k];
       }
       for (size_t k = 0; k < n; ++k)
-        copyElement(s.ptr[static_cast<size_t>(ops_[k].out)] + i * static_cast<int64_t>(ops_[k].size), r + 4 * k,
+        copyElement(s.ptr[static_cast<size_t>(ops_[k].out)] + i * static_cast<int64_t>(ops_[k].size), r + kRegBytes * k,
                     ops_[k].size);
     }
   }
@@ -346,7 +347,7 @@ class SelectAndScatterKernel : public Kernel {
           continue;
         }
         copyElement(r, element(s, operand_, chosen), size_);
-        copyElement(r + 4, element(s, operand_, off), size_);
+        copyElement(r + kRegBytes, element(s, operand_, off), size_);
         select_.run(file.data());
         if (!(file.data()[select_.resultRegister(0)] & 0xff)) chosen = off;
       }
@@ -361,23 +362,23 @@ class SelectAndScatterKernel : public Kernel {
       return scatterWith(s, b, e, [](float acc, float x) { return x + acc; });
     ScalarRegisters file(scatter_, 2);
     uint8_t* r = file.bytes();
-    uint32_t* regs = file.data();
-    scatterWith(s, b, e, [&](uint32_t acc, uint32_t x) {
+    ScalarReg* regs = file.data();
+    scatterWith(s, b, e, [&](ScalarReg acc, ScalarReg x) {
       regs[0] = acc;
-      std::memcpy(r + 4, &x, 4);
+      std::memcpy(r + kRegBytes, &x, kRegBytes);
       scatter_.run(regs);
       return regs[scatter_.resultRegister(0)];
     });
   }
 
-  // `combine(acc, source)` on 4-byte words (the interpreted body, registers as they hold elements) or on f32.
+  // `combine(acc, source)` on registers (the interpreted body, registers as they hold elements) or on f32.
   // Window-major: out[b, e) = init, then each window (row-major) whose selected element is in [b, e) combines its
   // source into that element, so every element takes its windows' sources in row-major window order (XLA:CPU's).
   // Only the windows that can contain an element of [b, e) are visited: those whose first coordinate lies between
   // the first window of b's first operand coordinate and the last of e - 1's (lo_ and hi_ grow with it).
   template <class F>
   void scatterWith(RunState& s, int64_t b, int64_t e, F&& combine) const {
-    using T = std::conditional_t<std::is_same<decltype(combine(0.0f, 0.0f)), float>::value, float, uint32_t>;
+    using T = std::conditional_t<std::is_same<decltype(combine(0.0f, 0.0f)), float>::value, float, ScalarReg>;
     const int32_t* sel = s.at<const int32_t>(selected_);
     const int64_t size = static_cast<int64_t>(size_);
     const uint8_t* src = s.ptr[static_cast<size_t>(source_)];

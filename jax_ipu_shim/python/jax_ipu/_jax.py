@@ -316,6 +316,20 @@ def physical_avals(aval: Any) -> List[Any]:
     return [core.physical_aval(aval)] if extended else [aval]
 
 
+def x64_enabled() -> bool:
+    """jax_enable_x64 as this thread sees it (a ``jax.enable_x64`` context included)."""
+    import jax
+
+    return bool(jax.config.jax_enable_x64)
+
+
+def x64_scope(enabled: bool) -> Any:
+    """A context in which this thread sees jax_enable_x64 as ``enabled`` (jax's thread-local state, both series)."""
+    from jax._src import config
+
+    return config.enable_x64(enabled)
+
+
 def callback_result(value: Any) -> Any:
     """A host callback's returned value as the array jax's own emitter checks: in the current series canonicalised
     (a Python literal or a 64-bit array without jax_enable_x64 is the 32-bit array, as jax's ``_wrapped_callback``

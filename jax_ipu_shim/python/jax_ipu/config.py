@@ -12,6 +12,9 @@ Sources, highest precedence first:
   popops' expression maps do; ``0`` lowers every op on its own, for comparison) and
   ``JAX_IPU_EXCHANGE_PER_ELEMENT`` (environment only, default off: count exchanged elements one by one, the
   reference the exchange accounting is tested against), read at each compile (lowering_options);
+- ``JAX_IPU_EMULATE_64BIT`` (environment only, default on: with ``jax_enable_x64``, f64, int64 and uint64 run
+  emulated, i64/u64 as pairs of 32-bit words and f64 in software, costed as those instruction sequences; ``0``
+  refuses them at compile time, as Graphcore's JAX does), read at each compile (lowering_options);
 - ``JAX_IPU_COLLECTIVE_TIMEOUT`` (environment only, seconds, default 300): with several processes
   (``jax.distributed``), how long a collective waits for another process that sends nothing before it fails,
   naming that process (one that ends or dies fails the others at once).
@@ -68,7 +71,8 @@ class IpuConfig:
 
 
 # Environment flags of the emulator's lowering: its CompileOptions field each sets (ipu::CompileOptions).
-LOWERING_FLAGS = {"JAX_IPU_FUSION": "fusion", "JAX_IPU_EXCHANGE_PER_ELEMENT": "exchange_per_element"}
+LOWERING_FLAGS = {"JAX_IPU_FUSION": "fusion", "JAX_IPU_EXCHANGE_PER_ELEMENT": "exchange_per_element",
+                  "JAX_IPU_EMULATE_64BIT": "emulate_64bit"}
 
 
 def lowering_options(environ: Optional[Mapping[str, str]] = None) -> Dict[str, bool]:
@@ -84,8 +88,8 @@ def lowering_options(environ: Optional[Mapping[str, str]] = None) -> Dict[str, b
 
 
 def _lowering_flags(env: Mapping[str, str]) -> Dict[str, bool]:
-    """The lowering flags' fields, parsed (defaults: fused, counted in runs)."""
-    options = {"fusion": True, "exchange_per_element": False}
+    """The lowering flags' fields, parsed (defaults: fused, counted in runs, 64-bit types emulated)."""
+    options = {"fusion": True, "exchange_per_element": False, "emulate_64bit": True}
     for name, field in LOWERING_FLAGS.items():
         text = env.get(name, "")
         if text.strip():

@@ -172,8 +172,9 @@ class Executable:
 def compile(program: Union[dict, str, bytes, "Program"], version: str = "ipu2", num_tiles: int = 0,
             options: Optional[Dict[str, Any]] = None) -> Executable:
     """Compiles a program document (dict, JSON text or ``Program``) for an IPU version and tile count. ``options``:
-    the emulator's compile options (``{"fusion": bool, "exchange_per_element": bool, "allow_out_of_memory": bool}``,
-    any subset; the rest keep their defaults: fused, counted in runs, memory checked)."""
+    the emulator's compile options (``{"fusion": bool, "exchange_per_element": bool, "allow_out_of_memory": bool,
+    "emulate_64bit": bool}``, any subset; the rest keep their defaults: fused, counted in runs, memory checked,
+    64-bit types emulated)."""
     if isinstance(program, Program):
         program = program.to_dict()
     if isinstance(program, dict):

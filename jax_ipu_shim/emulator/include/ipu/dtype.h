@@ -14,7 +14,7 @@
 namespace ipu {
 
 // How an element is held in host memory, and so how a kernel computes on it.
-enum class StorageKind : uint8_t { Token, Bool, Int, Float32, Half, BFloat16, Complex64 };
+enum class StorageKind : uint8_t { Token, Bool, Int, Float32, Half, BFloat16, Complex64, Float64 };
 
 // One row per element type. `acc` is the accumulator matmul-like ops and reductions of partials use (f32 for the
 // 16-bit floats, rounded once at the end; i32/u32 wrapping for integers; bool for bool).
@@ -44,6 +44,12 @@ inline constexpr DTypeInfo kDTypeTable[] = {
     {DType::BF16, "bf16", "bf16", 2, StorageKind::BFloat16, true, true, false, DType::F32},
     {DType::F32, "f32", "f32", 4, StorageKind::Float32, true, true, false, DType::F32},
     {DType::C64, "c64", "complex<f32>", 8, StorageKind::Complex64, false, true, false, DType::C64},
+    // The 64-bit types (jax_enable_x64), emulated: the IPU has no 64-bit hardware. i64/u64 run as pairs of 32-bit
+    // words and f64 as software routines on them (soft-float, IEEE binary64 results); the cost model charges those
+    // instruction sequences (registry.h Wide64Cost). CompileOptions::refuse_64bit refuses them, as Poplar does.
+    {DType::F64, "f64", "f64", 8, StorageKind::Float64, true, true, false, DType::F64},
+    {DType::I64, "i64", "i64", 8, StorageKind::Int, false, true, true, DType::I64},
+    {DType::U64, "u64", "ui64", 8, StorageKind::Int, false, false, true, DType::U64},
     {DType::Token, "token", "!stablehlo.token", 0, StorageKind::Token, false, false, false, DType::Token},
 };
 
@@ -108,6 +114,18 @@ template <>
 struct StorageOf<DType::C64> {
   using type = Complex64;
 };
+template <>
+struct StorageOf<DType::F64> {
+  using type = double;
+};
+template <>
+struct StorageOf<DType::I64> {
+  using type = int64_t;
+};
+template <>
+struct StorageOf<DType::U64> {
+  using type = uint64_t;
+};
 template <DType D>
 using Storage = typename StorageOf<D>::type;
 
@@ -139,6 +157,9 @@ bool visitDType(DType d, V&& v) {
     case DType::BF16: v(DTypeTag<DType::BF16>{}); return true;
     case DType::F32: v(DTypeTag<DType::F32>{}); return true;
     case DType::C64: v(DTypeTag<DType::C64>{}); return true;
+    case DType::F64: v(DTypeTag<DType::F64>{}); return true;
+    case DType::I64: v(DTypeTag<DType::I64>{}); return true;
+    case DType::U64: v(DTypeTag<DType::U64>{}); return true;
     case DType::Token: return false;
   }
   return false;
@@ -232,6 +253,8 @@ constexpr bool isComplex(DType d) { return d == DType::C64; }
 inline DType computeType(DType d) { return d == DType::BF16 || d == DType::C64 ? DType::F32 : d; }
 // f16 and bf16: stored in 16 bits, computed in f32 and rounded once per op.
 constexpr bool isNarrowFloat(DType d) { return d == DType::F16 || d == DType::BF16; }
+// The emulated 64-bit types: no IPU hardware computes them (dtype table above).
+constexpr bool isWide64(DType d) { return d == DType::F64 || d == DType::I64 || d == DType::U64; }
 
 int64_t shapeElements(const std::vector<int64_t>& shape);
 // Element strides of a dense row-major array of this shape.

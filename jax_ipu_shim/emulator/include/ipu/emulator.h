@@ -25,7 +25,7 @@ class Trace;  // ipu/trace.h
 // program is rejected by name at compile time.
 // Token (StableHLO's !stablehlo.token, spelled "token" in programs) orders host I/O: a 0-byte scalar that is passed
 // through calls, loops and branches like any value and never computed on.
-enum class DType : uint8_t { Bool, F16, F32, I32, U32, Token, I8, U8, I16, U16, BF16, C64 };
+enum class DType : uint8_t { Bool, F16, F32, I32, U32, Token, I8, U8, I16, U16, BF16, C64, F64, I64, U64 };
 
 size_t dtypeSize(DType dtype);      // Token: 0
 const char* dtypeName(DType dtype);  // "bool", "f16", "f32", "i32", "u32", "token", "i8", ..., "bf16", "c64"
@@ -202,6 +202,8 @@ struct CompileOptions {
   bool fusion = true;  // fuse chains of elementwise ops into one compute set, as popops' expressions do
   bool exchange_per_element = false;  // count exchanged elements one by one (the exchange accounting's reference)
   bool allow_out_of_memory = false;  // Poplar's debug.allowOutOfMemory: a program that overflows a tile compiles
+  // f64, i64 and u64 run emulated (dtype.h); false refuses them at compile time, as Poplar (no 64-bit types) does.
+  bool emulate_64bit = true;
   Trace* trace = nullptr;  // where the lowering's span goes (not part of the JSON); null: not traced
   // {"fusion": false, ...}: any subset of the fields (empty text: every default). An unknown name or a value that
   // is not a boolean throws Error(InvalidArgument) naming it.

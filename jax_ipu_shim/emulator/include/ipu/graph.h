@@ -132,6 +132,7 @@ struct Node {
   Cost cost;  // Copy, StreamCopy, HostCall: its cost; RepeatWhileTrue/Switch: each decision
   int slot = -1;  // RepeatWhileTrue: the predicate; Switch: the index
   double flops = 0;
+  bool emulated_64bit = false;  // Execute: reads or writes f64/i64/u64 values, which the IPU runs in software
   // Execute: (operand slot, result slot) pairs the kernel computes correctly when both are the same storage: it
   // reads each element of the operand only to write the same element of the result, and reads the operand through
   // no other of its inputs (dynamic_update_slice writing its update into the operand, as Poplar's dynamicUpdate

@@ -235,7 +235,10 @@ class FusedMapKernel : public Kernel {
   static constexpr int64_t kBlock = 512;
 
   FusedMapKernel(std::vector<Input> inputs, std::vector<Instr> instrs, int out)
-      : inputs_(std::move(inputs)), instrs_(std::move(instrs)), out_(out) {}
+      : inputs_(std::move(inputs)), instrs_(std::move(instrs)), out_(out) {
+    for (const Input& in : inputs_) max_bytes_ = std::max(max_bytes_, in.bytes);
+    for (const Instr& ins : instrs_) max_bytes_ = std::max(max_bytes_, ins.bytes);
+  }
 
   void compute(RunState& s, int64_t b, int64_t e) const override {
     const size_t ni = inputs_.size(), nk = instrs_.size();
@@ -252,7 +255,7 @@ class FusedMapKernel : public Kernel {
     // Registers: one block per scalar input and per instruction but the last, which writes the output directly.
     const int64_t block = std::min(kBlock, e - b);
     thread_local std::vector<uint64_t> regs;
-    const size_t words = static_cast<size_t>(block) / 2 + 1;  // 4-byte elements at most
+    const size_t words = (static_cast<size_t>(block) * static_cast<size_t>(max_bytes_) + 7) / 8 + 1;
     if (regs.size() < (ni + nk) * words) regs.resize((ni + nk) * words);
     auto reg = [&](size_t i) { return reinterpret_cast<uint8_t*>(regs.data() + i * words); };
     thread_local std::vector<const void*> val;
@@ -348,7 +351,7 @@ class FusedMapKernel : public Kernel {
     return s.at<const uint8_t>(in.slot) + i * in.bytes;
   }
 
-  // dst[0, n) = the one element at v / every stride-th element from a, for elements of 1, 2 or 4 bytes.
+  // dst[0, n) = the one element at v / every stride-th element from a, for elements of 1, 2, 4 or 8 bytes.
   template <class T>
   static void fillT(uint8_t* dst, const uint8_t* v, int64_t n) {
     T x;
@@ -357,7 +360,8 @@ class FusedMapKernel : public Kernel {
     IPU_BLOCK_LOOP(n, o[i] = x);  // (std::fill stays a loop of scalar stores at g++ -O2: a row of a broadcast each)
   }
   static void fill(uint8_t* dst, const uint8_t* v, int bytes, int64_t n) {
-    if (bytes == 4) fillT<uint32_t>(dst, v, n);
+    if (bytes == 8) fillT<uint64_t>(dst, v, n);
+    else if (bytes == 4) fillT<uint32_t>(dst, v, n);
     else if (bytes == 2) fillT<uint16_t>(dst, v, n);
     else fillT<uint8_t>(dst, v, n);
   }
@@ -367,7 +371,8 @@ class FusedMapKernel : public Kernel {
     for (int64_t j = 0; j < n; ++j) std::memcpy(o + j, a + static_cast<size_t>(j * stride) * sizeof(T), sizeof(T));
   }
   static void strided(uint8_t* dst, const uint8_t* a, int bytes, int64_t stride, int64_t n) {
-    if (bytes == 4) stridedT<uint32_t>(dst, a, stride, n);
+    if (bytes == 8) stridedT<uint64_t>(dst, a, stride, n);
+    else if (bytes == 4) stridedT<uint32_t>(dst, a, stride, n);
     else if (bytes == 2) stridedT<uint16_t>(dst, a, stride, n);
     else stridedT<uint8_t>(dst, a, stride, n);
   }
@@ -415,6 +420,7 @@ class FusedMapKernel : public Kernel {
   std::vector<Input> inputs_;
   std::vector<Instr> instrs_;
   int out_;
+  int max_bytes_ = 4;  // the widest element of a register (8: an f64, i64 or u64 value)
 };
 
 }  // namespace ipu

@@ -21,6 +21,15 @@ inline uint32_t toAcc(T x, uint32_t*) {
   return static_cast<uint32_t>(static_cast<int64_t>(x));
 }
 inline uint8_t toAcc(uint8_t x, uint8_t*) { return x; }
+// The 64-bit types (emulated): f64 sums in f64, i64/u64 wrap in 64 bits.
+inline double toAcc(double x, double*) { return x; }
+inline double toAcc(float x, double*) { return x; }
+inline double toAcc(uint16_t x, double*) { return halfToFloat(x); }
+inline double toAcc(BFloat16 x, double*) { return bfloat16BitsToFloat(x.bits); }
+template <class T, class = std::enable_if_t<std::is_integral<T>::value>>
+inline uint64_t toAcc(T x, uint64_t*) {
+  return static_cast<uint64_t>(x);
+}
 
 // Accumulator -> element type, rounding f16/bf16 once; integers wrap to the result's width.
 template <class Out, class Acc>
@@ -56,12 +65,19 @@ bool visitMatmulTypes(DType in, DType out, V&& v) {
     if constexpr (!isComplex(IT::value)) {
       using I = typename IT::type;
       constexpr bool is_float = IT::value == DType::F32 || isNarrowFloat(IT::value);  // by DType: f16 is uint16_t
-      using Acc = std::conditional_t<IT::value == DType::Bool, uint8_t, std::conditional_t<is_float, float, uint32_t>>;
+      using Acc32 =
+          std::conditional_t<IT::value == DType::Bool, uint8_t, std::conditional_t<is_float, float, uint32_t>>;
+      using Acc64 = std::conditional_t<IT::value == DType::F64, double, uint64_t>;
+      using Acc = std::conditional_t<isWide64(IT::value), Acc64, Acc32>;
       visitDType(out, [&](auto ot) {
         using OT = std::decay_t<decltype(ot)>;
         using O = typename OT::type;
-        if constexpr (matmulTypes(IT::value, OT::value) && !isComplex(OT::value))
-          v(TypeTag<I>{}, TypeTag<Acc>{}, TypeTag<O>{});
+        // an f64 result of f32 operands sums in f64; a wider integer result in 64 bits
+        if constexpr (matmulTypes(IT::value, OT::value) && !isComplex(OT::value)) {
+          if constexpr (isWide64(OT::value) && !isWide64(IT::value) && IT::value != DType::Bool)
+            v(TypeTag<I>{}, TypeTag<std::conditional_t<OT::value == DType::F64, double, uint64_t>>{}, TypeTag<O>{});
+          else v(TypeTag<I>{}, TypeTag<Acc>{}, TypeTag<O>{});
+        }
       });
     }
   });

@@ -156,12 +156,22 @@ using OpHandler = std::vector<int> (*)(Lowerer& lowerer, OpContext& ctx);
 // operations per element for the FLOP count (XLA's convention: one per arithmetic op; data movement and bit
 // operations none). Each figure's source is at its definition in registry.cc ("doc": docs/ipu-model.md, else
 // calibrated).
+// `i64` and `f64`: cycles per element of the emulated 64-bit types (dtype.h), the instruction sequences a worker
+// runs: i64/u64 as pairs of 32-bit words (carries, cross-word shifts, 16-bit partial products), f64 as soft-float
+// routines on the integer pipeline (registry.cc kSoft*). 0: the op has no 64-bit form.
 struct ElementCost {
   uint16_t fixed = 17;
   float f32 = 3, f16 = 3, integer = 4;
   bool per_element = false;
   float flops = 1;
+  float i64 = 0, f64 = 0;
 };
+// `c` with its 64-bit figures.
+constexpr ElementCost wide64(ElementCost c, float i64, float f64) {
+  c.i64 = i64;
+  c.f64 = f64;
+  return c;
+}
 
 // The f32 vector ops of one kind that one c64 element costs (Poplar's pair arithmetic: each runs as its own f32
 // vector loop over the elements; complex.cc charges them and counts their flops).

@@ -166,23 +166,26 @@ inline float erfInv(float x) {
   return std::fabs(x) == 1.0f ? x * std::numeric_limits<float>::infinity() : erfInvPolynomial(x) * x;
 }
 
-// Integers of every width wrap (two's complement) as XLA's do: computed in 32 bits, truncated to the type.
+// Integers of every width wrap (two's complement) as XLA's do: computed in a 32-bit word (64 bits for i64/u64),
+// truncated to the type.
 template <class T>
 using Unsigned = std::make_unsigned_t<T>;
 template <class T>
 constexpr uint32_t kBits = 8 * sizeof(T);
+template <class T>
+using Word = std::conditional_t<(sizeof(T) > 4), uint64_t, uint32_t>;
 
 template <class T>
 inline T wrapAdd(T a, T b) {
-  return static_cast<T>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));
+  return static_cast<T>(static_cast<Word<T>>(a) + static_cast<Word<T>>(b));
 }
 template <class T>
 inline T wrapSub(T a, T b) {
-  return static_cast<T>(static_cast<uint32_t>(a) - static_cast<uint32_t>(b));
+  return static_cast<T>(static_cast<Word<T>>(a) - static_cast<Word<T>>(b));
 }
 template <class T>
 inline T wrapMul(T a, T b) {
-  return static_cast<T>(static_cast<uint32_t>(a) * static_cast<uint32_t>(b));
+  return static_cast<T>(static_cast<Word<T>>(a) * static_cast<Word<T>>(b));
 }
 
 // XLA's division: x / 0 is all ones (-1 signed), MIN / -1 is MIN; x % 0 is x, MIN % -1 is 0.
@@ -202,8 +205,9 @@ inline T remI(T a, T b) {
 }
 
 // Exponentiation by squaring with wrap-around; a negative exponent gives 0 except for bases 1 and -1.
-inline uint32_t powBits(uint32_t base, uint32_t exp) {
-  uint32_t result = 1;
+template <class W>
+inline W powBits(W base, W exp) {
+  W result = 1;
   while (exp) {
     if (exp & 1u) result *= base;
     base *= base;
@@ -215,34 +219,40 @@ template <class T>
 inline T powI(T a, T b) {
   if constexpr (std::is_signed<T>::value)
     if (b < T(0)) return a == T(1) ? T(1) : a == T(-1) ? ((b & 1) ? T(-1) : T(1)) : T(0);
-  return static_cast<T>(powBits(static_cast<uint32_t>(a), static_cast<uint32_t>(static_cast<Unsigned<T>>(b))));
+  return static_cast<T>(powBits<Word<T>>(static_cast<Word<T>>(a), static_cast<Word<T>>(static_cast<Unsigned<T>>(b))));
 }
 
 // Shift amounts are unsigned; shifting by the type's width or more gives 0 (or the sign, arithmetic right).
 template <class T>
 inline T shiftLeft(T a, T b) {
-  const uint32_t n = static_cast<Unsigned<T>>(b);
-  return n >= kBits<T> ? T(0) : static_cast<T>(static_cast<uint32_t>(a) << n);
+  const Word<T> n = static_cast<Unsigned<T>>(b);
+  return n >= kBits<T> ? T(0) : static_cast<T>(static_cast<Word<T>>(a) << n);
 }
 template <class T>
 inline T shiftRightArithmetic(T a, T b) {
-  const uint32_t n = static_cast<Unsigned<T>>(b);
-  const int32_t sa = static_cast<std::make_signed_t<T>>(a);
-  return static_cast<T>(sa >> std::min<uint32_t>(n, kBits<T> - 1));
+  const Word<T> n = static_cast<Unsigned<T>>(b);
+  const std::make_signed_t<Word<T>> sa = static_cast<std::make_signed_t<T>>(a);
+  return static_cast<T>(sa >> std::min<Word<T>>(n, kBits<T> - 1));
 }
 template <class T>
 inline T shiftRightLogical(T a, T b) {
-  const uint32_t n = static_cast<Unsigned<T>>(b);
-  return n >= kBits<T> ? T(0) : static_cast<T>(static_cast<uint32_t>(static_cast<Unsigned<T>>(a)) >> n);
+  const Word<T> n = static_cast<Unsigned<T>>(b);
+  return n >= kBits<T> ? T(0) : static_cast<T>(static_cast<Word<T>>(static_cast<Unsigned<T>>(a)) >> n);
 }
 template <class T>
 inline T popcount(T x) {
-  return static_cast<T>(__builtin_popcount(static_cast<Unsigned<T>>(x)));
+  if constexpr (sizeof(T) > 4) return static_cast<T>(__builtin_popcountll(static_cast<uint64_t>(x)));
+  else return static_cast<T>(__builtin_popcount(static_cast<Unsigned<T>>(x)));
 }
 template <class T>
 inline T countLeadingZeros(T x) {
-  const uint32_t u = static_cast<Unsigned<T>>(x);
-  return static_cast<T>(u == 0 ? kBits<T> : __builtin_clz(u) - (32 - kBits<T>));
+  if constexpr (sizeof(T) > 4) {
+    const uint64_t u = static_cast<uint64_t>(x);
+    return static_cast<T>(u == 0 ? 64 : __builtin_clzll(u));
+  } else {
+    const uint32_t u = static_cast<Unsigned<T>>(x);
+    return static_cast<T>(u == 0 ? kBits<T> : __builtin_clz(u) - (32 - kBits<T>));
+  }
 }
 
 // Total order on floats as integers: -NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN.
@@ -280,22 +290,36 @@ struct FloatFormat<DType::BF16> : BFloat16Format {};
 // The value of a storage element as f32 (floats) or int64 (integers, bool).
 template <DType D>
 inline auto valueOf(Storage<D> x) {
-  if constexpr (D == DType::F32) return x;
+  if constexpr (D == DType::F32 || D == DType::F64 || D == DType::U64) return x;  // f64 as itself, u64 unsigned
   else if constexpr (isNarrowFloat(D)) return FloatFormat<D>::toFloat(x);
   else return static_cast<int64_t>(x);
+}
+
+// f64 -> f32 rounded to odd (toward zero, the last bit set when inexact): rounding that to f16 or bf16 is the
+// correctly rounded f64 -> f16/bf16 (f32 keeps more than two bits past theirs), with no double rounding.
+inline float doubleToFloatOdd(double d) {
+  float f = static_cast<float>(d);
+  if (std::isnan(d) || static_cast<double>(f) == d) return f;
+  if (std::fabs(static_cast<double>(f)) > std::fabs(d)) f = std::nextafter(f, 0.0f);
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  bits |= 1u;
+  std::memcpy(&f, &bits, 4);
+  return f;
 }
 
 template <DType To, DType From>
 inline Storage<To> convertRealValue(Storage<From> x) {
   using T = Storage<To>;
-  constexpr bool from_float = From == DType::F32 || isNarrowFloat(From);
+  constexpr bool from_float = From == DType::F32 || From == DType::F64 || isNarrowFloat(From);
   const auto v = valueOf<From>(x);
   if constexpr (To == DType::Bool) {  // x != 0 (NaN is true)
     return v != 0;
-  } else if constexpr (To == DType::F32) {
-    return static_cast<float>(v);
+  } else if constexpr (To == DType::F32 || To == DType::F64) {
+    return static_cast<T>(v);  // correctly rounded
   } else if constexpr (isNarrowFloat(To)) {
     if constexpr (From == To) return x;
+    else if constexpr (From == DType::F64) return FloatFormat<To>::fromFloat(doubleToFloatOdd(v));
     else return FloatFormat<To>::fromFloat(static_cast<float>(v));  // ints: exact below 2^24
   } else if constexpr (from_float) {  // float -> int: saturating to the target's range, NaN -> 0
     if (std::isnan(v)) return T(0);
@@ -444,12 +468,22 @@ struct Tanh012F {
   struct Name {                                               \
     float operator()(float x, float y) const { return expr; } \
   };
-IPU_FLOAT_BINARY(AddF, x + y)
-IPU_FLOAT_BINARY(SubtractF, x - y)
-IPU_FLOAT_BINARY(MultiplyF, x* y)
-IPU_FLOAT_BINARY(DivideF, x / y)
-IPU_FLOAT_BINARY(RemainderF, std::fmod(x, y))
-IPU_FLOAT_BINARY(PowerF, std::pow(x, y))
+// The IEEE operations whose f32 and f64 forms are one expression (the emulated f64 uses the same functors).
+#define IPU_REAL_BINARY(Name, expr)               \
+  template <class T>                              \
+  struct Name {                                   \
+    T operator()(T x, T y) const { return expr; } \
+  };                                              \
+  using Name##F = Name<float>;                    \
+  using Name##D = Name<double>;
+IPU_REAL_BINARY(Add, x + y)
+IPU_REAL_BINARY(Subtract, x - y)
+IPU_REAL_BINARY(Multiply, x* y)
+IPU_REAL_BINARY(Divide, x / y)
+IPU_REAL_BINARY(Remainder, std::fmod(x, y))
+IPU_REAL_BINARY(Power, std::pow(x, y))
+IPU_REAL_BINARY(Atan2, std::atan2(x, y))
+#undef IPU_REAL_BINARY
 IPU_FLOAT_BINARY(MaximumF, maxXla(x, y))  // a reduce's, reduce_window's, scatter's combiner
 IPU_FLOAT_BINARY(MinimumF, minXla(x, y))
 IPU_FLOAT_BINARY(MaximumConstantF, xlaConstant<true>(x, y))
@@ -493,7 +527,6 @@ IPU_FLOAT_BINARY(MaximumIeee16F, maxIeee<false>(x, y))  // f16/bf16 widened to f
 IPU_FLOAT_BINARY(MinimumIeee16F, minIeee<false>(x, y))
 IPU_FLOAT_BINARY(MaximumAvx512F, ieeeAvx512<true>(x, y))  // bf16 widened to f32 (ieee16Avx512)
 IPU_FLOAT_BINARY(MinimumAvx512F, ieeeAvx512<false>(x, y))
-IPU_FLOAT_BINARY(Atan2F, std::atan2(x, y))
 IPU_FLOAT_BINARY(NextAfterF, special::nextAfter(x, y))
 #undef IPU_FLOAT_BINARY
 
@@ -898,6 +931,134 @@ struct NotEqualC {
   uint8_t operator()(Complex64 x, Complex64 y) const { return uint8_t(x.re != y.re || x.im != y.im); }
 };
 
+// ---- f64: software binary64 (the IPU has no f64 unit; dtype.h) ----
+// The results are IEEE binary64's, as XLA:CPU computes f64: correctly rounded arithmetic, libm's functions, with
+// denormals read and written as zeros (the run's MXCSR, as XLA:CPU's). Where chlo expands a special function for f64
+// the result is the function's, to within its last bits: erf_inv by two Newton steps from the f32 estimate, digamma
+// by recurrence and its asymptotic series.
+constexpr double kPiD = 3.14159265358979323846;
+inline double maxXlaD(double a, double b) { return (a >= b || std::isnan(a)) ? a : b; }
+inline double minXlaD(double a, double b) { return (a <= b || std::isnan(a)) ? a : b; }
+inline int64_t ieeeOrderKeyD(double x) {
+  int64_t bits;
+  std::memcpy(&bits, &x, 8);
+  if ((bits & 0x7fffffffffffffffLL) < 0x0010000000000000LL)
+    bits &= INT64_MIN;  // a denormal reads as a zero of its sign
+  return bits ^ ((bits >> 63) & 0x7fffffffffffffffLL);
+}
+// A denormal as a zero of its sign, told by the bits (the host's denormals-are-zero mode cannot change it).
+inline double ftzD(double x) {
+  uint64_t bits;
+  std::memcpy(&bits, &x, 8);
+  if ((bits & 0x7ff0000000000000ULL) == 0) bits &= 0x8000000000000000ULL;
+  std::memcpy(&x, &bits, 8);
+  return x;
+}
+// jaxlib 0.12's f64 maximum/minimum: IEEE 754-2019's (NaN propagates, -0 < +0) of the operands read with denormals
+// as zeros, returned so (as its f32 ones).
+template <bool kMax>
+inline double ieeePickD(double a, double b) {
+  if (std::isnan(a)) return a;
+  if (std::isnan(b)) return b;
+  a = ftzD(a), b = ftzD(b);
+  return (ieeeOrderKeyD(a) >= ieeeOrderKeyD(b)) == kMax ? a : b;
+}
+inline double signD(double x) { return std::isnan(x) ? x : std::copysign(x != 0.0 ? 1.0 : 0.0, x); }
+inline double erfInvD(double x) {
+  if (std::fabs(x) >= 1.0)
+    return std::fabs(x) == 1.0 ? x * std::numeric_limits<double>::infinity() : std::numeric_limits<double>::quiet_NaN();
+  double y = erfInv(static_cast<float>(x));
+  if (!std::isfinite(y)) y = std::copysign(5.9, x);  // past f32's range: start near erf's last f64 digits
+  for (int i = 0; i < 3; ++i) y -= (std::erf(y) - x) / (1.1283791670955126 * std::exp(-y * y));
+  return y;
+}
+inline double digammaD(double x) {
+  if (std::isnan(x) || x == -std::numeric_limits<double>::infinity()) return std::numeric_limits<double>::quiet_NaN();
+  if (x <= 0.0 && x == std::floor(x)) return std::numeric_limits<double>::quiet_NaN();
+  double shift = 0.0;
+  if (x < 0.0) {  // reflection: psi(1 - x) - pi / tan(pi x)
+    shift = -kPiD / std::tan(kPiD * x);
+    x = 1.0 - x;
+  }
+  while (x < 10.0) shift -= 1.0 / x, x += 1.0;
+  const double r = 1.0 / (x * x);
+  const double series =
+      r * (1.0 / 12 - r * (1.0 / 120 - r * (1.0 / 252 - r * (1.0 / 240 - r * (1.0 / 132 - r * (691.0 / 32760))))));
+  return shift + std::log(x) - 0.5 / x - series;
+}
+#define IPU_DOUBLE_UNARY(Name, expr)                   \
+  struct Name {                                        \
+    double operator()(double x) const { return expr; } \
+  };
+IPU_DOUBLE_UNARY(AbsD, std::fabs(x))
+IPU_DOUBLE_UNARY(NegateD, -x)
+IPU_DOUBLE_UNARY(SignD, signD(x))
+IPU_DOUBLE_UNARY(ExpD, std::exp(x))
+IPU_DOUBLE_UNARY(Expm1D, std::expm1(x))
+IPU_DOUBLE_UNARY(LogD, std::log(x))
+IPU_DOUBLE_UNARY(Log1pD, std::log1p(x))
+IPU_DOUBLE_UNARY(SqrtD, std::sqrt(x))
+IPU_DOUBLE_UNARY(RsqrtD, 1.0 / std::sqrt(x))
+IPU_DOUBLE_UNARY(CbrtD, std::cbrt(x))
+IPU_DOUBLE_UNARY(TanhD, std::tanh(x))
+IPU_DOUBLE_UNARY(LogisticD, 1.0 / (1.0 + std::exp(-x)))
+IPU_DOUBLE_UNARY(SineD, std::sin(x))
+IPU_DOUBLE_UNARY(CosineD, std::cos(x))
+IPU_DOUBLE_UNARY(TanD, std::tan(x))
+IPU_DOUBLE_UNARY(FloorD, std::floor(x))
+IPU_DOUBLE_UNARY(CeilD, std::ceil(x))
+IPU_DOUBLE_UNARY(RoundEvenD, std::nearbyint(x))
+IPU_DOUBLE_UNARY(RoundAfzD, std::round(x))
+IPU_DOUBLE_UNARY(ErfD, std::erf(x))
+IPU_DOUBLE_UNARY(ErfcD, std::erfc(x))
+IPU_DOUBLE_UNARY(SinhD, std::sinh(x))
+IPU_DOUBLE_UNARY(CoshD, std::cosh(x))
+IPU_DOUBLE_UNARY(AsinD, std::asin(x))
+IPU_DOUBLE_UNARY(AcosD, std::acos(x))
+IPU_DOUBLE_UNARY(AtanD, std::atan(x))
+IPU_DOUBLE_UNARY(AsinhD, std::asinh(x))
+IPU_DOUBLE_UNARY(AcoshD, std::acosh(x))
+IPU_DOUBLE_UNARY(AtanhD, std::atanh(x))
+IPU_DOUBLE_UNARY(ErfInvD, erfInvD(x))
+IPU_DOUBLE_UNARY(LgammaD, std::lgamma(x))
+IPU_DOUBLE_UNARY(DigammaD, digammaD(x))
+struct IsFiniteF64 {
+  uint8_t operator()(double x) const { return uint8_t(std::isfinite(x)); }
+};
+#define IPU_DOUBLE_BINARY(Name, expr)                            \
+  struct Name {                                                  \
+    double operator()(double x, double y) const { return expr; } \
+  };
+IPU_DOUBLE_BINARY(MaximumD, maxXlaD(x, y))
+IPU_DOUBLE_BINARY(MinimumD, minXlaD(x, y))
+IPU_DOUBLE_BINARY(MaximumIeeeD, ieeePickD<true>(x, y))
+IPU_DOUBLE_BINARY(MinimumIeeeD, ieeePickD<false>(x, y))
+IPU_DOUBLE_BINARY(NextAfterD, std::nextafter(x, y))
+struct TotalOrderF64Key {
+  int64_t operator()(double x) const {
+    int64_t bits;
+    std::memcpy(&bits, &x, 8);
+    return bits ^ ((bits >> 63) & 0x7fffffffffffffffLL);
+  }
+};
+template <bool Ieee>
+struct ClampF64 {
+  double operator()(double l, double v, double h) const {
+    return Ieee ? ieeePickD<false>(ieeePickD<true>(v, l), h) : minXlaD(maxXlaD(v, l), h);
+  }
+};
+
+// The f64 unary ops, and the binary ops that are no reducer's combiner (functor: the op's name + D).
+// clang-format off
+#define IPU_F64_UNARY_OPS(X)                                                                                     \
+  X(Abs) X(Negate) X(Sign) X(Exp) X(Expm1) X(Log) X(Log1p) X(Sqrt) X(Rsqrt) X(Cbrt) X(Tanh) X(Logistic) X(Sine)  \
+  X(Cosine) X(Tan) X(Floor) X(Ceil) X(RoundEven) X(RoundAfz) X(Erf) X(Erfc) X(Sinh) X(Cosh) X(Asin) X(Acos)     \
+  X(Atan) X(Asinh) X(Acosh) X(Atanh) X(ErfInv) X(Lgamma) X(Digamma)
+#define IPU_F64_BINARY_OPS(X) X(Subtract) X(Divide) X(Remainder) X(Power) X(Atan2) X(NextAfter)
+// The switch case of one of them: a visitor's `f(functor)`.
+#define IPU_F64_CASE(Op) case OpKind::Op: found = f(Op##D{}); break;
+// clang-format on
+
 // ---- visitors: op kind + element type -> functor and storage types ----
 
 // The float functor F on element type D (f32 directly, f16/bf16 computed in f32 and rounded).
@@ -966,6 +1127,17 @@ bool visitUnary(OpKind k, DType dt, Numerics numerics, V&& v) {
         case OpKind::Lgamma: found = f(LgammaF{}); break;
         case OpKind::Digamma: found = f(DigammaF{}); break;
         case OpKind::BesselI1e: found = f(BesselI1eF{}); break;
+        default: break;
+      }
+    } else if constexpr (D == DType::F64) {
+      if (k == OpKind::IsFinite) {
+        v(IsFiniteF64{}, Tag<double>{}, Tag<uint8_t>{});
+        found = true;
+        return;
+      }
+      auto f = [&](auto op) { return v(op, Tag<double>{}, Tag<double>{}), true; };
+      switch (k) {
+        IPU_F64_UNARY_OPS(IPU_F64_CASE)
         default: break;
       }
     } else if constexpr (D == DType::C64) {
@@ -1092,6 +1264,22 @@ bool visitBinary(OpKind k, DType dt, Numerics numerics, V&& v, ConstantOperand c
           break;
         default: break;
       }
+    } else if constexpr (D == DType::F64) {  // the emulated f64: one functor per op, for both numerics but max/min
+      auto f = [&](auto op) { return v(op, Tag<double>{}), true; };
+      switch (k) {
+        case OpKind::Add: found = f(AddD{}); break;
+        case OpKind::Multiply: found = f(MultiplyD{}); break;
+        case OpKind::Maximum: found = v012 ? f(MaximumIeeeD{}) : f(MaximumD{}); break;
+        case OpKind::Minimum: found = v012 ? f(MinimumIeeeD{}) : f(MinimumD{}); break;
+        default:
+          if constexpr (!kReducersOnly) {
+            switch (k) {
+              IPU_F64_BINARY_OPS(IPU_F64_CASE)
+              default: break;
+            }
+          }
+          break;
+      }
     } else if constexpr (D == DType::C64) {
       auto f = [&](auto op) {
         v(op, Tag<Complex64>{});
@@ -1200,6 +1388,9 @@ bool visitCompare(Direction d, const std::string& type, DType dt, V&& v) {
     } else if constexpr (isNarrowFloat(D)) {
       if (total) with(Tag<T>{}, TotalOrder16Key<FloatFormat<D>>{});
       else with(Tag<T>{}, FloatKey<FloatFormat<D>>{});
+    } else if constexpr (D == DType::F64) {
+      if (total) with(Tag<T>{}, TotalOrderF64Key{});
+      else with(Tag<T>{}, IdentityKey<T>{});
     } else if constexpr (D == DType::C64) {  // not ordered: EQ and NE only
       if (d == Direction::EQ) v(EqualC{}, Tag<T>{});
       if (d == Direction::NE) v(NotEqualC{}, Tag<T>{});
@@ -1243,6 +1434,10 @@ bool visitClamp(DType dt, Numerics numerics, V&& v) {
       else if (v012) v(Clamp16<FloatFormat<D>, true>{}, Tag<T>{});
       else v(Clamp16<FloatFormat<D>, false>{}, Tag<T>{});
       found = true;
+    } else if constexpr (D == DType::F64) {
+      if (v012) v(ClampF64<true>{}, Tag<T>{});
+      else v(ClampF64<false>{}, Tag<T>{});
+      found = true;
     } else if constexpr (D != DType::Bool && D != DType::C64) {
       v(ClampI<T>{}, Tag<T>{}), found = true;
     }
@@ -1266,15 +1461,15 @@ bool visitConvert(DType from, DType to, V&& v) {
 
 // The identity of a single-op reduction (add/or: 0, multiply: 1, maximum: the lowest value, minimum: the highest,
 // and: all ones) on `dt`, in the type's storage bits (zero-extended); false when it has none.
-inline bool reductionIdentityBits(OpKind kind, DType dt, uint32_t* bits) {
+inline bool reductionIdentityBits(OpKind kind, DType dt, uint64_t* bits) {
   bool found = false;
   visitDType(dt, [&](auto tag) {
     constexpr DType D = decltype(tag)::value;
     using T = Storage<D>;
-    if constexpr (sizeof(T) > sizeof(uint32_t)) {  // c64: 8 bytes do not fit the bits; callers interpret the body
+    if constexpr (D == DType::C64) {  // callers give c64's pair identities themselves
       return;
     } else {
-      constexpr bool flt = D == DType::F32 || isNarrowFloat(D);
+      constexpr bool flt = D == DType::F32 || D == DType::F64 || isNarrowFloat(D);
       T value{};
       auto fromF32 = [](float f) { return convertValue<D, DType::F32>(f); };
       switch (kind) {
@@ -1310,6 +1505,10 @@ inline bool reductionIdentityBits(OpKind kind, DType dt, uint32_t* bits) {
   });
   return found;
 }
+
+#undef IPU_F64_CASE
+#undef IPU_F64_BINARY_OPS
+#undef IPU_F64_UNARY_OPS
 
 }  // namespace scalar
 }  // namespace ipu

@@ -17,8 +17,12 @@
 
 namespace ipu {
 
+// A register: one element in its storage form, in its low bytes (8 bytes: the widest type, f64/i64/u64).
+using ScalarReg = uint64_t;
+constexpr size_t kRegBytes = sizeof(ScalarReg);
+
 struct ScalarInstr;
-using ScalarExec = void (*)(uint32_t* regs, const ScalarInstr& instr);
+using ScalarExec = void (*)(ScalarReg* regs, const ScalarInstr& instr);
 
 // dst = op(a[, b[, c]]): `exec` is the op instantiated for its storage types.
 struct ScalarInstr {
@@ -39,10 +43,10 @@ class ScalarProgram {
 
   int numRegisters() const { return num_registers_; }
   // Writes the constants into their registers; once per register file (no instruction overwrites them).
-  void loadConstants(uint32_t* regs) const {
+  void loadConstants(ScalarReg* regs) const {
     for (const auto& c : constants_) regs[c.first] = c.second;
   }
-  void run(uint32_t* regs) const {
+  void run(ScalarReg* regs) const {
     for (const ScalarInstr& i : code_) i.exec(regs, i);
   }
   int resultRegister(size_t i) const { return results_[i]; }
@@ -80,7 +84,7 @@ class ScalarProgram {
   // The instructions (in code order) that `reg`'s value, as instruction `before` reads it, depends on.
   std::vector<size_t> sliceOf(int reg, size_t before) const;
   std::vector<ScalarInstr> code_;
-  std::vector<std::pair<int, uint32_t>> constants_;  // (register, bits)
+  std::vector<std::pair<int, ScalarReg>> constants_;  // (register, bits)
   std::vector<int> results_;
   int num_registers_ = 0;
   int num_params_ = 0;
@@ -103,22 +107,23 @@ class ScalarRegisters {
   }
   ScalarRegisters(const ScalarRegisters&) = delete;
   ScalarRegisters& operator=(const ScalarRegisters&) = delete;
-  uint32_t* data() { return regs_; }
+  ScalarReg* data() { return regs_; }
   uint8_t* bytes() { return reinterpret_cast<uint8_t*>(regs_); }
 
  private:
   static constexpr int kInline = 64;
-  uint32_t inline_[kInline] = {};
-  std::vector<uint32_t> heap_;
-  uint32_t* regs_ = inline_;
+  ScalarReg inline_[kInline] = {};
+  std::vector<ScalarReg> heap_;
+  ScalarReg* regs_ = inline_;
 };
 
-// Copies one element of 1, 2 or 4 bytes (the sizes of the IPU types) between a tensor and a program register.
+// Copies one element of 1, 2, 4 or 8 bytes (the sizes of the IPU types) between a tensor and a program register.
 inline void copyElement(uint8_t* dst, const uint8_t* src, size_t size) {
   switch (size) {
     case 1: *dst = *src; break;
     case 2: std::memcpy(dst, src, 2); break;
-    default: std::memcpy(dst, src, 4); break;
+    case 4: std::memcpy(dst, src, 4); break;
+    default: std::memcpy(dst, src, 8); break;
   }
 }
 

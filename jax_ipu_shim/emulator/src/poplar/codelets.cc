@@ -98,7 +98,7 @@ Codelet reduction(const OpInfo& info) {
     if (d["in"].type != d["out"].type)
       return "fields 'in' and 'out' have different types (" + std::string(dtypeName(d["in"].type)) + ", " +
              dtypeName(d["out"].type) + ")";
-    uint32_t bits;
+    uint64_t bits;
     if (!elementwiseBlock(info, computeType(d["in"].type), computeType(d["in"].type), kNumerics) ||
         !scalar::reductionIdentityBits(info.kind, d["in"].type, &bits))
       return "popops::reduce_" + std::string(info.name) + " is implemented for " + dtypeList(info.dtypes) + ", not " +
@@ -116,7 +116,7 @@ Codelet reduction(const OpInfo& info) {
     } else if (!values.empty()) {
       std::memcpy(values.data(), d["in"].data, values.size());
     }
-    uint32_t bits = 0;
+    uint64_t bits = 0;
     scalar::reductionIdentityBits(info.kind, acc, &bits);
     uint8_t total[8] = {};
     std::memcpy(total, &bits, eb);

@@ -34,12 +34,15 @@ Aval = Tuple[Tuple[int, ...], np.dtype]
 
 
 class _Entry:
-    __slots__ = ("callback", "operands", "results")
+    __slots__ = ("callback", "operands", "results", "x64")
 
     def __init__(self, callback: Callable[..., Any], operands: List[Aval], results: List[Aval]) -> None:
         self.callback = callback
         self.operands = operands
         self.results = results
+        # jax_enable_x64 as the program was lowered: the callback runs on a device thread, where the caller's
+        # thread-local jax.enable_x64 is not in force (jax would make the callback's 64-bit arrays 32-bit there)
+        self.x64 = _jax.x64_enabled()
 
 
 _registry: Dict[int, _Entry] = {}
@@ -140,8 +143,9 @@ def _invoke(ident: int, num_in: int, ins: Any, num_out: int, outs: Any, error: O
             raise RuntimeError(f"host callback {ident} takes {len(entry.operands)} operands and returns "
                                f"{len(entry.results)} results, but the device passed {num_in} and {num_out}")
         args = [_read(ins[i], shape, dtype) for i, (shape, dtype) in enumerate(entry.operands)]
-        results = entry.callback(*args)
-        _write(entry.results, results, outs)
+        with _jax.x64_scope(entry.x64):
+            results = entry.callback(*args)
+            _write(entry.results, results, outs)
         return 0
     except BaseException as e:  # noqa: BLE001 - nothing may cross into C; the run fails with this message
         _set_error(error, error_size, f"{type(e).__name__}: {e}\n{traceback.format_exc()}")

@@ -189,6 +189,8 @@ def graph_profile(info: Dict[str, Any], graph: Dict[str, Any], device_ids: Seque
         "estimate": {
             "cycles": info["estimated_cycles"], "seconds": info["estimated_cycles"] / clock,
             "supersteps": info["static_supersteps"], "flops": info["flops"],
+            # the steps on f64/i64/u64 values, which the IPU has no hardware for (run in software)
+            "emulated_64bit_cycles": sum(s["cycles"] for s in steps if s.get("emulated_64bit")),
         },
         "memory": None, "liveness": None, "program_tree": None, "steps": None, "ops": None,
         "host": {

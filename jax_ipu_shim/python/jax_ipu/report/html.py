@@ -131,6 +131,10 @@ if (run) card("summary-split", "Compute / exchange / sync",
               {"data-compute": run.compute_cycles, "data-exchange": run.exchange_cycles, "data-sync": run.sync_cycles});
 card("summary-static-cycles", "Static estimate (loop bodies once)", fmt(P.estimate.cycles),
      {"data-value": P.estimate.cycles});
+const wide = P.estimate.emulated_64bit_cycles || 0;
+if (wide) card("summary-emulated-64bit", "Emulated 64-bit types (f64, i64, u64: software)",
+               (100 * wide / Math.max(1, P.estimate.cycles)).toFixed(1) + " % of the static estimate",
+               {"data-value": wide}, "bad");
 
 // Memory per tile: one stacked bar per tile, the tile limit as a line.
 if (M) {
@@ -216,10 +220,13 @@ document.getElementById("steps-note").textContent = run
   ? `The last run on device ${run.device} (loop bodies count every iteration). Source lines link to the op table.`
   : "Static estimate: one execution of every step (no run recorded yet).";
 const stepTotal = Math.max(1, steps.reduce((a, s) => a + s.cycles, 0));
+const wideSteps = new Set((P.steps || []).filter(s => s.emulated_64bit).map(s => s.id));
 table("step-table", [["Id", true], ["Type", false], ["Op", false], ["Source", false], ["Runs", true], ["Cycles", true],
                      ["%", true], ["Compute", true], ["Exchange", true], ["Sync", true]],
-      steps.map(s => [{"data-step-id": s.id, "data-cycles": s.cycles, "data-loc": s.loc},
-        [s.id, s.type, s.name, s.loc || "-", fmt(s.executions || 1), fmt(s.cycles),
+      steps.map(s => [{"data-step-id": s.id, "data-cycles": s.cycles, "data-loc": s.loc,
+                       "data-emulated-64bit": wideSteps.has(s.id) ? "true" : "false"},
+        [s.id, s.type, s.name + (wideSteps.has(s.id) ? " (64-bit, emulated)" : ""), s.loc || "-",
+         fmt(s.executions || 1), fmt(s.cycles),
           (100 * s.cycles / stepTotal).toFixed(1),
          fmt(s.compute_cycles), fmt(s.exchange_cycles), fmt(s.sync_cycles)]]));
 const ops = run ? run.ops : (P.ops || []);
