@@ -40,6 +40,7 @@ SEVEN_TILE_CONFORMANCE = {
     "test_shapes.py": "slices, transposes and pads exchanged between uneven mappings",
     "test_sort.py": "sorting rows that span tiles",
     "test_window.py": "windows that straddle tile boundaries",
+    "test_x64.py": "8-byte elements mapped, exchanged, reduced and multiplied across few tiles",
 }
 FULL_CHIP_CONFORMANCE = {
     "test_denormals.py": "element by element: the tile count only chooses which tile computes an element",
