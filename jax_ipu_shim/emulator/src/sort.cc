@@ -220,9 +220,7 @@ int64_t topKKey(const uint8_t* p) {
     return static_cast<int16_t>(x) < 0 ? static_cast<int16_t>(static_cast<uint16_t>(0x7FFFu - x))
                                        : static_cast<int16_t>(x);
   } else if constexpr (D == DType::F64) {  // the same total order on the 64 bits
-    int64_t x;
-    std::memcpy(&x, &v, 8);
-    return x < 0 ? static_cast<int64_t>(0x7FFFFFFFFFFFFFFFull - static_cast<uint64_t>(x)) : x;
+    return scalar::totalOrderKeyD(v);
   } else if constexpr (D == DType::U64) {  // unsigned order as a signed key
     return static_cast<int64_t>(v ^ 0x8000000000000000ull);
   } else if constexpr (D == DType::C64) {  // top_k is not defined on c64 (the registry refuses it)

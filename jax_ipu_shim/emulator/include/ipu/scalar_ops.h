@@ -241,18 +241,12 @@ inline T shiftRightLogical(T a, T b) {
 }
 template <class T>
 inline T popcount(T x) {
-  if constexpr (sizeof(T) > 4) return static_cast<T>(__builtin_popcountll(static_cast<uint64_t>(x)));
-  else return static_cast<T>(__builtin_popcount(static_cast<Unsigned<T>>(x)));
+  return static_cast<T>(__builtin_popcountll(static_cast<Unsigned<T>>(x)));
 }
 template <class T>
 inline T countLeadingZeros(T x) {
-  if constexpr (sizeof(T) > 4) {
-    const uint64_t u = static_cast<uint64_t>(x);
-    return static_cast<T>(u == 0 ? 64 : __builtin_clzll(u));
-  } else {
-    const uint32_t u = static_cast<Unsigned<T>>(x);
-    return static_cast<T>(u == 0 ? kBits<T> : __builtin_clz(u) - (32 - kBits<T>));
-  }
+  const uint64_t u = static_cast<Unsigned<T>>(x);
+  return static_cast<T>(u == 0 ? kBits<T> : __builtin_clzll(u) - (64 - kBits<T>));
 }
 
 // Total order on floats as integers: -NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN.
@@ -934,16 +928,15 @@ struct NotEqualC {
 // ---- f64: software binary64 (the IPU has no f64 unit; dtype.h) ----
 // The results are IEEE binary64's, as XLA:CPU computes f64: correctly rounded arithmetic, libm's functions, with
 // denormals read and written as zeros (the run's MXCSR, as XLA:CPU's). Where chlo expands a special function for f64
-// the result is the function's, to within its last bits: erf_inv by two Newton steps from the f32 estimate, digamma
+// the result is the function's, to within its last bits: erf_inv by three Newton steps from the f32 estimate, digamma
 // by recurrence and its asymptotic series.
 constexpr double kPiD = 3.14159265358979323846;
 inline double maxXlaD(double a, double b) { return (a >= b || std::isnan(a)) ? a : b; }
 inline double minXlaD(double a, double b) { return (a <= b || std::isnan(a)) ? a : b; }
-inline int64_t ieeeOrderKeyD(double x) {
+// Total order on doubles as integers, as totalOrderKey on floats: -NaN < -inf < ... < -0 < +0 < ... < +NaN.
+inline int64_t totalOrderKeyD(double x) {
   int64_t bits;
   std::memcpy(&bits, &x, 8);
-  if ((bits & 0x7fffffffffffffffLL) < 0x0010000000000000LL)
-    bits &= INT64_MIN;  // a denormal reads as a zero of its sign
   return bits ^ ((bits >> 63) & 0x7fffffffffffffffLL);
 }
 // A denormal as a zero of its sign, told by the bits (the host's denormals-are-zero mode cannot change it).
@@ -961,7 +954,7 @@ inline double ieeePickD(double a, double b) {
   if (std::isnan(a)) return a;
   if (std::isnan(b)) return b;
   a = ftzD(a), b = ftzD(b);
-  return (ieeeOrderKeyD(a) >= ieeeOrderKeyD(b)) == kMax ? a : b;
+  return (totalOrderKeyD(a) >= totalOrderKeyD(b)) == kMax ? a : b;
 }
 inline double signD(double x) { return std::isnan(x) ? x : std::copysign(x != 0.0 ? 1.0 : 0.0, x); }
 inline double erfInvD(double x) {
@@ -1035,11 +1028,7 @@ IPU_DOUBLE_BINARY(MaximumIeeeD, ieeePickD<true>(x, y))
 IPU_DOUBLE_BINARY(MinimumIeeeD, ieeePickD<false>(x, y))
 IPU_DOUBLE_BINARY(NextAfterD, std::nextafter(x, y))
 struct TotalOrderF64Key {
-  int64_t operator()(double x) const {
-    int64_t bits;
-    std::memcpy(&bits, &x, 8);
-    return bits ^ ((bits >> 63) & 0x7fffffffffffffffLL);
-  }
+  int64_t operator()(double x) const { return totalOrderKeyD(x); }
 };
 template <bool Ieee>
 struct ClampF64 {
