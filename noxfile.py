@@ -521,6 +521,26 @@ def upstream_canary(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHONS, venv_backend="venv", reuse_venv=False)
+def fidelity(session: nox.Session) -> None:
+    """The emulator's estimates against published IPU figures, per series: tests/fidelity/fidelity.py on dist/*.whl.
+
+        nox -s fidelity-3.12 [-- --only ID[,ID] --skip-models]
+
+    Prints each figure (tests/fidelity/published.py: chip parameters, measured microbenchmarks, whole models
+    configured as Graphcore ran them), its source, the emulator's estimate, the ratio and its band, and writes the
+    table to build/fidelity/fidelity-<jax version>.json. Fails when a row falls outside its band. Not part of
+    `nox -s tests`: its whole-model steps take minutes."""
+    _install_dist(session)
+    args = list(session.posargs)
+    if not any(a == "--json" or a.startswith("--json=") for a in args):
+        args += ["--json", str(REPO / "build" / "fidelity" / f"fidelity-{_series(session).jax.version}.json")]
+    with tempfile.TemporaryDirectory(prefix="jax-ipu-fidelity-") as outside:
+        session.chdir(outside)
+        session.run("python", str(REPO / "tests" / "fidelity" / "fidelity.py"), *args, env=suite_env())
+        session.chdir(str(REPO))
+
+
+@nox.session(python=PYTHONS, venv_backend="venv", reuse_venv=False)
 def bench(session: nox.Session) -> None:
     """Benchmark dist/*.whl: tests/bench/bench.py in a fresh Python 3.8 venv, run from outside the source tree.
 

@@ -103,26 +103,32 @@ uint64_t reduceBody(double body_cycles, int64_t inputs, int64_t outputs, int wor
   return tileCycles(inputs, 1, workers, 30, body_cycles) + static_cast<uint64_t>(outputs) * 2;  // + storing outputs
 }
 
-uint64_t matmul(DType dtype, int64_t outputs, int64_t depth, int workers) {
+uint64_t matmul(DType dtype, int64_t outputs, int64_t depth, int workers, const DeviceDescription& device) {
   dtype = computeType(dtype);
   if (outputs <= 0) return 0;
-  const double macs = static_cast<double>(outputs) * static_cast<double>(std::max<int64_t>(depth, 1));
-  // AMP: 64 MAC/cycle/tile in f16, 16 in f32 (derived from the peaks). Integers and bools have no AMP path:
-  // the vector unit does one MAC per worker every 2 cycles.
-  // The emulated 64-bit types: one multiply-add's sequence per MAC, the tile issuing one instruction a cycle.
+  const uint64_t worker_fixed = 40;  // (doc)
+  const uint64_t fixed = worker_fixed * static_cast<uint64_t>(workers) + kSupervisorCycles;
+  depth = std::max<int64_t>(depth, 1);
+  if (dtype == DType::F16 || dtype == DType::F32) {  // the AMP, whole passes of its input channels
+    const bool half = dtype == DType::F16;
+    const int64_t pass = half ? device.amp_f16_depth : device.amp_f32_depth;
+    const double rate = half ? device.amp_f16_macs_per_cycle : device.amp_f32_macs_per_cycle;
+    const int64_t streamed = pass > 0 ? (depth + pass - 1) / pass * pass : depth;
+    const double macs = static_cast<double>(outputs) * static_cast<double>(streamed);
+    return static_cast<uint64_t>(std::ceil(macs / rate)) + fixed;
+  }
+  // No AMP path: the vector unit does one MAC per worker every 2 cycles (0.5 per tile cycle); the emulated 64-bit
+  // types run one multiply-add's sequence per MAC, the tile issuing one instruction a cycle.
   const ElementCost& mul = opInfo(OpKind::Multiply).cost;
   const ElementCost& add = opInfo(OpKind::Add).cost;
-  const double per_tile_macs_per_cycle = dtype == DType::F16   ? 64
-                                         : dtype == DType::F32 ? 16
-                                         : dtype == DType::F64 ? 1.0 / (mul.f64 + add.f64)
-                                         : isWide64(dtype)     ? 1.0 / (mul.i64 + add.i64)
-                                                               : 0.5;
-  const uint64_t per_output = dtype == DType::F16 ? 4 : 8;  // (doc) per output position, per worker
-  const uint64_t worker_fixed = 40;                          // (doc)
+  const double per_tile_macs_per_cycle = dtype == DType::F64 ? 1.0 / (mul.f64 + add.f64)
+                                         : isWide64(dtype)   ? 1.0 / (mul.i64 + add.i64)
+                                                             : 0.5;
+  const double macs = static_cast<double>(outputs) * static_cast<double>(depth);
+  const uint64_t per_output = 8;  // calibrated: storing each output, per worker
   const int64_t per_worker_outputs = (outputs + workers - 1) / workers;
   return static_cast<uint64_t>(macs / per_tile_macs_per_cycle) +
-         (worker_fixed + per_output * static_cast<uint64_t>(per_worker_outputs)) * static_cast<uint64_t>(workers) +
-         kSupervisorCycles;
+         per_output * static_cast<uint64_t>(per_worker_outputs) * static_cast<uint64_t>(workers) + fixed;
 }
 
 uint64_t vertexTile(std::vector<uint64_t> vertex_cycles, int workers) {

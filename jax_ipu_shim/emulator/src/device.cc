@@ -14,6 +14,7 @@ struct ChipSpec {
   int tiles;
   int64_t bytes_per_tile;
   int64_t clock_hz;
+  int amp_f16_macs, amp_f32_macs;  // per tile per cycle
 };
 
 // Mk1 GC2: 1216 tiles x 256 KiB, ~1.6 GHz (derived from its 124.5 TFLOPS fp16 peak).
@@ -22,11 +23,18 @@ struct ChipSpec {
 // Graphcore's JAX client reported 1,850,000,000 for it, but that is the Bow's clock: with it a GC200 and a Bow would
 // be the same chip, which they are not (the Bow is the GC200 die, clocked higher).
 // Bow (ipu21): the GC200 die at 1.85 GHz (ipu-model.md).
+// AMP rates, derived from each chip's published peaks (fidelity rows chip.peak_fp16 and chip.peak_fp32, ipu-model.md):
+// Mk1 124.5 / 31.1 TFLOPS = 1216 tiles x 2 flops x 1.6 GHz x 32 / 8 MACs; Mk2 250 / 62.5 TFLOPS = 1472 x 2 x
+// 1.33 GHz x 64 / 16; the Bow is the Mk2 tile at 1.85 GHz (350 TFLOPS fp16).
 const ChipSpec kChips[] = {
-    {"ipu1", 1216, 256 * 1024, 1600000000},
-    {"ipu2", 1472, 638976, 1330000000},
-    {"ipu21", 1472, 638976, 1850000000},
+    {"ipu1", 1216, 256 * 1024, 1600000000, 32, 8},
+    {"ipu2", 1472, 638976, 1330000000, 64, 16},
+    {"ipu21", 1472, 638976, 1850000000, 64, 16},
 };
+// Input channels per AMP pass: 16 in f16 and 8 in f32 (poplibs' ConvPartial1x1 vertices: a 16x16 f16 or 8x8 f32
+// block of weights in the AMP's registers, ipu-model.md); a shorter contraction still streams a whole pass.
+constexpr int kAmpF16Depth = 16;
+constexpr int kAmpF32Depth = 8;
 
 // IPU-Links: 10 links, 320 GB/s per chip (ipu-model.md); one direction of a chip-to-chip transfer gets half.
 constexpr double kIpuLinkBytesPerSecond = 320e9 / 2;
@@ -44,7 +52,9 @@ constexpr uint64_t kHostLatencyCycles = 2000;
 constexpr double kInterIpuSyncSecondsPerHop = 15e-9 * 2;
 
 constexpr int kWorkerContexts = 6;               // hardware worker threads per tile (plus one supervisor)
-constexpr double kExchangeBytesPerCycle = 4.0;   // per tile, derived from 8 TB/s over 1472 tiles at ~1.33 GHz
+// Per tile, derived from the GC200's 8 TB/s all-to-all exchange over 1472 tiles at ~1.33 GHz (fidelity row
+// chip.exchange_bandwidth).
+constexpr double kExchangeBytesPerCycle = 4.0;
 
 }  // namespace
 
@@ -68,6 +78,10 @@ DeviceDescription DeviceDescription::forVersion(const std::string& version, int 
     d.num_worker_contexts = kWorkerContexts;
     d.tile_clock_frequency = chip.clock_hz;
     d.exchange_bytes_per_cycle = kExchangeBytesPerCycle;
+    d.amp_f16_macs_per_cycle = chip.amp_f16_macs;
+    d.amp_f32_macs_per_cycle = chip.amp_f32_macs;
+    d.amp_f16_depth = kAmpF16Depth;
+    d.amp_f32_depth = kAmpF32Depth;
     d.link_bytes_per_cycle = kIpuLinkBytesPerSecond / static_cast<double>(chip.clock_hz);
     d.host_bytes_per_cycle = kHostLinkBytesPerSecond / static_cast<double>(chip.clock_hz);
     d.gateway_bytes_per_cycle = kGatewayLinkBytesPerSecond / static_cast<double>(chip.clock_hz);

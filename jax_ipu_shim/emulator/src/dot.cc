@@ -417,6 +417,7 @@ struct PlanInputs {
   int64_t out_per_tile;  // elements per tile of the output's linear mapping
   int out_tiles;
   int64_t cap;           // per-tile working-set limit
+  const DeviceDescription* device;  // the chip's AMP rates
 };
 
 // The estimated cycles of a plan (interior blocks, no operand locality) and its per-tile working set.
@@ -425,8 +426,8 @@ void estimate(const PlanInputs& in, const DotPlan& p, uint64_t* cycles, int64_t*
   const int64_t bn = std::max<int64_t>(p.n.block, 1), bk = p.k.block;
   const int64_t recv1 = (bb * bm * bk + bb * bk * bn) * in.in_bytes;
   const int64_t part = bb * bm * bn * in.acc_bytes;
-  const uint64_t c1 =
-      cost::matmul(in.dt, bb * bm * bn, bk, in.workers) + cost::exchange(recv1, in.bytes_per_cycle) + cost::kSyncCycles;
+  const uint64_t c1 = cost::matmul(in.dt, bb * bm * bn, bk, in.workers, *in.device) +
+                      cost::exchange(recv1, in.bytes_per_cycle) + cost::kSyncCycles;
   const bool second = p.k.parts > 1 || p.blocks() > 1 || in.out_tiles > 1;
   const int64_t recv2 = second ? in.out_per_tile * p.k.parts * in.acc_bytes : 0;
   uint64_t c2 = 0;
@@ -722,7 +723,7 @@ std::vector<Superstep> dotSteps(Lowerer& lowerer, const OpContext& ctx, const Do
   blocks.num_elements = P;
   blocks.per_tile = 1;
   steps.push_back(lowerer.superstep(std::string("matmul<") + dtypeName(dt) + ">", blocks, recv1, [&](int t, int64_t) {
-    return cost::matmul(dt, bouts[static_cast<size_t>(t)], macs[static_cast<size_t>(t)], workers);
+    return cost::matmul(dt, bouts[static_cast<size_t>(t)], macs[static_cast<size_t>(t)], workers, lowerer.device());
   }));
   steps.back().cost_weight =
       static_cast<double>(std::max<int64_t>(1, batch * m * n / P * std::max<int64_t>(1, k / plan.k.parts)));
@@ -769,7 +770,8 @@ std::vector<int> lowerDot(Lowerer& lowerer, OpContext& ctx) {
                        dev.exchange_bytes_per_cycle,
                        omap.per_tile,
                        omap.tilesUsed(),
-                       static_cast<int64_t>(dev.bytes_per_tile / 2)};
+                       static_cast<int64_t>(dev.bytes_per_tile / 2),
+                       &dev};
   const DotPlan plan = choosePlan(pin);
 
   std::unique_ptr<Kernel> kernel;
@@ -791,10 +793,10 @@ std::vector<int> lowerDot(Lowerer& lowerer, OpContext& ctx) {
 }
 
 MatmulPlan planMatmul(int64_t B, int64_t M, int64_t N, int64_t K, DType dt, int64_t in_bytes, int64_t acc_bytes,
-                      int tiles, int workers, double bytes_per_cycle, int64_t out_per_tile, int out_tiles,
-                      int64_t cap) {
-  const DotPlan p = choosePlan(
-      PlanInputs{B, M, N, K, dt, in_bytes, acc_bytes, tiles, workers, bytes_per_cycle, out_per_tile, out_tiles, cap});
+                      int tiles, int workers, double bytes_per_cycle, int64_t out_per_tile, int out_tiles, int64_t cap,
+                      const DeviceDescription& device) {
+  const DotPlan p = choosePlan(PlanInputs{B, M, N, K, dt, in_bytes, acc_bytes, tiles, workers, bytes_per_cycle,
+                                          out_per_tile, out_tiles, cap, &device});
   MatmulPlan out;
   out.b = {p.b.parts, p.b.block}, out.m = {p.m.parts, p.m.block}, out.n = {p.n.parts, p.n.block};
   out.k = {p.k.parts, p.k.block};

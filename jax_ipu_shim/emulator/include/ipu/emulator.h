@@ -60,6 +60,12 @@ struct DeviceDescription {
   int num_worker_contexts = 0;     // hardware worker threads per tile
   int64_t tile_clock_frequency = 0;  // Hz
   double exchange_bytes_per_cycle = 0;  // per tile
+  // The AMP (matrix unit): multiply-accumulates per tile per cycle in f16 and f32, and the input channels it
+  // consumes per pass (a contraction shorter than that still takes a whole pass).
+  int amp_f16_macs_per_cycle = 0;
+  int amp_f32_macs_per_cycle = 0;
+  int amp_f16_depth = 0;
+  int amp_f32_depth = 0;
   double link_bytes_per_cycle = 0;      // IPU-Links, per chip, one direction (chip to chip)
   double host_bytes_per_cycle = 0;      // the host link (PCIe), per chip
   double gateway_bytes_per_cycle = 0;   // GW-Links between IPU-Machines (hosts), one direction

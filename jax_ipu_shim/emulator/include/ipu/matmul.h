@@ -8,6 +8,8 @@
 
 namespace ipu {
 
+struct DeviceDescription;  // ipu/emulator.h
+
 inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Element type -> accumulator of matmul-like ops (the pointer only picks the overload, so f16 and u16, both
@@ -97,7 +99,8 @@ struct MatmulPlan {
 // in_bytes/acc_bytes: operand and accumulator element sizes; out_per_tile/out_tiles: the output's linear mapping;
 // cap: the per-tile working-set limit.
 MatmulPlan planMatmul(int64_t B, int64_t M, int64_t N, int64_t K, DType dt, int64_t in_bytes, int64_t acc_bytes,
-                      int tiles, int workers, double bytes_per_cycle, int64_t out_per_tile, int out_tiles, int64_t cap);
+                      int tiles, int workers, double bytes_per_cycle, int64_t out_per_tile, int out_tiles, int64_t cap,
+                      const DeviceDescription& device);
 
 // C[m x n] = A[m x k] B[k x n] (row strides lda, ldb, ldc), each element a running f32 sum over k in order.
 void hostGemmF32(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t m, int64_t n,

@@ -1,0 +1,100 @@
+"""The published IPU figures `nox -s fidelity` checks the emulator against: the one place they are written down.
+
+Each row names the figure, the chip it is for, its value, where it was published, and its kind, which sets its band:
+- ``derived``: follows from the chip's published parameters (tiles, clock, AMP rate, exchange width); within ±10%;
+- ``measured``: measured on real IPUs by someone else; within ±25%;
+- ``model``: a whole model's training throughput, configured as Graphcore ran it (models.py); within ±25%;
+- ``reference``: shown for comparison but not like for like (the row's note says why); no band.
+
+The cost model's constants name the row they are derived from or calibrated against by its ``id``
+(tests/toolchain/test_fidelity_table.py checks that every id they name is here)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Optional, Tuple
+
+BANDS = {"derived": 0.10, "measured": 0.25, "model": 0.25, "reference": None}
+
+
+class Figure(NamedTuple):
+    id: str
+    chip: str  # the emulator's version: ipu1 (Mk1 GC2), ipu2 (Mk2 GC200), ipu21 (Bow)
+    what: str
+    value: float
+    unit: str
+    kind: str
+    source: str
+    note: str = ""
+
+    @property
+    def band(self) -> Optional[float]:
+        return BANDS[self.kind]
+
+
+_HOT_CHIPS_MK2 = ("Graphcore, 'Designing the Colossus Mk2 IPU' (Hot Chips 2021), graphcore.ai/posts/"
+                  "designing-the-colossus-mk2-ipu-simon-knowles-at-hot-chips-2021")
+_MK2_SPEC = ("Graphcore's GC200 figures as its partners' documentation quotes them (PaddlePaddle's IPU guide: 900MB, "
+             "250 TFLOPS, 47.5TB/s on-chip memory bandwidth, 8TB/s all-to-all IPU-Exchange); docs/ipu-model.md")
+_MK1 = ("Jia, Tillman, Maggioni, Scarpazza, 'Dissecting the Graphcore IPU architecture via microbenchmarking' "
+        "(Citadel, 2019, arXiv:1912.03413), as summarised at apaperaday.com/12/17/2019/4dtgcipu-second")
+_TESSELLATE = ("graphcore-research/tessellate-ipu @3ab241f, notebooks/IPU Peak Flops.ipynb: a ConvPartial1x1 "
+               "[N,16]x[16,16] f16 matmul on every tile of a Bow IPU (1,472 tiles, 1.85 GHz), cycle counters read "
+               "around it")
+_PERFORMANCE = "Graphcore performance results, graphcore.cn/performance-results/ (training table)"
+
+FIGURES: Tuple[Figure, ...] = (
+    # ---- chips: parameters and the peaks that follow from them
+    Figure("chip.tiles", "ipu1", "tiles", 1216, "tiles", "derived", _MK1),
+    Figure("chip.tiles", "ipu2", "tiles", 1472, "tiles", "derived", _HOT_CHIPS_MK2),
+    Figure("chip.tiles", "ipu21", "tiles", 1472, "tiles", "derived", _HOT_CHIPS_MK2,
+           "the Bow is the GC200 die (docs/ipu-model.md)"),
+    Figure("chip.memory", "ipu1", "In-Processor-Memory", 304, "MiB", "derived", _MK1),
+    Figure("chip.memory", "ipu2", "In-Processor-Memory", 900, "MiB", "derived", _HOT_CHIPS_MK2),
+    Figure("chip.memory", "ipu21", "In-Processor-Memory", 900, "MiB", "derived",
+           "Graphcore, Bow-2000 datasheet, docs.graphcore.ai/projects/bow-2000-datasheet"),
+    Figure("chip.clock", "ipu21", "tile clock", 1.85, "GHz", "derived", _TESSELLATE.split(":")[0] +
+           ": d.tile_clock_frequency = 1850000000.0 on a Bow"),
+    Figure("chip.peak_fp16", "ipu1", "peak AMP throughput, f16", 124.5, "TFLOPS", "derived", _MK1),
+    Figure("chip.peak_fp16", "ipu2", "peak AMP throughput, f16", 250, "TFLOPS", "derived", _MK2_SPEC),
+    Figure("chip.peak_fp16", "ipu21", "peak AMP throughput, f16", 350, "TFLOPS", "derived",
+           "Graphcore, Bow-2000 datasheet: 1.4 petaFLOPS FP16.16 for 4 IPUs"),
+    Figure("chip.peak_fp32", "ipu1", "peak AMP throughput, f32", 31.1, "TFLOPS", "derived", _MK1),
+    Figure("chip.peak_fp32", "ipu2", "peak AMP throughput, f32", 62.5, "TFLOPS", "derived",
+           "docs/ipu-model.md (a quarter of the f16 peak: 16 f32 MACs per tile and cycle against 64)"),
+    Figure("chip.memory_bandwidth", "ipu1", "aggregate on-chip memory bandwidth (nominal)", 45, "TB/s", "derived",
+           _MK1),
+    Figure("chip.memory_bandwidth", "ipu2", "aggregate on-chip memory bandwidth", 47.5, "TB/s", "derived",
+           _MK2_SPEC),
+    Figure("chip.exchange_bandwidth", "ipu2", "all-to-all IPU-Exchange bandwidth", 8, "TB/s", "derived",
+           _MK2_SPEC),
+    # ---- measured on hardware
+    Figure("tile.amp_fp16_n16", "ipu21", "AMP f16 [16,16]x[16,16] on every tile", 55.49, "TFLOPS", "measured",
+           _TESSELLATE),
+    Figure("tile.amp_fp16_n128", "ipu21", "AMP f16 [128,16]x[16,16] on every tile", 211.12, "TFLOPS",
+           "measured", _TESSELLATE),
+    Figure("tile.amp_fp16_n512", "ipu21", "AMP f16 [512,16]x[16,16] on every tile", 299.78, "TFLOPS",
+           "measured", _TESSELLATE),
+    Figure("tile.amp_fp16_n2048", "ipu21", "AMP f16 [2048,16]x[16,16] on every tile", 334.9, "TFLOPS",
+           "measured", _TESSELLATE),
+    # ---- whole models (models.py; configurations in fidelity.MODELS)
+    Figure("model.resnet50", "ipu21", "ResNet-50 v1.5 training, 224x224, f16", 42029 / 16, "images/s per IPU",
+           "model", _PERFORMANCE + ": 'ResNet-50 v1.5 | Bow Pod16 | Pre-SDK2.5 | TensorFlow1 | ImageNet2012 | "
+           "1,920 | 16.16 | 42029'"),
+    Figure("model.bert_large_128", "ipu21", "BERT-Large pre-training phase 1, SL128", 4527 / 16,
+           "sequences/s per IPU", "model", _PERFORMANCE + ": 'BERT Large Ph1 Pre-Training (SL128)', Bow Pod16, "
+           "TensorFlow2, unpacked, global batch 65,280: 4,527 seq/s"),
+    Figure("model.bert_large_128_packed", "ipu21", "BERT-Large phase 1, SL128, packed", 6044 / 16,
+           "sequences/s per IPU", "reference", _PERFORMANCE + ": 'BERT Large Ph1 Pre-Training (SL128) - Packed | "
+           "Bow Pod16 | SDK 3.1 | PopART | Wikipedia | 54,784 | 16.16 | 6044'",
+           "packed: each 128-token row holds up to 3 sequences (packed_pretrain_large_128.json), and the average "
+           "packing factor is not in what we could read, so rows/s cannot be turned into sequences/s; the "
+           "estimate shown counts one sequence per row"),
+)
+
+
+def rows(chips: Optional[Tuple[str, ...]] = None) -> Tuple[Figure, ...]:
+    return tuple(f for f in FIGURES if chips is None or f.chip in chips)
+
+
+def ids() -> Tuple[str, ...]:
+    return tuple(sorted({f.id for f in FIGURES}))
