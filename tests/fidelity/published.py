@@ -17,6 +17,14 @@ BANDS = {"derived": 0.10, "measured": 0.25, "model": 0.25, "reference": None}
 
 
 class Figure(NamedTuple):
+    """One published figure: ``id`` names what is measured (fidelity.MEASURES), ``chip`` the emulator version it
+    is for, ``value`` is in ``unit``, ``kind`` sets the band, ``source`` says where it was published and ``note``
+    what a reader must know to compare it."""
+
+    @property
+    def band(self) -> Optional[float]:
+        return BANDS[self.kind]
+
     id: str
     chip: str  # the emulator's version: ipu1 (Mk1 GC2), ipu2 (Mk2 GC200), ipu21 (Bow)
     what: str
@@ -25,10 +33,6 @@ class Figure(NamedTuple):
     kind: str
     source: str
     note: str = ""
-
-    @property
-    def band(self) -> Optional[float]:
-        return BANDS[self.kind]
 
 
 _HOT_CHIPS_MK2 = ("Graphcore, 'Designing the Colossus Mk2 IPU' (Hot Chips 2021), graphcore.ai/posts/"
