@@ -118,8 +118,7 @@ def peak(dtype: str) -> Callable[[str], float]:
     def measure(chip: str) -> float:
         depth = _info(chip)["bytes_per_tile"] // 256 // 64 * 64  # both operands of f32 in half a tile
         np_type = np.float16 if dtype == "f16" else np.float32
-        profile = _run(_dot(16, depth, 16, dtype), chip, 1, np.ones((16, depth), np_type),
-                       np.ones((depth, 16), np_type))
+        profile = _run(_dot(16, depth, 16, dtype), chip, 1, *_ones_for_dot(16, depth, 16, np_type))
         return _per_tile_tflops(chip, 2.0 * 16 * depth * 16, profile["compute_cycles"])
     return measure
 
@@ -152,8 +151,7 @@ def exchange_bandwidth(chip: str) -> float:
 
 def amp_tile(n: int) -> Callable[[str], float]:
     def measure(chip: str) -> float:
-        profile = _run(_dot(n, 16, 16, "f16", rhs_transposed=True), chip, 1, np.ones((n, 16), np.float16),
-                       np.ones((16, 16), np.float16))
+        profile = _run(_dot(n, 16, 16, "f16", rhs_transposed=True), chip, 1, *_ones_for_dot(n, 16, 16))
         return _per_tile_tflops(chip, 2.0 * n * 16 * 16, profile["compute_cycles"])
     return measure
 

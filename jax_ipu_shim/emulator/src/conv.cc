@@ -452,7 +452,7 @@ std::vector<Superstep> convSteps(Lowerer& lowerer, const ConvGeom& g, const Matm
   blocks.num_elements = P;
   blocks.per_tile = 1;
   steps.push_back(lowerer.superstep(std::string("conv<") + dtypeName(dt) + ">", blocks, recv1, [&](int t, int64_t) {
-    return cost::matmul(dt, bouts[static_cast<size_t>(t)], macs[static_cast<size_t>(t)], workers, lowerer.device());
+    return cost::matmul(dt, bouts[static_cast<size_t>(t)], macs[static_cast<size_t>(t)], lowerer.device());
   }));
   steps.back().cost_weight =
       static_cast<double>(std::max<int64_t>(1, G * M * Ng / P * std::max<int64_t>(1, K / kparts)));
@@ -480,14 +480,9 @@ std::vector<int> lowerConv(Lowerer& lowerer, OpContext& ctx) {
   const int o = lowerer.newSlot(out);
   const int sw = lowerer.newScratch(), sp = lowerer.newScratch();
   const DType dt = ctx.in_types[0].dtype;
-  const int workers = lowerer.device().num_worker_contexts;
   const TileMapping omap = lowerer.graph().slots[static_cast<size_t>(o)].mapping;
-  const int64_t in_bytes = static_cast<int64_t>(dtypeSize(dt));
-  const int64_t acc_bytes = static_cast<int64_t>(dtypeSize(dtypeInfo(dt).acc));
   const int64_t M = g.M(), K = g.K(), Ng = g.cog, G = g.groups;
-  const MatmulPlan plan = planMatmul(G, M, Ng, K, dt, in_bytes, acc_bytes, lowerer.device().num_tiles, workers,
-                                     lowerer.device().exchange_bytes_per_cycle, omap.per_tile, omap.tilesUsed(),
-                                     static_cast<int64_t>(lowerer.device().bytes_per_tile / 2), lowerer.device());
+  const MatmulPlan plan = planMatmul(G, M, Ng, K, dt, omap, lowerer.device());
   const int64_t kparts = K > 0 ? plan.k.parts : 1, kblock = K > 0 ? plan.k.block : 0;
   const int64_t P = std::max<int64_t>(1, plan.blocks());
 

@@ -103,9 +103,10 @@ uint64_t reduceBody(double body_cycles, int64_t inputs, int64_t outputs, int wor
   return tileCycles(inputs, 1, workers, 30, body_cycles) + static_cast<uint64_t>(outputs) * 2;  // + storing outputs
 }
 
-uint64_t matmul(DType dtype, int64_t outputs, int64_t depth, int workers, const DeviceDescription& device) {
+uint64_t matmul(DType dtype, int64_t outputs, int64_t depth, const DeviceDescription& device) {
   dtype = computeType(dtype);
   if (outputs <= 0) return 0;
+  const int workers = device.num_worker_contexts;
   const uint64_t worker_fixed = 40;  // (doc)
   const uint64_t fixed = worker_fixed * static_cast<uint64_t>(workers) + kSupervisorCycles;
   depth = std::max<int64_t>(depth, 1);

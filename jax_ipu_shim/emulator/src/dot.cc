@@ -420,14 +420,34 @@ struct PlanInputs {
   const DeviceDescription* device;  // the chip's AMP rates
 };
 
+// A plan's inputs for a [B] M x K x N product of `dt` into an output mapped as `omap` on `dev`: its operand and
+// accumulator sizes, and the device's tiles, workers, exchange and per-tile working-set limit (half a tile).
+PlanInputs planInputs(int64_t B, int64_t M, int64_t N, int64_t K, DType dt, const TileMapping& omap,
+                      const DeviceDescription& dev) {
+  return {B,
+          M,
+          N,
+          K,
+          dt,
+          static_cast<int64_t>(dtypeSize(dt)),
+          static_cast<int64_t>(dtypeSize(dtypeInfo(dt).acc)),
+          dev.num_tiles,
+          dev.num_worker_contexts,
+          dev.exchange_bytes_per_cycle,
+          omap.per_tile,
+          omap.tilesUsed(),
+          static_cast<int64_t>(dev.bytes_per_tile / 2),
+          &dev};
+}
+
 // The estimated cycles of a plan (interior blocks, no operand locality) and its per-tile working set.
 void estimate(const PlanInputs& in, const DotPlan& p, uint64_t* cycles, int64_t* working) {
   const int64_t bb = std::max<int64_t>(p.b.block, 1), bm = std::max<int64_t>(p.m.block, 1);
   const int64_t bn = std::max<int64_t>(p.n.block, 1), bk = p.k.block;
   const int64_t recv1 = (bb * bm * bk + bb * bk * bn) * in.in_bytes;
   const int64_t part = bb * bm * bn * in.acc_bytes;
-  const uint64_t c1 = cost::matmul(in.dt, bb * bm * bn, bk, in.workers, *in.device) +
-                      cost::exchange(recv1, in.bytes_per_cycle) + cost::kSyncCycles;
+  const uint64_t c1 =
+      cost::matmul(in.dt, bb * bm * bn, bk, *in.device) + cost::exchange(recv1, in.bytes_per_cycle) + cost::kSyncCycles;
   const bool second = p.k.parts > 1 || p.blocks() > 1 || in.out_tiles > 1;
   const int64_t recv2 = second ? in.out_per_tile * p.k.parts * in.acc_bytes : 0;
   uint64_t c2 = 0;
@@ -723,7 +743,7 @@ std::vector<Superstep> dotSteps(Lowerer& lowerer, const OpContext& ctx, const Do
   blocks.num_elements = P;
   blocks.per_tile = 1;
   steps.push_back(lowerer.superstep(std::string("matmul<") + dtypeName(dt) + ">", blocks, recv1, [&](int t, int64_t) {
-    return cost::matmul(dt, bouts[static_cast<size_t>(t)], macs[static_cast<size_t>(t)], workers, lowerer.device());
+    return cost::matmul(dt, bouts[static_cast<size_t>(t)], macs[static_cast<size_t>(t)], lowerer.device());
   }));
   steps.back().cost_weight =
       static_cast<double>(std::max<int64_t>(1, batch * m * n / P * std::max<int64_t>(1, k / plan.k.parts)));
@@ -757,22 +777,7 @@ std::vector<int> lowerDot(Lowerer& lowerer, OpContext& ctx) {
   const int sl = lowerer.newScratch(), sr = lowerer.newScratch(), sp = lowerer.newScratch();
   const DType dt = ctx.in_types[0].dtype;
   const TileMapping omap = lowerer.graph().slots[static_cast<size_t>(o)].mapping;
-  const DeviceDescription& dev = lowerer.device();
-  const PlanInputs pin{d.batch,
-                       d.m,
-                       d.n,
-                       d.k,
-                       dt,
-                       static_cast<int64_t>(dtypeSize(dt)),
-                       static_cast<int64_t>(dtypeSize(dtypeInfo(dt).acc)),
-                       dev.num_tiles,
-                       dev.num_worker_contexts,
-                       dev.exchange_bytes_per_cycle,
-                       omap.per_tile,
-                       omap.tilesUsed(),
-                       static_cast<int64_t>(dev.bytes_per_tile / 2),
-                       &dev};
-  const DotPlan plan = choosePlan(pin);
+  const DotPlan plan = choosePlan(planInputs(d.batch, d.m, d.n, d.k, dt, omap, lowerer.device()));
 
   std::unique_ptr<Kernel> kernel;
   visitMatmulTypes(dt, out.dtype, [&](auto i, auto a, auto r) {
@@ -792,11 +797,9 @@ std::vector<int> lowerDot(Lowerer& lowerer, OpContext& ctx) {
   return {o};
 }
 
-MatmulPlan planMatmul(int64_t B, int64_t M, int64_t N, int64_t K, DType dt, int64_t in_bytes, int64_t acc_bytes,
-                      int tiles, int workers, double bytes_per_cycle, int64_t out_per_tile, int out_tiles, int64_t cap,
+MatmulPlan planMatmul(int64_t B, int64_t M, int64_t N, int64_t K, DType dt, const TileMapping& omap,
                       const DeviceDescription& device) {
-  const DotPlan p = choosePlan(PlanInputs{B, M, N, K, dt, in_bytes, acc_bytes, tiles, workers, bytes_per_cycle,
-                                          out_per_tile, out_tiles, cap, &device});
+  const DotPlan p = choosePlan(planInputs(B, M, N, K, dt, omap, device));
   MatmulPlan out;
   out.b = {p.b.parts, p.b.block}, out.m = {p.m.parts, p.m.block}, out.n = {p.n.parts, p.n.block};
   out.k = {p.k.parts, p.k.block};

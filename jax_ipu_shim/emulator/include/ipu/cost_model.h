@@ -61,10 +61,10 @@ uint64_t reduceBody(double body_cycles, int64_t inputs, int64_t outputs, int wor
 // position, the AMP's own rate: a position is a 16 x 16 f16 or 8 x 8 f32 block of multiply-adds): a matmul on one
 // tile of `outputs` output elements with `depth` MACs each, at the chip's AMP rate (DeviceDescription: derived from
 // its published peak; fidelity rows chip.peak_fp16/fp32 and tile.amp_fp16_*), the contraction rounded up to whole
-// AMP passes, plus the workers' fixed cost. Integers and the emulated 64-bit types have no AMP path (calibrated: one
-// MAC per worker every 2 cycles; the 64-bit types one multiply-add sequence per MAC), and store each output (8
-// cycles per output per worker).
-uint64_t matmul(DType dtype, int64_t outputs, int64_t depth, int workers, const DeviceDescription& device);
+// AMP passes, plus the fixed cost of the device's workers. Integers and the emulated 64-bit types have no AMP path
+// (calibrated: one MAC per worker every 2 cycles; the 64-bit types one multiply-add sequence per MAC), and store each
+// output (8 cycles per output per worker).
+uint64_t matmul(DType dtype, int64_t outputs, int64_t depth, const DeviceDescription& device);
 // Calibrated (poprand's shape: each worker draws 64 random bits per cycle from the tile's hardware generator, then
 // scales and offsets them with one vector multiply-add): `elements` random numbers of `dtype` on one tile, 4 cycles
 // per 64-bit vector of floats; integers take a software remainder, ~20 cycles per element.

@@ -9,6 +9,7 @@
 namespace ipu {
 
 struct DeviceDescription;  // ipu/emulator.h
+struct TileMapping;        // ipu/mapping.h
 
 inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -96,10 +97,9 @@ struct MatmulPlan {
   int64_t blocks() const { return b.parts * m.parts * n.parts * k.parts; }
 };
 
-// in_bytes/acc_bytes: operand and accumulator element sizes; out_per_tile/out_tiles: the output's linear mapping;
-// cap: the per-tile working-set limit.
-MatmulPlan planMatmul(int64_t B, int64_t M, int64_t N, int64_t K, DType dt, int64_t in_bytes, int64_t acc_bytes,
-                      int tiles, int workers, double bytes_per_cycle, int64_t out_per_tile, int out_tiles, int64_t cap,
+// omap: the output's linear mapping; the tiles, workers, exchange, working-set limit (half a tile) and AMP rates
+// are the device's.
+MatmulPlan planMatmul(int64_t B, int64_t M, int64_t N, int64_t K, DType dt, const TileMapping& omap,
                       const DeviceDescription& device);
 
 // C[m x n] = A[m x k] B[k x n] (row strides lda, ldb, ldc), each element a running f32 sum over k in order.
