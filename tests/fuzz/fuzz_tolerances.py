@@ -318,7 +318,7 @@ ACCEPTED: List[Accepted] = [
     Accepted("jaxlib 0.4.13's XLA:CPU computes a maximum, minimum or clamp (relu, jnp.clip) that it fuses into a "
              "loop it does not vectorise (a gather's, once per gathered element; one that calls fmod; one whose "
              "minor dimension is 3, 5, 6 or 7 (9 to 15 too on an AVX-512 host), or 1 under more dimensions: relu "
-             "of f32[6, 4, 7]) with compares "
+             "of f32[6, 4, 7]; one a concatenation reads into such a minor dimension) with compares "
              "and selects that return a denormal (operand or bound) as it is, where its vector loops (maxps) and the "
              "ipu read it as a zero (README, denormals)", ("relu", "max", "min", "clamp"), ("float32",), 1,
              per="denormal", series="0.4.", when="scalar_loop"),
@@ -1235,13 +1235,19 @@ def _reshaped_rows(step, program, values) -> bool:  # noqa: ANN001
 def _scalar_loop(step, program, values) -> bool:  # noqa: ANN001
     """The step's result has a minor dimension of 3, 5, 6 or 7 (or 1, of rank 2 or more), or it shares a fused loop
     with a gather (reads one, through at most one move, or is read by one), with an fmod (reads what an fmod
-    reads) or with a transpose that reads it and moves its minor dimension (XLA:CPU loops over the transpose's
-    result, reading across: relu(abs(x)) read by jnp.transpose(..., (2, 3, 0, 1)), fuzz seed 20272901 #391): loops
-    jaxlib 0.4.13's XLA:CPU leaves unvectorised (measured on relu and maximum, sizes 1 to 33)."""
+    reads), with a transpose that reads it and moves its minor dimension (XLA:CPU loops over the transpose's
+    result, reading across: relu(abs(x)) read by jnp.transpose(..., (2, 3, 0, 1)), fuzz seed 20272901 #391) or
+    with a concatenation that reads it into such a minor dimension (jnp.clip(x, 0, 1e-40) of f32[2, 1, 2, 4]
+    concatenated with an f32[2, 1, 2, 3] on the last axis keeps the bound 1e-40; of x alone it gives 0: fuzz seed
+    20285310 #561): loops jaxlib 0.4.13's XLA:CPU leaves unvectorised (measured on relu and maximum, sizes 1 to
+    33)."""
     if _minor_unvectorised(step, program, values):
         return True
     names = {o.name for o in step.outs}
     if any(s.op == "transpose" and names & set(s.reads) and _moves_minor_dimension(s) for s in program.ops()):
+        return True
+    if any(s.op == "concatenate" and names & set(s.reads) and _minor_unvectorised(s, program, values)
+           for s in program.ops()):
         return True
     producers = {o.name: s for s in program.ops() for o in s.outs}
     gathers = ("gather", "dynamic_slice")

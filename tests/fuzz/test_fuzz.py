@@ -72,6 +72,22 @@ def test_the_window_sum_entry_holds_only_where_cpus_own_sum_is_wrong() -> None:
     assert not holds("'SAME'", x.astype(np.float32))
 
 
+def test_a_clamp_a_concatenation_reads_into_an_odd_minor_dimension_is_a_scalar_loop() -> None:
+    """jaxlib 0.4.13's XLA:CPU fuses jnp.clip(x, 0, 1e-40) of f32[2, 1, 2, 4] into the loop of its concatenation
+    with an f32[2, 1, 2, 3] (minor dimension 7, unvectorised) and keeps the denormal bound there (fuzz seed 20285310
+    #561); concatenated into a minor dimension of 8 it is read as a zero, as the ipu does."""
+    def holds(minor: int) -> bool:
+        x, y = fp.Var("x", "float32", (2, 1, 2, 4)), fp.Var("y", "float32", (2, 1, 2, minor - 4))
+        clip = fp.Step("clamp", [fp.Var("c", "float32", x.shape)], "jnp.clip(x, 0.0, 1e-40)", ["x"], "float32")
+        cat = fp.Step("concatenate", [fp.Var("v", "float32", (2, 1, 2, minor))], "jnp.concatenate([c, y], axis=3)",
+                      ["c", "y"], "float32")
+        program = fp.Program(0, 0, [fp.Input(x, 1, "ints"), fp.Input(y, 2, "ints")], [clip, cat], ["v"])
+        return ft.WHEN["scalar_loop"](clip, program, lambda: [])
+
+    assert holds(7)
+    assert not holds(8)
+
+
 def _exact_programs(count: int):  # noqa: ANN202
     """Programs with a float output and only bit-exact ops (under no accepted entry), with their inputs."""
     s = fc.series()
