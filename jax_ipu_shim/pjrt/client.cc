@@ -41,8 +41,7 @@ std::string StringOption(const PJRT_NamedValue& option) {
 }
 
 std::unique_ptr<PJRT_Client> CreateClient(const PJRT_NamedValue* options, size_t num_options) {
-  std::string version = "ipu2";
-  int64_t num_tiles = 0;  // the chip's own
+  ipu::ModelParameters model;  // version, num_tiles and the IPU Model's other parameters (0: the chip's own)
   int64_t num_devices = 1;
   // Several processes (jax.distributed; jax_ipu/backend/multihost.py): this one's index, every process's address and
   // device count, and how long a collective waits for another process.
@@ -55,9 +54,9 @@ std::unique_ptr<PJRT_Client> CreateClient(const PJRT_NamedValue* options, size_t
     const PJRT_NamedValue& option = options[i];
     const std::string name = OptionName(option);
     if (name == "version") {
-      version = StringOption(option);
-    } else if (name == "num_tiles") {
-      num_tiles = IntOption(option);
+      model.version = StringOption(option);
+    } else if (ipu::ModelParameters{}.set(name, 0)) {  // one of the IPU Model's parameters
+      model.set(name, IntOption(option));
     } else if (name == "num_devices") {
       num_devices = IntOption(option);
     } else if (name == "process_index") {
@@ -72,9 +71,8 @@ std::unique_ptr<PJRT_Client> CreateClient(const PJRT_NamedValue* options, size_t
       host_threads = IntOption(option);
     } else {
       throw ipu::Error(ipu::ErrorCode::InvalidArgument,
-                       "unknown ipu client option '" + name +
-                           "' (known: version, num_tiles, num_devices, "
-                           "process_index, peers, process_devices, collective_timeout, host_threads)");
+                       "unknown ipu client option '" + name + "' (known: " + ipu::ModelParameters::names() +
+                           ", num_devices, process_index, peers, process_devices, collective_timeout, host_threads)");
     }
   }
   if (num_devices < 1 || num_devices > 64) {
@@ -84,10 +82,6 @@ std::unique_ptr<PJRT_Client> CreateClient(const PJRT_NamedValue* options, size_t
   if (host_threads < 1 || host_threads > 256) {
     throw ipu::Error(ipu::ErrorCode::InvalidArgument,
                      "ipu host threads " + std::to_string(host_threads) + " are out of range 1..256");
-  }
-  if (num_tiles < 0 || num_tiles > (1 << 20)) {
-    throw ipu::Error(ipu::ErrorCode::InvalidArgument,
-                     "ipu tile count " + std::to_string(num_tiles) + " is out of range");
   }
   // One process unless told otherwise: its devices are all there is.
   std::vector<int64_t> counts{num_devices};
@@ -102,7 +96,7 @@ std::unique_ptr<PJRT_Client> CreateClient(const PJRT_NamedValue* options, size_t
                                                             std::to_string(counts.size()) + ", do not agree");
     }
   }
-  const ipu::DeviceDescription hardware = ipu::DeviceDescription::forVersion(version, static_cast<int>(num_tiles));
+  const ipu::DeviceDescription hardware = ipu::DeviceDescription::forModel(model);
 
   auto client = std::make_unique<PJRT_Client>();
   client->process_index = static_cast<int>(process_index);
@@ -124,6 +118,7 @@ std::unique_ptr<PJRT_Client> CreateClient(const PJRT_NamedValue* options, size_t
   client->platform_version =
       "IPU Model emulator (jax-ipu; " + std::to_string(num_devices) + " x " + hardware.version + ", " +
       std::to_string(hardware.num_tiles) + " tiles each" +
+      (model.settings().empty() ? std::string() : ", " + model.settings()) +
       (counts.size() > 1 ? ", process " + std::to_string(process_index) + " of " + std::to_string(counts.size())
                          : std::string()) +
       ")";

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -214,3 +217,93 @@ def test_plugin_attributes_tell_jaxlib_the_stablehlo_version_we_read():
 
     want = [int(x) for x in stablehlo.get_current_version().split(".")]
     assert list(xla_bridge.backend_stablehlo_version("ipu")) == want
+
+
+# The IPU Model's parameters (Poplar's IPUModel members), each set by a flag: the device shows them, the estimate
+# uses them, and the profile report says which were used.
+MODEL_PROGRAM = """
+import json, jax, jax.numpy as jnp, jax_ipu, numpy as np
+d = jax.devices("ipu")[0]
+x = np.linspace(-1, 1, 64 * 64, dtype=np.float32).reshape(64, 64)
+f = lambda a: jnp.tanh(a @ a.T) + a.sum(axis=0)
+out = jax.jit(f, backend="ipu")(x)
+np.testing.assert_allclose(np.asarray(out), np.asarray(jax.jit(f, backend="cpu")(x)), rtol=2e-5, atol=2e-4)
+print(json.dumps({"device": [d.bytes_per_tile, d.num_worker_contexts, d.tile_clock_frequency],
+                  "platform_version": d.client.platform_version, "run": jax_ipu.last_execution()}))
+"""
+
+MODEL_FLAGS = {
+    "JAX_IPU_MODEL_MEMORY_BYTES_PER_TILE": "600000",
+    "JAX_IPU_MODEL_NUM_WORKER_CONTEXTS": "4",
+    "JAX_IPU_MODEL_TILE_CLOCK_FREQUENCY": "1e9",
+    "TF_POPLAR_FLAGS": "--ipu_model_exchange_bytes_per_cycle=1 --ipu_model_global_sync_cycles=700",
+}
+
+
+def _model_run(python, tmp_path, flags):
+    env = {"JAX_IPU_MODEL_NUM_TILES": "16", "POPLAR_ENGINE_OPTIONS": json.dumps(
+        {"autoReport.outputGraphProfile": "true", "autoReport.directory": str(tmp_path)}), **flags}
+    result = python(MODEL_PROGRAM, env)
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    folder = [f for f in sorted(os.listdir(tmp_path)) if f.startswith("jit_")][-1]
+    seen["target"] = json.loads((tmp_path / folder / "profile.json").read_text())["target"]
+    return seen
+
+
+def test_ipu_model_parameters_from_flags(python, tmp_path):
+    chip = _model_run(python, tmp_path / "chip", {})
+    model = _model_run(python, tmp_path / "model", MODEL_FLAGS)
+    assert chip["device"] == [638976, 6, 1330000000]
+    assert model["device"] == [600000, 4, 1000000000]
+    assert "memoryBytesPerTile=600000" in model["platform_version"]
+    assert "globalSyncCycles=700" in model["platform_version"]
+    target = model["target"]
+    assert (target["bytes_per_tile"], target["num_worker_contexts"], target["clock_hz"]) == (600000, 4, 1e9)
+    assert (target["exchange_bytes_per_cycle"], target["global_sync_cycles"]) == (1, 700)
+    assert (chip["target"]["exchange_bytes_per_cycle"], chip["target"]["global_sync_cycles"]) == (4, 100)
+    # Each sync costs 7x as much, each byte exchanged 4x; fewer workers change the compute estimate.
+    a, b = chip["run"], model["run"]
+    assert a["supersteps"] == b["supersteps"] > 0
+    assert b["sync_cycles"] == 7 * a["sync_cycles"]
+    assert b["exchange_cycles"] > 3 * a["exchange_cycles"] > 0
+    assert b["compute_cycles"] != a["compute_cycles"]
+
+
+@pytest.mark.parametrize("env, names", [
+    ({"JAX_IPU_MODEL_MEMORY_BYTES_PER_TILE": "100"},
+     ["JAX_IPU_MODEL_MEMORY_BYTES_PER_TILE=100", "memoryBytesPerTile = 100: must be between 1024 and"]),
+    ({"TF_POPLAR_FLAGS": "--ipu_model_num_worker_contexts=65"},
+     ["--ipu_model_num_worker_contexts=65", "numWorkerContexts = 65"]),
+    ({"JAX_IPU_MODEL_TILE_CLOCK_FREQUENCY": "1.5"}, ["JAX_IPU_MODEL_TILE_CLOCK_FREQUENCY=1.5", "whole number"]),
+    ({"JAX_IPU_MODEL_GLOBAL_SYNC_CYCLES": "-3"}, ["JAX_IPU_MODEL_GLOBAL_SYNC_CYCLES=-3", "positive"]),
+])
+def test_bad_ipu_model_parameters_name_the_flag(python, env, names):
+    result = python("""
+import jax
+try:
+    jax.devices("ipu")
+except RuntimeError as e:
+    print(e)
+""", env)
+    assert result.returncode == 0, result.stderr
+    for name in names:
+        assert name in result.stdout, result.stdout
+
+
+def test_less_memory_per_tile_is_out_of_memory(python):
+    """The memory check is the model's: a program that fits 16 tiles of an ipu2 fails on 16 tiles of 4 KiB."""
+    script = """
+import jax, numpy as np
+x = np.ones((16, 1024), np.float32)
+try:
+    print(float(jax.jit(lambda a: (a * 2).sum(), backend="ipu")(x)))
+except Exception as e:
+    print(type(e).__name__, e)
+"""
+    fits = python(script, {"JAX_IPU_MODEL_NUM_TILES": "16"})
+    assert fits.returncode == 0, fits.stderr
+    assert fits.stdout.strip() == "32768.0"
+    small = python(script, {"JAX_IPU_MODEL_NUM_TILES": "16", "JAX_IPU_MODEL_MEMORY_BYTES_PER_TILE": "4096"})
+    assert small.returncode == 0, small.stderr
+    assert "Out of memory on tile" in small.stdout and "4096" in small.stdout, small.stdout

@@ -171,7 +171,7 @@ void costsFollowTheModel() {
   const auto local = costOf(1, 0);
   CHECK(local.exchange_cycles == 0);
   CHECK(local.compute_cycles == worker * 6 + ipu::cost::kSupervisorCycles);
-  CHECK(local.sync_cycles == ipu::cost::kSyncCycles);
+  CHECK(local.sync_cycles == dev.sync_cycles && dev.sync_cycles == 100);
   CHECK(costOf(6, 0).compute_cycles == local.compute_cycles);  // six workers, one vertex each
   CHECK(costOf(7, 0).compute_cycles == 2 * worker * 6 + ipu::cost::kSupervisorCycles);
   const auto remote = costOf(1, 2);
@@ -199,16 +199,36 @@ void costsFollowTheModel() {
   CHECK(e.profile().exchange_cycles > remote.exchange_cycles);
   poplar::IPUModel bad;
   bad.exchangeBytesPerCycle = -1;
-  CHECK(has(errorOf([&] { bad.createTarget(); }), "IPUModel.exchangeBytesPerCycle = -1: bytes per cycle"));
+  CHECK(has(errorOf([&] { bad.createTarget(); }), "IPUModel.exchangeBytesPerCycle = -1: a whole number"));
   bad.exchangeBytesPerCycle = 0;
   bad.tileClockFrequency = std::nan("");
-  CHECK(has(errorOf([&] { bad.createTarget(); }), "IPUModel.tileClockFrequency = nan: a frequency in Hz"));
+  CHECK(has(errorOf([&] { bad.createTarget(); }), "IPUModel.tileClockFrequency = nan: a whole number"));
+  bad.tileClockFrequency = 1000;  // the range of each parameter is the device table's (DeviceDescription::forModel)
+  CHECK(has(errorOf([&] { bad.createTarget(); }), "IPU Model parameter tileClockFrequency = 1000: must be between"));
+  bad.tileClockFrequency = 0;
+  bad.memoryBytesPerTile = 100;
+  CHECK(has(errorOf([&] { bad.createTarget(); }), "IPU Model parameter memoryBytesPerTile = 100"));
+
+  // A slower sync costs each superstep more, as the target says.
+  poplar::IPUModel slow_sync;
+  slow_sync.tilesPerIPU = 4;
+  slow_sync.globalSyncCycles = 1000;
+  CHECK(slow_sync.createTarget().device().sync_cycles == 1000);
+  poplar::Graph gs(slow_sync.createTarget());
+  poplar::Tensor a = gs.addVariable(FLOAT, {64}, "a"), b = gs.addVariable(FLOAT, {64}, "b");
+  gs.setTileMapping(a, 0);
+  gs.setTileMapping(b, 0);
+  poplar::ComputeSet ns = gs.addComputeSet("neg");
+  gs.setTileMapping(gs.addVertex(ns, "popops::negate", {{"in", a}, {"out", b}}), 0);
+  poplar::Engine es(gs, program::Execute(ns));
+  es.run();
+  CHECK(es.profile().sync_cycles == 1000);
 }
 
 void memoryIsChecked() {
   poplar::IPUModel model;
   model.tilesPerIPU = 4;
-  model.memoryPerTile = 4096;
+  model.memoryBytesPerTile = 4096;
   const poplar::Target target = model.createTarget();
   auto make = [&](const poplar::OptionFlags& options) {
     poplar::Graph g(target);

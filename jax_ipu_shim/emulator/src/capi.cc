@@ -90,22 +90,23 @@ std::atomic<bool> g_pvti_on{false};
 Trace* processTrace() { return g_pvti_on.load(std::memory_order_relaxed) ? &pvtiTrace() : nullptr; }
 }  // namespace ipu
 
-char* JaxIpu_DeviceInfo(const char* version, int num_tiles, char** error) {
+char* JaxIpu_DeviceInfo(const char* model, char** error) {
   return guarded(
       error,
       [&]() -> char* {
-        return copyString(ipu::DeviceDescription::forVersion(version ? version : "ipu2", num_tiles).toJson());
+        return copyString(
+            ipu::DeviceDescription::forModel(ipu::ModelParameters::parseJson(model ? model : "")).toJson());
       },
       nullptr);
 }
 
-void* JaxIpu_Compile(const char* program_json, size_t size, const char* version, int num_tiles, const char* options,
-                     char** error) {
+void* JaxIpu_Compile(const char* program_json, size_t size, const char* model, const char* options, char** error) {
   return guarded(
       error,
       [&]() -> void* {
         if (!program_json) throw ipu::Error(ipu::ErrorCode::InvalidArgument, "Malformed IPU program: no program given");
-        ipu::DeviceDescription device = ipu::DeviceDescription::forVersion(version ? version : "ipu2", num_tiles);
+        ipu::DeviceDescription device =
+            ipu::DeviceDescription::forModel(ipu::ModelParameters::parseJson(model ? model : ""));
         auto handle = std::make_unique<Handle>();
         ipu::CompileOptions compile_options = ipu::CompileOptions::parse(options ? options : "");
         compile_options.trace = ipu::processTrace();

@@ -26,10 +26,10 @@ bool computesInPlace(const Node& node, int operand, int result) {
   return false;
 }
 
-Cost decisionCost() {
+Cost decisionCost(const DeviceDescription& device) {
   Cost c;
   c.compute = cost::kControlCycles;
-  c.sync = cost::kSyncCycles;  // the predicate / index is broadcast to every tile
+  c.sync = device.sync_cycles;  // the predicate / index is broadcast to every tile
   return c;
 }
 
@@ -131,7 +131,7 @@ std::vector<int> lowerWhile(Lowerer& lowerer, OpContext& ctx) {
   auto loop = std::make_unique<Node>();
   loop->kind = NodeKind::RepeatWhileTrue;
   loop->name = op.mlir;
-  loop->cost = decisionCost();
+  loop->cost = decisionCost(lowerer.device());
   loop->children.push_back(std::make_unique<Node>());
   loop->children.push_back(std::make_unique<Node>());
   const int64_t first = lowerer.currentStep();
@@ -169,7 +169,7 @@ std::vector<int> lowerCase(Lowerer& lowerer, OpContext& ctx) {
   node->kind = NodeKind::Switch;
   node->name = op.mlir;
   node->slot = ctx.in[0];
-  node->cost = decisionCost();
+  node->cost = decisionCost(lowerer.device());
   lowerer.use(ctx.in[0]);
   for (size_t b = 0; b < op.regions.size(); ++b) {
     const Region& r = op.regions[b];

@@ -52,13 +52,87 @@ constexpr uint64_t kHostLatencyCycles = 2000;
 constexpr double kInterIpuSyncSecondsPerHop = 15e-9 * 2;
 
 constexpr int kWorkerContexts = 6;               // hardware worker threads per tile (plus one supervisor)
+// Calibrated: one on-chip sync of every tile. Not published; poplibs models only the inter-IPU sync (15 ns per hop,
+// x2, interIpuSyncCycles).
+constexpr uint64_t kSyncCycles = 100;
 // Per tile, derived from the GC200's 8 TB/s all-to-all exchange over 1472 tiles at ~1.33 GHz (fidelity row
 // chip.exchange_bandwidth).
 constexpr double kExchangeBytesPerCycle = 4.0;
 
+// The model parameters that replace a chip's value: their field, Poplar's name, and the range a user may set.
+struct ModelField {
+  const char* name;
+  const char* poplar;
+  int64_t ModelParameters::* field;
+  int64_t min, max;
+};
+const ModelField kModelFields[] = {
+    {"num_tiles", "tilesPerIPU", &ModelParameters::num_tiles, 1, 0},  // up to the chip's tiles (forModel)
+    {"memory_bytes_per_tile", "memoryBytesPerTile", &ModelParameters::memory_bytes_per_tile, 1024, int64_t{1} << 30},
+    {"num_worker_contexts", "numWorkerContexts", &ModelParameters::num_worker_contexts, 1, 64},
+    {"tile_clock_frequency", "tileClockFrequency", &ModelParameters::tile_clock_frequency, 1000000, 1000000000000},
+    {"exchange_bytes_per_cycle", "exchangeBytesPerCycle", &ModelParameters::exchange_bytes_per_cycle, 1, 1000000},
+    {"global_sync_cycles", "globalSyncCycles", &ModelParameters::global_sync_cycles, 1, 1000000000},
+};
+
 }  // namespace
 
+bool ModelParameters::set(const std::string& name, int64_t value) {
+  for (const ModelField& f : kModelFields) {
+    if (name != f.name) continue;
+    this->*f.field = value;
+    return true;
+  }
+  return false;
+}
+
+std::string ModelParameters::settings() const {
+  std::string s;
+  for (const ModelField& f : kModelFields)
+    if (this->*f.field != 0 && f.field != &ModelParameters::num_tiles)
+      s += (s.empty() ? "" : ", ") + std::string(f.poplar) + "=" + std::to_string(this->*f.field);
+  return s;
+}
+
+const char* ModelParameters::names() {
+  static const std::string joined = [] {
+    std::string s = "version";
+    for (const ModelField& f : kModelFields) s += std::string(", ") + f.name;
+    return s;
+  }();
+  return joined.c_str();
+}
+
+ModelParameters ModelParameters::parseJson(const std::string& text) {
+  ModelParameters model;
+  if (text.empty()) return model;
+  const json::Value doc = json::parse(text);
+  if (!doc.isObject()) throw Error(ErrorCode::InvalidArgument, "IPU Model parameters must be a JSON object: " + text);
+  for (const auto& field : doc.object) {
+    if (field.first == "version" && field.second.kind == json::Value::Kind::String) {
+      model.version = field.second.string;
+      continue;
+    }
+    const bool number = field.second.kind == json::Value::Kind::Number;
+    const double v = number ? field.second.number : 0.5;
+    if (!(v >= -9e18 && v <= 9e18) || v != static_cast<double>(static_cast<int64_t>(v)) ||
+        !model.set(field.first, static_cast<int64_t>(v)))
+      throw Error(ErrorCode::InvalidArgument, "IPU Model parameter '" + field.first + "': expected one of " + names() +
+                                                  ", with an integer value (version: a string)");
+  }
+  return model;
+}
+
 DeviceDescription DeviceDescription::forVersion(const std::string& version, int num_tiles) {
+  ModelParameters model;
+  model.version = version;
+  model.num_tiles = num_tiles;
+  return forModel(model);
+}
+
+DeviceDescription DeviceDescription::forModel(const ModelParameters& model) {
+  const std::string& version = model.version;
+  const int64_t num_tiles = model.num_tiles;
   std::string known;
   for (const ChipSpec& chip : kChips) {
     known += known.empty() ? "" : ", ";
@@ -73,7 +147,7 @@ DeviceDescription DeviceDescription::forVersion(const std::string& version, int 
     DeviceDescription d;
     d.version = chip.version;
     d.tiles_per_chip = chip.tiles;
-    d.num_tiles = num_tiles == 0 ? chip.tiles : num_tiles;
+    d.num_tiles = num_tiles == 0 ? chip.tiles : static_cast<int>(num_tiles);
     d.bytes_per_tile = chip.bytes_per_tile;
     d.num_worker_contexts = kWorkerContexts;
     d.tile_clock_frequency = chip.clock_hz;
@@ -82,9 +156,28 @@ DeviceDescription DeviceDescription::forVersion(const std::string& version, int 
     d.amp_f32_macs_per_cycle = chip.amp_f32_macs;
     d.amp_f16_depth = kAmpF16Depth;
     d.amp_f32_depth = kAmpF32Depth;
-    d.link_bytes_per_cycle = kIpuLinkBytesPerSecond / static_cast<double>(chip.clock_hz);
-    d.host_bytes_per_cycle = kHostLinkBytesPerSecond / static_cast<double>(chip.clock_hz);
-    d.gateway_bytes_per_cycle = kGatewayLinkBytesPerSecond / static_cast<double>(chip.clock_hz);
+    d.sync_cycles = kSyncCycles;
+    // The user's IPU Model parameters, each in its range (0 keeps the chip's value, set above).
+    for (const ModelField& f : kModelFields) {
+      const int64_t v = model.*f.field;
+      if (v == 0 || f.field == &ModelParameters::num_tiles) continue;
+      if (v < f.min || v > f.max)
+        throw Error(ErrorCode::InvalidArgument, std::string("Invalid IPU Model parameter ") + f.poplar + " = " +
+                                                    std::to_string(v) + ": must be between " + std::to_string(f.min) +
+                                                    " and " + std::to_string(f.max) + " (or 0 for the " + version +
+                                                    "'s own)");
+    }
+    if (model.memory_bytes_per_tile) d.bytes_per_tile = model.memory_bytes_per_tile;
+    if (model.num_worker_contexts) d.num_worker_contexts = static_cast<int>(model.num_worker_contexts);
+    if (model.tile_clock_frequency) d.tile_clock_frequency = model.tile_clock_frequency;
+    if (model.exchange_bytes_per_cycle)
+      d.exchange_bytes_per_cycle = static_cast<double>(model.exchange_bytes_per_cycle);
+    if (model.global_sync_cycles) d.sync_cycles = static_cast<uint64_t>(model.global_sync_cycles);
+    // The links' rates are per second: per cycle they follow the clock.
+    const double hz = static_cast<double>(d.tile_clock_frequency);
+    d.link_bytes_per_cycle = kIpuLinkBytesPerSecond / hz;
+    d.host_bytes_per_cycle = kHostLinkBytesPerSecond / hz;
+    d.gateway_bytes_per_cycle = kGatewayLinkBytesPerSecond / hz;
     return d;
   }
   throw Error(ErrorCode::InvalidArgument, "Unknown IPU version '" + version + "': expected one of " + known);
@@ -121,7 +214,7 @@ std::string DeviceDescription::toJson() const {
          ", \"bytes_per_tile\": " + std::to_string(bytes_per_tile) +
          ", \"num_worker_contexts\": " + std::to_string(num_worker_contexts) +
          ", \"tile_clock_frequency\": " + std::to_string(tile_clock_frequency) +
-         ", \"exchange_bytes_per_cycle\": " + buf +
+         ", \"exchange_bytes_per_cycle\": " + buf + ", \"global_sync_cycles\": " + std::to_string(sync_cycles) +
          ", \"total_memory_bytes\": " + std::to_string(bytes_per_tile * num_tiles) + "}";
 }
 

@@ -446,13 +446,13 @@ void estimate(const PlanInputs& in, const DotPlan& p, uint64_t* cycles, int64_t*
   const int64_t bn = std::max<int64_t>(p.n.block, 1), bk = p.k.block;
   const int64_t recv1 = (bb * bm * bk + bb * bk * bn) * in.in_bytes;
   const int64_t part = bb * bm * bn * in.acc_bytes;
-  const uint64_t c1 =
-      cost::matmul(in.dt, bb * bm * bn, bk, *in.device) + cost::exchange(recv1, in.bytes_per_cycle) + cost::kSyncCycles;
+  const uint64_t c1 = cost::matmul(in.dt, bb * bm * bn, bk, *in.device) + cost::exchange(recv1, in.bytes_per_cycle) +
+                      in.device->sync_cycles;
   const bool second = p.k.parts > 1 || p.blocks() > 1 || in.out_tiles > 1;
   const int64_t recv2 = second ? in.out_per_tile * p.k.parts * in.acc_bytes : 0;
   uint64_t c2 = 0;
   if (second)
-    c2 = cost::exchange(recv2, in.bytes_per_cycle) + cost::kSyncCycles +
+    c2 = cost::exchange(recv2, in.bytes_per_cycle) + in.device->sync_cycles +
          (p.k.parts > 1 ? cost::reduce(dtypeInfo(in.dt).acc, in.out_per_tile * p.k.parts, in.out_per_tile, in.workers)
                         : cost::copy(in.out_per_tile * in.acc_bytes, in.workers));
   *cycles = c1 + c2;

@@ -192,7 +192,7 @@ Superstep Lowerer::superstep(const std::string& codelet, const TileMapping& work
     }
     if (bytes > 0) pending_.transient.emplace_back(t, bytes);
   }
-  step.cost.sync = cost::kSyncCycles;
+  step.cost.sync = device_.sync_cycles;
   return step;
 }
 
@@ -254,7 +254,7 @@ Node* Lowerer::emitCopy(Node* seq, const std::vector<std::pair<int, int>>& copie
     if (!recv.empty() && recv[static_cast<size_t>(t)] > 0)
       pending_.transient.emplace_back(t, recv[static_cast<size_t>(t)]);
   }
-  node->cost.sync = node->copies.empty() ? 0 : cost::kSyncCycles;
+  node->cost.sync = node->copies.empty() ? 0 : device_.sync_cycles;
   for (const auto& c : node->copies) use(c.first);
   for (const auto& c : node->copies) define(c.second);
   for (int t : node->temps) define(t);

@@ -21,14 +21,15 @@ extern "C" {
 
 /* ---- The emulator (emulator/src/capi.cc) ------------------------------------------------------------------- */
 
-/* The device description of a version ("ipu1", "ipu2", "ipu21") with `num_tiles` tiles (0: the chip's own), as
- * JSON; NULL and *error on failure. */
-JAX_IPU_EXPORT char* JaxIpu_DeviceInfo(const char* version, int num_tiles, char** error);
-/* Compiles a program (the front end's binary container or JSON text, `size` bytes) for that device with compile
+/* The device description of an IPU Model, as JSON; NULL and *error on failure. `model` is a JSON object of its
+ * parameters (ipu::ModelParameters: {"version": "ipu21", "num_tiles": 16, "memory_bytes_per_tile": ...}, any
+ * subset; NULL or "": an ipu2 with every tile). */
+JAX_IPU_EXPORT char* JaxIpu_DeviceInfo(const char* model, char** error);
+/* Compiles a program (the front end's binary container or JSON text, `size` bytes) for that IPU Model with compile
  * `options` (JSON: {"fusion": bool, "exchange_per_element": bool, "allow_out_of_memory": bool}, any subset; NULL or
  * "": the defaults): an executable handle, or NULL and *error. */
-JAX_IPU_EXPORT void* JaxIpu_Compile(const char* program, size_t size, const char* version, int num_tiles,
-                                    const char* options, char** error);
+JAX_IPU_EXPORT void* JaxIpu_Compile(const char* program, size_t size, const char* model, const char* options,
+                                    char** error);
 /* JSON: inputs, outputs (dtype, shape), memory (per-tile bytes summary, worst tile), static cycle estimate; NULL on
  * failure. */
 JAX_IPU_EXPORT char* JaxIpu_ExecutableInfo(void* executable);

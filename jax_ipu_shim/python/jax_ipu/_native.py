@@ -27,8 +27,8 @@ _ERROR = POINTER(c_void_p)  # char** error: a message for take_string
 # are c_void_p where the caller builds them (feeds.py).
 SIGNATURES: Dict[str, Tuple[Any, List[Any]]] = {
     # the emulator
-    "JaxIpu_DeviceInfo": (c_void_p, [c_char_p, c_int, _ERROR]),
-    "JaxIpu_Compile": (c_void_p, [c_char_p, c_size_t, c_char_p, c_int, c_char_p, _ERROR]),
+    "JaxIpu_DeviceInfo": (c_void_p, [c_char_p, _ERROR]),
+    "JaxIpu_Compile": (c_void_p, [c_char_p, c_size_t, c_char_p, c_char_p, _ERROR]),
     "JaxIpu_ExecutableInfo": (c_void_p, [c_void_p]),
     "JaxIpu_ExecutableProfile": (c_void_p, [c_void_p]),
     "JaxIpu_Run": (c_int, [c_void_p, POINTER(c_void_p), POINTER(c_void_p), _ERROR]),

@@ -4,7 +4,8 @@ Sources, highest precedence first:
 
 - JAX options (``jax.config.update("jax_ipu_model_num_tiles", 16)``) and their environment spellings
   ``JAX_IPU_USE_MODEL``, ``JAX_IPU_MODEL_NUM_TILES``, ``JAX_IPU_MODEL_VERSION``, ``JAX_IPU_DEVICE_COUNT``,
-  ``JAX_IPU_VISIBLE_DEVICES``;
+  ``JAX_IPU_VISIBLE_DEVICES``, and the IPU Model's other parameters (``MODEL_PARAMETERS``: Poplar's
+  ``IPUModel`` members, ``JAX_IPU_MODEL_MEMORY_BYTES_PER_TILE`` and the rest);
 - ``TF_POPLAR_FLAGS``: space-separated ``--flag[=value]`` (``--use_ipu_model --ipu_model_tiles=8``);
 - the older ``XLA_IPU_PLATFORM_DEVICE_COUNT``;
 - ``JAX_IPU_HOST_THREADS`` (environment only: the host threads that run the emulated tiles, 1..256);
@@ -57,6 +58,12 @@ class IpuConfig:
     executable_cache_path: Optional[str] = None  # --executable_cache_path: see jax_ipu.executable_cache
     show_progress_bar: Optional[bool] = None  # --show_progress_bar; None: when stderr is a terminal (backend/progress)
     host_threads: int = 0  # 0: the emulator's default, min(hardware threads, 8)
+    # The IPU Model's other parameters (MODEL_PARAMETERS); 0: the chip's own.
+    memory_bytes_per_tile: int = 0
+    num_worker_contexts: int = 0
+    tile_clock_frequency: int = 0
+    exchange_bytes_per_cycle: int = 0
+    global_sync_cycles: int = 0
     collective_timeout: int = 300  # JAX_IPU_COLLECTIVE_TIMEOUT, seconds
     # field -> the flag that set it ("TF_POPLAR_FLAGS --ipu_model_tiles=8"), for error messages
     sources: Mapping[str, str] = dataclasses.field(default_factory=dict, compare=False)
@@ -64,10 +71,27 @@ class IpuConfig:
     def client_options(self) -> Dict[str, Any]:
         """Options for the PJRT client (``PJRT_Client_Create``)."""
         options: Dict[str, Any] = {"version": self.version, "num_tiles": self.num_tiles,
-                                   "num_devices": self.num_devices}
+                                   "num_devices": self.num_devices, **self.model_parameters()}
         if self.host_threads:
             options["host_threads"] = self.host_threads
         return options
+
+    def model_parameters(self) -> Dict[str, int]:
+        """The IPU Model parameters set to other than the chip's own, by field (the client option of that name)."""
+        return {field: getattr(self, field) for field in MODEL_PARAMETERS if getattr(self, field)}
+
+
+# The IPU Model's parameters besides its version and tiles: IpuConfig field (the emulator's name for it: client
+# option, ipu::ModelParameters, the profile's target) -> Poplar's IPUModel member. Each is the JAX option
+# jax_ipu_model_<field> (JAX_IPU_MODEL_<FIELD>) and TF_POPLAR_FLAGS --ipu_model_<field>; a whole number, 0 for the
+# chip's own. The emulator's device table checks each against its range when the backend is created.
+MODEL_PARAMETERS = {
+    "memory_bytes_per_tile": "memoryBytesPerTile",
+    "num_worker_contexts": "numWorkerContexts",
+    "tile_clock_frequency": "tileClockFrequency",  # Hz
+    "exchange_bytes_per_cycle": "exchangeBytesPerCycle",  # per tile
+    "global_sync_cycles": "globalSyncCycles",
+}
 
 
 # Environment flags of the emulator's lowering: its CompileOptions field each sets (ipu::CompileOptions).
@@ -131,6 +155,23 @@ def parse_tiles(value: Any, where: str) -> int:
 MAX_TILES = 2**31 - 1  # beyond this no count reaches the emulator unchanged; its own check names the chip's limit
 
 
+def parse_model_parameter(value: Any, where: str) -> int:
+    """A whole number of at least 0 (0: the chip's own), also written as a float: 1.85e9 for a clock."""
+    try:
+        number = _parse_int(value, where)
+    except ValueError:
+        try:
+            real = float(str(value).strip())
+        except ValueError:
+            raise ValueError(f"{where}: expected a whole number, got {value!r}") from None
+        if not real.is_integer():
+            raise ValueError(f"{where}: expected a whole number, got {value!r}") from None
+        number = int(real)
+    if not 0 <= number < 2**63:
+        raise ValueError(f"{where}: expected 0 (the chip's own) or a positive number, got {value!r}")
+    return number
+
+
 def parse_device_count(value: Any, where: str) -> int:
     number = _parse_int(value, where)
     if number == -1:  # Graphcore's spelling for "all": the IPU Model has one unless told otherwise
@@ -189,6 +230,7 @@ _POPLAR_FLAGS: Dict[str, Tuple[Optional[str], Callable[[Any, str], Any]]] = {
     "show_progress_bar": ("show_progress_bar", parse_bool),
     "max_compilation_threads": (None, lambda v, where: _parse_int(v, where)),
     "max_infeed_threads": (None, lambda v, where: _parse_int(v, where)),
+    **{f"ipu_model_{field}": (field, parse_model_parameter) for field in MODEL_PARAMETERS},
 }
 # Flags whose bare form (no "=value") means true.
 _BARE_TRUE = ("use_ipu_model", "show_progress_bar")
@@ -233,6 +275,7 @@ JAX_OPTIONS: Dict[str, Tuple[str, Callable[[Any, str], Any]]] = {
     "jax_ipu_model_version": ("version", parse_version),
     "jax_ipu_device_count": ("num_devices", parse_device_count),
     "jax_ipu_visible_devices": ("visible_devices", parse_visible_devices),
+    **{f"jax_ipu_model_{field}": (field, parse_model_parameter) for field in MODEL_PARAMETERS},
 }
 
 

@@ -92,10 +92,12 @@ def _raise_if(error: ctypes.c_void_p) -> None:
         raise EmulatorError(_take(error.value))
 
 
-def device_info(version: str = "ipu2", num_tiles: int = 0) -> dict:
-    """The device description (tiles, bytes per tile, clock, ...) of an IPU version."""
+def device_info(version: str = "ipu2", num_tiles: int = 0, **model: int) -> dict:
+    """The device description (tiles, bytes per tile, clock, ...) of an IPU version, with the IPU Model's other
+    parameters (``memory_bytes_per_tile``, ``num_worker_contexts``, ``tile_clock_frequency``,
+    ``exchange_bytes_per_cycle``, ``global_sync_cycles``; 0 or absent: the chip's own) in place of the chip's."""
     error = ctypes.c_void_p()
-    out = _lib().JaxIpu_DeviceInfo(version.encode(), int(num_tiles), ctypes.byref(error))
+    out = _lib().JaxIpu_DeviceInfo(_model_json(version, num_tiles, model), ctypes.byref(error))
     _raise_if(error)
     return json.loads(_take(out))
 
@@ -169,9 +171,14 @@ class Executable:
             pass
 
 
+def _model_json(version: str, num_tiles: int, model: Dict[str, int]) -> bytes:
+    return json.dumps(dict(model, version=version, num_tiles=int(num_tiles))).encode()
+
+
 def compile(program: Union[dict, str, bytes, "Program"], version: str = "ipu2", num_tiles: int = 0,
-            options: Optional[Dict[str, Any]] = None) -> Executable:
-    """Compiles a program document (dict, JSON text or ``Program``) for an IPU version and tile count. ``options``:
+            options: Optional[Dict[str, Any]] = None, **model: int) -> Executable:
+    """Compiles a program document (dict, JSON text or ``Program``) for an IPU version and tile count, with the
+    IPU Model's other parameters as ``device_info`` takes them. ``options``:
     the emulator's compile options (``{"fusion": bool, "exchange_per_element": bool, "allow_out_of_memory": bool,
     "emulate_64bit": bool}``, any subset; the rest keep their defaults: fused, counted in runs, memory checked,
     64-bit types emulated)."""
@@ -182,7 +189,7 @@ def compile(program: Union[dict, str, bytes, "Program"], version: str = "ipu2", 
     data = program.encode() if isinstance(program, str) else bytes(program)
     error = ctypes.c_void_p()
     text = json.dumps(options).encode() if options else None
-    handle = _lib().JaxIpu_Compile(data, len(data), version.encode(), int(num_tiles), text, ctypes.byref(error))
+    handle = _lib().JaxIpu_Compile(data, len(data), _model_json(version, num_tiles, model), text, ctypes.byref(error))
     _raise_if(error)
     if not handle:
         raise EmulatorError("INTERNAL: JaxIpu_Compile returned no executable")

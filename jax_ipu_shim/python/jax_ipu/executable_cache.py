@@ -9,7 +9,7 @@ loading a serialised executable does too, and is repeated). The key hashes every
 - the module's bytes (its source locations included: they name the profile's steps) and the compile options;
 - the compiler: the jaxlib version, a hash of libjax_ipu.so and of this package's Python sources (a dev build
   changes these without changing the version);
-- the device: chip version, tile count, device count;
+- the device: chip version, tile count, device count, the IPU Model parameters set (``config.MODEL_PARAMETERS``);
 - the emulator's compile options (``jax_ipu.config.lowering_options``: fusion, per-element exchange, allowing out of
   memory, emulating 64-bit types), which change what the program lowers to.
 
@@ -112,12 +112,13 @@ def compiler_fingerprint() -> str:
 
 
 def device_fields(config: Any) -> Dict[str, Any]:
-    """The device a program is compiled for: chip version, tiles per IPU (resolved: 0 means the chip's own) and
-    the number of IPUs."""
+    """The device a program is compiled for: chip version, tiles per IPU (resolved: 0 means the chip's own), the
+    number of IPUs and the IPU Model parameters set."""
     from jax_ipu import emulator
 
     tiles = int(emulator.device_info(config.version, config.num_tiles).get("num_tiles", config.num_tiles))
-    return {"version": config.version, "num_tiles": tiles, "num_devices": config.num_devices}
+    return {"version": config.version, "num_tiles": tiles, "num_devices": config.num_devices,
+            **config.model_parameters()}
 
 
 def cache_key(module: bytes, options: bytes, device: Dict[str, Any], environ: Optional[Dict[str, str]] = None) -> str:

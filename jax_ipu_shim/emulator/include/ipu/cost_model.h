@@ -15,14 +15,11 @@
 namespace ipu {
 namespace cost {
 
-// Calibrated: one on-chip sync. Not published; poplibs models only the inter-IPU sync (15 ns per hop, x2,
-// DeviceDescription::interIpuSyncCycles).
-constexpr uint64_t kSyncCycles = 100;
 // ipu-model.md: a supervisor overhead of roughly 10-50 cycles per vertex (launching the workers of a multi-vertex);
 // we take the top of that range.
 constexpr uint64_t kSupervisorCycles = 50;
 // Calibrated: reading the predicate / index of a RepeatWhileTrue or Switch on the supervisor (the broadcast to
-// every tile is a sync, charged as kSyncCycles).
+// every tile is a sync, charged as DeviceDescription::sync_cycles).
 constexpr uint64_t kControlCycles = 30;
 // Calibrated: vertex state per vertex (pointers to its operand regions and their sizes).
 constexpr int64_t kVertexStateBytes = 32;

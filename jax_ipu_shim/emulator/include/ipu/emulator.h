@@ -51,6 +51,29 @@ class Error : public std::runtime_error {
   ErrorCode code_;
 };
 
+// The IPU Model's parameters, as Poplar's IPUModel has them: a chip version and what a user sets differently from
+// that chip (0 keeps the chip's own value). `set` takes each by its one name, the same in jax_ipu's client options,
+// the C API's model JSON and the profile report (tiles_per_ipu is the client option num_tiles).
+struct ModelParameters {
+  std::string version = "ipu2";    // IPUVersion: "ipu1", "ipu2" (Mk2 GC200), "ipu21" (Bow)
+  int64_t num_tiles = 0;           // tilesPerIPU
+  int64_t memory_bytes_per_tile = 0;     // memoryBytesPerTile: SRAM per tile
+  int64_t num_worker_contexts = 0;       // numWorkerContexts: hardware worker threads per tile
+  int64_t tile_clock_frequency = 0;      // tileClockFrequency, Hz
+  int64_t exchange_bytes_per_cycle = 0;  // exchangeBytesPerCycle, per tile
+  int64_t global_sync_cycles = 0;        // globalSyncCycles: one sync of every tile
+
+  // Sets the integer parameter `name`; false for a name that is not one.
+  bool set(const std::string& name, int64_t value);
+  // The parameters set here other than version and tiles, as Poplar names them ("memoryBytesPerTile=4096, ..."),
+  // or "" when none is.
+  std::string settings() const;
+  // The names `set` takes, comma-separated, for error messages.
+  static const char* names();
+  // A JSON object of these names (and "version"), e.g. {"version": "ipu21", "num_tiles": 16}; "" is the defaults.
+  static ModelParameters parseJson(const std::string& text);
+};
+
 // One IPU: the single place that holds hardware parameters. Several devices are a list of these.
 struct DeviceDescription {
   std::string version;             // "ipu1", "ipu2", "ipu21"
@@ -60,6 +83,7 @@ struct DeviceDescription {
   int num_worker_contexts = 0;     // hardware worker threads per tile
   int64_t tile_clock_frequency = 0;  // Hz
   double exchange_bytes_per_cycle = 0;  // per tile
+  uint64_t sync_cycles = 0;             // one sync of every tile of the chip (a superstep's end)
   // The AMP (matrix unit): multiply-accumulates per tile per cycle in f16 and f32, and the input channels it
   // consumes per pass (a contraction shorter than that still takes a whole pass).
   int amp_f16_macs_per_cycle = 0;
@@ -82,6 +106,9 @@ struct DeviceDescription {
   // num_tiles == 0 means all tiles of the chip. Throws Error(InvalidArgument) for an unknown version or a tile
   // count outside 1..tiles_per_chip, naming the value and what is allowed.
   static DeviceDescription forVersion(const std::string& version, int num_tiles);
+  // The chip of `model.version` with the model's parameters in place of its own; throws Error(InvalidArgument)
+  // naming a parameter (Poplar's name) outside its range.
+  static DeviceDescription forModel(const ModelParameters& model);
   std::string toJson() const;
 };
 

@@ -83,10 +83,11 @@ struct IPUModel {
   std::string version = "ipu2";  // "ipu1", "ipu2" (Mk2 GC200), "ipu21"
   unsigned numIPUs = 1;          // the graph API models one IPU
   unsigned tilesPerIPU = 0;
-  uint64_t memoryPerTile = 0;
+  uint64_t memoryBytesPerTile = 0;
   unsigned numWorkerContexts = 0;
   double tileClockFrequency = 0;     // Hz: what a run's cycles take in time (profile summaries)
   double exchangeBytesPerCycle = 0;  // per tile: what a superstep's exchange costs
+  unsigned globalSyncCycles = 0;     // one sync of every tile: what each superstep's end costs
   // Throws Error(InvalidArgument) naming a parameter out of range.
   Target createTarget() const;
 };

@@ -278,7 +278,7 @@ struct Engine::Impl {
       }
       transient[ti] = std::max(transient[ti], recv[ti]);
     }
-    p.cost.sync = cost::kSyncCycles;
+    p.cost.sync = device().sync_cycles;
     return p;
   }
 
@@ -307,14 +307,14 @@ struct Engine::Impl {
       }
       transient[static_cast<size_t>(t.first)] = std::max(transient[static_cast<size_t>(t.first)], t.second.first);
     }
-    c.sync = cost::kSyncCycles;
+    c.sync = device().sync_cycles;
     return c;
   }
 
   Cost control() const {
     Cost c;
     c.compute = cost::kControlCycles;
-    c.sync = cost::kSyncCycles;
+    c.sync = device().sync_cycles;
     return c;
   }
 
@@ -351,7 +351,7 @@ struct Engine::Impl {
         requireMapped(t, "program::Copy with stream '" + s.handle + "'");
         Cost c;
         c.exchange = device().hostTransferCycles(static_cast<int64_t>(t.numElements() * dtypeSize(t.elementType())));
-        c.sync = cost::kSyncCycles;
+        c.sync = device().sync_cycles;
         add("StreamCopy", s.handle, c);
         break;
       }
@@ -378,7 +378,7 @@ struct Engine::Impl {
         for (const auto& t : n->outputs) bytes += static_cast<int64_t>(t.numElements() * dtypeSize(t.elementType()));
         Cost c;
         c.exchange = device().hostTransferCycles(bytes);
-        c.sync = cost::kSyncCycles;
+        c.sync = device().sync_cycles;
         add("HostCall", f.handle, c);
         break;
       }
@@ -396,7 +396,7 @@ struct Engine::Impl {
         if (n->index >= g.functions.size()) invalid("program::Call: not a function of this graph");
         number(g.functions[n->index], seen);
         break;
-      case Kind::Sync: add("Sync", "sync", Cost{0, 0, cost::kSyncCycles}); break;
+      case Kind::Sync: add("Sync", "sync", Cost{0, 0, device().sync_cycles}); break;
       case Kind::CycleStamp: break;
     }
     for (const program::Program& c : n->children) number(c, seen);

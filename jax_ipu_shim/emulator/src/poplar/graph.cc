@@ -43,21 +43,21 @@ Target IPUModel::createTarget() const {
     invalid("IPUModel.numIPUs = " + std::to_string(numIPUs) +
             ": the graph API models one IPU (several IPUs run "
             "through jax's pmap and sharding)");
-  DeviceDescription d = DeviceDescription::forVersion(version, static_cast<int>(tilesPerIPU));
-  if (memoryPerTile != 0) d.bytes_per_tile = static_cast<int64_t>(memoryPerTile);
-  if (numWorkerContexts != 0) {
-    if (numWorkerContexts > 64)
-      invalid("IPUModel.numWorkerContexts = " + std::to_string(numWorkerContexts) + ": at most 64");
-    d.num_worker_contexts = static_cast<int>(numWorkerContexts);
-  }
-  // Positive and finite, or 0 for the chip's own (a NaN fails both comparisons).
-  if (!(tileClockFrequency >= 0 && tileClockFrequency <= 1e12))
-    invalid("IPUModel.tileClockFrequency = " + number(tileClockFrequency) + ": a frequency in Hz up to 1e12");
-  if (tileClockFrequency != 0) d.tile_clock_frequency = static_cast<int64_t>(tileClockFrequency);
-  if (!(exchangeBytesPerCycle >= 0 && exchangeBytesPerCycle <= 1e6))
-    invalid("IPUModel.exchangeBytesPerCycle = " + number(exchangeBytesPerCycle) + ": bytes per cycle up to 1e6");
-  if (exchangeBytesPerCycle != 0) d.exchange_bytes_per_cycle = exchangeBytesPerCycle;
-  return Target(d);
+  // Whole numbers, or 0 for the chip's own (a NaN or a fraction fails the comparison).
+  const auto whole = [](double v, const char* name) {
+    if (!(v >= 0 && v <= 1e15 && v == static_cast<double>(static_cast<int64_t>(v))))
+      invalid(std::string("IPUModel.") + name + " = " + number(v) + ": a whole number (0 for the chip's own)");
+    return static_cast<int64_t>(v);
+  };
+  ModelParameters model;
+  model.version = version;
+  model.num_tiles = tilesPerIPU;
+  model.memory_bytes_per_tile = static_cast<int64_t>(std::min<uint64_t>(memoryBytesPerTile, uint64_t{1} << 62));
+  model.num_worker_contexts = numWorkerContexts;
+  model.tile_clock_frequency = whole(tileClockFrequency, "tileClockFrequency");
+  model.exchange_bytes_per_cycle = whole(exchangeBytesPerCycle, "exchangeBytesPerCycle");
+  model.global_sync_cycles = globalSyncCycles;
+  return Target(DeviceDescription::forModel(model));
 }
 
 const Variable& GraphState::variableOf(int64_t id) const {

@@ -105,12 +105,15 @@ def _make_client():
 
 
 def _check_device(config: ipu_config.IpuConfig) -> None:
-    """Validates version, then tile count, against the emulator's device table, naming the flag that set each."""
+    """Validates version, then tile count and each IPU Model parameter, against the emulator's device table, naming
+    the flag that set each."""
     from jax_ipu import emulator
 
-    for field, num_tiles in (("version", 0), ("num_tiles", config.num_tiles)):
+    checks = [("version", {}), ("num_tiles", {"num_tiles": config.num_tiles})]
+    checks += [(field, {field: value}) for field, value in config.model_parameters().items()]
+    for field, parameters in checks:
         try:
-            emulator.device_info(config.version, num_tiles)
+            emulator.device_info(config.version, **parameters)
         except emulator.EmulatorError as error:
             raise ValueError(f"{config.sources.get(field, 'ipu ' + field)}: {error.message}") from None
 

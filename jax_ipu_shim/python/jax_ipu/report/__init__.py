@@ -185,6 +185,8 @@ def graph_profile(info: Dict[str, Any], graph: Dict[str, Any], device_ids: Seque
             "chip": device.get("version"), "tiles": num_tiles, "tiles_per_chip": device.get("tiles_per_chip"),
             "ipus": len(device_ids), "ipus_in_system": _target["num_devices"], "device_ids": list(device_ids),
             "clock_hz": clock, "bytes_per_tile": limit, "num_worker_contexts": device.get("num_worker_contexts"),
+            "exchange_bytes_per_cycle": device.get("exchange_bytes_per_cycle"),
+            "global_sync_cycles": device.get("global_sync_cycles"),
         },
         "estimate": {
             "cycles": info["estimated_cycles"], "seconds": info["estimated_cycles"] / clock,

@@ -107,7 +107,9 @@ document.getElementById("program-name").textContent = P.program;
 document.title = "IPU profile: " + P.program;
 document.getElementById("target-line").textContent =
   `${T.chip}, ${fmt(T.tiles)} tiles, ${T.ipus} IPU(s) (devices ${T.device_ids.join(", ")}), ` +
-  `clock ${(T.clock_hz / 1e9).toFixed(3)} GHz, ${fmt(T.bytes_per_tile)} bytes per tile \\u2014 ` +
+  `clock ${(T.clock_hz / 1e9).toFixed(3)} GHz, ${fmt(T.bytes_per_tile)} bytes per tile, ` +
+  `${T.num_worker_contexts} workers per tile, exchange ${T.exchange_bytes_per_cycle} bytes per cycle per tile, ` +
+  `sync ${fmt(T.global_sync_cycles)} cycles \\u2014 ` +
     `${P.format} v${P.version}, ${P.created}`;
 
 // Summary
