@@ -30,22 +30,16 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(1, str(HERE.parent.parent / "examples"))  # _resnet50: the model resnet_bow.py runs too
 
+import _resnet50  # noqa: E402
 import numpy as np  # noqa: E402
 import published  # noqa: E402
 
 # How each whole model is run, with where each setting comes from. What the emulated run must do differently is
 # said in "differs".
 MODELS: Dict[str, Dict[str, Any]] = {
-    "model.resnet50": {
-        "micro_batch": 20, "gradient_accumulation": 6, "recompute": True, "dtype": "float16",
-        "source": "graphcore/examples @187775b (SDK 2.5), applications/tensorflow/cnns/training/configs.yml "
-                  "mk2_resnet50_mlperf_pod16_bs20: micro_batch_size 20, replicas 16 (one IPU each), "
-                  "gradient_accumulation_count 6, enable_recomputation, precision 16.16, SGD with momentum 0.9",
-        "differs": "recomputation checkpoints at every bottleneck block (Graphcore's: 6 pipeline splits on one "
-                   "IPU); no stochastic rounding; the gradients' all-reduce across the 16 replicas, once per 6 "
-                   "micro-batches, is not run",
-    },
+    "model.resnet50": _resnet50.GRAPHCORE,
     "model.bert_large_128": {
         "micro_batch": 8, "layers": 7, "ipus_per_replica": 4, "recompute": True, "dtype": "float16",
         "source": "graphcore/examples @3cc8f81, nlp/bert/tensorflow2/configs/pretrain_large_128_phase1.json: "
@@ -156,52 +150,29 @@ def amp_tile(n: int) -> Callable[[str], float]:
     return measure
 
 
-def _jax_ipu(chip: str) -> Any:
+def _use_chip(chip: str) -> None:
+    """The whole models run on `chip` (read when the ipu backend is created: one chip per process), past a tile's
+    memory, as Poplar's IPU Model does with debug.allowOutOfMemory: the estimate is still made, and the row's note
+    says what did not fit."""
     os.environ["JAX_IPU_MODEL_VERSION"] = chip
     os.environ.setdefault("JAX_PLATFORMS", "cpu,ipu")
-    # The emulated step keeps going past a tile's memory, as Poplar's IPU Model does with this option: its
-    # estimate is still made, and the row's note says what did not fit.
     os.environ["POPLAR_ENGINE_OPTIONS"] = json.dumps({"debug.allowOutOfMemory": "true"})
-    import jax
-
-    from jax_ipu import runtime
-
-    return jax, runtime
-
-
-def _step_cycles(jax: Any, runtime: Any, step: Any, args: Any) -> Dict[str, Any]:
-    started = time.perf_counter()
-    jax.block_until_ready(step(*args))
-    wall = time.perf_counter() - started
-    profile = runtime.last_execution()
-    memory = runtime.tile_memory_stats()
-    return {"cycles": profile["total_cycles"], "compute": profile["compute_cycles"],
-            "exchange": profile["exchange_cycles"], "sync": profile["sync_cycles"], "wall_s": round(wall, 1),
-            "worst_tile_bytes": memory["largest_tile_bytes_in_use"], "tile_bytes": memory["tile_bytes_limit"]}
 
 
 def resnet50(chip: str, detail: Dict[str, Any]) -> float:
-    jax, runtime = _jax_ipu(chip)
-    import models
-
-    config = MODELS["model.resnet50"]
-    step, args = models.resnet50(config["micro_batch"], recompute=config["recompute"])
-    detail.update(_step_cycles(jax, runtime, step, args))
-    update, update_args = models.sgd_momentum_update(args[0])
-    jax.block_until_ready(update(*update_args))
-    detail["update_cycles"] = runtime.last_execution()["total_cycles"]
-    cycles = detail["cycles"] + detail["update_cycles"] / config["gradient_accumulation"]
-    return config["micro_batch"] / (cycles / _info(chip)["tile_clock_frequency"])
+    _use_chip(chip)
+    detail.update(_resnet50.estimate())
+    return detail.pop("images_per_s_per_ipu")
 
 
 def bert_large(chip: str, detail: Dict[str, Any]) -> float:
-    jax, runtime = _jax_ipu(chip)
+    _use_chip(chip)
     import models
 
     config = MODELS["model.bert_large_128"]
     if "bert" not in _CACHE:
         step, args = models.bert_stage(config["layers"], config["micro_batch"], recompute=config["recompute"])
-        _CACHE["bert"] = _step_cycles(jax, runtime, step, args)
+        _CACHE["bert"] = _resnet50.step_estimate(step, args)
     detail.update(_CACHE["bert"])
     stage_s = detail["cycles"] / _info(chip)["tile_clock_frequency"]
     return config["micro_batch"] / stage_s / config["ipus_per_replica"]
