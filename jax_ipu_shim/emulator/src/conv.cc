@@ -422,6 +422,7 @@ std::vector<Superstep> convSteps(Lowerer& lowerer, const ConvGeom& g, const Matm
   const int64_t P = std::max<int64_t>(1, plan.blocks());
   const size_t tiles = static_cast<size_t>(lowerer.device().num_tiles);
   std::vector<int64_t> recv1(tiles, 0), part(tiles, 0), recv2(tiles, 0), macs(tiles, 0), bouts(tiles, 0);
+  std::vector<int64_t> recv_in(tiles, 0), recv_k(tiles, 0);
   int64_t in_spatial = 1;
   for (int64_t s : g.in_size) in_spatial *= s;
   auto split = [](const MatmulSplit& s, int64_t i, int64_t dimsz) {
@@ -440,7 +441,9 @@ std::vector<Superstep> convSteps(Lowerer& lowerer, const ConvGeom& g, const Matm
     const int64_t rows_share = g.out_spatial > 0 ? ceilDiv(mb * in_spatial, g.out_spatial) : 0;
     const int64_t windows = std::min(mb * kb, rows_share * feats + mb * g.k_spatial);
     const size_t t = static_cast<size_t>(p);
-    recv1[t] = (nb * windows + nb * kb * nn) * in_bytes;
+    recv_in[t] = nb * windows * in_bytes;
+    recv_k[t] = nb * kb * nn * in_bytes;
+    recv1[t] = recv_in[t] + recv_k[t];
     bouts[t] = nb * mb * nn;
     macs[t] = kb;
     part[t] = nb * mb * nn * acc_bytes;
@@ -451,7 +454,8 @@ std::vector<Superstep> convSteps(Lowerer& lowerer, const ConvGeom& g, const Matm
   TileMapping blocks;
   blocks.num_elements = P;
   blocks.per_tile = 1;
-  steps.push_back(lowerer.superstep(std::string("conv<") + dtypeName(dt) + ">", blocks, recv1, [&](int t, int64_t) {
+  const std::vector<int64_t> bus = supertileExchangeBytes(plan, recv_in, recv_k);
+  steps.push_back(lowerer.superstep(std::string("conv<") + dtypeName(dt) + ">", blocks, bus, [&](int t, int64_t) {
     return cost::matmul(dt, bouts[static_cast<size_t>(t)], macs[static_cast<size_t>(t)], lowerer.device());
   }));
   steps.back().cost_weight =

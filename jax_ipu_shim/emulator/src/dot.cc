@@ -444,9 +444,13 @@ PlanInputs planInputs(int64_t B, int64_t M, int64_t N, int64_t K, DType dt, cons
 void estimate(const PlanInputs& in, const DotPlan& p, uint64_t* cycles, int64_t* working) {
   const int64_t bb = std::max<int64_t>(p.b.block, 1), bm = std::max<int64_t>(p.m.block, 1);
   const int64_t bn = std::max<int64_t>(p.n.block, 1), bk = p.k.block;
-  const int64_t recv1 = (bb * bm * bk + bb * bk * bn) * in.in_bytes;
+  const int64_t lhs = bb * bm * bk * in.in_bytes, rhs = bb * bk * bn * in.in_bytes, recv1 = lhs + rhs;
   const int64_t part = bb * bm * bn * in.acc_bytes;
-  const uint64_t c1 = cost::matmul(in.dt, bb * bm * bn, bk, *in.device) + cost::exchange(recv1, in.bytes_per_cycle) +
+  // Supertile neighbours (k fastest, then n, m) share their lhs block when k is not split and n is, their rhs
+  // block when only m is (supertileExchangeBytes).
+  const bool share_l = p.k.parts == 1 && p.n.parts > 1, share_r = p.k.parts == 1 && p.n.parts == 1 && p.m.parts > 1;
+  const int64_t bus = recv1 - (share_l ? lhs / 2 : 0) - (share_r ? rhs / 2 : 0);
+  const uint64_t c1 = cost::matmul(in.dt, bb * bm * bn, bk, *in.device) + cost::exchange(bus, in.bytes_per_cycle) +
                       in.device->sync_cycles;
   const bool second = p.k.parts > 1 || p.blocks() > 1 || in.out_tiles > 1;
   const int64_t recv2 = second ? in.out_per_tile * p.k.parts * in.acc_bytes : 0;
@@ -693,6 +697,14 @@ DotShape readDot(const Lowerer& lowerer, const OpContext& ctx) {
   return d;
 }
 
+// The plan's grid, as matmul.h describes it to convolution.
+MatmulPlan gridOf(const DotPlan& p) {
+  MatmulPlan out;
+  out.b = {p.b.parts, p.b.block}, out.m = {p.m.parts, p.m.block}, out.n = {p.n.parts, p.n.block};
+  out.k = {p.k.parts, p.k.block};
+  return out;
+}
+
 // Superstep 1: tile p computes block p. It receives the parts of its lhs and rhs blocks it does not hold (an operand
 // already in canonical layout is read in place where the tile has it) and keeps an f32 partial block. Superstep 2
 // (when needed): each tile of the output's mapping receives the pK partials of its elements, less those it made.
@@ -708,6 +720,7 @@ std::vector<Superstep> dotSteps(Lowerer& lowerer, const OpContext& ctx, const Do
   const int64_t P = plan.blocks();
   const size_t tiles = static_cast<size_t>(lowerer.device().num_tiles);
   std::vector<int64_t> recv1(tiles, 0), part(tiles, 0), recv2(tiles, 0), macs(tiles, 0), bouts(tiles, 0);
+  std::vector<int64_t> recv_l(tiles, 0), recv_r(tiles, 0);
   for (int64_t p = 0; p < P; ++p) {
     const int t = static_cast<int>(p);
     int64_t ib, im, in, ik;
@@ -718,6 +731,8 @@ std::vector<Superstep> dotSteps(Lowerer& lowerer, const OpContext& ctx, const Do
     int64_t l_need = nb * mb * kb, r_need = nb * kb * nn;
     if (l_local) l_need -= regionOverlap(m, k, b0, b0 + nb, m0, m0 + mb, k0, k0 + kb, lmap.begin(t), lmap.end(t));
     if (r_local) r_need -= regionOverlap(k, n, b0, b0 + nb, k0, k0 + kb, n0, n0 + nn, rmap.begin(t), rmap.end(t));
+    recv_l[static_cast<size_t>(t)] = l_need * in_bytes;
+    recv_r[static_cast<size_t>(t)] = r_need * in_bytes;
     recv1[static_cast<size_t>(t)] = (l_need + r_need) * in_bytes;
     bouts[static_cast<size_t>(t)] = nb * mb * nn;
     macs[static_cast<size_t>(t)] = kb;
@@ -742,7 +757,8 @@ std::vector<Superstep> dotSteps(Lowerer& lowerer, const OpContext& ctx, const Do
   TileMapping blocks;
   blocks.num_elements = P;
   blocks.per_tile = 1;
-  steps.push_back(lowerer.superstep(std::string("matmul<") + dtypeName(dt) + ">", blocks, recv1, [&](int t, int64_t) {
+  const std::vector<int64_t> bus = supertileExchangeBytes(gridOf(plan), recv_l, recv_r);
+  steps.push_back(lowerer.superstep(std::string("matmul<") + dtypeName(dt) + ">", blocks, bus, [&](int t, int64_t) {
     return cost::matmul(dt, bouts[static_cast<size_t>(t)], macs[static_cast<size_t>(t)], lowerer.device());
   }));
   steps.back().cost_weight =
@@ -797,13 +813,30 @@ std::vector<int> lowerDot(Lowerer& lowerer, OpContext& ctx) {
   return {o};
 }
 
+std::vector<int64_t> supertileExchangeBytes(const MatmulPlan& plan, const std::vector<int64_t>& lhs,
+                                            const std::vector<int64_t>& rhs) {
+  const int64_t pk = plan.k.parts, pn = plan.n.parts, pm = plan.m.parts;
+  struct Coords {
+    int64_t b, m, n, k;
+  };
+  const auto at = [&](int64_t p) { return Coords{p / (pk * pn * pm), p / (pk * pn) % pm, p / pk % pn, p % pk}; };
+  std::vector<int64_t> out(lhs.size(), 0);
+  for (size_t t = 0; t < lhs.size(); ++t) {
+    int64_t shared_l = 0, shared_r = 0;
+    const size_t q = t ^ 1;
+    if (q < lhs.size() && static_cast<int64_t>(std::max(t, q)) < plan.blocks()) {
+      const Coords a = at(static_cast<int64_t>(t)), b = at(static_cast<int64_t>(q));
+      if (a.b == b.b && a.k == b.k && a.m == b.m) shared_l = std::min(lhs[t], lhs[q]);
+      if (a.b == b.b && a.k == b.k && a.n == b.n) shared_r = std::min(rhs[t], rhs[q]);
+    }
+    out[t] = lhs[t] - shared_l + (shared_l + 1) / 2 + rhs[t] - shared_r + (shared_r + 1) / 2;
+  }
+  return out;
+}
+
 MatmulPlan planMatmul(int64_t B, int64_t M, int64_t N, int64_t K, DType dt, const TileMapping& omap,
                       const DeviceDescription& device) {
-  const DotPlan p = choosePlan(planInputs(B, M, N, K, dt, omap, device));
-  MatmulPlan out;
-  out.b = {p.b.parts, p.b.block}, out.m = {p.m.parts, p.m.block}, out.n = {p.n.parts, p.n.block};
-  out.k = {p.k.parts, p.k.block};
-  return out;
+  return gridOf(choosePlan(planInputs(B, M, N, K, dt, omap, device)));
 }
 
 void hostGemmF32(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t m, int64_t n,

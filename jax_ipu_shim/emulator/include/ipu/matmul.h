@@ -97,6 +97,14 @@ struct MatmulPlan {
   int64_t blocks() const { return b.parts * m.parts * n.parts * k.parts; }
 };
 
+// The exchange of a plan's first superstep, as bytes at one tile's rate: tiles 2i and 2i+1 (a supertile) share an
+// exchange bus, and data both receive crosses it once, at twice the rate (poplibs' ExchangeEstimator, which its
+// matmul and convolution planners use; ipu-model.md). Block p is on tile p, in plan order (k fastest, then n, m,
+// b); `lhs` and `rhs` are the bytes of each block's operands its tile does not hold. Two neighbours share their lhs
+// block when they differ only in n, their rhs block when they differ only in m; the shared bytes count half.
+std::vector<int64_t> supertileExchangeBytes(const MatmulPlan& plan, const std::vector<int64_t>& lhs,
+                                            const std::vector<int64_t>& rhs);
+
 // omap: the output's linear mapping; the tiles, workers, exchange, working-set limit (half a tile) and AMP rates
 // are the device's.
 MatmulPlan planMatmul(int64_t B, int64_t M, int64_t N, int64_t K, DType dt, const TileMapping& omap,
