@@ -130,6 +130,47 @@ def memory_bandwidth(chip: str) -> float:
     return 12.0 * n / profile["compute_cycles"] * info["tile_clock_frequency"] * info["tiles_per_chip"] / 1e12
 
 
+def _bytes_per_second(chip: str, cycles_of: Callable[[int], int], step: int) -> float:
+    """Bytes per second of a transfer whose estimated cycles for n bytes are cycles_of(n): the rate between two
+    sizes, so that a fixed start-up does not count."""
+    rate = step / (cycles_of(2 * step) - cycles_of(step))
+    return rate * _info(chip)["tile_clock_frequency"]
+
+
+def ipu_link_bandwidth(chip: str) -> float:
+    """Two IPUs swapping an f32 array (collective_permute [[0, 1], [1, 0]]): each sends and receives its bytes, both
+    directions at once; the chip's figure counts both."""
+    def cycles(nbytes: int) -> int:
+        program = _emulator().Program("swap")
+        f = program.main
+        n = nbytes // 4
+        f.ret(f.op("collective_permute", [f.param("f32", [n])], "f32", [n], {"source_target_pairs": [[0, 1], [1, 0]]}))
+        doc = program.to_dict()
+        doc["replicas"] = 2
+        executable = _emulator().compile(doc, chip)
+        try:
+            return executable.info["estimated_cycles"]
+        finally:
+            executable.close()
+    return 2 * _bytes_per_second(chip, cycles, 1 << 24) / 1e9
+
+
+def host_link_bandwidth(chip: str) -> float:
+    """An infeed of u8 bytes from the host (a StreamCopy), one direction; the link's figure counts both."""
+    def cycles(nbytes: int) -> int:
+        program = _emulator().Program("feed")
+        f = program.main
+        token = f.op("create_token", [], "token")
+        data, _ = f.op_multi("infeed", [token], [("u8", (nbytes,)), ("token", ())], {"infeed_config": ""})
+        f.ret(data)
+        executable = _emulator().compile(program, chip)
+        try:
+            return executable.info["estimated_cycles"]
+        finally:
+            executable.close()
+    return 2 * _bytes_per_second(chip, cycles, 1 << 24) / 1e9
+
+
 def exchange_bandwidth(chip: str) -> float:
     """A transpose of an f32 matrix mapped by rows over every tile: each tile receives from every other; the bytes
     moved over the exchange cycles."""
@@ -188,6 +229,8 @@ MEASURES: Dict[str, Callable[..., float]] = {
     "chip.peak_fp32": peak("f32"),
     "chip.memory_bandwidth": memory_bandwidth,
     "chip.exchange_bandwidth": exchange_bandwidth,
+    "chip.ipu_link_bandwidth": ipu_link_bandwidth,
+    "chip.host_link_bandwidth": host_link_bandwidth,
     "tile.amp_fp16_n16": amp_tile(16),
     "tile.amp_fp16_n128": amp_tile(128),
     "tile.amp_fp16_n512": amp_tile(512),

@@ -71,6 +71,10 @@ FIGURES: Tuple[Figure, ...] = (
            _MK2_SPEC),
     Figure("chip.exchange_bandwidth", "ipu2", "all-to-all IPU-Exchange bandwidth", 8, "TB/s", "derived",
            _MK2_SPEC),
+    Figure("chip.ipu_link_bandwidth", "ipu2", "IPU-Link bandwidth per chip (10 links, both directions)", 320, "GB/s",
+           "derived", _HOT_CHIPS_MK2 + "; docs/ipu-model.md"),
+    Figure("chip.host_link_bandwidth", "ipu2", "host link, PCIe Gen4 x16 (both directions)", 64, "GB/s", "derived",
+           "docs/ipu-model.md (PCIe Gen4 x16: 64 GB/s)"),
     # ---- measured on hardware
     Figure("tile.amp_fp16_n16", "ipu21", "AMP f16 [16,16]x[16,16] on every tile", 55.49, "TFLOPS", "measured",
            _TESSELLATE),

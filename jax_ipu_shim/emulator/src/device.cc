@@ -36,9 +36,10 @@ const ChipSpec kChips[] = {
 constexpr int kAmpF16Depth = 16;
 constexpr int kAmpF32Depth = 8;
 
-// IPU-Links: 10 links, 320 GB/s per chip (ipu-model.md); one direction of a chip-to-chip transfer gets half.
+// IPU-Links: 10 links, 320 GB/s per chip (ipu-model.md; fidelity row chip.ipu_link_bandwidth); one direction of a
+// chip-to-chip transfer gets half.
 constexpr double kIpuLinkBytesPerSecond = 320e9 / 2;
-// Host link: PCIe Gen4 x16, 64 GB/s (ipu-model.md), taken as 32 GB/s each way.
+// Host link: PCIe Gen4 x16, 64 GB/s (ipu-model.md; fidelity row chip.host_link_bandwidth), taken as 32 GB/s each way.
 constexpr double kHostLinkBytesPerSecond = 64e9 / 2;
 // GW-Links between IPU-Machines (hosts of an IPU-POD): each IPU-M2000 / Bow-2000 has two 100 Gb/s (100 GbE) GW-Link
 // ports, east and west, so a ring over machines sends 100 Gb/s = 12.5 GB/s each way per hop (ipu-model.md).
