@@ -386,6 +386,66 @@ def test_a_divide_rewritten_leaves_no_unread_operand():
     assert [op["op"] for op in main["body"]] == ["rsqrt", "multiply"]
 
 
+def test_repeated_ops_are_computed_once_as_xla_cse_does():
+    """lax.scan clamps its index twice a step (for the dynamic_slice of xs and the dynamic_update_slice of ys), with
+    equal constants written where each is used: the document computes each once, in the loop body and outside, and
+    the results are cpu's."""
+    def rnn(h, w, xs):
+        return lax.scan(lambda h, x: (jnp.tanh(h @ w + x),) * 2, h, xs)
+
+    args = (np.zeros(8, np.float32), np.eye(8, dtype=np.float32) * 0.5, np.ones((5, 8), np.float32))
+    main = function(program(rnn, *args))
+    (loop,) = [op for op in main["body"] if op["op"] == "while"]
+    for block in (main["body"], loop["regions"][1]["body"]):
+        seen = [json.dumps([op["op"], op["operands"], op["attrs"], [(r["dtype"], r["shape"]) for r in op["results"]]])
+                for op in block if not op["regions"]]
+        assert len(seen) == len(set(seen)), seen
+    if not CURRENT_SERIES:  # jax 0.4.13 writes the clamp (compare, convert, add, select) once per use of the index
+        assert [op["op"] for op in loop["regions"][1]["body"]].count("select") == 1
+    check(rnn, *args)
+
+
+def test_only_pure_integer_ops_of_one_block_are_merged():
+    """Equal pure ops of integer values merge, a value jax's dce_sink reads under its first copy; equal float ops
+    (their readers decide cpu's fusion), host transfers (outfeed) and equal ops in different blocks (a loop's body
+    and the function) do not."""
+    body = """
+      %i = stablehlo.convert %arg0 : (tensor<3xf32>) -> tensor<3xi32>
+      %j = stablehlo.convert %arg0 : (tensor<3xf32>) -> tensor<3xi32>
+      %ij = stablehlo.add %i, %j : tensor<3xi32>
+      %f = stablehlo.convert %ij : (tensor<3xi32>) -> tensor<3xf32>
+      %a0 = stablehlo.exponential %arg0 : tensor<3xf32>
+      %b0 = stablehlo.exponential %arg0 : tensor<3xf32>
+      %a = stablehlo.add %a0, %f : tensor<3xf32>
+      %b = stablehlo.add %b0, %f : tensor<3xf32>
+      %t0 = stablehlo.create_token : !stablehlo.token
+      %t1 = "stablehlo.outfeed"(%a, %t0) {outfeed_config = ""} : (tensor<3xf32>, !stablehlo.token) -> !stablehlo.token
+      %t2 = "stablehlo.outfeed"(%a, %t0) {outfeed_config = ""} : (tensor<3xf32>, !stablehlo.token) -> !stablehlo.token
+      stablehlo.custom_call @dce_sink(%b, %t1, %t2) {has_side_effect = true} : (tensor<3xf32>, !stablehlo.token,
+        !stablehlo.token) -> ()
+      %n = "stablehlo.while"(%a) ({
+        ^bb0(%x: tensor<3xf32>):
+          %one = stablehlo.constant dense<false> : tensor<i1>
+          stablehlo.return %one : tensor<i1>
+        }, {
+        ^bb0(%x: tensor<3xf32>):
+          %e = stablehlo.convert %arg0 : (tensor<3xf32>) -> tensor<3xi32>
+          %g = stablehlo.convert %e : (tensor<3xi32>) -> tensor<3xf32>
+          stablehlo.return %g : tensor<3xf32>
+        }) : (tensor<3xf32>) -> tensor<3xf32>
+      %s = stablehlo.add %a, %b : tensor<3xf32>
+      %r = stablehlo.add %s, %n : tensor<3xf32>
+      return %r : tensor<3xf32>"""
+    main = function(from_text("func.func @main(%arg0: tensor<3xf32>) -> tensor<3xf32> {" + body + "\n}"))
+    names = [op["op"] for op in main["body"]]
+    assert names.count("exponential") == 2 and names.count("outfeed") == 2, names
+    to_int = [op for op in main["body"] if op["op"] == "convert" and op["results"][0]["dtype"] == "i32"]
+    assert len(to_int) == 1, names
+    assert [op["op"] for op in ops(main["body"])].count("convert") == 4  # 1 + the float one + the loop body's two
+    (int_add,) = [op for op in main["body"] if op["op"] == "add" and op["results"][0]["dtype"] == "i32"]
+    assert int_add["operands"] == [to_int[0]["results"][0]["id"]] * 2
+
+
 def test_value_ids_are_unique_within_a_function():
     def f(x):
         return lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] + jnp.sum(c[1])), (0, x))

@@ -27,6 +27,29 @@ def test_broadcast_in_dim(dtype, rng):
     assert_same(s, np.full(1000, 5, dtype))
 
 
+def test_a_broadcast_that_inserts_unit_dimensions_is_a_view(rng):
+    """broadcast_in_dim [64] -> [1, 64] or [4, 6] -> [4, 1, 6, 1] moves nothing, as a reshape (Poplar's expand): no
+    step of its own (lowered unfused, as where a dynamic_update_slice reads it); one that repeats elements or
+    reorders dimensions is a copy."""
+    def steps(x, shape, dims):
+        p = E.Program()
+        a = p.main.param(dtype_name(x), x.shape)
+        b = p.main.op("broadcast_in_dim", [a], dtype_name(x), shape, {"broadcast_dimensions": dims})
+        p.main.ret(p.main.op("negate", [b], dtype_name(x), shape))
+        exe = E.compile(p, num_tiles=4, options={"fusion": False})
+        (out,) = exe.run(x)
+        if int(np.prod(shape)) == x.size and dims == sorted(dims):
+            assert_same(out, -x.reshape(shape))
+        return [s["name"] for s in exe.info["steps"]]
+
+    x = arr((64,), np.float32, rng)
+    assert steps(x, (1, 64), [1]) == ["stablehlo.negate"]
+    assert steps(arr((4, 6), np.float32, rng), (4, 1, 6, 1), [0, 2]) == ["stablehlo.negate"]
+    assert steps(x, (2, 64), [1]) == ["stablehlo.broadcast_in_dim", "stablehlo.negate"]  # repeats the row
+    assert steps(arr((4, 6), np.float32, rng), (6, 1, 4), [2, 0]) == [  # transposes
+        "stablehlo.broadcast_in_dim", "stablehlo.negate"]
+
+
 @pytest.mark.parametrize("dtype", ALL)
 def test_transpose_reshape(dtype, rng):
     x = arr((4, 5, 6), dtype, rng)

@@ -398,10 +398,25 @@ std::vector<int> lowerReshape(Lowerer& lowerer, OpContext& ctx) {
   return {ctx.in[0]};  // a view: same bytes, same tile mapping
 }
 
+// A broadcast_in_dim from `in` to `out` whose dimensions keep their sizes and order, the rest of `out` being 1.
+static bool insertsUnitDimensions(const TensorType& in, const TensorType& out, const std::vector<int64_t>& dims) {
+  if (in.dtype != out.dtype || dims.size() != in.shape.size()) return false;
+  int64_t previous = -1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] <= previous || dims[i] >= static_cast<int64_t>(out.shape.size())) return false;
+    if (in.shape[i] != out.shape[static_cast<size_t>(dims[i])]) return false;
+    previous = dims[i];
+  }
+  return in.numElements() == out.numElements();
+}
+
 std::vector<int> lowerBroadcastInDim(Lowerer& lowerer, OpContext& ctx) {
+  // One that only inserts dimensions of size 1, keeping the operand's order, moves nothing: a reshape, a view of
+  // the operand's bytes (XLA's simplifier makes it a reshape; Poplar's Tensor::expand is a view).
+  const std::vector<int64_t> dims = attrInts(*ctx.op, "broadcast_dimensions");
+  if (insertsUnitDimensions(ctx.in_types.at(0), ctx.out_types.at(0), dims)) return lowerReshape(lowerer, ctx);
   Move m = beginMove(lowerer, ctx);
   const size_t rank = m.out.shape.size();
-  const std::vector<int64_t> dims = attrInts(*ctx.op, "broadcast_dimensions");
   if (dims.size() != m.in->shape.size())
     lowerer.invalid(ctx, "broadcast_dimensions must name one result dimension per operand dimension");
   std::vector<int64_t> strides(rank, 0);

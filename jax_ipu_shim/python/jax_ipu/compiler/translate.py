@@ -21,7 +21,8 @@ from . import partitioner, spmd
 from . import rewrite as W
 from . import types as T
 from .errors import CompileError, unsupported
-from .passes import contract_through_moves, dead_code, duplicate_products, id_counter, reassociate_constants
+from .passes import (common_subexpressions, contract_through_moves, dead_code, duplicate_products, id_counter,
+                     reassociate_constants)
 from .program_format import FORMAT, VERSION, Blob, encode
 from .rules import RULES
 
@@ -310,7 +311,9 @@ class _Translator:
             self.called = []
             functions.append(self._function(name, self.funcs[name]))
             pending.extend(self.called)
-        if not _jax.is_current_series():  # XLA's simplifier first, then what its fusion does
+        for function in functions:  # XLA's CSE and simplifier first, then what its fusion does
+            common_subexpressions.run(function, self.function_anchors.setdefault(function["name"], set()))
+        if not _jax.is_current_series():
             for function in reassociate_constants.run(functions):
                 dead_code.run(function, self.function_anchors.get(function["name"], set()))
         contract_through_moves.run(functions, self.function_anchors, _jax.is_current_series())

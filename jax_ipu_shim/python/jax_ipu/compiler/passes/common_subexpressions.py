@@ -1,0 +1,89 @@
+"""XLA's common-subexpression elimination (HloCSE), for integer and boolean values, on a function or region of the
+program document.
+
+Two pure ops of one block with the same name, operands, attributes and integer or boolean result types compute the
+same values: the later one is dropped and what read it reads the earlier one's results. jax writes such repeats in
+index arithmetic (``lax.scan`` clamps its loop index twice each step, once for the dynamic_slice of its input and once
+for the dynamic_update_slice of its output, with equal constants written where each is used), which XLA computes
+once. The ops merged are deterministic functions of the same operands, so no value changes: the program only does
+less (fewer steps, cycles and bytes in the profile). Float values are left as jax wrote them: where a float op is
+read decides how XLA:CPU fuses and contracts it (duplicate_products), which the front end reproduces from jax's own
+program (merging repeated float products changed cpu-exact results in test_fusion.py). Ops with regions, ops that
+are not pure (the registry's isPure: host transfers, callbacks) and random-number ops (XLA's kRng has side effects)
+are never merged; each region is a block of its own, as each computation is for XLA."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Hashable, List, Optional, Set
+
+from .. import ops as O
+
+_KEYED_FIELDS = ("op", "mlir", "operands", "results", "attrs", "regions", "loc")
+_INDEX_TYPES = ("bool", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64")  # the values merged
+
+
+def _hashable(value: Any) -> Optional[Hashable]:
+    """A key that is equal exactly where the attribute values are (bytes whole, lists in order, dicts by key); None
+    for a value of another kind (such an op is not merged)."""
+    if isinstance(value, (str, bytes, int, float, bool)) or value is None:
+        return (type(value).__name__, value)
+    if isinstance(value, (list, tuple)):
+        items = [_hashable(v) for v in value]
+        return None if any(i is None for i in items) else ("list", tuple(items))
+    if isinstance(value, dict):
+        items = [(k, _hashable(v)) for k, v in sorted(value.items())]
+        return None if any(i is None for _, i in items) else ("dict", tuple(items))
+    return None
+
+
+def _key(entry: Dict[str, Any]) -> Optional[Hashable]:
+    """What makes two ops compute the same values; None for an op that is never merged."""
+    op = entry["op"]
+    if entry.get("regions") or not entry["results"] or not O.is_pure(op) or "rng" in op:
+        return None
+    if any(r["dtype"] not in _INDEX_TYPES for r in entry["results"]):
+        return None
+    extra = {k: v for k, v in entry.items() if k not in _KEYED_FIELDS}
+    parts = [_hashable(entry.get("attrs", {})), _hashable(extra),
+             _hashable([[r["dtype"], r["shape"]] for r in entry["results"]])]
+    if any(p is None for p in parts):
+        return None
+    return (op, entry.get("mlir"), tuple(entry["operands"]), *parts)
+
+
+def _rename(block: Dict[str, Any], same: Dict[int, int]) -> None:
+    """Reads of dropped values read their first copy, in this block and the regions in it."""
+    for entry in block["body"]:
+        entry["operands"] = [same.get(i, i) for i in entry["operands"]]
+        for region in entry.get("regions", ()):
+            _rename(region, same)
+    block["results"] = [same.get(i, i) for i in block["results"]]
+
+
+def run(block: Dict[str, Any], anchors: Set[int]) -> bool:
+    """Merges the repeated ops of ``block`` and of each region in it, in place (``anchors``, the values jax's
+    dce_sinks read, are renamed too); returns whether anything changed."""
+    same: Dict[int, int] = {}
+    first: Dict[Hashable, List[int]] = {}
+    kept = []
+    for entry in block["body"]:
+        entry["operands"] = [same.get(i, i) for i in entry["operands"]]
+        key = _key(entry)
+        ids = [r["id"] for r in entry["results"]]
+        if key is not None and key in first:
+            same.update(zip(ids, first[key]))
+            continue
+        if key is not None:
+            first[key] = ids
+        kept.append(entry)
+    changed = len(kept) != len(block["body"])
+    block["body"] = kept
+    _rename(block, same)
+    for dropped, copy in same.items():
+        if dropped in anchors:
+            anchors.discard(dropped)
+            anchors.add(copy)
+    for entry in block["body"]:
+        for region in entry.get("regions", ()):
+            changed = run(region, anchors) or changed
+    return changed
