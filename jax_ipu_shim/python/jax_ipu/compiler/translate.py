@@ -21,8 +21,14 @@ from . import partitioner, spmd
 from . import rewrite as W
 from . import types as T
 from .errors import CompileError, unsupported
-from .passes import (common_subexpressions, contract_through_moves, dead_code, duplicate_products, id_counter,
-                     reassociate_constants)
+from .passes import (
+    common_subexpressions,
+    contract_through_moves,
+    dead_code,
+    duplicate_products,
+    id_counter,
+    reassociate_constants,
+)
 from .program_format import FORMAT, VERSION, Blob, encode
 from .rules import RULES
 

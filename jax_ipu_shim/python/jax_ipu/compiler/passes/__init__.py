@@ -1,8 +1,9 @@
 """Rewrites of the program document, one module each, run by translate on the functions it has written: XLA's
-common-subexpression elimination and simplifier's rules first (common_subexpressions, reassociate_constants), then what XLA's fusion does to the arithmetic (contract_through_moves,
-duplicate_products), dead-code elimination after those that bypass ops. Each works on a block of the document (a
-function or a region: ``{"body": [...], "results": [...]}``) and says in its header which XLA behaviour it reproduces
-and why it keeps the program's values the same, or changes them only as XLA:CPU does."""
+common-subexpression elimination and simplifier's rules first (common_subexpressions, reassociate_constants), then
+what XLA's fusion does to the arithmetic (contract_through_moves, duplicate_products), dead-code elimination after
+those that bypass ops. Each works on a block of the document (a function or a region: ``{"body": [...],
+"results": [...]}``) and says in its header which XLA behaviour it reproduces and why it keeps the program's values
+the same, or changes them only as XLA:CPU does."""
 
 from __future__ import annotations
 
