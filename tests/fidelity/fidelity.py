@@ -130,6 +130,15 @@ def memory_bandwidth(chip: str) -> float:
     return 12.0 * n / profile["compute_cycles"] * info["tile_clock_frequency"] * info["tiles_per_chip"] / 1e12
 
 
+def _estimated_cycles(program: Any, chip: str) -> int:
+    """The static estimate of a program compiled (not run) for `chip`."""
+    executable = _emulator().compile(program, chip)
+    try:
+        return executable.info["estimated_cycles"]
+    finally:
+        executable.close()
+
+
 def _bytes_per_second(chip: str, cycles_of: Callable[[int], int], step: int) -> float:
     """Bytes per second of a transfer whose estimated cycles for n bytes are cycles_of(n): the rate between two
     sizes, so that a fixed start-up does not count."""
@@ -147,11 +156,7 @@ def ipu_link_bandwidth(chip: str) -> float:
         f.ret(f.op("collective_permute", [f.param("f32", [n])], "f32", [n], {"source_target_pairs": [[0, 1], [1, 0]]}))
         doc = program.to_dict()
         doc["replicas"] = 2
-        executable = _emulator().compile(doc, chip)
-        try:
-            return executable.info["estimated_cycles"]
-        finally:
-            executable.close()
+        return _estimated_cycles(doc, chip)
     return 2 * _bytes_per_second(chip, cycles, 1 << 24) / 1e9
 
 
@@ -163,11 +168,7 @@ def host_link_bandwidth(chip: str) -> float:
         token = f.op("create_token", [], "token")
         data, _ = f.op_multi("infeed", [token], [("u8", (nbytes,)), ("token", ())], {"infeed_config": ""})
         f.ret(data)
-        executable = _emulator().compile(program, chip)
-        try:
-            return executable.info["estimated_cycles"]
-        finally:
-            executable.close()
+        return _estimated_cycles(program, chip)
     return 2 * _bytes_per_second(chip, cycles, 1 << 24) / 1e9
 
 

@@ -153,6 +153,19 @@ void viewsShowTheirElements() {
 }
 
 // A vertex reading elements of another tile waits for the exchange; a tile's workers share its vertices.
+// A run of one popops::negate vertex on tile 0 of 64 floats held on tile `source`, on `target`.
+ipu::RunProfile negateOnTile0(const poplar::Target& target, unsigned source) {
+  poplar::Graph g(target);
+  poplar::Tensor in = g.addVariable(FLOAT, {64}, "in"), out = g.addVariable(FLOAT, {64}, "out");
+  g.setTileMapping(in, source);
+  g.setTileMapping(out, 0);
+  poplar::ComputeSet cs = g.addComputeSet("neg");
+  g.setTileMapping(g.addVertex(cs, "popops::negate", {{"in", in}, {"out", out}}), 0);
+  poplar::Engine e(g, program::Execute(cs));
+  e.run();
+  return e.profile();
+}
+
 void costsFollowTheModel() {
   const poplar::Target target = smallTarget();
   const auto& dev = target.device();
@@ -188,16 +201,9 @@ void costsFollowTheModel() {
   const poplar::Target slow_target = slow.createTarget();
   CHECK(slow_target.device().exchange_bytes_per_cycle == dev.exchange_bytes_per_cycle / 4);
   CHECK(slow_target.getTileClockFrequency() == 2 * static_cast<double>(dev.tile_clock_frequency));
-  poplar::Graph g(slow_target);
-  poplar::Tensor in = g.addVariable(FLOAT, {64}, "in"), out = g.addVariable(FLOAT, {64}, "out");
-  g.setTileMapping(in, 2);
-  g.setTileMapping(out, 0);
-  poplar::ComputeSet cs = g.addComputeSet("neg");
-  g.setTileMapping(g.addVertex(cs, "popops::negate", {{"in", in}, {"out", out}}), 0);
-  poplar::Engine e(g, program::Execute(cs));
-  e.run();
-  CHECK(e.profile().exchange_cycles == ipu::cost::exchange(64 * 4, dev.exchange_bytes_per_cycle / 4));
-  CHECK(e.profile().exchange_cycles > remote.exchange_cycles);
+  const auto slow_run = negateOnTile0(slow_target, 2);
+  CHECK(slow_run.exchange_cycles == ipu::cost::exchange(64 * 4, dev.exchange_bytes_per_cycle / 4));
+  CHECK(slow_run.exchange_cycles > remote.exchange_cycles);
   poplar::IPUModel bad;
   bad.exchangeBytesPerCycle = -1;
   CHECK(has(errorOf([&] { bad.createTarget(); }), "IPUModel.exchangeBytesPerCycle = -1: a whole number"));
@@ -215,15 +221,7 @@ void costsFollowTheModel() {
   slow_sync.tilesPerIPU = 4;
   slow_sync.globalSyncCycles = 1000;
   CHECK(slow_sync.createTarget().device().sync_cycles == 1000);
-  poplar::Graph gs(slow_sync.createTarget());
-  poplar::Tensor a = gs.addVariable(FLOAT, {64}, "a"), b = gs.addVariable(FLOAT, {64}, "b");
-  gs.setTileMapping(a, 0);
-  gs.setTileMapping(b, 0);
-  poplar::ComputeSet ns = gs.addComputeSet("neg");
-  gs.setTileMapping(gs.addVertex(ns, "popops::negate", {{"in", a}, {"out", b}}), 0);
-  poplar::Engine es(gs, program::Execute(ns));
-  es.run();
-  CHECK(es.profile().sync_cycles == 1000);
+  CHECK(negateOnTile0(slow_sync.createTarget(), 0).sync_cycles == 1000);
 }
 
 void memoryIsChecked() {
