@@ -48,11 +48,12 @@ constexpr double kGatewayLinkBytesPerSecond = 100e9 / 8;
 constexpr uint64_t kLinkLatencyCycles = 1000;
 // Unpublished: a GW-Link transfer starts through the IPU-Gateway (RoCE); taken as 2 us, ten times an IPU-Link's.
 constexpr double kGatewayLatencySeconds = 2e-6;
+// Calibrated (unpublished): the fixed cost of starting a transfer over the host link (a sync plus a PCIe round trip).
 constexpr uint64_t kHostLatencyCycles = 2000;
 // poplibs models a sync between IPUs as 15 ns per hop, x2 (there and back).
 constexpr double kInterIpuSyncSecondsPerHop = 15e-9 * 2;
 
-constexpr int kWorkerContexts = 6;               // hardware worker threads per tile (plus one supervisor)
+constexpr int kWorkerContexts = 6;  // hardware worker threads per tile, plus one supervisor (ipu-model.md)
 // Calibrated: one on-chip sync of every tile. Not published; poplibs models only the inter-IPU sync (15 ns per hop,
 // x2, interIpuSyncCycles).
 constexpr uint64_t kSyncCycles = 100;
