@@ -28,11 +28,11 @@ def _hashable(value: Any) -> Optional[Hashable]:
     if isinstance(value, (str, bytes, int, float, bool)) or value is None:
         return (type(value).__name__, value)
     if isinstance(value, (list, tuple)):
-        items = [_hashable(v) for v in value]
-        return None if any(i is None for i in items) else ("list", tuple(items))
+        elements = [_hashable(v) for v in value]
+        return None if any(e is None for e in elements) else ("list", tuple(elements))
     if isinstance(value, dict):
-        items = [(k, _hashable(v)) for k, v in sorted(value.items())]
-        return None if any(i is None for _, i in items) else ("dict", tuple(items))
+        pairs = [(k, _hashable(v)) for k, v in sorted(value.items())]
+        return None if any(h is None for _, h in pairs) else ("dict", tuple(pairs))
     return None
 
 
