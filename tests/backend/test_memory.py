@@ -63,3 +63,29 @@ def test_each_execution_has_a_cycle_estimate():
     assert second["total_cycles"] > first["total_cycles"]
     assert second["total_cycles"] >= second["compute_cycles"] > 0
     assert second["supersteps"] >= 1
+
+
+def test_a_donated_input_and_its_result_are_one_variable():
+    """jax's donate_argnums: the result returned in place of a donated input is that input's variable on the IPU,
+    so tile memory counts it once. Written by the op that last reads the input (an optimiser's update), it takes no
+    bytes of its own; computed while the input is still read, it has its own bytes from its step to the end."""
+    device = jax.devices("ipu")[0]
+    x, y = (jax.device_put(np.ones((16, 4096), np.float32), device) for _ in range(2))
+    array = 16 * 4096 * 4
+
+    def memory(f, donate):
+        compiled = jax.jit(f, backend="ipu", donate_argnums=donate).lower(x, y).compile()
+        cost = compiled.cost_analysis()
+        return (cost[0] if isinstance(cost, list) else cost)["ipu_memory_bytes"]
+
+    def update(a, b):  # b's last read defines the result
+        return b + a * 2
+
+    def read_after(a, b):  # the new b, and b still read for the second result
+        new = b + a * 2
+        return new, (b * 3).sum()
+
+    assert memory(update, ()) - memory(update, (1,)) == array
+    # The new b is computed before the old one's last read: it needs bytes of its own, from its step on; the old b
+    # is live until then. (Without the donation, the result is a variable for the whole program.)
+    assert 0 <= memory(read_after, ()) - memory(read_after, (1,)) < array

@@ -106,6 +106,7 @@ class ExecutableImpl : public Executable {
       lowerer.lowerEntry();
     }
     aliases_ = program.aliases;
+    markDonatedResults(&graph_, aliases_);
     for (int slot : graph_.param_slots) inputs_.push_back(graph_.slots[static_cast<size_t>(slot)].type);
     outputs_ = graph_.result_types;
     memory_ = computeMemory(graph_);

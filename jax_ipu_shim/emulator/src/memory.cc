@@ -35,6 +35,35 @@ std::pair<int64_t, int64_t> liveRange(const Graph& g, const Slot& s) {
   return {first, last};
 }
 
+namespace {
+
+// The last step a non-always-live slot is live in: its live range's, or the program's end for a donated result
+// written into its parameter's variable at the end.
+int64_t lastStep(const Graph& g, const Slot& s) {
+  return s.donated == Slot::Donated::Copied ? static_cast<int64_t>(g.steps.size()) : liveRange(g, s).second;
+}
+
+}  // namespace
+
+void markDonatedResults(Graph* g, const std::vector<std::pair<int, int>>& aliases) {
+  for (const auto& alias : aliases) {
+    if (alias.first < 0 || alias.second < 0 || static_cast<size_t>(alias.first) >= g->param_slots.size() ||
+        static_cast<size_t>(alias.second) >= g->result_slots.size())
+      continue;
+    const int p = g->param_slots[static_cast<size_t>(alias.first)];
+    const int r = g->result_slots[static_cast<size_t>(alias.second)];
+    Slot& result = g->slots[static_cast<size_t>(r)];
+    const Slot& param = g->slots[static_cast<size_t>(p)];
+    // A result that is the parameter itself, a constant, or returned twice keeps its own count.
+    if (r == p || result.storage != Slot::Storage::Arena || result.def < 0 ||
+        std::count(g->result_slots.begin(), g->result_slots.end(), r) != 1)
+      continue;
+    const bool same_place = result.type.numBytes() == param.type.numBytes() && result.mapping.sameAs(param.mapping);
+    result.donated =
+        same_place && liveRange(*g, param).second <= result.def ? Slot::Donated::InPlace : Slot::Donated::Copied;
+  }
+}
+
 MemoryReport computeMemory(const Graph& g) {
   const size_t tiles = static_cast<size_t>(g.device.num_tiles);
   std::vector<int64_t> base(tiles, 0), cur(tiles, 0), peak(tiles, 0), trans(tiles, 0);
@@ -45,12 +74,13 @@ MemoryReport computeMemory(const Graph& g) {
   std::vector<std::vector<int>> adds(steps + 1), removes(steps + 1);
   for (size_t i = 0; i < g.slots.size(); ++i) {
     const Slot& s = g.slots[i];
-    if (s.always_live) {
+    if (s.donated == Slot::Donated::InPlace) continue;  // the donated parameter's bytes
+    if (s.always_live && s.donated == Slot::Donated::No) {
       forEachTile(s, [&](int t, int64_t b) { base[static_cast<size_t>(t)] += b; });
       continue;
     }
     if (s.def < 0) continue;  // never written (e.g. unused staging)
-    const int64_t last = liveRange(g, s).second;
+    const int64_t last = lastStep(g, s);
     adds[static_cast<size_t>(std::min<int64_t>(s.def, static_cast<int64_t>(steps)))].push_back(static_cast<int>(i));
     removes[static_cast<size_t>(std::min<int64_t>(last, static_cast<int64_t>(steps)))].push_back(static_cast<int>(i));
   }
@@ -125,12 +155,13 @@ std::string profileJson(const Graph& g) {
   std::vector<std::vector<int>> adds(steps + 1), removes(steps + 1);
   for (size_t i = 0; i < g.slots.size(); ++i) {
     const Slot& s = g.slots[i];
-    if (s.always_live) {
+    if (s.donated == Slot::Donated::InPlace) continue;
+    if (s.always_live && s.donated == Slot::Donated::No) {
       forEachTile(s, [&](int t, int64_t b) { variables[static_cast<size_t>(t)] += b; });
       continue;
     }
     if (s.def < 0) continue;
-    const int64_t last = liveRange(g, s).second;
+    const int64_t last = lastStep(g, s);
     adds[static_cast<size_t>(std::min<int64_t>(s.def, static_cast<int64_t>(steps)))].push_back(static_cast<int>(i));
     removes[static_cast<size_t>(std::min<int64_t>(last, static_cast<int64_t>(steps)))].push_back(static_cast<int>(i));
   }

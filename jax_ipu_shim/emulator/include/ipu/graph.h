@@ -166,6 +166,12 @@ struct Slot {
   // the carried value's bytes when nothing reads the old value after the new one is written (see lowerWhile), so
   // that the loop's update copy has nothing to move. Host storage only: tile memory and cycles are unchanged.
   int share = -1;
+  // A result returned in place of a donated parameter (the program's aliases: jax's donate_argnums). On the IPU it
+  // is that parameter's variable, written at the end (Copied: it is computed in bytes of its own from its step to
+  // the end) or by the op that defines it (InPlace: the parameter's last read, with the same bytes on the same
+  // tiles). Tile memory counts it so (computeMemory) instead of as a variable of its own; host storage is unchanged.
+  enum class Donated { No, Copied, InPlace };
+  Donated donated = Donated::No;
 };
 
 // Per program step: transient bytes per tile (exchange receive buffers) while the step runs.

@@ -19,6 +19,10 @@ std::pair<int64_t, int64_t> liveRange(const Graph& graph, const Slot& slot);
 // tile.
 MemoryReport computeMemory(const Graph& graph);
 
+// Marks the results that the program's `aliases` ([parameter, result] pairs: donated inputs) return in place of a
+// parameter (Slot::donated), so that tile memory counts each donated variable once. Called before computeMemory.
+void markDonatedResults(Graph* graph, const std::vector<std::pair<int, int>>& aliases);
+
 // Throws Error(ResourceExhausted) in Poplar's words when a tile is over its memory, unless `allow_out_of_memory`
 // (CompileOptions: Poplar's debug.allowOutOfMemory, for a profile report of a program too big).
 void checkMemory(const MemoryReport& report, const DeviceDescription& device, bool allow_out_of_memory);
