@@ -43,6 +43,27 @@ int64_t lastStep(const Graph& g, const Slot& s) {
   return s.donated == Slot::Donated::Copied ? static_cast<int64_t>(g.steps.size()) : liveRange(g, s).second;
 }
 
+// The slots both memory sweeps count, once each: a variable (always live, not a donated result) into `always` per
+// tile; any other written slot added at its first step and removed after its last (`adds`, `removes`: steps + 1
+// lists, the last for what is live after the last step).
+void sweepSlots(const Graph& g, std::vector<int64_t>* always, std::vector<std::vector<int>>* adds,
+                std::vector<std::vector<int>>* removes) {
+  const int64_t steps = static_cast<int64_t>(g.steps.size());
+  adds->assign(static_cast<size_t>(steps) + 1, {});
+  removes->assign(static_cast<size_t>(steps) + 1, {});
+  for (size_t i = 0; i < g.slots.size(); ++i) {
+    const Slot& s = g.slots[i];
+    if (s.donated == Slot::Donated::InPlace) continue;  // the donated parameter's bytes
+    if (s.always_live && s.donated == Slot::Donated::No) {
+      forEachTile(s, [&](int t, int64_t b) { (*always)[static_cast<size_t>(t)] += b; });
+      continue;
+    }
+    if (s.def < 0) continue;  // never written (e.g. unused staging)
+    (*adds)[static_cast<size_t>(std::min(s.def, steps))].push_back(static_cast<int>(i));
+    (*removes)[static_cast<size_t>(std::min(lastStep(g, s), steps))].push_back(static_cast<int>(i));
+  }
+}
+
 }  // namespace
 
 void markDonatedResults(Graph* g, const std::vector<std::pair<int, int>>& aliases) {
@@ -71,19 +92,8 @@ MemoryReport computeMemory(const Graph& g) {
     base[t] = g.vertex_bytes[t] + static_cast<int64_t>(g.codelets[t].size()) * cost::kCodeletCodeBytes;
 
   const size_t steps = g.steps.size();
-  std::vector<std::vector<int>> adds(steps + 1), removes(steps + 1);
-  for (size_t i = 0; i < g.slots.size(); ++i) {
-    const Slot& s = g.slots[i];
-    if (s.donated == Slot::Donated::InPlace) continue;  // the donated parameter's bytes
-    if (s.always_live && s.donated == Slot::Donated::No) {
-      forEachTile(s, [&](int t, int64_t b) { base[static_cast<size_t>(t)] += b; });
-      continue;
-    }
-    if (s.def < 0) continue;  // never written (e.g. unused staging)
-    const int64_t last = lastStep(g, s);
-    adds[static_cast<size_t>(std::min<int64_t>(s.def, static_cast<int64_t>(steps)))].push_back(static_cast<int>(i));
-    removes[static_cast<size_t>(std::min<int64_t>(last, static_cast<int64_t>(steps)))].push_back(static_cast<int>(i));
-  }
+  std::vector<std::vector<int>> adds, removes;
+  sweepSlots(g, &base, &adds, &removes);
   std::vector<int> touched;
   for (size_t step = 0; step <= steps; ++step) {
     touched.clear();
@@ -152,19 +162,8 @@ std::string profileJson(const Graph& g) {
     vertex[t] = g.vertex_bytes[t];
     code[t] = static_cast<int64_t>(g.codelets[t].size()) * cost::kCodeletCodeBytes;
   }
-  std::vector<std::vector<int>> adds(steps + 1), removes(steps + 1);
-  for (size_t i = 0; i < g.slots.size(); ++i) {
-    const Slot& s = g.slots[i];
-    if (s.donated == Slot::Donated::InPlace) continue;
-    if (s.always_live && s.donated == Slot::Donated::No) {
-      forEachTile(s, [&](int t, int64_t b) { variables[static_cast<size_t>(t)] += b; });
-      continue;
-    }
-    if (s.def < 0) continue;
-    const int64_t last = lastStep(g, s);
-    adds[static_cast<size_t>(std::min<int64_t>(s.def, static_cast<int64_t>(steps)))].push_back(static_cast<int>(i));
-    removes[static_cast<size_t>(std::min<int64_t>(last, static_cast<int64_t>(steps)))].push_back(static_cast<int>(i));
-  }
+  std::vector<std::vector<int>> adds, removes;
+  sweepSlots(g, &variables, &adds, &removes);
   int64_t base_total = 0;
   for (size_t t = 0; t < tiles; ++t) base_total += variables[t] + vertex[t] + code[t];
   std::vector<int64_t> live_total, live_max, live_max_tile;  // per step (the last entry: after the last step)
