@@ -160,6 +160,20 @@ ACCURATE = {
 }
 
 
+def test_sqrt_near_the_negative_real_axis_keeps_its_small_real_part():
+    # sqrt(-a + ib) for |b| << a has a small real part |b| / (2 sqrt(a)). jaxlib 0.4.13's XLA:CPU computes complex
+    # sqrt in polar form, sqrt|z| (cos(t/2) + i sin(t/2)) with t = atan2(b, -a), where t/2 rounds to f32's pi/2 and
+    # cos of it is -4.4e-8: the real part comes out -4.4e-8 sqrt|z| (-8.7e-8 for -4 + 1e-7j; -8.1e11 for
+    # -3.4e38 + 0.33j: fuzz seed 20285421 #1365). The ipu computes C99's csqrt, as numpy and jaxlib 0.12's cpu do:
+    # each part to a few ulps of itself, judged against float64.
+    z = np.array([-4 + 1e-7j, -4 - 1e-6j, -1e10 + 1e-3j, -3.4e38 + 0.328j, -1 + 1e-9j, -1e20 + 1e10j,
+                  -2.5 + 3e-30j, -1e-30 + 1e-36j], C64)
+    got = np.asarray(jax.jit(jnp.sqrt, backend=BACKEND)(z))
+    exact = np.sqrt(z.astype(np.complex128))
+    for part in (np.real, np.imag):
+        assert_close(part(got), part(exact).astype(np.float32), rtol=F32_ULPS, scale=np.abs(part(exact)))
+
+
 def test_abs_huge_and_tiny():
     x = np.array([3e38 + 3e38j, 2e-37 + 2e-37j, -2e38j, 1e-37 + 0j, complex(np.inf, np.nan),
                   complex(np.nan, -np.inf)], C64)

@@ -88,6 +88,32 @@ def test_a_clamp_a_concatenation_reads_into_an_odd_minor_dimension_is_a_scalar_l
     assert not holds(8)
 
 
+def test_complex_sqrt_is_accepted_only_near_the_negative_real_axis() -> None:
+    """jaxlib 0.4.13's polar complex sqrt loses the real part where t / 2 rounds to pi / 2 (fuzz seed 20285421
+    #1365): the entry holds for an operand within 2^-10 of the negative real axis, as one complex array or as the
+    two parts lax.complex builds it of, and not elsewhere."""
+    near = ft.WHEN["near_negative_real_axis"]
+    z = np.array([1 + 1j, -4 + 1e-7j], np.complex64)
+    assert near(None, None, lambda: [z])
+    assert near(None, None, lambda: [z.real, z.imag])
+    assert not near(None, None, lambda: [z[:1]])
+    assert not near(None, None, lambda: [np.array([-4 + 0.01j, 4 + 1e-7j], np.complex64)])
+
+
+def test_a_sum_is_accepted_only_where_cpus_own_sum_is_far_from_the_exact_one() -> None:
+    """jaxlib 0.12's XLA:CPU adds some long f32 sums in one accumulator (fuzz seed 20285422 #1253): the entry is
+    judged by cpu's own sum of the operand against the exact one, so a sum of values that no order of adding moves
+    by 2 ulps of the scale is not covered, whatever cpu's order."""
+    step = fp.Step("reduce_sum", [fp.Var("s", "float32", ())], "jnp.sum(v, axis=(0, 1))", ["v"], "float32")
+    tiny = np.full((32, 15), 2.0 ** -24, np.float32)
+    tiny[0, 0] = 1.0
+    exact = np.ones((32, 15), np.float32)
+    when = ft.WHEN["cpu_sum_inaccurate"]
+    assert not when(step, None, lambda: [exact])
+    if fc.series().startswith("0.12"):
+        assert when(step, None, lambda: [tiny])
+
+
 def _exact_programs(count: int):  # noqa: ANN202
     """Programs with a float output and only bit-exact ops (under no accepted entry), with their inputs."""
     s = fc.series()
