@@ -35,6 +35,7 @@ struct ConvGeom {
   int64_t is_b = 0, is_f = 0, ks_i = 0, ks_o = 0, os_b = 0, os_f = 0;
   std::vector<int64_t> is_s, ks_s, os_s;
   int64_t out_spatial = 1, k_spatial = 1;
+  int64_t in_elements = 0;  // the input's
   int64_t M() const { return out_batch * out_spatial; }
   int64_t K() const { return cig * k_spatial; }
 };
@@ -78,61 +79,27 @@ void gemmConv(const Acc* A, const Acc* B, Acc* C, int64_t m, int64_t n, int64_t 
   }
 }
 
-template <class In, class Acc, class Out>
-class ConvKernel : public Kernel {
- public:
-  ConvKernel(int lhs, int rhs, int out, ConvGeom g, int64_t kparts, int64_t kblock, int64_t plan_blocks, int scratch_w,
-             int scratch_p)
+// The part of a convolution's kernel that depends on the accumulator type alone: the window tables, the im2col of
+// an input already in that type, the GEMMs into the partials. (ConvKernel adds the element types of the operands
+// and the result, so that this, the heavy part, is compiled once per accumulator type.)
+template <class Acc>
+class ConvCore : public Kernel {
+ protected:
+  ConvCore(int lhs, int rhs, int out, ConvGeom g, int64_t kparts, int64_t kblock, int64_t plan_blocks, int scratch_w,
+           int scratch_p, int scratch_x)
       : lhs_(lhs), rhs_(rhs), out_(out), g_(std::move(g)), kparts_(kparts), kblock_(kblock), plan_blocks_(plan_blocks),
-        scratch_w_(scratch_w), scratch_p_(scratch_p), tables_(windowTables(g_)) {}
+        scratch_w_(scratch_w), scratch_p_(scratch_p), scratch_x_(scratch_x), tables_(windowTables(g_)) {}
 
-  // The kernel as [groups][K][N] in the accumulator type (window reversal applied), and room for the partials.
-  void prepare(RunState& s) const override {
-    const int64_t K = g_.K(), N = g_.cog;
-    std::vector<uint8_t>& wb = s.scratch[static_cast<size_t>(scratch_w_)];
-    wb.resize(static_cast<size_t>(g_.groups * K * N) * sizeof(Acc));
-    Acc* w = reinterpret_cast<Acc*>(wb.data());
-    const In* src = s.at<const In>(rhs_);
-    std::vector<int64_t> ks(static_cast<size_t>(g_.rank), 0);
-    for (int64_t kf = 0; kf < g_.k_spatial; ++kf) {
-      int64_t off = 0, rem = kf;
-      for (int64_t d = g_.rank; d-- > 0;) {
-        const size_t du = static_cast<size_t>(d);
-        int64_t k = rem % g_.k_size[du];
-        rem /= g_.k_size[du];
-        if (g_.reverse[du]) k = g_.k_size[du] - 1 - k;
-        off += k * g_.ks_s[du];
-      }
-      for (int64_t gi = 0; gi < g_.groups; ++gi)
-        for (int64_t ci = 0; ci < g_.cig; ++ci)
-          for (int64_t j = 0; j < N; ++j)
-            w[(gi * K + ci * g_.k_spatial + kf) * N + j] =
-                toAcc(src[off + ci * g_.ks_i + (gi * N + j) * g_.ks_o], static_cast<Acc*>(nullptr));
-    }
-    std::vector<uint8_t>& pb = s.scratch[static_cast<size_t>(scratch_p_)];
-    const size_t bytes = static_cast<size_t>(kparts_ * g_.groups * g_.M() * N) * sizeof(Acc);
-    if (pb.size() < bytes) pb.resize(bytes);
-  }
-
-  void compute(RunState& s, int64_t b, int64_t e) const override { computeStep(s, 0, b, e); }
-
-  void computeStep(RunState& s, size_t step, int64_t b, int64_t e) const override {
-    if (step == 0) blocks(s, b, e);
-    else reduce(s, b, e);
-  }
-
- private:
   static constexpr int64_t kHostRows = 96;
 
   // Host items: (k part, group, 96-row block); the plan's tiles [p0, p1) stand for the same fraction of them.
-  void blocks(RunState& s, int64_t p0, int64_t p1) const {
+  void blocks(RunState& s, const Acc* x, int64_t p0, int64_t p1) const {
     const int64_t M = g_.M(), N = g_.cog, K = g_.K();
     const int64_t hm = std::max<int64_t>(1, ceilDiv(M, kHostRows));
     const int64_t items = kparts_ * g_.groups * hm;
     const int64_t i0 = p0 * items / plan_blocks_, i1 = p1 * items / plan_blocks_;
     const Acc* w = reinterpret_cast<const Acc*>(s.scratch[static_cast<size_t>(scratch_w_)].data());
     Acc* part = reinterpret_cast<Acc*>(s.scratch[static_cast<size_t>(scratch_p_)].data());
-    const In* x = s.at<const In>(lhs_);
     std::vector<Acc> a;
     std::vector<int64_t> offs(static_cast<size_t>(g_.k_spatial));
     std::vector<int64_t> os(static_cast<size_t>(g_.rank)), kidx(static_cast<size_t>(g_.rank));
@@ -191,11 +158,11 @@ class ConvKernel : public Kernel {
         const int64_t* of = offs.data();
         int64_t ci = k0 / ks, kf = k0 % ks;
         for (int64_t c = 0; c < kb; kf = 0, ++ci) {
-          const In* xc = x + base + ci * g_.is_f;
+          const Acc* xc = x + base + ci * g_.is_f;
           const int64_t run = std::min(kb - c, ks - kf);
           for (int64_t q = 0; q < run; ++q) {
             const int64_t off = of[kf + q];
-            arow[c + q] = off >= 0 ? toAcc(xc[off], static_cast<Acc*>(nullptr)) : Acc(0);
+            arow[c + q] = off >= 0 ? xc[off] : Acc(0);
           }
           c += run;
         }
@@ -204,6 +171,73 @@ class ConvKernel : public Kernel {
     }
   }
 
+  int lhs_, rhs_, out_;
+  ConvGeom g_;
+  int64_t kparts_, kblock_, plan_blocks_;
+  int scratch_w_, scratch_p_, scratch_x_;
+  std::vector<std::vector<int64_t>> tables_;
+};
+
+template <class In, class Acc, class Out>
+class ConvKernel : public ConvCore<Acc> {
+  using Base = ConvCore<Acc>;
+  using Base::g_, Base::kparts_, Base::lhs_, Base::out_, Base::rhs_, Base::scratch_p_, Base::scratch_w_,
+      Base::scratch_x_;
+
+ public:
+  template <class... A>
+  explicit ConvKernel(A&&... a) : Base(std::forward<A>(a)...) {}
+
+  // The kernel as [groups][K][N] in the accumulator type (window reversal applied), and room for the partials.
+  void prepare(RunState& s) const override {
+    const int64_t K = g_.K(), N = g_.cog;
+    std::vector<uint8_t>& wb = s.scratch[static_cast<size_t>(scratch_w_)];
+    wb.resize(static_cast<size_t>(g_.groups * K * N) * sizeof(Acc));
+    Acc* w = reinterpret_cast<Acc*>(wb.data());
+    const In* src = s.at<const In>(rhs_);
+    std::vector<int64_t> ks(static_cast<size_t>(g_.rank), 0);
+    for (int64_t kf = 0; kf < g_.k_spatial; ++kf) {
+      int64_t off = 0, rem = kf;
+      for (int64_t d = g_.rank; d-- > 0;) {
+        const size_t du = static_cast<size_t>(d);
+        int64_t k = rem % g_.k_size[du];
+        rem /= g_.k_size[du];
+        if (g_.reverse[du]) k = g_.k_size[du] - 1 - k;
+        off += k * g_.ks_s[du];
+      }
+      for (int64_t gi = 0; gi < g_.groups; ++gi)
+        for (int64_t ci = 0; ci < g_.cig; ++ci)
+          for (int64_t j = 0; j < N; ++j)
+            w[(gi * K + ci * g_.k_spatial + kf) * N + j] =
+                toAcc(src[off + ci * g_.ks_i + (gi * N + j) * g_.ks_o], static_cast<Acc*>(nullptr));
+    }
+    if constexpr (!std::is_same<In, Acc>::value) {  // the input in the accumulator type, converted once
+      const In* x = s.at<const In>(lhs_);
+      const size_t n = static_cast<size_t>(g_.in_elements);
+      std::vector<uint8_t>& xb = s.scratch[static_cast<size_t>(scratch_x_)];
+      xb.resize(n * sizeof(Acc));
+      Acc* xa = reinterpret_cast<Acc*>(xb.data());
+      for (size_t i = 0; i < n; ++i) xa[i] = toAcc(x[i], static_cast<Acc*>(nullptr));
+    }
+    std::vector<uint8_t>& pb = s.scratch[static_cast<size_t>(scratch_p_)];
+    const size_t bytes = static_cast<size_t>(kparts_ * g_.groups * g_.M() * N) * sizeof(Acc);
+    if (pb.size() < bytes) pb.resize(bytes);
+  }
+
+  void compute(RunState& s, int64_t b, int64_t e) const override { computeStep(s, 0, b, e); }
+
+  void computeStep(RunState& s, size_t step, int64_t b, int64_t e) const override {
+    if (step == 0) {
+      const Acc* x = std::is_same<In, Acc>::value
+                         ? s.at<const Acc>(lhs_)
+                         : reinterpret_cast<const Acc*>(s.scratch[static_cast<size_t>(scratch_x_)].data());
+      this->blocks(s, x, b, e);
+    } else {
+      reduce(s, b, e);
+    }
+  }
+
+ private:
   // Output elements [b, e) in the output's layout: the sum of their pK partials, converted once.
   void reduce(RunState& s, int64_t b, int64_t e) const {
     const int64_t M = g_.M(), N = g_.cog, plane = g_.groups * M * N;
@@ -260,12 +294,6 @@ class ConvKernel : public Kernel {
       sum(i, (gi * M + n * g_.out_spatial + srow) * N + j);
     }
   }
-
-  int lhs_, rhs_, out_;
-  ConvGeom g_;
-  int64_t kparts_, kblock_, plan_blocks_;
-  int scratch_w_, scratch_p_;
-  std::vector<std::vector<int64_t>> tables_;
 };
 
 // The dimension numbers: which dimension of input, kernel and result is batch, feature and spatial.
@@ -358,6 +386,7 @@ ConvGeom readConv(const Lowerer& lowerer, const OpContext& ctx) {
   const ConvDims dn = readDims(lowerer, ctx, rank);
   ConvGeom g;
   g.rank = static_cast<int64_t>(rank) - 2;
+  g.in_elements = lhs.numElements();
   std::vector<int64_t> pad_hi;
   readWindow(lowerer, ctx, &g, &pad_hi);
   g.fgc = attrInt(op, "feature_group_count");
@@ -482,7 +511,7 @@ std::vector<int> lowerConv(Lowerer& lowerer, OpContext& ctx) {
   const ConvGeom g = readConv(lowerer, ctx);
   const TensorType& out = ctx.out_types[0];
   const int o = lowerer.newSlot(out);
-  const int sw = lowerer.newScratch(), sp = lowerer.newScratch();
+  const int sw = lowerer.newScratch(), sp = lowerer.newScratch(), sx = lowerer.newScratch();
   const DType dt = ctx.in_types[0].dtype;
   const TileMapping omap = lowerer.graph().slots[static_cast<size_t>(o)].mapping;
   const int64_t M = g.M(), K = g.K(), Ng = g.cog, G = g.groups;
@@ -493,7 +522,7 @@ std::vector<int> lowerConv(Lowerer& lowerer, OpContext& ctx) {
   std::unique_ptr<Kernel> kernel;
   visitMatmulTypes(dt, out.dtype, [&](auto i, auto a, auto r) {
     using K = ConvKernel<typename decltype(i)::type, typename decltype(a)::type, typename decltype(r)::type>;
-    kernel = std::make_unique<K>(ctx.in[0], ctx.in[1], o, g, kparts, kblock, P, sw, sp);
+    kernel = std::make_unique<K>(ctx.in[0], ctx.in[1], o, g, kparts, kblock, P, sw, sp, sx);
   });
   if (!kernel)
     lowerer.unimplemented(ctx,
