@@ -95,9 +95,11 @@ def build_all(out_dir: Path = DIST, series_names: Optional[List[str]] = None, cx
     """Every series (pins.toml order), or those named; each into its own place under ``out_dir``."""
     pins = load()
     chosen = [pins.get_series(n) for n in series_names] if series_names else pins.all_series()
-    # A cold build: zig's libc++ for each series' target builds while the first series downloads, and the later
-    # series' downloads go on while the first one compiles (network and CPU side by side).
-    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as background:
+    # A cold build: the emulator's objects compile and zig's libc++ for the target builds while the first series
+    # downloads, and the later series' downloads go on while the first one compiles (network and CPU side by side).
+    with concurrent.futures.ThreadPoolExecutor(max_workers=3) as background:
+        if not (if_stale and all(is_up_to_date(s, series_dist(pins, s, out_dir), cxx) for s in chosen)):
+            background.submit(native.compile_emulator, chosen[0], cxx, jobs)
         background.submit(native.warm_toolchain, chosen, cxx)
         fetched: Dict[str, concurrent.futures.Future[None]] = {}
 

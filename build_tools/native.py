@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -56,18 +57,19 @@ class NativeBuildError(RuntimeError):
     pass
 
 
-def compiler(series: Series, cxx: Optional[str], glibc: Optional[str] = None) -> List[str]:
-    """The compiler command: zig targeting the pinned glibc (``glibc`` instead of the series' own: the shared
-    objects'), or the development override."""
+def compiler(series: Series, cxx: Optional[str]) -> List[str]:
+    """The compiler command: zig targeting target_glibc() (every series), or the development override."""
     cxx = cxx or os.environ.get("JAX_IPU_CXX")
     if cxx:
         return shlex.split(cxx)
-    return [sys.executable, "-m", "ziglang", "c++", "-target", f"x86_64-linux-gnu.{glibc or series.glibc}"]
+    return [sys.executable, "-m", "ziglang", "c++", "-target", f"x86_64-linux-gnu.{target_glibc()}"]
 
 
-def shared_glibc() -> str:
-    """The oldest glibc of every pinned series: the emulator's objects are compiled once, for it, and every series'
-    library links them (an object built against an older glibc links into a newer target's library)."""
+def target_glibc() -> str:
+    """The glibc every series' library targets: the oldest pinned one. A library built for it runs on every newer
+    glibc, so each series' wheel stays within its platform tag (pins: a series' glibc is the newest its wheels may
+    need); and one zig target means one libc++ build in a cold build (about a minute of CPU per target), the
+    emulator's objects compiled once for every series, and one toolchain for custom codelets."""
     return min((s.glibc for s in load().all_series()), key=lambda v: tuple(int(x) for x in v.split(".")))
 
 
@@ -197,9 +199,9 @@ def compile_plan(series: Series, cxx: Optional[str] = None, sanitizers: Sequence
                  shared: bool = False) -> Tuple[List[str], List[str], str]:
     """(compiler command, flags, the key part every object shares). The key names no absolute path; it has the
     flags, so a sanitizer build's objects never stand in for a normal build's. ``shared``: the plan of the
-    emulator's sources (is_shared), the same for every series: the oldest pinned glibc, no PJRT or TF headers on the
-    include path (an emulator source that reaches for one fails to compile), and nothing of the series in the key."""
-    cxx_cmd = compiler(series, cxx, shared_glibc() if shared else None)
+    emulator's sources (is_shared), the same for every series: no PJRT or TF headers on the include path (an
+    emulator source that reaches for one fails to compile), and nothing of the series in the key."""
+    cxx_cmd = compiler(series, cxx)
     includes = [SHIM / "include", SHIM / "emulator" / "include"]
     if not shared:
         tf_include = extract_header_tree(series.pjrt_header)
@@ -260,6 +262,42 @@ def object_key(base_key: str, src: Path, include_dirs: Sequence[Path] = ()) -> s
     return hashlib.sha256((base_key + "\0" + rel + "\0" + headers + "\0").encode() + src.read_bytes()).hexdigest()
 
 
+# Compiles run at a lower priority than the rest of the build: in a cold build zig's libc++ for the target (about a
+# minute, mostly one process; warm_toolchain, in the background from the start) then finishes first, instead of
+# being starved by the compiles and holding up the first link for half a minute after the last object.
+NICE = ["nice", "-n", "10"] if shutil.which("nice") else []
+
+# Objects being compiled in this process, so that two callers (build_all's early compile of the emulator and a
+# series' build_library) never compile one object twice: the second waits for the first.
+_compiling: Dict[Path, threading.Event] = {}
+_compiling_lock = threading.Lock()
+
+
+def _claim(obj: Path) -> bool:
+    """True: the caller compiles ``obj`` and then calls _release. False: it exists (perhaps after waiting for
+    another thread's compile of it). A compile that failed leaves no object, so the next claimant compiles it again
+    and reports the error itself."""
+    while not obj.exists():
+        with _compiling_lock:
+            pending = _compiling.get(obj)
+            if pending is None:
+                _compiling[obj] = threading.Event()
+                return True
+        pending.wait()
+    return False
+
+
+def _release(obj: Path) -> None:
+    with _compiling_lock:
+        _compiling.pop(obj).set()
+
+
+def compile_emulator(series: Series, cxx: Optional[str] = None, jobs: Optional[int] = None) -> None:
+    """The emulator's objects (is_shared): they need no download, so build_all starts them at once, beside the
+    downloads and the patching; each series' build_library then finds them made or being made."""
+    compile_objects(series, [s for s in sources(series) if is_shared(s)], cxx, jobs)
+
+
 def compile_objects(series: Series, srcs: Sequence[Path], cxx: Optional[str] = None, jobs: Optional[int] = None,
                     sanitizers: Sequence[str] = ()) -> Tuple[List[str], Dict[Path, Path]]:
     """Compiles ``srcs`` (cached by content hash, in parallel; the emulator's once for every series, see
@@ -273,13 +311,16 @@ def compile_objects(series: Series, srcs: Sequence[Path], cxx: Optional[str] = N
         cxx_cmd, flags, base_key = plans[is_shared(src)]
         key = object_key(base_key, src, [Path(f[2:]) for f in flags if f.startswith("-I")])
         obj = obj_cache / f"{src.stem}-{key[:24]}.o"
-        if obj.exists():
+        if not _claim(obj):
             return obj
-        tmp = obj.with_suffix(f".{os.getpid()}.tmp.o")
-        started = time.monotonic()
-        _run(cxx_cmd + flags + ["-c", str(src), "-o", str(tmp)], f"compiling {src.relative_to(REPO)}")
-        os.replace(tmp, obj)
-        print(f"[native] compiled {src.relative_to(REPO)} in {time.monotonic() - started:.1f} s", flush=True)
+        try:
+            tmp = obj.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp.o")
+            started = time.monotonic()
+            _run(NICE + cxx_cmd + flags + ["-c", str(src), "-o", str(tmp)], f"compiling {src.relative_to(REPO)}")
+            os.replace(tmp, obj)
+            print(f"[native] compiled {src.relative_to(REPO)} in {time.monotonic() - started:.1f} s", flush=True)
+        finally:
+            _release(obj)
         return obj
 
     jobs = jobs or os.cpu_count() or 2

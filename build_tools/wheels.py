@@ -21,7 +21,7 @@ import zipfile
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
-from build_tools import sbom
+from build_tools import native, sbom
 from build_tools.fetch import fetch, sha256_of
 from build_tools.pins import REPO, Pins, Series
 
@@ -240,7 +240,7 @@ PLUGIN_DISTRIBUTION = "jax_ipu_plugin"  # pip name jax-ipu-plugin
 def _native_entries(pins: Pins, series: Series, library: Path) -> List[Entry]:
     """The native library, and what jax_ipu.codelets compiles custom vertices with: the zig version to install
     (the plugin's "vertices" extra) and the glibc the library targets, which codelet libraries target too."""
-    toolchain = json.dumps({"ziglang": pins.tools["ziglang"], "glibc": series.glibc}, sort_keys=True) + "\n"
+    toolchain = json.dumps({"ziglang": pins.tools["ziglang"], "glibc": native.target_glibc()}, sort_keys=True) + "\n"
     return [(LIBRARY_IN_WHEEL, library.read_bytes, True), (TOOLCHAIN_IN_WHEEL, _constant(toolchain.encode()), False)]
 
 

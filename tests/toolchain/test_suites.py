@@ -91,7 +91,7 @@ def test_emulator_objects_are_shared_by_every_series() -> None:
     assert len(shared) == 1
     cxx, flags, _ = shared.pop()
     if native.is_portable(None):  # zig for the oldest glibc (a development compiler has no target)
-        assert cxx[-1] == f"x86_64-linux-gnu.{native.shared_glibc()}"
+        assert cxx[-1] == f"x86_64-linux-gnu.{native.target_glibc()}"
     assert not any("headers" in f or "generated" in f for f in flags if f.startswith("-I")), flags
     if len(every) > 1:
         assert len({native.compile_plan(s)[2] for s in every}) == len(every)
