@@ -91,11 +91,15 @@ def warm_toolchain(series_list: Sequence[Series], cxx: Optional[str] = None) -> 
         return
     commands = {tuple(compiler(s, cxx)): None for s in series_list}
     with tempfile.TemporaryDirectory(prefix="jax-ipu-warm-") as tmp:
-        src = Path(tmp) / "warm.cc"
+        src, obj, lib = Path(tmp) / "warm.cc", Path(tmp) / "warm.o", Path(tmp) / "warm.so"
         src.write_text('#include <string>\nstd::string warm() { return std::to_string(1); }\n')
         for command in commands:
-            subprocess.run(list(command) + ["-shared", "-fPIC", "-o", str(Path(tmp) / "warm.so"), str(src)] +
-                           SYSTEM_LIBS, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(), check=False)
+            # Compiled, then linked with the library's own link options: zig's libc++ build depends on them (its
+            # strip setting among them), so a warm link with other options builds a variant the real link cannot use.
+            for step in (["-fPIC", "-c", str(src), "-o", str(obj)], ["-shared", "-o", str(lib), str(obj)] +
+                         link_options(cxx)):
+                subprocess.run(list(command) + step, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(),
+                               check=False)
 
 
 def sanitize_flags(sanitizers: Sequence[str]) -> List[str]:
@@ -340,6 +344,19 @@ def compile_objects(series: Series, srcs: Sequence[Path], cxx: Optional[str] = N
     return compiler(series, cxx), objs
 
 
+def link_options(cxx: Optional[str], sanitizers: Sequence[str] = ()) -> List[str]:
+    """What a library's link adds after its objects (besides its exports and soname)."""
+    options = list(SYSTEM_LIBS)
+    if sanitizers:
+        # The sanitizer's runtime is linked in (it is preloaded: Python is not instrumented); debug info stays for
+        # its reports; libstdc++ stays shared, so that the runtime's operator new/delete replace its own.
+        return options + sanitize_flags(sanitizers)
+    options.append("-Wl,--strip-all")  # users get no debug info from a wheel; keep it small
+    if not is_portable(cxx):
+        options += ["-static-libstdc++", "-static-libgcc"]
+    return options
+
+
 def build_library(series: Series, out_dir: Path, cxx: Optional[str] = None, jobs: Optional[int] = None,
                   sanitizers: Sequence[str] = ()) -> Path:
     """Compiles and links the library into ``out_dir/libjax_ipu.so``; returns its path. ``sanitizers`` (e.g.
@@ -354,15 +371,7 @@ def build_library(series: Series, out_dir: Path, cxx: Optional[str] = None, jobs
     link = cxx_cmd + ["-shared", "-o", str(tmp_lib)] + [str(objs[s]) for s in srcs]
     # --no-undefined: a symbol no object defines fails the link here, not dlopen() in the user's process.
     link += [f"-Wl,--version-script={EXPORTS_MAP}", f"-Wl,-soname,{LIBRARY_NAME}", "-Wl,--no-undefined"]
-    link += SYSTEM_LIBS
-    if sanitizers:
-        # The sanitizer's runtime is linked in (it is preloaded: Python is not instrumented); debug info stays for
-        # its reports; libstdc++ stays shared, so that the runtime's operator new/delete replace its own.
-        link += sanitize_flags(sanitizers)
-    else:
-        link += ["-Wl,--strip-all"]  # users get no debug info from a wheel; keep it small
-        if not is_portable(cxx):
-            link += ["-static-libstdc++", "-static-libgcc"]
+    link += link_options(cxx, sanitizers)
     # The objects' names carry their content keys: the same command links the same library, which is kept.
     link_key = hashlib.sha256((shlex.join(link) + "\0").encode() + EXPORTS_MAP.read_bytes()).hexdigest()
     key_file = out_dir / (LIBRARY_NAME + ".link-key")
