@@ -208,6 +208,23 @@ void HostStreams::outfeed(const std::string&, const std::vector<ipu::TensorType>
 // so that a Ctrl-C ends the wait even when a callback never returns: the run then fails, and the lane is left to
 // the callback (a new lane serves the next one). A call's arguments and results are its own copies, so nothing a
 // left callback writes later reaches memory that the run has given back.
+//
+// The two hand-offs of a call (the run to the lane, the lane back to the run) each spin for a while before they
+// sleep on the condition variable: a loop that calls back every iteration (an io_callback feeding each step) would
+// otherwise wait for the scheduler to wake a thread twice per call, tens of microseconds on a VM, where XLA:CPU calls
+// its callbacks on its own thread. A spin yields the core on every turn and gives up after kHandOffSpin.
+constexpr std::chrono::microseconds kHandOffSpin{200};
+
+template <class Ready>
+bool SpinUntil(const Ready& ready) {
+  const auto until = std::chrono::steady_clock::now() + kHandOffSpin;
+  while (!ready()) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
 struct CallbackLane {
   struct Call {
     int64_t id = 0;
@@ -215,12 +232,13 @@ struct CallbackLane {
     std::vector<std::vector<uint8_t>> in, out;
     int status = 0;
     char error[2048] = {0};
-    bool done = false;
+    std::atomic<bool> done{false};  // set (release) after status, error and out are written
   };
   std::mutex mutex;
   std::condition_variable cv;
-  std::shared_ptr<Call> call;  // the pending or running call, until done
-  bool left = false;           // the lane ends once its call returns
+  std::shared_ptr<Call> call;      // the pending or running call, until done
+  std::atomic<uint64_t> posted{0};  // calls posted so far (what the lane's spin watches)
+  std::atomic<bool> left{false};    // the lane ends once its call returns
 
   static std::shared_ptr<CallbackLane> Start(int device_id) {
     auto lane = std::make_shared<CallbackLane>();
@@ -231,11 +249,27 @@ struct CallbackLane {
     return lane;
   }
 
+  void Post(std::shared_ptr<Call> next) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      call = std::move(next);
+      posted.fetch_add(1, std::memory_order_release);
+    }
+    cv.notify_all();
+  }
+
   void Loop() {
+    uint64_t seen = 0;
     std::unique_lock<std::mutex> lock(mutex);
     for (;;) {
-      cv.wait(lock, [this] { return left || (call && !call->done); });
+      if (!(left || (call && !call->done))) {  // idle: spin a while for the next call, then sleep
+        lock.unlock();
+        SpinUntil([&] { return left.load() || posted.load(std::memory_order_acquire) != seen; });
+        lock.lock();
+        cv.wait(lock, [this] { return left || (call && !call->done); });
+      }
       if (!call || call->done) return;  // left, with nothing to run
+      seen = posted.load(std::memory_order_relaxed);
       std::shared_ptr<Call> c = call;
       lock.unlock();
       {
@@ -249,7 +283,7 @@ struct CallbackLane {
         c->error[sizeof(c->error) - 1] = '\0';
       }
       lock.lock();
-      c->done = true;
+      c->done.store(true, std::memory_order_release);
       cv.notify_all();
       if (left) return;
     }
@@ -280,11 +314,13 @@ void HostStreams::callback(int64_t id, const std::vector<ipu::TensorType>& in_ty
     lane = lane_;
   }
   const uint64_t interrupts = InterruptsSeenByThisThread();
+  lane->Post(call);
+  SpinUntil([&] {
+    return call->done.load(std::memory_order_acquire) || Interrupts().load(std::memory_order_relaxed) != interrupts;
+  });
   {
     std::unique_lock<std::mutex> lock(lane->mutex);
-    lane->call = call;
-    lane->cv.notify_all();
-    while (!call->done) {
+    while (!call->done.load(std::memory_order_acquire)) {
       if (Interrupts().load(std::memory_order_relaxed) != interrupts) {
         lane->left = true;  // the callback keeps its lane; the next call gets a new one
         lock.unlock();

@@ -381,3 +381,26 @@ def test_callbacks_run_with_the_ipu_as_the_only_platform(python):
         """, {"JAX_PLATFORMS": "ipu"}, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-3:] == ["sum 3.0", "[1.0, 3.0, 5.0]", "[3.0]"]
+
+
+def test_a_callbacks_thread_keeps_its_python_state_between_calls():
+    """Callbacks of a device run on one thread, whose Python thread state lives as long as it does: what a callback
+    keeps in a threading.local is there at the next call (and jax's thread-local configuration is not made afresh
+    per call). ctypes would otherwise make and destroy the state around every call."""
+    import threading
+
+    local = threading.local()
+    threads = []
+
+    def count(i):
+        local.calls = getattr(local, "calls", 0) + 1
+        threads.append(threading.get_ident())
+        return np.int32(local.calls)
+
+    def f(x):
+        def body(i, total):
+            return total + io_callback(count, jax.ShapeDtypeStruct((), jnp.int32), i, ordered=True)
+        return lax.fori_loop(0, 5, body, x)
+
+    assert int(run_on("ipu", f, np.int32(0))) == 1 + 2 + 3 + 4 + 5
+    assert len(set(threads)) == 1

@@ -131,9 +131,26 @@ def install_lowering() -> None:
 
 # ---------------------------------------------------------------------------------------------------- runtime
 
+# Threads whose Python thread state is kept (_keep_thread_state).
+_kept_threads: set = set()
+
+
+def _keep_thread_state() -> None:
+    """Keeps this (native) thread's Python thread state for the thread's life. ctypes wraps each call from a thread
+    Python did not start in PyGILState_Ensure/Release, which makes the thread's state and, when the call returns,
+    destroys it again: every host callback then began in a new thread state, with jax's thread-local configuration
+    made afresh (a quarter of a callback's round trip). One more Ensure, never released, keeps the state; the lane
+    threads that call back (host_io.cc) live as long as the device's host streams."""
+    ident = threading.get_ident()
+    if ident not in _kept_threads:
+        _kept_threads.add(ident)
+        ctypes.pythonapi.PyGILState_Ensure()
+
+
 def _invoke(ident: int, num_in: int, ins: Any, num_out: int, outs: Any, error: Optional[int], error_size: int) -> int:
-    """The JaxIpu_HostCallbackFn: runs on a device worker thread (ctypes takes the GIL). Never raises."""
+    """The JaxIpu_HostCallbackFn: runs on a device's callback thread (ctypes takes the GIL). Never raises."""
     try:
+        _keep_thread_state()
         with _registry_lock:
             entry = _registry.get(int(ident))
         if entry is None:

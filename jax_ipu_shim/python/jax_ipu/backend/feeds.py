@@ -11,6 +11,7 @@ its ``shape``; each ``lax.outfeed`` appends one entry that ``transfer_from_outfe
 from __future__ import annotations
 
 import ctypes
+import functools
 from typing import Any, Callable, Dict, List, Tuple
 
 import numpy as np
@@ -18,12 +19,17 @@ import numpy as np
 from jax_ipu import _native
 from jax_ipu.config import PLATFORM
 
+_dtype_names: Dict[np.dtype, str] = {}
+
 
 def dtype_names() -> Dict[np.dtype, str]:
     """The program format's element types (the one table, compiler/types.py): the only ones an ipu stream carries.
-    Imported on first use: feeds is installed while jax imports itself, before the compiler can be."""
-    from jax_ipu.compiler import types
-    return types.ipu_numpy_dtypes()
+    Imported on first use: feeds is installed while jax imports itself, before the compiler can be. Made once: a
+    training loop fed from the host pushes an entry per step, and building the table took a third of a push."""
+    if not _dtype_names:
+        from jax_ipu.compiler import types
+        _dtype_names.update(types.ipu_numpy_dtypes())
+    return _dtype_names
 
 
 def _dtype_name(dtype: Any, what: str) -> str:
@@ -47,19 +53,35 @@ def _as_array(leaf: Any) -> np.ndarray:
     return array if array.flags.c_contiguous else array.copy(order="C")
 
 
-class _Arrays:
-    """ctypes views of a list of arrays: dtype names, ranks, dimension arrays and data pointers."""
+class _Layout:
+    """The ctypes arguments that describe a list of arrays' types and shapes: dtype names, ranks, dimension arrays.
+    The same for every entry of a stream, so made once per layout (_layout)."""
 
-    def __init__(self, arrays: List[np.ndarray], what: str) -> None:
-        n = len(arrays)
-        names = [_dtype_name(a.dtype, f"{what} {i}").encode() for i, a in enumerate(arrays)]
-        self._dims = [(ctypes.c_int64 * max(1, a.ndim))(*a.shape) for a in arrays]
+    def __init__(self, signature: Tuple[Tuple[np.dtype, Tuple[int, ...]], ...], what: str) -> None:
+        n = len(signature)
+        names = [_dtype_name(dtype, f"{what} {i}").encode() for i, (dtype, _) in enumerate(signature)]
+        self._dims = [(ctypes.c_int64 * max(1, len(shape)))(*shape) for _, shape in signature]
         self.n = ctypes.c_size_t(n)
         self.dtypes = (ctypes.c_char_p * n)(*names)
-        self.ranks = (ctypes.c_int * n)(*[a.ndim for a in arrays])
+        self.ranks = (ctypes.c_int * n)(*[len(shape) for _, shape in signature])
         self.dims = (ctypes.POINTER(ctypes.c_int64) * n)(
             *[ctypes.cast(d, ctypes.POINTER(ctypes.c_int64)) for d in self._dims])
-        self.data = (ctypes.c_void_p * n)(*[a.ctypes.data for a in arrays])
+        self.pointers = ctypes.c_void_p * n
+
+
+@functools.lru_cache(maxsize=64)
+def _layout(signature: Tuple[Tuple[np.dtype, Tuple[int, ...]], ...], what: str) -> _Layout:
+    return _Layout(signature, what)
+
+
+class _Arrays:
+    """ctypes views of a list of arrays: their layout's arguments (dtype names, ranks, dimension arrays) and their
+    data pointers."""
+
+    def __init__(self, arrays: List[np.ndarray], what: str) -> None:
+        layout = _layout(tuple((a.dtype, a.shape) for a in arrays), what)
+        self.n, self.dtypes, self.ranks, self.dims = layout.n, layout.dtypes, layout.ranks, layout.dims
+        self.data = layout.pointers(*[a.__array_interface__["data"][0] for a in arrays])
 
 
 def _lib() -> ctypes.CDLL:
