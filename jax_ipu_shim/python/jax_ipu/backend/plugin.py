@@ -84,7 +84,9 @@ def _tell_library_stablehlo_versions() -> None:
 
 def _make_client():
     from jax_ipu import _jax
-    from jax_ipu.backend import linalg, profiler  # imported when the backend starts: they import jax's internals
+
+    # imported when the backend starts: they import jax's internals
+    from jax_ipu.backend import dlpack, linalg, profiler
 
     global _client_config, _client_device
     config = ipu_config.read(jax_options=_jax_option_values())
@@ -95,6 +97,7 @@ def _make_client():
     _register_compiler(_native.load())
     executable_cache.install_jax_cache(PLATFORM, _around_compile)
     _add_host_callbacks(_native.load())
+    dlpack.install()  # DLPack with ipu arrays: host copies (dlpack.py)
     interrupts.install(_native.load())  # Ctrl-C ends waits (interrupts.py)
     profiler.install()  # jax.profiler's IPU planes on jaxlib 0.4.13
     linalg.install_lowerings()  # jnp.linalg on the ipu: generic lowerings
