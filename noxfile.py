@@ -445,8 +445,8 @@ def fuzz(session: nox.Session) -> None:
 def upstream_tests(session: nox.Session) -> None:
     """JAX's own test files, at the pinned jax's tag, on dist/*.whl: cpu and ipu, and the ipu pass rate against cpu.
 
-        nox -s upstream_tests -- JAX_CHECKOUT [--files all|lane|multi-device|callbacks|a_test.py,...] [--shard K/N]
-            [--cases N] [--workers N] [--reuse JSON]
+        nox -s upstream_tests -- JAX_CHECKOUT [--files all|lane|multi-device|callbacks|interop|a_test.py,...]
+            [--shard K/N] [--cases N] [--workers N] [--reuse JSON]
 
     JAX_CHECKOUT is a jax source tree at tag jax-v<pinned version> (the sdist has no tests); the session says how to
     get one. tests/upstream/run_upstream.py runs the files; tests/upstream/expectations.txt lists what is skipped or

@@ -22,7 +22,7 @@ def test_the_reviewed_file_parses_and_every_entry_has_a_reason() -> None:
     rules = expectations.load()
     assert all(r.kind in expectations.KINDS and r.reason for r in rules)
     listed = {r.pattern.split("::", 1)[0] for r in rules}
-    unknown = listed - set(run_upstream.FILES) - set(run_upstream.MULTI_DEVICE_FILES) - set(run_upstream.CALLBACK_FILES)
+    unknown = listed - set().union(*run_upstream.LANES.values())
     assert not unknown, f"entries for files the suite does not run: {unknown}"
 
 
@@ -157,3 +157,12 @@ def test_the_current_series_runs_its_callback_files_with_cpu_beside_the_ipu() ->
     assert run_upstream.cpu_beside(files, current_series=False) == [(False, files)]
     assert run_upstream.cpu_beside(files, current_series=True) == [
         (False, ["lax_test.py"]), (True, ["python_callback_test.py", "checkify_test.py"])]
+
+
+def test_the_multi_backend_file_runs_with_cpu_beside_the_ipu_in_both_series() -> None:
+    """multibackend_test.py jits for backend="cpu" beside the device under test, as jax's GPU runs can: its ipu run
+    has cpu too, whatever the series; the other files keep the ipu alone."""
+    files = ["lax_test.py", "multibackend_test.py"]
+    for current in (False, True):
+        assert run_upstream.cpu_beside(files, current_series=current) == [
+            (False, ["lax_test.py"]), (True, ["multibackend_test.py"])]

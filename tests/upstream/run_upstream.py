@@ -1,6 +1,6 @@
 """Runs JAX's own test files against the installed wheels, on cpu and on ipu, and reports the ipu pass rate.
 
-    python tests/upstream/run_upstream.py JAX_CHECKOUT [--files all|lane|multi-device|callbacks|a_test.py,...]
+    python tests/upstream/run_upstream.py JAX_CHECKOUT [--files all|lane|multi-device|callbacks|interop|a_test.py,...]
         [--shard K/N] [--backends cpu,ipu] [--cases N] [--workers N] [--devices N] [--json PATH] [--min-rate 97]
 
 Run it through `nox -s upstream_tests -- JAX_CHECKOUT` (a fresh Python venv with dist/*.whl and
@@ -54,8 +54,10 @@ CALLBACK_FILES = ("host_callback_test.py", "infeed_test.py", "python_callback_te
 # pjit, shard_map and pmap; the same forced device count on cpu).
 MULTI_DEVICE_FILES = ("pjit_test.py", "xmap_test.py", "shard_map_test.py", "multi_device_test.py", "array_test.py",
                       "pmap_test.py")
+# DLPack and jits for several backends in one process (issue 23).
+INTEROP_FILES = ("array_interoperability_test.py", "multibackend_test.py")
 PASS = ("passed", "xpassed")
-LANES = {"lane": FILES, "multi-device": MULTI_DEVICE_FILES, "callbacks": CALLBACK_FILES}
+LANES = {"lane": FILES, "multi-device": MULTI_DEVICE_FILES, "callbacks": CALLBACK_FILES, "interop": INTEROP_FILES}
 MULTI_DEVICE_COUNT = 4
 # The files run with MULTI_DEVICE_COUNT devices by default: the multi-device lane's, and those of the callback lane
 # that test pmap and sharded callbacks (measured so: README).
@@ -88,12 +90,17 @@ def device_groups(files: List[str], devices: Optional[int]) -> List[Tuple[Option
     return [(d, g) for d, g in ((None, single), (MULTI_DEVICE_COUNT, multi)) if g]
 
 
+# Files whose tests jit the same function for the device under test and for cpu (backend="cpu", jax.devices("cpu")),
+# as jax's GPU and TPU runs can, which always have cpu beside them: the ipu run has cpu beside it too.
+MULTI_BACKEND_FILES = ("multibackend_test.py",)
+
+
 def cpu_beside(files: List[str], current_series: bool) -> List[Tuple[bool, List[str]]]:
     """[(whether the ipu run also has cpu, files)]. The current series' jax puts a callback's operands on a cpu device
     (io_callback, jax.debug.*: "failed to find a local CPU device ... Make sure cpu is listed in JAX_PLATFORMS"),
     as a user's process has: its callback lane runs on the ipu with JAX_PLATFORMS=ipu,cpu (the ipu stays the default
-    backend). Every other run has the ipu alone."""
-    beside = [f for f in files if current_series and f in CALLBACK_FILES]
+    backend); so do MULTI_BACKEND_FILES, in both series. Every other run has the ipu alone."""
+    beside = [f for f in files if (current_series and f in CALLBACK_FILES) or f in MULTI_BACKEND_FILES]
     alone = [f for f in files if f not in beside]
     return [(c, g) for c, g in ((False, alone), (True, beside)) if g]
 
