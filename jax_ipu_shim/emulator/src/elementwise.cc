@@ -11,6 +11,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "elementwise_blocks.h"
 #include "ipu/cost_model.h"
 #include "ipu/cpu_features.h"
 #include "ipu/dtype.h"
@@ -122,49 +123,15 @@ BlockFn fmaBlock() {
 
 BlockFn elementwiseBlock(const OpInfo& info, DType operand, DType result, Numerics numerics,
                          const ElementwiseSpec& spec) {
-  BlockFn fn = nullptr;
-  const OpKind kind = info.kind;
   switch (info.family) {
-    case OpFamily::Unary:
-      scalar::visitUnary(kind, operand, numerics, [&](auto f, auto a, auto r) {
-        fn = &block1<typename decltype(a)::type, typename decltype(r)::type, decltype(f)>;
-      });
-      break;
-    case OpFamily::Binary:
-      scalar::visitBinary(
-          kind, operand, numerics,
-          [&](auto f, auto t) {
-            using T = typename decltype(t)::type;
-            fn = &block2<T, T, T, decltype(f)>;
-          },
-          spec.constant);
-      break;
-    case OpFamily::Compare:
-      scalar::visitCompare(spec.direction, spec.compare_type, operand, [&](auto f, auto t) {
-        using T = typename decltype(t)::type;
-        fn = &block2<T, T, uint8_t, decltype(f)>;
-      });
-      break;
-    case OpFamily::Select:
-      scalar::visitSelect(operand, [&](auto f, auto t) {
-        using T = typename decltype(t)::type;
-        fn = &block3<uint8_t, T, T, T, decltype(f)>;
-      });
-      break;
-    case OpFamily::Clamp:
-      scalar::visitClamp(operand, numerics, [&](auto f, auto t) {
-        using T = typename decltype(t)::type;
-        fn = &block3<T, T, T, T, decltype(f)>;
-      });
-      break;
-    case OpFamily::Convert:
-      scalar::visitConvert(operand, result, [&](auto f, auto a, auto r) {
-        fn = &block1<typename decltype(a)::type, typename decltype(r)::type, decltype(f)>;
-      });
-      break;
-    default: break;
+    case OpFamily::Unary: return elementwise_blocks::unary(info.kind, operand, numerics);
+    case OpFamily::Binary: return elementwise_blocks::binary(info.kind, operand, numerics, spec.constant);
+    case OpFamily::Compare: return elementwise_blocks::compare(spec.direction, spec.compare_type, operand);
+    case OpFamily::Select: return elementwise_blocks::select(operand);
+    case OpFamily::Clamp: return elementwise_blocks::clamp(operand, numerics);
+    case OpFamily::Convert: return elementwise_blocks::convert(operand, result);
+    default: return nullptr;
   }
-  return fn;
 }
 
 namespace {
