@@ -1,0 +1,292 @@
+// conv_kernels_float.cc's and conv_kernels_int.cc's templates: the kernel of a convolution (conv_kernels.h).
+#ifndef JAX_IPU_EMULATOR_SRC_CONV_KERNELS_IMPL_H_
+#define JAX_IPU_EMULATOR_SRC_CONV_KERNELS_IMPL_H_
+
+#include <algorithm>
+#include <memory>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "conv_kernels.h"
+#include "ipu/matmul.h"
+
+namespace ipu {
+namespace conv_kernels {
+
+// Per spatial dim d: for output position o and window position k, the input index read, or -1 (padding, a hole of
+// the lhs dilation, or outside the input).
+inline std::vector<std::vector<int64_t>> windowTables(const ConvGeom& g) {
+  std::vector<std::vector<int64_t>> t(static_cast<size_t>(g.rank));
+  for (size_t d = 0; d < t.size(); ++d) {
+    const int64_t O = g.out_size[d], Kd = g.k_size[d];
+    t[d].assign(static_cast<size_t>(O * Kd), -1);
+    for (int64_t o = 0; o < O; ++o)
+      for (int64_t k = 0; k < Kd; ++k) {
+        const int64_t q = o * g.stride[d] + k * g.rhs_dil[d] - g.pad_lo[d];
+        if (q < 0 || q >= g.dilated[d] || q % g.lhs_dil[d] != 0) continue;
+        t[d][static_cast<size_t>(o * Kd + k)] = q / g.lhs_dil[d];
+      }
+  }
+  return t;
+}
+
+template <class Acc>
+void gemmConv(const Acc* A, const Acc* B, Acc* C, int64_t m, int64_t n, int64_t k) {
+  if constexpr (std::is_same<Acc, float>::value) {
+    hostGemmF32(A, k, B, n, C, n, m, n, k);
+  } else {
+    for (int64_t i = 0; i < m; ++i) {
+      Acc* c = C + i * n;
+      std::fill(c, c + n, Acc(0));
+      for (int64_t kk = 0; kk < k; ++kk) {
+        const Acc x = A[i * k + kk];
+        if (x == 0) continue;
+        const Acc* b = B + kk * n;
+        if constexpr (std::is_same<Acc, uint8_t>::value) {
+          for (int64_t j = 0; j < n; ++j) c[j] = static_cast<uint8_t>(c[j] | b[j]);
+        } else {
+          for (int64_t j = 0; j < n; ++j) c[j] += x * b[j];
+        }
+      }
+    }
+  }
+}
+
+// The part of a convolution's kernel that depends on the accumulator type alone: the window tables, the im2col of
+// an input already in that type, the GEMMs into the partials. (ConvKernel adds the element types of the operands
+// and the result, so that this, the heavy part, is compiled once per accumulator type.)
+template <class Acc>
+class ConvCore : public Kernel {
+ protected:
+  ConvCore(int lhs, int rhs, int out, ConvGeom g, int64_t kparts, int64_t kblock, int64_t plan_blocks, int scratch_w,
+           int scratch_p, int scratch_x)
+      : lhs_(lhs), rhs_(rhs), out_(out), g_(std::move(g)), kparts_(kparts), kblock_(kblock), plan_blocks_(plan_blocks),
+        scratch_w_(scratch_w), scratch_p_(scratch_p), scratch_x_(scratch_x), tables_(windowTables(g_)) {}
+
+  static constexpr int64_t kHostRows = 96;
+
+  // Host items: (k part, group, 96-row block); the plan's tiles [p0, p1) stand for the same fraction of them.
+  void blocks(RunState& s, const Acc* x, int64_t p0, int64_t p1) const {
+    const int64_t M = g_.M(), N = g_.cog, K = g_.K();
+    const int64_t hm = std::max<int64_t>(1, ceilDiv(M, kHostRows));
+    const int64_t items = kparts_ * g_.groups * hm;
+    const int64_t i0 = p0 * items / plan_blocks_, i1 = p1 * items / plan_blocks_;
+    const Acc* w = reinterpret_cast<const Acc*>(s.scratch[static_cast<size_t>(scratch_w_)].data());
+    Acc* part = reinterpret_cast<Acc*>(s.scratch[static_cast<size_t>(scratch_p_)].data());
+    std::vector<Acc> a;
+    std::vector<int64_t> offs(static_cast<size_t>(g_.k_spatial));
+    std::vector<int64_t> os(static_cast<size_t>(g_.rank)), kidx(static_cast<size_t>(g_.rank));
+    std::vector<std::vector<int64_t>> per_dim(static_cast<size_t>(g_.rank));
+    for (int64_t d = 0; d < g_.rank; ++d)
+      per_dim[static_cast<size_t>(d)].resize(static_cast<size_t>(g_.k_size[static_cast<size_t>(d)]));
+    for (int64_t it = i0; it < i1; ++it) {
+      const int64_t im = it % hm, gi = (it / hm) % g_.groups, ik = it / hm / g_.groups;
+      const int64_t m0 = im * kHostRows, mb = std::min(M, m0 + kHostRows) - m0;
+      const int64_t k0 = std::min(K, ik * kblock_), kb = std::min(K, k0 + kblock_) - k0;
+      if (mb <= 0) continue;
+      a.resize(static_cast<size_t>(mb * std::max<int64_t>(kb, 1)));  // every element is written below
+      const int64_t fbase = g_.fgc > 1 ? gi * g_.cig : 0;
+      const int64_t bbase = g_.bgc > 1 ? gi * g_.out_batch : 0;
+      for (int64_t r = 0; r < mb; ++r) {
+        const int64_t row = m0 + r, n = row / g_.out_spatial;
+        int64_t rem = row % g_.out_spatial;
+        for (int64_t d = g_.rank; d-- > 0;) {
+          os[static_cast<size_t>(d)] = rem % g_.out_size[static_cast<size_t>(d)];
+          rem /= g_.out_size[static_cast<size_t>(d)];
+        }
+        // offs[kf]: the spatial offset of window position kf (row-major over the window) in the input, or -1:
+        // per dim the offsets of this row's window positions, then their sums over an odometer (no divisions).
+        for (int64_t d = 0; d < g_.rank; ++d) {
+          const size_t du = static_cast<size_t>(d);
+          for (int64_t k = 0; k < g_.k_size[du]; ++k) {
+            const int64_t idx = tables_[du][static_cast<size_t>(os[du] * g_.k_size[du] + k)];
+            per_dim[du][static_cast<size_t>(k)] = idx < 0 ? -1 : idx * g_.is_s[du];
+          }
+        }
+        // Only the positions the item's columns k0.. read: all of them, or (a K block shorter than the window)
+        // min(kb, k_spatial) of them from k0's on, wrapping around.
+        const int64_t first = k0 % std::max<int64_t>(1, g_.k_spatial);
+        for (int64_t d = g_.rank, rem = first; d-- > 0;) {
+          kidx[static_cast<size_t>(d)] = rem % g_.k_size[static_cast<size_t>(d)];
+          rem /= g_.k_size[static_cast<size_t>(d)];
+        }
+        for (int64_t q = 0, kf = first, need = std::min(g_.k_spatial, kb); q < need; ++q) {
+          int64_t off = 0;
+          for (size_t d = 0; d < kidx.size() && off >= 0; ++d) {
+            const int64_t v = per_dim[d][static_cast<size_t>(kidx[d])];
+            off = v < 0 ? -1 : off + v;
+          }
+          offs[static_cast<size_t>(kf)] = off;
+          if (++kf == g_.k_spatial) kf = 0;
+          for (size_t d = kidx.size(); d-- > 0;) {
+            if (++kidx[d] < g_.k_size[d]) break;
+            kidx[d] = 0;
+          }
+        }
+        const int64_t base = (bbase + n) * g_.is_b + fbase * g_.is_f;
+        // Columns k0.. of the row: K runs over (input feature, window position), a run of window positions per
+        // feature; a position in the padding reads zero.
+        Acc* arow = a.data() + r * kb;
+        const int64_t ks = std::max<int64_t>(1, g_.k_spatial);
+        const int64_t* of = offs.data();
+        int64_t ci = k0 / ks, kf = k0 % ks;
+        for (int64_t c = 0; c < kb; kf = 0, ++ci) {
+          const Acc* xc = x + base + ci * g_.is_f;
+          const int64_t run = std::min(kb - c, ks - kf);
+          for (int64_t q = 0; q < run; ++q) {
+            const int64_t off = of[kf + q];
+            arow[c + q] = off >= 0 ? xc[off] : Acc(0);
+          }
+          c += run;
+        }
+      }
+      gemmConv(a.data(), w + (gi * K + k0) * N, part + ((ik * g_.groups + gi) * M + m0) * N, mb, N, kb);
+    }
+  }
+
+  int lhs_, rhs_, out_;
+  ConvGeom g_;
+  int64_t kparts_, kblock_, plan_blocks_;
+  int scratch_w_, scratch_p_, scratch_x_;
+  std::vector<std::vector<int64_t>> tables_;
+};
+
+template <class In, class Acc, class Out>
+class ConvKernel : public ConvCore<Acc> {
+  using Base = ConvCore<Acc>;
+  using Base::g_, Base::kparts_, Base::lhs_, Base::out_, Base::rhs_, Base::scratch_p_, Base::scratch_w_,
+      Base::scratch_x_;
+
+ public:
+  template <class... A>
+  explicit ConvKernel(A&&... a) : Base(std::forward<A>(a)...) {}
+
+  // The kernel as [groups][K][N] in the accumulator type (window reversal applied), and room for the partials.
+  void prepare(RunState& s) const override {
+    const int64_t K = g_.K(), N = g_.cog;
+    std::vector<uint8_t>& wb = s.scratch[static_cast<size_t>(scratch_w_)];
+    wb.resize(static_cast<size_t>(g_.groups * K * N) * sizeof(Acc));
+    Acc* w = reinterpret_cast<Acc*>(wb.data());
+    const In* src = s.at<const In>(rhs_);
+    std::vector<int64_t> ks(static_cast<size_t>(g_.rank), 0);
+    for (int64_t kf = 0; kf < g_.k_spatial; ++kf) {
+      int64_t off = 0, rem = kf;
+      for (int64_t d = g_.rank; d-- > 0;) {
+        const size_t du = static_cast<size_t>(d);
+        int64_t k = rem % g_.k_size[du];
+        rem /= g_.k_size[du];
+        if (g_.reverse[du]) k = g_.k_size[du] - 1 - k;
+        off += k * g_.ks_s[du];
+      }
+      for (int64_t gi = 0; gi < g_.groups; ++gi)
+        for (int64_t ci = 0; ci < g_.cig; ++ci)
+          for (int64_t j = 0; j < N; ++j)
+            w[(gi * K + ci * g_.k_spatial + kf) * N + j] =
+                toAcc(src[off + ci * g_.ks_i + (gi * N + j) * g_.ks_o], static_cast<Acc*>(nullptr));
+    }
+    if constexpr (!std::is_same<In, Acc>::value) {  // the input in the accumulator type, converted once
+      const In* x = s.at<const In>(lhs_);
+      const size_t n = static_cast<size_t>(g_.in_elements);
+      std::vector<uint8_t>& xb = s.scratch[static_cast<size_t>(scratch_x_)];
+      xb.resize(n * sizeof(Acc));
+      Acc* xa = reinterpret_cast<Acc*>(xb.data());
+      for (size_t i = 0; i < n; ++i) xa[i] = toAcc(x[i], static_cast<Acc*>(nullptr));
+    }
+    std::vector<uint8_t>& pb = s.scratch[static_cast<size_t>(scratch_p_)];
+    const size_t bytes = static_cast<size_t>(kparts_ * g_.groups * g_.M() * N) * sizeof(Acc);
+    if (pb.size() < bytes) pb.resize(bytes);
+  }
+
+  void compute(RunState& s, int64_t b, int64_t e) const override { computeStep(s, 0, b, e); }
+
+  void computeStep(RunState& s, size_t step, int64_t b, int64_t e) const override {
+    if (step == 0) {
+      const Acc* x = std::is_same<In, Acc>::value
+                         ? s.at<const Acc>(lhs_)
+                         : reinterpret_cast<const Acc*>(s.scratch[static_cast<size_t>(scratch_x_)].data());
+      this->blocks(s, x, b, e);
+    } else {
+      reduce(s, b, e);
+    }
+  }
+
+ private:
+  // Output elements [b, e) in the output's layout: the sum of their pK partials, converted once.
+  void reduce(RunState& s, int64_t b, int64_t e) const {
+    const int64_t M = g_.M(), N = g_.cog, plane = g_.groups * M * N;
+    const Acc* part = reinterpret_cast<const Acc*>(s.scratch[static_cast<size_t>(scratch_p_)].data());
+    Out* out = s.at<Out>(out_);
+    auto sum = [&](int64_t i, int64_t idx) {
+      Acc acc = part[idx];
+      for (int64_t kp = 1; kp < kparts_; ++kp) {
+        if constexpr (std::is_same<Acc, uint8_t>::value) acc = static_cast<uint8_t>(acc | part[kp * plane + idx]);
+        else acc += part[kp * plane + idx];
+      }
+      // XLA:CPU's convolution (Eigen's contraction) adds each product to a sum that starts at +0, so products that
+      // are all -0 sum to +0; the gemm here starts from the first product.
+      if constexpr (std::is_floating_point<Acc>::value) acc += Acc(0);
+      out[i] = fromAcc<Out>(acc);
+    };
+    if (g_.groups == 1 && b < e) {
+      // One group: the partial's index is linear in the output coordinates, so walk them with an odometer over the
+      // output's dims (outermost first) instead of dividing per element.
+      struct Dim {
+        int64_t stride, extent, coeff;
+      };
+      std::vector<Dim> dims{{g_.os_b, g_.out_batch, g_.out_spatial * N}, {g_.os_f, N, 1}};
+      for (int64_t d = 0, c = N * g_.out_spatial; d < g_.rank; ++d) {
+        const size_t du = static_cast<size_t>(d);
+        c /= std::max<int64_t>(1, g_.out_size[du]);
+        dims.push_back({g_.os_s[du], g_.out_size[du], c});
+      }
+      std::stable_sort(dims.begin(), dims.end(), [](const Dim& x, const Dim& y) { return x.stride > y.stride; });
+      std::vector<int64_t> at(dims.size());
+      int64_t idx = 0;
+      for (size_t d = 0; d < dims.size(); ++d) {
+        at[d] = (b / dims[d].stride) % dims[d].extent;
+        idx += at[d] * dims[d].coeff;
+      }
+      for (int64_t i = b; i < e; ++i) {
+        sum(i, idx);
+        for (size_t d = dims.size(); d-- > 0;) {
+          idx += dims[d].coeff;
+          if (++at[d] < dims[d].extent) break;
+          idx -= dims[d].extent * dims[d].coeff;
+          at[d] = 0;
+        }
+      }
+      return;
+    }
+    for (int64_t i = b; i < e; ++i) {
+      int64_t n = (i / g_.os_b) % g_.out_batch, o = (i / g_.os_f) % (g_.groups * N), srow = 0;
+      for (int64_t d = 0; d < g_.rank; ++d) {
+        const size_t du = static_cast<size_t>(d);
+        srow = srow * g_.out_size[du] + (i / g_.os_s[du]) % g_.out_size[du];
+      }
+      const int64_t gi = o / N, j = o % N;
+      sum(i, (gi * M + n * g_.out_spatial + srow) * N + j);
+    }
+  }
+};
+
+// convKernel for the element types `in` for which Want<its C++ type> holds, else null.
+template <template <class> class Want>
+std::unique_ptr<Kernel> convKernelOf(DType in, DType out, int lhs, int rhs, int out_slot, const ConvGeom& g,
+                                     int64_t kparts, int64_t kblock, int64_t plan_blocks, int scratch_w, int scratch_p,
+                                     int scratch_x) {
+  std::unique_ptr<Kernel> kernel;
+  visitMatmulTypes(in, out, [&](auto i, auto a, auto r) {
+    using In = typename decltype(i)::type;
+    if constexpr (Want<typename decltype(a)::type>::value) {
+      using K = ConvKernel<In, typename decltype(a)::type, typename decltype(r)::type>;
+      kernel = std::make_unique<K>(lhs, rhs, out_slot, g, kparts, kblock, plan_blocks, scratch_w, scratch_p, scratch_x);
+    }
+  });
+  return kernel;
+}
+
+}  // namespace conv_kernels
+}  // namespace ipu
+
+#endif  // JAX_IPU_EMULATOR_SRC_CONV_KERNELS_IMPL_H_
