@@ -197,9 +197,11 @@ class ScatterBase : public Kernel {
     bool operator<(const Target& o) const { return first != o.first ? first < o.first : run < o.run; }
   };
 
-  template <class F>
-  void walk(RunState& s, int64_t b, int64_t e, const F& apply) const {
-    // In place (Node::in_place: the result has the operand's storage) only the updated elements are written.
+  // The runs [first, first + run) that meet [b, e), in update order (runs that overlap with different first targets
+  // must still combine in the order of the updates); and the result's [b, e) copied from the operand unless they
+  // share storage (Node::in_place: only the updated elements are written then). Not a template: walk's callers
+  // are one per element type and combiner, and this (a sort) would be compiled again for each.
+  std::vector<Target> hits(RunState& s, int64_t b, int64_t e) const {
     if (s.ptr[static_cast<size_t>(out_)] != s.ptr[static_cast<size_t>(x_)])
       std::memcpy(s.ptr[static_cast<size_t>(out_)] + b * static_cast<int64_t>(elem_),
                   s.ptr[static_cast<size_t>(x_)] + b * static_cast<int64_t>(elem_), static_cast<size_t>(e - b) * elem_);
@@ -207,13 +209,17 @@ class ScatterBase : public Kernel {
     const std::vector<uint8_t>& buf = s.scratch[static_cast<size_t>(plan_.windows)];
     const Target* all = reinterpret_cast<const Target*>(buf.data());
     const Target* end = all + buf.size() / sizeof(Target);
-    // The runs [first, first + run) that meet [b, e); taken in update order (runs that overlap with different
-    // first targets must still combine in the order of the updates).
     const Target* lo = std::lower_bound(all, end, Target{b - run + 1, 0});
     const Target* hi = std::lower_bound(lo, end, Target{e, 0});
-    std::vector<Target> hits(lo, hi);
-    std::sort(hits.begin(), hits.end(), [](const Target& x, const Target& y) { return x.run < y.run; });
-    for (const Target& h : hits) {
+    std::vector<Target> found(lo, hi);
+    std::sort(found.begin(), found.end(), [](const Target& x, const Target& y) { return x.run < y.run; });
+    return found;
+  }
+
+  template <class F>
+  void walk(RunState& s, int64_t b, int64_t e, const F& apply) const {
+    const int64_t run = runs_.run;
+    for (const Target& h : hits(s, b, e)) {
       const int64_t from = std::max(h.first, b), to = std::min(h.first + run, e);
       const int64_t u = h.run * run - h.first;
       for (int64_t t = from; t < to; ++t) apply(t, u + t);
