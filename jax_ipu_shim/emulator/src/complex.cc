@@ -5,6 +5,7 @@
 // compare and convert, which lowering.cc sends here. The per-element semantics are scalar_ops.h's (XLA:CPU's).
 #include <algorithm>
 #include <functional>
+#include <type_traits>
 
 #include "ipu/cost_model.h"
 #include "ipu/dtype.h"
@@ -69,13 +70,15 @@ std::unique_ptr<Kernel> complexKernel(const Lowerer& lowerer, const OpContext& c
   const std::vector<int>& in = ctx.in;
   std::unique_ptr<Kernel> kernel;
   switch (ctx.info->family) {
+    // (The visitors reach every element type's functors: only those of c64 are compiled into kernels here.)
     case OpFamily::Unary:
       scalar::visitUnary(kind, dt, lowerer.numerics(), [&](auto f, auto a, auto r) {
-        kernel = map1<typename decltype(a)::type, typename decltype(r)::type>(in[0], o, f);
+        using A = typename decltype(a)::type;
+        if constexpr (std::is_same<A, Complex64>::value) kernel = map1<A, typename decltype(r)::type>(in[0], o, f);
       });
       break;
     case OpFamily::Binary:
-      scalar::visitBinary(kind, dt, lowerer.numerics(), [&](auto f, auto t) {
+      scalar::visitBinaryOf<DType::C64>(kind, lowerer.numerics(), [&](auto f, auto t) {
         using T = typename decltype(t)::type;
         kernel = map2<T, T, T>(in[0], in[1], o, f);
       });
@@ -90,7 +93,10 @@ std::unique_ptr<Kernel> complexKernel(const Lowerer& lowerer, const OpContext& c
     }
     case OpFamily::Convert:
       scalar::visitConvert(dt, out, [&](auto f, auto a, auto r) {
-        kernel = map1<typename decltype(a)::type, typename decltype(r)::type>(in[0], o, f);
+        using A = typename decltype(a)::type;
+        using R = typename decltype(r)::type;
+        if constexpr (std::is_same<A, Complex64>::value || std::is_same<R, Complex64>::value)
+          kernel = map1<A, R>(in[0], o, f);
       });
       *codelet = std::string("cast<") + dtypeName(dt) + "," + dtypeName(out) + ">";
       break;

@@ -676,11 +676,11 @@ std::unique_ptr<Kernel> reduceKernelOf(OpKind kind, DType dt, Numerics numerics,
   std::unique_ptr<Kernel> kernel;
   std::optional<Storage<D>> identity;
   if constexpr (D != DType::Bool) identity = laneIdentity<D>(kind);
-  // (visitBinary instantiates its visitor for every element type's reducers: only D's make a kernel here)
-  scalar::visitBinary<true>(kind, dt, numerics, [&](auto f, auto t) {
+  // D's reducers alone (visitBinaryOf): f16, bf16 and u16 share their storage, and each source compiles only its own.
+  if (dt != D) return kernel;
+  scalar::visitBinaryOf<D, true>(kind, numerics, [&](auto f, auto t) {
     using S = typename decltype(t)::type;
-    if constexpr (std::is_same<S, Storage<D>>::value)
-      kernel = make<S>(in, init, out, g, variadic, f, identity, numerics);
+    kernel = make<S>(in, init, out, g, variadic, f, identity, numerics);
   });
   return kernel;
 }

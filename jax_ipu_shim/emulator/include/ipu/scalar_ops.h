@@ -1192,161 +1192,179 @@ bool visitUnary(OpKind k, DType dt, Numerics numerics, V&& v) {
 // `kReducersOnly`: only the combiners of the reducer ops (isReducerKind: a reduce's, scatter's, collective's native
 // kernel) are visited, and only theirs are instantiated, so that a kernel template built per combiner is not compiled
 // for the ops no reduction runs; any other `k` is not found.
+// visitBinary for one element type D known when compiling: only D's functors are instantiated (a kernel template
+// built per element type, reduceKernelOf<D>, visits its own type's alone).
+template <DType D, bool kReducersOnly = false, class V>
+bool visitBinaryOf(OpKind k, Numerics numerics, V&& v, ConstantOperand constant = ConstantOperand::None,
+                   bool windowed = false) {
+  bool found = false;
+  if (kReducersOnly && !isReducerKind(k)) return false;
+  const bool v012 = numerics == Numerics::Jaxlib012;
+  using T = Storage<D>;
+  if constexpr (D == DType::F32 || isNarrowFloat(D)) {
+    auto f = [&](auto op) {
+      v(floatOp2<D>(op), Tag<T>{});
+      return true;
+    };
+    switch (k) {
+      case OpKind::Add: found = f(AddF{}); break;
+      case OpKind::Subtract:
+        if constexpr (!kReducersOnly) found = f(SubtractF{});
+        break;
+      case OpKind::Multiply: found = f(MultiplyF{}); break;
+      case OpKind::Divide:
+        if constexpr (!kReducersOnly) found = f(DivideF{});
+        break;
+      case OpKind::Remainder:
+        if constexpr (!kReducersOnly) found = f(RemainderF{});
+        break;
+      case OpKind::Power:
+        if constexpr (!kReducersOnly) found = f(PowerF{});
+        break;
+      case OpKind::Maximum:
+        // A splat constant operand (an elementwise op's, never a reduction's: not instantiated for reducers).
+        if constexpr (!kReducersOnly) {
+          if (constant != ConstantOperand::None) {
+            if (!v012) found = constant == ConstantOperand::Lhs ? f(MaximumConstantLhsF{}) : f(MaximumConstantF{});
+            else if constexpr (D == DType::F32)
+              found = constant == ConstantOperand::Lhs ? f(MaximumIeeeConstantLhsF{}) : f(MaximumIeeeConstantF{});
+            if (found) break;
+          }
+        }
+        if (!v012) found = f(MaximumF{});
+        else if constexpr (D == DType::F32) found = f(MaximumIeeeF{});
+        else if (ieee16Avx512<D>() && !windowed) found = f(MaximumAvx512F{});
+        else if (ieee16Daz<D>()) found = f(MaximumIeeeF{});  // in f32: bf16 denormals read as zeros
+        else found = f(MaximumIeee16F{});
+        break;
+      case OpKind::Minimum:
+        if constexpr (!kReducersOnly) {  // as Maximum's
+          if (constant != ConstantOperand::None) {
+            if (!v012) found = constant == ConstantOperand::Lhs ? f(MinimumConstantLhsF{}) : f(MinimumConstantF{});
+            else if constexpr (D == DType::F32)
+              found = constant == ConstantOperand::Lhs ? f(MinimumIeeeConstantLhsF{}) : f(MinimumIeeeConstantF{});
+            if (found) break;
+          }
+        }
+        if (!v012) found = f(MinimumF{});
+        else if constexpr (D == DType::F32) found = f(MinimumIeeeF{});
+        else if (ieee16Avx512<D>() && !windowed) found = f(MinimumAvx512F{});
+        else if (ieee16Daz<D>()) found = f(MinimumIeeeF{});  // in f32: bf16 denormals read as zeros
+        else found = f(MinimumIeee16F{});
+        break;
+      case OpKind::Atan2:
+        if constexpr (!kReducersOnly) found = f(Atan2F{});
+        break;
+      case OpKind::NextAfter:
+        if constexpr (kReducersOnly) break;
+        else if constexpr (D == DType::F32) found = f(NextAfterF{});
+        else v(NextAfter16<FloatFormat<D>>{}, Tag<T>{}), found = true;
+        break;
+      default: break;
+    }
+  } else if constexpr (D == DType::F64) {  // the emulated f64: one functor per op, for both numerics but max/min
+    auto f = [&](auto op) { return v(op, Tag<double>{}), true; };
+    switch (k) {
+      case OpKind::Add: found = f(AddD{}); break;
+      case OpKind::Multiply: found = f(MultiplyD{}); break;
+      case OpKind::Maximum: found = v012 ? f(MaximumIeeeD{}) : f(MaximumD{}); break;
+      case OpKind::Minimum: found = v012 ? f(MinimumIeeeD{}) : f(MinimumD{}); break;
+      default:
+        if constexpr (!kReducersOnly) {
+          switch (k) {
+            IPU_F64_BINARY_OPS(IPU_F64_CASE)
+            default: break;
+          }
+        }
+        break;
+    }
+  } else if constexpr (D == DType::C64) {
+    auto f = [&](auto op) {
+      v(op, Tag<Complex64>{});
+      return true;
+    };
+    switch (k) {
+      case OpKind::Add: found = f(AddC{}); break;
+      case OpKind::Subtract:
+        if constexpr (!kReducersOnly) found = f(SubtractC{});
+        break;
+      case OpKind::Multiply: found = v012 ? f(MultiplyC012{}) : f(MultiplyC{}); break;
+      case OpKind::Divide:
+        if constexpr (!kReducersOnly) found = f(DivideC{});
+        break;
+      case OpKind::Power:
+        if constexpr (!kReducersOnly) found = v012 ? f(PowerC012{}) : f(PowerC{});
+        break;
+      default: break;
+    }
+  } else if constexpr (D == DType::Bool) {
+    switch (k) {
+      case OpKind::And:
+      case OpKind::Minimum:
+        v(AndB{}, Tag<uint8_t>{});
+        found = true;
+        break;
+      case OpKind::Or:
+      case OpKind::Maximum:
+        v(OrB{}, Tag<uint8_t>{});
+        found = true;
+        break;
+      case OpKind::Xor:
+        if constexpr (!kReducersOnly) {
+          v(XorB{}, Tag<uint8_t>{});
+          found = true;
+        }
+        break;
+      default: break;
+    }
+  } else if constexpr (std::is_integral<T>::value) {
+    auto f = [&](auto op) {
+      v(op, Tag<T>{});
+      return true;
+    };
+    switch (k) {
+      case OpKind::Add: found = f(AddI<T>{}); break;
+      case OpKind::Subtract:
+        if constexpr (!kReducersOnly) found = f(SubtractI<T>{});
+        break;
+      case OpKind::Multiply: found = f(MultiplyI<T>{}); break;
+      case OpKind::Divide:
+        if constexpr (!kReducersOnly) found = f(DivideI<T>{});
+        break;
+      case OpKind::Remainder:
+        if constexpr (!kReducersOnly) found = f(RemainderI<T>{});
+        break;
+      case OpKind::Power:
+        if constexpr (!kReducersOnly) found = f(PowerI<T>{});
+        break;
+      case OpKind::Maximum: found = f(MaximumI<T>{}); break;
+      case OpKind::Minimum: found = f(MinimumI<T>{}); break;
+      case OpKind::And: found = f(AndI<T>{}); break;
+      case OpKind::Or: found = f(OrI<T>{}); break;
+      case OpKind::Xor:
+        if constexpr (!kReducersOnly) found = f(XorI<T>{});
+        break;
+      case OpKind::ShiftLeft:
+        if constexpr (!kReducersOnly) found = f(ShiftLeftI<T>{});
+        break;
+      case OpKind::ShiftRightArithmetic:
+        if constexpr (!kReducersOnly) found = f(ShiftRightArithmeticI<T>{});
+        break;
+      case OpKind::ShiftRightLogical:
+        if constexpr (!kReducersOnly) found = f(ShiftRightLogicalI<T>{});
+        break;
+      default: break;
+    }
+  }
+  return found;
+}
+
 template <bool kReducersOnly = false, class V>
 bool visitBinary(OpKind k, DType dt, Numerics numerics, V&& v, ConstantOperand constant = ConstantOperand::None,
                  bool windowed = false) {
   bool found = false;
-  if (kReducersOnly && !isReducerKind(k)) return false;
-  const bool v012 = numerics == Numerics::Jaxlib012;
   visitDType(dt, [&](auto tag) {
-    constexpr DType D = decltype(tag)::value;
-    using T = Storage<D>;
-    if constexpr (D == DType::F32 || isNarrowFloat(D)) {
-      auto f = [&](auto op) {
-        v(floatOp2<D>(op), Tag<T>{});
-        return true;
-      };
-      switch (k) {
-        case OpKind::Add: found = f(AddF{}); break;
-        case OpKind::Subtract:
-          if constexpr (!kReducersOnly) found = f(SubtractF{});
-          break;
-        case OpKind::Multiply: found = f(MultiplyF{}); break;
-        case OpKind::Divide:
-          if constexpr (!kReducersOnly) found = f(DivideF{});
-          break;
-        case OpKind::Remainder:
-          if constexpr (!kReducersOnly) found = f(RemainderF{});
-          break;
-        case OpKind::Power:
-          if constexpr (!kReducersOnly) found = f(PowerF{});
-          break;
-        case OpKind::Maximum:
-          if (!v012 && constant == ConstantOperand::Lhs) found = f(MaximumConstantLhsF{});
-          else if (!v012) found = constant == ConstantOperand::Rhs ? f(MaximumConstantF{}) : f(MaximumF{});
-          else if constexpr (D == DType::F32)
-            found = constant == ConstantOperand::Rhs   ? f(MaximumIeeeConstantF{})
-                    : constant == ConstantOperand::Lhs ? f(MaximumIeeeConstantLhsF{})
-                                                       : f(MaximumIeeeF{});
-          else if (ieee16Avx512<D>() && !windowed) found = f(MaximumAvx512F{});
-          else if (ieee16Daz<D>()) found = f(MaximumIeeeF{});  // in f32: bf16 denormals read as zeros
-          else found = f(MaximumIeee16F{});
-          break;
-        case OpKind::Minimum:
-          if (!v012 && constant == ConstantOperand::Lhs) found = f(MinimumConstantLhsF{});
-          else if (!v012) found = constant == ConstantOperand::Rhs ? f(MinimumConstantF{}) : f(MinimumF{});
-          else if constexpr (D == DType::F32)
-            found = constant == ConstantOperand::Rhs   ? f(MinimumIeeeConstantF{})
-                    : constant == ConstantOperand::Lhs ? f(MinimumIeeeConstantLhsF{})
-                                                       : f(MinimumIeeeF{});
-          else if (ieee16Avx512<D>() && !windowed) found = f(MinimumAvx512F{});
-          else if (ieee16Daz<D>()) found = f(MinimumIeeeF{});  // in f32: bf16 denormals read as zeros
-          else found = f(MinimumIeee16F{});
-          break;
-        case OpKind::Atan2:
-          if constexpr (!kReducersOnly) found = f(Atan2F{});
-          break;
-        case OpKind::NextAfter:
-          if constexpr (kReducersOnly) break;
-          else if constexpr (D == DType::F32) found = f(NextAfterF{});
-          else v(NextAfter16<FloatFormat<D>>{}, Tag<T>{}), found = true;
-          break;
-        default: break;
-      }
-    } else if constexpr (D == DType::F64) {  // the emulated f64: one functor per op, for both numerics but max/min
-      auto f = [&](auto op) { return v(op, Tag<double>{}), true; };
-      switch (k) {
-        case OpKind::Add: found = f(AddD{}); break;
-        case OpKind::Multiply: found = f(MultiplyD{}); break;
-        case OpKind::Maximum: found = v012 ? f(MaximumIeeeD{}) : f(MaximumD{}); break;
-        case OpKind::Minimum: found = v012 ? f(MinimumIeeeD{}) : f(MinimumD{}); break;
-        default:
-          if constexpr (!kReducersOnly) {
-            switch (k) {
-              IPU_F64_BINARY_OPS(IPU_F64_CASE)
-              default: break;
-            }
-          }
-          break;
-      }
-    } else if constexpr (D == DType::C64) {
-      auto f = [&](auto op) {
-        v(op, Tag<Complex64>{});
-        return true;
-      };
-      switch (k) {
-        case OpKind::Add: found = f(AddC{}); break;
-        case OpKind::Subtract:
-          if constexpr (!kReducersOnly) found = f(SubtractC{});
-          break;
-        case OpKind::Multiply: found = v012 ? f(MultiplyC012{}) : f(MultiplyC{}); break;
-        case OpKind::Divide:
-          if constexpr (!kReducersOnly) found = f(DivideC{});
-          break;
-        case OpKind::Power:
-          if constexpr (!kReducersOnly) found = v012 ? f(PowerC012{}) : f(PowerC{});
-          break;
-        default: break;
-      }
-    } else if constexpr (D == DType::Bool) {
-      switch (k) {
-        case OpKind::And:
-        case OpKind::Minimum:
-          v(AndB{}, Tag<uint8_t>{});
-          found = true;
-          break;
-        case OpKind::Or:
-        case OpKind::Maximum:
-          v(OrB{}, Tag<uint8_t>{});
-          found = true;
-          break;
-        case OpKind::Xor:
-          if constexpr (!kReducersOnly) {
-            v(XorB{}, Tag<uint8_t>{});
-            found = true;
-          }
-          break;
-        default: break;
-      }
-    } else if constexpr (std::is_integral<T>::value) {
-      auto f = [&](auto op) {
-        v(op, Tag<T>{});
-        return true;
-      };
-      switch (k) {
-        case OpKind::Add: found = f(AddI<T>{}); break;
-        case OpKind::Subtract:
-          if constexpr (!kReducersOnly) found = f(SubtractI<T>{});
-          break;
-        case OpKind::Multiply: found = f(MultiplyI<T>{}); break;
-        case OpKind::Divide:
-          if constexpr (!kReducersOnly) found = f(DivideI<T>{});
-          break;
-        case OpKind::Remainder:
-          if constexpr (!kReducersOnly) found = f(RemainderI<T>{});
-          break;
-        case OpKind::Power:
-          if constexpr (!kReducersOnly) found = f(PowerI<T>{});
-          break;
-        case OpKind::Maximum: found = f(MaximumI<T>{}); break;
-        case OpKind::Minimum: found = f(MinimumI<T>{}); break;
-        case OpKind::And: found = f(AndI<T>{}); break;
-        case OpKind::Or: found = f(OrI<T>{}); break;
-        case OpKind::Xor:
-          if constexpr (!kReducersOnly) found = f(XorI<T>{});
-          break;
-        case OpKind::ShiftLeft:
-          if constexpr (!kReducersOnly) found = f(ShiftLeftI<T>{});
-          break;
-        case OpKind::ShiftRightArithmetic:
-          if constexpr (!kReducersOnly) found = f(ShiftRightArithmeticI<T>{});
-          break;
-        case OpKind::ShiftRightLogical:
-          if constexpr (!kReducersOnly) found = f(ShiftRightLogicalI<T>{});
-          break;
-        default: break;
-      }
-    }
+    found = visitBinaryOf<decltype(tag)::value, kReducersOnly>(k, numerics, v, constant, windowed);
   });
   return found;
 }

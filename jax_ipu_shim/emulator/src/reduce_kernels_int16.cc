@@ -1,12 +1,9 @@
-// ReduceKernel for bool and the 8- and 16-bit integers (see reduce_kernels.h).
+// ReduceKernel for the 16-bit integers (see reduce_kernels.h).
 #include "reduce_kernels.h"
 
 namespace ipu {
 namespace reduce_kernels {
 
-IPU_REDUCE_KERNEL_OF(DType::Bool);
-IPU_REDUCE_KERNEL_OF(DType::I8);
-IPU_REDUCE_KERNEL_OF(DType::U8);
 IPU_REDUCE_KERNEL_OF(DType::I16);
 IPU_REDUCE_KERNEL_OF(DType::U16);
 
