@@ -749,6 +749,12 @@ ACCEPTED: List[Accepted] = [
              "vectors' bits everywhere (the README names only the denormals of arrays of 2 to 7 elements)",
              XLA_APPROXIMATIONS + ("softmax", "log_softmax", "logsumexp"), ("float32",), 1, when="unvectorised",
              open=True),
+    Accepted("open: jaxlib 0.12's XLA:CPU computes the last n mod 8 elements of an f32 tanh over more than 8 in its "
+             "loop's epilogue, and where that remainder is 2 or 4 (narrower vectors) rounds some values an ulp below "
+             "its long vectors' result: tanh(3.5) is 0x3f7f8897 in f32[8] and in the first 8 of f32[10], 0x3f7f8896 "
+             "in the last 2 of f32[10], [12], ..., [250], where remainders of 1, 3, 5, 6 or 7 agree (fuzz seed "
+             "20285512 #379); the ipu gives the long vectors' bits everywhere", ("tanh",), ("float32",), 1,
+             series="0.12", when="epilogue_of_2_or_4", open=True),
     Accepted("open: XLA:CPU's bf16 arithmetic on this AVX-512 host reads some bf16 denormals and signed zeros "
              "otherwise than the emulator, and keeps some bf16 values in f32 where moves stand between an op and its "
              "convert to f32, or in the dots jaxlib 0.12 computes in its own loops (small ones; larger go to a "
@@ -1454,6 +1460,7 @@ def _negative_base_computed_exponent(step, program, values) -> bool:  # noqa: AN
 WHEN = {
     "zero_by_zero": lambda step, program, values: _zero_by_zero(values),
     "unvectorised": _unvectorised,
+    "epilogue_of_2_or_4": lambda step, program, values: step.size > 8 and step.size % 8 in (2, 4),
     "denormal_operand": lambda step, program, values: _denormal_operand(values()),
     "empty_operand": lambda step, program, values: any(program.var(r).size == 0 for r in step.reads),
     "denormal_operand_or_padding": lambda step, program, values: (
