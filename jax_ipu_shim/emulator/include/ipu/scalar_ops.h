@@ -1191,9 +1191,9 @@ bool visitUnary(OpKind k, DType dt, Numerics numerics, V&& v) {
 // and minimum read denormals as zeros on an AVX-512 host too (ieee16Avx512 is the elementwise ops' and reduce's).
 // `kReducersOnly`: only the combiners of the reducer ops (isReducerKind: a reduce's, scatter's, collective's native
 // kernel) are visited, and only theirs are instantiated, so that a kernel template built per combiner is not compiled
-// for the ops no reduction runs; any other `k` is not found.
-// visitBinary for one element type D known when compiling: only D's functors are instantiated (a kernel template
-// built per element type, reduceKernelOf<D>, visits its own type's alone).
+// for the ops no reduction runs; any other `k` is not found. visitBinaryOf<D> is the same for one element type D
+// known when compiling: only D's functors are instantiated (a kernel template built per element type,
+// reduceKernelOf<D>, visits its own type's alone; visitBinary instantiates every type's).
 template <DType D, bool kReducersOnly = false, class V>
 bool visitBinaryOf(OpKind k, Numerics numerics, V&& v, ConstantOperand constant = ConstantOperand::None,
                    bool windowed = false) {
