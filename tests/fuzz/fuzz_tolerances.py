@@ -598,8 +598,11 @@ ACCEPTED: List[Accepted] = [
              "(the second product fused into the first's overflowed sum), and the emulator always fuses in k order "
              "(measured with -2 * 3.4e38 and 1.5 * 3.4e38 at k and k + gap: f32[18, 64] @ f32[64, 5] and [64, 8] "
              "give NaN at every gap, [64, 64] -inf; f32[1, 64] @ f32[64, 1] NaN at gaps 1, 8, 16, f32[2, 64] @ "
-             "f32[64, 1] only at gap 1; fuzz seed 20270301 #1110), and what reads the dot (a sort) may move by "
-             "anything", ("dot",), ("float32",), 8, per="any", series="0.12", when="products_overflow", open=True),
+             "f32[64, 1] only at gap 1; fuzz seed 20270301 #1110), and what reads the dot (a sort, an argmin) may "
+             "move by anything; so with bf16 and f16 operands, whose products are summed in f32 (bf16[6, 4, 5] @ "
+             "bf16[6, 5, 16] with 3.4e38 and -3.4e38 in a row: NaN on cpu, -inf on the ipu, fuzz seed 20285522 "
+             "#346)", ("dot",), ("float32", "bfloat16", "float16"), 8, per="any", series="0.12",
+             when="products_overflow", open=True),
     Accepted("open: jaxlib 0.12's XLA:CPU adds a window's terms in an order that depends on the shape and the "
              "padding, which the emulator does not reproduce (probed with M, -M and 1 placed in a window: f32[6, 4] "
              "window 3x2 padded 1 on each side of dim 1 adds column by column, unpadded row by row; f32[4, 7, 2] "
