@@ -21,6 +21,12 @@ CASES = [
      lambda x: np.broadcast_to(x[..., None], (3, 4, 5, 2))),
     ("broadcast_in_dim", (6, 7), (5, 7, 6), {"broadcast_dimensions": [2, 1]},
      lambda x: np.broadcast_to(x.T[None], (5, 7, 6))),
+    # rows that alias through an outer broadcast dim, whose first and last rows on a tile are partial
+    ("broadcast_in_dim", (5,), (4, 3, 5), {"broadcast_dimensions": [2]}, lambda x: np.broadcast_to(x, (4, 3, 5))),
+    ("broadcast_in_dim", (4, 7), (4, 3, 7, 2), {"broadcast_dimensions": [0, 2]},
+     lambda x: np.broadcast_to(x[:, None, :, None], (4, 3, 7, 2))),
+    ("broadcast_in_dim", (3,), (3, 4, 7), {"broadcast_dimensions": [0]},
+     lambda x: np.broadcast_to(x[:, None, None], (3, 4, 7))),
     ("transpose", (37, 53), (53, 37), {"permutation": [1, 0]}, lambda x: x.T),
     ("transpose", (4, 6, 10), (10, 4, 6), {"permutation": [2, 0, 1]}, lambda x: x.transpose(2, 0, 1)),
     ("transpose", (300, 2), (2, 300), {"permutation": [1, 0]}, lambda x: x.T),
@@ -74,7 +80,8 @@ def _reduce_program(shape, dims, dtype="f32"):
 
 @pytest.mark.parametrize("num_tiles", [1, 7, 64, 1472])
 @pytest.mark.parametrize("shape, dims", [((37, 53), (1,)), ((37, 53), (0,)), ((4, 6, 10), (0, 2)),
-                                         ((4, 6, 10), (1,)), ((300, 2), (0,)), ((200, 150), (0,))])
+                                         ((4, 6, 10), (1,)), ((300, 2), (0,)), ((200, 150), (0,)),
+                                         ((8, 5, 6, 16), (0, 1, 2))])
 def test_reduce_partials_per_run_equal_per_element(shape, dims, num_tiles, rng):
     p = _reduce_program(shape, dims)
     fast, slow = _compile(p, num_tiles, False), _compile(p, num_tiles, True)

@@ -1,6 +1,7 @@
 #include "ipu/mapping.h"
 
-#include <unordered_map>
+#include <algorithm>
+#include <tuple>
 #include <unordered_set>
 
 namespace ipu {
@@ -62,6 +63,9 @@ StridedMap::StridedMap(const std::vector<int64_t>& shape, const std::vector<int6
     reach += m.first * (m.second - 1);
   }
   rows_ = rows_ && !per_element;  // per element: one run per distinct element
+  // Rows alias only through a stride-0 dim other than the innermost (the rows' own dim).
+  for (size_t d = 0; d + 1 < dims_.size(); ++d)
+    if (steps_[d] == 0) aliases_ = true;
 }
 
 int64_t StridedMap::image(int64_t i) const {
@@ -85,30 +89,79 @@ void StridedMap::forEachRun(int64_t b, int64_t e, const std::function<void(int64
   // only in stride-0 dims, i.e. when their first images are equal; their k ranges are then merged.
   const size_t rank = dims_.size();
   const int64_t len = rank ? dims_[rank - 1] : 1, step = rank ? steps_[rank - 1] : 0;
-  std::unordered_map<int64_t, std::vector<std::pair<int64_t, int64_t>>> rows;  // row image -> k intervals
-  std::vector<int64_t> order;  // first-seen order of the row images, so that runs come out deterministically
-  for (int64_t row = b / len; row * len < e; ++row) {
-    const int64_t first = image(row * len);
-    auto& ks = rows[first];
-    if (ks.empty()) order.push_back(first);
-    ks.emplace_back(std::max<int64_t>(0, b - row * len), std::min(len, e - row * len));
+  // Each row's first image, walking the outer coordinates as an odometer (no division per row).
+  const size_t outer = rank ? rank - 1 : 0;
+  const int64_t r0 = b / len;
+  std::vector<int64_t> coord(outer);
+  for (size_t d = outer, r = static_cast<size_t>(r0); d-- > 0;) {
+    coord[d] = static_cast<int64_t>(r) % dims_[d];
+    r /= static_cast<size_t>(dims_[d]);
   }
-  for (int64_t first : order) {
-    auto& ks = rows[first];
+  int64_t first = image(r0 * len);
+  auto nextRow = [&] {
+    for (size_t d = outer; d-- > 0;) {
+      first += steps_[d];
+      if (++coord[d] < dims_[d]) return;
+      first -= steps_[d] * dims_[d];
+      coord[d] = 0;
+    }
+  };
+  if (!aliases_) {  // every row reads elements of its own: its one interval, in row order (as merging gives)
+    for (int64_t row = r0; row * len < e; ++row, nextRow()) {
+      const int64_t kb = std::max<int64_t>(0, b - row * len), ke = std::min(len, e - row * len);
+      if (step == 0) run(first, 0, 1);
+      else run(first + kb * step, step, ke - kb);
+    }
+    return;
+  }
+  // Rows that alias: each row's (image, k interval), a row of the same image as the one before merged at once (a
+  // broadcast's rows), then sorted by image and merged. The sums the callers take do not depend on the order of the
+  // runs.
+  struct Piece {
+    int64_t first, kb, ke;
+    bool operator<(const Piece& o) const { return std::tie(first, kb, ke) < std::tie(o.first, o.kb, o.ke); }
+  };
+  std::vector<Piece> pieces;
+  auto add = [&](int64_t kb, int64_t ke) {
+    Piece* last = pieces.empty() ? nullptr : &pieces.back();
+    if (last && last->first == first && kb <= last->ke && last->kb <= ke) {
+      last->kb = std::min(last->kb, kb);
+      last->ke = std::max(last->ke, ke);
+    } else {
+      pieces.push_back({first, kb, ke});
+    }
+  };
+  // When the dim just outside the rows is a broadcast (stride 0), its rows share one image: those between a
+  // block's first and last row are whole rows, added at once.
+  const bool broadcast_rows = steps_[outer - 1] == 0;
+  const int64_t row_end = (e + len - 1) / len;
+  for (int64_t row = r0; row < row_end; ++row, nextRow()) {
+    add(std::max<int64_t>(0, b - row * len), std::min(len, e - row * len));
+    if (!broadcast_rows) continue;
+    const int64_t k = std::min(dims_[outer - 1] - 1 - coord[outer - 1], row_end - 1 - row);  // rows left in block
+    if (k >= 2) {
+      add(0, len);
+      row += k - 1;
+      coord[outer - 1] += k - 1;
+    }
+  }
+  std::sort(pieces.begin(), pieces.end());
+  for (size_t i = 0; i < pieces.size();) {
+    const int64_t at = pieces[i].first;
     if (step == 0) {  // the row reads one element, however many times
-      run(first, 0, 1);
+      run(at, 0, 1);
+      while (i < pieces.size() && pieces[i].first == at) ++i;
       continue;
     }
-    std::sort(ks.begin(), ks.end());
-    int64_t kb = ks[0].first, ke = ks[0].second;
-    for (size_t i = 1; i < ks.size(); ++i) {
-      if (ks[i].first > ke) {
-        run(first + kb * step, step, ke - kb);
-        kb = ks[i].first;
+    int64_t kb = pieces[i].kb, ke = pieces[i].ke;
+    for (++i; i < pieces.size() && pieces[i].first == at; ++i) {
+      if (pieces[i].kb > ke) {
+        run(at + kb * step, step, ke - kb);
+        kb = pieces[i].kb;
       }
-      ke = std::max(ke, ks[i].second);
+      ke = std::max(ke, pieces[i].ke);
     }
-    run(first + kb * step, step, ke - kb);
+    run(at + kb * step, step, ke - kb);
   }
 }
 

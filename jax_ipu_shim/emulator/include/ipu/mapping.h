@@ -85,6 +85,7 @@ class StridedMap {
   std::vector<int64_t> dims_, steps_;  // coalesced: size-1 dims dropped, exactly nested dims merged
   int64_t base_ = 0;
   bool rows_ = true;  // only stride-0 dims alias (the moving dims form a mixed radix): rows can be counted by image
+  bool aliases_ = false;  // two rows can read the same elements (an outer dim of stride 0): their runs are merged
 };
 
 }  // namespace ipu
