@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import warnings
 
 import jax
@@ -118,3 +119,15 @@ def test_xla_options_for_other_compilers_are_checked_then_ignored(caplog):
     assert float(compiled(np.float32(2))) == 5.0
     if BACKEND == "ipu":
         assert "xla_cpu_enable_fast_math=True is XLA's and means nothing to the ipu compiler" in caplog.text
+
+
+def test_xla_dump_to_is_ignored_on_the_ipu_and_writes_nothing(tmp_path, caplog):
+    """The ipu's compiler is not XLA's: ``xla_dump_to`` is accepted and ignored with a warning, and checking it does
+    not leave XLA's dump of some other module in the user's directory."""
+    lowered = jax.jit(lambda x: x * 3.0, backend=BACKEND).lower(np.float32(2))
+    with caplog.at_level(logging.WARNING):
+        compiled = lowered.compile(compiler_options={"xla_dump_to": str(tmp_path)})
+    assert float(compiled(np.float32(2))) == 6.0
+    if BACKEND == "ipu":
+        assert "xla_dump_to" in caplog.text and "means nothing to the ipu compiler" in caplog.text
+        assert sorted(os.listdir(str(tmp_path))) == []

@@ -117,11 +117,8 @@ void StridedMap::forEachRun(int64_t b, int64_t e, const std::function<void(int64
   // Rows that alias: each row's (image, k interval), a row of the same image as the one before merged at once (a
   // broadcast's rows), then sorted by image and merged. The sums the callers take do not depend on the order of the
   // runs.
-  struct Piece {
-    int64_t first, kb, ke;
-    bool operator<(const Piece& o) const { return std::tie(first, kb, ke) < std::tie(o.first, o.kb, o.ke); }
-  };
-  std::vector<Piece> pieces;
+  std::vector<Piece>& pieces = pieces_;  // kept between calls: a map is asked once per tile
+  pieces.clear();
   auto add = [&](int64_t kb, int64_t ke) {
     Piece* last = pieces.empty() ? nullptr : &pieces.back();
     if (last && last->first == first && kb <= last->ke && last->kb <= ke) {

@@ -356,6 +356,18 @@ def install_jax_cache(platform: str, around_compile: Callable[[str], Any]) -> No
     dispatch.compile_or_get_cached = compile_or_get_cached
 
 
+class _ListedPlatform:
+    """A backend as jax's persistent cache check sees it: named as a platform jax lists ("cpu"), all else its own."""
+
+    platform = "cpu"
+
+    def __init__(self, backend: Any) -> None:
+        self._backend = backend
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._backend, name)
+
+
 def _install_current_jax_cache(platform: str, around_compile: Callable[[str], Any]) -> None:
     """The current series: jax's own compile path has a persistent cache, used only for the platforms it lists;
     we add the ipu (its key covers the module, devices, options, jaxlib and the platform version: chip, tiles,
@@ -370,7 +382,9 @@ def _install_current_jax_cache(platform: str, around_compile: Callable[[str], An
 
     def is_cache_used(backend: Any) -> bool:
         if getattr(backend, "platform", None) == platform:
-            return compilation_cache._is_cache_enabled()
+            # jax's own check, with the ipu among the platforms it lists: it reports its adoption metrics once per
+            # process and memoises its answer for every backend, whichever asks first.
+            return original_is_cache_used(_ListedPlatform(backend))
         return original_is_cache_used(backend)
 
     def compile_or_get_cached(backend, computation, *args, **kwargs):

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <tuple>
 #include <vector>
 
 namespace ipu {
@@ -86,6 +87,12 @@ class StridedMap {
   int64_t base_ = 0;
   bool rows_ = true;  // only stride-0 dims alias (the moving dims form a mixed radix): rows can be counted by image
   bool aliases_ = false;  // two rows can read the same elements (an outer dim of stride 0): their runs are merged
+  // forEachRun's rows of one image: (first image, k interval), sorted to merge the rows that alias.
+  struct Piece {
+    int64_t first, kb, ke;
+    bool operator<(const Piece& o) const { return std::tie(first, kb, ke) < std::tie(o.first, o.kb, o.ke); }
+  };
+  mutable std::vector<Piece> pieces_;  // scratch of forEachRun (so a map is not shared between threads)
 };
 
 }  // namespace ipu
