@@ -157,6 +157,25 @@ def test_the_compiler_fingerprint_covers_the_native_library(monkeypatch, tmp_pat
         cache.compiler_fingerprint.cache_clear()
 
 
+def test_the_loaded_library_is_known_by_its_build_id(tmp_path):
+    """The library this process loaded names itself (JaxIpu_BuildId: a hash of what the build linked it from), so a
+    process's first cached compile does not hash the whole library; a copy elsewhere is known by its bytes."""
+    import re
+    import shutil
+
+    from jax_ipu import _native
+    from jax_ipu import executable_cache as cache
+
+    path = _native.library_path()
+    own = _native.build_id(path)
+    assert own is not None and re.fullmatch(r"[0-9a-f]{64}", own)
+    assert cache._library_identity(path) == b"jax-ipu build " + own.encode()
+    copy = tmp_path / "libjax_ipu.so"
+    shutil.copyfile(path, str(copy))
+    assert _native.build_id(str(copy)) is None
+    assert cache._library_identity(str(copy)).startswith(b"sha256 ")
+
+
 def damage_truncate(path, data):
     return data[: len(data) // 2]
 

@@ -42,6 +42,10 @@ JAX_IPU_EXPORT char* JaxIpu_LastRunProfile(void* executable);
 JAX_IPU_EXPORT void JaxIpu_Destroy(void* executable);
 /* The op registry (registryJson): the compiler front end learns the ops, families and dtypes from here. */
 JAX_IPU_EXPORT char* JaxIpu_OpRegistry(void);
+/* The library's identity: a hash of what it was linked from (its objects, named by the hashes of their sources, the
+ * link command and the exports), which the build writes into a generated source of its own
+ * (build_tools/native.py). The executable cache keys on it instead of hashing the library's bytes. */
+JAX_IPU_EXPORT char* JaxIpu_BuildId(void);
 /* The host timeline (PVTI_OPTIONS): switch it on or off; take the spans recorded so far (JSON, see trace.h). */
 JAX_IPU_EXPORT void JaxIpu_TraceEnable(int on);
 JAX_IPU_EXPORT char* JaxIpu_TraceTake(void);

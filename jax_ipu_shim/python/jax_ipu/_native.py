@@ -35,6 +35,7 @@ SIGNATURES: Dict[str, Tuple[Any, List[Any]]] = {
     "JaxIpu_LastRunProfile": (c_void_p, [c_void_p]),
     "JaxIpu_Destroy": (None, [c_void_p]),
     "JaxIpu_OpRegistry": (c_void_p, []),
+    "JaxIpu_BuildId": (c_void_p, []),
     "JaxIpu_TraceEnable": (None, [c_int]),
     "JaxIpu_TraceTake": (c_void_p, []),
     "JaxIpu_FreeString": (None, [c_void_p]),
@@ -83,7 +84,21 @@ def load() -> ctypes.CDLL:
         if function is not None:
             function.restype = restype
             function.argtypes = argtypes
+    _loaded_from.append(path)
     return lib
+
+
+_loaded_from: List[str] = []  # the path load() loaded the library from
+
+
+def build_id(path: str) -> Optional[str]:
+    """JaxIpu_BuildId of the library this process loaded, if ``path`` is that library and it has one; else None."""
+    lib = load()
+    if not _loaded_from or os.path.realpath(path) != os.path.realpath(_loaded_from[0]):
+        return None
+    if getattr(lib, "JaxIpu_BuildId", None) is None:  # a library built without it
+        return None
+    return take_string(lib, lib.JaxIpu_BuildId()) or None
 
 
 def device_stats(device_id: int) -> Optional[Dict[str, Any]]:
