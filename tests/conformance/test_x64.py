@@ -105,7 +105,8 @@ def test_64_bit_integer_unary_ops(dtype):
 def test_conversions_between_64_bit_and_narrow_types():
     x = np.array(F64_SPECIAL + [1 + 2.0 ** -11, 1 + 2.0 ** -11 + 2.0 ** -40, 65519.99, 1e-7, 2.0 ** 64, -2.0 ** 63,
                                 3.0e9, -1.5, 0.9999999999999999])
-    # f64 -> f16/bf16 rounds once (no double rounding through f32); f64 -> integers saturate; NaN -> 0
+    # f64 -> f16/bf16 as XLA:CPU on this host (once with AVX512-FP16, else through f32: 1 + 2^-11 + 2^-40 tells
+    # them apart); f64 -> integers saturate; NaN -> 0
     check(lambda x: (x.astype(jnp.float32), x.astype(jnp.float16), x.astype(jnp.bfloat16), x.astype(jnp.int64),
                      x.astype(jnp.uint64), x.astype(jnp.int32), x.astype(jnp.uint8)), x)
     i = np.array(I64_SPECIAL, np.int64)
