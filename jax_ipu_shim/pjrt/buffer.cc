@@ -39,6 +39,21 @@ constexpr TypeInfo kTypes[] = {
     {PJRT_Buffer_Type_C128, "complex128", 16, 18},
     {PJRT_Buffer_Type_F8E5M2, "float8_e5m2", 1, 19},
     {PJRT_Buffer_Type_F8E4M3FN, "float8_e4m3fn", 1, 20},
+#if JAX_IPU_PJRT_MINOR >= 90
+    // Held as jax hands them over, one element per byte (the sub-byte integers unpacked): a buffer of these types
+    // moves and round-trips; a program that computes on them is refused by name.
+    {PJRT_Buffer_Type_S4, "int4", 1, 21},
+    {PJRT_Buffer_Type_U4, "uint4", 1, 22},
+    {PJRT_Buffer_Type_F8E4M3B11FNUZ, "float8_e4m3b11fnuz", 1, 23},
+    {PJRT_Buffer_Type_F8E5M2FNUZ, "float8_e5m2fnuz", 1, 24},
+    {PJRT_Buffer_Type_F8E4M3FNUZ, "float8_e4m3fnuz", 1, 25},
+    {PJRT_Buffer_Type_S2, "int2", 1, 26},
+    {PJRT_Buffer_Type_U2, "uint2", 1, 27},
+    {PJRT_Buffer_Type_F8E4M3, "float8_e4m3", 1, 28},
+    {PJRT_Buffer_Type_F8E3M4, "float8_e3m4", 1, 29},
+    {PJRT_Buffer_Type_F4E2M1FN, "float4_e2m1fn", 1, 32},
+    {PJRT_Buffer_Type_F8E8M0FNU, "float8_e8m0fnu", 1, 33},
+#endif
 };
 
 const TypeInfo* Find(PJRT_Buffer_Type type) {
