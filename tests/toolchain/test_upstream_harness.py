@@ -141,6 +141,17 @@ def test_multi_device_files_run_apart_with_four_devices_unless_devices_is_given(
     assert run_upstream.device_groups(["pmap_test.py"], None) == [(4, ["pmap_test.py"])]
 
 
+def test_a_file_that_requests_cpu_devices_gets_as_many_ipus(tmp_path) -> None:
+    (tmp_path / "array_test.py").write_text("jtu.request_cpu_devices(8)\n")
+    (tmp_path / "mutable_array_test.py").write_text("from x import y\njtu.request_cpu_devices(2)\n")
+    (tmp_path / "debugger_test.py").write_text("jtu.set_host_platform_device_count(2)  # 0.4.13\n")
+    (tmp_path / "lax_test.py").write_text("import jax\n")
+    files = ["lax_test.py", "array_test.py", "mutable_array_test.py", "debugger_test.py"]
+    assert run_upstream.device_groups(files, None, tmp_path) == [
+        (None, ["lax_test.py"]), (2, ["mutable_array_test.py", "debugger_test.py"]), (8, ["array_test.py"])]
+    assert run_upstream.requested_devices(tmp_path / "lax_test.py") is None
+
+
 def test_the_whole_suite_metric_leaves_out_skips_and_xfails_of_the_ipu_run() -> None:
     cpu = {"a_test.py::T::x": "passed", "a_test.py::T::y": "passed"}
     ipu = {"a_test.py::T::x": "passed", "a_test.py::T::y": "failed", "a_test.py::T::z": "skipped",

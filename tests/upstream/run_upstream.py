@@ -81,13 +81,36 @@ def select_files(spec: str, available: List[str], shard: Optional[str] = None) -
     return files
 
 
-def device_groups(files: List[str], devices: Optional[int]) -> List[Tuple[Optional[int], List[str]]]:
-    """[(devices, files)]: one pytest per group and backend. ``devices`` given: every file with it."""
+# What a test file asks jax's test utilities for at its top: ``jtu.request_cpu_devices(8)`` (the current series; cpu
+# then has 8 devices whatever the run forced) or ``jtu.set_host_platform_device_count(N)`` (0.4.13).
+_REQUESTED = re.compile(r"\b(?:request_cpu_devices|set_host_platform_device_count)\(\s*(\d+)\s*\)")
+
+
+def requested_devices(path: Path) -> Optional[int]:
+    """The cpu devices the test file at ``path`` requests (the most, if it asks more than once), or None."""
+    try:
+        found = [int(n) for n in _REQUESTED.findall(path.read_text(errors="replace"))]
+    except OSError:
+        return None
+    return max(found) if found else None
+
+
+def device_groups(files: List[str], devices: Optional[int],
+                  tests_dir: Optional[Path] = None) -> List[Tuple[Optional[int], List[str]]]:
+    """[(devices, files)]: one pytest per group and backend, fewest devices first. ``devices`` given: every file with
+    it. Otherwise FOUR_DEVICE_FILES get MULTI_DEVICE_COUNT, and a file that requests more cpu devices for itself
+    (requested_devices, in ``tests_dir``) gets that many on both backends: the ipu run has as many IPUs as cpu has
+    devices, so that no test skips itself on the ipu for want of devices that cpu was given."""
     if devices is not None:
         return [(devices, files)]
-    single = [f for f in files if f not in FOUR_DEVICE_FILES]
-    multi = [f for f in files if f in FOUR_DEVICE_FILES]
-    return [(d, g) for d, g in ((None, single), (MULTI_DEVICE_COUNT, multi)) if g]
+    groups: Dict[Optional[int], List[str]] = {}
+    for f in files:
+        count = MULTI_DEVICE_COUNT if f in FOUR_DEVICE_FILES else None
+        asked = requested_devices(tests_dir / f) if tests_dir is not None else None
+        if asked is not None and asked > (count or 1):
+            count = asked
+        groups.setdefault(count, []).append(f)
+    return [(d, groups[d]) for d in sorted(groups, key=lambda d: d or 1)]
 
 
 # Files whose tests jit the same function for the device under test and for cpu (backend="cpu", jax.devices("cpu")),
@@ -297,7 +320,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="jax-upstream-") as tmp:
         tests_dir = Path(tmp) / "tests"
         shutil.copytree(args.checkout / "tests", tests_dir)
-        groups = device_groups(files, args.devices)
+        groups = device_groups(files, args.devices, tests_dir)
         for backend in [b for b in args.backends.split(",") if b and b not in results]:
             results[backend], messages[backend], exits = {}, {}, []
             for devices, group in groups:
@@ -311,7 +334,7 @@ def main(argv=None) -> int:
             codes[backend] = max(exits, key=lambda c: (c not in (0, 1), c)) if exits else 0
 
     report = {"jax": jax.__version__, "tests_of": version, "files": files, "cases": args.cases, "devices": args.devices,
-              "device_groups": [[d or 1, g] for d, g in device_groups(files, args.devices)], "shard": args.shard,
+              "device_groups": [[d or 1, g] for d, g in groups], "shard": args.shard,
               "exit_codes": codes}
     status = 0
     if "cpu" in results and "ipu" in results:
