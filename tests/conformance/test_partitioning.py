@@ -39,6 +39,7 @@ CASES: Dict[str, Dict[str, float]] = {
     "gspmd_sharding": SUM,
     "int_and_bool_pieces": EXACT,
     "sum_over_every_partition": SUM,
+    "top_k_of_sharded_rows": EXACT,
 }
 # The collectives each of these programs needs (any of them), which the ipu must run: XLA's partitioner inserts them
 # for cpu too (a reduce-scatter is an all-reduce and a slice where the pass that fuses them has not run yet)
@@ -190,6 +191,12 @@ def _cases(backend: str) -> Dict[str, Callable[[], Any]]:
         ints = put(np.arange(256, dtype=np.int32).reshape(16, 16), "data", "model")
         return list(jax.jit(lambda i: (i.sum(0), i.T > 100, jnp.cumsum(i, 1)))(ints))
 
+    def top_k_of_sharded_rows() -> Any:
+        # XLA's partitioner hands back its TopK, which the current series' HLO importer writes as mhlo.topk
+        rows = put(np.sin(np.arange(256, dtype=np.float32)).reshape(16, 16), "data", None)
+        cols = put(np.cos(np.arange(256, dtype=np.float32)).reshape(16, 16), None, "data")
+        return [*jax.jit(lambda v: jax.lax.top_k(v, 3))(rows), *jax.jit(lambda v: jax.lax.top_k(v, 4))(cols)]
+
     return {
         "seed_004_matmul": seed_004_matmul, "mlp_2d_training_step": mlp_2d_training_step,
         "zero_optimizer_state": zero_optimizer_state, "constraint_in_loop": constraint_in_loop,
@@ -198,6 +205,7 @@ def _cases(backend: str) -> Dict[str, Callable[[], Any]]:
         "reduce_scatter_by_contraction": reduce_scatter_by_contraction, "pjit": pjit_case,
         "positional_sharding": positional_sharding, "gspmd_sharding": gspmd_sharding,
         "int_and_bool_pieces": int_and_bool_pieces, "sum_over_every_partition": sum_over_every_partition,
+        "top_k_of_sharded_rows": top_k_of_sharded_rows,
     }
 
 

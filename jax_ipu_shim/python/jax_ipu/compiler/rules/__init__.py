@@ -46,6 +46,7 @@ RULES: Tuple[Rule, ...] = (
     structure.if_as_case,
     structure.one_trip_loop,
     structure.hlo_custom_call_op,
+    structure.hlo_topk,
     structure.tupled_call,
     decompositions.approx_top_k,
     gather_scatter.scatter_out_of_bounds,

@@ -179,6 +179,19 @@ def hlo_custom_call_op(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body:
     return True
 
 
+def hlo_topk(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
+    """``mhlo.topk``: XLA's TopK as its HLO importer writes it (the current series' modules that XLA's SPMD
+    partitioner returned, e.g. a sharded jax.random.categorical), the top_k jax lowers through chlo elsewhere."""
+    if op.name != "mhlo.topk":
+        return False
+    attrs = A.named(op.attributes)
+    if "largest" in attrs and not A.boolean(attrs["largest"]):
+        raise CompileError(f"mhlo.topk with largest = false ({W.types_text(op)}): the ipu's top_k keeps the largest "
+                           "elements, as jax's lax.top_k asks")
+    body.append(dict(t.entry(op), op="top_k", attrs={"k": A.integer(attrs["k"])}))
+    return True
+
+
 def tupled_call(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
     if not (op.name == "stablehlo.custom_call" and len(op.results) == 1 and
             A.is_a(ir.TupleType, op.results[0].type) and call_target(op) == partitioner.CALL_TARGET):
