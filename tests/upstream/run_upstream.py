@@ -115,7 +115,9 @@ def device_groups(files: List[str], devices: Optional[int],
 
 # Files whose tests jit the same function for the device under test and for cpu (backend="cpu", jax.devices("cpu")),
 # as jax's GPU and TPU runs can, which always have cpu beside them: the ipu run has cpu beside it too.
-MULTI_BACKEND_FILES = ("multibackend_test.py",)
+# Also the current series' colocated_python_test.py (Python run on the cpu devices colocated with the accelerator's)
+# and string_array_test.py (string arrays, which jax keeps on cpu devices).
+MULTI_BACKEND_FILES = ("multibackend_test.py", "colocated_python_test.py", "string_array_test.py")
 
 
 def cpu_beside(files: List[str], current_series: bool) -> List[Tuple[bool, List[str]]]:
