@@ -92,10 +92,11 @@ _loaded_from: List[str] = []  # the path load() loaded the library from
 
 
 def build_id(path: str) -> Optional[str]:
-    """JaxIpu_BuildId of the library this process loaded, if ``path`` is that library and it has one; else None."""
-    lib = load()
+    """JaxIpu_BuildId of the library this process loaded, if ``path`` is that library and it has one; else None
+    (also before anything loaded it: this never loads a library)."""
     if not _loaded_from or os.path.realpath(path) != os.path.realpath(_loaded_from[0]):
         return None
+    lib = load()
     if getattr(lib, "JaxIpu_BuildId", None) is None:  # a library built without it
         return None
     return take_string(lib, lib.JaxIpu_BuildId()) or None
