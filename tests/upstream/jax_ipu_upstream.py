@@ -64,14 +64,14 @@ C_API_GUARDED_FILES = ("host_callback_test.py", "infeed_test.py")
 #   serialises its executables (pjrt/serialize.cc) and routes its compiles through jax's persistent cache. (Its skip
 #   comes after its base class has put a cache object in place, which a skipped test then leaves behind: jax's own
 #   check of global state fails every test of the file after the first.)
-HOST_CALLBACK_GATED_FILES = ("python_callback_test.py", "compilation_cache_test.py")
-_HOST_CALLBACK_DEVICES = ["cpu", "gpu", "tpu"]
+DEVICE_GATED_FILES = ("python_callback_test.py", "compilation_cache_test.py")
+_JAX_OWN_DEVICES = ["cpu", "gpu", "tpu"]
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     name = item.nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
-    if name not in C_API_GUARDED_FILES + HOST_CALLBACK_GATED_FILES:
+    if name not in C_API_GUARDED_FILES + DEVICE_GATED_FILES:
         yield
         return
     from jax._src import test_util as jtu
@@ -84,13 +84,13 @@ def pytest_runtest_protocol(item, nextitem):
 
     def lifted_matches(device_types):
         device_types = list(device_types)
-        if sorted(device_types) == _HOST_CALLBACK_DEVICES and jtu.device_under_test() == "ipu":
+        if sorted(device_types) == _JAX_OWN_DEVICES and jtu.device_under_test() == "ipu":
             return True
         return test_device_matches(device_types)
 
     if name in C_API_GUARDED_FILES:
         xla_bridge.using_pjrt_c_api = lifted_c_api
-    if name in HOST_CALLBACK_GATED_FILES and test_device_matches is not None:
+    if name in DEVICE_GATED_FILES and test_device_matches is not None:
         jtu.test_device_matches = lifted_matches
     try:
         yield
