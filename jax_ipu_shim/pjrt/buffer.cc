@@ -152,6 +152,18 @@ PJRT_Buffer_Type PjrtTypeOf(const ipu::DTypeInfo& t) {
         case 8: return t.is_signed ? PJRT_Buffer_Type_S64 : PJRT_Buffer_Type_U64;
       }
       break;
+    case ipu::StorageKind::Float8:
+      switch (t.dtype) {
+        case ipu::DType::F8E4M3FN: return PJRT_Buffer_Type_F8E4M3FN;
+        case ipu::DType::F8E5M2: return PJRT_Buffer_Type_F8E5M2;
+#if JAX_IPU_PJRT_MINOR >= 90
+        case ipu::DType::F8E4M3FNUZ: return PJRT_Buffer_Type_F8E4M3FNUZ;
+        case ipu::DType::F8E5M2FNUZ: return PJRT_Buffer_Type_F8E5M2FNUZ;
+        case ipu::DType::F8E4M3B11FNUZ: return PJRT_Buffer_Type_F8E4M3B11FNUZ;
+#endif
+        default: break;  // not in this API version's enumeration
+      }
+      break;
     case ipu::StorageKind::Token: break;  // tokens never leave a program: jax passes bool[0] dummies instead
   }
   return PJRT_Buffer_Type_INVALID;
@@ -188,6 +200,17 @@ PJRT_Buffer_Type FromIpuDType(ipu::DType dtype) {
   return d <= kNumDTypes ? Maps().to_pjrt[d] : PjrtTypeOf(ipu::dtypeInfo(dtype));
 }
 
+void RequireBufferTypes(const ipu::Executable& program) {
+  for (const auto* list : {&program.inputTypes(), &program.outputTypes()})
+    for (const ipu::TensorType& t : *list)
+      if (FromIpuDType(t.dtype) == PJRT_Buffer_Type_INVALID)
+        throw ipu::Error(ipu::ErrorCode::Unimplemented,
+                         std::string("a program whose ") + (list == &program.inputTypes() ? "parameters" : "results") +
+                             " hold " + t.str() + " cannot run here: this jaxlib's PJRT C API has no buffer type for " +
+                             ipu::dtypeName(t.dtype) +
+                             "; compute it inside the program and pass another type in and out");
+}
+
 bool ToIpuDType(PJRT_Buffer_Type type, ipu::DType* out) {
   const int p = static_cast<int>(type);
   if (p <= 0 || p >= kMaxPjrtType || Maps().to_ipu[p] == 0) return false;
@@ -220,7 +243,9 @@ PJRT_Error* PJRT_Client_BufferFromHostBuffer_Impl(PJRT_Client_BufferFromHostBuff
     const size_t element_size = ElementSize(args->type);
     if (element_size == 0) {
       return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
-                       "element type " + std::to_string(args->type) + " cannot be stored on the ipu backend");
+                       "element type " + std::to_string(args->type) +
+                           " cannot be stored on the ipu backend: it is not one of the buffer types of this jaxlib's "
+                           "PJRT C API (jaxlib 0.4.13's has no fp8 type but float8_e5m2 and float8_e4m3fn)");
     }
     std::vector<int64_t> dims(args->dims, args->dims + args->num_dims);
     for (int64_t d : dims) {

@@ -263,6 +263,7 @@ PJRT_Error* PJRT_Client_Compile_Impl(PJRT_Client_Compile_Args* args) {
     // Devices of one client share one description, so one lowering serves them all.
     std::shared_ptr<const ipu::Executable> lowered =
         ipu::Executable::compile(json, devices.front()->description.hardware, options);
+    RequireBufferTypes(*lowered);
     NotifyCompiled(lowered, json, device_ids);
     auto loaded = std::make_unique<PJRT_LoadedExecutable>();
     loaded->program = std::move(lowered);

@@ -391,6 +391,9 @@ const char* TypeName(PJRT_Buffer_Type type);
 int XlaPrimitiveType(PJRT_Buffer_Type type);  // xla::PrimitiveType number
 bool ToIpuDType(PJRT_Buffer_Type type, ipu::DType* out);
 PJRT_Buffer_Type FromIpuDType(ipu::DType dtype);
+// Throws ipu::Error(Unimplemented) naming the first parameter or result of `program` whose element type this API
+// version has no PJRT buffer type for (jaxlib 0.4.13 and float8_e4m3b11fnuz): no buffer of it could cross.
+void RequireBufferTypes(const ipu::Executable& program);
 int64_t NumElements(const std::vector<int64_t>& dims);
 PJRT_Buffer* NewBuffer(PJRT_Device* device, PJRT_Buffer_Type type, std::vector<int64_t> dims, Bytes data,
                        std::shared_ptr<Completion> defined);

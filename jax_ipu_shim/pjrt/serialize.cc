@@ -196,6 +196,7 @@ PJRT_Error* PJRT_Executable_DeserializeAndLoad_Impl(PJRT_Executable_DeserializeA
     ipu::CompileOptions options = ipu::CompileOptions::parse(h.options);
     options.trace = ipu::processTrace();
     loaded->program = ipu::Executable::compile(h.program, hardware, options);
+    RequireBufferTypes(*loaded->program);
     loaded->client = client;
     loaded->devices = std::move(devices);
     SetAddressable(loaded.get());

@@ -14,7 +14,8 @@ from jax._src.lib import xla_client
 
 from jax_ipu.compiler import types
 
-DTYPES = [types.numpy_dtype(np_name) for _, _, np_name in types.ipu_dtypes()]
+# The types every IPU computes on (fp8 only the ipu21 does: tests/conformance/test_float8.py).
+DTYPES = [types.numpy_dtype(np_name) for _, _, np_name in types.ipu_dtypes() if not np_name.startswith("float8_")]
 IDS = [d.name for d in DTYPES]
 
 
@@ -58,9 +59,10 @@ def test_device_put_get_round_trip_keeps_every_bit(ipu, dtype):
     same_bits(np.asarray(jax.device_put(x[:, 1:4].T, ipu)), np.ascontiguousarray(x[:, 1:4].T))  # strided source
 
 
-# Element types jax has that the IPU does not compute on: buffers of them are held as jax hands them over (one element
-# per byte) and come back unchanged, as jax's own device_put tests expect of every device; a program on them is
-# refused by name. The current series' PJRT API names them (jaxlib 0.4.13's does not).
+# Element types jax has that this IPU (an ipu2) does not compute on: buffers of them are held as jax hands them over
+# (one element per byte) and come back unchanged, as jax's own device_put tests expect of every device; a program on
+# them is refused by name (fp8: on an ipu2; an ipu21 computes it). The current series' PJRT API names them (jaxlib
+# 0.4.13's does not).
 STORAGE_ONLY = ["int4", "uint4", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
                 "float8_e4m3b11fnuz", "float8_e4m3", "float8_e3m4", "float8_e8m0fnu", "float4_e2m1fn"]
 
@@ -80,7 +82,8 @@ def test_types_the_ipu_does_not_compute_on_are_stored_and_come_back(ipu, name):
     assert y.dtype == dtype and next(iter(y.devices())) == ipu
     same_bits(np.asarray(y), x)
     if CURRENT_SERIES:  # (jax 0.4.13 itself fails first, reading the array through numpy's buffer protocol)
-        with pytest.raises(Exception, match="not supported on the ipu backend"):
+        fp8 = name in {np_name for _, _, np_name in types.ipu_dtypes()}
+        with pytest.raises(Exception, match="ipu2 has no fp8" if fp8 else "not supported on the ipu backend"):
             jax.jit(lambda a: a * 2)(y)
 
 
@@ -132,7 +135,7 @@ def test_host_callbacks_see_and_return_every_dtype():
 def test_the_table_covers_exactly_what_the_backend_computes_on():
     rows = {name: (spellings, np_name) for name, spellings, np_name in types.ipu_dtypes()}
     assert list(rows) == ["bool", "i8", "u8", "i16", "u16", "i32", "u32", "f16", "bf16", "f32", "c64", "f64", "i64",
-                          "u64"]
+                          "u64", "f8e4m3fn", "f8e5m2", "f8e4m3fnuz", "f8e5m2fnuz", "f8e4m3b11fnuz"]
     # MLIR's spellings and numpy's names as jax writes and reads them, derived from the emulator's rows.
     assert rows["i8"] == (("i8", "si8"), "int8") and rows["u16"] == (("ui16",), "uint16")
     assert rows["bool"] == (("i1",), "bool") and rows["bf16"] == (("bf16",), "bfloat16")
@@ -141,6 +144,9 @@ def test_the_table_covers_exactly_what_the_backend_computes_on():
     # no ipu branch. c64 is emulated as pairs of f32, f64/i64/u64 in software (test_x64.py); c128 is refused.
     assert rows["f64"] == (("f64",), "float64") and rows["i64"] == (("i64", "si64"), "int64")
     assert rows["u64"] == (("ui64",), "uint64")
+    # fp8 (on an ipu21): MLIR's f8E4M3FN... and ml_dtypes' float8_e4m3fn...
+    assert rows["f8e4m3fn"] == (("f8E4M3FN",), "float8_e4m3fn") and rows["f8e5m2"] == (("f8E5M2",), "float8_e5m2")
+    assert rows["f8e4m3b11fnuz"] == (("f8E4M3B11FNUZ",), "float8_e4m3b11fnuz")
 
 
 def test_collectives_of_narrow_types(python):

@@ -238,10 +238,11 @@ _BACKEND_FLAGS = ("TF_POPLAR_FLAGS", "XLA_IPU_PLATFORM_DEVICE_COUNT", "JAX_PLATF
                   "JAX_IPU_VISIBLE_DEVICES", "XLA_FLAGS", "POPLAR_ENGINE_OPTIONS")
 
 
-def run_device_script(script: str, backend: str, n: int, out: str,
-                      timeout: float = 600) -> Tuple[Dict[str, np.ndarray], Dict[str, Any]]:
+def run_device_script(script: str, backend: str, n: int, out: str, timeout: float = 600,
+                      ipu_env: Optional[Dict[str, str]] = None) -> Tuple[Dict[str, np.ndarray], Dict[str, Any]]:
     """Runs ``python SCRIPT BACKEND N OUT`` on N devices of BACKEND (jax makes its devices once per process: N
-    ipu devices, or N forced cpu host devices); returns the arrays it saved in OUT (.npz) and its OUT.json."""
+    ipu devices, or N forced cpu host devices); returns the arrays it saved in OUT (.npz) and its OUT.json.
+    ``ipu_env``: flags of the ipu's process beside those (e.g. another IPU version)."""
     env = {k: v for k, v in os.environ.items() if k not in _BACKEND_FLAGS}
     if backend == "ipu":
         env.update(JAX_PLATFORMS="cpu,ipu", JAX_IPU_DEVICE_COUNT=str(n))
@@ -249,6 +250,7 @@ def run_device_script(script: str, backend: str, n: int, out: str,
         for flag in ("JAX_IPU_MODEL_NUM_TILES", "JAX_IPU_MODEL_VERSION"):
             if flag in os.environ:
                 env[flag] = os.environ[flag]
+        env.update(ipu_env or {})
     else:
         env.update(JAX_PLATFORMS="cpu", XLA_FLAGS=f"--xla_force_host_platform_device_count={n}")
     proc = subprocess.run([sys.executable, os.path.abspath(script), backend, str(n), out], env=env,

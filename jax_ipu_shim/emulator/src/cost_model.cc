@@ -104,6 +104,7 @@ uint64_t reduceBody(double body_cycles, int64_t inputs, int64_t outputs, int wor
 }
 
 uint64_t matmul(DType dtype, int64_t outputs, int64_t depth, const DeviceDescription& device) {
+  const bool quarter = isFloat8(dtype) && device.amp_f8_macs_per_cycle > 0;  // fp8 operands at the AMP's fp8 rate
   dtype = computeType(dtype);
   if (outputs <= 0) return 0;
   const int workers = device.num_worker_contexts;
@@ -113,7 +114,9 @@ uint64_t matmul(DType dtype, int64_t outputs, int64_t depth, const DeviceDescrip
   if (dtype == DType::F16 || dtype == DType::F32) {  // the AMP, whole passes of its input channels
     const bool half = dtype == DType::F16;
     const int64_t pass = half ? device.amp_f16_depth : device.amp_f32_depth;
-    const double rate = half ? device.amp_f16_macs_per_cycle : device.amp_f32_macs_per_cycle;
+    const double rate = quarter ? device.amp_f8_macs_per_cycle
+                        : half  ? device.amp_f16_macs_per_cycle
+                                : device.amp_f32_macs_per_cycle;
     const int64_t streamed = pass > 0 ? (depth + pass - 1) / pass * pass : depth;
     const double macs = static_cast<double>(outputs) * static_cast<double>(streamed);
     return static_cast<uint64_t>(std::ceil(macs / rate)) + fixed;

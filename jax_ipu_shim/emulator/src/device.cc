@@ -15,6 +15,7 @@ struct ChipSpec {
   int64_t bytes_per_tile;
   int64_t clock_hz;
   int amp_f16_macs, amp_f32_macs;  // per tile per cycle
+  int amp_f8_macs;                 // per tile per cycle with fp8 operands; 0: the chip has no fp8
 };
 
 // Mk1 GC2: 1216 tiles x 256 KiB, ~1.6 GHz (derived from its 124.5 TFLOPS fp16 peak).
@@ -26,10 +27,13 @@ struct ChipSpec {
 // AMP rates, derived from each chip's published peaks (fidelity rows chip.peak_fp16 and chip.peak_fp32, ipu-model.md):
 // Mk1 124.5 / 31.1 TFLOPS = 1216 tiles x 2 flops x 1.6 GHz x 32 / 8 MACs; Mk2 250 / 62.5 TFLOPS = 1472 x 2 x
 // 1.33 GHz x 64 / 16; the Bow is the Mk2 tile at 1.85 GHz (350 TFLOPS fp16).
+// fp8: Poplar's quarter type (F143 / F152 with a scale, Poplar's Quarter.hpp) exists from IPU architecture 21 on, the
+// "Mk2 IPU with FP8 support" of the C600 card, which Graphcore rates at 560 TFLOPS fp8 against 280 fp16: twice the
+// f16 MACs per tile per cycle (ipu-model.md). Mk1 and the GC200 (ipu2) have none.
 const ChipSpec kChips[] = {
-    {"ipu1", 1216, 256 * 1024, 1600000000, 32, 8},
-    {"ipu2", 1472, 638976, 1330000000, 64, 16},
-    {"ipu21", 1472, 638976, 1850000000, 64, 16},
+    {"ipu1", 1216, 256 * 1024, 1600000000, 32, 8, 0},
+    {"ipu2", 1472, 638976, 1330000000, 64, 16, 0},
+    {"ipu21", 1472, 638976, 1850000000, 64, 16, 128},
 };
 // Input channels per AMP pass: 16 in f16 and 8 in f32 (poplibs' ConvPartial1x1 vertices: a 16x16 f16 or 8x8 f32
 // block of weights in the AMP's registers, ipu-model.md); a shorter contraction still streams a whole pass.
@@ -156,6 +160,7 @@ DeviceDescription DeviceDescription::forModel(const ModelParameters& model) {
     d.exchange_bytes_per_cycle = kExchangeBytesPerCycle;
     d.amp_f16_macs_per_cycle = chip.amp_f16_macs;
     d.amp_f32_macs_per_cycle = chip.amp_f32_macs;
+    d.amp_f8_macs_per_cycle = chip.amp_f8_macs;
     d.amp_f16_depth = kAmpF16Depth;
     d.amp_f32_depth = kAmpF32Depth;
     d.sync_cycles = kSyncCycles;

@@ -800,6 +800,17 @@ std::vector<int> lowerDot(Lowerer& lowerer, OpContext& ctx) {
     using K = DotKernel<typename decltype(i)::type, typename decltype(a)::type, typename decltype(r)::type>;
     kernel = std::make_unique<K>(ctx.in[0], ctx.in[1], o, d.lhs, d.rhs, plan, sl, sr, sp);
   });
+  // fp8 operands (the C600's AMP reads quarter): their exact values summed in f32, as XLA:CPU sums their f16
+  // conversions; the result is a wider float (the front end computes an fp8 result in f16 and converts it).
+  visitFloat8(dt, [&](auto q) {
+    visitDType(out.dtype, [&](auto r) {
+      constexpr DType R = decltype(r)::value;
+      if constexpr (R == DType::F16 || R == DType::BF16 || R == DType::F32) {
+        using K = DotKernel<Storage<decltype(q)::value>, float, Storage<R>>;
+        kernel = std::make_unique<K>(ctx.in[0], ctx.in[1], o, d.lhs, d.rhs, plan, sl, sr, sp);
+      }
+    });
+  });
   if (!kernel)
     lowerer.unimplemented(ctx,
                           std::string("dot_general needs a result of its operands' element type, or a wider one of the "

@@ -42,6 +42,80 @@ int64_t TensorType::numElements() const { return shapeElements(shape); }
 size_t TensorType::numBytes() const { return static_cast<size_t>(numElements()) * dtypeSize(dtype); }
 std::string TensorType::str() const { return mlirTensorType(dtypeName(dtype), shape); }
 
+namespace {
+// Every value of each fp8 format as an f32, indexed by DType and bits; built once.
+struct Float8Tables {
+  float value[256][256];  // [DType][bits]: only the fp8 rows are filled
+  Float8Tables() {
+    for (DType d : {DType::F8E4M3FN, DType::F8E5M2, DType::F8E4M3FNUZ, DType::F8E5M2FNUZ, DType::F8E4M3B11FNUZ})
+      for (int b = 0; b < 256; ++b) value[static_cast<uint8_t>(d)][b] = decode(d, static_cast<uint8_t>(b));
+  }
+  static float decode(DType d, uint8_t bits) {
+    const Float8Format f = float8Format(d);
+    const int field = (bits & 0x7f) >> f.mantissa;
+    const int man = bits & ((1 << f.mantissa) - 1);
+    const bool neg = (bits & 0x80) != 0;
+    const int top = (1 << f.exponent) - 1;
+    using S = Float8Format::Specials;
+    const uint32_t nan = 0x7fc00000u;
+    if (f.specials == S::Fnuz) {
+      if (bits == 0x80) return bitsToFloat(nan);  // the one NaN: a positive quiet NaN, as XLA:CPU gives it
+    } else if (f.specials == S::Fn) {
+      if (field == top && man == (1 << f.mantissa) - 1) return bitsToFloat(nan | (neg ? 0x80000000u : 0));
+    } else if (field == top) {  // e5m2: infinities, and NaNs read as the quiet NaN of their sign
+      if (man != 0) return bitsToFloat(nan | (neg ? 0x80000000u : 0));
+      return neg ? -HUGE_VALF : HUGE_VALF;
+    }
+    const double magnitude = field == 0 ? std::ldexp(man, 1 - f.bias - f.mantissa)
+                                        : std::ldexp((1 << f.mantissa) + man, field - f.bias - f.mantissa);
+    return static_cast<float>(neg ? -magnitude : magnitude);
+  }
+  static float bitsToFloat(uint32_t u) {
+    float x;
+    std::memcpy(&x, &u, 4);
+    return x;
+  }
+};
+const Float8Tables& float8Tables() {
+  static const Float8Tables tables;
+  return tables;
+}
+}  // namespace
+
+float float8ToFloat(DType d, uint8_t bits) { return float8Tables().value[static_cast<uint8_t>(d)][bits]; }
+
+uint8_t float8FromDouble(DType d, double value) {
+  using S = Float8Format::Specials;
+  const Float8Format f = float8Format(d);
+  const uint8_t sign = std::signbit(value) ? 0x80 : 0;
+  const int ones = (1 << f.mantissa) - 1;
+  const uint8_t nan = f.specials == S::Fnuz ? 0x80 : f.specials == S::Fn ? (sign | 0x7f) : (sign | 0x7e);
+  const uint8_t overflow = f.specials == S::Ieee ? static_cast<uint8_t>(sign | (0x7f & ~ones)) : nan;  // inf
+  if (std::isnan(value)) return nan;
+  if (std::isinf(value)) return overflow;
+  // Round once: the value in units of the last place of its binade (of the subnormals' below the smallest normal).
+  const double a = std::fabs(value);
+  const int emin = 1 - f.bias;
+  int e = emin;
+  if (a > 0) {
+    std::frexp(a, &e);
+    e = std::max(e - 1, emin);  // a in [2^e, 2^(e+1)), or a subnormal
+  }
+  double units = std::nearbyint(std::ldexp(a, f.mantissa - e));  // to nearest even (the default rounding mode)
+  if (units >= std::ldexp(1.0, f.mantissa + 1)) {  // rounded up into the next binade
+    units /= 2;
+    ++e;
+  }
+  const int u = static_cast<int>(units);
+  const int field = u < (1 << f.mantissa) ? 0 : e + f.bias;
+  const int man = u & ones;
+  const int top = (1 << f.exponent) - 1;
+  if (field > top || (f.specials == S::Ieee && field == top) || (f.specials == S::Fn && field == top && man == ones))
+    return overflow;
+  if (field == 0 && man == 0) return f.specials == S::Fnuz ? 0 : sign;  // fnuz has no negative zero
+  return static_cast<uint8_t>(sign | (field << f.mantissa) | man);
+}
+
 bool parseDType(const std::string& name, DType* out) {
   for (const DTypeInfo& t : kDTypeTable) {
     if (name == t.name) {

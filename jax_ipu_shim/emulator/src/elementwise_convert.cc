@@ -1,4 +1,4 @@
-// Conversions between every pair of element types (elementwise_blocks.h).
+// Conversions between every pair of element types, fp8 included (elementwise_blocks.h).
 #include "elementwise_blocks.h"
 
 namespace ipu {

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ipu/dtype.h"
 #include "ipu/emulator.h"
 #include "ipu/registry.h"
 
@@ -25,12 +26,17 @@ Fusable fusable(const Op& op, const std::unordered_map<int64_t, std::string>& dt
   // c64 is computed by the complex kernels (complex.cc), not the fused vertex: an op with a c64 result or operand
   // stays on its own. Binary, select and clamp operands have the result's type; unary, compare and convert may read
   // c64 into a real result (abs, eq, real part), so their operand's type must be known to be real.
-  if (op.results[0].dtype == "c64") return Fusable::No;
+  // fp8 likewise: its conversions are vertices of their own (as popops' casts of quarter are).
+  auto apart = [](const std::string& dtype) {
+    DType d;
+    return dtype == "c64" || (parseDType(dtype, &d) && isFloat8(d));
+  };
+  if (apart(op.results[0].dtype)) return Fusable::No;
   if (isElementwiseFamily(info->family)) {
     if (info->family == OpFamily::Unary || info->family == OpFamily::Compare || info->family == OpFamily::Convert)
       for (int64_t id : op.operands) {
         auto it = dtype_of.find(id);
-        if (it == dtype_of.end() || it->second == "c64") return Fusable::No;
+        if (it == dtype_of.end() || apart(it->second)) return Fusable::No;
       }
     return Fusable::Elementwise;
   }

@@ -14,6 +14,16 @@
 namespace ipu {
 
 namespace {
+// Why an fp8 value cannot be on this chip, and what to do.
+std::string noFloat8Advice(DType d, const std::string& chip) {
+  const std::string name = "float8_" + std::string(dtypeName(d)).substr(2);  // f8e4m3fn -> float8_e4m3fn
+  return chip + " has no fp8: Poplar's quarter type (" + name +
+         ") needs an IPU of architecture 21 (the C600's Mk2 IPU with FP8 support: JAX_IPU_MODEL_VERSION=ipu21); on " +
+         chip + ", convert to float16 or bfloat16 first";
+}
+}  // namespace
+
+namespace {
 std::string atLoc(const Op* op) { return op && !op->loc.empty() ? " (at " + op->loc + ")" : ""; }
 
 // Gives the nodes an op was lowered to its source location, and its name where they have none (nodes of nested ops
@@ -334,6 +344,9 @@ OpContext Lowerer::prepareOp(const Op& op, Env* env, Node* seq) {
     if (!parseDType(d->dtype, &dtype) || (isWide64(dtype) && !options_.emulate_64bit))
       throw Error(ErrorCode::Unimplemented, "Unsupported element type " + d->dtype + " in " + ctx.signature + " : " +
                                                 unsupportedDTypeAdvice(d->dtype) + atLoc(&op));
+    if (isFloat8(dtype) && device_.amp_f8_macs_per_cycle == 0)
+      throw Error(ErrorCode::Unimplemented, "Unsupported element type " + d->dtype + " in " + ctx.signature + " : " +
+                                                noFloat8Advice(dtype, device_.version) + atLoc(&op));
   }
   for (const ValueDecl* d : decls) {
     TensorType t;
@@ -393,6 +406,10 @@ void Lowerer::lowerEntry() {
       throw Error(ErrorCode::Unimplemented, "Unsupported element type " + p.dtype + " in parameter " +
                                                 std::to_string(i) + " (" + p.mlirType() + ") of " + entry->name +
                                                 " : " + unsupportedDTypeAdvice(p.dtype));
+    if (isFloat8(s.type.dtype) && device_.amp_f8_macs_per_cycle == 0)
+      throw Error(ErrorCode::Unimplemented, "Unsupported element type " + p.dtype + " in parameter " +
+                                                std::to_string(i) + " (" + p.mlirType() + ") of " + entry->name +
+                                                " : " + noFloat8Advice(s.type.dtype, device_.version));
     s.type.shape = p.shape;
     s.mapping = TileMapping::linear(s.type.numElements(), dtypeSize(s.type.dtype), device_.num_tiles);
     s.storage = Slot::Storage::Param;

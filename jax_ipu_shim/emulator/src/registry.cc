@@ -31,6 +31,10 @@ constexpr unsigned ALL = NUM | B;
 // c64 (pairs of f32): the ops that move data carry it, and complex.cc computes its arithmetic.
 constexpr unsigned C = dtypeBit(DType::C64);
 constexpr unsigned ANY = ALL | C;
+// fp8 (on chips that have it: dtype.h): moved as bytes by the ops that only move data, converted, and read by
+// dot_general; the front end computes every other op on it in f16.
+constexpr unsigned Q = maskOf([](const DTypeInfo& t) { return t.storage == StorageKind::Float8; });
+constexpr unsigned MOVED = ANY | Q;
 
 using K = OpKind;
 using Fam = OpFamily;
@@ -158,22 +162,22 @@ const OpInfo kOps[] = {
     {"compare", K::Compare, Fam::Compare, ANY, R::Operand0, 2, 2, lowerElementwise, kCompare, kC64Compare},
     {"select", K::Select, Fam::Select, ANY, R::Operand1, 3, 3, lowerElementwise, kBits},
     {"clamp", K::Clamp, Fam::Clamp, NUM, R::Operand1, 3, 3, lowerElementwise, kClamp},
-    {"convert", K::Convert, Fam::Convert, ANY, R::Operand0, 1, 1, lowerElementwise, kConvert},
-    {"bitcast_convert", K::BitcastConvert, Fam::Shape, ALL, R::Operand0, 1, 1, lowerBitcastConvert},
-    {"constant", K::Constant, Fam::Shape, ANY, R::Result0, 0, 0, lowerConstant},
+    {"convert", K::Convert, Fam::Convert, MOVED, R::Operand0, 1, 1, lowerElementwise, kConvert},
+    {"bitcast_convert", K::BitcastConvert, Fam::Shape, ALL | Q, R::Operand0, 1, 1, lowerBitcastConvert},
+    {"constant", K::Constant, Fam::Shape, MOVED, R::Result0, 0, 0, lowerConstant},
     {"iota", K::Iota, Fam::Shape, ANY, R::Result0, 0, 0, lowerIota},
-    {"broadcast_in_dim", K::BroadcastInDim, Fam::Shape, ANY, R::Operand0, 1, 1, lowerBroadcastInDim},
-    {"reshape", K::Reshape, Fam::Shape, ANY, R::Operand0, 1, 1, lowerReshape},
-    {"transpose", K::Transpose, Fam::Shape, ANY, R::Operand0, 1, 1, lowerTranspose},
-    {"reverse", K::Reverse, Fam::Shape, ANY, R::Operand0, 1, 1, lowerReverse},
-    {"slice", K::Slice, Fam::Shape, ANY, R::Operand0, 1, 1, lowerSlice},
-    {"dynamic_slice", K::DynamicSlice, Fam::Shape, ANY, R::Operand0, 1, -1, lowerDynamicSlice},
-    {"dynamic_update_slice", K::DynamicUpdateSlice, Fam::Shape, ANY, R::Operand0, 2, -1, lowerDynamicUpdateSlice},
-    {"gather", K::Gather, Fam::Shape, ANY, R::Operand0, 2, 2, lowerGather},
+    {"broadcast_in_dim", K::BroadcastInDim, Fam::Shape, MOVED, R::Operand0, 1, 1, lowerBroadcastInDim},
+    {"reshape", K::Reshape, Fam::Shape, MOVED, R::Operand0, 1, 1, lowerReshape},
+    {"transpose", K::Transpose, Fam::Shape, MOVED, R::Operand0, 1, 1, lowerTranspose},
+    {"reverse", K::Reverse, Fam::Shape, MOVED, R::Operand0, 1, 1, lowerReverse},
+    {"slice", K::Slice, Fam::Shape, MOVED, R::Operand0, 1, 1, lowerSlice},
+    {"dynamic_slice", K::DynamicSlice, Fam::Shape, MOVED, R::Operand0, 1, -1, lowerDynamicSlice},
+    {"dynamic_update_slice", K::DynamicUpdateSlice, Fam::Shape, MOVED, R::Operand0, 2, -1, lowerDynamicUpdateSlice},
+    {"gather", K::Gather, Fam::Shape, MOVED, R::Operand0, 2, 2, lowerGather},
     {"scatter", K::Scatter, Fam::Shape, ANY, R::Operand0, 3, -1, lowerScatter},
-    {"concatenate", K::Concatenate, Fam::Shape, ANY, R::Operand0, 1, -1, lowerConcatenate},
-    {"pad", K::Pad, Fam::Shape, ANY, R::Operand0, 2, 2, lowerPad},
-    {"dot_general", K::DotGeneral, Fam::Dot, ALL, R::Operand0, 2, 2, lowerDot},  // c64: four f32 dots (front end)
+    {"concatenate", K::Concatenate, Fam::Shape, MOVED, R::Operand0, 1, -1, lowerConcatenate},
+    {"pad", K::Pad, Fam::Shape, MOVED, R::Operand0, 2, 2, lowerPad},
+    {"dot_general", K::DotGeneral, Fam::Dot, ALL | Q, R::Operand0, 2, 2, lowerDot},  // c64: four f32 dots (front end)
     {"convolution", K::Convolution, Fam::Conv, ALL, R::Operand0, 2, 2, lowerConv},
     {"reduce", K::Reduce, Fam::Reduce, ANY, R::Operand0, 2, -1, lowerReduce},
     {"call", K::Call, Fam::Control, ANY, R::None, 0, -1, lowerCall},
@@ -188,10 +192,10 @@ const OpInfo kOps[] = {
     {"outfeed", K::Outfeed, Fam::HostIO, ANY, R::None, 1, -1, lowerOutfeed},
     {"custom_call", K::CustomCall, Fam::HostIO, ANY, R::None, 0, -1, lowerCustomCall},
     {"all_reduce", K::AllReduce, Fam::Collective, ANY, R::Operand0, 1, 1, lowerAllReduce},
-    {"all_gather", K::AllGather, Fam::Collective, ANY, R::Operand0, 1, 1, lowerAllGather},
+    {"all_gather", K::AllGather, Fam::Collective, MOVED, R::Operand0, 1, 1, lowerAllGather},
     {"reduce_scatter", K::ReduceScatter, Fam::Collective, ANY, R::Operand0, 1, 1, lowerReduceScatter},
-    {"collective_permute", K::CollectivePermute, Fam::Collective, ANY, R::Operand0, 1, 1, lowerCollectivePermute},
-    {"all_to_all", K::AllToAll, Fam::Collective, ANY, R::Operand0, 1, 1, lowerAllToAll},
+    {"collective_permute", K::CollectivePermute, Fam::Collective, MOVED, R::Operand0, 1, 1, lowerCollectivePermute},
+    {"all_to_all", K::AllToAll, Fam::Collective, MOVED, R::Operand0, 1, 1, lowerAllToAll},
     {"replica_id", K::ReplicaId, Fam::Collective, U, R::Result0, 0, 0, lowerReplicaId},
     {"partition_id", K::PartitionId, Fam::Collective, U, R::Result0, 0, 0, lowerPartitionId},
     // Pooling and remat (window.cc): operands of an optimization_barrier may be of any type, tokens included.

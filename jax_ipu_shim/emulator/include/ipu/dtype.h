@@ -14,7 +14,7 @@
 namespace ipu {
 
 // How an element is held in host memory, and so how a kernel computes on it.
-enum class StorageKind : uint8_t { Token, Bool, Int, Float32, Half, BFloat16, Complex64, Float64 };
+enum class StorageKind : uint8_t { Token, Bool, Int, Float32, Half, BFloat16, Complex64, Float64, Float8 };
 
 // One row per element type. `acc` is the accumulator matmul-like ops and reductions of partials use (f32 for the
 // 16-bit floats, rounded once at the end; i32/u32 wrapping for integers; bool for bool).
@@ -50,6 +50,17 @@ inline constexpr DTypeInfo kDTypeTable[] = {
     {DType::F64, "f64", "f64", 8, StorageKind::Float64, true, true, false, DType::F64},
     {DType::I64, "i64", "i64", 8, StorageKind::Int, false, true, true, DType::I64},
     {DType::U64, "u64", "ui64", 8, StorageKind::Int, false, false, true, DType::U64},
+    // fp8, Poplar's quarter type: on chips that have it (DeviceDescription::amp_f8_macs_per_cycle; elsewhere refused
+    // by name). The IPU converts it and its AMP multiplies it; no other arithmetic exists on it ("no arithmetic
+    // operations are supported on this type"), so a program moves it as bytes, converts it, and passes it to
+    // dot_general; the front end computes every other op on it in f16, as XLA:CPU's FloatNormalization does. The fnuz
+    // formats are Poplar's F143 and F152 (scale 0; e4m3b11fnuz is F143 with scale -3); e4m3fn and e5m2 (OCP) differ
+    // from them in their bias and special values only.
+    {DType::F8E4M3FN, "f8e4m3fn", "f8E4M3FN", 1, StorageKind::Float8, true, true, false, DType::F32},
+    {DType::F8E5M2, "f8e5m2", "f8E5M2", 1, StorageKind::Float8, true, true, false, DType::F32},
+    {DType::F8E4M3FNUZ, "f8e4m3fnuz", "f8E4M3FNUZ", 1, StorageKind::Float8, true, true, false, DType::F32},
+    {DType::F8E5M2FNUZ, "f8e5m2fnuz", "f8E5M2FNUZ", 1, StorageKind::Float8, true, true, false, DType::F32},
+    {DType::F8E4M3B11FNUZ, "f8e4m3b11fnuz", "f8E4M3B11FNUZ", 1, StorageKind::Float8, true, true, false, DType::F32},
     {DType::Token, "token", "!stablehlo.token", 0, StorageKind::Token, false, false, false, DType::Token},
 };
 
@@ -126,6 +137,31 @@ template <>
 struct StorageOf<DType::U64> {
   using type = uint64_t;
 };
+// fp8: one byte, a type per format, so that no kernel keyed on storage types takes it for u8 or for another format.
+template <DType D>
+struct Float8 {
+  uint8_t bits;
+};
+template <>
+struct StorageOf<DType::F8E4M3FN> {
+  using type = Float8<DType::F8E4M3FN>;
+};
+template <>
+struct StorageOf<DType::F8E5M2> {
+  using type = Float8<DType::F8E5M2>;
+};
+template <>
+struct StorageOf<DType::F8E4M3FNUZ> {
+  using type = Float8<DType::F8E4M3FNUZ>;
+};
+template <>
+struct StorageOf<DType::F8E5M2FNUZ> {
+  using type = Float8<DType::F8E5M2FNUZ>;
+};
+template <>
+struct StorageOf<DType::F8E4M3B11FNUZ> {
+  using type = Float8<DType::F8E4M3B11FNUZ>;
+};
 template <DType D>
 using Storage = typename StorageOf<D>::type;
 
@@ -142,7 +178,8 @@ struct DTypeTag {
   using type = Storage<D>;
 };
 
-// The one switch over computable element types: calls v(DTypeTag<D>{}) and returns true, or false for Token.
+// The one switch over computable element types: calls v(DTypeTag<D>{}) and returns true, or false for Token and
+// the fp8 types (moved as bytes; their conversions and dot_general operands are visitFloat8's).
 template <class V>
 bool visitDType(DType d, V&& v) {
   switch (d) {
@@ -160,9 +197,27 @@ bool visitDType(DType d, V&& v) {
     case DType::F64: v(DTypeTag<DType::F64>{}); return true;
     case DType::I64: v(DTypeTag<DType::I64>{}); return true;
     case DType::U64: v(DTypeTag<DType::U64>{}); return true;
-    case DType::Token: return false;
+    case DType::Token:
+    case DType::F8E4M3FN:
+    case DType::F8E5M2:
+    case DType::F8E4M3FNUZ:
+    case DType::F8E5M2FNUZ:
+    case DType::F8E4M3B11FNUZ: return false;
   }
   return false;
+}
+
+// The same over the fp8 types alone: calls v(DTypeTag<D>{}) and returns true, or false for any other type.
+template <class V>
+bool visitFloat8(DType d, V&& v) {
+  switch (d) {
+    case DType::F8E4M3FN: v(DTypeTag<DType::F8E4M3FN>{}); return true;
+    case DType::F8E5M2: v(DTypeTag<DType::F8E5M2>{}); return true;
+    case DType::F8E4M3FNUZ: v(DTypeTag<DType::F8E4M3FNUZ>{}); return true;
+    case DType::F8E5M2FNUZ: v(DTypeTag<DType::F8E5M2FNUZ>{}); return true;
+    case DType::F8E4M3B11FNUZ: v(DTypeTag<DType::F8E4M3B11FNUZ>{}); return true;
+    default: return false;
+  }
 }
 
 // An integer (or bool) element at `p` as int64, sign- or zero-extended by its dtype: how indices and starts are read.
@@ -248,13 +303,43 @@ inline bool isInteger(DType d) { return dtypeInfo(d).is_int; }
 inline bool isSigned(DType d) { return dtypeInfo(d).is_signed; }
 inline bool isToken(DType d) { return d == DType::Token; }
 constexpr bool isComplex(DType d) { return d == DType::C64; }
-// The type the IPU's vector unit computes a value of `d` in, for costs: bf16 and c64 (pairs) in f32 (it has no
-// bf16 or complex arithmetic, as Poplar users cast or split), every other type in itself.
-inline DType computeType(DType d) { return d == DType::BF16 || d == DType::C64 ? DType::F32 : d; }
 // f16 and bf16: stored in 16 bits, computed in f32 and rounded once per op.
 constexpr bool isNarrowFloat(DType d) { return d == DType::F16 || d == DType::BF16; }
 // The emulated 64-bit types: no IPU hardware computes them (dtype table above).
 constexpr bool isWide64(DType d) { return d == DType::F64 || d == DType::I64 || d == DType::U64; }
+constexpr bool isFloat8(DType d) {
+  return d == DType::F8E4M3FN || d == DType::F8E5M2 || d == DType::F8E4M3FNUZ || d == DType::F8E5M2FNUZ ||
+         d == DType::F8E4M3B11FNUZ;
+}
+// The type the IPU's vector unit computes a value of `d` in, for costs: bf16 and c64 (pairs) in f32 (it has no
+// bf16 or complex arithmetic, as Poplar users cast or split), every other type in itself.
+// fp8 converts on the vector unit as f16 does (the C600's IPU has no other fp8 arithmetic).
+inline DType computeType(DType d) {
+  return d == DType::BF16 || d == DType::C64 ? DType::F32 : isFloat8(d) ? DType::F16 : d;
+}
+
+// An fp8 format: 1 sign bit, `exponent` and `mantissa` bits, the exponent's bias, and its special values: IEEE
+// (e5m2: the top exponent holds the infinities and NaNs), FN (no infinities; S.1111.111 is NaN: e4m3fn) or FNUZ (no
+// infinities, no negative zero; 0x80 is the one NaN: Poplar's F143/F152). No format has denormal flushing: its
+// subnormals are values.
+struct Float8Format {
+  enum class Specials : uint8_t { Ieee, Fn, Fnuz };
+  int exponent, mantissa, bias;
+  Specials specials;
+};
+constexpr Float8Format float8Format(DType d) {
+  using S = Float8Format::Specials;
+  return d == DType::F8E4M3FN     ? Float8Format{4, 3, 7, S::Fn}
+         : d == DType::F8E5M2     ? Float8Format{5, 2, 15, S::Ieee}
+         : d == DType::F8E4M3FNUZ ? Float8Format{4, 3, 8, S::Fnuz}
+         : d == DType::F8E5M2FNUZ ? Float8Format{5, 2, 16, S::Fnuz}
+                                  : Float8Format{4, 3, 11, S::Fnuz};  // e4m3b11fnuz
+}
+// The value of an fp8 element: exact (every fp8 value is an f32). NaN comes out as XLA:CPU gives it (dtype.cc).
+float float8ToFloat(DType d, uint8_t bits);
+// `value` rounded to nearest even once; beyond the largest finite value, infinity (e5m2) or NaN; NaN keeps its sign
+// where the format has one (dtype.cc).
+uint8_t float8FromDouble(DType d, double value);
 
 int64_t shapeElements(const std::vector<int64_t>& shape);
 // Element strides of a dense row-major array of this shape.

@@ -25,7 +25,28 @@ class Trace;  // ipu/trace.h
 // program is rejected by name at compile time.
 // Token (StableHLO's !stablehlo.token, spelled "token" in programs) orders host I/O: a 0-byte scalar that is passed
 // through calls, loops and branches like any value and never computed on.
-enum class DType : uint8_t { Bool, F16, F32, I32, U32, Token, I8, U8, I16, U16, BF16, C64, F64, I64, U64 };
+enum class DType : uint8_t {
+  Bool,
+  F16,
+  F32,
+  I32,
+  U32,
+  Token,
+  I8,
+  U8,
+  I16,
+  U16,
+  BF16,
+  C64,
+  F64,
+  I64,
+  U64,
+  F8E4M3FN,
+  F8E5M2,
+  F8E4M3FNUZ,
+  F8E5M2FNUZ,
+  F8E4M3B11FNUZ
+};
 
 size_t dtypeSize(DType dtype);      // Token: 0
 const char* dtypeName(DType dtype);  // "bool", "f16", "f32", "i32", "u32", "token", "i8", ..., "bf16", "c64"
@@ -88,6 +109,9 @@ struct DeviceDescription {
   // consumes per pass (a contraction shorter than that still takes a whole pass).
   int amp_f16_macs_per_cycle = 0;
   int amp_f32_macs_per_cycle = 0;
+  // fp8 (Poplar's quarter type): multiply-accumulates per tile per cycle with fp8 operands; 0 on chips without fp8,
+  // whose programs may not hold an fp8 value (dtype.h).
+  int amp_f8_macs_per_cycle = 0;
   int amp_f16_depth = 0;
   int amp_f32_depth = 0;
   double link_bytes_per_cycle = 0;      // IPU-Links, per chip, one direction (chip to chip)

@@ -19,6 +19,10 @@ inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 inline float toAcc(float x, float*) { return x; }
 inline float toAcc(uint16_t x, float*) { return halfToFloat(x); }
 inline float toAcc(BFloat16 x, float*) { return bfloat16BitsToFloat(x.bits); }
+template <DType D>
+inline float toAcc(Float8<D> x, float*) {  // fp8 operands (dot.cc): exact
+  return float8ToFloat(D, x.bits);
+}
 template <class T, class = std::enable_if_t<std::is_integral<T>::value>>
 inline uint32_t toAcc(T x, uint32_t*) {
   return static_cast<uint32_t>(static_cast<int64_t>(x));

@@ -1456,9 +1456,49 @@ bool visitClamp(DType dt, Numerics numerics, V&& v) {
   return found;
 }
 
-// convert: calls v(f, Tag<From>, Tag<To>) with To f(From).
+// A conversion with fp8 on either side. From fp8: its exact value as f32, then as f32 converts (to integers
+// saturating, NaN to 0; to bool != 0; to c64 as the real part). To fp8: rounded once from the source's exact value
+// (c64: its real part; integers through f32, exact below 2^24, beyond every fp8's range). NaN into e5m2 keeps its
+// sign from f32 and f64 and becomes 0x7f from the 16-bit floats and the other fp8 types, as XLA:CPU converts them
+// (measured, both series: it converts those by binary16's bits).
+template <DType To, DType From>
+struct Float8ConvertOp {
+  Storage<To> operator()(Storage<From> x) const {
+    if constexpr (isFloat8(To)) {
+      if constexpr (isFloat8(From)) return {fromWide(float8ToFloat(From, x.bits))};
+      else if constexpr (From == DType::C64) return {float8FromDouble(To, x.re)};
+      else if constexpr (From == DType::F64) return {float8FromDouble(To, x)};
+      else if constexpr (isNarrowFloat(From)) return {fromWide(convertValue<DType::F32, From>(x))};
+      else return {float8FromDouble(To, static_cast<double>(convertValue<DType::F32, From>(x)))};
+    } else {
+      return convertValue<To, DType::F32>(float8ToFloat(From, x.bits));
+    }
+  }
+  static uint8_t fromWide(float v) {
+    if (To == DType::F8E5M2 && std::isnan(v)) return 0x7f;
+    return float8FromDouble(To, v);
+  }
+};
+
+// convert: calls v(f, Tag<From>, Tag<To>) with To f(From); fp8 on either side (the other any type) included.
 template <class V>
 bool visitConvert(DType from, DType to, V&& v) {
+  if (isFloat8(from) || isFloat8(to)) {
+    bool found = false;
+    auto pair = [&](auto f8, DType other, bool to_f8) {
+      constexpr DType Q = decltype(f8)::value;
+      auto pick = [&](auto t) {
+        constexpr DType T = decltype(t)::value;
+        if (to_f8) v(Float8ConvertOp<Q, T>{}, Tag<Storage<T>>{}, Tag<Storage<Q>>{});
+        else v(Float8ConvertOp<T, Q>{}, Tag<Storage<Q>>{}, Tag<Storage<T>>{});
+        found = true;
+      };
+      if (!visitDType(other, pick)) visitFloat8(other, pick);
+    };
+    if (!visitFloat8(from, [&](auto f8) { pair(f8, to, false); }))
+      visitFloat8(to, [&](auto f8) { pair(f8, from, true); });
+    return found;
+  }
   bool found = false;
   visitDType(from, [&](auto from_tag) {
     constexpr DType F = decltype(from_tag)::value;

@@ -26,6 +26,7 @@ from .passes import (
     contract_through_moves,
     dead_code,
     duplicate_products,
+    float8,
     id_counter,
     reassociate_constants,
 )
@@ -317,7 +318,8 @@ class _Translator:
             self.called = []
             functions.append(self._function(name, self.funcs[name]))
             pending.extend(self.called)
-        for function in functions:  # XLA's CSE and simplifier first, then what its fusion does
+        for function in functions:  # fp8 computed in f16; XLA's CSE and simplifier, then what its fusion does
+            float8.run(function)
             common_subexpressions.run(function, self.function_anchors.setdefault(function["name"], set()))
         if not _jax.is_current_series():
             for function in reassociate_constants.run(functions):

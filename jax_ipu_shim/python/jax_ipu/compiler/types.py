@@ -22,7 +22,9 @@ def _row(t: Dict[str, Any]) -> Row:
     """A row of the emulator's table: MLIR spells a signed integer "i8" or "si8"; numpy names follow from the kind and
     the size (bf16 is ml_dtypes' bfloat16; bool and c64 are the two types that are neither float nor int)."""
     bits = 8 * t["bytes"]
-    if t["float"]:
+    if t["mlir"].startswith("f8"):  # f8E4M3FN -> ml_dtypes' float8_e4m3fn
+        np_name = "float8_" + t["mlir"][2:].lower()
+    elif t["float"]:
         np_name = "bfloat16" if t["mlir"] == "bf16" else f"float{bits}"
     elif t["int"]:
         np_name = f"{'' if t['signed'] else 'u'}int{bits}"
@@ -50,15 +52,17 @@ def dtypes() -> Dict[str, Tuple[str, str]]:
 
 def numpy_dtype(np_name: str) -> np.dtype:
     """The numpy dtype of a table row's numpy name (bfloat16 comes from ml_dtypes, which jax depends on)."""
-    if np_name == "bfloat16":
+    if np_name == "bfloat16" or np_name.startswith("float8_"):
         import ml_dtypes
-        return np.dtype(ml_dtypes.bfloat16)
+        return np.dtype(getattr(ml_dtypes, np_name))
     return np.dtype(np_name)
 
 
 def ipu_numpy_dtypes() -> Dict[np.dtype, str]:
     """numpy dtype -> program dtype for every element type the ipu computes on and carries."""
-    return {numpy_dtype(np_name): name for name, _, np_name in ipu_dtypes()}
+    import ml_dtypes  # an older ml_dtypes may lack a float8 format: that type cannot reach the ipu then
+    return {numpy_dtype(np_name): name for name, _, np_name in ipu_dtypes()
+            if not np_name.startswith("float8_") or hasattr(ml_dtypes, np_name)}
 
 
 def dtype_kind(name: str) -> str:
@@ -97,8 +101,8 @@ def _raw_bytes(dense: Any, element: str, splat: bool) -> bytes:
         ints = ir.DenseIntElementsAttr(dense)
         count = 1 if splat else len(ints)
         return bytes(1 if ints[i] else 0 for i in range(count))
-    if element == "bf16" or np_dtype.startswith("complex"):
-        # bf16 and complex have no buffer protocol or element accessors in these bindings: read the printed form.
+    if element == "bf16" or np_dtype.startswith(("complex", "float8_")):
+        # bf16, fp8 and complex have no buffer protocol or element accessors in these bindings: read the printed form.
         return _bytes_from_text(str(dense), element, 1 if splat else len(dense))
     if splat:
         # A splat of a huge shape must not be expanded: read its one value.
@@ -121,6 +125,10 @@ def _bytes_from_text(text: str, element: str, count: int) -> bytes:
         return bytes.fromhex(hex_blob.group(1))
     body = text[text.index("<") + 1: text.rindex(">")].rsplit(":", 1)[0].strip()
     tokens = re.findall(r"0x[0-9A-Fa-f]+|[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|inf|nan)", body)
+    if element.startswith("f8"):  # hex tokens are the raw byte (MLIR prints NaNs so); numbers are exact values
+        f8 = numpy_dtype(dtypes()[element][1])
+        return bytes(int(t, 16) if t.startswith("0x") else int(np.array(float(t)).astype(f8).view(np.uint8))
+                     for t in tokens)
     if element == "bf16":
         out = bytearray()
         for token in tokens:
