@@ -33,6 +33,7 @@ SEVEN_TILE_CONFORMANCE = {
     "test_dot.py": "matmul plans over 7 tiles",
     "test_dtypes.py": "8/16-bit elements packed per tile, through every op family",
     "test_fft.py": "transforms of rows spread over few tiles",
+    "test_float8.py": "1-byte elements packed per tile, converted, moved and multiplied across few tiles",
     "test_fusion.py": "fused compute sets whose broadcast operands are exchanged to each tile",
     "test_gather_scatter.py": "indexed reads and writes across tiles",
     "test_partitioning.py": "shards of a partitioned jit on few tiles",
