@@ -52,6 +52,27 @@ def test_rbg_prng_samplers(impl):
         check(f, np.uint32(42), **EXACT)
 
 
+@pytest.mark.skipif(not hasattr(jax, "export"), reason="jax.export is the current series'")
+@pytest.mark.parametrize("impl", ["rbg", "unsafe_rbg"])
+def test_shape_polymorphic_export_of_random_draws(impl):
+    """jax.export with a symbolic batch size: the ipu's own lowering of the random bits takes symbolic shapes (the
+    program is compiled once the call gives the size); each size draws cpu's bits."""
+    def f(seed, x):
+        key = jax.random.PRNGKey(seed)
+        return jax.random.bits(key, (x.shape[0], 3)), jax.random.uniform(key, x.shape) + x
+
+    with jax.default_prng_impl(impl):
+        b = jax.export.symbolic_shape("b")
+        exported = jax.export.export(jax.jit(f), platforms=["ipu", "cpu"])(
+            jax.ShapeDtypeStruct((), np.uint32), jax.ShapeDtypeStruct((b[0], 5), np.float32))
+        for n in (1, 4, 7):
+            x = np.arange(5 * n, dtype=np.float32).reshape(n, 5)
+            got = [np.asarray(v) for v in jax.jit(exported.call, backend=BACKEND)(np.uint32(3), x)]
+            want = [np.asarray(v) for v in jax.jit(exported.call, backend=REFERENCE)(np.uint32(3), x)]
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(g, w)
+
+
 def test_unsupported_algorithm_is_named():
     with pytest.raises(Exception, match="THREE_FRY"):
         jax.jit(lambda k: lax.rng_bit_generator(k, (4,), algorithm=lax.RandomAlgorithm.RNG_THREE_FRY),

@@ -42,21 +42,52 @@ def install_lowerings() -> None:
     _installed.append(True)
 
 
+def _static(shape: Any) -> bool:
+    """Every dimension a number (not a symbolic one of a shape-polymorphic export)."""
+    from jax._src import core
+
+    return all(core.is_constant_dim(d) for d in shape)
+
+
+def _u32(size: Any) -> Any:
+    """A size (a number, or a symbolic dimension: the value it has when the program runs) as a u32 scalar."""
+    import jax.numpy as jnp
+    from jax import lax
+    from jax._src import core
+
+    if core.is_constant_dim(size):
+        return jnp.uint32(int(size) & 0xFFFFFFFF)
+    return lax.convert_element_type(core.dimension_as_value(size), jnp.uint32)
+
+
+def _elements(shape: Any) -> Any:
+    n = 1
+    for d in shape:
+        n = n * d
+    return n
+
+
+def _check_size(shape: Any) -> None:
+    """An array on one IPU has far fewer than 2**32 elements; a symbolic shape is checked when it is known."""
+    if _static(shape) and int(_elements(shape)) >= 1 << 32:
+        raise NotImplementedError(f"ipu: random bits for {tuple(shape)} ({_elements(shape)} elements): at most "
+                                  "2**32 - 1")
+
+
 def iota_2x32_shape(*, shape: Any) -> List[Any]:
     """(high, low) u32 words of each element's row-major index, as jax's u64 iota gives them: the IPU has no 64-bit
-    integers, and an array on one IPU has far fewer than 2**32 elements, so the high words are zero."""
+    integers, and an array on one IPU has far fewer than 2**32 elements, so the high words are zero. Shapes may be
+    symbolic (jax.export with shape polymorphism)."""
     import jax.numpy as jnp
-    import numpy as np
     from jax import lax
 
-    shape = tuple(int(d) for d in shape)
-    if int(np.prod(shape, dtype=np.int64)) >= 1 << 32:
-        raise NotImplementedError(f"ipu: random bits for {shape} ({np.prod(shape)} elements): at most 2**32 - 1")
+    shape = tuple(shape)
+    _check_size(shape)
     low = jnp.zeros(shape, jnp.uint32)
-    stride = 1
+    stride: Any = 1
     for dim in reversed(range(len(shape))):
-        low = low + lax.broadcasted_iota(jnp.uint32, shape, dim) * jnp.uint32(stride)
-        stride *= shape[dim]
+        low = low + lax.broadcasted_iota(jnp.uint32, shape, dim) * _u32(stride)
+        stride = stride * shape[dim]
     return [jnp.zeros(shape, jnp.uint32), low]
 
 
@@ -117,6 +148,7 @@ def rng_bit_generator(key: Any, *, shape: Any, dtype: Any, algorithm: Any, out_s
     del out_sharding  # the current series: one IPU holds the whole result
     import jax.numpy as jnp
     import numpy as np
+    from jax import lax
     from jax._src.lax.lax import RandomAlgorithm
 
     dtype = np.dtype(dtype)
@@ -130,11 +162,12 @@ def rng_bit_generator(key: Any, *, shape: Any, dtype: Any, algorithm: Any, out_s
             "integers, and XLA:CPU's Philox generator produces 32-bit words)")
     if key.shape != (4,) or key.dtype != jnp.uint32:
         raise NotImplementedError(f"ipu: rng_bit_generator needs jax's u32[4] key, got {key.dtype}{list(key.shape)}")
-    n = int(np.prod(shape, dtype=np.int64))
-    blocks = -(-n // 4)
+    shape = tuple(shape)
+    n = _elements(shape)  # a number, or symbolic (shape polymorphism)
+    blocks = (n + 3) // 4
     k = [key[i] for i in range(4)]
     # 128-bit counter words, least significant first: (state[1] low, state[1] high, state[0] low, state[0] high)
-    i = jnp.arange(blocks, dtype=jnp.uint32)  # blocks < 2**32: the index fits one word
+    i = lax.iota(jnp.uint32, blocks)  # blocks < 2**32: the index fits one word
     c0 = k[2] + i
     carry0 = (c0 < i).astype(jnp.uint32)
     c1 = k[3] + carry0
@@ -142,9 +175,9 @@ def rng_bit_generator(key: Any, *, shape: Any, dtype: Any, algorithm: Any, out_s
     c2 = k[0] + carry1
     c3 = k[1] + (carry1 & (c2 == 0).astype(jnp.uint32))
     words = philox4x32([c0, c1, c2, c3], (k[0], k[1]))
-    bits = jnp.stack(words, axis=1).reshape(-1)[:n].reshape(shape)
+    bits = lax.slice_in_dim(jnp.stack(words, axis=1).reshape(-1), 0, n).reshape(shape)
     if dtype != np.uint32:  # XLA:CPU keeps the low bits of each 32-bit word, the state advancing as for u32
         bits = bits.astype(dtype)
-    low = k[2] + jnp.uint32(blocks & 0xFFFFFFFF)
-    high = k[3] + jnp.uint32(blocks >> 32) + (low < k[2]).astype(jnp.uint32)
+    low = k[2] + _u32(blocks)
+    high = k[3] + (low < k[2]).astype(jnp.uint32)  # (blocks < 2**32: no carry from its high word)
     return [jnp.stack([k[0], k[1], low, high]), bits]
