@@ -66,12 +66,17 @@ C_API_GUARDED_FILES = ("host_callback_test.py", "infeed_test.py")
 #   check of global state fails every test of the file after the first.)
 DEVICE_GATED_FILES = ("python_callback_test.py", "compilation_cache_test.py")
 _JAX_OWN_DEVICES = ["cpu", "gpu", "tpu"]
+# Files whose tests jax keeps to cpu (@jtu.run_on_devices("cpu")) to save its other backends' test time, not for a
+# capability cpu alone has: on the ipu they run as on cpu.
+# - The current series' lax_control_flow_test.py: 470 generated cases of switch-gradient forwarding and of while/scan
+#   constification and forwarding correctness (each compares two ways of computing the same thing).
+CPU_GATED_FILES = ("lax_control_flow_test.py",)
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     name = item.nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
-    if name not in C_API_GUARDED_FILES + DEVICE_GATED_FILES:
+    if name not in C_API_GUARDED_FILES + DEVICE_GATED_FILES + CPU_GATED_FILES:
         yield
         return
     from jax._src import test_util as jtu
@@ -86,11 +91,13 @@ def pytest_runtest_protocol(item, nextitem):
         device_types = list(device_types)
         if sorted(device_types) == _JAX_OWN_DEVICES and jtu.device_under_test() == "ipu":
             return True
+        if name in CPU_GATED_FILES and "cpu" in device_types and jtu.device_under_test() == "ipu":
+            return True
         return test_device_matches(device_types)
 
     if name in C_API_GUARDED_FILES:
         xla_bridge.using_pjrt_c_api = lifted_c_api
-    if name in DEVICE_GATED_FILES and test_device_matches is not None:
+    if name in DEVICE_GATED_FILES + CPU_GATED_FILES and test_device_matches is not None:
         jtu.test_device_matches = lifted_matches
     try:
         yield
