@@ -20,6 +20,9 @@ import pytest
 from expectations import load, match  # noqa: I001 (tests/upstream is on sys.path)
 
 _RESULTS: Dict[str, str] = {}
+# Lowerings a test file registered for "cpu" at its import, before jax had loaded the ipu plugin (the first file of
+# a run): registered for "ipu" once jax's backends are up, before the first test runs.
+_PENDING_LOWERINGS: list = []
 _CONFIG = None  # the session's config, for the partial results file
 _MESSAGES: Dict[str, str] = {}  # node id -> the last line of its failure: what expectations.txt reasons are made of
 
@@ -75,6 +78,17 @@ CPU_GATED_FILES = ("lax_control_flow_test.py",)
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
+    if _PENDING_LOWERINGS:
+        import jax
+        from jax._src.interpreters import mlir
+
+        jax.devices()  # jax loads its plugins, the ipu's included
+        while _PENDING_LOWERINGS:
+            prim, rule, kwargs = _PENDING_LOWERINGS.pop(0)
+            try:
+                mlir.register_lowering._jax_ipu_original(prim, rule, platform="ipu", **kwargs)
+            except NotImplementedError:
+                pass  # no ipu backend in this run (JAX_PLATFORMS=cpu): nothing lowers for it
     name = item.nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
     if name not in C_API_GUARDED_FILES + DEVICE_GATED_FILES + CPU_GATED_FILES:
         yield
@@ -154,10 +168,14 @@ def _lower_test_primitives_for_ipu() -> None:
         result = original(prim, rule, platform=platform, **kwargs)
         caller = sys._getframe(1).f_code.co_filename  # (not inspect.stack(), which reads every frame's source)
         if platform == "cpu" and caller.endswith("_test.py"):
-            original(prim, rule, platform="ipu", **kwargs)
+            try:
+                original(prim, rule, platform="ipu", **kwargs)
+            except NotImplementedError:  # "ipu" is not a known platform until jax has loaded the plugin: later
+                _PENDING_LOWERINGS.append((prim, rule, kwargs))
         return result
 
     register_lowering._jax_ipu_upstream = True
+    register_lowering._jax_ipu_original = original
     mlir.register_lowering = public_mlir.register_lowering = register_lowering
 
 

@@ -141,10 +141,10 @@ def _block(block: Dict[str, Any], values: Dict[int, Tuple[str, List[int]]], fres
     def widened(entry: Dict[str, Any], value: int) -> int:
         """``value`` converted to f16 for ``entry`` (written before it)."""
         shape = values[value][1]
-        result = {"id": fresh(), "dtype": WIDE, "shape": list(shape)}
-        values[result["id"]] = (WIDE, shape)
-        body.append(_convert(entry, value, result))
-        return result["id"]
+        wide = fresh()
+        values[wide] = (WIDE, shape)
+        body.append(_convert(entry, value, {"id": wide, "dtype": WIDE, "shape": list(shape)}))
+        return wide
 
     for entry in block["body"]:
         name = entry["op"]
