@@ -262,6 +262,34 @@ def run_device_script(script: str, backend: str, n: int, out: str, timeout: floa
         return arrays, json.load(f)
 
 
+def save_results(out: str, arrays: Dict[str, np.ndarray], info: Dict[str, Any]) -> None:
+    """A device script's results: its arrays in OUT (.npz) and what else it says in OUT.json."""
+    np.savez(out, **arrays)
+    with open(out + ".json", "w") as f:
+        json.dump(info, f)
+
+
+def script_runs(tmp_path_factory: Any, script: str, n: int, name: str, timeout: float = 600,
+                ipu_env: Optional[Dict[str, str]] = None) -> Any:
+    """For a module's fixture: ``get(backend)`` runs SCRIPT on N devices of BACKEND once (run_device_script) and
+    returns its results; a failed run fails every test that asks for it, without running again."""
+    cache: Dict[str, Any] = {}
+
+    def get(backend: str) -> Tuple[Dict[str, np.ndarray], Dict[str, Any]]:
+        if backend not in cache:
+            try:
+                cache[backend] = run_device_script(script, backend, n,
+                                                   str(tmp_path_factory.mktemp(name) / f"{backend}.npz"), timeout,
+                                                   ipu_env=ipu_env)
+            except AssertionError as error:
+                cache[backend] = error
+        if isinstance(cache[backend], AssertionError):
+            raise cache[backend]
+        return cache[backend]
+
+    return get
+
+
 def numbered(arrays: Dict[str, np.ndarray], prefix: str) -> List[np.ndarray]:
     """The arrays saved as PREFIX0, PREFIX1, ... in order."""
     keys = sorted((k for k in arrays if k.startswith(prefix) and k[len(prefix):].isdigit()),

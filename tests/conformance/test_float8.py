@@ -9,13 +9,12 @@ selection); dots as values.
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any, Callable, Dict, List
 
 import numpy as np
 import pytest
-from _conformance import BACKEND, numbered, run_device_script
+from _conformance import BACKEND, numbered, save_results, script_runs
 
 IPU21 = {"JAX_IPU_MODEL_VERSION": "ipu21"}
 FORMATS = ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e4m3b11fnuz")
@@ -168,30 +167,14 @@ def _main(backend: str, out: str) -> None:
             info["errors"][name] = f"{type(error).__name__}: {error}"
     if backend == "ipu":
         info["dot_cycles"] = {name: _dot_cycles(name) for name in ("float8_e4m3fn", "float16")}
-    np.savez(out, **arrays)
-    with open(out + ".json", "w") as f:
-        json.dump(info, f)
+    save_results(out, arrays, info)
 
 
 # ---------------------------------------------------------------------------------------------- the test side
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    cache: Dict[str, Any] = {}
-
-    def get(backend: str):
-        if backend not in cache:  # once per backend, a failure too
-            try:
-                cache[backend] = run_device_script(__file__, backend, 1,
-                                                   str(tmp_path_factory.mktemp("float8") / f"{backend}.npz"), 900,
-                                                   ipu_env=IPU21)
-            except AssertionError as error:
-                cache[backend] = error
-        if isinstance(cache[backend], AssertionError):
-            raise cache[backend]
-        return cache[backend]
-
-    return get
+    return script_runs(tmp_path_factory, __file__, 1, "float8", 900, ipu_env=IPU21)
 
 
 # Cases whose programs hold fp8 constants (a sum's zero, a pad value, the zero an fp8 -> bool or int conversion

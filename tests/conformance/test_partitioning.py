@@ -10,13 +10,12 @@ which runs with the same number of forced host devices.
 from __future__ import annotations
 
 import functools
-import json
 import sys
 from typing import Any, Callable, Dict, List
 
 import numpy as np
 import pytest
-from _conformance import numbered, run_device_script
+from _conformance import numbered, save_results, script_runs
 
 N = 8  # a 4 x 2 mesh ("data", "model"), as in seed 004
 TRAIN = {"rtol": 2e-5, "atol": 2e-6}  # dots and sums split over devices, added in another order
@@ -247,24 +246,14 @@ def _main(backend: str, out: str) -> None:
                 arrays[f"{name}/{index}"] = np.asarray(leaf)
         except Exception as error:  # noqa: BLE001 - reported per case by the test side
             info["errors"][name] = f"{type(error).__name__}: {error}"
-    np.savez(out, **arrays)
-    with open(out + ".json", "w") as f:
-        json.dump(info, f)
+    save_results(out, arrays, info)
 
 
 # ---------------------------------------------------------------------------------------------- the test side
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    cache: Dict[str, Any] = {}
-
-    def get(backend: str):
-        if backend not in cache:
-            cache[backend] = run_device_script(__file__, backend, N,
-                                               str(tmp_path_factory.mktemp("partition") / f"{backend}.npz"), 900)
-        return cache[backend]
-
-    return get
+    return script_runs(tmp_path_factory, __file__, N, "partition", 900)
 
 
 @pytest.mark.parametrize("case", list(CASES))
