@@ -43,12 +43,15 @@ size_t TensorType::numBytes() const { return static_cast<size_t>(numElements()) 
 std::string TensorType::str() const { return mlirTensorType(dtypeName(dtype), shape); }
 
 namespace {
-// Every value of each fp8 format as an f32, indexed by DType and bits; built once.
+// Every value of each fp8 format as an f32, indexed by format (the fp8 enumerators are the last five, in a row)
+// and bits; built once.
+constexpr int kFloat8Formats = 5;
+int float8Index(DType d) { return static_cast<int>(d) - static_cast<int>(DType::F8E4M3FN); }
 struct Float8Tables {
-  float value[256][256];  // [DType][bits]: only the fp8 rows are filled
+  float value[kFloat8Formats][256];
   Float8Tables() {
     for (DType d : {DType::F8E4M3FN, DType::F8E5M2, DType::F8E4M3FNUZ, DType::F8E5M2FNUZ, DType::F8E4M3B11FNUZ})
-      for (int b = 0; b < 256; ++b) value[static_cast<uint8_t>(d)][b] = decode(d, static_cast<uint8_t>(b));
+      for (int b = 0; b < 256; ++b) value[float8Index(d)][b] = decode(d, static_cast<uint8_t>(b));
   }
   static float decode(DType d, uint8_t bits) {
     const Float8Format f = float8Format(d);
@@ -82,7 +85,7 @@ const Float8Tables& float8Tables() {
 }
 }  // namespace
 
-float float8ToFloat(DType d, uint8_t bits) { return float8Tables().value[static_cast<uint8_t>(d)][bits]; }
+float float8ToFloat(DType d, uint8_t bits) { return float8Tables().value[float8Index(d)][bits]; }
 
 uint8_t float8FromDouble(DType d, double value) {
   using S = Float8Format::Specials;
