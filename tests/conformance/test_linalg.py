@@ -411,3 +411,24 @@ def test_strict_promotion_and_empty_matrices(dtype, shape):
     for g, w in zip(got, want):
         assert g.shape == w.shape and g.dtype == w.dtype
         np.testing.assert_allclose(np.abs(g), np.abs(w), rtol=1e-3, atol=1e-3)  # |R|: signs follow LAPACK anyway
+
+
+@pytest.mark.skipif(not hasattr(jax, "export"), reason="jax.export is the current series'")
+def test_shape_polymorphic_export_of_lu_and_qr():
+    """jax.export with symbolic batch and matrix sizes: the ipu's own lu and qr lowerings take them (their loops run
+    min(m, n) steps, a symbolic dimension), and each concrete call gives cpu's factors."""
+    b, m, n = jax.export.symbolic_shape("b, m, n", constraints=["m >= n"])
+
+    def f(x):
+        lu, pivots, perm = lax.linalg.lu(x)
+        q, r = jnp.linalg.qr(x)
+        return lu, pivots, perm, q, r
+
+    exported = jax.export.export(jax.jit(f), platforms=["ipu", "cpu"])(jax.ShapeDtypeStruct((b, m, n), np.float32))
+    rng = np.random.default_rng(0)
+    for shape in ((1, 3, 3), (2, 5, 4), (3, 7, 2)):
+        x = rng.standard_normal(shape).astype(np.float32)
+        got = jax.jit(exported.call, backend=BACKEND)(x)
+        want = jax.jit(exported.call, backend=REFERENCE)(x)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)

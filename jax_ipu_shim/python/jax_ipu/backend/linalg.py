@@ -121,6 +121,15 @@ def _f32(fn: Any) -> Any:
     return wrapped
 
 
+def _min(m: Any, n: Any) -> Any:
+    """min of two dimensions, either symbolic (jax.export with shape polymorphism: the current series' core.min_dim)."""
+    from jax._src import core
+
+    if core.is_constant_dim(m) and core.is_constant_dim(n):
+        return min(m, n)
+    return core.min_dim(m, n)
+
+
 def _col(x: Any, j: Any) -> Any:
     """x[..., :, j] for a traced j."""
     from jax import lax
@@ -186,10 +195,10 @@ def lu(a: Any) -> List[Any]:
             a = a - jnp.where(trailing, jnp.outer(col, a[k, :]), jnp.zeros_like(a))
             return pivots.at[k].set(i), perm, a
 
-        state = (jnp.zeros((min(m, n),), jnp.int32), jnp.arange(m, dtype=jnp.int32), a)
+        state = (jnp.zeros((_min(m, n),), jnp.int32), jnp.arange(m, dtype=jnp.int32), a)
         if m == 0 or n == 0:
             return state[2], state[0], state[1]
-        pivots, perm, a = lax.fori_loop(0, min(m, n), step, state)
+        pivots, perm, a = lax.fori_loop(0, _min(m, n), step, state)
         return a, pivots, perm
 
     for _ in a.shape[:-2]:
@@ -537,7 +546,7 @@ def geqrf(a: Any) -> Tuple[Any, Any]:
 
     *batch, m, n = a.shape
     if a.size == 0:
-        return a, jnp.zeros((*batch, min(m, n)), a.dtype)
+        return a, jnp.zeros((*batch, _min(m, n)), a.dtype)
     rows, cols = jnp.arange(m), jnp.arange(n)
 
     def step(k: Any, state: Tuple[Any, Any]) -> Tuple[Any, Any]:
@@ -564,7 +573,7 @@ def geqrf(a: Any) -> Tuple[Any, Any]:
         taus = lax.dynamic_update_slice_in_dim(taus, tau, k, axis=taus.ndim - 1)
         return a, taus
 
-    return lax.fori_loop(0, min(m, n), step, (a, jnp.zeros((*batch, min(m, n)), a.dtype)))
+    return lax.fori_loop(0, _min(m, n), step, (a, jnp.zeros((*batch, _min(m, n)), a.dtype)))
 
 
 def householder_product(a: Any, taus: Any) -> Any:
