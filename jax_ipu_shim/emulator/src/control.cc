@@ -71,10 +71,7 @@ std::vector<int> lowerCall(Lowerer& lowerer, OpContext& ctx) {
   for (size_t i = 0; i < region.params.size(); ++i) {
     const ValueDecl& p = region.params[i];
     TensorType t;
-    if (!parseDType(p.dtype, &t.dtype))
-      throw Error(ErrorCode::Unimplemented, "Unsupported element type " + p.dtype + " in parameter " +
-                                                std::to_string(i) + " of " + callee + " : " +
-                                                unsupportedDTypeAdvice(p.dtype));
+    t.dtype = lowerer.elementType(p.dtype, "parameter " + std::to_string(i) + " of " + callee);
     t.shape = p.shape;
     if (t.dtype != ctx.in_types[i].dtype || t.shape != ctx.in_types[i].shape)
       lowerer.invalid(

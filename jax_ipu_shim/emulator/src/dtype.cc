@@ -45,13 +45,15 @@ std::string TensorType::str() const { return mlirTensorType(dtypeName(dtype), sh
 namespace {
 // Every value of each fp8 format as an f32, indexed by format (the fp8 enumerators are the last five, in a row)
 // and bits; built once.
-constexpr int kFloat8Formats = 5;
 int float8Index(DType d) { return static_cast<int>(d) - static_cast<int>(DType::F8E4M3FN); }
+constexpr int kFloat8Formats = static_cast<int>(DType::F8E4M3B11FNUZ) - static_cast<int>(DType::F8E4M3FN) + 1;
 struct Float8Tables {
   float value[kFloat8Formats][256];
   Float8Tables() {
-    for (DType d : {DType::F8E4M3FN, DType::F8E5M2, DType::F8E4M3FNUZ, DType::F8E5M2FNUZ, DType::F8E4M3B11FNUZ})
-      for (int b = 0; b < 256; ++b) value[float8Index(d)][b] = decode(d, static_cast<uint8_t>(b));
+    for (int f = 0; f < kFloat8Formats; ++f) {
+      const DType d = static_cast<DType>(static_cast<int>(DType::F8E4M3FN) + f);
+      for (int b = 0; b < 256; ++b) value[f][b] = decode(d, static_cast<uint8_t>(b));
+    }
   }
   static float decode(DType d, uint8_t bits) {
     const Float8Format f = float8Format(d);

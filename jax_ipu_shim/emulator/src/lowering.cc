@@ -339,15 +339,7 @@ OpContext Lowerer::prepareOp(const Op& op, Env* env, Node* seq) {
   // Element types first: an unsupported dtype is the most useful thing to tell the user.
   std::vector<const ValueDecl*> all = decls;
   for (const ValueDecl& r : op.results) all.push_back(&r);
-  for (const ValueDecl* d : all) {
-    DType dtype;
-    if (!parseDType(d->dtype, &dtype) || (isWide64(dtype) && !options_.emulate_64bit))
-      throw Error(ErrorCode::Unimplemented, "Unsupported element type " + d->dtype + " in " + ctx.signature + " : " +
-                                                unsupportedDTypeAdvice(d->dtype) + atLoc(&op));
-    if (isFloat8(dtype) && device_.amp_f8_macs_per_cycle == 0)
-      throw Error(ErrorCode::Unimplemented, "Unsupported element type " + d->dtype + " in " + ctx.signature + " : " +
-                                                noFloat8Advice(dtype, device_.version) + atLoc(&op));
-  }
+  for (const ValueDecl* d : all) elementType(d->dtype, ctx.signature, atLoc(&op));
   for (const ValueDecl* d : decls) {
     TensorType t;
     parseDType(d->dtype, &t.dtype);
@@ -395,6 +387,16 @@ std::vector<int> Lowerer::lowerWithHandler(OpContext& ctx) {
   return ctx.info->lower(*this, ctx);
 }
 
+DType Lowerer::elementType(const std::string& name, const std::string& where, const std::string& after) const {
+  DType d;
+  std::string why;
+  if (!parseDType(name, &d) || (isWide64(d) && !options_.emulate_64bit)) why = unsupportedDTypeAdvice(name);
+  else if (isFloat8(d) && device_.amp_f8_macs_per_cycle == 0) why = noFloat8Advice(d, device_.version);
+  if (!why.empty())
+    throw Error(ErrorCode::Unimplemented, "Unsupported element type " + name + " in " + where + " : " + why + after);
+  return d;
+}
+
 void Lowerer::lowerEntry() {
   const Function* entry = program_.find(program_.entry);
   Env env;
@@ -402,14 +404,7 @@ void Lowerer::lowerEntry() {
   for (size_t i = 0; i < region.params.size(); ++i) {
     const ValueDecl& p = region.params[i];
     Slot s;
-    if (!parseDType(p.dtype, &s.type.dtype) || (isWide64(s.type.dtype) && !options_.emulate_64bit))
-      throw Error(ErrorCode::Unimplemented, "Unsupported element type " + p.dtype + " in parameter " +
-                                                std::to_string(i) + " (" + p.mlirType() + ") of " + entry->name +
-                                                " : " + unsupportedDTypeAdvice(p.dtype));
-    if (isFloat8(s.type.dtype) && device_.amp_f8_macs_per_cycle == 0)
-      throw Error(ErrorCode::Unimplemented, "Unsupported element type " + p.dtype + " in parameter " +
-                                                std::to_string(i) + " (" + p.mlirType() + ") of " + entry->name +
-                                                " : " + noFloat8Advice(s.type.dtype, device_.version));
+    s.type.dtype = elementType(p.dtype, "parameter " + std::to_string(i) + " (" + p.mlirType() + ") of " + entry->name);
     s.type.shape = p.shape;
     s.mapping = TileMapping::linear(s.type.numElements(), dtypeSize(s.type.dtype), device_.num_tiles);
     s.storage = Slot::Storage::Param;

@@ -307,10 +307,8 @@ constexpr bool isComplex(DType d) { return d == DType::C64; }
 constexpr bool isNarrowFloat(DType d) { return d == DType::F16 || d == DType::BF16; }
 // The emulated 64-bit types: no IPU hardware computes them (dtype table above).
 constexpr bool isWide64(DType d) { return d == DType::F64 || d == DType::I64 || d == DType::U64; }
-constexpr bool isFloat8(DType d) {
-  return d == DType::F8E4M3FN || d == DType::F8E5M2 || d == DType::F8E4M3FNUZ || d == DType::F8E5M2FNUZ ||
-         d == DType::F8E4M3B11FNUZ;
-}
+// The fp8 enumerators are DType's last five (emulator.h).
+constexpr bool isFloat8(DType d) { return d >= DType::F8E4M3FN && d <= DType::F8E4M3B11FNUZ; }
 // The type the IPU's vector unit computes a value of `d` in, for costs: bf16 and c64 (pairs) in f32 (it has no
 // bf16 or complex arithmetic, as Poplar users cast or split), every other type in itself.
 // fp8 converts on the vector unit as f16 does (the C600's IPU has no other fp8 arithmetic).

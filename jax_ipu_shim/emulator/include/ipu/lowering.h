@@ -49,6 +49,9 @@ class Lowerer {
   const DeviceDescription& device() const { return device_; }
   Numerics numerics() const { return program_.numerics; }  // whose arithmetic the kernels compute (ipu/numerics.h)
   const CompileOptions& options() const { return options_; }
+  // The element type `name` spells; throws Unimplemented ("Unsupported element type NAME in WHERE : why" + after)
+  // when this program may not hold it on this chip: unknown, 64-bit with emulation off, fp8 on a chip without it.
+  DType elementType(const std::string& name, const std::string& where, const std::string& after = "") const;
   Graph& graph() { return *graph_; }
   int newSlot(const TensorType& type);                 // linear mapping; its arena offset is set after lowering
   int newSlotLike(const TensorType& type, int like);   // the mapping of `like` when it has as many elements

@@ -1485,18 +1485,18 @@ template <class V>
 bool visitConvert(DType from, DType to, V&& v) {
   if (isFloat8(from) || isFloat8(to)) {
     bool found = false;
-    auto pair = [&](auto f8, DType other, bool to_f8) {
+    auto pair = [&](auto f8, DType other, auto to_f8) {
       constexpr DType Q = decltype(f8)::value;
       auto pick = [&](auto t) {
         constexpr DType T = decltype(t)::value;
-        if (to_f8) v(Float8ConvertOp<Q, T>{}, Tag<Storage<T>>{}, Tag<Storage<Q>>{});
+        if constexpr (decltype(to_f8)::value) v(Float8ConvertOp<Q, T>{}, Tag<Storage<T>>{}, Tag<Storage<Q>>{});
         else v(Float8ConvertOp<T, Q>{}, Tag<Storage<Q>>{}, Tag<Storage<T>>{});
         found = true;
       };
       if (!visitDType(other, pick)) visitFloat8(other, pick);
     };
-    if (!visitFloat8(from, [&](auto f8) { pair(f8, to, false); }))
-      visitFloat8(to, [&](auto f8) { pair(f8, from, true); });
+    if (!visitFloat8(from, [&](auto f8) { pair(f8, to, std::false_type{}); }))
+      visitFloat8(to, [&](auto f8) { pair(f8, from, std::true_type{}); });
     return found;
   }
   bool found = false;

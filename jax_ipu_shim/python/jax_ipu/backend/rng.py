@@ -13,6 +13,7 @@ product is built from 16-bit halves, as an IPU worker without a 64-bit multiplie
 
 from __future__ import annotations
 
+import math
 from typing import Any, List, Tuple
 
 from jax_ipu.config import PLATFORM
@@ -42,13 +43,6 @@ def install_lowerings() -> None:
     _installed.append(True)
 
 
-def _static(shape: Any) -> bool:
-    """Every dimension a number (not a symbolic one of a shape-polymorphic export)."""
-    from jax._src import core
-
-    return all(core.is_constant_dim(d) for d in shape)
-
-
 def _u32(size: Any) -> Any:
     """A size (a number, or a symbolic dimension: the value it has when the program runs) as a u32 scalar."""
     import jax.numpy as jnp
@@ -60,17 +54,12 @@ def _u32(size: Any) -> Any:
     return lax.convert_element_type(core.dimension_as_value(size), jnp.uint32)
 
 
-def _elements(shape: Any) -> Any:
-    n = 1
-    for d in shape:
-        n = n * d
-    return n
-
-
 def _check_size(shape: Any) -> None:
     """An array on one IPU has far fewer than 2**32 elements; a symbolic shape is checked when it is known."""
-    if _static(shape) and int(_elements(shape)) >= 1 << 32:
-        raise NotImplementedError(f"ipu: random bits for {tuple(shape)} ({_elements(shape)} elements): at most "
+    from jax._src import core
+
+    if all(core.is_constant_dim(d) for d in shape) and math.prod(shape) >= 1 << 32:
+        raise NotImplementedError(f"ipu: random bits for {tuple(shape)} ({math.prod(shape)} elements): at most "
                                   "2**32 - 1")
 
 
@@ -163,7 +152,7 @@ def rng_bit_generator(key: Any, *, shape: Any, dtype: Any, algorithm: Any, out_s
     if key.shape != (4,) or key.dtype != jnp.uint32:
         raise NotImplementedError(f"ipu: rng_bit_generator needs jax's u32[4] key, got {key.dtype}{list(key.shape)}")
     shape = tuple(shape)
-    n = _elements(shape)  # a number, or symbolic (shape polymorphism)
+    n = math.prod(shape)  # a number, or symbolic (shape polymorphism)
     blocks = (n + 3) // 4
     k = [key[i] for i in range(4)]
     # 128-bit counter words, least significant first: (state[1] low, state[1] high, state[0] low, state[0] high)

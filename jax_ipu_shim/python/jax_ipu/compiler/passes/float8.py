@@ -26,6 +26,7 @@ import numpy as np
 
 from jax_ipu import _jax
 
+from .. import rewrite as W
 from .. import types as T
 from ..program_format import Blob
 from . import id_counter
@@ -83,11 +84,17 @@ def _fp8(values: Dict[int, Tuple[str, List[int]]], value: int) -> bool:
 
 def _convert(entry: Dict[str, Any], source: int, result: Dict[str, Any]) -> Dict[str, Any]:
     """A convert the pass writes for ``entry`` (at its source location)."""
-    op = {"op": "convert", "mlir": "stablehlo.convert", "operands": [source], "results": [result], "attrs": {},
-          "regions": []}
-    if "loc" in entry:
-        op["loc"] = entry["loc"]
-    return op
+    return W.derived(entry, "convert", [source], [result])
+
+
+def _computed_wide(r: Dict[str, Any], values: Dict[int, Tuple[str, List[int]]], fresh: Callable[[], int]
+                   ) -> Dict[str, Any]:
+    """Gives the op's fp8 result ``r`` a fresh id in f16 (the op computes in f16); returns r's declaration as it
+    was, for the convert that gives the program its value."""
+    declared = dict(r)
+    r["id"], r["dtype"] = fresh(), WIDE
+    values[r["id"]] = (WIDE, r["shape"])
+    return declared
 
 
 def _rounded_region(region: Dict[str, Any], values: Dict[int, Tuple[str, List[int]]],
@@ -115,12 +122,11 @@ def _rounded_region(region: Dict[str, Any], values: Dict[int, Tuple[str, List[in
                 r["dtype"] = WIDE
                 values[r["id"]] = (WIDE, r["shape"])
                 continue
-            final = dict(r, dtype=WIDE)
-            r["id"], r["dtype"] = fresh(), WIDE
+            final = dict(_computed_wide(r, values, fresh), dtype=WIDE)
             rounded = {"id": fresh(), "dtype": narrow, "shape": list(r["shape"])}
             body.append(_convert(entry, r["id"], rounded))
             body.append(_convert(entry, rounded["id"], final))
-            for v in (r, rounded, final):
+            for v in (rounded, final):
                 values[v["id"]] = (v["dtype"], v["shape"])
     region["body"] = body
 
@@ -128,13 +134,12 @@ def _rounded_region(region: Dict[str, Any], values: Dict[int, Tuple[str, List[in
 def _computation(entry: Dict[str, Any], dtype: str, fresh: Callable[[], int]) -> Dict[str, Any]:
     """The region of an op that names its computation only ("computation": "add", written by a rule)."""
     a, b, c = ({"id": fresh(), "dtype": dtype, "shape": []} for _ in range(3))
-    op = {"op": entry["attrs"]["computation"], "mlir": "stablehlo." + entry["attrs"]["computation"],
-          "operands": [a["id"], b["id"]], "results": [c], "attrs": {}, "regions": []}
+    op = W.derived(entry, entry["attrs"]["computation"], [a["id"], b["id"]], [c])
     return {"params": [a, b], "body": [op], "results": [c["id"]]}
 
 
-def results_type(entry: Dict[str, Any]) -> str:
-    """The fp8 type of an op's first fp8 result (or operand)."""
+def _fp8_result_type(entry: Dict[str, Any]) -> str:
+    """The fp8 type of an op's first fp8 result."""
     return next(r["dtype"] for r in entry["results"] if r["dtype"] in fp8_types())
 
 
@@ -166,16 +171,13 @@ def _block(block: Dict[str, Any], values: Dict[int, Tuple[str, List[int]]], fres
             entry["operands"] = [widened(entry, i) if _fp8(values, i) else i for i in entry["operands"]]
             if "computation" in entry.get("attrs", {}):  # the emulator's native combiner would not round to fp8
                 if not entry.get("regions"):
-                    entry["regions"] = [_computation(entry, results_type(entry), fresh)]
+                    entry["regions"] = [_computation(entry, _fp8_result_type(entry), fresh)]
                 del entry["attrs"]["computation"]
             for region in entry.get("regions", ()):
                 _rounded_region(region, values, fresh)
         body.append(entry)
         for r in entry["results"]:
             if r["dtype"] in fp8_types():
-                narrow = dict(r)
-                r["id"] = fresh()
-                r["dtype"] = WIDE
-                values[r["id"]] = (WIDE, r["shape"])
-                body.append(_convert(entry, r["id"], narrow))
+                declared = _computed_wide(r, values, fresh)
+                body.append(_convert(entry, r["id"], declared))
     block["body"] = body
