@@ -133,9 +133,10 @@ def _rounded_region(region: Dict[str, Any], values: Dict[int, Tuple[str, List[in
 
 def _computation(entry: Dict[str, Any], dtype: str, fresh: Callable[[], int]) -> Dict[str, Any]:
     """The region of an op that names its computation only ("computation": "add", written by a rule)."""
-    a, b, c = ({"id": fresh(), "dtype": dtype, "shape": []} for _ in range(3))
-    op = W.derived(entry, entry["attrs"]["computation"], [a["id"], b["id"]], [c])
-    return {"params": [a, b], "body": [op], "results": [c["id"]]}
+    a, b, c = fresh(), fresh(), fresh()
+    scalar = {"dtype": dtype, "shape": []}
+    op = W.derived(entry, entry["attrs"]["computation"], [a, b], [dict(scalar, id=c)])
+    return {"params": [dict(scalar, id=a), dict(scalar, id=b)], "body": [op], "results": [c]}
 
 
 def _fp8_result_type(entry: Dict[str, Any]) -> str:
