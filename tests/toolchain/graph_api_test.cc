@@ -271,6 +271,16 @@ void errorsNameTheThing() {
               return program::Execute(cs);
             }),
             "both write element 1 of 'x'"));
+  // The writer reads what it writes, and a second vertex reads it too: every reader is checked, not the first.
+  CHECK(has(engineOf([&] {
+              poplar::ComputeSet cs = g.addComputeSet("second reader");
+              g.setTileMapping(g.addVertex(cs, "popops::negate", {{"in", x}, {"out", x}}), 0);
+              poplar::Tensor z = g.addVariable(FLOAT, {4}, "z");
+              g.setTileMapping(z, 0);
+              g.setTileMapping(g.addVertex(cs, "popops::abs", {{"in", x}, {"out", z}}), 0);
+              return program::Execute(cs);
+            }),
+            "vertex 4 writes element 0 of 'x' that vertex 5 reads"));
   CHECK(has(engineOf([&] {
               poplar::ComputeSet cs = g.addComputeSet("remote");
               g.setTileMapping(g.addVertex(cs, "popops::negate", {{"in", x}, {"out", y}}), 0);

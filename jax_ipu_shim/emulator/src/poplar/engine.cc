@@ -180,7 +180,7 @@ struct Engine::Impl {
     std::vector<int64_t> recv(static_cast<size_t>(tiles), 0);
     std::vector<std::set<std::string>> codelets_on(static_cast<size_t>(tiles));
     std::unordered_map<int64_t, unsigned> writer;  // element -> the vertex that writes it
-    std::unordered_map<int64_t, unsigned> reader;
+    std::vector<std::pair<int64_t, unsigned>> reads;  // (element, vertex): every read, checked once writers are known
     for (unsigned vid : cs.vertices) {
       const Vertex& v = g.vertices[vid];
       const std::string who = "compute set '" + cs.name + "': vertex " + std::to_string(vid) + " ('" + v.codelet + "')";
@@ -222,7 +222,7 @@ struct Engine::Impl {
             writer[id] = vid;
           }
           if (f.direction != FieldDirection::Output) {
-            reader.emplace(id, vid);
+            reads.emplace_back(id, vid);
             if (tile != v.tile && received[static_cast<size_t>(v.tile)].insert(id).second)
               recv[static_cast<size_t>(v.tile)] += static_cast<int64_t>(dtypeSize(t.elementType()));
           }
@@ -246,7 +246,7 @@ struct Engine::Impl {
       tile_bytes[static_cast<size_t>(v.tile)] += cost::kVertexStateBytes + 8 * static_cast<int64_t>(pv.fields.size());
       p.vertices.push_back(std::move(pv));
     }
-    for (const auto& r : reader) {
+    for (const auto& r : reads) {
       auto w = writer.find(r.first);
       if (w != writer.end() && w->second != r.second)
         invalid("compute set '" + cs.name + "': vertex " + std::to_string(w->second) + " writes element " +
