@@ -371,6 +371,31 @@ void controlStreamsAndHostFunctions() {
   CHECK(has(errorOf([&] { unconnected.run(); }), "stream 'in' is not connected"));
 }
 
+// A loop whose predicate is an int (nonzero: go on) of 512, then 256, then 0: read as the int it is, not as its
+// first byte (which is 0 for 512 and 256). The loop's steps charge once it ends, as the executor charges them.
+void loopOnAnIntegerPredicate() {
+  poplar::Graph g(smallTarget());
+  poplar::Tensor count = g.addVariable(INT, {1}, "count"), left = g.addVariable(INT, {1}, "left");
+  poplar::Tensor step = g.addConstant(INT, {1}, 256.0, "step"), limit = g.addConstant(INT, {1}, 512.0, "limit");
+  for (const auto& t : {count, left, step, limit}) g.setTileMapping(t, 1);
+  poplar::ComputeSet cond = g.addComputeSet("left"), body = g.addComputeSet("count");
+  g.setTileMapping(g.addVertex(cond, "popops::subtract", {{"in1", limit}, {"in2", count}, {"out", left}}), 1);
+  g.setTileMapping(g.addVertex(body, "popops::add", {{"in1", count}, {"in2", step}, {"out", count}}), 1);
+  g.createHostWrite("count", count);
+  g.createHostRead("count", count);
+  poplar::Engine e(g, program::RepeatWhileTrue(program::Execute(cond), left[0], program::Execute(body)));
+  const int32_t zero = 0;
+  e.writeTensor("count", &zero, &zero + 1);
+  e.run();
+  CHECK(read<int32_t>(e, "count", 1)[0] == 512);
+  const ipu::RunProfile& p = e.profile();
+  CHECK(p.steps.size() == 3 && p.steps[0].type == "RepeatWhileTrue" && p.steps[0].executions == 3 &&
+        p.steps[1].name == "left" && p.steps[1].executions == 3 && p.steps[2].executions == 2);
+  uint64_t total = 0;
+  for (const auto& s : p.steps) total += s.compute_cycles + s.exchange_cycles + s.sync_cycles;
+  CHECK(total == p.total_cycles && p.supersteps == 3 + 3 + 2);
+}
+
 }  // namespace
 
 int main() {
@@ -380,6 +405,7 @@ int main() {
   memoryIsChecked();
   errorsNameTheThing();
   controlStreamsAndHostFunctions();
+  loopOnAnIntegerPredicate();
   std::printf("%s: %d failure(s); %zu built-in codelets\n", failures ? "FAILED" : "ok", failures,
               poplar::builtinCodelets().size());
   return failures ? 1 : 0;

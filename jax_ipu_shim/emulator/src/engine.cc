@@ -17,6 +17,8 @@
 #include <xmmintrin.h>
 #endif
 
+#include "ipu/dtype.h"
+
 namespace ipu {
 
 namespace {
@@ -147,6 +149,7 @@ const char* nodeKindName(NodeKind kind) {
     case NodeKind::Switch: return "Switch";
     case NodeKind::StreamCopy: return "StreamCopy";
     case NodeKind::HostCall: return "HostCall";
+    case NodeKind::Repeat: return "Repeat";
   }
   return "?";
 }
@@ -174,6 +177,55 @@ void record(RunState& state, const Node& node, const Counters& before) {
 }
 
 }  // namespace
+
+namespace {
+
+// Whether a kernel in `node`'s tree reads the cycle counters while the program runs.
+bool readsCycles(const Node& node) {
+  if (node.kernel && node.kernel->readsCycles()) return true;
+  for (const auto& c : node.children)
+    if (readsCycles(*c)) return true;
+  return false;
+}
+
+// The fixed charges of the steps in `node`'s tree that run once each time it does: all but what a nested loop or
+// switch runs (those charge as they run).
+void fixedCharges(const Node& node, std::vector<FixedCharge>* out) {
+  switch (node.kind) {
+    case NodeKind::Sequence:
+      for (const auto& c : node.children) fixedCharges(*c, out);
+      return;
+    case NodeKind::Execute: {
+      FixedCharge f{node.id, Cost{}, node.supersteps.size()};
+      for (const Superstep& s : node.supersteps) {
+        f.cost.compute += s.cost.compute;
+        f.cost.exchange += s.cost.exchange;
+        f.cost.sync += s.cost.sync;
+      }
+      out->push_back(f);
+      return;
+    }
+    case NodeKind::Copy:
+      if (!node.copies.empty()) out->push_back(FixedCharge{node.id, node.cost, 1});
+      return;
+    case NodeKind::StreamCopy:
+    case NodeKind::HostCall: out->push_back(FixedCharge{node.id, node.cost, 1}); return;
+    case NodeKind::RepeatWhileTrue:
+    case NodeKind::Switch:
+    case NodeKind::Repeat: return;
+  }
+}
+
+}  // namespace
+
+void planLoops(Node* node) {
+  for (auto& child : node->children) planLoops(child.get());
+  if (node->kind != NodeKind::RepeatWhileTrue || readsCycles(*node)) return;
+  node->charged_at_end = true;
+  fixedCharges(*node->children[0], &node->fixed[0]);
+  node->fixed[0].push_back(FixedCharge{node->id, node->cost, 1});  // each decision
+  fixedCharges(*node->children[1], &node->fixed[1]);
+}
 
 void Executor::checkInterrupts() const {
   const RunOptions* options = state_.options;
@@ -283,6 +335,21 @@ inline void runCalls(const std::vector<DirectCall>& calls) {
   for (const DirectCall& c : calls) c.fn(c.args, c.out, 1);
 }
 
+// The value of a scalar slot of an integer or bool type (a switch's index, a loop's predicate).
+int64_t readInteger(const Graph& graph, const RunState& state, int slot) {
+  const uint8_t* p = state.ptr[static_cast<size_t>(slot)];
+  int64_t value = 0;
+  visitDType(graph.slots[static_cast<size_t>(slot)].type.dtype, [&](auto tag) {
+    using T = Storage<decltype(tag)::value>;
+    if constexpr (std::is_integral<T>::value) {
+      T x;
+      std::memcpy(&x, p, sizeof(T));
+      value = static_cast<int64_t>(x);
+    }
+  });
+  return value;
+}
+
 }  // namespace
 
 struct Executor::FlatLoop {
@@ -305,16 +372,31 @@ void Executor::run(const Node& node, bool charge) {
     case NodeKind::RepeatWhileTrue: runLoop(node); return;
     case NodeKind::Switch: {
       const Counters before = Counters::of(state_.profile);
-      const DType dt = graph_.slots[static_cast<size_t>(node.slot)].type.dtype;
-      int64_t index = dt == DType::U32 ? static_cast<int64_t>(*state_.at<const uint32_t>(node.slot))
-                                       : static_cast<int64_t>(*state_.at<const int32_t>(node.slot));
+      const int64_t value = readInteger(graph_, state_, node.slot);
       const int64_t branches = static_cast<int64_t>(node.children.size());
-      if (index < 0 || index >= branches) index = branches - 1;
+      int64_t index = value;
+      if (!node.case_values.empty()) {
+        index = 0;
+        for (size_t i = 0; i < node.case_values.size(); ++i)
+          if (node.case_values[i] == value) index = static_cast<int64_t>(i) + 1;
+      } else if (index < 0 || index >= branches) {
+        index = branches - 1;
+      }
       node.cost.addTo(&state_.profile, 1);
       record(state_, node, before);
       run(*node.children[static_cast<size_t>(index)], true);  // what a branch runs charges as it runs
       return;
     }
+    case NodeKind::Repeat:
+      // Each iteration charges the node's own cost (no superstep of its own), then runs the body, which charges as
+      // it runs.
+      for (int64_t i = 0; i < node.repeat; ++i) {
+        const Counters before = Counters::of(state_.profile);
+        node.cost.addTo(&state_.profile, 0);
+        record(state_, node, before);
+        run(*node.children[0], true);
+      }
+      return;
     default: break;
   }
   const Counters before = charge ? Counters::of(state_.profile) : Counters{};
@@ -340,7 +422,7 @@ void Executor::runLoop(const Node& node) {
       const Counters decision = Counters::of(state_.profile);
       node.cost.addTo(&state_.profile, 1);
       record(state_, node, decision);
-      if (!*state_.at<const uint8_t>(node.slot)) return;
+      if (readInteger(graph_, state_, node.slot) == 0) return;
       run(*node.children[1], true);
     }
   }
@@ -350,7 +432,9 @@ void Executor::runLoop(const Node& node) {
   std::unique_ptr<FlatLoop>& plan = flat_[&node];
   if (!plan) {
     plan = std::make_unique<FlatLoop>();
-    plan->flat = flatten(*node.children[0], state_, &plan->cond, &plan->scratch) &&
+    // (The flat list reads the predicate as one byte, as the StableHLO lowering's bool predicates are.)
+    plan->flat = dtypeSize(graph_.slots[static_cast<size_t>(node.slot)].type.dtype) == 1 &&
+                 flatten(*node.children[0], state_, &plan->cond, &plan->scratch) &&
                  flatten(*node.children[1], state_, &plan->body, &plan->scratch);
     plan->calls = plan->flat && onlyCalls(plan->cond, &plan->cond_calls) && onlyCalls(plan->body, &plan->body_calls);
   }
@@ -376,7 +460,7 @@ void Executor::runLoop(const Node& node) {
     while (true) {
       run(*node.children[0], false);
       ++decisions;
-      if (!*state_.at<const uint8_t>(node.slot)) break;
+      if (readInteger(graph_, state_, node.slot) == 0) break;
       run(*node.children[1], false);
     }
   }

@@ -66,6 +66,10 @@ Totals staticTotals(const Node& node) {
       t.cycles += node.cost.total();
       t.supersteps += 1;
       break;
+    case NodeKind::Repeat:  // (the graph API's; a loop body once, as above)
+      t = staticTotals(*node.children[0]);
+      t.cycles += node.cost.total();
+      break;
   }
   return t;
 }

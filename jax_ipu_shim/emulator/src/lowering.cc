@@ -7,6 +7,7 @@
 
 #include "ipu/cost_model.h"
 #include "ipu/dtype.h"
+#include "ipu/engine.h"
 #include "ipu/fusion.h"
 #include "ipu/handlers.h"
 #include "ipu/memory.h"
@@ -441,54 +442,6 @@ void Lowerer::numberSteps(Node* node) {
     graph_->step_nodes.push_back(node);
   }
   for (auto& child : node->children) numberSteps(child.get());
-}
-
-namespace {
-
-// Whether a kernel in `node`'s tree reads the cycle counters while the program runs.
-bool readsCycles(const Node& node) {
-  if (node.kernel && node.kernel->readsCycles()) return true;
-  for (const auto& c : node.children)
-    if (readsCycles(*c)) return true;
-  return false;
-}
-
-// The fixed charges of the steps in `node`'s tree that run once each time it does: all but what a nested loop or
-// switch runs (those charge as they run).
-void fixedCharges(const Node& node, std::vector<FixedCharge>* out) {
-  switch (node.kind) {
-    case NodeKind::Sequence:
-      for (const auto& c : node.children) fixedCharges(*c, out);
-      return;
-    case NodeKind::Execute: {
-      FixedCharge f{node.id, Cost{}, node.supersteps.size()};
-      for (const Superstep& s : node.supersteps) {
-        f.cost.compute += s.cost.compute;
-        f.cost.exchange += s.cost.exchange;
-        f.cost.sync += s.cost.sync;
-      }
-      out->push_back(f);
-      return;
-    }
-    case NodeKind::Copy:
-      if (!node.copies.empty()) out->push_back(FixedCharge{node.id, node.cost, 1});
-      return;
-    case NodeKind::StreamCopy:
-    case NodeKind::HostCall: out->push_back(FixedCharge{node.id, node.cost, 1}); return;
-    case NodeKind::RepeatWhileTrue:
-    case NodeKind::Switch: return;
-  }
-}
-
-}  // namespace
-
-void Lowerer::planLoops(Node* node) {
-  for (auto& child : node->children) planLoops(child.get());
-  if (node->kind != NodeKind::RepeatWhileTrue || readsCycles(*node)) return;
-  node->charged_at_end = true;
-  fixedCharges(*node->children[0], &node->fixed[0]);
-  node->fixed[0].push_back(FixedCharge{node->id, node->cost, 1});  // each decision
-  fixedCharges(*node->children[1], &node->fixed[1]);
 }
 
 }  // namespace ipu

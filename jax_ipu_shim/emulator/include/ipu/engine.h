@@ -22,6 +22,10 @@ class ScopedFlushDenormals {
   unsigned saved_;
 };
 
+// Marks the loops of a program tree whose steps charge the same cycles every iteration, to be charged when the loop
+// ends (Node::charged_at_end, Node::fixed); once the tree is complete and its steps numbered.
+void planLoops(Node* node);
+
 // Runs a program tree superstep by superstep against one run's storage, accumulating the cycle profile.
 class Executor {
  public:

@@ -113,8 +113,9 @@ struct FixedCharge {
 };
 
 // Poplar's program classes. StreamCopy (host streams) and HostCall (host callbacks) run their node's kernel's
-// prepare() on the run's thread, which talks to RunState::options->host.
-enum class NodeKind { Sequence, Execute, Copy, RepeatWhileTrue, Switch, StreamCopy, HostCall };
+// prepare() on the run's thread, which talks to RunState::options->host. Repeat runs its body a fixed number of
+// times (the graph API's program::Repeat; the StableHLO lowering writes loops as RepeatWhileTrue).
+enum class NodeKind { Sequence, Execute, Copy, RepeatWhileTrue, Switch, StreamCopy, HostCall, Repeat };
 const char* nodeKindName(NodeKind kind);  // "Sequence", "Execute", ...
 
 // A node of the program tree (Poplar's Sequence / Execute / Copy / RepeatWhileTrue / Switch / StreamCopy / Call).
@@ -130,7 +131,11 @@ struct Node {
   std::vector<int> temps;                       // Copy: staging slots when sources and destinations overlap
   std::vector<size_t> copy_bytes;               // Copy: the bytes of each copy's value
   Cost cost;  // Copy, StreamCopy, HostCall: its cost; RepeatWhileTrue/Switch: each decision
-  int slot = -1;  // RepeatWhileTrue: the predicate; Switch: the index
+  int slot = -1;  // RepeatWhileTrue: the predicate; Switch: the index (a scalar of any integer or bool type)
+  // Switch: the value of each branch after the first, which is the default (Poplar's Switch); empty: the index is
+  // the branch, and an index out of range runs the last (XLA's case).
+  std::vector<int64_t> case_values;
+  int64_t repeat = 0;  // Repeat: the iterations; its body is children[0], and each iteration charges `cost`
   double flops = 0;
   bool emulated_64bit = false;  // Execute: reads or writes f64/i64/u64 values, which the IPU runs in software
   // Execute: (operand slot, result slot) pairs the kernel computes correctly when both are the same storage: it
@@ -146,7 +151,7 @@ struct Node {
   // RepeatWhileTrue: whether the executor charges the loop's fixed-cost steps once the loop ends, as iterations x
   // their charges, instead of step by step (the same counters: a loop's small steps then cost no bookkeeping).
   // fixed[0]: the cond's steps outside a nested loop or switch (they charge as they run), and the decision itself;
-  // fixed[1]: the body's. False when a kernel inside reads the cycle counters while it runs (Lowerer::planLoops).
+  // fixed[1]: the body's. False when a kernel inside reads the cycle counters while it runs (planLoops).
   bool charged_at_end = false;
   std::vector<FixedCharge> fixed[2];
 };

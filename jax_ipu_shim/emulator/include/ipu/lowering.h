@@ -123,7 +123,6 @@ class Lowerer {
   // A fusion group (ipu/fusion.h): its members' intermediate results get no slot (-1 in the environment).
   void lowerFusedGroup(const Region& region, const std::vector<size_t>& members, Env* env, Node* seq);
   void numberSteps(Node* node);
-  void planLoops(Node* node);
   // The op's handler: its registry row's (ipu/handlers.h), or complex.cc's for c64 arithmetic of any op.
   std::vector<int> lowerWithHandler(OpContext& ctx);
 

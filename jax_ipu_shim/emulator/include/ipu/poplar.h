@@ -56,7 +56,9 @@ constexpr Type FLOAT = DType::F32;
 
 // Poplar's OptionFlags: option names and values as text. The Engine reads:
 //   debug.allowOutOfMemory   "true"/"false": make the Engine even where a tile's memory is exceeded (for reports)
-//   emulator.hostThreads     "1".."256": host threads that run the tiles' vertices (default 1: the calling thread)
+//   emulator.hostThreads     "1".."256": host threads that run the tiles' vertices (default 1: the calling thread;
+//                            a compute set with little work per tile runs on the calling thread, as the executor's
+//                            steps do)
 // Any other name is refused, naming it.
 using OptionFlags = std::map<std::string, std::string>;
 

@@ -1,7 +1,8 @@
-// poplar::Engine: checks a graph and its programs once, lays its variables out in host memory, and runs programs
-// step by step: a compute set is one BSP superstep (each tile receives the operand elements its vertices read from
-// other tiles, its workers run its vertices, every tile syncs), costed per tile as the StableHLO lowering's
-// supersteps are.
+// poplar::Engine: checks a graph and its programs once, lays its variables out in host memory, costs every step, and
+// writes each program as a tree of the executor's nodes (ipu/graph.h), which the Executor that runs the StableHLO
+// lowering's programs runs (ipu/engine.h): one runtime, with its loops, host threads and profile. A compute set is
+// one BSP superstep (each tile receives the operand elements its vertices read from other tiles, its workers run its
+// vertices, every tile syncs), costed per tile as the StableHLO lowering's supersteps are.
 #include "ipu/engine.h"
 
 #include <algorithm>
@@ -84,6 +85,8 @@ struct Engine::Impl {
   struct ComputeSetPlan {
     std::vector<Prepared> vertices;
     std::vector<std::vector<size_t>> by_tile;  // vertex indices per tile that has any
+    std::vector<int32_t> tiles;                // those tiles
+    double cycles_per_tile = 0;                // their vertices' worker cycles, on average: the host work per tile
     Cost cost;
   };
   struct StreamHost {
@@ -102,7 +105,6 @@ struct Engine::Impl {
   std::map<unsigned, ComputeSetPlan> plans;  // the compute sets the programs execute
   std::unordered_map<const program::Node*, int> step_of;  // node -> its step id (program order)
   std::vector<Step> steps;
-  std::unordered_map<const program::Node*, Cost> copy_cost;
   std::vector<StreamHost> streams;
   std::vector<std::function<void(const std::vector<const void*>&, const std::vector<void*>&)>> host_functions;
   std::map<int, uint64_t> stamps;
@@ -123,6 +125,8 @@ struct Engine::Impl {
     host_functions.resize(g.host_functions.size());
     finishMemory();
     if (options.host_threads > 1) pool = std::make_unique<ThreadPool>(options.host_threads);
+    storage_ = storage.data();
+    lowerPrograms();
   }
 
   const DeviceDescription& device() const { return g.target.device(); }
@@ -269,6 +273,8 @@ struct Engine::Impl {
       const size_t ti = static_cast<size_t>(t);
       if (per_tile[ti].empty()) continue;
       p.by_tile.push_back(per_tile[ti]);
+      p.tiles.push_back(t);
+      for (uint64_t c : cycles[ti]) p.cycles_per_tile += static_cast<double>(c);
       const uint64_t compute = cost::vertexTile(cycles[ti], workers);
       const uint64_t exchange = cost::exchange(recv[ti], device().exchange_bytes_per_cycle);
       if (!any || compute + exchange > p.cost.compute + p.cost.exchange) {
@@ -279,6 +285,7 @@ struct Engine::Impl {
       transient[ti] = std::max(transient[ti], recv[ti]);
     }
     p.cost.sync = device().sync_cycles;
+    if (!p.tiles.empty()) p.cycles_per_tile /= static_cast<double>(p.tiles.size());
     return p;
   }
 
@@ -416,16 +423,147 @@ struct Engine::Impl {
     checkMemory(memory, device(), options.allow_out_of_memory);
   }
 
-  // ---- running ----
+  // ---- running: each program as a tree of the executor's nodes (ipu/graph.h), run by the Executor that runs the
+  // StableHLO lowering's programs, with its loops, host threads and profile ----
 
-  void account(const program::Node* n, const Cost& c, uint64_t supersteps = 1) {
-    c.addTo(&profile, supersteps);
-    StepProfile& s = ran_[step_of.at(n)];
-    s.executions += 1;
-    s.compute_cycles += c.compute;
-    s.exchange_cycles += c.exchange;
-    s.sync_cycles += c.sync;
-    s.supersteps += supersteps;
+  // A compute set's vertices, tile by tile: its superstep's work is its tiles, one "element" each.
+  class ComputeSetKernel : public Kernel {
+   public:
+    ComputeSetKernel(const Impl* impl, const ComputeSetPlan* plan) : impl_(impl), plan_(plan) {}
+    void compute(RunState&, int64_t begin, int64_t end) const override {
+      ScopedFlushDenormals ftz;  // the IPU's f32 and f16 arithmetic has no denormals
+      for (int64_t i = begin; i < end; ++i)
+        for (size_t v : plan_->by_tile[static_cast<size_t>(i)]) impl_->runVertex(plan_->vertices[v]);
+    }
+
+   private:
+    const Impl* impl_;
+    const ComputeSetPlan* plan_;
+  };
+
+  // A step that does its work on the run's thread before it is charged: a copy, stream copy, host call or cycle
+  // stamp (which reads the cycle counters, so a loop around it charges step by step).
+  class HostStepKernel : public Kernel {
+   public:
+    HostStepKernel(std::function<void(RunState&)> work, bool reads_cycles)
+        : work_(std::move(work)), reads_cycles_(reads_cycles) {}
+    void prepare(RunState& state) const override { work_(state); }
+    void compute(RunState&, int64_t, int64_t) const override {}
+    bool readsCycles() const override { return reads_cycles_; }
+
+   private:
+    std::function<void(RunState&)> work_;
+    bool reads_cycles_;
+  };
+
+  // A slot for a program's control scalar (a switch's index, a loop's predicate): its element in the storage.
+  int controlSlot(const Tensor& t) {
+    Slot slot;
+    slot.type = TensorType{t.elementType(), {}};
+    slot.offset = offsetOf(t.elements()[0]);
+    exe.slots.push_back(slot);
+    return static_cast<int>(exe.slots.size()) - 1;
+  }
+
+  // An Execute node of one superstep that charges `cost`; `kernel` (if any) works in prepare() when `computes` is
+  // false, else on `work`.
+  std::unique_ptr<Node> executeNode(std::unique_ptr<Kernel> kernel, const Cost& cost, bool computes = false,
+                                    TileMapping work = TileMapping(), double weight = 1) {
+    auto node = std::make_unique<Node>();
+    node->kind = NodeKind::Execute;
+    node->kernel = std::move(kernel);
+    Superstep step;
+    step.computes = computes;
+    step.work = std::move(work);
+    step.cost_weight = weight;
+    step.cost = cost;
+    node->supersteps.push_back(std::move(step));
+    return node;
+  }
+
+  std::unique_ptr<Node> hostStep(NodeKind kind, std::function<void(RunState&)> work, const Cost& cost) {
+    auto node = std::make_unique<Node>();
+    node->kind = kind;
+    node->kernel = std::make_unique<HostStepKernel>(std::move(work), false);
+    node->cost = cost;
+    return node;
+  }
+
+  std::unique_ptr<Node> lower(const program::Program& p) {
+    const program::Node* n = p.node().get();
+    using program::Kind;
+    auto step = step_of.find(n);
+    const Cost cost = step != step_of.end() ? steps[static_cast<size_t>(step->second)].cost : Cost();
+    std::unique_ptr<Node> node;
+    switch (n->kind) {
+      case Kind::Sequence:
+        node = std::make_unique<Node>();
+        for (const program::Program& c : n->children) node->children.push_back(lower(c));
+        break;
+      case Kind::Execute: {
+        const ComputeSetPlan& plan = plans.at(n->compute_set);
+        node = executeNode(std::make_unique<ComputeSetKernel>(this, &plan), cost, true,
+                           TileMapping::onTiles(static_cast<int64_t>(plan.tiles.size()), plan.tiles),
+                           plan.cycles_per_tile);
+        break;
+      }
+      case Kind::Copy:
+        node = executeNode(
+            std::make_unique<HostStepKernel>([this, n](RunState&) { copyElements(n->src, n->dst); }, false), cost);
+        break;
+      case Kind::Sync: node = executeNode(nullptr, cost); break;
+      case Kind::StreamToDevice:
+      case Kind::StreamFromDevice:
+        node = hostStep(NodeKind::StreamCopy, [this, n](RunState&) { stream(*n); }, cost);
+        break;
+      case Kind::HostCall: node = hostStep(NodeKind::HostCall, [this, n](RunState&) { hostCall(*n); }, cost); break;
+      case Kind::Repeat:
+        node = std::make_unique<Node>();
+        node->kind = NodeKind::Repeat;
+        node->repeat = n->index;
+        node->cost = cost;
+        node->children.push_back(lower(n->children[0]));
+        break;
+      case Kind::RepeatWhileTrue:
+      case Kind::If:
+      case Kind::Switch:
+        node = std::make_unique<Node>();
+        node->kind = n->kind == Kind::RepeatWhileTrue ? NodeKind::RepeatWhileTrue : NodeKind::Switch;
+        node->slot = controlSlot(n->src);
+        node->cost = cost;
+        if (n->kind == Kind::If) {  // a switch whose branch 0 is the else and any other value the then
+          node->children.push_back(lower(n->children[1]));
+          node->children.push_back(lower(n->children[0]));
+        } else {
+          for (const program::Program& c : n->children) node->children.push_back(lower(c));
+          node->case_values.assign(n->case_values.begin(), n->case_values.end());
+        }
+        break;
+      case Kind::Call: return lower(g.functions[n->index]);  // its steps are the function's, wherever it is called
+      case Kind::CycleStamp: {
+        node = executeNode(std::make_unique<HostStepKernel>([this, n](RunState& state) { stamp(*n, state); }, true),
+                           Cost());
+        node->supersteps.clear();
+        break;
+      }
+    }
+    if (step != step_of.end()) {
+      node->id = step->second;
+      node->name = steps[static_cast<size_t>(step->second)].name;
+    }
+    return node;
+  }
+
+  // The programs as the executor's trees, once the steps are numbered and costed.
+  void lowerPrograms() {
+    exe.device = device();
+    exe.slots.emplace_back();  // slot 0: the storage
+    for (const program::Program& p : programs) {
+      roots.push_back(lower(p));
+      planLoops(roots.back().get());
+    }
+    for (const Slot& slot : exe.slots) ptr.push_back(storage.data() + slot.offset);
+    if (pool) run_options.pool = pool.get();
   }
 
   void runVertex(const Prepared& v) const {
@@ -449,33 +587,6 @@ struct Engine::Impl {
       for (size_t k = 0; k < f.offsets.size(); ++k)
         std::memcpy(storage_ + f.offsets[k], buffers[i].data() + k * eb, eb);
     }
-  }
-
-  void execute(const ComputeSetPlan& p) {
-    auto tile = [&](int64_t i) {
-      ScopedFlushDenormals ftz;  // the IPU's f32 and f16 arithmetic has no denormals
-      for (size_t v : p.by_tile[static_cast<size_t>(i)]) runVertex(p.vertices[v]);
-    };
-    if (pool) {
-      pool->parallelFor(static_cast<int64_t>(p.by_tile.size()), tile);
-    } else {
-      for (size_t i = 0; i < p.by_tile.size(); ++i) tile(static_cast<int64_t>(i));
-    }
-  }
-
-  int64_t readScalar(const Tensor& t) const {
-    const int64_t id = t.elements()[0];
-    const uint8_t* p = storage_ + offsetOf(id);
-    int64_t value = 0;
-    visitDType(t.elementType(), [&](auto tag) {
-      using T = Storage<decltype(tag)::value>;
-      if constexpr (std::is_integral<T>::value) {
-        T x;
-        std::memcpy(&x, p, sizeof(T));
-        value = static_cast<int64_t>(x);
-      }
-    });
-    return value;
   }
 
   void copyElements(const Tensor& src, const Tensor& dst) {
@@ -538,84 +649,32 @@ struct Engine::Impl {
     for (size_t i = 0; i < n.outputs.size(); ++i) scatter(n.outputs[i], outs[i].data());
   }
 
-  void run(const program::Program& p) {
-    const program::Node* n = p.node().get();
-    using program::Kind;
-    switch (n->kind) {
-      case Kind::Sequence:
-        for (const program::Program& c : n->children) run(c);
-        break;
-      case Kind::Execute: {
-        const ComputeSetPlan& plan = plans.at(n->compute_set);
-        execute(plan);
-        account(n, plan.cost);
-        break;
-      }
-      case Kind::Copy:
-        copyElements(n->src, n->dst);
-        account(n, steps[static_cast<size_t>(step_of.at(n))].cost);
-        break;
-      case Kind::StreamToDevice:
-      case Kind::StreamFromDevice:
-        stream(*n);
-        account(n, steps[static_cast<size_t>(step_of.at(n))].cost);
-        break;
-      case Kind::HostCall:
-        hostCall(*n);
-        account(n, steps[static_cast<size_t>(step_of.at(n))].cost);
-        break;
-      case Kind::Repeat:
-        for (unsigned i = 0; i < n->index; ++i) {
-          account(n, steps[static_cast<size_t>(step_of.at(n))].cost, 0);
-          run(n->children[0]);
-        }
-        break;
-      case Kind::RepeatWhileTrue:
-        for (;;) {
-          run(n->children[0]);
-          account(n, control());
-          if (readScalar(n->src) == 0) break;
-          run(n->children[1]);
-        }
-        break;
-      case Kind::If:
-        account(n, control());
-        run(n->children[readScalar(n->src) != 0 ? 0 : 1]);
-        break;
-      case Kind::Switch: {
-        account(n, control());
-        const int64_t value = readScalar(n->src);
-        size_t chosen = 0;
-        for (size_t i = 0; i < n->case_values.size(); ++i)
-          if (n->case_values[i] == value) chosen = i + 1;
-        run(n->children[chosen]);
-        break;
-      }
-      case Kind::Call: run(g.functions[n->index]); break;
-      case Kind::Sync: account(n, steps[static_cast<size_t>(step_of.at(n))].cost); break;
-      case Kind::CycleStamp:
-        if (n->stamp >= 0) {
-          stamps[n->stamp] = profile.total_cycles;
-        } else {
-          const uint64_t took = profile.total_cycles - stamps[-1 - n->stamp];
-          const uint32_t words[2] = {static_cast<uint32_t>(took), static_cast<uint32_t>(took >> 32)};
-          scatter(n->dst, reinterpret_cast<const uint8_t*>(words));
-        }
-        break;
+  // A cycleCount's start records the run's cycles so far; its end writes what passed since, as two words.
+  void stamp(const program::Node& n, const RunState& state) {
+    const uint64_t now = state.profile.total_cycles;
+    if (n.stamp >= 0) {
+      stamps[n.stamp] = now;
+      return;
     }
+    const uint64_t took = now - stamps[-1 - n.stamp];
+    const uint32_t words[2] = {static_cast<uint32_t>(took), static_cast<uint32_t>(took >> 32)};
+    scatter(n.dst, reinterpret_cast<const uint8_t*>(words));
   }
 
   void runProgram(unsigned index) {
     if (index >= programs.size())
       invalid("Engine::run(" + std::to_string(index) + "): the engine has " + std::to_string(programs.size()) +
               " program(s)");
+    RunState state;
+    state.ptr = ptr;
+    state.options = &run_options;
     profile = RunProfile();
-    ran_.assign(steps.size(), StepProfile());
-    storage_ = storage.data();
-    run(programs[index]);
-    for (size_t i = 0; i < ran_.size(); ++i) {
-      if (ran_[i].executions == 0) continue;
-      StepProfile s = ran_[i];
+    Executor(exe, &state).run(*roots[index]);
+    profile = state.profile;
+    profile.steps.clear();
+    for (size_t i = 0; i < state.profile.steps.size(); ++i) {
+      StepProfile s = state.profile.steps[i];
+      if (s.executions == 0) continue;
       s.id = static_cast<int>(i);
       s.type = steps[i].type;
       s.name = steps[i].name;
@@ -624,7 +683,10 @@ struct Engine::Impl {
   }
 
   std::set<std::pair<int, std::string>> code_on_;
-  std::vector<StepProfile> ran_;
+  ipu::Graph exe;  // the slots of the programs' control scalars (slot 0: all of the storage)
+  std::vector<std::unique_ptr<Node>> roots;  // per program
+  std::vector<uint8_t*> ptr;  // per slot: its address in the storage
+  RunOptions run_options;
   uint8_t* storage_ = nullptr;
 };
 
@@ -653,7 +715,6 @@ void Engine::writeTensor(const std::string& handle, const void* begin, const voi
   if (given != bytes)
     invalid("Engine::writeTensor('" + handle + "'): " + std::to_string(given) + " bytes given, the tensor " +
             impl_->g.describe(t) + " has " + std::to_string(bytes));
-  impl_->storage_ = impl_->storage.data();
   impl_->scatter(t, static_cast<const uint8_t*>(begin));
 }
 
@@ -664,7 +725,6 @@ void Engine::readTensor(const std::string& handle, void* begin, void* end) {
   if (given != bytes)
     invalid("Engine::readTensor('" + handle + "'): a buffer of " + std::to_string(given) + " bytes, the tensor " +
             impl_->g.describe(t) + " has " + std::to_string(bytes));
-  impl_->storage_ = impl_->storage.data();
   impl_->gather(t, static_cast<uint8_t*>(begin));
 }
 
