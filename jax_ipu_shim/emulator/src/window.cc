@@ -66,14 +66,6 @@ struct Window {
     const size_t d = rank() - 1;
     return size[d] == 1 && stride[d] == 1 && base_dil[d] == 1 && pad_lo[d] == 0 && pad_hi[d] == 0;
   }
-  // Per dim, the input offsets window `out_index` reads, in window order.
-  void offsets(int64_t out_index, std::vector<std::vector<int64_t>>* per_dim) const {
-    per_dim->resize(rank());
-    for (size_t d = rank(); d-- > 0;) {
-      offsetsOf(d, out_index % out_shape[d], &(*per_dim)[d]);
-      out_index /= out_shape[d];
-    }
-  }
 };
 
 // Calls f(offset) for every element of the product of the per-dim offset lists, row-major.
@@ -101,13 +93,15 @@ inline void forEachOffset(const std::vector<std::vector<int64_t>>& per_dim, F&& 
 // innermost coordinate moves and its offsets just shift (no padding reached), the flat list shifts with them.
 class WindowWalker {
  public:
-  WindowWalker(const Window& w, int64_t b) : w_(w), o_(w.rank(), 0), offs_(w.rank()) {
-    for (size_t d = w.rank(); d-- > 0;) {
-      if (w.out_shape[d] == 0) continue;
-      o_[d] = b % w.out_shape[d];
-      b /= w.out_shape[d];
+  WindowWalker(const Window& w, int64_t b) : w_(w), o_(w.rank(), 0), offs_(w.rank()) { seek(b); }
+  // To output b's window (as made at b), in the buffers it has.
+  void seek(int64_t b) {
+    for (size_t d = w_.rank(); d-- > 0;) {
+      if (w_.out_shape[d] == 0) continue;
+      o_[d] = b % w_.out_shape[d];
+      b /= w_.out_shape[d];
     }
-    for (size_t d = 0; d < w.rank(); ++d) w_.offsetsOf(d, o_[d], &offs_[d]);
+    for (size_t d = 0; d < w_.rank(); ++d) w_.offsetsOf(d, o_[d], &offs_[d]);
     flatten();
   }
   const std::vector<int64_t>& flat() const { return flat_; }
@@ -161,9 +155,11 @@ template <class Run>
 void forEachRun(const Window& w, int64_t b, int64_t e, Run&& run) {
   const size_t last = w.rank() - 1;
   const int64_t row = w.out_shape[last];
+  if (b >= e) return;
+  WindowWalker walk(w, b);
   for (int64_t i = b; i < e;) {
     const int64_t n = std::min({e - i, row - i % row, kWindowRun});
-    WindowWalker walk(w, i);
+    if (i != b) walk.seek(i);
     run(i, n, walk.flat(), w.in_strides[last]);
     i += n;
   }
@@ -521,6 +517,47 @@ Window readWindow(Lowerer& lowerer, const OpContext& ctx, bool dilations) {
   return w;
 }
 
+// TileMapping::tileOf for elements that mostly follow each other: the last run found answers until one falls outside.
+class TileOf {
+ public:
+  explicit TileOf(const TileMapping& m) : m_(m) {}
+  int operator()(int64_t element) {
+    if (element < lo_ || element >= hi_) {
+      const int run = static_cast<int>(element / m_.per_tile);
+      lo_ = m_.runBegin(run);
+      hi_ = m_.runEnd(run);
+      tile_ = m_.tileOfRun(run);
+    }
+    return tile_;
+  }
+
+ private:
+  const TileMapping& m_;
+  int64_t lo_ = 0, hi_ = 0;
+  int tile_ = -1;
+};
+
+// Calls f(i, offset) for every input element the windows of outputs [b, e) read, each window in window order: runs
+// of outputs along an untouched innermost dimension together (forEachRun), else output by output (a WindowWalker's
+// odometer, not a division per output).
+template <class F>
+void forEachWindowElement(const Window& w, int64_t b, int64_t e, F&& f) {
+  if (b >= e) return;
+  if (w.innerUnit()) {
+    forEachRun(w, b, e, [&](int64_t first, int64_t n, const std::vector<int64_t>& offsets, int64_t stride) {
+      for (int64_t off : offsets)
+        for (int64_t k = 0; k < n; ++k) f(first + k, off + k * stride);
+    });
+    return;
+  }
+  WindowWalker walk(w, b);
+  for (int64_t i = b;;) {
+    for (int64_t off : walk.flat()) f(i, off);
+    if (++i == e) return;
+    walk.next();
+  }
+}
+
 // Per tile of `work` (one output per window of `w`): the window elements its outputs read, and the bytes of them
 // it receives (distinct elements held elsewhere, once per tile) from an input mapped as `in_map`.
 void windowTraffic(const Window& w, int tiles, const TileMapping& work, const TileMapping& in_map,
@@ -528,17 +565,14 @@ void windowTraffic(const Window& w, int tiles, const TileMapping& work, const Ti
   reads->assign(static_cast<size_t>(tiles), 0);
   recv->resize(static_cast<size_t>(tiles), 0);
   std::vector<int> stamp(static_cast<size_t>(in_map.num_elements), -1);
-  std::vector<std::vector<int64_t>> offs;
+  TileOf in_tile(in_map);
   for (int t = 0; t < work.tilesUsed(); ++t)
-    for (int64_t i = work.begin(t); i < work.end(t); ++i) {
-      w.offsets(i, &offs);
-      forEachOffset(offs, [&](int64_t off) {
-        ++(*reads)[static_cast<size_t>(t)];
-        if (stamp[static_cast<size_t>(off)] == t) return;
-        stamp[static_cast<size_t>(off)] = t;
-        if (in_map.tileOf(off) != t) (*recv)[static_cast<size_t>(t)] += bytes_per_element;
-      });
-    }
+    forEachWindowElement(w, work.begin(t), work.end(t), [&](int64_t, int64_t off) {
+      ++(*reads)[static_cast<size_t>(t)];
+      if (stamp[static_cast<size_t>(off)] == t) return;
+      stamp[static_cast<size_t>(off)] = t;
+      if (in_tile(off) != t) (*recv)[static_cast<size_t>(t)] += bytes_per_element;
+    });
 }
 
 }  // namespace
@@ -621,20 +655,17 @@ std::vector<int> lowerSelectAndScatter(Lowerer& lowerer, OpContext& ctx) {
   std::vector<int64_t> reads1(static_cast<size_t>(tiles), 0), recv1(static_cast<size_t>(tiles), 0);
   {
     std::vector<int> stamp(static_cast<size_t>(src_map.num_elements), -1);
-    std::vector<std::vector<int64_t>> offs;
     const Slot& src_slot = lowerer.graph().slots[static_cast<size_t>(ctx.in[1])];
+    TileOf out_tile(out_map), window_tile(src_map), source_tile(src_slot.mapping);
     for (int t = 0; t < src_map.tilesUsed(); ++t)  // the windows' elements, seen from the windows
-      for (int64_t i = src_map.begin(t); i < src_map.end(t); ++i) {
-        w.offsets(i, &offs);
-        forEachOffset(offs, [&](int64_t off) {
-          const int dest = out_map.tileOf(off);
-          ++reads1[static_cast<size_t>(dest)];
-          if (stamp[static_cast<size_t>(i)] == dest) return;
-          stamp[static_cast<size_t>(i)] = dest;
-          if (src_map.tileOf(i) != dest) recv1[static_cast<size_t>(dest)] += 4;
-          if (src_slot.mapping.tileOf(i) != dest) recv1[static_cast<size_t>(dest)] += elem_bytes;
-        });
-      }
+      forEachWindowElement(w, src_map.begin(t), src_map.end(t), [&](int64_t i, int64_t off) {
+        const int dest = out_tile(off);
+        ++reads1[static_cast<size_t>(dest)];
+        if (stamp[static_cast<size_t>(i)] == dest) return;
+        stamp[static_cast<size_t>(i)] = dest;
+        if (window_tile(i) != dest) recv1[static_cast<size_t>(dest)] += 4;
+        if (source_tile(i) != dest) recv1[static_cast<size_t>(dest)] += elem_bytes;
+      });
   }
   lowerer.exchangeScalar(&recv1, out_map, ctx.in[2]);
   std::vector<Superstep> steps;
