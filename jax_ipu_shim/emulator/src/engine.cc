@@ -269,6 +269,15 @@ void forEachMove(const Node& node, const RunState& state, Move&& move) {
   for (size_t i = 0; i < n; ++i) each(node.copies[i].second, node.temps[i], node.copy_bytes[i]);
 }
 
+// Whether an Execute node's kernel updates its operand in place in this run (Node::in_place, the same storage): it
+// only writes what changes, so its work is not the output's size and is not worth waking the pool for.
+bool updatesInPlace(const Node& node, const RunState& state) {
+  bool in_place = !node.in_place.empty();
+  for (const auto& p : node.in_place)
+    in_place = in_place && state.ptr[static_cast<size_t>(p.first)] == state.ptr[static_cast<size_t>(p.second)];
+  return in_place;
+}
+
 // Appends what running `node` does to `out`; false where the tree holds a step the flat list does not express (a
 // nested loop or switch, host I/O) or work execute() would spread over the host threads.
 bool flatten(const Node& node, RunState& state, std::vector<FlatStep>* out, DirectScratch* scratch) {
@@ -280,8 +289,9 @@ bool flatten(const Node& node, RunState& state, std::vector<FlatStep>* out, Dire
     case NodeKind::Execute: {
       const Kernel* kernel = node.kernel.get();
       if (!kernel) return true;
+      const bool in_place = updatesInPlace(node, state);
       for (const Superstep& step : node.supersteps)
-        if (step.computes && step.work.runs() > 1 &&
+        if (step.computes && !in_place && step.work.runs() > 1 &&
             static_cast<double>(step.work.num_elements) * step.cost_weight >= kParallelThreshold)
           return false;
       // A one-element step of a kernel with calls of its own: those calls.
@@ -493,11 +503,7 @@ void Executor::chargeFixed(const std::vector<FixedCharge>& steps, uint64_t times
 void Executor::execute(const Node& node, bool charge) {
   const Kernel* kernel = node.kernel.get();
   if (kernel) kernel->prepare(state_);
-  // A kernel updating its operand in place (Node::in_place, same storage in this run) only writes what changes:
-  // its work is not the output's size, and is not worth waking the pool for.
-  bool in_place = !node.in_place.empty();
-  for (const auto& p : node.in_place)
-    in_place = in_place && state_.ptr[static_cast<size_t>(p.first)] == state_.ptr[static_cast<size_t>(p.second)];
+  const bool in_place = updatesInPlace(node, state_);
   for (size_t si = 0; si < node.supersteps.size(); ++si) {
     const Superstep& step = node.supersteps[si];
     if (charge) step.cost.addTo(&state_.profile, 1);
