@@ -36,6 +36,18 @@ def test_layer_norm_and_softmax_rows():
           rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("cols", [512, 700, 1024, 1300])
+def test_row_statistics_broadcast_over_blocks_of_a_row(dtype, cols):
+    """A row's value broadcast along it, as a layer norm's mean is: rows longer than the fused vertex's block of 512
+    (its blocks reuse the row's value), rows of whole blocks (each block a new row's value) and rows whose blocks start
+    in one row and end in the next."""
+    def f(x, r):
+        return (x - r[:, None]) * r[:, None] + x
+
+    check(f, random(dtype, (7, cols), seed=4), random(dtype, (7,), seed=5), **EXACT)
+
+
 def test_exact_chain_with_broadcasts_compare_select_and_converts():
     def f(x, col, s):
         y = x * col[None, :] - s

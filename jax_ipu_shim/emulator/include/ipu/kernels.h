@@ -266,16 +266,29 @@ class FusedMapKernel : public Kernel {
       val[i] = reg(i);
     }
     uint8_t* out = s.at<uint8_t>(out_);
+    // Per input, the element a register holds in every one of its first `filled` places (a row's statistic under
+    // a layer norm, filled once for the blocks of its row), or null.
+    thread_local std::vector<std::pair<const uint8_t*, int64_t>> splat;
+    splat.assign(ni, {nullptr, 0});
     for (int64_t p = b; p < e; p += block) {
       const int64_t n = std::min(block, e - p);
       for (size_t i = 0; i < ni; ++i) {
-        if (inputs_[i].scalar) continue;
-        if (inputs_[i].strides.empty()) {
-          val[i] = at(s, inputs_[i], p);
-        } else if (const uint8_t* run = contiguousRun(s.at<const uint8_t>(inputs_[i].slot), inputs_[i], p, n)) {
+        const Input& in = inputs_[i];
+        if (in.scalar) continue;
+        const uint8_t* src = s.at<const uint8_t>(in.slot);
+        if (in.strides.empty()) {
+          val[i] = at(s, in, p);
+        } else if (const uint8_t* run = contiguousRun(src, in, p, n)) {
           val[i] = run;  // the block reads one run of the operand as it is (a row of gamma under a layer norm)
+        } else if (const uint8_t* one = repeatedElement(src, in, p, n)) {
+          if (splat[i].first != one || splat[i].second < n) {
+            fill(reg(i), one, in.bytes, n);
+            splat[i] = {one, n};
+          }
+          val[i] = reg(i);
         } else {
-          gather(s.at<const uint8_t>(inputs_[i].slot), inputs_[i], p, n, reg(i));
+          gather(src, in, p, n, reg(i));
+          splat[i].first = nullptr;
           val[i] = reg(i);
         }
       }
@@ -385,12 +398,21 @@ class FusedMapKernel : public Kernel {
     return src + viewOffset(in, p);  // bytes
   }
 
+  // Where output elements [p, p + n) of a broadcast view all read one element of the operand (within one run of an
+  // innermost dimension of stride 0: a row's mean under a layer norm): its address, else null.
+  static const uint8_t* repeatedElement(const uint8_t* src, const Input& in, int64_t p, int64_t n) {
+    const size_t r = in.shape.size();
+    if (r == 0 || in.strides[r - 1] != 0 || p % in.shape[r - 1] + n > in.shape[r - 1]) return nullptr;
+    return src + viewOffset(in, p);  // bytes
+  }
+
   // Output elements [p, p + n) of a broadcast view into dst, a run of the innermost dimension at a time.
   static void gather(const uint8_t* src, const Input& in, int64_t p, int64_t n, uint8_t* dst) {
     const size_t r = in.shape.size();
     const size_t eb = static_cast<size_t>(in.bytes);
-    thread_local std::vector<int64_t> ix;
-    ix.assign(r, 0);
+    int64_t small[8] = {};  // the index of element p (on the stack for the ranks programs have)
+    std::vector<int64_t> large(r > 8 ? r : 0, 0);
+    int64_t* ix = r > 8 ? large.data() : small;
     int64_t off = 0, rem = p;
     for (size_t d = r; d-- > 0;) {
       ix[d] = rem % in.shape[d];
