@@ -101,6 +101,20 @@ def test_scatter_add_duplicates_order(dtype):
     check(f, random(dtype, (12,), seed=10).astype(dtype), idx, upd)
 
 
+@pytest.mark.parametrize("donate", [False, True])
+@pytest.mark.parametrize("op", ["add", "set"])
+def test_scatter_of_many_rows_in_update_order(op, donate):
+    """An embedding table's update: thousands of rows with repeated ids (added in update order, the last set wins),
+    into a donated table (updated in place: one call over the whole table) or not (in chunks over host threads)."""
+    def f(x, idx, upd):
+        return getattr(x.at[idx], op)(upd)
+
+    rng = np.random.default_rng(11)
+    idx = rng.integers(0, 300, size=5000).astype(np.int32)  # 80,000 updated elements: worth the host threads
+    upd = (rng.standard_normal((5000, 16)) * np.where(rng.random((5000, 1)) < 0.2, 1e4, 1.0)).astype(np.float32)
+    check(f, random("float32", (300, 16), seed=12), idx, upd, **({"donate_argnums": (0,)} if donate else {}))
+
+
 def test_scatter_float_specials():
     def f(x, idx, upd):
         return x.at[idx].max(upd), x.at[idx].min(upd), x.at[idx].add(upd), x.at[idx].mul(upd)

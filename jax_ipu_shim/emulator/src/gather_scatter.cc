@@ -187,7 +187,7 @@ class ScatterBase : public Kernel {
     DualWalker w(runs_.shape, runs_.s1, runs_.s2, 0);
     for (int64_t p = 0; p < runs; ++p, w.next())
       if (start[w.a] >= 0) t[n++] = Target{start[w.a] + w.c, p};
-    std::sort(t, t + n);  // by first target, then run: equal targets stay in update order
+    sortByFirst(t, n);
     buf.resize(n * sizeof(Target));
   }
 
@@ -212,8 +212,41 @@ class ScatterBase : public Kernel {
     const Target* lo = std::lower_bound(all, end, Target{b - run + 1, 0});
     const Target* hi = std::lower_bound(lo, end, Target{e, 0});
     std::vector<Target> found(lo, hi);
+    if (found.size() == static_cast<size_t>(end - all) && !found.empty()) {
+      // Every run (a call over the whole result): in update order by placing each at its run, which are distinct.
+      const int64_t runs = run == 0 ? 0 : count_ / run;
+      std::vector<int64_t> at(static_cast<size_t>(runs), -1);
+      for (size_t i = 0; i < found.size(); ++i) at[static_cast<size_t>(found[i].run)] = static_cast<int64_t>(i);
+      std::vector<Target> ordered;
+      ordered.reserve(found.size());
+      for (int64_t i : at)
+        if (i >= 0) ordered.push_back(found[static_cast<size_t>(i)]);
+      return ordered;
+    }
     std::sort(found.begin(), found.end(), [](const Target& x, const Target& y) { return x.run < y.run; });
     return found;
+  }
+
+  // Sorts targets made in update order by first target, equal targets staying in update order (what sorting by
+  // (first, run) gives): std::sort for a few, else a stable radix sort of 11-bit digits of `first`.
+  static void sortByFirst(Target* t, size_t n) {
+    if (n < 1024) {
+      std::sort(t, t + n);
+      return;
+    }
+    int64_t top = 0;
+    for (size_t i = 0; i < n; ++i) top = std::max(top, t[i].first);
+    std::vector<Target> other(n);
+    Target* from = t;
+    Target* to = other.data();
+    for (int shift = 0; shift < 63 && (top >> shift) > 0; shift += 11) {
+      size_t count[2049] = {};
+      for (size_t i = 0; i < n; ++i) ++count[((from[i].first >> shift) & 2047) + 1];
+      for (size_t d = 1; d < 2049; ++d) count[d] += count[d - 1];
+      for (size_t i = 0; i < n; ++i) to[count[(from[i].first >> shift) & 2047]++] = from[i];
+      std::swap(from, to);
+    }
+    if (from != t) std::copy(from, from + n, t);
   }
 
   template <class F>
