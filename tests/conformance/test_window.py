@@ -137,10 +137,15 @@ def test_pooling_gradients(layout, window, strides, padding, dilation):
     check(avg_grad, x, **SUM["float32"])
 
 
-def test_max_pool_gradient_ties_go_to_the_first_element():
+@pytest.mark.parametrize("channels", [1, 11, 16])
+def test_max_pool_gradient_ties_go_to_the_first_element(channels):
     # All-equal windows: XLA selects the first element of each window in window order (GE keeps the current one).
-    x = np.ones((1, 6, 6, 1), np.float32)
-    x[0, 2:4, 2:4, 0] = 5.0
+    # Channels side by side are selected together (8 at a time where the host has AVX2, the rest one by one); a NaN
+    # is selected over a number and a number over a NaN (GE is false either way).
+    x = np.ones((1, 6, 6, channels), np.float32)
+    x[0, 2:4, 2:4, :] = 5.0
+    x[0, 1, 1, ::3] = np.nan
+    x[0, 4, 0, 1::2] = np.nan
     check(jax.grad(lambda x: jnp.sum(max_pool(x, "NHWC", (3, 3), (1, 1), "SAME") ** 2)), x)
     check(jax.grad(lambda x: jnp.sum(max_pool(x, "NHWC", (2, 2), (2, 2), "VALID"))), x)
 

@@ -256,6 +256,56 @@ class BodyWindowKernel : public Kernel {
 };
 
 // select_and_scatter: superstep 0 selects per window (source element), superstep 1 scatters per operand element.
+// Max pooling's selection for a run of n windows side by side along an untouched innermost dimension of stride 1:
+// window k reads x[offs[o] + k] for each window position o in order; the first position is its first choice, and
+// each later one replaces the choice unless the select keeps the current (current >= candidate for GE, > for GT,
+// false for a NaN either side). chosen[k] and best[k] get the choice and its value.
+template <bool kGe>
+void selectRun(const float* x, const std::vector<int64_t>& offs, int64_t n, int32_t* chosen, float* best) {
+  for (int64_t k = 0; k < n; ++k) {
+    chosen[k] = static_cast<int32_t>(offs[0] + k);
+    best[k] = x[offs[0] + k];
+  }
+  for (size_t o = 1; o < offs.size(); ++o) {
+    const float* xs = x + offs[o];
+    const int32_t at = static_cast<int32_t>(offs[o]);
+    for (int64_t k = 0; k < n; ++k) {
+      const float c = xs[k];
+      if (kGe ? best[k] >= c : best[k] > c) continue;
+      best[k] = c;
+      chosen[k] = at + static_cast<int32_t>(k);
+    }
+  }
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// The same, eight windows at a time in AVX2 registers (the same comparisons, so the same choices), the rest as above.
+template <bool kGe>
+__attribute__((target("avx2"))) void selectRunAvx2(const float* x, const std::vector<int64_t>& offs, int64_t n,
+                                                   int32_t* chosen, float* best) {
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8) {
+    __m256 b = _mm256_loadu_ps(x + offs[0] + k);
+    __m256i c = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int32_t>(offs[0] + k)), lanes);
+    for (size_t o = 1; o < offs.size(); ++o) {
+      const __m256 v = _mm256_loadu_ps(x + offs[o] + k);
+      const __m256 keep = _mm256_cmp_ps(b, v, kGe ? _CMP_GE_OQ : _CMP_GT_OQ);
+      const __m256i at = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int32_t>(offs[o] + k)), lanes);
+      b = _mm256_blendv_ps(v, b, keep);
+      c = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(at), _mm256_castsi256_ps(c), keep));
+    }
+    _mm256_storeu_ps(best + k, b);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(chosen + k), c);
+  }
+  if (k < n) {
+    std::vector<int64_t> rest(offs);
+    for (int64_t& off : rest) off += k;
+    selectRun<kGe>(x, rest, n - k, chosen + k, best + k);
+  }
+}
+#endif
+
 class SelectAndScatterKernel : public Kernel {
  public:
   // The bodies max pooling's gradient has on f32 (select: compare GE or GT of (current, candidate) as floats;
@@ -300,17 +350,30 @@ class SelectAndScatterKernel : public Kernel {
     int32_t* sel = s.at<int32_t>(selected_);
     if (b < e && w_.innerUnit()) {  // a run of channels at a time (forEachRun), each window as below
       forEachRun(w_, b, e, [&](int64_t first, int64_t n, const std::vector<int64_t>& offs, int64_t step) {
-        int64_t chosen[kWindowRun];
+        if (offs.empty()) {  // windows of padding only: nothing selected
+          for (int64_t k = 0; k < n; ++k) sel[first + k] = -1;
+          return;
+        }
+        int32_t chosen[kWindowRun];
         float best[kWindowRun];
-        for (int64_t k = 0; k < n; ++k) chosen[k] = -1, best[k] = 0;
-        for (int64_t off : offs)
-          for (int64_t k = 0; k < n; ++k) {
-            const float c = x[off + k * step];
-            if (chosen[k] >= 0 && (kGe ? best[k] >= c : best[k] > c)) continue;
-            chosen[k] = off + k * step;
-            best[k] = c;
-          }
-        for (int64_t k = 0; k < n; ++k) sel[first + k] = static_cast<int32_t>(chosen[k]);
+        if (step == 1) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+          if (hostHasAvx2()) selectRunAvx2<kGe>(x, offs, n, chosen, best);
+          else selectRun<kGe>(x, offs, n, chosen, best);
+#else
+          selectRun<kGe>(x, offs, n, chosen, best);
+#endif
+        } else {
+          for (int64_t k = 0; k < n; ++k) chosen[k] = -1, best[k] = 0;
+          for (int64_t off : offs)
+            for (int64_t k = 0; k < n; ++k) {
+              const float c = x[off + k * step];
+              if (chosen[k] >= 0 && (kGe ? best[k] >= c : best[k] > c)) continue;
+              chosen[k] = static_cast<int32_t>(off + k * step);
+              best[k] = c;
+            }
+        }
+        for (int64_t k = 0; k < n; ++k) sel[first + k] = chosen[k];
       });
       return;
     }
