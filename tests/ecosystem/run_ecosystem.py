@@ -177,11 +177,43 @@ def select(root: Path, pattern: str, paths: List[str]) -> List[str]:
     return files
 
 
+# A library test file that gives the cpu backend several devices for itself, before it imports jax (flax's spmd and
+# bridge tests: os.environ['XLA_FLAGS'] = '--xla_force_host_platform_device_count=4').
+_HOST_DEVICES = re.compile(r"xla_force_host_platform_device_count=(\d+)")
+
+
+def host_devices(path: Path) -> Optional[int]:
+    """The cpu devices the test file at ``path`` gives itself (the most, if it says more than once), or None."""
+    try:
+        found = [int(n) for n in _HOST_DEVICES.findall(path.read_text(errors="replace"))]
+    except OSError:
+        return None
+    return max(found) if found and max(found) > 1 else None
+
+
+def process_groups(root: Path, files: List[str], per_file: bool) -> List[Tuple[Optional[int], List[str]]]:
+    """[(devices, files)]: one pytest process per group and backend. A file that gives cpu N devices (host_devices)
+    runs in a process of its own group, on the ipu with N IPUs (JAX_IPU_DEVICE_COUNT), as jax's own test files that
+    ask for cpu devices do (run_upstream.device_groups): no test skips itself on the ipu for want of the devices cpu
+    had, and the flag set at import does not give cpu its devices for the other files of the process."""
+    groups: List[Tuple[Optional[int], List[str]]] = []
+    shared: Dict[Optional[int], List[str]] = {}
+    for f in files:
+        devices = host_devices(root / f)
+        if per_file:
+            groups.append((devices, [f]))
+        else:
+            shared.setdefault(devices, []).append(f)
+    return groups + [(d, shared[d]) for d in sorted(shared, key=lambda d: d or 1)]
+
+
 def run_backend(platforms: str, root: Path, files: List[str], workers: int, out: Path, expectations: Path,
-                keyword: str = "") -> int:
+                keyword: str = "", devices: Optional[int] = None) -> int:
     env = dict(os.environ)
     env.update(JAX_PLATFORMS=platforms,
                PYTHONPATH=os.pathsep.join([str(UPSTREAM), env.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+    if devices and platforms.split(",")[0] == "ipu":
+        env["JAX_IPU_DEVICE_COUNT"] = str(devices)
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "jax_ipu_upstream",
            "--rootdir", str(root), f"--upstream-results={out}", "-o", "addopts=", "--tb=line", "-rN",
            "--continue-on-collection-errors"]
@@ -191,7 +223,8 @@ def run_backend(platforms: str, root: Path, files: List[str], workers: int, out:
         cmd += ["-k", keyword]
     if platforms.split(",")[0] == "ipu":
         cmd += [f"--upstream-expectations-file={expectations}"]
-    print(f"\n== {platforms}: {files[0] if len(files) == 1 else f'{len(files)} files'} under {root}", flush=True)
+    print(f"\n== {platforms}{f' ({devices} devices)' if devices else ''}: "
+          f"{files[0] if len(files) == 1 else f'{len(files)} files'} under {root}", flush=True)
     return subprocess.run(cmd + files, cwd=root, env=env).returncode
 
 
@@ -272,10 +305,10 @@ def main(argv=None) -> int:
                 if backend in results:
                     continue
                 results[backend], messages[backend], exits = {}, {}, []
-                for i, group in enumerate([[f] for f in files] if lib.process_per_file else [files]):
+                for i, (devices, group) in enumerate(process_groups(root, files, lib.process_per_file)):
                     out = Path(tmp) / f"{name}-{backend}-{i}.json"
                     exits.append(run_backend(platforms, root, group, args.workers, out, expectations,
-                                             lib.not_results))
+                                             lib.not_results, devices))
                     recorded = json.loads(out.read_text()) if out.is_file() else {}
                     results[backend].update(recorded.get("outcomes", {}))
                     messages[backend].update(recorded.get("messages", {}))

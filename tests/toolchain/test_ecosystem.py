@@ -104,3 +104,18 @@ def test_a_file_kept_to_cpu_counts_as_cpu_only():
     assert [r["ipu_failed"] for r in rows] == [[], [], ["tests/test_ad.py::test_c"]]
     assert eco.problems_of(rows, total, {}, {}, 0.0, "equinox") == [
         "fails on ipu, passes on cpu, not listed: tests/test_ad.py::test_c: "]
+
+
+@pytest.mark.parametrize("per_file", [False, True])
+def test_a_file_that_gives_cpu_devices_runs_with_as_many_ipus(tmp_path, per_file):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "spmd_test.py").write_text(
+        "import os\nos.environ['XLA_FLAGS'] = '--xla_force_host_platform_device_count=4'\nimport jax\n")
+    (tmp_path / "tests" / "plain_test.py").write_text("import jax\n")
+    (tmp_path / "tests" / "other_test.py").write_text("import jax\n")
+    files = ["tests/plain_test.py", "tests/spmd_test.py", "tests/other_test.py"]
+    groups = eco.process_groups(tmp_path, files, per_file)
+    assert sorted(f for _, g in groups for f in g) == sorted(files)  # every file once
+    assert [g for d, g in groups if d == 4] == [["tests/spmd_test.py"]]  # a process of its own, with 4 IPUs
+    if not per_file:
+        assert (None, ["tests/plain_test.py", "tests/other_test.py"]) in groups
