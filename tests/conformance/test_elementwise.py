@@ -308,6 +308,14 @@ DIVIDES = {
     "a/(constant/b)": lambda a, b, c, r: a / (K.astype(a.dtype) / b),
     "a/constant": lambda a, b, c, r: a / K.astype(a.dtype),
     "a/scalar": lambda a, b, c, r: a / 3.7,
+    # a divide of constants, or of what XLA folds into constants, is folded as a divide before any rewrite sees it
+    # (jax.nn.initializers.lecun_normal's stddev for a fan-in of 2: sqrt(0.5) / 0.8796...; flax's
+    # test_jit_with_setup_helpers)
+    "a*(constant/constant)": lambda a, b, c, r: a * (jnp.asarray(0.7071067, a.dtype) / jnp.asarray(0.8796257, a.dtype)),
+    "a*(sqrt(constant)/constant)": lambda a, b, c, r: a * (jnp.sqrt(jnp.asarray(0.5, a.dtype)) /
+                                                           jnp.asarray(0.8796257, a.dtype)),
+    "a*(sqrt(row of constants)/constant)": lambda a, b, c, r: a * (jnp.sqrt(jnp.full((40,), 0.5, a.dtype)) /
+                                                                   jnp.asarray(0.8796257, a.dtype)),
     "a/row": lambda a, b, c, r: a / r[None, :],
     "(a/row)/c": lambda a, b, c, r: (a / r[None, :]) / c,
     "a/(b/row)": lambda a, b, c, r: a / (b / r[None, :]),

@@ -359,6 +359,24 @@ def is_constant(value: Any) -> bool:
     return producer is not None and producer.name == "stablehlo.constant"
 
 
+# Ops XLA's constant folding evaluates when every operand is a constant (besides the elementwise ones).
+_FOLDED_MOVES = ("stablehlo.broadcast_in_dim", "stablehlo.reshape", "stablehlo.transpose", "stablehlo.convert")
+
+
+def constant_expression(value: Any, depth: int = 16) -> bool:
+    """`value` is computed from constants alone, by elementwise ops and moves in this function: XLA's constant
+    folding evaluates it (and an op of such values) before its simplifier's rules see it."""
+    producer = producer_of(value)
+    if producer is None or depth == 0:
+        return False
+    if producer.name == "stablehlo.constant":
+        return True
+    if producer.name not in _FOLDED_MOVES and not (producer.name.startswith("stablehlo.") and
+                                                    O.is_elementwise(producer.name.split(".", 1)[1])):
+        return False
+    return all(constant_expression(v, depth - 1) for v in producer.operands)
+
+
 def splat_value(value: Any) -> Optional[float]:
     """The number every element of `value` is, when it is a real float splat constant or a broadcast scalar one, seen
     through converts between real float types (rounded to each, as XLA folds a convert of a constant: jnp.clip's

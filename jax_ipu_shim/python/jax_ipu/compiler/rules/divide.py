@@ -406,6 +406,10 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
 
 
 def divide(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
+    if op.name == "stablehlo.divide" and all(F.constant_expression(v) for v in op.operands):
+        # XLA folds a divide of constants (and of what it folds into constants: sqrt(0.5) / 0.88, the stddev of
+        # jax.nn.initializers.lecun_normal for a fan-in of 2) as a divide, before any rewrite could see it
+        return False
     if not (op.name == "stablehlo.divide" and not scalar_body and (t.simplified_float(op) or (
             t.tensor(op.results[0])[0] == "c64" and
             simplifier.converted_predicate(op.operands[0], op.results[0].type.shape) is not None))):
