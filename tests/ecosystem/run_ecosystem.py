@@ -40,7 +40,8 @@ HERE = Path(__file__).resolve().parent
 UPSTREAM = HERE.parent / "upstream"
 sys.path.insert(0, str(UPSTREAM))
 
-from run_upstream import JAX_DEVICE_RESTRICTION, print_table, summarise  # noqa: E402 (tests/upstream is on sys.path)
+from run_upstream import (  # noqa: E402 (tests/upstream is on sys.path)
+    JAX_DEVICE_RESTRICTION, devices_asked, print_table, summarise)
 
 
 class Library(NamedTuple):
@@ -184,11 +185,8 @@ _HOST_DEVICES = re.compile(r"xla_force_host_platform_device_count=(\d+)")
 
 def host_devices(path: Path) -> Optional[int]:
     """The cpu devices the test file at ``path`` gives itself (the most, if it says more than once), or None."""
-    try:
-        found = [int(n) for n in _HOST_DEVICES.findall(path.read_text(errors="replace"))]
-    except OSError:
-        return None
-    return max(found) if found and max(found) > 1 else None
+    devices = devices_asked(path, _HOST_DEVICES)
+    return devices if devices is not None and devices > 1 else None
 
 
 def process_groups(root: Path, files: List[str], per_file: bool) -> List[Tuple[Optional[int], List[str]]]:

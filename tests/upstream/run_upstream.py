@@ -86,13 +86,19 @@ def select_files(spec: str, available: List[str], shard: Optional[str] = None) -
 _REQUESTED = re.compile(r"\b(?:request_cpu_devices|set_host_platform_device_count)\(\s*(\d+)\s*\)")
 
 
-def requested_devices(path: Path) -> Optional[int]:
-    """The cpu devices the test file at ``path`` requests (the most, if it asks more than once), or None."""
+def devices_asked(path: Path, pattern: "re.Pattern[str]") -> Optional[int]:
+    """The most devices the test file at ``path`` asks for in ``pattern``'s words (its one group: the count), or
+    None."""
     try:
-        found = [int(n) for n in _REQUESTED.findall(path.read_text(errors="replace"))]
+        found = [int(n) for n in pattern.findall(path.read_text(errors="replace"))]
     except OSError:
         return None
     return max(found) if found else None
+
+
+def requested_devices(path: Path) -> Optional[int]:
+    """The cpu devices the test file at ``path`` requests (the most, if it asks more than once), or None."""
+    return devices_asked(path, _REQUESTED)
 
 
 def device_groups(files: List[str], devices: Optional[int],
