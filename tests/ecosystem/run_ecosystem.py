@@ -41,7 +41,11 @@ UPSTREAM = HERE.parent / "upstream"
 sys.path.insert(0, str(UPSTREAM))
 
 from run_upstream import (  # noqa: E402 (tests/upstream is on sys.path)
-    JAX_DEVICE_RESTRICTION, devices_asked, print_table, summarise)
+    JAX_DEVICE_RESTRICTION,
+    devices_asked,
+    print_table,
+    summarise,
+)
 
 
 class Library(NamedTuple):
