@@ -51,6 +51,22 @@ def test_cost_analysis_reports_cycles_and_tile_memory():
     assert 0 <= cost["ipu_worst_tile"] < 1472
 
 
+LOWERED_COST = """
+import jax, jax.numpy as jnp, numpy as np
+x = np.ones((64, 64), np.float32)
+cost = jax.jit(lambda a, b: jnp.tanh(a @ b)).lower(x, x).cost_analysis()
+print(cost["flops"], cost["transcendentals"])
+"""
+
+
+def test_the_lowered_stage_has_xlas_cost_analysis_with_the_ipu_alone(python):
+    """flax's nn.tabulate(compute_flops=True) reads it: jax gives None for a PJRT plugin; the ipu answers with
+    XLA's own analysis of the module's HLO, as cpu's lowered stage does."""
+    result = python(LOWERED_COST, {"JAX_PLATFORMS": "ipu"})
+    assert result.returncode == 0, result.stderr
+    assert [float(v) for v in result.stdout.split()] == [2 * 64 * 64 * 64, 64 * 64]
+
+
 def test_each_execution_has_a_cycle_estimate():
     f = jax.jit(lambda a: a * 3 + 1, backend="ipu")
     small = f(np.ones(10, np.float32)).block_until_ready()

@@ -44,6 +44,7 @@ def initialize() -> None:
     _tell_library_stablehlo_versions()
     _jax.register_backend(PLATFORM, _make_client, priority=PRIORITY)
     _jax.allow_donation(PLATFORM)
+    _jax.answer_lowered_cost_analysis(PLATFORM)
     _add_device_properties()
     _add_host_streams()
 
