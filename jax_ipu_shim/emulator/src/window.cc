@@ -255,7 +255,6 @@ class BodyWindowKernel : public Kernel {
   ScalarProgram body_;
 };
 
-// select_and_scatter: superstep 0 selects per window (source element), superstep 1 scatters per operand element.
 // Max pooling's selection for a run of n windows side by side along an untouched innermost dimension of stride 1:
 // window k reads x[offs[o] + k] for each window position o in order; the first position is its first choice, and
 // each later one replaces the choice unless the select keeps the current (current >= candidate for GE, > for GT,
@@ -306,6 +305,7 @@ __attribute__((target("avx2"))) void selectRunAvx2(const float* x, const std::ve
 }
 #endif
 
+// select_and_scatter: superstep 0 selects per window (source element), superstep 1 scatters per operand element.
 class SelectAndScatterKernel : public Kernel {
  public:
   // The bodies max pooling's gradient has on f32 (select: compare GE or GT of (current, candidate) as floats;
