@@ -125,7 +125,10 @@ def compiling_raises_interrupts() -> Iterator[None]:
     try:
         yield
     except Exception as error:
-        if getattr(_compile_interrupted, "value", False):
+        # (or a Ctrl-C the library counted that the front end never saw: Python raised it as the front end's callback
+        # began, before it could report anything, and ctypes printed and dropped it)
+        if getattr(_compile_interrupted, "value", False) or (
+                _take is not None and threading.get_ident() == _MAIN_THREAD and _take()):
             raise KeyboardInterrupt from error
         raise
     finally:

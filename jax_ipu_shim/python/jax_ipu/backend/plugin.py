@@ -145,11 +145,7 @@ def _register_compiler(lib: ctypes.CDLL) -> None:
             lib.JaxIpu_CompileResult_SetOptions(result, lowering, len(lowering))
             lib.JaxIpu_CompileResult_SetProgram(result, data, len(data))
         except BaseException as e:  # noqa: BLE001 - everything must be reported, nothing may cross into C
-            if isinstance(e, KeyboardInterrupt):
-                interrupts.compile_interrupted()  # raised again where jax compiles (_around_compile)
-            code, message = _describe(e)
-            data = message.encode("utf-8", errors="replace")
-            lib.JaxIpu_CompileResult_SetError(result, code, data, len(data))
+            _report_compile_error(lib, result, e)
         return 0
 
     def compiled_hook(handle, program_ptr, program_size, device_ids_ptr, num_devices):
@@ -166,6 +162,23 @@ def _register_compiler(lib: ctypes.CDLL) -> None:
     _callback_keepalive.extend((callback, hook))
     lib.JaxIpu_SetCompiler(callback)
     lib.JaxIpu_SetCompiledHook(hook)
+
+
+def _report_compile_error(lib: Any, result: Any, error: BaseException) -> None:
+    """Sets the compile's error. One Ctrl-C can arrive twice here, as the front end's checkpoint raises it from the
+    library's count and as Python's own handler raises it where the main thread next looks, which may be this
+    report: a KeyboardInterrupt raised while reporting is reported in its place, so that the compile always ends
+    with an error (before, the callback returned none: "the ipu compiler front end returned no result")."""
+    while True:
+        try:
+            if isinstance(error, KeyboardInterrupt):
+                interrupts.compile_interrupted()  # raised again where jax compiles (_around_compile)
+            code, message = _describe(error)
+            data = message.encode("utf-8", errors="replace")
+            lib.JaxIpu_CompileResult_SetError(result, code, data, len(data))
+            return
+        except KeyboardInterrupt as again:
+            error = again
 
 
 @contextlib.contextmanager
