@@ -255,30 +255,30 @@ class BodyWindowKernel : public Kernel {
   ScalarProgram body_;
 };
 
-// Max pooling's selection for a run of n windows side by side along an untouched innermost dimension of stride 1:
-// window k reads x[offs[o] + k] for each window position o in order; the first position is its first choice, and
-// each later one replaces the choice unless the select keeps the current (current >= candidate for GE, > for GT,
-// false for a NaN either side). chosen[k] and best[k] get the choice and its value.
+// Max pooling's selection for a run of n windows side by side along an untouched innermost dimension: window k
+// reads x[offs[o] + k * step] for each window position o in order; the first position is its first choice, and each
+// later one replaces the choice unless the select keeps the current (current >= candidate for GE, > for GT, false
+// for a NaN either side). chosen[k] and best[k] get the choice and its value.
 template <bool kGe>
-void selectRun(const float* x, const std::vector<int64_t>& offs, int64_t n, int32_t* chosen, float* best) {
+void selectRun(const float* x, const std::vector<int64_t>& offs, int64_t n, int64_t step, int32_t* chosen,
+               float* best) {
   for (int64_t k = 0; k < n; ++k) {
-    chosen[k] = static_cast<int32_t>(offs[0] + k);
-    best[k] = x[offs[0] + k];
+    chosen[k] = static_cast<int32_t>(offs[0] + k * step);
+    best[k] = x[offs[0] + k * step];
   }
   for (size_t o = 1; o < offs.size(); ++o) {
-    const float* xs = x + offs[o];
-    const int32_t at = static_cast<int32_t>(offs[o]);
     for (int64_t k = 0; k < n; ++k) {
-      const float c = xs[k];
+      const float c = x[offs[o] + k * step];
       if (kGe ? best[k] >= c : best[k] > c) continue;
       best[k] = c;
-      chosen[k] = at + static_cast<int32_t>(k);
+      chosen[k] = static_cast<int32_t>(offs[o] + k * step);
     }
   }
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-// The same, eight windows at a time in AVX2 registers (the same comparisons, so the same choices), the rest as above.
+// The same for a step of 1, eight windows at a time in AVX2 registers (the same comparisons, so the same choices),
+// the rest as above.
 template <bool kGe>
 __attribute__((target("avx2"))) void selectRunAvx2(const float* x, const std::vector<int64_t>& offs, int64_t n,
                                                    int32_t* chosen, float* best) {
@@ -300,7 +300,7 @@ __attribute__((target("avx2"))) void selectRunAvx2(const float* x, const std::ve
   if (k < n) {
     std::vector<int64_t> rest(offs);
     for (int64_t& off : rest) off += k;
-    selectRun<kGe>(x, rest, n - k, chosen + k, best + k);
+    selectRun<kGe>(x, rest, n - k, 1, chosen + k, best + k);
   }
 }
 #endif
@@ -356,23 +356,12 @@ class SelectAndScatterKernel : public Kernel {
         }
         int32_t chosen[kWindowRun];
         float best[kWindowRun];
-        if (step == 1) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-          if (hostHasAvx2()) selectRunAvx2<kGe>(x, offs, n, chosen, best);
-          else selectRun<kGe>(x, offs, n, chosen, best);
+        if (step == 1 && hostHasAvx2()) selectRunAvx2<kGe>(x, offs, n, chosen, best);
+        else selectRun<kGe>(x, offs, n, step, chosen, best);
 #else
-          selectRun<kGe>(x, offs, n, chosen, best);
+        selectRun<kGe>(x, offs, n, step, chosen, best);
 #endif
-        } else {
-          for (int64_t k = 0; k < n; ++k) chosen[k] = -1, best[k] = 0;
-          for (int64_t off : offs)
-            for (int64_t k = 0; k < n; ++k) {
-              const float c = x[off + k * step];
-              if (chosen[k] >= 0 && (kGe ? best[k] >= c : best[k] > c)) continue;
-              chosen[k] = static_cast<int32_t>(off + k * step);
-              best[k] = c;
-            }
-        }
         for (int64_t k = 0; k < n; ++k) sel[first + k] = chosen[k];
       });
       return;
