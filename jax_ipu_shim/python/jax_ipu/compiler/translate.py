@@ -1,6 +1,7 @@
 """Walks a StableHLO module (func, stablehlo and chlo dialects) and builds the "jax-ipu-program" v1 document.
 
-The walk reads the module op by op and offers each op to the rules (rules/: XLA's rewrites that change results on
+The module's constant elementwise ops are folded first, as XLA folds them (fold_constants.py). The walk then reads
+the module op by op and offers each op to the rules (rules/: XLA's rewrites that change results on
 cpu, one module per origin, in the order rules.RULES states); an op no rule takes is written as it is. The passes
 (passes/) then rewrite whole functions of the document, and program_format.py encodes it."""
 
@@ -16,8 +17,8 @@ from jax_ipu import _jax
 
 from . import attributes as A
 from . import facts as F
+from . import fold_constants, partitioner, spmd
 from . import ops as O
-from . import partitioner, spmd
 from . import rewrite as W
 from . import types as T
 from .errors import CompileError, unsupported
@@ -84,8 +85,10 @@ def translate(module_bytes: Any, compile_options: bytes = b"",
                                                 uses_shardy=bool(spmd.sdy is not None and spmd.module_meshes(module)))
             module = _parse(partitioned.module)
             partitioner.rename_custom_calls(module, partitioner.XLA_CALLBACK_TARGET, partitioner.CALL_TARGET)
+            fold_constants.run(module)
             program = _Translator(module, checkpoint, partitions, partitioned, aliases).program()
         else:
+            fold_constants.run(module)
             program = _Translator(module, checkpoint).program()
         # The emulator runs the program on replicas x partitions IPUs, one copy each (Poplar's replication);
         # "partitions" tells it how to number them (replica_id, partition_id) and PJRT what to report.
