@@ -667,3 +667,15 @@ def test_bf16_compared_with_zero(n):
     check(lambda x: [x != 0, x == 0, 0 == x, x == -0.0, x.astype(bool), x.astype(jnp.float32) != 0, x < 0,
                      x == x[::-1] * 0, (x * 1.5) == 0, jnp.flip(x.astype(jnp.float32)).astype(bool),
                      x.astype(jnp.float32)[::-1].reshape(-1, 1) == 0], x, **EXACT)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_abs_of_a_non_negative_value(dtype):
+    """jaxlib 0.4.13's simplifier drops the abs of what it knows is not negative, so abs(relu(-0)) is relu's -0
+    there (fuzz seed 20285811 #711); the other forms it knows, and one it does not (a minimum), alongside."""
+    x = special(dtype)
+    zero = jnp.zeros((), dtype)
+    check(lambda x, y: [jnp.abs(jax.nn.relu(x)), jnp.abs(jnp.maximum(x, 0)), jnp.abs(jnp.maximum(zero, x)),
+                        jnp.abs(x * x), jnp.abs(jnp.where(y > 0, jnp.abs(x), jnp.maximum(x, 0.5))),
+                        jnp.abs(jnp.minimum(x, 0))],
+          x, random(dtype, x.shape, seed=3), **EXACT)

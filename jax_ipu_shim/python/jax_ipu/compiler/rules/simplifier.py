@@ -482,6 +482,52 @@ def power_of_constant(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: 
     return True
 
 
+def _as_inlined(producer: Any) -> Tuple[Any, List[Any]]:
+    """``producer`` and its operands, or, for a call of a private function that returns one op, that op and its
+    operands as XLA sees them once it has inlined the call (a parameter is the caller's value)."""
+    returned = F.returned_op(producer) if producer.name == "func.call" else None
+    if returned is None:
+        return producer, list(producer.operands)
+    inner, _, params = returned
+    return inner, [producer.operands[params.index(v)] if v in params else v for v in inner.operands]
+
+
+def _non_negative(value: Any, depth: int = 6) -> bool:
+    """jaxlib 0.4.13's simplifier knows ``value`` is not negative (IsNonNegative): an abs, A * A, a non-negative
+    constant (-0 counts: it is >= 0), a maximum with a non-negative operand, a select of two, and a broadcast of
+    one."""
+    producer = F.producer_of(value)
+    if producer is None or depth == 0:
+        return False
+    op, operands = _as_inlined(producer)
+    if op.name == "stablehlo.abs":
+        return True
+    if op.name == "stablehlo.multiply":
+        return operands[0] == operands[1]
+    if op.name == "stablehlo.broadcast_in_dim":
+        return _non_negative(operands[0], depth - 1)
+    if op.name == "stablehlo.constant":
+        number = F.splat_value(value)
+        return number is not None and number >= 0
+    if op.name == "stablehlo.maximum":
+        return any(_non_negative(v, depth - 1) for v in operands)
+    if op.name == "stablehlo.select":
+        return all(_non_negative(v, depth - 1) for v in operands[1:])
+    return False
+
+
+def abs_of_non_negative(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
+    if not (op.name == "stablehlo.abs" and not scalar_body and not _jax.is_current_series() and t.real_float(op)
+            and _non_negative(op.operands[0])):
+        return False
+    # jaxlib 0.4.13's simplifier: abs(A) => A where A is not negative (_non_negative), so abs(relu(x)) is relu's
+    # -0 of a -0 (jaxlib 0.4.13's maximum(-0, 0) is -0; fuzz seed 20285811 #711)
+    kept = op.operands[0]
+    t.ids[op.results[0]] = t.use(kept)
+    getattr(F.CALLS, "aliases", {})[op.results[0]] = kept
+    return True
+
+
 def sqrt_of_square(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
     if not (op.name == "stablehlo.sqrt" and not scalar_body and not _jax.is_current_series()
             and t.real_float(op) and _square_of(op.operands[0]) is not None):
