@@ -53,6 +53,7 @@ FULL_CHIP_CONFORMANCE = {
     "test_linalg.py": "built of dots, reductions, loops and dynamic slices, which the 7-tile files above run",
     "test_errors.py": "refusals at compile time, before any tile mapping",
     "test_frontend.py": "the front end alone (StableHLO to program), before any tile mapping",
+    "test_constant_folding.py": "constants folded by the front end, before any tile mapping; the rest elementwise",
 }
 AMBIENT_PREFIXES = ("JAX_", "XLA_FLAGS", "TF_POPLAR_FLAGS", "POPLAR_", "PVTI_OPTIONS")
 # Where the harness finds things, not what it tests: passed through.

@@ -299,6 +299,11 @@ def test_polynomial_and_powers():
 # --- divides as XLA's algebraic simplifier rewrites them (the front end's _divide, per jaxlib) ----------------------
 
 K = random("float32", (24, 40), seed=21, low=1.0, high=9.0)  # a constant divisor (closed over, as the operands' type)
+def _rows(row, like):
+    """``row`` broadcast to ``like``'s shape (a broadcast_in_dim)."""
+    return jnp.broadcast_to(row, like.shape)
+
+
 DIVIDES = {
     "(a/b)/c": lambda a, b, c, r: (a / b) / c,
     "a/(b/c)": lambda a, b, c, r: a / (b / c),
@@ -320,6 +325,16 @@ DIVIDES = {
     "(a/row)/c": lambda a, b, c, r: (a / r[None, :]) / c,
     "a/(b/row)": lambda a, b, c, r: a / (b / r[None, :]),
     "a/exp(b)": lambda a, b, c, r: a / jnp.exp(b),
+    # XLA moves broadcasts alike below an elementwise op (bcast(x) / bcast(y) is bcast(x / y)), so jaxlib 0.4.13's
+    # rules see the divisor's operand: bcast(r) / bcast(exp(s)) is bcast(r * exp(-s)) (fuzz seed 20285811 #1283,
+    # reduce_precision counts as elementwise there); a full numerator keeps the broadcast where it is
+    "row/row(exp)": lambda a, b, c, r: _rows(r, a) / _rows(jnp.exp(r[::-1] * 0.5), a),
+    "2/row(exp)": lambda a, b, c, r: 2 / _rows(jnp.exp(r * 0.5), a),
+    "tanh(row)/row(exp)": lambda a, b, c, r: jnp.tanh(_rows(r * 0.25, a)) / _rows(jnp.exp(r * 0.5), a),
+    "rp(row(exp))/row(exp)": lambda a, b, c, r: (lambda e: lax.reduce_precision(e, 5, 4) / e)(
+        _rows(jnp.exp(r * 0.5), a)),
+    "row/row(sqrt)": lambda a, b, c, r: _rows(r, a) / _rows(jnp.sqrt(r[::-1]), a),
+    "a/row(exp)": lambda a, b, c, r: a / _rows(jnp.exp(r * 0.5), a),
     # ... and of an exp jaxlib 0.4.13 wrote: exp(A) * exp(A) => exp(A + A) (fuzz seed 20271001 #4250)
     "exp2(b)**-2": lambda a, b, c, r: jnp.exp2(b * 0.5) ** -2,
     "a/(exp(b)*exp(c))": lambda a, b, c, r: a / (jnp.exp(b * 0.25) * jnp.exp(c * 0.25)),

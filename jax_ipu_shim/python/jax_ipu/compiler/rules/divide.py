@@ -133,18 +133,23 @@ def _broadcasts_constant(value: Any) -> bool:
     return producer is not None and producer.name == "stablehlo.constant"
 
 
+# Ops XLA's IsElementwise counts that the emulator's registry lowers in another family (reduce_precision: fuzz
+# seed 20285811 #1283, rp(bcast(e)) / bcast(e)).
+_ALSO_ELEMENTWISE_TO_XLA = ("reduce_precision",)
+
+
 def _sunk_broadcast_of(value: Any, tensor: Any,
                        depth: int = 4) -> Optional[Tuple[Tuple[int, ...], Tuple[int, ...]]]:
     """_broadcast_of `value`, or of an elementwise op whose operands are all that same broadcast or splat constants:
-    jaxlib 0.12 moves the broadcast below such an op first (bcast(x) * 3 is bcast(x * 3), so (bcast(x) * 3) /
+    XLA moves the broadcast below such an op first (bcast(x) * 3 is bcast(x * 3), so (bcast(x) * 3) /
     bcast(x) divides: fuzz seed 20270501 #5050)."""
     found = _broadcast_of(value, tensor)
     producer = F.producer_of(value)
     if found is not None or depth == 0 or producer is None or not producer.name.startswith("stablehlo.") or \
             len(producer.results) != 1:
         return found
-    entry = O.registry().get(producer.name.split(".", 1)[1])
-    if entry is None or entry["family"] not in ("unary", "binary"):
+    name = producer.name.split(".", 1)[1]
+    if not (O.is_elementwise(name) or name in _ALSO_ELEMENTWISE_TO_XLA):
         return None
     kinds = {_sunk_broadcast_of(v, tensor, depth - 1) for v in producer.operands if F.splat_value(v) is None}
     return kinds.pop() if len(kinds) == 1 else None
@@ -187,7 +192,8 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
       A / broadcast(B) => A * broadcast(1 / B)   (jaxlib 0.12: softmax's sum, any scalar divisor but a
                                                   while loop's own value)
       (A / B) / C => A / (B * C)           A / (B / C) => (A * C) / B
-    An operand a rule no longer reads (the sqrt, the exp...) is left to the dead-code pass. `broadcast_only`:
+    and bcast(A) / bcast(B) => bcast(A / B) before them, where every operand is a broadcast alike or a scalar's
+    (XLA's broadcast sinking), so the rules see B. An operand a rule no longer reads (the sqrt, the exp...) is left to the dead-code pass. `broadcast_only`:
     jaxlib 0.12's A / broadcast(B) alone (a bf16 divide)."""
     ops: List[Dict[str, Any]] = []
     out = entry["results"][0]
@@ -302,6 +308,16 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
             return emit("broadcast_in_dim", [inverse], shape, O.read_attrs(producer.attributes), of=wide)
         return None
 
+    def inverse_below_broadcast(value: Any) -> Optional[int]:
+        """broadcast(1 / B) for value = broadcast(B), 1 / B as inverse_of writes it; else None."""
+        producer = F.producer_of(value)
+        if producer is None or producer.name != "stablehlo.broadcast_in_dim":
+            return None
+        inverse = inverse_of(producer.operands[0])
+        if inverse is None:
+            return None
+        return emit("broadcast_in_dim", [inverse], shape, O.read_attrs(producer.attributes))
+
     def scalar_reciprocal(value: Any) -> Optional[int]:
         """broadcast(1 / Y) for a broadcast of a scalar Y; else None."""
         producer = F.producer_of(value)
@@ -333,14 +349,19 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
                 return "divide", [emit("multiply", [n1, d2], shape), emit("multiply", [d1, n2], shape)]
             alike = a_value is not None and b_value is not None and \
                 _sunk_broadcast_of(a_value, t.tensor) == _sunk_broadcast_of(b_value, t.tensor) is not None
-            sunk = current and a_value is not None and b_value is not None and (alike or (
+            sunk = a_value is not None and b_value is not None and (alike or (
                 F.splat_value(a_value) is not None and _broadcast_of(b_value, t.tensor) is not None))
-            # jaxlib 0.12 moves a broadcast below an elementwise op whose operands are all broadcast alike
-            # (op(bcast(x), bcast(y)) => bcast(op(x, y))) before HandleDivide sees it: x / x stays a divide, and
-            # x / constant C becomes x * (1 / C) below the broadcast, the same bits as a broadcast reciprocal; a
-            # splat constant is a broadcast of any shape there (3 / vmap(tanh)(x) divides: fuzz seed 20270301 #4549)
-            factor = inverse_of(b_value) if b_value is not None and (not sunk or _broadcasts_constant(b_value)) \
-                else None
+            # XLA moves a broadcast below an elementwise op whose operands are all broadcast alike (op(bcast(x),
+            # bcast(y)) => bcast(op(x, y))) before HandleDivide sees it, so its rules see the divisor's operand:
+            # bcast(r) / bcast(sqrt(s)) is bcast(r * rsqrt(s)), on jaxlib 0.4.13 bcast(a) / bcast(exp(b)) is
+            # bcast(a * exp(-b)) (fuzz seed 20285811 #1283), x / x stays a divide, and x / constant C becomes
+            # x * (1 / C) below the broadcast, the same bits as a broadcast reciprocal; a splat constant is a
+            # broadcast of any shape there (3 / vmap(tanh)(x) divides: fuzz seed 20270301 #4549). jaxlib 0.12's
+            # A / broadcast(B) => A * broadcast(1 / B) does not apply then.
+            factor = inverse_of(b_value) if b_value is not None and (
+                not (sunk and current) or _broadcasts_constant(b_value)) else None
+            if factor is None and sunk and not broadcast_only:
+                factor = inverse_below_broadcast(b_value)
             if factor is not None and wide != dtype:
                 return "convert", [factor if a_value is not None and F.splat_value(a_value) == 1.0 else
                                    emit("multiply", [emit("convert", [a], shape, of=wide), factor], shape, of=wide)]
