@@ -193,8 +193,8 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
                                                   while loop's own value)
       (A / B) / C => A / (B * C)           A / (B / C) => (A * C) / B
     and bcast(A) / bcast(B) => bcast(A / B) before them, where every operand is a broadcast alike or a scalar's
-    (XLA's broadcast sinking), so the rules see B. An operand a rule no longer reads (the sqrt, the exp...) is left to the dead-code pass. `broadcast_only`:
-    jaxlib 0.12's A / broadcast(B) alone (a bf16 divide)."""
+    (XLA's broadcast sinking), so the rules see B. An operand a rule no longer reads (the sqrt, the exp...) is
+    left to the dead-code pass. `broadcast_only`: jaxlib 0.12's A / broadcast(B) alone (a bf16 divide)."""
     ops: List[Dict[str, Any]] = []
     out = entry["results"][0]
     dtype, shape = out["dtype"], out["shape"]
