@@ -347,8 +347,9 @@ ACCEPTED: List[Accepted] = [
     Accepted("XLA folds what it can compute at compile time (an op of constants, a pad of an empty array, which is "
              "all padding value, the indices of an argmax over one element) with host arithmetic, which keeps a "
              "denormal result that its compiled code would flush (1e-40 / 65504 is 1.4e-45 there) and reads a "
-             "denormal operand as it is (1e-40 / 0 is inf there, NaN compiled); the ipu computes it at run time, "
-             "with the series' flushing",
+             "denormal operand as it is (1e-40 / 0 is inf there, NaN compiled); the front end folds an elementwise "
+             "op of constants so too (compiler/fold_constants.py), the rest (a pad, a reduction, an argmax of what "
+             "is known) the ipu computes at run time, with the series' flushing",
              ELEMENTWISE_F32 + TRANSCENDENTAL + ("convert",), ("float32", "float16", "bfloat16"), 1, per="denormal",
              when="folded"),
     Accepted("XLA folds a transcendental function of operands it knows at compile time (the entry above) with the "
