@@ -99,3 +99,51 @@ def test_constants_in_a_branch():
     x = np.ones(cs.shape, np.float32)
     check(f, np.bool_(True), x, **EXACT)
     check(f, np.bool_(False), x, **EXACT)
+
+
+SPECIALS = {  # op -> constants with NaN, infinities, zeros and out-of-domain values
+    "log": (jnp.log, (-1, -0.0, 0, 4, np.nan, np.inf)), "sqrt": (jnp.sqrt, (-1, -0.0, 4, -np.inf, np.nan, 2)),
+    "rsqrt": (lax.rsqrt, (-1, -0.0, 0, 4, np.inf, np.nan)), "log1p": (jnp.log1p, (-2, -1, 4, np.inf, -np.inf, np.nan)),
+    "exp": (jnp.exp, (np.nan, -np.nan, np.inf, -np.inf, 89, -104)),
+    "tanh": (jnp.tanh, (np.nan, -np.inf, 0, -0.0, 9, 1)),
+    "sin": (jnp.sin, (np.inf, -np.inf, np.nan, -0.0, 1e30, 3)), "cos": (jnp.cos, (np.inf, -np.inf, np.nan, 0, 1e30, 3)),
+    "tan": (jnp.tan, (np.inf, -np.inf, np.nan, -0.0, 1e30, 3)),
+    "cbrt": (jnp.cbrt, (-8, np.nan, -0.0, np.inf, 1e-40, 2)),
+    "divide": (lambda c: c / c[::-1], (0, 1, -1, np.inf, 0, np.nan)),
+    "subtract": (lambda c: c - c[::-1], (np.inf, 1, np.nan, -0.0, 2, np.inf)),
+    "multiply": (lambda c: c * c[::-1], (np.inf, 1, -0.0, 0, np.nan, 0)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPECIALS))
+def test_special_values_of_constants(name):
+    """NaN, infinities, signed zeros and out-of-domain constants, bit for bit, NaN's sign included: MLIR's folders
+    give APFloat's +NaN for an invalid operation (0 / 0, inf - inf), libm its -NaN; jaxlib 0.4.13 folds no log of a
+    non-positive value (cpu's log(-1) is +NaN there)."""
+    op, values = SPECIALS[name]
+    c = np.array(values, np.float32)
+
+    def f(x):
+        return x * op(jnp.asarray(c))
+
+    x = np.ones(c.shape, np.float32)
+    cpu = np.asarray(jax.jit(f, backend="cpu")(x))
+    ipu = np.asarray(jax.jit(f, backend="ipu")(x))
+    assert cpu.view(np.uint32).tolist() == ipu.view(np.uint32).tolist(), (cpu, ipu)
+
+
+MOVES = {"reverse": lambda a: a[::-1], "transpose": lambda a: a.T, "reshape": lambda a: a.reshape(50, 40),
+         "slice": lambda a: lax.slice(a, (1, 2), (30, 40), (1, 3)),  # (jax 0.4.13 writes a[1:30, 2:40:3] as a gather)
+         "concatenate": lambda a: jnp.concatenate([a, lax.slice(a, (0, 0), (7, 50))]),
+         "pad": lambda a: lax.pad(a, jnp.float32(0.5), [(1, -2, 1), (-3, 2, 0)])}
+
+
+@pytest.mark.parametrize("name", sorted(MOVES))
+def test_ops_of_moved_constants(name):
+    """XLA folds data movement of constants too, and what reads it then: by MLIR's folders (in double after a
+    reshape, reverse, slice or concatenate, and on jaxlib 0.12 a transpose) or by its evaluator (in float after a
+    pad, and on jaxlib 0.4.13 a transpose)."""
+    c = random("float32", (40, 50), seed=7, low=-3, high=3)
+    move = MOVES[name]
+    check(lambda x: x * jnp.tanh(move(jnp.asarray(c))), np.ones(np.shape(move(jnp.asarray(c))), np.float32),
+          **EXACT)

@@ -18,13 +18,17 @@ Two folders, measured against cpu on 20,000 constants per op and dtype (f32, f16
   (f16 and bf16 through float, rounded once), with libm's float functions (expf, tanhf, expm1f, log1pf, cbrtf,
   atan2f, powf...).
 The arithmetic both do is IEEE's in float (add, subtract, multiply, divide, negate, abs, and converts between
-floats and from integers), which the ipu computes alike: it is folded so that what reads it is seen to read a
-constant. A broadcast of a scalar constant counts as that constant (XLA sinks it past the op first).
+floats and from integers), which the ipu computes alike but for NaN's sign (MLIR's APFloat gives +NaN for 0 / 0
+and inf - inf, the host -NaN; jaxlib 0.4.13 folds no log of a non-positive value): it is folded so that what reads
+it is seen to read a constant. So is data movement of constants (reshape, reverse, slice, concatenate by MLIR's
+folders, and jaxlib 0.12's transpose; 0.4.13's transpose and a pad by XLA's evaluator: measured by what reads them
+folding in double or in float). A broadcast of a scalar constant counts as that constant (XLA sinks it past the
+op first).
 
 Left to the ipu's run time (each as XLA:CPU's compiled code computes it, which differs): the ops XLA expands into
 polynomials of other ops before it folds them (erf_inv, lgamma, digamma; jaxlib 0.4.13's erf); ops on complex
-numbers and integers, comparisons, selects and extrema between constants; constants of more than
-``MAX_ELEMENTS`` elements."""
+numbers and integers, comparisons, selects, extrema and gathers (jax 0.4.13's strided slice) of constants;
+constants of more than ``MAX_ELEMENTS`` elements."""
 
 from __future__ import annotations
 
@@ -76,7 +80,13 @@ _DOUBLE_CURRENT = {"erf": "erf"}  # jaxlib 0.12 only: 0.4.13 expands erf into a 
 _FLOAT = {"exponential_minus_one": ("expm1f", 1), "log_plus_one": ("log1pf", 1), "cbrt": ("cbrtf", 1),
           "atan2": ("atan2f", 2), "power": ("powf", 2)}
 _ARITHMETIC = ("add", "subtract", "multiply", "divide", "negate", "abs", "sqrt", "convert")
-_FOLDED = frozenset((*_DOUBLE, *_DOUBLE_CURRENT, *_FLOAT, *_ARITHMETIC, "rsqrt"))
+_APFLOAT = ("add", "subtract", "multiply", "divide")  # MLIR folds these with APFloat (a negative sqrt: the host's)
+# Data movement of constants: MLIR's folders move these (jaxlib 0.12 a transpose too; measured by what reads them
+# folding in double); XLA's evaluator the rest (in float after them).
+_MOVES_MLIR = ("reshape", "reverse", "slice", "concatenate")
+_MOVES_MLIR_CURRENT = _MOVES_MLIR + ("transpose",)
+_MOVES = _MOVES_MLIR_CURRENT + ("pad",)
+_FOLDED = frozenset((*_DOUBLE, *_DOUBLE_CURRENT, *_FLOAT, *_ARITHMETIC, *_MOVES, "rsqrt"))
 
 
 def _numpy_dtype(dtype: str) -> np.dtype:
@@ -107,11 +117,17 @@ def _evaluate(name: str, args: List[np.ndarray], dtype: str, elements: int, mlir
             return np.asarray(args[0]).astype(np.float32).astype(out)
         x = [np.asarray(a, np.float32) for a in args]
         if name in _ARITHMETIC:
-            value = {"add": lambda: x[0] + x[1], "subtract": lambda: x[0] - x[1], "multiply": lambda: x[0] * x[1],
-                     "divide": lambda: x[0] / x[1], "negate": lambda: -x[0], "abs": lambda: np.abs(x[0]),
-                     "sqrt": lambda: np.sqrt(x[0])}[name]()
-            return np.asarray(value, np.float32).astype(out)
+            value = np.asarray({"add": lambda: x[0] + x[1], "subtract": lambda: x[0] - x[1],
+                                "multiply": lambda: x[0] * x[1], "divide": lambda: x[0] / x[1],
+                                "negate": lambda: -x[0], "abs": lambda: np.abs(x[0]),
+                                "sqrt": lambda: np.sqrt(x[0])}[name](), np.float32)
+            if mlir_folds and name in _APFLOAT:  # an invalid operation (0 / 0, inf - inf): APFloat's NaN is +NaN
+                invalid = np.isnan(value) & ~functools.reduce(np.logical_or, [np.isnan(a) for a in x])
+                value = np.where(invalid, np.float32(np.nan), value)
+            return value.astype(out)
         double = dict(_DOUBLE, **(_DOUBLE_CURRENT if current else {}))
+        if name == "log" and not current and np.any(~(x[0] > 0)):
+            return None  # jaxlib 0.4.13 folds a log of positive values only (cpu's log(-1) is +NaN, libm's -NaN)
         if name in double or name == "rsqrt":
             if not mlir_folds:  # XLA's evaluator: in float, with libm's float functions
                 if name == "rsqrt":
@@ -160,7 +176,7 @@ def _read_constant(op: Any, tensor: Any) -> Optional[np.ndarray]:
 
 
 def _fold_op(op: Any, args: List[Optional[np.ndarray]], mlir: bool) -> Optional[np.ndarray]:
-    """The constant XLA folds elementwise op ``op`` of constant ``args`` to, or None."""
+    """The constant XLA folds op ``op`` of constant ``args`` to, or None."""
     name = _name(op)
     if not name or len(op.results) != 1 or not args or any(a is None for a in args):
         return None
@@ -171,7 +187,44 @@ def _fold_op(op: Any, args: List[Optional[np.ndarray]], mlir: bool) -> Optional[
     if name != "convert" and any(t is None or t[0] not in FLOATS for t in types):
         return None
     elements = max(1 if a.ndim == 0 else a.size for a in args)  # type: ignore[union-attr]
+    if name in _MOVES:
+        if name not in (_MOVES_MLIR_CURRENT if _jax.is_current_series() else _MOVES_MLIR) and mlir:
+            return None  # (XLA's evaluator moves it, after MLIR's folders: what reads it folds in float)
+        full = [np.broadcast_to(a, t[1]) for a, t in zip(args, types)]  # type: ignore[index, arg-type]
+        return _move(name, full, O.read_attrs(op.attributes), tensor[1])
     return _evaluate(name, args, tensor[0], elements, mlir)  # type: ignore[arg-type]
+
+
+def _move(name: str, args: List[np.ndarray], attrs: Dict[str, Any], shape: List[int]) -> np.ndarray:
+    """A data movement op of constants, as StableHLO defines it."""
+    x = args[0]
+    if name == "reshape":
+        return x.reshape(shape)
+    if name == "transpose":
+        return np.transpose(x, attrs["permutation"])
+    if name == "reverse":
+        return np.flip(x, tuple(attrs["dimensions"])) if attrs["dimensions"] else x
+    if name == "slice":
+        return x[tuple(slice(b, e, st) for b, e, st in
+                       zip(attrs["start_indices"], attrs["limit_indices"], attrs["strides"]))]
+    if name == "concatenate":
+        return np.concatenate(args, axis=attrs["dimension"])
+    # pad: interior padding between elements, then edge padding (negative: cut)
+    value = args[1].reshape(())
+    for axis, (low, high, interior) in enumerate(zip(attrs["edge_padding_low"], attrs["edge_padding_high"],
+                                                     attrs["interior_padding"])):
+        n = x.shape[axis]
+        spaced = np.full(x.shape[:axis] + (max(0, n + (n - 1) * interior),) + x.shape[axis + 1:], value, x.dtype)
+        index = [slice(None)] * x.ndim
+        index[axis] = slice(0, None, interior + 1)
+        spaced[tuple(index)] = x
+        widths = [(0, 0)] * x.ndim
+        widths[axis] = (max(low, 0), max(high, 0))
+        x = np.pad(spaced, widths, constant_values=value)
+        cut = [slice(None)] * x.ndim
+        cut[axis] = slice(max(-low, 0), x.shape[axis] - max(-high, 0))
+        x = x[tuple(cut)]
+    return x.reshape(shape)
 
 
 class _Run:
