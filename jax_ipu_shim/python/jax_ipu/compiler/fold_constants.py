@@ -160,6 +160,7 @@ def _elements(shape: List[int]) -> int:
 
 
 def _read_constant(op: Any, tensor: Any) -> Optional[np.ndarray]:
+    """A stablehlo.constant's value (0-d for a splat), or None for one this module does not read."""
     dtype, shape = tensor
     if not (dtype in FLOATS or T.dtype_kind(dtype) in "iub") or _elements(shape) > MAX_ELEMENTS:
         return None
@@ -172,7 +173,6 @@ def _read_constant(op: Any, tensor: Any) -> Optional[np.ndarray]:
     if data.size == 1 and (attrs.get("splat") or not shape):
         return data.reshape(())
     return data.reshape(shape) if data.size == _elements(shape) else None
-
 
 
 def _fold_op(op: Any, args: List[Optional[np.ndarray]], mlir: bool) -> Optional[np.ndarray]:
@@ -190,6 +190,8 @@ def _fold_op(op: Any, args: List[Optional[np.ndarray]], mlir: bool) -> Optional[
     if name in _MOVES:
         if name not in (_MOVES_MLIR_CURRENT if _jax.is_current_series() else _MOVES_MLIR) and mlir:
             return None  # (XLA's evaluator moves it, after MLIR's folders: what reads it folds in float)
+        if all(a.ndim == 0 and a.tobytes() == args[0].tobytes() for a in args):  # type: ignore[union-attr]
+            return args[0]  # a splat moved is that splat (no array of its shape is made)
         full = [np.broadcast_to(a, t[1]) for a, t in zip(args, types)]  # type: ignore[index, arg-type]
         return _move(name, full, O.read_attrs(op.attributes), tensor[1])
     return _evaluate(name, args, tensor[0], elements, mlir)  # type: ignore[arg-type]
