@@ -40,9 +40,10 @@ def _dtype_names() -> Dict[np.dtype, str]:
     return types.ipu_numpy_dtypes()
 
 
-@functools.lru_cache(maxsize=None)
 def _numpy_dtypes() -> Dict[str, np.dtype]:
-    return {name: dtype for dtype, name in _dtype_names().items()}
+    from jax_ipu.compiler import types  # imports jax: read on first use only
+
+    return types.numpy_dtypes_by_name()
 
 
 def __getattr__(name: str) -> Any:

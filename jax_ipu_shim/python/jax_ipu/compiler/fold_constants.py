@@ -45,6 +45,7 @@ from jax._src.lib.mlir.dialects import hlo
 
 from jax_ipu import _jax
 
+from . import attributes as A
 from . import facts as F
 from . import ops as O
 from . import types as T
@@ -89,19 +90,12 @@ _MOVES = _MOVES_MLIR_CURRENT + ("pad",)
 _FOLDED = frozenset((*_DOUBLE, *_DOUBLE_CURRENT, *_FLOAT, *_ARITHMETIC, *_MOVES, "rsqrt"))
 
 
-def _numpy_dtype(dtype: str) -> np.dtype:
-    for name, _, np_name in T.ipu_dtypes():
-        if name == dtype:
-            return T.numpy_dtype(np_name)
-    raise KeyError(dtype)
-
-
 def _name(op: Any) -> str:
     """``exponential`` for stablehlo.exponential and chlo's ops (jaxlib 0.4.13's chlo.tan; jaxlib 0.12's chlo.erf,
     or a composite of it) that this module folds, else ''."""
     name = op.name
     if name == "stablehlo.composite":
-        name = ir.StringAttr(op.attributes["name"]).value
+        name = A.string(op.attributes["name"])
     dialect, _, short = name.partition(".")
     return short if dialect in ("stablehlo", "chlo") and short in _FOLDED else ""
 
@@ -109,7 +103,7 @@ def _name(op: Any) -> str:
 def _evaluate(name: str, args: List[np.ndarray], dtype: str, elements: int, mlir: bool) -> Optional[np.ndarray]:
     """XLA's value of op ``name`` of constant ``args`` (arrays of the operands' types), in the result's numpy type;
     None where XLA's folding is not modelled. ``mlir``: MLIR's folders may see the op (not inside a call)."""
-    out = _numpy_dtype(dtype)
+    out = T.numpy_dtypes_by_name()[dtype]
     current = _jax.is_current_series()
     mlir_folds = mlir and (current or elements <= MLIR_FOLD_LIMIT_0_4_13)
     with np.errstate(all="ignore"):
@@ -155,24 +149,20 @@ def _rounded(x: np.ndarray, out: np.dtype) -> np.ndarray:
     return odd.astype(out)
 
 
-def _elements(shape: List[int]) -> int:
-    return math.prod(shape)
-
-
 def _read_constant(op: Any, tensor: Any) -> Optional[np.ndarray]:
     """A stablehlo.constant's value (0-d for a splat), or None for one this module does not read."""
     dtype, shape = tensor
-    if not (dtype in FLOATS or T.dtype_kind(dtype) in "iub") or _elements(shape) > MAX_ELEMENTS:
+    if not (dtype in FLOATS or T.dtype_kind(dtype) in "iub") or math.prod(shape) > MAX_ELEMENTS:
         return None
     try:
-        np_type = _numpy_dtype(dtype)
+        np_type = T.numpy_dtypes_by_name()[dtype]
         attrs = O.read_attrs(op.attributes)
     except (KeyError, ValueError, TypeError):
         return None
     data = np.frombuffer(bytes(attrs["value"]), np_type)
     if data.size == 1 and (attrs.get("splat") or not shape):
         return data.reshape(())
-    return data.reshape(shape) if data.size == _elements(shape) else None
+    return data.reshape(shape) if data.size == math.prod(shape) else None
 
 
 def _fold_op(op: Any, args: List[Optional[np.ndarray]], mlir: bool) -> Optional[np.ndarray]:
@@ -181,7 +171,7 @@ def _fold_op(op: Any, args: List[Optional[np.ndarray]], mlir: bool) -> Optional[
     if not name or len(op.results) != 1 or not args or any(a is None for a in args):
         return None
     tensor = T.tensor_type(op.results[0].type)
-    if tensor is None or tensor[0] not in FLOATS or _elements(tensor[1]) > MAX_ELEMENTS:
+    if tensor is None or tensor[0] not in FLOATS or math.prod(tensor[1]) > MAX_ELEMENTS:
         return None
     types = [T.tensor_type(v.type) for v in op.operands]
     if name != "convert" and any(t is None or t[0] not in FLOATS for t in types):
@@ -298,7 +288,7 @@ class _Folder:
     def _fold_call(self, call: Any) -> bool:
         """A call of a private function of elementwise ops whose arguments are all constants: XLA inlines it
         (CallInliner) before its evaluator folds it, in float (jaxlib 0.4.13's ``@sigmoid``)."""
-        callee = self.run.funcs.get(ir.FlatSymbolRefAttr(call.attributes["callee"]).value)
+        callee = self.run.funcs.get(A.symbol(call.attributes["callee"]))
         args = [self.value(v) for v in call.operands]
         if callee is None or not call.results or any(a is None for a in args) or \
                 len(callee.regions[0].blocks) != 1:
@@ -375,7 +365,7 @@ def run(module: Any) -> int:
     for func in module.body.operations:
         func = getattr(func, "operation", func)
         if func.name == "func.func":
-            funcs[ir.StringAttr(func.attributes["sym_name"]).value] = func
+            funcs[A.string(func.attributes["sym_name"])] = func
     run = _Run(funcs)
     for func in funcs.values():  # MLIR's folders first
         _walk(func, run, True)

@@ -85,10 +85,8 @@ def translate(module_bytes: Any, compile_options: bytes = b"",
                                                 uses_shardy=bool(spmd.sdy is not None and spmd.module_meshes(module)))
             module = _parse(partitioned.module)
             partitioner.rename_custom_calls(module, partitioner.XLA_CALLBACK_TARGET, partitioner.CALL_TARGET)
-            fold_constants.run(module)
             program = _Translator(module, checkpoint, partitions, partitioned, aliases).program()
         else:
-            fold_constants.run(module)
             program = _Translator(module, checkpoint).program()
         # The emulator runs the program on replicas x partitions IPUs, one copy each (Poplar's replication);
         # "partitions" tells it how to number them (replica_id, partition_id) and PJRT what to report.
@@ -232,6 +230,7 @@ class _Translator:
         """``module`` is one device's program; for several partitions, XLA's partitioning of jax's (``partitioned``
         says how main's parameters and results split, ``aliases`` are jax's donations, by position).
         ``checkpoint`` is called between ops (compile_to_binary)."""
+        fold_constants.run(module)  # before anything reads it, as XLA folds before its rules
         self.module = module
         self.checkpoint = checkpoint
         self.partitions = partitions

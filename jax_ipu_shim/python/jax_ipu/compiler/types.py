@@ -65,6 +65,13 @@ def ipu_numpy_dtypes() -> Dict[np.dtype, str]:
             if not np_name.startswith("float8_") or hasattr(ml_dtypes, np_name)}
 
 
+@functools.lru_cache(maxsize=None)
+def numpy_dtypes_by_name() -> Dict[str, np.dtype]:
+    """Program dtype -> numpy dtype for every element type the ipu computes on and carries (ipu_numpy_dtypes'
+    inverse)."""
+    return {name: dtype for dtype, name in ipu_numpy_dtypes().items()}
+
+
 def dtype_kind(name: str) -> str:
     """numpy's kind character of a program dtype ('b', 'i', 'u', 'f', 'c'), from the table."""
     for row_name, _, np_name in ipu_dtypes() + UNSUPPORTED_DTYPES:
