@@ -223,8 +223,9 @@ class _Run:
     """One run over a module: its functions by name; how many ops were folded; whether an op of constants was
     left for XLA's evaluator (else it has nothing to fold)."""
 
-    def __init__(self, funcs: Dict[str, Any]) -> None:
+    def __init__(self, funcs: Dict[str, Any], checkpoint: Callable[[], None]) -> None:
         self.funcs = funcs
+        self.checkpoint = checkpoint
         self.folded = 0
         self.deferred = False
 
@@ -357,16 +358,17 @@ class _Folder:
             self._erase_if_unread(u)
 
 
-def run(module: Any) -> int:
+def run(module: Any, checkpoint: Callable[[], None] = lambda: None) -> int:
     """Folds the module's constant elementwise ops in place, block by block in program order (what an op reads is
     folded before it is seen), as MLIR's folders do, then the calls of constants and what reads them, as XLA's
-    evaluator does once it has inlined them; returns how many ops it folded."""
+    evaluator does once it has inlined them; returns how many ops it folded. ``checkpoint`` is called before each op
+    (the backend's Ctrl-C check: what it raises ends the compile, as in the translator's walk)."""
     funcs = {}
     for func in module.body.operations:
         func = getattr(func, "operation", func)
         if func.name == "func.func":
             funcs[A.string(func.attributes["sym_name"])] = func
-    run = _Run(funcs)
+    run = _Run(funcs, checkpoint)
     for func in funcs.values():  # MLIR's folders first
         _walk(func, run, True)
     if run.deferred:  # then XLA's evaluator, on what inlining the calls makes constant
@@ -380,6 +382,7 @@ def _walk(operation: Any, run: _Run, mlir: bool, outer: Optional[MutableMapping[
         for block in region.blocks:
             folder = _Folder(run, mlir, outer)
             for op in list(block.operations):
+                run.checkpoint()
                 op = getattr(op, "operation", op)
                 if op.regions:
                     _walk(op, run, mlir, folder.defined)

@@ -230,7 +230,7 @@ class _Translator:
         """``module`` is one device's program; for several partitions, XLA's partitioning of jax's (``partitioned``
         says how main's parameters and results split, ``aliases`` are jax's donations, by position).
         ``checkpoint`` is called between ops (compile_to_binary)."""
-        fold_constants.run(module)  # before anything reads it, as XLA folds before its rules
+        fold_constants.run(module, checkpoint)  # before anything reads it, as XLA folds before its rules
         self.module = module
         self.checkpoint = checkpoint
         self.partitions = partitions
