@@ -25,10 +25,17 @@ folders, and jaxlib 0.12's transpose; 0.4.13's transpose and a pad by XLA's eval
 folding in double or in float). A broadcast of a scalar constant counts as that constant (XLA sinks it past the
 op first).
 
+Exact ops fold too (the extrema, sign, roundings, comparisons, logic, selects, remainders), where XLA folds them:
+their value is the same in any precision, but what reads them folds in double after MLIR's folders and in float
+after XLA's evaluator (floor and ceil, jaxlib 0.4.13's select, and whatever a call of jax's functions computes:
+``jnp.where``, ``jnp.clip``). Their special values are XLA's: the first NaN operand of a maximum or minimum, -0
+below +0, +NaN for an invalid remainder.
+
 Left to the ipu's run time (each as XLA:CPU's compiled code computes it, which differs): the ops XLA expands into
-polynomials of other ops before it folds them (erf_inv, lgamma, digamma; jaxlib 0.4.13's erf); ops on complex
-numbers and integers, comparisons, selects, extrema and gathers (jax 0.4.13's strided slice) of constants;
-constants of more than ``MAX_ELEMENTS`` elements."""
+polynomials of other ops before it folds them (jaxlib 0.4.13's erf_inv, lgamma, digamma and erf; jaxlib 0.12's
+lgamma, whose expansion reads its argument's bits as integers); ops on complex numbers and integers, reductions,
+dot products, sorts and gathers (jax 0.4.13's strided slice) of constants; constants of more than
+``MAX_ELEMENTS`` elements."""
 
 from __future__ import annotations
 
@@ -87,7 +94,16 @@ _APFLOAT = ("add", "subtract", "multiply", "divide")  # MLIR folds these with AP
 _MOVES_MLIR = ("reshape", "reverse", "slice", "concatenate")
 _MOVES_MLIR_CURRENT = _MOVES_MLIR + ("transpose",)
 _MOVES = _MOVES_MLIR_CURRENT + ("pad",)
-_FOLDED = frozenset((*_DOUBLE, *_DOUBLE_CURRENT, *_FLOAT, *_ARITHMETIC, *_MOVES, "rsqrt"))
+# Exact ops (their value is the same in any precision; where they are folded decides the precision of what reads
+# them, measured through a tanh of them on both series): MLIR's folders fold the extrema, sign, roundings to nearest,
+# comparisons, logic and remainders (and on jaxlib 0.12 a select), so what reads them folds in double; XLA's
+# evaluator floor and ceil (and on 0.4.13 a select), so what reads them folds in float.
+_EXACT_MLIR = ("maximum", "minimum", "clamp", "sign", "round_nearest_even", "round_nearest_afz", "compare", "and",
+               "or", "not", "remainder")
+_EXACT_MLIR_CURRENT = _EXACT_MLIR + ("select",)
+_EXACT = _EXACT_MLIR_CURRENT + ("floor", "ceil")
+_BOOL_RESULTS = ("compare", "and", "or", "not")  # kept as values, never written as constants (see _Folder.fold)
+_FOLDED = frozenset((*_DOUBLE, *_DOUBLE_CURRENT, *_FLOAT, *_ARITHMETIC, *_MOVES, *_EXACT, "rsqrt"))
 
 
 def _name(op: Any) -> str:
@@ -100,12 +116,17 @@ def _name(op: Any) -> str:
     return short if dialect in ("stablehlo", "chlo") and short in _FOLDED else ""
 
 
-def _evaluate(name: str, args: List[np.ndarray], dtype: str, elements: int, mlir: bool) -> Optional[np.ndarray]:
+def _evaluate(name: str, args: List[np.ndarray], dtype: str, elements: int, mlir: bool,
+              attrs: Dict[str, Any]) -> Optional[np.ndarray]:
     """XLA's value of op ``name`` of constant ``args`` (arrays of the operands' types), in the result's numpy type;
     None where XLA's folding is not modelled. ``mlir``: MLIR's folders may see the op (not inside a call)."""
     out = T.numpy_dtypes_by_name()[dtype]
     current = _jax.is_current_series()
     mlir_folds = mlir and (current or elements <= MLIR_FOLD_LIMIT_0_4_13)
+    if name in _EXACT:
+        if mlir and not (mlir_folds and name in (_EXACT_MLIR_CURRENT if current else _EXACT_MLIR)):
+            return None  # XLA's evaluator's (what reads it then folds in float)
+        return _exact(name, args, attrs).astype(out)
     with np.errstate(all="ignore"):
         if name == "convert":
             return np.asarray(args[0]).astype(np.float32).astype(out)
@@ -134,6 +155,65 @@ def _evaluate(name: str, args: List[np.ndarray], dtype: str, elements: int, mlir
             function, arity = _FLOAT[name]
             return _libm_function(function, arity, False)(*x).astype(out)
     return None
+
+
+def _maximum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """XLA's maximum: a NaN operand is the result (the first of two), and +0 is above -0."""
+    zeros = (a == 0) & (b == 0)
+    r = np.where(zeros, np.where(np.signbit(a), b, a), np.where(a > b, a, b))
+    return np.where(np.isnan(a), a, np.where(np.isnan(b), b, r))
+
+
+def _minimum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    zeros = (a == 0) & (b == 0)
+    r = np.where(zeros, np.where(np.signbit(a), a, b), np.where(a < b, a, b))
+    return np.where(np.isnan(a), a, np.where(np.isnan(b), b, r))
+
+
+def _total_order(x: np.ndarray) -> np.ndarray:
+    """Integers ordered as StableHLO's TOTALORDER orders floats (-NaN < -inf < ... < -0 < +0 < ... < NaN)."""
+    bits = x.view(np.int16 if x.dtype.itemsize == 2 else np.int32).astype(np.int64)
+    top = (1 << (8 * x.dtype.itemsize - 1)) - 1
+    return np.where(bits < 0, -(bits & top) - 1, bits)
+
+
+_COMPARISONS: Dict[str, Callable[[Any, Any], Any]] = {
+    "EQ": np.equal, "NE": np.not_equal, "LT": np.less, "LE": np.less_equal, "GT": np.greater, "GE": np.greater_equal}
+
+
+def _exact(name: str, args: List[np.ndarray], attrs: Dict[str, Any]) -> np.ndarray:
+    """An exact op of constants (measured against cpu's folding over NaNs of both signs, zeros of both signs,
+    infinities and halves, f32 on both series)."""
+    x = args[0]
+    with np.errstate(all="ignore"):
+        if name == "maximum":
+            return _maximum(x, args[1])
+        if name == "minimum":
+            return _minimum(x, args[1])
+        if name == "clamp":  # clamp(lo, x, hi) = min(max(lo, x), hi): a NaN bound is the result
+            return _minimum(_maximum(x, args[1]), args[2])
+        if name == "sign":
+            return np.where(np.isnan(x) | (x == 0), x, np.sign(x))
+        if name in ("floor", "ceil"):
+            return np.floor(x) if name == "floor" else np.ceil(x)
+        if name == "round_nearest_even":
+            return np.rint(x)
+        if name == "round_nearest_afz":
+            t = np.trunc(x)
+            return np.where(np.abs(x.astype(np.float64) - t) >= 0.5, t + np.sign(x), t)
+        if name == "remainder":  # fmod; an invalid one (inf % y, x % 0) is +NaN
+            r = np.fmod(x, args[1])
+            return np.where(np.isnan(r) & ~np.isnan(x) & ~np.isnan(args[1]), np.float32(np.nan).astype(r.dtype), r)
+        if name == "select":
+            return np.where(x, args[1], args[2])
+        if name == "compare":
+            a, b = x, args[1]
+            if attrs.get("compare_type") == "TOTALORDER":
+                a, b = _total_order(a), _total_order(b)
+            return _COMPARISONS[attrs["comparison_direction"]](a, b)
+        if name == "not":
+            return np.logical_not(x)
+        return (np.logical_and if name == "and" else np.logical_or)(x, args[1])
 
 
 def _rounded(x: np.ndarray, out: np.dtype) -> np.ndarray:
@@ -171,10 +251,17 @@ def _fold_op(op: Any, args: List[Optional[np.ndarray]], mlir: bool) -> Optional[
     if not name or len(op.results) != 1 or not args or any(a is None for a in args):
         return None
     tensor = T.tensor_type(op.results[0].type)
-    if tensor is None or tensor[0] not in FLOATS or math.prod(tensor[1]) > MAX_ELEMENTS:
-        return None
     types = [T.tensor_type(v.type) for v in op.operands]
-    if name != "convert" and any(t is None or t[0] not in FLOATS for t in types):
+    if tensor is None or math.prod(tensor[1]) > MAX_ELEMENTS or any(t is None for t in types):
+        return None
+    # Ops of floats (and converts to them); bools only as comparisons of floats, logic of those, and predicates.
+    bools = [t[0] == "bool" for t in types]  # type: ignore[index]
+    if name in _BOOL_RESULTS:
+        if tensor[0] != "bool" or not all(t[0] in FLOATS for t in types if t[0] != "bool"):  # type: ignore[index]
+            return None
+    elif tensor[0] not in FLOATS or (name != "convert" and not all(
+            t[0] in FLOATS or (name == "select" and i == 0 and bools[0])  # type: ignore[index]
+            for i, t in enumerate(types))):
         return None
     elements = max(1 if a.ndim == 0 else a.size for a in args)  # type: ignore[union-attr]
     if name in _MOVES:
@@ -184,7 +271,8 @@ def _fold_op(op: Any, args: List[Optional[np.ndarray]], mlir: bool) -> Optional[
             return args[0]  # a splat moved is that splat (no array of its shape is made)
         full = [np.broadcast_to(a, t[1]) for a, t in zip(args, types)]  # type: ignore[index, arg-type]
         return _move(name, full, O.read_attrs(op.attributes), tensor[1])
-    return _evaluate(name, args, tensor[0], elements, mlir)  # type: ignore[arg-type]
+    attrs = O.read_attrs(op.attributes) if name == "compare" else {}
+    return _evaluate(name, args, tensor[0], elements, mlir, attrs)  # type: ignore[arg-type]
 
 
 def _move(name: str, args: List[np.ndarray], attrs: Dict[str, Any], shape: List[int]) -> np.ndarray:
@@ -280,9 +368,15 @@ class _Folder:
             return self._fold_call(op)
         folded = _fold_op(op, args, mlir=self.mlir)
         if folded is None:
-            if self.mlir and (T.tensor_type(op.results[0].type) or ("",))[0] in FLOATS:
+            if self.mlir and (T.tensor_type(op.results[0].type) or ("",))[0] in (*FLOATS, "bool"):
                 self.run.deferred = True  # an op of constants MLIR's folders leave: XLA's evaluator's turn
             return False
+        if folded.dtype == np.bool_:
+            # A comparison's value is known, but it stays an op (no constant of i1 is written): a select that
+            # reads it folds, and it is erased with the constants once nothing reads it.
+            self.values[op.results[0]] = folded
+            self.own[op.results[0]] = op
+            return True
         self._replace(op, [folded])
         return True
 
