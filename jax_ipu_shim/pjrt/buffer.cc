@@ -143,6 +143,7 @@ PJRT_Buffer_Type PjrtTypeOf(const ipu::DTypeInfo& t) {
     case ipu::StorageKind::BFloat16: return PJRT_Buffer_Type_BF16;
     case ipu::StorageKind::Float32: return PJRT_Buffer_Type_F32;
     case ipu::StorageKind::Complex64: return PJRT_Buffer_Type_C64;
+    case ipu::StorageKind::Complex128: return PJRT_Buffer_Type_C128;
     case ipu::StorageKind::Float64: return PJRT_Buffer_Type_F64;
     case ipu::StorageKind::Int:
       switch (t.size) {

@@ -1,7 +1,7 @@
 """complex64 on the ipu, emulated as pairs of f32, against cpu on the same inputs: buffers and data movement
 (bit-exact), the arithmetic XLA:CPU defines on c64 (exact where it is exactly rounded, a few ulp of |result|
 elsewhere), special values (inf/nan parts, huge and tiny magnitudes), reductions and gradients through complex
-intermediates. c128 stays refused (test_errors.py)."""
+intermediates. c128 (jax_enable_x64) is test_x64.py's."""
 
 from __future__ import annotations
 

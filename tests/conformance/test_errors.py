@@ -52,13 +52,15 @@ def test_unsupported_op_names_the_op_and_its_types():
     assert "tensor<3x3xf32>" in str(error.value) and "tensor<3x2xf32>" in str(error.value)
 
 
-# 8/16-bit integers and bf16 are first-class (test_dtypes.py) and c64 is emulated as pairs of f32
-# (test_complex.py); f64/i64 are refused there, c128 here: its message names the type and what to use instead.
-def test_unsupported_dtype_names_the_dtype():
+# 8/16-bit integers and bf16 are first-class (test_dtypes.py), c64 is emulated as pairs of f32 (test_complex.py),
+# the 64-bit types and c128 as software (test_x64.py); fp8 on a chip without it is refused: its message names the
+# type and what to use instead.
+def test_unsupported_dtype_names_the_dtype(monkeypatch):
     from _conformance import enable_x64
 
+    monkeypatch.setenv("JAX_IPU_EMULATE_64BIT", "0")
     with enable_x64():
-        with pytest.raises(RuntimeError, match=r"c128.*complex64"):
+        with pytest.raises(RuntimeError, match=r"c128.*emulation is off.*complex64"):
             compile_on_ipu(lambda x, y: x + y, jnp.ones(3, jnp.complex128), jnp.ones(3, jnp.complex128))
 
 

@@ -1,5 +1,6 @@
-"""64-bit types with ``jax_enable_x64``: f64, int64 and uint64 run emulated on the ipu (the IPU has no 64-bit
-hardware; i64/u64 as pairs of 32-bit words, f64 in software) and give cpu's values. ``JAX_IPU_EMULATE_64BIT=0``
+"""64-bit types with ``jax_enable_x64``: f64, int64, uint64 and complex128 run emulated on the ipu (the IPU has no
+64-bit hardware; i64/u64 as pairs of 32-bit words, f64 in software, complex128 as pairs of those f64) and give cpu's
+values. ``JAX_IPU_EMULATE_64BIT=0``
 refuses them at compile time, as Graphcore's JAX does."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _conformance import BACKEND, EXACT, check, enable_x64, run_both
+from _conformance import BACKEND, CURRENT_SERIES, EXACT, check, enable_x64, run_both
 
 # libm's f64 functions (which XLA:CPU calls) against glibc's on the host: within a few ulps of 2^-52.
 F64_TRANSCENDENTAL = {"rtol": 1e-14, "atol": 1e-300}
@@ -214,7 +215,134 @@ def test_emulation_off_refuses_64_bit_types_with_advice(monkeypatch):
     if BACKEND != "ipu":
         pytest.skip("checks the ipu's error")
     monkeypatch.setenv("JAX_IPU_EMULATE_64BIT", "0")
-    for dtype, advice in (("float64", "use f32"), ("int64", "use i32"), ("uint64", "use u32")):
-        name = {"float64": "f64", "int64": "i64", "uint64": "u64"}[dtype]
+    for dtype, advice in (("float64", "use f32"), ("int64", "use i32"), ("uint64", "use u32"),
+                          ("complex128", "use complex64")):
+        name = {"float64": "f64", "int64": "i64", "uint64": "u64", "complex128": "c128"}[dtype]
         with pytest.raises(Exception, match=rf"Unsupported element type {name}\b.*emulation is off.*{advice}"):
             jax.jit(lambda x: x * 3 + x, backend="ipu")(np.ones(3, dtype))
+
+
+# ---- complex128: pairs of emulated f64 ----
+
+C128_PARTS = [0.0, -0.0, 1.0, -1.5, 2.5, 1e-300, 1e300, np.inf, -np.inf, np.nan]
+
+
+def complex128_pairs():
+    """Every (a, b) of complex values made of the special parts (each part from C128_PARTS)."""
+    parts = np.array(C128_PARTS)
+    z = np.empty(parts.size ** 2, np.complex128)
+    z.real, z.imag = np.repeat(parts, parts.size), np.tile(parts, parts.size)
+    return np.repeat(z, z.size), np.tile(z, z.size)
+
+
+def check_c128(f, *args, ulps=8):
+    """Each part of each output within ``ulps`` ulps of the output's |value| of cpu's (NaNs matching NaNs): the
+    standard test_complex.py holds c64's functions and divisions to, XLA:CPU's formulas being rounded at other
+    steps than the emulator's pair arithmetic."""
+    got, want = run_both(f, *args)
+    for index, (g, w) in enumerate(zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want))):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.dtype == w.dtype and g.shape == w.shape, (index, g.dtype, w.dtype, g.shape, w.shape)
+        bound = ulps * np.finfo(np.float64).eps * np.abs(w)
+        for part in (np.real, np.imag):
+            gp, wp = part(g), part(w)
+            with np.errstate(invalid="ignore"):
+                bad = ~((gp == wp) | (np.isnan(gp) & np.isnan(wp)) | (np.abs(gp - wp) <= bound))
+            assert not bad.any(), (f"output {index}: {int(bad.sum())} of {bad.size} parts differ by more than {ulps} "
+                                   f"ulps of |result|; first: ipu {g[bad][0]!r}, cpu {w[bad][0]!r}")
+
+
+def random128(shape, seed=0):
+    z = np.empty(shape, np.complex128)
+    z.real, z.imag = random64(np.float64, shape, seed), random64(np.float64, shape, seed + 100)
+    return z
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "eq", "ne", "pow"])
+def test_c128_binary_ops(op):
+    """The pair arithmetic in binary64 on every pair of special values and on random ones: bit for bit where it is
+    exactly rounded (sums, XLA:CPU's 4-multiply product with its fused multiply-adds, comparisons), a few ulps of
+    |result| for Smith's division (its infinite and zero cases exactly) and the power."""
+    f = {"add": jnp.add, "sub": jnp.subtract, "mul": jnp.multiply, "div": jnp.divide, "eq": jnp.equal,
+         "ne": jnp.not_equal, "pow": jax.lax.pow}[op]
+    if op == "pow" and CURRENT_SERIES and BACKEND == "ipu":
+        with pytest.raises(Exception, match="power of complex128 values is not emulated with jaxlib 0.12"):
+            jax.jit(f, backend="ipu")(*random128((4,), 1).reshape(2, 2))
+        return
+    x, y = random128((1000,), 1), random128((1000,), 2)
+    exact = op in ("add", "sub", "mul", "eq", "ne")
+    (lambda *a: check(f, *a, **EXACT) if exact else check_c128(f, *a))(x, y)
+    if op != "pow":
+        (lambda *a: check(f, *a, **EXACT) if exact else check_c128(f, *a))(*complex128_pairs())
+
+
+# XLA:CPU's complex functions round their formulas' steps otherwise than the emulator's pair arithmetic (libm's f64
+# functions, C99's for the inverse ones): jaxlib 0.12's agree with accurate ones to a few ulps of |result|, jaxlib
+# 0.4.13's older formulas to ~150 (measured on 4,000 values of parts of scale 0.5 and 3 on both series). sinh is
+# chlo's decomposition exp(z + log 1/2) - exp(-z + log 1/2) on cpu, which cancels for small |z| (hundreds of ulps at
+# 0.5): tested at scale 3.
+C128_FUNCTION_ULPS = 16 if CURRENT_SERIES else 256
+
+
+@pytest.mark.parametrize("name", ["neg", "conj", "real", "imag", "abs", "sign", "exp", "expm1", "log", "log1p", "sqrt",
+                                  "rsqrt", "tanh", "sin", "cos", "tan", "sinh", "cosh", "arcsinh", "arcsin",
+                                  "arctan", "arctanh", "angle", "reciprocal"])
+def test_c128_unary_ops(name):
+    f = {"neg": jnp.negative, "conj": jnp.conj, "real": jnp.real, "imag": jnp.imag, "abs": jnp.abs, "sign": jnp.sign,
+         "exp": jnp.exp, "expm1": jnp.expm1, "log": jnp.log, "log1p": jnp.log1p, "sqrt": jnp.sqrt,
+         "rsqrt": jax.lax.rsqrt, "tanh": jnp.tanh, "sin": jnp.sin, "cos": jnp.cos, "tan": jnp.tan, "sinh": jnp.sinh,
+         "cosh": jnp.cosh, "arcsinh": jnp.arcsinh, "arcsin": jnp.arcsin, "arctan": jnp.arctan,
+         "arctanh": jnp.arctanh, "angle": jnp.angle, "reciprocal": jnp.reciprocal}[name]
+    if name in ("neg", "conj", "real", "imag", "angle"):
+        check(f, random128((2000,), 3), **EXACT)
+        return
+    few = name in ("abs", "sign", "sqrt", "rsqrt", "reciprocal")  # one or two roundings from XLA:CPU's
+    for scale in ((3.0,) if name == "sinh" else (0.5, 3.0)):
+        check_c128(f, random128((2000,), 3) * (scale / 3), ulps=4 if few else C128_FUNCTION_ULPS)
+
+
+def test_c128_conversions():
+    """complex128 from and to complex64, f64, f32 and integers, as XLA converts (each part; to a real type the
+    real part)."""
+    z = random128((64,), 4)
+
+    def f(z, x, i):
+        return [z.astype(jnp.complex64), z.astype(jnp.complex64).astype(jnp.complex128), x.astype(jnp.complex128),
+                x.astype(jnp.float32).astype(jnp.complex128), i.astype(jnp.complex128), jnp.real(z).astype(jnp.float32),
+                jax.lax.complex(x, x * 2)]
+
+    check(f, z, random64(np.float64, (64,), 5), np.arange(64, dtype=np.int64) - 30, **EXACT)
+
+
+def test_c128_products_reductions_and_sorts():
+    """What the front end computes on the f64 parts: dot_general (four real products), sums and products, and
+    sorts (lexicographic, as jax's comparators read the parts)."""
+    a, b = random128((8, 16), 6), random128((16, 5), 7)
+    check(lambda a, b: [a @ b, jnp.vdot(a[0], b[:, 0])], a, b, rtol=1e-13, atol=1e-13)
+    z = random128((6, 50), 8)
+    check(lambda z: [jnp.sum(z, axis=1), jnp.sum(z), jnp.prod(z[:, :5], axis=1)], z, rtol=1e-13, atol=1e-13)
+    check(lambda z: [jnp.sort(z, axis=1), jnp.argsort(z[0])], z, **EXACT)
+
+
+def test_c128_gradients_of_a_real_loss():
+    """An optimiser's step on complex parameters (optax's tests run them with jax_enable_x64): the gradient of
+    sum |x - t|^2, conjugated, applied to the parameters."""
+    x, t = random128((10,), 9), random128((10,), 10)
+
+    def step(x, t):
+        g = jax.grad(lambda x: jnp.sum(jnp.abs(x - t) ** 2))(x)
+        return x - 0.1 * jnp.conj(g)
+
+    check(step, x, t, **EXACT)
+
+
+def test_c128_values_round_trip():
+    """16-byte elements in and out, and through the ops that move them (a reshape, a reversal, a select, a gather
+    and a dynamic update), bit for bit."""
+    z = np.empty(6, np.complex128)
+    z.real, z.imag = [1, np.pi, np.nan, -0.0, 1e-310, np.inf], [2, -1e-300, np.inf, 5, -np.nan, 0]
+    y = jax.device_put(z, jax.devices(BACKEND)[0])
+    assert y.dtype == np.complex128 and np.asarray(y).tobytes() == z.tobytes()
+    check(lambda z: [z.reshape(2, 3)[::-1], jnp.where(jnp.arange(6) % 2 == 0, z, z[::-1]), z[np.array([5, 0, 2])],
+                     jax.lax.dynamic_update_slice(z, z[:2], (3,)), jnp.concatenate([z, z[1:3]]),
+                     jnp.pad(z, 2)], z, **EXACT)

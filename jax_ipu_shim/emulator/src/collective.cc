@@ -97,6 +97,7 @@ void foldLoop(uint8_t* acc, const uint8_t* x, int64_t n) {
 
 // The identity of a single-op computation on `dt`, in the type's storage bits; false when it has none.
 bool identityBits(OpKind kind, DType dt, uint64_t* bits) {
+  if (dt == DType::C128) return false;  // (16 bytes: c128's collectives run on its f64 parts, front end)
   if (dt == DType::C64) {  // complex sums and products (psum, pprod of c64): (0, 0) and (1, 0)
     if (kind != OpKind::Add && kind != OpKind::Multiply) return false;
     const Complex64 identity{kind == OpKind::Multiply ? 1.0f : 0.0f, 0.0f};

@@ -1,7 +1,8 @@
-// c64 arithmetic (complex<f32>): the IPU has no complex type, so c64 is held as interleaved pairs of f32 (XLA's and
-// numpy's layout) and computed as the f32 pair arithmetic a Poplar user would write: one compute set over the
-// result's tile mapping, as the real elementwise ops (elementwise.cc), costed as the f32 vector ops each element
-// needs (a product is 4 multiplies and 2 adds...). Also real, imag and complex, and the c64 cases of unary, binary,
+// Complex arithmetic: the IPU has no complex type, so c64 (complex<f32>) and c128 (complex<f64>, jax_enable_x64's)
+// are held as interleaved pairs of f32 or f64 (XLA's and numpy's layout) and computed as the pair arithmetic a
+// Poplar user would write: one compute set over the result's tile mapping, as the real elementwise ops
+// (elementwise.cc), costed as the part type's ops each element needs (a product is 4 multiplies and 2 adds...; f64's
+// are the emulated sequences of cost_model.cc). Also real, imag and complex, and the complex cases of unary, binary,
 // compare and convert, which lowering.cc sends here. The per-element semantics are scalar_ops.h's (XLA:CPU's).
 #include <algorithm>
 #include <functional>
@@ -18,7 +19,7 @@ namespace ipu {
 
 using K = OpKind;
 
-// Is this op one of complex.cc's: real/imag/complex/fft, or an elementwise op with a c64 operand or result.
+// Is this op one of complex.cc's: real/imag/complex/fft, or an elementwise op with a complex operand or result.
 bool isComplexOp(const OpContext& ctx) {
   if (ctx.info->family == OpFamily::Complex) return true;
   switch (ctx.info->family) {
@@ -37,19 +38,28 @@ bool isComplexOp(const OpContext& ctx) {
 
 namespace {
 
-// The element types each op takes and gives (c64 unless it says otherwise), and the shapes, checked.
+// The complex type an op computes on: its complex result's, else its first operand's.
+DType complexTypeOf(const OpContext& ctx) {
+  if (isComplex(ctx.out_types[0].dtype)) return ctx.out_types[0].dtype;
+  return ctx.in_types.empty() ? DType::C64 : ctx.in_types[0].dtype;
+}
+
+// The element types each op takes and gives (the complex type unless it says otherwise), and the shapes, checked.
 void checkComplexTypes(const Lowerer& lowerer, const OpContext& ctx) {
   if (ctx.out_types.size() != 1) lowerer.invalid(ctx, "expected one result");
   const TensorType& out = ctx.out_types[0];
   for (size_t i = 0; i < ctx.in.size(); ++i)
     if (ctx.in_types[i].shape != out.shape)
       lowerer.invalid(ctx, "operand " + std::to_string(i) + " does not have the result's shape");
-  DType want_in = DType::C64, want_out = DType::C64;
+  const DType complex = ctx.info->kind == K::Complex ? (out.dtype == DType::C128 ? DType::C128 : DType::C64)
+                                                     : complexTypeOf(ctx);
+  const DType part = complexPart(complex);
+  DType want_in = complex, want_out = complex;
   switch (ctx.info->kind) {
     case K::Real:
     case K::Imag:
-    case K::Abs: want_out = DType::F32; break;
-    case K::Complex: want_in = DType::F32; break;
+    case K::Abs: want_out = part; break;
+    case K::Complex: want_in = part; break;
     case K::Compare: want_out = DType::Bool; break;
     case K::Convert: want_in = ctx.in_types[0].dtype, want_out = out.dtype; break;
     default: break;
@@ -61,8 +71,8 @@ void checkComplexTypes(const Lowerer& lowerer, const OpContext& ctx) {
       lowerer.invalid(ctx, "operand " + std::to_string(i) + " should have element type " + dtypeName(want_in));
 }
 
-// The map vertex of an elementwise op over pairs of f32 (writing result slot o); its codelet's name in *codelet
-// where it is not the op's own.
+// The map vertex of an elementwise op over pairs of f32 or f64 (writing result slot o); its codelet's name in
+// *codelet where it is not the op's own.
 std::unique_ptr<Kernel> complexKernel(const Lowerer& lowerer, const OpContext& ctx, int o, std::string* codelet) {
   const OpKind kind = ctx.info->kind;
   const DType dt = ctx.in_types[0].dtype;
@@ -70,67 +80,78 @@ std::unique_ptr<Kernel> complexKernel(const Lowerer& lowerer, const OpContext& c
   const std::vector<int>& in = ctx.in;
   std::unique_ptr<Kernel> kernel;
   switch (ctx.info->family) {
-    // (The visitors reach every element type's functors: only those of c64 are compiled into kernels here.)
+    // (The visitors reach every element type's functors: only those of complex types are compiled into kernels here.)
     case OpFamily::Unary:
       scalar::visitUnary(kind, dt, lowerer.numerics(), [&](auto f, auto a, auto r) {
         using A = typename decltype(a)::type;
-        if constexpr (std::is_same<A, Complex64>::value) kernel = map1<A, typename decltype(r)::type>(in[0], o, f);
+        if constexpr (isComplexStorage<A>) kernel = map1<A, typename decltype(r)::type>(in[0], o, f);
       });
       break;
-    case OpFamily::Binary:
-      scalar::visitBinaryOf<DType::C64>(kind, lowerer.numerics(), [&](auto f, auto t) {
+    case OpFamily::Binary: {
+      auto make = [&](auto f, auto t) {
         using T = typename decltype(t)::type;
         kernel = map2<T, T, T>(in[0], in[1], o, f);
-      });
+      };
+      if (dt == DType::C128) scalar::visitBinaryOf<DType::C128>(kind, lowerer.numerics(), make);
+      else scalar::visitBinaryOf<DType::C64>(kind, lowerer.numerics(), make);
       break;
+    }
     case OpFamily::Compare: {
       const std::string dir = attrString(*ctx.op, "comparison_direction");
-      if (dir == "EQ") kernel = map2<Complex64, Complex64, uint8_t>(in[0], in[1], o, scalar::EqualC{});
-      else if (dir == "NE") kernel = map2<Complex64, Complex64, uint8_t>(in[0], in[1], o, scalar::NotEqualC{});
-      else lowerer.unimplemented(ctx, "complex numbers are not ordered: compare on c64 is EQ or NE, not " + dir);
-      *codelet = "compare" + dir + "<c64>";
+      auto compare = [&](auto tag) {
+        using C = typename decltype(tag)::type;
+        if (dir == "EQ") kernel = map2<C, C, uint8_t>(in[0], in[1], o, scalar::EqualC{});
+        else if (dir == "NE") kernel = map2<C, C, uint8_t>(in[0], in[1], o, scalar::NotEqualC{});
+        else
+          lowerer.unimplemented(ctx, std::string("complex numbers are not ordered: compare on ") + dtypeName(dt) +
+                                         " is EQ or NE, not " + dir);
+      };
+      if (dt == DType::C128) compare(TypeTag<Complex128>{});
+      else compare(TypeTag<Complex64>{});
+      *codelet = "compare" + dir + "<" + dtypeName(dt) + ">";
       break;
     }
     case OpFamily::Convert:
       scalar::visitConvert(dt, out, [&](auto f, auto a, auto r) {
         using A = typename decltype(a)::type;
         using R = typename decltype(r)::type;
-        if constexpr (std::is_same<A, Complex64>::value || std::is_same<R, Complex64>::value)
-          kernel = map1<A, R>(in[0], o, f);
+        if constexpr (isComplexStorage<A> || isComplexStorage<R>) kernel = map1<A, R>(in[0], o, f);
       });
       *codelet = std::string("cast<") + dtypeName(dt) + "," + dtypeName(out) + ">";
       break;
     default: break;
   }
   if (!kernel)
-    // The registry's element types already refused ops that have no c64 form: an op it lists for c64 that has no
-    // functor here is an emulator bug, named as such.
-    lowerer.unimplemented(ctx, std::string(ctx.info->name) +
-                                   " is listed for c64 in the op registry but has no c64 kernel "
-                                   "(an emulator bug: please report it)");
+    // The registry's element types already refused ops that have no complex form: an op it lists for complex types
+    // that has no functor here is an emulator bug, named as such.
+    lowerer.unimplemented(ctx, std::string(ctx.info->name) + " is listed for " + dtypeName(dt) +
+                                   " in the op registry but has no " + dtypeName(dt) +
+                                   " kernel (an emulator bug: please report it)");
   return kernel;
 }
 
-// The one compute set of a c64 op: `make` returns the map vertex writing the result slot it is given (and may
-// rename the codelet, "<op><c64>" by default), costed as the f32 ops its arithmetic takes.
+// The one compute set of a complex op: `make` returns the map vertex writing the result slot it is given (and may
+// rename the codelet, "<op><c64>" by default), costed as the part type's ops its arithmetic takes.
 using MakeKernel = std::function<std::unique_ptr<Kernel>(int o, std::string* codelet)>;
 
 std::vector<int> emitPairMap(Lowerer& lowerer, OpContext& ctx, const MakeKernel& make) {
   checkComplexTypes(lowerer, ctx);
   const TensorType& out = ctx.out_types[0];
   const int o = lowerer.newSlotLike(out, ctx.in[0]);
-  std::string codelet = std::string(ctx.info->name) + "<c64>";
+  const DType complex = ctx.info->kind == K::Complex ? out.dtype : complexTypeOf(ctx);
+  const DType part = complexPart(complex);
+  std::string codelet = std::string(ctx.info->name) + "<" + dtypeName(complex) + ">";
   std::unique_ptr<Kernel> kernel = make(o, &codelet);
   const TileMapping work = lowerer.graph().slots[static_cast<size_t>(o)].mapping;
   std::vector<int64_t> recv;
   for (size_t i = 0; i < ctx.in.size(); ++i) lowerer.exchangeSameIndex(&recv, work, ctx.in[i]);
-  const C64Cost& ops = ctx.info->c64;  // the registry row's f32 ops per element
+  const C64Cost& ops = ctx.info->c64;  // the registry row's part ops per element
   std::vector<Superstep> steps;
   const int workers = lowerer.device().num_worker_contexts;
   if (work.num_elements > 0) {
     steps.push_back(lowerer.superstep(codelet, work, recv, [&](int, int64_t n) {
-      uint64_t cycles = 0;  // each f32 op of the pair arithmetic runs as its own vector loop over the n elements
-      for (const F32OpCount& c : ops) cycles += cost::elementwise(c.kind, DType::F32, n * c.count, workers);
+      uint64_t cycles = 0;  // each part op of the pair arithmetic runs as its own vector loop over the n elements
+      for (const F32OpCount& c : ops) cycles += cost::elementwise(c.kind, part, n * c.count, workers);
       return cycles;
     }));
     steps.back().cost_weight = ops.size() > 2 ? 8 : 1;
@@ -143,24 +164,46 @@ std::vector<int> emitPairMap(Lowerer& lowerer, OpContext& ctx, const MakeKernel&
 
 }  // namespace
 
+// A map over the parts of a c64 or c128 value: `make(TypeTag<Complex>, TypeTag<Part>)`.
+template <class Make>
+std::unique_ptr<Kernel> byComplexType(DType complex, Make&& make) {
+  if (complex == DType::C128) return make(TypeTag<Complex128>{}, TypeTag<double>{});
+  return make(TypeTag<Complex64>{}, TypeTag<float>{});
+}
+
 std::vector<int> lowerReal(Lowerer& lowerer, OpContext& ctx) {
-  return emitPairMap(lowerer, ctx,
-                     [&](int o, std::string*) { return map1<Complex64, float>(ctx.in[0], o, scalar::RealC{}); });
+  return emitPairMap(lowerer, ctx, [&](int o, std::string*) {
+    return byComplexType(ctx.in_types[0].dtype, [&](auto c, auto r) {
+      return map1<typename decltype(c)::type, typename decltype(r)::type>(ctx.in[0], o, scalar::RealC{});
+    });
+  });
 }
 
 std::vector<int> lowerImag(Lowerer& lowerer, OpContext& ctx) {
-  return emitPairMap(lowerer, ctx,
-                     [&](int o, std::string*) { return map1<Complex64, float>(ctx.in[0], o, scalar::ImagC{}); });
+  return emitPairMap(lowerer, ctx, [&](int o, std::string*) {
+    return byComplexType(ctx.in_types[0].dtype, [&](auto c, auto r) {
+      return map1<typename decltype(c)::type, typename decltype(r)::type>(ctx.in[0], o, scalar::ImagC{});
+    });
+  });
 }
 
 std::vector<int> lowerComplex(Lowerer& lowerer, OpContext& ctx) {
   return emitPairMap(lowerer, ctx, [&](int o, std::string*) {
-    return map2<float, float, Complex64>(ctx.in[0], ctx.in[1], o, scalar::MakeComplex{});
+    return byComplexType(ctx.out_types[0].dtype, [&](auto c, auto r) {
+      using C = typename decltype(c)::type;
+      using R = typename decltype(r)::type;
+      return map2<R, R, C>(ctx.in[0], ctx.in[1], o, scalar::MakeComplex{});
+    });
   });
 }
 
-// Every elementwise op on c64 (Lowerer sends those here).
-std::vector<int> lowerC64Elementwise(Lowerer& lowerer, OpContext& ctx) {
+// Every elementwise op on c64 or c128 (Lowerer sends those here). jaxlib 0.12's XLA:CPU computes a complex power by
+// its own algorithm (complex_pow.h), which the emulator has for c64 only: c128's is refused by name there.
+std::vector<int> lowerComplexElementwise(Lowerer& lowerer, OpContext& ctx) {
+  if (ctx.info->kind == K::Power && complexTypeOf(ctx) == DType::C128 &&
+      lowerer.numerics() == Numerics::Jaxlib012)
+    lowerer.unimplemented(ctx, "a power of complex128 values is not emulated with jaxlib 0.12's algorithm yet; "
+                               "use complex64, or exp(y * log(x))");
   return emitPairMap(lowerer, ctx,
                      [&](int o, std::string* codelet) { return complexKernel(lowerer, ctx, o, codelet); });
 }

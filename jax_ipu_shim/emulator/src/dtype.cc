@@ -131,39 +131,18 @@ bool parseDType(const std::string& name, DType* out) {
   return false;
 }
 
-namespace {
-// The front end's spellings of types the IPU lacks, with MLIR's name and the advice given to the user (c64 is in
-// kDTypeTable: emulated as pairs of f32).
-struct Unsupported {
-  const char* name;
-  const char* mlir;
-  const char* advice;
-};
-const Unsupported kUnsupported[] = {
-    {"c128", "complex<f64>",
-     "the emulator does not run complex128 yet; use complex64 (emulated as pairs of f32; "
-     "jax_enable_x64=False)"},
-};
-}  // namespace
-
 bool isKnownDTypeName(const std::string& name) {
   DType d;
-  if (parseDType(name, &d)) return true;
-  for (const auto& u : kUnsupported)
-    if (name == u.name) return true;
-  return false;
+  return parseDType(name, &d);
 }
 
 std::string unsupportedDTypeAdvice(const std::string& name) {
-  for (const auto& u : kUnsupported)
-    if (name == u.name) return u.advice;
   DType d;
-  if (parseDType(name, &d) && isWide64(d))  // refused by CompileOptions::emulate_64bit = false
-    return std::string("the IPU has no ") + (d == DType::F64 ? "f64" : "64-bit integer") +
+  if (parseDType(name, &d) && isEmulated64(d))  // refused by CompileOptions::emulate_64bit = false
+    return std::string("the IPU has no ") +
+           (d == DType::F64 ? "f64" : d == DType::C128 ? "f64 (complex128's parts)" : "64-bit integer") +
            " hardware and 64-bit emulation is off (compile option emulate_64bit); use " +
-           (d == DType::F64   ? "f32"
-            : d == DType::I64 ? "i32"
-                              : "u32") +
+           (d == DType::F64 ? "f32" : d == DType::C128 ? "complex64" : d == DType::I64 ? "i32" : "u32") +
            " (jax_enable_x64=False)";
   return "it is not an element type of the IPU program format";
 }
@@ -171,8 +150,6 @@ std::string unsupportedDTypeAdvice(const std::string& name) {
 std::string mlirElementName(const std::string& name) {
   for (const DTypeInfo& t : kDTypeTable)
     if (name == t.name) return t.mlir;
-  for (const auto& u : kUnsupported)
-    if (name == u.name) return u.mlir;
   return name;
 }
 

@@ -23,13 +23,13 @@ enum class Fusable { No, Elementwise, Broadcast };
 Fusable fusable(const Op& op, const std::unordered_map<int64_t, std::string>& dtype_of) {
   const OpInfo* info = findOp(op.op);
   if (!info || op.results.size() != 1 || !op.regions.empty()) return Fusable::No;
-  // c64 is computed by the complex kernels (complex.cc), not the fused vertex: an op with a c64 result or operand
-  // stays on its own. Binary, select and clamp operands have the result's type; unary, compare and convert may read
-  // c64 into a real result (abs, eq, real part), so their operand's type must be known to be real.
+  // c64 and c128 are computed by the complex kernels (complex.cc), not the fused vertex: an op with a complex result
+  // or operand stays on its own. Binary, select and clamp operands have the result's type; unary, compare and convert
+  // may read a complex value into a real result (abs, eq, real part), so their operand's type must be known to be real.
   // fp8 likewise: its conversions are vertices of their own (as popops' casts of quarter are).
   auto apart = [](const std::string& dtype) {
     DType d;
-    return dtype == "c64" || (parseDType(dtype, &d) && isFloat8(d));
+    return parseDType(dtype, &d) && (isComplex(d) || isFloat8(d));
   };
   if (apart(op.results[0].dtype)) return Fusable::No;
   if (isElementwiseFamily(info->family)) {

@@ -458,6 +458,7 @@ ScatterVertex makeScatterVertex(Lowerer& lowerer, const OpContext& ctx, const In
       case 1: v.kernel = scatterKernel<uint8_t>(Assign{}, ctx, ix, u); break;
       case 2: v.kernel = scatterKernel<uint16_t>(Assign{}, ctx, ix, u); break;
       case 8: v.kernel = scatterKernel<uint64_t>(Assign{}, ctx, ix, u); break;  // c64
+      case 16: v.kernel = scatterKernel<Complex128>(Assign{}, ctx, ix, u); break;
       default: v.kernel = scatterKernel<uint32_t>(Assign{}, ctx, ix, u); break;
     }
   } else if (!computation.empty()) {
@@ -546,6 +547,7 @@ std::vector<int> lowerGather(Lowerer& lowerer, OpContext& ctx) {
       case 1: return std::make_unique<GatherKernel<uint8_t>>(ctx.in[0], ix.o, ix.plan, out.shape, bstr, ostr);
       case 2: return std::make_unique<GatherKernel<uint16_t>>(ctx.in[0], ix.o, ix.plan, out.shape, bstr, ostr);
       case 8: return std::make_unique<GatherKernel<uint64_t>>(ctx.in[0], ix.o, ix.plan, out.shape, bstr, ostr);  // c64
+      case 16: return std::make_unique<GatherKernel<Complex128>>(ctx.in[0], ix.o, ix.plan, out.shape, bstr, ostr);
       default: return std::make_unique<GatherKernel<uint32_t>>(ctx.in[0], ix.o, ix.plan, out.shape, bstr, ostr);
     }
   }();

@@ -219,7 +219,7 @@ Node* Lowerer::emitExecute(OpContext& ctx, std::unique_ptr<Kernel> kernel, std::
   node->kernel = std::move(kernel);
   node->supersteps = std::move(supersteps);
   node->flops = flops;
-  auto wide = [&](int slot) { return isWide64(graph_->slots[static_cast<size_t>(slot)].type.dtype); };
+  auto wide = [&](int slot) { return isEmulated64(graph_->slots[static_cast<size_t>(slot)].type.dtype); };
   node->emulated_64bit =
       std::any_of(ctx.in.begin(), ctx.in.end(), wide) || std::any_of(results.begin(), results.end(), wide);
   Node* raw = node.get();
@@ -383,15 +383,16 @@ void Lowerer::bindResults(const OpContext& ctx, const std::vector<int>& results,
 }
 
 std::vector<int> Lowerer::lowerWithHandler(OpContext& ctx) {
-  // c64 arithmetic (an elementwise op on complex values) is computed on pairs of f32 by complex.cc, whatever the op.
-  if (ctx.info->family != OpFamily::Complex && isComplexOp(ctx)) return lowerC64Elementwise(*this, ctx);
+  // Complex arithmetic (an elementwise op on c64 or c128 values) is computed on pairs of f32 or f64 by complex.cc,
+  // whatever the op.
+  if (ctx.info->family != OpFamily::Complex && isComplexOp(ctx)) return lowerComplexElementwise(*this, ctx);
   return ctx.info->lower(*this, ctx);
 }
 
 DType Lowerer::elementType(const std::string& name, const std::string& where, const std::string& after) const {
   DType d;
   std::string why;
-  if (!parseDType(name, &d) || (isWide64(d) && !options_.emulate_64bit)) why = unsupportedDTypeAdvice(name);
+  if (!parseDType(name, &d) || (isEmulated64(d) && !options_.emulate_64bit)) why = unsupportedDTypeAdvice(name);
   else if (isFloat8(d) && device_.amp_f8_macs_per_cycle == 0) why = noFloat8Advice(d, device_.version);
   if (!why.empty())
     throw Error(ErrorCode::Unimplemented, "Unsupported element type " + name + " in " + where + " : " + why + after);

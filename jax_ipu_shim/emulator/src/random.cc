@@ -139,7 +139,7 @@ std::vector<int> lowerRng(Lowerer& lowerer, OpContext& ctx) {
   std::unique_ptr<Kernel> kernel;
   visitDType(out.dtype, [&](auto t) {
     constexpr DType D = decltype(t)::value;
-    if constexpr (D != DType::Bool && D != DType::C64 && D != DType::Token)
+    if constexpr (D != DType::Bool && !isComplex(D) && D != DType::Token)
       kernel = std::make_unique<RngKernel<D>>(ctx.in[0], ctx.in[1], o, dist, seed, dyn);
   });
   const TileMapping& work = lowerer.graph().slots[static_cast<size_t>(o)].mapping;

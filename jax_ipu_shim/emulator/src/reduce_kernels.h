@@ -658,8 +658,8 @@ std::unique_ptr<Kernel> make(int in, int init, int out, const ReduceGeometry& g,
 // integers), 1 for a product; none for a complex product (1 * inf is not exact there) or any other combiner.
 template <DType D>
 std::optional<Storage<D>> laneIdentity(OpKind kind) {
-  if constexpr (D == DType::C64) {
-    if (kind == OpKind::Add) return Complex64{-0.0f, -0.0f};
+  if constexpr (isComplex(D)) {
+    if (kind == OpKind::Add) return Storage<D>{-0.0, -0.0};
     return std::nullopt;
   } else {
     if (kind == OpKind::Add) return scalar::convertRealValue<D, DType::F32>(-0.0f);

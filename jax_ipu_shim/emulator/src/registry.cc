@@ -28,8 +28,8 @@ constexpr unsigned FLOAT = H | F | D;
 constexpr unsigned INT = I | U;
 constexpr unsigned NUM = FLOAT | INT;
 constexpr unsigned ALL = NUM | B;
-// c64 (pairs of f32): the ops that move data carry it, and complex.cc computes its arithmetic.
-constexpr unsigned C = dtypeBit(DType::C64);
+// c64 and c128 (pairs of f32, f64): the ops that move data carry them, and complex.cc computes their arithmetic.
+constexpr unsigned C = dtypeBit(DType::C64) | dtypeBit(DType::C128);
 constexpr unsigned ANY = ALL | C;
 // fp8 (on chips that have it: dtype.h): moved as bytes by the ops that only move data, converted, and read by
 // dot_general; the front end computes every other op on it in f16.
@@ -79,9 +79,9 @@ constexpr ElementCost kNextAfter = wide64({29, 12, 12, 12, true}, 0, 24);
 constexpr ElementCost kConvert = wide64({17, 2, 2, 2, false, 0}, 8, 30);  // (doc) f16<->f32 ~2 per 4 elements
 constexpr ElementCost kClamp = wide64({29, 3, 3, 4, false, 2}, 20, 32);
 
-// The f32 vector ops one c64 element costs (ipu/registry.h C64Cost: Poplar's pair arithmetic, each f32 op its own
-// vector loop over the elements; a transcendental part is one f32 op, as popops runs it). Ops not named move parts
-// (real, imag, complex, convert): two f32 moves.
+// The part ops one complex element costs (ipu/registry.h C64Cost: Poplar's pair arithmetic, each part op, f32 or
+// c128's emulated f64, its own vector loop over the elements; a transcendental part is one such op, as popops runs
+// it). Ops not named move parts (real, imag, complex, convert): two moves.
 constexpr C64Cost kC64AddSub{{K::Add, 2}};
 constexpr C64Cost kC64Negate{{K::Negate, 2}};
 constexpr C64Cost kC64Multiply{{K::Multiply, 4}, {K::Add, 2}};
@@ -203,11 +203,11 @@ const OpInfo kOps[] = {
     {"select_and_scatter", K::SelectAndScatter, Fam::Window, ALL, R::Operand0, 3, 3, lowerSelectAndScatter},
     {"optimization_barrier", K::OptimizationBarrier, Fam::Window, ANY, R::None, 0, -1, lowerOptimizationBarrier},
     {"reduce_precision", K::ReducePrecision, Fam::Window, H | F, R::Operand0, 1, 1, lowerReducePrecision},
-    // c64 as pairs of f32 (complex.cc, fft.cc)
+    // c64 and c128 as pairs of f32 and f64 (complex.cc, fft.cc)
     {"real", K::Real, Fam::Complex, C, R::Operand0, 1, 1, lowerReal},
     {"imag", K::Imag, Fam::Complex, C, R::Operand0, 1, 1, lowerImag},
-    {"complex", K::Complex, Fam::Complex, F, R::Operand0, 2, 2, lowerComplex},
-    {"fft", K::Fft, Fam::Complex, F | C, R::Operand0, 1, 1, lowerFft},
+    {"complex", K::Complex, Fam::Complex, F | D, R::Operand0, 2, 2, lowerComplex},
+    {"fft", K::Fft, Fam::Complex, F | dtypeBit(DType::C64), R::Operand0, 1, 1, lowerFft},  // (not c128 yet)
     // random numbers (random.cc): a, b; the front end drops the shape operand, which the result's type states
     {"rng", K::Rng, Fam::Random, NUM, R::Result0, 2, 2, lowerRng},
 };

@@ -276,6 +276,7 @@ std::unique_ptr<Kernel> bySize(DType dtype, Args&&... args) {
     case 1: return std::make_unique<K<uint8_t>>(std::forward<Args>(args)...);
     case 2: return std::make_unique<K<uint16_t>>(std::forward<Args>(args)...);
     case 8: return std::make_unique<K<uint64_t>>(std::forward<Args>(args)...);  // c64
+    case 16: return std::make_unique<K<Complex128>>(std::forward<Args>(args)...);  // c128
     default: return std::make_unique<K<uint32_t>>(std::forward<Args>(args)...);
   }
 }

@@ -137,7 +137,7 @@ int64_t topKKey(const uint8_t* p) {
     return scalar::totalOrderKeyD(v);
   } else if constexpr (D == DType::U64) {  // unsigned order as a signed key
     return static_cast<int64_t>(v ^ 0x8000000000000000ull);
-  } else if constexpr (D == DType::C64) {  // top_k is not defined on c64 (the registry refuses it)
+  } else if constexpr (isComplex(D)) {  // top_k is not defined on complex numbers (the registry refuses it)
     return 0;
   } else {
     return static_cast<int64_t>(v);

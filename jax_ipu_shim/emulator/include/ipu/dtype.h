@@ -14,7 +14,7 @@
 namespace ipu {
 
 // How an element is held in host memory, and so how a kernel computes on it.
-enum class StorageKind : uint8_t { Token, Bool, Int, Float32, Half, BFloat16, Complex64, Float64, Float8 };
+enum class StorageKind : uint8_t { Token, Bool, Int, Float32, Half, BFloat16, Complex64, Float64, Float8, Complex128 };
 
 // One row per element type. `acc` is the accumulator matmul-like ops and reductions of partials use (f32 for the
 // 16-bit floats, rounded once at the end; i32/u32 wrapping for integers; bool for bool).
@@ -50,6 +50,9 @@ inline constexpr DTypeInfo kDTypeTable[] = {
     {DType::F64, "f64", "f64", 8, StorageKind::Float64, true, true, false, DType::F64},
     {DType::I64, "i64", "i64", 8, StorageKind::Int, false, true, true, DType::I64},
     {DType::U64, "u64", "ui64", 8, StorageKind::Int, false, false, true, DType::U64},
+    // c128 (jax_enable_x64's complex type): pairs of emulated f64, as c64 is pairs of f32; complex.cc's arithmetic
+    // in binary64, each f64 op costed as the software sequence it is.
+    {DType::C128, "c128", "complex<f64>", 16, StorageKind::Complex128, false, true, false, DType::C128},
     // fp8, Poplar's quarter type: on chips that have it (DeviceDescription::amp_f8_macs_per_cycle; elsewhere refused
     // by name). The IPU converts it and its AMP multiplies it; no other arithmetic exists on it ("no arithmetic
     // operations are supported on this type"), so a program moves it as bytes, converts it, and passes it to
@@ -76,6 +79,10 @@ struct BFloat16 {
 // c64: real and imaginary f32 parts interleaved, as XLA and numpy store complex64.
 struct Complex64 {
   float re, im;
+};
+// c128: real and imaginary f64 parts interleaved, as XLA and numpy store complex128.
+struct Complex128 {
+  double re, im;
 };
 using BoolStorage = uint8_t;
 using HalfStorage = uint16_t;
@@ -124,6 +131,10 @@ struct StorageOf<DType::F32> {
 template <>
 struct StorageOf<DType::C64> {
   using type = Complex64;
+};
+template <>
+struct StorageOf<DType::C128> {
+  using type = Complex128;
 };
 template <>
 struct StorageOf<DType::F64> {
@@ -197,6 +208,7 @@ bool visitDType(DType d, V&& v) {
     case DType::F64: v(DTypeTag<DType::F64>{}); return true;
     case DType::I64: v(DTypeTag<DType::I64>{}); return true;
     case DType::U64: v(DTypeTag<DType::U64>{}); return true;
+    case DType::C128: v(DTypeTag<DType::C128>{}); return true;
     case DType::Token:
     case DType::F8E4M3FN:
     case DType::F8E5M2:
@@ -302,18 +314,25 @@ inline bool isFloat(DType d) { return dtypeInfo(d).is_float; }
 inline bool isInteger(DType d) { return dtypeInfo(d).is_int; }
 inline bool isSigned(DType d) { return dtypeInfo(d).is_signed; }
 inline bool isToken(DType d) { return d == DType::Token; }
-constexpr bool isComplex(DType d) { return d == DType::C64; }
+constexpr bool isComplex(DType d) { return d == DType::C64 || d == DType::C128; }
+// The element type of a complex type's parts (c64: f32, c128: f64).
+constexpr DType complexPart(DType d) { return d == DType::C128 ? DType::F64 : DType::F32; }
+// A complex type's storage (Complex64 or Complex128).
+template <class T>
+constexpr bool isComplexStorage = std::is_same<T, Complex64>::value || std::is_same<T, Complex128>::value;
 // f16 and bf16: stored in 16 bits, computed in f32 and rounded once per op.
 constexpr bool isNarrowFloat(DType d) { return d == DType::F16 || d == DType::BF16; }
 // The emulated 64-bit types: no IPU hardware computes them (dtype table above).
 constexpr bool isWide64(DType d) { return d == DType::F64 || d == DType::I64 || d == DType::U64; }
+// The types jax_enable_x64 brings: the 64-bit ones and c128 (pairs of f64), refused when 64-bit emulation is off.
+constexpr bool isEmulated64(DType d) { return isWide64(d) || d == DType::C128; }
 // The fp8 enumerators are DType's last five (emulator.h).
 constexpr bool isFloat8(DType d) { return d >= DType::F8E4M3FN && d <= DType::F8E4M3B11FNUZ; }
 // The type the IPU's vector unit computes a value of `d` in, for costs: bf16 and c64 (pairs) in f32 (it has no
 // bf16 or complex arithmetic, as Poplar users cast or split), every other type in itself.
 // fp8 converts on the vector unit as f16 does (the C600's IPU has no other fp8 arithmetic).
 inline DType computeType(DType d) {
-  return d == DType::BF16 || d == DType::C64 ? DType::F32 : isFloat8(d) ? DType::F16 : d;
+  return d == DType::BF16 || d == DType::C64 ? DType::F32 : d == DType::C128 ? DType::F64 : isFloat8(d) ? DType::F16 : d;
 }
 
 // An fp8 format: 1 sign bit, `exponent` and `mantissa` bits, the exponent's bias, and its special values: IEEE

@@ -41,6 +41,7 @@ enum class DType : uint8_t {
   F64,
   I64,
   U64,
+  C128,
   // fp8 (Poplar's quarter; dtype.h): the last five, in this order (dtype.cc indexes its value tables by it)
   F8E4M3FN,
   F8E5M2,

@@ -58,12 +58,12 @@ std::vector<int> lowerReduceWindow(Lowerer& lowerer, OpContext& ctx);
 std::vector<int> lowerSelectAndScatter(Lowerer& lowerer, OpContext& ctx);
 std::vector<int> lowerOptimizationBarrier(Lowerer& lowerer, OpContext& ctx);
 std::vector<int> lowerReducePrecision(Lowerer& lowerer, OpContext& ctx);
-// complex.cc: real, imag, complex, and the c64 arithmetic of every elementwise op (which Lowerer sends to
-// lowerC64Elementwise whatever the op); fft.cc
+// complex.cc: real, imag, complex, and the c64 and c128 arithmetic of every elementwise op (which Lowerer sends to
+// lowerComplexElementwise whatever the op); fft.cc
 std::vector<int> lowerReal(Lowerer& lowerer, OpContext& ctx);
 std::vector<int> lowerImag(Lowerer& lowerer, OpContext& ctx);
 std::vector<int> lowerComplex(Lowerer& lowerer, OpContext& ctx);
-std::vector<int> lowerC64Elementwise(Lowerer& lowerer, OpContext& ctx);
+std::vector<int> lowerComplexElementwise(Lowerer& lowerer, OpContext& ctx);
 std::vector<int> lowerFft(Lowerer& lowerer, OpContext& ctx);
 // random.cc: rng (poprand's uniform and normal)
 std::vector<int> lowerRng(Lowerer& lowerer, OpContext& ctx);

@@ -174,7 +174,8 @@ constexpr ElementCost wide64(ElementCost c, float i64, float f64) {
 }
 
 // The f32 vector ops of one kind that one c64 element costs (Poplar's pair arithmetic: each runs as its own f32
-// vector loop over the elements; complex.cc charges them and counts their flops).
+// vector loop over the elements; complex.cc charges them and counts their flops). A c128 element costs the same
+// ops in emulated f64.
 struct F32OpCount {
   OpKind kind;
   int count;

@@ -53,7 +53,7 @@ LibraryField parseField(const std::string& path, const std::string& codelet, con
   LibraryField f;
   DType type = DType::F32;
   const bool glue_type = parseDType(parts.size() == 4 ? parts[3] : "", &type) && type != DType::F16 &&
-                         type != DType::BF16 && type != DType::C64 && type != DType::Token;
+                         type != DType::BF16 && !isComplex(type) && type != DType::Token;
   if (parts.size() != 4 || (parts[2] != "vector" && parts[2] != "scalar") || !glue_type)
     invalid(path, "codelet '" + codelet + "' describes a field as '" + text + "'");
   f.spec.name = parts[0];

@@ -30,7 +30,7 @@ size_t product(const std::vector<size_t>& shape) {
 }
 
 void checkType(Type type, const std::string& what) {
-  if (type == DType::Token || type == DType::C64)
+  if (type == DType::Token || isComplex(type))
     invalid(what + ": the element type " + dtypeName(type) +
             " is not one the IPU stores (use bool, char, short, "
             "int, their unsigned forms, half or float)");

@@ -75,10 +75,12 @@ def derived(entry: Dict[str, Any], name: str, operands: List[int], results: List
 
 
 def float_bytes(dtype: str, number: float) -> bytes:
-    """`number` (exact in bf16, f16 and f32: 1, 0.5, infinities...) as the bytes of a scalar of `dtype` (c64: its
-    real part, the imaginary part 0)."""
+    """`number` (exact in bf16, f16 and f32: 1, 0.5, infinities...) as the bytes of a scalar of `dtype` (c64 and
+    c128: its real part, the imaginary part 0)."""
     if dtype == "bf16":
         return struct.pack("<f", number)[2:]
     if dtype == "c64":
         return struct.pack("<ff", number, 0.0)
-    return struct.pack("<e" if dtype == "f16" else "<f", number)
+    if dtype == "c128":
+        return struct.pack("<dd", number, 0.0)
+    return struct.pack({"f16": "<e", "f64": "<d"}.get(dtype, "<f"), number)

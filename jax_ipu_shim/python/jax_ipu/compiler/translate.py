@@ -421,7 +421,7 @@ class _Translator:
         return tensor
 
     def any_complex(self, op: Any) -> bool:
-        return any((self.type_of(v.type) or ("", []))[0] == "c64" for v in op.operands)
+        return any(T.complex_part((self.type_of(v.type) or ("", []))[0]) for v in op.operands)
 
     def check(self, op: Any) -> None:
         for value in list(op.operands) + list(op.results):

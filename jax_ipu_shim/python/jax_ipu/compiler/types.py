@@ -14,13 +14,9 @@ from .program_format import Blob
 
 Row = Tuple[str, Tuple[str, ...], str]  # (program dtype, MLIR element spellings, numpy dtype name)
 
-# Spelled so that the emulator rejects them by name with its advice (dtype.cc): complex128 (f64 pairs) is not run.
-UNSUPPORTED_DTYPES: List[Row] = [("c128", ("complex<f64>",), "complex128")]
-
-
 def _row(t: Dict[str, Any]) -> Row:
     """A row of the emulator's table: MLIR spells a signed integer "i8" or "si8"; numpy names follow from the kind and
-    the size (bf16 is ml_dtypes' bfloat16; bool and c64 are the two types that are neither float nor int)."""
+    the size (bf16 is ml_dtypes' bfloat16; bool and the complex types are neither float nor int)."""
     bits = 8 * t["bytes"]
     if t["mlir"].startswith("f8"):  # f8E4M3FN -> ml_dtypes' float8_e4m3fn
         np_name = "float8_" + t["mlir"][2:].lower()
@@ -45,9 +41,8 @@ def ipu_dtypes() -> List[Row]:
 
 @functools.lru_cache(maxsize=None)
 def dtypes() -> Dict[str, Tuple[str, str]]:
-    """MLIR element type -> (program dtype, numpy dtype name of its bytes), the unsupported 64-bit types included."""
-    return {mlir: (name, np_name) for name, spellings, np_name in ipu_dtypes() + UNSUPPORTED_DTYPES
-            for mlir in spellings}
+    """MLIR element type -> (program dtype, numpy dtype name of its bytes)."""
+    return {mlir: (name, np_name) for name, spellings, np_name in ipu_dtypes() for mlir in spellings}
 
 
 def numpy_dtype(np_name: str) -> np.dtype:
@@ -74,10 +69,20 @@ def numpy_dtypes_by_name() -> Dict[str, np.dtype]:
 
 def dtype_kind(name: str) -> str:
     """numpy's kind character of a program dtype ('b', 'i', 'u', 'f', 'c'), from the table."""
-    for row_name, _, np_name in ipu_dtypes() + UNSUPPORTED_DTYPES:
+    for row_name, _, np_name in ipu_dtypes():
         if row_name == name:
             return numpy_dtype(np_name).kind
     return ""
+
+
+@functools.lru_cache(maxsize=None)
+def complex_part(name: str) -> str:
+    """The program dtype of a complex type's real and imaginary parts ("c64" -> "f32", "c128" -> "f64"), "" for
+    any other type: from numpy's types of the table's rows."""
+    dtype = numpy_dtypes_by_name().get(name)
+    if dtype is None or dtype.kind != "c":
+        return ""
+    return ipu_numpy_dtypes()[np.dtype(f"float{dtype.itemsize * 4}")]
 
 
 TensorType = Tuple[str, List[int]]  # (dtype, shape)

@@ -1,4 +1,4 @@
-"""complex64 as pairs of f32, and integer or widening products, as the emulator computes them.
+"""complex64 and complex128 as pairs of f32 and f64, and integer or widening products, as the emulator computes them.
 
 The emulator has no complex element type in its kernels: dot_general and convolution of complex operands become
 four real products (XLA:CPU's own decomposition's order), and sort, reduce and reduce_window of complex values are
@@ -17,30 +17,31 @@ from ..errors import CompileError
 _COMPLEX_SPLIT = ("stablehlo.sort", "stablehlo.reduce", "stablehlo.reduce_window")
 
 
-# Products of c64 values, computed as four f32 products of the parts.
+# Products of complex values, computed as four real products of the parts (f32 for c64, f64 for c128).
 _COMPLEX_PRODUCTS = ("stablehlo.dot_general", "stablehlo.convolution")
 
 
 def _complex_product(t: Any, entry: Dict[str, Any], mlir_op: Any) -> List[Dict[str, Any]]:
-    """A dot_general or convolution of c64 values as four f32 ones of their parts, as Poplar users multiply
-    pairs of f32 matrices: (a + bi)(c + di) = (ac - bd) + (ad + bc)i, each product the op with its attributes,
+    """A dot_general or convolution of complex values as four real ones of their parts, as Poplar users multiply
+    pairs of real matrices: (a + bi)(c + di) = (ac - bd) + (ad + bc)i, each product the op with its attributes,
     so the emulator's matmul and convolution planners map and cost them."""
     ops: List[Dict[str, Any]] = []
     out = entry["results"][0]
 
     def op(name: str, operands: List[int], shape: List[int], attrs: Optional[Dict[str, Any]] = None,
            result: Optional[Dict[str, Any]] = None) -> int:
-        result = result or t.fresh("f32", shape)
+        result = result or t.fresh(T.complex_part(out["dtype"]), shape)
         ops.append(W.derived(entry, name, operands, [result], attrs))
         return result["id"]
 
     parts = []
     for operand, value in zip(entry["operands"], mlir_op.operands):
         dtype, shape = t.tensor(value)
-        if dtype != "c64":
-            raise CompileError(f"{entry['mlir']} of complex<f32> and {value.type} values: jax converts both "
-                               f"operands to one type; convert the real one to complex64 first")
-        parts.append([op(part, [operand], list(shape)) for part in ("real", "imag")])
+        if dtype != out["dtype"]:
+            raise CompileError(f"{entry['mlir']} of {out['dtype']} and {value.type} values: jax converts both "
+                               f"operands to one type; convert the other one to the result's type first")
+        parts.append([op(part, [operand], list(shape), result=t.fresh(T.complex_part(dtype), list(shape)))
+                      for part in ("real", "imag")])
     (a, b), (c, d) = parts
     conv = dict(entry["attrs"])
     ac, bd, ad, bc = (op(entry["op"], [x, y], out["shape"], conv) for x, y in ((a, c), (b, d), (a, d), (b, c)))
@@ -80,22 +81,22 @@ def _float_product(t: Any, entry: Dict[str, Any], mlir_op: Any) -> List[Dict[str
 
 
 def _split_complex(t: Any, entry: Dict[str, Any], mlir_op: Any) -> List[Dict[str, Any]]:
-    """A sort, reduce or reduce_window of c64 operands whose body is not one op the emulator runs on pairs, as the
-    same op over their f32 real and imaginary parts. jax's bodies read a complex argument only through
-    stablehlo.real and stablehlo.imag (lexicographic order: sort, max, min, argmax) and pass complex values on
-    only through stablehlo.select, so each c64 operand becomes two f32 operands, each c64 body argument two,
+    """A sort, reduce or reduce_window of complex operands whose body is not one op the emulator runs on pairs, as
+    the same op over their real and imaginary parts (f32, or c128's f64). jax's bodies read a complex argument only
+    through stablehlo.real and stablehlo.imag (lexicographic order: sort, max, min, argmax) and pass complex values on
+    only through stablehlo.select, so each complex operand becomes two real operands, each complex body argument two,
     real/imag ops copies of them, and each select of complex values two selects; the results are put back
-    together with stablehlo.complex. Emulator and cost model see an ordinary f32 op."""
+    together with stablehlo.complex. Emulator and cost model see an ordinary real op."""
     where = f" (at {entry['loc']})" if "loc" in entry else ""
     what = entry["mlir"]
     before: List[Dict[str, Any]] = []
     after: List[Dict[str, Any]] = []
     region = entry["regions"][0]
 
-    def split_operand(operand: int, shape: List[int]) -> List[int]:
+    def split_operand(operand: int, dtype: str, shape: List[int]) -> List[int]:
         parts = []
         for part in ("real", "imag"):
-            value = t.fresh("f32", shape)
+            value = t.fresh(T.complex_part(dtype), shape)
             before.append(W.derived(entry, part, [operand], [value]))
             parts.append(value["id"])
         return parts
@@ -103,27 +104,28 @@ def _split_complex(t: Any, entry: Dict[str, Any], mlir_op: Any) -> List[Dict[str
     operands: List[int] = []
     for operand, value in zip(entry["operands"], mlir_op.operands):
         dtype, shape = t.tensor(value)
-        operands += split_operand(operand, list(shape)) if dtype == "c64" else [operand]
+        operands += split_operand(operand, dtype, list(shape)) if T.complex_part(dtype) else [operand]
     results: List[Dict[str, Any]] = []
     for result in entry["results"]:
-        if result["dtype"] != "c64":
+        if not T.complex_part(result["dtype"]):
             results.append(result)
             continue
-        halves = [t.fresh("f32", result["shape"]) for _ in range(2)]
+        halves = [t.fresh(T.complex_part(result["dtype"]), result["shape"]) for _ in range(2)]
         results += halves
         after.append(W.derived(entry, "complex", [h["id"] for h in halves], [result]))
 
-    parts: Dict[int, List[int]] = {}  # c64 value of the body -> its real and imaginary f32 values
+    parts: Dict[int, List[int]] = {}  # complex value of the body -> its real and imaginary part values
     params: List[Dict[str, Any]] = []
     # A comparator takes (lhs, rhs) per operand, so the parts of operand k are (lhs.re, rhs.re, lhs.im, rhs.im);
-    # a reduce body takes the accumulators then the elements, so each c64 argument becomes (re, im) in place.
+    # a reduce body takes the accumulators then the elements, so each complex argument becomes (re, im) in place.
     groups = region["params"]
     groups = [groups[i:i + 2] for i in range(0, len(groups), 2)] if entry["op"] == "sort" else [[p] for p in groups]
     for group in groups:
-        if group[0]["dtype"] != "c64":
+        part = T.complex_part(group[0]["dtype"])
+        if not part:
             params += group
             continue
-        pairs = [[t.fresh("f32", []) for _ in range(2)] for _ in group]
+        pairs = [[t.fresh(part, []) for _ in range(2)] for _ in group]
         params += [pair[i] for i in range(2) for pair in pairs]
         for param, pair in zip(group, pairs):
             parts[param["id"]] = [p["id"] for p in pair]
@@ -133,14 +135,14 @@ def _split_complex(t: Any, entry: Dict[str, Any], mlir_op: Any) -> List[Dict[str
         if read and inner["op"] in ("real", "imag"):  # now a copy of the argument's part
             body.append(dict(inner, op="convert", mlir="stablehlo.convert",
                              operands=[parts[read[0]][inner["op"] == "imag"]]))
-        elif (inner["op"] == "select" and inner["results"][0]["dtype"] == "c64"
+        elif (inner["op"] == "select" and T.complex_part(inner["results"][0]["dtype"])
               and set(inner["operands"][1:]) <= set(parts)):
             pred, a, b = inner["operands"]
-            pair = [t.fresh("f32", []) for _ in range(2)]
+            pair = [t.fresh(T.complex_part(inner["results"][0]["dtype"]), []) for _ in range(2)]
             body += [dict(inner, operands=[pred, parts[a][i], parts[b][i]], results=[pair[i]]) for i in range(2)]
             parts[inner["results"][0]["id"]] = [p["id"] for p in pair]
-        elif read or any(r["dtype"] == "c64" for r in inner["results"]):
-            raise CompileError(f"{what} of complex<f32> values: its body applies {inner['mlir']} to complex "
+        elif read or any(T.complex_part(r["dtype"]) for r in inner["results"]):
+            raise CompileError(f"{what} of complex values: its body applies {inner['mlir']} to complex "
                                f"values; the ipu runs such a body on the real and imaginary parts (as jax's "
                                f"comparisons read them), through stablehlo.real, stablehlo.imag and "
                                f"stablehlo.select only{where}")

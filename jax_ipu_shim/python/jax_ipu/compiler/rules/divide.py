@@ -19,6 +19,7 @@ from jax_ipu import _jax
 from .. import facts as F
 from .. import ops as O
 from .. import rewrite as W
+from .. import types as T
 from ..program_format import Blob
 from . import simplifier
 
@@ -396,15 +397,15 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
     restored: List[Any] = []  # B where this divide is 1 / (1 / B), which XLA's rules make B itself
     predicate = None if broadcast_only else simplifier.converted_predicate(a_value, shape)
     factor = None if predicate is None else scalar_reciprocal(b_value)
-    if predicate is not None and factor is None and (dtype != "c64" or F.is_constant(b_value)):
-        factor = inverse_of(b_value)  # (of c64, only A / constant C => A * (1 / C))
+    if predicate is not None and factor is None and (not T.complex_part(dtype) or F.is_constant(b_value)):
+        factor = inverse_of(b_value)  # (of complex values, only A / constant C => A * (1 / C))
     if factor is not None:
         # convert(P) / broadcast(Y) => broadcast(1 / Y) * convert(P) (XLA's rule for a converted predicate, any
         # scalar Y, on both series), and A / constant C => A * (1 / C); then the multiply's rule: select(P,
         # 1 / Y, 0), so where P is false the result is +0 whatever Y is (0 where 0 / Y is NaN: a scan dividing
         # a converted mask by a zero gradient, fuzz seed 20282401 #8139)
         return ops + [W.derived(entry, "select", [t.use(predicate), factor, filled(0.0, shape)], [out])]
-    if dtype == "c64":  # (c64 divides take no other rule here)
+    if T.complex_part(dtype):  # (complex divides take no other rule here)
         return [entry]
     name, operands = divide(entry["operands"][0], a_value, entry["operands"][1], b_value)
     if name == "reshape" and inverted:
@@ -432,7 +433,7 @@ def divide(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bo
         # jax.nn.initializers.lecun_normal for a fan-in of 2) as a divide, before any rewrite could see it
         return False
     if not (op.name == "stablehlo.divide" and not scalar_body and (t.simplified_float(op) or (
-            t.tensor(op.results[0])[0] == "c64" and
+            T.complex_part(t.tensor(op.results[0])[0]) and
             simplifier.converted_predicate(op.operands[0], op.results[0].type.shape) is not None))):
         return False
     body.extend(_divide(t, t.entry(op), op))
