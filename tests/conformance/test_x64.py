@@ -324,6 +324,24 @@ def test_c128_products_reductions_and_sorts():
     check(lambda z: [jnp.sort(z, axis=1), jnp.argsort(z[0])], z, **EXACT)
 
 
+@pytest.mark.parametrize("name,shape", [("fft", (4, 64)), ("ifft", (3, 100)), ("rfft", (5, 96)), ("irfft", (2, 33)),
+                                        ("fft2", (2, 8, 12)), ("rfftn", (2, 6, 10))])
+def test_c128_fft(name, shape):
+    """FFTs of f64 and complex128 values (what jnp.fft gives a float64 array): computed in double and kept so, each
+    output within 16 f64 ulps of log2 N times the transform's scale of cpu's (pocketfft), as test_fft.py holds c64's
+    to f32 ulps; a wrong sign, a missing 1/N or an f32 rounding misses it by orders of magnitude."""
+    f = {"fft": jnp.fft.fft, "ifft": jnp.fft.ifft, "rfft": jnp.fft.rfft, "irfft": jnp.fft.irfft,
+         "fft2": jnp.fft.fft2, "rfftn": lambda x: jnp.fft.rfftn(x, axes=(1, 2))}[name]
+    x = random128(shape, 11) if name in ("fft", "ifft", "fft2", "irfft") else random64(np.float64, shape, 11)
+    got, want = (np.asarray(v) for v in run_both(f, x))
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, want.dtype)
+    assert want.dtype in (np.complex128, np.float64)
+    n = int(np.prod(shape[1:]))
+    scale = max(float(np.max(np.abs(want))), float(np.sqrt(np.mean(np.abs(x) ** 2))))
+    err = float(np.max(np.abs(got - want)))
+    assert err <= 16 * np.finfo(np.float64).eps * np.log2(n + 1) * scale, (err, scale)
+
+
 def test_c128_gradients_of_a_real_loss():
     """An optimiser's step on complex parameters (optax's tests run them with jax_enable_x64): the gradient of
     sum |x - t|^2, conjugated, applied to the parameters."""

@@ -85,7 +85,7 @@ SDIST_SHA256: Dict[Tuple[str, str], str] = {
 
 # Failures the ipu gives by design, by the words of its refusal: counted against the rate (not passes), listed by
 # class, and not problems. 64-bit types: f64, i64, u64 and complex128 run emulated (jax_enable_x64), and are refused
-# at compile time with JAX_IPU_EMULATE_64BIT=0 (Graphcore's behaviour), as is an FFT of complex128. fp8: refused by name
+# at compile time with JAX_IPU_EMULATE_64BIT=0 (Graphcore's behaviour). fp8: refused by name
 # on an ipu2, as Poplar refuses its quarter type there.
 REFUSED = {"64-bit types": re.compile(r"Unsupported element type (f64|i64|u64|c128)\b"),
            # fp8 runs on an ipu21 only (JAX_IPU_MODEL_VERSION=ipu21; Poplar's quarter type); the suites run an ipu2

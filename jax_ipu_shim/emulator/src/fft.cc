@@ -2,13 +2,15 @@
 //
 // Placement, as a Poplar user maps a batch of transforms: the batch (the leading dimensions) is spread over the
 // tiles, whole transforms per tile, so a transform needs no exchange beyond bringing its operand to its tile; the
-// result stays where it was computed. A transform is computed in double (twiddles too) and rounded to f32 once:
+// result stays where it was computed. A transform is computed in double (twiddles too) and rounded to f32 once (c64;
+// c128, jax_enable_x64's, keeps the double):
 // iterative radix-2 for power-of-two lengths, Bluestein's chirp-z (three power-of-two transforms of m >= 2n-1) for
 // every other length. IFFT and IRFFT scale by 1/N (XLA's convention). A transform too big for a quarter of a tile's
 // memory is not split across tiles (no four-step FFT): it still runs on one tile, which the memory report then shows
 // as over budget.
 // Cost: 5 N log2 N flops per complex transform of N points (2.5 N log2 N for the real ones), at the f32 vector
-// rate; Bluestein charges its three transforms of m points and 3m complex products.
+// rate (c128: the emulated f64 multiply's); Bluestein charges its three transforms of m points and 3m complex
+// products.
 #include <cmath>
 #include <complex>
 #include <vector>
@@ -94,6 +96,8 @@ void dftAxes(std::vector<cd>& data, const std::vector<int64_t>& dims, int sign, 
   }
 }
 
+// C, R: the complex and real element types (Complex64 and float, or Complex128 and double).
+template <class C, class R>
 class FftKernel : public Kernel {
  public:
   FftKernel(int in, int out, FftType type, std::vector<int64_t> lengths)
@@ -112,28 +116,28 @@ class FftKernel : public Kernel {
     const size_t r = len_.size();
     for (int64_t t = b; t < e; ++t) {
       if (type_ == FftType::FFT || type_ == FftType::IFFT) {
-        const Complex64* x = s.at<const Complex64>(in_) + t * in_per_;
+        const C* x = s.at<const C>(in_) + t * in_per_;
         for (int64_t i = 0; i < n_; ++i) data[static_cast<size_t>(i)] = cd(x[i].re, x[i].im);
         dftAxes(data, len_, type_ == FftType::FFT ? -1 : 1, 0, r);
-        Complex64* y = s.at<Complex64>(out_) + t * out_per_;
+        C* y = s.at<C>(out_) + t * out_per_;
         const double scale = type_ == FftType::IFFT ? 1.0 / static_cast<double>(n_) : 1.0;
         for (int64_t i = 0; i < n_; ++i)
-          y[i] = {static_cast<float>(data[static_cast<size_t>(i)].real() * scale),
-                  static_cast<float>(data[static_cast<size_t>(i)].imag() * scale)};
+          y[i] = {static_cast<R>(data[static_cast<size_t>(i)].real() * scale),
+                  static_cast<R>(data[static_cast<size_t>(i)].imag() * scale)};
       } else if (type_ == FftType::RFFT) {
-        const float* x = s.at<const float>(in_) + t * in_per_;
+        const R* x = s.at<const R>(in_) + t * in_per_;
         for (int64_t i = 0; i < n_; ++i) data[static_cast<size_t>(i)] = cd(x[i], 0.0);
         dftAxes(data, len_, -1, 0, r);
         // keep the first len/2+1 entries of the innermost axis (the rest is their conjugate mirror)
-        Complex64* y = s.at<Complex64>(out_) + t * out_per_;
+        C* y = s.at<C>(out_) + t * out_per_;
         const int64_t last = len_.back();
         for (int64_t row = 0; row < n_ / last; ++row)
           for (int64_t k = 0; k < half_; ++k) {
             const cd v = data[static_cast<size_t>(row * last + k)];
-            y[row * half_ + k] = {static_cast<float>(v.real()), static_cast<float>(v.imag())};
+            y[row * half_ + k] = {static_cast<R>(v.real()), static_cast<R>(v.imag())};
           }
       } else {  // IRFFT: inverse over the outer axes on the half spectrum, then Hermitian-extend the innermost axis
-        const Complex64* x = s.at<const Complex64>(in_) + t * in_per_;
+        const C* x = s.at<const C>(in_) + t * in_per_;
         const int64_t last = len_.back(), rows = n_ / last;
         std::vector<int64_t> hdims = len_;
         hdims.back() = half_;
@@ -141,7 +145,7 @@ class FftKernel : public Kernel {
         for (int64_t i = 0; i < rows * half_; ++i) h[static_cast<size_t>(i)] = cd(x[i].re, x[i].im);
         dftAxes(h, hdims, 1, 0, r - 1);
         std::vector<cd> line(static_cast<size_t>(last));
-        float* y = s.at<float>(out_) + t * out_per_;
+        R* y = s.at<R>(out_) + t * out_per_;
         const double scale = 1.0 / static_cast<double>(n_);
         for (int64_t row = 0; row < rows; ++row) {
           for (int64_t k = 0; k < last; ++k)
@@ -149,7 +153,7 @@ class FftKernel : public Kernel {
                                                      : std::conj(h[static_cast<size_t>(row * half_ + last - k)]);
           dft(line, 1);
           for (int64_t k = 0; k < last; ++k)
-            y[row * last + k] = static_cast<float>(line[static_cast<size_t>(k)].real() * scale);
+            y[row * last + k] = static_cast<R>(line[static_cast<size_t>(k)].real() * scale);
         }
       }
     }
@@ -200,12 +204,15 @@ std::vector<int> lowerFft(Lowerer& lowerer, OpContext& ctx) {
   const bool real_in = type == FftType::RFFT, real_out = type == FftType::IRFFT;
   const std::vector<int64_t>& want_in = type == FftType::IRFFT ? half : full;
   const std::vector<int64_t>& want_out = type == FftType::RFFT ? half : full;
-  if (in.shape != want_in || in.dtype != (real_in ? DType::F32 : DType::C64))
-    lowerer.invalid(ctx, "the operand must be " + TensorType{real_in ? DType::F32 : DType::C64, want_in}.str() +
-                             " for " + type_name);
-  if (out.shape != want_out || out.dtype != (real_out ? DType::F32 : DType::C64))
-    lowerer.invalid(ctx, "the result must be " + TensorType{real_out ? DType::F32 : DType::C64, want_out}.str() +
-                             " for " + type_name);
+  // c64 with f32 (the real transforms' real side), or c128 with f64
+  const bool wide = in.dtype == DType::C128 || in.dtype == DType::F64;
+  const DType complex = wide ? DType::C128 : DType::C64, part = complexPart(complex);
+  if (in.shape != want_in || in.dtype != (real_in ? part : complex))
+    lowerer.invalid(ctx, "the operand must be " + TensorType{real_in ? part : complex, want_in}.str() + " for " +
+                             type_name);
+  if (out.shape != want_out || out.dtype != (real_out ? part : complex))
+    lowerer.invalid(ctx, "the result must be " + TensorType{real_out ? part : complex, want_out}.str() + " for " +
+                             type_name);
 
   int64_t n = 1;
   for (int64_t l : len) n *= l;
@@ -235,13 +242,15 @@ std::vector<int> lowerFft(Lowerer& lowerer, OpContext& ctx) {
   if (batch > 0 && n > 0) {
     steps.push_back(lowerer.superstep(std::string("fft<") + type_name + ">", work, recv, [&](int, int64_t m) {
       // the tile's transforms are shared among its workers; flops at the f32 vector rate (one flop per element of
-      // an f32 vector op)
-      return cost::elementwise(OpKind::Multiply, DType::F32, static_cast<int64_t>(flops) * m, workers);
+      // an f32 vector op; c128's at the emulated f64 multiply's)
+      return cost::elementwise(OpKind::Multiply, part, static_cast<int64_t>(flops) * m, workers);
     }));
     steps.back().cost_weight = std::max(1.0, flops / static_cast<double>(std::max<int64_t>(1, out_per)));
   }
-  lowerer.emitExecute(ctx, std::make_unique<FftKernel>(ctx.in[0], o, type, len), std::move(steps), {o},
-                      flops * static_cast<double>(batch));
+  std::unique_ptr<Kernel> kernel;
+  if (wide) kernel = std::make_unique<FftKernel<Complex128, double>>(ctx.in[0], o, type, len);
+  else kernel = std::make_unique<FftKernel<Complex64, float>>(ctx.in[0], o, type, len);
+  lowerer.emitExecute(ctx, std::move(kernel), std::move(steps), {o}, flops * static_cast<double>(batch));
   return {o};
 }
 

@@ -207,7 +207,7 @@ const OpInfo kOps[] = {
     {"real", K::Real, Fam::Complex, C, R::Operand0, 1, 1, lowerReal},
     {"imag", K::Imag, Fam::Complex, C, R::Operand0, 1, 1, lowerImag},
     {"complex", K::Complex, Fam::Complex, F | D, R::Operand0, 2, 2, lowerComplex},
-    {"fft", K::Fft, Fam::Complex, F | dtypeBit(DType::C64), R::Operand0, 1, 1, lowerFft},  // (not c128 yet)
+    {"fft", K::Fft, Fam::Complex, F | D | C, R::Operand0, 1, 1, lowerFft},
     // random numbers (random.cc): a, b; the front end drops the shape operand, which the result's type states
     {"rng", K::Rng, Fam::Random, NUM, R::Result0, 2, 2, lowerRng},
 };
