@@ -326,17 +326,3 @@ def test_a_model_step_in_bfloat16():
         return jnp.mean(jax.nn.relu(x @ w).astype(jnp.float32) ** 2)
 
     check(jax.value_and_grad(loss), w, x, rtol=2e-2, atol=2e-2)
-
-
-# ---- refused: complex128 (f64, i64 and u64 run emulated: test_x64.py) ----
-
-def test_complex128_values_are_refused_with_advice():
-    # complex64 is emulated as pairs of f32 (test_complex.py); complex128 is not run yet
-    if BACKEND != "ipu":
-        pytest.skip("checks the ipu's error")
-    from _conformance import enable_x64
-
-    with enable_x64():
-        x = np.ones(3, np.complex128)
-        with pytest.raises(RuntimeError, match=r"Unsupported element type c128\b.*use complex64"):
-            jax.jit(lambda x: x * x, backend="ipu")(x)

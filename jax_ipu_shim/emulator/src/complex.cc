@@ -51,8 +51,8 @@ void checkComplexTypes(const Lowerer& lowerer, const OpContext& ctx) {
   for (size_t i = 0; i < ctx.in.size(); ++i)
     if (ctx.in_types[i].shape != out.shape)
       lowerer.invalid(ctx, "operand " + std::to_string(i) + " does not have the result's shape");
-  const DType complex = ctx.info->kind == K::Complex ? (out.dtype == DType::C128 ? DType::C128 : DType::C64)
-                                                     : complexTypeOf(ctx);
+  const DType complex =
+      ctx.info->kind == K::Complex ? (out.dtype == DType::C128 ? DType::C128 : DType::C64) : complexTypeOf(ctx);
   const DType part = complexPart(complex);
   DType want_in = complex, want_out = complex;
   switch (ctx.info->kind) {
@@ -200,10 +200,10 @@ std::vector<int> lowerComplex(Lowerer& lowerer, OpContext& ctx) {
 // Every elementwise op on c64 or c128 (Lowerer sends those here). jaxlib 0.12's XLA:CPU computes a complex power by
 // its own algorithm (complex_pow.h), which the emulator has for c64 only: c128's is refused by name there.
 std::vector<int> lowerComplexElementwise(Lowerer& lowerer, OpContext& ctx) {
-  if (ctx.info->kind == K::Power && complexTypeOf(ctx) == DType::C128 &&
-      lowerer.numerics() == Numerics::Jaxlib012)
-    lowerer.unimplemented(ctx, "a power of complex128 values is not emulated with jaxlib 0.12's algorithm yet; "
-                               "use complex64, or exp(y * log(x))");
+  if (ctx.info->kind == K::Power && complexTypeOf(ctx) == DType::C128 && lowerer.numerics() == Numerics::Jaxlib012)
+    lowerer.unimplemented(ctx,
+                          "a power of complex128 values is not emulated with jaxlib 0.12's algorithm yet; "
+                          "use complex64, or exp(y * log(x))");
   return emitPairMap(lowerer, ctx,
                      [&](int o, std::string* codelet) { return complexKernel(lowerer, ctx, o, codelet); });
 }

@@ -140,9 +140,14 @@ std::string unsupportedDTypeAdvice(const std::string& name) {
   DType d;
   if (parseDType(name, &d) && isEmulated64(d))  // refused by CompileOptions::emulate_64bit = false
     return std::string("the IPU has no ") +
-           (d == DType::F64 ? "f64" : d == DType::C128 ? "f64 (complex128's parts)" : "64-bit integer") +
+           (d == DType::F64    ? "f64"
+            : d == DType::C128 ? "f64 (complex128's parts)"
+                               : "64-bit integer") +
            " hardware and 64-bit emulation is off (compile option emulate_64bit); use " +
-           (d == DType::F64 ? "f32" : d == DType::C128 ? "complex64" : d == DType::I64 ? "i32" : "u32") +
+           (d == DType::F64    ? "f32"
+            : d == DType::C128 ? "complex64"
+            : d == DType::I64  ? "i32"
+                               : "u32") +
            " (jax_enable_x64=False)";
   return "it is not an element type of the IPU program format";
 }

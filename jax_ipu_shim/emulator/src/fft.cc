@@ -208,11 +208,11 @@ std::vector<int> lowerFft(Lowerer& lowerer, OpContext& ctx) {
   const bool wide = in.dtype == DType::C128 || in.dtype == DType::F64;
   const DType complex = wide ? DType::C128 : DType::C64, part = complexPart(complex);
   if (in.shape != want_in || in.dtype != (real_in ? part : complex))
-    lowerer.invalid(ctx, "the operand must be " + TensorType{real_in ? part : complex, want_in}.str() + " for " +
-                             type_name);
+    lowerer.invalid(ctx,
+                    "the operand must be " + TensorType{real_in ? part : complex, want_in}.str() + " for " + type_name);
   if (out.shape != want_out || out.dtype != (real_out ? part : complex))
-    lowerer.invalid(ctx, "the result must be " + TensorType{real_out ? part : complex, want_out}.str() + " for " +
-                             type_name);
+    lowerer.invalid(
+        ctx, "the result must be " + TensorType{real_out ? part : complex, want_out}.str() + " for " + type_name);
 
   int64_t n = 1;
   for (int64_t l : len) n *= l;

@@ -332,7 +332,10 @@ constexpr bool isFloat8(DType d) { return d >= DType::F8E4M3FN && d <= DType::F8
 // bf16 or complex arithmetic, as Poplar users cast or split), every other type in itself.
 // fp8 converts on the vector unit as f16 does (the C600's IPU has no other fp8 arithmetic).
 inline DType computeType(DType d) {
-  return d == DType::BF16 || d == DType::C64 ? DType::F32 : d == DType::C128 ? DType::F64 : isFloat8(d) ? DType::F16 : d;
+  return d == DType::BF16 || d == DType::C64 ? DType::F32
+         : d == DType::C128                  ? DType::F64
+         : isFloat8(d)                       ? DType::F16
+                                             : d;
 }
 
 // An fp8 format: 1 sign bit, `exponent` and `mantissa` bits, the exponent's bias, and its special values: IEEE

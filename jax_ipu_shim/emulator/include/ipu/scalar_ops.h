@@ -946,12 +946,12 @@ inline Complex64 cpow012(Complex64 x, Complex64 y) {
   return r;
 }
 
-#define IPU_COMPLEX_UNARY(Name, expr)          \
-  struct Name {                                \
-    template <class C>                         \
-    C operator()(C x) const {                  \
-      return expr;                             \
-    }                                          \
+#define IPU_COMPLEX_UNARY(Name, expr) \
+  struct Name {                       \
+    template <class C>                \
+    C operator()(C x) const {         \
+      return expr;                    \
+    }                                 \
   };
 IPU_COMPLEX_UNARY(NegateC, (C{-x.re, -x.im}))
 IPU_COMPLEX_UNARY(SignC, csign(x))
@@ -982,12 +982,12 @@ struct TanhCOf {
 };
 using TanhC = TanhCOf<false>;
 
-#define IPU_COMPLEX_BINARY(Name, expr)         \
-  struct Name {                                \
-    template <class C>                         \
-    C operator()(C x, C y) const {             \
-      return expr;                             \
-    }                                          \
+#define IPU_COMPLEX_BINARY(Name, expr) \
+  struct Name {                        \
+    template <class C>                 \
+    C operator()(C x, C y) const {     \
+      return expr;                     \
+    }                                  \
   };
 IPU_COMPLEX_BINARY(AddC, (C{x.re + y.re, x.im + y.im}))
 IPU_COMPLEX_BINARY(SubtractC, (C{x.re - y.re, x.im - y.im}))
