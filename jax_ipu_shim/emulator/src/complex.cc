@@ -197,13 +197,8 @@ std::vector<int> lowerComplex(Lowerer& lowerer, OpContext& ctx) {
   });
 }
 
-// Every elementwise op on c64 or c128 (Lowerer sends those here). jaxlib 0.12's XLA:CPU computes a complex power by
-// its own algorithm (complex_pow.h), which the emulator has for c64 only: c128's is refused by name there.
+// Every elementwise op on c64 or c128 (Lowerer sends those here).
 std::vector<int> lowerComplexElementwise(Lowerer& lowerer, OpContext& ctx) {
-  if (ctx.info->kind == K::Power && complexTypeOf(ctx) == DType::C128 && lowerer.numerics() == Numerics::Jaxlib012)
-    lowerer.unimplemented(ctx,
-                          "a power of complex128 values is not emulated with jaxlib 0.12's algorithm yet; "
-                          "use complex64, or exp(y * log(x))");
   return emitPairMap(lowerer, ctx,
                      [&](int o, std::string* codelet) { return complexKernel(lowerer, ctx, o, codelet); });
 }

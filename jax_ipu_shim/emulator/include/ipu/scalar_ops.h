@@ -939,11 +939,33 @@ inline C cpow(C x, C y) {
 }
 
 // jaxlib 0.12's complex power (ipu/complex_pow.h): finite for tiny and huge |z|, where 0.4's a^2 + b^2 under/overflows.
-// (c64 only: the registry refuses c128's power on jaxlib 0.12, see lowerComplexElementwise.)
 inline Complex64 cpow012(Complex64 x, Complex64 y) {
   Complex64 r;
   xla012::cpow(x.re, x.im, y.re, y.im, &r.re, &r.im);
   return r;
+}
+// The same algorithm in f64 (c128), with libm's exp, log, pow and atan2, as XLA:CPU computes f64, and denormals
+// flushed as its run's MXCSR does: |z| = M sqrt(fma(m/M, m/M, 1)), z^w = e^(-d t) |z|^c (cos q, sin q) with
+// q = fma(t, c, d log|z|), then complex_pow.h's special cases.
+inline Complex128 cpow012(Complex128 x, Complex128 y) {
+  using M = CMath<double>;
+  const double inf = std::numeric_limits<double>::infinity();
+  const double a = M::ftz(x.re), b = M::ftz(x.im), c = M::ftz(y.re), d = M::ftz(y.im);
+  const double t = std::atan2(b, a);
+  const double fa = std::fabs(a), fb = std::fabs(b);
+  const double mx = std::isnan(fa) ? fa : (fa > fb ? fa : fb), mn = std::isnan(fa) ? fa : (fa < fb ? fa : fb);
+  const double ratio = M::ftz(mn / mx);
+  double r = mx * std::sqrt(std::fma(ratio, ratio, 1.0));
+  if (std::isnan(r)) r = mn;
+  const double coeff = M::ftz(std::exp(M::ftz(t * -d)) * M::ftz(std::pow(r, c)));
+  const double q = M::ftz(std::fma(t, c, M::ftz(std::log(r) * d)));
+  Complex128 z{M::ftz(coeff * std::cos(q)), M::ftz(coeff * std::sin(q))};
+  if (r == 0.0 && d == 0.0 && 0.0 <= c) z = {c == 0.0 ? 1.0 : 0.0, 0.0};  // 0^c
+  if (c == 0.0 && d == 0.0) z = {1.0, 0.0};                               // z^0
+  if (a == 1.0 && b == 0.0) z = {1.0, 0.0};                               // 1^w
+  if (a == inf && b == 0.0 && d == 0.0 && c > 0.0) z = {inf, 0.0};        // inf^c
+  if (a == inf && b == 0.0 && d == 0.0 && c < 0.0) z = {0.0, 0.0};        // inf^-c
+  return z;
 }
 
 #define IPU_COMPLEX_UNARY(Name, expr) \
@@ -997,7 +1019,10 @@ IPU_COMPLEX_BINARY(DivideC, cdiv(x, y))
 IPU_COMPLEX_BINARY(PowerC, cpow(x, y))
 #undef IPU_COMPLEX_BINARY
 struct PowerC012 {
-  Complex64 operator()(Complex64 x, Complex64 y) const { return cpow012(x, y); }
+  template <class C>
+  C operator()(C x, C y) const {
+    return cpow012(x, y);
+  }
 };
 
 struct AbsC {
@@ -1405,11 +1430,8 @@ bool visitBinaryOf(OpKind k, Numerics numerics, V&& v, ConstantOperand constant 
       case OpKind::Divide:
         if constexpr (!kReducersOnly) found = f(DivideC{});
         break;
-      case OpKind::Power:  // (c128's on jaxlib 0.12 is refused before this: complex.cc)
-        if constexpr (!kReducersOnly) {
-          if constexpr (D == DType::C64) found = v012 ? f(PowerC012{}) : f(PowerC{});
-          else found = f(PowerC{});
-        }
+      case OpKind::Power:
+        if constexpr (!kReducersOnly) found = v012 ? f(PowerC012{}) : f(PowerC{});
         break;
       default: break;
     }
