@@ -717,6 +717,14 @@ struct ConvertOp {
 // One template over the part type R: f32 (c64) calls XLA:CPU's own exp, expm1 and log where it uses them (CMath),
 // f64 (c128) libm's, as XLA:CPU computes f64 (its approximations are f32's).
 
+// A denormal as a zero of its sign, told by the bits (the host's denormals-are-zero mode cannot change it).
+inline double ftzD(double x) {
+  uint64_t bits;
+  std::memcpy(&bits, &x, 8);
+  if ((bits & 0x7ff0000000000000ULL) == 0) bits &= 0x8000000000000000ULL;
+  std::memcpy(&x, &bits, 8);
+  return x;
+}
 template <class R>
 struct CMath;
 template <>
@@ -733,13 +741,7 @@ struct CMath<double> {
   static double expm1(double x) { return std::expm1(x); }
   static double exp(double x) { return std::exp(x); }
   static double log(double x) { return std::log(x); }
-  static double ftz(double x) {  // a denormal as a zero of its sign (the run's MXCSR, as XLA:CPU's)
-    uint64_t bits;
-    std::memcpy(&bits, &x, 8);
-    if ((bits & 0x7ff0000000000000ULL) == 0) bits &= 0x8000000000000000ULL;
-    std::memcpy(&x, &bits, 8);
-    return x;
-  }
+  static double ftz(double x) { return ftzD(x); }  // (the run's MXCSR, as XLA:CPU's)
 };
 template <class C>
 using PartOf = decltype(C::re);
@@ -1076,14 +1078,6 @@ inline int64_t totalOrderKeyD(double x) {
   int64_t bits;
   std::memcpy(&bits, &x, 8);
   return bits ^ ((bits >> 63) & 0x7fffffffffffffffLL);
-}
-// A denormal as a zero of its sign, told by the bits (the host's denormals-are-zero mode cannot change it).
-inline double ftzD(double x) {
-  uint64_t bits;
-  std::memcpy(&bits, &x, 8);
-  if ((bits & 0x7ff0000000000000ULL) == 0) bits &= 0x8000000000000000ULL;
-  std::memcpy(&x, &bits, 8);
-  return x;
 }
 // jaxlib 0.12's f64 maximum/minimum: IEEE 754-2019's (NaN propagates, -0 < +0) of the operands read with denormals
 // as zeros, returned so (as its f32 ones).
