@@ -135,15 +135,15 @@ def test_host_callbacks_see_and_return_every_dtype():
 def test_the_table_covers_exactly_what_the_backend_computes_on():
     rows = {name: (spellings, np_name) for name, spellings, np_name in types.ipu_dtypes()}
     assert list(rows) == ["bool", "i8", "u8", "i16", "u16", "i32", "u32", "f16", "bf16", "f32", "c64", "f64", "i64",
-                          "u64", "f8e4m3fn", "f8e5m2", "f8e4m3fnuz", "f8e5m2fnuz", "f8e4m3b11fnuz"]
+                          "u64", "c128", "f8e4m3fn", "f8e5m2", "f8e4m3fnuz", "f8e5m2fnuz", "f8e4m3b11fnuz"]
     # MLIR's spellings and numpy's names as jax writes and reads them, derived from the emulator's rows.
     assert rows["i8"] == (("i8", "si8"), "int8") and rows["u16"] == (("ui16",), "uint16")
     assert rows["bool"] == (("i1",), "bool") and rows["bf16"] == (("bf16",), "bfloat16")
     assert rows["c64"] == (("complex<f32>",), "complex64") and rows["f16"] == (("f16",), "float16")
     # JAX's own tests (nox -s upstream_tests) generate the same dtype cases on ipu as on cpu: jax's test_util has
-    # no ipu branch. c64 is emulated as pairs of f32, f64/i64/u64 in software (test_x64.py); c128 is refused.
+    # no ipu branch. c64 is emulated as pairs of f32, f64/i64/u64 in software and c128 as pairs of f64 (test_x64.py).
     assert rows["f64"] == (("f64",), "float64") and rows["i64"] == (("i64", "si64"), "int64")
-    assert rows["u64"] == (("ui64",), "uint64")
+    assert rows["u64"] == (("ui64",), "uint64") and rows["c128"] == (("complex<f64>",), "complex128")
     # fp8 (on an ipu21): MLIR's f8E4M3FN... and ml_dtypes' float8_e4m3fn...
     assert rows["f8e4m3fn"] == (("f8E4M3FN",), "float8_e4m3fn") and rows["f8e5m2"] == (("f8E5M2",), "float8_e5m2")
     assert rows["f8e4m3b11fnuz"] == (("f8E4M3B11FNUZ",), "float8_e4m3b11fnuz")
