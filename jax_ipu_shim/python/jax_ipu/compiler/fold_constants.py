@@ -157,16 +157,11 @@ def _evaluate(name: str, args: List[np.ndarray], dtype: str, elements: int, mlir
     return None
 
 
-def _maximum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """XLA's maximum: a NaN operand is the result (the first of two), and +0 is above -0."""
+def _extremum(a: np.ndarray, b: np.ndarray, larger: bool) -> np.ndarray:
+    """XLA's maximum (``larger``) or minimum: a NaN operand is the result (the first of two), and +0 is above -0."""
     zeros = (a == 0) & (b == 0)
-    r = np.where(zeros, np.where(np.signbit(a), b, a), np.where(a > b, a, b))
-    return np.where(np.isnan(a), a, np.where(np.isnan(b), b, r))
-
-
-def _minimum(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    zeros = (a == 0) & (b == 0)
-    r = np.where(zeros, np.where(np.signbit(a), a, b), np.where(a < b, a, b))
+    pick_a = np.signbit(a) != larger  # between zeros: a when it has the wanted sign (+0 for max, -0 for min)
+    r = np.where(zeros, np.where(pick_a, a, b), np.where(a > b if larger else a < b, a, b))
     return np.where(np.isnan(a), a, np.where(np.isnan(b), b, r))
 
 
@@ -186,12 +181,10 @@ def _exact(name: str, args: List[np.ndarray], attrs: Dict[str, Any]) -> np.ndarr
     infinities and halves, f32 on both series)."""
     x = args[0]
     with np.errstate(all="ignore"):
-        if name == "maximum":
-            return _maximum(x, args[1])
-        if name == "minimum":
-            return _minimum(x, args[1])
+        if name in ("maximum", "minimum"):
+            return _extremum(x, args[1], larger=name == "maximum")
         if name == "clamp":  # clamp(lo, x, hi) = min(max(lo, x), hi): a NaN bound is the result
-            return _minimum(_maximum(x, args[1]), args[2])
+            return _extremum(_extremum(x, args[1], larger=True), args[2], larger=False)
         if name == "sign":
             return np.where(np.isnan(x) | (x == 0), x, np.sign(x))
         if name in ("floor", "ceil"):
