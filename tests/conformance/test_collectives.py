@@ -38,6 +38,7 @@ CASES: Dict[str, Tuple[str, Dict[str, float]]] = {
     "psum_f16": ("cpu", HALF),
     "psum_u32_2d": ("cpu", EXACT),
     "psum_c64": ("cpu", SUM),
+    "psum_c128": ("cpu", SUM),
     "pmean_f32": ("cpu", SUM),
     "pmax_f32": ("numpy", EXACT),
     "pmin_f32": ("numpy", EXACT),
@@ -91,6 +92,16 @@ def _cases(backend: str, n: int) -> Dict[str, Callable[[], Any]]:
     flags = rng.random((n, 33)) < 0.5
     weights = rng.standard_normal((n, 4 * n, 3)).astype(np.float32)
     complexes = (x + 1j * x[:, ::-1]).astype(np.complex64)
+    doubles = (x.astype(np.float64) * 1e300 + 1j * x[:, ::-1] * 1e-300).astype(np.complex128)  # past f32's range
+
+    def with_x64(case: Callable[[], Any]) -> Any:  # 64-bit types on for one case (emulated on the ipu)
+        if hasattr(jax, "enable_x64"):
+            scope = jax.enable_x64(True)
+        else:  # jax 0.4.13
+            from jax.experimental import enable_x64
+            scope = enable_x64()
+        with scope:
+            return jax.tree_util.tree_map(np.asarray, case())
 
     def everywhere(value: np.ndarray) -> np.ndarray:  # what every replica of an all-reduce holds
         return np.broadcast_to(value, (n,) + value.shape)
@@ -199,6 +210,8 @@ def _cases(backend: str, n: int) -> Dict[str, Callable[[], Any]]:
         "psum_u32_2d": lambda: pmap(lambda v: lax.psum(v, "i"))(small),
         "psum_c64": lambda: pmap(lambda v: (lax.psum(v, "i"), lax.psum_scatter(v, "i", scatter_dimension=1,
                                                                                 tiled=True)))(complexes),
+        "psum_c128": lambda: with_x64(lambda: pmap(lambda v: (lax.psum(v, "i"), lax.psum_scatter(
+            v, "i", scatter_dimension=1, tiled=True)))(doubles)),
         "pmean_f32": lambda: pmap(lambda v: lax.pmean(v, "i"))(x),
         "pmax_f32": lambda: (pmap(lambda v: lax.pmax(v, "i"))(negative), everywhere(negative.max(0))),
         "pmin_f32": lambda: (pmap(lambda v: lax.pmin(v, "i"))(-negative), everywhere((-negative).min(0))),

@@ -25,6 +25,7 @@
 //   collective_permute  one step of B bytes
 // A group of one is an on-chip copy.
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <functional>
 
@@ -95,16 +96,27 @@ void foldLoop(uint8_t* acc, const uint8_t* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) a[i] = f(a[i], b[i]);
 }
 
-// The identity of a single-op computation on `dt`, in the type's storage bits; false when it has none.
-bool identityBits(OpKind kind, DType dt, uint64_t* bits) {
-  if (dt == DType::C128) return false;  // (16 bytes: c128's collectives run on its f64 parts, front end)
-  if (dt == DType::C64) {  // complex sums and products (psum, pprod of c64): (0, 0) and (1, 0)
+// The identity of a single-op computation on `dt`, in the type's storage bits (up to 16: c128); false when it has
+// none. Complex sums and products (psum, pprod of c64 and c128) start from (0, 0) and (1, 0).
+using IdentityBits = std::array<uint8_t, 16>;
+bool identityBits(OpKind kind, DType dt, IdentityBits* bits) {
+  bits->fill(0);
+  if (isComplex(dt)) {
     if (kind != OpKind::Add && kind != OpKind::Multiply) return false;
-    const Complex64 identity{kind == OpKind::Multiply ? 1.0f : 0.0f, 0.0f};
-    std::memcpy(bits, &identity, sizeof identity);
+    const double re = kind == OpKind::Multiply ? 1.0 : 0.0;
+    if (dt == DType::C128) {
+      const Complex128 identity{re, 0.0};
+      std::memcpy(bits->data(), &identity, sizeof identity);
+    } else {
+      const Complex64 identity{static_cast<float>(re), 0.0f};
+      std::memcpy(bits->data(), &identity, sizeof identity);
+    }
     return true;
   }
-  return scalar::reductionIdentityBits(kind, dt, bits);
+  uint64_t word = 0;
+  if (!scalar::reductionIdentityBits(kind, dt, &word)) return false;
+  std::memcpy(bits->data(), &word, sizeof word);
+  return true;
 }
 
 // The op of a reduction body that is one add/multiply/maximum/minimum/and/or of its two arguments, or "".
@@ -139,7 +151,7 @@ struct Plan {
   // Reductions: a vector fold from the computation's identity (as XLA:CPU accumulates), else the body interpreted
   // from the first member's value on.
   FoldFn fold = nullptr;
-  uint64_t identity = 0;
+  IdentityBits identity{};
   ScalarProgram body;
   bool general = false;
 };
@@ -263,7 +275,7 @@ class CollectiveKernel : public Kernel {
     if (members.size() == 1) return each(source(members[0]), copy);  // passed through, as XLA drops such a reduction
     if (!p_.general) {
       const int64_t count = shapeElements(p_.out_shape);
-      for (int64_t i = 0; i < count; ++i) std::memcpy(dst + static_cast<size_t>(i) * eb, &p_.identity, eb);
+      for (int64_t i = 0; i < count; ++i) std::memcpy(dst + static_cast<size_t>(i) * eb, p_.identity.data(), eb);
       for (int member : members) each(source(member), p_.fold);
       return;
     }
@@ -441,7 +453,7 @@ std::string readCombiner(Lowerer& lowerer, OpContext& ctx, Plan* p, OpKind* comb
     *combine = findOp(computation)->kind;
     if (dtype == DType::Bool && *combine == OpKind::Add) *combine = OpKind::Or;
     if (dtype == DType::Bool && *combine == OpKind::Multiply) *combine = OpKind::And;
-    uint64_t identity = 0;
+    IdentityBits identity{};
     if (identityBits(*combine, dtype, &identity)) {
       scalar::visitBinary<true>(*combine, dtype, lowerer.numerics(),
                                 [&](auto f, auto t) { p->fold = &foldLoop<typename decltype(t)::type, decltype(f)>; });

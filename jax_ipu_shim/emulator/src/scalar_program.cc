@@ -61,11 +61,11 @@ ScalarProgram ScalarProgram::compile(const Region& region, const std::vector<DTy
     fail(ErrorCode::InvalidArgument, "the body must take " + std::to_string(param_types.size()) + " scalar arguments");
   for (size_t i = 0; i < region.params.size(); ++i) {
     const ValueDecl& d = region.params[i];
-    if (isComplex(param_types[i]))  // registers hold 32 bits; a c64 pair is not interpreted
+    if (isComplex(param_types[i]))  // a register holds one real value; a complex pair is not interpreted
       fail(ErrorCode::Unimplemented,
-           "c64 values (emulated as pairs of f32) run only in single-op bodies (add, "
-           "multiply); this body or comparator takes " +
-               d.mlirType());
+           std::string(dtypeName(param_types[i])) + " values (emulated as pairs of " +
+               dtypeName(complexPart(param_types[i])) +
+               ") run only in single-op bodies (add, multiply); this body or comparator takes " + d.mlirType());
     DType dt;
     if (!parseDType(d.dtype, &dt) || dt != param_types[i] || !d.shape.empty())
       fail(ErrorCode::InvalidArgument, "body argument " + std::to_string(i) + " must be a " +
