@@ -181,7 +181,7 @@ def test_eig(dtype, shape):
 
 def test_complex_schur_and_sqrtm():
     """The complex Schur form: T upper triangular, Z unitary, a = Z T Z^H (a Schur form is not unique, so not
-    compared with cpu's entry for entry); sqrtm, built on it, against cpu's; the real Schur form refused by name."""
+    compared with cpu's entry for entry); sqrtm, built on it, against cpu's."""
     rng = np.random.default_rng(19)
     a = (rng.standard_normal((2, 9, 9)) + 1j * rng.standard_normal((2, 9, 9))).astype(np.complex64)
     t, z = (np.asarray(x) for x in jax.jit(jsl.schur, static_argnames="output", backend=BACKEND)(a, output="complex"))
@@ -190,8 +190,40 @@ def test_complex_schur_and_sqrtm():
     np.testing.assert_allclose(z @ t @ np.conj(np.swapaxes(z, -1, -2)), a, atol=5e-5)
     spd_a = spd((6, 6), seed=20)
     same(jsl.sqrtm, spd_a, rtol=1e-4, atol=1e-4)
-    with pytest.raises(NotImplementedError, match="real Schur form"):
-        jax.jit(lax.linalg.schur, backend=BACKEND)(spd_a)
+
+
+def test_real_schur_form_and_funm():
+    """The real Schur form (jax.scipy.linalg.schur's default, lax.linalg.schur of a real matrix): Z orthogonal,
+    a = Z T Z^T, T quasi-upper-triangular with gees' standardised 2x2 blocks (equal diagonal entries, b c < 0, one
+    per complex pair; none adjacent) and cpu's eigenvalues; not compared with cpu's factors entry for entry (a Schur
+    form is not unique). funm, built on it, against cpu's."""
+    rng = np.random.default_rng(23)
+    rotation = np.array([[0, -2, 0, 0], [2, 0, 0, 0], [0, 0, 1, 5], [0, 0, 0, 1]], np.float32)  # +-2i; 1 twice
+    mats = [rng.standard_normal((3, 12, 12)).astype(np.float32), rotation[None],
+            np.triu(rng.standard_normal((1, 7, 7))).astype(np.float32), spd((1, 6, 6), seed=24),
+            rng.standard_normal((1, 2, 2)).astype(np.float32), rng.standard_normal((1, 1, 1)).astype(np.float32)]
+    for a in mats:
+        n = a.shape[-1]
+        t, z = (np.asarray(x, np.float64)
+                for x in jax.jit(jsl.schur, static_argnames="output", backend=BACKEND)(a, output="real"))
+        t_only = np.asarray(jax.jit(lambda m: lax.linalg.schur(m, compute_schur_vectors=False)[0],
+                                    backend=BACKEND)(a), np.float64)
+        np.testing.assert_array_equal(t_only, t)
+        np.testing.assert_allclose(np.swapaxes(z, -1, -2) @ z, np.broadcast_to(np.eye(n), z.shape), atol=3e-6)
+        scale = max(1.0, float(np.abs(a).max()))
+        np.testing.assert_allclose(z @ t @ np.swapaxes(z, -1, -2), a, atol=5e-6 * n * scale)
+        want = np.asarray(jax.jit(jnp.linalg.eigvals, backend=REFERENCE)(a))
+        for tb, wb in zip(t, want):
+            np.testing.assert_array_equal(np.tril(tb, -2), 0)
+            sub = np.flatnonzero(np.diag(tb, -1))
+            assert not np.any(np.diff(sub) == 1), f"adjacent 2x2 blocks: {sub}"
+            for i in sub:  # standardised: a complex pair, equal diagonal entries
+                assert tb[i, i] == tb[i + 1, i + 1] and tb[i, i + 1] * tb[i + 1, i] < 0, tb[i:i + 2, i:i + 2]
+            got = np.linalg.eigvals(tb)
+            assert np.sum(np.abs(got.imag) > 0) == 2 * len(sub)
+            np.testing.assert_allclose(np.sort_complex(got), np.sort_complex(wb), atol=2e-5 * n * scale)
+    a = 0.5 * rng.standard_normal((5, 5)).astype(np.float32)
+    same(lambda m: jsl.funm(m, jnp.exp), a, rtol=2e-4, atol=2e-5)
 
 
 def test_eigvals_of_non_finite_and_gradient():

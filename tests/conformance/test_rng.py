@@ -25,10 +25,22 @@ def test_rng_bit_generator_bits_and_state(key, shape):
     check(lambda k: lax.rng_bit_generator(k, shape, algorithm=lax.RandomAlgorithm.RNG_PHILOX), k, **EXACT)
 
 
+@pytest.mark.parametrize("key", KEYS)
+@pytest.mark.parametrize("shape", [(), (1,), (3,), (4,), (7, 9), (9, 7), (3, 5, 3), (2, 3, 5), (5, 4, 3), (0, 4),
+                                   (1000,)])
+def test_three_fry_bits_and_state(key, shape):
+    """XLA's ThreeFry generator: the split dimension is the first even one, else the first largest ((7, 9), (9, 7),
+    (3, 5, 3)), and the counter's low word carries into its high one (KEYS[2], KEYS[3])."""
+    k = np.array(key, np.uint32)
+    check(lambda k: lax.rng_bit_generator(k, shape, algorithm=lax.RandomAlgorithm.RNG_THREE_FRY), k, **EXACT)
+
+
+@pytest.mark.parametrize("algorithm", ["RNG_DEFAULT", "RNG_THREE_FRY"])
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16])
 @pytest.mark.parametrize("shape", [(5,), (2, 7)])
-def test_narrow_bits_are_the_low_bits_of_the_words(dtype, shape):
-    check(lambda k: lax.rng_bit_generator(k, shape, dtype=dtype), np.array(KEYS[2], np.uint32), **EXACT)
+def test_narrow_bits_are_the_low_bits_of_the_words(algorithm, dtype, shape):
+    check(lambda k: lax.rng_bit_generator(k, shape, dtype=dtype, algorithm=getattr(lax.RandomAlgorithm, algorithm)),
+          np.array(KEYS[2], np.uint32), **EXACT)
 
 
 def test_state_threads_through_a_loop():
@@ -73,10 +85,31 @@ def test_shape_polymorphic_export_of_random_draws(impl):
                 np.testing.assert_array_equal(g, w)
 
 
-def test_unsupported_algorithm_is_named():
-    with pytest.raises(Exception, match="THREE_FRY"):
-        jax.jit(lambda k: lax.rng_bit_generator(k, (4,), algorithm=lax.RandomAlgorithm.RNG_THREE_FRY),
-                backend="ipu")(np.zeros(4, np.uint32))
+@pytest.mark.skipif(not hasattr(jax, "export"), reason="jax.export is the current series'")
+@pytest.mark.parametrize("spec, sizes", [("b, 6", [(3, 6), (4, 6)]), ("b, 5", [(3, 5), (4, 5), (7, 5)]),
+                                         ("3, b", [(3, 2), (3, 5)]), ("b, c", [(3, 5), (5, 3), (4, 3), (3, 3)])])
+def test_three_fry_with_symbolic_dimensions(spec, sizes):
+    """jax.export with symbolic dimensions: which dimension ThreeFry splits depends on their values (the first even
+    one, else the first largest), so each size must give the bits cpu gives for it."""
+    def f(k, x):
+        return lax.rng_bit_generator(k, x.shape, algorithm=lax.RandomAlgorithm.RNG_THREE_FRY)
+
+    exported = jax.export.export(jax.jit(f), platforms=["ipu", "cpu"])(
+        jax.ShapeDtypeStruct((4,), np.uint32), jax.ShapeDtypeStruct(jax.export.symbolic_shape(spec), np.float32))
+    key = np.array(KEYS[2], np.uint32)
+    for size in sizes:
+        x = np.zeros(size, np.float32)
+        got = [np.asarray(v) for v in jax.jit(exported.call, backend=BACKEND)(key, x)]
+        want = [np.asarray(v) for v in jax.jit(f, backend=REFERENCE)(key, x)]
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w, err_msg=f"{spec} = {size}")
+
+
+def test_64_bit_words_are_refused_by_name():
+    with pytest.raises(Exception, match="uint64"):
+        with jax.experimental.enable_x64() if not hasattr(jax, "enable_x64") else jax.enable_x64(True):
+            jax.jit(lambda k: lax.rng_bit_generator(k, (4,), dtype=np.uint64), backend=BACKEND)(
+                np.zeros(4, np.uint32))
 
 
 @pytest.mark.skipif(not hasattr(lax, "mulhi"), reason="lax.mulhi is new in the current series")

@@ -28,13 +28,15 @@ void unravel(int64_t i, const std::vector<int64_t>& shape, std::vector<int64_t>*
   }
 }
 
-// Reads run-time start indices (integer scalars of the given types) and clamps each into [0, limit_d] as XLA does.
+// A run-time start index (an integer scalar of type `type`) clamped into [0, limit] as XLA does.
+int64_t readStart(const RunState& s, int slot, DType type, int64_t limit) {
+  return std::max<int64_t>(0, std::min(loadInteger(s.at<const uint8_t>(slot), type), limit));
+}
+
+// readStart of each dimension's start index.
 void readStarts(const RunState& s, const std::vector<int>& slots, const std::vector<DType>& types,
                 const std::vector<int64_t>& limits, int64_t* out) {
-  for (size_t d = 0; d < slots.size(); ++d) {
-    int64_t v = loadInteger(s.at<const uint8_t>(slots[d]), types[d]);
-    out[d] = std::max<int64_t>(0, std::min(v, limits[d]));
-  }
+  for (size_t d = 0; d < slots.size(); ++d) out[d] = readStart(s, slots[d], types[d], limits[d]);
 }
 
 // A dynamic_slice's run-time offset: clamped start indices read from scalar operands.
@@ -56,10 +58,9 @@ class StridedGatherKernel : public Kernel {
 
   void prepare(RunState& s) const override {
     if (dyn_.dyn < 0) return;
-    std::vector<int64_t> start(dyn_.starts.size());
-    readStarts(s, dyn_.starts, dyn_.start_types, dyn_.limits, start.data());
-    int64_t offset = 0;
-    for (size_t d = 0; d < start.size(); ++d) offset += start[d] * dyn_.in_strides[d];
+    int64_t offset = 0;  // (no allocation: a loop's dynamic slice prepares once per iteration)
+    for (size_t d = 0; d < dyn_.starts.size(); ++d)
+      offset += readStart(s, dyn_.starts[d], dyn_.start_types[d], dyn_.limits[d]) * dyn_.in_strides[d];
     s.dynamic[static_cast<size_t>(dyn_.dyn)] = offset;
   }
 

@@ -22,7 +22,8 @@ already mapped and costed by the emulator.
   deflation at the bottom of the active block, each step one Householder QR above), then the eigenvectors of the
   triangular factor by back substitution, normalised as geev normalises them (unit norm, largest component real);
 - schur of complex matrices (so ``jax.scipy.linalg.schur(a, output="complex")``, ``sqrtm``): that same complex Schur
-  form; the real Schur form (gees' 2x2 blocks) is refused by name;
+  form; of real matrices (``jax.scipy.linalg.schur(a)``, ``funm``) the real Schur form, by Francis' double-shift QR
+  steps, with gees' standardised 2x2 blocks for complex pairs;
 - svd keeps jax's own platform-independent rule (QDWH), which runs on the above.
 
 f16 inputs are computed in f32 and rounded back, as Poplar's f16 linear algebra accumulates in f32. complex64 runs
@@ -360,22 +361,147 @@ def eig(a: Any, *, compute_left_eigenvectors: bool, compute_right_eigenvectors: 
 
 
 def schur(a: Any, *, compute_schur_vectors: bool, sort_eig_vals: bool, select_callable: Any) -> List[Any]:
-    """(T, Z) with a = Z T Z^H and T upper triangular, for complex matrices: _schur's form, batched. The real Schur
-    form of a real matrix (quasi-triangular, with 2x2 blocks for complex pairs) and sorted forms are not built."""
+    """(T, Z) with a = Z T Z^H, batched: for complex matrices T upper triangular (_schur), for real ones the real
+    Schur form, T quasi-upper-triangular with gees' standardised 2x2 blocks (_real_schur). Sorted forms are not
+    built."""
     import jax
     import jax.numpy as jnp
 
-    if not jnp.iscomplexobj(a):
-        raise NotImplementedError(
-            "the real Schur form (lax.linalg.schur of a real matrix) is not implemented on the ipu backend; use the "
-            "complex Schur form: jax.scipy.linalg.schur(a, output='complex')")
     if sort_eig_vals or select_callable is not None:
         raise NotImplementedError("a sorted Schur form (sort_eig_vals) is not implemented on the ipu backend")
-    factor = _schur
+    factor = _schur if jnp.iscomplexobj(a) else _real_schur
     for _ in a.shape[:-2]:
         factor = jax.vmap(factor)
     t, z = factor(a) if a.shape[-1] > 0 else (a, a)
     return [t, z] if compute_schur_vectors else [t]
+
+
+def _real_schur(a: Any) -> Tuple[Any, Any]:
+    """(T, Z) with a = Z T Z^T, Z orthogonal and T quasi-upper-triangular (1x1 blocks for real eigenvalues, 2x2
+    blocks for complex pairs), all real: Francis' double-shift QR steps on the leading active block, each an explicit
+    QR of (T_m - mu1 I)(T_m - mu2 I) = T_m^2 - s T_m + p I with mu1, mu2 the eigenvalues of T_m's trailing 2x2 (both
+    the real one nearer its corner when they are real, as dlahqr takes them; an exceptional shift after 10 steps
+    without deflation). The active block shrinks by one row when its last row left of the diagonal is below
+    eps |a|, by two when its last two rows left of their 2x2 are; then each 2x2 block is standardised as gees leaves
+    it (_standardize_blocks)."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    n = a.shape[-1]
+    eye = jnp.eye(n, dtype=a.dtype)
+    if n == 1:
+        return a, eye
+    rows = jnp.arange(n)
+    small = float(jnp.finfo(a.dtype).eps) * jnp.sqrt(jnp.sum(a * a))
+
+    def norm_left_of(t: Any, row: Any, col: Any) -> Any:  # |t[row, :col]|
+        x = jnp.where(rows < col, t[row], jnp.zeros((n,), t.dtype))
+        return jnp.sqrt(jnp.sum(x * x))
+
+    def cond(state: Tuple[Any, Any, Any, Any, Any]) -> Any:
+        steps, m, _, _, _ = state
+        return (m > 2) & (steps < 30 * n)
+
+    def body(state: Tuple[Any, Any, Any, Any, Any]) -> Tuple[Any, Any, Any, Any, Any]:
+        steps, m, t, z, since = state
+        last = m - 1
+        one = norm_left_of(t, last, last)
+        two = jnp.maximum(norm_left_of(t, last - 1, last - 1), norm_left_of(t, last, last - 1))
+        drop = jnp.where(one <= small, 1, jnp.where(two <= small, 2, 0))
+
+        def deflate(args: Tuple[Any, Any]) -> Tuple[Any, Any]:
+            t, z = args
+            first = m - drop  # rows [first, m) leave the active block: their entries left of column first are 0
+            below = (rows[:, None] >= first) & (rows[:, None] < m) & (rows[None, :] < first)
+            return jnp.where(below, jnp.zeros_like(t), t), z
+
+        def qr_step(args: Tuple[Any, Any]) -> Tuple[Any, Any]:
+            t, z = args
+            p, q, r, d = t[last - 1, last - 1], t[last - 1, last], t[last, last - 1], t[last, last]
+            half = (p - d) / 2
+            disc = half * half + q * r
+            root = jnp.sqrt(jnp.abs(disc))
+            near = jnp.where(jnp.abs(half + root) <= jnp.abs(half - root), d + half + root, d + half - root)
+            trace = jnp.where(disc >= 0, 2 * near, p + d)
+            det = jnp.where(disc >= 0, near * near, p * d - q * r)
+            kick = d + 0.75 * one  # exceptional: a double shift at d + 0.75 |last row|
+            trace = jnp.where(since % 10 == 9, 2 * kick, trace)
+            det = jnp.where(since % 10 == 9, kick * kick, det)
+            hi = lax.Precision.HIGHEST
+            active = (rows < m)[:, None] & (rows < m)[None, :]
+            tm = jnp.where(active, t, jnp.zeros_like(t))
+            shifted = jnp.matmul(tm, tm, precision=hi) - trace * tm + det * eye
+            packed, taus = geqrf(jnp.where(active, shifted, eye))
+            qm = householder_product(packed, taus)
+            t = jnp.matmul(qm.T, jnp.matmul(t, qm, precision=hi), precision=hi)
+            return t, jnp.matmul(z, qm, precision=hi)
+
+        t, z = lax.cond(drop > 0, deflate, qr_step, (t, z))
+        return steps + 1, m - drop, t, z, jnp.where(drop > 0, 0, since + 1)
+
+    _, m, t, z, _ = lax.while_loop(cond, body, (jnp.int32(0), jnp.int32(n), a, eye, jnp.int32(0)))
+    t = jnp.where(rows[:, None] > rows[None, :] + 1, jnp.zeros_like(t), t)  # below the first subdiagonal: converged
+    return _standardize_blocks(t, z)
+
+
+def _standardize_blocks(t: Any, z: Any) -> Tuple[Any, Any]:
+    """Each 2x2 diagonal block of a quasi-triangular T (a nonzero subdiagonal entry) rotated into gees' standard
+    form, T and Z updated alike (T <- R^T T R, Z <- Z R on the block's two rows and columns): a block with real
+    eigenvalues becomes upper triangular (its rotation's first column the eigenvector of the eigenvalue farther
+    from its corner); one with a complex pair gets equal diagonal entries, and then b c < 0 (dlanv2's rotation)."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    n = t.shape[-1]
+
+    def rotation(blk: Any) -> Tuple[Any, Any, Any]:
+        a, b, c, d = blk[0, 0], blk[0, 1], blk[1, 0], blk[1, 1]
+        half = (a - d) / 2
+        disc = half * half + b * c
+        root = jnp.sqrt(jnp.maximum(disc, 0))
+        # real eigenvalues: v = (lam - d, c), lam the eigenvalue farther from d
+        lam = d + half + jnp.where(half >= 0, root, -root)
+        h = jnp.sqrt((lam - d) ** 2 + c * c)
+        safe_h = jnp.where(h > 0, h, jnp.ones_like(h))
+        cs_real, sn_real = (lam - d) / safe_h, c / safe_h
+        # a complex pair: equal diagonals (dlanv2: sigma = b + c, tau = |(sigma, a - d)|)
+        sigma = b + c
+        tau = jnp.sqrt(sigma * sigma + (a - d) ** 2)
+        safe_tau = jnp.where(tau > 0, tau, jnp.ones_like(tau))
+        cs_pair = jnp.sqrt(0.5 * (1 + jnp.abs(sigma) / safe_tau))
+        sign = jnp.where(sigma >= 0, 1.0, -1.0).astype(t.dtype)
+        sn_pair = -(half / (safe_tau * cs_pair)) * sign
+        cs_pair = jnp.where(tau > 0, cs_pair, jnp.ones_like(cs_pair))
+        sn_pair = jnp.where(tau > 0, sn_pair, jnp.zeros_like(sn_pair))
+        real = disc >= 0
+        return jnp.where(real, cs_real, cs_pair), jnp.where(real, sn_real, sn_pair), real
+
+    def step(i: Any, state: Tuple[Any, Any, Any]) -> Tuple[Any, Any, Any]:
+        t, z, skip = state
+        j = jnp.minimum(i + 1, n - 1)
+        is_block = (i < n - 1) & (t[j, i] != 0) & ~skip
+        blk = lax.dynamic_slice(t, (i, i), (2, 2)) if n > 1 else t
+        cs, sn, real = rotation(blk)
+        cs = jnp.where(is_block, cs, jnp.ones_like(cs))
+        sn = jnp.where(is_block, sn, jnp.zeros_like(sn))
+        # R = [[cs, -sn], [sn, cs]] on rows/columns (i, j)
+        ti, tj = t[i], t[j]
+        t = t.at[i].set(cs * ti + sn * tj).at[j].set(-sn * ti + cs * tj)          # R^T T
+        ci, cj = t[:, i], t[:, j]
+        t = t.at[:, i].set(cs * ci + sn * cj).at[:, j].set(-sn * ci + cs * cj)  # (R^T T) R
+        zi, zj = z[:, i], z[:, j]
+        z = z.at[:, i].set(cs * zi + sn * zj).at[:, j].set(-sn * zi + cs * zj)
+        # inside the block: the real case's subdiagonal is exactly 0, the pair's diagonal exactly equal
+        blk = lax.dynamic_slice(t, (i, i), (2, 2))
+        mean = (blk[0, 0] + blk[1, 1]) / 2
+        fixed = jnp.where(real, blk.at[1, 0].set(0), blk.at[0, 0].set(mean).at[1, 1].set(mean))
+        t = jnp.where(is_block, lax.dynamic_update_slice(t, fixed, (i, i)), t)
+        return t, z, is_block & ~real
+
+    if n < 2:
+        return t, z
+    t, z, _ = lax.fori_loop(0, n - 1, step, (t, z, jnp.bool_(False)))
+    return t, z
 
 
 def _schur(a: Any) -> Tuple[Any, Any]:

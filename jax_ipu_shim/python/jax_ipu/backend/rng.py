@@ -6,6 +6,7 @@ operations on the u32[4] key directly: XLA:CPU expands DEFAULT to Philox4x32-10 
 RNG_PHILOX), with the state's first u64 as the Philox key and the second one as the low half of the 128-bit counter
 (the state reversed: the key is also the counter's high half). Output word 4i+j is word j of Philox(counter + i);
 the new state is (key, counter_low + ceil(n/4)), the low 64 bits wrapping without carry, as XLA slices it.
+RNG_THREE_FRY is XLA's ThreeFry generator (_three_fry_words), on jax's own threefry2x32 rounds.
 
 Every op used (u32 multiply, shifts, xor, add, compare) is mapped and costed by the emulator; a 32x32->64-bit
 product is built from 16-bit halves, as an IPU worker without a 64-bit multiplier would do it.
@@ -137,24 +138,34 @@ def rng_bit_generator(key: Any, *, shape: Any, dtype: Any, algorithm: Any, out_s
     del out_sharding  # the current series: one IPU holds the whole result
     import jax.numpy as jnp
     import numpy as np
-    from jax import lax
     from jax._src.lax.lax import RandomAlgorithm
 
     dtype = np.dtype(dtype)
-    if algorithm not in (RandomAlgorithm.RNG_DEFAULT, RandomAlgorithm.RNG_PHILOX):
-        raise NotImplementedError(
-            f"ipu: rng_bit_generator with algorithm {algorithm.name} is not supported; the ipu implements XLA:CPU's "
-            "DEFAULT (= PHILOX) bit generator (jax's rbg and unsafe_rbg PRNGs use it)")
     if dtype not in (np.uint8, np.uint16, np.uint32):
         raise NotImplementedError(
             f"ipu: rng_bit_generator producing {dtype} is not supported; use uint32 bits (the IPU has no 64-bit "
-            "integers, and XLA:CPU's Philox generator produces 32-bit words)")
+            "integers, and XLA:CPU's generators produce 32-bit words)")
     if key.shape != (4,) or key.dtype != jnp.uint32:
         raise NotImplementedError(f"ipu: rng_bit_generator needs jax's u32[4] key, got {key.dtype}{list(key.shape)}")
     shape = tuple(shape)
+    k = [key[i] for i in range(4)]
+    if algorithm == RandomAlgorithm.RNG_THREE_FRY:
+        _check_size(shape)
+        state, words = _three_fry_words(k, shape)
+    else:  # DEFAULT, PHILOX
+        state, words = _philox_words(k, shape)
+    # narrower types: the low bits of each 32-bit word, the state advancing as for u32 (as XLA:CPU does)
+    return [state, words if dtype == np.uint32 else words.astype(dtype)]
+
+
+def _philox_words(k: List[Any], shape: Tuple[Any, ...]) -> List[Any]:
+    """[new state, u32 words of `shape`] of rng_bit_generator with DEFAULT or PHILOX (k: the key's words): the
+    module's docstring."""
+    import jax.numpy as jnp
+    from jax import lax
+
     n = math.prod(shape)  # a number, or symbolic (shape polymorphism)
     blocks = (n + 3) // 4
-    k = [key[i] for i in range(4)]
     # 128-bit counter words, least significant first: (state[1] low, state[1] high, state[0] low, state[0] high)
     i = lax.iota(jnp.uint32, blocks)  # blocks < 2**32: the index fits one word
     c0 = k[2] + i
@@ -165,8 +176,77 @@ def rng_bit_generator(key: Any, *, shape: Any, dtype: Any, algorithm: Any, out_s
     c3 = k[1] + (carry1 & (c2 == 0).astype(jnp.uint32))
     words = philox4x32([c0, c1, c2, c3], (k[0], k[1]))
     bits = lax.slice_in_dim(jnp.stack(words, axis=1).reshape(-1), 0, n).reshape(shape)
-    if dtype != np.uint32:  # XLA:CPU keeps the low bits of each 32-bit word, the state advancing as for u32
-        bits = bits.astype(dtype)
     low = k[2] + _u32(blocks)
     high = k[3] + (low < k[2]).astype(jnp.uint32)  # (blocks < 2**32: no carry from its high word)
     return [jnp.stack([k[0], k[1], low, high]), bits]
+
+
+def _three_fry_words(k: List[Any], shape: Tuple[Any, ...]) -> List[Any]:
+    """[new state, u32 words of `shape`] of rng_bit_generator with RNG_THREE_FRY (k: the key's words), as XLA
+    expands it for 32-bit words (prng.cc ThreeFryRngBit32): the state's first u64 is the Threefry-2x32 key (low word
+    first), its second the counter. The shape is split in halves along its first even dimension (else its first
+    largest one): the counters state[1] + j, j the row-major index over the half shape, give Threefry-2x32-20's two
+    words, which take the even and the odd places along that dimension (the last one dropped when it is odd); the
+    new state is (key, state[1] + the half shape's size). A scalar is the first word of the counter state[1]. The
+    rounds are jax's own threefry2x32 primitive (jax.random's: the same Random123 function). With symbolic
+    dimensions (shape polymorphism) the split depends on their values, so each possible split is computed and the
+    one XLA would take is selected when the program runs."""
+    import jax.numpy as jnp
+    import numpy as np
+    from jax import lax
+    from jax._src import core
+
+    if not shape:
+        bits, state = _three_fry_split(k, (1,), 0)
+        return [state, bits.reshape(())]
+    constant = [core.is_constant_dim(d) for d in shape]
+    if all(constant):
+        even = [i for i, d in enumerate(shape) if d % 2 == 0]
+        split = even[0] if even else int(np.argmax(shape))
+        bits, state = _three_fry_split(k, shape, split)
+        return [state, bits]
+    # Symbolic dimensions: (split, whether XLA takes it) for every split it may take, first one true wins.
+    value = [jnp.int32(d) if c else lax.convert_element_type(core.dimension_as_value(d), jnp.int32)
+             for d, c in zip(shape, constant)]
+    choices: List[Tuple[int, Any]] = []
+    for i, (d, c) in enumerate(zip(shape, constant)):
+        if c and d % 2 == 0:
+            choices.append((i, jnp.bool_(True)))
+            break
+        if not c:
+            choices.append((i, value[i] % 2 == 0))
+    else:  # no dimension is even: the first largest
+        for i in range(len(shape)):
+            first_max = jnp.all(jnp.stack([value[i] > value[j] for j in range(i)] +
+                                          [value[i] >= value[j] for j in range(i, len(shape))]))
+            choices.append((i, first_max))
+    bits, state = _three_fry_split(k, shape, choices[-1][0])
+    for i, taken in reversed(choices[:-1]):
+        b, st = _three_fry_split(k, shape, i)
+        bits, state = jnp.where(taken, b, bits), jnp.where(taken, st, state)
+    return [state, bits]
+
+
+def _three_fry_split(k: List[Any], shape: Tuple[Any, ...], split: int) -> Tuple[Any, Any]:
+    """(bits, new state) of _three_fry_words with the shape split along dimension `split`."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    try:
+        from jax.extend.random import threefry2x32_p
+    except ImportError:  # jax 0.4.13
+        from jax._src.prng import threefry2x32_p
+    d = shape[split]
+    half = (d + 1) // 2
+    half_shape = shape[:split] + (half,) + shape[split + 1:]
+    count = math.prod(half_shape)
+    j = lax.iota(jnp.uint32, count).reshape(half_shape)  # count < 2**32: the index fits one word
+    low = k[2] + j
+    high = k[3] + (low < j).astype(jnp.uint32)  # the u64 counter's carry
+    first, second = threefry2x32_p.bind(k[0], k[1], low, high)
+    paired = jnp.stack([first, second], axis=split + 1)
+    bits = paired.reshape(shape[:split] + (2 * half,) + shape[split + 1:])
+    bits = lax.slice_in_dim(bits, 0, d, axis=split)
+    new_low = k[2] + _u32(count)
+    new_high = k[3] + (new_low < k[2]).astype(jnp.uint32)
+    return bits, jnp.stack([k[0], k[1], new_low, new_high])
