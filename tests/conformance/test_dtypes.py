@@ -246,14 +246,17 @@ def test_integer_dot_wraps_and_accumulates_in_i32(dtype):
     check(lambda a, b: (jnp.matmul(a, b), lax.dot(a, b, preferred_element_type=wide)), a, b, **EXACT)
 
 
+@pytest.mark.parametrize("result", ["float32", "bfloat16", "float16"])
 @pytest.mark.parametrize("dtype", ["int8", "uint8", "int16"])
-def test_integer_products_with_a_float_result(dtype):
-    """preferred_element_type=float32 on integer operands: the float product of the converted operands, as XLA
-    (exact here: every product and sum of these stays below 2^24)."""
+def test_integer_products_with_a_float_result(dtype, result):
+    """preferred_element_type=float32 (or bfloat16, float16: int8 weights with a bf16 result, as quantized models
+    write it) on integer operands: the float product of the converted operands, as XLA (exact in f32 here: every
+    product and sum of these stays below 2^24; a 16-bit result is that sum rounded once)."""
     a, b = ((values(dtype, shape, seed=seed).astype(np.int32) % 97 - 48).astype(dtype)
             for shape, seed in (((2, 3, 9, 10), 16), ((4, 3, 4, 5), 17)))
-    check(lambda a, b: (lax.conv(a, b, (1, 1), "VALID", preferred_element_type=jnp.float32),
-                        lax.dot(a[0, 0], a[1, 0].T, preferred_element_type=jnp.float32)), a, b, **EXACT)
+    out = jnp.dtype(result)
+    check(lambda a, b: (lax.conv(a, b, (1, 1), "VALID", preferred_element_type=out),
+                        lax.dot(a[0, 0], a[1, 0].T, preferred_element_type=out)), a, b, **EXACT)
 
 
 def test_bfloat16_dot_accumulates_in_f32():

@@ -68,10 +68,12 @@ def numpy_dtypes_by_name() -> Dict[str, np.dtype]:
 
 
 def dtype_kind(name: str) -> str:
-    """numpy's kind character of a program dtype ('b', 'i', 'u', 'f', 'c'), from the table."""
+    """numpy's kind character of a program dtype ('b', 'i', 'u', 'f', 'c'), from the table; ml_dtypes' floats
+    (bfloat16, most float8 types), which numpy calls void ('V'), are 'f'."""
     for row_name, _, np_name in ipu_dtypes():
         if row_name == name:
-            return numpy_dtype(np_name).kind
+            kind = numpy_dtype(np_name).kind
+            return "f" if kind == "V" else kind
     return ""
 
 
