@@ -141,21 +141,43 @@ def rng_bit_generator(key: Any, *, shape: Any, dtype: Any, algorithm: Any, out_s
     from jax._src.lax.lax import RandomAlgorithm
 
     dtype = np.dtype(dtype)
-    if dtype not in (np.uint8, np.uint16, np.uint32):
-        raise NotImplementedError(
-            f"ipu: rng_bit_generator producing {dtype} is not supported; use uint32 bits (the IPU has no 64-bit "
-            "integers, and XLA:CPU's generators produce 32-bit words)")
+    if dtype not in (np.uint8, np.uint16, np.uint32, np.uint64):
+        raise NotImplementedError(f"ipu: rng_bit_generator producing {dtype} is not supported; use unsigned bits")
     if key.shape != (4,) or key.dtype != jnp.uint32:
         raise NotImplementedError(f"ipu: rng_bit_generator needs jax's u32[4] key, got {key.dtype}{list(key.shape)}")
     shape = tuple(shape)
     k = [key[i] for i in range(4)]
-    if algorithm == RandomAlgorithm.RNG_THREE_FRY:
+    three_fry = algorithm == RandomAlgorithm.RNG_THREE_FRY
+    if dtype == np.uint64:  # (jax_enable_x64: u64 emulated as pairs of u32 words)
+        return _words64(k, shape, three_fry)
+    if three_fry:
         _check_size(shape)
         state, words = _three_fry_words(k, shape)
     else:  # DEFAULT, PHILOX
         state, words = _philox_words(k, shape)
     # narrower types: the low bits of each 32-bit word, the state advancing as for u32 (as XLA:CPU does)
     return [state, words if dtype == np.uint32 else words.astype(dtype)]
+
+
+def _words64(k: List[Any], shape: Tuple[Any, ...], three_fry: bool) -> List[Any]:
+    """[new state, u64 words of `shape`], as XLA's 64-bit generators make them (prng.cc PhiloxRngBit64,
+    ThreeFryRngBit64): Philox's are its 32-bit words for twice the elements, taken in pairs (low word first);
+    ThreeFry's are the two output words of the counter state[1] + j for each element j (row-major) of the whole
+    shape, unsplit, and the state advances by the element count."""
+    import numpy as np
+    from jax import lax
+
+    n = math.prod(shape)
+    if three_fry:
+        _check_size(shape)
+        low, high, state = _three_fry_rounds(k, shape)
+    else:
+        _check_size((2, n))
+        state, words = _philox_words(k, (n, 2))
+        low, high = words[..., 0].reshape(shape), words[..., 1].reshape(shape)
+    u64 = np.uint64
+    bits = (lax.convert_element_type(high, u64) << u64(32)) | lax.convert_element_type(low, u64)
+    return [state, bits]
 
 
 def _philox_words(k: List[Any], shape: Tuple[Any, ...]) -> List[Any]:
@@ -232,21 +254,29 @@ def _three_fry_split(k: List[Any], shape: Tuple[Any, ...], split: int) -> Tuple[
     import jax.numpy as jnp
     from jax import lax
 
+    d = shape[split]
+    half = (d + 1) // 2
+    first, second, state = _three_fry_rounds(k, shape[:split] + (half,) + shape[split + 1:])
+    paired = jnp.stack([first, second], axis=split + 1)
+    bits = paired.reshape(shape[:split] + (2 * half,) + shape[split + 1:])
+    return lax.slice_in_dim(bits, 0, d, axis=split), state
+
+
+def _three_fry_rounds(k: List[Any], shape: Tuple[Any, ...]) -> Tuple[Any, Any, Any]:
+    """(first words, second words, new state): Threefry-2x32-20 with the key's first u64 on the counters state[1] + j,
+    j the row-major index over `shape`; the state advances by its element count."""
+    import jax.numpy as jnp
+    from jax import lax
+
     try:
         from jax.extend.random import threefry2x32_p
     except ImportError:  # jax 0.4.13
         from jax._src.prng import threefry2x32_p
-    d = shape[split]
-    half = (d + 1) // 2
-    half_shape = shape[:split] + (half,) + shape[split + 1:]
-    count = math.prod(half_shape)
-    j = lax.iota(jnp.uint32, count).reshape(half_shape)  # count < 2**32: the index fits one word
+    count = math.prod(shape)
+    j = lax.iota(jnp.uint32, count).reshape(shape)  # count < 2**32: the index fits one word
     low = k[2] + j
     high = k[3] + (low < j).astype(jnp.uint32)  # the u64 counter's carry
     first, second = threefry2x32_p.bind(k[0], k[1], low, high)
-    paired = jnp.stack([first, second], axis=split + 1)
-    bits = paired.reshape(shape[:split] + (2 * half,) + shape[split + 1:])
-    bits = lax.slice_in_dim(bits, 0, d, axis=split)
     new_low = k[2] + _u32(count)
     new_high = k[3] + (new_low < k[2]).astype(jnp.uint32)
-    return bits, jnp.stack([k[0], k[1], new_low, new_high])
+    return first, second, jnp.stack([k[0], k[1], new_low, new_high])
