@@ -224,6 +224,10 @@ def test_real_schur_form_and_funm():
             np.testing.assert_allclose(np.sort_complex(got), np.sort_complex(wb), atol=2e-5 * n * scale)
     a = 0.5 * rng.standard_normal((5, 5)).astype(np.float32)
     same(lambda m: jsl.funm(m, jnp.exp), a, rtol=2e-4, atol=2e-5)
+    # an inf or NaN anywhere: T all NaN, as gees (cpu) leaves it
+    bad = np.stack([np.array([[1, np.inf], [0, 1]], np.float32), np.eye(2, dtype=np.float32)])
+    got, want = run(lambda m: lax.linalg.schur(m)[0], bad)
+    np.testing.assert_array_equal(got[0], want[0])
 
 
 def test_eigvals_of_non_finite_and_gradient():

@@ -369,7 +369,12 @@ def schur(a: Any, *, compute_schur_vectors: bool, sort_eig_vals: bool, select_ca
 
     if sort_eig_vals or select_callable is not None:
         raise NotImplementedError("a sorted Schur form (sort_eig_vals) is not implemented on the ipu backend")
-    factor = _schur if jnp.iscomplexobj(a) else _real_schur
+    form = _schur if jnp.iscomplexobj(a) else _real_schur
+
+    def factor(m: Any) -> Tuple[Any, Any]:  # a matrix with an inf or NaN: T all NaN, as gees leaves it
+        t, z = form(m)
+        return jnp.where(jnp.all(jnp.isfinite(m)), t, jnp.full_like(t, jnp.nan)), z
+
     for _ in a.shape[:-2]:
         factor = jax.vmap(factor)
     t, z = factor(a) if a.shape[-1] > 0 else (a, a)
