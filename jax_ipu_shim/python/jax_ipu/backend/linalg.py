@@ -403,12 +403,7 @@ def _real_schur(a: Any) -> Tuple[Any, Any]:
         x = jnp.where(rows < col, t[row], jnp.zeros((n,), t.dtype))
         return jnp.sqrt(jnp.sum(x * x))
 
-    def cond(state: Tuple[Any, Any, Any, Any, Any]) -> Any:
-        steps, m, _, _, _ = state
-        return (m > 2) & (steps < 30 * n)
-
-    def body(state: Tuple[Any, Any, Any, Any, Any]) -> Tuple[Any, Any, Any, Any, Any]:
-        steps, m, t, z, since = state
+    def step(t: Any, z: Any, m: Any, since: Any) -> Tuple[Any, Any, Any]:
         last = m - 1
         one = norm_left_of(t, last, last)
         two = jnp.maximum(norm_left_of(t, last - 1, last - 1), norm_left_of(t, last, last - 1))
@@ -441,10 +436,9 @@ def _real_schur(a: Any) -> Tuple[Any, Any]:
             t = jnp.matmul(qm.T, jnp.matmul(t, qm, precision=hi), precision=hi)
             return t, jnp.matmul(z, qm, precision=hi)
 
-        t, z = lax.cond(drop > 0, deflate, qr_step, (t, z))
-        return steps + 1, m - drop, t, z, jnp.where(drop > 0, 0, since + 1)
+        return (drop, *lax.cond(drop > 0, deflate, qr_step, (t, z)))
 
-    _, m, t, z, _ = lax.while_loop(cond, body, (jnp.int32(0), jnp.int32(n), a, eye, jnp.int32(0)))
+    t, z = _qr_iterations(a, 2, step)
     t = jnp.where(rows[:, None] > rows[None, :] + 1, jnp.zeros_like(t), t)  # below the first subdiagonal: converged
     return _standardize_blocks(t, z)
 
@@ -525,12 +519,7 @@ def _schur(a: Any) -> Tuple[Any, Any]:
     eps = float(jnp.finfo(jnp.float32).eps)
     small = eps * jnp.sqrt(jnp.sum(jnp.real(a * _conj(a))))
 
-    def cond(state: Tuple[Any, Any, Any, Any, Any]) -> Any:
-        steps, m, _, _, _ = state
-        return (m > 1) & (steps < 30 * n)
-
-    def body(state: Tuple[Any, Any, Any, Any, Any]) -> Tuple[Any, Any, Any, Any, Any]:
-        steps, m, t, z, since = state
+    def step(t: Any, z: Any, m: Any, since: Any) -> Tuple[Any, Any, Any]:
         last = m - 1
         row = jnp.where(rows < last, t[last], jnp.zeros((n,), t.dtype))
         off = jnp.sqrt(jnp.sum(jnp.real(row * _conj(row))))
@@ -555,11 +544,35 @@ def _schur(a: Any) -> Tuple[Any, Any]:
             return t, jnp.matmul(z, qm, precision=hi)
 
         done = off <= small
-        t, z = lax.cond(done, deflate, qr_step, (t, z))
-        return steps + 1, jnp.where(done, m - 1, m), t, z, jnp.where(done, 0, since + 1)
+        return (jnp.where(done, 1, 0), *lax.cond(done, deflate, qr_step, (t, z)))
 
-    _, _, t, z, _ = lax.while_loop(cond, body, (jnp.int32(0), jnp.int32(n), a, eye, jnp.int32(0)))
+    t, z = _qr_iterations(a, 1, step)
     return jnp.triu(t), z
+
+
+def _qr_iterations(a: Any, blocks: int, step: Any) -> Tuple[Any, Any]:
+    """(T, Z) from the shifted QR iteration both Schur forms run on their leading active block (rows and columns
+    below m, from n): `step(t, z, m, since)` either deflates, returning how many trailing rows leave the block and t
+    with their entries left of it zeroed, or takes a QR step, returning 0 and the new t and z; `since` counts the
+    steps since the last deflation (for exceptional shifts). Runs until at most `blocks` rows stay active, or for
+    30 n steps."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    n = a.shape[-1]
+
+    def cond(state: Tuple[Any, Any, Any, Any, Any]) -> Any:
+        steps, m, _, _, _ = state
+        return (m > blocks) & (steps < 30 * n)
+
+    def body(state: Tuple[Any, Any, Any, Any, Any]) -> Tuple[Any, Any, Any, Any, Any]:
+        steps, m, t, z, since = state
+        drop, t, z = step(t, z, m, since)
+        return steps + 1, m - drop, t, z, jnp.where(drop > 0, 0, since + 1)
+
+    start = (jnp.int32(0), jnp.int32(n), a, jnp.eye(n, dtype=a.dtype), jnp.int32(0))
+    _, _, t, z, _ = lax.while_loop(cond, body, start)
+    return t, z
 
 
 def _triangular_eigenvectors(t: Any) -> Any:
