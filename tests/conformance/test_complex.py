@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _conformance import BACKEND, compile_text, run_both
+from _conformance import BACKEND, CURRENT_SERIES, compile_text, run_both
 from jax import lax
 
 C64 = np.complex64
@@ -371,6 +371,24 @@ def test_chains_mixing_complex_and_real(name, f):
     # A few ulp of the terms' size: the results cancel (abs(...) * 2 + x), so |result| alone would be too tight.
     terms = 2 * (np.abs(z) * (np.abs(w) + np.abs(z)) + 1) + 2 * np.abs(x) + 1
     assert_close(got, want, rtol=F32_ULPS, scale=terms.astype(np.float64))
+
+
+@pytest.mark.skipif(not CURRENT_SERIES, reason="jaxlib 0.4.13's complex expm1 (e^a cos b - 1) cancels near 0; the "
+                    "ipu's is accurate there (test_unary)")
+def test_expm1_is_jaxlib_012s_bit_for_bit():
+    """jaxlib 0.12's complex expm1, (expm1(a) cos b + cosm1(b)) + i e^a sin b with its own expm1 and Cephes' cosm1:
+    cpu's bits, over the unit disc, near 0, far out and at the special values."""
+    rng = np.random.default_rng(31)
+    r, t = rng.uniform(0, 2, 20000), rng.uniform(-np.pi, np.pi, 20000)
+    parts = [0.0, -0.0, 1e-30, 1e-6, 0.5, 0.785, 0.786, 1.0, 3.0, 20.0, -20.0, 88.0, 89.0, np.inf, -np.inf, np.nan]
+    z = np.concatenate([r * np.exp(1j * t), crandom((4000,), 32, -1e-3, 1e-3), crandom((4000,), 33, -30, 30),
+                        np.array([complex(a, b) for a in parts for b in parts])]).astype(C64)
+    got, want = (np.asarray(v) for v in run_both(jnp.expm1, z))
+    for part in ("real", "imag"):
+        g, w = getattr(got, part), getattr(want, part)
+        same = (g.view(np.uint32) == w.view(np.uint32)) | (np.isnan(g) & np.isnan(w))
+        assert same.all(), f"{part}: {int((~same).sum())} of {z.size} differ; first {z[~same][:4]}: ipu {g[~same][:4]} " \
+            f"cpu {w[~same][:4]}"
 
 
 def test_tanh_as_xla_computes_it():

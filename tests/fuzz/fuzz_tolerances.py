@@ -253,8 +253,6 @@ ACCEPTED: List[Accepted] = [
     Accepted("XLA:CPU leaves arrays of 2 to 7 elements unvectorised and there returns some f32 denormals unflushed; "
              "the emulator flushes at every size (README, denormals)",
              ELEMENTWISE_F32 + ("convert", "select"), ("float32",), 1, per="denormal", min_size=2, max_size=7),
-    Accepted("jaxlib 0.12's XLA:CPU expm1 is a new ~0.5-ulp approximation, not reproduced yet: the ipu's agrees to "
-             "an ulp or two (README; expected-failures/0.12.0.1.txt)", ("expm1",), ("float32",), 2, series="0.12"),
     Accepted("on hosts without AVX512-BF16, jaxlib 0.12's XLA:CPU bf16 elementwise arithmetic rounds differently "
              "from computing in f32 and rounding once (README; expected-failures/0.12.0.1.txt)",
              ELEMENTWISE_F32, ("bfloat16",), 1, series="0.12", cpu_lacks="avx512_bf16"),

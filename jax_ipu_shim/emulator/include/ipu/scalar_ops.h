@@ -441,6 +441,7 @@ inline float rsqrt012(float x) {
   return (x < 1.17549435e-38f || x == std::numeric_limits<float>::infinity()) ? approx : g;
 }
 IPU_FLOAT_UNARY(Erf012F, special::erf012(x))
+IPU_FLOAT_UNARY(Expm1012F, xla_math::expm1012(x))
 // jaxlib 0.12's exp, logistic, log1p (ipu/xla_math.h) and rsqrt, eight lanes at a time where the host has AVX2
 #ifdef IPU_HAVE_AVX2_MATH
 #define IPU_FLOAT_UNARY_012(Name, scalar, vector)                   \
@@ -731,6 +732,7 @@ template <>
 struct CMath<float> {
   using C = Complex64;
   static float expm1(float x) { return xla_math::expm1(x); }
+  static float expm1012(float x) { return xla_math::expm1012(x); }
   static float exp(float x) { return xla_math::exp(x); }
   static float log(float x) { return xla_math::log(x); }
   static float ftz(float x) { return xla_math::ftz_(x); }
@@ -739,6 +741,7 @@ template <>
 struct CMath<double> {
   using C = Complex128;
   static double expm1(double x) { return std::expm1(x); }
+  static double expm1012(double x) { return std::expm1(x); }
   static double exp(double x) { return std::exp(x); }
   static double log(double x) { return std::log(x); }
   static double ftz(double x) { return ftzD(x); }  // (the run's MXCSR, as XLA:CPU's)
@@ -818,6 +821,23 @@ inline C cexpm1(C z) {
   using R = PartOf<C>;
   const R em1 = std::expm1(z.re), s = std::sin(R(0.5) * z.im);
   return {em1 * std::cos(z.im) - R(2) * s * s, (em1 + R(1)) * std::sin(z.im)};
+}
+// jaxlib 0.12's (its elemental emitter's): (expm1(a) cos b + cosm1(b)) + i (expm1(a) + 1) sin b, cos b = cosm1(b) + 1,
+// the real part one fused multiply-add, the imaginary part 0 where b is; cosm1 is Cephes' polynomial in b^2 for
+// b^2 <= 0.61685 and cos b - 1 beyond; expm1 is jaxlib 0.12's (xla_math::expm1012) for c64, libm's for c128.
+template <class C>
+inline C cexpm1012(C z) {
+  using R = PartOf<C>;
+  static constexpr double kCosm1[] = {4.7377507964246204691685E-14, -1.1470284843425359765671E-11,
+                                      2.0876754287081521758361E-9,  -2.7557319214999787979814E-7,
+                                      2.4801587301570552304991E-5,  -1.3888888888888872993737E-3,
+                                      4.1666666666666666609054E-2};
+  const R a = z.re, b = z.im, bb = b * b, b4 = bb * bb;
+  R p = R(0);
+  for (double c : kCosm1) p = std::fma(p, bb, static_cast<R>(c));
+  const R cosm1 = bb > R(0.61685) ? std::cos(b) + R(-1) : std::fma(b4, p, R(-0.5) * bb);
+  const R em1 = CMath<R>::expm1012(a);
+  return {std::fma(em1, cosm1 + R(1), cosm1), b == R(0) ? R(0) : (em1 + R(1)) * std::sin(b)};
 }
 template <class C>
 inline C clog(C z) {
@@ -981,6 +1001,7 @@ IPU_COMPLEX_UNARY(NegateC, (C{-x.re, -x.im}))
 IPU_COMPLEX_UNARY(SignC, csign(x))
 IPU_COMPLEX_UNARY(ExpC, cexp(x))
 IPU_COMPLEX_UNARY(Expm1C, cexpm1(x))
+IPU_COMPLEX_UNARY(Expm1C012, cexpm1012(x))
 IPU_COMPLEX_UNARY(LogC, clog(x))
 IPU_COMPLEX_UNARY(Log1pC, clog1p(x))
 IPU_COMPLEX_UNARY(SqrtC, csqrt(x))
@@ -1219,7 +1240,7 @@ bool visitUnary(OpKind k, DType dt, Numerics numerics, V&& v) {
         case OpKind::Negate: found = f(NegateF{}); break;
         case OpKind::Sign: found = f(SignF{}); break;
         case OpKind::Exp: found = v012 ? f(Exp012F{}) : f(ExpF{}); break;
-        case OpKind::Expm1: found = f(Expm1F{}); break;
+        case OpKind::Expm1: found = v012 ? f(Expm1012F{}) : f(Expm1F{}); break;
         case OpKind::Log: found = f(LogF{}); break;
         case OpKind::Log1p: found = v012 ? f(Log1p012F{}) : f(Log1pF{}); break;
         case OpKind::Sqrt: found = f(SqrtF{}); break;
@@ -1274,7 +1295,7 @@ bool visitUnary(OpKind k, DType dt, Numerics numerics, V&& v) {
         case OpKind::Negate: found = f(NegateC{}); break;
         case OpKind::Sign: found = f(SignC{}); break;
         case OpKind::Exp: found = f(ExpC{}); break;
-        case OpKind::Expm1: found = f(Expm1C{}); break;
+        case OpKind::Expm1: found = v012 ? f(Expm1C012{}) : f(Expm1C{}); break;
         case OpKind::Log: found = f(LogC{}); break;
         case OpKind::Log1p: found = f(Log1pC{}); break;
         case OpKind::Sqrt: found = f(SqrtC{}); break;

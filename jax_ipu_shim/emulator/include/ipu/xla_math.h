@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 namespace ipu {
 namespace xla_math {
@@ -160,6 +161,33 @@ inline float expm1(float x) {
   const float e = exp(x), half = ftz_(ftz_(x) * 0.5f);
   const float r = sel(fabs_(x) > 0.5f, e - 1.0f, ftz_(tanh(half) * (e + 1.0f)));
   return sel(half == 0.0f, x, r);
+}
+
+// jaxlib 0.12's expm1 (XLA:CPU's own xla.expm1.f32 intrinsic): x = n ln2 + r, n = rint(x / ln2) of x clamped to
+// [-18, 0x1.62e42ep+6 = 88.72283]; r = r_hi + r_lo exactly (ln2 in a 15-bit high part whose product with n is exact,
+// the remainder renormalised by Fast2Sum); e^r - 1 = r_hi + tail, tail = r_lo + r_hi^2 / 2 + r_hi^3 q(r_hi) with a
+// degree-4 minimax q; then 2^n e^r - 1 = ((2^n1 - 1) + 2^n1 r_hi + 2^n1 tail + the bits the first two sums rounded off)
+// 2^n2 (n1 = min(n, 127): 2^128 is not a float). A zero (or denormal) x is returned as it is, x < -18 gives -1 and x
+// above that +inf. Every multiply-add is fused, as the intrinsic's fmuladds are on an FMA host.
+inline float expm1012(float in) {
+  constexpr float kHi = 0x1.62e42ep+6f, kLo = -18.0f;
+  const float x = sel(in < kLo, kLo, sel(in > kHi, kHi, in));  // NaN stays NaN
+  const float n = std::rint(x * 0x1.715476p+0f);
+  const float a = fma_(-n, 0x1.62e4p-1f, x), b = -n * 0x1.7f7d1cp-20f;
+  const float r_hi = a + b, r_lo = b - (r_hi - a);  // Fast2Sum (|a| >= |b|)
+  float q = fma_(0x1.a2ffc4p-13f, r_hi, 0x1.6d0ffap-10f);
+  q = fma_(q, r_hi, 0x1.110fbp-7f);
+  q = fma_(q, r_hi, 0x1.55551ap-5f);
+  q = fma_(q, r_hi, 0x1.555556p-3f);
+  const float tail = fma_(0.5f * r_hi, r_hi, fma_(r_hi * r_hi, r_hi * q, r_lo));
+  const int32_t ni = static_cast<int32_t>(sel(n != n, 0.0f, n)), n1 = ni < 127 ? ni : 127;
+  const float s1 = bitsToFloat(static_cast<uint32_t>(n1 + 127) << 23);
+  const float s2 = bitsToFloat(static_cast<uint32_t>(ni - n1 + 127) << 23);
+  const float s1m1 = s1 - 1.0f, s1m1_err = -1.0f - (s1m1 - s1);
+  const float head = fma_(s1, r_hi, s1m1);
+  const float head_err = fma_(s1, r_hi, s1m1 - head) + s1m1_err;
+  const float r = (head + fma_(s1, tail, head_err)) * s2;
+  return sel(ftz_(in) == 0.0f, in, sel(in < kLo, -1.0f, sel(in > kHi, std::numeric_limits<float>::infinity(), r)));
 }
 
 // log1p: for |x| < sqrt(2) - 1 Cephes' rational approximation x - x^2/2 + x^3 P(x)/Q(x), else log(1 + x).
