@@ -83,9 +83,9 @@ TOLERANCES: Dict[str, Tolerance] = {
                                                           "shift_right_logical")},
     # XLA's approximations, reproduced bit for bit
     "exp": _exact(XLA_BITS), "exp2": _exact(XLA_BITS + " (jax's exp2 is exp(x * ln 2))"),
-    "expm1": Tolerance(0, 2, XLA_BITS + "; f16: cpu's own f16 algorithm, 2 ulp (test_elementwise.py)"),
+    "expm1": _exact(XLA_BITS + " (jaxlib 0.4.13's f16 step by step in f16: test_xla_bits.py)"),
     "log": _exact(XLA_BITS),
-    "log1p": Tolerance(0, 2, XLA_BITS + "; f16: cpu's own f16 algorithm, 2 ulp (test_elementwise.py)"),
+    "log1p": _exact(XLA_BITS + " (jaxlib 0.4.13's f16 step by step in f16: test_xla_bits.py)"),
     "tanh": _exact(XLA_BITS), "logistic": _exact(XLA_BITS), "erf": _exact(XLA_BITS), "erfc": _exact(XLA_BITS),
     "erf_inv": _exact(XLA_BITS), "tan": _exact(XLA_BITS), "lgamma": _exact(XLA_BITS),
     "digamma": _exact(XLA_BITS), "rsqrt": _exact(XLA_BITS + " (0.12: the host's rsqrtss and XLA's Newton steps)"),

@@ -390,6 +390,42 @@ IPU_FLOAT_UNARY(Cbrt04F, std::copysign(std::pow(std::fabs(x), static_cast<float>
 // type, so cpu's f16 cbrt is up to 3 ulps from the rounded cube root (2^-24 gives 2^-8 + 1 ulp); every f16 value
 // bit for bit with cpu on an AMD EPYC of family 26 (fuzz seed 20270101 #406). bf16 is computed with f32's 1/3.
 IPU_FLOAT_UNARY(Cbrt04F16, std::copysign(std::pow(std::fabs(x), 0.333251953125f), x))
+// jaxlib 0.4.13's f16 expm1 and log1p: XLA's elemental formulas evaluated in f16, each step rounded to f16 (exp,
+// tanh and log computed in f32 and rounded, constants in f16), where XLA:CPU upcasts the other f16 functions: every
+// f16 value bit for bit with cpu (test_xla_bits.py). bf16 is computed in f32 and rounded once, as cpu computes it.
+inline float roundF16(float x) { return halfToFloat(floatToHalf(x)); }
+// e^x - 1 for |x| > 1/2, else tanh(x/2) (e^x + 1), and x where x/2 rounds to 0
+struct Expm104F16 {
+  float operator()(float x) const {
+    const float e = roundF16(xla_math::exp(x)), half = roundF16(x * 0.5f);
+    const float r =
+        std::fabs(x) > 0.5f ? roundF16(e - 1.0f) : roundF16(roundF16(xla_math::tanh(half)) * roundF16(e + 1.0f));
+    return half == 0.0f ? x : r;
+  }
+};
+// Cephes' x - x^2/2 + x^3 P(x)/Q(x) for |x| < sqrt(2) - 1 (in f16: 0.4143), else log(1 + x)
+struct Log1p04F16 {
+  float operator()(float x) const {
+    static constexpr double kP[] = {4.5270000862445199635215E-5, 4.9854102823193375972212E-1,
+                                    6.5787325942061044846969E0,  2.9911919328553073277375E1,
+                                    6.0949667980987787057556E1,  5.7112963590585538103336E1,
+                                    2.0039553499201281259648E1};
+    static constexpr double kQ[] = {1.0,
+                                    1.5062909083469192043167E1,
+                                    8.3047565967967209469434E1,
+                                    2.2176239823732856465394E2,
+                                    3.0909872225312059774938E2,
+                                    2.1642788614495947685003E2,
+                                    6.0118660497603843919306E1};
+    float p = 0.0f, q = 0.0f;
+    for (double c : kP) p = roundF16(roundF16(p * x) + roundF16(static_cast<float>(c)));
+    for (double c : kQ) q = roundF16(roundF16(q * x) + roundF16(static_cast<float>(c)));
+    const float x2 = roundF16(x * x);
+    float small = roundF16(roundF16(x * x2) * roundF16(p / q));
+    small = roundF16(x + roundF16(roundF16(-0.5f * x2) + small));
+    return std::fabs(x) < 0.414306640625f ? small : roundF16(xla_math::log(roundF16(x + 1.0f)));
+  }
+};
 IPU_FLOAT_UNARY_AVX2(TanhF, tanh)
 IPU_FLOAT_UNARY_AVX2(LogisticF, logistic)
 IPU_FLOAT_UNARY(SineF, std::sin(x))
@@ -1240,9 +1276,9 @@ bool visitUnary(OpKind k, DType dt, Numerics numerics, V&& v) {
         case OpKind::Negate: found = f(NegateF{}); break;
         case OpKind::Sign: found = f(SignF{}); break;
         case OpKind::Exp: found = v012 ? f(Exp012F{}) : f(ExpF{}); break;
-        case OpKind::Expm1: found = v012 ? f(Expm1012F{}) : f(Expm1F{}); break;
+        case OpKind::Expm1: found = v012 ? f(Expm1012F{}) : D == DType::F16 ? f(Expm104F16{}) : f(Expm1F{}); break;
         case OpKind::Log: found = f(LogF{}); break;
-        case OpKind::Log1p: found = v012 ? f(Log1p012F{}) : f(Log1pF{}); break;
+        case OpKind::Log1p: found = v012 ? f(Log1p012F{}) : D == DType::F16 ? f(Log1p04F16{}) : f(Log1pF{}); break;
         case OpKind::Sqrt: found = f(SqrtF{}); break;
         case OpKind::Rsqrt: found = v012 ? f(Rsqrt012F{}) : f(RsqrtF{}); break;
         case OpKind::Cbrt: found = v012 ? f(CbrtF{}) : D == DType::F16 ? f(Cbrt04F16{}) : f(Cbrt04F{}); break;
