@@ -387,8 +387,8 @@ def test_expm1_is_jaxlib_012s_bit_for_bit():
     for part in ("real", "imag"):
         g, w = getattr(got, part), getattr(want, part)
         same = (g.view(np.uint32) == w.view(np.uint32)) | (np.isnan(g) & np.isnan(w))
-        assert same.all(), f"{part}: {int((~same).sum())} of {z.size} differ; first {z[~same][:4]}: ipu {g[~same][:4]} " \
-            f"cpu {w[~same][:4]}"
+        assert same.all(), f"{part}: {int((~same).sum())} of {z.size} differ; first {z[~same][:4]}: " \
+            f"ipu {g[~same][:4]} cpu {w[~same][:4]}"
 
 
 def test_tanh_as_xla_computes_it():
