@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, Tuple
 
 import numpy as np
 import pytest
-from _conformance import CURRENT_SERIES, compile_text, numbered, run_device_script, text_of_jax_0_4_13
+from _conformance import CURRENT_SERIES, compile_text, enable_x64, numbered, run_device_script, text_of_jax_0_4_13
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 COUNTS = (2, 4)
@@ -95,12 +95,7 @@ def _cases(backend: str, n: int) -> Dict[str, Callable[[], Any]]:
     doubles = (x.astype(np.float64) * 1e300 + 1j * x[:, ::-1] * 1e-300).astype(np.complex128)  # past f32's range
 
     def with_x64(case: Callable[[], Any]) -> Any:  # 64-bit types on for one case (emulated on the ipu)
-        if hasattr(jax, "enable_x64"):
-            scope = jax.enable_x64(True)
-        else:  # jax 0.4.13
-            from jax.experimental import enable_x64
-            scope = enable_x64()
-        with scope:
+        with enable_x64():
             return jax.tree_util.tree_map(np.asarray, case())
 
     def everywhere(value: np.ndarray) -> np.ndarray:  # what every replica of an all-reduce holds

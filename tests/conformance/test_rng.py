@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from _conformance import BACKEND, EXACT, REFERENCE, check
+from _conformance import BACKEND, EXACT, REFERENCE, check, enable_x64
 from jax import lax
 
 KEYS = [
@@ -107,26 +105,19 @@ def test_three_fry_with_symbolic_dimensions(spec, sizes):
             np.testing.assert_array_equal(g, w, err_msg=f"{spec} = {size}")
 
 
-def _x64() -> Any:
-    if hasattr(jax, "enable_x64"):
-        return jax.enable_x64(True)
-    from jax.experimental import enable_x64  # jax 0.4.13
-    return enable_x64()
-
-
 @pytest.mark.parametrize("algorithm", ["RNG_DEFAULT", "RNG_THREE_FRY"])
 @pytest.mark.parametrize("shape", [(), (1,), (3,), (4,), (7, 9), (2, 3, 5), (0, 4)])
 def test_64_bit_words_with_x64(algorithm, shape):
     """uint64 bits (jax_enable_x64; u64 emulated as pairs of u32): Philox's 32-bit words in pairs, ThreeFry's two
     words per counter over the whole shape, as XLA's 64-bit generators make them."""
-    with _x64():
+    with enable_x64():
         check(lambda k: lax.rng_bit_generator(k, shape, dtype=np.uint64,
                                               algorithm=getattr(lax.RandomAlgorithm, algorithm)),
               np.array(KEYS[2], np.uint32), **EXACT)
 
 
-def test_rbg_float64_draws_with_x64():
-    with _x64(), jax.default_prng_impl("rbg"):
+def test_rbg_float64_draws_withenable_x64():
+    with enable_x64(), jax.default_prng_impl("rbg"):
         check(lambda s: (jax.random.uniform(jax.random.PRNGKey(s), (5,), dtype=jnp.float64),
                          jax.random.bits(jax.random.PRNGKey(s), (3,), jnp.uint64)), np.uint32(7), **EXACT)
 
