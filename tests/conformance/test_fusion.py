@@ -135,6 +135,41 @@ def test_a_moved_product_added_rounds_as_on_cpu(name, f, on_04, on_012):
 
 
 
+CONCATENATED = [  # (name, f over a module m (jnp, or numpy for the reference) of f32[R, C] pieces and an array for
+    #              the add, R, C, whether XLA:CPU contracts the products into the add: on jaxlib 0.4.13, on 0.12)
+    ("rows of two products", lambda m, x, y, z, d: m.concatenate([x * y, x * z], 0) + d, 16, 16, True, True),
+    ("a product twice", lambda m, x, y, z, d: m.concatenate([x * y] * 2, 0) - d, 16, 16, True, True),
+    ("a square twice beside a row", lambda m, x, y, z, d: m.concatenate([x * x] * 2, 0) + d[:1], 40, 4, True, True),
+    ("columns of two products", lambda m, x, y, z, d: m.concatenate([x * y, y * z], 1) + d, 16, 16, True, False),
+    ("short columns of two products", lambda m, x, y, z, d: m.concatenate([x * y, y * z], 1) + d, 8, 8, True,
+     True),
+    # jaxlib 0.12 contracts each product piece; jaxlib 0.4.13 only sinks a multiply every piece ends with (its
+    # contraction of a lone product piece of f32[16, 16] rows is not modelled)
+    ("a product and an argument", lambda m, x, y, z, d: m.concatenate([x * y, z], 0) + d, 40, 4, False, True),
+    ("columns of a product and an argument", lambda m, x, y, z, d: m.concatenate([z, x * y], 1) - d, 8, 8, False,
+     True),
+    ("wide columns of a product and an argument", lambda m, x, y, z, d: m.concatenate([z, x * y], 1) - d, 16, 16,
+     False, False),
+    ("a one-wide product twice", lambda m, x, y, z, d: m.concatenate([x * y] * 2, 1) + d, 8, 1, False, False),
+]
+
+
+@pytest.mark.parametrize("name, f, rows, columns, on_04, on_012", CONCATENATED, ids=[c[0] for c in CONCATENATED])
+def test_a_concatenate_of_products_added_rounds_as_on_cpu(name, f, rows, columns, on_04, on_012):
+    """XLA:CPU fuses a concatenate into the loop of the add that reads it and computes each piece in a block of its
+    own; when every piece is a product, LLVM sinks the multiply into the add's block and contracts it (fuzz seed
+    20286112 #700: ``concatenate([dynamic_update_slice(a, u, i) * a] * 2) + b``). The front end writes the product
+    of concatenates there (compiler/passes/contract_through_moves.py). cpu is checked against the fused result too,
+    so that a case fails if cpu's code generation changes."""
+    x, y, z = (random("float32", (rows, columns), seed=seed) for seed in (61, 62, 63))
+    size = (2 * rows, columns) if "columns" not in name and "one-wide" not in name else (rows, 2 * columns)
+    d = random("float32", size, seed=64)
+    check(lambda *a: f(jnp, *a), x, y, z, d, **EXACT)
+    cpu = np.asarray(jax.jit(lambda *a: f(jnp, *a), backend="cpu")(x, y, z, d))
+    fused = f(np, *(v.astype(np.float64) for v in (x, y, z, d))).astype(np.float32)
+    assert np.array_equal(cpu, fused) == (on_012 if CURRENT else on_04), "cpu's contraction of this chain changed"
+
+
 READ_AGAIN = [  # (name, f over a module m (jnp, or numpy for the reference), whether cpu contracts the add)
     ("x * c + y beside exp(x * c)", lambda m, x, y: ((t := x * m.float32(3.7)) + y, m.exp(t)), True),
     ("x * x - y beside max(x * x)", lambda m, x, y: ((t := x * x) - y, m.max(t, 1)), True),

@@ -17,6 +17,9 @@ series (f32[6, 6] and f32[16, 16], each result against a fused and an unfused re
   ``transpose(x * x + b[:, None])`` (f32[64, 5]: a scalar, a row, a column, a constant; an array argument is not
   moved; fuzz seed 20261801 #283).
 
+A concatenate of products is contracted as well where XLA:CPU contracts it (``concatenated_products``): the add then
+reads ``concatenate(a1, a2) * concatenate(b1, b2)`` in place of ``concatenate(a1 * b1, a2 * b2)``.
+
 A call of a function whose body is one such move of its parameter (jnp.flip is a jitted function) is that move: XLA
 inlines calls before it fuses. Only f32 (where contraction happens), and a multiply and moves read once (by the
 chain; otherwise XLA computes the product apart)."""
@@ -129,6 +132,13 @@ def _block(block: Dict[str, Any], fresh: Any, anchors: Any, moves: Dict[str, Dic
                     entries.append(producer[value])
                     value = source
                 product = producer.get(value)
+                if not chain and product is not None and product["op"] == "concatenate" and uses.get(value) == 1:
+                    rewritten = _contract_concatenate(body, fresh, entry, side, product, producer, uses, types, dead,
+                                                      current_series)
+                    if rewritten is None:
+                        continue
+                    entry, changed = rewritten, True
+                    break
                 if not chain or product is None or product["op"] != "multiply" or uses.get(value) != 1 \
                         or product["results"][0]["dtype"] != "f32":
                     continue
@@ -148,6 +158,115 @@ def _block(block: Dict[str, Any], fresh: Any, anchors: Any, moves: Dict[str, Dic
         body.append(entry)
     block["body"] = [e for e in body if id(e) not in dead]
     return changed
+
+
+def _contract_concatenate(body: List[Dict[str, Any]], fresh: Any, add: Dict[str, Any], side: int,
+                          concat: Dict[str, Any], producer: Dict[int, Dict[str, Any]], uses: Dict[int, int],
+                          types: Dict[int, Dict[str, Any]], dead: List[int],
+                          current_series: bool) -> Optional[Dict[str, Any]]:
+    """The add or subtract that reads ``concat`` (on ``side``, once) rewritten where XLA:CPU contracts the products
+    the concatenate joins into it, or None; what it bypasses goes to ``dead``."""
+    products = concatenated_products(concat, producer, uses, current_series)
+    if products is not None:
+        dead.extend(id(e) for e in [concat] + products)
+        moved = _product_of_concatenates(body, fresh, concat, products)
+        return dict(add, operands=[moved if i == side else v for i, v in enumerate(add["operands"])])
+    if current_series and _some_products(concat, producer, uses):
+        dead.append(id(concat))
+        return _added_per_piece(body, fresh, add, side, concat, types)
+    return None
+
+
+def concatenated_products(concat: Dict[str, Any], producer: Dict[int, Dict[str, Any]], uses: Dict[int, int],
+                          current_series: bool) -> Optional[List[Dict[str, Any]]]:
+    """The f32 products a concatenate (read once, by an add or subtract) joins, if XLA:CPU contracts them into that
+    add: each of its operands a multiply that only the concatenate reads (the same one several times, or different
+    ones). XLA fuses the concatenate into the add's loop and computes each piece in a block of its own; LLVM sinks the
+    multiply all the blocks end with into the add's block, and contracts it there. A piece of another op (an argument,
+    a negation) ends a block differently, and nothing is sunk. Measured per series (f32[R, C] pieces, R in 3, 8, 40,
+    C in 1 to 32, both dimensions, beside a whole array and a broadcast row, fuzz seed 20286112 #700):
+
+    - one product repeated, its pieces one element wide in the minor dimension, is rounded
+      (``jnp.concatenate([x * y] * 2, 1)`` of f32[8, 1]; jaxlib 0.12 contracts it for f32[40, 1]: not modelled);
+    - jaxlib 0.12: a concatenate of the minor dimension is rounded where the result holds 512 elements or more and
+      its rows 16 or more (the loop is vectorised across the pieces and selects between them: f32[R, C] pieces, R
+      and C powers of two up to 64 and 128). Short rows concatenated along the major dimension beside a broadcast
+      row are contracted or not by the vectoriser's remainder loop (f32[8, 3]): not modelled."""
+    operands = concat["operands"]
+    products = [producer.get(v) for v in dict.fromkeys(operands)]
+    if any(p is None or p["op"] != "multiply" or p["results"][0]["dtype"] != "f32" or
+           uses.get(p["results"][0]["id"]) != operands.count(p["results"][0]["id"]) for p in products):
+        return None
+    shape, dim = concat["results"][0]["shape"], concat["attrs"].get("dimension")
+    minor = dim == len(shape) - 1
+    piece = producer[operands[0]]["results"][0]["shape"]
+    if len(products) < len(operands) and minor and piece[dim] == 1:
+        return None
+    if current_series and minor and shape[-1] >= 16 and _elements(shape) >= 512:
+        return None
+    return products  # type: ignore[return-value]
+
+
+def _some_products(concat: Dict[str, Any], producer: Dict[int, Dict[str, Any]], uses: Dict[int, int]) -> bool:
+    """Whether some piece of a concatenate (but not every one: concatenated_products) is an f32 product only the
+    concatenate reads, which jaxlib 0.12's XLA:CPU contracts into the add that reads the concatenate: its fused loop
+    computes the add piece by piece there (f32[R, C] pieces beside an argument: every product piece contracted, but
+    along the minor dimension of 512 elements or more, as in concatenated_products; jaxlib 0.4.13 contracts a lone
+    product piece of f32[16, 16] and f32[64, 64] along the major dimension, not of f32[40, 4] or f32[8, 8], nor
+    along the minor one: not modelled)."""
+    operands = concat["operands"]
+    shape, dim = concat["results"][0]["shape"], concat["attrs"].get("dimension")
+    if dim == len(shape) - 1 and shape[-1] >= 16 and _elements(shape) >= 512:
+        return False
+    return any((p := producer.get(v)) is not None and p["op"] == "multiply" and p["results"][0]["dtype"] == "f32"
+               and uses.get(v) == operands.count(v) for v in operands)
+
+
+def _added_per_piece(body: List[Dict[str, Any]], fresh: Any, add: Dict[str, Any], side: int,
+                     concat: Dict[str, Any], types: Dict[int, Dict[str, Any]]) -> Dict[str, Any]:
+    """``add(concatenate(p1, p2...), d)`` (the concatenate on ``side``) as ``concatenate(add(p1, d1), add(p2,
+    d2)...)`` of the slices ``d_i`` of ``d`` beside each piece: the same sums of the same elements, each piece's
+    product now in the add's fused vertex. Appends the slices and adds; returns the concatenate, which defines the
+    add's result."""
+    other = add["operands"][1 - side]
+    shape, dim = concat["results"][0]["shape"], concat["attrs"]["dimension"]
+    pieces, start = [], 0
+    for piece in concat["operands"]:
+        size = types[piece]["shape"][dim]
+        part = list(shape)
+        part[dim] = size
+        cut = fresh("f32", part)
+        body.append(dict(add, op="slice", mlir="stablehlo.slice", operands=[other], results=[cut], regions=[],
+                         attrs={"start_indices": [start if d == dim else 0 for d in range(len(shape))],
+                                "limit_indices": [start + size if d == dim else n for d, n in enumerate(shape)],
+                                "strides": [1] * len(shape)}))
+        summed = fresh("f32", part)
+        body.append(dict(add, operands=[piece, cut["id"]] if side == 0 else [cut["id"], piece], results=[summed]))
+        pieces.append(summed["id"])
+        start += size
+    return dict(concat, operands=pieces, results=add["results"])
+
+
+def _elements(shape: List[int]) -> int:
+    count = 1
+    for d in shape:
+        count *= d
+    return count
+
+
+def _product_of_concatenates(body: List[Dict[str, Any]], fresh: Any, concat: Dict[str, Any],
+                             products: List[Dict[str, Any]]) -> int:
+    """Appends ``concatenate(a1, a2...) * concatenate(b1, b2...)`` for the concatenate of products ``a_i * b_i``
+    (the same products of the same elements, in the same places); returns the product's id."""
+    by_id = {p["results"][0]["id"]: p for p in products}
+    factors = []
+    for side in (0, 1):
+        joined = fresh("f32", concat["results"][0]["shape"])
+        body.append(dict(concat, operands=[by_id[v]["operands"][side] for v in concat["operands"]], results=[joined]))
+        factors.append(joined["id"])
+    moved = fresh("f32", concat["results"][0]["shape"])
+    body.append(dict(products[0], operands=factors, results=[moved]))
+    return moved["id"]
 
 
 def beside(add: Dict[str, Any], value: int, producer: Dict[int, Dict[str, Any]]) -> Tuple[bool, bool]:
