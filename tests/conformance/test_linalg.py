@@ -468,3 +468,48 @@ def test_shape_polymorphic_export_of_lu_and_qr():
         want = jax.jit(exported.call, backend=REFERENCE)(x)
         for g, w in zip(got, want):
             np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(not CURRENT_SERIES, reason="jax 0.4.13 has no perturb_singular (nor eigh_tridiagonal's vectors)")
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+def test_perturbed_tridiagonal_solve_and_eigh_tridiagonal_vectors(dtype):
+    """``lax.linalg.tridiagonal_solve(..., perturb_singular=True)``, which jax implements for cpu and gpu only, and
+    ``jax.scipy.linalg.eigh_tridiagonal(..., eigvals_only=False)``, whose inverse iteration calls it on singular
+    systems: as cpu's kernel (row-pivoted elimination, pivots moved off zero). Small diagonals make the elimination
+    swap rows; the singular systems are T - lambda I at an eigenvalue lambda, where only the pivot guard keeps x
+    finite (without it, or without the swaps, x differs by O(1) or is inf)."""
+    from jax._src.lax import linalg as lax_linalg
+
+    rng = np.random.default_rng(7)
+
+    def draw(*shape: int) -> np.ndarray:
+        x = rng.standard_normal(shape)
+        return (x + 1j * rng.standard_normal(shape) if dtype == np.complex64 else x).astype(dtype)
+
+    solve = lambda dl, d, du, b: lax_linalg.tridiagonal_solve(dl, d, du, b, perturb_singular=True)  # noqa: E731
+    for batch, n, k in [((), 1, 1), ((), 2, 3), ((3,), 9, 2), ((), 40, 4)]:
+        dl, du, b = draw(*batch, n), draw(*batch, n), draw(*batch, n, k)
+        d = (draw(*batch, n) * 1e-3).astype(dtype)  # |sub| > |diag|: rows swap
+        d[..., 0] = 0 if n > 1 else d[..., 0]  # (without the swap, a division by zero)
+        same(solve, dl, d, du, b, rtol=1e-4, atol=1e-5)
+    for n in (3, 8, 50):
+        a, off = (rng.standard_normal(m).astype(np.float32) for m in (n, n - 1))
+        t = np.diag(a) + np.diag(off, 1) + np.diag(off, -1)
+        lam = np.linalg.eigvalsh(t.astype(np.float64))[n // 2]
+        dl, du = np.concatenate([[0], off]).astype(dtype), np.concatenate([off, [0]]).astype(dtype)
+        got, want = run(solve, dl, (a - np.float32(lam)).astype(dtype), du, draw(n, 1))
+        assert np.isfinite(got[0]).all()
+        np.testing.assert_allclose(got[0] / np.linalg.norm(got[0]), want[0] / np.linalg.norm(want[0]), atol=1e-5)
+    one, zero = np.ones(2, dtype), np.zeros(3, dtype)  # exactly singular: [[1, 1], [1, 1]] and a zero matrix
+    for dl, d, du in [(one, one, one), (zero, zero, zero)]:
+        got, want = run(solve, dl, d, du, draw(len(d), 2))
+        assert np.isfinite(got[0]).all()
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-5)
+    for n in (1, 2, 7, 100):
+        alpha, beta = rng.standard_normal(n).astype(dtype), draw(n - 1)  # (a complex alpha: its real part)
+        got, want = run(lambda a, b: jsl.eigh_tridiagonal(a, b, eigvals_only=False), alpha, beta)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
+        t = np.diag(alpha.real).astype(dtype) + np.diag(beta, 1) + np.diag(np.conj(beta), -1)
+        v, w = got[1], got[0]
+        assert np.abs(t @ v - v * w[None, :]).max() <= 8 * np.sqrt(n) * 1.2e-7 * np.abs(w).max() + 1e-6
+        np.testing.assert_allclose(np.abs(np.conj(v.T) @ v), np.eye(n), atol=1e-4)

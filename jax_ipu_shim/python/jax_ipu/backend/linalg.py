@@ -24,6 +24,10 @@ already mapped and costed by the emulator.
 - schur of complex matrices (so ``jax.scipy.linalg.schur(a, output="complex")``, ``sqrtm``): that same complex Schur
   form; of real matrices (``jax.scipy.linalg.schur(a)``, ``funm``) the real Schur form, by Francis' double-shift QR
   steps, with gees' standardised 2x2 blocks for complex pairs;
+- tridiagonal_solve with ``perturb_singular=True`` (the current series' inverse iteration in
+  ``jax.scipy.linalg.eigh_tridiagonal(..., eigvals_only=False)``, which jax implements for cpu and gpu only): the
+  row-pivoted elimination of LAPACK's xLAGTF/xLAGTS that jaxlib's cpu kernel follows, with a pivot too small for its
+  row moved away from zero by eps * max|U| (doubling) as xLAGTS moves it; without the option jax's own rule;
 - svd keeps jax's own platform-independent rule (QDWH), which runs on the above.
 
 f16 inputs are computed in f32 and rounded back, as Poplar's f16 linear algebra accumulates in f32. complex64 runs
@@ -33,6 +37,7 @@ pairs of f32.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, List, Tuple
 
 import numpy as np
@@ -87,6 +92,8 @@ def install_lowerings() -> None:
         ("schur_p", schur, True), ("eigh_p", eigh, True),
         ("eigh_jacobi_p", eigh_jacobi, True),  # jax 0.4.13 only (its TPU-style eigh); later series have none
     ]
+    if "perturb_singular" in inspect.signature(lax_linalg.tridiagonal_solve).parameters:  # the current series
+        lowerings.append(("tridiagonal_solve_p", tridiagonal_solve, False))
     for name, fn, multiple_results in lowerings:
         primitive = getattr(lax_linalg, name, None)
         if primitive is not None:
@@ -743,6 +750,116 @@ def householder_product(a: Any, taus: Any) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------------- eigh
+
+def tridiagonal_solve(dl: Any, d: Any, du: Any, b: Any, *, perturb_singular: bool = False, **params: Any) -> Any:
+    """Solves T x = b for the tridiagonal T of sub-, main and superdiagonals ``dl``, ``d``, ``du`` ([..., n]; dl[0]
+    and du[n - 1] unused) and right-hand sides ``b`` ([..., n, k]). Without ``perturb_singular``, jax's own rule.
+    With it, as jaxlib's cpu kernel solves it (LAPACK's xLAGTF factorisation with row interchanges, the forward
+    substitution done on the fly, then xLAGTS' back substitution): a singular or nearly singular T still gives a
+    finite x, which is what inverse iteration for eigenvectors needs."""
+    import jax
+
+    from jax._src.lax import linalg as lax_linalg
+
+    if not perturb_singular:
+        return lax_linalg._tridiagonal_solve_jax(dl, d, du, b, perturb_singular=False, **params)
+    solve = _perturbed_tridiagonal_solve
+    for _ in range(d.ndim - 1):
+        solve = jax.vmap(solve)
+    return solve(dl, d, du, b)
+
+
+def _perturbed_tridiagonal_solve(dl: Any, d: Any, du: Any, b: Any) -> Any:
+    """One system of tridiagonal_solve with perturb_singular (dl, d, du: [n], b: [n, k])."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    n = d.shape[0]
+    if n == 0:
+        return b
+    real = np.finfo(np.dtype(b.dtype)).dtype  # the real type of a complex one
+    eps = real.type(np.finfo(real).eps)
+    if n == 1:
+        return _perturbed_pivot(eps * jnp.abs(d[0]), d[0], b[0], divide=True)[None]
+
+    u = jnp.zeros((n, 3), b.dtype).at[0, 0].set(d[0]).at[0, 1].set(du[0])
+    absolute = jnp.abs
+
+    def eliminate(k: Any, state: Tuple[Any, Any, Any, Any]) -> Tuple[Any, Any, Any, Any]:
+        # Row k + 1 against row k of U (xLAGTF): no elimination where the subdiagonal element is zero, else the row
+        # with the larger element relative to its row's scale is the pivot row (rows k and k + 1 swap for row k + 1).
+        u, x, scale1, max_abs_u = state
+        sub, diag, sup = dl[k + 1], d[k + 1], du[k + 1]
+        inner = k < n - 2
+        scale2 = absolute(sub) + absolute(diag) + jnp.where(inner, absolute(sup), real.type(0))
+        u_k0, u_k1 = u[k, 0], u[k, 1]
+        piv1 = jnp.where(u_k0 == 0, real.type(0), absolute(u_k0) / scale1)
+        piv2 = absolute(sub) / scale2
+        keep = sub == 0
+        swap = ~keep & (piv2 > piv1)
+        down = sub / u_k0  # row k + 1 -= down * row k
+        up = u_k0 / sub  # after the swap: the new row k + 1 = the old row k - up * the old row k + 1
+        x_k, b_k1 = x[k], b[k + 1]
+        new_k0 = jnp.where(swap, sub, u_k0)
+        new_k1 = jnp.where(swap, diag, u_k1)
+        new_k2 = jnp.where(swap & inner, sup, jnp.zeros_like(sup))
+        new_k10 = jnp.where(swap, u_k1 - up * diag, jnp.where(keep, diag, diag - down * u_k1))
+        new_k11 = jnp.where(swap, jnp.where(inner, -up * sup, u[k + 1, 1]), sup)
+        u = u.at[k].set(jnp.stack([new_k0, new_k1, new_k2])).at[k + 1, 0].set(new_k10).at[k + 1, 1].set(new_k11)
+        x_k1 = jnp.where(swap, x_k - up * b_k1, jnp.where(keep, b_k1, b_k1 - down * x_k))
+        x = x.at[k + 1].set(x_k1).at[k].set(jnp.where(swap, b_k1, x_k))
+        scale1 = jnp.where(swap, absolute(new_k10) + absolute(new_k11), scale2)
+        max_abs_u = jnp.where(inner, jnp.maximum(max_abs_u, jnp.max(absolute(u[k]))), max_abs_u)
+        return u, x, scale1, max_abs_u
+
+    state = (u, b, absolute(d[0]) + absolute(du[0]), jnp.maximum(absolute(d[0]), absolute(du[0])))
+    u, x, _, max_abs_u = lax.fori_loop(0, n - 1, eliminate, state)
+    perturb = eps * jnp.maximum(max_abs_u, absolute(u[n - 1, 0]))
+
+    padded = jnp.concatenate([x, jnp.zeros((2,) + x.shape[1:], x.dtype)])
+
+    def substitute(i: Any, x: Any) -> Any:  # xLAGTS: rows n - 1 down to 0, each pivot moved off zero if need be
+        k = n - 1 - i
+        c1 = jnp.where(k + 1 < n, u[k, 1], jnp.zeros_like(u[k, 1]))
+        c2 = jnp.where(k + 2 < n, u[k, 2], jnp.zeros_like(u[k, 2]))
+        row = x[k] - c1 * x[k + 1] - c2 * x[k + 2]
+        return x.at[k].set(_perturbed_pivot(perturb, u[k, 0], row))
+
+    return lax.fori_loop(0, n, substitute, padded)[:n]
+
+
+def _perturbed_pivot(perturb: Any, pivot: Any, row: Any, divide: bool = False) -> Any:
+    """``row / pivot`` (as ``row * (1 / pivot)``, or a divide for a 1 x 1 system, as the cpu kernel computes them)
+    after xLAGTS' guard: a pivot under 1 in magnitude whose row would overflow when divided by it is moved away from
+    zero by ``perturb`` (at least the smallest normal number, of the pivot's sign), doubling it each time, or the
+    row and pivot are scaled up when the pivot is below the smallest normal number but the row allows it."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    real = np.finfo(np.dtype(row.dtype)).dtype
+    safemin = real.type(np.finfo(real).tiny)  # xLAMCH's safe minimum: 1 / max is below it in IEEE formats
+    bignum = real.type(1) / safemin
+    max_factor = jnp.max(jnp.abs(row))
+    perturb = jnp.maximum(jnp.abs(perturb), safemin)
+    perturb = jnp.where(jnp.signbit(jnp.real(pivot)), -perturb, perturb)
+
+    def small(state: Tuple[Any, Any, Any, Any]) -> Any:
+        pivot, _, _, stop = state
+        return (jnp.abs(pivot) < 1) & ~stop
+
+    def step(state: Tuple[Any, Any, Any, Any]) -> Tuple[Any, Any, Any, Any]:
+        pivot, row, perturb, _ = state
+        size = jnp.abs(pivot)
+        tiny = size < safemin
+        move = jnp.where(tiny, (size == 0) | (max_factor * safemin > size), max_factor > size * bignum)
+        scale = tiny & ~move
+        pivot = jnp.where(move, pivot + perturb.astype(pivot.dtype), jnp.where(scale, pivot * bignum, pivot))
+        row = jnp.where(scale, row * bignum, row)
+        return pivot, row, jnp.where(move, perturb * 2, perturb), ~move
+
+    pivot, row, _, _ = lax.while_loop(small, step, (pivot, row, perturb, jnp.array(False)))
+    return row / pivot if divide else row * (jnp.ones_like(pivot) / pivot)
+
 
 def _round_robin(n: int) -> np.ndarray:
     """(n-1, n) permutations: round r pairs perm[r, :n/2] with perm[r, n/2:], every pair once per sweep."""
