@@ -758,7 +758,6 @@ def tridiagonal_solve(dl: Any, d: Any, du: Any, b: Any, *, perturb_singular: boo
     substitution done on the fly, then xLAGTS' back substitution): a singular or nearly singular T still gives a
     finite x, which is what inverse iteration for eigenvectors needs."""
     import jax
-
     from jax._src.lax import linalg as lax_linalg
 
     if not perturb_singular:
