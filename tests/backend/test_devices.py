@@ -193,7 +193,9 @@ def test_ipu21_is_a_faster_clock_than_ipu2(python):
 
 def test_jax_platforms_ipu_alone_differentiates_scans(python):
     """With JAX_PLATFORMS=ipu jax has no cpu backend; grad of a scan that forwards a numpy constant asked for a cpu
-    device in jax 0.4.13 ("Unknown backend cpu") until patches/jax/0.4.13/0005 made it use the default device."""
+    device in jax 0.4.13 ("Unknown backend cpu") until patches/jax/0.4.13/0005 made it use the default device. The
+    current series puts a numpy input that the scan's body returns unchanged on a cpu device (``_maybe_put``):
+    jax_ipu._jax.scan_forwarding_without_cpu puts it on the default device there."""
     result = python(
         """
         import jax, numpy as np
@@ -201,11 +203,13 @@ def test_jax_platforms_ipu_alone_differentiates_scans(python):
         x = np.arange(1.0, 5.0, dtype=np.float32)
         cumprod = lambda x: lax.scan(lambda s, v: (v * s, s), np.float32(1), x)[1].sum()
         print([d.platform for d in jax.devices()], np.asarray(jax.grad(cumprod)(x)).tolist())
+        total, same = lax.scan(lambda s, v: (s + v, v), np.float32(0), x)  # x forwarded: not computed
+        print(float(total), np.asarray(same).tolist(), [d.platform for d in same.devices()])
         """,
         {"JAX_PLATFORMS": "ipu"},
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "['ipu'] [9.0, 4.0, 2.0, 0.0]"
+    assert result.stdout.strip().splitlines() == ["['ipu'] [9.0, 4.0, 2.0, 0.0]", "10.0 [1.0, 2.0, 3.0, 4.0] ['ipu']"]
 
 
 @pytest.mark.skipif(not CURRENT_SERIES, reason="jax 0.4.13 sends native MLIR bytecode: no version to negotiate")

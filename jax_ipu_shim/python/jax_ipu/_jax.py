@@ -198,6 +198,48 @@ def install_callback_emitter(platform: str, emitter: Callable[..., Any]) -> bool
     return True
 
 
+@functools.lru_cache(maxsize=1)  # jax's backends are made once: asked at the first use, not at each
+def has_cpu_backend() -> bool:
+    """Whether jax has a cpu backend (JAX_PLATFORMS may name the ipu alone)."""
+    from jax._src import xla_bridge
+
+    try:
+        xla_bridge.local_devices(backend="cpu")
+    except RuntimeError:
+        return False
+    return True
+
+
+def scan_forwarding_without_cpu() -> None:
+    """The current series' lax.scan returns an input its body forwards unchanged as an output (``lambda c, x: (c,
+    x)``) without computing it, and puts that input, when it is a numpy array, on a cpu device: without a cpu backend
+    (JAX_PLATFORMS=ipu) the scan fails with "Unknown backend cpu". Then the array goes to the default device, as jax
+    0.4.13's patch 0005 puts it; with a cpu backend jax's own code runs. jax looks ``_maybe_put`` up as a module
+    function when the scan runs: it is wrapped in place."""
+    if not is_current_series():
+        return
+    from jax._src.lax.control_flow import loops
+
+    original = getattr(loops, "_maybe_put", None)
+    if original is None or getattr(original, "_jax_ipu", False):
+        return
+
+    def maybe_put(x: Any) -> Any:
+        import numpy
+        from jax._src import core, dispatch, sharding_impls, xla_bridge
+        from jax._src.interpreters import pxla
+
+        if has_cpu_backend() or not isinstance(x, numpy.ndarray):
+            return original(x)
+        # jax's own code with the default device for the cpu one (an uncommitted array, as there)
+        sharding = sharding_impls.make_single_device_sharding(xla_bridge.local_devices()[0])
+        handler = pxla.global_aval_to_result_handler(core.shaped_abstractify(x), sharding, False)
+        return handler(pxla.shard_args([sharding], [None], [dispatch.ArrayCopySemantics.REUSE_INPUT], [x]))
+
+    maybe_put._jax_ipu = True  # type: ignore[attr-defined]
+    loops._maybe_put = maybe_put
+
+
 def _callbacks_without_cpu() -> None:
     """The current series puts a host callback's operands on a cpu device before calling it (jax.pure_callback,
     io_callback, jax.debug.callback and jax.debug.print), and fails without one ("failed to find a local CPU device")
@@ -206,15 +248,7 @@ def _callbacks_without_cpu() -> None:
     up as module functions when they run: they are wrapped in place."""
     import numpy
     from jax._src import callback as jax_callback
-    from jax._src import debugging, tree_util, xla_bridge
-
-    @functools.lru_cache(maxsize=1)  # jax's backends are made once: asked at the first callback, not at each
-    def cpu_backend() -> bool:
-        try:
-            xla_bridge.local_devices(backend="cpu")
-        except RuntimeError:
-            return False
-        return True
+    from jax._src import debugging, tree_util
 
     def wrapped(module: Any, name: str, results: Callable[[Any], Any]) -> Any:
         original = getattr(module, name)
@@ -222,7 +256,7 @@ def _callbacks_without_cpu() -> None:
             return original
 
         def impl(*args: Any, callback: Callable[..., Any], **params: Any) -> Any:
-            if cpu_backend():
+            if has_cpu_backend():
                 return original(*args, callback=callback, **params)
             return results(callback(*(numpy.asarray(a) for a in args)))
 

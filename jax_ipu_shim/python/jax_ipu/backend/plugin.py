@@ -45,6 +45,7 @@ def initialize() -> None:
     _jax.register_backend(PLATFORM, _make_client, priority=PRIORITY)
     _jax.allow_donation(PLATFORM)
     _jax.answer_lowered_cost_analysis(PLATFORM)
+    _jax.scan_forwarding_without_cpu()
     _add_device_properties()
     _add_host_streams()
 
