@@ -62,7 +62,33 @@ class ConvCore : public Kernel {
   ConvCore(int lhs, int rhs, int out, ConvGeom g, int64_t kparts, int64_t kblock, int64_t plan_blocks, int scratch_w,
            int scratch_p, int scratch_x)
       : lhs_(lhs), rhs_(rhs), out_(out), g_(std::move(g)), kparts_(kparts), kblock_(kblock), plan_blocks_(plan_blocks),
-        scratch_w_(scratch_w), scratch_p_(scratch_p), scratch_x_(scratch_x), tables_(windowTables(g_)) {}
+        scratch_w_(scratch_w), scratch_p_(scratch_p), scratch_x_(scratch_x), tables_(windowTables(g_)),
+        order_(columnOrder(g_, kblock_)) {
+    const int64_t ks = std::max<int64_t>(1, g_.k_spatial);
+    for (int64_t col : order_) {
+      feature_offset_.push_back(col / ks * g_.is_f);
+      position_.push_back(col % ks);
+    }
+  }
+
+  // The columns of K in the order the partials add them. K is (input feature, window position), and the plan's K
+  // blocks are ranges of it (each partial a share of the input features, as poplibs splits a convolution's input
+  // channels over tiles); within a block the products are added window position by window position, each
+  // position's features in a run, as the IPU's convolution vertices accumulate (each kernel position's input
+  // channels through the AMP) and as XLA:CPU's does (Eigen's patches, channels innermost): order[k0 + q] is the
+  // (feature * k_spatial + position) of the block's q-th column.
+  static std::vector<int64_t> columnOrder(const ConvGeom& g, int64_t kblock) {
+    const int64_t K = g.K(), ks = std::max<int64_t>(1, g.k_spatial);
+    std::vector<int64_t> order(static_cast<size_t>(K));
+    for (int64_t k0 = 0; k0 < K; k0 += std::max<int64_t>(1, kblock)) {
+      const int64_t k1 = std::min(K, k0 + std::max<int64_t>(1, kblock));
+      int64_t q = k0;
+      for (int64_t kf = 0; kf < ks; ++kf)
+        for (int64_t ci = k0 / ks; ci * ks + kf < k1; ++ci)
+          if (ci * ks + kf >= k0) order[static_cast<size_t>(q++)] = ci * ks + kf;
+    }
+    return order;
+  }
 
   static constexpr int64_t kHostRows = 96;
 
@@ -104,41 +130,28 @@ class ConvCore : public Kernel {
             per_dim[du][static_cast<size_t>(k)] = idx < 0 ? -1 : idx * g_.is_s[du];
           }
         }
-        // Only the positions the item's columns k0.. read: all of them, or (a K block shorter than the window)
-        // min(kb, k_spatial) of them from k0's on, wrapping around.
-        const int64_t first = k0 % std::max<int64_t>(1, g_.k_spatial);
-        for (int64_t d = g_.rank, rem = first; d-- > 0;) {
-          kidx[static_cast<size_t>(d)] = rem % g_.k_size[static_cast<size_t>(d)];
-          rem /= g_.k_size[static_cast<size_t>(d)];
-        }
-        for (int64_t q = 0, kf = first, need = std::min(g_.k_spatial, kb); q < need; ++q) {
+        // offs[kf] for every window position (kidx runs over the window row-major).
+        std::fill(kidx.begin(), kidx.end(), 0);
+        for (int64_t kf = 0; kf < g_.k_spatial; ++kf) {
           int64_t off = 0;
           for (size_t d = 0; d < kidx.size() && off >= 0; ++d) {
             const int64_t v = per_dim[d][static_cast<size_t>(kidx[d])];
             off = v < 0 ? -1 : off + v;
           }
           offs[static_cast<size_t>(kf)] = off;
-          if (++kf == g_.k_spatial) kf = 0;
           for (size_t d = kidx.size(); d-- > 0;) {
             if (++kidx[d] < g_.k_size[d]) break;
             kidx[d] = 0;
           }
         }
         const int64_t base = (bbase + n) * g_.is_b + fbase * g_.is_f;
-        // Columns k0.. of the row: K runs over (input feature, window position), a run of window positions per
-        // feature; a position in the padding reads zero.
+        // Columns k0.. of the row, in order_'s order; a position in the padding reads zero.
         Acc* arow = a.data() + r * kb;
-        const int64_t ks = std::max<int64_t>(1, g_.k_spatial);
-        const int64_t* of = offs.data();
-        int64_t ci = k0 / ks, kf = k0 % ks;
-        for (int64_t c = 0; c < kb; kf = 0, ++ci) {
-          const Acc* xc = x + base + ci * g_.is_f;
-          const int64_t run = std::min(kb - c, ks - kf);
-          for (int64_t q = 0; q < run; ++q) {
-            const int64_t off = of[kf + q];
-            arow[c + q] = off >= 0 ? xc[off] : Acc(0);
-          }
-          c += run;
+        const int64_t* feature = feature_offset_.data() + k0;
+        const int64_t* position = position_.data() + k0;
+        for (int64_t c = 0; c < kb; ++c) {
+          const int64_t off = offs[static_cast<size_t>(position[c])];
+          arow[c] = off >= 0 ? x[base + feature[c] + off] : Acc(0);
         }
       }
       gemmConv(a.data(), w + (gi * K + k0) * N, part + ((ik * g_.groups + gi) * M + m0) * N, mb, N, kb);
@@ -150,6 +163,9 @@ class ConvCore : public Kernel {
   int64_t kparts_, kblock_, plan_blocks_;
   int scratch_w_, scratch_p_, scratch_x_;
   std::vector<std::vector<int64_t>> tables_;
+  std::vector<int64_t> order_;
+  std::vector<int64_t> feature_offset_, position_;  // per column of order_: its feature's offset in the input, and
+                                                    // its window position
 };
 
 template <class In, class Acc, class Out>
@@ -162,14 +178,15 @@ class ConvKernel : public ConvCore<Acc> {
   template <class... A>
   explicit ConvKernel(A&&... a) : Base(std::forward<A>(a)...) {}
 
-  // The kernel as [groups][K][N] in the accumulator type (window reversal applied), and room for the partials.
+  // The kernel as [groups][K][N] in the accumulator type (window reversal applied; K in order_'s order, as the
+  // columns of blocks()), and room for the partials.
   void prepare(RunState& s) const override {
     const int64_t K = g_.K(), N = g_.cog;
     std::vector<uint8_t>& wb = s.scratch[static_cast<size_t>(scratch_w_)];
     wb.resize(static_cast<size_t>(g_.groups * K * N) * sizeof(Acc));
     Acc* w = reinterpret_cast<Acc*>(wb.data());
     const In* src = s.at<const In>(rhs_);
-    std::vector<int64_t> ks(static_cast<size_t>(g_.rank), 0);
+    std::vector<int64_t> offsets(static_cast<size_t>(g_.k_spatial));  // of each window position in the kernel
     for (int64_t kf = 0; kf < g_.k_spatial; ++kf) {
       int64_t off = 0, rem = kf;
       for (int64_t d = g_.rank; d-- > 0;) {
@@ -179,11 +196,14 @@ class ConvKernel : public ConvCore<Acc> {
         if (g_.reverse[du]) k = g_.k_size[du] - 1 - k;
         off += k * g_.ks_s[du];
       }
+      offsets[static_cast<size_t>(kf)] = off;
+    }
+    for (int64_t q = 0; q < K; ++q) {  // column q holds feature ci at window position kf (order_)
+      const int64_t ci = this->order_[static_cast<size_t>(q)] / g_.k_spatial;
+      const int64_t off = offsets[static_cast<size_t>(this->order_[static_cast<size_t>(q)] % g_.k_spatial)];
       for (int64_t gi = 0; gi < g_.groups; ++gi)
-        for (int64_t ci = 0; ci < g_.cig; ++ci)
-          for (int64_t j = 0; j < N; ++j)
-            w[(gi * K + ci * g_.k_spatial + kf) * N + j] =
-                toAcc(src[off + ci * g_.ks_i + (gi * N + j) * g_.ks_o], static_cast<Acc*>(nullptr));
+        for (int64_t j = 0; j < N; ++j)
+          w[(gi * K + q) * N + j] = toAcc(src[off + ci * g_.ks_i + (gi * N + j) * g_.ks_o], static_cast<Acc*>(nullptr));
     }
     if constexpr (!std::is_same<In, Acc>::value) {  // the input in the accumulator type, converted once
       const In* x = s.at<const In>(lhs_);

@@ -35,8 +35,12 @@ def producer_of(value: Any) -> Optional[Any]:
     if not (hasattr(owner, "name") and hasattr(owner, "operands")):
         return sunk_constant(value)
     branches = getattr(CALLS, "branches", None)
-    if branches and not inside(owner, branches[-1]) and owner.name != "stablehlo.constant":
-        return None  # (a constant XLA propagates into the branch: the scatter of segment_sum's constant ids)
+    if branches and not inside(owner, branches[-1]) and owner.name != "stablehlo.constant" \
+            and function_of(owner) == function_of(branches[-1]):
+        # (a constant XLA propagates into the branch: the scatter of segment_sum's constant ids; and the ops of a
+        # function the branch calls are the branch's own once XLA has inlined the call: jnp.clip's bounds in jax
+        # 0.4.13, fuzz seed 20286211 #863)
+        return None
     return owner
 
 
@@ -183,6 +187,17 @@ def is_loop(op: Any) -> bool:
 def inside(op: Any, ancestor: Any) -> bool:
     """`op` is nested in a region of `ancestor` (within one function)."""
     return any(parent == ancestor for parent in enclosing(op))
+
+
+def function_of(op: Any) -> Any:
+    """The func.func that holds `op`."""
+    parent = op.parent
+    while parent is not None:
+        parent = getattr(parent, "operation", parent)
+        if parent.name == "func.func":
+            return parent
+        parent = parent.parent
+    return None
 
 
 def enclosing(op: Any) -> Iterator[Any]:
