@@ -91,6 +91,9 @@ FUNCTIONS = {
     "min_of_max_infinite": lambda x: jnp.minimum(jnp.maximum(x, -jnp.inf), jnp.inf),
     "clip_infinite": lambda x: jnp.clip(x, -jnp.inf, jnp.inf),
     "clip_to_a_denormal": lambda x: jnp.clip(x, 0.0, 1e-40),  # jaxlib 0.4.13: the bound is read as 0
+    # ... also in a branch, which calls jnp.clip's function: XLA inlines it there (fuzz seed 20286211 #863)
+    "clip_to_a_denormal_in_a_branch": lambda x: lax.cond(x.size > 1, lambda a: jnp.clip(a, 0.0, 1e-40),
+                                                         lambda a: a, x),
     "clip_lower_only_infinite_upper": lambda x: jnp.clip(x, -1.0, jnp.inf),
     "clamp_infinite": lambda x: lax.clamp(-jnp.float32(jnp.inf), x, jnp.float32(jnp.inf)),
     # jaxlib 0.12: max(select(p, A, B), A) is select(p, A, max(B, A)) (jnp.where is a call XLA inlines)
