@@ -158,7 +158,10 @@ def _sunk_broadcast_of(value: Any, tensor: Any,
 
 def _broadcast_of(value: Any, tensor: Any) -> Optional[Tuple[Tuple[int, ...], Tuple[int, ...]]]:
     """(operand shape, result dimensions of its axes) when `value` is a broadcast_in_dim, of a broadcast_in_dim...,
-    or a transpose of one (XLA folds these into one broadcast); else None. `tensor` gives a value's (dtype, shape)."""
+    or a transpose of one (XLA folds these into one broadcast); else None. `tensor` gives a value's (dtype, shape).
+    The operand's dimensions of one are left out: XLA's simplifier reshapes them away first, so jax 0.4.13's
+    broadcast of a reshape to a scalar and a broadcast of the f16[1] are alike to it (measured: cpu divides
+    ``jnp.broadcast_to(v, (4,)) / (3 / v)`` of an f16[1] v as it divides ``v / (3 / v)``)."""
     producer = F.producer_of(value)
     permutation = None
     if producer is not None and producer.name == "stablehlo.transpose":
@@ -173,7 +176,8 @@ def _broadcast_of(value: Any, tensor: Any) -> Optional[Tuple[Tuple[int, ...], Tu
         producer, below = below, F.producer_of(below.operands[0])
     if permutation is not None:  # result axis j of the transpose is axis permutation[j] of the broadcast
         dims = [permutation.index(d) for d in dims]
-    return tuple(tensor(producer.operands[0])[1]), tuple(dims)
+    kept = [(n, d) for n, d in zip(tensor(producer.operands[0])[1], dims) if n != 1]
+    return tuple(n for n, _ in kept), tuple(d for _, d in kept)
 
 
 # The roots XLA's divide rules trade for each other (A / sqrt(B) => A * rsqrt(B) and back) when read once.
@@ -303,6 +307,21 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
             source = producer.operands[0]
             source_shape = list(t.tensor(source)[1])
             x = t.use(source)
+            q = quotient(source) if wide == dtype else None
+            if q is not None:
+                # 1 / (B / C), simplified in turn: (1 * C) / B, so C / B, and C * (1 / B) for a constant B (1 / (3 /
+                # v) is v * (1 / 3): fuzz seed 20286212 #2418, jnp.take_along_axis(v, i) / (3 / v) of an f16[1] v)
+                numerator, denominator = q
+                inner = t.quotient_values.get(F.alias(source))
+                constant = F.splat_value(inner) if inner is not None else None
+                if constant == 1.0:
+                    inverse = denominator
+                elif constant is not None:
+                    inverse = emit("multiply", [denominator, reciprocal(filled(constant, source_shape),
+                                                                        source_shape)], source_shape)
+                else:
+                    inverse = emit("divide", [denominator, numerator], source_shape)
+                return emit("broadcast_in_dim", [inverse], shape, O.read_attrs(producer.attributes))
             if wide != dtype:
                 x = emit("convert", [x], source_shape, of=wide)
             inverse = reciprocal(x, source_shape, of=wide)
@@ -380,15 +399,29 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
             if qa is not None:
                 numerator, denominator = qa
                 return "divide", [numerator, emit("multiply", [denominator, b], shape)]
+            below = F.producer_of(b_value) if sunk and qb is None and b_value is not None else None
+            if below is not None and below.name == "stablehlo.broadcast_in_dim" and \
+                    (q := quotient(below.operands[0])) is not None:
+                # bcast(A) / bcast(B / C), sunk to bcast(A / (B / C)): (A * C) / B below the broadcast, and a
+                # constant B is then 1 / B's product (the same values computed at the broadcast's shape; fuzz seed
+                # 20286212 #2418: jnp.take_along_axis(v, i) / (3 / v) of an f16[1] v)
+                attrs = O.read_attrs(below.attributes)
+                numerator, denominator = (emit("broadcast_in_dim", [x], shape, attrs) for x in q)
+                a = emit("multiply", [a, denominator], shape)
+                inner = t.quotient_values.get(F.alias(below.operands[0]))
+                constant = F.splat_value(inner) if inner is not None else None
+                if constant is not None:
+                    return "multiply", [a, reciprocal(filled(constant, shape), shape)]
+                return "divide", [a, numerator]
             if qb is not None:
                 numerator, denominator = qb
-                inner = t.quotient_values.get(b_value)
+                inner = t.quotient_values.get(F.alias(b_value))
                 if a_value is not None and inner is not None and F.splat_value(a_value) == 1.0 == F.splat_value(inner):
                     # 1 / (1 / C) is C itself, a denormal kept: (A * C) / B below, then 1 * C => C and C / 1 => C
                     # (jnp.reciprocal(jnp.reciprocal(x)): fuzz seed 20281901 #1464)
                     return "reshape", [denominator]
                 a, a_value = emit("multiply", [a, denominator], shape), None
-                b, b_value = numerator, t.quotient_values.get(b_value)
+                b, b_value = numerator, t.quotient_values.get(F.alias(b_value))
                 continue
             return "divide", [a, b]
 

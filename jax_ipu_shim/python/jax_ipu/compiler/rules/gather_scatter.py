@@ -152,8 +152,10 @@ def scatter_out_of_bounds(t: Any, op: Any, body: List[Dict[str, Any]], scalar_bo
     if not (op.name == "stablehlo.scatter" and F.drops_its_window(op)):
         return False
     # XLA's simplifier: a scatter of one update window at constant indices out of bounds is its operand
-    # (so x + segment_sum(u, [-2]) is x + 0, which is x: a denormal or bf16 -0 x stays)
+    # (so x + segment_sum(u, [-2]) is x + 0, which is x: a denormal or bf16 -0 x stays); the rules see the operand
+    # there as XLA's do (a / (3 / v).at[1].mul(u, mode='drop') divides by a quotient: fuzz seed 20286212 #2418)
     t.ids[op.results[0]] = t.use(op.operands[0])
+    F.CALLS.aliases[op.results[0]] = op.operands[0]
     return True
 
 
