@@ -109,6 +109,10 @@ FUNCTIONS = {
     "where_of_minimum_of_where": lambda x: (lambda s: jnp.where(s > 2, s, jnp.minimum(s, x)))(
         jnp.where(jnp.arange(x.size) % 2 == 0, x, jnp.ones_like(x))),
     "add_zero": lambda x: x + 0.0,
+    # a product with nothing to contract and a sum of nothing are zeros to XLA's simplifier: x + 0 is x (fuzz seed
+    # 20286212 #2406)
+    "add_an_empty_product": lambda x: x + (jnp.zeros(x.shape + (0,), x.dtype) @ jnp.zeros((0,), x.dtype)),
+    "subtract_an_empty_sum": lambda x: x - jnp.zeros(x.shape + (0,), x.dtype).sum(-1),
     "zero_add": lambda x: 0.0 + x,
     "subtract_zero": lambda x: x - 0.0,
     "multiply_one": lambda x: x * 1.0,
