@@ -27,6 +27,7 @@ chain; otherwise XLA computes the product apart)."""
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import id_counter
@@ -189,9 +190,8 @@ def concatenated_products(concat: Dict[str, Any], producer: Dict[int, Dict[str, 
     - one product repeated, its pieces one element wide in the minor dimension, is rounded
       (``jnp.concatenate([x * y] * 2, 1)`` of f32[8, 1]; jaxlib 0.12 contracts it for f32[40, 1]: not modelled);
     - jaxlib 0.12: a concatenate of the minor dimension is rounded where the result holds 512 elements or more and
-      its rows 16 or more (the loop is vectorised across the pieces and selects between them: f32[R, C] pieces, R
-      and C powers of two up to 64 and 128). Short rows concatenated along the major dimension beside a broadcast
-      row are contracted or not by the vectoriser's remainder loop (f32[8, 3]): not modelled."""
+      its rows 16 or more (_vectorised_across_pieces). Short rows concatenated along the major dimension beside a
+      broadcast row are contracted or not by the vectoriser's remainder loop (f32[8, 3]): not modelled."""
     operands = concat["operands"]
     products = [producer.get(v) for v in dict.fromkeys(operands)]
     if any(p is None or p["op"] != "multiply" or p["results"][0]["dtype"] != "f32" or
@@ -202,9 +202,17 @@ def concatenated_products(concat: Dict[str, Any], producer: Dict[int, Dict[str, 
     piece = producer[operands[0]]["results"][0]["shape"]
     if len(products) < len(operands) and minor and piece[dim] == 1:
         return None
-    if current_series and minor and shape[-1] >= 16 and _elements(shape) >= 512:
+    if current_series and _vectorised_across_pieces(concat):
         return None
     return products  # type: ignore[return-value]
+
+
+def _vectorised_across_pieces(concat: Dict[str, Any]) -> bool:
+    """Whether jaxlib 0.12's XLA:CPU computes the add of ``concat`` in a loop vectorised across its pieces, where it
+    selects between the pieces and contracts nothing: a concatenate of the minor dimension, with 512 elements or
+    more and rows of 16 or more (measured: f32[R, C] pieces, R and C powers of two up to 64 and 128)."""
+    shape, dim = concat["results"][0]["shape"], concat["attrs"].get("dimension")
+    return dim == len(shape) - 1 and shape[-1] >= 16 and math.prod(shape) >= 512
 
 
 def _some_products(concat: Dict[str, Any], producer: Dict[int, Dict[str, Any]], uses: Dict[int, int]) -> bool:
@@ -215,8 +223,7 @@ def _some_products(concat: Dict[str, Any], producer: Dict[int, Dict[str, Any]], 
     product piece of f32[16, 16] and f32[64, 64] along the major dimension, not of f32[40, 4] or f32[8, 8], nor
     along the minor one: not modelled)."""
     operands = concat["operands"]
-    shape, dim = concat["results"][0]["shape"], concat["attrs"].get("dimension")
-    if dim == len(shape) - 1 and shape[-1] >= 16 and _elements(shape) >= 512:
+    if _vectorised_across_pieces(concat):
         return False
     return any((p := producer.get(v)) is not None and p["op"] == "multiply" and p["results"][0]["dtype"] == "f32"
                and uses.get(v) == operands.count(v) for v in operands)
@@ -245,13 +252,6 @@ def _added_per_piece(body: List[Dict[str, Any]], fresh: Any, add: Dict[str, Any]
         pieces.append(summed["id"])
         start += size
     return dict(concat, operands=pieces, results=add["results"])
-
-
-def _elements(shape: List[int]) -> int:
-    count = 1
-    for d in shape:
-        count *= d
-    return count
 
 
 def _product_of_concatenates(body: List[Dict[str, Any]], fresh: Any, concat: Dict[str, Any],
