@@ -377,6 +377,11 @@ ACCEPTED: List[Accepted] = [
              "(fuzz seed 20262101 #870, in a branch of lax.switch), 0 (XLA's NaN rule, cpu's own for "
              "nan.astype(uint32)) on the ipu", ("relu", "max"), ("float32",), 1, per="any",
              series="0.4.", when="nan_to_unsigned"),
+    Accepted("jaxlib 0.12's XLA:CPU, in a branch of lax.switch in a while loop's body, drops the NaN case of a "
+             "reduce_precision with no mantissa bits whose result a convert to uint32 reads: a NaN (0x7fc00123) "
+             "becomes inf and 4294967295 there (fuzz seed 20286222 #554), NaN and 0 (XLA's NaN rule) alone, in a "
+             "switch or in a loop, and on the ipu", ("reduce_precision",), ("float32",), 1, per="any",
+             series="0.12", when="nan_to_unsigned"),
     Accepted("XLA:CPU fuses a pad into the elementwise ops that read it, and LLVM folds them on the padding value "
              "with host arithmetic, which keeps a denormal (max(round(p), p) of a pad with 1e-40 is 1e-40 there); "
              "the ipu computes them at run time, with the series' flushing", ELEMENTWISE_F32,
