@@ -92,6 +92,7 @@ RULES: Tuple[Rule, ...] = (
     decompositions.acosh,
     decompositions.sinh,
     simplifier.sqrt_of_square,
+    simplifier.rsqrt_of_reciprocal_square,
     simplifier.abs_of_non_negative,
     decompositions.composite_chlo_op,
     structure.inlined_call,
