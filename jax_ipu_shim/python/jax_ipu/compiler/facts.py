@@ -392,13 +392,6 @@ def constant_expression(value: Any, depth: int = 16) -> bool:
     return all(constant_expression(v, depth - 1) for v in producer.operands)
 
 
-def _elements(mlir_type: Any) -> Optional[int]:
-    """The number of elements of a ranked tensor type, or None."""
-    if not A.is_a(ir.RankedTensorType, mlir_type):
-        return None
-    return int(np.prod(ir.RankedTensorType(mlir_type).shape, dtype=np.int64))
-
-
 def splat_value(value: Any) -> Optional[float]:
     """The number every element of `value` is, when it is a real float splat constant or a broadcast scalar one, seen
     through converts between real float types (rounded to each, as XLA folds a convert of a constant: jnp.clip's
@@ -418,7 +411,7 @@ def splat_value(value: Any) -> Optional[float]:
         value = producer.operands[0]
         producer = producer_of(value)
     if producer is not None and producer.name in ("stablehlo.dot_general", "stablehlo.reduce") and \
-            _elements(producer.operands[0].type) == 0:
+            math.prod(ir.RankedTensorType(producer.operands[0].type).shape) == 0:
         # XLA's simplifier makes a dot with nothing to contract a broadcast zero, and a reduce of no elements a
         # broadcast of its initial value (jnp.matmul of f32[5, 0] and f32[0, 40] + x is x, denormals kept: fuzz
         # seed 20286212 #2406)

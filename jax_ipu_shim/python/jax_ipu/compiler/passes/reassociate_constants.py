@@ -105,7 +105,9 @@ def _block(block: Dict[str, Any], fresh: Callable[[], int]) -> bool:
         return array_id
 
     def scalar_constant(value: Any, like: Dict[str, Any]) -> int:
-        """A new scalar constant ``value`` (``like``: a rank-0 result), placed before the rewrite."""
+        """A new scalar constant ``value`` (``like``: a rank-0 result), placed before the rewrite: a constant op,
+        which ``scalar`` reads when a later product of the chain is reassociated in turn (``constant``'s broadcast
+        of it is not)."""
         c: Dict[str, Any] = {
             "op": "constant", "mlir": "stablehlo.constant", "operands": [],
             "results": [{"id": fresh(), "dtype": like["dtype"], "shape": []}],

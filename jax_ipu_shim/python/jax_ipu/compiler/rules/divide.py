@@ -312,8 +312,7 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
                 # 1 / (B / C), simplified in turn: (1 * C) / B, so C / B, and C * (1 / B) for a constant B (1 / (3 /
                 # v) is v * (1 / 3): fuzz seed 20286212 #2418, jnp.take_along_axis(v, i) / (3 / v) of an f16[1] v)
                 numerator, denominator = q
-                inner = t.quotient_values.get(F.alias(source))
-                constant = F.splat_value(inner) if inner is not None else None
+                constant = constant_numerator(source)
                 if constant == 1.0:
                     inverse = denominator
                 elif constant is not None:
@@ -345,6 +344,11 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
             return None
         inverse = reciprocal(t.use(producer.operands[0]), [])
         return emit("broadcast_in_dim", [inverse], shape, {"broadcast_dimensions": []})
+
+    def constant_numerator(value: Any) -> Optional[float]:
+        """The number B is when `value` is a quotient B / C of the module's own and B a splat constant; else None."""
+        inner = t.quotient_values.get(F.alias(value))
+        return F.splat_value(inner) if inner is not None else None
 
     def quotient(value: Any) -> Optional[Tuple[int, int]]:
         """The (numerator, denominator) `value` divides, where XLA sees that divide (not across a branch's edge:
@@ -408,8 +412,7 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
                 attrs = O.read_attrs(below.attributes)
                 numerator, denominator = (emit("broadcast_in_dim", [x], shape, attrs) for x in q)
                 a = emit("multiply", [a, denominator], shape)
-                inner = t.quotient_values.get(F.alias(below.operands[0]))
-                constant = F.splat_value(inner) if inner is not None else None
+                constant = constant_numerator(below.operands[0])
                 if constant is not None:
                     return "multiply", [a, reciprocal(filled(constant, shape), shape)]
                 return "divide", [a, numerator]
