@@ -198,6 +198,19 @@ __attribute__((target(IPU_TARGET_AVX512))) inline float windowSum16(const float*
 }
 #endif
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// The loads and the combining step of ReduceKernel::computeExtremum: denormals read as zeros for the IEEE combiners.
+template <bool kDaz>
+__attribute__((target("avx2,fma"), always_inline)) inline __m256 extremumRead(__m256 v) {
+  if constexpr (kDaz) return xla_math::avx2::ftz_(v);
+  return v;
+}
+template <int kExtremum>
+__attribute__((target("avx2,fma"), always_inline)) inline __m256 extremumPick(__m256 a, __m256 b) {
+  return kExtremum > 0 ? _mm256_max_ps(a, b) : _mm256_min_ps(a, b);
+}
+#endif
+
 // Each output tile's outputs, accumulated in input order from the init value; f16 rounds after every step.
 template <class S, class F>
 class ReduceKernel : public Kernel {
@@ -225,6 +238,69 @@ class ReduceKernel : public Kernel {
       for (int64_t i = b; i < e; ++i) o[i] = init;
       return;
     }
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if constexpr (kExtremum != 0) {
+      if (g_.inner_reduced && g_.red_shape.size() == 1 && g_.red_strides.back() == 1 && hostHasAvx2())
+        return computeExtremum(x, init, o, b, e);
+    }
+#endif
+    computeOrdered(x, init, o, b, e);
+  }
+
+ private:
+  // The maximum or minimum of f32 rows (XLA's, scalar::maxXla/minXla, or the IEEE ones with denormals read as
+  // zeros, maxIeee<true>/minIeee<true>): +1 maximum, -1 minimum, 0 another combiner.
+  static constexpr int kExtremum =
+      !std::is_same<S, float>::value                                                                       ? 0
+      : std::is_same<F, scalar::MaximumF>::value || std::is_same<F, scalar::MaximumIeeeF>::value ? 1
+      : std::is_same<F, scalar::MinimumF>::value || std::is_same<F, scalar::MinimumIeeeF>::value ? -1
+                                                                                                   : 0;
+  static constexpr bool kDaz = std::is_same<F, scalar::MaximumIeeeF>::value || std::is_same<F, scalar::MinimumIeeeF>::value;
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  // Rows of contiguous elements, each row's extremum in any order (four vector accumulators): both combiners order
+  // the values totally but for the two zeros, which compare equal (maxXla keeps the first; the IEEE ones order -0
+  // below +0, and a denormal reads as a zero of its sign), and NaNs, whose payload the first one decides. So a row
+  // whose extremum is neither a zero nor NaN has the same bits in every order; any other row runs in the combiner's
+  // own order (computeOrdered), as before.
+  __attribute__((target("avx2,fma"))) void computeExtremum(const S* x, S init, S* o, int64_t b, int64_t e) const {
+    std::vector<int64_t> oidx;
+    int64_t base = offsetOf(b, g_.out_shape, g_.out_strides, &oidx);
+    const int64_t m = g_.red_shape.back();
+    const float start = kDaz ? xla_math::ftz_(init) : init;
+    for (int64_t i = b; i < e; ++i) {
+      const float* p = x + base;
+      __m256 a0 = _mm256_set1_ps(start), a1 = a0, a2 = a0, a3 = a0, nan = _mm256_setzero_ps();
+      int64_t k = 0;
+      for (; k + 32 <= m; k += 32) {
+        const __m256 v0 = extremumRead<kDaz>(_mm256_loadu_ps(p + k)), v1 = extremumRead<kDaz>(_mm256_loadu_ps(p + k + 8));
+        const __m256 v2 = extremumRead<kDaz>(_mm256_loadu_ps(p + k + 16)), v3 = extremumRead<kDaz>(_mm256_loadu_ps(p + k + 24));
+        nan = _mm256_or_ps(nan, _mm256_or_ps(_mm256_cmp_ps(v0, v1, _CMP_UNORD_Q), _mm256_cmp_ps(v2, v3, _CMP_UNORD_Q)));
+        a0 = extremumPick<kExtremum>(a0, v0), a1 = extremumPick<kExtremum>(a1, v1), a2 = extremumPick<kExtremum>(a2, v2), a3 = extremumPick<kExtremum>(a3, v3);
+      }
+      for (; k + 8 <= m; k += 8) {
+        const __m256 v = extremumRead<kDaz>(_mm256_loadu_ps(p + k));
+        nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+        a0 = extremumPick<kExtremum>(a0, v);
+      }
+      alignas(32) float lanes[8];
+      _mm256_store_ps(lanes, extremumPick<kExtremum>(extremumPick<kExtremum>(a0, a1), extremumPick<kExtremum>(a2, a3)));
+      float r = lanes[0];
+      bool odd = _mm256_movemask_ps(nan) != 0 || std::isnan(start);
+      for (int j = 1; j < 8; ++j) r = kExtremum > 0 ? std::max(r, lanes[j]) : std::min(r, lanes[j]);
+      for (; k < m; ++k) {
+        const float v = kDaz ? xla_math::ftz_(p[k]) : p[k];
+        odd = odd || std::isnan(v);
+        r = kExtremum > 0 ? std::max(r, v) : std::min(r, v);
+      }
+      if (odd || r == 0.0f) computeOrdered(x, init, o, i, i + 1);
+      else o[i] = r;
+      advance(oidx, g_.out_shape, g_.out_strides, base);
+    }
+  }
+#endif
+
+  void computeOrdered(const S* x, S init, S* o, int64_t b, int64_t e) const {
     if (nested_) return computeNested(x, init, o, b, e);
     if (tree_.tree()) return computeTree(x, init, o, b, e);
     std::vector<int64_t> oidx, ridx(g_.red_shape.size(), 0);
