@@ -513,3 +513,60 @@ def test_perturbed_tridiagonal_solve_and_eigh_tridiagonal_vectors(dtype):
         v, w = got[1], got[0]
         assert np.abs(t @ v - v * w[None, :]).max() <= 8 * np.sqrt(n) * 1.2e-7 * np.abs(w).max() + 1e-6
         np.testing.assert_allclose(np.abs(np.conj(v.T) @ v), np.eye(n), atol=1e-4)
+
+
+@pytest.mark.skipif(not CURRENT_SERIES, reason="jax 0.4.13 has no pivoted QR")
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+def test_pivoted_qr_as_geqp3(dtype):
+    """``qr(..., pivoting=True)`` (geqp3, which jax implements for cpu and gpu only): the same column pivots as
+    LAPACK's, exactly, and Q, R as cpu's. The inputs exercise the pivot choice: columns of very different norms, a
+    column nearly parallel to another (its downdated norm cancels and is recomputed, as xlaqp2 recomputes it), zero
+    columns (equal norms: the first is taken), and leading columns fixed by a nonzero jpvt entry. Without pivoting,
+    with the largest column taken by its original norm only, without the recomputed norms, or with fixed columns
+    ignored, P differs."""
+    from jax._src.lax import linalg as lax_linalg
+
+    rng = np.random.default_rng(11)
+
+    def draw(*shape: int) -> np.ndarray:
+        x = rng.standard_normal(shape)
+        return (x + 1j * rng.standard_normal(shape) if dtype == np.complex64 else x).astype(dtype)
+
+    cases = [draw(3, 4), draw(4, 3), draw(6, 6) * np.array([1, 5, 0.2, 3, 1, 8], np.float32), draw(2, 7, 5),
+             draw(9, 4)]
+    near = draw(8, 5)
+    near[:, 3] = near[:, 0] * 1.5 + draw(8) * 1e-3  # after the first step little of column 3 is left
+    zero = draw(5, 6)
+    zero[:, [1, 4]] = 0
+    # (near, cancelling: Q's later columns are 1e3 times as sensitive to rounding as the rest)
+    cancelling = _cancelling_columns().astype(dtype)
+    for a in cases + [near, zero, cancelling]:
+        got, want = run(lambda a: lax_linalg.qr(a, pivoting=True, full_matrices=False), a)
+        np.testing.assert_array_equal(got[2], want[2])
+        for g, w in zip(got[:2], want[:2]):
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=2e-3 if a is near or a is cancelling else 1e-5)
+        q, r, p = got
+        np.testing.assert_allclose(q @ r, np.take_along_axis(a, p[..., None, :], -1), rtol=1e-4, atol=1e-5)
+    a, jpvt = draw(5, 6), np.array([0, 1, 0, 0, 2, 0], np.int32)
+    got, want = run(lambda a, j: lax_linalg.geqp3(a, j), a, jpvt)
+    np.testing.assert_array_equal(got[1], want[1])
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-4, atol=1e-5)
+
+
+def _cancelling_columns() -> np.ndarray:
+    """An 8 x 4 matrix whose column 1 is nearly 0.9 x column 0 and whose column 2's part orthogonal to column 0 is
+    about as long as what is left of column 1: after the first reflector, column 1's downdated norm has lost most of
+    its digits, and only its recomputed norm picks the pivot LAPACK picks (found by search: seed 0 is one)."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((8, 4)).astype(np.float32)
+    a[:, 0] *= 10
+    a[:, 1] = a[:, 0] * 0.9 + rng.standard_normal(8).astype(np.float32) * 1e-2
+    q = a[:, 0] / np.linalg.norm(a[:, 0])
+    left = a[:, 1] - q * (q @ a[:, 1])
+    c = rng.standard_normal(8)
+    c -= q * (q @ c)
+    c *= np.linalg.norm(left) * (1 + rng.uniform(-0.05, 0.05)) / np.linalg.norm(c)
+    a[:, 2] = (c + q * 3).astype(np.float32)
+    a[:, 3] *= 1e-3
+    return a

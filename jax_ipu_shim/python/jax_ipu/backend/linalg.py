@@ -10,7 +10,9 @@ already mapped and costed by the emulator.
 - cholesky: left-looking, one column per step (a matvec with the finished columns, then a scaled copy);
 - triangular_solve: every variant is reduced to a lower-triangular forward substitution, one row per step;
 - geqrf / householder_product: Householder reflections with LAPACK's conventions (dlarfg's sign of beta, tau, v[0]=1),
-  so Q and R agree with cpu's, signs included;
+  so Q and R agree with cpu's, signs included; geqp3 (the current series' ``qr(..., pivoting=True)``, which jax
+  implements for cpu and gpu only) the same reflections after xlaqp2's choice of pivot column, norms downdated as
+  xlaqp2 downdates them;
 - eigh: cyclic Jacobi with the round-robin (Brent-Luk) ordering: each round rotates n/2 disjoint pairs at once,
   sweeps repeat until the off-diagonal part is below rounding;
 - lu: getrf's partial pivoting, one column per step; a zero pivot leaves its column unscaled as getrf does (jax's
@@ -94,6 +96,7 @@ def install_lowerings() -> None:
     ]
     if "perturb_singular" in inspect.signature(lax_linalg.tridiagonal_solve).parameters:  # the current series
         lowerings.append(("tridiagonal_solve_p", tridiagonal_solve, False))
+    lowerings.append(("geqp3_p", geqp3, True))  # the current series: qr(..., pivoting=True)
     for name, fn, multiple_results in lowerings:
         primitive = getattr(lax_linalg, name, None)
         if primitive is not None:
@@ -698,33 +701,124 @@ def geqrf(a: Any) -> Tuple[Any, Any]:
     *batch, m, n = a.shape
     if a.size == 0:
         return a, jnp.zeros((*batch, _min(m, n)), a.dtype)
-    rows, cols = jnp.arange(m), jnp.arange(n)
 
     def step(k: Any, state: Tuple[Any, Any]) -> Tuple[Any, Any]:
         a, taus = state
-        x = _col(a, k)
-        alpha = _elem(x, k)
-        below = jnp.where(rows > k, x, jnp.zeros_like(x))
-        xnorm = jnp.sqrt(jnp.sum(jnp.real(below * _conj(below)), axis=-1, keepdims=True))
-        # [dz]larfg: beta = -sign(re alpha) * |(alpha, x)|, tau = (beta - alpha) / beta, v = x / (alpha - beta).
-        re, im = jnp.real(alpha), jnp.imag(alpha)
-        norm = jnp.sqrt(re * re + im * im + xnorm * xnorm)
-        beta = jnp.where(re >= 0, -norm, norm).astype(a.dtype)
-        trivial = (xnorm == 0) & (im == 0)  # H = I: LAPACK leaves the column alone and sets tau = 0
-        safe = jnp.where(trivial, jnp.ones_like(beta), beta)
-        tau = jnp.where(trivial, jnp.zeros_like(beta), (beta - alpha) / safe)
-        scale = jnp.where(trivial, jnp.zeros_like(beta), 1 / jnp.where(trivial, jnp.ones_like(beta), alpha - beta))
-        v = jnp.where(rows == k, jnp.ones_like(x), below * scale)
-        # Apply H^H = I - conj(tau) v v^H to the trailing columns.
-        w = jnp.einsum("...i,...ij->...j", _conj(v), a, precision=lax.Precision.HIGHEST)
-        update = _conj(tau)[..., None] * v[..., :, None] * w[..., None, :]
-        a = jnp.where(cols > k, a - update, a)
-        newcol = jnp.where(rows < k, x, jnp.where(rows == k, jnp.where(trivial, alpha, beta), v))
-        a = _set_col(a, k, newcol)
-        taus = lax.dynamic_update_slice_in_dim(taus, tau, k, axis=taus.ndim - 1)
-        return a, taus
+        a, tau = _householder_step(a, k)
+        return a, lax.dynamic_update_slice_in_dim(taus, tau, k, axis=taus.ndim - 1)
 
     return lax.fori_loop(0, _min(m, n), step, (a, jnp.zeros((*batch, _min(m, n)), a.dtype)))
+
+
+def _householder_step(a: Any, k: Any) -> Tuple[Any, Any]:
+    """Column k of a (..., m, n) reduced by the reflector [dz]larfg makes of its rows k..m-1, which is applied (H^H)
+    to the columns after it: (a with R's entry and the reflector's vector in column k, tau as a unit axis)."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    m, n = a.shape[-2:]
+    rows, cols = jnp.arange(m), jnp.arange(n)
+    x = _col(a, k)
+    alpha = _elem(x, k)
+    below = jnp.where(rows > k, x, jnp.zeros_like(x))
+    xnorm = jnp.sqrt(jnp.sum(jnp.real(below * _conj(below)), axis=-1, keepdims=True))
+    # [dz]larfg: beta = -sign(re alpha) * |(alpha, x)|, tau = (beta - alpha) / beta, v = x / (alpha - beta).
+    re, im = jnp.real(alpha), jnp.imag(alpha)
+    norm = jnp.sqrt(re * re + im * im + xnorm * xnorm)
+    beta = jnp.where(re >= 0, -norm, norm).astype(a.dtype)
+    trivial = (xnorm == 0) & (im == 0)  # H = I: LAPACK leaves the column alone and sets tau = 0
+    safe = jnp.where(trivial, jnp.ones_like(beta), beta)
+    tau = jnp.where(trivial, jnp.zeros_like(beta), (beta - alpha) / safe)
+    scale = jnp.where(trivial, jnp.zeros_like(beta), 1 / jnp.where(trivial, jnp.ones_like(beta), alpha - beta))
+    v = jnp.where(rows == k, jnp.ones_like(x), below * scale)
+    # Apply H^H = I - conj(tau) v v^H to the trailing columns.
+    w = jnp.einsum("...i,...ij->...j", _conj(v), a, precision=lax.Precision.HIGHEST)
+    update = _conj(tau)[..., None] * v[..., :, None] * w[..., None, :]
+    a = jnp.where(cols > k, a - update, a)
+    newcol = jnp.where(rows < k, x, jnp.where(rows == k, jnp.where(trivial, alpha, beta), v))
+    return _set_col(a, k, newcol), tau
+
+
+def geqp3(a: Any, jpvt: Any, **params: Any) -> Tuple[Any, Any, Any]:
+    """LAPACK geqp3, QR with column pivoting (jax's ``qr(..., pivoting=True)``, which jax implements for cpu and gpu
+    only): (a with R and the reflectors as geqrf leaves them, jpvt, taus), a[:, jpvt - 1] = Q R. Columns whose jpvt
+    entry is nonzero are moved to the front first, in dgeqp3's order of swaps, and reduced without pivoting; then
+    each step takes the free column of largest remaining norm (the first of equals, as idamax), with the norms
+    downdated after each reflector as xlaqp2 downdates them (recomputed where cancellation has eaten them)."""
+    import jax
+
+    *batch, m, n = a.shape
+    one = _geqp3_one
+    for _ in batch:
+        one = jax.vmap(one)
+    return tuple(one(a, jpvt))  # type: ignore[return-value]
+
+
+def _geqp3_one(a: Any, jpvt: Any) -> Tuple[Any, Any, Any]:
+    import jax.numpy as jnp
+    from jax import lax
+
+    m, n = a.shape
+    k_steps = _min(m, n)
+    rows, cols = jnp.arange(m), jnp.arange(n)
+    real = jnp.finfo(a.dtype).dtype
+    tol3z = float(np.sqrt(np.finfo(np.dtype(real)).eps / 2))  # sqrt(xlamch('E')): LAPACK's eps is half a ulp
+
+    def swap(a: Any, i: Any, j: Any) -> Any:
+        ci, cj = _col(a, i), _col(a, j)
+        return _set_col(_set_col(a, i, cj), j, ci)
+
+    def swap_entries(v: Any, i: Any, j: Any) -> Any:
+        vi, vj = v[i], v[j]
+        return v.at[i].set(vj).at[j].set(vi)
+
+    # dgeqp3: the leading (fixed) columns to the front, one swap each; every jpvt entry becomes its column's number.
+    def lead(j: Any, state: Tuple[Any, Any, Any]) -> Tuple[Any, Any, Any]:
+        a, p, nfxd = state
+        fixed = jpvt[j] != 0
+        moved = fixed & (j != nfxd)
+        a = jnp.where(moved, swap(a, j, nfxd), a)
+        p = jnp.where(moved, p.at[j].set(p[nfxd]).at[nfxd].set(j + 1), p.at[j].set(j + 1))
+        return a, p, nfxd + fixed.astype(nfxd.dtype)
+
+    a, p, nfxd = lax.fori_loop(0, n, lead, (a, jnp.zeros((n,), jpvt.dtype), jnp.asarray(0, jpvt.dtype)))
+
+    def norms(a: Any, k: Any) -> Any:  # |a[k:, j]| for every column
+        x = jnp.where(rows[:, None] >= k, a, jnp.zeros_like(a))
+        return jnp.sqrt(jnp.sum(jnp.real(x * _conj(x)), axis=0))
+
+    def step(k: Any, state: Tuple[Any, Any, Any, Any, Any]) -> Tuple[Any, Any, Any, Any, Any]:
+        a, p, taus, vn1, vn2 = state
+        free = k >= nfxd
+        start = k == nfxd  # the free columns' norms, of the rows left after the fixed columns' reflectors
+        vn1 = jnp.where(start, norms(a, k), vn1)
+        vn2 = jnp.where(start, vn1, vn2)
+        pvt = jnp.argmax(jnp.where(cols >= k, vn1, -jnp.ones_like(vn1))).astype(k.dtype)  # the first largest
+        pvt = jnp.where(free, pvt, k)
+        moved = pvt != k
+        a = jnp.where(moved, swap(a, k, pvt), a)
+        p = jnp.where(moved, swap_entries(p, k, pvt), p)
+        vn1 = jnp.where(moved, vn1.at[pvt].set(vn1[k]), vn1)
+        vn2 = jnp.where(moved, vn2.at[pvt].set(vn2[k]), vn2)
+        a, tau = _householder_step(a, k)
+        taus = lax.dynamic_update_slice_in_dim(taus, tau, k, axis=0)
+        # xlaqp2: each later column's norm less the entry row k now holds, recomputed below row k where the update
+        # has cancelled too much of it.
+        safe1 = jnp.where(vn1 != 0, vn1, jnp.ones_like(vn1))
+        safe2 = jnp.where(vn2 != 0, vn2, jnp.ones_like(vn2))
+        temp = jnp.maximum(1 - (jnp.abs(_row(a, k)) / safe1) ** 2, 0)
+        temp2 = temp * (vn1 / safe2) ** 2
+        fresh = norms(a, k + 1)
+        later = free & (cols > k) & (vn1 != 0)
+        recompute = later & (temp2 <= tol3z)
+        vn1_new = jnp.where(recompute, fresh, jnp.where(later, vn1 * jnp.sqrt(temp), vn1))
+        vn2 = jnp.where(recompute, fresh, vn2)
+        return a, p, taus, vn1_new, vn2
+
+    zeros = jnp.zeros((n,), real)
+    state = (a, p, jnp.zeros((k_steps,), a.dtype), zeros, zeros)
+    a, p, taus, _, _ = lax.fori_loop(0, k_steps, step, state)
+    return a, p, taus
 
 
 def householder_product(a: Any, taus: Any) -> Any:
