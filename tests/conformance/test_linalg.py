@@ -570,3 +570,35 @@ def _cancelling_columns() -> np.ndarray:
     a[:, 2] = (c + q * 3).astype(np.float32)
     a[:, 3] *= 1e-3
     return a
+
+
+@pytest.mark.skipif(not CURRENT_SERIES, reason="jax 0.4.13's cpu solves tridiagonal systems with jax's own rule too")
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+def test_tridiagonal_solve_pivots_as_gtsv(dtype):
+    """``lax.linalg.tridiagonal_solve`` without perturb_singular: jaxlib's cpu kernel is LAPACK's gtsv, Gaussian
+    elimination with row interchanges, and so is the ipu's. Small diagonals make the rows swap (without the swaps
+    the elimination divides by them: O(1) errors or inf); a zero pivot gives NaN for its system, as cpu does."""
+    from jax._src.lax import linalg as lax_linalg
+
+    rng = np.random.default_rng(5)
+
+    def draw(*shape: int) -> np.ndarray:
+        x = rng.standard_normal(shape)
+        return (x + 1j * rng.standard_normal(shape) if dtype == np.complex64 else x).astype(dtype)
+
+    solve = lambda dl, d, du, b: lax_linalg.tridiagonal_solve(dl, d, du, b)  # noqa: E731
+    for batch, n, k in [((), 1, 1), ((), 2, 3), ((), 3, 1), ((3,), 9, 2), ((), 40, 4)]:
+        dl, d, du, b = draw(*batch, n), draw(*batch, n), draw(*batch, n), draw(*batch, n, k)
+        d[..., ::2] *= 1e-3  # every other row has the larger subdiagonal element: those swap
+        same(solve, dl, d, du, b, rtol=1e-4, atol=1e-5)
+    # jax's own cases: swaps in the middle and in the last rows
+    for dl, d, du, b in [([0, 2, -2, 3], [1, 4, 1, -1], [2, -1, 1, 0], [1, 2, 3, 4]),
+                         ([0, 1, -6, 1], [1, -1, 2, 1], [2, 1, -1, 0], [1, 2, -1, -2])]:
+        args = [np.asarray(v, dtype) for v in (dl, d, du)] + [np.asarray(b, dtype)[:, None]]
+        same(solve, *args, rtol=1e-5, atol=1e-6)
+    dl, d, du = (np.asarray(v, dtype) for v in ([0, 1, 0], [1, 1, 1], [1, 0, 0]))  # rows 0 and 1 equal: singular
+    b = np.ones((2, 3, 1), dtype)
+    d2 = np.stack([d, np.asarray([2, 3, 4], dtype)])
+    got, want = run(solve, np.stack([dl, dl]), d2, np.stack([du, du]), b)
+    assert np.isnan(want[0][0]).all() and np.isnan(got[0][0]).all()  # the singular system: NaN, as on cpu
+    np.testing.assert_allclose(got[0][1], want[0][1], rtol=1e-5)

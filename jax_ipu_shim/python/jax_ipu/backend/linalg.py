@@ -847,19 +847,78 @@ def householder_product(a: Any, taus: Any) -> Any:
 
 def tridiagonal_solve(dl: Any, d: Any, du: Any, b: Any, *, perturb_singular: bool = False, **params: Any) -> Any:
     """Solves T x = b for the tridiagonal T of sub-, main and superdiagonals ``dl``, ``d``, ``du`` ([..., n]; dl[0]
-    and du[n - 1] unused) and right-hand sides ``b`` ([..., n, k]). Without ``perturb_singular``, jax's own rule.
-    With it, as jaxlib's cpu kernel solves it (LAPACK's xLAGTF factorisation with row interchanges, the forward
-    substitution done on the fly, then xLAGTS' back substitution): a singular or nearly singular T still gives a
-    finite x, which is what inverse iteration for eigenvectors needs."""
+    and du[n - 1] unused) and right-hand sides ``b`` ([..., n, k]), as jaxlib's cpu kernels solve it (the current
+    series; jax 0.4.13's cpu has no kernel of its own and this lowering is not registered there). Without
+    ``perturb_singular``, LAPACK's xGTSV: Gaussian elimination with row interchanges, x all NaN where a pivot is
+    exactly zero (jax's answer to gtsv's info). With it, LAPACK's xLAGTF factorisation with row interchanges, the
+    forward substitution done on the fly, then xLAGTS' back substitution: a singular or nearly singular T still
+    gives a finite x, which is what inverse iteration for eigenvectors needs."""
     import jax
-    from jax._src.lax import linalg as lax_linalg
 
-    if not perturb_singular:
-        return lax_linalg._tridiagonal_solve_jax(dl, d, du, b, perturb_singular=False, **params)
-    solve = _perturbed_tridiagonal_solve
+    solve = _perturbed_tridiagonal_solve if perturb_singular else _gtsv
     for _ in range(d.ndim - 1):
         solve = jax.vmap(solve)
     return solve(dl, d, du, b)
+
+
+def _gtsv(dl: Any, d: Any, du: Any, b: Any) -> Any:
+    """One system of tridiagonal_solve without perturb_singular (dl, d, du: [n], b: [n, k]): [dz]gtsv. Row k + 1
+    is eliminated against row k, or the two swap first where the subdiagonal element is the larger (|re| + |im|
+    for complex, as zgtsv compares); a swap fills the second superdiagonal of U, which the back substitution reads."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    n = d.shape[0]
+    if n == 0:
+        return b
+    complex_ = jnp.iscomplexobj(b)
+
+    def size(z: Any) -> Any:
+        return jnp.abs(jnp.real(z)) + jnp.abs(jnp.imag(z)) if complex_ else jnp.abs(z)
+
+    def one(z: Any) -> Any:
+        return jnp.where(z == 0, jnp.ones_like(z), z)
+
+    def eliminate(i: Any, state: Tuple[Any, Any, Any, Any, Any]) -> Tuple[Any, Any, Any, Any, Any]:
+        diag, sup, sup2, x, ok = state
+        sub, di, di1, dui = dl[i + 1], diag[i], diag[i + 1], sup[i]
+        inner = i < n - 2  # the last step has no row i + 2 to bring up
+        dui1 = jnp.where(inner, sup[jnp.minimum(i + 1, n - 1)], jnp.zeros_like(dui))
+        xi, xi1 = x[i], x[i + 1]
+        keep = size(di) >= size(sub)
+        skip = (sub == 0) if complex_ else jnp.zeros((), bool)  # zgtsv: no elimination at all
+        keep = keep | skip
+        ok = ok & ~(keep & (di == 0))
+        fact = sub / one(di)  # no interchange: row i + 1 -= fact * row i
+        kept_d, kept_x = di1 - fact * dui, xi1 - fact * xi
+        kept_d = jnp.where(skip, di1, kept_d)
+        kept_x = jnp.where(skip, xi1, kept_x)
+        mult = di / one(sub)  # interchange
+        swapped_sup2 = jnp.where(inner, dui1, jnp.zeros_like(dui1))
+        diag = diag.at[i].set(jnp.where(keep, di, sub)).at[i + 1].set(jnp.where(keep, kept_d, dui - mult * di1))
+        sup_i1 = jnp.where(keep | ~inner, dui1, -mult * swapped_sup2)
+        sup = sup.at[i].set(jnp.where(keep, dui, di1))
+        sup = jnp.where(inner, sup.at[jnp.minimum(i + 1, n - 1)].set(sup_i1), sup)
+        sup2 = sup2.at[i].set(jnp.where(keep, jnp.zeros_like(dui1), swapped_sup2))
+        x = x.at[i].set(jnp.where(keep, xi, xi1)).at[i + 1].set(jnp.where(keep, kept_x, xi - mult * xi1))
+        return diag, sup, sup2, x, ok
+
+    sup0 = du.at[n - 1].set(0)
+    state = (d, sup0, jnp.zeros_like(d), b, jnp.array(True))
+    diag, sup, sup2, x, ok = lax.fori_loop(0, n - 1, eliminate, state)
+    ok = ok & (diag[n - 1] != 0)
+    padded = jnp.concatenate([x, jnp.zeros((2,) + x.shape[1:], x.dtype)])
+    sup_p = jnp.concatenate([sup, jnp.zeros((2,), sup.dtype)])
+    sup2_p = jnp.concatenate([sup2, jnp.zeros((2,), sup2.dtype)])
+
+    def substitute(t: Any, x: Any) -> Any:  # rows n - 1 down to 0
+        k = n - 1 - t
+        row = x[k] - sup_p[k] * x[k + 1] - sup2_p[k] * x[k + 2]
+        row = jnp.where(k == n - 1, x[k], jnp.where(k == n - 2, x[k] - sup_p[k] * x[k + 1], row))
+        return x.at[k].set(row / diag[k])
+
+    x = lax.fori_loop(0, n, substitute, padded)[:n]
+    return jnp.where(ok, x, jnp.full_like(x, jnp.nan))
 
 
 def _perturbed_tridiagonal_solve(dl: Any, d: Any, du: Any, b: Any) -> Any:
