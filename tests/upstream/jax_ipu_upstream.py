@@ -74,6 +74,16 @@ _JAX_OWN_DEVICES = ["cpu", "gpu", "tpu"]
 # - The current series' lax_control_flow_test.py: 470 generated cases of switch-gradient forwarding and of while/scan
 #   constification and forwarding correctness (each compares two ways of computing the same thing).
 CPU_GATED_FILES = ("lax_control_flow_test.py",)
+# Files whose tests jax keeps to cpu and gpu (@jtu.run_on_devices("cpu", "gpu") or ("cpu"), or "if not
+# jtu.test_device_matches(["cpu", "gpu"]): skipTest(...)") because only LAPACK or the GPU solvers have the algorithm,
+# where the ipu has one of its own (jax_ipu/backend/linalg.py): on the ipu they run as on cpu. A device list with tpu
+# in it, and skip_on_devices (a test jax leaves out on cpu), keep their meaning.
+# - The current series' linalg_test.py: eig, eigvals and their gradients, hessenberg, schur, rsf2csf, pivoted QR
+#   ("Pivoting is only supported on CPU and GPU") and tridiagonal solves that need their rows swapped ("Pivoting not
+#   supported in fallback tridiagonal solve").
+# - The current series' lax_numpy_test.py: np.roots of a polynomial of degree 2 and more ("Nonsymmetric
+#   eigendecomposition is only implemented on the CPU and GPU backends").
+LAPACK_GATED_FILES = ("linalg_test.py", "lax_numpy_test.py")
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -90,7 +100,7 @@ def pytest_runtest_protocol(item, nextitem):
             except NotImplementedError:
                 pass  # no ipu backend in this run (JAX_PLATFORMS=cpu): nothing lowers for it
     name = item.nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
-    if name not in C_API_GUARDED_FILES + DEVICE_GATED_FILES + CPU_GATED_FILES:
+    if name not in C_API_GUARDED_FILES + DEVICE_GATED_FILES + CPU_GATED_FILES + LAPACK_GATED_FILES:
         yield
         return
     from jax._src import test_util as jtu
@@ -107,11 +117,14 @@ def pytest_runtest_protocol(item, nextitem):
             return True
         if name in CPU_GATED_FILES and "cpu" in device_types and jtu.device_under_test() == "ipu":
             return True
+        if (name in LAPACK_GATED_FILES and "cpu" in device_types and set(device_types) <= {"cpu", "gpu"}
+                and jtu.device_under_test() == "ipu" and not _from_skip_on_devices()):
+            return True
         return test_device_matches(device_types)
 
     if name in C_API_GUARDED_FILES:
         xla_bridge.using_pjrt_c_api = lifted_c_api
-    if name in DEVICE_GATED_FILES + CPU_GATED_FILES and test_device_matches is not None:
+    if name in DEVICE_GATED_FILES + CPU_GATED_FILES + LAPACK_GATED_FILES and test_device_matches is not None:
         jtu.test_device_matches = lifted_matches
     try:
         yield
@@ -119,6 +132,15 @@ def pytest_runtest_protocol(item, nextitem):
         xla_bridge.using_pjrt_c_api = using_pjrt_c_api
         if test_device_matches is not None:
             jtu.test_device_matches = test_device_matches
+
+
+def _from_skip_on_devices() -> bool:
+    """Whether jtu.test_device_matches was called by a @jtu.skip_on_devices filter (two frames up: the lifting
+    wrapper, then the filter's lambda, named after the decorator that made it)."""
+    import sys
+
+    code = sys._getframe(2).f_code
+    return "skip_on_devices" in getattr(code, "co_qualname", code.co_name)
 
 
 def _outcome(report) -> str:
