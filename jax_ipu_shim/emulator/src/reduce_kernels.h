@@ -251,11 +251,12 @@ class ReduceKernel : public Kernel {
   // The maximum or minimum of f32 rows (XLA's, scalar::maxXla/minXla, or the IEEE ones with denormals read as
   // zeros, maxIeee<true>/minIeee<true>): +1 maximum, -1 minimum, 0 another combiner.
   static constexpr int kExtremum =
-      !std::is_same<S, float>::value                                                                       ? 0
+      !std::is_same<S, float>::value                                                             ? 0
       : std::is_same<F, scalar::MaximumF>::value || std::is_same<F, scalar::MaximumIeeeF>::value ? 1
       : std::is_same<F, scalar::MinimumF>::value || std::is_same<F, scalar::MinimumIeeeF>::value ? -1
-                                                                                                   : 0;
-  static constexpr bool kDaz = std::is_same<F, scalar::MaximumIeeeF>::value || std::is_same<F, scalar::MinimumIeeeF>::value;
+                                                                                                 : 0;
+  static constexpr bool kDaz =
+      std::is_same<F, scalar::MaximumIeeeF>::value || std::is_same<F, scalar::MinimumIeeeF>::value;
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   // Rows of contiguous elements, each row's extremum in any order (four vector accumulators): both combiners order
@@ -273,10 +274,13 @@ class ReduceKernel : public Kernel {
       __m256 a0 = _mm256_set1_ps(start), a1 = a0, a2 = a0, a3 = a0, nan = _mm256_setzero_ps();
       int64_t k = 0;
       for (; k + 32 <= m; k += 32) {
-        const __m256 v0 = extremumRead<kDaz>(_mm256_loadu_ps(p + k)), v1 = extremumRead<kDaz>(_mm256_loadu_ps(p + k + 8));
-        const __m256 v2 = extremumRead<kDaz>(_mm256_loadu_ps(p + k + 16)), v3 = extremumRead<kDaz>(_mm256_loadu_ps(p + k + 24));
+        const __m256 v0 = extremumRead<kDaz>(_mm256_loadu_ps(p + k)),
+                     v1 = extremumRead<kDaz>(_mm256_loadu_ps(p + k + 8));
+        const __m256 v2 = extremumRead<kDaz>(_mm256_loadu_ps(p + k + 16)),
+                     v3 = extremumRead<kDaz>(_mm256_loadu_ps(p + k + 24));
         nan = _mm256_or_ps(nan, _mm256_or_ps(_mm256_cmp_ps(v0, v1, _CMP_UNORD_Q), _mm256_cmp_ps(v2, v3, _CMP_UNORD_Q)));
-        a0 = extremumPick<kExtremum>(a0, v0), a1 = extremumPick<kExtremum>(a1, v1), a2 = extremumPick<kExtremum>(a2, v2), a3 = extremumPick<kExtremum>(a3, v3);
+        a0 = extremumPick<kExtremum>(a0, v0), a1 = extremumPick<kExtremum>(a1, v1),
+        a2 = extremumPick<kExtremum>(a2, v2), a3 = extremumPick<kExtremum>(a3, v3);
       }
       for (; k + 8 <= m; k += 8) {
         const __m256 v = extremumRead<kDaz>(_mm256_loadu_ps(p + k));
