@@ -602,3 +602,31 @@ def test_tridiagonal_solve_pivots_as_gtsv(dtype):
     got, want = run(solve, np.stack([dl, dl]), d2, np.stack([du, du]), b)
     assert np.isnan(want[0][0]).all() and np.isnan(got[0][0]).all()  # the singular system: NaN, as on cpu
     np.testing.assert_allclose(got[0][1], want[0][1], rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+def test_eig_of_a_2x2_in_geevs_order(dtype):
+    """``jnp.linalg.eig`` / ``eigvals`` of 2 x 2 matrices list their eigenvalues as geev does: for real ones
+    dlanv2's standard form (a complex pair's positive imaginary part first, real ones on a[0, 0]'s side of a[1, 1]
+    first), for complex ones the order zlahqr's first Wilkinson shift leaves (the eigenvalue it converges to last),
+    a lower triangular matrix's a[1, 1] first (gebal swaps its rows); eigenvectors alongside. So
+    ``jax.scipy.linalg.rsf2csf``, which takes the first eigenvalue of each 2 x 2 block (promoted to complex) as
+    its shift, gives cpu's complex Schur form. Before, 82 of the real matrices and 87 of the complex ones (those of
+    real values) came out in the other order."""
+    rng = np.random.default_rng(3)
+    mats = [rng.standard_normal((2, 2)) for _ in range(300)]
+    if dtype == np.complex64:
+        mats += [m + 1j * rng.standard_normal((2, 2)) for m in mats[:200]]
+    mats += [np.array(m, np.float64) for m in ([[1, 2], [0, 3]], [[3, 0], [1, 1]], [[1, 0], [2, 5]],
+                                                [[2, 0], [0, 1]], [[0, 1], [-1, 0]], [[1, 2], [-3, 1]])]
+    a = np.stack(mats).astype(dtype)
+    got, want = run(jnp.linalg.eigvals, a)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
+    got, want = run(jnp.linalg.eig, a)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-5, atol=1e-5)
+    # eigenvectors in the same columns (unit norm, largest component real, as geev; a real one's sign is free)
+    np.testing.assert_allclose(np.abs(got[1]), np.abs(want[1]), rtol=1e-4, atol=1e-4)
+    if dtype == np.float32:
+        t = np.array([[1.0, 2.0, 0.5], [-3.0, 1.0, 0.7], [0.0, 0.0, 2.5]], np.float32)  # a real Schur form
+        q = np.linalg.qr(rng.standard_normal((3, 3)))[0].astype(np.float32)
+        same(jsl.rsf2csf, t, q, rtol=1e-5, atol=1e-5)

@@ -342,15 +342,18 @@ def eig(a: Any, *, compute_left_eigenvectors: bool, compute_right_eigenvectors: 
         enable_eigvec_derivs: bool = False, implementation: Any = None) -> List[Any]:
     """Eigenvalues (and left and right eigenvectors) of a general square matrix, in complex64, as geev returns them:
     each vector of unit 2-norm with its largest component real; a matrix with an inf or NaN gives NaN eigenvalues.
-    The order of the eigenvalues is the Schur form's (geev's is its own; neither is sorted)."""
+    The order of the eigenvalues is the Schur form's (geev's is its own; neither is sorted), but for a 2 x 2 matrix,
+    whose eigenvalues come in geev's order (_dlanv2_first, _zlahqr_first)."""
     import jax
     import jax.numpy as jnp
 
     n = a.shape[-1]
     ctype = jnp.complex64
+    real_input = not jnp.iscomplexobj(a)
 
     def one(a: Any) -> List[Any]:
         finite = jnp.all(jnp.isfinite(a))
+        real = a
         a = a.astype(ctype)
         t, z = _schur(a)
         w = jnp.where(finite, jnp.diagonal(t), jnp.full((n,), jnp.nan, ctype))
@@ -360,6 +363,9 @@ def eig(a: Any, *, compute_left_eigenvectors: bool, compute_right_eigenvectors: 
             out.append(_normalized(z @ _triangular_eigenvectors(flipped)[::-1, ::-1]))
         if compute_right_eigenvectors:
             out.append(_normalized(z @ _triangular_eigenvectors(t)))
+        if n == 2:  # in geev's order, with their eigenvectors
+            swap = ~(_dlanv2_first(real, w) if real_input else _zlahqr_first(real, w))
+            out = [jnp.where(swap, x[..., ::-1], x) for x in out]
         return out
 
     if n == 0:
@@ -368,6 +374,51 @@ def eig(a: Any, *, compute_left_eigenvectors: bool, compute_right_eigenvectors: 
     for _ in a.shape[:-2]:
         one = jax.vmap(one)
     return list(one(a))
+
+
+def _dlanv2_first(a: Any, w: Any) -> Any:
+    """Whether w[0] is the eigenvalue geev lists first for the real 2 x 2 matrix a, whose Schur form dlanv2 makes:
+    of a complex pair the one of positive imaginary part; of real eigenvalues the one on a[0, 0]'s side of
+    a[1, 1] (the larger when a[0, 0] >= a[1, 1]), but a[1, 1] itself for a lower triangular a, whose rows dgebal
+    swaps first. (rsf2csf takes the first as its shift.)"""
+    import jax.numpy as jnp
+
+    a00, a01, a10, a11 = a[0, 0], a[0, 1], a[1, 0], a[1, 1]
+    half = (a00 - a11) / 2
+    pair = half * half + a01 * a10 < 0
+    re0, re1 = jnp.real(w[0]), jnp.real(w[1])
+    side = jnp.where(half >= 0, re0 >= re1, re0 <= re1)
+    lower = (a01 == 0) & (a10 != 0)
+    nearer = jnp.abs(w[0] - a11) <= jnp.abs(w[1] - a11)
+    return jnp.where(pair, jnp.imag(w[0]) > 0, jnp.where(lower, nearer, side))
+
+
+def _zlahqr_first(a: Any, w: Any) -> Any:
+    """Whether w[0] is the eigenvalue zgeev lists first for the complex 2 x 2 matrix a: zlahqr's first step
+    shifts by the eigenvalue Wilkinson's formula gives (its own spelling, in a's precision), which converges at
+    the bottom, so the other is first; a lower triangular a's a[1, 1] is first (zgebal swaps its rows). (rsf2csf
+    promotes its real Schur form to complex before it asks for each block's eigenvalues.)"""
+    import jax.numpy as jnp
+
+    def cabs1(z: Any) -> Any:
+        return jnp.abs(jnp.real(z)) + jnp.abs(jnp.imag(z))
+
+    a00, a01, a10, a11 = a[0, 0], a[0, 1], a[1, 0], a[1, 1]
+    u = jnp.sqrt(a01) * jnp.sqrt(a10)
+    x = (a00 - a11) / 2
+    sx = cabs1(x)
+    s = jnp.maximum(cabs1(u), sx)
+    safe_s = jnp.where(s > 0, s, jnp.ones_like(s)).astype(a.dtype)
+    y = safe_s * jnp.sqrt((x / safe_s) ** 2 + (u / safe_s) ** 2)
+    unit = x / jnp.where(sx > 0, sx, jnp.ones_like(sx)).astype(a.dtype)
+    y = jnp.where((sx > 0) & (jnp.real(unit) * jnp.real(y) + jnp.imag(unit) * jnp.imag(y) < 0), -y, y)
+    denominator = x + y
+    safe_d = jnp.where(denominator != 0, denominator, jnp.ones_like(denominator))
+    shift = jnp.where((cabs1(u) > 0) & (denominator != 0), a11 - u * (u / safe_d), a11)
+    lower = (a01 == 0) & (a10 != 0)
+    w0_bottom = jnp.abs(w[0] - shift) < jnp.abs(w[1] - shift)
+    nearer = jnp.abs(w[0] - a11) <= jnp.abs(w[1] - a11)
+    return jnp.where(lower, nearer, ~w0_bottom)
 
 
 def schur(a: Any, *, compute_schur_vectors: bool, sort_eig_vals: bool, select_callable: Any) -> List[Any]:
