@@ -81,7 +81,7 @@ CPU_GATED_FILES = ("lax_control_flow_test.py",)
 # - The current series' linalg_test.py: eig, eigvals and their gradients, hessenberg, schur, rsf2csf, pivoted QR
 #   ("Pivoting is only supported on CPU and GPU") and tridiagonal solves that need their rows swapped ("Pivoting not
 #   supported in fallback tridiagonal solve").
-# - The current series' lax_numpy_test.py: np.roots of a polynomial of degree 2 and more ("Nonsymmetric
+# - The current series' lax_numpy_test.py: jnp.poly of a matrix, its characteristic polynomial ("Nonsymmetric
 #   eigendecomposition is only implemented on the CPU and GPU backends").
 LAPACK_GATED_FILES = ("linalg_test.py", "lax_numpy_test.py")
 
