@@ -353,7 +353,7 @@ def eig(a: Any, *, compute_left_eigenvectors: bool, compute_right_eigenvectors: 
 
     def one(a: Any) -> List[Any]:
         finite = jnp.all(jnp.isfinite(a))
-        real = a
+        given = a  # (before the cast: _dlanv2_first reads a real matrix's own entries)
         a = a.astype(ctype)
         t, z = _schur(a)
         w = jnp.where(finite, jnp.diagonal(t), jnp.full((n,), jnp.nan, ctype))
@@ -364,7 +364,7 @@ def eig(a: Any, *, compute_left_eigenvectors: bool, compute_right_eigenvectors: 
         if compute_right_eigenvectors:
             out.append(_normalized(z @ _triangular_eigenvectors(t)))
         if n == 2:  # in geev's order, with their eigenvectors
-            swap = ~(_dlanv2_first(real, w) if real_input else _zlahqr_first(real, w))
+            swap = ~(_dlanv2_first(given, w) if real_input else _zlahqr_first(given, w))
             out = [jnp.where(swap, x[..., ::-1], x) for x in out]
         return out
 
