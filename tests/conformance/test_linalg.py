@@ -41,6 +41,12 @@ def same(f: Any, *args: Any, **tol: Any) -> List[np.ndarray]:
     return got
 
 
+def _normal(rng: Any, dtype: Any, *shape: int) -> np.ndarray:
+    """Standard normal values of `dtype`; complex64: independent real and imaginary parts."""
+    x = rng.standard_normal(shape)
+    return (x + 1j * rng.standard_normal(shape) if dtype == np.complex64 else x).astype(dtype)
+
+
 def general(shape: Any, seed: int = 0) -> np.ndarray:
     """Random normal matrices: not diagonally dominant, so LU must pivot; well conditioned at these sizes."""
     a = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
@@ -483,8 +489,7 @@ def test_perturbed_tridiagonal_solve_and_eigh_tridiagonal_vectors(dtype):
     rng = np.random.default_rng(7)
 
     def draw(*shape: int) -> np.ndarray:
-        x = rng.standard_normal(shape)
-        return (x + 1j * rng.standard_normal(shape) if dtype == np.complex64 else x).astype(dtype)
+        return _normal(rng, dtype, *shape)
 
     solve = lambda dl, d, du, b: lax_linalg.tridiagonal_solve(dl, d, du, b, perturb_singular=True)  # noqa: E731
     for batch, n, k in [((), 1, 1), ((), 2, 3), ((3,), 9, 2), ((), 40, 4)]:
@@ -529,8 +534,7 @@ def test_pivoted_qr_as_geqp3(dtype):
     rng = np.random.default_rng(11)
 
     def draw(*shape: int) -> np.ndarray:
-        x = rng.standard_normal(shape)
-        return (x + 1j * rng.standard_normal(shape) if dtype == np.complex64 else x).astype(dtype)
+        return _normal(rng, dtype, *shape)
 
     cases = [draw(3, 4), draw(4, 3), draw(6, 6) * np.array([1, 5, 0.2, 3, 1, 8], np.float32), draw(2, 7, 5),
              draw(9, 4)]
@@ -583,8 +587,7 @@ def test_tridiagonal_solve_pivots_as_gtsv(dtype):
     rng = np.random.default_rng(5)
 
     def draw(*shape: int) -> np.ndarray:
-        x = rng.standard_normal(shape)
-        return (x + 1j * rng.standard_normal(shape) if dtype == np.complex64 else x).astype(dtype)
+        return _normal(rng, dtype, *shape)
 
     solve = lambda dl, d, du, b: lax_linalg.tridiagonal_solve(dl, d, du, b)  # noqa: E731
     for batch, n, k in [((), 1, 1), ((), 2, 3), ((), 3, 1), ((3,), 9, 2), ((), 40, 4)]:

@@ -269,6 +269,7 @@ class ReduceKernel : public Kernel {
     int64_t base = offsetOf(b, g_.out_shape, g_.out_strides, &oidx);
     const int64_t m = g_.red_shape.back();
     const float start = kDaz ? xla_math::ftz_(init) : init;
+    int64_t ordered = b;  // the first of the rows since the last fast one: run in order together, as one call
     for (int64_t i = b; i < e; ++i) {
       const float* p = x + base;
       __m256 a0 = _mm256_set1_ps(start), a1 = a0, a2 = a0, a3 = a0, nan = _mm256_setzero_ps();
@@ -297,10 +298,14 @@ class ReduceKernel : public Kernel {
         odd = odd || std::isnan(v);
         r = kExtremum > 0 ? std::max(r, v) : std::min(r, v);
       }
-      if (odd || r == 0.0f) computeOrdered(x, init, o, i, i + 1);
-      else o[i] = r;
+      if (!odd && r != 0.0f) {
+        if (ordered < i) computeOrdered(x, init, o, ordered, i);
+        o[i] = r;
+        ordered = i + 1;
+      }
       advance(oidx, g_.out_shape, g_.out_strides, base);
     }
+    if (ordered < e) computeOrdered(x, init, o, ordered, e);
   }
 #endif
 

@@ -363,9 +363,11 @@ def eig(a: Any, *, compute_left_eigenvectors: bool, compute_right_eigenvectors: 
             out.append(_normalized(z @ _triangular_eigenvectors(flipped)[::-1, ::-1]))
         if compute_right_eigenvectors:
             out.append(_normalized(z @ _triangular_eigenvectors(t)))
-        if n == 2:  # in geev's order, with their eigenvectors
-            swap = ~(_dlanv2_first(given, w) if real_input else _zlahqr_first(given, w))
-            out = [jnp.where(swap, x[..., ::-1], x) for x in out]
+        if n == 2:  # in geev's order, with their eigenvectors; gebal swaps a lower triangular matrix's rows first
+            lower = (given[0, 1] == 0) & (given[1, 0] != 0)
+            nearer = jnp.abs(w[0] - given[1, 1]) <= jnp.abs(w[1] - given[1, 1])
+            first = jnp.where(lower, nearer, (_dlanv2_first if real_input else _zlahqr_first)(given, w))
+            out = [jnp.where(first, x, x[..., ::-1]) for x in out]
         return out
 
     if n == 0:
@@ -379,8 +381,8 @@ def eig(a: Any, *, compute_left_eigenvectors: bool, compute_right_eigenvectors: 
 def _dlanv2_first(a: Any, w: Any) -> Any:
     """Whether w[0] is the eigenvalue geev lists first for the real 2 x 2 matrix a, whose Schur form dlanv2 makes:
     of a complex pair the one of positive imaginary part; of real eigenvalues the one on a[0, 0]'s side of
-    a[1, 1] (the larger when a[0, 0] >= a[1, 1]), but a[1, 1] itself for a lower triangular a, whose rows dgebal
-    swaps first. (rsf2csf takes the first as its shift.)"""
+    a[1, 1] (the larger when a[0, 0] >= a[1, 1]). (rsf2csf takes the first as its shift; eig takes a lower
+    triangular a's a[1, 1] first, whose rows gebal swaps.)"""
     import jax.numpy as jnp
 
     a00, a01, a10, a11 = a[0, 0], a[0, 1], a[1, 0], a[1, 1]
@@ -388,16 +390,14 @@ def _dlanv2_first(a: Any, w: Any) -> Any:
     pair = half * half + a01 * a10 < 0
     re0, re1 = jnp.real(w[0]), jnp.real(w[1])
     side = jnp.where(half >= 0, re0 >= re1, re0 <= re1)
-    lower = (a01 == 0) & (a10 != 0)
-    nearer = jnp.abs(w[0] - a11) <= jnp.abs(w[1] - a11)
-    return jnp.where(pair, jnp.imag(w[0]) > 0, jnp.where(lower, nearer, side))
+    return jnp.where(pair, jnp.imag(w[0]) > 0, side)
 
 
 def _zlahqr_first(a: Any, w: Any) -> Any:
     """Whether w[0] is the eigenvalue zgeev lists first for the complex 2 x 2 matrix a: zlahqr's first step
     shifts by the eigenvalue Wilkinson's formula gives (its own spelling, in a's precision), which converges at
-    the bottom, so the other is first; a lower triangular a's a[1, 1] is first (zgebal swaps its rows). (rsf2csf
-    promotes its real Schur form to complex before it asks for each block's eigenvalues.)"""
+    the bottom, so the other is first. (rsf2csf promotes its real Schur form to complex before it asks for each
+    block's eigenvalues.)"""
     import jax.numpy as jnp
 
     def cabs1(z: Any) -> Any:
@@ -415,10 +415,7 @@ def _zlahqr_first(a: Any, w: Any) -> Any:
     denominator = x + y
     safe_d = jnp.where(denominator != 0, denominator, jnp.ones_like(denominator))
     shift = jnp.where((cabs1(u) > 0) & (denominator != 0), a11 - u * (u / safe_d), a11)
-    lower = (a01 == 0) & (a10 != 0)
-    w0_bottom = jnp.abs(w[0] - shift) < jnp.abs(w[1] - shift)
-    nearer = jnp.abs(w[0] - a11) <= jnp.abs(w[1] - a11)
-    return jnp.where(lower, nearer, ~w0_bottom)
+    return jnp.abs(w[0] - shift) >= jnp.abs(w[1] - shift)  # w[0] is not the one it converges to
 
 
 def schur(a: Any, *, compute_schur_vectors: bool, sort_eig_vals: bool, select_callable: Any) -> List[Any]:
@@ -933,8 +930,7 @@ def _gtsv(dl: Any, d: Any, du: Any, b: Any) -> Any:
     def eliminate(i: Any, state: Tuple[Any, Any, Any, Any, Any]) -> Tuple[Any, Any, Any, Any, Any]:
         diag, sup, sup2, x, ok = state
         sub, di, di1, dui = dl[i + 1], diag[i], diag[i + 1], sup[i]
-        inner = i < n - 2  # the last step has no row i + 2 to bring up
-        dui1 = jnp.where(inner, sup[jnp.minimum(i + 1, n - 1)], jnp.zeros_like(dui))
+        dui1 = sup[i + 1]  # 0 at the last step: no row i + 2 to bring up
         xi, xi1 = x[i], x[i + 1]
         keep = size(di) >= size(sub)
         skip = (sub == 0) if complex_ else jnp.zeros((), bool)  # zgtsv: no elimination at all
@@ -945,12 +941,10 @@ def _gtsv(dl: Any, d: Any, du: Any, b: Any) -> Any:
         kept_d = jnp.where(skip, di1, kept_d)
         kept_x = jnp.where(skip, xi1, kept_x)
         mult = di / one(sub)  # interchange
-        swapped_sup2 = jnp.where(inner, dui1, jnp.zeros_like(dui1))
         diag = diag.at[i].set(jnp.where(keep, di, sub)).at[i + 1].set(jnp.where(keep, kept_d, dui - mult * di1))
-        sup_i1 = jnp.where(keep | ~inner, dui1, -mult * swapped_sup2)
-        sup = sup.at[i].set(jnp.where(keep, dui, di1))
-        sup = jnp.where(inner, sup.at[jnp.minimum(i + 1, n - 1)].set(sup_i1), sup)
-        sup2 = sup2.at[i].set(jnp.where(keep, jnp.zeros_like(dui1), swapped_sup2))
+        last = i == n - 2  # sup[n - 1] stays +0
+        sup = sup.at[i].set(jnp.where(keep, dui, di1)).at[i + 1].set(jnp.where(keep | last, dui1, -mult * dui1))
+        sup2 = sup2.at[i].set(jnp.where(keep, jnp.zeros_like(dui1), dui1))
         x = x.at[i].set(jnp.where(keep, xi, xi1)).at[i + 1].set(jnp.where(keep, kept_x, xi - mult * xi1))
         return diag, sup, sup2, x, ok
 
@@ -959,14 +953,10 @@ def _gtsv(dl: Any, d: Any, du: Any, b: Any) -> Any:
     diag, sup, sup2, x, ok = lax.fori_loop(0, n - 1, eliminate, state)
     ok = ok & (diag[n - 1] != 0)
     padded = jnp.concatenate([x, jnp.zeros((2,) + x.shape[1:], x.dtype)])
-    sup_p = jnp.concatenate([sup, jnp.zeros((2,), sup.dtype)])
-    sup2_p = jnp.concatenate([sup2, jnp.zeros((2,), sup2.dtype)])
 
-    def substitute(t: Any, x: Any) -> Any:  # rows n - 1 down to 0
+    def substitute(t: Any, x: Any) -> Any:  # rows n - 1 down to 0 (past the last row: zeros, subtracting +0)
         k = n - 1 - t
-        row = x[k] - sup_p[k] * x[k + 1] - sup2_p[k] * x[k + 2]
-        row = jnp.where(k == n - 1, x[k], jnp.where(k == n - 2, x[k] - sup_p[k] * x[k + 1], row))
-        return x.at[k].set(row / diag[k])
+        return x.at[k].set((x[k] - sup[k] * x[k + 1] - sup2[k] * x[k + 2]) / diag[k])
 
     x = lax.fori_loop(0, n, substitute, padded)[:n]
     return jnp.where(ok, x, jnp.full_like(x, jnp.nan))
