@@ -204,3 +204,29 @@ def test_cycle_counts_in_a_loop_see_each_iteration():
     counts = tile.cycles(np.asarray(f(x)))
     steps = np.diff(counts)
     assert counts[0] > 0 and len(set(steps.tolist())) == 1 and steps[0] > 0, counts
+
+
+def test_the_tile_api_works_as_the_first_thing_a_program_runs(tmp_path):
+    """A fresh process whose first jax call is a tile program on the default backend (as TessellateIPU's notebooks
+    are written): the tile primitives' ipu lowerings are registered before jax has created any backend (the
+    current series registers plugins' platforms only then)."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "first.py"
+    script.write_text(
+        "import jax, numpy as np\n"
+        "from jax import lax\n"
+        "from jax_ipu import tile\n"
+        "def f(x):\n"
+        "    x = tile.tile_put_sharded(x, (0, 5))\n"
+        "    return tile.tile_map(lax.mul_p, x, x).array\n"
+        "x = np.arange(8, dtype=np.float32).reshape(2, 4)\n"
+        "out = jax.jit(f)(x)\n"
+        "assert out.devices().pop().platform == 'ipu', out.devices()\n"
+        "np.testing.assert_array_equal(np.asarray(out), x * x)\n"
+        "print('ok')\n")
+    env = dict(os.environ, JAX_PLATFORMS="ipu")
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]

@@ -81,6 +81,17 @@ def register_backend(platform: str, factory: Callable[[], Any], priority: int) -
     xla_bridge.register_backend_factory(platform, factory, priority=priority, fail_quietly=False, experimental=True)
 
 
+def ensure_plugins_registered() -> None:
+    """Make the installed PJRT plugins' platforms known to jax (so that lowerings can be registered for "ipu")
+    without creating any backend: jax 0.4.13 registers them when it is imported, the current series only when its
+    backends are first asked for."""
+    from jax._src import xla_bridge
+
+    register = getattr(xla_bridge, "_discover_and_register_pjrt_plugins", None)
+    if register is not None:
+        register()
+
+
 def make_client(platform: str, library_path: str, options: Dict[str, Any]) -> Any:
     from jax._src.lib import xla_client
 

@@ -160,6 +160,7 @@ def _primitives() -> Tuple[Any, Any, Any]:
     from jax._src import core as jax_core
     from jax.interpreters import ad, mlir
 
+    _jax.ensure_plugins_registered()  # the tile API may be the first thing a program runs
     put = _jax.new_primitive("ipu_tile_put")
     put.def_abstract_eval(lambda x, *, tiles: jax_core.ShapedArray(x.shape, x.dtype))
 
