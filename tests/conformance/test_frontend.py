@@ -808,3 +808,26 @@ def test_compiling_leaves_no_reference_cycles(name):
 def test_a_jit_on_the_ipu_leaves_no_reference_cycles():
     f = jax.jit(lambda x: jnp.sum(x) / (x / (x + 3.0)), backend="ipu")
     assert _cycles_left(lambda: f(jnp.ones(4, jnp.float32)).block_until_ready()) == []
+
+
+def test_a_select_of_a_compared_predicate_selects_on_the_predicate():
+    """jax 0.4.13 writes every select of a boolean predicate as ``select(p == true, ...)``; XLA's simplifier selects
+    on p itself (and on p with the branches swapped for ``p == false``, ``p != true`` or ``not p``), so relu's
+    gradient runs one compare per element, not two. Values are cpu's, exactly."""
+    x = np.linspace(-2, 2, 24, dtype=np.float32).reshape(4, 6)
+
+    def relu_grad(x, w):
+        return jax.grad(lambda w: jnp.sum(jax.nn.relu(x * w + 0.5)))(w)
+
+    names = [op["op"] for fn in program(relu_grad, x, x)["functions"] for op in ops(fn["body"])]
+    assert names.count("compare") == 1, names
+
+    def selects(x, y, mask):
+        return [lax.select(mask, x, y), lax.select(mask == False, x, y),  # noqa: E712 (an i1 compare, as jax writes)
+                lax.select(mask != True, x, y), lax.select(~mask, x, y),  # noqa: E712
+                lax.select(True == mask, x, y), jnp.where(mask, x, -y)]  # noqa: E712
+
+    mask = x > 0.3
+    check(selects, x, -x, mask, **EXACT)
+    names = [op["op"] for fn in program(selects, x, -x, mask)["functions"] for op in ops(fn["body"])]
+    assert "compare" not in names and "not" not in names, names

@@ -100,4 +100,5 @@ RULES: Tuple[Rule, ...] = (
     complex64.complex_product,
     complex64.float_product,
     complex64.complex_split,
+    simplifier.select_of_compared_predicate,  # last: a rule above that takes a select sees it as jax wrote it
 )

@@ -543,6 +543,50 @@ def rsqrt_of_reciprocal_square(t: Any, op: Any, body: List[Dict[str, Any]], scal
     return True
 
 
+def _predicate_constant(value: Any) -> Optional[bool]:
+    """The value every element of an i1 `value` is, when it is a splat constant or a broadcast one; else None."""
+    producer = F.producer_of(value)
+    if producer is not None and producer.name == "stablehlo.broadcast_in_dim":
+        producer = F.producer_of(producer.operands[0])
+    if producer is None or producer.name != "stablehlo.constant":
+        return None
+    attr = ir.DenseElementsAttr(producer.attributes["value"])
+    if str(ir.RankedTensorType(attr.type).element_type) != "i1" or not attr.is_splat:
+        return None
+    return bool(ir.IntegerAttr(attr.get_splat_value()).value)
+
+
+def _predicate_compared(value: Any) -> Optional[Tuple[Any, bool]]:
+    """(p, negated) where the i1 `value` is a compare of the predicate p with a constant (jax 0.4.13's select_n of
+    a boolean predicate writes ``p == true``) or ``not p``: `value` is p, or not p where negated; else None."""
+    producer = F.producer_of(value)
+    if producer is None or str(ir.RankedTensorType(value.type).element_type) != "i1":
+        return None
+    if producer.name == "stablehlo.not":
+        return producer.operands[0], True
+    if producer.name != "stablehlo.compare" or A.enum(producer.attributes["comparison_direction"]) not in ("EQ", "NE"):
+        return None
+    equal = A.enum(producer.attributes["comparison_direction"]) == "EQ"
+    for p, other in (producer.operands, reversed(producer.operands)):
+        constant = _predicate_constant(other)
+        if constant is not None:
+            return p, constant != equal
+    return None
+
+
+def select_of_compared_predicate(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
+    if not (op.name == "stablehlo.select" and not scalar_body
+            and (compared := _predicate_compared(op.operands[0])) is not None):
+        return False
+    # XLA's simplifier: select(p == true, A, B) => select(p, A, B) and select(not(p), A, B) => select(p, B, A).
+    # jax 0.4.13 writes every select of a boolean predicate (lax.select, jnp.where, relu's gradient) with a compare
+    # of the predicate that XLA:CPU does not run; the values are the same (dead-code removal drops the compare).
+    p, negated = compared
+    on_true, on_false = (op.operands[2], op.operands[1]) if negated else (op.operands[1], op.operands[2])
+    body.append(dict(t.entry(op), operands=[t.use(p), t.use(on_true), t.use(on_false)]))
+    return True
+
+
 def sqrt_of_square(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
     if not (op.name == "stablehlo.sqrt" and not scalar_body and not _jax.is_current_series()
             and t.real_float(op) and _square_of(op.operands[0]) is not None):
