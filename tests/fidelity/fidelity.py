@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -117,17 +118,76 @@ def peak(dtype: str) -> Callable[[str], float]:
     return measure
 
 
-def memory_bandwidth(chip: str) -> float:
-    """Bytes an f32 add reads and writes per cycle on one tile (two loads and a store per element: the access
-    pattern of the published peak), as the chip's aggregate."""
-    n = 16384
-    program = _emulator().Program("add")
-    f = program.main
-    a, b = f.param("f32", [n]), f.param("f32", [n])
-    f.ret(f.op("add", [a, b], "f32", [n]))
-    profile = _run(program, chip, 1, np.ones(n, np.float32), np.ones(n, np.float32))
+def _tile_bytes_per_cycle(chip: str, build: Callable[[Any, int], None], n: int,
+                          bytes_per_element: float) -> float:
+    """Bytes a cycle of a one-tile program of f32[n] built by build(f, n), between n and 2n elements (so that the
+    vertices' fixed cycles do not count)."""
+    def cycles(elements: int) -> int:
+        program = _emulator().Program("stream")
+        build(program.main, elements)
+        args = [np.ones(p["shape"], np.float32) for p in program.main.params]
+        return _run(program, chip, 1, *args)["compute_cycles"]
+    return bytes_per_element * n / (cycles(2 * n) - cycles(n))
+
+
+def _sum(f: Any, n: int) -> None:
+    body = f.region()
+    body.ret(body.op("add", [body.param("f32", []), body.param("f32", [])], "f32", []))
+    f.ret(f.op("reduce", [f.param("f32", [n]), f.constant(np.float32(0))], "f32", [], {"dimensions": [0]},
+               regions=[body]))
+
+
+def _fill(f: Any, n: int) -> None:
+    f.ret(f.op("broadcast_in_dim", [f.param("f32", [])], "f32", [n], {"broadcast_dimensions": []}))
+
+
+def _as_chip(chip: str, bytes_per_cycle: float) -> float:
     info = _info(chip)
-    return 12.0 * n / profile["compute_cycles"] * info["tile_clock_frequency"] * info["tiles_per_chip"] / 1e12
+    return bytes_per_cycle * info["tile_clock_frequency"] * info["tiles_per_chip"] / 1e12
+
+
+def memory_read_bandwidth(chip: str) -> float:
+    """The fastest reading vertex, a sum of f32 on one tile (its accumulators take a 128-bit load a cycle), as the
+    chip's aggregate."""
+    return _as_chip(chip, _tile_bytes_per_cycle(chip, _sum, 4096, 4.0))
+
+
+def memory_write_bandwidth(chip: str) -> float:
+    """The fastest writing vertex, a fill of f32 on one tile (a 64-bit store a cycle), as the chip's aggregate."""
+    return _as_chip(chip, _tile_bytes_per_cycle(chip, _fill, 4096, 4.0))
+
+
+def memory_bandwidth(chip: str) -> float:
+    """The nominal figure counts each tile's load and store ports at once: the read rate plus the write rate."""
+    return memory_read_bandwidth(chip) + memory_write_bandwidth(chip)
+
+
+def memory_latency(chip: str) -> float:
+    """The tile cycles one more dependent 64-bit load costs a worker: a fill with one more vector on one worker
+    (each worker issues every 6th cycle, so a load's value is there for its next instruction)."""
+    workers = _info(chip)["num_worker_contexts"]
+
+    def cycles(vectors: int) -> int:
+        program = _emulator().Program("fill")
+        _fill(program.main, 2 * vectors)
+        return _run(program, chip, 1, np.ones((), np.float32))["compute_cycles"]
+    return float(cycles(64 * workers + 1) - cycles(64 * workers))
+
+
+def _tile_programs(chip: str) -> Dict[str, float]:
+    """tile_programs.py's figures on `chip`, from a process of its own (the chip is chosen as the backend starts)."""
+    key = "tile_programs:" + chip
+    if key not in _CACHE:
+        done = subprocess.run([sys.executable, str(HERE / "tile_programs.py"), chip], capture_output=True, text=True,
+                              env=dict(os.environ, JAX_PLATFORMS="ipu"), timeout=600)
+        if done.returncode != 0:
+            raise RuntimeError(f"tile_programs.py {chip} failed:\n{done.stderr[-4000:]}")
+        _CACHE[key] = json.loads(done.stdout.strip().splitlines()[-1])
+    return _CACHE[key]
+
+
+def tile_program(name: str) -> Callable[[str], float]:
+    return lambda chip: _tile_programs(chip)[name]
 
 
 def _estimated_cycles(program: Any, chip: str) -> int:
@@ -229,6 +289,12 @@ MEASURES: Dict[str, Callable[..., float]] = {
     "chip.peak_fp16": peak("f16"),
     "chip.peak_fp32": peak("f32"),
     "chip.memory_bandwidth": memory_bandwidth,
+    "chip.memory_read_bandwidth": memory_read_bandwidth,
+    "chip.memory_write_bandwidth": memory_write_bandwidth,
+    "tile.memory_latency": memory_latency,
+    "tile.exchange_congestion": tile_program("exchange_congestion"),
+    "tile.add_f32_10": tile_program("add_f32_10"),
+    "tile.add_f32_1024": tile_program("add_f32_1024"),
     "chip.exchange_bandwidth": exchange_bandwidth,
     "chip.ipu_link_bandwidth": ipu_link_bandwidth,
     "chip.host_link_bandwidth": host_link_bandwidth,

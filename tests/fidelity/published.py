@@ -41,6 +41,12 @@ _MK2_SPEC = ("Graphcore's GC200 figures as its partners' documentation quotes th
              "250 TFLOPS, 47.5TB/s on-chip memory bandwidth, 8TB/s all-to-all IPU-Exchange); docs/ipu-model.md")
 _MK1 = ("Jia, Tillman, Maggioni, Scarpazza, 'Dissecting the Graphcore IPU architecture via microbenchmarking' "
         "(Citadel, 2019, arXiv:1912.03413), as summarised at apaperaday.com/12/17/2019/4dtgcipu-second")
+_MK1_MEMORY = _MK1 + ", chapter 3 (local memory) as summarised at apaperaday.com/12/20/2019/4dtgcipu-5localmemory"
+_MK1_EXCHANGE = _MK1 + ", chapter 4 (interconnect) as summarised at apaperaday.com/12/21/2019/4dtcipu-6interconnect"
+_TESSELLATE_BASICS = ("graphcore-research/tessellate-ipu @3ab241f, notebooks/01-tessellate-ipu-tile-api-basics.ipynb, "
+                      "its saved outputs from a Bow IPU (tile_clock_frequency 1.85 GHz): broadcast_add, an "
+                      "ipu_cycle_count read before and after tile_map(lax.add_p, lhs, rhs) of f32 rows sharded one "
+                      "per tile and a replicated f32 row")
 _TESSELLATE = ("graphcore-research/tessellate-ipu @3ab241f, notebooks/IPU Peak Flops.ipynb: a ConvPartial1x1 "
                "[N,16]x[16,16] f16 matmul on every tile of a Bow IPU (1,472 tiles, 1.85 GHz), cycle counters read "
                "around it")
@@ -66,9 +72,15 @@ FIGURES: Tuple[Figure, ...] = (
     Figure("chip.peak_fp32", "ipu2", "peak AMP throughput, f32", 62.5, "TFLOPS", "derived",
            "docs/ipu-model.md (a quarter of the f16 peak: 16 f32 MACs per tile and cycle against 64)"),
     Figure("chip.memory_bandwidth", "ipu1", "aggregate on-chip memory bandwidth (nominal)", 45, "TB/s", "derived",
-           _MK1),
+           _MK1, "the nominal figure counts every tile's load port (16 bytes a cycle) and store port (8) at once"),
     Figure("chip.memory_bandwidth", "ipu2", "aggregate on-chip memory bandwidth", 47.5, "TB/s", "derived",
-           _MK2_SPEC),
+           _MK2_SPEC, "as ipu1's: a tile's 16 bytes loaded and 8 stored a cycle, over 1,472 tiles at 1.33 GHz"),
+    Figure("chip.memory_read_bandwidth", "ipu1", "aggregate local-memory read bandwidth", 31.1, "TB/s", "derived",
+           _MK1_MEMORY + ": 'each tile reads 16 bytes per clock' at 1.6 GHz over 1,216 tiles"),
+    Figure("chip.memory_write_bandwidth", "ipu1", "aggregate local-memory write bandwidth", 15.5, "TB/s",
+           "derived", _MK1_MEMORY + ": 8 bytes per clock per tile, reached in full"),
+    Figure("tile.memory_latency", "ipu1", "local-memory load latency", 6, "cycles", "measured",
+           _MK1_MEMORY + ": 6 cycles for every tile, whatever the load"),
     Figure("chip.exchange_bandwidth", "ipu2", "all-to-all IPU-Exchange bandwidth", 8, "TB/s", "derived",
            _MK2_SPEC),
     Figure("chip.ipu_link_bandwidth", "ipu2", "IPU-Link bandwidth per chip (10 links, both directions)", 320, "GB/s",
@@ -76,6 +88,16 @@ FIGURES: Tuple[Figure, ...] = (
     Figure("chip.host_link_bandwidth", "ipu2", "host link, PCIe Gen4 x16 (both directions)", 64, "GB/s", "derived",
            "docs/ipu-model.md (PCIe Gen4 x16: 64 GB/s)"),
     # ---- measured on hardware
+    Figure("tile.exchange_congestion", "ipu1", "on-chip exchange latency under full load, relative to no load",
+           1.24, "x", "measured", _MK1_EXCHANGE + ": 'congestion increases on-chip latency only marginally (+24%)'",
+           "the emulator costs a tile's exchange by the bytes that tile sends and receives, so a message takes as "
+           "long with every tile sending as alone"),
+    Figure("tile.add_f32_10", "ipu21", "tile_map(add) of f32[5, 2] per tile, between two cycle counts", 330,
+           "cycles", "measured", _TESSELLATE_BASICS + " of 5 x 2 on 3 tiles: 329, 329 and 330 cycles",
+           "the span holds the add's vertex and the sync before its compute set"),
+    Figure("tile.add_f32_1024", "ipu21", "tile_map(add) of f32[1024] per tile, between two cycle counts", 1860,
+           "cycles", "measured", _TESSELLATE_BASICS + " of 1,024 on 4, 16, 128 and 1,024 tiles: 1.0054 us each "
+                                                     "(1,860 cycles at 1.85 GHz)"),
     Figure("tile.amp_fp16_n16", "ipu21", "AMP f16 [16,16]x[16,16] on every tile", 55.49, "TFLOPS", "measured",
            _TESSELLATE),
     Figure("tile.amp_fp16_n128", "ipu21", "AMP f16 [128,16]x[16,16] on every tile", 211.12, "TFLOPS",

@@ -57,7 +57,8 @@ def test_the_rows_the_cost_model_names_exist():
                if r not in rows and not (r.endswith("_") and any(x.startswith(r) for x in rows))}
     assert not unknown, f"the cost model names fidelity rows that tests/fidelity/published.py lacks: {unknown}"
     # The AMP's rates and the exchange's width are derived from these rows.
-    assert {"chip.peak_fp16", "chip.peak_fp32", "chip.exchange_bandwidth"} <= set(named)
+    assert {"chip.peak_fp16", "chip.peak_fp32", "chip.exchange_bandwidth", "chip.memory_read_bandwidth",
+            "chip.memory_write_bandwidth", "tile.memory_latency"} <= set(named)
 
 
 # The hardware constants no published figure fixes yet, each with why: calibrated to keep estimates plausible, not
@@ -70,7 +71,8 @@ UNCALIBRATED = {
     "kLinkLatencyCycles": "an IPU-Link transfer's start-up; Jia et al. measured it (not reachable here)",
     "kGatewayLatencySeconds": "a GW-Link transfer's start-up through the IPU-Gateway; not published",
     "kHostLatencyCycles": "a host-link transfer's start-up; Jia et al. measured it (not reachable here)",
-    "kSyncCycles": "one on-chip sync; Jia et al. measured it (not reachable here); a user sets it as globalSyncCycles",
+    "kSyncCycles": "one on-chip sync, not published on its own (Jia et al.'s figure is not reachable here); rows "
+                   "tile.add_f32_* bound it with an add's vertex; a user sets it as globalSyncCycles",
 }
 SOURCES = ("fidelity row", "ipu-model.md", "poplibs", "derived")
 CONSTANT = re.compile(r"^\s*constexpr\s+[\w:<>]+\s+(k[A-Z]\w*)\s*=")

@@ -81,7 +81,9 @@ double elementwisePerElement(OpKind kind, DType dtype) {
 }
 
 uint64_t copy(int64_t bytes, int workers) {
-  return tileCycles(bytes, 8, workers, 20, 1);  // one 64-bit load/store pair per cycle and worker
+  // One 64-bit load/store pair per cycle and worker: a tile stores 8 bytes a cycle (fidelity row
+  // chip.memory_write_bandwidth), and a worker's next access comes 6 cycles later (fidelity row tile.memory_latency).
+  return tileCycles(bytes, 8, workers, 20, 1);
 }
 
 uint64_t random(DType dtype, int64_t elements, int workers) {
@@ -91,7 +93,8 @@ uint64_t random(DType dtype, int64_t elements, int workers) {
 
 uint64_t reduce(DType dtype, int64_t inputs, int64_t outputs, int workers) {
   dtype = computeType(dtype);
-  // Accumulators are 4 wide in f32 and 8 in f16 (doc); integers reduce one element per 2 cycles.
+  // Accumulators are 4 wide in f32 and 8 in f16 (doc), one 128-bit load a cycle (fidelity row
+  // chip.memory_read_bandwidth); integers reduce one element per 2 cycles.
   const int width = dtype == DType::F16 ? 8 : dtype == DType::F32 ? 4 : 1;
   const double per = reducePerVector(dtype);
   if (inputs <= 0) return 0;
