@@ -7,9 +7,10 @@ value and source, estimate, ratio, band) and writes it as JSON. Exits 1 when a r
 
 How each figure is measured:
 - chip rows: programs compiled with jax_ipu.emulator for the row's chip, timed by the estimate, e.g. the peak AMP
-  rate is a [16,K]x[K,16] matmul on one tile (its compute cycles), the memory bandwidth the bytes an f32 add reads
-  and writes per cycle on one tile, the exchange bandwidth a transpose across every tile (bytes over its exchange
-  cycles); per-tile figures are scaled to the chip's tiles and clock;
+  rate is a [16,K]x[K,16] matmul on one tile (its compute cycles), the memory's read and write rates those of the
+  fastest reading and writing vertices (a sum, a fill) on one tile, the exchange bandwidth a transpose across
+  every tile (bytes over its exchange cycles); per-tile figures are scaled to the chip's tiles and clock;
+- tile.add_f32_*, tile.exchange_congestion: tile_programs.py, with jax_ipu.tile in a process of its own;
 - tile.amp_fp16_*: TessellateIPU's peak-flops benchmark: an [N,16]x[16,16] f16 matmul on one tile (every tile of
   the chip runs the same), its compute cycles;
 - models: one micro-batch of the model's training step on one emulated IPU through jax (models.py), configured as
