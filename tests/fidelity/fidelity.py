@@ -246,6 +246,19 @@ def exchange_bandwidth(chip: str) -> float:
     return 4.0 * side * side / (profile["exchange_cycles"] / info["tile_clock_frequency"]) / 1e12
 
 
+def whole_chip_matmul(m: int, k: int, n: int, dtype: str) -> Callable[[str], float]:
+    """[m,k] x [k,n] over every tile as the emulator plans it (its static estimate; past a tile's memory where the
+    plan does not fit, as the row's note says), in TFLOPS."""
+    def measure(chip: str) -> float:
+        executable = _emulator().compile(_dot(m, k, n, dtype), chip, options={"allow_out_of_memory": True})
+        try:
+            cycles = executable.info["estimated_cycles"]
+        finally:
+            executable.close()
+        return 2.0 * m * k * n / (cycles / _info(chip)["tile_clock_frequency"]) / 1e12
+    return measure
+
+
 def amp_tile(n: int) -> Callable[[str], float]:
     def measure(chip: str) -> float:
         profile = _run(_dot(n, 16, 16, "f16", rhs_transposed=True), chip, 1, *_ones_for_dot(n, 16, 16))
@@ -294,6 +307,9 @@ MEASURES: Dict[str, Callable[..., float]] = {
     "chip.memory_write_bandwidth": memory_write_bandwidth,
     "tile.memory_latency": memory_latency,
     "tile.exchange_congestion": tile_program("exchange_congestion"),
+    "chip.matmul_f16_4096x4096x1024": whole_chip_matmul(4096, 4096, 1024, "f16"),
+    "chip.matmul_f16_4096x4096x2048": whole_chip_matmul(4096, 4096, 2048, "f16"),
+    "chip.matmul_f32_4096x4096x512": whole_chip_matmul(4096, 4096, 512, "f32"),
     "tile.add_f32_10": tile_program("add_f32_10"),
     "tile.add_f32_1024": tile_program("add_f32_1024"),
     "chip.exchange_bandwidth": exchange_bandwidth,

@@ -47,6 +47,10 @@ _TESSELLATE_BASICS = ("graphcore-research/tessellate-ipu @3ab241f, notebooks/01-
                       "its saved outputs from a Bow IPU (tile_clock_frequency 1.85 GHz): broadcast_add, an "
                       "ipu_cycle_count read before and after tile_map(lax.add_p, lhs, rhs) of f32 rows sharded one "
                       "per tile and a replicated f32 row")
+_SPMM = ("graphcore-research/notebooks @24a76f7, sparsity_benchmarks/SpMM.ipynb (the PopSparse paper's notebook; its "
+         "outputs match the paper's Bow figures): torch.matmul of a dense m x k weight and a k x n input in a "
+         "poptorch.for_loop of 2,000 iterations, timed on the host; it prints TFLOP/s of the non-zero FLOPs at "
+         "density 1/64, so the dense figure is 64 x the printed one")
 _TESSELLATE = ("graphcore-research/tessellate-ipu @3ab241f, notebooks/IPU Peak Flops.ipynb: a ConvPartial1x1 "
                "[N,16]x[16,16] f16 matmul on every tile of a Bow IPU (1,472 tiles, 1.85 GHz), cycle counters read "
                "around it")
@@ -88,6 +92,14 @@ FIGURES: Tuple[Figure, ...] = (
     Figure("chip.host_link_bandwidth", "ipu2", "host link, PCIe Gen4 x16 (both directions)", 64, "GB/s", "derived",
            "docs/ipu-model.md (PCIe Gen4 x16: 64 GB/s)"),
     # ---- measured on hardware
+    Figure("chip.matmul_f16_4096x4096x1024", "ipu21", "matmul f16 [4096,4096] x [4096,1024], whole chip", 197.7,
+           "TFLOPS", "measured", _SPMM + ": 'Dense matmul 3.08973 TFLOP/s' (m = k = 4096, n = 1024, float16)"),
+    Figure("chip.matmul_f16_4096x4096x2048", "ipu21", "matmul f16 [4096,4096] x [4096,2048], whole chip", 211.0,
+           "TFLOPS", "measured", _SPMM + ": 'Dense matmul 3.29656 TFLOP/s' (m = k = 4096, n = 2048, float16)",
+           "the emulator's plan does not fit this one in a tile's memory (its worst tile needs 675,168 bytes: "
+           "it has no serial splits, by which poplin fits large matmuls); its estimate is made past the limit"),
+    Figure("chip.matmul_f32_4096x4096x512", "ipu21", "matmul f32 [4096,4096] x [4096,512], whole chip", 52.4,
+           "TFLOPS", "measured", _SPMM + ": 'Dense matmul 0.81948 TFLOP/s' (m = k = 4096, n = 512, float)"),
     Figure("tile.exchange_congestion", "ipu1", "on-chip exchange latency under full load, relative to no load",
            1.24, "x", "measured", _MK1_EXCHANGE + ": 'congestion increases on-chip latency only marginally (+24%)'",
            "the emulator costs a tile's exchange by the bytes that tile sends and receives, so a message takes as "
