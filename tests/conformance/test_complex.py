@@ -180,6 +180,16 @@ def test_abs_huge_and_tiny():
     assert_close(*run_both(jnp.abs, x), rtol=F32_ULPS)
 
 
+def test_abs_of_a_complex_square_is_its_magnitude():
+    """jax 0.4.13's simplifier drops an abs of a real A * A (it is never negative), not of a complex one: |z * z| is
+    real, z * z is not (the ipu gave back the complex product's buffer for the real result: fuzz seed 20286401
+    #1136)."""
+    z = crandom((4, 6, 6), seed=3)
+    got, want = run_both(lambda z: (jnp.abs(z * z), jnp.abs(z) * jnp.abs(z)), z)
+    for g, w in zip(got, want):
+        assert_close(g, w, rtol=F32_ULPS)
+
+
 def test_power():
     x, y = crandom((1000,), 5, -2, 2), crandom((1000,), 6, -2, 2)
     assert_close(*run_both(lambda a, b: a ** b, x, y), rtol=64 * np.finfo(np.float32).eps)

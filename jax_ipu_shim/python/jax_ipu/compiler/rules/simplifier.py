@@ -495,9 +495,9 @@ def _as_inlined(producer: Any) -> Tuple[Any, List[Any]]:
 def _non_negative(value: Any, depth: int = 6) -> bool:
     """jaxlib 0.4.13's simplifier knows ``value`` is not negative (IsNonNegative): an abs, A * A, a non-negative
     constant (-0 counts: it is >= 0), a maximum with a non-negative operand, a select of two, and a broadcast of
-    one."""
+    one. Never a complex value: a complex A * A can be anything."""
     producer = F.producer_of(value)
-    if producer is None or depth == 0:
+    if producer is None or depth == 0 or not F.real_float_type(value.type):
         return False
     op, operands = _as_inlined(producer)
     if op.name == "stablehlo.abs":
