@@ -14,16 +14,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fidelity"))
 import fidelity  # noqa: E402
 import published  # noqa: E402
 
-# The rows the cycle model does not meet yet, each with why (the closing note of issue 25 says more).
-KNOWN_OUTSIDE = {
-    # AMP utilisation, not isolated: the f16 whole-chip matmuls of the same notebook agree (1.08, 1.10), the f32 one
-    # is estimated 27% faster than measured (the measurement reached 60% of the Bow's f32 peak, as its f16 runs did
-    # of theirs; the emulator 76% and 61%). The emulator runs a tile's AMP work at the rate derived from the chip's
-    # peak plus one fixed vertex cost, in either type; poplibs' estimator charges each pass of 8 (f32) or 16 (f16)
-    # input channels its weight loads and worker overheads, and no per-tile f32 AMP measurement is published to
-    # calibrate the f32 pass against.
-    ("chip.matmul_f32_4096x4096x512", "ipu21"),
-}
+# The rows the cycle model does not meet yet, each with why (the closing note of issue 25 says more). None today.
+KNOWN_OUTSIDE: set = set()
 
 ROWS = [f for f in published.FIGURES if not f.id.startswith("model.")]
 

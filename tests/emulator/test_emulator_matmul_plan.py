@@ -140,3 +140,33 @@ def test_matmul_that_cannot_fit_is_out_of_memory(rng):
     assert first.endswith(" bytes used but tiles only have 638976 bytes of memory")
     used = int(first.split(": ")[1].split(" bytes")[0])
     assert used > TILE_BYTES
+
+
+def test_a_matmul_no_grid_fits_runs_in_row_chunks(rng):
+    """When no grid of the whole keeps a tile's temporaries within poplin's availableMemoryProportion (0.6 of the
+    tile), the rows are computed in chunks one after another (poplin's serial split): a 256^3 f32 matmul on 8 tiles
+    of 250,000 bytes fits (it was out of memory on tile 1), with numpy's values, and costs more cycles than on
+    tiles with room for one grid."""
+    a = rng.normal(size=(256, 256)).astype(np.float32)
+    b = rng.normal(size=(256, 256)).astype(np.float32)
+
+    def run(tile_bytes):
+        exe = E.compile(dot_program(a, b, "f32"), "ipu2", 8, memory_bytes_per_tile=tile_bytes)
+        out = exe.run(a, b)[0]
+        return out, exe
+
+    out, chunked = run(250000)
+    close_f32(out, a.astype(np.float64) @ b.astype(np.float64), a, b)
+    assert chunked.info["static_supersteps"] > 3  # a matmul superstep per chunk, then the reduction
+    assert chunked.info["memory"]["worst_bytes"] <= 250000
+    whole_out, whole = run(TILE_BYTES)
+    close_f32(whole_out, a.astype(np.float64) @ b.astype(np.float64), a, b)
+    assert whole.info["static_supersteps"] == 2
+    assert chunked.info["estimated_cycles"] > whole.info["estimated_cycles"]
+    # f16: f32 sums rounded once to f16 in every chunk
+    h, g = a.astype(np.float16), b.astype(np.float16)
+    exe = E.compile(dot_program(h, g, "f16"), "ipu2", 8, memory_bytes_per_tile=150000)
+    assert exe.info["static_supersteps"] > 3
+    ref = h.astype(np.float64) @ g.astype(np.float64)
+    got = exe.run(h, g)[0].astype(np.float64)
+    assert np.all(np.abs(got - ref) <= np.abs(ref) * 2.0 ** -10 + 1e-5 * (np.abs(h).astype(np.float64) @ np.abs(g)))

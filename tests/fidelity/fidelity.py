@@ -247,10 +247,9 @@ def exchange_bandwidth(chip: str) -> float:
 
 
 def whole_chip_matmul(m: int, k: int, n: int, dtype: str) -> Callable[[str], float]:
-    """[m,k] x [k,n] over every tile as the emulator plans it (its static estimate; past a tile's memory where the
-    plan does not fit, as the row's note says), in TFLOPS."""
+    """[m,k] x [k,n] over every tile as the emulator plans it (its static estimate), in TFLOPS."""
     def measure(chip: str) -> float:
-        executable = _emulator().compile(_dot(m, k, n, dtype), chip, options={"allow_out_of_memory": True})
+        executable = _emulator().compile(_dot(m, k, n, dtype), chip)
         try:
             cycles = executable.info["estimated_cycles"]
         finally:

@@ -1,7 +1,9 @@
 // dot_general as poplin plans a matmul. Plan policy: over grids pB*pM x pN x pK <= tiles of the [batch*M, N, K]
 // iteration space (powers of two, tile-count divisors and whole dimensions), take the one with the fewest estimated
 // cycles (AMP compute + exchange + syncs of both supersteps) whose per-tile working set (received operand blocks +
-// f32 partials + the partials received for the reduction) is at most half a tile, else the smallest working set.
+// f32 partials + the partials received for the reduction) is at most poplin's availableMemoryProportion (0.6) of a
+// tile; when none is, the rows in the fewest chunks one after another that fit (poplin's serial split; dot_general
+// only), else the smallest working set.
 // Superstep 1: each tile receives an lhs block and an rhs block and computes a partial output block on the AMP;
 // superstep 2 (when pK > 1 or the blocks are not where the output lives): each tile of the output's linear mapping
 // receives the pK partials of its elements and reduces them, converting once to the result type.
@@ -362,8 +364,13 @@ Split makeSplit(int64_t dim, int64_t parts) {
 
 struct DotPlan {
   int64_t B = 1, M = 1, N = 1, K = 1;
-  Split b, m, n, k;
+  // serial: M cut into row chunks computed one after another over every tile, each with the grid b, m, n, k (m over
+  // a chunk's rows), their partials kept until one reduction of the whole output (poplin's serial split, by which it
+  // fits a matmul whose blocks do not fit at once). One part (all M rows) unless no plan of the whole fits.
+  Split serial, b, m, n, k;
   int64_t blocks() const { return b.parts * m.parts * n.parts * k.parts; }
+  int64_t rowsBegin(int64_t chunk) const { return serial.begin(chunk); }
+  int64_t rowsIn(int64_t chunk) const { return serial.size(chunk, M); }
   // Block p -> its index along each dimension (k fastest: the pK partials of an output block are neighbours).
   void coords(int64_t p, int64_t* ib, int64_t* im, int64_t* in, int64_t* ik) const {
     *ik = p % k.parts;
@@ -421,7 +428,8 @@ struct PlanInputs {
 };
 
 // A plan's inputs for a [B] M x K x N product of `dt` into an output mapped as `omap` on `dev`: its operand and
-// accumulator sizes, and the device's tiles, workers, exchange and per-tile working-set limit (half a tile).
+// accumulator sizes, and the device's tiles, workers, exchange and per-tile working-set limit (poplin's
+// availableMemoryProportion of a tile).
 PlanInputs planInputs(int64_t B, int64_t M, int64_t N, int64_t K, DType dt, const TileMapping& omap,
                       const DeviceDescription& dev) {
   return {B,
@@ -436,72 +444,92 @@ PlanInputs planInputs(int64_t B, int64_t M, int64_t N, int64_t K, DType dt, cons
           dev.exchange_bytes_per_cycle,
           omap.per_tile,
           omap.tilesUsed(),
-          static_cast<int64_t>(dev.bytes_per_tile / 2),
+          static_cast<int64_t>(static_cast<double>(dev.bytes_per_tile) * cost::kAvailableMemoryProportion),
           &dev};
 }
 
-// The estimated cycles of a plan (interior blocks, no operand locality) and its per-tile working set.
+// The estimated cycles of a plan (interior blocks, no operand locality) and its per-tile working set: its row
+// chunks' matmul supersteps one after another, each tile keeping its partial block of every chunk, then one
+// reduction of the whole output.
 void estimate(const PlanInputs& in, const DotPlan& p, uint64_t* cycles, int64_t* working) {
   const int64_t bb = std::max<int64_t>(p.b.block, 1), bm = std::max<int64_t>(p.m.block, 1);
   const int64_t bn = std::max<int64_t>(p.n.block, 1), bk = p.k.block;
   const int64_t lhs = bb * bm * bk * in.in_bytes, rhs = bb * bk * bn * in.in_bytes, recv1 = lhs + rhs;
-  const int64_t part = bb * bm * bn * in.acc_bytes;
+  const int64_t chunks = p.serial.parts, part = bb * bm * bn * in.acc_bytes * chunks;
   // Supertile neighbours (k fastest, then n, m) share their lhs block when k is not split and n is, their rhs
   // block when only m is (supertileExchangeBytes).
   const bool share_l = p.k.parts == 1 && p.n.parts > 1, share_r = p.k.parts == 1 && p.n.parts == 1 && p.m.parts > 1;
   const int64_t bus = recv1 - (share_l ? lhs / 2 : 0) - (share_r ? rhs / 2 : 0);
   const uint64_t c1 = cost::matmul(in.dt, bb * bm * bn, bk, *in.device) + cost::exchange(bus, in.bytes_per_cycle) +
                       in.device->sync_cycles;
-  const bool second = p.k.parts > 1 || p.blocks() > 1 || in.out_tiles > 1;
+  const bool second = p.k.parts > 1 || p.blocks() > 1 || in.out_tiles > 1 || chunks > 1;
   const int64_t recv2 = second ? in.out_per_tile * p.k.parts * in.acc_bytes : 0;
   uint64_t c2 = 0;
   if (second)
     c2 = cost::exchange(recv2, in.bytes_per_cycle) + in.device->sync_cycles +
          (p.k.parts > 1 ? cost::reduce(dtypeInfo(in.dt).acc, in.out_per_tile * p.k.parts, in.out_per_tile, in.workers)
                         : cost::copy(in.out_per_tile * in.acc_bytes, in.workers));
-  *cycles = c1 + c2;
+  *cycles = static_cast<uint64_t>(chunks) * c1 + c2;
   *working = std::max(recv1 + part, part + recv2) + 2 * cost::kVertexStateBytes;
 }
 
-DotPlan choosePlan(const PlanInputs& in) {
+// serial: whether row chunks may be computed one after another when no plan of the whole fits (dot_general's own
+// kernel runs them; a convolution's planner does not).
+DotPlan choosePlan(const PlanInputs& in, bool serial = false) {
   DotPlan best;
   best.B = in.B, best.M = in.M, best.N = in.N, best.K = in.K;
   bool have_fit = false;
   uint64_t best_cycles = 0;
   int64_t best_working = 0, best_blocks = 0;
   const int64_t T = in.tiles;
-  const std::vector<int64_t> cb = candidates(in.B, T), cm = candidates(in.M, T), cn = candidates(in.N, T);
+  const std::vector<int64_t> cb = candidates(in.B, T), cn = candidates(in.N, T);
   const std::vector<int64_t> ck = in.K > 0 ? candidates(in.K, T) : std::vector<int64_t>{1};
   bool first = true;
-  for (int64_t pb : cb)
-    for (int64_t pm : cm) {
-      if (pb * pm > T) break;
-      for (int64_t pn : cn) {
-        if (pb * pm * pn > T) break;
-        for (int64_t pk : ck) {
-          if (pb * pm * pn * pk > T) break;
-          DotPlan p = best;
-          p.b = makeSplit(in.B, pb), p.m = makeSplit(in.M, pm), p.n = makeSplit(in.N, pn), p.k = makeSplit(in.K, pk);
-          uint64_t cycles;
-          int64_t working;
-          estimate(in, p, &cycles, &working);
-          const bool fits = working <= in.cap;
-          bool better;
-          if (first) better = true;
-          else if (fits != have_fit) better = fits;
-          else if (fits) better = cycles < best_cycles || (cycles == best_cycles && p.blocks() < best_blocks);
-          else better = working < best_working || (working == best_working && cycles < best_cycles);
-          if (better) {
-            best = p;
-            best_cycles = cycles;
-            best_working = working;
-            best_blocks = p.blocks();
-            have_fit = fits;
-            first = false;
+  const auto search = [&](int64_t chunks) {
+    const Split rows = makeSplit(in.M, chunks);
+    if (rows.parts != chunks) return;  // the same row chunks as a smaller count
+    const std::vector<int64_t> cm = candidates(std::max<int64_t>(rows.block, 1), T);
+    for (int64_t pb : cb)
+      for (int64_t pm : cm) {
+        if (pb * pm > T) break;
+        for (int64_t pn : cn) {
+          if (pb * pm * pn > T) break;
+          for (int64_t pk : ck) {
+            if (pb * pm * pn * pk > T) break;
+            DotPlan p = best;
+            p.serial = rows;
+            p.b = makeSplit(in.B, pb), p.m = makeSplit(rows.block, pm), p.n = makeSplit(in.N, pn);
+            p.k = makeSplit(in.K, pk);
+            uint64_t cycles;
+            int64_t working;
+            estimate(in, p, &cycles, &working);
+            const bool fits = working <= in.cap;
+            bool better;
+            if (first) better = true;
+            else if (fits != have_fit) better = fits;
+            else if (fits) better = cycles < best_cycles || (cycles == best_cycles && p.blocks() < best_blocks);
+            else better = working < best_working || (working == best_working && cycles < best_cycles);
+            if (better) {
+              best = p;
+              best_cycles = cycles;
+              best_working = working;
+              best_blocks = p.blocks();
+              have_fit = fits;
+              first = false;
+            }
           }
         }
       }
-    }
+  };
+  search(1);
+  // No grid of the whole fits the working-set limit: as poplin does, the rows in chunks, the fewest that fit (and up to
+  // twice as many, for a faster grid).
+  int64_t fitted = 0;
+  for (int64_t chunks = 2; serial && !(fitted && chunks > 2 * fitted) && chunks <= std::min<int64_t>(in.M, 256);
+       ++chunks) {
+    search(chunks);
+    if (have_fit && !fitted) fitted = chunks;
+  }
   return best;
 }
 
@@ -528,7 +556,7 @@ class DotKernel : public Kernel {
   void compute(RunState& s, int64_t b, int64_t e) const override { computeStep(s, 0, b, e); }
 
   void computeStep(RunState& s, size_t step, int64_t b, int64_t e) const override {
-    if (step == 0) blocks(s, b, e);
+    if (static_cast<int64_t>(step) < plan_.serial.parts) blocks(s, static_cast<int64_t>(step), b, e);
     else reduce(s, b, e);
   }
 
@@ -539,15 +567,14 @@ class DotKernel : public Kernel {
       std::is_same<Out, Acc>::value || (std::is_same<Out, int32_t>::value && std::is_same<Acc, uint32_t>::value);
   bool direct() const { return kOutIsAcc && plan_.k.parts == 1; }
 
-  // The host computes superstep 1 in its own blocks: only the plan's k split decides which partial an output's
-  // products are summed into (and so the rounding); its batch/M/N split does not change any result. The tiles
-  // [p0, p1) of a call stand for the same fraction of the host blocks, so that calls covering all tiles once cover
-  // all host blocks once.
+  // The host computes a chunk's matmul superstep in its own blocks: only the plan's k split decides which partial an
+  // output's products are summed into (and so the rounding); its serial/batch/M/N split does not change any result.
+  // The tiles [p0, p1) of a call stand for the same fraction of the chunk's host blocks, so that calls covering all
+  // tiles once cover all its host blocks once.
   static constexpr int64_t kHostRows = 96, kHostCols = 256;
-  int64_t hostRowBlocks() const { return std::max<int64_t>(1, ceilDiv(plan_.M, kHostRows)); }
   int64_t hostColBlocks() const { return std::max<int64_t>(1, ceilDiv(plan_.N, kHostCols)); }
 
-  void blocks(RunState& s, int64_t p0, int64_t p1) const {
+  void blocks(RunState& s, int64_t chunk, int64_t p0, int64_t p1) const {
     const DotPlan& P = plan_;
     const Acc* lhs = operand(s, lhs_, l_, scratch_l_);
     const Acc* rhs = operand(s, rhs_, r_, scratch_r_);
@@ -555,7 +582,8 @@ class DotKernel : public Kernel {
     Acc* part = direct() ? reinterpret_cast<Acc*>(s.at<Out>(out_))
                          : reinterpret_cast<Acc*>(s.scratch[static_cast<size_t>(scratch_p_)].data());
     Out* out = s.at<Out>(out_);
-    const int64_t hm = hostRowBlocks(), hn = hostColBlocks();
+    const int64_t r0 = P.rowsBegin(chunk), r1 = r0 + P.rowsIn(chunk);
+    const int64_t hm = std::max<int64_t>(1, ceilDiv(r1 - r0, kHostRows)), hn = hostColBlocks();
     const int64_t items = P.k.parts * P.B * hm * hn, tiles = P.blocks();
     const int64_t i0 = p0 * items / tiles, i1 = p1 * items / tiles;
     for (int64_t it = i0; it < i1; ++it) {
@@ -565,8 +593,8 @@ class DotKernel : public Kernel {
       const int64_t im = x % hm;
       x /= hm;
       const int64_t bi = x % P.B, ik = x / P.B;
-      const int64_t m0 = im * kHostRows, n0 = in * kHostCols, k0 = P.k.begin(ik);
-      const int64_t mb = std::min(P.M, m0 + kHostRows) - m0, nn = std::min(P.N, n0 + kHostCols) - n0;
+      const int64_t m0 = r0 + im * kHostRows, n0 = in * kHostCols, k0 = P.k.begin(ik);
+      const int64_t mb = std::min(r1, m0 + kHostRows) - m0, nn = std::min(P.N, n0 + kHostCols) - n0;
       const int64_t kb = P.K > 0 ? P.k.size(ik, P.K) : 0;
       if (mb <= 0 || nn <= 0) continue;
       const int64_t o = (bi * P.M + m0) * P.N + n0;
@@ -705,9 +733,10 @@ MatmulPlan gridOf(const DotPlan& p) {
   return out;
 }
 
-// Superstep 1: tile p computes block p. It receives the parts of its lhs and rhs blocks it does not hold (an operand
-// already in canonical layout is read in place where the tile has it) and keeps an f32 partial block. Superstep 2
-// (when needed): each tile of the output's mapping receives the pK partials of its elements, less those it made.
+// Superstep 1 (once per row chunk): tile p computes block p of the chunk. It receives the parts of its lhs and rhs
+// blocks it does not hold (an operand already in canonical layout is read in place where the tile has it) and keeps
+// an f32 partial block. Last superstep (when needed): each tile of the output's mapping receives the pK partials of
+// its elements, less those it made.
 std::vector<Superstep> dotSteps(Lowerer& lowerer, const OpContext& ctx, const DotShape& d, const DotPlan& plan,
                                 DType dt, const TileMapping& omap) {
   const int workers = lowerer.device().num_worker_contexts;
@@ -717,52 +746,71 @@ std::vector<Superstep> dotSteps(Lowerer& lowerer, const OpContext& ctx, const Do
   const TileMapping lmap = lowerer.graph().slots[static_cast<size_t>(ctx.in[0])].mapping;
   const TileMapping rmap = lowerer.graph().slots[static_cast<size_t>(ctx.in[1])].mapping;
   const bool l_local = d.lhs.identity(), r_local = d.rhs.identity();
-  const int64_t P = plan.blocks();
+  const int64_t P = plan.blocks(), chunks = plan.serial.parts;
   const size_t tiles = static_cast<size_t>(lowerer.device().num_tiles);
-  std::vector<int64_t> recv1(tiles, 0), part(tiles, 0), recv2(tiles, 0), macs(tiles, 0), bouts(tiles, 0);
-  std::vector<int64_t> recv_l(tiles, 0), recv_r(tiles, 0);
-  for (int64_t p = 0; p < P; ++p) {
-    const int t = static_cast<int>(p);
+  // The region of [batch, m, n] block p of a chunk computes.
+  struct Region {
+    int64_t b0, nb, m0, mb, n0, nn, k0, kb;
+  };
+  const auto region = [&](int64_t chunk, int64_t p) {
     int64_t ib, im, in, ik;
     plan.coords(p, &ib, &im, &in, &ik);
-    const int64_t b0 = plan.b.begin(ib), m0 = plan.m.begin(im), n0 = plan.n.begin(in), k0 = plan.k.begin(ik);
-    const int64_t nb = plan.b.size(ib, batch), mb = plan.m.size(im, m), nn = plan.n.size(in, n);
-    const int64_t kb = k > 0 ? plan.k.size(ik, k) : 0;
-    int64_t l_need = nb * mb * kb, r_need = nb * kb * nn;
-    if (l_local) l_need -= regionOverlap(m, k, b0, b0 + nb, m0, m0 + mb, k0, k0 + kb, lmap.begin(t), lmap.end(t));
-    if (r_local) r_need -= regionOverlap(k, n, b0, b0 + nb, k0, k0 + kb, n0, n0 + nn, rmap.begin(t), rmap.end(t));
-    recv_l[static_cast<size_t>(t)] = l_need * in_bytes;
-    recv_r[static_cast<size_t>(t)] = r_need * in_bytes;
-    recv1[static_cast<size_t>(t)] = (l_need + r_need) * in_bytes;
-    bouts[static_cast<size_t>(t)] = nb * mb * nn;
-    macs[static_cast<size_t>(t)] = kb;
-    part[static_cast<size_t>(t)] = nb * mb * nn * acc_bytes;
-  }
-  bool second = plan.k.parts > 1;
-  for (int t = 0; t < omap.tilesUsed(); ++t) {
-    const int64_t lo = omap.begin(t), hi = omap.end(t);
-    int64_t local = 0;
-    if (t < P) {
-      int64_t ib, im, in, ik;
-      plan.coords(t, &ib, &im, &in, &ik);
-      local = regionOverlap(m, n, plan.b.begin(ib), plan.b.begin(ib) + plan.b.size(ib, batch), plan.m.begin(im),
-                            plan.m.begin(im) + plan.m.size(im, m), plan.n.begin(in),
-                            plan.n.begin(in) + plan.n.size(in, n), lo, hi);
-    }
-    recv2[static_cast<size_t>(t)] = ((hi - lo) * plan.k.parts - local) * acc_bytes;
-    second = second || recv2[static_cast<size_t>(t)] > 0;
-  }
+    const int64_t rows = plan.rowsIn(chunk);
+    return Region{plan.b.begin(ib),
+                  plan.b.size(ib, batch),
+                  plan.rowsBegin(chunk) + plan.m.begin(im),
+                  plan.m.size(im, rows),
+                  plan.n.begin(in),
+                  plan.n.size(in, n),
+                  plan.k.begin(ik),
+                  k > 0 ? plan.k.size(ik, k) : 0};
+  };
   std::vector<Superstep> steps;
   const size_t mark = lowerer.pendingStep().transient.size();
   TileMapping blocks;
   blocks.num_elements = P;
   blocks.per_tile = 1;
-  const std::vector<int64_t> bus = supertileExchangeBytes(gridOf(plan), recv_l, recv_r);
-  steps.push_back(lowerer.superstep(std::string("matmul<") + dtypeName(dt) + ">", blocks, bus, [&](int t, int64_t) {
-    return cost::matmul(dt, bouts[static_cast<size_t>(t)], macs[static_cast<size_t>(t)], lowerer.device());
-  }));
-  steps.back().cost_weight =
-      static_cast<double>(std::max<int64_t>(1, batch * m * n / P * std::max<int64_t>(1, k / plan.k.parts)));
+  // Memory: while a chunk's superstep runs a tile holds its received blocks and its partials of this chunk and the
+  // ones before; during the last superstep its partials and the partials it receives.
+  std::vector<int64_t> held(tiles, 0), peak(tiles, 0);
+  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+    std::vector<int64_t> recv_l(tiles, 0), recv_r(tiles, 0), macs(tiles, 0), bouts(tiles, 0);
+    for (int64_t p = 0; p < P; ++p) {
+      const size_t t = static_cast<size_t>(p);
+      const Region r = region(chunk, p);
+      int64_t l_need = r.nb * r.mb * r.kb, r_need = r.nb * r.kb * r.nn;
+      if (l_local)
+        l_need -= regionOverlap(m, k, r.b0, r.b0 + r.nb, r.m0, r.m0 + r.mb, r.k0, r.k0 + r.kb,
+                                lmap.begin(static_cast<int>(p)), lmap.end(static_cast<int>(p)));
+      if (r_local)
+        r_need -= regionOverlap(k, n, r.b0, r.b0 + r.nb, r.k0, r.k0 + r.kb, r.n0, r.n0 + r.nn,
+                                rmap.begin(static_cast<int>(p)), rmap.end(static_cast<int>(p)));
+      recv_l[t] = l_need * in_bytes;
+      recv_r[t] = r_need * in_bytes;
+      bouts[t] = r.nb * r.mb * r.nn;
+      macs[t] = r.kb;
+      held[t] += r.nb * r.mb * r.nn * acc_bytes;
+      peak[t] = std::max(peak[t], recv_l[t] + recv_r[t] + held[t]);
+    }
+    const std::vector<int64_t> bus = supertileExchangeBytes(gridOf(plan), recv_l, recv_r);
+    steps.push_back(lowerer.superstep(std::string("matmul<") + dtypeName(dt) + ">", blocks, bus, [&](int t, int64_t) {
+      return cost::matmul(dt, bouts[static_cast<size_t>(t)], macs[static_cast<size_t>(t)], lowerer.device());
+    }));
+    steps.back().cost_weight = static_cast<double>(
+        std::max<int64_t>(1, batch * plan.rowsIn(chunk) * n / P * std::max<int64_t>(1, k / plan.k.parts)));
+  }
+  std::vector<int64_t> recv2(tiles, 0);
+  bool second = plan.k.parts > 1 || chunks > 1;
+  for (int t = 0; t < omap.tilesUsed(); ++t) {
+    const int64_t lo = omap.begin(t), hi = omap.end(t);
+    int64_t local = 0;
+    for (int64_t chunk = 0; t < P && chunk < chunks; ++chunk) {
+      const Region r = region(chunk, t);
+      local += regionOverlap(m, n, r.b0, r.b0 + r.nb, r.m0, r.m0 + r.mb, r.n0, r.n0 + r.nn, lo, hi);
+    }
+    recv2[static_cast<size_t>(t)] = ((hi - lo) * plan.k.parts - local) * acc_bytes;
+    second = second || recv2[static_cast<size_t>(t)] > 0;
+  }
   if (second) {
     const int64_t pk = plan.k.parts;
     const DType rdt = dtypeInfo(dt).acc;
@@ -774,11 +822,10 @@ std::vector<Superstep> dotSteps(Lowerer& lowerer, const OpContext& ctx, const Do
         /*computes=*/pk > 1));
     steps.back().cost_weight = static_cast<double>(pk);
   }
-  // Memory: while superstep 1 runs a tile holds its received blocks and its partial; during superstep 2 the
-  // partial and the partials it receives. (lowerer.superstep() recorded only the receive buffers.)
+  // (lowerer.superstep() recorded only the receive buffers.)
   lowerer.pendingStep().transient.resize(mark);
   for (size_t t = 0; t < tiles; ++t) {
-    const int64_t bytes = std::max(recv1[t] + part[t], (part[t] + recv2[t]) * (second ? 1 : 0));
+    const int64_t bytes = std::max(peak[t], second ? held[t] + recv2[t] : 0);
     if (bytes > 0) lowerer.pendingStep().transient.emplace_back(static_cast<int>(t), bytes);
   }
   return steps;
@@ -793,7 +840,7 @@ std::vector<int> lowerDot(Lowerer& lowerer, OpContext& ctx) {
   const int sl = lowerer.newScratch(), sr = lowerer.newScratch(), sp = lowerer.newScratch();
   const DType dt = ctx.in_types[0].dtype;
   const TileMapping omap = lowerer.graph().slots[static_cast<size_t>(o)].mapping;
-  const DotPlan plan = choosePlan(planInputs(d.batch, d.m, d.n, d.k, dt, omap, lowerer.device()));
+  const DotPlan plan = choosePlan(planInputs(d.batch, d.m, d.n, d.k, dt, omap, lowerer.device()), /*serial=*/true);
 
   std::unique_ptr<Kernel> kernel;
   visitMatmulTypes(dt, out.dtype, [&](auto i, auto a, auto r) {

@@ -21,6 +21,11 @@ constexpr uint64_t kSupervisorCycles = 50;
 // Calibrated: reading the predicate / index of a RepeatWhileTrue or Switch on the supervisor (the broadcast to
 // every tile is a sync, charged as DeviceDescription::sync_cycles).
 constexpr uint64_t kControlCycles = 30;
+// The share of a tile's memory a matmul or convolution plan may use for its temporaries (received operand blocks
+// and partials): poplibs' poplin option availableMemoryProportion, its default (MatMul.hpp, Convolution.hpp: 0.6).
+// A plan of the whole that needs more is computed in row chunks (dot.cc's serial split; fidelity rows
+// chip.matmul_f16_4096x4096x2048 and the other whole-chip matmuls).
+constexpr double kAvailableMemoryProportion = 0.6;
 // Calibrated: vertex state per vertex (pointers to its operand regions and their sizes).
 constexpr int64_t kVertexStateBytes = 32;
 // Calibrated: code of each codelet type present on a tile (poplibs codelets are a few hundred bytes).

@@ -109,8 +109,8 @@ struct MatmulPlan {
 std::vector<int64_t> supertileExchangeBytes(const MatmulPlan& plan, const std::vector<int64_t>& lhs,
                                             const std::vector<int64_t>& rhs);
 
-// omap: the output's linear mapping; the tiles, workers, exchange, working-set limit (half a tile) and AMP rates
-// are the device's.
+// omap: the output's linear mapping; the tiles, workers, exchange, working-set limit (availableMemoryProportion) and
+// AMP rates are the device's.
 MatmulPlan planMatmul(int64_t B, int64_t M, int64_t N, int64_t K, DType dt, const TileMapping& omap,
                       const DeviceDescription& device);
 
