@@ -829,5 +829,9 @@ def test_a_select_of_a_compared_predicate_selects_on_the_predicate():
 
     mask = x > 0.3
     check(selects, x, -x, mask, **EXACT)
+    # a compare of complex values is no predicate compared with a constant (it was read as one, and refused)
+    z = (x + 1j * x[::-1]).astype(np.complex64)
+    z[0, :3] = 0
+    check(lambda z, x: lax.select(z == 0, x, -x), z, x, **EXACT)
     names = [op["op"] for fn in program(selects, x, -x, mask)["functions"] for op in ops(fn["body"])]
     assert "compare" not in names and "not" not in names, names

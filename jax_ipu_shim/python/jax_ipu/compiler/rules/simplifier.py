@@ -564,7 +564,8 @@ def _predicate_compared(value: Any) -> Optional[Tuple[Any, bool]]:
         return None
     if producer.name == "stablehlo.not":
         return producer.operands[0], True
-    if producer.name != "stablehlo.compare" or A.enum(producer.attributes["comparison_direction"]) not in ("EQ", "NE"):
+    if producer.name != "stablehlo.compare" or A.enum(producer.attributes["comparison_direction"]) not in ("EQ", "NE") \
+            or any(str(ir.RankedTensorType(v.type).element_type) != "i1" for v in producer.operands):
         return None
     equal = A.enum(producer.attributes["comparison_direction"]) == "EQ"
     for p, other in (producer.operands, reversed(producer.operands)):
