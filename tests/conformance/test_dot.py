@@ -116,3 +116,22 @@ def test_dot_fuses_each_product_into_its_sum_as_cpu_does(dtype):
     check(lambda a, b: a @ b, a, b)
     x, y = random(dtype, (64, 2), seed=3), random(dtype, (2, 48), seed=4)
     check(lambda x, y: (x @ y, x[:, :1] @ y[:1]), x, y)
+
+
+def test_a_smaller_available_memory_proportion_plans_in_row_chunks(monkeypatch):
+    """JAX_IPU_AVAILABLE_MEMORY_PROPORTION (poplin's availableMemoryProportion, read at each compile): a jitted
+    matmul whose plan needs more than that share of a tile runs in row chunks, one superstep each, with cpu's
+    values within the same tolerance."""
+    import jax
+
+    import jax_ipu
+
+    a, b = inputs("float32", (512, 2048), seed=1), inputs("float32", (2048, 1024), seed=2)
+    check(jnp.matmul, a, b, **TOLERANCE["float32"])
+    default = jax_ipu.last_execution()["supersteps"]
+    monkeypatch.setenv("JAX_IPU_AVAILABLE_MEMORY_PROPORTION", "0.02")
+    jax.clear_caches()
+    check(jnp.matmul, a, b, **TOLERANCE["float32"])
+    assert jax_ipu.last_execution()["supersteps"] > default
+    monkeypatch.undo()
+    jax.clear_caches()  # later tests compile with the default share again

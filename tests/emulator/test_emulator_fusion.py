@@ -142,7 +142,8 @@ def test_malformed_fusion_flag_is_an_error_naming_it():
 @pytest.mark.parametrize("options, message", [
     ({"fusion": "maybe"}, "compile option 'fusion' must be true or false, not a string"),
     ({"fuse": True},
-     "unknown compile option 'fuse' (known: fusion, exchange_per_element, allow_out_of_memory, emulate_64bit)"),
+     "unknown compile option 'fuse' (known: fusion, exchange_per_element, allow_out_of_memory, emulate_64bit, "
+     "available_memory_proportion)"),
 ])
 def test_malformed_compile_options_are_refused_by_name(options, message):
     with pytest.raises(E.EmulatorError) as e:

@@ -170,3 +170,27 @@ def test_a_matmul_no_grid_fits_runs_in_row_chunks(rng):
     ref = h.astype(np.float64) @ g.astype(np.float64)
     got = exe.run(h, g)[0].astype(np.float64)
     assert np.all(np.abs(got - ref) <= np.abs(ref) * 2.0 ** -10 + 1e-5 * (np.abs(h).astype(np.float64) @ np.abs(g)))
+
+
+def test_available_memory_proportion_trades_cycles_for_memory(rng):
+    """poplin's availableMemoryProportion (CompileOptions, JAX_IPU_AVAILABLE_MEMORY_PROPORTION): a smaller share of
+    a tile for a matmul's temporaries gives a plan of more row chunks, less memory and more cycles, and the same
+    values; a share outside (0, 1] is refused naming the option."""
+    from jax_ipu import config
+
+    a = rng.normal(size=(1024, 2048)).astype(np.float32)
+    b = rng.normal(size=(2048, 1024)).astype(np.float32)
+    plans = []
+    for options in ({}, {"available_memory_proportion": 0.3}):
+        exe = E.compile(dot_program(a, b, "f32"), "ipu2", 256, options=options)
+        close_f32(exe.run(a, b)[0], a.astype(np.float64) @ b.astype(np.float64), a, b)
+        plans.append((exe.info["static_supersteps"], exe.info["memory"]["worst_bytes"], exe.info["estimated_cycles"]))
+    (steps, worst, cycles), (steps_low, worst_low, cycles_low) = plans
+    assert steps_low > steps and worst_low < worst and cycles_low > cycles
+    for bad, kind in ((0, "0"), (1.5, "1.5"), ("0.3", "a string"), (True, "a boolean")):
+        with pytest.raises(E.EmulatorError, match=f"'available_memory_proportion'.*in \\(0, 1\\], not {kind}"):
+            E.compile(dot_program(a[:8, :8], b[:8, :8], "f32"), options={"available_memory_proportion": bad})
+    assert config.lowering_options({"JAX_IPU_AVAILABLE_MEMORY_PROPORTION": "0.3"})["available_memory_proportion"] == 0.3
+    assert "available_memory_proportion" not in config.lowering_options({})
+    with pytest.raises(ValueError, match="JAX_IPU_AVAILABLE_MEMORY_PROPORTION=1.2: availableMemoryProportion must"):
+        config.lowering_options({"JAX_IPU_AVAILABLE_MEMORY_PROPORTION": "1.2"})

@@ -246,7 +246,8 @@ std::vector<int> lowerConv(Lowerer& lowerer, OpContext& ctx) {
   const DType dt = ctx.in_types[0].dtype;
   const TileMapping omap = lowerer.graph().slots[static_cast<size_t>(o)].mapping;
   const int64_t M = g.M(), K = g.K(), Ng = g.cog, G = g.groups;
-  const MatmulPlan plan = planMatmul(G, M, Ng, K, dt, omap, lowerer.device());
+  const MatmulPlan plan =
+      planMatmul(G, M, Ng, K, dt, omap, lowerer.device(), lowerer.options().available_memory_proportion);
   const int64_t kparts = K > 0 ? plan.k.parts : 1, kblock = K > 0 ? plan.k.block : 0;
   const int64_t P = std::max<int64_t>(1, plan.blocks());
 

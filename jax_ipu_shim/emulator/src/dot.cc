@@ -431,7 +431,7 @@ struct PlanInputs {
 // accumulator sizes, and the device's tiles, workers, exchange and per-tile working-set limit (poplin's
 // availableMemoryProportion of a tile).
 PlanInputs planInputs(int64_t B, int64_t M, int64_t N, int64_t K, DType dt, const TileMapping& omap,
-                      const DeviceDescription& dev) {
+                      const DeviceDescription& dev, double memory_proportion) {
   return {B,
           M,
           N,
@@ -444,7 +444,8 @@ PlanInputs planInputs(int64_t B, int64_t M, int64_t N, int64_t K, DType dt, cons
           dev.exchange_bytes_per_cycle,
           omap.per_tile,
           omap.tilesUsed(),
-          static_cast<int64_t>(static_cast<double>(dev.bytes_per_tile) * cost::kAvailableMemoryProportion),
+          static_cast<int64_t>(static_cast<double>(dev.bytes_per_tile) *
+                               (memory_proportion > 0 ? memory_proportion : cost::kAvailableMemoryProportion)),
           &dev};
 }
 
@@ -840,7 +841,9 @@ std::vector<int> lowerDot(Lowerer& lowerer, OpContext& ctx) {
   const int sl = lowerer.newScratch(), sr = lowerer.newScratch(), sp = lowerer.newScratch();
   const DType dt = ctx.in_types[0].dtype;
   const TileMapping omap = lowerer.graph().slots[static_cast<size_t>(o)].mapping;
-  const DotPlan plan = choosePlan(planInputs(d.batch, d.m, d.n, d.k, dt, omap, lowerer.device()), /*serial=*/true);
+  const DotPlan plan = choosePlan(
+      planInputs(d.batch, d.m, d.n, d.k, dt, omap, lowerer.device(), lowerer.options().available_memory_proportion),
+      /*serial=*/true);
 
   std::unique_ptr<Kernel> kernel;
   visitMatmulTypes(dt, out.dtype, [&](auto i, auto a, auto r) {
@@ -893,8 +896,8 @@ std::vector<int64_t> supertileExchangeBytes(const MatmulPlan& plan, const std::v
 }
 
 MatmulPlan planMatmul(int64_t B, int64_t M, int64_t N, int64_t K, DType dt, const TileMapping& omap,
-                      const DeviceDescription& device) {
-  return gridOf(choosePlan(planInputs(B, M, N, K, dt, omap, device)));
+                      const DeviceDescription& device, double memory_proportion) {
+  return gridOf(choosePlan(planInputs(B, M, N, K, dt, omap, device, memory_proportion)));
 }
 
 void hostGemmF32(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t m, int64_t n,

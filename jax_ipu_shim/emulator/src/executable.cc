@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -436,21 +437,45 @@ class ExecutableImpl : public Executable {
 
 }  // namespace
 
+namespace {
+
+std::string numberText(double v) {  // the shortest text that reads back as v
+  char buf[32];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
+}  // namespace
+
 CompileOptions CompileOptions::parse(const std::string& text) {
   CompileOptions options;
   if (text.empty()) return options;
   const json::Value doc = json::parse(text);
   if (!doc.isObject()) throw Error(ErrorCode::InvalidArgument, "compile options must be a JSON object: " + text);
   for (const auto& field : doc.object) {
+    if (field.first == "available_memory_proportion") {
+      const bool number = field.second.kind == json::Value::Kind::Number;
+      const double v = number ? field.second.number : -1;
+      if (!(v > 0 && v <= 1))
+        throw Error(ErrorCode::InvalidArgument,
+                    "compile option 'available_memory_proportion' (poplin's availableMemoryProportion) must be a "
+                    "number in (0, 1], not " +
+                        (number ? numberText(v) : std::string(json::Value::kindName(field.second.kind))));
+      options.available_memory_proportion = v;
+      continue;
+    }
     bool* target = field.first == "fusion"                 ? &options.fusion
                    : field.first == "exchange_per_element" ? &options.exchange_per_element
                    : field.first == "allow_out_of_memory"  ? &options.allow_out_of_memory
                    : field.first == "emulate_64bit"        ? &options.emulate_64bit
                                                            : nullptr;
     if (target == nullptr)
-      throw Error(ErrorCode::InvalidArgument,
-                  "unknown compile option '" + field.first +
-                      "' (known: fusion, exchange_per_element, allow_out_of_memory, emulate_64bit)");
+      throw Error(ErrorCode::InvalidArgument, "unknown compile option '" + field.first +
+                                                  "' (known: fusion, exchange_per_element, allow_out_of_memory, "
+                                                  "emulate_64bit, available_memory_proportion)");
     if (field.second.kind != json::Value::Kind::Bool)
       throw Error(ErrorCode::InvalidArgument, "compile option '" + field.first + "' must be true or false, not " +
                                                   json::Value::kindName(field.second.kind));
@@ -461,8 +486,11 @@ CompileOptions CompileOptions::parse(const std::string& text) {
 
 std::string CompileOptions::toJson() const {
   auto b = [](bool v) { return v ? "true" : "false"; };
-  return std::string("{\"fusion\":") + b(fusion) + ",\"exchange_per_element\":" + b(exchange_per_element) +
-         ",\"allow_out_of_memory\":" + b(allow_out_of_memory) + ",\"emulate_64bit\":" + b(emulate_64bit) + "}";
+  std::string s = std::string("{\"fusion\":") + b(fusion) + ",\"exchange_per_element\":" + b(exchange_per_element) +
+                  ",\"allow_out_of_memory\":" + b(allow_out_of_memory) + ",\"emulate_64bit\":" + b(emulate_64bit);
+  if (available_memory_proportion > 0)
+    s += ",\"available_memory_proportion\":" + numberText(available_memory_proportion);
+  return s + "}";
 }
 
 std::unique_ptr<Executable> Executable::compile(const std::string& program_json, const DeviceDescription& device,

@@ -16,6 +16,9 @@ Sources, highest precedence first:
 - ``JAX_IPU_EMULATE_64BIT`` (environment only, default on: with ``jax_enable_x64``, f64, int64 and uint64 run
   emulated, i64/u64 as pairs of 32-bit words and f64 in software, costed as those instruction sequences; ``0``
   refuses them at compile time, as Graphcore's JAX does), read at each compile (lowering_options);
+- ``JAX_IPU_AVAILABLE_MEMORY_PROPORTION`` (environment only, default 0.6: poplin's ``availableMemoryProportion`` of
+  every matmul and convolution, the share of a tile its plan may use for temporaries; lower it when a program is out
+  of memory, as with Poplar), read at each compile (lowering_options);
 - ``JAX_IPU_COLLECTIVE_TIMEOUT`` (environment only, seconds, default 300): with several processes
   (``jax.distributed``), how long a collective waits for another process that sends nothing before it fails,
   naming that process (one that ends or dies fails the others at once).
@@ -97,17 +100,24 @@ MODEL_PARAMETERS = {
 # Environment flags of the emulator's lowering: its CompileOptions field each sets (ipu::CompileOptions).
 LOWERING_FLAGS = {"JAX_IPU_FUSION": "fusion", "JAX_IPU_EXCHANGE_PER_ELEMENT": "exchange_per_element",
                   "JAX_IPU_EMULATE_64BIT": "emulate_64bit"}
+# poplin's availableMemoryProportion for every matmul and convolution (CompileOptions::available_memory_proportion):
+# the share of a tile a plan may use for temporaries, in (0, 1]; unset: poplin's default, 0.6.
+MEMORY_PROPORTION_FLAG = "JAX_IPU_AVAILABLE_MEMORY_PROPORTION"
 
 
-def lowering_options(environ: Optional[Mapping[str, str]] = None) -> Dict[str, bool]:
+def lowering_options(environ: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
     """The emulator's compile options for the next compile (ipu::CompileOptions, passed with each program): the
-    lowering flags and POPLAR_ENGINE_OPTIONS' debug.allowOutOfMemory, read from the environment each time so that
-    they can change between compiles. Raises ValueError naming a malformed flag."""
+    lowering flags, POPLAR_ENGINE_OPTIONS' debug.allowOutOfMemory and the matmuls' availableMemoryProportion, read
+    from the environment each time so that they can change between compiles. Raises ValueError naming a malformed
+    flag."""
     from jax_ipu import engine_options
 
     env = os.environ if environ is None else environ
-    options = _lowering_flags(env)
+    options: Dict[str, Any] = dict(_lowering_flags(env))
     options["allow_out_of_memory"] = engine_options.engine_options(env).allow_out_of_memory
+    text = env.get(MEMORY_PROPORTION_FLAG, "").strip()
+    if text:
+        options["available_memory_proportion"] = parse_memory_proportion(text, f"{MEMORY_PROPORTION_FLAG}={text}")
     return options
 
 
@@ -133,6 +143,18 @@ def parse_bool(value: Any, where: str) -> bool:
     if text in _FALSE:
         return False
     raise ValueError(f"{where}: invalid boolean {value!r}; use one of yes/true/t/1 or no/false/f/0")
+
+
+def parse_memory_proportion(value: Any, where: str) -> float:
+    """poplin's availableMemoryProportion: a decimal in (0, 1]."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if not 0 < number <= 1:
+        raise ValueError(f"{where}: availableMemoryProportion must be a decimal between 0 (exclusive) and 1, as "
+                         f"Poplar's matmul and convolution option (default 0.6)")
+    return number
 
 
 def parse_timeout(value: Any, where: str) -> int:

@@ -263,9 +263,13 @@ struct CompileOptions {
   bool allow_out_of_memory = false;  // Poplar's debug.allowOutOfMemory: a program that overflows a tile compiles
   // f64, i64 and u64 run emulated (dtype.h); false refuses them at compile time, as Poplar (no 64-bit types) does.
   bool emulate_64bit = true;
+  // poplin's availableMemoryProportion of every matmul and convolution: the share of a tile its plan may use for
+  // temporaries, in (0, 1]; a dot_general no grid of which fits runs in row chunks (dot.cc). 0: poplin's default
+  // (cost::kAvailableMemoryProportion).
+  double available_memory_proportion = 0;
   Trace* trace = nullptr;  // where the lowering's span goes (not part of the JSON); null: not traced
-  // {"fusion": false, ...}: any subset of the fields (empty text: every default). An unknown name or a value that
-  // is not a boolean throws Error(InvalidArgument) naming it.
+  // {"fusion": false, ...}: any subset of the fields (empty text: every default). An unknown name or a value of
+  // the wrong kind throws Error(InvalidArgument) naming it.
   static CompileOptions parse(const std::string& json);
   std::string toJson() const;
 };

@@ -109,10 +109,10 @@ struct MatmulPlan {
 std::vector<int64_t> supertileExchangeBytes(const MatmulPlan& plan, const std::vector<int64_t>& lhs,
                                             const std::vector<int64_t>& rhs);
 
-// omap: the output's linear mapping; the tiles, workers, exchange, working-set limit (availableMemoryProportion) and
-// AMP rates are the device's.
+// omap: the output's linear mapping; the tiles, workers, exchange and AMP rates are the device's; memory_proportion:
+// the share of a tile for the plan's temporaries (CompileOptions::available_memory_proportion; 0: poplin's default).
 MatmulPlan planMatmul(int64_t B, int64_t M, int64_t N, int64_t K, DType dt, const TileMapping& omap,
-                      const DeviceDescription& device);
+                      const DeviceDescription& device, double memory_proportion);
 
 // C[m x n] = A[m x k] B[k x n] (row strides lda, ldb, ldc), each element a running f32 sum over k in order.
 void hostGemmF32(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t m, int64_t n,
