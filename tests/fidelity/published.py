@@ -106,10 +106,12 @@ FIGURES: Tuple[Figure, ...] = (
            "long with every tile sending as alone"),
     Figure("tile.add_f32_10", "ipu21", "tile_map(add) of f32[5, 2] per tile, between two cycle counts", 330,
            "cycles", "measured", _TESSELLATE_BASICS + " of 5 x 2 on 3 tiles: 329, 329 and 330 cycles",
-           "the span holds the add's vertex and the sync before its compute set"),
+           "the emulator's span is the add's vertex and one sync; another run of the notebook (@02557a3) recorded "
+           "355 cycles"),
     Figure("tile.add_f32_1024", "ipu21", "tile_map(add) of f32[1024] per tile, between two cycle counts", 1860,
            "cycles", "measured", _TESSELLATE_BASICS + " of 1,024 on 4, 16, 128 and 1,024 tiles: 1.0054 us each "
-                                                     "(1,860 cycles at 1.85 GHz)"),
+                                                     "(1,860 cycles at 1.85 GHz)",
+           "another run of the notebook (@02557a3) recorded 1,858 to 1,938 cycles over the same tile counts"),
     Figure("tile.amp_fp16_n16", "ipu21", "AMP f16 [16,16]x[16,16] on every tile", 55.49, "TFLOPS", "measured",
            _TESSELLATE),
     Figure("tile.amp_fp16_n128", "ipu21", "AMP f16 [128,16]x[16,16] on every tile", 211.12, "TFLOPS",
