@@ -126,6 +126,8 @@ def test_a_smaller_available_memory_proportion_plans_in_row_chunks(monkeypatch):
 
     import jax_ipu
 
+    if jax.devices("ipu")[0].num_tiles < 256:
+        pytest.skip("12 MB of operands and result: a whole IPU's memory, not a few tiles'")
     a, b = inputs("float32", (512, 2048), seed=1), inputs("float32", (2048, 1024), seed=2)
     check(jnp.matmul, a, b, **TOLERANCE["float32"])
     default = jax_ipu.last_execution()["supersteps"]
