@@ -44,9 +44,12 @@ MODELS: Dict[str, Dict[str, Any]] = {
     "model.resnet50": _resnet50.GRAPHCORE,
     "model.bert_large_128": {
         "micro_batch": 8, "layers": 7, "ipus_per_replica": 4, "recompute": True, "dtype": "float16",
+        "available_memory_proportion": 0.19,
         "source": "graphcore/examples @3cc8f81, nlp/bert/tensorflow2/configs/pretrain_large_128_phase1.json: "
                   "micro_batch_size 8, replicas 4, grad_acc_steps_per_replica 2040, pipeline stages "
-                  "[emb + 3 layers, 7, 7, 7, heads on IPU 0] over 4 IPUs, LAMB; recomputation per layer as "
+                  "[emb + 3 layers, 7, 7, 7, heads on IPU 0] over 4 IPUs, LAMB, "
+                  "matmul_available_memory_proportion_per_pipeline_stage [0.15, 0.19, 0.25, 0.25] (the first "
+                  "7-layer stage's 0.19: JAX_IPU_AVAILABLE_MEMORY_PROPORTION); recomputation per layer as "
                   "Graphcore's BERT pipelines run (PopART's configuration of the same split: "
                   "recompute_checkpoint_every_layer)",
         "differs": "the busiest stage (7 encoder layers) is run for one micro-batch, and the replica's throughput "
@@ -287,7 +290,8 @@ def bert_large(chip: str, detail: Dict[str, Any]) -> float:
     config = MODELS["model.bert_large_128"]
     if "bert" not in _CACHE:
         step, args = models.bert_stage(config["layers"], config["micro_batch"], recompute=config["recompute"])
-        _CACHE["bert"] = _resnet50.step_estimate(step, args)
+        with _resnet50.graphcore_options(config):
+            _CACHE["bert"] = _resnet50.step_estimate(step, args)
     detail.update(_CACHE["bert"])
     stage_s = detail["cycles"] / _info(chip)["tile_clock_frequency"]
     return config["micro_batch"] / stage_s / config["ipus_per_replica"]
