@@ -182,8 +182,10 @@ def _tile_programs(chip: str) -> Dict[str, float]:
     """tile_programs.py's figures on `chip`, from a process of its own (the chip is chosen as the backend starts)."""
     key = "tile_programs:" + chip
     if key not in _CACHE:
+        # the chip as published: none of the user's IPU Model flags (tiles, memory, clock...)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_IPU_MODEL_") and k != "TF_POPLAR_FLAGS"}
         done = subprocess.run([sys.executable, str(HERE / "tile_programs.py"), chip], capture_output=True, text=True,
-                              env=dict(os.environ, JAX_PLATFORMS="ipu"), timeout=600)
+                              env=dict(env, JAX_PLATFORMS="ipu"), timeout=600)
         if done.returncode != 0:
             raise RuntimeError(f"tile_programs.py {chip} failed:\n{done.stderr[-4000:]}")
         _CACHE[key] = json.loads(done.stdout.strip().splitlines()[-1])
