@@ -271,12 +271,10 @@ def amp_tile(n: int) -> Callable[[str], float]:
 
 
 def _use_chip(chip: str) -> None:
-    """The whole models run on `chip` (read when the ipu backend is created: one chip per process), past a tile's
-    memory, as Poplar's IPU Model does with debug.allowOutOfMemory: the estimate is still made, and the row's note
-    says what did not fit."""
+    """The whole models run on `chip` (read when the ipu backend is created: one chip per process); each compiles
+    under _resnet50.graphcore_options (its configuration's availableMemoryProportion, and past a tile's memory)."""
     os.environ["JAX_IPU_MODEL_VERSION"] = chip
     os.environ.setdefault("JAX_PLATFORMS", "cpu,ipu")
-    os.environ["POPLAR_ENGINE_OPTIONS"] = json.dumps({"debug.allowOutOfMemory": "true"})
 
 
 def resnet50(chip: str, detail: Dict[str, Any]) -> float:

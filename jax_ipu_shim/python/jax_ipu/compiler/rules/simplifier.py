@@ -564,10 +564,11 @@ def _predicate_compared(value: Any) -> Optional[Tuple[Any, bool]]:
         return None
     if producer.name == "stablehlo.not":
         return producer.operands[0], True
-    if producer.name != "stablehlo.compare" or A.enum(producer.attributes["comparison_direction"]) not in ("EQ", "NE") \
-            or any(str(ir.RankedTensorType(v.type).element_type) != "i1" for v in producer.operands):
+    direction = A.enum(producer.attributes["comparison_direction"]) if producer.name == "stablehlo.compare" else ""
+    if direction not in ("EQ", "NE") or any(str(ir.RankedTensorType(v.type).element_type) != "i1"
+                                            for v in producer.operands):
         return None
-    equal = A.enum(producer.attributes["comparison_direction"]) == "EQ"
+    equal = direction == "EQ"
     for p, other in (producer.operands, reversed(producer.operands)):
         constant = _predicate_constant(other)
         if constant is not None:
