@@ -21,14 +21,15 @@ PUBLISHED_IMAGES_PER_S_PER_IPU = 42029 / 16
 # How Graphcore ran it, with where each setting comes from; what the emulated run does differently is "differs".
 GRAPHCORE = {
     "micro_batch": 20, "gradient_accumulation": 6, "recompute": True, "dtype": "float16",
-    "available_memory_proportion": 0.15,
+    "available_memory_proportion": 0.15, "partials_type": "half",
     "source": "graphcore/examples @187775b (SDK 2.5), applications/tensorflow/cnns/training/configs.yml "
               "mk2_resnet50_mlperf_pod16_bs20: micro_batch_size 20, replicas 16 (one IPU each), "
               "gradient_accumulation_count 6, enable_recomputation, precision 16.16, SGD with momentum 0.9, "
-              "available_memory_proportion [0.15] (JAX_IPU_AVAILABLE_MEMORY_PROPORTION)",
+              "available_memory_proportion [0.15] (JAX_IPU_AVAILABLE_MEMORY_PROPORTION), half partials (its "
+              "README: 'partials saved to tile memory within the convolutions are set to half-precision'; the "
+              "training code sets partialsType 'half' for convolutions and matmuls: JAX_IPU_PARTIALS_TYPE)",
     "differs": "recomputation checkpoints at every bottleneck block (Graphcore's: 6 pipeline splits on one "
-               "IPU); no stochastic rounding; the convolutions' partials are kept in f32 (the configuration's "
-               "enable_half_partials keeps them in f16: the emulator does not model half partials); the gradients' "
+               "IPU); no stochastic rounding; the gradients' "
                "all-reduce across the 16 replicas, once per 6 micro-batches, is not run",
 }
 
@@ -173,13 +174,15 @@ def estimate() -> Dict[str, Any]:
 
 @contextlib.contextmanager
 def graphcore_options(config: Dict[str, Any]) -> Iterator[None]:
-    """Compiles inside it as Graphcore's configuration compiles: its availableMemoryProportion for matmuls and
-    convolutions, and past a tile's memory (Poplar's debug.allowOutOfMemory), so that the estimate is made. Both are
-    read at each compile."""
-    saved = {name: os.environ.get(name) for name in ("POPLAR_ENGINE_OPTIONS", "JAX_IPU_AVAILABLE_MEMORY_PROPORTION")}
+    """Compiles inside it as Graphcore's configuration compiles: its availableMemoryProportion and partialsType for
+    matmuls and convolutions, and past a tile's memory (Poplar's debug.allowOutOfMemory), so that the estimate is
+    made. All are read at each compile."""
+    names = ("POPLAR_ENGINE_OPTIONS", "JAX_IPU_AVAILABLE_MEMORY_PROPORTION", "JAX_IPU_PARTIALS_TYPE")
+    saved = {name: os.environ.get(name) for name in names}
     options = dict(json.loads(saved["POPLAR_ENGINE_OPTIONS"] or "{}"), **{"debug.allowOutOfMemory": "true"})
     os.environ["POPLAR_ENGINE_OPTIONS"] = json.dumps(options)
     os.environ["JAX_IPU_AVAILABLE_MEMORY_PROPORTION"] = str(config["available_memory_proportion"])
+    os.environ["JAX_IPU_PARTIALS_TYPE"] = config["partials_type"]
     try:
         yield
     finally:

@@ -91,8 +91,9 @@ def test_processes_sharing_the_directory_at_once(python, tmp_path):
 @pytest.mark.parametrize(
     "flags, env",
     [("--ipu_model_tiles=16", {}), ("--ipu_model_version=ipu21", {}), ("", {"JAX_IPU_FUSION": "0"}),
-     ("", {"JAX_IPU_DEVICE_COUNT": "2"}), ("", {"JAX_IPU_AVAILABLE_MEMORY_PROPORTION": "0.3"})],
-    ids=["tiles", "chip", "fusion", "devices", "memory_proportion"],
+     ("", {"JAX_IPU_DEVICE_COUNT": "2"}), ("", {"JAX_IPU_AVAILABLE_MEMORY_PROPORTION": "0.3"}),
+     ("", {"JAX_IPU_PARTIALS_TYPE": "half"})],
+    ids=["tiles", "chip", "fusion", "devices", "memory_proportion", "partials_type"],
 )
 def test_a_different_device_or_lowering_flag_compiles_again(python, tmp_path, flags, env):
     run(python, tmp_path)

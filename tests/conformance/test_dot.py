@@ -137,3 +137,30 @@ def test_a_smaller_available_memory_proportion_plans_in_row_chunks(monkeypatch):
     assert jax_ipu.last_execution()["supersteps"] > default
     monkeypatch.undo()
     jax.clear_caches()  # later tests compile with the default share again
+
+
+@pytest.mark.parametrize("op", ["matmul", "conv"])
+def test_half_partials_are_chosen_by_a_flag(monkeypatch, op):
+    """JAX_IPU_PARTIALS_TYPE=half (poplin's partialsType, read at each compile): a jitted f16 matmul or convolution
+    whose K is split over tiles keeps its partials in f16, as Graphcore's fp16 models ran: less exchange, and cpu's
+    values within the partials' own rounding (half an f16 ulp of each of a few partials on top of the result's)."""
+    import jax
+
+    import jax_ipu
+
+    a, b = inputs("float16", (32, 4096), seed=1), inputs("float16", (4096, 16), seed=2)
+    if op == "matmul":
+        def f(a, b):
+            return a @ b
+    else:
+        def f(a, b):
+            x, w = a.reshape(2, 4, 4, 4096), b.reshape(1, 1, 4096, 16)
+            return lax.conv_general_dilated(x, w, (1, 1), "VALID", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    check(f, a, b, **TOLERANCE["float16"])
+    exchange = jax_ipu.last_execution()["exchange_cycles"]
+    monkeypatch.setenv("JAX_IPU_PARTIALS_TYPE", "half")
+    jax.clear_caches()
+    check(f, a, b, scale_ulps=8)
+    assert jax_ipu.last_execution()["exchange_cycles"] < exchange
+    monkeypatch.undo()
+    jax.clear_caches()  # later tests compile with float partials again

@@ -143,7 +143,11 @@ def test_malformed_fusion_flag_is_an_error_naming_it():
     ({"fusion": "maybe"}, "compile option 'fusion' must be true or false, not a string"),
     ({"fuse": True},
      "unknown compile option 'fuse' (known: fusion, exchange_per_element, allow_out_of_memory, emulate_64bit, "
-     "available_memory_proportion)"),
+     "available_memory_proportion, partials_type)"),
+    ({"partials_type": "quarter"}, "compile option 'partials_type' (poplin's partialsType) must be \"half\" or "
+                                   "\"float\", not \"quarter\""),
+    ({"partials_type": 16}, "compile option 'partials_type' (poplin's partialsType) must be \"half\" or \"float\", "
+                            "not a number"),
 ])
 def test_malformed_compile_options_are_refused_by_name(options, message):
     with pytest.raises(E.EmulatorError) as e:

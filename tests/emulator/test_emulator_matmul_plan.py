@@ -194,3 +194,67 @@ def test_available_memory_proportion_trades_cycles_for_memory(rng):
     assert "available_memory_proportion" not in config.lowering_options({})
     with pytest.raises(ValueError, match="JAX_IPU_AVAILABLE_MEMORY_PROPORTION=1.2: availableMemoryProportion must"):
         config.lowering_options({"JAX_IPU_AVAILABLE_MEMORY_PROPORTION": "1.2"})
+
+
+def _sum_of_half_partials(a, b, parts):
+    """An f16 matmul of integer-valued operands as a plan splitting K in `parts` (blocks of ceil(K / parts)) with
+    half partials computes it: each block's exact sum rounded to f16, their sum (exact in f32) rounded to f16."""
+    k = a.shape[-1]
+    block = -(-k // parts)
+    total = np.zeros(a.shape[:-1] + b.shape[1:], np.float32)
+    for k0 in range(0, k, block):
+        partial = a[..., k0:k0 + block].astype(np.int64) @ b[k0:k0 + block].astype(np.int64)
+        total += partial.astype(np.float16).astype(np.float32)
+    return total.astype(np.float16)
+
+
+@pytest.mark.parametrize("op", ["dot_general", "convolution"])
+def test_half_partials_keep_f16_partials(rng, op):
+    """poplin's partialsType half (compile option partials_type, JAX_IPU_PARTIALS_TYPE): an f16 matmul or
+    convolution whose K is split over tiles keeps, sends and reduces its partials in f16. Integer-valued operands
+    make every sum exact, so the values show it: with float partials the exact sum rounded once to f16; with half
+    partials the sum of each tile's partial rounded to f16, for the plan's split of K. Less exchange and memory
+    and fewer cycles; f32 operands keep f32 partials, their program unchanged."""
+    from jax_ipu import config
+
+    # K's first half positive and its second negative: on 16 tiles every partial (a K block of at least 256) sums
+    # to thousands, where f16's spacing is 2 or more, and the whole to a few hundred, where it is at most 1/2.
+    a = rng.integers(1, 8, size=(16, 4096)) * np.repeat([1, -1], 2048)
+    b = rng.integers(2, 5, size=(4096, 8))
+    exact = (a @ b).astype(np.float16)
+    a, b = a.astype(np.float16), b.astype(np.float16)
+
+    def program(x, y, dtype):
+        if op == "dot_general":
+            return dot_program(x, y, dtype)
+        p = E.Program()  # the same product as a 1x1 convolution of a [1, 4, 4, K] NHWC image
+        image = p.main.param(dtype, (1, 4, 4) + x.shape[1:])
+        kernel = p.main.param(dtype, (1, 1) + y.shape)
+        p.main.ret(p.main.op("convolution", [image, kernel], dtype, (1, 4, 4, y.shape[1]), {
+            "input_batch_dimension": 0, "input_feature_dimension": 3, "input_spatial_dimensions": [1, 2],
+            "kernel_input_feature_dimension": 2, "kernel_output_feature_dimension": 3,
+            "kernel_spatial_dimensions": [0, 1], "output_batch_dimension": 0, "output_feature_dimension": 3,
+            "output_spatial_dimensions": [1, 2], "feature_group_count": 1, "batch_group_count": 1}))
+        return p
+
+    def run(x, y, dtype, **options):
+        exe = E.compile(program(x, y, dtype), "ipu2", 16, options=options)
+        args = (x, y) if op == "dot_general" else (x.reshape(1, 4, 4, -1), y.reshape(1, 1, *y.shape))
+        return exe.run(*args)[0].reshape(exact.shape), exe
+
+    out, full = run(a, b, "f16")
+    assert np.array_equal(out, exact)
+    out, half = run(a, b, "f16", partials_type="half")
+    assert not np.array_equal(out, exact)  # some partial was rounded
+    assert any(np.array_equal(out, _sum_of_half_partials(a, b, parts)) for parts in range(2, 17))
+    assert half.info["estimated_cycles"] < full.info["estimated_cycles"]
+    assert half.info["memory"]["worst_bytes"] < full.info["memory"]["worst_bytes"]
+    assert half.last_profile["exchange_cycles"] < full.last_profile["exchange_cycles"]
+    x, y = a.astype(np.float32), b.astype(np.float32)
+    (out32, f32), (half_out32, half32) = run(x, y, "f32"), run(x, y, "f32", partials_type="half")
+    assert np.array_equal(out32, half_out32) and np.array_equal(out32, exact.astype(np.float32))
+    assert f32.info["estimated_cycles"] == half32.info["estimated_cycles"]
+    assert config.lowering_options({"JAX_IPU_PARTIALS_TYPE": "Half"})["partials_type"] == "half"
+    assert "partials_type" not in config.lowering_options({"JAX_IPU_PARTIALS_TYPE": "float"})
+    with pytest.raises(ValueError, match="JAX_IPU_PARTIALS_TYPE=f16: partialsType must be 'float' or 'half'"):
+        config.lowering_options({"JAX_IPU_PARTIALS_TYPE": "f16"})

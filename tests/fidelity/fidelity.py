@@ -44,14 +44,15 @@ MODELS: Dict[str, Dict[str, Any]] = {
     "model.resnet50": _resnet50.GRAPHCORE,
     "model.bert_large_128": {
         "micro_batch": 8, "layers": 7, "ipus_per_replica": 4, "recompute": True, "dtype": "float16",
-        "available_memory_proportion": 0.19,
+        "available_memory_proportion": 0.19, "partials_type": "half",
         "source": "graphcore/examples @3cc8f81, nlp/bert/tensorflow2/configs/pretrain_large_128_phase1.json: "
                   "micro_batch_size 8, replicas 4, grad_acc_steps_per_replica 2040, pipeline stages "
                   "[emb + 3 layers, 7, 7, 7, heads on IPU 0] over 4 IPUs, LAMB, "
                   "matmul_available_memory_proportion_per_pipeline_stage [0.15, 0.19, 0.25, 0.25] (the first "
-                  "7-layer stage's 0.19: JAX_IPU_AVAILABLE_MEMORY_PROPORTION); recomputation per layer as "
-                  "Graphcore's BERT pipelines run (PopART's configuration of the same split: "
-                  "recompute_checkpoint_every_layer)",
+                  "7-layer stage's 0.19: JAX_IPU_AVAILABLE_MEMORY_PROPORTION), the matmuls' partialsType 'half' "
+                  "(matmul_partials_type's default in utilities/options.py @09b7c67: JAX_IPU_PARTIALS_TYPE); "
+                  "recomputation per layer as Graphcore's BERT pipelines run (PopART's configuration of the same "
+                  "split: recompute_checkpoint_every_layer)",
         "differs": "the busiest stage (7 encoder layers) is run for one micro-batch, and the replica's throughput "
                    "is its micro-batch over that stage's time (a pipeline's steady state), divided by the 4 IPUs; "
                    "the LAMB update (once per 2,040 micro-batches) and the activations' transfers between "
@@ -272,7 +273,8 @@ def amp_tile(n: int) -> Callable[[str], float]:
 
 def _use_chip(chip: str) -> None:
     """The whole models run on `chip` (read when the ipu backend is created: one chip per process); each compiles
-    under _resnet50.graphcore_options (its configuration's availableMemoryProportion, and past a tile's memory)."""
+    under _resnet50.graphcore_options (its configuration's availableMemoryProportion and partialsType, and past a
+    tile's memory)."""
     os.environ["JAX_IPU_MODEL_VERSION"] = chip
     os.environ.setdefault("JAX_PLATFORMS", "cpu,ipu")
 

@@ -3,7 +3,8 @@
 // [K = kernel_in_features * kernel_spatial] of the input windows (im2col) and the kernel; dot.cc's planner chooses
 // the grid of the [groups, M, N, K] iteration space.
 // Superstep 1: each tile receives the input elements of its windows and its kernel block and computes a partial
-// block (f32 for floats, wrapping u32 for ints, OR of ANDs for bool) into a canonical [kparts, groups, M, N] buffer.
+// block (f32 for floats, wrapping u32 for ints, OR of ANDs for bool) into a canonical [kparts, groups, M, N] buffer;
+// with poplin's partialsType half (an f16 convolution) the partials are kept and sent as f16, each rounded once.
 // Superstep 2: each tile of the output's linear mapping receives the pK partials of its elements, sums them in k
 // order and converts once to the result type, in the output's layout.
 // Semantics are StableHLO's: the input is dilated (lhs_dilation) and padded (negative padding crops); the window is
@@ -173,10 +174,10 @@ ConvGeom readConv(const Lowerer& lowerer, const OpContext& ctx) {
 // input elements its windows read (about mb rows' share of the input plane per input feature of its K block; at
 // most mb * kb) and its kernel block and computes a partial; then each output tile reduces its outputs' K partials.
 std::vector<Superstep> convSteps(Lowerer& lowerer, const ConvGeom& g, const MatmulPlan& plan, DType dt,
-                                 const TileMapping& omap) {
+                                 DType partials, const TileMapping& omap) {
   const int workers = lowerer.device().num_worker_contexts;
   const int64_t in_bytes = static_cast<int64_t>(dtypeSize(dt));
-  const int64_t acc_bytes = static_cast<int64_t>(dtypeSize(dtypeInfo(dt).acc));
+  const int64_t acc_bytes = static_cast<int64_t>(dtypeSize(partials));
   const int64_t M = g.M(), K = g.K(), Ng = g.cog, G = g.groups;
   const int64_t kparts = K > 0 ? plan.k.parts : 1;
   const int64_t P = std::max<int64_t>(1, plan.blocks());
@@ -220,9 +221,8 @@ std::vector<Superstep> convSteps(Lowerer& lowerer, const ConvGeom& g, const Matm
   }));
   steps.back().cost_weight =
       static_cast<double>(std::max<int64_t>(1, G * M * Ng / P * std::max<int64_t>(1, K / kparts)));
-  const DType rdt = dtypeInfo(dt).acc;
   steps.push_back(lowerer.superstep(std::string("convReduce<") + dtypeName(dt) + ">", omap, recv2, [&](int, int64_t e) {
-    return kparts > 1 ? cost::reduce(rdt, e * kparts, e, workers) : cost::copy(e * acc_bytes, workers);
+    return kparts > 1 ? cost::reduce(partials, e * kparts, e, workers) : cost::copy(e * acc_bytes, workers);
   }));
   steps.back().cost_weight = static_cast<double>(kparts + g.rank + 2);
   // Memory: superstep 1 holds the received windows and kernel block and the partial; superstep 2 the partial and
@@ -239,15 +239,17 @@ std::vector<Superstep> convSteps(Lowerer& lowerer, const ConvGeom& g, const Matm
 
 // A matmul per group over the input windows (im2col), planned as dot.cc plans a matmul.
 std::vector<int> lowerConv(Lowerer& lowerer, OpContext& ctx) {
-  const ConvGeom g = readConv(lowerer, ctx);
+  ConvGeom g = readConv(lowerer, ctx);
   const TensorType& out = ctx.out_types[0];
   const int o = lowerer.newSlot(out);
   const int sw = lowerer.newScratch(), sp = lowerer.newScratch(), sx = lowerer.newScratch();
   const DType dt = ctx.in_types[0].dtype;
+  const DType partials = partialsType(dt, out.dtype, lowerer.options().half_partials);
+  g.half_partials = partials == DType::F16;
   const TileMapping omap = lowerer.graph().slots[static_cast<size_t>(o)].mapping;
   const int64_t M = g.M(), K = g.K(), Ng = g.cog, G = g.groups;
   const MatmulPlan plan =
-      planMatmul(G, M, Ng, K, dt, omap, lowerer.device(), lowerer.options().available_memory_proportion);
+      planMatmul(G, M, Ng, K, dt, partials, omap, lowerer.device(), lowerer.options().available_memory_proportion);
   const int64_t kparts = K > 0 ? plan.k.parts : 1, kblock = K > 0 ? plan.k.block : 0;
   const int64_t P = std::max<int64_t>(1, plan.blocks());
 
@@ -259,7 +261,7 @@ std::vector<int> lowerConv(Lowerer& lowerer, OpContext& ctx) {
                                       "same kind (preferred_element_type); not ") +
                               dtypeName(dt) + " -> " + dtypeName(out.dtype));
   std::vector<Superstep> steps;
-  if (out.numElements() > 0) steps = convSteps(lowerer, g, plan, dt, omap);
+  if (out.numElements() > 0) steps = convSteps(lowerer, g, plan, dt, partials, omap);
   const double flops =
       2.0 * static_cast<double>(G) * static_cast<double>(M) * static_cast<double>(Ng) * static_cast<double>(K);
   lowerer.emitExecute(ctx, std::move(kernel), std::move(steps), {o}, isFloat(dt) ? flops : 0);

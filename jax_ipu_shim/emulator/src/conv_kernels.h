@@ -25,6 +25,7 @@ struct ConvGeom {
   std::vector<int64_t> is_s, ks_s, os_s;
   int64_t out_spatial = 1, k_spatial = 1;
   int64_t in_elements = 0;  // the input's
+  bool half_partials = false;  // poplin's partialsType half: each f32 partial rounded to f16 before the reduction
   int64_t M() const { return out_batch * out_spatial; }
   int64_t K() const { return cig * k_spatial; }
 };

@@ -237,11 +237,17 @@ class ConvKernel : public ConvCore<Acc> {
     const int64_t M = g_.M(), N = g_.cog, plane = g_.groups * M * N;
     const Acc* part = reinterpret_cast<const Acc*>(s.scratch[static_cast<size_t>(scratch_p_)].data());
     Out* out = s.at<Out>(out_);
+    const bool half = g_.half_partials;
     auto sum = [&](int64_t i, int64_t idx) {
-      Acc acc = part[idx];
+      // partialsType half: what a tile keeps and sends is its partial rounded to f16
+      const auto partial = [&](int64_t at) {
+        if constexpr (std::is_same<Acc, float>::value) return half ? halfToFloat(floatToHalf(part[at])) : part[at];
+        else return part[at];
+      };
+      Acc acc = partial(idx);
       for (int64_t kp = 1; kp < kparts_; ++kp) {
         if constexpr (std::is_same<Acc, uint8_t>::value) acc = static_cast<uint8_t>(acc | part[kp * plane + idx]);
-        else acc += part[kp * plane + idx];
+        else acc += partial(kp * plane + idx);
       }
       // XLA:CPU's convolution (Eigen's contraction) adds each product to a sum that starts at +0, so products that
       // are all -0 sum to +0; the gemm here starts from the first product.

@@ -1,7 +1,7 @@
 // dot_general as poplin plans a matmul. Plan policy: over grids pB*pM x pN x pK <= tiles of the [batch*M, N, K]
 // iteration space (powers of two, tile-count divisors and whole dimensions), take the one with the fewest estimated
 // cycles (AMP compute + exchange + syncs of both supersteps) whose per-tile working set (received operand blocks +
-// f32 partials + the partials received for the reduction) is at most poplin's availableMemoryProportion (0.6) of a
+// partials + the partials received for the reduction; partials are f32, or f16 with poplin's partialsType half) is at most poplin's availableMemoryProportion (0.6) of a
 // tile; when none is, the rows in the fewest chunks one after another that fit (poplin's serial split; dot_general
 // only), else the smallest working set.
 // Superstep 1: each tile receives an lhs block and an rhs block and computes a partial output block on the AMP;
@@ -417,7 +417,7 @@ int64_t regionOverlap(int64_t R, int64_t C, int64_t b0, int64_t b1, int64_t r0, 
 
 struct PlanInputs {
   int64_t B, M, N, K;
-  DType dt;
+  DType dt, partials;  // the operands' type and the partials' (partialsType)
   int64_t in_bytes, acc_bytes;
   int tiles, workers;
   double bytes_per_cycle;
@@ -430,15 +430,16 @@ struct PlanInputs {
 // A plan's inputs for a [B] M x K x N product of `dt` into an output mapped as `omap` on `dev`: its operand and
 // accumulator sizes, and the device's tiles, workers, exchange and per-tile working-set limit (poplin's
 // availableMemoryProportion of a tile).
-PlanInputs planInputs(int64_t B, int64_t M, int64_t N, int64_t K, DType dt, const TileMapping& omap,
+PlanInputs planInputs(int64_t B, int64_t M, int64_t N, int64_t K, DType dt, DType partials, const TileMapping& omap,
                       const DeviceDescription& dev, double memory_proportion) {
   return {B,
           M,
           N,
           K,
           dt,
+          partials,
           static_cast<int64_t>(dtypeSize(dt)),
-          static_cast<int64_t>(dtypeSize(dtypeInfo(dt).acc)),
+          static_cast<int64_t>(dtypeSize(partials)),
           dev.num_tiles,
           dev.num_worker_contexts,
           dev.exchange_bytes_per_cycle,
@@ -468,7 +469,7 @@ void estimate(const PlanInputs& in, const DotPlan& p, uint64_t* cycles, int64_t*
   uint64_t c2 = 0;
   if (second)
     c2 = cost::exchange(recv2, in.bytes_per_cycle) + in.device->sync_cycles +
-         (p.k.parts > 1 ? cost::reduce(dtypeInfo(in.dt).acc, in.out_per_tile * p.k.parts, in.out_per_tile, in.workers)
+         (p.k.parts > 1 ? cost::reduce(in.partials, in.out_per_tile * p.k.parts, in.out_per_tile, in.workers)
                         : cost::copy(in.out_per_tile * in.acc_bytes, in.workers));
   *cycles = static_cast<uint64_t>(chunks) * c1 + c2;
   *working = std::max(recv1 + part, part + recv2) + 2 * cost::kVertexStateBytes;
@@ -536,13 +537,14 @@ DotPlan choosePlan(const PlanInputs& in, bool serial = false) {
 
 // Superstep 1: block p's partial [b, m, n] over its k range, into the output (pK = 1, same type) or the partials.
 // Superstep 2: the pK partials of each output element summed in k order and converted once to the result type.
+// With half partials (partialsType) each partial is rounded to f16 first: what its tile keeps and sends.
 template <class In, class Acc, class Out>
 class DotKernel : public Kernel {
  public:
   DotKernel(int lhs, int rhs, int out, OperandLayout l, OperandLayout r, DotPlan plan, int scratch_l, int scratch_r,
-            int scratch_p)
+            int scratch_p, bool half_partials)
       : lhs_(lhs), rhs_(rhs), out_(out), l_(std::move(l)), r_(std::move(r)), plan_(plan), scratch_l_(scratch_l),
-        scratch_r_(scratch_r), scratch_p_(scratch_p) {}
+        scratch_r_(scratch_r), scratch_p_(scratch_p), half_partials_(half_partials) {}
 
   void prepare(RunState& s) const override {
     stage(s, lhs_, l_, scratch_l_);
@@ -616,10 +618,18 @@ class DotKernel : public Kernel {
     for (int64_t c0 = b; c0 < e; c0 += kChunk) {
       const int64_t len = std::min(kChunk, e - c0);
       std::copy(part + c0, part + c0 + len, acc);
+      if constexpr (std::is_same<Acc, float>::value)
+        if (half_partials_)
+          for (int64_t j = 0; j < len; ++j) acc[j] = halfToFloat(floatToHalf(acc[j]));
       for (int64_t kp = 1; kp < plan_.k.parts; ++kp) {
         const Acc* src = part + kp * outs + c0;
         if constexpr (std::is_same<Acc, uint8_t>::value) {
           for (int64_t j = 0; j < len; ++j) acc[j] = static_cast<uint8_t>(acc[j] | src[j]);
+        } else if constexpr (std::is_same<Acc, float>::value) {
+          if (half_partials_)
+            for (int64_t j = 0; j < len; ++j) acc[j] += halfToFloat(floatToHalf(src[j]));
+          else
+            for (int64_t j = 0; j < len; ++j) acc[j] += src[j];
         } else {
           for (int64_t j = 0; j < len; ++j) acc[j] += src[j];
         }
@@ -653,6 +663,7 @@ class DotKernel : public Kernel {
   OperandLayout l_, r_;
   DotPlan plan_;
   int scratch_l_, scratch_r_, scratch_p_;
+  bool half_partials_;  // partialsType half: each partial rounded to f16 before the reduction
 };
 
 // A dot_general as a batched matmul: each operand's layout (batch, then free and contracting dimensions in the
@@ -736,13 +747,13 @@ MatmulPlan gridOf(const DotPlan& p) {
 
 // Superstep 1 (once per row chunk): tile p computes block p of the chunk. It receives the parts of its lhs and rhs
 // blocks it does not hold (an operand already in canonical layout is read in place where the tile has it) and keeps
-// an f32 partial block. Last superstep (when needed): each tile of the output's mapping receives the pK partials of
+// a partial block (f32, or f16 with half partials). Last superstep (when needed): each tile of the output's mapping receives the pK partials of
 // its elements, less those it made.
 std::vector<Superstep> dotSteps(Lowerer& lowerer, const OpContext& ctx, const DotShape& d, const DotPlan& plan,
-                                DType dt, const TileMapping& omap) {
+                                DType dt, DType partials, const TileMapping& omap) {
   const int workers = lowerer.device().num_worker_contexts;
   const int64_t in_bytes = static_cast<int64_t>(dtypeSize(dt));
-  const int64_t acc_bytes = static_cast<int64_t>(dtypeSize(dtypeInfo(dt).acc));
+  const int64_t acc_bytes = static_cast<int64_t>(dtypeSize(partials));
   const int64_t batch = d.batch, m = d.m, n = d.n, k = d.k;
   const TileMapping lmap = lowerer.graph().slots[static_cast<size_t>(ctx.in[0])].mapping;
   const TileMapping rmap = lowerer.graph().slots[static_cast<size_t>(ctx.in[1])].mapping;
@@ -814,11 +825,10 @@ std::vector<Superstep> dotSteps(Lowerer& lowerer, const OpContext& ctx, const Do
   }
   if (second) {
     const int64_t pk = plan.k.parts;
-    const DType rdt = dtypeInfo(dt).acc;
     steps.push_back(lowerer.superstep(
         std::string("matmulReduce<") + dtypeName(dt) + ">", omap, recv2,
         [&](int, int64_t e) {
-          return pk > 1 ? cost::reduce(rdt, e * pk, e, workers) : cost::copy(e * acc_bytes, workers);
+          return pk > 1 ? cost::reduce(partials, e * pk, e, workers) : cost::copy(e * acc_bytes, workers);
         },
         /*computes=*/pk > 1));
     steps.back().cost_weight = static_cast<double>(pk);
@@ -840,15 +850,17 @@ std::vector<int> lowerDot(Lowerer& lowerer, OpContext& ctx) {
   const int o = lowerer.newSlot(out);
   const int sl = lowerer.newScratch(), sr = lowerer.newScratch(), sp = lowerer.newScratch();
   const DType dt = ctx.in_types[0].dtype;
+  const bool half = lowerer.options().half_partials;
+  const DType partials = partialsType(dt, out.dtype, half);
   const TileMapping omap = lowerer.graph().slots[static_cast<size_t>(o)].mapping;
-  const DotPlan plan = choosePlan(
-      planInputs(d.batch, d.m, d.n, d.k, dt, omap, lowerer.device(), lowerer.options().available_memory_proportion),
-      /*serial=*/true);
+  const DotPlan plan = choosePlan(planInputs(d.batch, d.m, d.n, d.k, dt, partials, omap, lowerer.device(),
+                                             lowerer.options().available_memory_proportion),
+                                  /*serial=*/true);
 
   std::unique_ptr<Kernel> kernel;
   visitMatmulTypes(dt, out.dtype, [&](auto i, auto a, auto r) {
     using K = DotKernel<typename decltype(i)::type, typename decltype(a)::type, typename decltype(r)::type>;
-    kernel = std::make_unique<K>(ctx.in[0], ctx.in[1], o, d.lhs, d.rhs, plan, sl, sr, sp);
+    kernel = std::make_unique<K>(ctx.in[0], ctx.in[1], o, d.lhs, d.rhs, plan, sl, sr, sp, partials == DType::F16);
   });
   // fp8 operands (the C600's AMP reads quarter): their exact values summed in f32, as XLA:CPU sums their f16
   // conversions; the result is a wider float (the front end computes an fp8 result in f16 and converts it).
@@ -857,7 +869,7 @@ std::vector<int> lowerDot(Lowerer& lowerer, OpContext& ctx) {
       constexpr DType R = decltype(r)::value;
       if constexpr (R == DType::F16 || R == DType::BF16 || R == DType::F32) {
         using K = DotKernel<Storage<decltype(q)::value>, float, Storage<R>>;
-        kernel = std::make_unique<K>(ctx.in[0], ctx.in[1], o, d.lhs, d.rhs, plan, sl, sr, sp);
+        kernel = std::make_unique<K>(ctx.in[0], ctx.in[1], o, d.lhs, d.rhs, plan, sl, sr, sp, false);
       }
     });
   });
@@ -867,7 +879,7 @@ std::vector<int> lowerDot(Lowerer& lowerer, OpContext& ctx) {
                                       "same kind (preferred_element_type); not ") +
                               dtypeName(dt) + " -> " + dtypeName(out.dtype));
   std::vector<Superstep> steps;
-  if (d.batch * d.m * d.n > 0) steps = dotSteps(lowerer, ctx, d, plan, dt, omap);
+  if (d.batch * d.m * d.n > 0) steps = dotSteps(lowerer, ctx, d, plan, dt, partials, omap);
   const double flops = 2.0 * static_cast<double>(d.batch) * static_cast<double>(d.m) * static_cast<double>(d.n) *
                        static_cast<double>(d.k);
   lowerer.emitExecute(ctx, std::move(kernel), std::move(steps), {o}, isFloat(dt) ? flops : 0);
@@ -895,9 +907,9 @@ std::vector<int64_t> supertileExchangeBytes(const MatmulPlan& plan, const std::v
   return out;
 }
 
-MatmulPlan planMatmul(int64_t B, int64_t M, int64_t N, int64_t K, DType dt, const TileMapping& omap,
+MatmulPlan planMatmul(int64_t B, int64_t M, int64_t N, int64_t K, DType dt, DType partials, const TileMapping& omap,
                       const DeviceDescription& device, double memory_proportion) {
-  return gridOf(choosePlan(planInputs(B, M, N, K, dt, omap, device, memory_proportion)));
+  return gridOf(choosePlan(planInputs(B, M, N, K, dt, partials, omap, device, memory_proportion)));
 }
 
 void hostGemmF32(const float* A, int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, int64_t m, int64_t n,

@@ -467,6 +467,15 @@ CompileOptions CompileOptions::parse(const std::string& text) {
       options.available_memory_proportion = v;
       continue;
     }
+    if (field.first == "partials_type") {
+      const bool text = field.second.kind == json::Value::Kind::String;
+      if (!text || (field.second.string != "half" && field.second.string != "float"))
+        throw Error(ErrorCode::InvalidArgument,
+                    "compile option 'partials_type' (poplin's partialsType) must be \"half\" or \"float\", not " +
+                        (text ? "\"" + field.second.string + "\"" : std::string(json::Value::kindName(field.second.kind))));
+      options.half_partials = field.second.string == "half";
+      continue;
+    }
     bool* target = field.first == "fusion"                 ? &options.fusion
                    : field.first == "exchange_per_element" ? &options.exchange_per_element
                    : field.first == "allow_out_of_memory"  ? &options.allow_out_of_memory
@@ -475,7 +484,7 @@ CompileOptions CompileOptions::parse(const std::string& text) {
     if (target == nullptr)
       throw Error(ErrorCode::InvalidArgument, "unknown compile option '" + field.first +
                                                   "' (known: fusion, exchange_per_element, allow_out_of_memory, "
-                                                  "emulate_64bit, available_memory_proportion)");
+                                                  "emulate_64bit, available_memory_proportion, partials_type)");
     if (field.second.kind != json::Value::Kind::Bool)
       throw Error(ErrorCode::InvalidArgument, "compile option '" + field.first + "' must be true or false, not " +
                                                   json::Value::kindName(field.second.kind));
@@ -490,6 +499,7 @@ std::string CompileOptions::toJson() const {
                   ",\"allow_out_of_memory\":" + b(allow_out_of_memory) + ",\"emulate_64bit\":" + b(emulate_64bit);
   if (available_memory_proportion > 0)
     s += ",\"available_memory_proportion\":" + numberText(available_memory_proportion);
+  if (half_partials) s += ",\"partials_type\":\"half\"";
   return s + "}";
 }
 

@@ -19,6 +19,10 @@ Sources, highest precedence first:
 - ``JAX_IPU_AVAILABLE_MEMORY_PROPORTION`` (environment only, default 0.6: poplin's ``availableMemoryProportion`` of
   every matmul and convolution, the share of a tile its plan may use for temporaries; lower it when a program is out
   of memory, as with Poplar), read at each compile (lowering_options);
+- ``JAX_IPU_PARTIALS_TYPE`` (environment only, ``float`` or ``half``, default ``float``: poplin's ``partialsType`` of
+  every matmul and convolution of f16 operands and result; ``half`` keeps, exchanges and reduces their partials in
+  f16, as Graphcore's fp16 models ran, with less memory and exchange and f16 rounding of each partial), read at each
+  compile (lowering_options);
 - ``JAX_IPU_COLLECTIVE_TIMEOUT`` (environment only, seconds, default 300): with several processes
   (``jax.distributed``), how long a collective waits for another process that sends nothing before it fails,
   naming that process (one that ends or dies fails the others at once).
@@ -103,13 +107,17 @@ LOWERING_FLAGS = {"JAX_IPU_FUSION": "fusion", "JAX_IPU_EXCHANGE_PER_ELEMENT": "e
 # poplin's availableMemoryProportion for every matmul and convolution (CompileOptions::available_memory_proportion):
 # the share of a tile a plan may use for temporaries, in (0, 1]; unset: poplin's default, 0.6.
 MEMORY_PROPORTION_FLAG = "JAX_IPU_AVAILABLE_MEMORY_PROPORTION"
+# poplin's partialsType for every matmul and convolution of f16 operands and result (CompileOptions::half_partials):
+# "float" (Poplar's default) or "half".
+PARTIALS_TYPE_FLAG = "JAX_IPU_PARTIALS_TYPE"
+PARTIALS_TYPES = ("float", "half")
 
 
 def lowering_options(environ: Optional[Mapping[str, str]] = None) -> Dict[str, Any]:
     """The emulator's compile options for the next compile (ipu::CompileOptions, passed with each program): the
-    lowering flags, POPLAR_ENGINE_OPTIONS' debug.allowOutOfMemory and the matmuls' availableMemoryProportion, read
-    from the environment each time so that they can change between compiles. Raises ValueError naming a malformed
-    flag."""
+    lowering flags, POPLAR_ENGINE_OPTIONS' debug.allowOutOfMemory, and the matmuls' availableMemoryProportion and
+    partialsType, read from the environment each time so that they can change between compiles. Raises ValueError
+    naming a malformed flag."""
     from jax_ipu import engine_options
 
     env = os.environ if environ is None else environ
@@ -118,6 +126,9 @@ def lowering_options(environ: Optional[Mapping[str, str]] = None) -> Dict[str, A
     text = env.get(MEMORY_PROPORTION_FLAG, "").strip()
     if text:
         options["available_memory_proportion"] = parse_memory_proportion(text, f"{MEMORY_PROPORTION_FLAG}={text}")
+    text = env.get(PARTIALS_TYPE_FLAG, "").strip()
+    if text and parse_partials_type(text, f"{PARTIALS_TYPE_FLAG}={text}") == "half":
+        options["partials_type"] = "half"
     return options
 
 
@@ -155,6 +166,15 @@ def parse_memory_proportion(value: Any, where: str) -> float:
         raise ValueError(f"{where}: availableMemoryProportion must be a decimal between 0 (exclusive) and 1, as "
                          f"Poplar's matmul and convolution option (default 0.6)")
     return number
+
+
+def parse_partials_type(value: Any, where: str) -> str:
+    """poplin's partialsType: "float" or "half" (any case)."""
+    text = str(value).strip().lower()
+    if text not in PARTIALS_TYPES:
+        raise ValueError(f"{where}: partialsType must be 'float' or 'half', as Poplar's matmul and convolution option "
+                         f"(default 'float')")
+    return text
 
 
 def parse_timeout(value: Any, where: str) -> int:

@@ -11,7 +11,8 @@ loading a serialised executable does too, and is repeated). The key hashes every
   changes these without changing the version);
 - the device: chip version, tile count, device count, the IPU Model parameters set (``config.MODEL_PARAMETERS``);
 - the emulator's compile options (``jax_ipu.config.lowering_options``: fusion, per-element exchange, allowing out of
-  memory, emulating 64-bit types, the matmuls' availableMemoryProportion), which change what the program lowers to.
+  memory, emulating 64-bit types, the matmuls' availableMemoryProportion and partialsType), which change what the
+  program lowers to.
 
 Entries are written to a temporary file and renamed into place, so processes sharing DIR never see half an entry.
 An entry that is corrupt, truncated, or not ours (another format, or a file for another key) is ignored with a

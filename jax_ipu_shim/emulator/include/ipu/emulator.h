@@ -267,6 +267,10 @@ struct CompileOptions {
   // temporaries, in (0, 1]; a dot_general no grid of which fits runs in row chunks (dot.cc). 0: poplin's default
   // (cost::kAvailableMemoryProportion).
   double available_memory_proportion = 0;
+  // poplin's partialsType "half" for every matmul and convolution of f16 operands and an f16 result: the partials
+  // their tiles keep, exchange and reduce are f16 (each a tile's f32 sum rounded once), not f32 (matmul.h's
+  // partialsType). Other types keep f32 partials, as Poplar's float option does for every type.
+  bool half_partials = false;
   Trace* trace = nullptr;  // where the lowering's span goes (not part of the JSON); null: not traced
   // {"fusion": false, ...}: any subset of the fields (empty text: every default). An unknown name or a value of
   // the wrong kind throws Error(InvalidArgument) naming it.

@@ -109,9 +109,17 @@ struct MatmulPlan {
 std::vector<int64_t> supertileExchangeBytes(const MatmulPlan& plan, const std::vector<int64_t>& lhs,
                                             const std::vector<int64_t>& rhs);
 
-// omap: the output's linear mapping; the tiles, workers, exchange and AMP rates are the device's; memory_proportion:
-// the share of a tile for the plan's temporaries (CompileOptions::available_memory_proportion; 0: poplin's default).
-MatmulPlan planMatmul(int64_t B, int64_t M, int64_t N, int64_t K, DType dt, const TileMapping& omap,
+// The type a matmul's or convolution's partials are kept, exchanged and reduced in (poplin's partialsType): f16 when
+// half partials are asked for (CompileOptions::half_partials) and the operands and the result are f16, else the
+// operands' accumulator type (f32 for floats).
+inline DType partialsType(DType in, DType out, bool half_partials) {
+  return half_partials && in == DType::F16 && out == DType::F16 ? DType::F16 : dtypeInfo(in).acc;
+}
+
+// omap: the output's linear mapping; the tiles, workers, exchange and AMP rates are the device's; partials: the type
+// of the partials (partialsType); memory_proportion: the share of a tile for the plan's temporaries
+// (CompileOptions::available_memory_proportion; 0: poplin's default).
+MatmulPlan planMatmul(int64_t B, int64_t M, int64_t N, int64_t K, DType dt, DType partials, const TileMapping& omap,
                       const DeviceDescription& device, double memory_proportion);
 
 // C[m x n] = A[m x k] B[k x n] (row strides lda, ldb, ldc), each element a running f32 sum over k in order.
