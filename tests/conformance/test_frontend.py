@@ -388,7 +388,7 @@ def test_a_divide_rewritten_leaves_no_unread_operand():
 
 
 def test_repeated_ops_are_computed_once_as_xla_cse_does():
-    """lax.scan clamps its index twice a step (for the dynamic_slice of xs and the dynamic_update_slice of ys), with
+    """lax.scan indexes xs and ys with its counter once a step each (a dynamic_slice, a dynamic_update_slice), with
     equal constants written where each is used: the document computes each once, in the loop body and outside, and
     the results are cpu's."""
     def rnn(h, w, xs):
@@ -401,8 +401,9 @@ def test_repeated_ops_are_computed_once_as_xla_cse_does():
         seen = [json.dumps([op["op"], op["operands"], op["attrs"], [(r["dtype"], r["shape"]) for r in op["results"]]])
                 for op in block if not op["regions"]]
         assert len(seen) == len(set(seen)), seen
-    if not CURRENT_SERIES:  # jax 0.4.13 writes the clamp (compare, convert, add, select) once per use of the index
-        assert [op["op"] for op in loop["regions"][1]["body"]].count("select") == 1
+    if not CURRENT_SERIES:  # jax 0.4.13 fixes the index up (compare, convert, add, select) once per use of it: the
+        # counter's range decides the compare (test_a_compare_of_a_loop_counter_its_range_decides_is_folded)
+        assert [op["op"] for op in loop["regions"][1]["body"]].count("select") == 0
     check(rnn, *args)
 
 
@@ -835,3 +836,64 @@ def test_a_select_of_a_compared_predicate_selects_on_the_predicate():
     check(lambda z, x: lax.select(z == 0, x, -x), z, x, **EXACT)
     names = [op["op"] for fn in program(selects, x, -x, mask)["functions"] for op in ops(fn["body"])]
     assert "compare" not in names and "not" not in names, names
+
+
+def _counted_loop(init: int, limit: int, step: int, direction: str, test: str, constant: int) -> str:
+    """A while loop whose body selects on `i <test> constant` for its counter i (init, step, `i <direction> limit`)."""
+    return f"""
+module @m {{
+  func.func public @main(%arg0: tensor<f32>) -> tensor<f32> {{
+    %0 = stablehlo.constant dense<{init}> : tensor<i32>
+    %1:2 = stablehlo.while(%i = %0, %x = %arg0) : tensor<i32>, tensor<f32>
+     cond {{
+      %2 = stablehlo.constant dense<{limit}> : tensor<i32>
+      %3 = stablehlo.compare  {direction}, %i, %2,  SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %3 : tensor<i1>
+    }} do {{
+      %2 = stablehlo.constant dense<{constant}> : tensor<i32>
+      %3 = stablehlo.compare  {test}, %i, %2,  SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      %4 = stablehlo.negate %x : tensor<f32>
+      %5 = stablehlo.select %3, %4, %x : tensor<i1>, tensor<f32>
+      %6 = stablehlo.constant dense<{step}> : tensor<i32>
+      %7 = stablehlo.add %i, %6 : tensor<i32>
+      stablehlo.return %7, %5 : tensor<i32>, tensor<f32>
+    }}
+    return %1#1 : tensor<f32>
+  }}
+}}"""
+
+
+@pytest.mark.parametrize("init, limit, step, direction, test, constant, decided", [
+    (0, 200, 1, "LT", "LT", 0, True),  # jax 0.4.13's scan: select(i < 0, i + n, i)
+    (3, 200, 2, "LE", "GE", 3, True),
+    (0, 200, 1, "LT", "EQ", 200, True),  # never equal: the last trip sees 199
+    (0, 200, 1, "LT", "NE", -1, True),
+    (0, 200, 1, "LT", "LT", 100, False),  # undecided: the first 100 trips differ from the rest
+    (0, 200, 1, "LT", "EQ", 199, False),
+    (200, 0, -1, "GT", "LT", 0, False),  # counts down: not an upper limit
+    (0, 2147483647, 2, "LT", "LT", 0, False),  # the step after 2147483646 wraps around to a negative counter
+    (0, 2147483647, 1, "LT", "LT", 0, True),  # 2147483646 + 1 does not wrap
+])
+def test_a_compare_of_a_loop_counter_its_range_decides_is_folded(init, limit, step, direction, test, constant,
+                                                                 decided):
+    """jax 0.4.13's scan fixes up a negative index on every trip (``select(i < 0, i + n, i)`` of its counter i);
+    like XLA's while-loop analysis, the front end knows the range of a counter that counts up from a constant to
+    an upper limit without wrapping around, so a compare the range decides selects the same operand on every trip
+    and the select is that operand (the values are the same; the compare is dropped as dead code)."""
+    names = [op["op"] for op in ops(function(from_text(_counted_loop(init, limit, step, direction, test, constant)))
+                                    ["body"])]
+    assert ("select" not in names) == decided, names
+    assert names.count("compare") == (1 if decided else 2), names
+
+
+def test_a_scan_selects_no_index_on_its_trips():
+    """End to end: a scan reading and writing row i of its inputs and outputs (jax 0.4.13 fixes each index up)
+    runs no select of its counter and gives cpu's values."""
+    xs = np.linspace(-1, 1, 40, dtype=np.float32).reshape(8, 5)
+
+    def scan(xs):
+        return lax.scan(lambda h, x: (jnp.tanh(h + x), h * x), jnp.zeros(5, jnp.float32), xs)
+
+    check(scan, xs, **EXACT)
+    names = [op["op"] for fn in program(scan, xs)["functions"] for op in ops(fn["body"])]
+    assert "select" not in names, names

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 from jax._src.lib.mlir import ir
@@ -98,10 +98,30 @@ def _side_effect_free(op: Any, funcs: Dict[str, Any], depth: int = 8) -> bool:
     return True
 
 
-def trip_count(loop: Any) -> Optional[int]:
-    """How many times a stablehlo.while runs its body, where XLA's while-loop simplifier can tell (an induction
-    variable: the loop's operand k is an integer constant, the condition returns a compare of its argument k with
-    a constant, the body returns argument k plus a constant) and it is 0 or 1; else None."""
+class _Induction(NamedTuple):
+    """A while loop's induction variable as XLA's while-loop analysis matches it: argument k, its first value, the
+    constant added each trip, and the condition `argument k <direction> limit` (`limit <direction> argument k` where
+    `limit_first`)."""
+    k: int
+    init: int
+    step: int
+    direction: str
+    limit: int
+    limit_first: bool
+
+    def runs(self, i: int) -> bool:
+        holds = INT_COMPARES[self.direction]
+        return holds(self.limit, i) if self.limit_first else holds(i, self.limit)
+
+    def bounded_above(self) -> bool:
+        """The condition is an upper limit: `i < n`, `i <= n`, `n > i` or `n >= i`."""
+        return self.direction in (("GT", "GE") if self.limit_first else ("LT", "LE"))
+
+
+def _induction(loop: Any) -> Optional[_Induction]:
+    """The induction variable of a stablehlo.while: the loop's operand k is a scalar integer constant, the condition
+    returns a compare of its argument k with a scalar constant, the body returns argument k plus a scalar constant;
+    else None."""
     cond, body = (region.blocks[0] for region in loop.regions)
     returned = list(cond.operations)[-1].operands
     compare: Any = getattr(returned[0].owner, "operation", returned[0].owner) if len(returned) == 1 else None
@@ -121,15 +141,53 @@ def trip_count(loop: Any) -> Optional[int]:
     step = int_constant(add.operands[1] if add.operands[0] == body.arguments[k] else add.operands[0])
     if None in (limit, init, step) or not len(limit) == len(init) == len(step) == 1:  # type: ignore[arg-type]
         return None
-    holds = INT_COMPARES.get(A.enum(compare.attributes["comparison_direction"]))
-    if holds is None:
+    direction = A.enum(compare.attributes["comparison_direction"])
+    if direction not in INT_COMPARES:
         return None
-    i, trips = init[0], 0  # type: ignore[index]
-    while (holds(i, limit[0]) if sides[0] is not None else holds(limit[0], i)):  # type: ignore[index]
-        trips, i = trips + 1, i + step[0]  # type: ignore[index]
+    return _Induction(k, init[0], step[0], direction, limit[0], sides[0] is None)  # type: ignore[index]
+
+
+def trip_count(loop: Any) -> Optional[int]:
+    """How many times a stablehlo.while runs its body, where XLA's while-loop simplifier can tell (its induction
+    variable: _induction) and it is 0 or 1; else None."""
+    induction = _induction(loop)
+    if induction is None:
+        return None
+    i, trips = induction.init, 0
+    while induction.runs(i):
+        trips, i = trips + 1, i + induction.step
         if trips > 1:
             return None
     return trips
+
+
+def induction_range(value: Any) -> Optional[Tuple[int, int]]:
+    """(first, last): the values a while loop's body sees of its induction variable (_induction), when `value` is
+    that body argument, the variable counts up (a positive step) under an upper limit (`i < n`, `i <= n`, `n > i`,
+    `n >= i`) and stepping past its last value cannot wrap around its signed type; else None. (XLA's while-loop
+    analysis bounds an induction variable so; jax 0.4.13's scan fixes up a negative index with it.)"""
+    try:
+        arg = ir.BlockArgument(alias(value))
+    except (TypeError, ValueError):
+        return None
+    loop = getattr(arg.owner.owner, "operation", arg.owner.owner)
+    if getattr(loop, "name", None) != "stablehlo.while" or len(loop.regions) != 2 or \
+            arg.owner != loop.regions[1].blocks[0]:
+        return None
+    element = ir.RankedTensorType(arg.type).element_type if A.is_a(ir.RankedTensorType, arg.type) else None
+    if element is None or not A.is_a(ir.IntegerType, element) or ir.IntegerType(element).is_unsigned or \
+            ir.RankedTensorType(arg.type).rank != 0:
+        return None
+    induction = _induction(loop)
+    if induction is None or induction.k != arg.arg_number or induction.step <= 0 or \
+            not induction.bounded_above() or not induction.runs(induction.init):
+        return None
+    last = induction.init + (induction.limit - induction.init) // induction.step * induction.step
+    while not induction.runs(last):  # (at most once: the limit itself, where the limit is strict)
+        last -= induction.step
+    if last + induction.step > (1 << (ir.IntegerType(element).width - 1)) - 1:
+        return None  # the step after the last could wrap around and run the body again
+    return induction.init, last
 
 
 def removed_loops(funcs: Dict[str, Any]) -> List[Tuple[Any, int]]:

@@ -58,6 +58,7 @@ RULES: Tuple[Rule, ...] = (
     excess_precision.upcast_operand,
     excess_precision.dot_read_in_f32,
     simplifier.extremum_pair_as_clamp,
+    simplifier.select_of_induction_compare,  # before the rules that rewrite a select's arithmetic
     cpu_loops.bf16_clamp_avx512,
     cpu_loops.extremum_of_negation,
     cpu_loops.extremum_of_select,

@@ -576,6 +576,42 @@ def _predicate_compared(value: Any) -> Optional[Tuple[Any, bool]]:
     return None
 
 
+def _decided_by_induction(predicate: Any) -> Optional[bool]:
+    """The value of `predicate` on every trip, where it is a scalar compare of a loop's induction variable with an
+    integer constant that its range (F.induction_range) decides; else None."""
+    compare = F.producer_of(predicate)
+    if compare is None or compare.name != "stablehlo.compare" or \
+            str(ir.RankedTensorType(predicate.type).element_type) != "i1" or ir.RankedTensorType(predicate.type).rank:
+        return None
+    direction = A.enum(compare.attributes["comparison_direction"])
+    holds = F.INT_COMPARES.get(direction)
+    for side in (0, 1):
+        bounds, constant = F.induction_range(compare.operands[side]), F.int_constant(compare.operands[1 - side])
+        if holds is None or bounds is None or constant is None or len(constant) != 1:
+            continue
+        (c,) = constant
+        if direction in ("EQ", "NE"):
+            decided = None if bounds[0] <= c <= bounds[1] else direction == "NE"
+        else:
+            at = [holds(i, c) if side == 0 else holds(c, i) for i in bounds]  # monotone in i: the ends decide
+            decided = at[0] if at[0] == at[1] else None
+        return decided
+    return None
+
+
+def select_of_induction_compare(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
+    if not (op.name == "stablehlo.select" and not scalar_body
+            and (decided := _decided_by_induction(op.operands[0])) is not None):
+        return False
+    # select(i < 0, i + n, i) of a loop's induction variable i that counts up from 0: jax 0.4.13's scan fixes up a
+    # negative index so, on every trip. The range XLA's while-loop analysis gives i decides the compare, so the
+    # select is the operand it picks on every trip: the same values, and dead-code removal drops the compare.
+    kept = op.operands[1] if decided else op.operands[2]
+    t.ids[op.results[0]] = t.use(kept)
+    getattr(F.CALLS, "aliases", {})[op.results[0]] = kept
+    return True
+
+
 def select_of_compared_predicate(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
     if not (op.name == "stablehlo.select" and not scalar_body
             and (compared := _predicate_compared(op.operands[0])) is not None):
