@@ -29,6 +29,10 @@ void copyStridedView(const In* x, Out* o, const std::vector<int64_t>& shape, con
     o[0] = conv(x[base]);
     return;
   }
+  if (std::all_of(strides.begin(), strides.end(), [](int64_t s) { return s == 0; })) {
+    std::fill(o, o + (e - b), conv(x[base]));  // a broadcast of one element (jnp.zeros): every element is x[base]
+    return;
+  }
   // The index of element b (on the stack for the ranks programs have: this runs once per step of a loop).
   int64_t small[8];
   std::vector<int64_t> large(rank > 8 ? rank : 0);
@@ -84,6 +88,8 @@ void copyStridedView(const In* x, Out* o, const std::vector<int64_t>& shape, con
       if constexpr (Same) std::memcpy(out, x + src, static_cast<size_t>(len) * sizeof(In));
       else
         for (int64_t k = 0; k < len; ++k) out[k] = conv(x[src + k]);
+    } else if (inner == 0) {
+      std::fill(out, out + len, conv(x[src]));  // a row broadcast along its last dimension
     } else {
       for (int64_t k = 0; k < len; ++k) out[k] = conv(x[src + k * inner]);
     }
