@@ -173,8 +173,8 @@ ConvGeom readConv(const Lowerer& lowerer, const OpContext& ctx) {
 // The two supersteps (cost_model.h; the top of the file): block p = (group, M block, N block, K block) receives the
 // input elements its windows read (about mb rows' share of the input plane per input feature of its K block; at
 // most mb * kb) and its kernel block and computes a partial; then each output tile reduces its outputs' K partials.
-std::vector<Superstep> convSteps(Lowerer& lowerer, const ConvGeom& g, const MatmulPlan& plan, DType dt,
-                                 DType partials, const TileMapping& omap) {
+std::vector<Superstep> convSteps(Lowerer& lowerer, const ConvGeom& g, const MatmulPlan& plan, DType dt, DType partials,
+                                 const TileMapping& omap) {
   const int workers = lowerer.device().num_worker_contexts;
   const int64_t in_bytes = static_cast<int64_t>(dtypeSize(dt));
   const int64_t acc_bytes = static_cast<int64_t>(dtypeSize(partials));

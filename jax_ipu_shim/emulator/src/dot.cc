@@ -1,9 +1,9 @@
 // dot_general as poplin plans a matmul. Plan policy: over grids pB*pM x pN x pK <= tiles of the [batch*M, N, K]
 // iteration space (powers of two, tile-count divisors and whole dimensions), take the one with the fewest estimated
 // cycles (AMP compute + exchange + syncs of both supersteps) whose per-tile working set (received operand blocks +
-// partials + the partials received for the reduction; partials are f32, or f16 with poplin's partialsType half) is at most poplin's availableMemoryProportion (0.6) of a
-// tile; when none is, the rows in the fewest chunks one after another that fit (poplin's serial split; dot_general
-// only), else the smallest working set.
+// partials + the partials received for the reduction; f32 partials, or f16 with poplin's partialsType half) is at
+// most poplin's availableMemoryProportion (0.6) of a tile; when none is, the rows in the fewest chunks one after
+// another that fit (poplin's serial split; dot_general only), else the smallest working set.
 // Superstep 1: each tile receives an lhs block and an rhs block and computes a partial output block on the AMP;
 // superstep 2 (when pK > 1 or the blocks are not where the output lives): each tile of the output's linear mapping
 // receives the pK partials of its elements and reduces them, converting once to the result type.
@@ -27,7 +27,7 @@ namespace {
 // Which input dimensions, in which order, form the canonical layout of one operand.
 struct OperandLayout {
   std::vector<int64_t> shape;  // of the operand
-  std::vector<int64_t> perm;   // canonical order of its dimensions
+  std::vector<int64_t> perm;  // canonical order of its dimensions
   bool identity() const {
     for (size_t i = 0; i < perm.size(); ++i)
       if (perm[i] != static_cast<int64_t>(i)) return false;
@@ -62,7 +62,7 @@ void canonicalize(const In* x, Acc* y, const OperandLayout& l) {
 // ---- host GEMM kernels. C[m x n] = A[m x k] B[k x n] with row strides lda, ldb, ldc. Every output element is a
 // running sum over k in increasing order, so the host blocking (of k too) never changes a result. ----
 
-constexpr int kMR = 6;     // rows of C per micro-kernel
+constexpr int kMR = 6;  // rows of C per micro-kernel
 constexpr int64_t kKC = 256;  // depth per pass: a 16 KB panel of B (32 KB at 16 lanes) stays in L1
 // Small GEMMs (at most this many rows of C: an RNN step's [8, 64] x [64, 64]) read full panels of B in place: with
 // one or two row blocks per panel, packing B would cost as much as the multiply-adds it serves.
@@ -423,7 +423,7 @@ struct PlanInputs {
   double bytes_per_cycle;
   int64_t out_per_tile;  // elements per tile of the output's linear mapping
   int out_tiles;
-  int64_t cap;           // per-tile working-set limit
+  int64_t cap;  // per-tile working-set limit
   const DeviceDescription* device;  // the chip's AMP rates
 };
 
@@ -747,8 +747,8 @@ MatmulPlan gridOf(const DotPlan& p) {
 
 // Superstep 1 (once per row chunk): tile p computes block p of the chunk. It receives the parts of its lhs and rhs
 // blocks it does not hold (an operand already in canonical layout is read in place where the tile has it) and keeps
-// a partial block (f32, or f16 with half partials). Last superstep (when needed): each tile of the output's mapping receives the pK partials of
-// its elements, less those it made.
+// a partial block (f32, or f16 with half partials). Last superstep (when needed): each tile of the output's mapping
+// receives the pK partials of its elements, less those it made.
 std::vector<Superstep> dotSteps(Lowerer& lowerer, const OpContext& ctx, const DotShape& d, const DotPlan& plan,
                                 DType dt, DType partials, const TileMapping& omap) {
   const int workers = lowerer.device().num_worker_contexts;

@@ -470,9 +470,10 @@ CompileOptions CompileOptions::parse(const std::string& text) {
     if (field.first == "partials_type") {
       const bool text = field.second.kind == json::Value::Kind::String;
       if (!text || (field.second.string != "half" && field.second.string != "float"))
-        throw Error(ErrorCode::InvalidArgument,
-                    "compile option 'partials_type' (poplin's partialsType) must be \"half\" or \"float\", not " +
-                        (text ? "\"" + field.second.string + "\"" : std::string(json::Value::kindName(field.second.kind))));
+        throw Error(
+            ErrorCode::InvalidArgument,
+            "compile option 'partials_type' (poplin's partialsType) must be \"half\" or \"float\", not " +
+                (text ? "\"" + field.second.string + "\"" : std::string(json::Value::kindName(field.second.kind))));
       options.half_partials = field.second.string == "half";
       continue;
     }

@@ -132,6 +132,8 @@ def _induction(loop: Any) -> Optional[_Induction]:
     if sides.count(None) != 1:
         return None
     k = sides[0] if sides[0] is not None else sides[1]
+    if k is None:
+        return None
     limit = int_constant(compare.operands[1 if sides[0] is not None else 0])
     init = int_constant(loop.operands[k])
     stepped = list(body.operations)[-1].operands[k]
