@@ -249,3 +249,31 @@ def test_argmax_argmin_variadic_reduce():
     x = small_ints("float32", (37, 53), seed=1)  # with ties: the first index wins
     i = small_ints("int32", (1001,), seed=2)
     check(lambda x, i: (jnp.argmax(x), jnp.argmax(x, 0), jnp.argmin(x, 1), jnp.argmax(i), jnp.argmin(i)), x, i)
+
+
+@pytest.mark.parametrize("shape", [(1024, 1024), (300, 37), (6, 5, 2000), (2, 3)])
+def test_a_reduction_of_a_maps_rows_gives_the_bits_of_the_two_apart(shape):
+    """An elementwise map whose result's rows a reduction reads next (softmax's exponentials and their sum, a layer
+    norm's squared deviations) runs on the host a few rows at a time, the map then the reduction, while the rows are
+    in cache. Each value is what the two give one after the other: the same ops as two programs, the map's result
+    handed from one to the other, bit for bit; and cpu's sums within the reductions' tolerance."""
+    x = random("float32", shape, seed=5)
+    g = random("float32", shape[-1:], seed=6)
+    skip_unless_memory(3 * x.nbytes, f"rows of f32{list(shape)}")
+
+    def exps(x, g):
+        return jnp.exp(x * g - 1.0)
+
+    def together(x, g):
+        e = exps(x, g)
+        return jnp.sum(e, axis=-1), jnp.max(e, axis=-1), jnp.sum(jnp.square(x - g), axis=-1)
+
+    ipu = jax.jit(together, backend="ipu")(x, g)
+    apart_exps = jax.jit(exps, backend="ipu")(x, g)
+    apart = (jax.jit(lambda e: jnp.sum(e, axis=-1), backend="ipu")(apart_exps),
+             jax.jit(lambda e: jnp.max(e, axis=-1), backend="ipu")(apart_exps),
+             jax.jit(lambda d: jnp.sum(d, axis=-1), backend="ipu")(jax.jit(lambda x, g: jnp.square(x - g),
+                                                                            backend="ipu")(x, g)))
+    for got, want in zip(ipu, apart):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    check(together, x, g, rtol=1e-5)  # sums of positive terms (exp and square differ from cpu's by an ulp or two)

@@ -370,6 +370,19 @@ struct Executor::FlatLoop {
   DirectScratch scratch;
 };
 
+// An elementwise map whose result a reduction of rows reads next (a layer norm's squared deviations and their sum,
+// softmax's exponentials and theirs): the host computes the map's rows and reduces them a few at a time, while they
+// are in cache, instead of writing the whole result to memory and reading it back. Every element is the same
+// computation as when the two run one after the other (the kernels, on ranges they already take: their host
+// threads' chunks), and each step charges what it charges on its own: host speed only.
+struct Executor::RowPair {
+  bool ok = false;
+  int64_t row = 0, rows = 0;  // the reduction's row length and its outputs
+  size_t map_step = 0, reduce_step = 0;  // their computing supersteps
+  std::vector<int> map_reads;
+  int map_writes = -1, reduce_writes = -1;
+};
+
 Executor::Executor(const Graph& graph, RunState* state) : graph_(graph), state_(*state) {}
 Executor::~Executor() = default;
 
@@ -377,7 +390,11 @@ void Executor::run(const Node& node, bool charge) {
   checkInterrupts();
   switch (node.kind) {
     case NodeKind::Sequence:
-      for (const auto& child : node.children) run(*child, charge);
+      for (size_t i = 0; i < node.children.size(); ++i) {
+        const Node& child = *node.children[i];
+        if (i + 1 < node.children.size() && runRowsTogether(child, *node.children[i + 1], charge)) ++i;
+        else run(child, charge);
+      }
       return;
     case NodeKind::RepeatWhileTrue: runLoop(node); return;
     case NodeKind::Switch: {
@@ -421,6 +438,85 @@ void Executor::run(const Node& node, bool charge) {
     default: break;
   }
   if (charge) record(state_, node, before);
+}
+
+namespace {
+
+// The index of the one superstep of `node` that computes, if it has exactly one and it is the last.
+bool onlyComputingStep(const Node& node, size_t* step) {
+  if (node.supersteps.empty() || !node.supersteps.back().computes) return false;
+  for (size_t i = 0; i + 1 < node.supersteps.size(); ++i)
+    if (node.supersteps[i].computes) return false;
+  *step = node.supersteps.size() - 1;
+  return true;
+}
+
+}  // namespace
+
+bool Executor::runRowsTogether(const Node& map, const Node& reduce, bool charge) {
+  if (map.kind != NodeKind::Execute || reduce.kind != NodeKind::Execute || !map.kernel || !reduce.kernel) return false;
+  std::unique_ptr<RowPair>& pair = pairs_[&map];
+  if (!pair) {
+    pair = std::make_unique<RowPair>();
+    RowPair& p = *pair;
+    int reduce_reads = -1;
+    p.ok = map.kernel->mapSlots(&p.map_reads, &p.map_writes) &&
+           reduce.kernel->rowReduction(&reduce_reads, &p.reduce_writes, &p.row) && reduce_reads == p.map_writes &&
+           p.row > 1 && onlyComputingStep(map, &p.map_step) && onlyComputingStep(reduce, &p.reduce_step) &&
+           !map.kernel->readsCycles() && !reduce.kernel->readsCycles();
+    if (p.ok) {
+      const TileMapping &mw = map.supersteps[p.map_step].work, &rw = reduce.supersteps[p.reduce_step].work;
+      p.rows = rw.num_elements;
+      p.ok = p.rows > 1 && mw.num_elements == p.rows * p.row && mw.runs() > 0 && rw.runs() > 0 && mw.runBegin(0) == 0 &&
+             mw.runEnd(mw.runs() - 1) == mw.num_elements && rw.runBegin(0) == 0 &&
+             rw.runEnd(rw.runs() - 1) == rw.num_elements;
+    }
+  }
+  const RowPair& p = *pair;
+  if (!p.ok || updatesInPlace(map, state_) || updatesInPlace(reduce, state_)) return false;
+  // The reduction writes its outputs while the map still reads its operands: not into their bytes (arena slots whose
+  // live ranges end with the map may share bytes with the reduction's result).
+  const auto bytes = [&](int slot) {
+    const Slot& s = graph_.slots[static_cast<size_t>(slot)];
+    return static_cast<size_t>(s.type.numElements()) * dtypeSize(s.type.dtype);
+  };
+  const uint8_t* out = state_.ptr[static_cast<size_t>(p.reduce_writes)];
+  const size_t out_bytes = bytes(p.reduce_writes);
+  for (int slot : p.map_reads) {
+    const uint8_t* in = state_.ptr[static_cast<size_t>(slot)];
+    if (in < out + out_bytes && out < in + bytes(slot)) return false;
+  }
+  checkInterrupts();
+  for (const Node* node : {&map, &reduce}) {  // each charges and records as it would on its own
+    const Counters before = charge ? Counters::of(state_.profile) : Counters{};
+    if (charge) {
+      for (const Superstep& step : node->supersteps) step.cost.addTo(&state_.profile, 1);
+      record(state_, *node, before);
+    }
+  }
+  map.kernel->prepare(state_);
+  reduce.kernel->prepare(state_);
+  // Rows in chunks of about 32 KB of the map's result (in the host's cache when the reduction reads them).
+  const int64_t row_bytes =
+      p.row * static_cast<int64_t>(dtypeSize(graph_.slots[static_cast<size_t>(p.map_writes)].type.dtype));
+  const int64_t chunk = std::max<int64_t>(1, (int64_t{32} << 10) / std::max<int64_t>(1, row_bytes));
+  const int64_t chunks = (p.rows + chunk - 1) / chunk;
+  const Kernel &mk = *map.kernel, &rk = *reduce.kernel;
+  const auto runChunk = [&](RunState& state, int64_t c) {
+    const int64_t r0 = c * chunk, r1 = std::min(p.rows, r0 + chunk);
+    mk.computeStep(state, p.map_step, r0 * p.row, r1 * p.row);
+    rk.computeStep(state, p.reduce_step, r0, r1);
+  };
+  ThreadPool* pool = state_.options ? state_.options->pool : nullptr;
+  const Superstep& heavy = map.supersteps[p.map_step];
+  if (pool && pool->threads() > 1 && chunks > 1 &&
+      static_cast<double>(heavy.work.num_elements) * heavy.cost_weight >= kParallelThreshold) {
+    RunState& state = state_;
+    pool->parallelFor(chunks, [&](int64_t c) { runChunk(state, c); });
+  } else {
+    for (int64_t c = 0; c < chunks; ++c) runChunk(state_, c);
+  }
+  return true;
 }
 
 void Executor::runLoop(const Node& node) {

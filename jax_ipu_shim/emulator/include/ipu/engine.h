@@ -41,6 +41,7 @@ class Executor {
   void execute(const Node& node, bool charge);
   void copy(const Node& node, bool charge);
   void chargeFixed(const std::vector<FixedCharge>& steps, uint64_t times);
+  bool runRowsTogether(const Node& map, const Node& reduce, bool charge);
 
   const Graph& graph_;
   RunState& state_;
@@ -48,6 +49,9 @@ class Executor {
   // run: a loop nested in another starts many times with the same addresses.
   struct FlatLoop;
   std::unordered_map<const Node*, std::unique_ptr<FlatLoop>> flat_;
+  // Per elementwise map that a reduction of its result's rows follows: how the two run row by row (engine.cc).
+  struct RowPair;
+  std::unordered_map<const Node*, std::unique_ptr<RowPair>> pairs_;
 };
 
 }  // namespace ipu

@@ -67,6 +67,12 @@ class Kernel {
                            DirectScratch* /*scratch*/) const {
     return false;
   }
+  // An elementwise map (output element i from element i of each operand, or of a broadcast view of it, alone): the
+  // slots it reads and the one it writes. False for any other kernel.
+  virtual bool mapSlots(std::vector<int>* /*reads*/, int* /*writes*/) const { return false; }
+  // A reduction of rows (output element j from elements [j * row, (j + 1) * row) of one operand, and a scalar init,
+  // alone): the operand's slot, the slot it writes and the row's length. False for any other kernel.
+  virtual bool rowReduction(int* /*reads*/, int* /*writes*/, int64_t* /*row*/) const { return false; }
 };
 
 // Several kernels over the same output range, one after another (e.g. the inputs of a variadic reduce).

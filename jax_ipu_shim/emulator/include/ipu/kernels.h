@@ -240,6 +240,13 @@ class FusedMapKernel : public Kernel {
     for (const Instr& ins : instrs_) max_bytes_ = std::max(max_bytes_, ins.bytes);
   }
 
+  bool mapSlots(std::vector<int>* reads, int* writes) const override {
+    reads->clear();
+    for (const Input& in : inputs_) reads->push_back(in.slot);
+    *writes = out_;
+    return true;
+  }
+
   void compute(RunState& s, int64_t b, int64_t e) const override {
     const size_t ni = inputs_.size(), nk = instrs_.size();
     if (e - b == 1 && ni + nk <= kOneValues) return computeOne(s, b);
