@@ -71,7 +71,8 @@ class Kernel {
   // slots it reads and the one it writes. False for any other kernel.
   virtual bool mapSlots(std::vector<int>* /*reads*/, int* /*writes*/) const { return false; }
   // A reduction of rows (output element j from elements [j * row, (j + 1) * row) of one operand, and a scalar init,
-  // alone): the operand's slot, the slot it writes and the row's length. False for any other kernel.
+  // alone; its prepare() reads nothing): the operand's slot, the slot it writes and the row's length. False for any
+  // other kernel. (Executor::runRowsTogether runs such a reduction in pieces beside the map that makes its operand.)
   virtual bool rowReduction(int* /*reads*/, int* /*writes*/, int64_t* /*row*/) const { return false; }
 };
 
