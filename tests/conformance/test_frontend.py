@@ -838,7 +838,8 @@ def test_a_select_of_a_compared_predicate_selects_on_the_predicate():
     assert "compare" not in names and "not" not in names, names
 
 
-def _counted_loop(init: int, limit: int, step: int, direction: str, test: str, constant: int) -> str:
+def _counted_loop(init: int, limit: int, step: int, direction: str, test: str, constant: int,
+                  test_type: str = "SIGNED") -> str:
     """A while loop whose body selects on `i <test> constant` for its counter i (init, step, `i <direction> limit`)."""
     return f"""
 module @m {{
@@ -851,7 +852,7 @@ module @m {{
       stablehlo.return %3 : tensor<i1>
     }} do {{
       %2 = stablehlo.constant dense<{constant}> : tensor<i32>
-      %3 = stablehlo.compare  {test}, %i, %2,  SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      %3 = stablehlo.compare  {test}, %i, %2,  {test_type} : (tensor<i32>, tensor<i32>) -> tensor<i1>
       %4 = stablehlo.negate %x : tensor<f32>
       %5 = stablehlo.select %3, %4, %x : tensor<i1>, tensor<f32>
       %6 = stablehlo.constant dense<{step}> : tensor<i32>
@@ -873,6 +874,7 @@ module @m {{
     (200, 0, -1, "GT", "LT", 0, False),  # counts down: not an upper limit
     (0, 2147483647, 2, "LT", "LT", 0, False),  # the step after 2147483646 wraps around to a negative counter
     (0, 2147483647, 1, "LT", "LT", 0, True),  # 2147483646 + 1 does not wrap
+    (0, 200, 1, "LT", "LT UNSIGNED", -1, False),  # unsigned, every counter is below -1: the signed range says no
 ])
 def test_a_compare_of_a_loop_counter_its_range_decides_is_folded(init, limit, step, direction, test, constant,
                                                                  decided):
@@ -880,8 +882,9 @@ def test_a_compare_of_a_loop_counter_its_range_decides_is_folded(init, limit, st
     like XLA's while-loop analysis, the front end knows the range of a counter that counts up from a constant to
     an upper limit without wrapping around, so a compare the range decides selects the same operand on every trip
     and the select is that operand (the values are the same; the compare is dropped as dead code)."""
-    names = [op["op"] for op in ops(function(from_text(_counted_loop(init, limit, step, direction, test, constant)))
-                                    ["body"])]
+    test, _, test_type = test.partition(" ")
+    names = [op["op"] for op in ops(function(from_text(_counted_loop(init, limit, step, direction, test, constant,
+                                                                     test_type or "SIGNED")))["body"])]
     assert ("select" not in names) == decided, names
     assert names.count("compare") == (1 if decided else 2), names
 

@@ -144,9 +144,14 @@ def _induction(loop: Any) -> Optional[_Induction]:
     if None in (limit, init, step) or not len(limit) == len(init) == len(step) == 1:  # type: ignore[arg-type]
         return None
     direction = A.enum(compare.attributes["comparison_direction"])
-    if direction not in INT_COMPARES:
+    if direction not in INT_COMPARES or not signed_compare(compare):
         return None
     return _Induction(k, init[0], step[0], direction, limit[0], sides[0] is None)  # type: ignore[index]
+
+
+def signed_compare(compare: Any) -> bool:
+    """A stablehlo.compare of integers that compares them as signed (INT_COMPARES' order): not UNSIGNED."""
+    return "compare_type" not in compare.attributes or A.enum(compare.attributes["compare_type"]) != "UNSIGNED"
 
 
 def trip_count(loop: Any) -> Optional[int]:

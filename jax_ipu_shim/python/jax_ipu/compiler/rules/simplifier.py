@@ -584,7 +584,7 @@ def _decided_by_induction(predicate: Any) -> Optional[bool]:
             str(ir.RankedTensorType(predicate.type).element_type) != "i1" or ir.RankedTensorType(predicate.type).rank:
         return None
     direction = A.enum(compare.attributes["comparison_direction"])
-    holds = F.INT_COMPARES.get(direction)
+    holds = F.INT_COMPARES.get(direction) if F.signed_compare(compare) else None
     for side in (0, 1):
         bounds, constant = F.induction_range(compare.operands[side]), F.int_constant(compare.operands[1 - side])
         if holds is None or bounds is None or constant is None or len(constant) != 1:
