@@ -241,7 +241,7 @@ class ConvKernel : public ConvCore<Acc> {
     auto sum = [&](int64_t i, int64_t idx) {
       // partialsType half: what a tile keeps and sends is its partial rounded to f16
       const auto partial = [&](int64_t at) {
-        if constexpr (std::is_same<Acc, float>::value) return half ? halfToFloat(floatToHalf(part[at])) : part[at];
+        if constexpr (std::is_same<Acc, float>::value) return half ? roundF16(part[at]) : part[at];
         else return part[at];
       };
       Acc acc = partial(idx);

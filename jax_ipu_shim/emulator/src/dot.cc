@@ -620,14 +620,14 @@ class DotKernel : public Kernel {
       std::copy(part + c0, part + c0 + len, acc);
       if constexpr (std::is_same<Acc, float>::value)
         if (half_partials_)
-          for (int64_t j = 0; j < len; ++j) acc[j] = halfToFloat(floatToHalf(acc[j]));
+          for (int64_t j = 0; j < len; ++j) acc[j] = roundF16(acc[j]);
       for (int64_t kp = 1; kp < plan_.k.parts; ++kp) {
         const Acc* src = part + kp * outs + c0;
         if constexpr (std::is_same<Acc, uint8_t>::value) {
           for (int64_t j = 0; j < len; ++j) acc[j] = static_cast<uint8_t>(acc[j] | src[j]);
         } else if constexpr (std::is_same<Acc, float>::value) {
           if (half_partials_)
-            for (int64_t j = 0; j < len; ++j) acc[j] += halfToFloat(floatToHalf(src[j]));
+            for (int64_t j = 0; j < len; ++j) acc[j] += roundF16(src[j]);
           else
             for (int64_t j = 0; j < len; ++j) acc[j] += src[j];
         } else {

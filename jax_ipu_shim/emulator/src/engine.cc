@@ -26,6 +26,11 @@ namespace {
 // would cost more than it saves. A small RNN cell's 8x64x64 matmul (32K multiply-adds, a few microseconds on one
 // thread) ran faster inline: scan_rnn went from 24 to 17 ms (median, busy 2-core host) when it stopped waking it.
 constexpr double kParallelThreshold = 65536;
+
+// Whether a superstep's work is worth spreading over the host threads (kParallelThreshold).
+bool worthThreads(const Superstep& step) {
+  return static_cast<double>(step.work.num_elements) * step.cost_weight >= kParallelThreshold;
+}
 }  // namespace
 
 #if defined(__SSE2__)
@@ -291,9 +296,7 @@ bool flatten(const Node& node, RunState& state, std::vector<FlatStep>* out, Dire
       if (!kernel) return true;
       const bool in_place = updatesInPlace(node, state);
       for (const Superstep& step : node.supersteps)
-        if (step.computes && !in_place && step.work.runs() > 1 &&
-            static_cast<double>(step.work.num_elements) * step.cost_weight >= kParallelThreshold)
-          return false;
+        if (step.computes && !in_place && step.work.runs() > 1 && worthThreads(step)) return false;
       // A one-element step of a kernel with calls of its own: those calls.
       if (node.supersteps.size() == 1 && node.supersteps[0].computes && node.supersteps[0].work.num_elements == 1) {
         const TileMapping& w = node.supersteps[0].work;
@@ -377,10 +380,10 @@ struct Executor::FlatLoop {
 // threads' chunks), and each step charges what it charges on its own: host speed only.
 struct Executor::RowPair {
   bool ok = false;
-  int64_t row = 0, rows = 0;  // the reduction's row length and its outputs
+  int64_t rows = 0;  // the reduction's outputs
   size_t map_step = 0, reduce_step = 0;  // their computing supersteps
   std::vector<int> map_reads;
-  int map_writes = -1, reduce_writes = -1;
+  int map_writes = -1;
 };
 
 Executor::Executor(const Graph& graph, RunState* state) : graph_(graph), state_(*state) {}
@@ -454,20 +457,23 @@ bool onlyComputingStep(const Node& node, size_t* step) {
 }  // namespace
 
 bool Executor::runRowsTogether(const Node& map, const Node& reduce, bool charge) {
-  if (map.kind != NodeKind::Execute || reduce.kind != NodeKind::Execute || !map.kernel || !reduce.kernel) return false;
+  // (Most steps are not a row reduction: they are turned away here, before the per-run cache, at the cost of a call.)
+  int reduce_reads = -1, reduce_writes = -1;
+  int64_t row = 0;
+  if (map.kind != NodeKind::Execute || reduce.kind != NodeKind::Execute || !map.kernel || !reduce.kernel ||
+      !reduce.kernel->rowReduction(&reduce_reads, &reduce_writes, &row))
+    return false;
   std::unique_ptr<RowPair>& pair = pairs_[&map];
   if (!pair) {
     pair = std::make_unique<RowPair>();
     RowPair& p = *pair;
-    int reduce_reads = -1;
-    p.ok = map.kernel->mapSlots(&p.map_reads, &p.map_writes) &&
-           reduce.kernel->rowReduction(&reduce_reads, &p.reduce_writes, &p.row) && reduce_reads == p.map_writes &&
-           p.row > 1 && onlyComputingStep(map, &p.map_step) && onlyComputingStep(reduce, &p.reduce_step) &&
+    p.ok = map.kernel->mapSlots(&p.map_reads, &p.map_writes) && reduce_reads == p.map_writes && row > 1 &&
+           onlyComputingStep(map, &p.map_step) && onlyComputingStep(reduce, &p.reduce_step) &&
            !map.kernel->readsCycles() && !reduce.kernel->readsCycles();
     if (p.ok) {
       const TileMapping &mw = map.supersteps[p.map_step].work, &rw = reduce.supersteps[p.reduce_step].work;
       p.rows = rw.num_elements;
-      p.ok = p.rows > 1 && mw.num_elements == p.rows * p.row && mw.runs() > 0 && rw.runs() > 0 && mw.runBegin(0) == 0 &&
+      p.ok = p.rows > 1 && mw.num_elements == p.rows * row && mw.runs() > 0 && rw.runs() > 0 && mw.runBegin(0) == 0 &&
              mw.runEnd(mw.runs() - 1) == mw.num_elements && rw.runBegin(0) == 0 &&
              rw.runEnd(rw.runs() - 1) == rw.num_elements;
     }
@@ -476,12 +482,9 @@ bool Executor::runRowsTogether(const Node& map, const Node& reduce, bool charge)
   if (!p.ok || updatesInPlace(map, state_) || updatesInPlace(reduce, state_)) return false;
   // The reduction writes its outputs while the map still reads its operands: not into their bytes (arena slots whose
   // live ranges end with the map may share bytes with the reduction's result).
-  const auto bytes = [&](int slot) {
-    const Slot& s = graph_.slots[static_cast<size_t>(slot)];
-    return static_cast<size_t>(s.type.numElements()) * dtypeSize(s.type.dtype);
-  };
-  const uint8_t* out = state_.ptr[static_cast<size_t>(p.reduce_writes)];
-  const size_t out_bytes = bytes(p.reduce_writes);
+  const auto bytes = [&](int slot) { return graph_.slots[static_cast<size_t>(slot)].type.numBytes(); };
+  const uint8_t* out = state_.ptr[static_cast<size_t>(reduce_writes)];
+  const size_t out_bytes = bytes(reduce_writes);
   for (int slot : p.map_reads) {
     const uint8_t* in = state_.ptr[static_cast<size_t>(slot)];
     if (in < out + out_bytes && out < in + bytes(slot)) return false;
@@ -498,19 +501,17 @@ bool Executor::runRowsTogether(const Node& map, const Node& reduce, bool charge)
   reduce.kernel->prepare(state_);
   // Rows in chunks of about 32 KB of the map's result (in the host's cache when the reduction reads them).
   const int64_t row_bytes =
-      p.row * static_cast<int64_t>(dtypeSize(graph_.slots[static_cast<size_t>(p.map_writes)].type.dtype));
+      row * static_cast<int64_t>(dtypeSize(graph_.slots[static_cast<size_t>(p.map_writes)].type.dtype));
   const int64_t chunk = std::max<int64_t>(1, (int64_t{32} << 10) / std::max<int64_t>(1, row_bytes));
   const int64_t chunks = (p.rows + chunk - 1) / chunk;
   const Kernel &mk = *map.kernel, &rk = *reduce.kernel;
   const auto runChunk = [&](RunState& state, int64_t c) {
     const int64_t r0 = c * chunk, r1 = std::min(p.rows, r0 + chunk);
-    mk.computeStep(state, p.map_step, r0 * p.row, r1 * p.row);
+    mk.computeStep(state, p.map_step, r0 * row, r1 * row);
     rk.computeStep(state, p.reduce_step, r0, r1);
   };
   ThreadPool* pool = state_.options ? state_.options->pool : nullptr;
-  const Superstep& heavy = map.supersteps[p.map_step];
-  if (pool && pool->threads() > 1 && chunks > 1 &&
-      static_cast<double>(heavy.work.num_elements) * heavy.cost_weight >= kParallelThreshold) {
+  if (pool && pool->threads() > 1 && chunks > 1 && worthThreads(map.supersteps[p.map_step])) {
     RunState& state = state_;
     pool->parallelFor(chunks, [&](int64_t c) { runChunk(state, c); });
   } else {
@@ -608,8 +609,7 @@ void Executor::execute(const Node& node, bool charge) {
     const int runs = w.runs();  // each on one tile; in element order, whichever tiles hold them
     ThreadPool* pool = state_.options ? state_.options->pool : nullptr;
     if (runs == 0) continue;
-    if (runs == 1 || in_place || pool == nullptr || pool->threads() == 1 ||
-        static_cast<double>(w.num_elements) * step.cost_weight < kParallelThreshold) {
+    if (runs == 1 || in_place || pool == nullptr || pool->threads() == 1 || !worthThreads(step)) {
       // The runs are consecutive: one call covers them all (a kernel's per-call setup, once).
       kernel->computeStep(state_, si, w.runBegin(0), w.runEnd(runs - 1));
       continue;

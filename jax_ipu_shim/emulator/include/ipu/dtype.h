@@ -293,6 +293,9 @@ inline float halfToFloat(uint16_t bits) {
   return out;
 }
 
+// x rounded to the nearest f16 (ties to even) and back: what keeping an f32 value in f16 does to it.
+inline float roundF16(float x) { return halfToFloat(floatToHalf(x)); }
+
 // The same over arrays (F16C where the host has it, else the scalar code): identical results.
 void halvesToFloats(const uint16_t* in, float* out, int64_t n);
 void floatsToHalves(const float* in, uint16_t* out, int64_t n);

@@ -393,7 +393,6 @@ IPU_FLOAT_UNARY(Cbrt04F16, std::copysign(std::pow(std::fabs(x), 0.333251953125f)
 // jaxlib 0.4.13's f16 expm1 and log1p: XLA's elemental formulas evaluated in f16, each step rounded to f16 (exp,
 // tanh and log computed in f32 and rounded, constants in f16), where XLA:CPU upcasts the other f16 functions: every
 // f16 value bit for bit with cpu (test_xla_bits.py). bf16 is computed in f32 and rounded once, as cpu computes it.
-inline float roundF16(float x) { return halfToFloat(floatToHalf(x)); }
 // e^x - 1 for |x| > 1/2, else tanh(x/2) (e^x + 1), and x where x/2 rounds to 0
 struct Expm104F16 {
   float operator()(float x) const {
