@@ -60,6 +60,10 @@ class Library(NamedTuple):
     # a pytest process per test file: a file's jax.config.update("jax_enable_x64", True) would otherwise hold for
     # the files after it in the same process (every value 64-bit: emulated on the ipu, and far slower there)
     process_per_file: bool = False
+    # test files that keep themselves to cpu when imported, for something the ipu has too: lifted on the ipu
+    # (jax_ipu_upstream.py's --lift-cpu-gates), and why
+    cpu_gated: Tuple[str, ...] = ()
+    why_cpu_gated: str = ""
 
 
 LIBRARIES: Dict[str, Library] = {
@@ -71,7 +75,12 @@ LIBRARIES: Dict[str, Library] = {
     "equinox": Library("equinox", "equinox", "checkout", "ipu", not_results="not test_speed_",
                        why_not_results="its test_speed_* time loops of up to 200,000 steps and check how the host's "
                                        "run time scales, a property of the machine and its load (on a 2-core machine "
-                                       "they fail on cpu too), not of results"),
+                                       "they fail on cpu too), not of results",
+                       cpu_gated=("test_noinline.py", "test_pmap.py", "test_sharding.py", "test_while_loop.py"),
+                       why_cpu_gated="equinox keeps them to cpu for the several devices jax gives a cpu (pmap over "
+                                     "jax.devices('cpu'), sharding) and for flakiness it saw on gpus (noinline, two "
+                                     "while_loop tests), not for anything cpu alone computes: the ipu has as many "
+                                     "devices and runs them"),
     "dm-haiku": Library("dm-haiku", "haiku", "package", "ipu"),
 }
 # The sdists whose tests run (flax ships its tests only there): {(distribution, version): sha256}, verified before
@@ -94,30 +103,6 @@ REFUSED = {"64-bit types": re.compile(r"Unsupported element type (f64|i64|u64|c1
 
 def refusal(message: str) -> Optional[str]:
     return next((name for name, words in REFUSED.items() if words.search(message)), None)
-
-
-# What the libraries' own tests say when they skip themselves on any backend but cpu, a whole file or one test
-# (equinox's noinline and sharding tests), and a file that takes a cpu device by name when it is imported (equinox's
-# test_pmap.py pmaps over jax.devices("cpu")): such tests are for cpu, as jax's device-restricted ones are (`cpu only`).
-LIBRARY_DEVICE_RESTRICTION = ("Skipping tests on non-CPU backend", "Sharding tests require multiple devices",
-                              "Takes a cpu device by name")
-
-
-def restricted_files(cpu: Dict[str, str], ipu: Dict[str, str], messages: Dict[str, str]) -> None:
-    """A file that skipped itself whole on the ipu (pytest.skip(allow_module_level=True)) with a device restriction,
-    or that fails to import for want of a cpu backend: its tests that ran on cpu are skipped on the ipu with that
-    reason (in place)."""
-    for nodeid, outcome in list(ipu.items()):
-        why = messages.get(nodeid, "")
-        if "::" not in nodeid and outcome == "error" and "Unknown backend cpu" in why:
-            why = f"Takes a cpu device by name when it is imported ({why.strip()})"
-            ipu[nodeid], messages[nodeid] = "skipped", why  # not a collection error of the ipu's
-        elif "::" in nodeid or outcome != "skipped" or not why.startswith(LIBRARY_DEVICE_RESTRICTION):
-            continue
-        for test in cpu:
-            if test.startswith(nodeid + "::") and test not in ipu:
-                ipu[test] = "skipped"
-                messages[test] = why
 
 
 def expectations_path(jax_version: str) -> Path:
@@ -186,14 +171,17 @@ def select(root: Path, pattern: str, paths: List[str]) -> List[str]:
 
 
 # A library test file that gives the cpu backend several devices for itself, before it imports jax (flax's spmd and
-# bridge tests: os.environ['XLA_FLAGS'] = '--xla_force_host_platform_device_count=4').
-_HOST_DEVICES = re.compile(r"xla_force_host_platform_device_count=(\d+)")
+# bridge tests: os.environ['XLA_FLAGS'] = '--xla_force_host_platform_device_count=4'), or whose conftest.py does
+# (equinox: jax.config.update("jax_num_cpu_devices", 2)).
+_HOST_DEVICES = re.compile(r"(?:xla_force_host_platform_device_count=|jax_num_cpu_devices['\"],\s*)(\d+)")
 
 
-def host_devices(path: Path) -> Optional[int]:
-    """The cpu devices the test file at ``path`` gives itself (the most, if it says more than once), or None."""
-    devices = devices_asked(path, _HOST_DEVICES)
-    return devices if devices is not None and devices > 1 else None
+def host_devices(path: Path, root: Path) -> Optional[int]:
+    """The cpu devices the test file at ``path`` (under ``root``) or a conftest.py above it gives itself (the most,
+    if they say more than once), or None."""
+    above = [d / "conftest.py" for d in path.parents if d == root or root in d.parents]
+    found = [n for n in (devices_asked(f, _HOST_DEVICES) for f in [path, *above]) if n is not None]
+    return max(found) if found and max(found) > 1 else None
 
 
 def process_groups(root: Path, files: List[str], per_file: bool) -> List[Tuple[Optional[int], List[str]]]:
@@ -204,7 +192,7 @@ def process_groups(root: Path, files: List[str], per_file: bool) -> List[Tuple[O
     groups: List[Tuple[Optional[int], List[str]]] = []
     shared: Dict[Optional[int], List[str]] = {}
     for f in files:
-        devices = host_devices(root / f)
+        devices = host_devices(root / f, root)
         if per_file:
             groups.append((devices, [f]))
         else:
@@ -213,7 +201,7 @@ def process_groups(root: Path, files: List[str], per_file: bool) -> List[Tuple[O
 
 
 def run_backend(platforms: str, root: Path, files: List[str], workers: int, out: Path, expectations: Path,
-                keyword: str = "", devices: Optional[int] = None) -> int:
+                keyword: str = "", devices: Optional[int] = None, cpu_gated: Tuple[str, ...] = ()) -> int:
     env = dict(os.environ)
     env.update(JAX_PLATFORMS=platforms,
                PYTHONPATH=os.pathsep.join([str(UPSTREAM), env.get("PYTHONPATH", "")]).rstrip(os.pathsep))
@@ -228,6 +216,8 @@ def run_backend(platforms: str, root: Path, files: List[str], workers: int, out:
         cmd += ["-k", keyword]
     if platforms.split(",")[0] == "ipu":
         cmd += [f"--upstream-expectations-file={expectations}"]
+        if cpu_gated:
+            cmd += [f"--lift-cpu-gates={','.join(cpu_gated)}"]
     print(f"\n== {platforms}{f' ({devices} devices)' if devices else ''}: "
           f"{files[0] if len(files) == 1 else f'{len(files)} files'} under {root}", flush=True)
     return subprocess.run(cmd + files, cwd=root, env=env).returncode
@@ -298,6 +288,8 @@ def main(argv=None) -> int:
             files = select(root, pattern, paths.get(name, []))
             why = f"; ipu run with JAX_PLATFORMS={lib.ipu_platforms}: {lib.why_platforms}" if lib.why_platforms else ""
             why += f"; left out ({lib.not_results}): {lib.why_not_results}" if lib.not_results else ""
+            why += f"; run on the ipu though kept to cpu ({', '.join(lib.cpu_gated)}): {lib.why_cpu_gated}" \
+                if lib.cpu_gated else ""
             print(f"\n[ecosystem] {name} {version}: {len(files)} test files{why}")
             results: Dict[str, Dict[str, str]] = {}
             messages: Dict[str, Dict[str, str]] = {}
@@ -313,15 +305,14 @@ def main(argv=None) -> int:
                 for i, (devices, group) in enumerate(process_groups(root, files, lib.process_per_file)):
                     out = Path(tmp) / f"{name}-{backend}-{i}.json"
                     exits.append(run_backend(platforms, root, group, args.workers, out, expectations,
-                                             lib.not_results, devices))
+                                             lib.not_results, devices, lib.cpu_gated))
                     recorded = json.loads(out.read_text()) if out.is_file() else {}
                     results[backend].update(recorded.get("outcomes", {}))
                     messages[backend].update(recorded.get("messages", {}))
                 # the worst: an incomplete run first (5: a file with no test left, e.g. all deselected, is not one)
                 codes[backend] = max((0 if c == 5 else c for c in exits), key=lambda c: (c not in (0, 1), c))
-            restricted_files(results["cpu"], results["ipu"], messages.setdefault("ipu", {}))
             rows, total = summarise(files, results["cpu"], results["ipu"], messages["ipu"],
-                                    JAX_DEVICE_RESTRICTION + LIBRARY_DEVICE_RESTRICTION)
+                                    JAX_DEVICE_RESTRICTION)
             print(f"\n[ecosystem] {name} {version}")
             print_table(rows, total)
             problems = problems_of(rows, total, codes, messages.get("ipu", {}), args.min_rate, name)

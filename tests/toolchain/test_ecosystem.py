@@ -89,21 +89,31 @@ def test_a_64_bit_refusal_is_classed_not_a_problem():
     assert eco.problems_of(rows, total, {}, {"tests/a_test.py::t": message}, 0.0, "flax") == []
 
 
-def test_a_file_kept_to_cpu_counts_as_cpu_only():
-    cpu = {"tests/test_noinline.py::test_a": "passed", "tests/test_pmap.py::test_b": "passed",
-           "tests/test_ad.py::test_c": "passed"}
-    ipu = {"tests/test_noinline.py": "skipped", "tests/test_pmap.py": "error", "tests/test_ad.py::test_c": "failed"}
-    messages = {"tests/test_noinline.py": "Skipping tests on non-CPU backend",
-                "tests/test_pmap.py": "E   RuntimeError: Unknown backend cpu. Available backends are ['ipu']"}
-    eco.restricted_files(cpu, ipu, messages)
-    assert ipu["tests/test_noinline.py::test_a"] == ipu["tests/test_pmap.py::test_b"] == "skipped"
-    files = ["tests/test_noinline.py", "tests/test_pmap.py", "tests/test_ad.py"]
-    rows, total = run_upstream.summarise(files, cpu, ipu, messages,
-                                         run_upstream.JAX_DEVICE_RESTRICTION + eco.LIBRARY_DEVICE_RESTRICTION)
-    assert total["jax_device_restricted"] == 2 and total["runnable_rate"] == 0.0
-    assert [r["ipu_failed"] for r in rows] == [[], [], ["tests/test_ad.py::test_c"]]
-    assert eco.problems_of(rows, total, {}, {}, 0.0, "equinox") == [
-        "fails on ipu, passes on cpu, not listed: tests/test_ad.py::test_c: "]
+def test_a_file_kept_to_cpu_and_not_lifted_counts_against_the_rate():
+    # A library test file that skips itself whole on the ipu (its own gate to cpu, not named in the library's
+    # cpu_gated): its tests passed on cpu and did not run on the ipu, so the session names them; none is "cpu only".
+    cpu = {"tests/test_noinline.py::test_a": "passed", "tests/test_ad.py::test_c": "passed"}
+    ipu = {"tests/test_noinline.py": "skipped", "tests/test_ad.py::test_c": "passed"}
+    messages = {"tests/test_noinline.py": "Skipping tests on non-CPU backend"}
+    rows, total = run_upstream.summarise(["tests/test_noinline.py", "tests/test_ad.py"], cpu, ipu, messages,
+                                         run_upstream.JAX_DEVICE_RESTRICTION)
+    assert total["jax_device_restricted"] == 0 and total["rate"] == 50.0
+    assert eco.problems_of(rows, total, {}, messages, 0.0, "equinox") == [
+        "passes on cpu, did not run on ipu: tests/test_noinline.py::test_a"]
+    # equinox's own gates are lifted on the ipu (tests/upstream/jax_ipu_upstream.py --lift-cpu-gates), with a reason
+    assert "test_noinline.py" in eco.LIBRARIES["equinox"].cpu_gated and eco.LIBRARIES["equinox"].why_cpu_gated
+
+
+def test_devices_a_conftest_gives_cpu_are_the_ipus_of_every_file_under_it(tmp_path):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "conftest.py").write_text('import jax\njax.config.update("jax_num_cpu_devices", 2)\n')
+    (tmp_path / "tests" / "test_a.py").write_text("import jax\n")
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "test_b.py").write_text("import jax\n")
+    assert eco.host_devices(tmp_path / "tests" / "test_a.py", tmp_path) == 2
+    assert eco.host_devices(tmp_path / "other" / "test_b.py", tmp_path) is None
+    assert eco.process_groups(tmp_path, ["tests/test_a.py", "other/test_b.py"], False) == [
+        (None, ["other/test_b.py"]), (2, ["tests/test_a.py"])]
 
 
 @pytest.mark.parametrize("per_file", [False, True])

@@ -180,3 +180,41 @@ def test_the_multi_backend_file_runs_with_cpu_beside_the_ipu_in_both_series() ->
     for current in (False, True):
         assert run_upstream.cpu_beside(files, current_series=current) == [
             (False, ["lax_test.py"]), (True, ["multibackend_test.py"])]
+
+
+def test_a_library_file_kept_to_cpu_at_import_runs_on_the_ipu_when_lifted(tmp_path: Path) -> None:
+    # a stand-in jax whose default backend is the ipu and which has no cpu backend (JAX_PLATFORMS=ipu)
+    (tmp_path / "jax").mkdir()
+    (tmp_path / "jax" / "__init__.py").write_text(textwrap.dedent("""
+        def default_backend(): return "ipu"
+        def devices(backend=None):
+            if backend == "cpu": raise RuntimeError("Unknown backend cpu")
+            return ["ipu:0", "ipu:1"]
+    """))
+    (tmp_path / "test_noinline.py").write_text(textwrap.dedent("""
+        import jax, pytest
+        if jax.default_backend() != "cpu":
+            pytest.skip("Skipping tests on non-CPU backend", allow_module_level=True)
+        def test_runs(): assert jax.default_backend() == "ipu"  # the test itself sees the real backend
+    """))
+    (tmp_path / "test_pmap.py").write_text(textwrap.dedent("""
+        import jax
+        (cpu, _) = jax.devices("cpu")
+        def test_on_the_default_backends_device(): assert cpu == "ipu:0"
+    """))
+    (tmp_path / "test_other.py").write_text("import jax\n(cpu, _) = jax.devices('cpu')\ndef test_x(): pass\n")
+
+    def run(*lift: str) -> dict:
+        out = tmp_path / "out.json"
+        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "jax_ipu_upstream",
+                        "--continue-on-collection-errors", "--rootdir", str(tmp_path), f"--upstream-results={out}",
+                        *lift, "test_noinline.py", "test_pmap.py", "test_other.py"],
+                       cwd=tmp_path, env={"PYTHONPATH": f"{tmp_path}:{UPSTREAM}", "PATH": ""},
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+        return json.loads(out.read_text())["outcomes"]
+
+    assert run() == {"test_noinline.py": "skipped", "test_pmap.py": "error", "test_other.py": "error"}
+    # lifted by name: only the files named, and only at their import
+    assert run("--lift-cpu-gates=test_noinline.py,test_pmap.py") == {
+        "test_noinline.py::test_runs": "passed", "test_pmap.py::test_on_the_default_backends_device": "passed",
+        "test_other.py": "error"}

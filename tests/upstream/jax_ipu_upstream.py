@@ -32,6 +32,8 @@ def pytest_addoption(parser):
     group.addoption("--upstream-results", default=None, help="write {node id: outcome} JSON here")
     group.addoption("--upstream-expectations", action="store_true", help="apply tests/upstream/expectations.txt")
     group.addoption("--upstream-expectations-file", default=None, help="apply this file instead (tests of the plugin)")
+    group.addoption("--lift-cpu-gates", default="", metavar="FILE,...",
+                    help="test files (by name) whose import-time gates to cpu are lifted on the ipu (below)")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -84,6 +86,31 @@ CPU_GATED_FILES = ("lax_control_flow_test.py",)
 # - The current series' lax_numpy_test.py: jnp.poly of a matrix, its characteristic polynomial ("Nonsymmetric
 #   eigendecomposition is only implemented on the CPU and GPU backends").
 LAPACK_GATED_FILES = ("linalg_test.py", "lax_numpy_test.py")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    """A library's test file that keeps itself to cpu when it is imported (equinox's ``if jax.default_backend() !=
+    "cpu": pytest.skip(...)``, a ``skipif(jax.default_backend() != "cpu")`` mark, ``(cpu, _) = jax.devices("cpu")``
+    to pmap over): named in ``--lift-cpu-gates``, it is imported on the ipu with the default backend called "cpu" and
+    ``jax.devices("cpu")`` giving the default backend's devices, as jax's own cpu-gated files are lifted
+    (CPU_GATED_FILES); its tests then run on the ipu. Only the import sees this: a test calls the real functions."""
+    names = collector.config.getoption("--lift-cpu-gates").split(",")
+    if not isinstance(collector, pytest.Module) or collector.path.name not in names:
+        yield
+        return
+    import jax
+
+    default_backend, devices = jax.default_backend, jax.devices
+    if default_backend() != "ipu":
+        yield
+        return
+    jax.default_backend = lambda: "cpu"
+    jax.devices = lambda backend=None: devices(None if backend == "cpu" else backend)
+    try:
+        yield
+    finally:
+        jax.default_backend, jax.devices = default_backend, devices
 
 
 @pytest.hookimpl(hookwrapper=True)
