@@ -889,6 +889,16 @@ def test_a_compare_of_a_loop_counter_its_range_decides_is_folded(init, limit, st
     assert names.count("compare") == (1 if decided else 2), names
 
 
+def test_a_select_on_a_compare_of_complex_values_with_a_constant_compiles():
+    """The loop-counter rule looks at every select's compare: a compare of complex values with a complex constant
+    (``jax.jvp(jnp.abs)`` of a complex number: ``select(z == 0, ...)``) is none of its business. The bindings of the
+    current series cannot read a complex constant's attribute, so the rule read it once and the compile failed
+    (jax's api_test.py test_heterogeneous_grad)."""
+    for z in (np.complex64(-2.5 + 0.5j), np.array([1 + 1j, 0, -2.5 + 0.5j, 3e-3j], np.complex64)):
+        check(lambda z, t: jax.jvp(jnp.abs, (z,), (t,)), z, np.conj(z), rtol=1e-6)
+        check(lambda z: jnp.where(z == 0, jnp.ones_like(z), z), z, **EXACT)
+
+
 def test_a_scan_selects_no_index_on_its_trips():
     """End to end: a scan reading and writing row i of its inputs and outputs (jax 0.4.13 fixes each index up)
     runs no select of its counter and gives cpu's values."""

@@ -342,11 +342,20 @@ def int_constant(value: Any) -> Optional[List[int]]:
             A.is_a(ir.RankedTensorType, value.type) and ir.RankedTensorType(value.type).rank == 1:
         parts = [int_constant(v) for v in producer.operands]
         return None if any(p is None for p in parts) else [e for p in parts for e in p]  # type: ignore[union-attr]
-    if producer is None or producer.name != "stablehlo.constant" or \
-            not A.is_a(ir.DenseIntElementsAttr, producer.attributes["value"]):
+    value_attr = constant_attr(producer) if producer is not None and producer.name == "stablehlo.constant" else None
+    if value_attr is None or not A.is_a(ir.DenseIntElementsAttr, value_attr):
         return None
-    attr = ir.DenseIntElementsAttr(producer.attributes["value"])
+    attr = ir.DenseIntElementsAttr(value_attr)
     return [attr[0]] * size if attr.is_splat else [attr[i] for i in range(len(attr))]
+
+
+def constant_attr(constant: Any) -> Any:
+    """A stablehlo.constant's ``value`` attribute, or None for a complex one: the MLIR bindings cannot read a complex
+    dense attribute as an attribute (TypeError "Can't cast unknown element type"), so complex constants are read
+    from their text (types.py)."""
+    if A.is_a(ir.ComplexType, ir.RankedTensorType(constant.results[0].type).element_type):
+        return None
+    return constant.attributes["value"]
 
 
 INT_FOLDS: Dict[str, Callable[..., int]] = {
@@ -487,11 +496,11 @@ def splat_value(value: Any) -> Optional[float]:
         return splat_value(producer.operands[1])
     if producer is None:
         number = CALLS.constants.get(parameter_of(value)) if getattr(CALLS, "constants", None) else None
-    elif producer.name != "stablehlo.constant" or not A.is_a(ir.DenseFPElementsAttr, producer.attributes["value"]) \
-            or not ir.DenseElementsAttr(producer.attributes["value"]).is_splat:
+    elif producer.name != "stablehlo.constant" or (value_attr := constant_attr(producer)) is None \
+            or not A.is_a(ir.DenseFPElementsAttr, value_attr) or not ir.DenseElementsAttr(value_attr).is_splat:
         return None
     else:
-        number = float(ir.FloatAttr(ir.DenseElementsAttr(producer.attributes["value"]).get_splat_value()).value)
+        number = float(ir.FloatAttr(ir.DenseElementsAttr(value_attr).get_splat_value()).value)
     if number is None:
         return None
     for element in reversed(converts):  # innermost first; the sign flips exactly in every type
