@@ -218,3 +218,54 @@ def test_a_library_file_kept_to_cpu_at_import_runs_on_the_ipu_when_lifted(tmp_pa
     assert run("--lift-cpu-gates=test_noinline.py,test_pmap.py") == {
         "test_noinline.py::test_runs": "passed", "test_pmap.py::test_on_the_default_backends_device": "passed",
         "test_other.py": "error"}
+
+
+def test_older_tests_get_what_the_installed_jax_removed_and_cost_analysis_guards_are_lifted(tmp_path: Path) -> None:
+    # a stand-in jax: without the names jax-v0.11.0's tests import that jax 0.12 removed, an ipu backend whose
+    # platform_version says "PJRT C API", as jaxlib's C API client's does
+    files = {
+        "jax/__init__.py": "",
+        "jax/experimental/__init__.py": "",
+        "jax/experimental/compute_on.py": "",
+        "jax/_src/__init__.py": "",
+        "jax/_src/ad_checkpoint.py": "def saved_residuals(): pass\n",
+        "jax/_src/compute_on.py": "",
+        "jax/_src/test_util.py": "",
+        "jax/_src/xla_bridge.py": textwrap.dedent("""
+            import functools
+            class Backend:
+                platform = "ipu"
+                platform_version = "PJRT C API\\nipu 1"
+            @functools.lru_cache(None)
+            def get_backend(platform=None): return Backend()
+            def version_jax_sees(): return get_backend().platform_version
+            def using_pjrt_c_api(backend=None): return True
+        """),
+        "checkout/jax/_src/hypothesis_test_util.py": "def setup_hypothesis(): return 'from the checkout'\n",
+        "tests/api_test.py": textwrap.dedent("""
+            import pytest
+            from jax._src import hypothesis_test_util as htu, xla_bridge
+            from jax._src.ad_checkpoint import SaveOnlyTheseNames, custom_remat, saved_residuals
+            from jax._src.compute_on import compute_on2
+            def test_the_test_util_comes_from_the_checkout(): assert htu.setup_hypothesis() == "from the checkout"
+            def test_a_removed_function_raises():
+                with pytest.raises(NotImplementedError, match="custom_remat is not in the installed jax"):
+                    custom_remat(abs)
+            def test_a_removed_class_is_a_class(): assert not isinstance(1, SaveOnlyTheseNames)
+            def test_the_guard_reads_no_c_api():
+                assert "PJRT C API" not in xla_bridge.get_backend().platform_version
+                assert "PJRT C API" in xla_bridge.version_jax_sees()  # jax's own calls: the backend itself
+                xla_bridge.get_backend.cache_clear()
+        """),
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    out = tmp_path / "out.json"
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "jax_ipu_upstream",
+                          "--rootdir", str(tmp_path / "tests"), f"--upstream-results={out}",
+                          f"--older-tests={tmp_path / 'checkout'}", "api_test.py"],
+                         cwd=tmp_path / "tests", env={"PYTHONPATH": f"{tmp_path}:{UPSTREAM}", "PATH": ""},
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    assert run.returncode == 0, run.stdout
+    assert set(json.loads(out.read_text())["outcomes"].values()) == {"passed"}

@@ -172,6 +172,8 @@ def run_backend(backend: str, tests_dir: Path, files: List[str], args, out: Path
         cmd += ["-n", str(args.workers)]  # tests of one file spread over the workers too
     if backend == "ipu":
         cmd.append("--upstream-expectations")
+    if getattr(args, "older_tests", None):
+        cmd.append(f"--older-tests={args.older_tests}")
     cmd += files
     print(f"\n== {platforms}{f' ({devices} devices)' if devices else ''}: {' '.join(files)}", flush=True)
     return subprocess.run(cmd, cwd=tests_dir, env=env).returncode
@@ -305,8 +307,10 @@ def main(argv=None) -> int:
     if version != wanted and version != args.tests_of:
         raise SystemExit(f"{args.checkout} is jax {version}, but the installed jax is {jax.__version__}: check out "
                          f"tag jax-v{wanted} (or say --tests-of {version} to run that version's tests knowingly)")
+    args.older_tests = None
     if version != wanted:
         print(f"[upstream] the tests of jax {version} against the installed jax {jax.__version__} (--tests-of)")
+        args.older_tests = str(args.checkout.resolve())
     available = sorted(p.name for p in (args.checkout / "tests").glob("*_test.py"))
     files = select_files(args.files, available, args.shard)
     missing = [f for f in files if not (args.checkout / "tests" / f).is_file()]

@@ -8,7 +8,8 @@ cpu, one module per origin, in the order rules.RULES states); an op no rule take
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+import math
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Set, Tuple
 
 from jax._src.interpreters import mlir as jmlir
 from jax._src.lib.mlir import ir
@@ -144,17 +145,55 @@ def _main(module: Any) -> Any:
     raise CompileError("the module has no entry function `main`; the ipu compiler expects jax's modules")
 
 
-def _aliases(func: Any) -> List[List[int]]:
-    """[parameter, result] of each donation jax asked for (``tf.aliasing_output`` on a parameter)."""
+def _aliases(func: Any) -> Donations:
+    """The donations jax asked for: [parameter, result] of each ``tf.aliasing_output`` on a parameter (jax matched
+    it with a result of its type), and the parameters marked ``jax.buffer_donor`` (donated, for XLA to match)."""
     attrs = A.named(func.attributes)
     if "arg_attrs" not in attrs:
-        return []
-    aliases = []
+        return Donations([], [])
+    aliases, donors = [], []
     for index, arg_attrs in enumerate(ir.ArrayAttr(attrs["arg_attrs"])):
         entries = A.named(ir.DictAttr(arg_attrs))
         if "tf.aliasing_output" in entries:
             aliases.append([index, A.integer(entries["tf.aliasing_output"])])
-    return aliases
+        elif "jax.buffer_donor" in entries and A.boolean(entries["jax.buffer_donor"]):
+            donors.append(index)
+    return Donations(aliases, donors)
+
+
+class Donations(NamedTuple):
+    aliases: List[List[int]]  # [parameter, result]
+    donors: List[int]  # parameters donated to any result XLA finds them (match_buffer_donors)
+
+
+def match_buffer_donors(entry: Dict[str, Any], aliases: List[List[int]], donors: List[int]) -> List[List[int]]:
+    """[parameter, result] for the buffer donors (``jax.buffer_donor``) XLA gives a result
+    (OptimizeInputOutputBufferAlias): the donors and the results no alias holds yet, each sorted by bytes, largest
+    first (stably: parameter and result order among equals), matched wherever the sizes are equal. The sizes are the
+    entry's, one IPU's shard of a partitioned program's, as XLA matches after SPMD partitioning. The runtime gives
+    the result the donated bytes (pjrt/launch.cc); an unmatched donor is not donated, as on cpu."""
+    sizes = T.element_bytes()
+
+    def nbytes(value: Dict[str, Any]) -> int:
+        return sizes[value["dtype"]] * math.prod(value["shape"])
+
+    types = {r["id"]: r for op in entry["body"] for r in op["results"]}
+    types.update({p["id"]: p for p in entry["params"]})
+    held = {j for _, j in aliases}
+    given = sorted(((nbytes(entry["params"][i]), i) for i in donors if i not in {i for i, _ in aliases}),
+                   key=lambda d: -d[0])
+    taken = sorted(((nbytes(types[r]), j) for j, r in enumerate(entry["results"]) if j not in held and r in types),
+                   key=lambda d: -d[0])
+    matched, a, b = [], 0, 0
+    while a < len(given) and b < len(taken):
+        if given[a][0] > taken[b][0]:
+            a += 1
+        elif given[a][0] < taken[b][0]:
+            b += 1
+        else:
+            matched.append([given[a][1], taken[b][1]])
+            a, b = a + 1, b + 1
+    return matched
 
 
 def _parse(module_bytes: Any) -> Any:
@@ -226,7 +265,7 @@ class _Translator:
     exponents, inverses, splat_scalars, anchors)."""
 
     def __init__(self, module: Any, checkpoint: Callable[[], None] = _no_checkpoint, partitions: int = 1,
-                 partitioned: Optional[partitioner.Partitioned] = None, aliases: Optional[List[List[int]]] = None):
+                 partitioned: Optional[partitioner.Partitioned] = None, aliases: Optional[Donations] = None):
         """``module`` is one device's program; for several partitions, XLA's partitioning of jax's (``partitioned``
         says how main's parameters and results split, ``aliases`` are jax's donations, by position).
         ``checkpoint`` is called between ops (compile_to_binary)."""
@@ -292,13 +331,14 @@ class _Translator:
                                     "results": (results + [{}] * counts[1])[:counts[1]]}
             if self.partitioned.warnings:  # for the profile report (report.graph_profile)
                 program["partitioner_warnings"] = self.partitioned.warnings
-        aliases = self.donations if self.donations is not None else _aliases(self.funcs["main"])
+        donations = self.donations if self.donations is not None else _aliases(self.funcs["main"])
+        aliases, entry = donations.aliases, program["functions"][0]
         if self.partitions > 1:  # a donated shard is reused only for a result shard of its type
-            entry = program["functions"][0]
             types = {r["id"]: (r["dtype"], r["shape"]) for op in entry["body"] for r in op["results"]}
             types.update({p["id"]: (p["dtype"], p["shape"]) for p in entry["params"]})
             aliases = [[i, j] for i, j in aliases
                        if types[entry["params"][i]["id"]] == types.get(entry["results"][j])]
+        aliases = aliases + match_buffer_donors(entry, aliases, donations.donors)
         if aliases:
             program["aliases"] = aliases
         return program

@@ -45,6 +45,14 @@ def dtypes() -> Dict[str, Tuple[str, str]]:
     return {mlir: (name, np_name) for name, spellings, np_name in ipu_dtypes() for mlir in spellings}
 
 
+@functools.lru_cache(maxsize=None)
+def element_bytes() -> Dict[str, int]:
+    """Program dtype -> bytes of one element (the emulator's table)."""
+    from jax_ipu import _native
+
+    return {t["name"]: t["bytes"] for t in _native.registry()["element_types"]}
+
+
 def numpy_dtype(np_name: str) -> np.dtype:
     """The numpy dtype of a table row's numpy name (bfloat16 comes from ml_dtypes, which jax depends on)."""
     if np_name == "bfloat16" or np_name.startswith("float8_"):
