@@ -49,14 +49,15 @@ Proto ProgramShape(const ipu::Executable& program) {
 }
 
 // xla.OpSharding of a TileSharding: type = 1 (REPLICATED 0, TUPLE 2, OTHER 3), tile_assignment_dimensions = 3,
-// tile_assignment_devices = 4, tuple_shardings = 5, replicate_on_last_tile_dim = 6, last_tile_dims = 8 (UNREDUCED 6:
-// the devices of the last tile dimension hold partial sums, jax's unreduced arrays).
+// tile_assignment_devices = 4, tuple_shardings = 5, replicate_on_last_tile_dim = 6, last_tile_dims = 8 (REPLICATED
+// 0, UNREDUCED 6: the devices of that last tile dimension hold partial sums, jax's unreduced arrays).
 Proto OpSharding(const ipu::TileSharding& sharding) {
   Proto out;
+  if (sharding.unreduced) return out.Int(1, 6);  // type UNREDUCED: partial sums of the whole array on every device
   if (sharding.tile.empty()) return out.Int(1, 0);
   out.Int(1, 3).PackedInts(3, sharding.tile).PackedInts(4, sharding.devices);
   if (sharding.replicate_last) out.Int(6, 1);
-  if (sharding.unreduced_last) out.PackedInts(8, {6});
+  if (!sharding.last_tile_dims.empty()) out.PackedInts(8, sharding.last_tile_dims);
   return out;
 }
 

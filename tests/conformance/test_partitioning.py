@@ -39,6 +39,7 @@ CASES: Dict[str, Dict[str, float]] = {
     "int_and_bool_pieces": EXACT,
     "sum_over_every_partition": SUM,
     "top_k_of_sharded_rows": EXACT,
+    "unreduced_results": SUM,
 }
 # The collectives each of these programs needs (any of them), which the ipu must run: XLA's partitioner inserts them
 # for cpu too (a reduce-scatter is an all-reduce and a slice where the pass that fuses them has not run yet)
@@ -196,7 +197,26 @@ def _cases(backend: str) -> Dict[str, Callable[[], Any]]:
         cols = put(np.cos(np.arange(256, dtype=np.float32)).reshape(16, 16), None, "data")
         return [*jax.jit(lambda v: jax.lax.top_k(v, 3))(rows), *jax.jit(lambda v: jax.lax.top_k(v, 4))(cols)]
 
+    def unreduced_results() -> Any:
+        # jax's unreduced arrays (current series): a matmul contracting over a mesh axis and leaving its partial sums
+        # unreduced, on a mesh with another axis (XLA's last_tile_dims={unreduced, replicated}) and on a mesh whose
+        # other axis has one device (XLA's {unreduced}: partial sums of the whole array on every device)
+        if not hasattr(jax.sharding, "AxisType") or not hasattr(jax, "reshard"):
+            return None
+        out = []
+        for shape in ((4, 2), (1, 2)):
+            explicit = jax.make_mesh(shape, ("data", "model"), axis_types=(jax.sharding.AxisType.Explicit,) * 2,
+                                     devices=devices[:shape[0] * shape[1]])
+            with jax.set_mesh(explicit):
+                a = jax.reshard(normal(8, 6), P(None, "model"))
+                b = jax.reshard(normal(6, 4), P("model", None))
+                want = P(None, None, unreduced={"model"})
+                z = jax.jit(lambda a, b: jnp.matmul(a, b, out_sharding=want))(a, b)
+                out += [jax.reshard(z, P()), jax.device_put(np.array(z.sharding.spec == want), devices[0])]
+        return out
+
     return {
+        "unreduced_results": unreduced_results,
         "seed_004_matmul": seed_004_matmul, "mlp_2d_training_step": mlp_2d_training_step,
         "zero_optimizer_state": zero_optimizer_state, "constraint_in_loop": constraint_in_loop,
         "jit_calling_shard_map": jit_calling_shard_map, "shard_map_auto_axes": shard_map_auto_axes,

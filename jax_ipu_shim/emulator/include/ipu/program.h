@@ -46,7 +46,10 @@ struct TileSharding {
   std::vector<int64_t> tile;
   std::vector<int64_t> devices;
   bool replicate_last = false;  // the last tile dimension counts devices holding the same piece
-  bool unreduced_last = false;  // ... devices holding partial sums of the piece (jax's unreduced arrays)
+  // The kinds of the last tile dimensions (xla.OpSharding last_tile_dims: REPLICATED 0, UNREDUCED 6) when one holds
+  // partial sums of the piece (jax's unreduced arrays), with or without one of copies; else empty.
+  std::vector<int64_t> last_tile_dims;
+  bool unreduced = false;  // not tiled: every device holds a partial sum of the whole array (XLA's {unreduced})
 };
 
 struct Function {

@@ -38,7 +38,8 @@ XLA_CALLBACK_TARGET = "xla_ffi_python_cpu_callback"
 # HloProto (what XLA dumps as .hlo.pb): hlo_module = 1
 _HLO_PROTO_MODULE = 1
 # OpSharding.Type of a last tile dimension whose devices hold the same piece (REPLICATED = 0), or partial sums of
-# it (UNREDUCED = 6: jax's unreduced arrays, shard_map's out_specs with unreduced axes)
+# it (UNREDUCED = 6: jax's unreduced arrays, shard_map's out_specs with unreduced axes); an array can have both
+# (last_tile_dims={unreduced, replicated}: partial sums over one mesh axis, copies over another)
 _SUBGROUP_REPLICATED = 0
 _SUBGROUP_UNREDUCED = 6
 
@@ -175,17 +176,19 @@ def tile_sharding(op_sharding: Any) -> Dict[str, Any]:
 
 
 def _tiles(sharding: Any) -> Dict[str, Any]:
+    if getattr(sharding, "is_unreduced", None) is not None and sharding.is_unreduced():
+        return {"unreduced": True}  # every device holds a partial sum of the whole array (XLA's {unreduced})
     if sharding.is_replicated():
         return {}
     tile = [int(t) for t in sharding.tile_assignment_dimensions()]
     devices = [int(d) for d in sharding.tile_assignment_devices()]
     subgroups = [int(getattr(t, "value", t)) for t in sharding.subgroup_types()]
     replicate_last = bool(sharding.replicate_on_last_tile_dim()) or subgroups == [_SUBGROUP_REPLICATED]
-    if not tile or (subgroups and subgroups not in ([_SUBGROUP_REPLICATED], [_SUBGROUP_UNREDUCED])):
+    if not tile or any(s not in (_SUBGROUP_REPLICATED, _SUBGROUP_UNREDUCED) for s in subgroups):
         raise CompileError(f"an entry value of the partitioned program has the sharding {sharding}, which the ipu "
                            "backend cannot hand to jax (only tiled shardings, optionally partly replicated or "
                            "unreduced)")
     out = {"tile": tile, "devices": devices, "replicate_last": replicate_last}
-    if subgroups == [_SUBGROUP_UNREDUCED]:
-        out["unreduced_last"] = True
+    if _SUBGROUP_UNREDUCED in subgroups:  # jax's unreduced arrays: the kinds of the last tile dimensions, in order
+        out["last_tile_dims"] = subgroups
     return out
