@@ -275,6 +275,33 @@ bool ExecuteInline(const PJRT_LoadedExecutable& loaded, PJRT_Device* device, PJR
 
 using namespace jax_ipu;
 
+namespace jax_ipu {
+namespace {
+// A donated argument that is also passed as another argument of the same call: XLA refuses the call (its donation
+// would hand the other argument's bytes to a result), in its words.
+PJRT_Error* DonatedTwice(const ipu::Executable& program, const PJRT_LoadedExecutable_Execute_Args* args, size_t n) {
+  const size_t num_inputs = program.inputTypes().size();
+  for (size_t d = 0; d < n; ++d) {
+    for (const auto& alias : program.aliases()) {
+      const size_t donated = static_cast<size_t>(alias.first);
+      for (size_t k = 0; k < num_inputs; ++k) {
+        if (k == donated || args->argument_lists[d][k] != args->argument_lists[d][donated]) continue;
+        const size_t first = std::min(k, donated), second = std::max(k, donated);
+        const std::string where = " in the same call to Execute() (flattened argument " + std::to_string(second) +
+                                  ", replica " + std::to_string(d) + ", partition 0, first use: " +
+                                  std::to_string(first) + "). Toy example for this bug: ";
+        return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
+                         first == donated
+                             ? "Attempt to use a buffer that was previously donated" + where + "`f(donate(a), a)`."
+                             : "Attempt to donate a buffer which is also used" + where + "`f(a, donate(a))`.");
+      }
+    }
+  }
+  return nullptr;
+}
+}  // namespace
+}  // namespace jax_ipu
+
 PJRT_Error* PJRT_LoadedExecutable_Execute_Impl(PJRT_LoadedExecutable_Execute_Args* args) {
   return Guard("PJRT_LoadedExecutable_Execute", [&]() -> PJRT_Error* {
     PJRT_LoadedExecutable* loaded = args->executable;
@@ -308,6 +335,8 @@ PJRT_Error* PJRT_LoadedExecutable_Execute_Impl(PJRT_LoadedExecutable_Execute_Arg
                                                              " arguments, " + std::to_string(args->num_args) +
                                                              " given");
     }
+
+    if (PJRT_Error* twice = DonatedTwice(program, args, n)) return twice;
 
     // Runs before returning (see the top of this file); ExecuteInline runs it here if it can.
     const bool synchronous = n == 1 && total == 1 && program.hasHostCalls();

@@ -99,3 +99,14 @@ def test_donated_arrays_of_another_shape_are_consumed_where_cpu_consumes_them():
             np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
         deleted[backend] = [a.is_deleted() for a in on]
     assert deleted["ipu"] == deleted["cpu"], deleted
+
+
+@pytest.mark.parametrize("donated", [0, 1])
+def test_an_array_donated_and_passed_again_in_the_same_call_is_refused(donated):
+    """As on cpu: `f(donate(a), a)` would give a's bytes to a result while the other argument still reads them."""
+    f = jax.jit(lambda x, y: x + 2 * y, backend="ipu", donate_argnums=(donated,))
+    x = jax.device_put(np.zeros(10, np.float32), ipu())
+    with pytest.raises(RuntimeError, match="donat"):
+        f(x, x).block_until_ready()
+    y = jax.device_put(np.ones(10, np.float32), ipu())
+    np.testing.assert_array_equal(np.asarray(f(y, jax.device_put(np.ones(10, np.float32), ipu()))), 3)

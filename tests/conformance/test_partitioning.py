@@ -40,6 +40,7 @@ CASES: Dict[str, Dict[str, float]] = {
     "sum_over_every_partition": SUM,
     "top_k_of_sharded_rows": EXACT,
     "unreduced_results": SUM,
+    "scatter_add_in_an_explicit_mesh": EXACT,
 }
 # The collectives each of these programs needs (any of them), which the ipu must run: XLA's partitioner inserts them
 # for cpu too (a reduce-scatter is an all-reduce and a slice where the pass that fuses them has not run yet)
@@ -215,7 +216,22 @@ def _cases(backend: str) -> Dict[str, Callable[[], Any]]:
                 out += [jax.reshard(z, P()), jax.device_put(np.array(z.sharding.spec == want), devices[0])]
         return out
 
+    def scatter_add_in_an_explicit_mesh() -> Any:
+        # (current series) jax puts a sharding constraint on every value of the update computation; XLA's
+        # partitioner leaves them as copies, which are the values they copy: the body is still one add (c64's too)
+        if not hasattr(jax.sharding, "AxisType") or not hasattr(jax, "set_mesh"):
+            return None
+        explicit = jax.make_mesh((2,), ("x",), axis_types=(jax.sharding.AxisType.Explicit,), devices=devices[:2])
+        out = []
+        with jax.set_mesh(explicit):
+            for dtype in (np.float32, np.complex64):
+                x = jnp.zeros((4, 3), dtype)
+                u = jnp.asarray((np.arange(9.0).reshape(3, 3) * (1 + 2j if dtype == np.complex64 else 1)).astype(dtype))
+                out.append(jax.jit(lambda x, i, u: x.at[i].add(u))(x, jnp.array([0, 2, 0]), u))
+        return out
+
     return {
+        "scatter_add_in_an_explicit_mesh": scatter_add_in_an_explicit_mesh,
         "unreduced_results": unreduced_results,
         "seed_004_matmul": seed_004_matmul, "mlp_2d_training_step": mlp_2d_training_step,
         "zero_optimizer_state": zero_optimizer_state, "constraint_in_loop": constraint_in_loop,

@@ -603,17 +603,26 @@ def body_computation(op: Any, assign: bool) -> Optional[str]:
         return None
     block = op.regions[0].blocks[0]
     args = list(block.arguments)
-    body = [inner.operation for inner in block.operations]
+    # copies and sharding annotations are the values they take (XLA's partitioner leaves a copy of every value of a
+    # body that carried a sharding constraint of an explicit mesh)
+    source: Dict[Any, Any] = {}
+    body = []
+    for inner in block.operations:
+        inner = inner.operation
+        if _is_identity(inner):
+            source[inner.results[0]] = source.get(inner.operands[0], inner.operands[0])
+        else:
+            body.append(inner)
     if len(args) != 2 or not body or body[-1].name != "stablehlo.return" or len(body[-1].operands) != 1:
         return None
-    returned = body[-1].operands[0]
+    returned = source.get(body[-1].operands[0], body[-1].operands[0])
     if len(body) == 1:
         return "assign" if assign and returned == args[1] else None
     if len(body) != 2:
         return None
     combine = body[0]
     name = combine.name.split(".", 1)[-1]
-    operands = list(combine.operands)
+    operands = [source.get(v, v) for v in combine.operands]
     if (
         not combine.name.startswith("stablehlo.")
         or not O.is_reducer(name)
@@ -623,3 +632,13 @@ def body_computation(op: Any, assign: bool) -> Optional[str]:
     ):
         return None
     return name
+
+
+def _is_identity(op: Any) -> bool:
+    """An op of one operand whose result is that operand's value: an HLO copy, or a sharding annotation."""
+    if len(op.operands) != 1 or len(op.results) != 1:
+        return False
+    if op.name in ("mhlo.copy", "sdy.sharding_constraint"):
+        return True
+    return op.name == "stablehlo.custom_call" and \
+        A.string(op.attributes["call_target_name"]) == "Sharding"
