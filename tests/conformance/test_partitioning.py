@@ -41,6 +41,7 @@ CASES: Dict[str, Dict[str, float]] = {
     "top_k_of_sharded_rows": EXACT,
     "unreduced_results": SUM,
     "scatter_add_in_an_explicit_mesh": EXACT,
+    "linear_algebra_in_an_explicit_mesh": {"rtol": 1e-4, "atol": 1e-5},  # factorisations in another order
 }
 # The collectives each of these programs needs (any of them), which the ipu must run: XLA's partitioner inserts them
 # for cpu too (a reduce-scatter is an all-reduce and a slice where the pass that fuses them has not run yet)
@@ -230,7 +231,23 @@ def _cases(backend: str) -> Dict[str, Callable[[], Any]]:
                 out.append(jax.jit(lambda x, i, u: x.at[i].add(u))(x, jnp.array([0, 2, 0]), u))
         return out
 
+    def linear_algebra_in_an_explicit_mesh() -> Any:
+        # (current series) the ipu's own lu and triangular solve (jax_ipu/backend/linalg.py) traced outside the mesh
+        # whose shardings the operands carry: a batch of determinants and solves split over the mesh (jax's
+        # pjit_test test_linalg_slogdet_and_solve, test_triangular_solve_vmap)
+        if not hasattr(jax.sharding, "AxisType") or not hasattr(jax, "set_mesh"):
+            return None
+        explicit = jax.make_mesh((2,), ("x",), axis_types=(jax.sharding.AxisType.Explicit,), devices=devices[:2])
+        with jax.set_mesh(explicit):
+            a = jax.reshard(normal(8, 4, 4), P("x"))
+            b = jax.reshard(normal(8, 4), P("x"))
+            rhs = jax.reshard(normal(64, 16), P("x"))
+            square = normal(16, 16) + 4 * np.eye(16, dtype=np.float32)
+            return [*jnp.linalg.slogdet(a), jax.vmap(jnp.linalg.slogdet)(a)[1], jax.vmap(jnp.linalg.solve)(a, b),
+                    jax.jit(jax.vmap(jnp.linalg.solve, in_axes=(None, 0)))(jax.reshard(square, P()), rhs)]
+
     return {
+        "linear_algebra_in_an_explicit_mesh": linear_algebra_in_an_explicit_mesh,
         "scatter_add_in_an_explicit_mesh": scatter_add_in_an_explicit_mesh,
         "unreduced_results": unreduced_results,
         "seed_004_matmul": seed_004_matmul, "mlp_2d_training_step": mlp_2d_training_step,

@@ -8,6 +8,7 @@ differs too and lives in ``compiler/attributes.py``; compile options are read fr
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
@@ -431,13 +432,26 @@ def set_callback_sharding(ctx: Any, op: Any, sharding: Any, token_first: bool) -
     mlir.set_sharding(ctx.module_context, op, sharding)
 
 
-def without_manual_axes(aval: Any) -> Any:
-    """An abstract value without the manual axes a shard_map's body gives it (the current series' manual axis
-    type: over which axes it varies or is unreduced); jax 0.4.13's have none."""
+def without_mesh(aval: Any) -> Any:
+    """An abstract value without what a mesh says of it (the current series): the manual axes a shard_map's body
+    gives it (over which axes it varies or is unreduced) and its sharding in an explicit mesh. Called inside
+    outside_any_mesh(). jax 0.4.13's have neither."""
     mat = getattr(aval, "manual_axis_type", None)
     if mat is not None and (mat.varying or mat.unreduced or getattr(mat, "reduced", None)):
-        return aval.update(manual_axis_type=type(mat)())
+        aval = aval.update(manual_axis_type=type(mat)())
+    sharding = getattr(aval, "sharding", None)
+    if sharding is not None and not sharding.mesh.empty:
+        aval = aval.update(sharding=None)  # the default of no mesh: replicated
     return aval
+
+
+def outside_any_mesh() -> Any:
+    """A context in which jax traces as outside any mesh (the current series' use_abstract_mesh of the empty mesh)."""
+    if not is_current_series():
+        return contextlib.nullcontext()
+    from jax._src import mesh as mesh_lib
+
+    return mesh_lib.use_abstract_mesh(mesh_lib.empty_abstract_mesh)
 
 
 def token_types() -> Tuple[Any, ...]:

@@ -49,12 +49,13 @@ from jax_ipu.config import PLATFORM
 _installed: List[bool] = []
 
 
-def _without_manual_axes(ctx: Any) -> Any:
-    """The lowering context with its abstract values' manual axes (varying, unreduced) dropped."""
+def _without_mesh(ctx: Any) -> Any:
+    """The lowering context with its abstract values' manual axes (varying, unreduced) and explicit shardings
+    dropped (called inside _jax.outside_any_mesh())."""
     from jax_ipu import _jax
 
-    avals_in = [_jax.without_manual_axes(a) for a in ctx.avals_in]
-    avals_out = [_jax.without_manual_axes(a) for a in ctx.avals_out]
+    avals_in = [_jax.without_mesh(a) for a in ctx.avals_in]
+    avals_out = [_jax.without_mesh(a) for a in ctx.avals_out]
     if list(avals_in) == list(ctx.avals_in) and list(avals_out) == list(ctx.avals_out):
         return ctx
     return ctx.replace(avals_in=avals_in, avals_out=avals_out)
@@ -68,12 +69,19 @@ def install_lowerings() -> None:
     from jax._src.interpreters import mlir
     from jax._src.lax import linalg as lax_linalg
 
+    from jax_ipu import _jax
+
     def rule(fn: Any, multiple_results: bool = False) -> Any:
         def lowering(ctx: Any, *args: Any, **params: Any) -> Any:
-            # Inside a shard_map the operands' types say over which manual axes they vary; the algorithms' loops
-            # start from constants that do not, and each device computes on its own operands anyway: they are
-            # traced on plain types (what the IR they produce is the same for).
-            ctx = _without_manual_axes(ctx)
+            with _jax.outside_any_mesh():
+                return mesh_free_lowering(ctx, *args, **params)
+
+        def mesh_free_lowering(ctx: Any, *args: Any, **params: Any) -> Any:
+            # Inside a shard_map the operands' types say over which manual axes they vary, and in an explicit mesh
+            # how they are split; the algorithms' loops start from constants that say neither. They are traced on
+            # plain types, outside any mesh: the ops they write carry no sharding of their own, and XLA's
+            # partitioner gives them the operands' (each device computes on its own operands in a shard_map).
+            ctx = _without_mesh(ctx)
             if not multiple_results:
                 return mlir.lower_fun(fn, multiple_results=False)(ctx, *args, **params)
             # LAPACK's trailing info status: jax 0.4.13's primitives return it, the current series' drop it.
