@@ -287,9 +287,9 @@ PJRT_Error* DonatedTwice(const ipu::Executable& program, const PJRT_LoadedExecut
       for (size_t k = 0; k < num_inputs; ++k) {
         if (k == donated || args->argument_lists[d][k] != args->argument_lists[d][donated]) continue;
         const size_t first = std::min(k, donated), second = std::max(k, donated);
-        const std::string where = " in the same call to Execute() (flattened argument " + std::to_string(second) +
-                                  ", replica " + std::to_string(d) + ", partition 0, first use: " +
-                                  std::to_string(first) + "). Toy example for this bug: ";
+        const std::string where =
+            " in the same call to Execute() (flattened argument " + std::to_string(second) + ", replica " +
+            std::to_string(d) + ", partition 0, first use: " + std::to_string(first) + "). Toy example for this bug: ";
         return MakeError(PJRT_Error_Code_INVALID_ARGUMENT,
                          first == donated
                              ? "Attempt to use a buffer that was previously donated" + where + "`f(donate(a), a)`."

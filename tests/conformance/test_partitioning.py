@@ -213,7 +213,7 @@ def _cases(backend: str) -> Dict[str, Callable[[], Any]]:
                 a = jax.reshard(normal(8, 6), P(None, "model"))
                 b = jax.reshard(normal(6, 4), P("model", None))
                 want = P(None, None, unreduced={"model"})
-                z = jax.jit(lambda a, b: jnp.matmul(a, b, out_sharding=want))(a, b)
+                z = jax.jit(lambda a, b, want=want: jnp.matmul(a, b, out_sharding=want))(a, b)
                 out += [jax.reshard(z, P()), jax.device_put(np.array(z.sharding.spec == want), devices[0])]
         return out
 

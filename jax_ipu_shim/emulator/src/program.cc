@@ -196,7 +196,8 @@ std::vector<TileSharding> parseShardings(const json::Value& doc, const char* key
     if (const json::Value* last = v.find("replicate_last"))
       s.replicate_last = last->kind == json::Value::Kind::Bool && last->boolean;
     if (const json::Value* last = v.find("last_tile_dims")) s.last_tile_dims = toInts(*last, where + ".last_tile_dims");
-    if (const json::Value* whole = v.find("unreduced")) s.unreduced = whole->kind == json::Value::Kind::Bool && whole->boolean;
+    if (const json::Value* whole = v.find("unreduced"))
+      s.unreduced = whole->kind == json::Value::Kind::Bool && whole->boolean;
     int64_t pieces = s.tile.empty() ? 0 : 1;
     for (int64_t t : s.tile) pieces *= t;
     bool in_range = true;
