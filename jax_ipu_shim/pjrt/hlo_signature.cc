@@ -85,8 +85,13 @@ std::string SignatureModule(const ipu::Executable& program, int num_replicas) {
   computation.Message(4, signature).Int(5, computation_id).Int(6, root_id);  // program_shape, id, root_id
 
   Proto module;                                                              // HloModuleProto
-  module.Bytes(1, program.name()).Bytes(2, "main").Message(3, computation).Message(4, signature);
-  module.Int(5, 1).Int(6, computation_id);                                   // id, entry_computation_id
+  if (!program.partitionedHlo().empty()) {
+    // a partitioned program: XLA's own module, what jax shows as the compiled program (its collectives)
+    module.Raw(program.partitionedHlo());
+  } else {
+    module.Bytes(1, program.name()).Bytes(2, "main").Message(3, computation).Message(4, signature);
+    module.Int(5, 1).Int(6, computation_id);                                 // id, entry_computation_id
+  }
   // A program over several devices says how its global arrays are split: jax reads these (spmd_output_sharding
   // = 12, a tuple; spmd_parameters_shardings = 14) for a jit whose shardings it leaves to the compiler.
   if (!program.resultShardings().empty()) {

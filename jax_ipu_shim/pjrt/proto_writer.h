@@ -31,6 +31,10 @@ class Proto {
     return *this;
   }
   Proto& Message(int field, const Proto& value) { return Bytes(field, value.out_); }
+  Proto& Raw(const std::string& fields) {  // fields already serialized (of this message's type)
+    out_ += fields;
+    return *this;
+  }
   Proto& PackedInts(int field, const std::vector<int64_t>& values) {
     if (values.empty()) return *this;
     Proto packed;

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 from _series import CURRENT_SERIES
 
 
@@ -68,3 +70,32 @@ def test_a_jit_on_one_ipu_has_no_partitioning_section(python, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     (folder,) = list(reports.iterdir())
     assert json.loads((folder / "profile.json").read_text())["partitioning"] is None
+
+
+def test_the_compiled_text_of_a_partitioned_jit_is_xlas_partitioned_program(python):
+    """`jit(f).lower(x).compile().as_text()` shows what the IPUs run of a sharded program: XLA's partitioned module,
+    with the collectives its shardings need (jax's pjit_test looks for them); a jit on one IPU shows the signature
+    module. The values and shardings stay right around it."""
+    proc = python("""
+        import json
+        import numpy as np
+        import jax, jax.numpy as jnp
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+        mesh = Mesh(np.array(jax.devices("ipu")[:4]), ("x",))
+        x = jax.device_put(np.arange(16, dtype=np.float32).reshape(4, 4), NamedSharding(mesh, P("x")))
+        f = jax.jit(lambda x: (jnp.sum(x, axis=0) * 2, x + 1))
+        text = f.lower(x).compile().as_text()
+        total, plus = f(x)
+        one = jax.jit(lambda a: a * 2, backend="ipu").lower(jnp.ones(4)).compile().as_text()
+        print("RESULT " + json.dumps({"text": text, "one": one, "total": np.asarray(total).tolist(),
+                                      "plus_spec": str(plus.sharding.spec), "plus": np.asarray(plus).tolist()}))
+        """, env={"JAX_PLATFORMS": "cpu,ipu", "JAX_IPU_DEVICE_COUNT": "4"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(next(line for line in proc.stdout.splitlines() if line.startswith("RESULT "))[7:])
+    assert "all-reduce" in result["text"], result["text"][:2000]
+    assert "custom-call" in result["one"] and "all-reduce" not in result["one"]
+    data = np.arange(16, dtype=np.float32).reshape(4, 4)
+    np.testing.assert_array_equal(result["total"], data.sum(axis=0) * 2)
+    np.testing.assert_array_equal(result["plus"], data + 1)
+    assert result["plus_spec"] in ("PartitionSpec('x',)", "P('x',)", "PartitionSpec('x', None)", "P('x', None)")

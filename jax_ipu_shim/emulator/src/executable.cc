@@ -104,7 +104,7 @@ class ExecutableImpl : public Executable {
                  const CompileOptions& options)
       : name_(program.name), json_(std::move(json)), options_(options), replicas_(program.replicas),
         partitions_(program.partitions), param_shardings_(program.param_shardings),
-        result_shardings_(program.result_shardings) {
+        result_shardings_(program.result_shardings), partitioned_hlo_(program.partitioned_hlo) {
     {
       Lowerer lowerer(program, device, options,
                       &graph_);  // kernels compute program.numerics' arithmetic (ipu/numerics.h)
@@ -237,6 +237,7 @@ class ExecutableImpl : public Executable {
   int numPartitions() const override { return partitions_; }
   const std::vector<TileSharding>& paramShardings() const override { return param_shardings_; }
   const std::vector<TileSharding>& resultShardings() const override { return result_shardings_; }
+  const std::string& partitionedHlo() const override { return partitioned_hlo_; }
 
   ~ExecutableImpl() override {
     for (auto& spare : spare_states_) delete spare.exchange(nullptr);
@@ -422,6 +423,7 @@ class ExecutableImpl : public Executable {
   int replicas_;
   int partitions_;
   std::vector<TileSharding> param_shardings_, result_shardings_;
+  std::string partitioned_hlo_;
   Graph graph_;
   std::vector<TensorType> inputs_, outputs_;
   std::vector<std::pair<int, int>> aliases_;

@@ -368,6 +368,8 @@ class Executable {
   // when the program does not say (Program::param_shardings).
   virtual const std::vector<TileSharding>& paramShardings() const = 0;
   virtual const std::vector<TileSharding>& resultShardings() const = 0;
+  // XLA's partitioned program as an HloModuleProto (Program::partitioned_hlo); empty when there is none.
+  virtual const std::string& partitionedHlo() const = 0;
 };
 
 }  // namespace ipu

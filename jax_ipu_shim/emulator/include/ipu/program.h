@@ -71,6 +71,9 @@ struct Program {
   std::vector<int> hosts;
   // The entry's parameters and results as global arrays (partitions > 1), for PJRT to report; empty otherwise.
   std::vector<TileSharding> param_shardings, result_shardings;
+  // XLA's partitioned program (partitions > 1): its HloModuleProto, without its input/output aliases and SPMD
+  // shardings (PJRT adds the program's own), for jax's view of the compiled program (as_text); empty otherwise.
+  std::string partitioned_hlo;
   // Which XLA:CPU's arithmetic the kernels reproduce (ipu/numerics.h): "numerics" in the document.
   Numerics numerics = Numerics::Jaxlib04;
   const Function* find(const std::string& name) const;

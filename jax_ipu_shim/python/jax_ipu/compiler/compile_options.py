@@ -61,6 +61,40 @@ def _fields(data: bytes) -> Iterator[Tuple[int, int, Value]]:
         yield number, wire, value
 
 
+def without_fields(data: bytes, numbers: Tuple[int, ...]) -> bytes:
+    """One serialized message without its fields of these numbers (the others' bytes as they are)."""
+    kept, pos = [], 0
+    for number, wire, value in _fields(data):
+        start = pos
+        _, pos = _varint(data, pos)  # the key, then the value's bytes (as _fields read them)
+        if wire == 0:
+            _, pos = _varint(data, pos)
+        elif wire == 1:
+            pos += 8
+        elif wire == 2:
+            size, pos = _varint(data, pos)
+            pos += size
+        else:
+            pos += 4
+        if number not in numbers:
+            kept.append(data[start:pos])
+    return b"".join(kept)
+
+
+def count_field(data: bytes, number: int) -> int:
+    """How many times field ``number`` occurs in one serialized message (a repeated field's length)."""
+    return sum(1 for n, _, _ in _fields(data) if n == number)
+
+
+def field(data: bytes, number: int) -> bytes:
+    """The last value of the bytes/message field ``number`` of one serialized message (b"" if absent)."""
+    found = b""
+    for n, wire, value in _fields(data):
+        if n == number and wire == 2:
+            found = bytes(value)  # type: ignore[arg-type]
+    return found
+
+
 def _signed(value: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 

@@ -24,7 +24,7 @@ import re
 import sys
 import tempfile
 import warnings
-from typing import Any, Dict, Iterator, List, NamedTuple
+from typing import Any, Dict, Iterator, List, NamedTuple, Tuple
 
 from .. import _jax
 from . import compile_options as options_proto
@@ -37,6 +37,9 @@ PARTITIONER_PASS = "spmd-partitioning"
 XLA_CALLBACK_TARGET = "xla_ffi_python_cpu_callback"
 # HloProto (what XLA dumps as .hlo.pb): hlo_module = 1
 _HLO_PROTO_MODULE = 1
+# HloModuleProto.host_program_shape: a ProgramShapeProto (parameters = 1, result = 2: a ShapeProto whose
+# tuple_shapes = 4 are the entry's results)
+_HLO_MODULE_PROGRAM_SHAPE = 4
 # OpSharding.Type of a last tile dimension whose devices hold the same piece (REPLICATED = 0), or partial sums of
 # it (UNREDUCED = 6: jax's unreduced arrays, shard_map's out_specs with unreduced axes); an array can have both
 # (last_tile_dims={unreduced, replicated}: partial sums over one mesh axis, copies over another)
@@ -52,6 +55,11 @@ class Partitioned(NamedTuple):
     params: List[Dict[str, Any]]
     results: List[Dict[str, Any]]
     warnings: List[str]  # what XLA's partitioner said (arrays it made whole where the shardings did not say how)
+    # XLA's partitioned HloModuleProto without its input/output aliases (8) and SPMD shardings (12, 14), which the
+    # program states for itself: PJRT hands it to jax as the compiled program (as_text shows XLA's collectives)
+    hlo_module: bytes = b""
+    # how many parameters and results its entry has (host_program_shape), for checking it against the program's
+    hlo_signature: Tuple[int, int] = (-1, -1)
 
 
 def partition(module: Any, compile_options: bytes, partitions: int, uses_shardy: bool) -> Partitioned:
@@ -99,7 +107,11 @@ def partition(module: Any, compile_options: bytes, partitions: int, uses_shardy:
     if hlo.spmd_output_sharding is not None:
         output = _jax.tiled_sharding(hlo.spmd_output_sharding)
         results = [tile_sharding(s) for s in output.tuple_elements() or [output]]
-    return Partitioned(_jax.hlo_to_stablehlo(proto), params, results, xla_log.partitioner_messages)
+    shape = options_proto.field(proto, _HLO_MODULE_PROGRAM_SHAPE)
+    signature = (options_proto.count_field(shape, 1),
+                 options_proto.count_field(options_proto.field(shape, 2), 4) or 1)  # a tuple's elements, else one
+    return Partitioned(_jax.hlo_to_stablehlo(proto), params, results, xla_log.partitioner_messages,
+                       options_proto.without_fields(proto, (8, 12, 14)), signature)
 
 
 class _StderrOfXla:

@@ -331,6 +331,8 @@ class _Translator:
                                     "results": (results + [{}] * counts[1])[:counts[1]]}
             if self.partitioned.warnings:  # for the profile report (report.graph_profile)
                 program["partitioner_warnings"] = self.partitioned.warnings
+            if self.partitioned.hlo_signature == counts:  # XLA's module has the program's parameters and results
+                program["partitioned_hlo"] = Blob(self.partitioned.hlo_module)
         donations = self.donations if self.donations is not None else _aliases(self.funcs["main"])
         aliases, entry = donations.aliases, program["functions"][0]
         if self.partitions > 1:  # a donated shard is reused only for a result shard of its type
