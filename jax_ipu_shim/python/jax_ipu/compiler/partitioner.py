@@ -38,8 +38,9 @@ XLA_CALLBACK_TARGET = "xla_ffi_python_cpu_callback"
 # HloProto (what XLA dumps as .hlo.pb): hlo_module = 1
 _HLO_PROTO_MODULE = 1
 # HloModuleProto.host_program_shape: a ProgramShapeProto (parameters = 1, result = 2: a ShapeProto whose
-# tuple_shapes = 4 are the entry's results)
+# tuple_shapes = 4 are the entry's results; element_type = 2: TUPLE 13, TOKEN 17)
 _HLO_MODULE_PROGRAM_SHAPE = 4
+_TUPLE, _TOKEN = 13, 17
 # OpSharding.Type of a last tile dimension whose devices hold the same piece (REPLICATED = 0), or partial sums of
 # it (UNREDUCED = 6: jax's unreduced arrays, shard_map's out_specs with unreduced axes); an array can have both
 # (last_tile_dims={unreduced, replicated}: partial sums over one mesh axis, copies over another)
@@ -107,11 +108,26 @@ def partition(module: Any, compile_options: bytes, partitions: int, uses_shardy:
     if hlo.spmd_output_sharding is not None:
         output = _jax.tiled_sharding(hlo.spmd_output_sharding)
         results = [tile_sharding(s) for s in output.tuple_elements() or [output]]
-    shape = options_proto.field(proto, _HLO_MODULE_PROGRAM_SHAPE)
-    signature = (options_proto.count_field(shape, 1),
-                 options_proto.count_field(options_proto.field(shape, 2), 4) or 1)  # a tuple's elements, else one
     return Partitioned(_jax.hlo_to_stablehlo(proto), params, results, xla_log.partitioner_messages,
-                       options_proto.without_fields(proto, (8, 12, 14)), signature)
+                       options_proto.without_fields(proto, (8, 12, 14)), _entry_signature(proto))
+
+
+def _entry_signature(proto: bytes) -> Tuple[int, int]:
+    """How many parameters and results the entry of an HloModuleProto has, when each is an array (the program writes
+    a token as an empty array, which XLA's module would contradict); else (-1, -1)."""
+    shape = options_proto.field(proto, _HLO_MODULE_PROGRAM_SHAPE)
+    params = [bytes(v) for n, w, v in options_proto._fields(shape) if n == 1 and w == 2]  # type: ignore[arg-type]
+    result = options_proto.field(shape, 2)
+    elements = [bytes(v) for n, w, v in options_proto._fields(result) if n == 4 and w == 2]  # type: ignore[arg-type]
+    if not elements and _element_type(result) != _TUPLE:
+        elements = [result]
+    if any(_element_type(s) in (_TUPLE, _TOKEN) for s in params + elements):
+        return (-1, -1)
+    return (len(params), len(elements))
+
+
+def _element_type(shape: bytes) -> int:
+    return next((int(v) for n, w, v in options_proto._fields(shape) if n == 2 and w == 0), 0)  # type: ignore[arg-type]
 
 
 class _StderrOfXla:
