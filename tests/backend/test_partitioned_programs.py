@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 import numpy as np
-
 from _series import CURRENT_SERIES
 
 

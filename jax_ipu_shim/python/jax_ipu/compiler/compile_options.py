@@ -42,8 +42,15 @@ def _varint(data: bytes, pos: int) -> Tuple[int, int]:
 
 def _fields(data: bytes) -> Iterator[Tuple[int, int, Value]]:
     """(field number, wire type, value) of one message: ints for varints and fixed widths, bytes for the rest."""
+    for number, wire, value, _, _ in _spans(data):
+        yield number, wire, value
+
+
+def _spans(data: bytes) -> Iterator[Tuple[int, int, Value, int, int]]:
+    """As _fields, with where each field's bytes (key and value) start and end in ``data``."""
     pos = 0
     while pos < len(data):
+        start = pos
         key, pos = _varint(data, pos)
         number, wire = key >> 3, key & 7
         value: Value
@@ -58,41 +65,28 @@ def _fields(data: bytes) -> Iterator[Tuple[int, int, Value]]:
             value, pos = struct.unpack_from("<i", data, pos)[0], pos + 4
         else:
             raise ValueError(f"compile options: unsupported wire type {wire} (field {number})")
-        yield number, wire, value
+        yield number, wire, value, start, pos
 
 
 def without_fields(data: bytes, numbers: Tuple[int, ...]) -> bytes:
     """One serialized message without its fields of these numbers (the others' bytes as they are)."""
-    kept, pos = [], 0
-    for number, wire, value in _fields(data):
-        start = pos
-        _, pos = _varint(data, pos)  # the key, then the value's bytes (as _fields read them)
-        if wire == 0:
-            _, pos = _varint(data, pos)
-        elif wire == 1:
-            pos += 8
-        elif wire == 2:
-            size, pos = _varint(data, pos)
-            pos += size
-        else:
-            pos += 4
-        if number not in numbers:
-            kept.append(data[start:pos])
-    return b"".join(kept)
+    return b"".join(data[start:end] for number, _, _, start, end in _spans(data) if number not in numbers)
 
 
-def count_field(data: bytes, number: int) -> int:
-    """How many times field ``number`` occurs in one serialized message (a repeated field's length)."""
-    return sum(1 for n, _, _ in _fields(data) if n == number)
+def messages(data: bytes, number: int) -> List[bytes]:
+    """The values of the bytes/message field ``number`` of one serialized message, in order (a repeated field)."""
+    return [bytes(value) for n, wire, value in _fields(data) if n == number and wire == 2]  # type: ignore[arg-type]
 
 
 def field(data: bytes, number: int) -> bytes:
     """The last value of the bytes/message field ``number`` of one serialized message (b"" if absent)."""
-    found = b""
-    for n, wire, value in _fields(data):
-        if n == number and wire == 2:
-            found = bytes(value)  # type: ignore[arg-type]
-    return found
+    found = messages(data, number)
+    return found[-1] if found else b""
+
+
+def integer(data: bytes, number: int) -> int:
+    """The last value of the varint field ``number`` of one serialized message (0, protobuf's default, if absent)."""
+    return next((int(v) for n, w, v in reversed(list(_fields(data))) if n == number and w == 0), 0)  # type: ignore
 
 
 def _signed(value: int) -> int:

@@ -116,18 +116,13 @@ def _entry_signature(proto: bytes) -> Tuple[int, int]:
     """How many parameters and results the entry of an HloModuleProto has, when each is an array (the program writes
     a token as an empty array, which XLA's module would contradict); else (-1, -1)."""
     shape = options_proto.field(proto, _HLO_MODULE_PROGRAM_SHAPE)
-    params = [bytes(v) for n, w, v in options_proto._fields(shape) if n == 1 and w == 2]  # type: ignore[arg-type]
-    result = options_proto.field(shape, 2)
-    elements = [bytes(v) for n, w, v in options_proto._fields(result) if n == 4 and w == 2]  # type: ignore[arg-type]
-    if not elements and _element_type(result) != _TUPLE:
+    params, result = options_proto.messages(shape, 1), options_proto.field(shape, 2)
+    elements = options_proto.messages(result, 4)
+    if not elements and options_proto.integer(result, 2) != _TUPLE:
         elements = [result]
-    if any(_element_type(s) in (_TUPLE, _TOKEN) for s in params + elements):
+    if any(options_proto.integer(s, 2) in (_TUPLE, _TOKEN) for s in params + elements):
         return (-1, -1)
     return (len(params), len(elements))
-
-
-def _element_type(shape: bytes) -> int:
-    return next((int(v) for n, w, v in options_proto._fields(shape) if n == 2 and w == 0), 0)  # type: ignore[arg-type]
 
 
 class _StderrOfXla:
@@ -190,10 +185,10 @@ def rename_custom_calls(module: Any, old: str, new: str) -> None:
 
 
 def _hlo_module_proto(hlo_proto: bytes) -> bytes:
-    for number, _, value in options_proto._fields(hlo_proto):
-        if number == _HLO_PROTO_MODULE:
-            return bytes(value)  # type: ignore[arg-type]
-    raise CompileError("XLA's dump of the partitioned program holds no module")
+    found = options_proto.messages(hlo_proto, _HLO_PROTO_MODULE)
+    if not found:
+        raise CompileError("XLA's dump of the partitioned program holds no module")
+    return found[0]
 
 
 def tile_sharding(op_sharding: Any) -> Dict[str, Any]:
