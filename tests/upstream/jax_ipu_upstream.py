@@ -65,7 +65,7 @@ def pytest_collection_modifyitems(config, items):
 # - jax 0.4.13's pjit_test.py: testOutfeed ("outfeed not implemented in PJRT C API"); the ipu's outfeed works.
 C_API_GUARDED_FILES = ("host_callback_test.py", "infeed_test.py", "pjit_test.py")
 # Files with tests that skip themselves when the backend's platform_version says "PJRT C API" ("C API does not
-# support uncompiled cost analysis"): the ipu's Lowered.cost_analysis() is XLA's (jax_ipu/backend/profiler.py), so
+# support uncompiled cost analysis"): the ipu's Lowered.cost_analysis() is XLA's (_jax.answer_lowered_cost_analysis), so
 # for their tests the version they read leaves those words out (api_test.py and 0.4.13's xmap_test.py).
 COST_ANALYSIS_GUARDED_FILES = ("api_test.py", "xmap_test.py")
 
@@ -78,7 +78,7 @@ COST_ANALYSIS_GUARDED_FILES = ("api_test.py", "xmap_test.py")
 #   comes after its base class has put a cache object in place, which a skipped test then leaves behind: jax's own
 #   check of global state fails every test of the file after the first.)
 # - The current series' pjit_test.py: buffer donation tests ("Skipped unless running on devices with tags: cpu, gpu,
-#   tpu"); the ipu donates buffers (pjrt/executable.cc).
+#   tpu"); the ipu donates buffers (pjrt/launch.cc).
 DEVICE_GATED_FILES = ("python_callback_test.py", "compilation_cache_test.py", "pjit_test.py")
 _JAX_OWN_DEVICES = ["cpu", "gpu", "tpu"]
 # Files whose tests jax keeps to cpu (@jtu.run_on_devices("cpu")) to save its other backends' test time, not for a
