@@ -210,13 +210,12 @@ std::vector<TileSharding> parseShardings(const json::Value& doc, const char* key
 }
 
 // A document field of raw bytes: a blob of the container ({"blob": i}) or base64 text.
-std::string documentBytes(const json::Value& v, Blobs* blobs) {
+std::string documentBytes(const json::Value& v, const std::string& where, Blobs* blobs) {
   json::Value copy = v;
-  resolveBlob(&copy, "\"partitioned_hlo\"", blobs);
+  resolveBlob(&copy, where, blobs);
   if (copy.kind == json::Value::Kind::Bytes) return std::move(copy.string);
   std::vector<uint8_t> bytes;
-  if (!copy.isString() || !json::base64Decode(copy.string, &bytes))
-    malformed("\"partitioned_hlo\" must be base64 text or a blob");
+  if (!copy.isString() || !json::base64Decode(copy.string, &bytes)) malformed(where + " must be base64 text or a blob");
   return std::string(bytes.begin(), bytes.end());
 }
 
@@ -280,7 +279,8 @@ Program parseDocument(const json::Value& doc, Blobs* blobs) {
     p.param_shardings = parseShardings(*shardings, "params", entry.params.size(), p.partitions);
     p.result_shardings = parseShardings(*shardings, "results", entry.results.size(), p.partitions);
   }
-  if (const json::Value* hlo = doc.find("partitioned_hlo")) p.partitioned_hlo = documentBytes(*hlo, blobs);
+  if (const json::Value* hlo = doc.find("partitioned_hlo"))
+    p.partitioned_hlo = documentBytes(*hlo, "\"partitioned_hlo\"", blobs);
   if (const json::Value* numerics = doc.find("numerics")) {
     if (!numerics->isString() || !parseNumerics(numerics->string, &p.numerics))
       malformed(

@@ -636,9 +636,26 @@ def body_computation(op: Any, assign: bool) -> Optional[str]:
 
 def _is_identity(op: Any) -> bool:
     """An op of one operand whose result is that operand's value: an HLO copy, or a sharding annotation."""
+    return (op.name == "mhlo.copy" and len(op.operands) == 1) or is_sharding_annotation(op)
+
+
+_SDY_ANNOTATIONS = ("sdy.sharding_constraint", "sdy.reshard")
+
+
+_SHARDING_TARGETS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")
+
+
+def is_sharding_annotation(op: Any) -> bool:
+    """A custom_call jax emits for jax.sharding / shard_map (@Sharding, @SPMDFullToShardShape, @SPMDShardToFullShape).
+    Shardy's sharding_constraint and reshard are the same annotations. XLA's SPMD partitioner consumes them before a
+    program of several partitions is walked; in one partition each is the identity on one array (the full and the
+    shard shape of one partition have the same elements)."""
     if len(op.operands) != 1 or len(op.results) != 1:
         return False
-    if op.name in ("mhlo.copy", "sdy.sharding_constraint"):
+    if op.name in _SDY_ANNOTATIONS:
         return True
-    return op.name == "stablehlo.custom_call" and \
-        A.string(op.attributes["call_target_name"]) == "Sharding"
+    if op.name != "stablehlo.custom_call":
+        return False
+    attrs = A.named(op.attributes)
+    return "call_target_name" in attrs and A.string(attrs["call_target_name"]) in _SHARDING_TARGETS
+

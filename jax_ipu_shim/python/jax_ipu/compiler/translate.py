@@ -166,23 +166,22 @@ class Donations(NamedTuple):
     donors: List[int]  # parameters donated to any result XLA finds them (match_buffer_donors)
 
 
-def match_buffer_donors(entry: Dict[str, Any], aliases: List[List[int]], donors: List[int]) -> List[List[int]]:
+def match_buffer_donors(entry: Dict[str, Any], values: Dict[int, Dict[str, Any]], aliases: List[List[int]],
+                        donors: List[int]) -> List[List[int]]:
     """[parameter, result] for the buffer donors (``jax.buffer_donor``) XLA gives a result
     (OptimizeInputOutputBufferAlias): the donors and the results no alias holds yet, each sorted by bytes, largest
     first (stably: parameter and result order among equals), matched wherever the sizes are equal. The sizes are the
-    entry's, one IPU's shard of a partitioned program's, as XLA matches after SPMD partitioning. The runtime gives
-    the result the donated bytes (pjrt/launch.cc); an unmatched donor is not donated, as on cpu."""
+    entry's, one IPU's shard of a partitioned program's, as XLA matches after SPMD partitioning (``values``: the
+    entry's values by id). The runtime gives the result the donated bytes (pjrt/launch.cc); an unmatched donor is not
+    donated, as on cpu."""
     sizes = T.element_bytes()
 
     def nbytes(value: Dict[str, Any]) -> int:
         return sizes[value["dtype"]] * math.prod(value["shape"])
 
-    types = {r["id"]: r for op in entry["body"] for r in op["results"]}
-    types.update({p["id"]: p for p in entry["params"]})
-    held = {j for _, j in aliases}
-    given = sorted(((nbytes(entry["params"][i]), i) for i in donors if i not in {i for i, _ in aliases}),
-                   key=lambda d: -d[0])
-    taken = sorted(((nbytes(types[r]), j) for j, r in enumerate(entry["results"]) if j not in held and r in types),
+    aliased, held = {i for i, _ in aliases}, {j for _, j in aliases}
+    given = sorted(((nbytes(entry["params"][i]), i) for i in donors if i not in aliased), key=lambda d: -d[0])
+    taken = sorted(((nbytes(values[r]), j) for j, r in enumerate(entry["results"]) if j not in held and r in values),
                    key=lambda d: -d[0])
     matched, a, b = [], 0, 0
     while a < len(given) and b < len(taken):
@@ -335,12 +334,15 @@ class _Translator:
                 program["partitioned_hlo"] = Blob(self.partitioned.hlo_module)
         donations = self.donations if self.donations is not None else _aliases(self.funcs["main"])
         aliases, entry = donations.aliases, program["functions"][0]
+        values = {r["id"]: r for op in entry["body"] for r in op["results"]}
+        values.update({p["id"]: p for p in entry["params"]})
         if self.partitions > 1:  # a donated shard is reused only for a result shard of its type
-            types = {r["id"]: (r["dtype"], r["shape"]) for op in entry["body"] for r in op["results"]}
-            types.update({p["id"]: (p["dtype"], p["shape"]) for p in entry["params"]})
+            def of(value: Optional[Dict[str, Any]]) -> Any:
+                return value and (value["dtype"], value["shape"])
+
             aliases = [[i, j] for i, j in aliases
-                       if types[entry["params"][i]["id"]] == types.get(entry["results"][j])]
-        aliases = aliases + match_buffer_donors(entry, aliases, donations.donors)
+                       if of(values[entry["params"][i]["id"]]) == of(values.get(entry["results"][j]))]
+        aliases = aliases + match_buffer_donors(entry, values, aliases, donations.donors)
         if aliases:
             program["aliases"] = aliases
         return program
@@ -489,7 +491,7 @@ class _Translator:
         name = "call" if mlir_name == "func.call" else mlir_name.split(".", 1)[-1]
         if mlir_name.startswith("stablehlo.") and name in O.RESPELLED:
             return self._respell(op, name)
-        if _is_sharding_annotation(op):  # one partition: the annotation is the identity
+        if F.is_sharding_annotation(op):  # one partition: the annotation is the identity
             return self._op_entry(op, "reshape")
         if mlir_name == "stablehlo.composite":
             # The current series names some ops (erf_inv, top_k, acosh...) as composites whose decomposition is a
@@ -592,26 +594,6 @@ class _Translator:
             "results": [self.define(v, op.name) for v in op.results], "attrs": {}, "regions": [],
         }
         return W.located(entry, op)
-
-
-_SDY_ANNOTATIONS = ("sdy.sharding_constraint", "sdy.reshard")
-
-
-_SHARDING_TARGETS = ("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape")
-
-
-def _is_sharding_annotation(op: Any) -> bool:
-    """A custom_call jax emits for jax.sharding / shard_map (@Sharding, @SPMDFullToShardShape, @SPMDShardToFullShape).
-    XLA's SPMD partitioner consumes them; compile_to_program refuses more than one partition, so here each is the
-    identity on one array (the full and the shard shape of one partition have the same elements)."""
-    if len(op.operands) != 1 or len(op.results) != 1:
-        return False
-    if op.name in _SDY_ANNOTATIONS:  # the current series' Shardy spelling of the same annotations
-        return True
-    if op.name != "stablehlo.custom_call":
-        return False
-    attrs = A.named(op.attributes)
-    return "call_target_name" in attrs and A.string(attrs["call_target_name"]) in _SHARDING_TARGETS
 
 
 # Ops whose body, when it is one binary op of the two block arguments, is named in their "computation" attr.
