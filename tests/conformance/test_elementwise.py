@@ -412,6 +412,14 @@ DIVIDES = {
         s > 0, lambda: a / s, lambda: a * s))(jnp.sum(r)),
     # a branch gets a captured quotient as a parameter: 0.5 / (1 / a) is a divide there, not 0.5 * a
     "in a branch, c/(1/a)": lambda a, b, c, r: lax.cond(r[0] > 100, lambda v: v, lambda v: 0.5 / v, 1 / a),
+    # XLA inlines a call before its rules: jax 0.4.13's sigmoid is a call of @sigmoid, 1 / (1 + exp(-x)), so
+    # sigmoid(x) / y is 1 / ((1 + exp(-x)) * y) on cpu, which overflows to 0 in f16 (fuzz seed 20286601 #141),
+    # a / sigmoid(b) is a * (1 + exp(-b)) and 1 / sigmoid(b) is 1 + exp(-b); the same function called twice is two
+    # quotients
+    "a/sigmoid(b-5)": lambda a, b, c, r: a / jax.nn.sigmoid(b - 5.0),
+    "1/sigmoid(b-5)": lambda a, b, c, r: jnp.reciprocal(jax.nn.sigmoid(b - 5.0)),
+    "sigmoid(-a)/b": lambda a, b, c, r: jax.nn.sigmoid(-a) / b,
+    "sigmoid(-a)/b, sigmoid(c)/b": lambda a, b, c, r: (jax.nn.sigmoid(-a) / b, jax.nn.sigmoid(c) / b),
 }
 
 
@@ -625,6 +633,31 @@ def test_product_with_a_converted_predicate_is_a_select(dtype):
     x = random(dtype, (4, 16), seed=29)
     x[1, 3] = np.nan
     check(jax.grad(lambda x: jnp.sum(jnp.max(x, axis=1) * 2)), x, **EXACT)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_a_broadcast_predicate_is_a_select_only_where_xla_sinks_the_broadcast(dtype):
+    """XLA sinks a broadcast below the convert of a predicate first (convert(broadcast(Q)) => broadcast(convert(Q)))
+    and below the product or quotient only where the other operand is a broadcast of a scalar or a broadcast of
+    Q's shape alike; only then does the converted predicate's rule see the convert. A broadcast predicate times a
+    full array is a product on cpu (NaN and -0 where the mask is 0, a denormal flushed where it is 1: a vmapped
+    mask, fuzz seed 20286612 #1260); a broadcast scalar predicate divided by a scalar is a scalar quotient (0 / 0
+    is NaN). Both series."""
+    q = np.array([True, False, True, False])
+    x = random(dtype, (3, 4), seed=30)
+    x[:, :] = np.array([np.nan, -1.0, np.inf, -2.0] * 2 + [1e-40, -1e-40, -0.0, 3.0], np.float32).reshape(3, 4)
+    row = np.array([np.nan, -1.0, np.inf, -0.0], dtype)
+    check(lambda q, x: [jnp.broadcast_to(q, (3, 4)).astype(x.dtype) * x,  # a product on cpu
+                        x * jnp.broadcast_to(q, (3, 4)).astype(x.dtype)], q, x, **EXACT)
+    check(lambda p, x: jnp.broadcast_to(p, (3, 4)).astype(x.dtype) * x, np.bool_(False), x, **EXACT)
+    check(lambda q, r: [jnp.broadcast_to(q, (3, 4)).astype(r.dtype) * jnp.broadcast_to(r, (3, 4)),  # a select
+                        jnp.broadcast_to(q, (3, 4)).astype(r.dtype) / jnp.broadcast_to(r, (3, 4))],  # a quotient
+          q, row, **EXACT)
+    check(lambda q, y: [jnp.broadcast_to(q, (3, 4)).astype(y.dtype) * y,  # selects on cpu
+                        jnp.broadcast_to(q, (3, 4)).astype(y.dtype) / y], q, np.array(np.nan, dtype), **EXACT)
+    for p in (False, True):
+        check(lambda p, y: [jnp.broadcast_to(p, (3, 4)).astype(y.dtype) / y,  # a quotient of scalars on cpu
+                            jnp.broadcast_to(p, (3, 4)).astype(y.dtype) * y], np.bool_(p), np.array(0, dtype), **EXACT)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "complex64"])

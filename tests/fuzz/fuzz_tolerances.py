@@ -431,12 +431,6 @@ ACCEPTED: List[Accepted] = [
     Accepted("open: complex sin near the axes: XLA:CPU's expansion cancels (jaxlib 0.4.13: sin(1e-6j) = 9.54e-7j, "
              "sin(4.1e-16j) = 0; sinh(1e-6+1e-6j) has real part 9.83e-7 in both series), the ipu's is accurate",
              ("complex_sin",), ("complex64",), 1, per="any", open=True),
-    Accepted("open: jaxlib 0.4.13, a divide by or of jax.nn.sigmoid, which jax 0.4.13 lowers to a call of 1 / (1 + "
-             "exp(-x)): XLA inlines it and its simplifier's A / (1 / C) => A * C makes x / sigmoid(x) x * (1 + "
-             "exp(-x)) and 1 / sigmoid(x) 1 + exp(-x), and (A / B) / C => A / (B * C) makes sigmoid(x) / c one "
-             "divide, an ulp from the ipu's quotients (the front end's divide rules do not see into calls)",
-             ("div", "reciprocal"),
-             ("float32", "float16"), 1, series="0.4.", when="divides_by_logistic", open=True),
     Accepted("open: jaxlib 0.4.13, a divide of jax.nn.softmax, which jax 0.4.13 lowers to a call of exp(x - m) / s: "
              "XLA inlines it and its simplifier's (A / B) / C => A / (B * C) makes softmax(x) / c one divide, an ulp "
              "from the ipu's two (the front end's divide rules do not see into calls)", ("div",),
@@ -964,13 +958,6 @@ def _divides_softmax(step, program, values) -> bool:  # noqa: ANN001
     return producer.op == "softmax" or "softmax" in inner
 
 
-def _divides_by_logistic(step, program, values) -> bool:  # noqa: ANN001
-    """The step divides by a sigmoid (x / sigmoid(y), jnp.reciprocal(sigmoid(y))) or divides one (sigmoid(y) / x)."""
-    producers = {o.name: s for s in program.ops() for o in s.outs}
-    names = [step.reads[0]] if step.op == "reciprocal" else step.expr.split(" / ")
-    return any(n in producers and producers[n].op == "logistic" for n in names)
-
-
 def _erf_tail(step, program, values) -> bool:  # noqa: ANN001
     import numpy as np
 
@@ -1484,7 +1471,6 @@ WHEN = {
     "products_overflow": lambda step, program, values: _products_overflow(values()),
     "nan_operand": lambda step, program, values: _nan(values()),
     "folded": _folded,
-    "divides_by_logistic": _divides_by_logistic,
     "reads_quotient": _reads_quotient,
     "reads_product": _reads_product,
     "read_by_interior_pad": _read_by_interior_pad,

@@ -432,6 +432,8 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
     inverted: List[Tuple[Any, str]] = []  # (B, its op) where this divide is 1 / B written as F
     restored: List[Any] = []  # B where this divide is 1 / (1 / B), which XLA's rules make B itself
     predicate = None if broadcast_only else simplifier.converted_predicate(a_value, shape)
+    if predicate is not None and not simplifier.sees_converted_predicate(predicate, b_value, quotient=True):
+        predicate = None
     factor = None if predicate is None else scalar_reciprocal(b_value)
     if predicate is not None and factor is None and (not T.complex_part(dtype) or F.is_constant(b_value)):
         factor = inverse_of(b_value)  # (of complex values, only A / constant C => A * (1 / C))

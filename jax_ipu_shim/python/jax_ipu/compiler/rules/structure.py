@@ -118,8 +118,15 @@ def inline(t: Any, call: Any, body: List[Dict[str, Any]], scalar_body: bool = Tr
     block = region.blocks[0]
     for arg, operand in zip(block.arguments, call.operands):  # the callee's arguments are the call's operands
         t.ids[arg] = t.use(operand)
-    for result, returned in zip(call.results, t.ops(block, body, scalar_body)):
+    returned_values = list(block.operations)[-1].operands
+    for result, returned, value in zip(call.results, t.ops(block, body, scalar_body), returned_values):
         t.ids[result] = returned
+        # what the rules know of the returned value is known of the call's result, as XLA's rules see across the
+        # inlined call: jax 0.4.13's sigmoid(x) / y is (1 / B) / y => 1 / (B * y) on cpu (fuzz seed 20286601
+        # #141). Keyed by the result: the callee's own values are written again by its next call
+        for known in (t.quotients, t.quotient_values, t.exponents, t.unrounded):
+            if value in known:
+                known[result] = known[value]
 
 
 def _splat_as_broadcast(t: Any, op: Any) -> List[Dict[str, Any]]:
