@@ -428,9 +428,6 @@ ACCEPTED: List[Accepted] = [
              "kernel of 2 taps skips, of 3 taps may multiply); the ipu always multiplies them, as StableHLO defines "
              "lhs dilation (zeros inserted)", ("conv",),
              ("float32", "float16", "bfloat16"), 1, per="any", when="kernel_not_finite", open=True),
-    Accepted("open: complex sin near the axes: XLA:CPU's expansion cancels (jaxlib 0.4.13: sin(1e-6j) = 9.54e-7j, "
-             "sin(4.1e-16j) = 0; sinh(1e-6+1e-6j) has real part 9.83e-7 in both series), the ipu's is accurate",
-             ("complex_sin",), ("complex64",), 1, per="any", open=True),
     Accepted("open: jaxlib 0.4.13, a divide of jax.nn.softmax, which jax 0.4.13 lowers to a call of exp(x - m) / s: "
              "XLA inlines it and its simplifier's (A / B) / C => A / (B * C) makes softmax(x) / c one divide, an ulp "
              "from the ipu's two (the front end's divide rules do not see into calls)", ("div",),

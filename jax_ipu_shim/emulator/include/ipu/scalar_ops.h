@@ -952,6 +952,22 @@ template <class C>
 inline C ccos(C z) {
   return {std::cos(z.re) * std::cosh(z.im), -std::sin(z.re) * std::sinh(z.im)};
 }
+// jaxlib 0.4's XLA:CPU (its elemental emitter), bit for bit: with e = e^b (XLA's exp) and libm's sin and cos,
+// sin(a+bi) = sin a (e/2 + 0.5/e) + i cos a (e/2 - 0.5/e), cos(a+bi) = cos a (0.5/e + e/2) - i sin a (e/2 - 0.5/e):
+// e/2 - 0.5/e cancels near the real axis (sin(1e-6i) is 9.54e-7i on cpu), as cpu's does, and cos(0+bi)'s imaginary
+// part is -0. (jaxlib 0.12's jax writes complex sin and cos as real ops itself.)
+template <class C>
+inline C csin04(C z) {
+  using R = PartOf<C>;
+  const R e = CMath<R>::exp(z.im), half_e = R(0.5) * e, half_inverse = R(0.5) / e;
+  return {std::sin(z.re) * (half_e + half_inverse), std::cos(z.re) * (half_e - half_inverse)};
+}
+template <class C>
+inline C ccos04(C z) {
+  using R = PartOf<C>;
+  const R e = CMath<R>::exp(z.im), half_e = R(0.5) * e, half_inverse = R(0.5) / e;
+  return {std::cos(z.re) * (half_inverse + half_e), -std::sin(z.re) * (half_e - half_inverse)};
+}
 // sinh(a+bi) = sinh a cos b + i cosh a sin b; cosh(a+bi) = cosh a cos b + i sinh a sin b; tan z = -i tanh(iz).
 template <class C>
 inline C csinh(C z) {
@@ -1043,6 +1059,8 @@ IPU_COMPLEX_UNARY(SqrtC, csqrt(x))
 IPU_COMPLEX_UNARY(RsqrtC, crsqrt(x))
 IPU_COMPLEX_UNARY(SineC, csin(x))
 IPU_COMPLEX_UNARY(CosineC, ccos(x))
+IPU_COMPLEX_UNARY(Sine04C, csin04(x))
+IPU_COMPLEX_UNARY(Cosine04C, ccos04(x))
 IPU_COMPLEX_UNARY(SinhC, csinh(x))
 IPU_COMPLEX_UNARY(CoshC, ccosh(x))
 IPU_COMPLEX_UNARY(TanC, ctan(x))
@@ -1336,8 +1354,8 @@ bool visitUnary(OpKind k, DType dt, Numerics numerics, V&& v) {
         case OpKind::Sqrt: found = f(SqrtC{}); break;
         case OpKind::Rsqrt: found = f(RsqrtC{}); break;
         case OpKind::Tanh: found = D == DType::C128 && v012 ? f(TanhCOf<true>{}) : f(TanhC{}); break;
-        case OpKind::Sine: found = f(SineC{}); break;
-        case OpKind::Cosine: found = f(CosineC{}); break;
+        case OpKind::Sine: found = v012 ? f(SineC{}) : f(Sine04C{}); break;
+        case OpKind::Cosine: found = v012 ? f(CosineC{}) : f(Cosine04C{}); break;
         case OpKind::Sinh: found = f(SinhC{}); break;
         case OpKind::Cosh: found = f(CoshC{}); break;
         case OpKind::Tan: found = f(TanC{}); break;
