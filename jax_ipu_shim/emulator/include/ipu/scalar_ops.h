@@ -769,6 +769,7 @@ struct CMath<float> {
   static float expm1(float x) { return xla_math::expm1(x); }
   static float expm1012(float x) { return xla_math::expm1012(x); }
   static float exp(float x) { return xla_math::exp(x); }
+  static float exp012(float x) { return xla_math::exp012(x); }
   static float log(float x) { return xla_math::log(x); }
   static float ftz(float x) { return xla_math::ftz_(x); }
 };
@@ -778,6 +779,7 @@ struct CMath<double> {
   static double expm1(double x) { return std::expm1(x); }
   static double expm1012(double x) { return std::expm1(x); }
   static double exp(double x) { return std::exp(x); }
+  static double exp012(double x) { return std::exp(x); }
   static double log(double x) { return std::log(x); }
   static double ftz(double x) { return ftzD(x); }  // (the run's MXCSR, as XLA:CPU's)
 };
@@ -845,10 +847,31 @@ inline PartOf<C> clogAbs(C z) {
   return std::log(mx) + R(0.5) * std::log1p(r * r);
 }
 
+// e^(a+bi) = e^a (cos b + i sin b), with jaxlib 0.12's XLA:CPU exp (its real exp's).
 template <class C>
 inline C cexp(C z) {
-  const PartOf<C> e = std::exp(z.re);  // no special case for b = 0: exp(inf + 0i) is inf + NaN i, as XLA's
+  const PartOf<C> e = CMath<PartOf<C>>::exp012(z.re);  // no special case for b = 0: exp(inf + 0i) is inf + NaN i
   return {e * std::cos(z.im), e * std::sin(z.im)};
+}
+// ... and jaxlib 0.4's XLA:CPU: e^a its own exp (xla_math.h), as its real exp.
+template <class C>
+inline C cexp04(C z) {
+  const PartOf<C> e = CMath<PartOf<C>>::exp(z.re);
+  return {e * std::cos(z.im), e * std::sin(z.im)};
+}
+// Complex sinh and cosh as jax's chlo expansion writes them and XLA:CPU runs it, bit for bit:
+// e^(z + log 1/2) -+ e^(log 1/2 - z), with the series' own exp, so that sinh cancels near 0 as cpu's does
+// (sinh(1e-6 + 1e-6i) has real part 9.83e-7). jaxlib 0.4's XLA:CPU fuses each part's first product into its sum.
+template <class C, bool k04, bool kSinh>
+inline C csinhcoshChlo(C z) {
+  using R = PartOf<C>;
+  const R half_log = std::log(R(0.5)), sign = kSinh ? R(-1) : R(1);
+  const C up{z.re + half_log, z.im + R(0)}, down{half_log - z.re, R(0) - z.im};
+  const R e1 = k04 ? CMath<R>::exp(up.re) : CMath<R>::exp012(up.re);
+  const R e2 = k04 ? CMath<R>::exp(down.re) : CMath<R>::exp012(down.re);
+  const R c1 = std::cos(up.im), s1 = std::sin(up.im), c2 = std::cos(down.im), s2 = std::sin(down.im);
+  if (k04) return {std::fma(e1, c1, sign * (e2 * c2)), std::fma(e1, s1, sign * (e2 * s2))};
+  return {e1 * c1 + sign * (e2 * c2), e1 * s1 + sign * (e2 * s2)};
 }
 // expm1(a+bi) = (expm1(a) cos b + (cos b - 1)) + i exp(a) sin b, with cos b - 1 = -2 sin^2(b/2): exact for small z.
 template <class C>
@@ -968,15 +991,6 @@ inline C ccos04(C z) {
   const R e = CMath<R>::exp(z.im), half_e = R(0.5) * e, half_inverse = R(0.5) / e;
   return {std::cos(z.re) * (half_inverse + half_e), -std::sin(z.re) * (half_e - half_inverse)};
 }
-// sinh(a+bi) = sinh a cos b + i cosh a sin b; cosh(a+bi) = cosh a cos b + i sinh a sin b; tan z = -i tanh(iz).
-template <class C>
-inline C csinh(C z) {
-  return {std::sinh(z.re) * std::cos(z.im), std::cosh(z.re) * std::sin(z.im)};
-}
-template <class C>
-inline C ccosh(C z) {
-  return {std::cosh(z.re) * std::cos(z.im), std::sinh(z.re) * std::sin(z.im)};
-}
 // The inverse trigonometric and hyperbolic functions: C99's (numpy's branch cuts), computed in double (c64: then
 // rounded).
 template <class C, class F>
@@ -984,6 +998,7 @@ inline C viaDouble(C z, F f) {
   const std::complex<double> r = f(std::complex<double>(z.re, z.im));
   return {static_cast<PartOf<C>>(r.real()), static_cast<PartOf<C>>(r.imag())};
 }
+// tan z = -i tanh(iz).
 template <class C>
 inline C ctan(C z) {
   const C t = ctanhQuotient(C{-z.im, z.re});
@@ -1059,10 +1074,13 @@ IPU_COMPLEX_UNARY(SqrtC, csqrt(x))
 IPU_COMPLEX_UNARY(RsqrtC, crsqrt(x))
 IPU_COMPLEX_UNARY(SineC, csin(x))
 IPU_COMPLEX_UNARY(CosineC, ccos(x))
+IPU_COMPLEX_UNARY(Exp04C, cexp04(x))
+IPU_COMPLEX_UNARY(SinhChloC, (csinhcoshChlo<C, false, true>(x)))
+IPU_COMPLEX_UNARY(CoshChloC, (csinhcoshChlo<C, false, false>(x)))
+IPU_COMPLEX_UNARY(Sinh04ChloC, (csinhcoshChlo<C, true, true>(x)))
+IPU_COMPLEX_UNARY(Cosh04ChloC, (csinhcoshChlo<C, true, false>(x)))
 IPU_COMPLEX_UNARY(Sine04C, csin04(x))
 IPU_COMPLEX_UNARY(Cosine04C, ccos04(x))
-IPU_COMPLEX_UNARY(SinhC, csinh(x))
-IPU_COMPLEX_UNARY(CoshC, ccosh(x))
 IPU_COMPLEX_UNARY(TanC, ctan(x))
 IPU_COMPLEX_UNARY(AsinC, viaDouble(x, [](const std::complex<double>& z) { return std::asin(z); }))
 IPU_COMPLEX_UNARY(AcosC, viaDouble(x, [](const std::complex<double>& z) { return std::acos(z); }))
@@ -1347,7 +1365,7 @@ bool visitUnary(OpKind k, DType dt, Numerics numerics, V&& v) {
           break;
         case OpKind::Negate: found = f(NegateC{}); break;
         case OpKind::Sign: found = f(SignC{}); break;
-        case OpKind::Exp: found = f(ExpC{}); break;
+        case OpKind::Exp: found = v012 ? f(ExpC{}) : f(Exp04C{}); break;
         case OpKind::Expm1: found = v012 ? f(Expm1C012{}) : f(Expm1C{}); break;
         case OpKind::Log: found = f(LogC{}); break;
         case OpKind::Log1p: found = f(Log1pC{}); break;
@@ -1356,8 +1374,8 @@ bool visitUnary(OpKind k, DType dt, Numerics numerics, V&& v) {
         case OpKind::Tanh: found = D == DType::C128 && v012 ? f(TanhCOf<true>{}) : f(TanhC{}); break;
         case OpKind::Sine: found = v012 ? f(SineC{}) : f(Sine04C{}); break;
         case OpKind::Cosine: found = v012 ? f(CosineC{}) : f(Cosine04C{}); break;
-        case OpKind::Sinh: found = f(SinhC{}); break;
-        case OpKind::Cosh: found = f(CoshC{}); break;
+        case OpKind::Sinh: found = v012 ? f(SinhChloC{}) : f(Sinh04ChloC{}); break;
+        case OpKind::Cosh: found = v012 ? f(CoshChloC{}) : f(Cosh04ChloC{}); break;
         case OpKind::Tan: found = f(TanC{}); break;
         case OpKind::Asin: found = f(AsinC{}); break;
         case OpKind::Acos: found = f(AcosC{}); break;
