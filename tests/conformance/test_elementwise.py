@@ -653,6 +653,7 @@ def test_a_broadcast_predicate_is_a_select_only_where_xla_sinks_the_broadcast(dt
     check(lambda q, r: [jnp.broadcast_to(q, (3, 4)).astype(r.dtype) * jnp.broadcast_to(r, (3, 4)),  # a select
                         jnp.broadcast_to(q, (3, 4)).astype(r.dtype) / jnp.broadcast_to(r, (3, 4))],  # a quotient
           q, row, **EXACT)
+    check(lambda q: jnp.broadcast_to(q, (3, 4)).astype(dtype) * np.full((3, 4), np.nan, dtype), q, **EXACT)  # a select
     check(lambda q, y: [jnp.broadcast_to(q, (3, 4)).astype(y.dtype) * y,  # selects on cpu
                         jnp.broadcast_to(q, (3, 4)).astype(y.dtype) / y], q, np.array(np.nan, dtype), **EXACT)
     for p in (False, True):

@@ -100,8 +100,9 @@ def sees_converted_predicate(predicate: Any, other: Any, quotient: bool = False)
     """Whether XLA's rule for a converted predicate P sees the convert beside `other` (the other factor, or the
     divisor). XLA's simplifier sinks a broadcast below the elementwise ops that read it before that rule visits
     them: convert(broadcast(Q)) => broadcast(convert(Q)), and then below the product or quotient only where `other`
-    is a broadcast of a scalar or of Q's shape along the same dimensions, so that the rule sees convert(Q) beside
-    the sunk operand. A broadcast predicate beside any other operand stays a product on cpu (NaN and -0 where the
+    is a broadcast of a scalar (a splat constant is one to XLA) or of Q's shape along the same dimensions, so that
+    the rule sees convert(Q) beside the sunk operand. A broadcast predicate beside any other operand stays a product
+    on cpu (NaN and -0 where the
     mask is 0: a vmapped mask, fuzz seed 20286612 #1260), and a broadcast scalar predicate's quotient becomes a
     quotient of scalars, with no broadcast divisor left for the quotient's rule (0 / 0 is NaN). Measured on both
     series' optimised HLO."""
@@ -109,11 +110,14 @@ def sees_converted_predicate(predicate: Any, other: Any, quotient: bool = False)
     if producer is None or producer.name != "stablehlo.broadcast_in_dim":
         return True
     source, beside = producer.operands[0], F.producer_of(other)
-    if beside is None or beside.name != "stablehlo.broadcast_in_dim":
+    if F.splat_value(other) is not None:
+        sunk = True
+    elif beside is None or beside.name != "stablehlo.broadcast_in_dim":
         return False
-    shape = list(beside.operands[0].type.shape)
-    dims = [A.int_list(o.attributes["broadcast_dimensions"]) for o in (producer, beside)]
-    sunk = not shape or (shape == list(source.type.shape) and dims[0] == dims[1])
+    else:
+        shape = list(beside.operands[0].type.shape)
+        dims = [A.int_list(o.attributes["broadcast_dimensions"]) for o in (producer, beside)]
+        sunk = not shape or (shape == list(source.type.shape) and dims[0] == dims[1])
     return sunk and not (quotient and not list(source.type.shape))
 
 

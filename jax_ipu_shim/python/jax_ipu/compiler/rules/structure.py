@@ -119,6 +119,9 @@ def inline(t: Any, call: Any, body: List[Dict[str, Any]], scalar_body: bool = Tr
     for arg, operand in zip(block.arguments, call.operands):  # the callee's arguments are the call's operands
         t.ids[arg] = t.use(operand)
     returned_values = list(block.operations)[-1].operands
+    for value in returned_values:  # (only what this call's ops write is known of its results, not an earlier call's)
+        for known in (t.quotients, t.quotient_values, t.exponents, t.unrounded):
+            known.pop(value, None)
     for result, returned, value in zip(call.results, t.ops(block, body, scalar_body), returned_values):
         t.ids[result] = returned
         # what the rules know of the returned value is known of the call's result, as XLA's rules see across the
