@@ -420,6 +420,13 @@ DIVIDES = {
     "1/sigmoid(b-5)": lambda a, b, c, r: jnp.reciprocal(jax.nn.sigmoid(b - 5.0)),
     "sigmoid(-a)/b": lambda a, b, c, r: jax.nn.sigmoid(-a) / b,
     "sigmoid(-a)/b, sigmoid(c)/b": lambda a, b, c, r: (jax.nn.sigmoid(-a) / b, jax.nn.sigmoid(c) / b),
+    # XLA sinks a reverse below a quotient of a broadcast scalar: reverse(S / B) => S / reverse(B), which the
+    # rules then see ((x ** -2)[::-1] / y: fuzz seed 20286731 #312); a reverse of A / B stays where it is
+    "(1/(b*b))[::-1]/c": lambda a, b, c, r: (b ** -2)[::-1] / c,
+    "(2/b)[::-1, ::-1]/c": lambda a, b, c, r: (2.0 / b)[::-1, ::-1] / c,
+    "(r[0]/b)[::-1]/c": lambda a, b, c, r: (r[0] / b)[:, ::-1] / c,
+    "c/(3/b)[::-1]": lambda a, b, c, r: c / (3.0 / b)[::-1],
+    "(a/b)[::-1]/c": lambda a, b, c, r: (a / b)[::-1] / c,
 }
 
 

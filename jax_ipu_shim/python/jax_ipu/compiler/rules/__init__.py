@@ -70,6 +70,7 @@ RULES: Tuple[Rule, ...] = (
     simplifier.sort_of_one,
     simplifier.call_of_sort_of_one,
     simplifier.empty_update,
+    simplifier.reverse_of_quotient,
     simplifier.part_of_complex,
     simplifier.product_of_exps,
     cpu_loops.beside_identity_padding,
