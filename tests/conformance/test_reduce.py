@@ -173,6 +173,22 @@ def test_reductions_of_concatenations_reduce_each_piece_then_combine():
           x, v, b, y, **(EXACT if not CURRENT_SERIES else {"scale_ulps": 8}))
 
 
+def test_a_concatenation_of_transposes_reduces_each_piece_in_its_sources_order():
+    """A piece of a concatenation split off by XLA's simplifier is reduced as any reduce is: through the transpose
+    or reshape that moved it, so jnp.mean(jnp.concatenate([x.T, x.T], 1), 1) of an f32[3, 40] is (sum(x, 0) +
+    sum(x, 0)) / 6 in x's order on cpu, where summing the transposed piece's rows was an ulp off in 8 of 40 means
+    on jaxlib 0.4.13 (fuzz seed 20286731 #744). jaxlib 0.12: a few ulps, as for rows (its sum over two dimensions
+    of a transpose is in another order)."""
+    rng = np.random.default_rng(7)
+    x = rng.uniform(-1, 1, (3, 40)).astype(np.float32)
+    y = rng.uniform(-1, 1, (3, 5, 40)).astype(np.float32)
+    check(lambda x, y: [jnp.mean(jnp.concatenate([x.T, x.T], 1), 1), jnp.sum(jnp.concatenate([x.T * 2, x.T], 1), 1),
+                        jnp.sum(jnp.concatenate([jnp.exp(y[0].T), y[1].T - 1], 1), 1),
+                        jnp.sum(jnp.concatenate([y.transpose(2, 0, 1), y.transpose(2, 0, 1) * 3], 2), (1, 2)),
+                        jnp.sum(jnp.concatenate([y[0, :1].T, y[1].T], 1), 1)],
+          x, y, **(EXACT if not CURRENT_SERIES else {"scale_ulps": 8}))
+
+
 def test_reductions_of_elementwise_ops_of_transposes_fold_in_their_sources_order():
     """XLA's layout assignment gives elementwise ops of a transpose (and of broadcasts) the transposed layout, so a sum
     over them adds in the source's order, as a sum of the transpose itself does: jnp.sum(jnp.exp(x.T - m), 1), and

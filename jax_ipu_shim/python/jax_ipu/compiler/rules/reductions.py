@@ -93,24 +93,27 @@ def _reduces_one_element(op: Any) -> bool:
     return computation in _REDUCER_IDENTITY and F.splat_value(op.operands[1]) == _REDUCER_IDENTITY[computation]
 
 
-def _reduce_of_concatenate(op: Any) -> Optional[Tuple[str, int, List[int]]]:
-    """(the combiner, the concatenated dimension, the pieces' sizes along it) for a reduce of one operand, whose body
-    is one reducer op, over a concatenation (or a called function's: XLA inlines it) along a dimension it reduces:
-    what XLA's simplifier splits into a reduce per piece (_reduce_pieces); else None."""
+def _reduce_of_concatenate(op: Any) -> Optional[Tuple[str, int, List[int], List[Any]]]:
+    """(the combiner, the concatenated dimension, the pieces' sizes along it, the pieces where they are this
+    function's values, else []) for a reduce of one operand, whose body is one reducer op, over a concatenation (or
+    a called function's: XLA inlines it) along a dimension it reduces: what XLA's simplifier splits into a reduce
+    per piece (_reduce_pieces); else None."""
     if len(op.operands) != 2 or len(op.results) != 1 or not A.is_a(ir.RankedTensorType, op.operands[0].type):
         return None
     combine = F.body_computation(op, False)
     producer = F.producer_of(op.operands[0])
     if combine is None or producer is None:
         return None
-    if producer.name == "func.call" and (returned := F.returned_op(producer)) is not None:
+    called = producer.name == "func.call" and (returned := F.returned_op(producer)) is not None
+    if called:
         producer = returned[0]
     if producer.name != "stablehlo.concatenate" or len(producer.operands) < 2:
         return None
     dim = int(O.read_attrs(producer.attributes)["dimension"])
     if dim not in (O.read_attrs(op.attributes).get("dimensions") or []):
         return None
-    return combine, dim, [int(ir.RankedTensorType(v.type).shape[dim]) for v in producer.operands]
+    return (combine, dim, [int(ir.RankedTensorType(v.type).shape[dim]) for v in producer.operands],
+            [] if called else list(producer.operands))
 
 
 def _reduce_through_moves(op: Any) -> Optional[Tuple[Any, List[int], Optional[List[int]]]]:
@@ -124,8 +127,13 @@ def _reduce_through_moves(op: Any) -> Optional[Tuple[Any, List[int], Optional[Li
     is transposed back, that permutation). None where neither applies."""
     if len(op.operands) != 2 or len(op.results) != 1 or not A.is_a(ir.RankedTensorType, op.operands[0].type):
         return None
-    dims = sorted(O.read_attrs(op.attributes).get("dimensions") or [])
-    value, moved = op.operands[0], False
+    return _moved_reduce(op.operands[0], O.read_attrs(op.attributes).get("dimensions") or [],
+                         len(op.results[0].type.shape))
+
+
+def _moved_reduce(value: Any, dims: List[int], rank: int) -> Optional[Tuple[Any, List[int], Optional[List[int]]]]:
+    """_reduce_through_moves of a reduce of `value` over `dims` to a result of rank `rank`."""
+    dims, moved = sorted(dims), False
     while (producer := F.producer_of(value)) is not None and \
             producer.name in ("stablehlo.reshape", "stablehlo.transpose"):
         source = producer.operands[0]
@@ -141,14 +149,14 @@ def _reduce_through_moves(op: Any) -> Optional[Tuple[Any, List[int], Optional[Li
             else:
                 break
         else:
-            if len(op.results[0].type.shape) >= 2:
+            if rank >= 2:
                 break
             permutation = list(O.read_attrs(producer.attributes)["permutation"])
             dims = sorted(permutation[d] for d in dims)
         value, moved = source, True
     if moved:
         return value, dims, None
-    transposed = _transposed_elementwise(value) if len(op.results[0].type.shape) < 2 else None
+    transposed = _transposed_elementwise(value) if rank < 2 else None
     if transposed is None:
         return None
     return value, sorted(transposed[d] for d in dims), [transposed.index(d) for d in range(len(transposed))]
@@ -186,13 +194,16 @@ def _one_element_windows(op: Any) -> bool:
                for name in ("window_dimensions", "window_strides", "base_dilations", "window_dilations"))
 
 
-def _reduce_pieces(t: Any, entry: Dict[str, Any], op: Any, combine: str, dim: int,
-                   sizes: List[int]) -> List[Dict[str, Any]]:
+def _reduce_pieces(t: Any, entry: Dict[str, Any], op: Any, combine: str, dim: int, sizes: List[int],
+                   values: List[Any]) -> List[Dict[str, Any]]:
     """XLA's simplifier (both series): reduce(concatenate(A, B, ...)) over the concatenated dimension is
     combine(combine(reduce(A), reduce(B)), ...), each reduce from the init value (HandleReduce), so the pieces are
     summed apart and their sums added: jnp.sum(jnp.roll(x, -2)) is sum(x[2:]) + sum(x[:2]) on cpu (fuzz seed
     20271501 #1057). The pieces are sliced back out of the concatenation (bit for bit what it holds), which may
-    be a called function's result."""
+    be a called function's result; a piece that is a move of this function's (`values`) is reduced through it as
+    any reduce is (_moved_reduce): jnp.sum(jnp.concatenate([x.T, x.T], 1), 1) is sum(x, 0) + sum(x, 0) on cpu, in
+    x's order (f32 on jaxlib 0.4.13: fuzz seed 20286731 #744). Not for a reduce to a scalar, whose pieces jaxlib
+    0.4.13 reduces as they are moved (measured: jnp.sum(jnp.concatenate([x.T, y.T], 1)) sums the transposes)."""
     dtype, shape = t.tensor(op.operands[0])
     out = entry["results"][0]
     if out["dtype"] == "bool":  # (XLA's convention for bool reductions, as the emulator's reduce)
@@ -207,11 +218,22 @@ def _reduce_pieces(t: Any, entry: Dict[str, Any], op: Any, combine: str, dim: in
         begin = [0] * rank
         begin[dim] = start
         piece = t.fresh(dtype, [hi - lo for lo, hi in zip(begin, limit)])
-        ops.append(W.derived(entry, "slice", [entry["operands"][0]], [piece],
-                            {"start_indices": begin, "limit_indices": limit, "strides": [1] * rank}))
+        attrs = entry["attrs"]
+        moved = _moved_reduce(values[k], attrs["dimensions"], len(out["shape"])) if values and out["shape"] and \
+            math.prod(piece["shape"]) > math.prod(out["shape"]) else None
+        if moved is None:
+            ops.append(W.derived(entry, "slice", [entry["operands"][0]], [piece],
+                                {"start_indices": begin, "limit_indices": limit, "strides": [1] * rank}))
+        else:
+            piece_dtype, piece_shape = t.tensor(moved[0])
+            piece = {"id": t.use(moved[0])}
+            if moved[2] is not None:  # (elementwise ops of transposes: the same values in the source's order)
+                piece = t.fresh(piece_dtype, [piece_shape[d] for d in moved[2]])
+                ops.append(W.derived(entry, "transpose", [t.use(moved[0])], [piece], {"permutation": moved[2]}))
+            attrs = dict(attrs, dimensions=moved[1])
         last = k == len(sizes) - 1
         reduced = t.fresh(out["dtype"], out["shape"])
-        ops.append(dict(entry, operands=[piece["id"], entry["operands"][1]], results=[reduced]))
+        ops.append(dict(entry, operands=[piece["id"], entry["operands"][1]], results=[reduced], attrs=attrs))
         if total is None:
             total = reduced
         else:
