@@ -20,8 +20,10 @@ accuracy. Stated accuracy: test accuracy >= 0.90.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -30,6 +32,7 @@ os.environ.setdefault("JAX_IPU_DEVICE_COUNT", "8")  # before jax is imported
 os.environ.setdefault("JAX_PLATFORMS", "cpu,ipu")
 os.environ.setdefault("JAX_PLATFORM_NAME", "cpu")
 REPORTS = tempfile.mkdtemp(prefix="jax-ipu-2d-reports-")
+atexit.register(shutil.rmtree, REPORTS, True)  # read as the run goes; nothing to keep after it
 # The graph profiles of the programs compiled from here on (memory per tile; nothing is added to a step's run).
 os.environ.setdefault("POPLAR_ENGINE_OPTIONS", json.dumps({"autoReport.outputGraphProfile": "true",
                                                            "autoReport.directory": REPORTS}))

@@ -19,6 +19,7 @@ import collections
 import json
 import os
 import selectors
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -113,15 +114,24 @@ class Pool:
         self.selector.register(proc.stdout, selectors.EVENT_READ, proc.pid)
 
     def run(self, progress) -> Dict[int, Dict[str, Any]]:  # noqa: ANN001 - a callable
-        while self.pending or self.workers:
-            while self.pending and len(self.workers) < self.args.jobs:
-                self.spawn(self.pending.pop(0))
-            for key, _ in self.selector.select(timeout=1.0):
-                self._read(key.data, progress)
-            now = time.time()
-            for pid, w in list(self.workers.items()):
-                if w["current"] is not None and now - w["since"] > w["limit"]:
-                    self._lost(pid, "hang", f"no result within {w['limit']:.0f} s; killed", progress)
+        try:
+            while self.pending or self.workers:
+                while self.pending and len(self.workers) < self.args.jobs:
+                    self.spawn(self.pending.pop(0))
+                for key, _ in self.selector.select(timeout=1.0):
+                    self._read(key.data, progress)
+                now = time.time()
+                for pid, w in list(self.workers.items()):
+                    if w["current"] is not None and now - w["since"] > w["limit"]:
+                        self._lost(pid, "hang", f"no result within {w['limit']:.0f} s; killed", progress)
+        finally:
+            for pid in list(self.workers):  # (an interrupted run: its workers go with it)
+                if self.workers[pid]["proc"].poll() is None:
+                    os.killpg(pid, 9)
+                    self.workers[pid]["proc"].wait()
+                self._close(pid)
+            # a lost worker's stderr is in its record already (_lost)
+            shutil.rmtree(self.stderr_dir, ignore_errors=True)
         return self.results
 
     def _read(self, pid: int, progress) -> None:  # noqa: ANN001
