@@ -588,14 +588,20 @@ class DotKernel : public Kernel {
     const int64_t r0 = P.rowsBegin(chunk), r1 = r0 + P.rowsIn(chunk);
     const int64_t hm = std::max<int64_t>(1, ceilDiv(r1 - r0, kHostRows)), hn = hostColBlocks();
     const int64_t items = P.k.parts * P.B * hm * hn, tiles = P.blocks();
-    const int64_t i0 = p0 * items / tiles, i1 = p1 * items / tiles;
+    // (one host block, as a loop's small matmul is: the call that covers the last tile computes it, without the
+    // integer divisions of the general case, which cost as much as a 64 x 64 matrix-vector product's arithmetic)
+    const int64_t i0 = items == 1 ? 0 : p0 * items / tiles, i1 = items == 1 ? (p1 == tiles) : p1 * items / tiles;
     for (int64_t it = i0; it < i1; ++it) {
-      int64_t x = it;
-      const int64_t in = x % hn;
-      x /= hn;
-      const int64_t im = x % hm;
-      x /= hm;
-      const int64_t bi = x % P.B, ik = x / P.B;
+      int64_t in = 0, im = 0, bi = 0, ik = 0;
+      if (items > 1) {
+        int64_t x = it;
+        in = x % hn;
+        x /= hn;
+        im = x % hm;
+        x /= hm;
+        bi = x % P.B;
+        ik = x / P.B;
+      }
       const int64_t m0 = r0 + im * kHostRows, n0 = in * kHostCols, k0 = P.k.begin(ik);
       const int64_t mb = std::min(r1, m0 + kHostRows) - m0, nn = std::min(P.N, n0 + kHostCols) - n0;
       const int64_t kb = P.K > 0 ? P.k.size(ik, P.K) : 0;
