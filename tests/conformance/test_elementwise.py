@@ -427,6 +427,19 @@ DIVIDES = {
     "(r[0]/b)[::-1]/c": lambda a, b, c, r: (r[0] / b)[:, ::-1] / c,
     "c/(3/b)[::-1]": lambda a, b, c, r: c / (3.0 / b)[::-1],
     "(a/b)[::-1]/c": lambda a, b, c, r: (a / b)[::-1] / c,
+    "(a/r[0])[::-1]/c": lambda a, b, c, r: (a / r[0])[::-1] / c,  # (0.4.13: reverse(a) / (r[0] * c))
+    "(1/b)[::-1][:, ::-1]/c": lambda a, b, c, r: (1.0 / b)[::-1][:, ::-1] / c,
+    # ... and below a power by a scalar: c / (b ** 1.5)[::-1] is c * reverse(b) ** -1.5
+    "c/(b**1.5)[::-1]": lambda a, b, c, r: c / (b ** 1.5)[::-1],
+    # XLA's ReshapeMover moves reshapes of one shape, or transposes by one permutation, below the divide of them (and,
+    # on jaxlib 0.4.13, beside a broadcast scalar), so the rules see the values moved
+    "(1/b).reshape/c.reshape": lambda a, b, c, r: (1.0 / b).reshape(40, 24) / c.reshape(40, 24),
+    "(2/b).T/c.T": lambda a, b, c, r: (2.0 / b).T / c.T,
+    "c.reshape/sqrt(b).reshape": lambda a, b, c, r: c.reshape(-1) / jnp.sqrt(b).reshape(-1),
+    "(1/b).reshape.T/c.reshape.T": lambda a, b, c, r: ((1.0 / b).reshape(4, 6, 40).transpose(2, 0, 1) /
+                                                        c.reshape(4, 6, 40).transpose(2, 0, 1)),
+    "(1/b).reshape/r[0]": lambda a, b, c, r: (1.0 / b).reshape(40, 24) / r[0],
+    "(1/b).T/c.T, c.T*2": lambda a, b, c, r: ((1.0 / b).T / c.T, c.T * 2.0),
 }
 
 

@@ -184,6 +184,40 @@ def _broadcast_of(value: Any, tensor: Any) -> Optional[Tuple[Tuple[int, ...], Tu
 _ROOTS = ("stablehlo.sqrt", "stablehlo.rsqrt")
 
 
+def _moved_before_divide(a: Any, b: Any, beside_scalar: bool) -> Tuple[List[Any], List[Any]]:
+    """The moves XLA's ReshapeMover moves below a divide of a and b, outermost first, and the values they move
+    (a broadcast of a scalar stays itself): while both operands are reshapes of one shape or transposes by one
+    permutation, of values that are not constants, or (`beside_scalar`) one such move beside a broadcast of a scalar
+    that is not a constant. ([], []) where none is moved."""
+    moves: List[Any] = []
+    values = [a, b]
+    while True:
+        producers = [F.producer_of(v) for v in values]
+        moved = [k for k, m in enumerate(producers) if m is not None and
+                 m.name in ("stablehlo.reshape", "stablehlo.transpose") and not F.is_constant(m.operands[0])]
+        if len(moved) == 1 and beside_scalar:
+            other = producers[1 - moved[0]]
+            if other is None or other.name != "stablehlo.broadcast_in_dim" or t_shape(other.operands[0]) or \
+                    F.is_constant(other.operands[0]):
+                break
+        elif len(moved) == 2:
+            first, second = producers
+            if first.name != second.name or t_shape(first.operands[0]) != t_shape(second.operands[0]) or (
+                    first.name == "stablehlo.transpose" and O.read_attrs(first.attributes)["permutation"] !=
+                    O.read_attrs(second.attributes)["permutation"]):
+                break
+        else:
+            break
+        moves.append(producers[moved[0]])
+        values = [producers[k].operands[0] if k in moved else values[k] for k in range(2)]
+    return moves, values if moves else []
+
+
+def t_shape(value: Any) -> List[int]:
+    """A ranked tensor value's shape."""
+    return list(value.type.shape)
+
+
 def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = False) -> List[Dict[str, Any]]:
     """A float divide as XLA's algebraic simplifier rewrites it before XLA:CPU computes it (HandleDivide), so
     that the ipu rounds as cpu does. Operands are simplified first (program order), and a divide a rule writes
@@ -222,6 +256,20 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
     def reciprocal(x: int, shape: List[int], of: Optional[str] = None) -> int:
         return emit("divide", [filled(1.0, shape, of), x], shape, of=of)
 
+    def inverse_of_power(producer: Any, value: Any) -> Optional[int]:
+        """1 / value for value = pow(B, C) (producer), written as XLA's A / pow(B, C) => A * pow(B, -C) leaves it,
+        or None where no rule applies."""
+        c = F.splat_value(producer.operands[1])
+        if c == -1.0:  # 1 / B when HandleDivide sees it: A / (1 / B) => (A * B) / 1 => A * B
+            return t.use(producer.operands[0])
+        if c in F.POWERS_XLA_FOLDS:  # already multiplies (or 1, or A) when HandleDivide sees it
+            return None
+        value_shape = list(t.tensor(value)[1])
+        base, exponent = (t.use(v) for v in producer.operands)
+        if c is not None and -c in F.POWERS_REWRITTEN:  # the new pow(B, -c), simplified in turn
+            return simplifier.pow_by_constant(W.Rewrite(t, entry, ops, value_shape), base, -c)
+        return emit("power", [base, emit("negate", [exponent], value_shape)], value_shape)
+
     def inverse_of(value: Any) -> Optional[int]:
         """1 / value written without a divide (sqrt, rsqrt, exp) or as a reciprocal XLA folds or hoists, or
         None when no rule applies to dividing by it."""
@@ -247,22 +295,19 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
                 inverse = emit(move.name.split(".", 1)[1], [inverse], list(t.tensor(move.results[0])[1]),
                                O.read_attrs(move.attributes))
             return inverse
+        if name == "stablehlo.reverse" and simplifier.sinks_reverse(below := F.producer_of(producer.operands[0])) \
+                and below.name == "stablehlo.power" and dtype != "bf16" and \
+                (inverse := inverse_of_power(below, producer.operands[0])) is not None:
+            # XLA's simplifier sinks the reverse below a power by a scalar first: A / reverse(pow(B, c)) is
+            # A * pow(reverse(B), -c) on cpu, the same elements as reverse(pow(B, -c)) (b ** 1.5 flipped)
+            return emit("reverse", [inverse], list(t.tensor(value)[1]), O.read_attrs(producer.attributes))
         if name in _ROOTS and len(list(value.uses)) == 1:
             # (XLA rewrites A / sqrt(B) only where the sqrt has no other use: WithOneUse)
             value_shape = list(t.tensor(value)[1])
             x = t.use(producer.operands[0])
             return emit("sqrt" if name == "stablehlo.rsqrt" else "rsqrt", [x], value_shape)
         if name == "stablehlo.power" and dtype != "bf16":
-            c = F.splat_value(producer.operands[1])
-            if c == -1.0:  # 1 / B when HandleDivide sees it: A / (1 / B) => (A * B) / 1 => A * B
-                return t.use(producer.operands[0])
-            if c in F.POWERS_XLA_FOLDS:  # already multiplies (or 1, or A) when HandleDivide sees it
-                return None
-            value_shape = list(t.tensor(value)[1])
-            base, exponent = (t.use(v) for v in producer.operands)
-            if c is not None and -c in F.POWERS_REWRITTEN:  # the new pow(B, -c), simplified in turn
-                return simplifier.pow_by_constant(W.Rewrite(t, entry, ops, value_shape), base, -c)
-            return emit("power", [base, emit("negate", [exponent], value_shape)], value_shape)
+            return inverse_of_power(producer, value)
         if not current and not broadcast_only and (x_id := simplifier.exponent_of(t, value)) is not None:
             # (also an exp a rule wrote: exp(A) * exp(A) => exp(A + A), so 1 / (exp(A) * exp(A)) is exp(-(A +
             # A)): jnp.exp2(x) ** -2 in f16, fuzz seed 20271001 #4250)
@@ -445,6 +490,24 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
         return ops + [W.derived(entry, "select", [t.use(predicate), factor, filled(0.0, shape)], [out])]
     if T.complex_part(dtype):  # (complex divides take no other rule here)
         return [entry]
+    moves, sources = ([], []) if broadcast_only else _moved_before_divide(a_value, b_value, not current)
+    if moves:
+        # XLA's ReshapeMover computes an elementwise op of reshapes of one shape (transposes by one permutation)
+        # before the move, and its simplifier then sees the operands' own values: (1 / b).reshape(s) /
+        # c.reshape(s) is reshape(1 / (b * c)) on cpu, (2 / b).T / c.T is transpose(2 / (b * c)) (both series);
+        # on jaxlib 0.4.13 also beside a broadcast scalar, which it broadcasts to the moved shape:
+        # (1 / b).reshape(s) / y is reshape(1 / (b * y)) (jaxlib 0.12 first makes that divide a product)
+        moved_shape = t_shape(moves[-1].operands[0])
+        shape = moved_shape  # (the shape the rules' closures write at)
+        ids = [emit("broadcast_in_dim", [t.use(F.producer_of(v).operands[0])], moved_shape,
+                    {"broadcast_dimensions": []}) if v is value else t.use(v)
+               for v, value in zip(sources, (a_value, b_value))]
+        name, operands = divide(ids[0], sources[0], ids[1], sources[1])
+        moved = emit(name, operands, moved_shape)
+        for move in reversed(moves[1:]):
+            moved = emit(move.name.split(".", 1)[1], [moved], t_shape(move.results[0]), O.read_attrs(move.attributes))
+        return ops + [W.derived(entry, moves[0].name.split(".", 1)[1], [moved], [out],
+                                O.read_attrs(moves[0].attributes))]
     name, operands = divide(entry["operands"][0], a_value, entry["operands"][1], b_value)
     if name == "reshape" and inverted:
         t.inverses[mlir_op.results[0]] = inverted[-1]

@@ -428,21 +428,35 @@ def _scalar_broadcast(value: Any) -> bool:
         not list(producer.operands[0].type.shape))
 
 
+def sinks_reverse(producer: Any) -> bool:
+    """Whether XLA's simplifier sinks a reverse of `producer`'s result below it: an elementwise op of two operands
+    of which one is a broadcast of a scalar (reverse(S / B) => S / reverse(B), reverse(pow(B, c)) => pow(reverse(B),
+    c)); a reverse of a unary op (sqrt, exp) or of A / B stays where it is (measured on both series' optimised HLO)."""
+    return producer is not None and len(producer.operands) == 2 and any(map(_scalar_broadcast, producer.operands))
+
+
 def reverse_of_quotient(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
     if not (op.name == "stablehlo.reverse" and not scalar_body and (source := F.alias(op.operands[0])) in t.quotients
-            and (numerator := t.quotient_values.get(source)) is not None and _scalar_broadcast(numerator)):
+            and (numerator := t.quotient_values.get(source)) is not None):
         return False
-    # XLA's simplifier sinks a reverse below an elementwise op whose other operands are broadcasts of scalars:
-    # reverse(S / B) => S / reverse(B), so the divide rules that read the result see that quotient: (x ** -2)[::-1]
-    # / y is 1 / (reverse(x * x) * y) on cpu (f16: fuzz seed 20286731 #312; measured on both series' optimised
-    # HLO, where a reverse of (A / B) or of sqrt(B) stays where it is)
+    quotient = F.producer_of(source)
+    scalar_divisor = quotient is not None and quotient.name == "stablehlo.divide" and \
+        _scalar_broadcast(quotient.operands[1])
+    if not (_scalar_broadcast(numerator) or scalar_divisor):
+        return False
+    # XLA's simplifier sinks the reverse below the divide, so the divide rules that read the result see a quotient:
+    # reverse(S / B) => S / reverse(B) ((x ** -2)[::-1] / y is 1 / (reverse(x * x) * y) on cpu: f16, fuzz seed
+    # 20286731 #312), reverse(A / S) => reverse(A) / S ((x / s)[::-1] / y is reverse(x) / (s * y) on jaxlib 0.4.13)
     entry = t.entry(op)
     rewrite = W.Rewrite(t, entry)
     dividend, divisor = t.quotients[source]
-    reversed_divisor = rewrite.emit("reverse", [divisor], attrs=entry["attrs"])
-    rewrite.emit("divide", [dividend, reversed_divisor], result=entry["results"][0])
-    t.quotients[op.results[0]] = (dividend, reversed_divisor)
-    t.quotient_values[op.results[0]] = numerator
+    if _scalar_broadcast(numerator):
+        divisor = rewrite.emit("reverse", [divisor], attrs=entry["attrs"])
+        t.quotient_values[op.results[0]] = numerator
+    else:
+        dividend = rewrite.emit("reverse", [dividend], attrs=entry["attrs"])
+    rewrite.emit("divide", [dividend, divisor], result=entry["results"][0])
+    t.quotients[op.results[0]] = (dividend, divisor)
     body.extend(rewrite.ops)
     return True
 
