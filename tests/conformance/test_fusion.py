@@ -82,6 +82,9 @@ def test_chain_inside_a_loop_body():
     ("c-a*b", lambda a, b, c: c - a * b),
     ("horner", lambda a, b, c: ((a * b + c) * b + 0.25) * b - c),
     ("uniform's scale and shift", lambda a, b, c: jnp.maximum(c, a * (b - c) + c)),
+    # LLVM writes (-P) + Q as Q - P and contracts P; XLA's simplifier makes -(-P) P
+    ("-(a*b)+c", lambda a, b, c: -(a * b) + c),
+    ("-(-(a*b))+c", lambda a, b, c: jnp.negative(-(a * b)) + c),
 ])
 def test_multiply_adds_round_once_as_on_cpu(name, f):
     """XLA:CPU contracts a multiply whose one user is an add or subtract into a fused multiply-add (one rounding) on
@@ -104,6 +107,8 @@ MOVED = [  # (name, f over a module m (jnp, or numpy for the reference), whether
     ("flip of rows", lambda m, a, b, c: m.flip(a * b, 0) - c, True, True),
     ("flip of columns", lambda m, a, b, c: m.flip(a * b, 1) + c, False, True),
     ("transpose", lambda m, a, b, c: (a * b).T + c, True, False),
+    # jaxlib 0.12's ReshapeMover moves transposes by one permutation below the add that reads them
+    ("transpose beside a transpose", lambda m, a, b, c: (a * b).T + c.T, True, True),
     ("reshape", lambda m, a, b, c: (a * b).reshape(16, 16) + c, True, True),
     ("slice", lambda m, a, b, c: _rows_from_1(m, a * b) + c[1:], True, True),
     ("flip then reshape", lambda m, a, b, c: m.flip(a * a, 0).reshape(-1) + c.reshape(-1), True, True),
@@ -217,6 +222,12 @@ READ_AGAIN = [  # (name, f over a module m (jnp, or numpy for the reference), wh
     ("2 - t and t returned, t = (x * x).T", lambda m, x, y: (m.float32(2) - (t := (x * x).T), t.reshape(-1)), True),
     ("2 - t and exp(t), t = flip(x * y, 0)", lambda m, x, y: (m.float32(2) - (t := m.flip(x * y, 0)), m.exp(t)),
      (True, None)),  # jaxlib 0.12 copies x * y there for f32[16, 16], not for f32[8, 6]: open
+    # a product Python computes twice, which jax writes twice and XLA's CSE makes one: read whole beside the add (a
+    # result, a sum XLA does not fuse, a matmul), it is rounded there; a transpose of it returned takes a copy
+    ("x * y + 1 beside x * y returned, written twice", lambda m, x, y: (x * y + m.float32(1), x * y), False),
+    ("x * y - 1 beside max(x * y), written twice", lambda m, x, y: (x * y - m.float32(1), m.max(x * y)), False),
+    ("x * y + 1 beside (x * y) @ y.T, written twice", lambda m, x, y: (x * y + m.float32(1), (x * y) @ y.T), False),
+    ("x * y + 1 beside (x * y).T returned, written twice", lambda m, x, y: (x * y + m.float32(1), (x * y).T), True),
 ]
 
 
@@ -242,6 +253,15 @@ def test_a_product_read_again_is_contracted_into_each_add_as_on_cpu(name, f, con
         first = x64 * np.float64(r) - np.max(x * r, 1, keepdims=True)
     fused = first.astype(np.float32)
     assert np.array_equal(cpu, fused) == contracted, "cpu's duplication and contraction of this product changed"
+
+
+def test_a_product_written_twice_in_a_loop_body_rounds_as_on_cpu():
+    """A loop body that returns a product and adds it, the product written twice (by Python, so by jax): XLA's CSE
+    makes one, which the body returns whole, so cpu adds the rounded product (compiler/passes/duplicate_products.py,
+    _merge_repeats; 716 of 960 elements differed)."""
+    rng = np.random.default_rng(3)
+    b, c = rng.uniform(0.5, 9, (24, 40)).astype(np.float32), rng.uniform(-4, 9, (24, 40)).astype(np.float32)
+    check(lambda b, c: jax.lax.fori_loop(0, 3, lambda i, h: (h[0] * b + c, h[0] * b), (c, c)), b, c, **EXACT)
 
 
 def test_a_call_is_inlined_before_its_ops_are_fused_as_xla_inlines_it():

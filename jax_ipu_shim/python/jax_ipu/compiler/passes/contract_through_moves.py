@@ -275,13 +275,19 @@ def beside(add: Dict[str, Any], value: int, producer: Dict[int, Dict[str, Any]])
     if add["op"] not in ADDS or len(add["operands"]) != 2 or add["operands"].count(value) != 1:
         return False, False
     other = next(v for v in add["operands"] if v != value)
-    return absorbs_transpose(other, producer), splat_constant(other, producer)
+    return absorbs_transpose(other, producer, producer.get(value)), splat_constant(other, producer)
 
 
-def absorbs_transpose(value: int, producer: Dict[int, Dict[str, Any]]) -> bool:
+def absorbs_transpose(value: int, producer: Dict[int, Dict[str, Any]],
+                      transpose: Optional[Dict[str, Any]] = None) -> bool:
     """Whether jaxlib 0.12's simplifier can write ``value`` transposed for free: a broadcast (of anything) or a
-    constant, the other operand of an add it then computes before the transpose."""
+    constant, the other operand of an add it then computes before the transpose; or, beside ``transpose``, a
+    transpose by the same permutation (XLA's ReshapeMover moves both below the add: ``(x * y).T + z.T`` is
+    ``(x * y + z).T``, contracted, on jaxlib 0.12)."""
     p = producer.get(value)
+    if p is not None and transpose is not None and p["op"] == transpose["op"] == "transpose":
+        return p["attrs"].get("permutation") == transpose["attrs"].get("permutation") and \
+            p["results"][0]["shape"] == transpose["results"][0]["shape"]
     return p is not None and p["op"] in ("broadcast_in_dim", "constant")
 
 

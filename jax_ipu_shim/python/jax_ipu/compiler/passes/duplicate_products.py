@@ -76,6 +76,7 @@ def _block(block: Dict[str, Any], fresh: Any, anchors: Any, series: Any,
         if entry["op"] in CONTROL_FLOW:
             for region in entry.get("regions", ()):
                 changed = _block(region, fresh, set(), series, shapes) or changed
+    changed = _merge_repeats(block, anchors, series, shapes) or changed
     readers: Dict[int, List[Dict[str, Any]]] = {}  # the block's own ops; a nested region or the results escape
     escaping = set(block["results"]) | anchors
     for entry in block["body"]:
@@ -127,8 +128,8 @@ def _block(block: Dict[str, Any], fresh: Any, anchors: Any, series: Any,
             copies.setdefault(id(add), []).extend(placed + [copy])
             copied.add(product)
             changed = True
-    if not changed:
-        return False
+    if not copies:
+        return changed
     still_read = escaping | {v for e in block["body"] for v in e["operands"]}
     body: List[Dict[str, Any]] = []
     for entry in block["body"]:
@@ -138,6 +139,71 @@ def _block(block: Dict[str, Any], fresh: Any, anchors: Any, series: Any,
         body.append(entry)
     block["body"] = body
     return True
+
+
+def _merge_repeats(block: Dict[str, Any], anchors: Set[int], series: Any, shapes: Dict[int, List[int]]) -> bool:
+    """jax writes a product twice where Python computes it twice (``(x * y + z, x * y)``); XLA's CSE makes them one,
+    and where that one is not cheap to copy (``duplicable``'s first two rules) and something reads it whole (a
+    result of the block, a value a nested region reads, a reduce XLA does not fuse, a dot or a convolution), XLA's
+    fusion copies it into no reader's loop: an add that reads it adds the rounded product on cpu (measured on both
+    series, f32[24, 40]: beside the result, a sum of all or of rows of 40, a matmul; a loop body returning it).
+    Such repeats are merged here into the first (renaming what read the others), so that nothing contracts them;
+    other repeats are left as jax wrote them, its repeats then standing for XLA's copies (a transpose of it
+    returned on jaxlib 0.12, its update into a scan's stacked output: cpu contracts the add's). Returns whether
+    anything changed."""
+    escaping = set(block["results"]) | anchors
+    readers: Dict[int, List[Dict[str, Any]]] = {}
+    for entry in block["body"]:
+        for v in dict.fromkeys(entry["operands"]):
+            readers.setdefault(v, []).append(entry)
+        for region in entry.get("regions", ()):
+            escaping |= _read(region)
+    producer = {r["id"]: e for e in block["body"] for r in e["results"]}
+    groups: Dict[Any, List[Dict[str, Any]]] = {}
+    for m in block["body"]:
+        if m["op"] == "multiply" and m["results"][0]["dtype"] == "f32" and all(v in shapes for v in m["operands"]):
+            groups.setdefault((tuple(m["operands"]), repr(sorted(m.get("attrs", {}).items()))), []).append(m)
+
+    def cheap(m: Dict[str, Any]) -> bool:  # (duplicable's first two rules)
+        free = sum(1 for v in m["operands"] if (p := producer.get(v)) is not None and
+                   (p["op"] in FREE_OPERANDS or (p["op"] == "constant" and shapes[v] == [])))
+        return len(m["operands"]) - free <= 1 or \
+            sum(_elements(shapes[v]) for v in dict.fromkeys(m["operands"])) <= _elements(m["results"][0]["shape"])
+
+    same: Dict[int, int] = {}
+    for repeats in groups.values():
+        if len(repeats) < 2 or cheap(repeats[0]):
+            continue
+        ids = [m["results"][0]["id"] for m in repeats]
+        if set(ids) & escaping or any(_keeps_it_whole(u, v, shapes, series[0]) for v in ids
+                                      for u in readers.get(v, ())):
+            same.update((v, ids[0]) for v in ids[1:])
+    if not same:
+        return False
+    dropped = {id(producer[v]) for v in same}
+    block["body"] = [e for e in block["body"] if id(e) not in dropped]
+    _rename(block, same)
+    for v in [v for v in anchors if v in same]:
+        anchors.discard(v)
+        anchors.add(same[v])
+    return True
+
+
+def _keeps_it_whole(reader: Dict[str, Any], value: int, shapes: Dict[int, List[int]], current_series: bool) -> bool:
+    """Whether ``reader`` reads ``value`` from memory on cpu, in a loop no producer fuses into: a dot, a convolution,
+    or a reduce XLA:CPU does not fuse (_reduce_fuses)."""
+    if reader["op"] in ("dot_general", "dot", "convolution"):
+        return True
+    return reader["op"] == "reduce" and not _reduce_fuses(reader, value, shapes, current_series)
+
+
+def _rename(block: Dict[str, Any], same: Dict[int, int]) -> None:
+    """Reads of merged values read the one kept, in this block and the regions in it."""
+    for entry in block["body"]:
+        entry["operands"] = [same.get(v, v) for v in entry["operands"]]
+        for region in entry.get("regions", ()):
+            _rename(region, same)
+    block["results"] = [same.get(v, v) for v in block["results"]]
 
 
 def _takes_a_copy(reader: Dict[str, Any], value: int, readers: Dict[int, List[Dict[str, Any]]],

@@ -436,6 +436,19 @@ def product_after_negated_product(t: Any, op: Any, body: List[Dict[str, Any]], s
     return True
 
 
+def negated_product_plus(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
+    if not (op.name == "stablehlo.add" and not scalar_body and t.f32(op) and
+            (negation := F.producer_of(op.operands[0])) is not None and negation.name == "stablehlo.negate" and
+            len(list(op.operands[0].uses)) == 1 and _product_read_once(negation.operands[0]) and
+            not _product_read_once(op.operands[1])):
+        return False
+    # Both series: LLVM's InstCombine writes (-P) + Q as Q - P, and XLA:CPU's fused loop then contracts the product
+    # P into it (one fused multiply-add), where the ipu rounded -P first: -(b * c) + c as cpu computes it
+    entry = t.entry(op)
+    body.append(W.derived(entry, "subtract", [entry["operands"][1], t.use(negation.operands[0])], entry["results"]))
+    return True
+
+
 def remainder_by_power_of_two(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
     if not (op.name == "stablehlo.remainder" and not scalar_body and _jax.is_current_series() and t.f32(op)
             and (divisor := F.splat_value(op.operands[1])) is not None and math.isfinite(divisor)

@@ -500,6 +500,16 @@ def identity_operand(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: b
     return True
 
 
+def double_negation(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
+    if not (op.name == "stablehlo.negate" and not scalar_body and
+            (inner := F.producer_of(op.operands[0])) is not None and inner.name == "stablehlo.negate"):
+        return False
+    # XLA's simplifier: -(-A) is A itself, which the rules that read it see (-(-(b * c)) + c is contracted on cpu)
+    t.ids[op.results[0]] = t.use(inner.operands[0])
+    getattr(F.CALLS, "aliases", {})[op.results[0]] = inner.operands[0]
+    return True
+
+
 def extremum_with_constant(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
     if not (op.name in F.MIN_MAX and not scalar_body and t.real_float(op)
             and (pair := _constant_bound(op)) is not None):
