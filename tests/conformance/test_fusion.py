@@ -228,6 +228,10 @@ READ_AGAIN = [  # (name, f over a module m (jnp, or numpy for the reference), wh
     ("x * y - 1 beside max(x * y), written twice", lambda m, x, y: (x * y - m.float32(1), m.max(x * y)), False),
     ("x * y + 1 beside (x * y) @ y.T, written twice", lambda m, x, y: (x * y + m.float32(1), (x * y) @ y.T), False),
     ("x * y + 1 beside (x * y).T returned, written twice", lambda m, x, y: (x * y + m.float32(1), (x * y).T), True),
+    ("x * y + 1 beside (x * y).T returned", lambda m, x, y: ((t := x * y) + m.float32(1), t.T), True),
+    # two adds of one loop read the one product XLA's CSE makes of jax's two: neither contracts it
+    ("max(x * y - 1, 1 - x * y), written twice", lambda m, x, y: (
+        m.maximum(x * y - m.float32(1), m.float32(1) - x * y),), False),
 ]
 
 
@@ -262,6 +266,17 @@ def test_a_product_written_twice_in_a_loop_body_rounds_as_on_cpu():
     rng = np.random.default_rng(3)
     b, c = rng.uniform(0.5, 9, (24, 40)).astype(np.float32), rng.uniform(-4, 9, (24, 40)).astype(np.float32)
     check(lambda b, c: jax.lax.fori_loop(0, 3, lambda i, h: (h[0] * b + c, h[0] * b), (c, c)), b, c, **EXACT)
+
+
+def test_a_scan_that_stacks_a_product_it_adds_contracts_the_add_as_on_cpu():
+    """XLA:CPU copies a product into the in-place update of a scan's stacked output (a dynamic_update_slice of it,
+    through jax's broadcast that adds the stacking dimension) and into the add of the carry, where it contracts it:
+    lax.scan(lambda h, x: (h * x + 1, h * x)) on both series (163 of 960 elements differed when jax wrote the
+    product once, 0 when twice)."""
+    rng = np.random.default_rng(3)
+    b, c = rng.uniform(0.5, 9, (24, 40)).astype(np.float32), rng.uniform(-4, 9, (24, 40)).astype(np.float32)
+    check(lambda b, c: jax.lax.scan(lambda h, x: (lambda p: (p + 1, p))(h * x), b[0], c), b, c, **EXACT)
+    check(lambda b, c: jax.lax.scan(lambda h, x: (h * x + 1, h * x), b[0], c), b, c, **EXACT)
 
 
 def test_a_call_is_inlined_before_its_ops_are_fused_as_xla_inlines_it():

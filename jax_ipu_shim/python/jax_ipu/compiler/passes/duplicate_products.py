@@ -76,7 +76,7 @@ def _block(block: Dict[str, Any], fresh: Any, anchors: Any, series: Any,
         if entry["op"] in CONTROL_FLOW:
             for region in entry.get("regions", ()):
                 changed = _block(region, fresh, set(), series, shapes) or changed
-    changed = _merge_repeats(block, anchors, series, shapes) or changed
+    changed = _merge_repeats(block, anchors, shapes) or changed
     readers: Dict[int, List[Dict[str, Any]]] = {}  # the block's own ops; a nested region or the results escape
     escaping = set(block["results"]) | anchors
     for entry in block["body"]:
@@ -141,43 +141,26 @@ def _block(block: Dict[str, Any], fresh: Any, anchors: Any, series: Any,
     return True
 
 
-def _merge_repeats(block: Dict[str, Any], anchors: Set[int], series: Any, shapes: Dict[int, List[int]]) -> bool:
-    """jax writes a product twice where Python computes it twice (``(x * y + z, x * y)``); XLA's CSE makes them one,
-    and where that one is not cheap to copy (``duplicable``'s first two rules) and something reads it whole (a
-    result of the block, a value a nested region reads, a reduce XLA does not fuse, a dot or a convolution), XLA's
-    fusion copies it into no reader's loop: an add that reads it adds the rounded product on cpu (measured on both
-    series, f32[24, 40]: beside the result, a sum of all or of rows of 40, a matmul; a loop body returning it).
-    Such repeats are merged here into the first (renaming what read the others), so that nothing contracts them;
-    other repeats are left as jax wrote them, its repeats then standing for XLA's copies (a transpose of it
-    returned on jaxlib 0.12, its update into a scan's stacked output: cpu contracts the add's). Returns whether
-    anything changed."""
-    escaping = set(block["results"]) | anchors
-    readers: Dict[int, List[Dict[str, Any]]] = {}
-    for entry in block["body"]:
-        for v in dict.fromkeys(entry["operands"]):
-            readers.setdefault(v, []).append(entry)
-        for region in entry.get("regions", ()):
-            escaping |= _read(region)
+def _merge_repeats(block: Dict[str, Any], anchors: Set[int], shapes: Dict[int, List[int]]) -> bool:
+    """jax writes a product twice where Python computes it twice (``(x * y + z, x * y)``, and jax's own rules
+    often); XLA's CSE makes them one before it fuses, and its fusion then copies that one into the loops of its
+    readers or not (``duplicable``, below). So the repeats of an f32 multiply are merged here into the first
+    (renaming what read the others) before the copying, which then decides as XLA does: beside a result, a loop
+    body's result, a reduce XLA does not fuse or a matmul the add reads the rounded product on cpu, and where two
+    adds of one loop read it, neither contracts it (``max(x * y - z, z - x * y)``); jax's repeats had made each add
+    contract a copy of its own (measured on both series, f32[24, 40]). Returns whether anything changed."""
     producer = {r["id"]: e for e in block["body"] for r in e["results"]}
     groups: Dict[Any, List[Dict[str, Any]]] = {}
     for m in block["body"]:
         if m["op"] == "multiply" and m["results"][0]["dtype"] == "f32" and all(v in shapes for v in m["operands"]):
             groups.setdefault((tuple(m["operands"]), repr(sorted(m.get("attrs", {}).items()))), []).append(m)
 
-    def cheap(m: Dict[str, Any]) -> bool:  # (duplicable's first two rules)
-        free = sum(1 for v in m["operands"] if (p := producer.get(v)) is not None and
-                   (p["op"] in FREE_OPERANDS or (p["op"] == "constant" and shapes[v] == [])))
-        return len(m["operands"]) - free <= 1 or \
-            sum(_elements(shapes[v]) for v in dict.fromkeys(m["operands"])) <= _elements(m["results"][0]["shape"])
-
     same: Dict[int, int] = {}
     for repeats in groups.values():
-        if len(repeats) < 2 or cheap(repeats[0]):
+        if len(repeats) < 2:
             continue
         ids = [m["results"][0]["id"] for m in repeats]
-        if set(ids) & escaping or any(_keeps_it_whole(u, v, shapes, series[0]) for v in ids
-                                      for u in readers.get(v, ())):
-            same.update((v, ids[0]) for v in ids[1:])
+        same.update((v, ids[0]) for v in ids[1:])
     if not same:
         return False
     dropped = {id(producer[v]) for v in same}
@@ -187,14 +170,6 @@ def _merge_repeats(block: Dict[str, Any], anchors: Set[int], series: Any, shapes
         anchors.discard(v)
         anchors.add(same[v])
     return True
-
-
-def _keeps_it_whole(reader: Dict[str, Any], value: int, shapes: Dict[int, List[int]], current_series: bool) -> bool:
-    """Whether ``reader`` reads ``value`` from memory on cpu, in a loop no producer fuses into: a dot, a convolution,
-    or a reduce XLA:CPU does not fuse (_reduce_fuses)."""
-    if reader["op"] in ("dot_general", "dot", "convolution"):
-        return True
-    return reader["op"] == "reduce" and not _reduce_fuses(reader, value, shapes, current_series)
 
 
 def _rename(block: Dict[str, Any], same: Dict[int, int]) -> None:
@@ -209,7 +184,10 @@ def _rename(block: Dict[str, Any], same: Dict[int, int]) -> None:
 def _takes_a_copy(reader: Dict[str, Any], value: int, readers: Dict[int, List[Dict[str, Any]]],
                   shapes: Dict[int, List[int]], series: Any) -> bool:
     """Whether XLA:CPU's fusion can copy a producer of ``value`` into the loop of ``reader``: an elementwise op; a
-    reduce it fuses (_reduce_fuses); with jaxlib 0.4.13 any move (fuzz seed 20280501 #6125 with x * y: jnp.flip(x * y,
+    reduce it fuses (_reduce_fuses); a dynamic_update_slice of it (in place, in a loop that computes the update: a
+    scan's stacked output); a broadcast that only adds dimensions of one (a reshape to XLA) whose readers take one;
+    a transpose (jaxlib 0.12: a loop of its own; (t + 1, t.T) of t = x * y contracts the add's copy on cpu);
+    with jaxlib 0.4.13 any move (fuzz seed 20280501 #6125 with x * y: jnp.flip(x * y,
     0) read by 2 - t and returned; jaxlib 0.12 keeps it one loop there); on both series a reshape that only such
     reduces read (jnp.argmin's flattening, a bitcast in the reduce's loop)."""
     current_series, moves = series
@@ -217,11 +195,18 @@ def _takes_a_copy(reader: Dict[str, Any], value: int, readers: Dict[int, List[Di
         return True
     if reader["op"] == "reduce":
         return _reduce_fuses(reader, value, shapes, current_series)
+    if reader["op"] == "dynamic_update_slice" and reader["operands"][1:2] == [value] and \
+            reader["operands"][0] != value:
+        return True  # XLA:CPU updates in place in a loop that computes the update (a scan's stacked output)
+    if reader["op"] == "broadcast_in_dim" and \
+            _elements(reader["results"][0]["shape"]) == _elements(shapes.get(value, [-1])):
+        flat = reader["results"][0]["id"]  # (dimensions of one added: a reshape to XLA, as its readers take it)
+        return bool(readers.get(flat)) and all(_takes_a_copy(r, flat, readers, shapes, series) for r in readers[flat])
     move = as_move(reader, moves)
     if move is None:
         return False
-    if not current_series:
-        return True
+    if not current_series or move["op"] == "transpose":
+        return True  # (jaxlib 0.12: a transpose is a loop of its own, which takes a copy)
     flat = reader["results"][0]["id"]
     return move["op"] == "reshape" and bool(readers.get(flat)) and \
         all(r["op"] == "reduce" and _reduce_fuses(r, flat, shapes, current_series) for r in readers[flat])
