@@ -440,6 +440,9 @@ DIVIDES = {
                                                         c.reshape(4, 6, 40).transpose(2, 0, 1)),
     "(1/b).reshape/r[0]": lambda a, b, c, r: (1.0 / b).reshape(40, 24) / r[0],
     "(1/b).T/c.T, c.T*2": lambda a, b, c, r: ((1.0 / b).T / c.T, c.T * 2.0),
+    # ... and removes moves that cancel: (r[0] / b).T.T / c is r[0] / (b * c)
+    "(r[0]/b).T.T/c": lambda a, b, c, r: (r[0] / b).T.T / c,
+    "(2/b).reshape.reshape/c": lambda a, b, c, r: (2.0 / b).reshape(-1).reshape(b.shape) / c,
 }
 
 

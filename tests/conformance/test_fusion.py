@@ -82,9 +82,16 @@ def test_chain_inside_a_loop_body():
     ("c-a*b", lambda a, b, c: c - a * b),
     ("horner", lambda a, b, c: ((a * b + c) * b + 0.25) * b - c),
     ("uniform's scale and shift", lambda a, b, c: jnp.maximum(c, a * (b - c) + c)),
-    # LLVM writes (-P) + Q as Q - P and contracts P; XLA's simplifier makes -(-P) P
+    # LLVM writes a sum with a negation without it ((-P) + Q as Q - P...) and contracts P; XLA's simplifier makes
+    # -(-P) P
     ("-(a*b)+c", lambda a, b, c: -(a * b) + c),
+    ("c+-(a*b)", lambda a, b, c: c + -(a * b)),
+    ("c-(-(a*b))", lambda a, b, c: c - jnp.negative(a * b)),
+    ("-(a*b)-c", lambda a, b, c: -(a * b) - c),
+    ("-(a*b)+-(b*c)", lambda a, b, c: -(a * b) + -(b * c)),
+    ("-(a*b)-(-(b*c))", lambda a, b, c: -(a * b) - jnp.negative(b * c)),
     ("-(-(a*b))+c", lambda a, b, c: jnp.negative(-(a * b)) + c),
+    ("-(a*b) read twice", lambda a, b, c: (lambda n: (n + c, n))(-(a * b))),
 ])
 def test_multiply_adds_round_once_as_on_cpu(name, f):
     """XLA:CPU contracts a multiply whose one user is an add or subtract into a fused multiply-add (one rounding) on
@@ -107,6 +114,10 @@ MOVED = [  # (name, f over a module m (jnp, or numpy for the reference), whether
     ("flip of rows", lambda m, a, b, c: m.flip(a * b, 0) - c, True, True),
     ("flip of columns", lambda m, a, b, c: m.flip(a * b, 1) + c, False, True),
     ("transpose", lambda m, a, b, c: (a * b).T + c, True, False),
+    # XLA's simplifier removes moves that cancel (a reverse of a reverse of the same dimensions, a transpose that
+    # restores the order), so the add reads the product itself
+    ("reverse of columns twice", lambda m, a, b, c: (a * b)[:, ::-1][:, ::-1] + c, True, True),
+    ("transpose twice", lambda m, a, b, c: (a * b).T.T + c, True, True),
     # jaxlib 0.12's ReshapeMover moves transposes by one permutation below the add that reads them
     ("transpose beside a transpose", lambda m, a, b, c: (a * b).T + c.T, True, True),
     ("reshape", lambda m, a, b, c: (a * b).reshape(16, 16) + c, True, True),

@@ -22,16 +22,16 @@ _KEYED_FIELDS = ("op", "mlir", "operands", "results", "attrs", "regions", "loc")
 _INDEX_TYPES = ("bool", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64")  # the values merged
 
 
-def _hashable(value: Any) -> Optional[Hashable]:
+def hashable(value: Any) -> Optional[Hashable]:
     """A key that is equal exactly where the attribute values are (bytes whole, lists in order, dicts by key); None
     for a value of another kind (such an op is not merged)."""
     if isinstance(value, (str, bytes, int, float, bool)) or value is None:
         return (type(value).__name__, value)
     if isinstance(value, (list, tuple)):
-        elements = [_hashable(v) for v in value]
+        elements = [hashable(v) for v in value]
         return None if any(e is None for e in elements) else ("list", tuple(elements))
     if isinstance(value, dict):
-        pairs = [(k, _hashable(v)) for k, v in sorted(value.items())]
+        pairs = [(k, hashable(v)) for k, v in sorted(value.items())]
         return None if any(h is None for _, h in pairs) else ("dict", tuple(pairs))
     return None
 
@@ -44,8 +44,8 @@ def _key(entry: Dict[str, Any]) -> Optional[Hashable]:
     if any(r["dtype"] not in _INDEX_TYPES for r in entry["results"]):
         return None
     extra = {k: v for k, v in entry.items() if k not in _KEYED_FIELDS}
-    parts = [_hashable(entry.get("attrs", {})), _hashable(extra),
-             _hashable([[r["dtype"], r["shape"]] for r in entry["results"]])]
+    parts = [hashable(entry.get("attrs", {})), hashable(extra),
+             hashable([[r["dtype"], r["shape"]] for r in entry["results"]])]
     if any(p is None for p in parts):
         return None
     return (op, entry.get("mlir"), tuple(entry["operands"]), *parts)

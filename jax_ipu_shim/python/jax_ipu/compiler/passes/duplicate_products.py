@@ -31,12 +31,16 @@ from typing import Any, Dict, List, Optional, Set
 
 from .. import ops as O
 from . import id_counter
+from .common_subexpressions import hashable
 from .contract_through_moves import as_move, beside, fuses, single_moves
 
 ADDS = ("add", "subtract")
 FREE_OPERANDS = ("broadcast_in_dim", "iota")  # operands XLA's EffectivelyAtMostUnary does not count
 LOOP_MOVES = ("broadcast_in_dim", "reshape", "transpose", "reverse", "slice", "pad", "concatenate")
 CONTROL_FLOW = ("while", "case", "if")  # their regions are computations of their own, fused apart
+# jax's repeats of these stand for XLA's copies, as written: the emulator contracts erf_inv's last product into the
+# add that reads it (elementwise.cc), and XLA copies that product (x * p(w), its operands elementwise) into each
+COPIED_AS_WRITTEN = ("erf_inv",)
 
 
 def _elementwise(op: str) -> bool:
@@ -76,7 +80,7 @@ def _block(block: Dict[str, Any], fresh: Any, anchors: Any, series: Any,
         if entry["op"] in CONTROL_FLOW:
             for region in entry.get("regions", ()):
                 changed = _block(region, fresh, set(), series, shapes) or changed
-    changed = _merge_repeats(block, anchors, shapes) or changed
+    changed = _merge_repeats(block, anchors) or changed
     readers: Dict[int, List[Dict[str, Any]]] = {}  # the block's own ops; a nested region or the results escape
     escaping = set(block["results"]) | anchors
     for entry in block["body"]:
@@ -141,35 +145,52 @@ def _block(block: Dict[str, Any], fresh: Any, anchors: Any, series: Any,
     return True
 
 
-def _merge_repeats(block: Dict[str, Any], anchors: Set[int], shapes: Dict[int, List[int]]) -> bool:
-    """jax writes a product twice where Python computes it twice (``(x * y + z, x * y)``, and jax's own rules
-    often); XLA's CSE makes them one before it fuses, and its fusion then copies that one into the loops of its
-    readers or not (``duplicable``, below). So the repeats of an f32 multiply are merged here into the first
-    (renaming what read the others) before the copying, which then decides as XLA does: beside a result, a loop
-    body's result, a reduce XLA does not fuse or a matmul the add reads the rounded product on cpu, and where two
-    adds of one loop read it, neither contracts it (``max(x * y - z, z - x * y)``); jax's repeats had made each add
-    contract a copy of its own (measured on both series, f32[24, 40]). Returns whether anything changed."""
-    producer = {r["id"]: e for e in block["body"] for r in e["results"]}
-    groups: Dict[Any, List[Dict[str, Any]]] = {}
-    for m in block["body"]:
-        if m["op"] == "multiply" and m["results"][0]["dtype"] == "f32" and all(v in shapes for v in m["operands"]):
-            groups.setdefault((tuple(m["operands"]), repr(sorted(m.get("attrs", {}).items()))), []).append(m)
+def _merge_repeats(block: Dict[str, Any], anchors: Set[int]) -> bool:
+    """jax writes a value twice where Python computes it twice (``(x * y + z, x * y)``, and jax's own rules
+    often); XLA's CSE makes them one before it fuses, and its fusion then copies a product into the loops of its
+    readers or not (``duplicable``, below). So the repeats of a pure float op of this block (not of the regions in
+    it) are merged here into the first, until none is left (renaming what read the others), before the copying,
+    which then decides as XLA does: beside a result, a loop body's result, a reduce XLA does not fuse or a matmul
+    the add reads the rounded product on cpu, and where two adds of one loop read it, neither contracts it
+    (``max(x * y - z, z - x * y)``); jax's repeats had made each add contract a copy of its own (measured on both
+    series, f32[24, 40]). The ops merged compute the same values, so no value changes but through that rounding.
+    (common_subexpressions merges integer and boolean ops before the rules; float ones wait for this pass, whose
+    chains of moves read jax's repeats first.) Returns whether anything changed."""
+    changed = False
+    while True:
+        first: Dict[Any, List[int]] = {}
+        same: Dict[int, int] = {}
+        for entry in block["body"]:
+            key = _float_key(entry, same)
+            if key is None:
+                continue
+            ids = [r["id"] for r in entry["results"]]
+            if key in first:
+                same.update(zip(ids, first[key]))
+            else:
+                first[key] = ids
+        if not same:
+            return changed
+        block["body"] = [e for e in block["body"] if not any(r["id"] in same for r in e["results"])]
+        _rename(block, same)
+        for v in [v for v in anchors if v in same]:
+            anchors.discard(v)
+            anchors.add(same[v])
+        changed = True
 
-    same: Dict[int, int] = {}
-    for repeats in groups.values():
-        if len(repeats) < 2:
-            continue
-        ids = [m["results"][0]["id"] for m in repeats]
-        same.update((v, ids[0]) for v in ids[1:])
-    if not same:
-        return False
-    dropped = {id(producer[v]) for v in same}
-    block["body"] = [e for e in block["body"] if id(e) not in dropped]
-    _rename(block, same)
-    for v in [v for v in anchors if v in same]:
-        anchors.discard(v)
-        anchors.add(same[v])
-    return True
+
+def _float_key(entry: Dict[str, Any], same: Dict[int, int]) -> Any:
+    """What makes a pure float op (no regions, not random) compute the same values as another, its operands read
+    through ``same``; None for any other op."""
+    if entry.get("regions") or not entry["results"] or not O.is_pure(entry["op"]) or "rng" in entry["op"] or \
+            entry["op"] in COPIED_AS_WRITTEN or \
+            any(r["dtype"] not in ("f32", "f16", "bf16") for r in entry["results"]):
+        return None
+    attrs = hashable(entry.get("attrs", {}))
+    if attrs is None:
+        return None
+    return (entry["op"], entry.get("mlir"), tuple(same.get(v, v) for v in entry["operands"]), attrs,
+            tuple((r["dtype"], tuple(r["shape"])) for r in entry["results"]))
 
 
 def _rename(block: Dict[str, Any], same: Dict[int, int]) -> None:

@@ -436,16 +436,38 @@ def product_after_negated_product(t: Any, op: Any, body: List[Dict[str, Any]], s
     return True
 
 
-def negated_product_plus(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
-    if not (op.name == "stablehlo.add" and not scalar_body and t.f32(op) and
-            (negation := F.producer_of(op.operands[0])) is not None and negation.name == "stablehlo.negate" and
-            len(list(op.operands[0].uses)) == 1 and _product_read_once(negation.operands[0]) and
-            not _product_read_once(op.operands[1])):
+def sum_of_negation(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
+    if not (op.name in ("stablehlo.add", "stablehlo.subtract") and not scalar_body and t.f32(op)):
         return False
-    # Both series: LLVM's InstCombine writes (-P) + Q as Q - P, and XLA:CPU's fused loop then contracts the product
-    # P into it (one fused multiply-add), where the ipu rounded -P first: -(b * c) + c as cpu computes it
+    negated = [(p := F.producer_of(v)) is not None and p.name == "stablehlo.negate" for v in op.operands]
+    if True not in negated:
+        return False
+    # Both series: LLVM's InstCombine writes a sum with a negation without it, (-X) + Q and Q + (-X) as Q - X,
+    # Q - (-X) as Q + X, (-X) - Q as -(X + Q), (-X) + (-Y) as -(Y + X) and (-X) - (-Y) as Y - X, and XLA:CPU's
+    # fused loop then contracts a product X into that add or subtract (one fused multiply-add), where the ipu
+    # rounded -X first: -(b * c) + c as cpu computes it. The values are the same but for that rounding.
     entry = t.entry(op)
-    body.append(W.derived(entry, "subtract", [entry["operands"][1], t.use(negation.operands[0])], entry["results"]))
+    if negated == [True, True]:
+        x, y = (t.use(F.producer_of(v).operands[0]) for v in op.operands)
+        if op.name == "stablehlo.subtract":
+            body.append(W.derived(entry, "subtract", [y, x], entry["results"]))
+            return True
+        rewrite = W.Rewrite(t, entry)
+        rewrite.emit("negate", [rewrite.emit("add", [y, x])], result=entry["results"][0])
+        body.extend(rewrite.ops)
+        return True
+    side = negated.index(True)
+    x = t.use(F.producer_of(op.operands[side]).operands[0])
+    q = entry["operands"][1 - side]
+    out = entry["results"]
+    if op.name == "stablehlo.add":
+        body.append(W.derived(entry, "subtract", [q, x], out))
+    elif side == 1:
+        body.append(W.derived(entry, "add", [q, x], out))
+    else:
+        rewrite = W.Rewrite(t, entry)
+        rewrite.emit("negate", [rewrite.emit("add", [x, q])], result=out[0])
+        body.extend(rewrite.ops)
     return True
 
 

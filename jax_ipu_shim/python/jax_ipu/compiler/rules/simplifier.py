@@ -510,6 +510,30 @@ def double_negation(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bo
     return True
 
 
+def moves_that_cancel(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
+    if not (op.name in ("stablehlo.transpose", "stablehlo.reshape", "stablehlo.reverse") and not scalar_body and
+            (inner := F.producer_of(op.operands[0])) is not None and inner.name == op.name and
+            _cancels(inner, op)):
+        return False
+    # XLA's simplifier: a transpose of a transpose that restores the order, a reshape of a reshape back to the
+    # first shape, and a reverse of a reverse of the same dimensions are the value itself, which the rules that
+    # read it see ((s / x).T.T / d is s / (x * d) on cpu; (x * y)[::-1][::-1] + z is contracted)
+    t.ids[op.results[0]] = t.use(inner.operands[0])
+    getattr(F.CALLS, "aliases", {})[op.results[0]] = inner.operands[0]
+    return True
+
+
+def _cancels(inner: Any, outer: Any) -> bool:
+    """Whether move `outer` of move `inner` (one kind) gives back inner's operand."""
+    if outer.name == "stablehlo.reshape":
+        return list(outer.results[0].type.shape) == list(inner.operands[0].type.shape)
+    if outer.name == "stablehlo.reverse":
+        return sorted(O.read_attrs(outer.attributes)["dimensions"]) == \
+            sorted(O.read_attrs(inner.attributes)["dimensions"])
+    first, second = (list(O.read_attrs(m.attributes)["permutation"]) for m in (inner, outer))
+    return [first[p] for p in second] == list(range(len(first)))
+
+
 def extremum_with_constant(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
     if not (op.name in F.MIN_MAX and not scalar_body and t.real_float(op)
             and (pair := _constant_bound(op)) is not None):
