@@ -540,8 +540,15 @@ class Generator:
         attempts = 0
         while len(steps) < n and attempts < 20 * n:
             attempts += 1
-            family = self.weighted(self._families(ctx))
-            made = family(pool, ctx)  # type: ignore[operator]
+            earlier = [st for st in steps if not st.blocks and len(st.outs) == 1]
+            if earlier and self.chance(0.08):
+                # a value computed again, as Python code that writes an expression twice makes jax write it twice
+                # (XLA's CSE makes the two one before it fuses: which add then contracts a product changes)
+                again = self.choice(earlier)
+                made = dataclasses.replace(again, outs=[dataclasses.replace(again.outs[0], name=self.name())])
+            else:
+                family = self.weighted(self._families(ctx))
+                made = family(pool, ctx)  # type: ignore[operator]
             if made is None:
                 continue
             made = made if isinstance(made, list) else [made]  # a step, or a step and those it reads
@@ -586,8 +593,15 @@ class Generator:
         b = self.partner(pool, a)
         op = self.choice(sorted(BINARY_FLOAT))
         x, y = (a, b) if self.chance(0.7) else (b, a)
-        return _step(self, op, BINARY_FLOAT[op].format(x.name, y.name), [a, b], a.dtype,
-                     _broadcast_shape(a.shape, b.shape))
+        shape = _broadcast_shape(a.shape, b.shape)
+        if a.shape == b.shape and a.rank >= 2 and self.chance(0.12):
+            # both operands moved alike (XLA's ReshapeMover moves the transposes below the op), or a transpose of
+            # a transpose (which XLA's simplifier removes)
+            if self.chance(0.5):
+                return _step(self, op, BINARY_FLOAT[op].format(f"{x.name}.T", f"{y.name}.T"), [a, b], a.dtype,
+                             shape[::-1])
+            return _step(self, op, BINARY_FLOAT[op].format(f"{x.name}.T.T", y.name), [a, b], a.dtype, shape)
+        return _step(self, op, BINARY_FLOAT[op].format(x.name, y.name), [a, b], a.dtype, shape)
 
     def float_constant(self, pool: List[Var], ctx: Context) -> Optional[Step]:
         a = self.pick(pool, lambda v: is_float(v.dtype))

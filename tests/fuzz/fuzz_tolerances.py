@@ -375,8 +375,9 @@ ACCEPTED: List[Accepted] = [
     Accepted("jaxlib 0.4.13's LLVM takes relu's maximum for maxnum, which never returns NaN, and drops the NaN case "
              "of the convert to uint32 that reads it: relu(nan).astype(uint32) is 4294967295 or 2147483648 on cpu "
              "(fuzz seed 20262101 #870, in a branch of lax.switch), 0 (XLA's NaN rule, cpu's own for "
-             "nan.astype(uint32)) on the ipu", ("relu", "max"), ("float32",), 1, per="any",
-             series="0.4.", when="nan_to_unsigned"),
+             "nan.astype(uint32)) on the ipu; f16 and bf16 too, which XLA:CPU computes in f32 (an f16 relu of a "
+             "vmapped window maximum: fuzz seed 20286811 #47)", ("relu", "max"), ("float32", "float16", "bfloat16"), 1,
+             per="any", series="0.4.", when="nan_to_unsigned"),
     Accepted("jaxlib 0.12's XLA:CPU, in a branch of lax.switch in a while loop's body, drops the NaN case of a "
              "reduce_precision with no mantissa bits whose result a convert to uint32 reads: a NaN (0x7fc00123) "
              "becomes inf and 4294967295 there (fuzz seed 20286222 #554), NaN and 0 (XLA's NaN rule) alone, in a "
@@ -1349,9 +1350,13 @@ def _denormal_bound(step, program, values) -> bool:  # noqa: ANN001
 
 
 def _converted_to(step, program, dtype: str) -> bool:  # noqa: ANN001
-    """A convert to ``dtype`` reads the step's result: a convert step, or the cast of a nested function's result to
-    the dtype its caller wants (a branch of lax.switch returning ``v.astype(jnp.uint32)``)."""
+    """A convert to ``dtype`` reads the step's result, or the result of a step whose nested function returns it: a
+    convert step, or the cast of a nested function's result to the dtype its caller wants (a branch of lax.switch
+    returning ``v.astype(jnp.uint32)``)."""
     names = {o.name for o in step.outs}
+    for _ in range(4):  # (and what a nested function returns it as: a vmap's result)
+        names |= {o.name for s in program.ops() for b in s.blocks
+                  if names & set(re.findall(r"[A-Za-z_]\w*", b.result)) for o in s.outs}
     converted = any(s.op == "convert" and names & set(s.reads) and any(o.dtype == dtype for o in s.outs)
                     for s in program.ops())
     spelled = "bool_" if dtype == "bool" else dtype
