@@ -544,6 +544,18 @@ def test_reciprocal_of_a_reciprocal_is_the_value_itself(dtype):
     check(lambda x: (jnp.reciprocal(jnp.reciprocal(x)), 1 / (1 / x)), x, **EXACT)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_sqrt_of_a_square_as_cpu_computes_it(dtype):
+    """jaxlib 0.4.13's simplifier makes sqrt(A * A) |A| (no overflow, no underflow) in f32 and f16, not in bf16,
+    whose ops it sees only between converts to and from f32: there a square that overflows or underflows gives inf
+    or 0, as on cpu (jnp.sqrt(jnp.square(x)) of a bf16 1e-30 was 1e-30 on the ipu: fuzz seed 20286831 #182).
+    jaxlib 0.12 computes the square and the root on both."""
+    info = jnp.finfo(dtype)
+    x = np.array([0.0, -0.0, np.inf, -np.inf, 3.0, -2.5, float(info.tiny) * 8, -float(info.max) / 4,
+                  float(np.sqrt(float(info.max))) * 4, float(np.sqrt(float(info.tiny))) / 8], dtype)
+    check(lambda x: (jnp.sqrt(jnp.square(x)), jnp.sqrt(x * x), x * x / jnp.sqrt(x * x)), x, **EXACT)
+
+
 # --- chains of constants as XLA's simplifier folds them (jaxlib 0.4.13: compiler/passes/reassociate_constants.py) -----
 
 CHAINS = {

@@ -301,7 +301,7 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
             # XLA's simplifier sinks the reverse below a power by a scalar first: A / reverse(pow(B, c)) is
             # A * pow(reverse(B), -c) on cpu, the same elements as reverse(pow(B, -c)) (b ** 1.5 flipped)
             return emit("reverse", [inverse], list(t.tensor(value)[1]), O.read_attrs(producer.attributes))
-        if name in _ROOTS and len(list(value.uses)) == 1:
+        if name in _ROOTS and len(list(value.uses)) == 1 and not simplifier.is_abs_of_square(t, producer):
             # (XLA rewrites A / sqrt(B) only where the sqrt has no other use: WithOneUse)
             value_shape = list(t.tensor(value)[1])
             x = t.use(producer.operands[0])
