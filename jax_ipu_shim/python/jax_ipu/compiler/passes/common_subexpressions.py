@@ -51,12 +51,12 @@ def _key(entry: Dict[str, Any]) -> Optional[Hashable]:
     return (op, entry.get("mlir"), tuple(entry["operands"]), *parts)
 
 
-def _rename(block: Dict[str, Any], same: Dict[int, int]) -> None:
+def rename(block: Dict[str, Any], same: Dict[int, int]) -> None:
     """Reads of dropped values read their first copy, in this block and the regions in it."""
     for entry in block["body"]:
         entry["operands"] = [same.get(i, i) for i in entry["operands"]]
         for region in entry.get("regions", ()):
-            _rename(region, same)
+            rename(region, same)
     block["results"] = [same.get(i, i) for i in block["results"]]
 
 
@@ -78,7 +78,7 @@ def run(block: Dict[str, Any], anchors: Set[int]) -> bool:
         kept.append(entry)
     changed = len(kept) != len(block["body"])
     block["body"] = kept
-    _rename(block, same)
+    rename(block, same)
     for dropped, copy in same.items():
         if dropped in anchors:
             anchors.discard(dropped)

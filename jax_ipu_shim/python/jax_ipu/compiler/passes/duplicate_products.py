@@ -31,7 +31,7 @@ from typing import Any, Dict, List, Optional, Set
 
 from .. import ops as O
 from . import id_counter
-from .common_subexpressions import hashable
+from .common_subexpressions import hashable, rename
 from .contract_through_moves import as_move, beside, fuses, single_moves
 
 ADDS = ("add", "subtract")
@@ -172,7 +172,7 @@ def _merge_repeats(block: Dict[str, Any], anchors: Set[int]) -> bool:
         if not same:
             return changed
         block["body"] = [e for e in block["body"] if not any(r["id"] in same for r in e["results"])]
-        _rename(block, same)
+        rename(block, same)
         for v in [v for v in anchors if v in same]:
             anchors.discard(v)
             anchors.add(same[v])
@@ -191,15 +191,6 @@ def _float_key(entry: Dict[str, Any], same: Dict[int, int]) -> Any:
         return None
     return (entry["op"], entry.get("mlir"), tuple(same.get(v, v) for v in entry["operands"]), attrs,
             tuple((r["dtype"], tuple(r["shape"])) for r in entry["results"]))
-
-
-def _rename(block: Dict[str, Any], same: Dict[int, int]) -> None:
-    """Reads of merged values read the one kept, in this block and the regions in it."""
-    for entry in block["body"]:
-        entry["operands"] = [same.get(v, v) for v in entry["operands"]]
-        for region in entry.get("regions", ()):
-            _rename(region, same)
-    block["results"] = [same.get(v, v) for v in block["results"]]
 
 
 def _takes_a_copy(reader: Dict[str, Any], value: int, readers: Dict[int, List[Dict[str, Any]]],
