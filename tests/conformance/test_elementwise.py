@@ -591,6 +591,17 @@ def test_constant_chains_fold_as_on_cpu(name, dtype):
     check(CHAINS[name], x, **({"rtol": 2.0 ** -10} if native_f16 else EXACT))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_a_product_by_a_constant_and_then_a_scalar_multiplies_the_scalars_first(dtype):
+    """jaxlib 0.4.13's simplifier writes an array's (A * C) * broadcast(s), C a constant and s a scalar that is not
+    one, as A * broadcast(s * C): a momentum step's (g * 0.9) * lr rounds once on cpu (126 of 240 elements were an
+    ulp apart). (A * s) * C and (A * s) * t stay two products there."""
+    y = random(dtype, (12, 20), seed=33)
+    s, t = np.asarray(1.7, dtype), np.asarray(-0.3, dtype)
+    check(lambda y, s, t: ((y * 1.5) * s, s * (y * -0.9), (y * s) * 1.5, (y * s) * t, (y * 1.5) * s - y), y, s, t,
+          **EXACT)
+
+
 SCALAR_PRODUCTS = {
     "(x*c1)*(y*c2)": lambda x, y: (x * np.float32(-0.13793103)) * (y * np.float32(1.7320508)),
     "(x/c)**2": lambda x, y: (x / -7.25) ** 2,
