@@ -439,7 +439,8 @@ def product_after_negated_product(t: Any, op: Any, body: List[Dict[str, Any]], s
 def sum_of_negation(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
     if not (op.name in ("stablehlo.add", "stablehlo.subtract") and not scalar_body and t.f32(op)):
         return False
-    negated = [(p := F.producer_of(v)) is not None and p.name == "stablehlo.negate" for v in op.operands]
+    producers: List[Any] = [F.producer_of(v) for v in op.operands]
+    negated = [p is not None and p.name == "stablehlo.negate" for p in producers]
     if True not in negated:
         return False
     # Both series: LLVM's InstCombine writes a sum with a negation without it, (-X) + Q and Q + (-X) as Q - X,
@@ -448,7 +449,7 @@ def sum_of_negation(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bo
     # rounded -X first: -(b * c) + c as cpu computes it. The values are the same but for that rounding.
     entry = t.entry(op)
     if negated == [True, True]:
-        x, y = (t.use(F.producer_of(v).operands[0]) for v in op.operands)
+        x, y = (t.use(p.operands[0]) for p in producers)
         if op.name == "stablehlo.subtract":
             body.append(W.derived(entry, "subtract", [y, x], entry["results"]))
             return True
@@ -457,7 +458,7 @@ def sum_of_negation(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bo
         body.extend(rewrite.ops)
         return True
     side = negated.index(True)
-    x = t.use(F.producer_of(op.operands[side]).operands[0])
+    x = t.use(producers[side].operands[0])
     q = entry["operands"][1 - side]
     out = entry["results"]
     if op.name == "stablehlo.add":

@@ -10,7 +10,7 @@ and a divide as it is everywhere else."""
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple, cast
 
 from jax._src.lib.mlir import ir
 
@@ -192,7 +192,7 @@ def _moved_before_divide(a: Any, b: Any, beside_scalar: bool) -> Tuple[List[Any]
     moves: List[Any] = []
     values = [a, b]
     while True:
-        producers = [F.producer_of(v) for v in values]
+        producers: List[Any] = [F.producer_of(v) for v in values]
         moved = [k for k, m in enumerate(producers) if m is not None and
                  m.name in ("stablehlo.reshape", "stablehlo.transpose") and not F.is_constant(m.operands[0])]
         if len(moved) == 1 and beside_scalar:
@@ -297,10 +297,10 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
             return inverse
         if name == "stablehlo.reverse" and simplifier.sinks_reverse(below := F.producer_of(producer.operands[0])) \
                 and below.name == "stablehlo.power" and dtype != "bf16" and \
-                (inverse := inverse_of_power(below, producer.operands[0])) is not None:
+                (unreversed := inverse_of_power(below, producer.operands[0])) is not None:
             # XLA's simplifier sinks the reverse below a power by a scalar first: A / reverse(pow(B, c)) is
             # A * pow(reverse(B), -c) on cpu, the same elements as reverse(pow(B, -c)) (b ** 1.5 flipped)
-            return emit("reverse", [inverse], list(t.tensor(value)[1]), O.read_attrs(producer.attributes))
+            return emit("reverse", [unreversed], list(t.tensor(value)[1]), O.read_attrs(producer.attributes))
         if name in _ROOTS and len(list(value.uses)) == 1 and not simplifier.is_abs_of_square(t, producer):
             # (XLA rewrites A / sqrt(B) only where the sqrt has no other use: WithOneUse)
             value_shape = list(t.tensor(value)[1])
@@ -499,7 +499,7 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
         # (1 / b).reshape(s) / y is reshape(1 / (b * y)) (jaxlib 0.12 first makes that divide a product)
         moved_shape = t_shape(moves[-1].operands[0])
         shape = moved_shape  # (the shape the rules' closures write at)
-        ids = [emit("broadcast_in_dim", [t.use(F.producer_of(v).operands[0])], moved_shape,
+        ids = [emit("broadcast_in_dim", [t.use(cast(Any, F.producer_of(v)).operands[0])], moved_shape,
                     {"broadcast_dimensions": []}) if v is value else t.use(v)
                for v, value in zip(sources, (a_value, b_value))]
         name, operands = divide(ids[0], sources[0], ids[1], sources[1])

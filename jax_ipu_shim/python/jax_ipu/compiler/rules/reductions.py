@@ -104,8 +104,9 @@ def _reduce_of_concatenate(op: Any) -> Optional[Tuple[str, int, List[int], List[
     producer = F.producer_of(op.operands[0])
     if combine is None or producer is None:
         return None
-    called = producer.name == "func.call" and (returned := F.returned_op(producer)) is not None
-    if called:
+    returned = F.returned_op(producer) if producer.name == "func.call" else None
+    called = returned is not None
+    if returned is not None:
         producer = returned[0]
     if producer.name != "stablehlo.concatenate" or len(producer.operands) < 2:
         return None
