@@ -14,7 +14,7 @@ are never merged; each region is a block of its own, as each computation is for 
 
 from __future__ import annotations
 
-from typing import Any, Dict, Hashable, List, Optional, Set
+from typing import Any, Dict, Hashable, List, Optional, Set, Tuple
 
 from .. import ops as O
 
@@ -36,12 +36,13 @@ def hashable(value: Any) -> Optional[Hashable]:
     return None
 
 
-def _key(entry: Dict[str, Any]) -> Optional[Hashable]:
-    """What makes two ops compute the same values; None for an op that is never merged."""
+def _key(entry: Dict[str, Any], dtypes: Tuple[str, ...] = _INDEX_TYPES) -> Optional[Hashable]:
+    """What makes two ops with results of ``dtypes`` compute the same values; None for an op that is never
+    merged."""
     op = entry["op"]
     if entry.get("regions") or not entry["results"] or not O.is_pure(op) or "rng" in op:
         return None
-    if any(r["dtype"] not in _INDEX_TYPES for r in entry["results"]):
+    if any(r["dtype"] not in dtypes for r in entry["results"]):
         return None
     extra = {k: v for k, v in entry.items() if k not in _KEYED_FIELDS}
     parts = [hashable(entry.get("attrs", {})), hashable(extra),
@@ -63,12 +64,24 @@ def rename(block: Dict[str, Any], same: Dict[int, int]) -> None:
 def run(block: Dict[str, Any], anchors: Set[int]) -> bool:
     """Merges the repeated ops of ``block`` and of each region in it, in place (``anchors``, the values jax's
     dce_sinks read, are renamed too); returns whether anything changed."""
+    changed = merge(block, anchors, _INDEX_TYPES)
+    for entry in block["body"]:
+        for region in entry.get("regions", ()):
+            changed = run(region, anchors) or changed
+    return changed
+
+
+def merge(block: Dict[str, Any], anchors: Set[int], dtypes: Tuple[str, ...],
+          skip: Tuple[str, ...] = ()) -> bool:
+    """Merges the repeated ops of ``block`` (not of the regions in it) whose results are of ``dtypes``, but the ops
+    named in ``skip``, in one pass (a repeat's readers read the first copy before their own key is made, so a chain
+    of repeats merges whole); returns whether anything changed."""
     same: Dict[int, int] = {}
     first: Dict[Hashable, List[int]] = {}
     kept = []
     for entry in block["body"]:
         entry["operands"] = [same.get(i, i) for i in entry["operands"]]
-        key = _key(entry)
+        key = None if entry["op"] in skip else _key(entry, dtypes)
         ids = [r["id"] for r in entry["results"]]
         if key is not None and key in first:
             same.update(zip(ids, first[key]))
@@ -83,7 +96,4 @@ def run(block: Dict[str, Any], anchors: Set[int]) -> bool:
         if dropped in anchors:
             anchors.discard(dropped)
             anchors.add(copy)
-    for entry in block["body"]:
-        for region in entry.get("regions", ()):
-            changed = run(region, anchors) or changed
     return changed

@@ -31,7 +31,7 @@ from typing import Any, Dict, List, Optional, Set
 
 from .. import ops as O
 from . import id_counter
-from .common_subexpressions import hashable, rename
+from .common_subexpressions import merge
 from .contract_through_moves import as_move, beside, fuses, single_moves
 
 ADDS = ("add", "subtract")
@@ -149,48 +149,14 @@ def _merge_repeats(block: Dict[str, Any], anchors: Set[int]) -> bool:
     """jax writes a value twice where Python computes it twice (``(x * y + z, x * y)``, and jax's own rules
     often); XLA's CSE makes them one before it fuses, and its fusion then copies a product into the loops of its
     readers or not (``duplicable``, below). So the repeats of a pure float op of this block (not of the regions in
-    it) are merged here into the first, until none is left (renaming what read the others), before the copying,
+    it) are merged here into the first (renaming what read the others), before the copying,
     which then decides as XLA does: beside a result, a loop body's result, a reduce XLA does not fuse or a matmul
     the add reads the rounded product on cpu, and where two adds of one loop read it, neither contracts it
     (``max(x * y - z, z - x * y)``); jax's repeats had made each add contract a copy of its own (measured on both
     series, f32[24, 40]). The ops merged compute the same values, so no value changes but through that rounding.
     (common_subexpressions merges integer and boolean ops before the rules; float ones wait for this pass, whose
     chains of moves read jax's repeats first.) Returns whether anything changed."""
-    changed = False
-    while True:
-        first: Dict[Any, List[int]] = {}
-        same: Dict[int, int] = {}
-        for entry in block["body"]:
-            key = _float_key(entry, same)
-            if key is None:
-                continue
-            ids = [r["id"] for r in entry["results"]]
-            if key in first:
-                same.update(zip(ids, first[key]))
-            else:
-                first[key] = ids
-        if not same:
-            return changed
-        block["body"] = [e for e in block["body"] if not any(r["id"] in same for r in e["results"])]
-        rename(block, same)
-        for v in [v for v in anchors if v in same]:
-            anchors.discard(v)
-            anchors.add(same[v])
-        changed = True
-
-
-def _float_key(entry: Dict[str, Any], same: Dict[int, int]) -> Any:
-    """What makes a pure float op (no regions, not random) compute the same values as another, its operands read
-    through ``same``; None for any other op."""
-    if entry.get("regions") or not entry["results"] or not O.is_pure(entry["op"]) or "rng" in entry["op"] or \
-            entry["op"] in COPIED_AS_WRITTEN or \
-            any(r["dtype"] not in ("f32", "f16", "bf16") for r in entry["results"]):
-        return None
-    attrs = hashable(entry.get("attrs", {}))
-    if attrs is None:
-        return None
-    return (entry["op"], entry.get("mlir"), tuple(same.get(v, v) for v in entry["operands"]), attrs,
-            tuple((r["dtype"], tuple(r["shape"])) for r in entry["results"]))
+    return merge(block, anchors, ("f32", "f16", "bf16"), skip=COPIED_AS_WRITTEN)
 
 
 def _takes_a_copy(reader: Dict[str, Any], value: int, readers: Dict[int, List[Dict[str, Any]]],
