@@ -7,6 +7,7 @@
 #include "ipu/elementwise.h"
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <tuple>
 #include <unordered_map>
@@ -118,6 +119,52 @@ BlockFn fmaBlock() {
 #endif
   return &fmaBlockPortable<F>;
 }
+
+// Which product of an f32 sum XLA:CPU contracts into a fused multiply-add (llvmContraction, measured per series by
+// tests/conformance/test_fusion.py's sums of products of growing depth): LLVM's Reassociate gives each value of the
+// fused loop a rank, and orders an add's two operands lowest rank first (a subtract stays as written); its DAG
+// combiner then contracts the first operand if it is a product read once, else the second. A load's rank is its
+// place among the loop body's loads, in the order XLA's emitter first reads each operand (depth first from the
+// root, left to right); a constant's is 0; an op's is its operands' highest plus the instructions XLA writes for it
+// on its longest path (a negation counts none), or, for a function XLA calls rather than writes inline, its own
+// place among the loads.
+struct LlvmRank {
+  int depth = 1;
+  bool called = false;
+};
+LlvmRank llvmRank(OpKind kind, Numerics n) {
+  const bool v04 = n == Numerics::Jaxlib04;
+  switch (kind) {
+    case OpKind::Negate: return {0};
+    case OpKind::Tanh:
+    case OpKind::Atan: return {0, true};
+    case OpKind::Atan2: return v04 ? LlvmRank{0, true} : LlvmRank{1};
+    case OpKind::Asin: return v04 ? LlvmRank{0, true} : LlvmRank{8};
+    case OpKind::Rsqrt: return v04 ? LlvmRank{2} : LlvmRank{0, true};
+    case OpKind::Cbrt: return v04 ? LlvmRank{3} : LlvmRank{0, true};
+    case OpKind::Log1p: return v04 ? LlvmRank{19} : LlvmRank{0, true};
+    case OpKind::Tan: return {v04 ? 2 : 1};
+    case OpKind::Logistic: return {3};
+    case OpKind::Expm1: return {4};
+    case OpKind::Erf: return {14};
+    case OpKind::Erfc: return {v04 ? 24 : 27};
+    case OpKind::ErfInv: return {22};
+    case OpKind::Sign: return {v04 ? 4 : 7};
+    case OpKind::Sinh: return {v04 ? 9 : 3};
+    case OpKind::Cosh: return {3};
+    case OpKind::Asinh: return {v04 ? 29 : 5};
+    case OpKind::Acosh: return {4};
+    case OpKind::Acos: return {8};
+    case OpKind::Maximum:
+    case OpKind::Minimum: return {v04 ? 3 : 1};
+    case OpKind::Convert: return {v04 ? 4 : 2};
+    default: return {1};
+  }
+}
+
+// A function whose last instruction is a product by a power of two (e^a * 2^n; asinh's sign(x) * |asinh(x)|): as
+// the first operand of a sum, that product is the one contracted, which rounds as the sum of its result does.
+bool endsInExactProduct(OpKind kind) { return kind == OpKind::Exp || kind == OpKind::Asinh; }
 
 }  // namespace
 
@@ -231,6 +278,7 @@ int Lowerer::lowerElementwiseGroup(std::vector<OpContext>& members) {
   std::vector<int> external;
   std::vector<std::tuple<int, std::vector<int64_t>, std::vector<int64_t>>> gathers;  // broadcast views read
   std::vector<std::pair<OpKind, DType>> costs;
+  std::vector<bool> as_written;  // per instruction: an add LLVM leaves in the order written (llvmRank)
   std::string codelet, names;
   double flops = 0, weight = 0;
   auto addInput = [&](int slot, bool scalar) {
@@ -291,6 +339,7 @@ int Lowerer::lowerElementwiseGroup(std::vector<OpContext>& members) {
     values[id] = Value{-1, static_cast<int>(instrs.size()), own_model};
     model = own_model;
     instrs.push_back(ins);
+    as_written.push_back(attrString(*ctx.op, "operand_order", "") == "as_written");
     costs.emplace_back(ctx.info->kind, m.dt);
     codelet += (codelet.empty() ? "" : ",") + m.codelet;
     weight += m.weight;
@@ -299,23 +348,72 @@ int Lowerer::lowerElementwiseGroup(std::vector<OpContext>& members) {
   }
   if (instrs.empty() || values.at(root.op->results[0].id).instr != static_cast<int>(instrs.size() - 1))
     invalid(root, "a fused group must end with an elementwise op");
-  // Contract each f32 multiply whose one user is an add or subtract of the vertex into one fused multiply-add, as
-  // XLA:CPU's fused loops do on a host with FMA (LLVM contracts fmul into fadd/fsub when the product has one use):
-  // the results then round as cpu's do. Host arithmetic only: the members' cycles (costs) and memory are unchanged.
+  // Contract f32 products into the adds and subtracts that read them, as XLA:CPU's fused loops do on a host with FMA
+  // (llvmContraction): the results then round as cpu's do. Host arithmetic only: the members' cycles (costs) and
+  // memory are unchanged.
   const size_t computed = instrs.size();  // the members the IPU computes, whatever the host contracts
   std::vector<int> uses(instrs.size(), 0);
   for (const auto& ins : instrs)
     for (int a : ins.args)
       if (a >= 0 && args[static_cast<size_t>(a)].second >= 0)
         ++uses[static_cast<size_t>(args[static_cast<size_t>(a)].second)];
+  // Ranks (llvmRank): of the instructions, then of the inputs; -1 until visited. A value another elementwise vertex
+  // wrote is computed inside XLA's loop, from loads this vertex does not see: its rank, and the rank of what reads
+  // it, are unknown, and a sum of it stays in the order written.
+  constexpr int64_t kUnknown = int64_t{1} << 40;
+  std::vector<int64_t> rank(instrs.size() + inputs.size(), -1);
+  int64_t place = 0;  // loads and calls so far, in XLA's emission order
+  std::function<int64_t(int)> rankOf = [&](int arg) -> int64_t {
+    const auto& r = args[static_cast<size_t>(arg)];
+    int64_t& known =
+        r.second >= 0 ? rank[static_cast<size_t>(r.second)] : rank[instrs.size() + static_cast<size_t>(r.first)];
+    if (known >= 0) return known;
+    if (r.second < 0) {
+      const int slot = inputs[static_cast<size_t>(r.first)].slot;
+      if (elementwise_results_.count(slot)) return known = kUnknown;
+      return known = graph().slots[static_cast<size_t>(slot)].storage == Slot::Storage::Constant ? 0 : ++place;
+    }
+    int64_t highest = 0;
+    for (int a : instrs[static_cast<size_t>(r.second)].args)
+      if (a >= 0) highest = std::max(highest, rankOf(a));
+    const LlvmRank how = llvmRank(costs[static_cast<size_t>(r.second)].first, numerics());
+    return known = highest >= kUnknown ? kUnknown : how.called ? ++place : highest + how.depth;
+  };
+  for (int a : instrs.back().args)  // XLA's emitter asks the root for its value, depth first
+    if (a >= 0) rankOf(a);
   std::vector<bool> contracted(instrs.size(), false);
+  // A product's uses for LLVM, whose CSE has made the products of the same two operands (a * b, b * a) one value:
+  // one read more than once is not contracted.
+  auto llvmUses = [&](int arg) {
+    const size_t j = static_cast<size_t>(args[static_cast<size_t>(arg)].second);
+    if (costs[j].first != OpKind::Multiply) return uses[j];
+    auto operands = [&](size_t i) {
+      auto a = args[static_cast<size_t>(instrs[i].args[0])], b = args[static_cast<size_t>(instrs[i].args[1])];
+      return a < b ? std::make_pair(a, b) : std::make_pair(b, a);
+    };
+    int n = 0;
+    for (size_t i = 0; i < instrs.size(); ++i)
+      if (costs[i] == costs[j] && operands(i) == operands(j)) n += uses[i];
+    return n;
+  };
+  auto isProductReadOnce = [&](int arg) {
+    const int j = args[static_cast<size_t>(arg)].second;
+    return j >= 0 && !contracted[static_cast<size_t>(j)] && uses[static_cast<size_t>(j)] == 1 &&
+           costs[static_cast<size_t>(j)] == std::make_pair(OpKind::Multiply, DType::F32) && llvmUses(arg) == 1;
+  };
   for (size_t k = 0; k < instrs.size(); ++k) {
     const OpKind kind = costs[k].first;
     if (costs[k].second != DType::F32 || (kind != OpKind::Add && kind != OpKind::Subtract)) continue;
-    for (int side = 0; side < 2; ++side) {
+    // LLVM's Reassociate orders an add's operands by rank, lowest first, unless InstCombine wrote it as it is
+    // (as_written: a subtract of a negated product, cpu_loops.product_after_negated_product); its DAG combiner then
+    // contracts the first operand if it is a product read once, else the second.
+    int order[2] = {0, 1};
+    const int64_t first = rankOf(instrs[k].args[0]), second = rankOf(instrs[k].args[1]);
+    if (kind == OpKind::Add && !as_written[k] && first < kUnknown && second < first) std::swap(order[0], order[1]);
+    for (int side : order) {
       const int j = args[static_cast<size_t>(instrs[k].args[side])].second;
       if (j < 0 || contracted[static_cast<size_t>(j)] || uses[static_cast<size_t>(j)] != 1 ||
-          costs[static_cast<size_t>(j)].second != DType::F32)
+          costs[static_cast<size_t>(j)].second != DType::F32 || llvmUses(instrs[k].args[side]) != 1)
         continue;
       const OpKind product = costs[static_cast<size_t>(j)].first;
       const int other = instrs[k].args[1 - side];
@@ -326,13 +424,17 @@ int Lowerer::lowerElementwiseGroup(std::vector<OpContext>& members) {
         instrs[k].args[0] = instrs[static_cast<size_t>(j)].args[0];
         instrs[k].args[1] = instrs[static_cast<size_t>(j)].args[1];
         instrs[k].args[2] = other;
-      } else if (product == OpKind::ErfInv && numerics() == Numerics::Jaxlib04) {  // (its last product: x * p(w))
+      } else if (product == OpKind::ErfInv && numerics() == Numerics::Jaxlib04 && !isProductReadOnce(other)) {
+        // Its last product, x * p(w), is read more than once in LLVM's graph, and of two products the combiner
+        // contracts the one with fewer uses: erf_inv's only where the other operand is no product.
         instrs[k].fn = kind == OpKind::Add ? erfInvFmaBlock<Fused::MulAdd>()
                        : side == 0         ? erfInvFmaBlock<Fused::MulSub>()
                                            : erfInvFmaBlock<Fused::NegMulAdd>();
         instrs[k].args[0] = instrs[static_cast<size_t>(j)].args[0];
         instrs[k].args[1] = other;
         instrs[k].args[2] = -1;
+      } else if (endsInExactProduct(product)) {
+        break;  // its last product by a power of two is contracted, which rounds as the sum of its result does
       } else {
         continue;
       }
@@ -396,6 +498,7 @@ int Lowerer::lowerElementwiseGroup(std::vector<OpContext>& members) {
   Node* node = emitExecute(call, std::move(kernel), std::move(steps), {o}, flops);
   node->same_index = std::move(same_index);
   if (members.size() > 1) node->name = "fused(" + names + ")";
+  elementwise_results_.insert(o);
   return o;
 }
 

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "ipu/graph.h"
@@ -133,6 +134,9 @@ class Lowerer {
   StepRecord pending_;  // transient bytes of the step being built
   std::vector<std::string> call_stack_;
   int op_scratch_ = 0;  // scratch ids the op being lowered has taken
+  // The slots elementwise vertices wrote: values XLA:CPU computes inside a fused loop rather than loads of it
+  // (elementwise.cc's llvmRank).
+  std::unordered_set<int> elementwise_results_;
 };
 
 }  // namespace ipu

@@ -421,18 +421,25 @@ def select_of_arithmetic(t: Any, op: Any, body: List[Dict[str, Any]], scalar_bod
 
 
 def product_after_negated_product(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
-    if not (op.name == "stablehlo.add" and not scalar_body and t.f32(op)
-            and all(_product_read_once(v) for v in op.operands) and _sign(op.operands[0]) < 0):
+    if not (op.name == "stablehlo.add" and not scalar_body and t.f32(op)):
+        return False
+    if _sign(op.operands[0]) > 0 and _sign(op.operands[1]) < 0 and _product_read_once(op.operands[1]):
+        # Q + P with a negated product P is Q - |P| for LLVM, which Reassociate does not reorder: Q is contracted
+        # if it is a product, as written ((d * b) + (-0.746 * c), whatever the ranks of the two).
+        entry = t.entry(op)
+        body.append(dict(entry, attrs=dict(entry["attrs"], operand_order="as_written")))
+        return True
+    if not (all(_product_read_once(v) for v in op.operands) and _sign(op.operands[0]) < 0):
         return False
     # Both series: XLA:CPU's fused loop contracts one f32 product of a sum into a fused multiply-add, the first
-    # operand's where both are products; but LLVM's InstCombine first writes P + Q with a negated product P
-    # (0.48 * -y, -a * b, x * -0.5, (x * 0.48) * -1) as Q - |P|, so it is Q that is contracted, P rounded on its own.
-    # jax.grad of 0.26 * (x**2 + y**2) - 0.48 * x * y at x = y gave two different components on the ipu (optax's
-    # L-BFGS test on the Matyas function). The vertex contracts its first operand (elementwise.cc): here Q comes
+    # operand's after LLVM's Reassociate has put the lower ranked first (elementwise.cc's llvmRank); but LLVM's
+    # InstCombine first writes P + Q with a negated product P (0.48 * -y, -a * b, x * -0.5, (x * 0.48) * -1) as
+    # Q - |P|, which Reassociate leaves as it is, so it is Q that is contracted, P rounded on its own. jax.grad of
+    # 0.26 * (x**2 + y**2) - 0.48 * x * y at x = y gave two different components on the ipu (optax's L-BFGS test on
+    # the Matyas function). The vertex contracts the first operand of an add marked "as_written": here Q comes
     # first, the same sum otherwise.
     entry = t.entry(op)
-    entry["operands"] = entry["operands"][::-1]
-    body.append(entry)
+    body.append(dict(entry, operands=entry["operands"][::-1], attrs=dict(entry["attrs"], operand_order="as_written")))
     return True
 
 
@@ -446,15 +453,17 @@ def sum_of_negation(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bo
     # Both series: LLVM's InstCombine writes a sum with a negation without it, (-X) + Q and Q + (-X) as Q - X,
     # Q - (-X) as Q + X, (-X) - Q as -(X + Q), (-X) + (-Y) as -(Y + X) and (-X) - (-Y) as Y - X, and XLA:CPU's
     # fused loop then contracts a product X into that add or subtract (one fused multiply-add), where the ipu
-    # rounded -X first: -(b * c) + c as cpu computes it. The values are the same but for that rounding.
+    # rounded -X first: -(b * c) + c as cpu computes it. The values are the same but for that rounding. The adds it
+    # writes keep their operands' order (LLVM writes them after ordering sums by rank: elementwise.cc's llvmRank).
     entry = t.entry(op)
+    kept = {"operand_order": "as_written"}
     if negated == [True, True]:
         x, y = (t.use(p.operands[0]) for p in producers)
         if op.name == "stablehlo.subtract":
             body.append(W.derived(entry, "subtract", [y, x], entry["results"]))
             return True
         rewrite = W.Rewrite(t, entry)
-        rewrite.emit("negate", [rewrite.emit("add", [y, x])], result=entry["results"][0])
+        rewrite.emit("negate", [rewrite.emit("add", [y, x], attrs=kept)], result=entry["results"][0])
         body.extend(rewrite.ops)
         return True
     side = negated.index(True)
@@ -464,10 +473,10 @@ def sum_of_negation(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bo
     if op.name == "stablehlo.add":
         body.append(W.derived(entry, "subtract", [q, x], out))
     elif side == 1:
-        body.append(W.derived(entry, "add", [q, x], out))
+        body.append(W.derived(entry, "add", [q, x], out, kept))
     else:
         rewrite = W.Rewrite(t, entry)
-        rewrite.emit("negate", [rewrite.emit("add", [x, q])], result=out[0])
+        rewrite.emit("negate", [rewrite.emit("add", [x, q], attrs=kept)], result=out[0])
         body.extend(rewrite.ops)
     return True
 
