@@ -5,6 +5,7 @@ types, compare/select, converts and chains inside loops."""
 from __future__ import annotations
 
 import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -161,7 +162,7 @@ def test_a_functions_rank_decides_which_product_of_a_sum_is_contracted(name):
     y, u = rng.uniform(0.8, 1.25, 2048).astype(np.float32), rng.uniform(0.9, 1.1, 2048).astype(np.float32)
     x, z = (rng.standard_normal(2048).astype(np.float32) for _ in range(2))
     for k in range(8):  # (one program each: a product several sums read is contracted into none)
-        check(lambda y, x, u, z: g(y * y * y * y) * 1.3 + functools.reduce(lambda c, _: c * u, range(k), x) * z,
+        check(lambda y, x, u, z, k=k: g(y * y * y * y) * 1.3 + functools.reduce(lambda c, _: c * u, range(k), x) * z,
               y, x, u, z, **EXACT)
 
 
