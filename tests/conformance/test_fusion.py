@@ -146,6 +146,8 @@ RANKED = {  # functions whose values are cpu's bits on both series, as each seri
     "sqrt": jnp.sqrt, "rsqrt": lax.rsqrt, "cbrt": jnp.cbrt, "sin": jnp.sin, "cos": jnp.cos, "tan": jnp.tan,
     "atan": jnp.arctan, "erf": lax.erf, "abs": jnp.abs, "sign": jnp.sign, "floor": jnp.floor, "pow": lambda v: v ** 1.7,
     "max": lambda v: jnp.maximum(v, 0.9),
+    "bf16 and back": lambda v: v.astype(jnp.bfloat16).astype(jnp.float32),
+    "f16 and back": lambda v: v.astype(jnp.float16).astype(jnp.float32),
 }
 
 

@@ -132,7 +132,7 @@ struct LlvmRank {
   int depth = 1;
   bool called = false;
 };
-LlvmRank llvmRank(OpKind kind, Numerics n) {
+LlvmRank llvmRank(OpKind kind, Numerics n, DType to) {
   const bool v04 = n == Numerics::Jaxlib04;
   switch (kind) {
     case OpKind::Negate: return {0};
@@ -157,7 +157,7 @@ LlvmRank llvmRank(OpKind kind, Numerics n) {
     case OpKind::Acos: return {8};
     case OpKind::Maximum:
     case OpKind::Minimum: return {v04 ? 3 : 1};
-    case OpKind::Convert: return {v04 ? 4 : 2};
+    case OpKind::Convert: return {to == DType::BF16 ? (v04 ? 7 : 3) : 1};  // XLA rounds to bf16 with integer ops
     default: return {1};
   }
 }
@@ -279,6 +279,7 @@ int Lowerer::lowerElementwiseGroup(std::vector<OpContext>& members) {
   std::vector<std::tuple<int, std::vector<int64_t>, std::vector<int64_t>>> gathers;  // broadcast views read
   std::vector<std::pair<OpKind, DType>> costs;
   std::vector<bool> as_written;  // per instruction: an add LLVM leaves in the order written (llvmRank)
+  std::vector<DType> result_types;
   std::string codelet, names;
   double flops = 0, weight = 0;
   auto addInput = [&](int slot, bool scalar) {
@@ -340,6 +341,7 @@ int Lowerer::lowerElementwiseGroup(std::vector<OpContext>& members) {
     model = own_model;
     instrs.push_back(ins);
     as_written.push_back(attrString(*ctx.op, "operand_order", "") == "as_written");
+    result_types.push_back(ctx.out_types[0].dtype);
     costs.emplace_back(ctx.info->kind, m.dt);
     codelet += (codelet.empty() ? "" : ",") + m.codelet;
     weight += m.weight;
@@ -376,7 +378,8 @@ int Lowerer::lowerElementwiseGroup(std::vector<OpContext>& members) {
     int64_t highest = 0;
     for (int a : instrs[static_cast<size_t>(r.second)].args)
       if (a >= 0) highest = std::max(highest, rankOf(a));
-    const LlvmRank how = llvmRank(costs[static_cast<size_t>(r.second)].first, numerics());
+    const LlvmRank how =
+        llvmRank(costs[static_cast<size_t>(r.second)].first, numerics(), result_types[static_cast<size_t>(r.second)]);
     return known = highest >= kUnknown ? kUnknown : how.called ? ++place : highest + how.depth;
   };
   for (int a : instrs.back().args)  // XLA's emitter asks the root for its value, depth first
