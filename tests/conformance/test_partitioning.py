@@ -42,6 +42,7 @@ CASES: Dict[str, Dict[str, float]] = {
     "unreduced_results": SUM,
     "scatter_add_in_an_explicit_mesh": EXACT,
     "linear_algebra_in_an_explicit_mesh": {"rtol": 1e-4, "atol": 1e-5},  # factorisations in another order
+    "complex_factorisation_of_sharded_rows": {"rtol": 1e-4, "atol": 1e-5},
 }
 # The collectives each of these programs needs (any of them), which the ipu must run: XLA's partitioner inserts them
 # for cpu too (a reduce-scatter is an all-reduce and a slice where the pass that fuses them has not run yet)
@@ -246,7 +247,15 @@ def _cases(backend: str) -> Dict[str, Callable[[], Any]]:
             return [*jnp.linalg.slogdet(a), jax.vmap(jnp.linalg.slogdet)(a)[1], jax.vmap(jnp.linalg.solve)(a, b),
                     jax.jit(jax.vmap(jnp.linalg.solve, in_axes=(None, 0)))(jax.reshard(square, P()), rhs)]
 
+    def complex_factorisation_of_sharded_rows() -> Any:
+        # a c64 matrix split by rows, factorised whole: XLA's partitioner gathers it and hands back its products of
+        # complex vectors and matrices as stablehlo.dot (jax's linalg_sharding_test test_non_batch_axis_sharding)
+        z = normal(8, 8) + 1j * normal(8, 8)
+        hermitian = (z @ z.conj().T + 8 * np.eye(8)).astype(np.complex64)
+        return [jax.jit(jax.lax.linalg.cholesky, out_shardings=at())(put(hermitian, "data", None))]
+
     return {
+        "complex_factorisation_of_sharded_rows": complex_factorisation_of_sharded_rows,
         "linear_algebra_in_an_explicit_mesh": linear_algebra_in_an_explicit_mesh,
         "scatter_add_in_an_explicit_mesh": scatter_add_in_an_explicit_mesh,
         "unreduced_results": unreduced_results,

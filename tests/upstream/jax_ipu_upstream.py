@@ -104,7 +104,9 @@ CPU_GATED_FILES = ("lax_control_flow_test.py", "api_test.py", "pjit_test.py", "s
 #   supported in fallback tridiagonal solve").
 # - The current series' lax_numpy_test.py: jnp.poly of a matrix, its characteristic polynomial ("Nonsymmetric
 #   eigendecomposition is only implemented on the CPU and GPU backends").
-LAPACK_GATED_FILES = ("linalg_test.py", "lax_numpy_test.py")
+# - The current series' linalg_sharding_test.py: each decomposition of a batch sharded over 2 devices, partitioned
+#   along the batch with no collective, its gradients, and its shardings.
+LAPACK_GATED_FILES = ("linalg_test.py", "lax_numpy_test.py", "linalg_sharding_test.py")
 
 
 @pytest.hookimpl(hookwrapper=True)

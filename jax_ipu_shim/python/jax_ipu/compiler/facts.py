@@ -484,12 +484,12 @@ def splat_value(value: Any) -> Optional[float]:
             converts.append(str(ir.RankedTensorType(producer.results[0].type).element_type))
         value = producer.operands[0]
         producer = producer_of(value)
-    if producer is not None and producer.name in ("stablehlo.dot_general", "stablehlo.reduce") and \
+    if producer is not None and producer.name in O.DOTS + ("stablehlo.reduce",) and \
             math.prod(ir.RankedTensorType(producer.operands[0].type).shape) == 0:
         # XLA's simplifier makes a dot with nothing to contract a broadcast zero, and a reduce of no elements a
         # broadcast of its initial value (jnp.matmul of f32[5, 0] and f32[0, 40] + x is x, denormals kept: fuzz
         # seed 20286212 #2406)
-        if producer.name == "stablehlo.dot_general":
+        if producer.name in O.DOTS:
             return 0.0 if not converts else None
         if len(producer.operands) != 2 or converts or sign < 0:
             return None

@@ -50,6 +50,8 @@ ATTRS: Dict[str, Callable[[Any], Any]] = {
 
 # Older spellings jax still emits, and the program op each becomes (see translate._respell).
 RESPELLED = {"cross-replica-sum": "all_reduce", "broadcast": "broadcast_in_dim", "dot": "dot_general"}
+# The MLIR ops that are a dot_general: its own and its older spellings.
+DOTS = ("stablehlo.dot_general",) + tuple(f"stablehlo.{old}" for old, new in RESPELLED.items() if new == "dot_general")
 
 
 @functools.lru_cache(maxsize=None)

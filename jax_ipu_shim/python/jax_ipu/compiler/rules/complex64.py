@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
+from .. import ops as O
 from .. import rewrite as W
 from .. import types as T
 from ..errors import CompileError
@@ -18,7 +19,7 @@ _COMPLEX_SPLIT = ("stablehlo.sort", "stablehlo.reduce", "stablehlo.reduce_window
 
 
 # Products of complex values, computed as four real products of the parts (f32 for c64, f64 for c128).
-_COMPLEX_PRODUCTS = ("stablehlo.dot_general", "stablehlo.convolution")
+_COMPLEX_PRODUCTS = O.DOTS + ("stablehlo.convolution",)
 
 
 def _complex_product(t: Any, entry: Dict[str, Any], mlir_op: Any) -> List[Dict[str, Any]]:

@@ -28,6 +28,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from jax_ipu import _jax
 
+from .. import ops as O
 from .. import rewrite as W
 
 _WIDENED = ("add", "subtract", "multiply", "divide", "exponential", "exponential_minus_one", "log", "log_plus_one",
@@ -97,7 +98,7 @@ def dot_read_in_f32(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bo
     (``preferred_element_type=jnp.float32``, or an f32 x bf16 dot): those converts read the operands' producers
     unrounded too (measured for dots of 1x8x1 to 128x64x128). jaxlib 0.12 does so only for small dots, which go to
     its own loops rather than a library: not modelled (the fuzz table lists it)."""
-    if not (op.name == "stablehlo.dot_general" and not scalar_body and not _jax.is_current_series() and t.f32(op)
+    if not (op.name in O.DOTS and not scalar_body and not _jax.is_current_series() and t.f32(op)
             and all(_bf16(t, v) or _f32(t, v) for v in op.operands)
             and any(_written(t, body, t.ids.get(v), _widened_ops()) is not None for v in op.operands)):
         return False
