@@ -408,14 +408,12 @@ int Lowerer::lowerElementwiseGroup(std::vector<OpContext>& members) {
       }
       for (size_t i = listed.size(); i-- > 0;) {
         const size_t x = listed[i];
-        if (written[x]) continue;
-        if (x < n)
-          for (int a : instrs[x].args)
-            if (a >= 0) write(valueOf(a));
-        if (x >= n) {
+        if (written[x] || x >= n) {
           write(x);
           continue;
         }
+        for (int a : instrs[x].args)
+          if (a >= 0) write(valueOf(a));
         written[x] = 1;
         if (called(x)) placed[x] = ++place;
       }
@@ -450,10 +448,10 @@ int Lowerer::lowerElementwiseGroup(std::vector<OpContext>& members) {
       auto a = args[static_cast<size_t>(instrs[i].args[0])], b = args[static_cast<size_t>(instrs[i].args[1])];
       return a < b ? std::make_pair(a, b) : std::make_pair(b, a);
     };
-    int n = 0;
-    for (size_t i = 0; i < instrs.size(); ++i)
-      if (costs[i] == costs[j] && operands(i) == operands(j)) n += uses[i];
-    return n;
+    int count = 0;
+    for (size_t i = 0; i < n; ++i)
+      if (costs[i] == costs[j] && operands(i) == operands(j)) count += uses[i];
+    return count;
   };
   auto isProductReadOnce = [&](int arg) {
     const int j = args[static_cast<size_t>(arg)].second;
