@@ -423,9 +423,10 @@ def select_of_arithmetic(t: Any, op: Any, body: List[Dict[str, Any]], scalar_bod
 def product_after_negated_product(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
     if not (op.name == "stablehlo.add" and not scalar_body and t.f32(op)):
         return False
-    if _sign(op.operands[0]) > 0 and _sign(op.operands[1]) < 0 and _product_read_once(op.operands[1]):
-        # Q + P with a negated product P is Q - |P| for LLVM, which Reassociate does not reorder: Q is contracted
-        # if it is a product, as written ((d * b) + (-0.746 * c), whatever the ranks of the two).
+    if (_sign(op.operands[0]) > 0 and _sign(op.operands[1]) < 0
+            and all(_product_read_once(v) for v in op.operands)):
+        # Q + P with a negated product P is Q - |P| for LLVM, which Reassociate does not reorder: the product Q is
+        # contracted, as written ((d * b) + (-0.746 * c), whatever the ranks of the two).
         entry = t.entry(op)
         body.append(dict(entry, attrs=dict(entry["attrs"], operand_order="as_written")))
         return True
