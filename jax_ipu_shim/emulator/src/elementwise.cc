@@ -381,11 +381,13 @@ int Lowerer::lowerElementwiseGroup(std::vector<OpContext>& members) {
   // operand's operands last to first), then writes the list backwards: an operand it has not written yet is
   // written where an op first needs it.
   bool loop_emitter = false;
-  for (size_t i = 0; i < inputs.size(); ++i)
-    loop_emitter |= isConstant(n + i) || inputs[i].scalar || !inputs[i].strides.empty();
-  for (const auto& c : costs)
-    loop_emitter |= c.first == OpKind::Compare || c.first == OpKind::Select || c.first == OpKind::Clamp;
-  if (numerics() == Numerics::Jaxlib012 && loop_emitter) {
+  if (numerics() == Numerics::Jaxlib012) {
+    for (size_t i = 0; i < inputs.size(); ++i)
+      loop_emitter |= isConstant(n + i) || inputs[i].scalar || !inputs[i].strides.empty();
+    for (const auto& c : costs)
+      loop_emitter |= c.first == OpKind::Compare || c.first == OpKind::Select || c.first == OpKind::Clamp;
+  }
+  if (loop_emitter) {
     std::vector<char> written(n + inputs.size(), 0);
     std::function<void(size_t)> write = [&](size_t v) {
       if (written[v]) return;
@@ -439,24 +441,21 @@ int Lowerer::lowerElementwiseGroup(std::vector<OpContext>& members) {
   for (int a : instrs.back().args)  // jaxlib 0.4.13's emitter asks the root for its value, depth first
     if (a >= 0) rankOf(a);
   std::vector<bool> contracted(instrs.size(), false);
-  // A product's uses for LLVM, whose CSE has made the products of the same two operands (a * b, b * a) one value:
-  // one read more than once is not contracted.
-  auto llvmUses = [&](int arg) {
-    const size_t j = static_cast<size_t>(args[static_cast<size_t>(arg)].second);
-    if (costs[j].first != OpKind::Multiply) return uses[j];
-    auto operands = [&](size_t i) {
-      auto a = args[static_cast<size_t>(instrs[i].args[0])], b = args[static_cast<size_t>(instrs[i].args[1])];
-      return a < b ? std::make_pair(a, b) : std::make_pair(b, a);
-    };
-    int count = 0;
-    for (size_t i = 0; i < n; ++i)
-      if (costs[i] == costs[j] && operands(i) == operands(j)) count += uses[i];
-    return count;
+  // Each member's uses for LLVM, whose CSE has made the products of the same two operands (a * b, b * a) one value:
+  // a product read more than once is not contracted.
+  std::vector<int> llvm_uses(uses);
+  auto operands = [&](size_t i) {
+    const auto a = args[static_cast<size_t>(instrs[i].args[0])], b = args[static_cast<size_t>(instrs[i].args[1])];
+    return a < b ? std::make_pair(a, b) : std::make_pair(b, a);
   };
+  for (size_t j = 0; j < n; ++j)
+    if (costs[j].first == OpKind::Multiply)
+      for (size_t i = 0; i < n; ++i)
+        if (i != j && costs[i] == costs[j] && operands(i) == operands(j)) llvm_uses[j] += uses[i];
   auto isProductReadOnce = [&](int arg) {
     const int j = args[static_cast<size_t>(arg)].second;
-    return j >= 0 && !contracted[static_cast<size_t>(j)] && uses[static_cast<size_t>(j)] == 1 &&
-           costs[static_cast<size_t>(j)] == std::make_pair(OpKind::Multiply, DType::F32) && llvmUses(arg) == 1;
+    return j >= 0 && !contracted[static_cast<size_t>(j)] && llvm_uses[static_cast<size_t>(j)] == 1 &&
+           costs[static_cast<size_t>(j)] == std::make_pair(OpKind::Multiply, DType::F32);
   };
   for (size_t k = 0; k < instrs.size(); ++k) {
     const OpKind kind = costs[k].first;
@@ -469,8 +468,8 @@ int Lowerer::lowerElementwiseGroup(std::vector<OpContext>& members) {
     if (kind == OpKind::Add && !as_written[k] && first < kUnknown && second < first) std::swap(order[0], order[1]);
     for (int side : order) {
       const int j = args[static_cast<size_t>(instrs[k].args[side])].second;
-      if (j < 0 || contracted[static_cast<size_t>(j)] || uses[static_cast<size_t>(j)] != 1 ||
-          costs[static_cast<size_t>(j)].second != DType::F32 || llvmUses(instrs[k].args[side]) != 1)
+      if (j < 0 || contracted[static_cast<size_t>(j)] || llvm_uses[static_cast<size_t>(j)] != 1 ||
+          costs[static_cast<size_t>(j)].second != DType::F32)
         continue;
       const OpKind product = costs[static_cast<size_t>(j)].first;
       const int other = instrs[k].args[1 - side];
