@@ -40,8 +40,9 @@ constexpr TypeInfo kTypes[] = {
     {PJRT_Buffer_Type_F8E5M2, "float8_e5m2", 1, 19},
     {PJRT_Buffer_Type_F8E4M3FN, "float8_e4m3fn", 1, 20},
 #if JAX_IPU_PJRT_MINOR >= 90
-    // Held as jax hands them over, one element per byte (the sub-byte integers unpacked): a buffer of these types
-    // moves and round-trips; a program that computes on them is refused by name.
+    // Held as jax hands them over, one element per byte (the sub-byte integers unpacked, their bits in the low bits:
+    // the emulator's own form of them, ipu/dtype.h); a program that computes on a type the emulator lacks is refused
+    // by name.
     {PJRT_Buffer_Type_S4, "int4", 1, 21},
     {PJRT_Buffer_Type_U4, "uint4", 1, 22},
     {PJRT_Buffer_Type_F8E4M3B11FNUZ, "float8_e4m3b11fnuz", 1, 23},
@@ -161,6 +162,17 @@ PJRT_Buffer_Type PjrtTypeOf(const ipu::DTypeInfo& t) {
         case ipu::DType::F8E4M3FNUZ: return PJRT_Buffer_Type_F8E4M3FNUZ;
         case ipu::DType::F8E5M2FNUZ: return PJRT_Buffer_Type_F8E5M2FNUZ;
         case ipu::DType::F8E4M3B11FNUZ: return PJRT_Buffer_Type_F8E4M3B11FNUZ;
+#endif
+        default: break;  // not in this API version's enumeration
+      }
+      break;
+    case ipu::StorageKind::SubByte:
+      switch (t.dtype) {
+#if JAX_IPU_PJRT_MINOR >= 90
+        case ipu::DType::I4: return PJRT_Buffer_Type_S4;
+        case ipu::DType::U4: return PJRT_Buffer_Type_U4;
+        case ipu::DType::I2: return PJRT_Buffer_Type_S2;
+        case ipu::DType::U2: return PJRT_Buffer_Type_U2;
 #endif
         default: break;  // not in this API version's enumeration
       }

@@ -26,10 +26,11 @@ Fusable fusable(const Op& op, const std::unordered_map<int64_t, std::string>& dt
   // c64 and c128 are computed by the complex kernels (complex.cc), not the fused vertex: an op with a complex result
   // or operand stays on its own. Binary, select and clamp operands have the result's type; unary, compare and convert
   // may read a complex value into a real result (abs, eq, real part), so their operand's type must be known to be real.
-  // fp8 likewise: its conversions are vertices of their own (as popops' casts of quarter are).
+  // fp8 likewise: its conversions are vertices of their own (as popops' casts of quarter are); so are the sub-byte
+  // integers'.
   auto apart = [](const std::string& dtype) {
     DType d;
-    return parseDType(dtype, &d) && (isComplex(d) || isFloat8(d));
+    return parseDType(dtype, &d) && (isComplex(d) || isFloat8(d) || isSubByte(d));
   };
   if (apart(op.results[0].dtype)) return Fusable::No;
   if (isElementwiseFamily(info->family)) {

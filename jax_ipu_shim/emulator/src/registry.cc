@@ -34,7 +34,9 @@ constexpr unsigned ANY = ALL | C;
 // fp8 (on chips that have it: dtype.h): moved as bytes by the ops that only move data, converted, and read by
 // dot_general; the front end computes every other op on it in f16.
 constexpr unsigned Q = maskOf([](const DTypeInfo& t) { return t.storage == StorageKind::Float8; });
-constexpr unsigned MOVED = ANY | Q;
+// The sub-byte integers likewise: moved and converted; the front end computes every other op on them in 8 bits.
+constexpr unsigned S = maskOf([](const DTypeInfo& t) { return t.storage == StorageKind::SubByte; });
+constexpr unsigned MOVED = ANY | Q | S;
 
 using K = OpKind;
 using Fam = OpFamily;
@@ -300,7 +302,10 @@ std::string registryJson() {
     if (t.dtype == DType::Token) continue;  // a program value, never an array's element
     out += std::string(first ? "" : ",") + "{\"name\":" + json::quote(t.name) + ",\"mlir\":" + json::quote(t.mlir) +
            ",\"bytes\":" + std::to_string(t.size) + ",\"float\":" + (t.is_float ? "true" : "false") +
-           ",\"int\":" + (t.is_int ? "true" : "false") + ",\"signed\":" + (t.is_signed ? "true" : "false") + "}";
+           // (a sub-byte integer is an integer to its users, though no kernel computes on it: dtype.h)
+           ",\"int\":" + (t.is_int || isSubByte(t.dtype) ? "true" : "false") +
+           ",\"bits\":" + std::to_string(isSubByte(t.dtype) ? subByteBits(t.dtype) : 8 * t.size) +
+           ",\"signed\":" + (t.is_signed ? "true" : "false") + "}";
     first = false;
   }
   // What the front end's rewrites (and the tests) need to know of the XLA:CPU this host runs (cpu_features.h).

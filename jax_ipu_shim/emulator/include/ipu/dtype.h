@@ -14,7 +14,19 @@
 namespace ipu {
 
 // How an element is held in host memory, and so how a kernel computes on it.
-enum class StorageKind : uint8_t { Token, Bool, Int, Float32, Half, BFloat16, Complex64, Float64, Float8, Complex128 };
+enum class StorageKind : uint8_t {
+  Token,
+  Bool,
+  Int,
+  Float32,
+  Half,
+  BFloat16,
+  Complex64,
+  Float64,
+  Float8,
+  Complex128,
+  SubByte
+};
 
 // One row per element type. `acc` is the accumulator matmul-like ops and reductions of partials use (f32 for the
 // 16-bit floats, rounded once at the end; i32/u32 wrapping for integers; bool for bool).
@@ -64,6 +76,15 @@ inline constexpr DTypeInfo kDTypeTable[] = {
     {DType::F8E4M3FNUZ, "f8e4m3fnuz", "f8E4M3FNUZ", 1, StorageKind::Float8, true, true, false, DType::F32},
     {DType::F8E5M2FNUZ, "f8e5m2fnuz", "f8E5M2FNUZ", 1, StorageKind::Float8, true, true, false, DType::F32},
     {DType::F8E4M3B11FNUZ, "f8e4m3b11fnuz", "f8E4M3B11FNUZ", 1, StorageKind::Float8, true, true, false, DType::F32},
+    // The sub-byte integers (jax's int4, uint4, int2, uint2; quantised weights): the IPU has no such type, so a value
+    // is held one element per byte, its bits in the low bits (the rest zero, as ml_dtypes and jax hand them over),
+    // and only moved and converted here (to them: integers wrap, floats saturate and NaN is 0, as XLA:CPU converts).
+    // The front end computes every other op on them in i8 or u8 and wraps the result, as LLVM legalises XLA:CPU's
+    // i4 arithmetic (passes/narrow_types.py). Not integers for the op table: no kernel computes on them.
+    {DType::I4, "i4", "i4", 1, StorageKind::SubByte, false, true, false, DType::I32},
+    {DType::U4, "u4", "ui4", 1, StorageKind::SubByte, false, false, false, DType::U32},
+    {DType::I2, "i2", "i2", 1, StorageKind::SubByte, false, true, false, DType::I32},
+    {DType::U2, "u2", "ui2", 1, StorageKind::SubByte, false, false, false, DType::U32},
     {DType::Token, "token", "!stablehlo.token", 0, StorageKind::Token, false, false, false, DType::Token},
 };
 
@@ -173,8 +194,39 @@ template <>
 struct StorageOf<DType::F8E4M3B11FNUZ> {
   using type = Float8<DType::F8E4M3B11FNUZ>;
 };
+// The sub-byte integers: one byte, a type each (as fp8's), holding the element's bits in its low bits.
+template <DType D>
+struct SubByte {
+  uint8_t bits;
+};
+template <>
+struct StorageOf<DType::I4> {
+  using type = SubByte<DType::I4>;
+};
+template <>
+struct StorageOf<DType::U4> {
+  using type = SubByte<DType::U4>;
+};
+template <>
+struct StorageOf<DType::I2> {
+  using type = SubByte<DType::I2>;
+};
+template <>
+struct StorageOf<DType::U2> {
+  using type = SubByte<DType::U2>;
+};
 template <DType D>
 using Storage = typename StorageOf<D>::type;
+// The sub-byte integers (the dtype table's SubByte rows) and their width in bits.
+constexpr bool isSubByte(DType d) { return d >= DType::I4 && d <= DType::U2; }
+constexpr int subByteBits(DType d) { return d == DType::I4 || d == DType::U4 ? 4 : 2; }
+// A sub-byte element's value from its bits: sign-extended from its top bit when signed.
+template <DType D>
+constexpr int32_t subByteValue(SubByte<D> x) {
+  constexpr int bits = subByteBits(D);
+  const int32_t low = x.bits & ((1 << bits) - 1);
+  return (D == DType::I4 || D == DType::I2) && (low >> (bits - 1)) ? low - (1 << bits) : low;
+}
 
 // A type as a value, for visitors' callbacks.
 template <class T>
@@ -189,8 +241,9 @@ struct DTypeTag {
   using type = Storage<D>;
 };
 
-// The one switch over computable element types: calls v(DTypeTag<D>{}) and returns true, or false for Token and
-// the fp8 types (moved as bytes; their conversions and dot_general operands are visitFloat8's).
+// The one switch over computable element types: calls v(DTypeTag<D>{}) and returns true, or false for Token, the
+// fp8 types (moved as bytes; their conversions and dot_general operands are visitFloat8's) and the sub-byte integers
+// (moved as bytes; their conversions are visitSubByte's).
 template <class V>
 bool visitDType(DType d, V&& v) {
   switch (d) {
@@ -214,7 +267,11 @@ bool visitDType(DType d, V&& v) {
     case DType::F8E5M2:
     case DType::F8E4M3FNUZ:
     case DType::F8E5M2FNUZ:
-    case DType::F8E4M3B11FNUZ: return false;
+    case DType::F8E4M3B11FNUZ:
+    case DType::I4:
+    case DType::U4:
+    case DType::I2:
+    case DType::U2: return false;
   }
   return false;
 }
@@ -232,10 +289,22 @@ bool visitFloat8(DType d, V&& v) {
   }
 }
 
+// The same over the sub-byte integers alone.
+template <class V>
+bool visitSubByte(DType d, V&& v) {
+  switch (d) {
+    case DType::I4: v(DTypeTag<DType::I4>{}); return true;
+    case DType::U4: v(DTypeTag<DType::U4>{}); return true;
+    case DType::I2: v(DTypeTag<DType::I2>{}); return true;
+    case DType::U2: v(DTypeTag<DType::U2>{}); return true;
+    default: return false;
+  }
+}
+
 // An integer (or bool) element at `p` as int64, sign- or zero-extended by its dtype: how indices and starts are read.
 inline int64_t loadInteger(const void* p, DType d) {
   int64_t out = 0;
-  visitDType(d, [&](auto t) {
+  const bool computable = visitDType(d, [&](auto t) {
     using T = typename decltype(t)::type;
     if constexpr (std::is_integral<T>::value) {
       T v;
@@ -243,6 +312,11 @@ inline int64_t loadInteger(const void* p, DType d) {
       out = static_cast<int64_t>(v);
     }
   });
+  if (!computable)
+    visitSubByte(d, [&](auto t) {
+      constexpr DType D = decltype(t)::value;
+      out = subByteValue<D>(SubByte<D>{*static_cast<const uint8_t*>(p)});
+    });
   return out;
 }
 
@@ -333,11 +407,13 @@ constexpr bool isEmulated64(DType d) { return isWide64(d) || d == DType::C128; }
 constexpr bool isFloat8(DType d) { return d >= DType::F8E4M3FN && d <= DType::F8E4M3B11FNUZ; }
 // The type the IPU's vector unit computes a value of `d` in, for costs: bf16 and c64 (pairs) in f32 (it has no
 // bf16 or complex arithmetic, as Poplar users cast or split), every other type in itself.
-// fp8 converts on the vector unit as f16 does (the C600's IPU has no other fp8 arithmetic).
+// fp8 converts on the vector unit as f16 does (the C600's IPU has no other fp8 arithmetic); a sub-byte integer as
+// the byte it is held in.
 inline DType computeType(DType d) {
   return d == DType::BF16 || d == DType::C64 ? DType::F32
          : d == DType::C128                  ? DType::F64
          : isFloat8(d)                       ? DType::F16
+         : isSubByte(d)                      ? (isSigned(d) ? DType::I8 : DType::U8)
                                              : d;
 }
 

@@ -47,7 +47,12 @@ enum class DType : uint8_t {
   F8E5M2,
   F8E4M3FNUZ,
   F8E5M2FNUZ,
-  F8E4M3B11FNUZ
+  F8E4M3B11FNUZ,
+  // the sub-byte integers (dtype.h): held one per byte, moved and converted; computed on in 8 bits by the front end
+  I4,
+  U4,
+  I2,
+  U2
 };
 
 size_t dtypeSize(DType dtype);      // Token: 0

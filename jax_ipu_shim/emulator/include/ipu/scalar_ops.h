@@ -1701,9 +1701,55 @@ struct Float8ConvertOp {
   }
 };
 
-// convert: calls v(f, Tag<From>, Tag<To>) with To f(From); fp8 on either side (the other any type) included.
+// A conversion with a sub-byte integer on either side (dtype.h), as XLA:CPU converts (measured, jaxlib 0.12): from
+// one, its value as i32 converts; to one, an integer's or bool's low bits (two's complement wrap), a float's value
+// truncated and saturated to the type's range with NaN 0 (c64, c128: the real part; fp8: its value).
+template <DType To, DType From>
+struct SubByteConvertOp {
+  Storage<To> operator()(Storage<From> x) const {
+    if constexpr (isSubByte(From)) {
+      const int32_t v = subByteValue<From>(x);
+      if constexpr (isSubByte(To)) return {wrap(v)};
+      else if constexpr (isFloat8(To)) return Float8ConvertOp<To, DType::I32>{}(v);
+      else return convertValue<To, DType::I32>(v);
+    } else if constexpr (isFloat8(From)) {
+      return {saturate(convertValue<DType::I32, DType::F32>(float8ToFloat(From, x.bits)))};
+    } else if constexpr (std::is_integral<Storage<From>>::value && !isNarrowFloat(From)) {  // ints, bool
+      return {wrap(static_cast<int64_t>(valueOf<From>(x)))};
+    } else {
+      return {saturate(convertValue<DType::I32, From>(x))};
+    }
+  }
+  static uint8_t wrap(int64_t v) { return static_cast<uint8_t>(v & ((int64_t{1} << subByteBits(To)) - 1)); }
+  static uint8_t saturate(int32_t v) {
+    constexpr int bits = subByteBits(To);
+    constexpr bool is_signed = To == DType::I4 || To == DType::I2;
+    constexpr int32_t lo = is_signed ? -(1 << (bits - 1)) : 0;
+    constexpr int32_t hi = is_signed ? (1 << (bits - 1)) - 1 : (1 << bits) - 1;
+    return wrap(std::min(std::max(v, lo), hi));
+  }
+};
+
+// convert: calls v(f, Tag<From>, Tag<To>) with To f(From); fp8 and the sub-byte integers on either side (the other
+// any type) included.
 template <class V>
 bool visitConvert(DType from, DType to, V&& v) {
+  if (isSubByte(from) || isSubByte(to)) {
+    bool found = false;
+    auto pair = [&](auto sub, DType other, auto to_sub) {
+      constexpr DType S = decltype(sub)::value;
+      auto pick = [&](auto t) {
+        constexpr DType T = decltype(t)::value;
+        if constexpr (decltype(to_sub)::value) v(SubByteConvertOp<S, T>{}, Tag<Storage<T>>{}, Tag<Storage<S>>{});
+        else v(SubByteConvertOp<T, S>{}, Tag<Storage<S>>{}, Tag<Storage<T>>{});
+        found = true;
+      };
+      if (!visitDType(other, pick) && !visitFloat8(other, pick)) visitSubByte(other, pick);
+    };
+    if (!visitSubByte(from, [&](auto sub) { pair(sub, to, std::false_type{}); }))
+      visitSubByte(to, [&](auto sub) { pair(sub, from, std::true_type{}); });
+    return found;
+  }
   if (isFloat8(from) || isFloat8(to)) {
     bool found = false;
     auto pair = [&](auto f8, DType other, auto to_f8) {

@@ -346,6 +346,8 @@ def int_constant(value: Any) -> Optional[List[int]]:
     if value_attr is None or not A.is_a(ir.DenseIntElementsAttr, value_attr):
         return None
     attr = ir.DenseIntElementsAttr(value_attr)
+    if 1 < ir.IntegerType(ir.ShapedType(attr.type).element_type).width < 8:
+        return None  # the bindings read no sub-byte element (and the ipu computes those in 8 bits: narrow_types)
     return [attr[0]] * size if attr.is_splat else [attr[i] for i in range(len(attr))]
 
 

@@ -225,7 +225,8 @@ def _rounded(x: np.ndarray, out: np.dtype) -> np.ndarray:
 def _read_constant(op: Any, tensor: Any) -> Optional[np.ndarray]:
     """A stablehlo.constant's value (0-d for a splat), or None for one this module does not read."""
     dtype, shape = tensor
-    if not (dtype in FLOATS or T.dtype_kind(dtype) in "iub") or math.prod(shape) > MAX_ELEMENTS:
+    if not (dtype in FLOATS or T.dtype_kind(dtype) in "iub") or dtype in T.sub_byte_bits() or \
+            math.prod(shape) > MAX_ELEMENTS:  # (the sub-byte integers' ops are computed in 8 bits: narrow_types)
         return None
     try:
         np_type = T.numpy_dtypes_by_name()[dtype]

@@ -28,8 +28,8 @@ from .passes import (
     contract_through_moves,
     dead_code,
     duplicate_products,
-    float8,
     id_counter,
+    narrow_types,
     reassociate_constants,
 )
 from .program_format import FORMAT, VERSION, Blob, encode
@@ -364,8 +364,9 @@ class _Translator:
             self.called = []
             functions.append(self._function(name, self.funcs[name]))
             pending.extend(self.called)
-        for function in functions:  # fp8 computed in f16; XLA's CSE and simplifier, then what its fusion does
-            float8.run(function)
+        # fp8 computed in f16 and the sub-byte integers in 8 bits; XLA's CSE and simplifier, then what its fusion does
+        for function in functions:
+            narrow_types.run(function)
             common_subexpressions.run(function, self.function_anchors.setdefault(function["name"], set()))
         if not _jax.is_current_series():
             for function in reassociate_constants.run(functions):

@@ -16,8 +16,9 @@ Row = Tuple[str, Tuple[str, ...], str]  # (program dtype, MLIR element spellings
 
 def _row(t: Dict[str, Any]) -> Row:
     """A row of the emulator's table: MLIR spells a signed integer "i8" or "si8"; numpy names follow from the kind and
-    the size (bf16 is ml_dtypes' bfloat16; bool and the complex types are neither float nor int)."""
-    bits = 8 * t["bytes"]
+    the width in bits (bf16 is ml_dtypes' bfloat16, and so are the sub-byte integers int4, uint4, int2 and uint2;
+    bool and the complex types are neither float nor int)."""
+    bits = t["bits"]
     if t["mlir"].startswith("f8"):  # f8E4M3FN -> ml_dtypes' float8_e4m3fn
         np_name = "float8_" + t["mlir"][2:].lower()
     elif t["float"]:
@@ -54,18 +55,38 @@ def element_bytes() -> Dict[str, int]:
 
 
 def numpy_dtype(np_name: str) -> np.dtype:
-    """The numpy dtype of a table row's numpy name (bfloat16 comes from ml_dtypes, which jax depends on)."""
-    if np_name == "bfloat16" or np_name.startswith("float8_"):
+    """The numpy dtype of a table row's numpy name (bfloat16, the fp8 types and the sub-byte integers come from
+    ml_dtypes, which jax depends on)."""
+    try:
+        return np.dtype(np_name)
+    except TypeError:
         import ml_dtypes
         return np.dtype(getattr(ml_dtypes, np_name))
-    return np.dtype(np_name)
 
 
 def ipu_numpy_dtypes() -> Dict[np.dtype, str]:
     """numpy dtype -> program dtype for every element type the ipu computes on and carries."""
-    import ml_dtypes  # an older ml_dtypes may lack a float8 format: that type cannot reach the ipu then
-    return {numpy_dtype(np_name): name for name, _, np_name in ipu_dtypes()
-            if not np_name.startswith("float8_") or hasattr(ml_dtypes, np_name)}
+    out = {}
+    for name, _, np_name in ipu_dtypes():
+        try:
+            out[numpy_dtype(np_name)] = name
+        except AttributeError:  # an older ml_dtypes lacks the format (int2): that type cannot reach the ipu
+            pass
+    return out
+
+
+def _sub_byte_elements() -> List[str]:
+    """MLIR's spellings of the sub-byte integers."""
+    return [mlir for mlir, (name, _) in dtypes().items() if name in sub_byte_bits()]
+
+
+@functools.lru_cache(maxsize=None)
+def sub_byte_bits() -> Dict[str, int]:
+    """The sub-byte integers (program dtype -> width in bits), from the emulator's table: held one per byte, their
+    bits in the low bits (ipu/dtype.h)."""
+    from jax_ipu import _native
+
+    return {t["name"]: t["bits"] for t in _native.registry()["element_types"] if t["bits"] < 8}
 
 
 @functools.lru_cache(maxsize=None)
@@ -76,12 +97,13 @@ def numpy_dtypes_by_name() -> Dict[str, np.dtype]:
 
 
 def dtype_kind(name: str) -> str:
-    """numpy's kind character of a program dtype ('b', 'i', 'u', 'f', 'c'), from the table; ml_dtypes' floats
-    (bfloat16, most float8 types), which numpy calls void ('V'), are 'f'."""
+    """numpy's kind character of a program dtype ('b', 'i', 'u', 'f', 'c'), from the table's numpy names (ml_dtypes'
+    types, which numpy calls void, by what they are: bfloat16 and the float8 types 'f', the sub-byte integers 'i'
+    and 'u'; an older ml_dtypes may lack some of them)."""
     for row_name, _, np_name in ipu_dtypes():
         if row_name == name:
-            kind = numpy_dtype(np_name).kind
-            return "f" if kind == "V" else kind
+            return next(kind for prefix, kind in (("bool", "b"), ("complex", "c"), ("uint", "u"), ("int", "i"),
+                                                  ("", "f")) if np_name.startswith(prefix))
     return ""
 
 
@@ -126,6 +148,9 @@ def _raw_bytes(dense: Any, element: str, splat: bool) -> bytes:
     if element == "bf16" or np_dtype.startswith(("complex", "float8_")):
         # bf16, fp8 and complex have no buffer protocol or element accessors in these bindings: read the printed form.
         return _bytes_from_text(str(dense), element, 1 if splat else len(dense))
+    sub_byte = sub_byte_bits().get(dtypes()[element][0])
+    if sub_byte:  # no buffer protocol nor element accessors for i4 in these bindings: read the printed form
+        return _bytes_from_text(str(dense), element, 1 if splat else len(dense))
     if splat:
         # A splat of a huge shape must not be expanded: read its one value.
         value = dense.get_splat_value()
@@ -143,9 +168,15 @@ def _bytes_from_text(text: str, element: str, count: int) -> bytes:
     if count == 0:  # an empty array printed as a splat (dense<1.0> : tensor<3x0x2xbf16>) holds no element
         return b""
     hex_blob = re.match(r'\s*dense<"0x([0-9A-Fa-f]*)">', text)
-    if hex_blob:  # MLIR prints large constants as their raw storage: dense<"0x..."> : tensor<...>
+    if hex_blob and element not in _sub_byte_elements():  # MLIR prints large constants as their raw storage
         return bytes.fromhex(hex_blob.group(1))
     body = text[text.index("<") + 1: text.rindex(">")].rsplit(":", 1)[0].strip()
+    bits = sub_byte_bits().get(dtypes()[element][0])
+    if bits:  # each element's bits in the low bits of a byte (MLIR prints them as signed or unsigned integers)
+        mask = (1 << bits) - 1
+        if hex_blob:
+            return bytes(b & mask for b in bytes.fromhex(hex_blob.group(1)))
+        return bytes(int(t) & mask for t in re.findall(r"[-+]?\d+", body))
     tokens = re.findall(r"0x[0-9A-Fa-f]+|[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|inf|nan)", body)
     if element.startswith("f8"):  # hex tokens are the raw byte (MLIR prints NaNs so); numbers are exact values
         f8 = numpy_dtype(dtypes()[element][1])
