@@ -103,7 +103,9 @@ def test_data_movement_and_selection(name):
     def f(a):
         return (jnp.concatenate([a, a[::-1]]), jnp.pad(a, 2, constant_values=a[0, 0]), a[jnp.array([3, 1, 2])],
                 a.T, lax.dynamic_update_slice(a, a[:2, :2], (a[1, 1], a[0, 1])), jnp.where(a > 0, a, a * 3),
-                lax.iota(dtype, 40) + a[0, 0], a + jnp.array(np.arange(30).reshape(6, 5) % 3, dtype))
+                lax.iota(dtype, 40) + a[0, 0], a + jnp.array(np.arange(30).reshape(6, 5) % 3, dtype),
+                # (a constant MLIR prints as its raw bytes)
+                jnp.tile(a, (40, 1)) * jnp.array(np.arange(1200).reshape(240, 5) % 7 - 3, dtype))
 
     check(f, x)
 

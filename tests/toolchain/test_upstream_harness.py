@@ -182,6 +182,14 @@ def test_the_multi_backend_file_runs_with_cpu_beside_the_ipu_in_both_series() ->
             (False, ["lax_test.py"]), (True, ["multibackend_test.py"])]
 
 
+def test_host_callbacks_call_jax_runs_with_cpu_beside_the_ipu_in_jax_0_4_13() -> None:
+    """jax 0.4.13's CallJaxTest runs jax on cpu from inside the ipu's callbacks, as on a gpu: host_callback_test.py's
+    ipu run has cpu beside it; its other callback files keep the ipu alone there."""
+    files = ["host_callback_test.py", "python_callback_test.py"]
+    assert run_upstream.cpu_beside(files, current_series=False) == [
+        (False, ["python_callback_test.py"]), (True, ["host_callback_test.py"])]
+
+
 def test_a_library_file_kept_to_cpu_at_import_runs_on_the_ipu_when_lifted(tmp_path: Path) -> None:
     # a stand-in jax whose default backend is the ipu and which has no cpu backend (JAX_PLATFORMS=ipu)
     (tmp_path / "jax").mkdir()

@@ -124,14 +124,18 @@ def device_groups(files: List[str], devices: Optional[int],
 # Also the current series' colocated_python_test.py (Python run on the cpu devices colocated with the accelerator's)
 # and string_array_test.py (string arrays, which jax keeps on cpu devices).
 MULTI_BACKEND_FILES = ("multibackend_test.py", "colocated_python_test.py", "string_array_test.py")
+# jax 0.4.13's host_callback_test.py runs call_jax's functions on cpu from inside the device's callbacks (CallJaxTest's
+# "outside device", which is cpu beside a gpu or tpu): the ipu run has cpu beside it too.
+OUTSIDE_DEVICE_FILES = ("host_callback_test.py",)
 
 
 def cpu_beside(files: List[str], current_series: bool) -> List[Tuple[bool, List[str]]]:
     """[(whether the ipu run also has cpu, files)]. The current series' jax puts a callback's operands on a cpu device
     (io_callback, jax.debug.*: "failed to find a local CPU device ... Make sure cpu is listed in JAX_PLATFORMS"),
     as a user's process has: its callback lane runs on the ipu with JAX_PLATFORMS=ipu,cpu (the ipu stays the default
-    backend); so do MULTI_BACKEND_FILES, in both series. Every other run has the ipu alone."""
-    beside = [f for f in files if (current_series and f in CALLBACK_FILES) or f in MULTI_BACKEND_FILES]
+    backend); so do MULTI_BACKEND_FILES and OUTSIDE_DEVICE_FILES, in both series. Every other run has the ipu alone."""
+    beside = [f for f in files
+              if (current_series and f in CALLBACK_FILES) or f in MULTI_BACKEND_FILES + OUTSIDE_DEVICE_FILES]
     alone = [f for f in files if f not in beside]
     return [(c, g) for c, g in ((False, alone), (True, beside)) if g]
 

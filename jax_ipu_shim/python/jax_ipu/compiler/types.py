@@ -75,11 +75,6 @@ def ipu_numpy_dtypes() -> Dict[np.dtype, str]:
     return out
 
 
-def _sub_byte_elements() -> List[str]:
-    """MLIR's spellings of the sub-byte integers."""
-    return [mlir for mlir, (name, _) in dtypes().items() if name in sub_byte_bits()]
-
-
 @functools.lru_cache(maxsize=None)
 def sub_byte_bits() -> Dict[str, int]:
     """The sub-byte integers (program dtype -> width in bits), from the emulator's table: held one per byte, their
@@ -167,15 +162,14 @@ def _raw_bytes(dense: Any, element: str, splat: bool) -> bytes:
 def _bytes_from_text(text: str, element: str, count: int) -> bytes:
     if count == 0:  # an empty array printed as a splat (dense<1.0> : tensor<3x0x2xbf16>) holds no element
         return b""
+    # A sub-byte integer: its bits in the low bits of a byte (MLIR stores one per byte, and prints them as integers).
+    mask = (1 << sub_byte_bits()[dtypes()[element][0]]) - 1 if dtypes()[element][0] in sub_byte_bits() else 0
     hex_blob = re.match(r'\s*dense<"0x([0-9A-Fa-f]*)">', text)
-    if hex_blob and element not in _sub_byte_elements():  # MLIR prints large constants as their raw storage
-        return bytes.fromhex(hex_blob.group(1))
+    if hex_blob:  # MLIR prints large constants as their raw storage: dense<"0x..."> : tensor<...>
+        raw = bytes.fromhex(hex_blob.group(1))
+        return bytes(b & mask for b in raw) if mask else raw
     body = text[text.index("<") + 1: text.rindex(">")].rsplit(":", 1)[0].strip()
-    bits = sub_byte_bits().get(dtypes()[element][0])
-    if bits:  # each element's bits in the low bits of a byte (MLIR prints them as signed or unsigned integers)
-        mask = (1 << bits) - 1
-        if hex_blob:
-            return bytes(b & mask for b in bytes.fromhex(hex_blob.group(1)))
+    if mask:
         return bytes(int(t) & mask for t in re.findall(r"[-+]?\d+", body))
     tokens = re.findall(r"0x[0-9A-Fa-f]+|[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|inf|nan)", body)
     if element.startswith("f8"):  # hex tokens are the raw byte (MLIR prints NaNs so); numbers are exact values
