@@ -40,6 +40,7 @@ SEVEN_TILE_CONFORMANCE = {
     "test_reduce.py": "partial results per tile, folded across tiles",
     "test_shapes.py": "slices, transposes and pads exchanged between uneven mappings",
     "test_sort.py": "sorting rows that span tiles",
+    "test_sub_byte.py": "sub-byte integers held a byte each, moved, widened, summed and sorted across few tiles",
     "test_window.py": "windows that straddle tile boundaries",
     "test_x64.py": "8-byte elements mapped, exchanged, reduced and multiplied across few tiles",
 }
