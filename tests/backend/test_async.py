@@ -261,5 +261,5 @@ def test_infeed_push_checks_dtypes_and_counts_bytes(python):
         "the ipu backend has not been created yet",
         "array 0 has dtype 'f128', which the ipu streams do not carry"
         " (bool, i8, u8, i16, u16, i32, u32, f16, bf16, f32, c64, f64, i64, u64, c128, f8e4m3fn, f8e5m2, f8e4m3fnuz,"
-        " f8e5m2fnuz, f8e4m3b11fnuz)",
+        " f8e5m2fnuz, f8e4m3b11fnuz, i4, u4, i2, u2)",
         "''", "16"]
