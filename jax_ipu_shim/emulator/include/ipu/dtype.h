@@ -107,8 +107,26 @@ struct Complex128 {
 };
 using BoolStorage = uint8_t;
 using HalfStorage = uint16_t;
+// The fp8 enumerators (emulator.h), and the sub-byte integers (the dtype table's SubByte rows) with their width.
+constexpr bool isFloat8(DType d) { return d >= DType::F8E4M3FN && d <= DType::F8E4M3B11FNUZ; }
+constexpr bool isSubByte(DType d) { return d >= DType::I4 && d <= DType::U2; }
+constexpr int subByteBits(DType d) { return d == DType::I4 || d == DType::U4 ? 4 : 2; }
+// fp8 and the sub-byte integers are held in one byte, a type per format, so that no kernel keyed on storage types
+// takes one for u8 or for another format: fp8 its bits, a sub-byte integer its bits in the low bits.
 template <DType D>
-struct StorageOf;
+struct Float8 {
+  uint8_t bits;
+};
+template <DType D>
+struct SubByte {
+  uint8_t bits;
+};
+// The types held in a byte take the primary template; the others are specialised below.
+template <DType D>
+struct StorageOf {
+  static_assert(isFloat8(D) || isSubByte(D), "an element type without a host storage type");
+  using type = std::conditional_t<isFloat8(D), Float8<D>, SubByte<D>>;
+};
 template <>
 struct StorageOf<DType::Bool> {
   using type = uint8_t;
@@ -169,57 +187,8 @@ template <>
 struct StorageOf<DType::U64> {
   using type = uint64_t;
 };
-// fp8: one byte, a type per format, so that no kernel keyed on storage types takes it for u8 or for another format.
-template <DType D>
-struct Float8 {
-  uint8_t bits;
-};
-template <>
-struct StorageOf<DType::F8E4M3FN> {
-  using type = Float8<DType::F8E4M3FN>;
-};
-template <>
-struct StorageOf<DType::F8E5M2> {
-  using type = Float8<DType::F8E5M2>;
-};
-template <>
-struct StorageOf<DType::F8E4M3FNUZ> {
-  using type = Float8<DType::F8E4M3FNUZ>;
-};
-template <>
-struct StorageOf<DType::F8E5M2FNUZ> {
-  using type = Float8<DType::F8E5M2FNUZ>;
-};
-template <>
-struct StorageOf<DType::F8E4M3B11FNUZ> {
-  using type = Float8<DType::F8E4M3B11FNUZ>;
-};
-// The sub-byte integers: one byte, a type each (as fp8's), holding the element's bits in its low bits.
-template <DType D>
-struct SubByte {
-  uint8_t bits;
-};
-template <>
-struct StorageOf<DType::I4> {
-  using type = SubByte<DType::I4>;
-};
-template <>
-struct StorageOf<DType::U4> {
-  using type = SubByte<DType::U4>;
-};
-template <>
-struct StorageOf<DType::I2> {
-  using type = SubByte<DType::I2>;
-};
-template <>
-struct StorageOf<DType::U2> {
-  using type = SubByte<DType::U2>;
-};
 template <DType D>
 using Storage = typename StorageOf<D>::type;
-// The sub-byte integers (the dtype table's SubByte rows) and their width in bits.
-constexpr bool isSubByte(DType d) { return d >= DType::I4 && d <= DType::U2; }
-constexpr int subByteBits(DType d) { return d == DType::I4 || d == DType::U4 ? 4 : 2; }
 // A sub-byte element's value from its bits: sign-extended from its top bit when signed.
 template <DType D>
 constexpr int32_t subByteValue(SubByte<D> x) {
@@ -403,8 +372,6 @@ constexpr bool isNarrowFloat(DType d) { return d == DType::F16 || d == DType::BF
 constexpr bool isWide64(DType d) { return d == DType::F64 || d == DType::I64 || d == DType::U64; }
 // The types jax_enable_x64 brings: the 64-bit ones and c128 (pairs of f64), refused when 64-bit emulation is off.
 constexpr bool isEmulated64(DType d) { return isWide64(d) || d == DType::C128; }
-// The fp8 enumerators are DType's last five (emulator.h).
-constexpr bool isFloat8(DType d) { return d >= DType::F8E4M3FN && d <= DType::F8E4M3B11FNUZ; }
 // The type the IPU's vector unit computes a value of `d` in, for costs: bf16 and c64 (pairs) in f32 (it has no
 // bf16 or complex arithmetic, as Poplar users cast or split), every other type in itself.
 // fp8 converts on the vector unit as f16 does (the C600's IPU has no other fp8 arithmetic); a sub-byte integer as

@@ -1730,42 +1730,37 @@ struct SubByteConvertOp {
   }
 };
 
+// A conversion with a type of one kind (`kind` visits its types: fp8's, the sub-byte integers') on either side and
+// any type `others` visits on the other, by the kind's Op<To, From>: calls v(f, Tag<From>, Tag<To>).
+template <template <DType, DType> class Op, class Kind, class Others, class V>
+bool visitConvertOfKind(DType from, DType to, Kind kind, Others others, V&& v) {
+  bool found = false;
+  auto pair = [&](auto special, DType other, auto to_special) {
+    constexpr DType S = decltype(special)::value;
+    others(other, [&](auto t) {
+      constexpr DType T = decltype(t)::value;
+      if constexpr (decltype(to_special)::value) v(Op<S, T>{}, Tag<Storage<T>>{}, Tag<Storage<S>>{});
+      else v(Op<T, S>{}, Tag<Storage<S>>{}, Tag<Storage<T>>{});
+      found = true;
+    });
+  };
+  if (!kind(from, [&](auto special) { pair(special, to, std::false_type{}); }))
+    kind(to, [&](auto special) { pair(special, from, std::true_type{}); });
+  return found;
+}
+
 // convert: calls v(f, Tag<From>, Tag<To>) with To f(From); fp8 and the sub-byte integers on either side (the other
 // any type) included.
 template <class V>
 bool visitConvert(DType from, DType to, V&& v) {
-  if (isSubByte(from) || isSubByte(to)) {
-    bool found = false;
-    auto pair = [&](auto sub, DType other, auto to_sub) {
-      constexpr DType S = decltype(sub)::value;
-      auto pick = [&](auto t) {
-        constexpr DType T = decltype(t)::value;
-        if constexpr (decltype(to_sub)::value) v(SubByteConvertOp<S, T>{}, Tag<Storage<T>>{}, Tag<Storage<S>>{});
-        else v(SubByteConvertOp<T, S>{}, Tag<Storage<S>>{}, Tag<Storage<T>>{});
-        found = true;
-      };
-      if (!visitDType(other, pick) && !visitFloat8(other, pick)) visitSubByte(other, pick);
-    };
-    if (!visitSubByte(from, [&](auto sub) { pair(sub, to, std::false_type{}); }))
-      visitSubByte(to, [&](auto sub) { pair(sub, from, std::true_type{}); });
-    return found;
-  }
-  if (isFloat8(from) || isFloat8(to)) {
-    bool found = false;
-    auto pair = [&](auto f8, DType other, auto to_f8) {
-      constexpr DType Q = decltype(f8)::value;
-      auto pick = [&](auto t) {
-        constexpr DType T = decltype(t)::value;
-        if constexpr (decltype(to_f8)::value) v(Float8ConvertOp<Q, T>{}, Tag<Storage<T>>{}, Tag<Storage<Q>>{});
-        else v(Float8ConvertOp<T, Q>{}, Tag<Storage<Q>>{}, Tag<Storage<T>>{});
-        found = true;
-      };
-      if (!visitDType(other, pick)) visitFloat8(other, pick);
-    };
-    if (!visitFloat8(from, [&](auto f8) { pair(f8, to, std::false_type{}); }))
-      visitFloat8(to, [&](auto f8) { pair(f8, from, std::true_type{}); });
-    return found;
-  }
+  auto computed_or_fp8 = [](DType d, auto&& f) { return visitDType(d, f) || visitFloat8(d, f); };
+  if (isSubByte(from) || isSubByte(to))
+    return visitConvertOfKind<SubByteConvertOp>(
+        from, to, [](DType d, auto&& f) { return visitSubByte(d, f); },
+        [&](DType d, auto&& f) { return computed_or_fp8(d, f) || visitSubByte(d, f); }, v);
+  if (isFloat8(from) || isFloat8(to))
+    return visitConvertOfKind<Float8ConvertOp>(
+        from, to, [](DType d, auto&& f) { return visitFloat8(d, f); }, computed_or_fp8, v);
   bool found = false;
   visitDType(from, [&](auto from_tag) {
     constexpr DType F = decltype(from_tag)::value;
