@@ -111,6 +111,7 @@ using HalfStorage = uint16_t;
 constexpr bool isFloat8(DType d) { return d >= DType::F8E4M3FN && d <= DType::F8E4M3B11FNUZ; }
 constexpr bool isSubByte(DType d) { return d >= DType::I4 && d <= DType::U2; }
 constexpr int subByteBits(DType d) { return d == DType::I4 || d == DType::U4 ? 4 : 2; }
+constexpr bool subByteSigned(DType d) { return d == DType::I4 || d == DType::I2; }
 // fp8 and the sub-byte integers are held in one byte, a type per format, so that no kernel keyed on storage types
 // takes one for u8 or for another format: fp8 its bits, a sub-byte integer its bits in the low bits.
 template <DType D>
@@ -194,7 +195,7 @@ template <DType D>
 constexpr int32_t subByteValue(SubByte<D> x) {
   constexpr int bits = subByteBits(D);
   const int32_t low = x.bits & ((1 << bits) - 1);
-  return (D == DType::I4 || D == DType::I2) && (low >> (bits - 1)) ? low - (1 << bits) : low;
+  return subByteSigned(D) && (low >> (bits - 1)) ? low - (1 << bits) : low;
 }
 
 // A type as a value, for visitors' callbacks.

@@ -1723,9 +1723,8 @@ struct SubByteConvertOp {
   static uint8_t wrap(int64_t v) { return static_cast<uint8_t>(v & ((int64_t{1} << subByteBits(To)) - 1)); }
   static uint8_t saturate(int32_t v) {
     constexpr int bits = subByteBits(To);
-    constexpr bool is_signed = To == DType::I4 || To == DType::I2;
-    constexpr int32_t lo = is_signed ? -(1 << (bits - 1)) : 0;
-    constexpr int32_t hi = is_signed ? (1 << (bits - 1)) - 1 : (1 << bits) - 1;
+    constexpr int32_t lo = subByteSigned(To) ? -(1 << (bits - 1)) : 0;
+    constexpr int32_t hi = subByteSigned(To) ? (1 << (bits - 1)) - 1 : (1 << bits) - 1;
     return wrap(std::min(std::max(v, lo), hi));
   }
 };

@@ -140,11 +140,9 @@ def _raw_bytes(dense: Any, element: str, splat: bool) -> bytes:
         ints = ir.DenseIntElementsAttr(dense)
         count = 1 if splat else len(ints)
         return bytes(1 if ints[i] else 0 for i in range(count))
-    if element == "bf16" or np_dtype.startswith(("complex", "float8_")):
-        # bf16, fp8 and complex have no buffer protocol or element accessors in these bindings: read the printed form.
-        return _bytes_from_text(str(dense), element, 1 if splat else len(dense))
-    sub_byte = sub_byte_bits().get(dtypes()[element][0])
-    if sub_byte:  # no buffer protocol nor element accessors for i4 in these bindings: read the printed form
+    if element == "bf16" or np_dtype.startswith(("complex", "float8_")) or dtypes()[element][0] in sub_byte_bits():
+        # bf16, fp8, complex and the sub-byte integers have no buffer protocol or element accessors in these
+        # bindings: read the printed form.
         return _bytes_from_text(str(dense), element, 1 if splat else len(dense))
     if splat:
         # A splat of a huge shape must not be expanded: read its one value.
@@ -163,7 +161,7 @@ def _bytes_from_text(text: str, element: str, count: int) -> bytes:
     if count == 0:  # an empty array printed as a splat (dense<1.0> : tensor<3x0x2xbf16>) holds no element
         return b""
     # A sub-byte integer: its bits in the low bits of a byte (MLIR stores one per byte, and prints them as integers).
-    mask = (1 << sub_byte_bits()[dtypes()[element][0]]) - 1 if dtypes()[element][0] in sub_byte_bits() else 0
+    mask = (1 << sub_byte_bits().get(dtypes()[element][0], 0)) - 1  # 0: not a sub-byte integer
     hex_blob = re.match(r'\s*dense<"0x([0-9A-Fa-f]*)">', text)
     if hex_blob:  # MLIR prints large constants as their raw storage: dense<"0x..."> : tensor<...>
         raw = bytes.fromhex(hex_blob.group(1))

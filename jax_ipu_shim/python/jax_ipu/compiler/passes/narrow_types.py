@@ -143,10 +143,9 @@ def _computed_wide(r: Dict[str, Any], wide: str, values: Values, fresh: Callable
 
 def _wide_constant(raw: bytes, narrow: str) -> bytes:
     """A narrow constant's values as the bytes of its wide type (exact)."""
-    wide = wide_types()[narrow]
-    np_narrow = T.numpy_dtype(dict((n, np_name) for n, _, np_name in T.ipu_dtypes())[narrow])
-    values = np.frombuffer(raw, dtype=np.uint8).view(np_narrow)
-    return values.astype(T.numpy_dtype({"f16": "float16", "i8": "int8", "u8": "uint8"}[wide])).tobytes()
+    numpy_dtypes = T.numpy_dtypes_by_name()
+    values = np.frombuffer(raw, dtype=np.uint8).view(numpy_dtypes[narrow])
+    return values.astype(numpy_dtypes[wide_types()[narrow]]).tobytes()
 
 
 def _rounded_region(region: Dict[str, Any], values: Values, fresh: Callable[[], int]) -> None:
