@@ -36,27 +36,26 @@ struct OperandLayout {
 };
 
 
-// Copies an operand into canonical order, converting to the accumulator type.
+// Copies elements [b, e) of an operand in canonical order into y[b, e), converting to the accumulator type (the
+// whole operand, or one host thread's share of it).
 template <class In, class Acc>
-void canonicalize(const In* x, Acc* y, const OperandLayout& l) {
+void canonicalize(const In* x, Acc* y, const OperandLayout& l, int64_t b, int64_t e) {
   const size_t rank = l.shape.size();
   if (rank == 0) {
-    y[0] = toAcc(x[0], static_cast<Acc*>(nullptr));
+    if (b < e) y[0] = toAcc(x[0], static_cast<Acc*>(nullptr));
     return;
   }
   std::vector<int64_t> in_strides(rank, 1), shape(rank), strides(rank);
   for (size_t d = rank; d-- > 1;) in_strides[d - 1] = in_strides[d] * l.shape[d];
-  int64_t total = 1;
   for (size_t d = 0; d < rank; ++d) {
     shape[d] = l.shape[static_cast<size_t>(l.perm[d])];
     strides[d] = in_strides[static_cast<size_t>(l.perm[d])];
-    total *= shape[d];
   }
-  if (total == 0) return;
+  if (b >= e) return;
   if constexpr (std::is_same<In, uint16_t>::value && std::is_same<Acc, float>::value) {  // f16: a vector conversion
-    if (l.identity()) return halvesToFloats(x, y, total);
+    if (l.identity()) return halvesToFloats(x + b, y + b, e - b);
   }
-  copyStridedView<false>(x, y, shape, strides, 0, 0, total, [](In v) { return toAcc(v, static_cast<Acc*>(nullptr)); });
+  copyStridedView<false>(x, y + b, shape, strides, 0, b, e, [](In v) { return toAcc(v, static_cast<Acc*>(nullptr)); });
 }
 
 // ---- host GEMM kernels. C[m x n] = A[m x k] B[k x n] with row strides lda, ldb, ldc. Every output element is a
@@ -450,10 +449,20 @@ PlanInputs planInputs(int64_t B, int64_t M, int64_t N, int64_t K, DType dt, DTyp
           &dev};
 }
 
+// The cycles of a plan's last superstep (when it has one): each output tile receives its elements' pK partials
+// and reduces them (pK > 1) or copies them into place. It depends on pK alone, so choosePlan works it out once
+// per pK.
+uint64_t reductionCycles(const PlanInputs& in, int64_t pk) {
+  const int64_t recv2 = in.out_per_tile * pk * in.acc_bytes;
+  return cost::exchange(recv2, in.bytes_per_cycle) + in.device->sync_cycles +
+         (pk > 1 ? cost::reduce(in.partials, in.out_per_tile * pk, in.out_per_tile, in.workers)
+                 : cost::copy(in.out_per_tile * in.acc_bytes, in.workers));
+}
+
 // The estimated cycles of a plan (interior blocks, no operand locality) and its per-tile working set: its row
 // chunks' matmul supersteps one after another, each tile keeping its partial block of every chunk, then one
-// reduction of the whole output.
-void estimate(const PlanInputs& in, const DotPlan& p, uint64_t* cycles, int64_t* working) {
+// reduction of the whole output (`reduction`: reductionCycles of the plan's pK).
+void estimate(const PlanInputs& in, const DotPlan& p, uint64_t reduction, uint64_t* cycles, int64_t* working) {
   const int64_t bb = std::max<int64_t>(p.b.block, 1), bm = std::max<int64_t>(p.m.block, 1);
   const int64_t bn = std::max<int64_t>(p.n.block, 1), bk = p.k.block;
   const int64_t lhs = bb * bm * bk * in.in_bytes, rhs = bb * bk * bn * in.in_bytes, recv1 = lhs + rhs;
@@ -466,12 +475,7 @@ void estimate(const PlanInputs& in, const DotPlan& p, uint64_t* cycles, int64_t*
                       in.device->sync_cycles;
   const bool second = p.k.parts > 1 || p.blocks() > 1 || in.out_tiles > 1 || chunks > 1;
   const int64_t recv2 = second ? in.out_per_tile * p.k.parts * in.acc_bytes : 0;
-  uint64_t c2 = 0;
-  if (second)
-    c2 = cost::exchange(recv2, in.bytes_per_cycle) + in.device->sync_cycles +
-         (p.k.parts > 1 ? cost::reduce(in.partials, in.out_per_tile * p.k.parts, in.out_per_tile, in.workers)
-                        : cost::copy(in.out_per_tile * in.acc_bytes, in.workers));
-  *cycles = static_cast<uint64_t>(chunks) * c1 + c2;
+  *cycles = static_cast<uint64_t>(chunks) * c1 + (second ? reduction : 0);
   *working = std::max(recv1 + part, part + recv2) + 2 * cost::kVertexStateBytes;
 }
 
@@ -486,25 +490,36 @@ DotPlan choosePlan(const PlanInputs& in, bool serial = false) {
   const int64_t T = in.tiles;
   const std::vector<int64_t> cb = candidates(in.B, T), cn = candidates(in.N, T);
   const std::vector<int64_t> ck = in.K > 0 ? candidates(in.K, T) : std::vector<int64_t>{1};
+  // What does not depend on the other dimensions' parts, once per candidate (the search tries thousands of grids).
+  const auto splits = [](int64_t dim, const std::vector<int64_t>& parts) {
+    std::vector<Split> out;
+    for (int64_t p : parts) out.push_back(makeSplit(dim, p));
+    return out;
+  };
+  const std::vector<Split> sb = splits(in.B, cb), sn = splits(in.N, cn), sk = splits(in.K, ck);
+  std::vector<uint64_t> reduction;
+  for (const Split& k : sk) reduction.push_back(reductionCycles(in, k.parts));
   bool first = true;
   const auto search = [&](int64_t chunks) {
     const Split rows = makeSplit(in.M, chunks);
     if (rows.parts != chunks) return;  // the same row chunks as a smaller count
     const std::vector<int64_t> cm = candidates(std::max<int64_t>(rows.block, 1), T);
-    for (int64_t pb : cb)
-      for (int64_t pm : cm) {
-        if (pb * pm > T) break;
-        for (int64_t pn : cn) {
-          if (pb * pm * pn > T) break;
-          for (int64_t pk : ck) {
-            if (pb * pm * pn * pk > T) break;
+    const std::vector<Split> sm = splits(rows.block, cm);
+    for (size_t ib = 0; ib < cb.size(); ++ib)
+      for (size_t im = 0; im < cm.size(); ++im) {
+        const int64_t pbm = cb[ib] * cm[im];
+        if (pbm > T) break;
+        for (size_t in_ = 0; in_ < cn.size(); ++in_) {
+          const int64_t pbmn = pbm * cn[in_];
+          if (pbmn > T) break;
+          for (size_t ik = 0; ik < ck.size(); ++ik) {
+            if (pbmn * ck[ik] > T) break;
             DotPlan p = best;
             p.serial = rows;
-            p.b = makeSplit(in.B, pb), p.m = makeSplit(rows.block, pm), p.n = makeSplit(in.N, pn);
-            p.k = makeSplit(in.K, pk);
+            p.b = sb[ib], p.m = sm[im], p.n = sn[in_], p.k = sk[ik];
             uint64_t cycles;
             int64_t working;
-            estimate(in, p, &cycles, &working);
+            estimate(in, p, reduction[ik], &cycles, &working);
             const bool fits = working <= in.cap;
             bool better;
             if (first) better = true;
@@ -549,8 +564,8 @@ class DotKernel : public Kernel {
   void prepare(RunState& s) const override {
     stage(s, lhs_, l_, scratch_l_);
     stage(s, rhs_, r_, scratch_r_);
-    if (!direct()) {
-      const size_t n = static_cast<size_t>(plan_.k.parts * plan_.B * plan_.M * plan_.N);
+    if (!direct() && plan_.k.parts == 1) {  // pK = 1 into another result type: the sums, then their conversion
+      const size_t n = static_cast<size_t>(plan_.B * plan_.M * plan_.N);
       std::vector<uint8_t>& buf = s.scratch[static_cast<size_t>(scratch_p_)];
       if (buf.size() < n * sizeof(Acc)) buf.resize(n * sizeof(Acc));
     }
@@ -558,9 +573,10 @@ class DotKernel : public Kernel {
 
   void compute(RunState& s, int64_t b, int64_t e) const override { computeStep(s, 0, b, e); }
 
+  // The last superstep (pK > 1: the tiles' partials reduced) computes nothing more on the host: each host block's
+  // results are whole when its matmul superstep ends (blocks()).
   void computeStep(RunState& s, size_t step, int64_t b, int64_t e) const override {
     if (static_cast<int64_t>(step) < plan_.serial.parts) blocks(s, static_cast<int64_t>(step), b, e);
-    else reduce(s, b, e);
   }
 
  private:
@@ -573,7 +589,9 @@ class DotKernel : public Kernel {
   // The host computes a chunk's matmul superstep in its own blocks: only the plan's k split decides which partial an
   // output's products are summed into (and so the rounding); its serial/batch/M/N split does not change any result.
   // The tiles [p0, p1) of a call stand for the same fraction of the chunk's host blocks, so that calls covering all
-  // tiles once cover all its host blocks once.
+  // tiles once cover all its host blocks once. With pK > 1 a host block computes its pK partials one after another
+  // and sums them at once, in k order, as the IPU's reduction superstep sums the tiles' partials (each rounded to f16
+  // first with half partials): the same values, with the block's partials still in the host's cache.
   static constexpr int64_t kHostRows = 96, kHostCols = 256;
   int64_t hostColBlocks() const { return std::max<int64_t>(1, ceilDiv(plan_.N, kHostCols)); }
 
@@ -581,66 +599,70 @@ class DotKernel : public Kernel {
     const DotPlan& P = plan_;
     const Acc* lhs = operand(s, lhs_, l_, scratch_l_);
     const Acc* rhs = operand(s, rhs_, r_, scratch_r_);
-    const int64_t outs = P.B * P.M * P.N;
+    const int64_t pk = P.k.parts;
     Acc* part = direct() ? reinterpret_cast<Acc*>(s.at<Out>(out_))
                          : reinterpret_cast<Acc*>(s.scratch[static_cast<size_t>(scratch_p_)].data());
     Out* out = s.at<Out>(out_);
     const int64_t r0 = P.rowsBegin(chunk), r1 = r0 + P.rowsIn(chunk);
     const int64_t hm = std::max<int64_t>(1, ceilDiv(r1 - r0, kHostRows)), hn = hostColBlocks();
-    const int64_t items = P.k.parts * P.B * hm * hn, tiles = P.blocks();
+    const int64_t items = P.B * hm * hn, tiles = P.blocks();
     // (one host block, as a loop's small matmul is: the call that covers the last tile computes it, without the
     // integer divisions of the general case, which cost as much as a 64 x 64 matrix-vector product's arithmetic)
     const int64_t i0 = items == 1 ? 0 : p0 * items / tiles, i1 = items == 1 ? (p1 == tiles) : p1 * items / tiles;
+    std::vector<Acc> sum, partial;  // pK > 1: a host block's running sum of partials, and its next partial
+    if (pk > 1 && i1 > i0) {
+      sum.resize(static_cast<size_t>(kHostRows * kHostCols));
+      partial.resize(sum.size());
+    }
     for (int64_t it = i0; it < i1; ++it) {
-      int64_t in = 0, im = 0, bi = 0, ik = 0;
+      int64_t in = 0, im = 0, bi = 0;
       if (items > 1) {
         int64_t x = it;
         in = x % hn;
         x /= hn;
         im = x % hm;
-        x /= hm;
-        bi = x % P.B;
-        ik = x / P.B;
+        bi = x / hm;
       }
-      const int64_t m0 = r0 + im * kHostRows, n0 = in * kHostCols, k0 = P.k.begin(ik);
+      const int64_t m0 = r0 + im * kHostRows, n0 = in * kHostCols;
       const int64_t mb = std::min(r1, m0 + kHostRows) - m0, nn = std::min(P.N, n0 + kHostCols) - n0;
-      const int64_t kb = P.K > 0 ? P.k.size(ik, P.K) : 0;
       if (mb <= 0 || nn <= 0) continue;
       const int64_t o = (bi * P.M + m0) * P.N + n0;
-      Acc* c = part + ik * outs + o;
-      gemm(lhs + (bi * P.M + m0) * P.K + k0, P.K, rhs + (bi * P.K + k0) * P.N + n0, P.N, c, P.N, mb, nn, kb);
-      if (!direct() && P.k.parts == 1)  // pK = 1 but another result type: convert the block now
-        for (int64_t i = 0; i < mb; ++i) convertRow(c + i * P.N, out + o + i * P.N, nn);
+      const Acc* a = lhs + (bi * P.M + m0) * P.K;
+      const Acc* b = rhs + bi * P.K * P.N + n0;
+      if (pk == 1) {
+        Acc* c = part + o;
+        gemm(a, P.K, b, P.N, c, P.N, mb, nn, P.K);
+        if (!direct())  // another result type: convert the block now
+          for (int64_t i = 0; i < mb; ++i) convertRow(c + i * P.N, out + o + i * P.N, nn);
+        continue;
+      }
+      for (int64_t ik = 0; ik < pk; ++ik) {
+        const int64_t k0 = P.k.begin(ik), kb = P.k.size(ik, P.K);
+        Acc* c = ik == 0 ? sum.data() : partial.data();
+        gemm(a + k0, P.K, b + k0 * P.N, P.N, c, nn, mb, nn, kb);
+        addPartial(sum.data(), c, mb * nn, ik == 0);
+      }
+      for (int64_t i = 0; i < mb; ++i) convertRow(sum.data() + i * nn, out + o + i * P.N, nn);
     }
   }
 
-  void reduce(RunState& s, int64_t b, int64_t e) const {
-    if (plan_.k.parts == 1) return;  // superstep 2 only moved the results
-    const int64_t outs = plan_.B * plan_.M * plan_.N;
-    const Acc* part = reinterpret_cast<const Acc*>(s.scratch[static_cast<size_t>(scratch_p_)].data());
-    Out* out = s.at<Out>(out_);
-    constexpr int64_t kChunk = 1024;
-    Acc acc[kChunk];
-    for (int64_t c0 = b; c0 < e; c0 += kChunk) {
-      const int64_t len = std::min(kChunk, e - c0);
-      std::copy(part + c0, part + c0 + len, acc);
-      if constexpr (std::is_same<Acc, float>::value)
-        if (half_partials_)
-          for (int64_t j = 0; j < len; ++j) acc[j] = roundF16(acc[j]);
-      for (int64_t kp = 1; kp < plan_.k.parts; ++kp) {
-        const Acc* src = part + kp * outs + c0;
-        if constexpr (std::is_same<Acc, uint8_t>::value) {
-          for (int64_t j = 0; j < len; ++j) acc[j] = static_cast<uint8_t>(acc[j] | src[j]);
-        } else if constexpr (std::is_same<Acc, float>::value) {
-          if (half_partials_)
-            for (int64_t j = 0; j < len; ++j) acc[j] += roundF16(src[j]);
-          else
-            for (int64_t j = 0; j < len; ++j) acc[j] += src[j];
-        } else {
-          for (int64_t j = 0; j < len; ++j) acc[j] += src[j];
-        }
+  // sum (+)= partial, as the reduction superstep adds the next tile's partial (OR for bool; with half partials each
+  // rounded to f16 first). `first`: sum is the first partial itself.
+  void addPartial(Acc* sum, const Acc* partial, int64_t n, bool first) const {
+    if constexpr (std::is_same<Acc, float>::value) {
+      if (half_partials_) {
+        if (first)
+          for (int64_t j = 0; j < n; ++j) sum[j] = roundF16(sum[j]);
+        else
+          for (int64_t j = 0; j < n; ++j) sum[j] += roundF16(partial[j]);
+        return;
       }
-      convertRow(acc, out + c0, len);
+    }
+    if (first) return;
+    if constexpr (std::is_same<Acc, uint8_t>::value) {
+      for (int64_t j = 0; j < n; ++j) sum[j] = static_cast<uint8_t>(sum[j] | partial[j]);
+    } else {
+      for (int64_t j = 0; j < n; ++j) sum[j] += partial[j];
     }
   }
 
@@ -651,14 +673,22 @@ class DotKernel : public Kernel {
       for (int64_t j = 0; j < n; ++j) o[j] = fromAcc<Out>(a[j]);
   }
 
+  // An operand copied into canonical layout (host speed only: the same elements, in the run's host threads when
+  // it is large, as a superstep's tiles are).
   void stage(RunState& s, int slot, const OperandLayout& l, int scratch) const {
     if (kSameType && l.identity()) return;
     int64_t total = 1;
     for (int64_t d : l.shape) total *= d;
     std::vector<uint8_t>& buf = s.scratch[static_cast<size_t>(scratch)];
     buf.resize(static_cast<size_t>(total) * sizeof(Acc));
-    canonicalize(s.at<const In>(slot), reinterpret_cast<Acc*>(buf.data()), l);
+    const In* x = s.at<const In>(slot);
+    Acc* y = reinterpret_cast<Acc*>(buf.data());
+    ThreadPool* pool = s.options ? s.options->pool : nullptr;
+    if (pool == nullptr || pool->threads() == 1 || total < kParallelStage) return canonicalize(x, y, l, 0, total);
+    const int64_t parts = pool->threads() * 4;
+    pool->parallelFor(parts, [&](int64_t i) { canonicalize(x, y, l, total * i / parts, total * (i + 1) / parts); });
   }
+  static constexpr int64_t kParallelStage = 65536;  // elements: smaller copies cost less than waking the threads
 
   const Acc* operand(RunState& s, int slot, const OperandLayout& l, int scratch) const {
     if (kSameType && l.identity()) return s.at<const Acc>(slot);
