@@ -260,21 +260,20 @@ def test_half_partials_keep_f16_partials(rng, op):
         config.lowering_options({"JAX_IPU_PARTIALS_TYPE": "f16"})
 
 
-def test_partials_are_summed_in_k_order(rng):
+@pytest.mark.parametrize("n, tiles", [(3, 16), (2048, 1472)])
+def test_partials_are_summed_in_k_order(n, tiles):
     """A matmul whose K is split over tiles sums each output's partials in k order, as the reduction superstep
     adds the tiles' partials: ((p0 + p1) + p2) + ... With products of +2**14 over K's first half, -2**14 over its
     second and -2**14 + 1 last, every partial and every sum in k order is exact and the result is 1; in any other
-    order a sum passes -2**25 + 1, which f32 cannot hold, and the 1 is lost. (The host computes each block's
-    partials one after another and sums them at once: this checks that it keeps the IPU's order.)"""
+    order a sum passes -2**25 + 1, which f32 cannot hold, and the 1 is lost. Two shapes: few host blocks (the
+    reduction superstep sums the partials) and many (each host block sums its own)."""
     k = 4096
     a = np.ones((2, k), np.float32)
-    b = np.repeat(np.float32([2.0**14, -(2.0**14)]), k // 2)[:, None].repeat(3, axis=1)
+    b = np.repeat(np.float32([2.0**14, -(2.0**14)]), k // 2)[:, None].repeat(n, axis=1)
     b[-1] = -(2.0**14) + 1
-    # 16 tiles for 2 x 3 outputs: the plan splits K (6 blocks of the output alone would leave 10 tiles idle), so
-    # the dot has a reduction superstep
-    exe = E.compile(dot_program(a, b, "f32"), "ipu2", 16)
-    assert exe.info["static_supersteps"] == 2
-    assert np.array_equal(exe.run(a, b)[0], np.ones((2, 3), np.float32))
+    exe = E.compile(dot_program(a, b, "f32"), "ipu2", tiles)
+    assert exe.info["static_supersteps"] == 2  # the plan splits K: partials, then their reduction
+    assert np.array_equal(exe.run(a, b)[0], np.ones((2, n), np.float32))
     # the same in reverse k order, as a check that the order matters here
     reverse = np.float32(0)
     for block in np.split(a[0] * b[:, 0], 16)[::-1]:

@@ -69,6 +69,15 @@ class ConvCore : public Kernel {
       feature_offset_.push_back(col / ks * g_.is_f);
       position_.push_back(col % ks);
     }
+    // Runs of columns that read consecutive features at one window position, none across a K block (what a row's
+    // im2col copies at once: with features innermost, a contiguous piece of the input).
+    for (size_t c = 0; c < order_.size(); ++c) {
+      const bool boundary = kblock_ > 0 && static_cast<int64_t>(c) % kblock_ == 0;
+      if (c == 0 || boundary || position_[c] != position_[c - 1] ||
+          feature_offset_[c] != feature_offset_[c - 1] + g_.is_f)
+        runs_.push_back({static_cast<int64_t>(c), 0, position_[c], feature_offset_[c]});
+      ++runs_.back().len;
+    }
   }
 
   // The columns of K in the order the partials add them. K is (input feature, window position), and the plan's K
@@ -101,17 +110,17 @@ class ConvCore : public Kernel {
     const Acc* w = reinterpret_cast<const Acc*>(s.scratch[static_cast<size_t>(scratch_w_)].data());
     Acc* part = reinterpret_cast<Acc*>(s.scratch[static_cast<size_t>(scratch_p_)].data());
     std::vector<Acc> a;
-    std::vector<int64_t> offs(static_cast<size_t>(g_.k_spatial));
-    std::vector<int64_t> os(static_cast<size_t>(g_.rank)), kidx(static_cast<size_t>(g_.rank));
-    std::vector<std::vector<int64_t>> per_dim(static_cast<size_t>(g_.rank));
-    for (int64_t d = 0; d < g_.rank; ++d)
-      per_dim[static_cast<size_t>(d)].resize(static_cast<size_t>(g_.k_size[static_cast<size_t>(d)]));
+    std::vector<int64_t> offs(static_cast<size_t>(std::max<int64_t>(1, g_.k_spatial)));
+    std::vector<int64_t> os(static_cast<size_t>(g_.rank));
     for (int64_t it = i0; it < i1; ++it) {
       const int64_t im = it % hm, gi = (it / hm) % g_.groups, ik = it / hm / g_.groups;
       const int64_t m0 = im * kHostRows, mb = std::min(M, m0 + kHostRows) - m0;
       const int64_t k0 = std::min(K, ik * kblock_), kb = std::min(K, k0 + kblock_) - k0;
       if (mb <= 0) continue;
       a.resize(static_cast<size_t>(mb * std::max<int64_t>(kb, 1)));  // every element is written below
+      const size_t run0 = static_cast<size_t>(
+          std::lower_bound(runs_.begin(), runs_.end(), k0, [](const ColumnRun& r, int64_t c) { return r.col < c; }) -
+          runs_.begin());
       const int64_t fbase = g_.fgc > 1 ? gi * g_.cig : 0;
       const int64_t bbase = g_.bgc > 1 ? gi * g_.out_batch : 0;
       for (int64_t r = 0; r < mb; ++r) {
@@ -121,37 +130,36 @@ class ConvCore : public Kernel {
           os[static_cast<size_t>(d)] = rem % g_.out_size[static_cast<size_t>(d)];
           rem /= g_.out_size[static_cast<size_t>(d)];
         }
-        // offs[kf]: the spatial offset of window position kf (row-major over the window) in the input, or -1:
-        // per dim the offsets of this row's window positions, then their sums over an odometer (no divisions).
+        // offs[kf]: the spatial offset of window position kf (row-major over the window) in the input, or -1,
+        // built a dim at a time (each position's offset so far, times the next dim's window positions).
+        offs[0] = 0;
+        int64_t positions = 1;
         for (int64_t d = 0; d < g_.rank; ++d) {
           const size_t du = static_cast<size_t>(d);
-          for (int64_t k = 0; k < g_.k_size[du]; ++k) {
-            const int64_t idx = tables_[du][static_cast<size_t>(os[du] * g_.k_size[du] + k)];
-            per_dim[du][static_cast<size_t>(k)] = idx < 0 ? -1 : idx * g_.is_s[du];
+          const int64_t kd = g_.k_size[du];
+          const int64_t* table = tables_[du].data() + os[du] * kd;
+          for (int64_t q = positions; q-- > 0;) {
+            const int64_t prefix = offs[static_cast<size_t>(q)];
+            for (int64_t k = kd; k-- > 0;)
+              offs[static_cast<size_t>(q * kd + k)] = prefix < 0 || table[k] < 0 ? -1 : prefix + table[k] * g_.is_s[du];
           }
-        }
-        // offs[kf] for every window position (kidx runs over the window row-major).
-        std::fill(kidx.begin(), kidx.end(), 0);
-        for (int64_t kf = 0; kf < g_.k_spatial; ++kf) {
-          int64_t off = 0;
-          for (size_t d = 0; d < kidx.size() && off >= 0; ++d) {
-            const int64_t v = per_dim[d][static_cast<size_t>(kidx[d])];
-            off = v < 0 ? -1 : off + v;
-          }
-          offs[static_cast<size_t>(kf)] = off;
-          for (size_t d = kidx.size(); d-- > 0;) {
-            if (++kidx[d] < g_.k_size[d]) break;
-            kidx[d] = 0;
-          }
+          positions *= kd;
         }
         const int64_t base = (bbase + n) * g_.is_b + fbase * g_.is_f;
-        // Columns k0.. of the row, in order_'s order; a position in the padding reads zero.
+        // Columns k0.. of the row, in order_'s order, a run at a time; a position in the padding reads zero.
         Acc* arow = a.data() + r * kb;
-        const int64_t* feature = feature_offset_.data() + k0;
-        const int64_t* position = position_.data() + k0;
-        for (int64_t c = 0; c < kb; ++c) {
-          const int64_t off = offs[static_cast<size_t>(position[c])];
-          arow[c] = off >= 0 ? x[base + feature[c] + off] : Acc(0);
+        for (size_t ri = run0; ri < runs_.size() && runs_[ri].col < k0 + kb; ++ri) {
+          const ColumnRun& run = runs_[ri];
+          Acc* dst = arow + (run.col - k0);
+          const int64_t off = offs[static_cast<size_t>(run.position)];
+          if (off < 0) {
+            std::fill(dst, dst + run.len, Acc(0));
+          } else if (g_.is_f == 1) {
+            std::copy(x + base + run.feature + off, x + base + run.feature + off + run.len, dst);
+          } else {
+            const Acc* src = x + base + run.feature + off;
+            for (int64_t j = 0; j < run.len; ++j) dst[j] = src[j * g_.is_f];
+          }
         }
       }
       gemmConv(a.data(), w + (gi * K + k0) * N, part + ((ik * g_.groups + gi) * M + m0) * N, mb, N, kb);
@@ -166,6 +174,10 @@ class ConvCore : public Kernel {
   std::vector<int64_t> order_;
   std::vector<int64_t> feature_offset_, position_;  // per column of order_: its feature's offset in the input, and
                                                     // its window position
+  struct ColumnRun {
+    int64_t col, len, position, feature;  // columns [col, col + len): window position, the first one's feature offset
+  };
+  std::vector<ColumnRun> runs_;
 };
 
 template <class In, class Acc, class Out>

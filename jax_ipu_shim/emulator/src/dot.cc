@@ -564,19 +564,19 @@ class DotKernel : public Kernel {
   void prepare(RunState& s) const override {
     stage(s, lhs_, l_, scratch_l_);
     stage(s, rhs_, r_, scratch_r_);
-    if (!direct() && plan_.k.parts == 1) {  // pK = 1 into another result type: the sums, then their conversion
-      const size_t n = static_cast<size_t>(plan_.B * plan_.M * plan_.N);
-      std::vector<uint8_t>& buf = s.scratch[static_cast<size_t>(scratch_p_)];
-      if (buf.size() < n * sizeof(Acc)) buf.resize(n * sizeof(Acc));
-    }
+    // The sums before their conversion (another result type), or each K block's partials (pK > 1, unless each
+    // host block sums its own)
+    const int64_t planes = plan_.k.parts > 1 && !sumsInBlocks() ? plan_.k.parts : direct() || plan_.k.parts > 1 ? 0 : 1;
+    const size_t n = static_cast<size_t>(planes * plan_.B * plan_.M * plan_.N);
+    std::vector<uint8_t>& buf = s.scratch[static_cast<size_t>(scratch_p_)];
+    if (buf.size() < n * sizeof(Acc)) buf.resize(n * sizeof(Acc));
   }
 
   void compute(RunState& s, int64_t b, int64_t e) const override { computeStep(s, 0, b, e); }
 
-  // The last superstep (pK > 1: the tiles' partials reduced) computes nothing more on the host: each host block's
-  // results are whole when its matmul superstep ends (blocks()).
   void computeStep(RunState& s, size_t step, int64_t b, int64_t e) const override {
     if (static_cast<int64_t>(step) < plan_.serial.parts) blocks(s, static_cast<int64_t>(step), b, e);
+    else reduce(s, b, e);
   }
 
  private:
@@ -589,39 +589,50 @@ class DotKernel : public Kernel {
   // The host computes a chunk's matmul superstep in its own blocks: only the plan's k split decides which partial an
   // output's products are summed into (and so the rounding); its serial/batch/M/N split does not change any result.
   // The tiles [p0, p1) of a call stand for the same fraction of the chunk's host blocks, so that calls covering all
-  // tiles once cover all its host blocks once. With pK > 1 a host block computes its pK partials one after another
-  // and sums them at once, in k order, as the IPU's reduction superstep sums the tiles' partials (each rounded to f16
-  // first with half partials): the same values, with the block's partials still in the host's cache.
+  // tiles once cover all its host blocks once. With pK > 1 and enough host blocks to share among the host threads,
+  // a block computes its pK partials one after another and sums them at once (sumsInBlocks), with the partials
+  // still in the host's cache; with fewer, each (partial, block) is an item of its own and the reduction superstep
+  // sums them. Either way in k order, as the IPU's reduction superstep adds the tiles' partials.
   static constexpr int64_t kHostRows = 96, kHostCols = 256;
+  // host blocks enough for the chunks a superstep is cut into on 2 host threads (ThreadPool: 4 a thread)
+  static constexpr int64_t kBlocksToShare = 8;
   int64_t hostColBlocks() const { return std::max<int64_t>(1, ceilDiv(plan_.N, kHostCols)); }
+  int64_t hostRowBlocks(int64_t chunk) const { return std::max<int64_t>(1, ceilDiv(plan_.rowsIn(chunk), kHostRows)); }
+  bool sumsInBlocks() const {
+    return plan_.k.parts > 1 && plan_.B * hostRowBlocks(0) * hostColBlocks() >= kBlocksToShare;
+  }
 
   void blocks(RunState& s, int64_t chunk, int64_t p0, int64_t p1) const {
     const DotPlan& P = plan_;
     const Acc* lhs = operand(s, lhs_, l_, scratch_l_);
     const Acc* rhs = operand(s, rhs_, r_, scratch_r_);
-    const int64_t pk = P.k.parts;
+    const int64_t outs = P.B * P.M * P.N;
+    const bool in_blocks = sumsInBlocks();
+    const int64_t pk = P.k.parts, item_parts = in_blocks ? 1 : pk;
     Acc* part = direct() ? reinterpret_cast<Acc*>(s.at<Out>(out_))
                          : reinterpret_cast<Acc*>(s.scratch[static_cast<size_t>(scratch_p_)].data());
     Out* out = s.at<Out>(out_);
     const int64_t r0 = P.rowsBegin(chunk), r1 = r0 + P.rowsIn(chunk);
-    const int64_t hm = std::max<int64_t>(1, ceilDiv(r1 - r0, kHostRows)), hn = hostColBlocks();
-    const int64_t items = P.B * hm * hn, tiles = P.blocks();
+    const int64_t hm = hostRowBlocks(chunk), hn = hostColBlocks();
+    const int64_t items = item_parts * P.B * hm * hn, tiles = P.blocks();
     // (one host block, as a loop's small matmul is: the call that covers the last tile computes it, without the
     // integer divisions of the general case, which cost as much as a 64 x 64 matrix-vector product's arithmetic)
     const int64_t i0 = items == 1 ? 0 : p0 * items / tiles, i1 = items == 1 ? (p1 == tiles) : p1 * items / tiles;
-    std::vector<Acc> sum, partial;  // pK > 1: a host block's running sum of partials, and its next partial
-    if (pk > 1 && i1 > i0) {
+    std::vector<Acc> sum, partial;  // a host block's running sum of partials, and its next partial (in_blocks)
+    if (in_blocks && i1 > i0) {
       sum.resize(static_cast<size_t>(kHostRows * kHostCols));
       partial.resize(sum.size());
     }
     for (int64_t it = i0; it < i1; ++it) {
-      int64_t in = 0, im = 0, bi = 0;
+      int64_t in = 0, im = 0, bi = 0, ik = 0;
       if (items > 1) {
         int64_t x = it;
         in = x % hn;
         x /= hn;
         im = x % hm;
-        bi = x / hm;
+        x /= hm;
+        bi = x % P.B;
+        ik = x / P.B;
       }
       const int64_t m0 = r0 + im * kHostRows, n0 = in * kHostCols;
       const int64_t mb = std::min(r1, m0 + kHostRows) - m0, nn = std::min(P.N, n0 + kHostCols) - n0;
@@ -629,14 +640,15 @@ class DotKernel : public Kernel {
       const int64_t o = (bi * P.M + m0) * P.N + n0;
       const Acc* a = lhs + (bi * P.M + m0) * P.K;
       const Acc* b = rhs + bi * P.K * P.N + n0;
-      if (pk == 1) {
-        Acc* c = part + o;
-        gemm(a, P.K, b, P.N, c, P.N, mb, nn, P.K);
-        if (!direct())  // another result type: convert the block now
+      if (!in_blocks) {
+        const int64_t k0 = P.k.begin(ik), kb = P.K > 0 ? P.k.size(ik, P.K) : 0;
+        Acc* c = part + ik * outs + o;
+        gemm(a + k0, P.K, b + k0 * P.N, P.N, c, P.N, mb, nn, kb);
+        if (!direct() && pk == 1)  // pK = 1 but another result type: convert the block now
           for (int64_t i = 0; i < mb; ++i) convertRow(c + i * P.N, out + o + i * P.N, nn);
         continue;
       }
-      for (int64_t ik = 0; ik < pk; ++ik) {
+      for (ik = 0; ik < pk; ++ik) {
         const int64_t k0 = P.k.begin(ik), kb = P.k.size(ik, P.K);
         Acc* c = ik == 0 ? sum.data() : partial.data();
         gemm(a + k0, P.K, b + k0 * P.N, P.N, c, nn, mb, nn, kb);
@@ -646,8 +658,24 @@ class DotKernel : public Kernel {
     }
   }
 
+  // The reduction superstep where the blocks left their partials apart: output elements [b, e).
+  void reduce(RunState& s, int64_t b, int64_t e) const {
+    if (plan_.k.parts == 1 || sumsInBlocks()) return;  // the host's results are whole already
+    const int64_t outs = plan_.B * plan_.M * plan_.N;
+    const Acc* part = reinterpret_cast<const Acc*>(s.scratch[static_cast<size_t>(scratch_p_)].data());
+    Out* out = s.at<Out>(out_);
+    constexpr int64_t kChunk = 1024;
+    Acc acc[kChunk];
+    for (int64_t c0 = b; c0 < e; c0 += kChunk) {
+      const int64_t len = std::min(kChunk, e - c0);
+      std::copy(part + c0, part + c0 + len, acc);
+      for (int64_t kp = 0; kp < plan_.k.parts; ++kp) addPartial(acc, part + kp * outs + c0, len, kp == 0);
+      convertRow(acc, out + c0, len);
+    }
+  }
+
   // sum (+)= partial, as the reduction superstep adds the next tile's partial (OR for bool; with half partials each
-  // rounded to f16 first). `first`: sum is the first partial itself.
+  // rounded to f16 first). `first`: sum holds the first partial itself.
   void addPartial(Acc* sum, const Acc* partial, int64_t n, bool first) const {
     if constexpr (std::is_same<Acc, float>::value) {
       if (half_partials_) {
