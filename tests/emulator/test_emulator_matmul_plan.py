@@ -260,20 +260,39 @@ def test_half_partials_keep_f16_partials(rng, op):
         config.lowering_options({"JAX_IPU_PARTIALS_TYPE": "f16"})
 
 
-@pytest.mark.parametrize("n, tiles", [(3, 16), (2048, 1472)])
-def test_partials_are_summed_in_k_order(n, tiles):
-    """A matmul whose K is split over tiles sums each output's partials in k order, as the reduction superstep
-    adds the tiles' partials: ((p0 + p1) + p2) + ... With products of +2**14 over K's first half, -2**14 over its
-    second and -2**14 + 1 last, every partial and every sum in k order is exact and the result is 1; in any other
-    order a sum passes -2**25 + 1, which f32 cannot hold, and the 1 is lost. Two shapes: few host blocks (the
-    reduction superstep sums the partials) and many (each host block sums its own)."""
+def _conv1x1_program(image_shape, kernel_shape, dtype):
+    """A 1x1 NHWC convolution: the matmul of the image's pixels (rows) by the kernel's [K, N] matrix."""
+    p = E.Program()
+    image = p.main.param(dtype, image_shape)
+    kernel = p.main.param(dtype, kernel_shape)
+    p.main.ret(p.main.op("convolution", [image, kernel], dtype, image_shape[:3] + kernel_shape[3:], {
+        "input_batch_dimension": 0, "input_feature_dimension": 3, "input_spatial_dimensions": [1, 2],
+        "kernel_input_feature_dimension": 2, "kernel_output_feature_dimension": 3,
+        "kernel_spatial_dimensions": [0, 1], "output_batch_dimension": 0, "output_feature_dimension": 3,
+        "output_spatial_dimensions": [1, 2], "feature_group_count": 1, "batch_group_count": 1}))
+    return p
+
+
+@pytest.mark.parametrize("op, rows, n, tiles", [("dot_general", 2, 3, 16), ("dot_general", 2, 2048, 1472),
+                                                ("convolution", 2, 3, 16), ("convolution", 784, 3, 1472)])
+def test_partials_are_summed_in_k_order(op, rows, n, tiles):
+    """A matmul or convolution whose K is split over tiles sums each output's partials in k order, as the reduction
+    superstep adds the tiles' partials: ((p0 + p1) + p2) + ... With products of +2**14 over K's first half, -2**14
+    over its second and -2**14 + 1 last, every partial and every sum in k order is exact and the result is 1; in any
+    other order a sum passes -2**25 + 1, which f32 cannot hold, and the 1 is lost. Per op two shapes: few host
+    blocks (the reduction superstep sums the partials) and many (each host block sums its own)."""
     k = 4096
-    a = np.ones((2, k), np.float32)
+    a = np.ones((rows, k), np.float32)
     b = np.repeat(np.float32([2.0**14, -(2.0**14)]), k // 2)[:, None].repeat(n, axis=1)
     b[-1] = -(2.0**14) + 1
-    exe = E.compile(dot_program(a, b, "f32"), "ipu2", tiles)
+    if op == "dot_general":
+        program, args = dot_program(a, b, "f32"), (a, b)
+    else:  # the rows as pixels of a [1, rows / 28 or 1, ...] image
+        image = (1, 28, rows // 28, k) if rows % 28 == 0 else (1, 1, rows, k)
+        program, args = _conv1x1_program(image, (1, 1, k, n), "f32"), (a.reshape(image), b.reshape(1, 1, k, n))
+    exe = E.compile(program, "ipu2", tiles)
     assert exe.info["static_supersteps"] == 2  # the plan splits K: partials, then their reduction
-    assert np.array_equal(exe.run(a, b)[0], np.ones((2, n), np.float32))
+    assert np.array_equal(exe.run(*args)[0].reshape(rows, n), np.ones((rows, n), np.float32))
     # the same in reverse k order, as a check that the order matters here
     reverse = np.float32(0)
     for block in np.split(a[0] * b[:, 0], 16)[::-1]:

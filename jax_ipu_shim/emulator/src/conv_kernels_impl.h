@@ -100,70 +100,93 @@ class ConvCore : public Kernel {
   }
 
   static constexpr int64_t kHostRows = 96;
+  // host blocks enough for the chunks a superstep is cut into on 2 host threads (ThreadPool: 4 a thread)
+  static constexpr int64_t kBlocksToShare = 8;
+  int64_t hostRowBlocks() const { return std::max<int64_t>(1, ceilDiv(g_.M(), kHostRows)); }
+  // Whether each host block sums its own K partials (pK > 1 and enough blocks to share among the host threads),
+  // leaving the sum in the first partial's place; else each (partial, block) is an item of its own and the last
+  // superstep sums them. Either way in k order, as the IPU's reduction superstep adds the tiles' partials.
+  bool sumsInBlocks() const { return kparts_ > 1 && g_.groups * hostRowBlocks() >= kBlocksToShare; }
+  int64_t partialPlanes() const { return sumsInBlocks() ? 1 : kparts_; }
 
-  // Host items: (k part, group, 96-row block); the plan's tiles [p0, p1) stand for the same fraction of them.
+  // Host items: (k part, group, 96-row block), or (group, 96-row block) where blocks sum their own partials; the
+  // plan's tiles [p0, p1) stand for the same fraction of them.
   void blocks(RunState& s, const Acc* x, int64_t p0, int64_t p1) const {
     const int64_t M = g_.M(), N = g_.cog, K = g_.K();
-    const int64_t hm = std::max<int64_t>(1, ceilDiv(M, kHostRows));
-    const int64_t items = kparts_ * g_.groups * hm;
+    const int64_t hm = hostRowBlocks();
+    const bool in_blocks = sumsInBlocks();
+    const int64_t items = partialPlanes() * g_.groups * hm;
     const int64_t i0 = p0 * items / plan_blocks_, i1 = p1 * items / plan_blocks_;
     const Acc* w = reinterpret_cast<const Acc*>(s.scratch[static_cast<size_t>(scratch_w_)].data());
     Acc* part = reinterpret_cast<Acc*>(s.scratch[static_cast<size_t>(scratch_p_)].data());
-    std::vector<Acc> a;
+    std::vector<Acc> a, partial(in_blocks && i1 > i0 ? static_cast<size_t>(kHostRows * N) : 0);
     std::vector<int64_t> offs(static_cast<size_t>(std::max<int64_t>(1, g_.k_spatial)));
     std::vector<int64_t> os(static_cast<size_t>(g_.rank));
     for (int64_t it = i0; it < i1; ++it) {
-      const int64_t im = it % hm, gi = (it / hm) % g_.groups, ik = it / hm / g_.groups;
+      const int64_t im = it % hm, gi = (it / hm) % g_.groups;
       const int64_t m0 = im * kHostRows, mb = std::min(M, m0 + kHostRows) - m0;
-      const int64_t k0 = std::min(K, ik * kblock_), kb = std::min(K, k0 + kblock_) - k0;
       if (mb <= 0) continue;
-      a.resize(static_cast<size_t>(mb * std::max<int64_t>(kb, 1)));  // every element is written below
-      const size_t run0 = static_cast<size_t>(
-          std::lower_bound(runs_.begin(), runs_.end(), k0, [](const ColumnRun& r, int64_t c) { return r.col < c; }) -
-          runs_.begin());
-      const int64_t fbase = g_.fgc > 1 ? gi * g_.cig : 0;
-      const int64_t bbase = g_.bgc > 1 ? gi * g_.out_batch : 0;
-      for (int64_t r = 0; r < mb; ++r) {
-        const int64_t row = m0 + r, n = row / g_.out_spatial;
-        int64_t rem = row % g_.out_spatial;
-        for (int64_t d = g_.rank; d-- > 0;) {
-          os[static_cast<size_t>(d)] = rem % g_.out_size[static_cast<size_t>(d)];
-          rem /= g_.out_size[static_cast<size_t>(d)];
+      const int64_t first = in_blocks ? 0 : it / hm / g_.groups, last = in_blocks ? kparts_ : first + 1;
+      for (int64_t ik = first; ik < last; ++ik) {
+        Acc* sum = part + (gi * M + m0) * N;
+        Acc* c = !in_blocks ? part + ((ik * g_.groups + gi) * M + m0) * N : ik == 0 ? sum : partial.data();
+        im2colGemm(x, w, c, gi, m0, mb, ik, offs, os, a);
+        if (in_blocks) addPartial(sum, c, mb * N, ik == 0, g_.half_partials);
+      }
+    }
+  }
+
+  // One host block's product over the K block ik: its rows' im2col, then the GEMM into c (rows of N).
+  void im2colGemm(const Acc* x, const Acc* w, Acc* c, int64_t gi, int64_t m0, int64_t mb, int64_t ik,
+                  std::vector<int64_t>& offs, std::vector<int64_t>& os, std::vector<Acc>& a) const {
+    const int64_t N = g_.cog, K = g_.K();
+    const int64_t k0 = std::min(K, ik * kblock_), kb = std::min(K, k0 + kblock_) - k0;
+    a.resize(static_cast<size_t>(mb * std::max<int64_t>(kb, 1)));  // every element is written below
+    const size_t run0 = static_cast<size_t>(
+        std::lower_bound(runs_.begin(), runs_.end(), k0, [](const ColumnRun& r, int64_t c) { return r.col < c; }) -
+        runs_.begin());
+    const int64_t fbase = g_.fgc > 1 ? gi * g_.cig : 0;
+    const int64_t bbase = g_.bgc > 1 ? gi * g_.out_batch : 0;
+    for (int64_t r = 0; r < mb; ++r) {
+      const int64_t row = m0 + r, n = row / g_.out_spatial;
+      int64_t rem = row % g_.out_spatial;
+      for (int64_t d = g_.rank; d-- > 0;) {
+        os[static_cast<size_t>(d)] = rem % g_.out_size[static_cast<size_t>(d)];
+        rem /= g_.out_size[static_cast<size_t>(d)];
+      }
+      // offs[kf]: the spatial offset of window position kf (row-major over the window) in the input, or -1,
+      // built a dim at a time (each position's offset so far, times the next dim's window positions).
+      offs[0] = 0;
+      int64_t positions = 1;
+      for (int64_t d = 0; d < g_.rank; ++d) {
+        const size_t du = static_cast<size_t>(d);
+        const int64_t kd = g_.k_size[du];
+        const int64_t* table = tables_[du].data() + os[du] * kd;
+        for (int64_t q = positions; q-- > 0;) {
+          const int64_t prefix = offs[static_cast<size_t>(q)];
+          for (int64_t k = kd; k-- > 0;)
+            offs[static_cast<size_t>(q * kd + k)] = prefix < 0 || table[k] < 0 ? -1 : prefix + table[k] * g_.is_s[du];
         }
-        // offs[kf]: the spatial offset of window position kf (row-major over the window) in the input, or -1,
-        // built a dim at a time (each position's offset so far, times the next dim's window positions).
-        offs[0] = 0;
-        int64_t positions = 1;
-        for (int64_t d = 0; d < g_.rank; ++d) {
-          const size_t du = static_cast<size_t>(d);
-          const int64_t kd = g_.k_size[du];
-          const int64_t* table = tables_[du].data() + os[du] * kd;
-          for (int64_t q = positions; q-- > 0;) {
-            const int64_t prefix = offs[static_cast<size_t>(q)];
-            for (int64_t k = kd; k-- > 0;)
-              offs[static_cast<size_t>(q * kd + k)] = prefix < 0 || table[k] < 0 ? -1 : prefix + table[k] * g_.is_s[du];
-          }
-          positions *= kd;
-        }
-        const int64_t base = (bbase + n) * g_.is_b + fbase * g_.is_f;
-        // Columns k0.. of the row, in order_'s order, a run at a time; a position in the padding reads zero.
-        Acc* arow = a.data() + r * kb;
-        for (size_t ri = run0; ri < runs_.size() && runs_[ri].col < k0 + kb; ++ri) {
-          const ColumnRun& run = runs_[ri];
-          Acc* dst = arow + (run.col - k0);
-          const int64_t off = offs[static_cast<size_t>(run.position)];
-          if (off < 0) {
-            std::fill(dst, dst + run.len, Acc(0));
-          } else if (g_.is_f == 1) {
-            std::copy(x + base + run.feature + off, x + base + run.feature + off + run.len, dst);
-          } else {
-            const Acc* src = x + base + run.feature + off;
-            for (int64_t j = 0; j < run.len; ++j) dst[j] = src[j * g_.is_f];
-          }
+        positions *= kd;
+      }
+      const int64_t base = (bbase + n) * g_.is_b + fbase * g_.is_f;
+      // Columns k0.. of the row, in order_'s order, a run at a time; a position in the padding reads zero.
+      Acc* arow = a.data() + r * kb;
+      for (size_t ri = run0; ri < runs_.size() && runs_[ri].col < k0 + kb; ++ri) {
+        const ColumnRun& run = runs_[ri];
+        Acc* dst = arow + (run.col - k0);
+        const int64_t off = offs[static_cast<size_t>(run.position)];
+        if (off < 0) {
+          std::fill(dst, dst + run.len, Acc(0));
+        } else if (g_.is_f == 1) {
+          std::copy(x + base + run.feature + off, x + base + run.feature + off + run.len, dst);
+        } else {
+          const Acc* src = x + base + run.feature + off;
+          for (int64_t j = 0; j < run.len; ++j) dst[j] = src[j * g_.is_f];
         }
       }
-      gemmConv(a.data(), w + (gi * K + k0) * N, part + ((ik * g_.groups + gi) * M + m0) * N, mb, N, kb);
     }
+    gemmConv(a.data(), w + (gi * K + k0) * N, c, mb, N, kb);
   }
 
   int lhs_, rhs_, out_;
@@ -226,7 +249,7 @@ class ConvKernel : public ConvCore<Acc> {
       for (size_t i = 0; i < n; ++i) xa[i] = toAcc(x[i], static_cast<Acc*>(nullptr));
     }
     std::vector<uint8_t>& pb = s.scratch[static_cast<size_t>(scratch_p_)];
-    const size_t bytes = static_cast<size_t>(kparts_ * g_.groups * g_.M() * N) * sizeof(Acc);
+    const size_t bytes = static_cast<size_t>(this->partialPlanes() * g_.groups * g_.M() * N) * sizeof(Acc);
     if (pb.size() < bytes) pb.resize(bytes);
   }
 
@@ -249,15 +272,17 @@ class ConvKernel : public ConvCore<Acc> {
     const int64_t M = g_.M(), N = g_.cog, plane = g_.groups * M * N;
     const Acc* part = reinterpret_cast<const Acc*>(s.scratch[static_cast<size_t>(scratch_p_)].data());
     Out* out = s.at<Out>(out_);
-    const bool half = g_.half_partials;
+    // Where the host blocks summed their partials the sum is in the first partial's place, each partial rounded
+    // already (partialsType half: what a tile keeps and sends is its partial rounded to f16).
+    const bool summed = this->sumsInBlocks(), half = g_.half_partials && !summed;
+    const int64_t kparts = summed ? 1 : kparts_;
     auto sum = [&](int64_t i, int64_t idx) {
-      // partialsType half: what a tile keeps and sends is its partial rounded to f16
       const auto partial = [&](int64_t at) {
         if constexpr (std::is_same<Acc, float>::value) return half ? roundF16(part[at]) : part[at];
         else return part[at];
       };
       Acc acc = partial(idx);
-      for (int64_t kp = 1; kp < kparts_; ++kp) {
+      for (int64_t kp = 1; kp < kparts; ++kp) {
         if constexpr (std::is_same<Acc, uint8_t>::value) acc = static_cast<uint8_t>(acc | part[kp * plane + idx]);
         else acc += partial(kp * plane + idx);
       }
@@ -279,6 +304,10 @@ class ConvKernel : public ConvCore<Acc> {
         dims.push_back({g_.os_s[du], g_.out_size[du], c});
       }
       std::stable_sort(dims.begin(), dims.end(), [](const Dim& x, const Dim& y) { return x.stride > y.stride; });
+      if (std::all_of(dims.begin(), dims.end(), [](const Dim& d) { return d.stride == d.coeff; })) {
+        for (int64_t i = b; i < e; ++i) sum(i, i);  // the output in the partials' own order ([batch, spatial, feature])
+        return;
+      }
       std::vector<int64_t> at(dims.size());
       int64_t idx = 0;
       for (size_t d = 0; d < dims.size(); ++d) {

@@ -652,7 +652,7 @@ class DotKernel : public Kernel {
         const int64_t k0 = P.k.begin(ik), kb = P.k.size(ik, P.K);
         Acc* c = ik == 0 ? sum.data() : partial.data();
         gemm(a + k0, P.K, b + k0 * P.N, P.N, c, nn, mb, nn, kb);
-        addPartial(sum.data(), c, mb * nn, ik == 0);
+        addPartial(sum.data(), c, mb * nn, ik == 0, half_partials_);
       }
       for (int64_t i = 0; i < mb; ++i) convertRow(sum.data() + i * nn, out + o + i * P.N, nn);
     }
@@ -669,28 +669,9 @@ class DotKernel : public Kernel {
     for (int64_t c0 = b; c0 < e; c0 += kChunk) {
       const int64_t len = std::min(kChunk, e - c0);
       std::copy(part + c0, part + c0 + len, acc);
-      for (int64_t kp = 0; kp < plan_.k.parts; ++kp) addPartial(acc, part + kp * outs + c0, len, kp == 0);
+      for (int64_t kp = 0; kp < plan_.k.parts; ++kp)
+        addPartial(acc, part + kp * outs + c0, len, kp == 0, half_partials_);
       convertRow(acc, out + c0, len);
-    }
-  }
-
-  // sum (+)= partial, as the reduction superstep adds the next tile's partial (OR for bool; with half partials each
-  // rounded to f16 first). `first`: sum holds the first partial itself.
-  void addPartial(Acc* sum, const Acc* partial, int64_t n, bool first) const {
-    if constexpr (std::is_same<Acc, float>::value) {
-      if (half_partials_) {
-        if (first)
-          for (int64_t j = 0; j < n; ++j) sum[j] = roundF16(sum[j]);
-        else
-          for (int64_t j = 0; j < n; ++j) sum[j] += roundF16(partial[j]);
-        return;
-      }
-    }
-    if (first) return;
-    if constexpr (std::is_same<Acc, uint8_t>::value) {
-      for (int64_t j = 0; j < n; ++j) sum[j] = static_cast<uint8_t>(sum[j] | partial[j]);
-    } else {
-      for (int64_t j = 0; j < n; ++j) sum[j] += partial[j];
     }
   }
 

@@ -116,6 +116,28 @@ inline DType partialsType(DType in, DType out, bool half_partials) {
   return half_partials && in == DType::F16 && out == DType::F16 ? DType::F16 : dtypeInfo(in).acc;
 }
 
+// sum (+)= partial over n elements, as a matmul's or convolution's reduction superstep adds the next tile's partial
+// of a K split to the ones before it (OR for bool; with half partials each partial rounded to f16 first). `first`:
+// sum holds the first partial itself (rounded here with half partials; `partial` is not read).
+template <class Acc>
+void addPartial(Acc* sum, const Acc* partial, int64_t n, bool first, bool half_partials) {
+  if constexpr (std::is_same<Acc, float>::value) {
+    if (half_partials) {
+      if (first)
+        for (int64_t j = 0; j < n; ++j) sum[j] = roundF16(sum[j]);
+      else
+        for (int64_t j = 0; j < n; ++j) sum[j] += roundF16(partial[j]);
+      return;
+    }
+  }
+  if (first) return;
+  if constexpr (std::is_same<Acc, uint8_t>::value) {
+    for (int64_t j = 0; j < n; ++j) sum[j] = static_cast<uint8_t>(sum[j] | partial[j]);
+  } else {
+    for (int64_t j = 0; j < n; ++j) sum[j] += partial[j];
+  }
+}
+
 // omap: the output's linear mapping; the tiles, workers, exchange and AMP rates are the device's; partials: the type
 // of the partials (partialsType); memory_proportion: the share of a tile for the plan's temporaries
 // (CompileOptions::available_memory_proportion; 0: poplin's default).
