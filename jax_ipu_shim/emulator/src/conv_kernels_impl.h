@@ -142,9 +142,14 @@ class ConvCore : public Kernel {
     const int64_t N = g_.cog, K = g_.K();
     const int64_t k0 = std::min(K, ik * kblock_), kb = std::min(K, k0 + kblock_) - k0;
     a.resize(static_cast<size_t>(mb * std::max<int64_t>(kb, 1)));  // every element is written below
-    const size_t run0 = static_cast<size_t>(
-        std::lower_bound(runs_.begin(), runs_.end(), k0, [](const ColumnRun& r, int64_t c) { return r.col < c; }) -
-        runs_.begin());
+    // The runs of the block's columns, and what the loop over them reads, in locals the stores below cannot alias.
+    const auto before = [](const ColumnRun& run, int64_t col) { return run.col < col; };
+    const auto run_at = [&](int64_t col) {
+      return runs_.data() + (std::lower_bound(runs_.begin(), runs_.end(), col, before) - runs_.begin());
+    };
+    const ColumnRun *first_run = run_at(k0), *last_run = run_at(k0 + kb);
+    const int64_t* offsets = offs.data();
+    const int64_t is_f = g_.is_f;
     const int64_t fbase = g_.fgc > 1 ? gi * g_.cig : 0;
     const int64_t bbase = g_.bgc > 1 ? gi * g_.out_batch : 0;
     for (int64_t r = 0; r < mb; ++r) {
@@ -170,19 +175,20 @@ class ConvCore : public Kernel {
         positions *= kd;
       }
       const int64_t base = (bbase + n) * g_.is_b + fbase * g_.is_f;
-      // Columns k0.. of the row, in order_'s order, a run at a time; a position in the padding reads zero.
+      // Columns k0.. of the row, in order_'s order, a run at a time; a position in the padding reads zero. (Loops
+      // of their own: most runs are a few features long, shorter than a library copy's call.)
       Acc* arow = a.data() + r * kb;
-      for (size_t ri = run0; ri < runs_.size() && runs_[ri].col < k0 + kb; ++ri) {
-        const ColumnRun& run = runs_[ri];
-        Acc* dst = arow + (run.col - k0);
-        const int64_t off = offs[static_cast<size_t>(run.position)];
+      for (const ColumnRun* run = first_run; run != last_run; ++run) {
+        Acc* __restrict dst = arow + (run->col - k0);
+        const int64_t off = offsets[run->position], len = run->len;
         if (off < 0) {
-          std::fill(dst, dst + run.len, Acc(0));
-        } else if (g_.is_f == 1) {
-          std::copy(x + base + run.feature + off, x + base + run.feature + off + run.len, dst);
+          for (int64_t j = 0; j < len; ++j) dst[j] = Acc(0);
         } else {
-          const Acc* src = x + base + run.feature + off;
-          for (int64_t j = 0; j < run.len; ++j) dst[j] = src[j * g_.is_f];
+          const Acc* __restrict src = x + base + run->feature + off;
+          if (is_f == 1)
+            for (int64_t j = 0; j < len; ++j) dst[j] = src[j];
+          else
+            for (int64_t j = 0; j < len; ++j) dst[j] = src[j * is_f];
         }
       }
     }
@@ -305,7 +311,17 @@ class ConvKernel : public ConvCore<Acc> {
       }
       std::stable_sort(dims.begin(), dims.end(), [](const Dim& x, const Dim& y) { return x.stride > y.stride; });
       if (std::all_of(dims.begin(), dims.end(), [](const Dim& d) { return d.stride == d.coeff; })) {
-        for (int64_t i = b; i < e; ++i) sum(i, i);  // the output in the partials' own order ([batch, spatial, feature])
+        // The output in the partials' own order ([batch, spatial, feature]); one partial (or their sum) a loop the
+        // compiler can vectorise.
+        if (kparts == 1 && !half) {
+          for (int64_t i = b; i < e; ++i) {
+            Acc acc = part[i];
+            if constexpr (std::is_floating_point<Acc>::value) acc += Acc(0);  // as sum() below
+            out[i] = fromAcc<Out>(acc);
+          }
+        } else {
+          for (int64_t i = b; i < e; ++i) sum(i, i);
+        }
         return;
       }
       std::vector<int64_t> at(dims.size());
