@@ -65,6 +65,13 @@ class ConvCore : public Kernel {
         scratch_w_(scratch_w), scratch_p_(scratch_p), scratch_x_(scratch_x), tables_(windowTables(g_)),
         order_(columnOrder(g_, kblock_)) {
     const int64_t ks = std::max<int64_t>(1, g_.k_spatial);
+    // Per window position (row-major over the window), its index along each spatial dim.
+    window_index_.resize(static_cast<size_t>(g_.k_spatial * g_.rank));
+    for (int64_t kf = 0; kf < g_.k_spatial; ++kf)
+      for (int64_t d = g_.rank, rest = kf; d-- > 0;) {
+        window_index_[static_cast<size_t>(kf * g_.rank + d)] = rest % g_.k_size[static_cast<size_t>(d)];
+        rest /= g_.k_size[static_cast<size_t>(d)];
+      }
     for (int64_t col : order_) {
       feature_offset_.push_back(col / ks * g_.is_f);
       position_.push_back(col % ks);
@@ -120,7 +127,6 @@ class ConvCore : public Kernel {
     const Acc* w = reinterpret_cast<const Acc*>(s.scratch[static_cast<size_t>(scratch_w_)].data());
     Acc* part = reinterpret_cast<Acc*>(s.scratch[static_cast<size_t>(scratch_p_)].data());
     std::vector<Acc> a, partial(in_blocks && i1 > i0 ? static_cast<size_t>(kHostRows * N) : 0);
-    std::vector<int64_t> offs(static_cast<size_t>(std::max<int64_t>(1, g_.k_spatial)));
     std::vector<int64_t> os(static_cast<size_t>(g_.rank));
     for (int64_t it = i0; it < i1; ++it) {
       const int64_t im = it % hm, gi = (it / hm) % g_.groups;
@@ -130,7 +136,7 @@ class ConvCore : public Kernel {
       for (int64_t ik = first; ik < last; ++ik) {
         Acc* sum = part + (gi * M + m0) * N;
         Acc* c = !in_blocks ? part + ((ik * g_.groups + gi) * M + m0) * N : ik == 0 ? sum : partial.data();
-        im2colGemm(x, w, c, gi, m0, mb, ik, offs, os, a);
+        im2colGemm(x, w, c, gi, m0, mb, ik, os, a);
         if (in_blocks) addPartial(sum, c, mb * N, ik == 0, g_.half_partials);
       }
     }
@@ -138,7 +144,7 @@ class ConvCore : public Kernel {
 
   // One host block's product over the K block ik: its rows' im2col, then the GEMM into c (rows of N).
   void im2colGemm(const Acc* x, const Acc* w, Acc* c, int64_t gi, int64_t m0, int64_t mb, int64_t ik,
-                  std::vector<int64_t>& offs, std::vector<int64_t>& os, std::vector<Acc>& a) const {
+                  std::vector<int64_t>& os, std::vector<Acc>& a) const {
     const int64_t N = g_.cog, K = g_.K();
     const int64_t k0 = std::min(K, ik * kblock_), kb = std::min(K, k0 + kblock_) - k0;
     a.resize(static_cast<size_t>(mb * std::max<int64_t>(kb, 1)));  // every element is written below
@@ -148,8 +154,11 @@ class ConvCore : public Kernel {
       return runs_.data() + (std::lower_bound(runs_.begin(), runs_.end(), col, before) - runs_.begin());
     };
     const ColumnRun *first_run = run_at(k0), *last_run = run_at(k0 + kb);
-    const int64_t* offsets = offs.data();
-    const int64_t is_f = g_.is_f;
+    const int64_t is_f = g_.is_f, rank = g_.rank;
+    const int64_t* is_s = g_.is_s.data();
+    std::vector<const int64_t*> row_tables(static_cast<size_t>(rank));
+    const bool every_position = g_.k_spatial <= 2 * (last_run - first_run);
+    std::vector<int64_t> offs(every_position ? static_cast<size_t>(std::max<int64_t>(1, g_.k_spatial)) : 0);
     const int64_t fbase = g_.fgc > 1 ? gi * g_.cig : 0;
     const int64_t bbase = g_.bgc > 1 ? gi * g_.out_batch : 0;
     for (int64_t r = 0; r < mb; ++r) {
@@ -159,20 +168,26 @@ class ConvCore : public Kernel {
         os[static_cast<size_t>(d)] = rem % g_.out_size[static_cast<size_t>(d)];
         rem /= g_.out_size[static_cast<size_t>(d)];
       }
-      // offs[kf]: the spatial offset of window position kf (row-major over the window) in the input, or -1,
-      // built a dim at a time (each position's offset so far, times the next dim's window positions).
-      offs[0] = 0;
-      int64_t positions = 1;
-      for (int64_t d = 0; d < g_.rank; ++d) {
+      // Per dim, the input index each window position of this row reads (or -1): its row of the dim's table.
+      for (int64_t d = 0; d < rank; ++d) {
         const size_t du = static_cast<size_t>(d);
-        const int64_t kd = g_.k_size[du];
-        const int64_t* table = tables_[du].data() + os[du] * kd;
-        for (int64_t q = positions; q-- > 0;) {
-          const int64_t prefix = offs[static_cast<size_t>(q)];
-          for (int64_t k = kd; k-- > 0;)
-            offs[static_cast<size_t>(q * kd + k)] = prefix < 0 || table[k] < 0 ? -1 : prefix + table[k] * g_.is_s[du];
+        row_tables[du] = tables_[du].data() + os[du] * g_.k_size[du];
+      }
+      // Where the block's runs cover the window positions (a forward convolution's few), or half of them, the
+      // offset of each position once, built a dim at a time (each position's offset so far, times the next dim's
+      // positions); else (a weight gradient's window, the whole image, of which a K block holds a few positions) per
+      // run.
+      if (every_position) {
+        offs[0] = 0;
+        for (int64_t d = 0, positions = 1; d < rank; positions *= g_.k_size[static_cast<size_t>(d)], ++d) {
+          const int64_t kd = g_.k_size[static_cast<size_t>(d)];
+          const int64_t* table = row_tables[static_cast<size_t>(d)];
+          for (int64_t q = positions; q-- > 0;) {
+            const int64_t prefix = offs[static_cast<size_t>(q)];
+            for (int64_t k = kd; k-- > 0;)
+              offs[static_cast<size_t>(q * kd + k)] = prefix < 0 || table[k] < 0 ? -1 : prefix + table[k] * is_s[d];
+          }
         }
-        positions *= kd;
       }
       const int64_t base = (bbase + n) * g_.is_b + fbase * g_.is_f;
       // Columns k0.. of the row, in order_'s order, a run at a time; a position in the padding reads zero. (Loops
@@ -180,7 +195,18 @@ class ConvCore : public Kernel {
       Acc* arow = a.data() + r * kb;
       for (const ColumnRun* run = first_run; run != last_run; ++run) {
         Acc* __restrict dst = arow + (run->col - k0);
-        const int64_t off = offsets[run->position], len = run->len;
+        // The run's window position's offset in the input, or -1 (padding, a hole of the lhs dilation, outside)
+        int64_t off = 0;
+        if (every_position) {
+          off = offs[static_cast<size_t>(run->position)];
+        } else {
+          const int64_t* at = window_index_.data() + run->position * rank;
+          for (int64_t d = 0; d < rank && off >= 0; ++d) {
+            const int64_t i = row_tables[static_cast<size_t>(d)][at[d]];
+            off = i < 0 ? -1 : off + i * is_s[d];
+          }
+        }
+        const int64_t len = run->len;
         if (off < 0) {
           for (int64_t j = 0; j < len; ++j) dst[j] = Acc(0);
         } else {
@@ -203,6 +229,7 @@ class ConvCore : public Kernel {
   std::vector<int64_t> order_;
   std::vector<int64_t> feature_offset_, position_;  // per column of order_: its feature's offset in the input, and
                                                     // its window position
+  std::vector<int64_t> window_index_;  // [window position][spatial dim]: the position's index along the dim
   struct ColumnRun {
     int64_t col, len, position, feature;  // columns [col, col + len): window position, the first one's feature offset
   };
@@ -248,11 +275,12 @@ class ConvKernel : public ConvCore<Acc> {
     }
     if constexpr (!std::is_same<In, Acc>::value) {  // the input in the accumulator type, converted once
       const In* x = s.at<const In>(lhs_);
-      const size_t n = static_cast<size_t>(g_.in_elements);
       std::vector<uint8_t>& xb = s.scratch[static_cast<size_t>(scratch_x_)];
-      xb.resize(n * sizeof(Acc));
+      xb.resize(static_cast<size_t>(g_.in_elements) * sizeof(Acc));
       Acc* xa = reinterpret_cast<Acc*>(xb.data());
-      for (size_t i = 0; i < n; ++i) xa[i] = toAcc(x[i], static_cast<Acc*>(nullptr));
+      forRanges(s, g_.in_elements, kParallelCopy, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) xa[i] = toAcc(x[i], static_cast<Acc*>(nullptr));
+      });
     }
     std::vector<uint8_t>& pb = s.scratch[static_cast<size_t>(scratch_p_)];
     const size_t bytes = static_cast<size_t>(this->partialPlanes() * g_.groups * g_.M() * N) * sizeof(Acc);
@@ -273,6 +301,8 @@ class ConvKernel : public ConvCore<Acc> {
   }
 
  private:
+  static constexpr int64_t kParallelCopy = 65536;  // elements: fewer cost less than waking the threads
+
   // Output elements [b, e) in the output's layout: the sum of their pK partials, converted once.
   void reduce(RunState& s, int64_t b, int64_t e) const {
     const int64_t M = g_.M(), N = g_.cog, plane = g_.groups * M * N;

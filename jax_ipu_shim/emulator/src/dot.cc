@@ -692,10 +692,7 @@ class DotKernel : public Kernel {
     buf.resize(static_cast<size_t>(total) * sizeof(Acc));
     const In* x = s.at<const In>(slot);
     Acc* y = reinterpret_cast<Acc*>(buf.data());
-    ThreadPool* pool = s.options ? s.options->pool : nullptr;
-    if (pool == nullptr || pool->threads() == 1 || total < kParallelStage) return canonicalize(x, y, l, 0, total);
-    const int64_t parts = pool->threads() * 4;
-    pool->parallelFor(parts, [&](int64_t i) { canonicalize(x, y, l, total * i / parts, total * (i + 1) / parts); });
+    forRanges(s, total, kParallelStage, [&](int64_t b, int64_t e) { canonicalize(x, y, l, b, e); });
   }
   static constexpr int64_t kParallelStage = 65536;  // elements: smaller copies cost less than waking the threads
 

@@ -114,6 +114,16 @@ ThreadPool::~ThreadPool() {  // no run uses the pool any more (its owner's promi
   for (std::thread& t : impl_->workers) t.join();
 }
 
+void forRanges(const RunState& s, int64_t n, int64_t threshold, const std::function<void(int64_t, int64_t)>& fn) {
+  ThreadPool* pool = s.options ? s.options->pool : nullptr;
+  if (pool == nullptr || pool->threads() == 1 || n < threshold) {
+    fn(0, n);
+    return;
+  }
+  const int64_t parts = pool->threads() * 4;
+  pool->parallelFor(parts, [&](int64_t i) { fn(n * i / parts, n * (i + 1) / parts); });
+}
+
 int ThreadPool::defaultThreads() {
   return static_cast<int>(std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
 }
