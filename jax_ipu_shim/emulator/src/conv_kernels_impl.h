@@ -72,17 +72,15 @@ class ConvCore : public Kernel {
         window_index_[static_cast<size_t>(kf * g_.rank + d)] = rest % g_.k_size[static_cast<size_t>(d)];
         rest /= g_.k_size[static_cast<size_t>(d)];
       }
-    for (int64_t col : order_) {
-      feature_offset_.push_back(col / ks * g_.is_f);
-      position_.push_back(col % ks);
-    }
     // Runs of columns that read consecutive features at one window position, none across a K block (what a row's
-    // im2col copies at once: with features innermost, a contiguous piece of the input).
+    // im2col copies at once: with features innermost, a contiguous piece of the input). Column c holds feature
+    // order_[c] / ks (its offset in the input: times is_f) at window position order_[c] % ks.
     for (size_t c = 0; c < order_.size(); ++c) {
+      const int64_t position = order_[c] % ks, feature = order_[c] / ks * g_.is_f;
       const bool boundary = kblock_ > 0 && static_cast<int64_t>(c) % kblock_ == 0;
-      if (c == 0 || boundary || position_[c] != position_[c - 1] ||
-          feature_offset_[c] != feature_offset_[c - 1] + g_.is_f)
-        runs_.push_back({static_cast<int64_t>(c), 0, position_[c], feature_offset_[c]});
+      if (c == 0 || boundary || position != runs_.back().position ||
+          feature != runs_.back().feature + runs_.back().len * g_.is_f)
+        runs_.push_back({static_cast<int64_t>(c), 0, position, feature});
       ++runs_.back().len;
     }
   }
@@ -107,13 +105,11 @@ class ConvCore : public Kernel {
   }
 
   static constexpr int64_t kHostRows = 96;
-  // host blocks enough for the chunks a superstep is cut into on 2 host threads (ThreadPool: 4 a thread)
-  static constexpr int64_t kBlocksToShare = 8;
   int64_t hostRowBlocks() const { return std::max<int64_t>(1, ceilDiv(g_.M(), kHostRows)); }
   // Whether each host block sums its own K partials (pK > 1 and enough blocks to share among the host threads),
   // leaving the sum in the first partial's place; else each (partial, block) is an item of its own and the last
   // superstep sums them. Either way in k order, as the IPU's reduction superstep adds the tiles' partials.
-  bool sumsInBlocks() const { return kparts_ > 1 && g_.groups * hostRowBlocks() >= kBlocksToShare; }
+  bool sumsInBlocks() const { return kparts_ > 1 && g_.groups * hostRowBlocks() >= kHostBlocksToShare; }
   int64_t partialPlanes() const { return sumsInBlocks() ? 1 : kparts_; }
 
   // Host items: (k part, group, 96-row block), or (group, 96-row block) where blocks sum their own partials; the
@@ -227,8 +223,6 @@ class ConvCore : public Kernel {
   int scratch_w_, scratch_p_, scratch_x_;
   std::vector<std::vector<int64_t>> tables_;
   std::vector<int64_t> order_;
-  std::vector<int64_t> feature_offset_, position_;  // per column of order_: its feature's offset in the input, and
-                                                    // its window position
   std::vector<int64_t> window_index_;  // [window position][spatial dim]: the position's index along the dim
   struct ColumnRun {
     int64_t col, len, position, feature;  // columns [col, col + len): window position, the first one's feature offset

@@ -594,12 +594,10 @@ class DotKernel : public Kernel {
   // still in the host's cache; with fewer, each (partial, block) is an item of its own and the reduction superstep
   // sums them. Either way in k order, as the IPU's reduction superstep adds the tiles' partials.
   static constexpr int64_t kHostRows = 96, kHostCols = 256;
-  // host blocks enough for the chunks a superstep is cut into on 2 host threads (ThreadPool: 4 a thread)
-  static constexpr int64_t kBlocksToShare = 8;
   int64_t hostColBlocks() const { return std::max<int64_t>(1, ceilDiv(plan_.N, kHostCols)); }
   int64_t hostRowBlocks(int64_t chunk) const { return std::max<int64_t>(1, ceilDiv(plan_.rowsIn(chunk), kHostRows)); }
   bool sumsInBlocks() const {
-    return plan_.k.parts > 1 && plan_.B * hostRowBlocks(0) * hostColBlocks() >= kBlocksToShare;
+    return plan_.k.parts > 1 && plan_.B * hostRowBlocks(0) * hostColBlocks() >= kHostBlocksToShare;
   }
 
   void blocks(RunState& s, int64_t chunk, int64_t p0, int64_t p1) const {

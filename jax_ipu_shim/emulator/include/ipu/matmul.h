@@ -116,6 +116,11 @@ inline DType partialsType(DType in, DType out, bool half_partials) {
   return half_partials && in == DType::F16 && out == DType::F16 ? DType::F16 : dtypeInfo(in).acc;
 }
 
+// The host blocks a matmul's or convolution's superstep needs before each block sums its own K partials (else each
+// partial is a host item of its own, summed by the reduction superstep): enough for the chunks a superstep is cut
+// into on 2 host threads (ThreadPool: 4 a thread).
+constexpr int64_t kHostBlocksToShare = 8;
+
 // sum (+)= partial over n elements, as a matmul's or convolution's reduction superstep adds the next tile's partial
 // of a K split to the ones before it (OR for bool; with half partials each partial rounded to f16 first). `first`:
 // sum holds the first partial itself (rounded here with half partials; `partial` is not read).
