@@ -429,6 +429,12 @@ ACCEPTED: List[Accepted] = [
              "kernel of 2 taps skips, of 3 taps may multiply); the ipu always multiplies them, as StableHLO defines "
              "lhs dilation (zeros inserted)", ("conv",),
              ("float32", "float16", "bfloat16"), 1, per="any", when="kernel_not_finite", open=True),
+    Accepted("open: a convolution with rhs (window) dilation and an infinite or NaN input element that falls "
+             "between two of a window's dilated taps: XLA:CPU, for some shapes, multiplies it by a zero it puts "
+             "between the taps (0 * inf = NaN: a bf16 NCH convolution with rhs_dilation (2,) gives NaN where the ipu "
+             "gives -inf, fuzz seed 20287101 #1446); the ipu reads only the elements the taps cover, as StableHLO "
+             "defines window dilation (the mirror of the lhs dilation entry above)", ("conv",),
+             ("float32", "float16", "bfloat16"), 1, per="any", when="rhs_dilated_input_not_finite", open=True),
     Accepted("open: jaxlib 0.4.13, a divide of jax.nn.softmax, which jax 0.4.13 lowers to a call of exp(x - m) / s: "
              "XLA inlines it and its simplifier's (A / B) / C => A / (B * C) makes softmax(x) / c one divide, an ulp "
              "from the ipu's two (the front end's divide rules do not see into calls)", ("div",),
@@ -786,6 +792,14 @@ def _not_finite(values: Sequence) -> bool:
     import numpy as np
 
     return any(not np.all(np.isfinite(np.asarray(v, np.float32))) for v in values)
+
+
+def _rhs_dilated(step) -> bool:  # noqa: ANN001
+    """A convolution step with a window (rhs) dilation above 1 (its source's rhs_dilation=(...))."""
+    import re
+
+    found = re.search(r"rhs_dilation=\(([^)]*)\)", step.expr)
+    return bool(found) and any(int(d) > 1 for d in found.group(1).replace(" ", "").split(",") if d)
 
 
 def _products_overflow(values: Sequence) -> bool:
@@ -1469,6 +1483,8 @@ WHEN = {
     "negative_nan_operand": lambda step, program, values: _negative_nan_operand(values()),
     "product_used_twice": _product_used_twice,
     "kernel_not_finite": lambda step, program, values: _not_finite(values()[1:2]),
+    "rhs_dilated_input_not_finite": lambda step, program, values: (
+        _rhs_dilated(step) and _not_finite(values()[0:1])),
     "operand_not_finite": lambda step, program, values: _not_finite(values()),
     "products_overflow": lambda step, program, values: _products_overflow(values()),
     "nan_operand": lambda step, program, values: _nan(values()),
