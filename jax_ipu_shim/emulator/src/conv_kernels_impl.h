@@ -272,7 +272,7 @@ class ConvKernel : public ConvCore<Acc> {
       std::vector<uint8_t>& xb = s.scratch[static_cast<size_t>(scratch_x_)];
       xb.resize(static_cast<size_t>(g_.in_elements) * sizeof(Acc));
       Acc* xa = reinterpret_cast<Acc*>(xb.data());
-      forRanges(s, g_.in_elements, kParallelCopy, [&](int64_t b, int64_t e) {
+      forRanges(s, g_.in_elements, [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) xa[i] = toAcc(x[i], static_cast<Acc*>(nullptr));
       });
     }
@@ -295,8 +295,6 @@ class ConvKernel : public ConvCore<Acc> {
   }
 
  private:
-  static constexpr int64_t kParallelCopy = 65536;  // elements: fewer cost less than waking the threads
-
   // Output elements [b, e) in the output's layout: the sum of their pK partials, converted once.
   void reduce(RunState& s, int64_t b, int64_t e) const {
     const int64_t M = g_.M(), N = g_.cog, plane = g_.groups * M * N;

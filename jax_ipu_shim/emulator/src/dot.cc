@@ -564,9 +564,11 @@ class DotKernel : public Kernel {
   void prepare(RunState& s) const override {
     stage(s, lhs_, l_, scratch_l_);
     stage(s, rhs_, r_, scratch_r_);
-    // The sums before their conversion (another result type), or each K block's partials (pK > 1, unless each
-    // host block sums its own)
-    const int64_t planes = plan_.k.parts > 1 && !sumsInBlocks() ? plan_.k.parts : direct() || plan_.k.parts > 1 ? 0 : 1;
+    // Each K block's partials (pK > 1, unless each host block sums its own), or the sums before their conversion
+    // (pK = 1 into another result type)
+    int64_t planes = 0;
+    if (plan_.k.parts > 1) planes = sumsInBlocks() ? 0 : plan_.k.parts;
+    else if (!direct()) planes = 1;
     const size_t n = static_cast<size_t>(planes * plan_.B * plan_.M * plan_.N);
     std::vector<uint8_t>& buf = s.scratch[static_cast<size_t>(scratch_p_)];
     if (buf.size() < n * sizeof(Acc)) buf.resize(n * sizeof(Acc));
@@ -690,9 +692,8 @@ class DotKernel : public Kernel {
     buf.resize(static_cast<size_t>(total) * sizeof(Acc));
     const In* x = s.at<const In>(slot);
     Acc* y = reinterpret_cast<Acc*>(buf.data());
-    forRanges(s, total, kParallelStage, [&](int64_t b, int64_t e) { canonicalize(x, y, l, b, e); });
+    forRanges(s, total, [&](int64_t b, int64_t e) { canonicalize(x, y, l, b, e); });
   }
-  static constexpr int64_t kParallelStage = 65536;  // elements: smaller copies cost less than waking the threads
 
   const Acc* operand(RunState& s, int slot, const OperandLayout& l, int scratch) const {
     if (kSameType && l.identity()) return s.at<const Acc>(slot);

@@ -114,9 +114,9 @@ ThreadPool::~ThreadPool() {  // no run uses the pool any more (its owner's promi
   for (std::thread& t : impl_->workers) t.join();
 }
 
-void forRanges(const RunState& s, int64_t n, int64_t threshold, const std::function<void(int64_t, int64_t)>& fn) {
+void forRanges(const RunState& s, int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
   ThreadPool* pool = s.options ? s.options->pool : nullptr;
-  if (pool == nullptr || pool->threads() == 1 || n < threshold) {
+  if (pool == nullptr || pool->threads() == 1 || n < kParallelElements) {
     fn(0, n);
     return;
   }

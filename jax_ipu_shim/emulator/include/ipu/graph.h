@@ -35,10 +35,11 @@ struct RunState {
   }
 };
 
-// Calls fn(b, e) for pieces [b, e) covering [0, n): on the run's host threads when n is at least `threshold` and it
-// has several, else once on the calling thread. For host work whose pieces are independent (a kernel's copies in
-// prepare(), which runs on one thread); values never depend on it.
-void forRanges(const RunState& s, int64_t n, int64_t threshold, const std::function<void(int64_t, int64_t)>& fn);
+// Calls fn(b, e) for pieces [b, e) covering [0, n) elements: on the run's host threads when n is at least
+// kParallelElements and it has several, else once on the calling thread. For host work whose pieces are
+// independent (a kernel's copies in prepare(), which runs on one thread); values never depend on it.
+constexpr int64_t kParallelElements = 65536;  // fewer cost less to copy than waking the threads
+void forRanges(const RunState& s, int64_t n, const std::function<void(int64_t, int64_t)>& fn);
 
 // One call of an elementwise block function (ipu/kernels.h BlockFn) on one element, its operands' and result's
 // addresses resolved for a run: what a loop of one-element steps calls in place of walking its program tree on every
