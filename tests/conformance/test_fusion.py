@@ -92,6 +92,7 @@ def test_chain_inside_a_loop_body():
     ("-(a*b)-c", lambda a, b, c: -(a * b) - c),
     ("-(a*b)+-(b*c)", lambda a, b, c: -(a * b) + -(b * c)),
     ("-(a*b)-(-(b*c))", lambda a, b, c: -(a * b) - jnp.negative(b * c)),
+    ("-(a*b)-b*c", lambda a, b, c: -(a * b) - b * c),  # the negated product is contracted
     ("-(-(a*b))+c", lambda a, b, c: jnp.negative(-(a * b)) + c),
     ("-(a*b) read twice", lambda a, b, c: (lambda n: (n + c, n))(-(a * b))),
 ])
@@ -101,6 +102,28 @@ def test_multiply_adds_round_once_as_on_cpu(name, f):
     two differ are many: a*b + c with a = b = 1 + 2^-12, c = -1 is 2^-11 + 2^-24 fused and 2^-11 otherwise."""
     a, b, c = (random("float32", (4099,), seed=seed) for seed in (31, 32, 33))
     a[:3], b[:3], c[:3] = np.float32(1 + 2**-12), np.float32(1 + 2**-12), np.float32(-1)
+    check(f, a, b, c, **EXACT)
+
+
+@pytest.mark.parametrize("name, f", [
+    ("-a-c", lambda a, b, c: -a - c),
+    ("-(a*b)-c", lambda a, b, c: -(a * b) - c),
+    ("-a-b*c", lambda a, b, c: -a - b * c),
+    ("-a+-c", lambda a, b, c: -a + -c),
+    ("-(a*b)+-c", lambda a, b, c: -(a * b) + -c),
+    ("-c+-(a*b)", lambda a, b, c: -c + -(a * b)),
+    ("-a-(-c)", lambda a, b, c: -a - jnp.negative(c)),
+    ("c-(-a)", lambda a, b, c: c - jnp.negative(a)),
+    ("-a+c", lambda a, b, c: -a + c),
+])
+def test_sums_with_a_negation_keep_the_sign_of_zero(name, f):
+    """A sum with a negation, written without it for the fused vertex to contract a product as XLA:CPU does,
+    still gives IEEE's zero: (-a) - c with c = -a is +0, not -(a + c) = -0 (fuzz seed 20287112 #228: the ipu gave
+    -0 for jnp.sort(v) subtracted from v = -x). Every sign pair of zeros, and products that cancel exactly."""
+    zeros = np.array([0.0, -0.0], np.float32)
+    a = np.concatenate([np.repeat(zeros, 2), [2.0, -2.0, 3.0, 1.5, -0.0, 0.0]]).astype(np.float32)
+    c = np.concatenate([np.tile(zeros, 2), [-2.0, 2.0, 6.0, -3.0, 0.0, -0.0]]).astype(np.float32)
+    b = np.array([1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 2.0, -2.0, 5.0, -1.0], np.float32)
     check(f, a, b, c, **EXACT)
 
 

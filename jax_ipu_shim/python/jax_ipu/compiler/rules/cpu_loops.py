@@ -451,35 +451,44 @@ def sum_of_negation(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bo
     negated = [p is not None and p.name == "stablehlo.negate" for p in producers]
     if True not in negated:
         return False
-    # Both series: LLVM's InstCombine writes a sum with a negation without it, (-X) + Q and Q + (-X) as Q - X,
-    # Q - (-X) as Q + X, (-X) - Q as -(X + Q), (-X) + (-Y) as -(Y + X) and (-X) - (-Y) as Y - X, and XLA:CPU's
-    # fused loop then contracts a product X into that add or subtract (one fused multiply-add), where the ipu
-    # rounded -X first: -(b * c) + c as cpu computes it. The values are the same but for that rounding. The adds it
-    # writes keep their operands' order (LLVM writes them after ordering sums by rank: elementwise.cc's llvmRank).
+    # Both series: LLVM's InstCombine writes a sum with a negation without it where that is exact, signed zeros
+    # included: (-X) + Q and Q + (-X) as Q - X, Q - (-X) as Q + X, (-X) - (-Y) as Y - X, and (-X) + (-Y) as
+    # (-Y) - X. XLA:CPU's fused loop then contracts a product X into that add or subtract (one fused multiply-add),
+    # where the ipu rounded -X first: -(b * c) + c as cpu computes it. The adds it writes keep their operands' order
+    # (LLVM writes them after ordering sums by rank: elementwise.cc's llvmRank). A difference (-A) - B it leaves as
+    # it is (-(A + B) needs no-signed-zeros: (-a) - b with b = -a is +0, -(a + b) is -0; fuzz seed 20287112 #228),
+    # and its DAG combiner contracts the negated product A there, else B: measured on cpu, both series.
     entry = t.entry(op)
     kept = {"operand_order": "as_written"}
+    x = t.use(producers[negated.index(True)].operands[0])
+    out = entry["results"]
     if negated == [True, True]:
-        x, y = (t.use(p.operands[0]) for p in producers)
+        y = t.use(producers[1].operands[0])
         if op.name == "stablehlo.subtract":
-            body.append(W.derived(entry, "subtract", [y, x], entry["results"]))
+            body.append(W.derived(entry, "subtract", [y, x], out))
             return True
-        rewrite = W.Rewrite(t, entry)
-        rewrite.emit("negate", [rewrite.emit("add", [y, x], attrs=kept)], result=entry["results"][0])
-        body.extend(rewrite.ops)
+        body.extend(_negated_difference(t, entry, producers[1].operands[0], entry["operands"][1], x))
         return True
     side = negated.index(True)
-    x = t.use(producers[side].operands[0])
     q = entry["operands"][1 - side]
-    out = entry["results"]
     if op.name == "stablehlo.add":
         body.append(W.derived(entry, "subtract", [q, x], out))
     elif side == 1:
         body.append(W.derived(entry, "add", [q, x], out, kept))
     else:
-        rewrite = W.Rewrite(t, entry)
-        rewrite.emit("negate", [rewrite.emit("add", [x, q], attrs=kept)], result=out[0])
-        body.extend(rewrite.ops)
+        body.extend(_negated_difference(t, entry, producers[0].operands[0], entry["operands"][0], q))
     return True
+
+
+def _negated_difference(t: Any, entry: Dict[str, Any], a: Any, negated_a: int, b: int) -> List[Dict[str, Any]]:
+    """(-A) - B (A, the id of -A, the id of B) written for the fused vertex to contract as XLA:CPU does: the product
+    A where it is one read once, as (-B) - A (the same sum, exactly: IEEE addition commutes), else as written,
+    where the vertex contracts B if it is a product."""
+    if not _product_read_once(a):
+        return [W.derived(entry, "subtract", [negated_a, b], entry["results"])]
+    rewrite = W.Rewrite(t, entry)
+    rewrite.emit("subtract", [rewrite.emit("negate", [b]), t.use(a)], result=entry["results"][0])
+    return rewrite.ops
 
 
 def remainder_by_power_of_two(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
