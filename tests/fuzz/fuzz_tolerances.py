@@ -566,7 +566,8 @@ ACCEPTED: List[Accepted] = [
              "a loop LLVM leaves unvectorised (a gather's: jnp.take of it; an array of one element): there it folds "
              "the select into A op select(p, B, identity), which flushes a denormal A where p is false; its vector "
              "loops, and the ipu, select A as it is (measured: jnp.take(jnp.where(p, v - x, v), i, axis=1, "
-             "mode='fill') of a 2.9e-39, fuzz seed 20271001 #2582; f32[1] jnp.where(p, a * b, a), 20271101 #1076)",
+             "mode='fill') of a 2.9e-39, fuzz seed 20271001 #2582; f32[1] jnp.where(p, a * b, a), 20271101 #1076; "
+             "jnp.take_along_axis of jnp.where(p, a / b, a) with a 2.9e-39, 20287111 #954)",
              ("select",), ("float32",), 1, per="denormal", series="0.4.", when="difference_select_in_scalar_loop",
              open=True),
     Accepted("jaxlib 0.4.13's XLA:CPU computes complex sqrt in polar form, sqrt|z| (cos(t/2) + i sin(t/2)) with "
@@ -1340,13 +1341,13 @@ def _moves_minor_dimension(step) -> bool:  # noqa: ANN001 - a transpose step
 
 
 def _difference_select_in_scalar_loop(step, program, values) -> bool:  # noqa: ANN001
-    """The step selects between A op B and A (jnp.where(p, a - b, a), jnp.where(p, a * b, a)) in a loop jaxlib
+    """The step selects between A op B and A (jnp.where(p, a - b, a), jnp.where(p, a / b, a)) in a loop jaxlib
     0.4.13's XLA:CPU leaves unvectorised (_scalar_loop: a gather's; or an array of one element)."""
     producers = {o.name: s for s in program.ops() for o in s.outs}
     reads = list(step.reads)
-    combined = [producers[r] for r in reads if r in producers and producers[r].op in ("sub", "add", "mul")]
+    combined = [producers[r] for r in reads if r in producers and producers[r].op in ("sub", "add", "mul", "div")]
     one = all(o.shape is not None and math.prod(o.shape) == 1 for o in step.outs)
-    return any(set(d.reads[:1 if d.op == "sub" else 2]) & set(reads) for d in combined) and (
+    return any(set(d.reads[:1 if d.op in ("sub", "div") else 2]) & set(reads) for d in combined) and (
         one or _scalar_loop(step, program, values))
 
 
