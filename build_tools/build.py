@@ -153,7 +153,7 @@ def build(out_dir: Path = DIST, series_name: Optional[str] = None, cxx: Optional
     plugin = series.packaging == "plugin"
     jaxlib_wheel = wheels.build_jaxlib_wheel(pins, series, jaxlib_tree, None if plugin else library, out_dir)
     print(f"[build] wrote {jaxlib_wheel}", flush=True)
-    jax_wheel = wheels.build_jax_wheel(pins, series, jax_tree, out_dir)
+    jax_wheel = _jax_wheel(pins, series, jax_tree, out_dir)
     print(f"[build] wrote {jax_wheel}", flush=True)
     built = [jax_wheel, jaxlib_wheel]
     native_wheel = jaxlib_wheel
@@ -179,6 +179,22 @@ def build(out_dir: Path = DIST, series_name: Optional[str] = None, cxx: Optional
         print(f"[build] {w.name}: {w.stat().st_size / 1e6:.1f} MB", flush=True)
     print(f"[build] series {series.name} built in {stamp['seconds']:.0f} s", flush=True)
     return stamp
+
+
+def _jax_wheel(pins: Pins, series: Series, jax_tree: Path, out_dir: Path) -> Path:
+    """wheels.build_jax_wheel, whose pip run takes seconds: pure Python, and byte-reproducible, so the wheel last built
+    from the same patched tree (its marker names the upstream file and the patches), label and wheel code is kept in
+    build/<series>/ and copied (a change to the native library alone rebuilds in less time)."""
+    key = hashlib.sha256("\0".join([(jax_tree / ".patched").read_text(), pins.labelled(series.jax.version),
+                                     sha256_of(REPO / "build_tools" / "pins.toml"),
+                                     *(sha256_of(Path(m.__file__)) for m in (wheels, wheels.sbom))]).encode())
+    kept = BUILD / series.name / "jax-wheel" / key.hexdigest()[:16]
+    wheel = next(iter(sorted(kept.glob("jax-*.whl"))), None) if kept.is_dir() else None
+    if wheel is None:
+        shutil.rmtree(kept.parent, ignore_errors=True)
+        wheel = wheels.build_jax_wheel(pins, series, jax_tree, kept)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return Path(shutil.copy2(wheel, out_dir / wheel.name))
 
 
 def _check_platform(wheel: Path, series: Series, library: Path, cxx: Optional[str]) -> Tuple[str, str]:
