@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from jax import lax
 from _conformance import CURRENT_SERIES, EXACT, away_from_zero, check, random, skip_unless_memory, small_ints, special
 
 AXES = [()] + [c for r in (1, 2, 3) for c in itertools.combinations(range(3), r)] + [None]
@@ -293,3 +294,33 @@ def test_a_reduction_of_a_maps_rows_gives_the_bits_of_the_two_apart(shape):
     for got, want in zip(ipu, apart):
         np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
     check(together, x, g, rtol=1e-5)  # sums of positive terms (exp and square differ from cpu's by an ulp or two)
+
+
+@pytest.mark.parametrize("shape", [(1024, 1024), (300, 37), (6, 5, 2000), (2, 3)])
+def test_a_layer_norm_and_softmax_run_row_by_row_give_the_bits_of_their_steps_apart(shape):
+    """A layer norm then a softmax is a chain of steps over rows of one length: reductions of rows, maps of rows
+    reading a value per row (a mean, a maximum) broadcast along them, maps of those values, a scalar's reciprocal.
+    The host runs such a chain a few rows at a time, every step on those rows before the next rows, where the arena
+    lets it (results placed over rows whose steps are done). Each value is what the steps give as programs of their
+    own, bit for bit; and cpu's within the tolerance of its sums."""
+    x = random("float32", shape, seed=7)
+    gamma = random("float32", shape[-1:], seed=8, low=0.5, high=1.5)
+    beta = random("float32", shape[-1:], seed=9)
+    skip_unless_memory(8 * x.nbytes, f"rows of f32{list(shape)}")
+
+    def mean(x):
+        return jnp.mean(x, axis=-1, keepdims=True)
+
+    def normalised(x, m, gamma, beta):
+        var = jnp.mean(jnp.square(x - m), axis=-1, keepdims=True)
+        return (x - m) * lax.rsqrt(var + 1e-5) * gamma + beta
+
+    def f(x, gamma, beta):
+        return jax.nn.softmax(normalised(x, mean(x), gamma, beta), axis=-1)
+
+    ipu = jax.jit(f, backend="ipu")(x, gamma, beta)
+    m = jax.jit(mean, backend="ipu")(x)
+    h = jax.jit(normalised, backend="ipu")(x, m, gamma, beta)
+    apart = jax.jit(lambda h: jax.nn.softmax(h, axis=-1), backend="ipu")(h)
+    np.testing.assert_array_equal(np.asarray(ipu), np.asarray(apart))
+    check(f, x, gamma, beta, rtol=2e-5, atol=1e-7)

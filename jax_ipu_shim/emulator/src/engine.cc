@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #if defined(__SSE2__)
@@ -233,8 +234,18 @@ void fixedCharges(const Node& node, std::vector<FixedCharge>* out) {
 
 }  // namespace
 
-void planLoops(Node* node) {
-  for (auto& child : node->children) planLoops(child.get());
+static std::unique_ptr<RowChain> planRowChain(const Node& sequence, size_t first);
+
+void planRun(Node* node) {
+  for (auto& child : node->children) planRun(child.get());
+  if (node->kind == NodeKind::Sequence) {
+    node->row_chains.clear();
+    for (size_t i = 0; i < node->children.size(); ++i) {
+      std::unique_ptr<RowChain> chain = planRowChain(*node, i);
+      if (node->row_chains.empty() && chain) node->row_chains.resize(node->children.size());
+      if (chain) node->row_chains[i] = std::move(chain);
+    }
+  }
   if (node->kind != NodeKind::RepeatWhileTrue || readsCycles(*node)) return;
   node->charged_at_end = true;
   fixedCharges(*node->children[0], &node->fixed[0]);
@@ -383,18 +394,18 @@ struct Executor::FlatLoop {
   DirectScratch scratch;
 };
 
-// An elementwise map whose result a reduction of rows reads next (a layer norm's squared deviations and their sum,
-// softmax's exponentials and theirs): the host computes the map's rows and reduces them a few at a time, while they
-// are in cache, instead of writing the whole result to memory and reading it back. Every element is the same
-// computation as when the two run one after the other (the kernels, on ranges they already take: their host
-// threads' chunks), and each step charges what it charges on its own: host speed only.
-struct Executor::RowPair {
-  bool ok = false;
-  int64_t rows = 0;  // the reduction's outputs
-  size_t map_step = 0, reduce_step = 0;  // their computing supersteps
-  std::vector<int> map_reads;
-  int map_writes = -1;
-};
+// RowChain: steps over rows of one length, one after another (a layer norm's and a softmax's: the rows' sums, the deviations,
+// their squares and sums, the normalised rows, their maxima, exponentials, sums and quotients): maps of rows
+// ("wide": `row` elements per row) or of one value per row ("narrow": a reduction's result and maps of it), and
+// reductions of rows. The host runs them all on a few rows at a time, while those rows are in its cache, instead
+// of each over the whole array in turn. Every element is the same computation as when the steps run one after the
+// other (the kernels, on ranges they already take: their host threads' chunks), and each step charges what it
+// charges on its own: host speed only. A step belongs only where what it reads for a row is known once the steps
+// before it have run on that row: operands from outside the chain, the same element of a result of the chain of
+// its own kind, or a narrow result broadcast along the row.
+// The host work of one chunk of rows of a RowChain, per step: 128 KB of f32 (softmax_layernorm's 1024-wide
+// rows: 32 per chunk, 4K per step with the call costs, on 2 threads: 1.6 ms; 4 per chunk 1.9 ms, 256 per chunk 2.0).
+constexpr int64_t kRowChunkBytes = int64_t{128} << 10;
 
 Executor::Executor(const Graph& graph, RunState* state) : graph_(graph), state_(*state) {}
 Executor::~Executor() = default;
@@ -403,10 +414,10 @@ void Executor::run(const Node& node, bool charge) {
   checkInterrupts();
   switch (node.kind) {
     case NodeKind::Sequence:
-      for (size_t i = 0; i < node.children.size(); ++i) {
-        const Node& child = *node.children[i];
-        if (i + 1 < node.children.size() && runRowsTogether(child, *node.children[i + 1], charge)) ++i;
-        else run(child, charge);
+      for (size_t i = 0; i < node.children.size();) {
+        const size_t together = runRowsTogether(node, i, charge);
+        if (together == 0) run(*node.children[i++], charge);
+        i += together;
       }
       return;
     case NodeKind::RepeatWhileTrue: runLoop(node); return;
@@ -464,70 +475,164 @@ bool onlyComputingStep(const Node& node, size_t* step) {
   return true;
 }
 
+// Whether a broadcast view over rows of `row` elements reads element i / row for output element i (one value per row,
+// broadcast along it): its innermost dimensions, `row` elements, have stride 0, and the others run in row-major
+// order.
+bool readsRowValue(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides, int64_t row) {
+  size_t d = shape.size();
+  int64_t inner = 1;
+  while (d > 0 && inner < row) {
+    --d;
+    if (shape[d] != 1 && strides[d] != 0) return false;
+    inner *= shape[d];
+  }
+  if (inner != row) return false;
+  for (int64_t expect = 1; d-- > 0; expect *= shape[d])
+    if (shape[d] != 1 && strides[d] != expect) return false;
+  return true;
+}
+
 }  // namespace
 
-bool Executor::runRowsTogether(const Node& map, const Node& reduce, bool charge) {
-  // (Most steps are not a row reduction: they are turned away here, before the per-run cache, at the cost of a call.)
-  int reduce_reads = -1, reduce_writes = -1;
-  int64_t row = 0;
-  if (map.kind != NodeKind::Execute || reduce.kind != NodeKind::Execute || !map.kernel || !reduce.kernel ||
-      !reduce.kernel->rowReduction(&reduce_reads, &reduce_writes, &row))
-    return false;
-  std::unique_ptr<RowPair>& pair = pairs_[&map];
-  if (!pair) {
-    pair = std::make_unique<RowPair>();
-    RowPair& p = *pair;
-    p.ok = map.kernel->mapSlots(&p.map_reads, &p.map_writes) && reduce_reads == p.map_writes && row > 1 &&
-           onlyComputingStep(map, &p.map_step) && onlyComputingStep(reduce, &p.reduce_step) &&
-           !map.kernel->readsCycles() && !reduce.kernel->readsCycles();
-    if (p.ok) {
-      const TileMapping &mw = map.supersteps[p.map_step].work, &rw = reduce.supersteps[p.reduce_step].work;
-      p.rows = rw.num_elements;
-      p.ok = p.rows > 1 && mw.num_elements == p.rows * row && mw.runs() > 0 && rw.runs() > 0 && mw.runBegin(0) == 0 &&
-             mw.runEnd(mw.runs() - 1) == mw.num_elements && rw.runBegin(0) == 0 &&
-             rw.runEnd(rw.runs() - 1) == rw.num_elements;
+// The chain of steps from children[first] (RowChain), by their kernels and work: empty if it has fewer than
+// two steps or no reduction of rows. A map of neither size that reads no result of the chain's rows (a scalar's
+// reciprocal) runs once, before the rows.
+static std::unique_ptr<RowChain> planRowChain(const Node& sequence, size_t first) {
+  auto plan = std::make_unique<RowChain>();
+  const auto& children = sequence.children;
+  // The rows: those of the first reduction among the maps and reductions that follow one another from `first`.
+  for (size_t j = first; j < children.size() && plan->row == 0; ++j) {
+    const Node& node = *children[j];
+    std::vector<Kernel::MapRead> reads;
+    int in = -1, init = -1, out = -1;
+    int64_t row = 0;
+    size_t step = 0;
+    if (node.kind != NodeKind::Execute || !node.kernel || !onlyComputingStep(node, &step)) break;
+    if (node.kernel->rowReduction(&in, &init, &out, &row)) {
+      plan->row = row;
+      plan->rows = node.supersteps[step].work.num_elements;
+    } else if (!node.kernel->mapReads(&reads, &out)) {
+      break;
     }
   }
-  const RowPair& p = *pair;
-  if (!p.ok || updatesInPlace(map, state_) || updatesInPlace(reduce, state_)) return false;
-  // The reduction writes its outputs while the map still reads its operands: not into their bytes (arena slots whose
-  // live ranges end with the map may share bytes with the reduction's result).
+  if (plan->row <= 1 || plan->rows <= 1) return nullptr;
+  std::unordered_map<int, int64_t> made;  // a result of the chain's steps -> its elements per row
+  std::unordered_set<int> used;           // every slot a step of the chain reads or writes
+  bool reduces = false;
+  for (size_t j = first; j < children.size(); ++j) {
+    const Node& node = *children[j];
+    RowChain::Member m;
+    m.node = &node;
+    if (node.kind != NodeKind::Execute || !node.kernel || node.kernel->readsCycles() ||
+        !onlyComputingStep(node, &m.step))
+      break;
+    const TileMapping& work = node.supersteps[m.step].work;
+    const int64_t n = work.num_elements;
+    if (work.runs() == 0 || work.runBegin(0) != 0 || work.runEnd(work.runs() - 1) != n) break;
+    const auto perRow = [&](int slot) {  // -1: not a result of the chain's
+      const auto it = made.find(slot);
+      return it == made.end() ? int64_t{-1} : it->second;
+    };
+    int in = -1, init = -1, out = -1;
+    int64_t row = 0;
+    std::vector<Kernel::MapRead> reads;
+    if (node.kernel->rowReduction(&in, &init, &out, &row)) {
+      if (row != plan->row || n != plan->rows || perRow(in) == 1 || perRow(init) > 0) break;
+      m.per_row = 1;
+      m.reduces = reduces = true;
+      m.access = {{in, row, false}, {init, 0, false}};
+    } else if (node.kernel->mapReads(&reads, &out)) {
+      m.per_row = n == plan->rows * plan->row ? plan->row : n == plan->rows ? 1 : 0;
+      bool ok = true;
+      for (const Kernel::MapRead& r : reads) {
+        // Element i itself (or through a view that reads it), or the value of its row, or the whole slot.
+        const bool same = !r.scalar && (!r.shape || readsRowValue(*r.shape, *r.strides, 1));
+        const bool row_value = r.shape && m.per_row == plan->row && readsRowValue(*r.shape, *r.strides, plan->row);
+        const int64_t per_row = m.per_row == 0 ? 0 : same ? m.per_row : row_value ? 1 : 0;
+        const int64_t made_per_row = perRow(r.slot);
+        // A result of the chain's rows is read as its own rows; a step that runs once reads none of them.
+        if (made_per_row > 0 && made_per_row != per_row) ok = false;
+        m.access.push_back({r.slot, per_row, false});
+      }
+      if (!ok) break;
+    } else {
+      break;
+    }
+    if (used.count(out)) break;  // a slot the chain has read or written already
+    m.access.push_back({out, m.per_row, true});
+    for (const RowChain::Access& a : m.access) used.insert(a.slot);
+    made[out] = m.per_row;
+    plan->members.push_back(std::move(m));
+  }
+  if (plan->members.size() < 2 || !reduces) return nullptr;
+  return plan;
+}
+
+size_t Executor::runRowsTogether(const Node& sequence, size_t first, bool charge) {
+  if (first >= sequence.row_chains.size() || !sequence.row_chains[first]) return 0;
+  const RowChain& c = *sequence.row_chains[first];
+  // This run's bytes. Arena slots whose live ranges end in the chain may share bytes with later results. Row by row
+  // (every step on a chunk of rows, then the next chunk), two steps touch the same bytes in program order where the
+  // two slots start at the same byte and a row of the later step's slot is no longer than a row of the earlier's (it
+  // lies in that row or in an earlier one, whose steps are done): a softmax's exponentials over the bytes of its
+  // normalised rows, a row's sum over the bytes of a row the steps have done with. Any other overlap (a slot read
+  // whole, rows shifted against each other or longer), or a step that updates in place, ends the chain there.
   const auto bytes = [&](int slot) { return graph_.slots[static_cast<size_t>(slot)].type.numBytes(); };
-  const uint8_t* out = state_.ptr[static_cast<size_t>(reduce_writes)];
-  const size_t out_bytes = bytes(reduce_writes);
-  for (int slot : p.map_reads) {
-    const uint8_t* in = state_.ptr[static_cast<size_t>(slot)];
-    if (in < out + out_bytes && out < in + bytes(slot)) return false;
+  const auto ptr = [&](int slot) { return state_.ptr[static_cast<size_t>(slot)]; };
+  const auto rowBytes = [&](const RowChain::Access& a) {
+    return a.per_row * static_cast<int64_t>(dtypeSize(graph_.slots[static_cast<size_t>(a.slot)].type.dtype));
+  };
+  // Whether access `a` of a step and access `b` of an earlier step (or of the same one) cannot run row by row.
+  const auto clash = [&](const RowChain::Access& a, const RowChain::Access& b, bool same_step) {
+    if (a.slot == b.slot || (!a.write && !b.write)) return false;
+    if (!(ptr(a.slot) < ptr(b.slot) + bytes(b.slot) && ptr(b.slot) < ptr(a.slot) + bytes(a.slot))) return false;
+    if (a.per_row == 0 || b.per_row == 0 || ptr(a.slot) != ptr(b.slot)) return true;
+    return same_step ? rowBytes(a) != rowBytes(b) : rowBytes(a) > rowBytes(b);
+  };
+  size_t count = 0;
+  bool reduces = false;
+  for (; count < c.members.size(); ++count) {
+    const RowChain::Member& m = c.members[count];
+    bool stop = updatesInPlace(*m.node, state_);
+    for (size_t k = 0; k <= count && !stop; ++k)
+      for (const RowChain::Access& a : m.access)
+        for (const RowChain::Access& b : c.members[k].access) stop = stop || clash(a, b, k == count);
+    if (stop) break;
+    reduces = reduces || m.reduces;
   }
+  if (count < 2 || !reduces) return 0;
   checkInterrupts();
-  for (const Node* node : {&map, &reduce}) {  // each charges and records as it would on its own
-    const Counters before = charge ? Counters::of(state_.profile) : Counters{};
+  bool threads = false;
+  for (size_t k = 0; k < count; ++k) {  // each charges and records as it would on its own
+    const RowChain::Member& m = c.members[k];
     if (charge) {
-      for (const Superstep& step : node->supersteps) step.cost.addTo(&state_.profile, 1);
-      record(state_, *node, before);
+      const Counters before = Counters::of(state_.profile);
+      for (const Superstep& step : m.node->supersteps) step.cost.addTo(&state_.profile, 1);
+      record(state_, *m.node, before);
     }
+    m.node->kernel->prepare(state_);
+    if (m.per_row == 0) m.node->kernel->computeStep(state_, m.step, 0, m.node->supersteps[m.step].work.num_elements);
+    threads = threads || (m.per_row > 0 && worthThreads(m.node->supersteps[m.step]));
   }
-  map.kernel->prepare(state_);
-  reduce.kernel->prepare(state_);
-  // Rows in chunks of about 32 KB of the map's result (in the host's cache when the reduction reads them).
-  const int64_t row_bytes =
-      row * static_cast<int64_t>(dtypeSize(graph_.slots[static_cast<size_t>(p.map_writes)].type.dtype));
-  const int64_t chunk = std::max<int64_t>(1, (int64_t{32} << 10) / std::max<int64_t>(1, row_bytes));
-  const int64_t chunks = (p.rows + chunk - 1) / chunk;
-  const Kernel &mk = *map.kernel, &rk = *reduce.kernel;
-  const auto runChunk = [&](RunState& state, int64_t c) {
-    const int64_t r0 = c * chunk, r1 = std::min(p.rows, r0 + chunk);
-    mk.computeStep(state, p.map_step, r0 * row, r1 * row);
-    rk.computeStep(state, p.reduce_step, r0, r1);
+  // Rows in chunks of about 128 KB of an f32 result (in the host's L2 cache when the next steps read them; a call
+  // per step and chunk).
+  const int64_t chunk = std::max<int64_t>(1, kRowChunkBytes / (c.row * 4));
+  const int64_t chunks = (c.rows + chunk - 1) / chunk;
+  const auto runChunk = [&](RunState& state, int64_t k) {
+    const int64_t r0 = k * chunk, r1 = std::min(c.rows, r0 + chunk);
+    for (size_t i = 0; i < count; ++i) {
+      const RowChain::Member& m = c.members[i];
+      if (m.per_row > 0) m.node->kernel->computeStep(state, m.step, r0 * m.per_row, r1 * m.per_row);
+    }
   };
   ThreadPool* pool = state_.options ? state_.options->pool : nullptr;
-  if (pool && pool->threads() > 1 && chunks > 1 && worthThreads(map.supersteps[p.map_step])) {
+  if (pool && pool->threads() > 1 && chunks > 1 && threads) {
     RunState& state = state_;
-    pool->parallelFor(chunks, [&](int64_t c) { runChunk(state, c); });
+    pool->parallelFor(chunks, [&](int64_t k) { runChunk(state, k); });
   } else {
-    for (int64_t c = 0; c < chunks; ++c) runChunk(state_, c);
+    for (int64_t k = 0; k < chunks; ++k) runChunk(state_, k);
   }
-  return true;
+  return count;
 }
 
 void Executor::runLoop(const Node& node) {

@@ -432,7 +432,7 @@ void Lowerer::lowerEntry() {
     graph_->result_types.push_back(t);
   }
   numberSteps(graph_->root.get());
-  planLoops(graph_->root.get());
+  planRun(graph_->root.get());
   layoutArena(graph_);
 }
 

@@ -230,13 +230,13 @@ class ReduceKernel : public Kernel {
                     g_.red_shape.size() == 1 && hostHasAvx512()),
         large_input_(inputElements(g_) >= kLargeInput) {}
 
-  bool rowReduction(int* reads, int* writes, int64_t* row) const override {
+  bool rowReduction(int* reads, int* init, int* writes, int64_t* row) const override {
     // One reduced dimension, contiguous, and the kept ones outside it in row-major order: output j is row j.
     if (g_.red_shape.size() != 1 || g_.red_strides[0] != 1 || !g_.inner_reduced) return false;
     int64_t stride = g_.red_shape[0];
     for (size_t d = g_.out_shape.size(); d-- > 0; stride *= g_.out_shape[d])
       if (g_.out_shape[d] > 1 && g_.out_strides[d] != stride) return false;
-    *reads = in_, *writes = out_, *row = g_.red_shape[0];
+    *reads = in_, *init = init_, *writes = out_, *row = g_.red_shape[0];
     return true;
   }
 

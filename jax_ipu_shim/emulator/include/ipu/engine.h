@@ -22,9 +22,10 @@ class ScopedFlushDenormals {
   unsigned saved_;
 };
 
-// Marks the loops of a program tree whose steps charge the same cycles every iteration, to be charged when the loop
-// ends (Node::charged_at_end, Node::fixed); once the tree is complete and its steps numbered.
-void planLoops(Node* node);
+// How the executor runs a program tree, once the tree is complete and its steps numbered: the loops whose steps
+// charge the same cycles every iteration, to be charged when the loop ends (Node::charged_at_end, Node::fixed), and
+// the steps of a sequence that run row by row together (Node::row_chains).
+void planRun(Node* node);
 
 // Runs a program tree superstep by superstep against one run's storage, accumulating the cycle profile.
 class Executor {
@@ -41,7 +42,8 @@ class Executor {
   void execute(const Node& node, bool charge);
   void copy(const Node& node, bool charge);
   void chargeFixed(const std::vector<FixedCharge>& steps, uint64_t times);
-  bool runRowsTogether(const Node& map, const Node& reduce, bool charge);
+  // Runs the steps from sequence.children[first] that go together row by row, if two or more do: how many it ran.
+  size_t runRowsTogether(const Node& sequence, size_t first, bool charge);
 
   const Graph& graph_;
   RunState& state_;
@@ -49,9 +51,6 @@ class Executor {
   // run: a loop nested in another starts many times with the same addresses.
   struct FlatLoop;
   std::unordered_map<const Node*, std::unique_ptr<FlatLoop>> flat_;
-  // Per elementwise map that a reduction of its result's rows follows: how the two run row by row (engine.cc).
-  struct RowPair;
-  std::unordered_map<const Node*, std::unique_ptr<RowPair>> pairs_;
 };
 
 }  // namespace ipu

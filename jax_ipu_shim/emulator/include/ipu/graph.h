@@ -74,13 +74,22 @@ class Kernel {
                            DirectScratch* /*scratch*/) const {
     return false;
   }
-  // An elementwise map (output element i from element i of each operand, or of a broadcast view of it, alone): the
-  // slots it reads and the one it writes. False for any other kernel.
-  virtual bool mapSlots(std::vector<int>* /*reads*/, int* /*writes*/) const { return false; }
-  // A reduction of rows (output element j from elements [j * row, (j + 1) * row) of one operand, and a scalar init,
-  // alone; its prepare() reads nothing): the operand's slot, the slot it writes and the row's length. False for any
-  // other kernel. (Executor::runRowsTogether runs such a reduction in pieces beside the map that makes its operand.)
-  virtual bool rowReduction(int* /*reads*/, int* /*writes*/, int64_t* /*row*/) const { return false; }
+  // An elementwise map (output element i from element i of each operand, from its one element, or from a broadcast
+  // view of it, alone): how it reads each operand, and the slot it writes. False for any other kernel.
+  struct MapRead {
+    int slot = -1;
+    bool scalar = false;  // element 0 for every output element
+    // A broadcast view: output element i reads element sum_d index_d(i) * strides[d] over the output's shape (the
+    // kernel's own vectors); null: element i itself (or element 0, scalar).
+    const std::vector<int64_t>* shape = nullptr;
+    const std::vector<int64_t>* strides = nullptr;
+  };
+  virtual bool mapReads(std::vector<MapRead>* /*reads*/, int* /*writes*/) const { return false; }
+  // A reduction of rows (output element j from elements [j * row, (j + 1) * row) of one operand, and the scalar init,
+  // alone; its prepare() reads nothing): the operand's slot, the init's, the slot it writes and the row's length.
+  // False for any other kernel. (Executor::runRowsTogether runs such reductions in pieces beside the maps that make
+  // their operands and read their results.)
+  virtual bool rowReduction(int* /*reads*/, int* /*init*/, int* /*writes*/, int64_t* /*row*/) const { return false; }
 };
 
 // Several kernels over the same output range, one after another (e.g. the inputs of a variadic reduce).
@@ -116,6 +125,29 @@ struct Superstep {
   TileMapping work;      // the output elements each tile computes
   double cost_weight = 1;  // host work per output element, to decide whether to spread over host threads
   Cost cost;
+};
+
+struct Node;
+
+// Steps of a Sequence over rows of one length, one after another, that the executor runs a chunk of rows at a time
+// (Executor::runRowsTogether; planned by planRun): maps of rows, maps of one value per row, reductions of rows, and
+// maps that run once before the rows (a scalar's reciprocal).
+struct RowChain {
+  // How a step reads or writes a slot: `per_row` elements of each row (the step's own rows), or 0: the whole slot.
+  struct Access {
+    int slot = -1;
+    int64_t per_row = 0;
+    bool write = false;
+  };
+  struct Member {
+    const Node* node = nullptr;
+    size_t step = 0;      // its computing superstep
+    int64_t per_row = 0;  // its elements per row: `row` (a map of rows), 1 (one value per row), 0 (once, first)
+    bool reduces = false;
+    std::vector<Access> access;
+  };
+  std::vector<Member> members;  // the longest such chain from its first step; a run takes what its bytes allow
+  int64_t rows = 0, row = 0;
 };
 
 // What one execution of a step charges: its cycles and supersteps (the same every time for Execute, Copy, StreamCopy
@@ -165,9 +197,11 @@ struct Node {
   // RepeatWhileTrue: whether the executor charges the loop's fixed-cost steps once the loop ends, as iterations x
   // their charges, instead of step by step (the same counters: a loop's small steps then cost no bookkeeping).
   // fixed[0]: the cond's steps outside a nested loop or switch (they charge as they run), and the decision itself;
-  // fixed[1]: the body's. False when a kernel inside reads the cycle counters while it runs (planLoops).
+  // fixed[1]: the body's. False when a kernel inside reads the cycle counters while it runs (planRun).
   bool charged_at_end = false;
   std::vector<FixedCharge> fixed[2];
+  // Sequence: per child, the steps from it that run row by row together (null: none; planRun).
+  std::vector<std::unique_ptr<RowChain>> row_chains;
 };
 
 // A value's storage and placement.

@@ -238,11 +238,18 @@ class FusedMapKernel : public Kernel {
       : inputs_(std::move(inputs)), instrs_(std::move(instrs)), out_(out) {
     for (const Input& in : inputs_) max_bytes_ = std::max(max_bytes_, in.bytes);
     for (const Instr& ins : instrs_) max_bytes_ = std::max(max_bytes_, ins.bytes);
+    // Blocks end where the output's rows do when a view reads a run or one element per row (gamma or a row's mean
+    // under a layer norm): each block then reads it in place or filled once, not gathered element by element.
+    for (const Input& in : inputs_)
+      if (!in.strides.empty() && in.shape.back() >= kMinRow && in.strides.back() <= 1) row_ = in.shape.back();
   }
 
-  bool mapSlots(std::vector<int>* reads, int* writes) const override {
+  bool mapReads(std::vector<MapRead>* reads, int* writes) const override {
     reads->clear();
-    for (const Input& in : inputs_) reads->push_back(in.slot);
+    for (const Input& in : inputs_) {
+      const bool view = !in.strides.empty();
+      reads->push_back(MapRead{in.slot, in.scalar, view ? &in.shape : nullptr, view ? &in.strides : nullptr});
+    }
     *writes = out_;
     return true;
   }
@@ -277,8 +284,9 @@ class FusedMapKernel : public Kernel {
     // a layer norm, filled once for the blocks of its row), or null.
     thread_local std::vector<std::pair<const uint8_t*, int64_t>> splat;
     splat.assign(ni, {nullptr, 0});
-    for (int64_t p = b; p < e; p += block) {
-      const int64_t n = std::min(block, e - p);
+    for (int64_t p = b, n = 0; p < e; p += n) {
+      n = std::min(block, e - p);
+      if (row_ > 0) n = std::min(n, row_ - p % row_);
       for (size_t i = 0; i < ni; ++i) {
         const Input& in = inputs_[i];
         if (in.scalar) continue;
@@ -313,6 +321,7 @@ class FusedMapKernel : public Kernel {
 
  private:
   static constexpr size_t kOneValues = 32;
+  static constexpr int64_t kMinRow = 64;  // shorter rows are not worth blocks of their own
 
   // One output element (a loop's counter, a scalar's update): each value is one element, read in place or held in
   // a register on the stack; the same instructions as the block path, so the same bits.
@@ -450,6 +459,7 @@ class FusedMapKernel : public Kernel {
   std::vector<Instr> instrs_;
   int out_;
   int max_bytes_ = 4;  // the widest element of a register (8: an f64, i64 or u64 value)
+  int64_t row_ = 0;     // the output's rows, where blocks end (0: blocks of kBlock)
 };
 
 }  // namespace ipu

@@ -560,7 +560,7 @@ struct Engine::Impl {
     exe.slots.emplace_back();  // slot 0: the storage
     for (const program::Program& p : programs) {
       roots.push_back(lower(p));
-      planLoops(roots.back().get());
+      planRun(roots.back().get());
     }
     for (const Slot& slot : exe.slots) ptr.push_back(storage.data() + slot.offset);
     if (pool) run_options.pool = pool.get();
