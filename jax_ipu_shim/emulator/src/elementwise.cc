@@ -186,6 +186,7 @@ namespace {
 // One elementwise op, checked, as an instruction of the fused vertex.
 struct Member {
   BlockFn fn = nullptr;
+  BlockFn splat[2] = {nullptr, nullptr};  // a binary op of f32 with operand j one element (FusedMapKernel::Instr)
   size_t main = 0;           // the operand whose type (and tile mapping) the op follows
   DType dt = DType::F32;     // the main operand's element type
   std::vector<bool> scalar;  // operand i is rank 0 and broadcast (select's predicate, clamp's bounds)
@@ -240,6 +241,9 @@ Member describe(const Lowerer& lowerer, const OpContext& ctx) {
     m.codelet = std::string("cast<") + dtypeName(dt) + "," + dtypeName(out.dtype) + ">";
   }
   m.fn = elementwiseBlock(*ctx.info, dt, out.dtype, lowerer.numerics(), spec);
+  if (family == OpFamily::Binary)
+    for (int j = 0; j < 2; ++j)
+      m.splat[j] = elementwise_blocks::binarySplat(kind, dt, lowerer.numerics(), spec.constant, j);
   if (!m.fn)
     lowerer.unimplemented(ctx, std::string(ctx.info->name) + " is implemented for " + dtypeList(ctx.info->dtypes));
   const bool heavy = family == OpFamily::Unary && isFloat(dt) && kind != OpKind::Abs && kind != OpKind::Negate;
@@ -322,7 +326,8 @@ int Lowerer::lowerElementwiseGroup(std::vector<OpContext>& members) {
       continue;
     }
     const Member m = describe(*this, ctx);
-    FusedMapKernel::Instr ins{m.fn, {-1, -1, -1}, static_cast<int>(dtypeSize(ctx.out_types[0].dtype))};
+    FusedMapKernel::Instr ins{m.fn, {-1, -1, -1}, static_cast<int>(dtypeSize(ctx.out_types[0].dtype)),
+                              {m.splat[0], m.splat[1]}};
     int own_model = -1;
     for (size_t j = 0; j < ctx.in.size(); ++j) {
       int mdl;
@@ -480,6 +485,7 @@ int Lowerer::lowerElementwiseGroup(std::vector<OpContext>& members) {
         instrs[k].args[0] = instrs[static_cast<size_t>(j)].args[0];
         instrs[k].args[1] = instrs[static_cast<size_t>(j)].args[1];
         instrs[k].args[2] = other;
+        instrs[k].splat[0] = instrs[k].splat[1] = nullptr;  // the add's own forms
       } else if (product == OpKind::ErfInv && numerics() == Numerics::Jaxlib04 && !isProductReadOnce(other)) {
         // Its last product, x * p(w), is read more than once in LLVM's graph, and of two products the combiner
         // contracts the one with fewer uses: erf_inv's only where the other operand is no product.
@@ -489,6 +495,7 @@ int Lowerer::lowerElementwiseGroup(std::vector<OpContext>& members) {
         instrs[k].args[0] = instrs[static_cast<size_t>(j)].args[0];
         instrs[k].args[1] = other;
         instrs[k].args[2] = -1;
+        instrs[k].splat[0] = instrs[k].splat[1] = nullptr;
       } else if (endsInExactProduct(product)) {
         break;  // its last product by a power of two is contracted, which rounds as the sum of its result does
       } else {

@@ -16,5 +16,15 @@ BlockFn binary(OpKind kind, DType operand, Numerics numerics, scalar::ConstantOp
   return fn;
 }
 
+BlockFn binarySplat(OpKind kind, DType operand, Numerics numerics, scalar::ConstantOperand constant, int side) {
+  BlockFn fn = nullptr;
+  if (operand != DType::F32) return fn;
+  scalar::visitBinaryOf<DType::F32>(
+      kind, numerics,
+      [&](auto f, auto) { fn = side == 0 ? &block2SplatF32<decltype(f), 0> : &block2SplatF32<decltype(f), 1>; },
+      constant);
+  return fn;
+}
+
 }  // namespace elementwise_blocks
 }  // namespace ipu

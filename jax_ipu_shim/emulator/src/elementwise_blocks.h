@@ -19,6 +19,8 @@ namespace elementwise_blocks {
 // Each is null where the op has no kernel for the type.
 BlockFn unary(OpKind kind, DType operand, Numerics numerics);
 BlockFn binary(OpKind kind, DType operand, Numerics numerics, scalar::ConstantOperand constant);
+// The same op of f32 with operand `side` one element (block2SplatF32); null for other types.
+BlockFn binarySplat(OpKind kind, DType operand, Numerics numerics, scalar::ConstantOperand constant, int side);
 BlockFn compare(scalar::Direction direction, const std::string& compare_type, DType operand);
 BlockFn select(DType operand);
 BlockFn clamp(DType operand, Numerics numerics);

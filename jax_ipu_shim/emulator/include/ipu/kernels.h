@@ -125,6 +125,12 @@ constexpr int64_t kLanes = 64;
     const F f{};                                                                                                \
     IPU_BLOCK_LOOP(n, o[i] = f(a[i], x[i]));                                                                    \
   }                                                                                                             \
+  template <class F, int kSide>                                                                                \
+  Attr void loop2Splat##Suffix(const float* __restrict a, float x, float* __restrict o, int64_t n) {            \
+    const F f{};                                                                                                \
+    if (kSide == 0) IPU_BLOCK_LOOP(n, o[i] = f(x, a[i]));                                                       \
+    else IPU_BLOCK_LOOP(n, o[i] = f(a[i], x));                                                                  \
+  }                                                                                                             \
   template <class A, class B, class C, class O, class F>                                                        \
   Attr void loop3##Suffix(const A* __restrict a, const B* __restrict x, const C* __restrict c, O* __restrict o, \
                           int64_t n) {                                                                          \
@@ -165,6 +171,18 @@ __attribute__((target("avx2,fma"))) void loop2Vec(const float* __restrict a, con
   const F f{};
   for (; i < n; ++i) o[i] = f(a[i], b[i]);
 }
+template <class F, int kSide>
+__attribute__((target("avx2,fma"))) void loop2SplatVec(const float* __restrict a, float x, float* __restrict o,
+                                                       int64_t n) {
+  const __m256 v = _mm256_set1_ps(x);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 w = _mm256_loadu_ps(a + i);
+    _mm256_storeu_ps(o + i, kSide == 0 ? F::avx2(v, w) : F::avx2(w, v));
+  }
+  const F f{};
+  for (; i < n; ++i) o[i] = kSide == 0 ? f(x, a[i]) : f(a[i], x);
+}
 #else
 #define IPU_DISPATCH(loop, ...) loop##Base<__VA_ARGS__>
 #endif
@@ -202,6 +220,20 @@ void block2(const void* const* in, void* out, int64_t n) {
 #endif
   IPU_DISPATCH(loop2, A, B, O, F)(static_cast<const A*>(in[0]), static_cast<const B*>(in[1]), static_cast<O*>(out), n);
 }
+// block2 of f32 with operand kSide one element, read for every output element (a scalar, or a row's value under a
+// layer norm): the same functor on the same values, so the same bits, without a block filled with the element.
+template <class F, int kSide>
+void block2SplatF32(const void* const* in, void* out, int64_t n) {
+  const float* a = static_cast<const float*>(in[1 - kSide]);
+  const float x = *static_cast<const float*>(in[kSide]);
+  float* o = static_cast<float*>(out);
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if constexpr (HasAvx2Form2<F>::value) {
+    if (hostHasAvx2() && hostHasFma()) return loop2SplatVec<F, kSide>(a, x, o, n);
+  }
+#endif
+  IPU_DISPATCH(loop2Splat, F, kSide)(a, x, o, n);
+}
 template <class A, class B, class C, class O, class F>
 void block3(const void* const* in, void* out, int64_t n) {
   if (n == 1) {
@@ -231,6 +263,9 @@ class FusedMapKernel : public Kernel {
     BlockFn fn;
     int args[3];  // value ids; -1: unused
     int bytes;    // result element size
+    // fn with operand j one element (block2SplatF32), where the op has that form: used where a block reads that
+    // operand as one element (a scalar, a row's value).
+    BlockFn splat[2] = {nullptr, nullptr};
   };
   static constexpr int64_t kBlock = 512;
 
@@ -274,33 +309,36 @@ class FusedMapKernel : public Kernel {
     auto reg = [&](size_t i) { return reinterpret_cast<uint8_t*>(regs.data() + i * words); };
     thread_local std::vector<const void*> val;
     val.assign(ni + nk, nullptr);
-    for (size_t i = 0; i < ni; ++i) {
-      if (!inputs_[i].scalar) continue;
-      fill(reg(i), s.at<const uint8_t>(inputs_[i].slot), inputs_[i].bytes, block);
-      val[i] = reg(i);
-    }
     uint8_t* out = s.at<uint8_t>(out_);
-    // Per input, the element a register holds in every one of its first `filled` places (a row's statistic under
-    // a layer norm, filled once for the blocks of its row), or null.
+    // Per input: the one element a block reads for every output element (a scalar, a row's statistic under a layer
+    // norm), or null; and the element a register holds in every one of its first `filled` places, filled where an
+    // instruction has no form that reads the element itself (once for the blocks of a row), or null.
+    thread_local std::vector<const uint8_t*> one_of;
+    one_of.assign(ni, nullptr);
     thread_local std::vector<std::pair<const uint8_t*, int64_t>> splat;
     splat.assign(ni, {nullptr, 0});
+    const auto filled = [&](size_t i, int64_t n) -> const void* {
+      if (splat[i].first != one_of[i] || splat[i].second < n) {
+        fill(reg(i), one_of[i], inputs_[i].bytes, n);
+        splat[i] = {one_of[i], n};
+      }
+      return reg(i);
+    };
     for (int64_t p = b, n = 0; p < e; p += n) {
       n = std::min(block, e - p);
       if (row_ > 0) n = std::min(n, row_ - p % row_);
       for (size_t i = 0; i < ni; ++i) {
         const Input& in = inputs_[i];
-        if (in.scalar) continue;
         const uint8_t* src = s.at<const uint8_t>(in.slot);
-        if (in.strides.empty()) {
+        one_of[i] = nullptr;
+        if (in.scalar) {
+          one_of[i] = src;
+        } else if (in.strides.empty()) {
           val[i] = at(s, in, p);
         } else if (const uint8_t* run = contiguousRun(src, in, p, n)) {
           val[i] = run;  // the block reads one run of the operand as it is (a row of gamma under a layer norm)
         } else if (const uint8_t* one = repeatedElement(src, in, p, n)) {
-          if (splat[i].first != one || splat[i].second < n) {
-            fill(reg(i), one, in.bytes, n);
-            splat[i] = {one, n};
-          }
-          val[i] = reg(i);
+          one_of[i] = one;
         } else {
           gather(src, in, p, n, reg(i));
           splat[i].first = nullptr;
@@ -310,10 +348,30 @@ class FusedMapKernel : public Kernel {
       for (size_t k = 0; k < nk; ++k) {
         const Instr& ins = instrs_[k];
         const void* a[3] = {};
-        for (int j = 0; j < 3; ++j)
-          if (ins.args[j] >= 0) a[j] = val[static_cast<size_t>(ins.args[j])];
+        BlockFn fn = ins.fn;
+        // An operand read as one element: the instruction's form for it, where it has one and the other operand is
+        // a block; else the element filled into a block.
+        int one = -1;
+        for (int j = 0; j < 2; ++j) {
+          const int v = ins.args[j];
+          if (v >= 0 && static_cast<size_t>(v) < ni && one_of[static_cast<size_t>(v)] && ins.splat[j]) one = j;
+        }
+        const int other = ins.args[1 - std::max(one, 0)];
+        if (one >= 0 && ins.args[2] < 0 && other >= 0 &&
+            !(static_cast<size_t>(other) < ni && one_of[static_cast<size_t>(other)])) {
+          fn = ins.splat[one];
+          a[one] = one_of[static_cast<size_t>(ins.args[one])];
+          a[1 - one] = val[static_cast<size_t>(other)];
+        } else {
+          for (int j = 0; j < 3; ++j) {
+            const int v = ins.args[j];
+            if (v < 0) continue;
+            a[j] = static_cast<size_t>(v) < ni && one_of[static_cast<size_t>(v)] ? filled(static_cast<size_t>(v), n)
+                                                                               : val[static_cast<size_t>(v)];
+          }
+        }
         void* o = k + 1 == nk ? static_cast<void*>(out + p * ins.bytes) : static_cast<void*>(reg(ni + k));
-        ins.fn(a, o, n);
+        fn(a, o, n);
         val[ni + k] = o;
       }
     }
