@@ -187,7 +187,7 @@ def _jax_wheel(pins: Pins, series: Series, jax_tree: Path, out_dir: Path) -> Pat
     build/<series>/ and copied (a change to the native library alone rebuilds in less time)."""
     key = hashlib.sha256("\0".join([(jax_tree / ".patched").read_text(), pins.labelled(series.jax.version),
                                      sha256_of(REPO / "build_tools" / "pins.toml"),
-                                     *(sha256_of(Path(m.__file__)) for m in (wheels, wheels.sbom))]).encode())
+                                     *(sha256_of(Path(str(m.__file__))) for m in (wheels, wheels.sbom))]).encode())
     kept = BUILD / series.name / "jax-wheel" / key.hexdigest()[:16]
     wheel = next(iter(sorted(kept.glob("jax-*.whl"))), None) if kept.is_dir() else None
     if wheel is None:

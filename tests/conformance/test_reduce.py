@@ -8,8 +8,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax import lax
 from _conformance import CURRENT_SERIES, EXACT, away_from_zero, check, random, skip_unless_memory, small_ints, special
+from jax import lax
 
 AXES = [()] + [c for r in (1, 2, 3) for c in itertools.combinations(range(3), r)] + [None]
 REDUCTIONS = {

@@ -326,8 +326,8 @@ int Lowerer::lowerElementwiseGroup(std::vector<OpContext>& members) {
       continue;
     }
     const Member m = describe(*this, ctx);
-    FusedMapKernel::Instr ins{m.fn, {-1, -1, -1}, static_cast<int>(dtypeSize(ctx.out_types[0].dtype)),
-                              {m.splat[0], m.splat[1]}};
+    FusedMapKernel::Instr ins{
+        m.fn, {-1, -1, -1}, static_cast<int>(dtypeSize(ctx.out_types[0].dtype)), {m.splat[0], m.splat[1]}};
     int own_model = -1;
     for (size_t j = 0; j < ctx.in.size(); ++j) {
       int mdl;

@@ -125,7 +125,7 @@ constexpr int64_t kLanes = 64;
     const F f{};                                                                                                \
     IPU_BLOCK_LOOP(n, o[i] = f(a[i], x[i]));                                                                    \
   }                                                                                                             \
-  template <class F, int kSide>                                                                                \
+  template <class F, int kSide>                                                                                 \
   Attr void loop2Splat##Suffix(const float* __restrict a, float x, float* __restrict o, int64_t n) {            \
     const F f{};                                                                                                \
     if (kSide == 0) IPU_BLOCK_LOOP(n, o[i] = f(x, a[i]));                                                       \
@@ -367,7 +367,7 @@ class FusedMapKernel : public Kernel {
             const int v = ins.args[j];
             if (v < 0) continue;
             a[j] = static_cast<size_t>(v) < ni && one_of[static_cast<size_t>(v)] ? filled(static_cast<size_t>(v), n)
-                                                                               : val[static_cast<size_t>(v)];
+                                                                                 : val[static_cast<size_t>(v)];
           }
         }
         void* o = k + 1 == nk ? static_cast<void*>(out + p * ins.bytes) : static_cast<void*>(reg(ni + k));
