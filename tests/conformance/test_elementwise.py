@@ -440,6 +440,13 @@ DIVIDES = {
                                                         c.reshape(4, 6, 40).transpose(2, 0, 1)),
     "(1/b).reshape/r[0]": lambda a, b, c, r: (1.0 / b).reshape(40, 24) / r[0],
     "(1/b).T/c.T, c.T*2": lambda a, b, c, r: ((1.0 / b).T / c.T, c.T * 2.0),
+    # a broadcast of a broadcast (vmap of a function returning a reduction it keeps the dimensions of): 1 / that is
+    # the outer broadcast of 1 / the inner one, each at its own shape (the front end wrote the inner one at the
+    # outer's: "Malformed IPU program", fuzz seed 20287202 #613)
+    "1/vmap(min keepdims)": lambda a, b, c, r: jnp.reciprocal(
+        jax.vmap(lambda row: jnp.min(b, axis=1, keepdims=True) + 0 * row[0], in_axes=1)(a[:, :3])),
+    "c/vmap(min keepdims)": lambda a, b, c, r: c[None, :, :1] / jax.vmap(
+        lambda row: jnp.max(b, axis=1, keepdims=True), in_axes=1)(a[:, :3]),
     # ... and removes moves that cancel: (r[0] / b).T.T / c is r[0] / (b * c)
     "(r[0]/b).T.T/c": lambda a, b, c, r: (r[0] / b).T.T / c,
     "(2/b).reshape.reshape/c": lambda a, b, c, r: (2.0 / b).reshape(-1).reshape(b.shape) / c,

@@ -570,6 +570,13 @@ static std::unique_ptr<RowChain> planRowChain(const Node& sequence, size_t first
     made[out] = m.per_row;
     plan->members.push_back(std::move(m));
   }
+  // Stopped by a reduction that does not go with it, the chain ends with its own last one (as in runRowsTogether).
+  const size_t next = first + plan->members.size();
+  int in = -1, init = -1, out = -1;
+  int64_t row = 0;
+  if (next < end && children[next]->kind == NodeKind::Execute && children[next]->kernel &&
+      children[next]->kernel->rowReduction(&in, &init, &out, &row))
+    while (!plan->members.empty() && !plan->members.back().reduces) plan->members.pop_back();
   if (plan->members.size() < 2 || !reduces) return nullptr;
   return plan;
 }
@@ -606,6 +613,10 @@ size_t Executor::runRowsTogether(const Node& sequence, size_t first, bool charge
     if (stop) break;
     reduces = reduces || m.reduces;
   }
+  // Cut short, the chain ends with its last reduction: maps after it start the next chain, where they may go with the
+  // reduction that follows them (an embedding update's squared errors with their rows' sums).
+  if (count < c.members.size())
+    while (count > 0 && !c.members[count - 1].reduces) --count;
   if (count < 2 || !reduces) return 0;
   checkInterrupts();
   bool threads = false;

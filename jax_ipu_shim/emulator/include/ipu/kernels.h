@@ -379,7 +379,7 @@ class FusedMapKernel : public Kernel {
 
  private:
   static constexpr size_t kOneValues = 32;
-  static constexpr int64_t kMinRow = 64;  // shorter rows are not worth blocks of their own
+  static constexpr int64_t kMinRow = 256;  // shorter rows are not worth blocks of their own (a call per block)
 
   // One output element (a loop's counter, a scalar's update): each value is one element, read in place or held in
   // a register on the stack; the same instructions as the block path, so the same bits.

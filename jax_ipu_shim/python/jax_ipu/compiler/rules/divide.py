@@ -324,17 +324,19 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
                 inverse = reciprocal(t.splat_scalars[whole], [])
                 return emit("broadcast_in_dim", [inverse], value_shape, {"broadcast_dimensions": []})
             return reciprocal(whole, value_shape)
+        # (`value` may lie below another broadcast, inverse_below_broadcast's: what it writes has value's shape)
+        value_shape = list(t.tensor(value)[1])
         if name == "stablehlo.broadcast_in_dim" and current and not broadcast_only and \
                 F.is_constant(producer.operands[0]) and \
-                math.prod(t.tensor(producer.operands[0])[1]) == math.prod(shape):
+                math.prod(t.tensor(producer.operands[0])[1]) == math.prod(value_shape):
             # a broadcast that adds no element (a constant scalar to f32[1]) is a reshape to XLA, which it
             # folds into the constant: A / constant C => A * (1 / C) (272 / -1.5 in f16[1]: fuzz seed 20270901
             # #7152)
             source = producer.operands[0]
             inverse = reciprocal(t.use(source), list(t.tensor(source)[1]))
-            return emit("broadcast_in_dim", [inverse], shape, O.read_attrs(producer.attributes))
+            return emit("broadcast_in_dim", [inverse], value_shape, O.read_attrs(producer.attributes))
         if name == "stablehlo.broadcast_in_dim" and current and \
-                math.prod(t.tensor(producer.operands[0])[1]) < math.prod(shape) and \
+                math.prod(t.tensor(producer.operands[0])[1]) < math.prod(value_shape) and \
                 (not (carried := _while_argument(producer.operands[0])) or hoisted or
                  1 in t.tensor(producer.operands[0])[1]) and (
                     (_readers_hoisted(producer.operands[0]) if carried else _readers_here(producer.operands[0]))
@@ -365,11 +367,11 @@ def _divide(t: Any, entry: Dict[str, Any], mlir_op: Any, broadcast_only: bool = 
                                                                         source_shape)], source_shape)
                 else:
                     inverse = emit("divide", [denominator, numerator], source_shape)
-                return emit("broadcast_in_dim", [inverse], shape, O.read_attrs(producer.attributes))
+                return emit("broadcast_in_dim", [inverse], value_shape, O.read_attrs(producer.attributes))
             if wide != dtype:
                 x = emit("convert", [x], source_shape, of=wide)
             inverse = reciprocal(x, source_shape, of=wide)
-            return emit("broadcast_in_dim", [inverse], shape, O.read_attrs(producer.attributes), of=wide)
+            return emit("broadcast_in_dim", [inverse], value_shape, O.read_attrs(producer.attributes), of=wide)
         return None
 
     def inverse_below_broadcast(value: Any) -> Optional[int]:
