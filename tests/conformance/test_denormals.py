@@ -202,6 +202,10 @@ FUNCTIONS = {
     "product_of_exps": lambda x: jnp.exp(x / 64) * jnp.exp(x[::-1] / 64),
     "product_of_three_exps": lambda x: jnp.exp(x / 64) * jnp.exp(x[::-1] / 64) * jnp.exp(x[::2].repeat(2) / 64),
     "quotient_of_exps": lambda x: jnp.exp(x / 64) / jnp.exp(x[::-1] / 64),
+    # ... also through reshapes and broadcasts, which XLA moves onto the exponents (fuzz seed 20287211 #744)
+    "product_of_exps_through_an_expand_dims": lambda x: jnp.expand_dims(jnp.exp(x / 8), 0) * jnp.exp(x / 8),
+    "product_of_exps_through_broadcasts": lambda x: jnp.broadcast_to(jnp.exp(x / 8), (3, 64)) * jnp.exp(x / 8)[None],
+    "product_of_exps_through_reshapes": lambda x: jnp.exp(x / 8).reshape(8, 8) * jnp.exp(x[::-1] / 8).reshape(8, 8),
     "f16_square_of_exp2": lambda x: jnp.square(jnp.exp2(jnp.clip(x, -20, 3).astype(jnp.float16))).astype(
         jnp.float32),
 }

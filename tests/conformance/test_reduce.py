@@ -296,6 +296,15 @@ def test_a_reduction_of_a_maps_rows_gives_the_bits_of_the_two_apart(shape):
     check(together, x, g, rtol=1e-5)  # sums of positive terms (exp and square differ from cpu's by an ulp or two)
 
 
+def test_a_reduction_written_twice_is_one_value():
+    """XLA's CSE merges two reductions of the same operand whose computations are the same, so jnp.mean(x) written
+    twice is one value on cpu and the difference of the two is 0; kept apart, each mean's product by 1/n is read
+    once by the subtract, which contracts one of them (a rounding error, not 0: fuzz seed 20287211 #1404)."""
+    x = random("float32", (3, 5), seed=11, low=0.01, high=4.0)
+    check(lambda x: (jnp.mean(x, axis=0) - jnp.mean(x, axis=0), jnp.sum(x) - jnp.sum(x),
+                     jnp.max(x, axis=1) - jnp.max(x, axis=1)), x, **EXACT)
+
+
 @pytest.mark.parametrize("shape", [(1024, 1024), (300, 37), (6, 5, 2000), (2, 3)])
 def test_a_layer_norm_and_softmax_run_row_by_row_give_the_bits_of_their_steps_apart(shape):
     """A layer norm then a softmax is a chain of steps over rows of one length: reductions of rows, maps of rows

@@ -8,9 +8,12 @@ for the dynamic_update_slice of its output, with equal constants written where e
 once. The ops merged are deterministic functions of the same operands, so no value changes: the program only does
 less (fewer steps, cycles and bytes in the profile). Float values are left as jax wrote them: where a float op is
 read decides how XLA:CPU fuses and contracts it (duplicate_products), which the front end reproduces from jax's own
-program (merging repeated float products changed cpu-exact results in test_fusion.py). Ops with regions, ops that
-are not pure (the registry's isPure: host transfers, callbacks) and random-number ops (XLA's kRng has side effects)
-are never merged; each region is a block of its own, as each computation is for XLA."""
+program (merging repeated float products changed cpu-exact results in test_fusion.py). A reduction, windowed reduction
+or sort is merged where its region computes the same (the same ops on its parameters, in order: HloCSE compares
+their computations), as jnp.mean(x) written twice is one value on cpu, and their difference 0 (fuzz seed 20287211
+#1404). Other ops with regions, ops that are not pure (the registry's isPure: host transfers, callbacks) and
+random-number ops (XLA's kRng has side effects) are never merged; each region is a block of its own, as each
+computation is for XLA."""
 
 from __future__ import annotations
 
@@ -36,20 +39,49 @@ def hashable(value: Any) -> Optional[Hashable]:
     return None
 
 
-def _key(entry: Dict[str, Any], dtypes: Tuple[str, ...] = _INDEX_TYPES) -> Optional[Hashable]:
+_MERGED_WITH_REGIONS = ("reduce", "reduce_window", "sort")  # ops whose regions are scalar computations
+
+
+def _key(entry: Dict[str, Any], dtypes: Tuple[str, ...] = _INDEX_TYPES,
+         local: Optional[Dict[int, int]] = None) -> Optional[Hashable]:
     """What makes two ops with results of ``dtypes`` compute the same values; None for an op that is never
-    merged."""
+    merged. ``local``: inside a region, the positions of its own values (its parameters, then each op's results),
+    which stand for them."""
     op = entry["op"]
-    if entry.get("regions") or not entry["results"] or not O.is_pure(op) or "rng" in op:
+    regions = entry.get("regions") or ()
+    if (regions and op not in _MERGED_WITH_REGIONS and local is None) or not entry["results"] or \
+            not O.is_pure(op) or "rng" in op:
         return None
-    if any(r["dtype"] not in dtypes for r in entry["results"]):
+    if local is None and any(r["dtype"] not in dtypes for r in entry["results"]):
         return None
     extra = {k: v for k, v in entry.items() if k not in _KEYED_FIELDS}
     parts = [hashable(entry.get("attrs", {})), hashable(extra),
-             hashable([[r["dtype"], r["shape"]] for r in entry["results"]])]
-    if any(p is None for p in parts):
+             hashable([[r["dtype"], r["shape"]] for r in entry["results"]]),
+             tuple(_region_key(region) for region in regions)]
+    if any(p is None for p in parts[:3]) or any(k is None for k in parts[3]):
         return None
-    return (op, entry.get("mlir"), tuple(entry["operands"]), *parts)
+    operands = tuple(("local", local[i]) if local is not None and i in local else i for i in entry["operands"])
+    return (op, entry.get("mlir"), operands, *parts)
+
+
+def _region_key(region: Dict[str, Any]) -> Optional[Hashable]:
+    """A region's computation with its own values numbered by position: equal for two regions that compute the same
+    from their parameters and the same outer values; None where an op in it is never merged."""
+    local: Dict[int, int] = {}
+    shapes = []
+    for param in region["params"]:
+        local[param["id"]] = len(local)
+        shapes.append([param.get("dtype"), param.get("shape")])
+    ops = []
+    for entry in region["body"]:
+        key = _key(entry, local=local)
+        if key is None:
+            return None
+        ops.append(key)
+        for result in entry["results"]:
+            local[result["id"]] = len(local)
+    results = tuple(("local", local[i]) if i in local else i for i in region["results"])
+    return ("region", hashable(shapes), tuple(ops), results)
 
 
 def rename(block: Dict[str, Any], same: Dict[int, int]) -> None:

@@ -472,15 +472,39 @@ def part_of_complex(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bo
     return True
 
 
+def _exponent_through_moves(t: Any, value: Any) -> Optional[Tuple[int, List[Any]]]:
+    """(X, the moves from the exp up) where `value` is exp(X), or reshapes and broadcasts of one (which XLA's
+    ReshapeMover puts below the exp: jnp.expand_dims(exp(x), 0) * exp(x)); else None."""
+    moves: List[Any] = []
+    while True:
+        exponent = exponent_of(t, value)
+        if exponent is not None:
+            return exponent, moves[::-1]
+        producer = F.producer_of(value)
+        if producer is None or producer.name not in ("stablehlo.reshape", "stablehlo.broadcast_in_dim") or \
+                len(moves) >= 8:
+            return None
+        moves.append(producer)
+        value = producer.operands[0]
+
+
 def product_of_exps(t: Any, op: Any, body: List[Dict[str, Any]], scalar_body: bool) -> bool:
     if not (op.name == "stablehlo.multiply" and not scalar_body and not _jax.is_current_series()
-            and t.simplified_float(op) and None not in (powers := [exponent_of(t, v) for v in op.operands])):
+            and t.simplified_float(op) and None not in (found := [_exponent_through_moves(t, v) for v in op.operands])):
         return False
     # jaxlib 0.4.13's simplifier: exp(A) * exp(B) => exp(A + B), one rounding where there were three (f16's
-    # jnp.square(jnp.exp2(x)) is exp(y + y); fuzz seed 20270101 #8343). Not jaxlib 0.12's
+    # jnp.square(jnp.exp2(x)) is exp(y + y); fuzz seed 20270101 #8343), also where a reshape or broadcast stands
+    # between, which it moves onto A (jnp.expand_dims(jnp.exp(x), 0) * jnp.exp(x): fuzz seed 20287211 #744). Not
+    # jaxlib 0.12's
     entry = t.entry(op)
     rewrite = W.Rewrite(t, entry)
-    total = rewrite.emit("add", powers)  # type: ignore[arg-type]
+    powers = []
+    for x, moves in found:  # type: ignore[misc]
+        for move in moves:
+            x = rewrite.emit(move.name.split(".", 1)[1], [x], shape=list(t.tensor(move.results[0])[1]),
+                             attrs=O.read_attrs(move.attributes))
+        powers.append(x)
+    total = rewrite.emit("add", powers)
     rewrite.emit("exponential", [total], result=entry["results"][0])
     t.exponents[op.results[0]] = total
     body.extend(rewrite.ops)
