@@ -56,12 +56,12 @@ def _key(entry: Dict[str, Any], dtypes: Tuple[str, ...] = _INDEX_TYPES,
         return None
     extra = {k: v for k, v in entry.items() if k not in _KEYED_FIELDS}
     parts = [hashable(entry.get("attrs", {})), hashable(extra),
-             hashable([[r["dtype"], r["shape"]] for r in entry["results"]]),
-             tuple(_region_key(region) for region in regions)]
-    if any(p is None for p in parts[:3]) or any(k is None for k in parts[3]):
+             hashable([[r["dtype"], r["shape"]] for r in entry["results"]])]
+    region_keys = tuple(_region_key(region) for region in regions)
+    if any(p is None for p in parts) or any(k is None for k in region_keys):
         return None
     operands = tuple(("local", local[i]) if local is not None and i in local else i for i in entry["operands"])
-    return (op, entry.get("mlir"), operands, *parts)
+    return (op, entry.get("mlir"), operands, *parts, region_keys)
 
 
 def _region_key(region: Dict[str, Any]) -> Optional[Hashable]:
