@@ -1,6 +1,8 @@
 """Ops that update their operand in place on the host (a scatter whose operand dies at the scatter, as Poplar's
 multiUpdateAdd updates in place) must give the same results whether or not they qualify, and must not change the
-estimates; and the f16 conversions (inline, F16C where the host has it) must round exactly as numpy does."""
+cycle estimates; tile memory counts a result computed in place at its operand's last read once, as Graphcore's XLA
+backend lays such ops out; and the f16 conversions (inline, F16C where the host has it) must round exactly as numpy
+does."""
 
 from __future__ import annotations
 
@@ -82,6 +84,66 @@ def test_in_place_changes_no_estimate():
         steps.append([s for s in info["steps"] if s["name"].startswith("stablehlo.scatter")
                       or "scatter" in s["name"]][0])
     assert steps[0]["cycles"] == steps[1]["cycles"] > 0
+
+
+N = 4096  # f32 elements: 16 KiB, on one tile
+BLOCK = 4 * N
+
+
+def chain_program(how: str) -> E.Program:
+    """x = a + b; y from x as `how` says; returns y - b (and x's sum where x is read after y)."""
+    p = E.Program()
+    m = p.main
+    a, b = m.param("f32", (N,)), m.param("f32", (N,))
+    x = m.op("add", [a, b], "f32", (N,))
+    if how == "select":
+        y = m.op("select", [m.param("bool", (N,)), x, b], "f32", (N,))
+    elif how == "dynamic_update_slice":
+        y = m.op("dynamic_update_slice", [x, m.param("f32", (16,)), m.param("i32")], "f32", (N,))
+    else:
+        y = m.op("multiply", {"x*b": [x, b], "x*x": [x, x], "b*x": [b, x], "x*b, x read after": [x, b]}[how],
+                 "f32", (N,))
+    z = m.op("subtract", [y, b], "f32", (N,))
+    if how == "x*b, x read after":
+        zero = m.constant(np.float32(0))
+        region = m.region()
+        r0, r1 = region.param("f32"), region.param("f32")
+        region.ret(region.op("add", [r0, r1], "f32"))
+        m.ret(z, m.op("reduce", [x, zero], "f32", (), {"dimensions": [0]}, regions=[region]))
+    else:
+        m.ret(z)
+    return p
+
+
+# The parameters a and b and the result are live throughout (3 blocks, plus a predicate's or an update's bytes);
+# x is written at the first step. Computed in place, y takes x's bytes: 4 blocks at the peak; otherwise 5.
+@pytest.mark.parametrize("how,in_place", [
+    ("x*b", True),                     # an elementwise op in place on its first operand
+    ("dynamic_update_slice", True),    # the update written into the operand (Poplar's dynamicUpdate)
+    ("x*x", False),                    # the operand read twice
+    ("b*x", False),                    # x is not the first operand
+    ("select", False),                 # select is not computed in place
+    ("x*b, x read after", False),      # not x's last read
+])
+def test_a_result_computed_in_place_takes_its_operands_tile_memory(how, in_place):
+    exe = E.compile(chain_program(how), num_tiles=1, options={"fusion": False})
+    worst = exe.info["memory"]["worst_bytes"]
+    blocks = 4 if in_place else 5
+    assert blocks * BLOCK <= worst < blocks * BLOCK + 8192, (worst, blocks)
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal(N).astype(np.float32), rng.standard_normal(N).astype(np.float32)
+    x = a + b
+    if how == "select":
+        pred = rng.standard_normal(N) > 0
+        assert_same(exe.run(a, b, pred)[0], np.where(pred, x, b) - b)
+    elif how == "dynamic_update_slice":
+        upd = np.arange(16, dtype=np.float32)
+        y = x.copy()
+        y[32:48] = upd
+        assert_same(exe.run(a, b, upd, np.int32(32))[0], y - b)
+    else:
+        want = {"x*b": x * b, "x*x": x * x, "b*x": b * x, "x*b, x read after": x * b}[how] - b
+        assert_same(exe.run(a, b)[0], want)
 
 
 @pytest.mark.parametrize("alias", [True, False])

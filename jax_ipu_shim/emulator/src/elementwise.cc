@@ -555,11 +555,29 @@ int Lowerer::lowerElementwiseGroup(std::vector<OpContext>& members) {
       if (in.slot == slot && (in.scalar || !in.strides.empty()) && !one) elementwise = false;
     if (elementwise) same_index.emplace_back(slot, o);
   }
+  // The operand whose tile memory the result takes when this step is its last read (Node::overwrites), as
+  // Graphcore's XLA backend marks elementwise ops in place: a lone op's first operand, unless it is read twice or the
+  // op is a select or clamp (not in place there); a fused group's first operand read elementwise. Either must have
+  // the result's type and tile mapping (computeMemory checks the rest).
+  std::pair<int, int> overwrites{-1, -1};
+  const OpContext* lone = computed == 1 ? &members.back() : nullptr;
+  for (const auto& p : same_index) {
+    const Slot &in = graph().slots[static_cast<size_t>(p.first)], &res = graph().slots[static_cast<size_t>(o)];
+    if (lone && (p.first != lone->in[0] || std::count(lone->in.begin(), lone->in.end(), p.first) > 1 ||
+                 lone->info->kind == OpKind::Select || lone->info->kind == OpKind::Clamp))
+      break;
+    if (in.type.dtype == res.type.dtype && in.mapping.sameAs(res.mapping)) {
+      overwrites = p;
+      break;
+    }
+    if (lone) break;
+  }
   auto kernel = std::make_unique<FusedMapKernel>(std::move(inputs), std::move(instrs), out_slot);
   OpContext call = root;
   call.in = external;
   Node* node = emitExecute(call, std::move(kernel), std::move(steps), {o}, flops);
   node->same_index = std::move(same_index);
+  node->overwrites = overwrites;
   if (members.size() > 1) node->name = "fused(" + names + ")";
   elementwise_results_.insert(o);
   return o;

@@ -43,14 +43,47 @@ int64_t lastStep(const Graph& g, const Slot& s) {
   return s.donated == Slot::Donated::Copied ? static_cast<int64_t>(g.steps.size()) : liveRange(g, s).second;
 }
 
+// Every Execute node's in-place pairs for tile memory (Node::in_place, Node::overwrites), depth first.
+void tileInPlacePairs(const Node& node, std::vector<std::pair<int, int>>* out) {
+  out->insert(out->end(), node.in_place.begin(), node.in_place.end());
+  if (node.overwrites.first >= 0) out->push_back(node.overwrites);
+  for (const auto& c : node.children) tileInPlacePairs(*c, out);
+}
+
+// Per slot, the operand whose tile memory it takes (-1: none), as Graphcore's in-place finder allows: the step that
+// writes the result is the operand's last read and no loop reads the operand again, the operand is a value of the
+// program's own (no parameter, constant, result or donated variable), and the result, no result or donated variable
+// either, has the operand's type and tile mapping.
+std::vector<int> tileMemoryTaken(const Graph& g) {
+  std::vector<int> taken(g.slots.size(), -1);
+  if (!g.root) return taken;
+  std::vector<std::pair<int, int>> pairs;
+  tileInPlacePairs(*g.root, &pairs);
+  const auto own = [](const Slot& s) {
+    return s.storage == Slot::Storage::Arena && !s.always_live && s.donated == Slot::Donated::No && s.def >= 0;
+  };
+  for (const auto& p : pairs) {
+    const Slot &o = g.slots[static_cast<size_t>(p.first)], &r = g.slots[static_cast<size_t>(p.second)];
+    if (!own(o) || !own(r) || r.def <= o.def || o.last_use != r.def || liveRange(g, o).second != r.def ||
+        o.type.dtype != r.type.dtype || o.type.numBytes() != r.type.numBytes() || !o.mapping.sameAs(r.mapping))
+      continue;
+    bool ok = true;
+    for (const auto& loop : g.loops) ok = ok && !(r.def >= loop.first && r.def <= loop.second && o.def < loop.first);
+    if (ok) taken[static_cast<size_t>(p.second)] = p.first;
+  }
+  return taken;
+}
+
 // The slots both memory sweeps count, once each: a variable (always live, not a donated result) into `always` per
 // tile; any other written slot added at its first step and removed after its last (`adds`, `removes`: steps + 1
-// lists, the last for what is live after the last step).
+// lists, the last for what is live after the last step). A result that takes its operand's tile memory
+// (tileMemoryTaken) is counted from the step after it is written: at that step its bytes are the operand's.
 void sweepSlots(const Graph& g, std::vector<int64_t>* always, std::vector<std::vector<int>>* adds,
                 std::vector<std::vector<int>>* removes) {
   const int64_t steps = static_cast<int64_t>(g.steps.size());
   adds->assign(static_cast<size_t>(steps) + 1, {});
   removes->assign(static_cast<size_t>(steps) + 1, {});
+  const std::vector<int> taken = tileMemoryTaken(g);
   for (size_t i = 0; i < g.slots.size(); ++i) {
     const Slot& s = g.slots[i];
     if (s.donated == Slot::Donated::InPlace) continue;  // the donated parameter's bytes
@@ -59,8 +92,10 @@ void sweepSlots(const Graph& g, std::vector<int64_t>* always, std::vector<std::v
       continue;
     }
     if (s.def < 0) continue;  // never written (e.g. unused staging)
-    (*adds)[static_cast<size_t>(std::min(s.def, steps))].push_back(static_cast<int>(i));
-    (*removes)[static_cast<size_t>(std::min(lastStep(g, s), steps))].push_back(static_cast<int>(i));
+    const int64_t first = std::min(s.def + (taken[i] >= 0 ? 1 : 0), steps), last = std::min(lastStep(g, s), steps);
+    if (last < first) continue;  // written in place and never read again
+    (*adds)[static_cast<size_t>(first)].push_back(static_cast<int>(i));
+    (*removes)[static_cast<size_t>(last)].push_back(static_cast<int>(i));
   }
 }
 

@@ -194,6 +194,11 @@ struct Node {
   // elementwise map). Host storage only: a loop's new value may then share its carried value's bytes
   // (shareCarriedStorage), so the update copy moves nothing; memory estimates and host threads do not look at it.
   std::vector<std::pair<int, int>> same_index;
+  // Execute: an (operand slot, result slot) pair whose result takes the operand's tile memory on the IPU when this
+  // step is the operand's last read: Graphcore's XLA backend computes an elementwise op in place on its first
+  // operand, and a fused map on an operand it reads elementwise, when they have the result's type (its in-place
+  // finder). Tile memory only (computeMemory), as for the in_place pairs; {-1, -1}: none.
+  std::pair<int, int> overwrites{-1, -1};
   // RepeatWhileTrue: whether the executor charges the loop's fixed-cost steps once the loop ends, as iterations x
   // their charges, instead of step by step (the same counters: a loop's small steps then cost no bookkeeping).
   // fixed[0]: the cond's steps outside a nested loop or switch (they charge as they run), and the decision itself;

@@ -16,7 +16,8 @@ std::pair<int64_t, int64_t> liveRange(const Graph& graph, const Slot& slot);
 
 // Bytes per tile at the program's peak: always-live tensors (params, results, constants) + tensors live at each
 // step (their liveRange) + that step's exchange receive buffers + vertex state + code of each codelet type on the
-// tile.
+// tile. A result computed in place (Node::in_place, Node::overwrites) at its operand's last read takes the
+// operand's bytes, as Graphcore's XLA backend lays such ops out.
 MemoryReport computeMemory(const Graph& graph);
 
 // Marks the results that the program's `aliases` ([parameter, result] pairs: donated inputs) return in place of a
@@ -40,8 +41,8 @@ bool updatesInPlace(const Graph& graph, int operand, int result);
 
 // The result of an op that updates its operand in place (Node::in_place) shares the operand's host bytes
 // (Slot::share) when the op is the operand's last read and no loop runs the op without redefining the operand, so
-// that the kernel writes only what changes. Host storage only: the IPU updates in place too, and the per-tile
-// memory report (computeMemory) and cycles are unchanged. Called by layoutArena.
+// that the kernel writes only what changes. Host storage only (the per-tile memory report counts in-place results
+// by its own rule, computeMemory); cycles are unchanged. Called by layoutArena.
 void shareInPlaceResults(Graph* graph);
 
 // Places the arena slots in a run's host arena: two slots share bytes only if their live ranges do not overlap
