@@ -56,7 +56,8 @@ CONFORMANCE_SLICE = tuple(f"tests/conformance/test_{name}.py" for name in (
 # The tests where host threads meet: asynchronous dispatch and errors, several Python threads, several IPUs and
 # pmap (a worker per device), host callbacks and streams (the device worker calls back into Python).
 THREAD_TESTS = tuple(f"tests/backend/test_{name}.py" for name in (
-    "async", "threads", "multi_device", "callbacks", "infeed_outfeed", "donation", "run_reuse"))
+    "async", "threads", "multi_device", "callbacks", "infeed_outfeed", "donation", "run_reuse")) + (
+    "tests/emulator/test_emulator_row_chains.py",)  # the host threads sharing a chain's rows
 
 # Tests whose subject a sanitizer changes: none of them is left out for a finding.
 DESELECTED = {

@@ -584,12 +584,20 @@ static std::unique_ptr<RowChain> planRowChain(const Node& sequence, size_t first
 size_t Executor::runRowsTogether(const Node& sequence, size_t first, bool charge) {
   if (first >= sequence.row_chains.size() || !sequence.row_chains[first]) return 0;
   const RowChain& c = *sequence.row_chains[first];
+  // Rows in chunks of about 128 KB of an f32 result (in the host's L2 cache when the next steps read them; a call
+  // per step and chunk), shared among the host threads when there are several.
+  const int64_t chunk = std::max<int64_t>(1, kRowChunkBytes / (c.row * 4));
+  const int64_t chunks = (c.rows + chunk - 1) / chunk;
+  ThreadPool* pool = state_.options ? state_.options->pool : nullptr;
+  const bool parallel = pool && pool->threads() > 1 && chunks > 1;
   // This run's bytes. Arena slots whose live ranges end in the chain may share bytes with later results. Row by row
   // (every step on a chunk of rows, then the next chunk), two steps touch the same bytes in program order where the
   // two slots start at the same byte and a row of the later step's slot is no longer than a row of the earlier's (it
   // lies in that row or in an earlier one, whose steps are done): a softmax's exponentials over the bytes of its
-  // normalised rows, a row's sum over the bytes of a row the steps have done with. Any other overlap (a slot read
-  // whole, rows shifted against each other or longer), or a step that updates in place, ends the chain there.
+  // normalised rows, a row's sum over the bytes of a row the steps have done with. When host threads share the
+  // chunks, an earlier row may be another thread's, still in use: the rows must then be the same bytes (a later
+  // row lies in the same chunk as the earlier). Any other overlap (a slot read whole, rows shifted against each other
+  // or longer), or a step that updates in place, ends the chain there.
   const auto bytes = [&](int slot) { return graph_.slots[static_cast<size_t>(slot)].type.numBytes(); };
   const auto ptr = [&](int slot) { return state_.ptr[static_cast<size_t>(slot)]; };
   const auto rowBytes = [&](const RowChain::Access& a) {
@@ -600,7 +608,7 @@ size_t Executor::runRowsTogether(const Node& sequence, size_t first, bool charge
     if (a.slot == b.slot || (!a.write && !b.write)) return false;
     if (!(ptr(a.slot) < ptr(b.slot) + bytes(b.slot) && ptr(b.slot) < ptr(a.slot) + bytes(a.slot))) return false;
     if (a.per_row == 0 || b.per_row == 0 || ptr(a.slot) != ptr(b.slot)) return true;
-    return same_step ? rowBytes(a) != rowBytes(b) : rowBytes(a) > rowBytes(b);
+    return same_step || parallel ? rowBytes(a) != rowBytes(b) : rowBytes(a) > rowBytes(b);
   };
   size_t count = 0;
   bool reduces = false;
@@ -631,10 +639,6 @@ size_t Executor::runRowsTogether(const Node& sequence, size_t first, bool charge
     if (m.per_row == 0) m.node->kernel->computeStep(state_, m.step, 0, m.node->supersteps[m.step].work.num_elements);
     threads = threads || (m.per_row > 0 && worthThreads(m.node->supersteps[m.step]));
   }
-  // Rows in chunks of about 128 KB of an f32 result (in the host's L2 cache when the next steps read them; a call
-  // per step and chunk).
-  const int64_t chunk = std::max<int64_t>(1, kRowChunkBytes / (c.row * 4));
-  const int64_t chunks = (c.rows + chunk - 1) / chunk;
   const auto runChunk = [&](RunState& state, int64_t k) {
     const int64_t r0 = k * chunk, r1 = std::min(c.rows, r0 + chunk);
     for (size_t i = 0; i < count; ++i) {
@@ -642,8 +646,7 @@ size_t Executor::runRowsTogether(const Node& sequence, size_t first, bool charge
       if (m.per_row > 0) m.node->kernel->computeStep(state, m.step, r0 * m.per_row, r1 * m.per_row);
     }
   };
-  ThreadPool* pool = state_.options ? state_.options->pool : nullptr;
-  if (pool && pool->threads() > 1 && chunks > 1 && threads) {
+  if (parallel && threads) {
     RunState& state = state_;
     pool->parallelFor(chunks, [&](int64_t k) { runChunk(state, k); });
   } else {
