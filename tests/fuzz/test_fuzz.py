@@ -158,6 +158,31 @@ def test_one_ulp_off_is_a_mismatch() -> None:
         assert outcome.status == "mismatch", (outcome, fp.render(program))
 
 
+def test_runs_that_differ_are_a_mismatch(monkeypatch) -> None:
+    """The emulator's bits do not depend on how its host threads share a run: a second run that differs fails."""
+    program = next(_exact_programs(1))
+    real = fc.run
+    calls = []
+
+    def flipped(a: np.ndarray) -> np.ndarray:  # its last byte's lowest bit changed
+        b = np.array(a, copy=True)
+        if b.size:
+            b.reshape(-1).view(np.uint8)[-1] ^= 1
+        return b
+
+    def flaky(f, backend, args):  # noqa: ANN001 - the second ipu run differs
+        out = real(f, backend, args)
+        if backend == "ipu":
+            calls.append(1)
+            if len(calls) == 2:
+                out = [flipped(a) for a in out]
+        return out
+
+    monkeypatch.setattr(fc, "run", flaky)
+    outcome = fc.judge(program)
+    assert outcome.status == "mismatch" and "differ between two runs" in outcome.reason, outcome
+
+
 def test_a_reproducer_runs_by_itself(tmp_path) -> None:  # noqa: ANN001
     import fuzz_minimise as fm
 
