@@ -10,6 +10,7 @@
 // Operands are first viewed (or, when their layout or type requires it, copied) in canonical [batch, M, K] and
 // [batch, K, N] layouts; the host kernel runs every block as a register-blocked, vectorised GEMM.
 #include <algorithm>
+#include <cstring>
 #include <type_traits>
 
 #include "ipu/cost_model.h"
@@ -550,6 +551,29 @@ DotPlan choosePlan(const PlanInputs& in, bool serial = false) {
   return best;
 }
 
+// choosePlan(in, serial: true), once per compile for the same inputs (Lowerer::matmulPlans; the device is the
+// compile's).
+DotPlan choosePlanOnce(Lowerer& lowerer, const PlanInputs& in) {
+  int64_t bpc = 0;
+  static_assert(sizeof(bpc) == sizeof(in.bytes_per_cycle), "a double's bits as a key");
+  std::memcpy(&bpc, &in.bytes_per_cycle, sizeof(bpc));
+  const std::vector<int64_t> key{in.B,       in.M,       in.N,         in.K,           static_cast<int64_t>(in.dt),
+                                 static_cast<int64_t>(in.partials), in.in_bytes, in.acc_bytes, in.tiles, in.workers,
+                                 bpc,        in.out_per_tile, in.out_tiles, in.cap};
+  std::vector<int64_t>& known = lowerer.matmulPlans()[key];
+  DotPlan p;
+  Split* splits[] = {&p.serial, &p.b, &p.m, &p.n, &p.k};
+  if (known.empty()) {
+    p = choosePlan(in, /*serial=*/true);
+    known = {p.B, p.M, p.N, p.K};
+    for (const Split* s : splits) known.insert(known.end(), {s->parts, s->block});
+    return p;
+  }
+  p.B = known[0], p.M = known[1], p.N = known[2], p.K = known[3];
+  for (size_t i = 0; i < 5; ++i) *splits[i] = Split{known[4 + 2 * i], known[5 + 2 * i]};
+  return p;
+}
+
 // Superstep 1: block p's partial [b, m, n] over its k range, into the output (pK = 1, same type) or the partials.
 // Superstep 2: the pK partials of each output element summed in k order and converted once to the result type.
 // With half partials (partialsType) each partial is rounded to f16 first: what its tile keeps and sends.
@@ -894,9 +918,8 @@ std::vector<int> lowerDot(Lowerer& lowerer, OpContext& ctx) {
   const bool half = lowerer.options().half_partials;
   const DType partials = partialsType(dt, out.dtype, half);
   const TileMapping omap = lowerer.graph().slots[static_cast<size_t>(o)].mapping;
-  const DotPlan plan = choosePlan(planInputs(d.batch, d.m, d.n, d.k, dt, partials, omap, lowerer.device(),
-                                             lowerer.options().available_memory_proportion),
-                                  /*serial=*/true);
+  const DotPlan plan = choosePlanOnce(lowerer, planInputs(d.batch, d.m, d.n, d.k, dt, partials, omap, lowerer.device(),
+                                                         lowerer.options().available_memory_proportion));
 
   std::unique_ptr<Kernel> kernel;
   visitMatmulTypes(dt, out.dtype, [&](auto i, auto a, auto r) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -115,6 +116,9 @@ class Lowerer {
   const Function* function(const std::string& name) const { return program_.find(name); }
   // The callees being lowered, outermost first: a call of one of them is recursion, which the IPU cannot run.
   std::vector<std::string>& callStack() { return call_stack_; }
+  // Matmul plans this compile has chosen, by their inputs (dot.cc): a model's layers repeat their shapes, and the
+  // plan search is the costliest part of lowering a matmul. Each plan is a pure function of its key.
+  std::map<std::vector<int64_t>, std::vector<int64_t>>& matmulPlans() { return matmul_plans_; }
 
  private:
   void lowerOp(const Op& op, Env* env, Node* seq);
@@ -137,6 +141,7 @@ class Lowerer {
   // The slots elementwise vertices wrote: values XLA:CPU computes inside a fused loop rather than loads of it
   // (elementwise.cc's llvmRank).
   std::unordered_set<int> elementwise_results_;
+  std::map<std::vector<int64_t>, std::vector<int64_t>> matmul_plans_;
 };
 
 }  // namespace ipu
