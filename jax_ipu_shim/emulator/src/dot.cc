@@ -557,9 +557,20 @@ DotPlan choosePlanOnce(Lowerer& lowerer, const PlanInputs& in) {
   int64_t bpc = 0;
   static_assert(sizeof(bpc) == sizeof(in.bytes_per_cycle), "a double's bits as a key");
   std::memcpy(&bpc, &in.bytes_per_cycle, sizeof(bpc));
-  const std::vector<int64_t> key{in.B,       in.M,       in.N,         in.K,           static_cast<int64_t>(in.dt),
-                                 static_cast<int64_t>(in.partials), in.in_bytes, in.acc_bytes, in.tiles, in.workers,
-                                 bpc,        in.out_per_tile, in.out_tiles, in.cap};
+  const std::vector<int64_t> key{in.B,
+                                 in.M,
+                                 in.N,
+                                 in.K,
+                                 static_cast<int64_t>(in.dt),
+                                 static_cast<int64_t>(in.partials),
+                                 in.in_bytes,
+                                 in.acc_bytes,
+                                 in.tiles,
+                                 in.workers,
+                                 bpc,
+                                 in.out_per_tile,
+                                 in.out_tiles,
+                                 in.cap};
   std::vector<int64_t>& known = lowerer.matmulPlans()[key];
   DotPlan p;
   Split* splits[] = {&p.serial, &p.b, &p.m, &p.n, &p.k};
@@ -919,7 +930,7 @@ std::vector<int> lowerDot(Lowerer& lowerer, OpContext& ctx) {
   const DType partials = partialsType(dt, out.dtype, half);
   const TileMapping omap = lowerer.graph().slots[static_cast<size_t>(o)].mapping;
   const DotPlan plan = choosePlanOnce(lowerer, planInputs(d.batch, d.m, d.n, d.k, dt, partials, omap, lowerer.device(),
-                                                         lowerer.options().available_memory_proportion));
+                                                          lowerer.options().available_memory_proportion));
 
   std::unique_ptr<Kernel> kernel;
   visitMatmulTypes(dt, out.dtype, [&](auto i, auto a, auto r) {
