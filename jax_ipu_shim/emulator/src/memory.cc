@@ -19,10 +19,12 @@ void forEachTile(const Slot& s, F f) {
 
 size_t align64(size_t n) { return (n + 63) & ~static_cast<size_t>(63); }
 
-// Every Execute node's Node::in_place pairs, depth first.
-void inPlacePairs(const Node& node, std::vector<std::pair<int, int>>* out) {
+// Every Execute node's Node::in_place pairs, depth first; with `overwrites`, its Node::overwrites pair too (the
+// pairs tile memory counts in place).
+void inPlacePairs(const Node& node, std::vector<std::pair<int, int>>* out, bool overwrites = false) {
   out->insert(out->end(), node.in_place.begin(), node.in_place.end());
-  for (const auto& c : node.children) inPlacePairs(*c, out);
+  if (overwrites && node.overwrites.first >= 0) out->push_back(node.overwrites);
+  for (const auto& c : node.children) inPlacePairs(*c, out, overwrites);
 }
 
 }  // namespace
@@ -43,13 +45,6 @@ int64_t lastStep(const Graph& g, const Slot& s) {
   return s.donated == Slot::Donated::Copied ? static_cast<int64_t>(g.steps.size()) : liveRange(g, s).second;
 }
 
-// Every Execute node's in-place pairs for tile memory (Node::in_place, Node::overwrites), depth first.
-void tileInPlacePairs(const Node& node, std::vector<std::pair<int, int>>* out) {
-  out->insert(out->end(), node.in_place.begin(), node.in_place.end());
-  if (node.overwrites.first >= 0) out->push_back(node.overwrites);
-  for (const auto& c : node.children) tileInPlacePairs(*c, out);
-}
-
 // Per slot, the operand whose tile memory it takes (-1: none), as Graphcore's in-place finder allows: the step that
 // writes the result is the operand's last read and no loop reads the operand again, the operand is a value of the
 // program's own (no parameter, constant, result or donated variable), and the result, no result or donated variable
@@ -58,7 +53,7 @@ std::vector<int> tileMemoryTaken(const Graph& g) {
   std::vector<int> taken(g.slots.size(), -1);
   if (!g.root) return taken;
   std::vector<std::pair<int, int>> pairs;
-  tileInPlacePairs(*g.root, &pairs);
+  inPlacePairs(*g.root, &pairs, /*overwrites=*/true);
   const auto own = [](const Slot& s) {
     return s.storage == Slot::Storage::Arena && !s.always_live && s.donated == Slot::Donated::No && s.def >= 0;
   };
