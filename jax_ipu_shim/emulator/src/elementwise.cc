@@ -557,8 +557,8 @@ int Lowerer::lowerElementwiseGroup(std::vector<OpContext>& members) {
   }
   // The operand whose tile memory the result takes when this step is its last read (Node::overwrites), as
   // Graphcore's XLA backend marks elementwise ops in place: a lone op's first operand, unless it is read twice or the
-  // op is a select or clamp (not in place there); a fused group's first operand read elementwise. Either must have
-  // the result's type and tile mapping (computeMemory checks the rest).
+  // op is a select or clamp (not in place there); a fused group's first operand that it reads elementwise and that
+  // has the result's type and tile mapping, as a lone op's must (computeMemory checks the rest).
   std::pair<int, int> overwrites{-1, -1};
   const OpContext* lone = computed == 1 ? &members.back() : nullptr;
   for (const auto& p : same_index) {
